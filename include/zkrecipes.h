@@ -1,0 +1,43 @@
+/*
+ * zkrecipes.h - ZooKeeper coordination recipes for C daemons.
+ *
+ * Include this one header for the whole core API:
+ *   zkrecipes/error.h     error codes and messages
+ *   zkrecipes/path.h      path validation
+ *   zkrecipes/log.h       the ZooKeeper client's log hook
+ *   zkrecipes/session.h   sessions that survive expiry, listeners, executors
+ *   zkrecipes/lock.h      the fair, fenced, per-thread reentrant lock
+ *   zkrecipes/election.h  leader election on the same contender queue
+ *
+ * The event-loop adapters (zkrecipes/glib.h) and the test harness
+ * (zkrecipes/testing.h, in libzkrecipes-testing) are separate on purpose:
+ * include them where you use them.
+ *
+ * Licensed under the Apache License, Version 2.0 (see COPYING).
+ */
+#ifndef ZKRECIPES_H
+#define ZKRECIPES_H
+
+#define ZKRECIPES_VERSION_MAJOR 0
+#define ZKRECIPES_VERSION_MINOR 1
+#define ZKRECIPES_VERSION_PATCH 0
+#define ZKRECIPES_VERSION_STRING "0.1.0"
+
+#include <zkrecipes/error.h>
+#include <zkrecipes/path.h>
+#include <zkrecipes/log.h>
+#include <zkrecipes/session.h>
+#include <zkrecipes/lock.h>
+#include <zkrecipes/election.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/** The library's version string, e.g. "0.1.0" (static). */
+const char *zkrc_version(void);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* ZKRECIPES_H */

@@ -1,0 +1,178 @@
+/*
+ * zkrecipes/election.h - leader election on the lock's contender queue.
+ *
+ * Protocol (compatible with Apache Curator's LeaderLatch): every participant
+ * creates an ephemeral sequential node "_c_<uuid>-latch-<sequence>" under the
+ * election path, holding its participant id.  The lowest sequence leads;
+ * every other participant watches only the one just before it.  Before it
+ * declares itself leader a participant checks that the lowest node belongs to
+ * its current ZooKeeper session (Curator's double-leader bug CURATOR-696), and
+ * the departure of a predecessor that was not the leader makes nobody leader:
+ * the participant looks again.
+ *
+ * Fencing.  The leader's token is the czxid of its node: strictly increasing
+ * from one leader to the next.  Guard the work a leader does with it.
+ *
+ * Callbacks run on the session's executor, in order, never on a ZooKeeper
+ * thread and never with a zkrecipes mutex held.
+ *
+ * Licensed under the Apache License, Version 2.0 (see COPYING).
+ */
+#ifndef ZKRECIPES_ELECTION_H
+#define ZKRECIPES_ELECTION_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <zookeeper/zookeeper.h>
+#include <zkrecipes/session.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct zkrc_election zkrc_election;
+
+typedef enum zkrc_election_event {
+  /** This participant now leads; info->token is its fencing token. */
+  ZKRC_ELECTION_ELECTED = 0,
+  /** This participant no longer leads (or, with revoke_on_suspend, may no
+   *  longer lead).  info->reason says why. */
+  ZKRC_ELECTION_REVOKED = 1
+} zkrc_election_event;
+
+/** Name of an event ("elected", "revoked"); static string. */
+const char *zkrc_election_event_name(zkrc_election_event ev);
+
+/** Details of an election event; valid only during the callback. */
+typedef struct zkrc_election_event_info {
+  zkrc_election_event event;
+  /** For REVOKED: ZKRC_OK (resigned or left), ZKRC_ECONNLOSS (connection
+   *  lost, revoke_on_suspend), ZKRC_ESESSIONEXPIRED, ZKRC_ESESSIONLOST,
+   *  ZKRC_ELOCKLOST (our node was deleted), ZKRC_ECLOSED.  ZKRC_OK for
+   *  ELECTED. */
+  int reason;
+  /** The fencing token of the leadership this event is about. */
+  int64_t token;
+  /** Full path of our node. */
+  const char *node;
+} zkrc_election_event_info;
+
+typedef void (*zkrc_election_event_fn)(zkrc_election *e,
+                                       const zkrc_election_event_info *info,
+                                       void *arg);
+
+/** Options; initialize with zkrc_election_options_init(). */
+typedef struct zkrc_election_options {
+  /** Our node's data, shown as the leader's id.  NULL (default):
+   *  "<hostname>:<pid>". */
+  const char *participant_id;
+  /** ACL of the nodes created.  NULL (default): ZOO_OPEN_ACL_UNSAFE.
+   *  Copied. */
+  const struct ACL_vector *acl;
+  /** Told when this participant is elected or revoked.  May be NULL. */
+  zkrc_election_event_fn on_event;
+  void *event_arg;
+  /** Non-zero: a leader whose connection drops is REVOKED at once
+   *  (reason ZKRC_ECONNLOSS) instead of only when its session is gone, and
+   *  ELECTED again (same token) if the connection comes back in time with
+   *  the same session.  The safer choice for work that must never run
+   *  twice; default 0. */
+  int revoke_on_suspend;
+  /** Non-zero: after our session expires or is lost, or our node is
+   *  deleted, do not join again.  Default 0: rejoin (at the back of the
+   *  queue) with the session's next ZooKeeper session. */
+  int no_rejoin;
+} zkrc_election_options;
+
+void zkrc_election_options_init(zkrc_election_options *opts);
+
+/**
+ * Create a participant for the election at @p path.  It does not take part
+ * until zkrc_election_join().
+ *
+ * @return ZKRC_OK; ZKRC_EINVAL (NULL, invalid path or ACL); ZKRC_ECLOSED;
+ *         ZKRC_ENOMEM.
+ * Ownership: free with zkrc_election_free(); keeps a session reference.
+ */
+int zkrc_election_new(zkrc_election **out, zkrc_session *s, const char *path,
+                      const zkrc_election_options *opts);
+
+/**
+ * Join the election: create our node (as soon as the session is connected)
+ * and wait for our turn in the background.  Returns at once.
+ * @return ZKRC_OK; ZKRC_ESTATE when already joined; ZKRC_ECLOSED.
+ */
+int zkrc_election_join(zkrc_election *e);
+
+/**
+ * Give up leadership and go to the back of the queue (REVOKED with reason
+ * ZKRC_OK, then a new node).  The next participant is elected after one
+ * notification and one read.
+ * @return ZKRC_OK; ZKRC_ENOTLEADER when we do not lead (nothing changes).
+ */
+int zkrc_election_resign(zkrc_election *e);
+
+/**
+ * Leave the election entirely (REVOKED with reason ZKRC_OK if we led); our
+ * node is deleted.  zkrc_election_join() may be called again later.
+ * @return ZKRC_OK; ZKRC_ESTATE when not joined.
+ */
+int zkrc_election_leave(zkrc_election *e);
+
+/**
+ * Leave (if joined) and free.  When the connection is up, returns once our
+ * node is deleted (also when its create was still in flight), waiting at
+ * most a couple of seconds.  NULL is ignored.
+ * Threading: any thread, not from this election's own callback.
+ */
+void zkrc_election_free(zkrc_election *e);
+
+/**
+ * Non-zero while this participant leads.  Local state, nothing is sent; but
+ * a process that was frozen (SIGSTOP, debugger) for longer than the session
+ * timeout gets 0 at once, before the session has even noticed.  NULL
+ * yields 0.
+ */
+int zkrc_election_is_leader(zkrc_election *e);
+
+/**
+ * Wait until this participant leads.
+ * @return ZKRC_OK; ZKRC_ETIMEDOUT; ZKRC_ESTATE (not joined, or left while
+ *         waiting); ZKRC_EINVAL (bad timeout).
+ * Threading: not on the session's callback thread.
+ */
+int zkrc_election_wait_leader(zkrc_election *e, int timeout_ms);
+
+/**
+ * Our fencing token while we lead.
+ * @return ZKRC_OK; ZKRC_ENOTLEADER; ZKRC_EINVAL.
+ */
+int zkrc_election_token(zkrc_election *e, int64_t *token);
+
+/**
+ * The current leader's id (the lowest participant's node data), asked of
+ * the servers.  Works for an election path that does not exist yet.
+ * @param id  receives a malloc'ed string, or NULL when there is no leader.
+ * @return ZKRC_OK (with *id NULL for "no leader"); ZKRC_ETIMEDOUT;
+ *         ZKRC_ECONNLOSS; ZKRC_ECLOSED; ZKRC_EINVAL.
+ */
+int zkrc_election_leader_id(zkrc_election *e, char **id, int timeout_ms);
+
+/** The same for any election path, without taking part in it. */
+int zkrc_election_query_leader(zkrc_session *s, const char *path, char **id,
+                               int timeout_ms);
+
+/**
+ * Participant ids in queue order, the leader first.
+ * @param ids  NULL-terminated malloc'ed array; free with zkrc_strv_free().
+ */
+int zkrc_election_participants(zkrc_election *e, char ***ids, size_t *count,
+                               int timeout_ms);
+
+/** The election's path (owned by the election). */
+const char *zkrc_election_path(zkrc_election *e);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* ZKRECIPES_ELECTION_H */

@@ -1,0 +1,220 @@
+/*
+ * zkrecipes/lock.h - a fair, fenced, per-thread reentrant distributed lock.
+ *
+ * Protocol (wire-compatible with Apache Curator's InterProcessMutex): the
+ * lock is a directory node; every contender creates an ephemeral sequential
+ * child "_c_<uuid>-lock-<sequence>" holding its participant id.  The lowest
+ * sequence holds the lock; every other contender watches only the contender
+ * just before it, so one release wakes one waiter.  Children whose names do
+ * not end in "lock-<n>" or "__lock__<n>" (kazoo's form) are ignored.  The
+ * directory and its missing ancestors are created as container nodes, which
+ * the servers remove once empty.
+ *
+ * Ownership is per thread.  The thread that acquired the lock may acquire it
+ * again (a count, no server round trip) and must release it as many times.
+ * Another thread using the same zkrc_lock object is a participant of its
+ * own: it creates its own node and waits its turn like any other client.
+ *
+ * Fencing.  The holder's token is the zxid that created its node (czxid).
+ * Successive holders get strictly increasing tokens, so a resource that
+ * remembers the highest token it accepted can refuse a stale holder.
+ *
+ * Threading: every function may be called from any thread except where
+ * noted; blocking functions must not be called from a session callback.
+ *
+ * Licensed under the Apache License, Version 2.0 (see COPYING).
+ */
+#ifndef ZKRECIPES_LOCK_H
+#define ZKRECIPES_LOCK_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <zookeeper/zookeeper.h>
+#include <zkrecipes/session.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct zkrc_lock zkrc_lock;
+
+/** What happened to a held lock. */
+typedef enum zkrc_lock_event {
+  /** The connection dropped: the lock may no longer be held.  Stop
+   *  touching the guarded resource until RECONNECTED. */
+  ZKRC_LOCK_SUSPENDED = 0,
+  /** The connection is back with the same session: still held. */
+  ZKRC_LOCK_RECONNECTED = 1,
+  /** No longer held: the session expired or was lost, the session was
+   *  closed, or the node was deleted.  Release it to clear the count. */
+  ZKRC_LOCK_LOST = 2
+} zkrc_lock_event;
+
+/** Name of an event ("suspended", "reconnected", "lost"); static string. */
+const char *zkrc_lock_event_name(zkrc_lock_event ev);
+
+/** Details given with a lock event; valid only during the callback. */
+typedef struct zkrc_lock_event_info {
+  zkrc_lock_event event;
+  /** For ZKRC_LOCK_LOST: why (ZKRC_ESESSIONEXPIRED, ZKRC_ESESSIONLOST,
+   *  ZKRC_ECLOSED or ZKRC_ELOCKLOST for a deleted node); else ZKRC_OK. */
+  int reason;
+  /** The fencing token of the hold this event is about. */
+  int64_t token;
+  /** Full path of the holder's node. */
+  const char *node;
+} zkrc_lock_event_info;
+
+/**
+ * Told about the holder's lock.  Runs on the session's executor, never on a
+ * ZooKeeper thread and never with a zkrecipes mutex held; it may call any
+ * non-blocking zkrc_lock function (zkrc_lock_release from another thread than
+ * the holder's returns ZKRC_ENOTOWNER).
+ */
+typedef void (*zkrc_lock_event_fn)(zkrc_lock *lk,
+                                   const zkrc_lock_event_info *info,
+                                   void *arg);
+
+/** Options of a lock; initialize with zkrc_lock_options_init(). */
+typedef struct zkrc_lock_options {
+  /** Data of every node this lock creates: the participant id shown by
+   *  zkrc_lock_participants().  NULL (default): "<hostname>:<pid>". */
+  const char *participant_id;
+  /** ACL of the nodes this lock creates (directory and contender nodes).
+   *  NULL (default): ZOO_OPEN_ACL_UNSAFE.  Copied by zkrc_lock_new(). */
+  const struct ACL_vector *acl;
+  /** Told when a held lock is suspended, reconnected or lost.  Setting it
+   *  also makes the holder watch its own node, so that an administrator's
+   *  deletion is reported as LOST: one extra read per acquisition, sent
+   *  after the acquisition returns.  NULL (default): no callback. */
+  zkrc_lock_event_fn on_event;
+  void *event_arg;
+} zkrc_lock_options;
+
+/** Fill @p opts with the defaults.  Threading: any thread. */
+void zkrc_lock_options_init(zkrc_lock_options *opts);
+
+/**
+ * Create a lock object for @p path on session @p s.  Nothing is sent to a
+ * server until the first acquisition.
+ *
+ * @param path  the lock's directory, checked by zkrc_path_validate().
+ * @param opts  NULL for the defaults; copied, need not outlive the call.
+ * @return ZKRC_OK; ZKRC_EINVAL (NULL argument, invalid path or ACL);
+ *         ZKRC_ECLOSED (session closed); ZKRC_ENOMEM.
+ * Ownership: the caller owns *out and frees it with zkrc_lock_free(); the
+ * lock keeps a reference on the session.
+ */
+int zkrc_lock_new(zkrc_lock **out, zkrc_session *s, const char *path,
+                  const zkrc_lock_options *opts);
+
+/**
+ * Free the lock: threads still waiting in zkrc_lock_acquire() on it return
+ * ZKRC_ECANCELED, whatever it holds is released (its node deleted), and the
+ * call returns once no other thread is inside a call on it.  NULL is
+ * ignored.  Do not use @p lk afterwards.
+ * Threading: any thread, not from this lock's own event callback.
+ */
+void zkrc_lock_free(zkrc_lock *lk);
+
+/**
+ * Acquire the lock for the calling thread.
+ *
+ * @param timeout_ms  ZKRC_WAIT_FOREVER; ZKRC_NO_WAIT (try once: fail at once
+ *                    if another participant holds it); or a positive number
+ *                    of ms.  The deadline holds also while the connection is
+ *                    down.  Any other negative value is refused.
+ * @return ZKRC_OK: the calling thread holds the lock (again, if it already
+ *         did: the count goes up, nothing is sent).
+ *         ZKRC_ELOCKED: ZKRC_NO_WAIT and another participant holds it.
+ *         ZKRC_ETIMEDOUT: the deadline passed.
+ *         ZKRC_ESESSIONEXPIRED / ZKRC_ESESSIONLOST: the session died while
+ *         waiting.  ZKRC_ECANCELED: zkrc_lock_free() was called meanwhile.
+ *         ZKRC_ELOCKLOST: this thread's earlier hold was lost and has not
+ *         been released yet.  ZKRC_ENOAUTH: the ACL of the directory forbids
+ *         it.  ZKRC_ECLOSED, ZKRC_EINVAL, ZKRC_EOVERFLOW, ZKRC_EZOOKEEPER.
+ *         On every failure our node has been deleted before returning when
+ *         the connection is up; when it is down at the deadline, the deletion
+ *         completes in the background as soon as it comes back (or the
+ *         session's expiry removes the node).
+ * Threading: any thread but the session's callback thread.
+ */
+int zkrc_lock_acquire(zkrc_lock *lk, int timeout_ms);
+
+/**
+ * Release one level of the calling thread's hold; at the last level the node
+ * is deleted and the next waiter wakes.  Does not wait for the server's
+ * reply: the deletion is sent before this returns, and reaches the servers
+ * before anything the same session sends later.
+ *
+ * @return ZKRC_OK; ZKRC_ENOTOWNER when the calling thread does not hold it
+ *         (nothing changes); ZKRC_ELOCKLOST when the hold had been lost (the
+ *         level is released all the same); ZKRC_EINVAL for NULL.
+ */
+int zkrc_lock_release(zkrc_lock *lk);
+
+/**
+ * Non-zero when the calling thread holds the lock (and it was not lost).
+ * Local state only: nothing is sent; but a process that was frozen
+ * (SIGSTOP, debugger) for longer than the session timeout gets 0 at once,
+ * before the session has even noticed.  NULL yields 0.
+ */
+int zkrc_lock_is_held(zkrc_lock *lk);
+
+/**
+ * The calling thread's reentrancy count (0 when it does not hold the lock).
+ */
+int zkrc_lock_hold_count(zkrc_lock *lk);
+
+/**
+ * The fencing token of the calling thread's hold: the czxid of its node,
+ * taken from the create reply (no extra read).
+ * @return ZKRC_OK; ZKRC_ENOTOWNER; ZKRC_ELOCKLOST; ZKRC_EINVAL.
+ */
+int zkrc_lock_token(zkrc_lock *lk, int64_t *token);
+
+/**
+ * Full path of the calling thread's node.
+ * @param path  receives a malloc'ed copy; free it with free().
+ * @return ZKRC_OK; ZKRC_ENOTOWNER; ZKRC_ELOCKLOST; ZKRC_EINVAL; ZKRC_ENOMEM.
+ */
+int zkrc_lock_node(zkrc_lock *lk, char **path);
+
+/** The lock's directory path (owned by the lock). */
+const char *zkrc_lock_path(zkrc_lock *lk);
+
+/**
+ * Participant ids of all contenders, in queue order: the holder first.
+ * Contenders created by other clients (Curator, kazoo) are listed with their
+ * node data.  A directory that does not exist yields an empty list.
+ *
+ * @param ids    receives a NULL-terminated, malloc'ed array of malloc'ed
+ *               strings; free it with zkrc_strv_free()
+ *               (zkrecipes/session.h).
+ * @param count  if not NULL, receives the number of ids.
+ * @return ZKRC_OK; ZKRC_ETIMEDOUT; ZKRC_ECONNLOSS; ZKRC_ECLOSED; ...
+ * Threading: any thread but the session's callback thread.
+ */
+int zkrc_lock_participants(zkrc_lock *lk, char ***ids, size_t *count,
+                           int timeout_ms);
+
+/**
+ * Fenced write: perform @p ops in one ZooKeeper multi that also checks that
+ * the calling thread's lock node still exists, so a holder that lost its
+ * lock cannot write.  Succeeds or fails as a whole.
+ *
+ * @param ops      @p count operations built with zoo_create_op_init() and its
+ *                 siblings; @p results receives their results (may be NULL).
+ * @return ZKRC_OK; ZKRC_ELOCKLOST (refused: the lock node is gone or the hold
+ *         was lost; nothing was written); ZKRC_ENOTOWNER; the first failing
+ *         operation's error (see zkrc_last_zk_error()); ZKRC_ETIMEDOUT
+ *         (the outcome is then unknown); ZKRC_EINVAL.
+ * Threading: the holding thread; blocks at most @p timeout_ms.
+ */
+int zkrc_lock_fenced_multi(zkrc_lock *lk, int count, const zoo_op_t *ops,
+                           zoo_op_result_t *results, int timeout_ms);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* ZKRECIPES_LOCK_H */

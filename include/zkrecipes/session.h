@@ -1,0 +1,248 @@
+/*
+ * zkrecipes/session.h - a ZooKeeper session that outlives its handles.
+ *
+ * A zkrc_session owns one ZooKeeper handle (zhandle_t) at a time.  It
+ * connects, reports what happens to the connection to listeners, and keeps a
+ * timer of its own: the ZooKeeper C client only learns that its session
+ * expired when it reaches a server again, and a partitioned client can sit in
+ * CONNECTING forever, so once the session has been disconnected for its whole
+ * negotiated timeout it is reported LOST (as Apache Curator 3+ does) and
+ * treated as expired.  After an expiry or a loss the session tells every
+ * recipe built on it, then opens a new ZooKeeper session for later
+ * operations (unless told not to).
+ *
+ * Callbacks.  Listener and recipe callbacks never run on ZooKeeper's own
+ * threads and never with a zkrecipes mutex held.  They run on the session's
+ * executor: by default one callback thread the session owns, in the order the
+ * events happened.  zkrc_session_options.executor substitutes another (the
+ * GLib adapter in zkrecipes/glib.h, or your own).
+ *
+ * Licensed under the Apache License, Version 2.0 (see COPYING).
+ */
+#ifndef ZKRECIPES_SESSION_H
+#define ZKRECIPES_SESSION_H
+
+#include <stdint.h>
+#include <zookeeper/zookeeper.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/** Wait without limit (a timeout argument). */
+#define ZKRC_WAIT_FOREVER (-1)
+/** Do not wait at all (a timeout argument). */
+#define ZKRC_NO_WAIT 0
+
+typedef struct zkrc_session zkrc_session;
+
+/** What the connection is doing now. */
+typedef enum zkrc_session_state {
+  /** Opening a ZooKeeper session (the first, or a new one after expiry). */
+  ZKRC_SESSION_CONNECTING = 0,
+  /** Connected; the session is live. */
+  ZKRC_SESSION_CONNECTED = 1,
+  /** Connection lost; the session may still be alive on the servers. */
+  ZKRC_SESSION_SUSPENDED = 2,
+  /** Closed by zkrc_session_close(), or dead and not reopened. */
+  ZKRC_SESSION_CLOSED = 3
+} zkrc_session_state;
+
+/** What happened; listeners receive these. */
+typedef enum zkrc_session_event {
+  /** A new ZooKeeper session was established (a new session id). */
+  ZKRC_SESSION_EVENT_CONNECTED = 0,
+  /** The connection dropped; the session may still live. Locks may be lost. */
+  ZKRC_SESSION_EVENT_SUSPENDED = 1,
+  /** The connection is back with the same session: nothing was lost. */
+  ZKRC_SESSION_EVENT_RECONNECTED = 2,
+  /** Disconnected for the whole session timeout: presumed expired. */
+  ZKRC_SESSION_EVENT_LOST = 3,
+  /** A server reported the session expired. */
+  ZKRC_SESSION_EVENT_EXPIRED = 4,
+  /** Authentication failed; the session is closed for good. */
+  ZKRC_SESSION_EVENT_AUTH_FAILED = 5,
+  /** The session was closed; the last event a listener sees. */
+  ZKRC_SESSION_EVENT_CLOSED = 6
+} zkrc_session_event;
+
+/** Name of an event ("connected", "suspended", ...); static string. */
+const char *zkrc_session_event_name(zkrc_session_event ev);
+
+/** Name of a state ("connecting", "connected", ...); static string. */
+const char *zkrc_session_state_name(zkrc_session_state st);
+
+/**
+ * Runs a callback later.  An executor must run each posted call exactly once,
+ * after post() has returned, on a thread that is neither one of ZooKeeper's
+ * nor in the middle of a zkrecipes call, and in the order calls were posted.
+ */
+typedef void (*zkrc_callback_fn)(void *arg);
+typedef struct zkrc_executor {
+  void (*post)(void *ctx, zkrc_callback_fn fn, void *arg);
+  void *ctx;
+} zkrc_executor;
+
+/** Options of a session; initialize with zkrc_session_options_init(). */
+typedef struct zkrc_session_options {
+  /** Requested session timeout in ms (the servers clamp it to 2..20 ticks).
+   *  Default 10000. */
+  int session_timeout_ms;
+  /** How long zkrc_session_connect() waits for the first connection, in ms.
+   *  Default: the session timeout. */
+  int connect_timeout_ms;
+  /** Non-zero: after an expiry or a loss, stay closed instead of opening a
+   *  new ZooKeeper session.  Default 0. */
+  int no_reopen;
+  /** Where callbacks run.  NULL (default): a thread owned by the session.
+   *  The executor must stay valid until zkrc_session_close() returns. */
+  const zkrc_executor *executor;
+} zkrc_session_options;
+
+/** Fill @p opts with the defaults.  Threading: any thread. */
+void zkrc_session_options_init(zkrc_session_options *opts);
+
+/**
+ * Open a session to @p hosts ("host:port,host:port[/chroot]") and wait until
+ * it is connected, at most opts->connect_timeout_ms.
+ *
+ * @param out   receives the session; set to NULL on failure.
+ * @param opts  NULL for the defaults.
+ * @return ZKRC_OK; ZKRC_EINVAL for a NULL or malformed argument (a negative
+ *         timeout, an unparsable host string); ZKRC_ECONNECT when no server
+ *         answered in time (nothing is left running); ZKRC_ENOMEM.
+ * Threading: any thread, not a session callback of this session.
+ * Ownership: the caller owns *out and closes it with zkrc_session_close().
+ */
+int zkrc_session_connect(zkrc_session **out, const char *hosts,
+                         const zkrc_session_options *opts);
+
+/**
+ * Like zkrc_session_connect() but returns at once; the session connects in
+ * the background.  Use zkrc_session_wait_connected() or a listener.
+ */
+int zkrc_session_new(zkrc_session **out, const char *hosts,
+                     const zkrc_session_options *opts);
+
+/**
+ * Wait until the session is connected.
+ *
+ * @param timeout_ms  ZKRC_WAIT_FOREVER, ZKRC_NO_WAIT or a positive count of
+ *                    milliseconds; other negative values are refused.
+ * @return ZKRC_OK when connected; ZKRC_ETIMEDOUT; ZKRC_ECLOSED when the
+ *         session is closed; ZKRC_EINVAL.
+ * Threading: any thread except the session's callback thread.
+ */
+int zkrc_session_wait_connected(zkrc_session *s, int timeout_ms);
+
+/**
+ * Take over a handle the application already opened with zookeeper_init().
+ * The session installs its own watcher on the handle and calls the
+ * application's previous watcher (with its context) for every event after
+ * its own processing, so the application keeps seeing what it saw before.
+ *
+ * @param zh     the handle; the session owns it from now on and closes it.
+ *               Do not call zookeeper_close() on it yourself.
+ * @param hosts  the host string to open a new session with after expiry, or
+ *               NULL to close the session for good on expiry instead.
+ * @return ZKRC_OK; ZKRC_EINVAL (NULL handle, handle already expired);
+ *         ZKRC_ENOMEM.
+ */
+int zkrc_session_adopt(zkrc_session **out, zhandle_t *zh, const char *hosts,
+                       const zkrc_session_options *opts);
+
+/**
+ * Close the ZooKeeper session (its ephemeral nodes go away at once when
+ * connected), tell every recipe and listener (ZKRC_SESSION_EVENT_CLOSED),
+ * and release the caller's reference.  With the default executor, returns
+ * once every callback posted until then (CLOSED included) has run, so the
+ * caller may free what its listeners use; with an executor of your own,
+ * such callbacks may still be queued there.  Recipes still open on the session
+ * fail later calls with ZKRC_ECLOSED and must still be freed; the memory of
+ * the session goes when the last of them is freed.
+ *
+ * Threading: any thread, including the session's own callback thread.
+ * NULL is accepted and ignored.
+ */
+void zkrc_session_close(zkrc_session *s);
+
+/** Current state.  Threading: any thread. NULL yields ZKRC_SESSION_CLOSED. */
+zkrc_session_state zkrc_session_get_state(zkrc_session *s);
+
+/**
+ * The current ZooKeeper session id, or 0 while none is established.
+ * Threading: any thread.
+ */
+int64_t zkrc_session_id(zkrc_session *s);
+
+/**
+ * The session timeout the servers granted, in ms, or the requested one
+ * while none is established.  Threading: any thread.
+ */
+int zkrc_session_timeout(zkrc_session *s);
+
+/**
+ * The current session's id and password, for tools that need to open a
+ * second handle on the same session (the test harness expires sessions that
+ * way).  @return ZKRC_OK; ZKRC_ESTATE when no session is established.
+ */
+int zkrc_session_client_id(zkrc_session *s, clientid_t *out);
+
+/** Receives session events on the session's executor. */
+typedef void (*zkrc_session_listener_fn)(zkrc_session *s,
+                                         zkrc_session_event ev, void *arg);
+
+/**
+ * Register @p fn to receive every later event.
+ *
+ * @param id  if not NULL, receives a handle for zkrc_session_remove_listener.
+ * @return ZKRC_OK; ZKRC_EINVAL; ZKRC_ECLOSED; ZKRC_ENOMEM.
+ * Threading: any thread.  Ownership: @p arg stays the caller's.
+ */
+int zkrc_session_add_listener(zkrc_session *s, zkrc_session_listener_fn fn,
+                              void *arg, unsigned long *id);
+
+/**
+ * Stop delivering events to listener @p id.  Events already queued for it are
+ * dropped; a call running on the callback thread at this moment finishes, so
+ * free @p arg only once that cannot be the case (for example from a
+ * callback, or after zkrc_session_close()).
+ * @return ZKRC_OK; ZKRC_EINVAL for an unknown id.
+ */
+int zkrc_session_remove_listener(zkrc_session *s, unsigned long id);
+
+/**
+ * Add authentication (zoo_add_auth) to the session and wait for the server
+ * to accept it.  The credentials are remembered and given again to every new
+ * ZooKeeper session this object opens after an expiry.
+ *
+ * @param scheme  e.g. "digest"; @param cred e.g. "user:password".
+ * @return ZKRC_OK; ZKRC_EAUTHFAILED; ZKRC_ETIMEDOUT; ZKRC_EINVAL;
+ *         ZKRC_ECLOSED.
+ * Threading: any thread except the callback thread.
+ */
+int zkrc_session_add_auth(zkrc_session *s, const char *scheme,
+                          const char *cred, int timeout_ms);
+
+/**
+ * Call @p fn with the current ZooKeeper handle, pinned so that it stays open
+ * while @p fn runs.  For raw ZooKeeper calls next to the recipes.  @p fn must
+ * not block for long (issue asynchronous calls, or synchronous ones with the
+ * session's timeout in mind) and must not close the handle.
+ *
+ * @return what @p fn returned; ZKRC_ECONNLOSS when no handle is open right
+ *         now (between an expiry and the next session); ZKRC_ECLOSED.
+ */
+int zkrc_session_with_handle(zkrc_session *s,
+                             int (*fn)(zhandle_t *zh, void *arg), void *arg);
+
+/**
+ * Free a NULL-terminated array of strings returned by a recipe (participant
+ * lists).  NULL is ignored.  Threading: any thread.
+ */
+void zkrc_strv_free(char **strv);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* ZKRECIPES_SESSION_H */

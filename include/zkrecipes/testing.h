@@ -1,0 +1,262 @@
+/*
+ * zkrecipes/testing.h - a real local ZooKeeper ensemble for tests
+ * (libzkrecipes-testing).
+ *
+ * Starts 1 to 5 members of the installed ZooKeeper server (Debian's
+ * `zookeeper` package, run on the installed Java) on free loopback ports, each
+ * in its own temporary data directory; waits until a quorum serves requests;
+ * and gives the connect string.  Members can be killed, stopped, restarted
+ * with their data, paused and resumed; the leader can be found; a client's
+ * session can be expired on demand; and a loopback fault proxy can sit
+ * between clients and each member.
+ *
+ * Everything started is stopped, and its directories removed, by
+ * zkrc_ensemble_stop() - and also when the test process crashes or is killed:
+ * a small reaper process watches the test process and cleans up after it, and
+ * every member is started with a parent-death signal.
+ *
+ * Layout: the ensemble directory is BASE/zkr-ensemble-XXXXXX; member i has
+ * mI/zoo.cfg, mI/data (its dataDir) and mI/member.log (its stdout and stderr,
+ * appended to on restart).  When a member fails to start, the tail of its log
+ * is printed to stderr.
+ *
+ * Crash safety: each member is forked with PR_SET_PDEATHSIG(SIGKILL), tied to
+ * the thread that forked it (see zkrc_ensemble_start()).  Each ensemble also
+ * forks a reaper process, linked to the test process by a socket; when that
+ * link reaches end-of-file without zkrc_ensemble_stop()'s goodbye (crash,
+ * SIGKILL, exit or exec without a stop), the reaper SIGKILLs the members it
+ * was told about (each restart tells it the new pid), removes the directory,
+ * and exits.  A child forked by the test process without exec inherits the
+ * link and delays the reaper until that child exits too.
+ *
+ * Threading: the functions may be called from any thread, concurrently,
+ * except zkrc_ensemble_stop(), which must not race with any other call on the
+ * same ensemble.  Answers from members (four-letter words, waits) are
+ * obtained without holding the ensemble's lock.
+ *
+ * Environment: ZKR_ZOOKEEPER_CLASSPATH overrides the server's class path
+ * (default: the jars in /usr/share/java), ZKR_JAVA the java binary (default:
+ * java on PATH), ZKR_ENSEMBLE_KEEP=1 keeps the directories for inspection
+ * (also after a crash), ZKR_ENSEMBLE_LOG=1 lets members write their log to
+ * stderr (and lets the harness's own ZooKeeper handle log).
+ *
+ * Licensed under the Apache License, Version 2.0 (see COPYING).
+ */
+#ifndef ZKRECIPES_TESTING_H
+#define ZKRECIPES_TESTING_H
+
+#include <stdint.h>
+#include <zookeeper/zookeeper.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct zkrc_ensemble zkrc_ensemble;
+
+/** Options of an ensemble; initialize with zkrc_ensemble_options_init(). */
+typedef struct zkrc_ensemble_options {
+  /** Number of members, 1 to 5.  Default 1. */
+  int members;
+  /** tickTime in ms.  Default 200, so the shortest session timeout is 400
+   *  ms and expiry tests are fast. */
+  int tick_ms;
+  /** maxSessionTimeout in ms (0: ZooKeeper's default of 20 ticks). */
+  int max_session_timeout_ms;
+  /** znode.container.checkIntervalMs (0: 100 ms, so container cleanup is
+   *  quick to observe). */
+  int container_check_ms;
+  /** Non-zero: put a fault proxy (below) in front of every member; the
+   *  connect string then names the proxies.  Default 0. */
+  int with_proxies;
+  /** How long zkrc_ensemble_start() waits for a serving quorum, in ms.
+   *  Default 60000. */
+  int start_timeout_ms;
+  /** Parent directory of the ensemble's temporary directory.  NULL: $TMPDIR
+   *  or /tmp. */
+  const char *base_dir;
+  /** Non-zero: forceSync=no (members do not fsync their transaction log).
+   *  Faster and steadier for functional tests; leave 0 (real fsync) when
+   *  measuring.  Default 0. */
+  int no_fsync;
+} zkrc_ensemble_options;
+
+/** Fill @p opts with the defaults. */
+void zkrc_ensemble_options_init(zkrc_ensemble_options *opts);
+
+/**
+ * Start an ensemble and wait until a quorum serves requests - in fact until
+ * every member does, so that tests start from a settled ensemble.
+ *
+ * Ports: each member gets a client, a peer and an election port, chosen free
+ * on 127.0.0.1 below the kernel's ephemeral range (so outgoing connections
+ * cannot take them while a member is down) and held for the ensemble's
+ * lifetime against other ensembles of this process.  Should a port be taken
+ * by another process before the JVM binds it, the start is retried on new
+ * ports.
+ *
+ * @param out   receives the ensemble, or NULL on failure.
+ * @param opts  NULL for the defaults; zero fields take their default.
+ * @return 0; -1 with a message on stderr (and the failing member's log tail)
+ *         when it could not start in time or an option is out of range
+ *         (everything started is stopped again).
+ * Threading: call from the thread that will stay alive for the ensemble's
+ * lifetime (the parent-death signal is tied to it); usually main.
+ */
+int zkrc_ensemble_start(zkrc_ensemble **out, const zkrc_ensemble_options *opts);
+
+/** Stop the proxies (closing their connections), every member (SIGKILL:
+ *  the data is discarded anyway) and the reaper; remove the directories
+ *  (unless ZKR_ENSEMBLE_KEEP=1); free @p e.  NULL is ignored.
+ *  Threading: no other call on @p e may run concurrently or follow. */
+void zkrc_ensemble_stop(zkrc_ensemble *e);
+
+/** Number of members. */
+int zkrc_ensemble_size(const zkrc_ensemble *e);
+
+/** "127.0.0.1:p1,127.0.0.1:p2,..." (through the proxies when enabled).
+ *  Owned by the ensemble; valid until zkrc_ensemble_stop(). */
+const char *zkrc_ensemble_connect_string(const zkrc_ensemble *e);
+
+/** The same, naming the members directly even when proxies are enabled. */
+const char *zkrc_ensemble_direct_connect_string(const zkrc_ensemble *e);
+
+/** "127.0.0.1:port" of member @p i (0-based), through its proxy when
+ *  enabled.  Owned by the ensemble. */
+const char *zkrc_ensemble_member_address(const zkrc_ensemble *e, int i);
+
+/** Client port of member @p i (the member itself, not its proxy). */
+int zkrc_ensemble_member_port(const zkrc_ensemble *e, int i);
+
+/** Process id of member @p i, or -1 when it is not running (a member that
+ *  exited on its own is noticed and reaped here).  A paused member has its
+ *  pid. */
+int zkrc_ensemble_member_pid(const zkrc_ensemble *e, int i);
+
+/** SIGKILL member @p i (paused or not) and reap it; it is gone when this
+ *  returns.  @return 0, or -1 for a bad index or a member not running. */
+int zkrc_ensemble_kill(zkrc_ensemble *e, int i);
+/** SIGTERM member @p i (continuing it if paused) and wait for it to exit;
+ *  SIGKILL after 15 s.  @return 0, or -1 for a bad index or a member not
+ *  running. */
+int zkrc_ensemble_stop_member(zkrc_ensemble *e, int i);
+/** Start a killed or stopped member again with its data, on the same ports.
+ *  Does not wait for it to serve: see zkrc_ensemble_wait_serving().
+ *  @return 0, or -1 for a bad index, a member still running, or a failed
+ *  fork/exec.  Threading: as for zkrc_ensemble_start(), the new process's
+ *  parent-death signal is tied to the calling thread. */
+int zkrc_ensemble_restart(zkrc_ensemble *e, int i);
+/** SIGSTOP member @p i and wait until it is stopped (so it is frozen when
+ *  this returns).  Pausing a paused member does nothing.  While paused, the
+ *  member is skipped by zkrc_ensemble_leader(), zkrc_ensemble_mntr_sum() and
+ *  the waits, and zkrc_ensemble_four_letter() fails at once for it.
+ *  @return 0 or -1. */
+int zkrc_ensemble_pause(zkrc_ensemble *e, int i);
+/** SIGCONT member @p i.  @return 0, or -1 when it is not running. */
+int zkrc_ensemble_resume(zkrc_ensemble *e, int i);
+
+/**
+ * Wait until member @p i serves requests (its `srvr` answers with a Mode),
+ * or, with @p i == -1, until a quorum does (some member is leader or
+ * standalone and a majority answer).  Polls `srvr` every 50 ms.
+ * @return 0, or -1 on timeout, for a bad index, or at once when member
+ *         @p i is not running (killed, stopped, or exited).
+ */
+int zkrc_ensemble_wait_serving(zkrc_ensemble *e, int i, int timeout_ms);
+
+/** Index of the current leader (or of the standalone member), from each
+ *  running, unpaused member's `srvr`; -1 when none answers as leader (e.g.
+ *  during an election: poll it with a deadline). */
+int zkrc_ensemble_leader(zkrc_ensemble *e);
+
+/**
+ * Send the four-letter word @p cmd ("srvr", "mntr", "wchc", "wchp", ...) to
+ * member @p i and return its whole answer.
+ * Sent directly to the member, never through its proxy.
+ * @param out  receives a malloc'ed NUL-terminated answer; free() it.  Set to
+ *             NULL on failure.
+ * @return 0, or -1 (bad index, member not running or paused, no complete
+ *         answer within 5 s).  A word the member does not know or allow
+ *         yields its own error text, with 0.
+ */
+int zkrc_ensemble_four_letter(zkrc_ensemble *e, int i, const char *cmd,
+                              char **out);
+
+/**
+ * Sum of the integer value of `mntr` key @p key (e.g.
+ * "zk_packets_received") over all running, unpaused members.
+ * @return the sum over the members that report the key, or -1 when none
+ *         does (unknown key, or no member answered).
+ */
+int64_t zkrc_ensemble_mntr_sum(zkrc_ensemble *e, const char *key);
+
+/**
+ * Expire the session @p id on the servers, the way ZooKeeper's own tests do:
+ * open a second handle with the same session id and password, wait for it to
+ * connect, then close it.  The client owning the session learns of the
+ * expiry when it next talks to a server (its connection is usually closed at
+ * once, so that is soon): its watcher gets ZOO_EXPIRED_SESSION_STATE.  The
+ * second handle connects directly to the members (not through proxies) and
+ * logs nothing unless ZKR_ENSEMBLE_LOG=1.  Taking the session over makes the
+ * servers drop its owner's connection, and the owner may reconnect and take
+ * it back before the close arrives; so this repeats until a fresh handle on
+ * the session is told it has expired: when it returns 0, the session is
+ * dead on the servers.
+ * @return 0 (also when the session had expired already), or -1 when that
+ *         could not be achieved within @p timeout_ms.
+ * Threading: blocks up to @p timeout_ms plus the close; do not call it from
+ * a ZooKeeper watcher or completion of the handle owning the session.
+ */
+int zkrc_ensemble_expire_session(zkrc_ensemble *e, const clientid_t *id,
+                                 int timeout_ms);
+
+/* ------------------------------------------------------------------------
+ * Fault proxy: a loopback TCP proxy in front of one member.  With
+ * zkrc_ensemble_options.with_proxies, member i has proxy i.  One thread of
+ * the test process serves all proxies of an ensemble; it follows
+ * ZooKeeper's packet framing in both directions.  Every function below is
+ * thread-safe, takes effect before it returns (the proxy thread has applied
+ * it), and returns 0, or -1 for a bad index or when proxies are not
+ * enabled.
+ * --------------------------------------------------------------------- */
+
+/** Close every connection through proxy @p i now (clients see connection
+ *  loss and reconnect, with their sessions intact). */
+int zkrc_proxy_drop_all(zkrc_ensemble *e, int i);
+
+/**
+ * Arm proxy @p i: the next client request through it (a packet with a
+ * non-negative xid: not the handshake, a ping, an auth or a set-watches
+ * packet) is forwarded to the member; when the member's reply to it arrives,
+ * the reply and everything after it is swallowed and the connection closed.
+ * So the request took effect on the servers, and the client sees connection
+ * loss (ZCONNECTIONLOSS for that request and any after it on the same
+ * connection) instead of its reply.  Only the first such request through the
+ * proxy, on any of its connections, is affected; the proxy stays armed until
+ * one passes.
+ */
+int zkrc_proxy_drop_after_next_request(zkrc_ensemble *e, int i);
+
+/** Delay all traffic through proxy @p i by @p ms in each direction (0 ends
+ *  the delay; bytes already held keep their delay).  A round trip then takes
+ *  at least 2 * @p ms.  Order is kept. */
+int zkrc_proxy_delay(zkrc_ensemble *e, int i, int ms);
+
+/** Black-hole proxy @p i for @p ms: connections stay open but nothing gets
+ *  through, and new connections are accepted but get nothing (a partition
+ *  as the client sees it; the member sees nothing of new connections either).
+ *  Bytes are held, not lost, as TCP would retransmit them: afterwards traffic
+ *  flows again, starting with what was held, on the connections the client
+ *  has not given up.  @p ms <= 0 ends a blackhole early. */
+int zkrc_proxy_blackhole(zkrc_ensemble *e, int i, int ms);
+
+/** Refuse new connections through proxy @p i (and drop current ones) while
+ *  @p refuse is non-zero.  The proxy keeps its port: a new connection is
+ *  accepted and reset at once, so the client sees ECONNRESET rather than
+ *  ECONNREFUSED - both are a failed connect to the ZooKeeper client. */
+int zkrc_proxy_refuse(zkrc_ensemble *e, int i, int refuse);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* ZKRECIPES_TESTING_H */

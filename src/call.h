@@ -1,0 +1,72 @@
+/*
+ * Waiting for one asynchronous ZooKeeper call with a deadline.
+ *
+ * The synchronous ZooKeeper API blocks until the server answers or the
+ * client gives up, which can be far past a caller's deadline.  A zkrc__call
+ * is the meeting point between the thread that waits (with a deadline) and
+ * the completion that eventually runs on ZooKeeper's thread: both hold a
+ * reference, so whichever finishes last frees it, and a caller that gave up
+ * never has its memory written to.
+ */
+#ifndef ZKRC_CALL_H
+#define ZKRC_CALL_H
+
+#include <stdint.h>
+
+#include <glib.h>
+#include <zookeeper/zookeeper.h>
+
+typedef struct zkrc__call {
+  gint refs;
+  GMutex mu;
+  GCond cond;
+  gboolean done;
+  int rc;                        /* the ZooKeeper return code */
+  struct Stat stat;              /* stat / data / create2 replies */
+  char *value;                   /* created path or node data (g_malloc) */
+  int value_len;                 /* -1 for a null data */
+  struct String_vector children; /* deep copy; free with the call */
+  /* multi: the call owns copies of the ops and their output buffers */
+  int op_count;
+  zoo_op_t *ops;
+  zoo_op_result_t *results;
+  struct Stat *op_stats;
+  char **op_bufs;
+} zkrc__call;
+
+/* A call with two references: the waiter's and the completion's. */
+zkrc__call *zkrc__call_new(void);
+void zkrc__call_unref(zkrc__call *call);
+
+/* Wait until the completion ran or @p deadline passed (TRUE if it ran). */
+gboolean zkrc__call_wait(zkrc__call *call, int64_t deadline);
+
+/* Mark the call failed before it was sent (drops the completion's
+ * reference, since no completion will run). */
+void zkrc__call_fail_unsent(zkrc__call *call, int rc);
+
+/* Completions for zoo_a* with a zkrc__call as data. */
+void zkrc__call_void_done(int rc, const void *data);
+void zkrc__call_stat_done(int rc, const struct Stat *stat, const void *data);
+void zkrc__call_data_done(int rc, const char *value, int value_len,
+                          const struct Stat *stat, const void *data);
+void zkrc__call_children_done(int rc, const struct String_vector *strings,
+                              const void *data);
+void zkrc__call_multi_done(int rc, const void *data);
+
+/* No-op completions for requests nobody waits for (the ZooKeeper client
+ * does not accept NULL completions). */
+void zkrc__ignore_string_done(int rc, const char *value, const void *data);
+void zkrc__ignore_void_done(int rc, const void *data);
+
+/* Copy @p ops into the call (with output buffers of its own) for
+ * zoo_amulti(call->op_count, call->ops, call->results, ...); ops[0..prefix)
+ * are left for the caller to fill.  Returns FALSE on a malformed op. */
+gboolean zkrc__call_take_ops(zkrc__call *call, int prefix, int count,
+                             const zoo_op_t *ops);
+/* After a completed multi: copy results and outputs back to the caller's
+ * ops/results (skipping the first @p prefix ops the call added). */
+void zkrc__call_give_results(zkrc__call *call, int prefix, const zoo_op_t *ops,
+                             zoo_op_result_t *results);
+
+#endif /* ZKRC_CALL_H */

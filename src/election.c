@@ -1,0 +1,444 @@
+/*
+ * Leader election: one contender at a time on the shared contender queue.
+ *
+ * Each time the participant enters the queue (join, resign, rejoin after a
+ * lost session) it starts a new "round": a contender plus the bookkeeping the
+ * contender's callbacks need.  Callbacks from an earlier round are ignored,
+ * so a late "ended" of a resigned round cannot revoke the next one.
+ */
+#include "config.h"
+
+#include <string.h>
+
+#include "names.h"
+#include "queue.h"
+#include "util.h"
+#include "zkrecipes.h"
+#include "zkrecipes/election.h"
+
+/* How long zkrc_election_free() waits for the delete of our node. */
+#define DELETE_GRACE_MS 2000
+
+typedef struct round round;
+
+struct zkrc_election {
+  gint refs;
+  GMutex mu;
+  GCond cond;
+  zkrc_session *s;
+  char *path;
+  char *participant_id;
+  struct ACL_vector *acl;
+  zkrc_election_event_fn on_event;
+  void *event_arg;
+  gboolean revoke_on_suspend;
+  gboolean no_rejoin;
+
+  gboolean freed;    /* zkrc_election_free() called: no more callbacks */
+  gboolean joined;   /* wants to take part */
+  round *current;    /* the round in the queue now, or NULL */
+  gboolean leader;   /* elected and not revoked */
+  gboolean suspended; /* revoked for a dropped connection, node still first */
+  int64_t token;
+  char *node;
+};
+
+struct round {
+  gint refs;
+  zkrc_election *e;
+  zkrc__contender *c;
+  gboolean ended;
+};
+
+const char *zkrc_election_event_name(zkrc_election_event ev) {
+  return ev == ZKRC_ELECTION_ELECTED   ? "elected"
+         : ev == ZKRC_ELECTION_REVOKED ? "revoked"
+                                       : "unknown";
+}
+
+void zkrc_election_options_init(zkrc_election_options *opts) {
+  if (opts)
+    memset(opts, 0, sizeof *opts);
+}
+
+/* ------------------------------------------------------------ lifetime */
+
+static zkrc_election *election_ref(zkrc_election *e) {
+  g_atomic_int_inc(&e->refs);
+  return e;
+}
+
+static void election_unref(zkrc_election *e) {
+  if (!g_atomic_int_dec_and_test(&e->refs))
+    return;
+  zkrc__acl_free(e->acl);
+  g_free(e->participant_id);
+  g_free(e->path);
+  g_free(e->node);
+  zkrc__session_unref(e->s);
+  g_mutex_clear(&e->mu);
+  g_cond_clear(&e->cond);
+  g_free(e);
+}
+
+static void round_unref(round *r) {
+  if (!g_atomic_int_dec_and_test(&r->refs))
+    return;
+  zkrc__contender_unref(r->c);
+  election_unref(r->e);
+  g_free(r);
+}
+
+/* ------------------------------------------------------ user callbacks */
+
+typedef struct election_event_call {
+  zkrc_election *e;
+  zkrc_election_event_info info;
+  char *node;
+} election_event_call;
+
+static void election_event_run(void *data) {
+  election_event_call *call = data;
+  zkrc_election *e = call->e;
+  call->info.node = call->node;
+  g_mutex_lock(&e->mu);
+  gboolean wanted = !e->freed;
+  g_mutex_unlock(&e->mu);
+  if (wanted)
+    e->on_event(e, &call->info, e->event_arg);
+  g_free(call->node);
+  election_unref(call->e);
+  g_free(call);
+}
+
+static void post_event_locked(zkrc_election *e, zkrc_election_event ev,
+                              int reason) {
+  if (e->on_event == NULL)
+    return;
+  election_event_call *call = g_new0(election_event_call, 1);
+  call->e = election_ref(e);
+  call->info.event = ev;
+  call->info.reason = reason;
+  call->info.token = e->token;
+  call->node = g_strdup(e->node);
+  zkrc__session_post(e->s, election_event_run, call);
+}
+
+/* Stop leading (if we do), telling the application why. */
+static void revoke_locked(zkrc_election *e, int reason) {
+  if (e->leader)
+    post_event_locked(e, ZKRC_ELECTION_REVOKED, reason);
+  e->leader = FALSE;
+  e->suspended = FALSE;
+  g_cond_broadcast(&e->cond);
+}
+
+/* ------------------------------------------------- contender callbacks */
+
+static void start_round_locked(zkrc_election *e);
+
+static void on_front(zkrc__contender *c, void *arg) {
+  round *r = arg;
+  zkrc_election *e = r->e;
+  g_mutex_lock(&e->mu);
+  if (e->current == r && !e->leader) {
+    e->leader = TRUE;
+    e->token = zkrc__contender_czxid(c);
+    g_free(e->node);
+    e->node = zkrc__contender_path(c);
+    post_event_locked(e, ZKRC_ELECTION_ELECTED, ZKRC_OK);
+    g_cond_broadcast(&e->cond);
+  }
+  g_mutex_unlock(&e->mu);
+}
+
+static void on_connection(zkrc__contender *c, zkrc_session_event ev,
+                          void *arg) {
+  round *r = arg;
+  zkrc_election *e = r->e;
+  g_mutex_lock(&e->mu);
+  if (e->current == r && e->revoke_on_suspend) {
+    if (ev == ZKRC_SESSION_EVENT_SUSPENDED && e->leader) {
+      revoke_locked(e, ZKRC_ECONNLOSS);
+      e->suspended = TRUE;
+    } else if (ev == ZKRC_SESSION_EVENT_RECONNECTED && e->suspended) {
+      /* Same session, our node still first: we lead again. */
+      e->suspended = FALSE;
+      e->leader = TRUE;
+      post_event_locked(e, ZKRC_ELECTION_ELECTED, ZKRC_OK);
+      g_cond_broadcast(&e->cond);
+    }
+  }
+  g_mutex_unlock(&e->mu);
+}
+
+static gboolean worth_rejoining(int err) {
+  return err == ZKRC_ESESSIONEXPIRED || err == ZKRC_ESESSIONLOST ||
+         err == ZKRC_ELOCKLOST;
+}
+
+static void on_ended(zkrc__contender *c, int err, int zk_rc, void *arg) {
+  round *r = arg;
+  zkrc_election *e = r->e;
+  g_mutex_lock(&e->mu);
+  r->ended = TRUE;
+  if (e->current == r) {
+    revoke_locked(e, err == ZKRC_OK ? ZKRC_ELOCKLOST : err);
+    e->current = NULL;
+    round_unref(r); /* the election's reference to its current round */
+    if (e->joined && !e->no_rejoin && worth_rejoining(err))
+      start_round_locked(e);
+    else
+      e->joined = FALSE;
+  }
+  g_cond_broadcast(&e->cond);
+  g_mutex_unlock(&e->mu);
+  round_unref(r); /* the contender's reference */
+}
+
+static const zkrc__contender_ops election_contender_ops = {
+    .front = on_front,
+    .connection = on_connection,
+    .ended = on_ended,
+};
+
+/* ---------------------------------------------------------------- rounds */
+
+static void start_task(void *data) {
+  round *r = data;
+  zkrc__contender_start(r->c);
+  round_unref(r);
+}
+
+/* Enter the queue with a new node.  Called with e->mu held, so the start
+ * itself runs on the session's worker (it may call back into us). */
+static void start_round_locked(zkrc_election *e) {
+  round *r = g_new0(round, 1);
+  r->refs = 3; /* the election's, the contender's, the start task's */
+  r->e = election_ref(e);
+  zkrc__contender_config cfg = {
+      .session = e->s,
+      .dir = e->path,
+      .marker = "latch-",
+      .markers = zkrc__latch_markers,
+      .data = e->participant_id,
+      .data_len = (int)strlen(e->participant_id),
+      .acl = e->acl,
+      .watch_own_node = 1,
+      .ops = &election_contender_ops,
+      .ops_arg = r,
+  };
+  r->c = zkrc__contender_new(&cfg);
+  e->current = r;
+  zkrc__session_run_on_worker(e->s, start_task, r);
+}
+
+/* Take the current round out of the queue (its node is deleted).  Returns
+ * the round, still referenced, for a caller that wants to wait for it. */
+static round *end_round_locked(zkrc_election *e, int reason) {
+  round *r = e->current;
+  if (r == NULL)
+    return NULL;
+  revoke_locked(e, reason);
+  e->current = NULL;
+  return r; /* the election's reference passes to the caller */
+}
+
+static void withdraw_round(round *r) {
+  if (r) {
+    zkrc__contender_withdraw(r->c);
+    round_unref(r);
+  }
+}
+
+/* ------------------------------------------------------------ public API */
+
+int zkrc_election_new(zkrc_election **out, zkrc_session *s, const char *path,
+                      const zkrc_election_options *opts) {
+  if (out)
+    *out = NULL;
+  if (out == NULL || s == NULL || zkrc_path_validate(path, NULL) != ZKRC_OK ||
+      (opts && !zkrc__acl_valid(opts->acl)))
+    return zkrc__fail(ZKRC_EINVAL);
+  if (zkrc__session_closed(s))
+    return zkrc__fail(ZKRC_ECLOSED);
+  zkrc_election *e = g_new0(zkrc_election, 1);
+  e->refs = 1;
+  g_mutex_init(&e->mu);
+  g_cond_init(&e->cond);
+  e->s = zkrc__session_ref(s);
+  e->path = g_strdup(path);
+  e->participant_id = opts && opts->participant_id
+                          ? g_strdup(opts->participant_id)
+                          : zkrc__default_participant_id();
+  e->acl = zkrc__acl_copy(opts ? opts->acl : NULL);
+  e->on_event = opts ? opts->on_event : NULL;
+  e->event_arg = opts ? opts->event_arg : NULL;
+  e->revoke_on_suspend = opts && opts->revoke_on_suspend;
+  e->no_rejoin = opts && opts->no_rejoin;
+  *out = e;
+  return ZKRC_OK;
+}
+
+int zkrc_election_join(zkrc_election *e) {
+  if (e == NULL)
+    return zkrc__fail(ZKRC_EINVAL);
+  if (zkrc__session_closed(e->s))
+    return zkrc__fail(ZKRC_ECLOSED);
+  g_mutex_lock(&e->mu);
+  int err = e->joined ? ZKRC_ESTATE : ZKRC_OK;
+  if (err == ZKRC_OK) {
+    e->joined = TRUE;
+    start_round_locked(e);
+  }
+  g_mutex_unlock(&e->mu);
+  return zkrc__fail(err);
+}
+
+int zkrc_election_resign(zkrc_election *e) {
+  if (e == NULL)
+    return zkrc__fail(ZKRC_EINVAL);
+  g_mutex_lock(&e->mu);
+  if (!e->leader) {
+    g_mutex_unlock(&e->mu);
+    return zkrc__fail(ZKRC_ENOTLEADER);
+  }
+  round *old = end_round_locked(e, ZKRC_OK);
+  /* The delete is sent now and the new create later (from the worker); one
+   * session's requests are processed in order, so our new node lands behind
+   * everyone waiting now. */
+  zkrc__contender_withdraw(old->c);
+  start_round_locked(e);
+  g_mutex_unlock(&e->mu);
+  round_unref(old);
+  return ZKRC_OK;
+}
+
+int zkrc_election_leave(zkrc_election *e) {
+  if (e == NULL)
+    return zkrc__fail(ZKRC_EINVAL);
+  g_mutex_lock(&e->mu);
+  if (!e->joined) {
+    g_mutex_unlock(&e->mu);
+    return zkrc__fail(ZKRC_ESTATE);
+  }
+  e->joined = FALSE;
+  round *old = end_round_locked(e, ZKRC_OK);
+  g_mutex_unlock(&e->mu);
+  withdraw_round(old);
+  return ZKRC_OK;
+}
+
+void zkrc_election_free(zkrc_election *e) {
+  if (e == NULL)
+    return;
+  g_mutex_lock(&e->mu);
+  e->joined = FALSE;
+  e->freed = TRUE; /* callbacks still queued are dropped */
+  round *old = end_round_locked(e, ZKRC_OK);
+  g_mutex_unlock(&e->mu);
+  if (old) {
+    zkrc__contender_withdraw(old->c);
+    /* Leave no node behind: wait for the delete while the connection is up
+     * (this also covers a create still in flight). */
+    int64_t grace = zkrc__deadline_after(DELETE_GRACE_MS);
+    g_mutex_lock(&e->mu);
+    while (!old->ended && zkrc__contender_deleting(old->c) &&
+           zkrc__cond_wait_until(&e->cond, &e->mu, grace))
+      ;
+    g_mutex_unlock(&e->mu);
+    round_unref(old);
+  }
+  election_unref(e);
+}
+
+int zkrc_election_is_leader(zkrc_election *e) {
+  if (e == NULL)
+    return 0;
+  g_mutex_lock(&e->mu);
+  /* After a freeze longer than the session timeout, say no at once, even
+   * before the session's worker has noticed and declared the session lost. */
+  int leader = e->leader && zkrc__session_fresh(e->s);
+  g_mutex_unlock(&e->mu);
+  return leader;
+}
+
+int zkrc_election_wait_leader(zkrc_election *e, int timeout_ms) {
+  if (e == NULL || !zkrc__timeout_valid(timeout_ms))
+    return zkrc__fail(ZKRC_EINVAL);
+  int64_t deadline = zkrc__deadline_after(timeout_ms);
+  int err = ZKRC_OK;
+  g_mutex_lock(&e->mu);
+  while (!e->leader) {
+    if (!e->joined) {
+      err = ZKRC_ESTATE;
+      break;
+    }
+    if (!zkrc__cond_wait_until(&e->cond, &e->mu, deadline) && !e->leader) {
+      err = ZKRC_ETIMEDOUT;
+      break;
+    }
+  }
+  g_mutex_unlock(&e->mu);
+  return zkrc__fail(err);
+}
+
+int zkrc_election_token(zkrc_election *e, int64_t *token) {
+  if (e == NULL || token == NULL)
+    return zkrc__fail(ZKRC_EINVAL);
+  g_mutex_lock(&e->mu);
+  int err = e->leader ? ZKRC_OK : ZKRC_ENOTLEADER;
+  if (err == ZKRC_OK)
+    *token = e->token;
+  g_mutex_unlock(&e->mu);
+  return zkrc__fail(err);
+}
+
+int zkrc_election_query_leader(zkrc_session *s, const char *path, char **id,
+                               int timeout_ms) {
+  if (id)
+    *id = NULL;
+  if (s == NULL || id == NULL || zkrc_path_validate(path, NULL) != ZKRC_OK ||
+      !zkrc__timeout_valid(timeout_ms))
+    return zkrc__fail(ZKRC_EINVAL);
+  char **gv = NULL;
+  int err = zkrc__queue_participants(s, path, zkrc__latch_markers,
+                                     zkrc__deadline_after(timeout_ms), &gv);
+  if (err != ZKRC_OK)
+    return err;
+  if (gv[0]) {
+    *id = strdup(gv[0]);
+    if (*id == NULL)
+      err = zkrc__fail(ZKRC_ENOMEM);
+  }
+  g_strfreev(gv);
+  return err;
+}
+
+int zkrc_election_leader_id(zkrc_election *e, char **id, int timeout_ms) {
+  if (id)
+    *id = NULL;
+  if (e == NULL)
+    return zkrc__fail(ZKRC_EINVAL);
+  return zkrc_election_query_leader(e->s, e->path, id, timeout_ms);
+}
+
+int zkrc_election_participants(zkrc_election *e, char ***ids, size_t *count,
+                               int timeout_ms) {
+  if (ids)
+    *ids = NULL;
+  if (count)
+    *count = 0;
+  if (e == NULL || ids == NULL || !zkrc__timeout_valid(timeout_ms))
+    return zkrc__fail(ZKRC_EINVAL);
+  char **gv = NULL;
+  int err = zkrc__queue_participants(e->s, e->path, zkrc__latch_markers,
+                                     zkrc__deadline_after(timeout_ms), &gv);
+  if (err != ZKRC_OK)
+    return err;
+  *ids = zkrc__strv_to_malloc(gv, count);
+  g_strfreev(gv);
+  return *ids ? ZKRC_OK : zkrc__fail(ZKRC_ENOMEM);
+}
+
+const char *zkrc_election_path(zkrc_election *e) { return e ? e->path : NULL; }

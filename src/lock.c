@@ -1,0 +1,555 @@
+/*
+ * The lock recipe: per-thread participants on the contender queue.
+ *
+ * Each thread that acquires a lock object gets a "holder": its own contender
+ * (its own node) and its reentrancy count.  Threads are told apart by a
+ * process-unique number, not by a pthread_t or GThread pointer, which a new
+ * thread may reuse after an old one exits.
+ *
+ * A lock object is reference counted: every holder keeps one, because a
+ * released holder's contender finishes its delete after zkrc_lock_release()
+ * returned, and a freed lock's last contenders finish after zkrc_lock_free().
+ */
+#include "config.h"
+
+#include <limits.h>
+#include <string.h>
+
+#include "call.h"
+#include "names.h"
+#include "queue.h"
+#include "util.h"
+#include "zkrecipes.h"
+
+/* How long a failed acquisition waits, past its deadline, for the delete of
+ * its node when the connection is up (a round trip, normally). */
+#define DELETE_GRACE_MS 2000
+
+typedef enum hstate {
+  H_WAITING,  /* in the queue */
+  H_HELD,     /* at the front: the thread holds the lock */
+  H_LOST,     /* was held; lost (until the thread releases it) */
+  H_FAILED,   /* the contender ended before reaching the front */
+  H_RELEASED  /* given up by its thread; the contender is finishing */
+} hstate;
+
+typedef struct holder {
+  gint refs;
+  zkrc_lock *lk;
+  uint64_t thread;
+  zkrc__contender *c;
+  hstate state;
+  int count;
+  gboolean behind;
+  gboolean ended;
+  int end_err;
+  int end_zk;
+  int64_t token;
+  char *node;
+} holder;
+
+struct zkrc_lock {
+  gint refs;
+  GMutex mu;
+  GCond cond;
+  zkrc_session *s;
+  char *path;
+  char *participant_id;
+  struct ACL_vector *acl;
+  zkrc_lock_event_fn on_event;
+  void *event_arg;
+  GHashTable *holders; /* thread number → holder*, threads with a stake */
+  int inside;          /* threads inside zkrc_lock_acquire() */
+  gboolean freeing;
+};
+
+static uint64_t current_thread_number(void) {
+  static _Thread_local uint64_t mine;
+  static uint64_t next = 1;
+  static GMutex mu;
+  if (mine == 0) {
+    g_mutex_lock(&mu);
+    mine = next++;
+    g_mutex_unlock(&mu);
+  }
+  return mine;
+}
+
+const char *zkrc_lock_event_name(zkrc_lock_event ev) {
+  switch (ev) {
+  case ZKRC_LOCK_SUSPENDED:
+    return "suspended";
+  case ZKRC_LOCK_RECONNECTED:
+    return "reconnected";
+  case ZKRC_LOCK_LOST:
+    return "lost";
+  }
+  return "unknown";
+}
+
+void zkrc_lock_options_init(zkrc_lock_options *opts) {
+  if (opts)
+    memset(opts, 0, sizeof *opts);
+}
+
+/* ------------------------------------------------------------ lifetime */
+
+static zkrc_lock *lock_ref(zkrc_lock *lk) {
+  g_atomic_int_inc(&lk->refs);
+  return lk;
+}
+
+static void lock_unref(zkrc_lock *lk) {
+  if (!g_atomic_int_dec_and_test(&lk->refs))
+    return;
+  g_hash_table_destroy(lk->holders);
+  zkrc__acl_free(lk->acl);
+  g_free(lk->participant_id);
+  g_free(lk->path);
+  zkrc__session_unref(lk->s);
+  g_mutex_clear(&lk->mu);
+  g_cond_clear(&lk->cond);
+  g_free(lk);
+}
+
+static void holder_unref(holder *h) {
+  if (!g_atomic_int_dec_and_test(&h->refs))
+    return;
+  zkrc__contender_unref(h->c);
+  g_free(h->node);
+  lock_unref(h->lk);
+  g_free(h);
+}
+
+/* ----------------------------------------------------- user callbacks */
+
+typedef struct lock_event_call {
+  zkrc_lock *lk;
+  zkrc_lock_event_info info;
+  char *node;
+} lock_event_call;
+
+static void lock_event_run(void *data) {
+  lock_event_call *call = data;
+  zkrc_lock *lk = call->lk;
+  call->info.node = call->node;
+  g_mutex_lock(&lk->mu);
+  gboolean wanted = !lk->freeing; /* none after zkrc_lock_free() */
+  g_mutex_unlock(&lk->mu);
+  if (wanted)
+    lk->on_event(lk, &call->info, lk->event_arg);
+  g_free(call->node);
+  lock_unref(call->lk);
+  g_free(call);
+}
+
+/* Called with lk->mu held; the callback itself runs on the executor. */
+static void post_event_locked(holder *h, zkrc_lock_event ev, int reason) {
+  zkrc_lock *lk = h->lk;
+  if (lk->on_event == NULL)
+    return;
+  lock_event_call *call = g_new0(lock_event_call, 1);
+  call->lk = lock_ref(lk);
+  call->info.event = ev;
+  call->info.reason = reason;
+  call->info.token = h->token;
+  call->node = g_strdup(h->node);
+  zkrc__session_post(lk->s, lock_event_run, call);
+}
+
+/* ------------------------------------------------ contender callbacks */
+
+static void on_front(zkrc__contender *c, void *arg) {
+  holder *h = arg;
+  zkrc_lock *lk = h->lk;
+  g_mutex_lock(&lk->mu);
+  if (h->state == H_WAITING) {
+    h->state = H_HELD;
+    h->token = zkrc__contender_czxid(c);
+    h->node = zkrc__contender_path(c);
+    g_cond_broadcast(&lk->cond);
+  }
+  g_mutex_unlock(&lk->mu);
+}
+
+static void on_behind(zkrc__contender *c, void *arg) {
+  holder *h = arg;
+  g_mutex_lock(&h->lk->mu);
+  h->behind = TRUE;
+  g_cond_broadcast(&h->lk->cond);
+  g_mutex_unlock(&h->lk->mu);
+}
+
+static void on_connection(zkrc__contender *c, zkrc_session_event ev, void *arg) {
+  holder *h = arg;
+  g_mutex_lock(&h->lk->mu);
+  if (h->state == H_HELD)
+    post_event_locked(h,
+                      ev == ZKRC_SESSION_EVENT_SUSPENDED ? ZKRC_LOCK_SUSPENDED
+                                                         : ZKRC_LOCK_RECONNECTED,
+                      ZKRC_OK);
+  g_mutex_unlock(&h->lk->mu);
+}
+
+static void on_ended(zkrc__contender *c, int err, int zk_rc, void *arg) {
+  holder *h = arg;
+  zkrc_lock *lk = h->lk;
+  g_mutex_lock(&lk->mu);
+  h->ended = TRUE;
+  h->end_err = err;
+  h->end_zk = zk_rc;
+  if (h->state == H_HELD) {
+    h->state = H_LOST;
+    post_event_locked(h, ZKRC_LOCK_LOST, err == ZKRC_OK ? ZKRC_ELOCKLOST : err);
+  } else if (h->state == H_WAITING) {
+    h->state = H_FAILED;
+  }
+  g_cond_broadcast(&lk->cond);
+  g_mutex_unlock(&lk->mu);
+  holder_unref(h); /* the contender's reference */
+}
+
+static const zkrc__contender_ops lock_contender_ops = {
+    .front = on_front,
+    .behind = on_behind,
+    .connection = on_connection,
+    .ended = on_ended,
+};
+
+/* ------------------------------------------------------------- create */
+
+int zkrc_lock_new(zkrc_lock **out, zkrc_session *s, const char *path,
+                  const zkrc_lock_options *opts) {
+  if (out)
+    *out = NULL;
+  if (out == NULL || s == NULL || zkrc_path_validate(path, NULL) != ZKRC_OK ||
+      (opts && !zkrc__acl_valid(opts->acl)))
+    return zkrc__fail(ZKRC_EINVAL);
+  if (zkrc__session_closed(s))
+    return zkrc__fail(ZKRC_ECLOSED);
+  zkrc_lock *lk = g_new0(zkrc_lock, 1);
+  lk->refs = 1;
+  g_mutex_init(&lk->mu);
+  g_cond_init(&lk->cond);
+  lk->s = zkrc__session_ref(s);
+  lk->path = g_strdup(path);
+  lk->participant_id = opts && opts->participant_id
+                           ? g_strdup(opts->participant_id)
+                           : zkrc__default_participant_id();
+  lk->acl = zkrc__acl_copy(opts ? opts->acl : NULL);
+  lk->on_event = opts ? opts->on_event : NULL;
+  lk->event_arg = opts ? opts->event_arg : NULL;
+  lk->holders = g_hash_table_new(g_int64_hash, g_int64_equal);
+  *out = lk;
+  return ZKRC_OK;
+}
+
+static holder *new_holder_locked(zkrc_lock *lk, uint64_t thread) {
+  holder *h = g_new0(holder, 1);
+  h->refs = 2; /* the table's and the contender's */
+  h->lk = lock_ref(lk);
+  h->thread = thread;
+  h->state = H_WAITING;
+  zkrc__contender_config cfg = {
+      .session = lk->s,
+      .dir = lk->path,
+      .marker = "lock-",
+      .markers = zkrc__lock_markers,
+      .data = lk->participant_id,
+      .data_len = (int)strlen(lk->participant_id),
+      .acl = lk->acl,
+      .watch_own_node = lk->on_event != NULL,
+      .ops = &lock_contender_ops,
+      .ops_arg = h,
+  };
+  h->c = zkrc__contender_new(&cfg);
+  g_hash_table_insert(lk->holders, &h->thread, h);
+  return h;
+}
+
+/* ------------------------------------------------------------ acquire */
+
+/* Wait while the holder is queued.  Returns ZKRC_OK once it holds the lock,
+ * or why it stopped waiting. */
+static int wait_turn_locked(zkrc_lock *lk, holder *h, int timeout_ms,
+                            int64_t deadline) {
+  for (;;) {
+    if (h->state == H_HELD)
+      return ZKRC_OK;
+    if (h->state == H_FAILED)
+      return h->end_err == ZKRC_OK ? ZKRC_ECANCELED : h->end_err;
+    if (lk->freeing)
+      return ZKRC_ECANCELED;
+    if (timeout_ms == ZKRC_NO_WAIT && h->behind)
+      return ZKRC_ELOCKED;
+    if (!zkrc__cond_wait_until(&lk->cond, &lk->mu, deadline) &&
+        h->state != H_HELD)
+      return timeout_ms == ZKRC_NO_WAIT ? ZKRC_ELOCKED : ZKRC_ETIMEDOUT;
+  }
+}
+
+/* Give up a queued holder: delete its node, and when the connection is up
+ * wait (briefly) until the servers confirm, so no node outlives the call. */
+static void abandon_locked(zkrc_lock *lk, holder *h) {
+  g_hash_table_remove(lk->holders, &h->thread);
+  h->state = H_RELEASED;
+  zkrc__contender *c = h->c;
+  g_mutex_unlock(&lk->mu);
+  zkrc__contender_withdraw(c);
+  g_mutex_lock(&lk->mu);
+  int64_t grace = zkrc__deadline_after(DELETE_GRACE_MS);
+  while (!h->ended && zkrc__contender_deleting(c)) {
+    if (!zkrc__cond_wait_until(&lk->cond, &lk->mu, grace))
+      break;
+  }
+}
+
+int zkrc_lock_acquire(zkrc_lock *lk, int timeout_ms) {
+  if (lk == NULL || !zkrc__timeout_valid(timeout_ms))
+    return zkrc__fail(ZKRC_EINVAL);
+  int64_t deadline = zkrc__deadline_after(timeout_ms);
+  uint64_t me = current_thread_number();
+  g_mutex_lock(&lk->mu);
+  if (lk->freeing) {
+    g_mutex_unlock(&lk->mu);
+    return zkrc__fail(ZKRC_ECANCELED);
+  }
+  holder *h = g_hash_table_lookup(lk->holders, &me);
+  if (h) {
+    int err = h->state == H_LOST ? ZKRC_ELOCKLOST
+              : h->count == INT_MAX ? ZKRC_EOVERFLOW
+                                    : ZKRC_OK;
+    if (err == ZKRC_OK)
+      h->count++;
+    g_mutex_unlock(&lk->mu);
+    return zkrc__fail(err);
+  }
+  if (zkrc__session_closed(lk->s)) {
+    g_mutex_unlock(&lk->mu);
+    return zkrc__fail(ZKRC_ECLOSED);
+  }
+  h = new_holder_locked(lk, me);
+  lk->inside++;
+  g_mutex_unlock(&lk->mu);
+
+  zkrc__contender_start(h->c);
+
+  g_mutex_lock(&lk->mu);
+  int err = wait_turn_locked(lk, h, timeout_ms, deadline);
+  int zk_rc = h->end_zk;
+  if (err == ZKRC_OK)
+    h->count = 1;
+  else
+    abandon_locked(lk, h);
+  lk->inside--;
+  g_cond_broadcast(&lk->cond);
+  g_mutex_unlock(&lk->mu);
+  if (err != ZKRC_OK)
+    holder_unref(h); /* the table's reference */
+  return zk_rc ? zkrc__fail_zk(err, zk_rc) : zkrc__fail(err);
+}
+
+/* ------------------------------------------------------------ release */
+
+int zkrc_lock_release(zkrc_lock *lk) {
+  if (lk == NULL)
+    return zkrc__fail(ZKRC_EINVAL);
+  uint64_t me = current_thread_number();
+  g_mutex_lock(&lk->mu);
+  holder *h = g_hash_table_lookup(lk->holders, &me);
+  if (h == NULL || (h->state != H_HELD && h->state != H_LOST)) {
+    g_mutex_unlock(&lk->mu);
+    return zkrc__fail(ZKRC_ENOTOWNER);
+  }
+  int err = h->state == H_LOST ? ZKRC_ELOCKLOST : ZKRC_OK;
+  if (--h->count > 0) {
+    g_mutex_unlock(&lk->mu);
+    return zkrc__fail(err);
+  }
+  g_hash_table_remove(lk->holders, &me);
+  h->state = H_RELEASED;
+  g_mutex_unlock(&lk->mu);
+  zkrc__contender_withdraw(h->c); /* sends the delete; does not wait */
+  holder_unref(h);
+  return zkrc__fail(err);
+}
+
+/* ------------------------------------------------------------ queries */
+
+/* The calling thread's holder, locked; NULL (unlocked) when it has none. */
+static holder *my_holder_locked(zkrc_lock *lk) {
+  uint64_t me = current_thread_number();
+  g_mutex_lock(&lk->mu);
+  holder *h = g_hash_table_lookup(lk->holders, &me);
+  if (h && (h->state == H_HELD || h->state == H_LOST))
+    return h;
+  g_mutex_unlock(&lk->mu);
+  return NULL;
+}
+
+int zkrc_lock_is_held(zkrc_lock *lk) {
+  if (lk == NULL)
+    return 0;
+  holder *h = my_holder_locked(lk);
+  if (h == NULL)
+    return 0;
+  /* After a freeze longer than the session timeout, say no at once, even
+   * before the session's worker has noticed and declared the session lost. */
+  int held = h->state == H_HELD && zkrc__session_fresh(lk->s);
+  g_mutex_unlock(&lk->mu);
+  return held;
+}
+
+int zkrc_lock_hold_count(zkrc_lock *lk) {
+  if (lk == NULL)
+    return 0;
+  holder *h = my_holder_locked(lk);
+  if (h == NULL)
+    return 0;
+  int count = h->count;
+  g_mutex_unlock(&lk->mu);
+  return count;
+}
+
+int zkrc_lock_token(zkrc_lock *lk, int64_t *token) {
+  if (lk == NULL || token == NULL)
+    return zkrc__fail(ZKRC_EINVAL);
+  holder *h = my_holder_locked(lk);
+  if (h == NULL)
+    return zkrc__fail(ZKRC_ENOTOWNER);
+  int err = h->state == H_HELD ? ZKRC_OK : ZKRC_ELOCKLOST;
+  if (err == ZKRC_OK)
+    *token = h->token;
+  g_mutex_unlock(&lk->mu);
+  return zkrc__fail(err);
+}
+
+int zkrc_lock_node(zkrc_lock *lk, char **path) {
+  if (lk == NULL || path == NULL)
+    return zkrc__fail(ZKRC_EINVAL);
+  *path = NULL;
+  holder *h = my_holder_locked(lk);
+  if (h == NULL)
+    return zkrc__fail(ZKRC_ENOTOWNER);
+  int err = h->state == H_HELD ? ZKRC_OK : ZKRC_ELOCKLOST;
+  if (err == ZKRC_OK)
+    *path = strdup(h->node);
+  g_mutex_unlock(&lk->mu);
+  if (err == ZKRC_OK && *path == NULL)
+    err = ZKRC_ENOMEM;
+  return zkrc__fail(err);
+}
+
+const char *zkrc_lock_path(zkrc_lock *lk) { return lk ? lk->path : NULL; }
+
+int zkrc_lock_participants(zkrc_lock *lk, char ***ids, size_t *count,
+                           int timeout_ms) {
+  if (ids)
+    *ids = NULL;
+  if (count)
+    *count = 0;
+  if (lk == NULL || ids == NULL || !zkrc__timeout_valid(timeout_ms))
+    return zkrc__fail(ZKRC_EINVAL);
+  char **gv = NULL;
+  int err = zkrc__queue_participants(lk->s, lk->path, zkrc__lock_markers,
+                                     zkrc__deadline_after(timeout_ms), &gv);
+  if (err != ZKRC_OK)
+    return err;
+  *ids = zkrc__strv_to_malloc(gv, count);
+  g_strfreev(gv);
+  return *ids ? ZKRC_OK : zkrc__fail(ZKRC_ENOMEM);
+}
+
+/* --------------------------------------------------------- fenced write */
+
+/* The first failing operation's code in a failed multi (the servers mark
+ * the others ZRUNTIMEINCONSISTENCY). */
+static int first_failure(const zoo_op_result_t *results, int n) {
+  for (int i = 0; i < n; i++)
+    if (results[i].err != ZOK && results[i].err != ZRUNTIMEINCONSISTENCY)
+      return results[i].err;
+  return ZSYSTEMERROR;
+}
+
+int zkrc_lock_fenced_multi(zkrc_lock *lk, int count, const zoo_op_t *ops,
+                           zoo_op_result_t *results, int timeout_ms) {
+  if (lk == NULL || count < 0 || (count > 0 && ops == NULL) ||
+      !zkrc__timeout_valid(timeout_ms))
+    return zkrc__fail(ZKRC_EINVAL);
+  holder *h = my_holder_locked(lk);
+  if (h == NULL)
+    return zkrc__fail(ZKRC_ENOTOWNER);
+  if (h->state != H_HELD) {
+    g_mutex_unlock(&lk->mu);
+    return zkrc__fail(ZKRC_ELOCKLOST);
+  }
+  char *node = g_strdup(h->node);
+  uint64_t generation = zkrc__contender_generation(h->c);
+  g_mutex_unlock(&lk->mu);
+
+  zkrc__call *call = zkrc__call_new();
+  int err = ZKRC_OK;
+  if (!zkrc__call_take_ops(call, 1, count, ops)) {
+    zkrc__call_fail_unsent(call, ZBADARGUMENTS);
+    err = ZKRC_EINVAL;
+  } else {
+    zoo_check_op_init(&call->ops[0], node, -1);
+    zkrc_conn *conn = zkrc__conn_use(lk->s);
+    int rc;
+    if (conn == NULL || conn->generation != generation) {
+      rc = ZSESSIONEXPIRED; /* our node belonged to an earlier session */
+      zkrc__call_fail_unsent(call, rc);
+    } else {
+      rc = zoo_amulti(conn->zh, call->op_count, call->ops, call->results,
+                      zkrc__call_multi_done, call);
+      if (rc != ZOK)
+        zkrc__call_fail_unsent(call, rc);
+    }
+    if (conn)
+      zkrc__conn_unuse(conn);
+  }
+  if (err == ZKRC_OK) {
+    if (!zkrc__call_wait(call, zkrc__deadline_after(timeout_ms))) {
+      err = zkrc__fail(ZKRC_ETIMEDOUT);
+    } else if (call->rc == ZOK) {
+      zkrc__call_give_results(call, 1, ops, results);
+    } else if (call->rc == ZSESSIONEXPIRED || call->results[0].err == ZNONODE) {
+      err = zkrc__fail_zk(ZKRC_ELOCKLOST, ZNONODE);
+    } else if (call->rc == ZCONNECTIONLOSS || call->rc == ZOPERATIONTIMEOUT ||
+               call->rc == ZCLOSING || call->rc == ZINVALIDSTATE) {
+      err = zkrc__fail_from_zk(call->rc);
+    } else {
+      zkrc__call_give_results(call, 1, ops, results);
+      err = zkrc__fail_from_zk(first_failure(call->results, call->op_count));
+    }
+  } else {
+    err = zkrc__fail(err);
+  }
+  zkrc__call_unref(call);
+  g_free(node);
+  return err;
+}
+
+/* --------------------------------------------------------------- free */
+
+void zkrc_lock_free(zkrc_lock *lk) {
+  if (lk == NULL)
+    return;
+  g_mutex_lock(&lk->mu);
+  lk->freeing = TRUE;
+  g_cond_broadcast(&lk->cond);
+  while (lk->inside > 0) /* waiting threads return ZKRC_ECANCELED */
+    g_cond_wait(&lk->cond, &lk->mu);
+  GList *left = g_hash_table_get_values(lk->holders);
+  g_hash_table_remove_all(lk->holders);
+  for (GList *l = left; l; l = l->next)
+    ((holder *)l->data)->state = H_RELEASED;
+  g_mutex_unlock(&lk->mu);
+  for (GList *l = left; l; l = l->next) {
+    holder *h = l->data;
+    zkrc__contender_withdraw(h->c);
+    holder_unref(h);
+  }
+  g_list_free(left);
+  lock_unref(lk);
+}

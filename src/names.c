@@ -1,0 +1,94 @@
+/* Contender names: recognising them and ordering them. */
+#include "config.h"
+
+#include <string.h>
+
+#include "names.h"
+
+const char *const zkrc__lock_markers[] = {"lock-", "__lock__", NULL};
+const char *const zkrc__latch_markers[] = {"latch-", NULL};
+
+/* "%010d" of an int32: ten digits, or '-' and nine or ten digits. */
+static gboolean parse_sequence(const char *s, int32_t *seq) {
+  gboolean negative = s[0] == '-';
+  const char *digits = negative ? s + 1 : s;
+  size_t n = strlen(digits);
+  if (negative ? (n != 9 && n != 10) : n != 10)
+    return FALSE;
+  int64_t value = 0;
+  for (size_t i = 0; i < n; i++) {
+    if (digits[i] < '0' || digits[i] > '9')
+      return FALSE;
+    value = value * 10 + (digits[i] - '0');
+  }
+  if (negative)
+    value = -value;
+  if (value < INT32_MIN || value > INT32_MAX || (negative && value == 0))
+    return FALSE;
+  *seq = (int32_t)value;
+  return TRUE;
+}
+
+/* The last occurrence of @p needle in @p haystack, or NULL. */
+static const char *last_occurrence(const char *haystack, const char *needle) {
+  const char *found = NULL;
+  for (const char *p = strstr(haystack, needle); p; p = strstr(p + 1, needle))
+    found = p;
+  return found;
+}
+
+gboolean zkrc__contender_seq(const char *name, const char *const *markers,
+                             int32_t *seq) {
+  if (name == NULL)
+    return FALSE;
+  for (int i = 0; markers[i]; i++) {
+    const char *at = last_occurrence(name, markers[i]);
+    if (at && parse_sequence(at + strlen(markers[i]), seq))
+      return TRUE;
+  }
+  return FALSE;
+}
+
+static gint compare_entries(gconstpointer a, gconstpointer b) {
+  const zkrc__contender_entry *x = a, *y = b;
+  if (x->seq != y->seq)
+    return x->seq < y->seq ? -1 : 1;
+  return strcmp(x->name, y->name);
+}
+
+static void clear_entry(gpointer p) {
+  g_free(((zkrc__contender_entry *)p)->name);
+}
+
+GArray *zkrc__contenders_sorted(char *const *names, int count,
+                                const char *const *markers) {
+  GArray *out = g_array_new(FALSE, FALSE, sizeof(zkrc__contender_entry));
+  g_array_set_clear_func(out, clear_entry);
+  for (int i = 0; i < count; i++) {
+    zkrc__contender_entry e;
+    if (!zkrc__contender_seq(names[i], markers, &e.seq))
+      continue;
+    e.name = g_strdup(names[i]);
+    g_array_append_val(out, e);
+  }
+  g_array_sort(out, compare_entries);
+  return out;
+}
+
+void zkrc__contenders_free(GArray *contenders) {
+  if (contenders)
+    g_array_free(contenders, TRUE);
+}
+
+int zkrc__contenders_find(const GArray *contenders, const char *name) {
+  for (guint i = 0; i < contenders->len; i++) {
+    if (strcmp(g_array_index(contenders, zkrc__contender_entry, i).name,
+               name) == 0)
+      return (int)i;
+  }
+  return -1;
+}
+
+char *zkrc__protected_prefix(const char *uuid) {
+  return g_strdup_printf("_c_%s-", uuid);
+}

@@ -1,0 +1,1127 @@
+/*
+ * The contender queue (see queue.h for the protocol).
+ *
+ * Structure.  Every decision is taken under the contender's mutex and turned
+ * into one "next step" (send the create, watch a predecessor, verify our
+ * node, delete it, ...), which is then carried out with the mutex released:
+ * no zoo_* call is made with it held.  Replies carry the contender's epoch at
+ * the time they were sent; a reply from an earlier epoch (superseded by a
+ * recovery, a withdrawal or a new create) is dropped.  Calls to the owner's
+ * ops go through an outbox, delivered in order by one thread at a time and
+ * never with the mutex held.
+ */
+#include "config.h"
+
+#include <string.h>
+
+#include "call.h"
+#include "names.h"
+#include "queue.h"
+#include "util.h"
+#include "zkrecipes.h"
+
+/* Creates sent for one contender before giving up: the directory can vanish
+ * between our creating it and creating our node (containers are removed
+ * when empty), and an administrator can delete a waiting node. */
+#define MAX_CREATE_ATTEMPTS 10
+
+typedef enum cstate {
+  C_NEW,       /* not started */
+  C_PENDING,   /* waiting for a connection to send the create */
+  C_CREATING,  /* create (and children read) sent */
+  C_WAITING,   /* behind others, watching a predecessor */
+  C_VERIFYING, /* predecessors gone: checking our node still exists */
+  C_FRONT,     /* at the front */
+  C_ENDED
+} cstate;
+
+typedef enum step {
+  STEP_NONE,
+  STEP_SEND_CREATE,
+  STEP_WATCH_PRED,
+  STEP_VERIFY_SELF,
+  STEP_RECOVER,
+  STEP_DELETE,
+  STEP_ARM_OWN_WATCH,
+} step;
+
+typedef enum out_kind { OUT_FRONT, OUT_BEHIND, OUT_CONNECTION, OUT_ENDED } out_kind;
+
+typedef struct outbox_item {
+  out_kind kind;
+  int value;  /* session event, or error */
+  int zk_rc;
+} outbox_item;
+
+struct zkrc__contender {
+  gint refs;
+  GMutex mu;
+  zkrc_session *s;
+  char *dir;
+  char *marker;
+  const char *const *markers;
+  char *data;
+  int data_len;
+  struct ACL_vector *acl;
+  gboolean watch_own;
+  const zkrc__contender_ops *ops;
+  void *ops_arg;
+  unsigned long observer_id;
+
+  char *uuid;
+  char *prefix;      /* "_c_<uuid>-" */
+  char *create_path; /* "<dir>/_c_<uuid>-<marker>" */
+
+  cstate state;
+  unsigned epoch;
+  uint64_t generation; /* handle generation our create went to */
+  gboolean name_known;
+  char *name; /* our node's name, once known */
+  char *path; /* its full path */
+  int64_t czxid;
+  int64_t owner;
+  gboolean create_unknown; /* a create's reply was lost */
+  gboolean recover_needed; /* a request was lost with the connection */
+  gboolean parent_missing;
+  int parent_rc;
+  int attempts;
+  gboolean withdrawing;
+  gboolean deleting;
+  gboolean behind_told;
+
+  char **preds; /* predecessors as last read, oldest first */
+  int pred_index;
+  gboolean pred_by_exists; /* watch with exists: getData is not allowed */
+  void *pred_watch;
+  void *own_watch;
+
+  GQueue outbox; /* of outbox_item* */
+  gboolean delivering;
+};
+
+/* A request in flight: the contender and the epoch it belongs to. */
+typedef struct req {
+  zkrc__contender *c;
+  unsigned epoch;
+  void *watch;        /* registry context of a watch this request sets */
+  gboolean by_exists; /* the watch was set with exists, not getData */
+} req;
+
+static void perform(zkrc__contender *c, step st);
+static void end_with(zkrc__contender *c, int err, int zk_rc);
+
+/* ------------------------------------------------------------ lifetime */
+
+zkrc__contender *zkrc__contender_ref(zkrc__contender *c) {
+  g_atomic_int_inc(&c->refs);
+  return c;
+}
+
+void zkrc__contender_unref(zkrc__contender *c) {
+  if (c == NULL || !g_atomic_int_dec_and_test(&c->refs))
+    return;
+  g_strfreev(c->preds);
+  g_free(c->dir);
+  g_free(c->marker);
+  g_free(c->data);
+  zkrc__acl_free(c->acl);
+  g_free(c->uuid);
+  g_free(c->prefix);
+  g_free(c->create_path);
+  g_free(c->name);
+  g_free(c->path);
+  g_queue_clear_full(&c->outbox, g_free);
+  g_mutex_clear(&c->mu);
+  zkrc__session_unref(c->s);
+  g_free(c);
+}
+
+static void target_ref(void *p) { zkrc__contender_ref(p); }
+static void target_unref(void *p) { zkrc__contender_unref(p); }
+static const zkrc__watch_target_ops contender_target = {target_ref,
+                                                        target_unref};
+
+zkrc__contender *zkrc__contender_new(const zkrc__contender_config *cfg) {
+  zkrc__contender *c = g_new0(zkrc__contender, 1);
+  c->refs = 1;
+  g_mutex_init(&c->mu);
+  g_queue_init(&c->outbox);
+  c->s = zkrc__session_ref(cfg->session);
+  c->dir = g_strdup(cfg->dir);
+  c->marker = g_strdup(cfg->marker);
+  c->markers = cfg->markers;
+  c->data = g_memdup2(cfg->data, (gsize)cfg->data_len);
+  c->data_len = cfg->data_len;
+  c->acl = zkrc__acl_copy(cfg->acl);
+  c->watch_own = cfg->watch_own_node != 0;
+  c->ops = cfg->ops;
+  c->ops_arg = cfg->ops_arg;
+  c->uuid = zkrc__uuid();
+  c->prefix = zkrc__protected_prefix(c->uuid);
+  c->create_path = g_strdup_printf("%s/%s%s", c->dir, c->prefix, c->marker);
+  c->state = C_NEW;
+  return c;
+}
+
+static req *req_new_locked(zkrc__contender *c) {
+  req *r = g_new0(req, 1);
+  r->c = zkrc__contender_ref(c);
+  r->epoch = c->epoch;
+  return r;
+}
+
+static void req_free(req *r) {
+  zkrc__contender_unref(r->c);
+  g_free(r);
+}
+
+/* Is the reply @p r still about what the contender is doing?  Locks the
+ * contender when it is (the caller unlocks). */
+static gboolean lock_if_current(req *r) {
+  g_mutex_lock(&r->c->mu);
+  if (r->epoch == r->c->epoch && r->c->state != C_ENDED)
+    return TRUE;
+  g_mutex_unlock(&r->c->mu);
+  return FALSE;
+}
+
+/* -------------------------------------------------------------- outbox */
+
+static void emit_locked(zkrc__contender *c, out_kind kind, int value,
+                        int zk_rc) {
+  outbox_item *item = g_new(outbox_item, 1);
+  item->kind = kind;
+  item->value = value;
+  item->zk_rc = zk_rc;
+  g_queue_push_tail(&c->outbox, item);
+}
+
+/* Deliver queued calls to the owner, in order, one thread at a time.  Every
+ * handler ends with this, so it is also where an ended contender stops
+ * observing the session (before the owner hears that it ended). */
+static void deliver(zkrc__contender *c) {
+  zkrc__contender_ref(c);
+  g_mutex_lock(&c->mu);
+  unsigned long observer = c->state == C_ENDED ? c->observer_id : 0;
+  if (observer) {
+    c->observer_id = 0;
+    g_mutex_unlock(&c->mu);
+    zkrc__session_unobserve(c->s, observer);
+    zkrc__contender_unref(c); /* the observer's reference */
+    g_mutex_lock(&c->mu);
+  }
+  if (c->delivering) {
+    g_mutex_unlock(&c->mu);
+    zkrc__contender_unref(c);
+    return; /* the thread delivering now will take ours too */
+  }
+  c->delivering = TRUE;
+  outbox_item *item;
+  while ((item = g_queue_pop_head(&c->outbox)) != NULL) {
+    g_mutex_unlock(&c->mu);
+    switch (item->kind) {
+    case OUT_FRONT:
+      c->ops->front(c, c->ops_arg);
+      break;
+    case OUT_BEHIND:
+      if (c->ops->behind)
+        c->ops->behind(c, c->ops_arg);
+      break;
+    case OUT_CONNECTION:
+      if (c->ops->connection)
+        c->ops->connection(c, (zkrc_session_event)item->value, c->ops_arg);
+      break;
+    case OUT_ENDED:
+      c->ops->ended(c, item->value, item->zk_rc, c->ops_arg);
+      break;
+    }
+    g_free(item);
+    g_mutex_lock(&c->mu);
+  }
+  c->delivering = FALSE;
+  g_mutex_unlock(&c->mu);
+  zkrc__contender_unref(c);
+}
+
+/* ------------------------------------------------------------- ending */
+
+static void cancel_watches_locked(zkrc__contender *c) {
+  if (c->pred_watch) {
+    zkrc__watch_cancel(c->pred_watch);
+    c->pred_watch = NULL;
+  }
+  if (c->own_watch) {
+    zkrc__watch_cancel(c->own_watch);
+    c->own_watch = NULL;
+  }
+}
+
+/* Our node may outlive us on the servers: have the session delete it.
+ * (The reaper drops the entry by itself if the session turns out expired.) */
+static void reap_leftovers_locked(zkrc__contender *c) {
+  if (c->generation == 0)
+    return;
+  if (c->name_known)
+    zkrc__session_reap(c->s, c->dir, c->prefix, c->name, c->generation);
+  else if (c->create_unknown)
+    zkrc__session_reap(c->s, c->dir, c->prefix, NULL, c->generation);
+}
+
+/* Finish the contender: no more requests, the owner told last. */
+static void end_locked(zkrc__contender *c, int err, int zk_rc,
+                       gboolean reap) {
+  if (c->state == C_ENDED)
+    return;
+  c->state = C_ENDED;
+  c->epoch++;
+  cancel_watches_locked(c);
+  if (reap)
+    reap_leftovers_locked(c);
+  emit_locked(c, OUT_ENDED, err, zk_rc);
+}
+
+static void end_with(zkrc__contender *c, int err, int zk_rc) {
+  g_mutex_lock(&c->mu);
+  end_locked(c, err, zk_rc, err != ZKRC_OK);
+  g_mutex_unlock(&c->mu);
+  deliver(c);
+}
+
+typedef struct end_job {
+  zkrc__contender *c;
+  int err;
+} end_job;
+
+static void end_task(void *data) {
+  end_job *job = data;
+  end_with(job->c, job->err, 0);
+  zkrc__contender_unref(job->c);
+  g_free(job);
+}
+
+/* End from within an API call: the owner must not be called back from
+ * inside its own call, so do it on the session's worker. */
+static void end_later(zkrc__contender *c, int err) {
+  end_job *job = g_new(end_job, 1);
+  job->c = zkrc__contender_ref(c);
+  job->err = err;
+  zkrc__session_run_on_worker(c->s, end_task, job);
+}
+
+/* ------------------------------------------------------------- front */
+
+/* The session generation's id, to compare with our node's ephemeralOwner
+ * (Curator's CURATOR-696: a node from an earlier session must never make us
+ * the front). */
+static gboolean owned_by_current_session_locked(zkrc__contender *c) {
+  return zkrc__session_generation(c->s) == c->generation &&
+         zkrc_session_id(c->s) == c->owner;
+}
+
+/* We are at the front: tell the owner; arm the own-node watch if wanted and
+ * not armed already.  Returns the next step. */
+static step become_front_locked(zkrc__contender *c) {
+  if (!owned_by_current_session_locked(c)) {
+    /* The session changed under us: its observer ends us shortly. */
+    c->recover_needed = TRUE;
+    return STEP_NONE;
+  }
+  c->state = C_FRONT;
+  emit_locked(c, OUT_FRONT, 0, 0);
+  return c->watch_own && c->own_watch == NULL ? STEP_ARM_OWN_WATCH : STEP_NONE;
+}
+
+/* ---------------------------------------------------------- evaluation */
+
+/* Decide from a children listing.  Returns the next step. */
+static step evaluate_locked(zkrc__contender *c, const struct String_vector *kids) {
+  GArray *sorted = zkrc__contenders_sorted(kids->data, kids->count, c->markers);
+  int index = zkrc__contenders_find(sorted, c->name);
+  step next = STEP_NONE;
+  if (index < 0) {
+    /* Our node is gone although our session lives: deleted by someone. */
+    if (c->state == C_FRONT) {
+      zkrc__contenders_free(sorted);
+      end_locked(c, ZKRC_ELOCKLOST, ZNONODE, FALSE);
+      return STEP_NONE;
+    }
+    c->name_known = FALSE;
+    next = STEP_SEND_CREATE;
+  } else if (index == 0) {
+    if (c->state != C_FRONT)
+      next = become_front_locked(c);
+  } else {
+    g_strfreev(c->preds);
+    c->preds = g_new0(char *, index + 1);
+    for (int i = 0; i < index; i++)
+      c->preds[i] = g_strdup(g_array_index(sorted, zkrc__contender_entry, i).name);
+    c->pred_index = index - 1;
+    c->state = C_WAITING;
+    if (!c->behind_told) {
+      c->behind_told = TRUE;
+      emit_locked(c, OUT_BEHIND, 0, 0);
+    }
+    next = STEP_WATCH_PRED;
+  }
+  zkrc__contenders_free(sorted);
+  return next;
+}
+
+/* A request was lost with the connection: recover now if the connection is
+ * already back, else when the session says it is. */
+static step need_recovery_locked(zkrc__contender *c) {
+  c->recover_needed = TRUE;
+  return zkrc__session_connected(c->s, c->generation) ? STEP_RECOVER : STEP_NONE;
+}
+
+static step after_lost_create_locked(zkrc__contender *c) {
+  c->create_unknown = TRUE;
+  return need_recovery_locked(c);
+}
+
+/* ----------------------------------------------------- create + children */
+
+static void parent_done(int rc, const char *value, const void *data) {
+  req *r = (req *)data;
+  if (lock_if_current(r)) {
+    r->c->parent_rc = rc;
+    g_mutex_unlock(&r->c->mu);
+  }
+  req_free(r);
+}
+
+static void create_done(int rc, const char *value, const struct Stat *stat,
+                        const void *data) {
+  req *r = (req *)data;
+  zkrc__contender *c = r->c;
+  step next = STEP_NONE;
+  g_mutex_lock(&c->mu);
+  if (r->epoch != c->epoch || c->state != C_CREATING) {
+    /* Nobody waits for this node any more (the contender ended meanwhile):
+     * have the session delete it. */
+    if (rc == ZOK)
+      zkrc__session_reap(c->s, c->dir, c->prefix, strrchr(value, '/') + 1,
+                         c->generation);
+    g_mutex_unlock(&c->mu);
+    goto out;
+  }
+  if (rc == ZOK) {
+    c->name_known = TRUE;
+    c->create_unknown = FALSE;
+    g_free(c->path);
+    c->path = g_strdup(value);
+    g_free(c->name);
+    c->name = g_strdup(strrchr(value, '/') + 1);
+    c->czxid = stat->czxid;
+    c->owner = stat->ephemeralOwner;
+    c->parent_missing = FALSE;
+    if (c->withdrawing)
+      next = STEP_DELETE;
+    /* else: the children reply is right behind. */
+  } else if (rc == ZNONODE) {
+    c->parent_missing = TRUE;
+    if (c->withdrawing) {
+      end_locked(c, ZKRC_OK, 0, FALSE);
+    } else if (c->attempts >= MAX_CREATE_ATTEMPTS) {
+      int cause = c->parent_rc != ZOK && c->parent_rc != ZNODEEXISTS
+                      ? c->parent_rc
+                      : ZNONODE;
+      end_locked(c, zkrc_from_zk_error(cause), cause, FALSE);
+    } else {
+      next = STEP_SEND_CREATE;
+    }
+  } else if (rc == ZCONNECTIONLOSS || rc == ZOPERATIONTIMEOUT) {
+    next = after_lost_create_locked(c);
+  } else if (rc == ZSESSIONEXPIRED || rc == ZCLOSING || rc == ZINVALIDSTATE) {
+    c->create_unknown = TRUE; /* the session's observer ends us */
+  } else {
+    end_locked(c, zkrc_from_zk_error(rc), rc, FALSE);
+  }
+  g_mutex_unlock(&c->mu);
+  perform(c, next);
+out:
+  deliver(c);
+  req_free(r);
+}
+
+static void children_done(int rc, const struct String_vector *kids,
+                          const void *data) {
+  req *r = (req *)data;
+  zkrc__contender *c = r->c;
+  step next = STEP_NONE;
+  if (!lock_if_current(r))
+    goto out;
+  if (c->state == C_CREATING && c->name_known && !c->withdrawing) {
+    if (rc == ZOK)
+      next = evaluate_locked(c, kids);
+    else
+      next = need_recovery_locked(c);
+  }
+  g_mutex_unlock(&c->mu);
+  perform(c, next);
+out:
+  deliver(c);
+  req_free(r);
+}
+
+/* Create the directory and its missing ancestors as containers, in order,
+ * without waiting: the create that follows tells whether it worked. */
+static void send_parents(zkrc__contender *c, zhandle_t *zh, req *last) {
+  char **parts = g_strsplit(c->dir + 1, "/", -1);
+  GString *path = g_string_new(NULL);
+  for (int i = 0; parts[i]; i++) {
+    g_string_append_c(path, '/');
+    g_string_append(path, parts[i]);
+    gboolean is_dir = parts[i + 1] == NULL;
+    zoo_acreate(zh, path->str, NULL, -1, c->acl, ZOO_CONTAINER,
+                is_dir ? parent_done : zkrc__ignore_string_done,
+                is_dir ? last : NULL);
+  }
+  g_string_free(path, TRUE);
+  g_strfreev(parts);
+}
+
+static void send_create(zkrc__contender *c) {
+  g_mutex_lock(&c->mu);
+  if (c->state == C_ENDED || c->withdrawing) {
+    g_mutex_unlock(&c->mu);
+    return;
+  }
+  zkrc_conn *conn = zkrc__session_connected(c->s, 0) ? zkrc__conn_use(c->s) : NULL;
+  if (conn == NULL) {
+    c->state = C_PENDING; /* the session's next connect event resumes us */
+    g_mutex_unlock(&c->mu);
+    return;
+  }
+  c->epoch++;
+  c->attempts++;
+  c->state = C_CREATING;
+  c->generation = conn->generation;
+  c->name_known = FALSE;
+  c->parent_rc = ZOK;
+  gboolean parents = c->parent_missing;
+  req *on_parent = parents ? req_new_locked(c) : NULL;
+  req *on_create = req_new_locked(c);
+  req *on_children = req_new_locked(c);
+  g_mutex_unlock(&c->mu);
+
+  if (parents)
+    send_parents(c, conn->zh, on_parent);
+  int rc = zoo_acreate2(conn->zh, c->create_path, c->data, c->data_len, c->acl,
+                        ZOO_EPHEMERAL_SEQUENTIAL, create_done, on_create);
+  /* Pipelined: the server answers this after the create, so the listing
+   * includes our node. */
+  int rc2 = rc == ZOK ? zoo_aget_children(conn->zh, c->dir, 0, children_done,
+                                          on_children)
+                      : rc;
+  zkrc__conn_unuse(conn);
+  if (rc != ZOK) {
+    /* Nothing was sent: the handle is going away; its events resume us. */
+    req_free(on_create);
+    g_mutex_lock(&c->mu);
+    if (c->state == C_CREATING && c->epoch == on_children->epoch)
+      c->state = C_PENDING;
+    g_mutex_unlock(&c->mu);
+  }
+  if (rc2 != ZOK)
+    req_free(on_children);
+}
+
+/* -------------------------------------------------- watching predecessors */
+
+static void pred_watch_fired(int type, const char *path, void *target,
+                             void *ctx) {
+  zkrc__contender *c = target;
+  step next = STEP_NONE;
+  g_mutex_lock(&c->mu);
+  if (ctx == c->pred_watch && c->state == C_WAITING && !c->withdrawing) {
+    c->pred_watch = NULL;
+    if (type == ZOO_DELETED_EVENT) {
+      c->pred_index--;
+      next = c->pred_index >= 0 ? STEP_WATCH_PRED : STEP_VERIFY_SELF;
+    } else if (type == ZOO_CHANGED_EVENT || type == ZOO_CREATED_EVENT) {
+      next = STEP_WATCH_PRED; /* the watch was used up: set it again */
+    }
+  }
+  g_mutex_unlock(&c->mu);
+  perform(c, next);
+  deliver(c);
+}
+
+static void pred_result(req *r, int rc) {
+  zkrc__contender *c = r->c;
+  step next = STEP_NONE;
+  /* A failed getData sets no watch (that is why it is used), and a failed
+   * exists only leaves one on a node that exists. */
+  if (rc != ZOK && !(rc == ZNONODE && r->by_exists))
+    zkrc__watch_cancel(r->watch);
+  if (!lock_if_current(r))
+    goto out;
+  if (c->state == C_WAITING && !c->withdrawing) {
+    if (rc == ZOK) {
+      /* watching */
+    } else if (rc == ZNONODE) {
+      if (c->pred_watch == r->watch)
+        c->pred_watch = NULL;
+      c->pred_index--;
+      next = c->pred_index >= 0 ? STEP_WATCH_PRED : STEP_VERIFY_SELF;
+    } else if (rc == ZNOAUTH && !c->pred_by_exists) {
+      /* Not allowed to read a predecessor's data (its ACL): exists needs no
+       * permission. */
+      c->pred_by_exists = TRUE;
+      next = STEP_WATCH_PRED;
+    } else {
+      next = need_recovery_locked(c);
+    }
+  }
+  g_mutex_unlock(&c->mu);
+  perform(c, next);
+out:
+  deliver(c);
+  req_free(r);
+}
+
+static void pred_get_done(int rc, const char *value, int len,
+                          const struct Stat *stat, const void *data) {
+  pred_result((req *)data, rc);
+}
+
+static void pred_exists_done(int rc, const struct Stat *stat, const void *data) {
+  pred_result((req *)data, rc);
+}
+
+static void watch_pred(zkrc__contender *c) {
+  g_mutex_lock(&c->mu);
+  if (c->state != C_WAITING || c->withdrawing) {
+    g_mutex_unlock(&c->mu);
+    return;
+  }
+  zkrc_conn *conn = zkrc__conn_use(c->s);
+  if (conn == NULL || conn->generation != c->generation) {
+    c->recover_needed = TRUE;
+    g_mutex_unlock(&c->mu);
+    if (conn)
+      zkrc__conn_unuse(conn);
+    return;
+  }
+  if (c->pred_watch)
+    zkrc__watch_cancel(c->pred_watch);
+  char *path = g_strdup_printf("%s/%s", c->dir, c->preds[c->pred_index]);
+  gboolean by_exists = c->pred_by_exists;
+  req *r = req_new_locked(c);
+  r->by_exists = by_exists;
+  r->watch = zkrc__watch_register(conn, pred_watch_fired, c, &contender_target);
+  c->pred_watch = r->watch;
+  g_mutex_unlock(&c->mu);
+
+  int rc = by_exists ? zoo_awexists(conn->zh, path, zkrc__watch_dispatch,
+                                    r->watch, pred_exists_done, r)
+                     : zoo_awget(conn->zh, path, zkrc__watch_dispatch, r->watch,
+                                 pred_get_done, r);
+  zkrc__conn_unuse(conn);
+  g_free(path);
+  if (rc != ZOK)
+    pred_result(r, ZCONNECTIONLOSS);
+}
+
+/* ----------------------------------------------------- our own node */
+
+static void own_watch_fired(int type, const char *path, void *target,
+                            void *ctx) {
+  zkrc__contender *c = target;
+  step next = STEP_NONE;
+  g_mutex_lock(&c->mu);
+  if (ctx == c->own_watch && !c->withdrawing && c->state != C_ENDED) {
+    c->own_watch = NULL;
+    if (type == ZOO_DELETED_EVENT && c->state == C_FRONT)
+      end_locked(c, ZKRC_ELOCKLOST, ZNONODE, FALSE);
+    else if (type == ZOO_CHANGED_EVENT && c->state == C_FRONT)
+      next = STEP_ARM_OWN_WATCH;
+  }
+  g_mutex_unlock(&c->mu);
+  perform(c, next);
+  deliver(c);
+}
+
+/* Reply to the check of our own node (exists, or getData that also arms
+ * the own-node watch). */
+static void self_result(req *r, int rc) {
+  zkrc__contender *c = r->c;
+  step next = STEP_NONE;
+  if (rc != ZOK && r->watch)
+    zkrc__watch_cancel(r->watch);
+  if (!lock_if_current(r))
+    goto out;
+  if (rc != ZOK && c->own_watch == r->watch)
+    c->own_watch = NULL;
+  if (c->withdrawing) {
+    /* the withdrawal deletes the node */
+  } else if (rc == ZOK) {
+    if (c->state == C_VERIFYING)
+      next = become_front_locked(c);
+  } else if (rc == ZNONODE) {
+    if (c->state == C_FRONT) {
+      end_locked(c, ZKRC_ELOCKLOST, ZNONODE, FALSE);
+    } else if (c->attempts >= MAX_CREATE_ATTEMPTS) {
+      end_locked(c, ZKRC_ELOCKLOST, ZNONODE, FALSE);
+    } else {
+      c->name_known = FALSE; /* deleted while we waited: queue again */
+      next = STEP_SEND_CREATE;
+    }
+  } else {
+    next = need_recovery_locked(c);
+  }
+  g_mutex_unlock(&c->mu);
+  perform(c, next);
+out:
+  deliver(c);
+  req_free(r);
+}
+
+static void self_get_done(int rc, const char *value, int len,
+                          const struct Stat *stat, const void *data) {
+  self_result((req *)data, rc);
+}
+
+static void self_exists_done(int rc, const struct Stat *stat, const void *data) {
+  self_result((req *)data, rc);
+}
+
+/* Check our node (and, when wanted, watch it).  @p verifying: we are about
+ * to be the front; else we are the front and re-arm the watch. */
+static void check_self(zkrc__contender *c, gboolean verifying) {
+  g_mutex_lock(&c->mu);
+  if (c->withdrawing || (verifying ? c->state != C_WAITING && c->state != C_VERIFYING
+                                   : c->state != C_FRONT)) {
+    g_mutex_unlock(&c->mu);
+    return;
+  }
+  zkrc_conn *conn = zkrc__conn_use(c->s);
+  if (conn == NULL || conn->generation != c->generation) {
+    c->recover_needed = TRUE;
+    g_mutex_unlock(&c->mu);
+    if (conn)
+      zkrc__conn_unuse(conn);
+    return;
+  }
+  if (verifying) {
+    c->state = C_VERIFYING;
+    c->epoch++;
+  }
+  req *r = req_new_locked(c);
+  if (c->watch_own) {
+    if (c->own_watch)
+      zkrc__watch_cancel(c->own_watch);
+    r->watch = zkrc__watch_register(conn, own_watch_fired, c, &contender_target);
+    c->own_watch = r->watch;
+  }
+  char *path = g_strdup(c->path);
+  g_mutex_unlock(&c->mu);
+
+  int rc = r->watch ? zoo_awget(conn->zh, path, zkrc__watch_dispatch, r->watch,
+                                self_get_done, r)
+                    : zoo_aexists(conn->zh, path, 0, self_exists_done, r);
+  zkrc__conn_unuse(conn);
+  g_free(path);
+  if (rc != ZOK)
+    self_result(r, ZCONNECTIONLOSS);
+}
+
+/* ------------------------------------------------------------ recovery */
+
+static void recover_stat_done(int rc, const struct Stat *stat,
+                              const void *data) {
+  req *r = (req *)data;
+  zkrc__contender *c = r->c;
+  step next = STEP_NONE;
+  if (!lock_if_current(r))
+    goto out;
+  if (rc == ZOK) {
+    c->czxid = stat->czxid;
+    c->owner = stat->ephemeralOwner;
+    c->recover_needed = TRUE;
+    next = STEP_RECOVER; /* now evaluate with a fresh listing */
+  } else if (rc == ZNONODE) {
+    c->name_known = FALSE;
+    next = STEP_SEND_CREATE;
+  } else {
+    next = need_recovery_locked(c);
+  }
+  g_mutex_unlock(&c->mu);
+  perform(c, next);
+out:
+  deliver(c);
+  req_free(r);
+}
+
+static void fetch_own_stat(zkrc__contender *c) {
+  g_mutex_lock(&c->mu);
+  zkrc_conn *conn = zkrc__conn_use(c->s);
+  if (conn == NULL || conn->generation != c->generation) {
+    c->recover_needed = TRUE;
+    g_mutex_unlock(&c->mu);
+    if (conn)
+      zkrc__conn_unuse(conn);
+    return;
+  }
+  req *r = req_new_locked(c);
+  char *path = g_strdup(c->path);
+  g_mutex_unlock(&c->mu);
+  int rc = zoo_aexists(conn->zh, path, 0, recover_stat_done, r);
+  zkrc__conn_unuse(conn);
+  g_free(path);
+  if (rc != ZOK)
+    recover_stat_done(ZCONNECTIONLOSS, NULL, r);
+}
+
+/* Find our node by its protected prefix in a listing. */
+static const char *find_protected(const struct String_vector *kids,
+                                  const char *prefix) {
+  for (int i = 0; i < kids->count; i++)
+    if (g_str_has_prefix(kids->data[i], prefix))
+      return kids->data[i];
+  return NULL;
+}
+
+static void recover_children_done(int rc, const struct String_vector *kids,
+                                  const void *data) {
+  req *r = (req *)data;
+  zkrc__contender *c = r->c;
+  step next = STEP_NONE;
+  gboolean fetch_stat = FALSE;
+  if (!lock_if_current(r))
+    goto out;
+  if (c->withdrawing) {
+    /* the withdrawal takes over */
+  } else if (rc != ZOK && rc != ZNONODE) {
+    next = need_recovery_locked(c);
+  } else if (!c->name_known) {
+    const char *mine = rc == ZOK ? find_protected(kids, c->prefix) : NULL;
+    if (mine) {
+      /* The create went through before the connection dropped. */
+      c->name_known = TRUE;
+      c->create_unknown = FALSE;
+      g_free(c->name);
+      c->name = g_strdup(mine);
+      g_free(c->path);
+      c->path = g_strdup_printf("%s/%s", c->dir, mine);
+      fetch_stat = TRUE;
+    } else {
+      c->create_unknown = FALSE;
+      next = STEP_SEND_CREATE; /* it never reached the servers */
+    }
+  } else if (rc == ZNONODE) {
+    struct String_vector none = {0, NULL};
+    next = evaluate_locked(c, &none);
+  } else {
+    if (c->state == C_VERIFYING)
+      c->state = C_WAITING;
+    next = evaluate_locked(c, kids);
+  }
+  g_mutex_unlock(&c->mu);
+  if (fetch_stat)
+    fetch_own_stat(c);
+  perform(c, next);
+out:
+  deliver(c);
+  req_free(r);
+}
+
+static void recover(zkrc__contender *c) {
+  g_mutex_lock(&c->mu);
+  if (!c->recover_needed || c->state == C_ENDED || c->withdrawing ||
+      c->state == C_PENDING || c->state == C_NEW) {
+    g_mutex_unlock(&c->mu);
+    return;
+  }
+  zkrc_conn *conn = zkrc__conn_use(c->s);
+  if (conn == NULL || conn->generation != c->generation) {
+    g_mutex_unlock(&c->mu);
+    if (conn)
+      zkrc__conn_unuse(conn);
+    return; /* a new session: the old one's end is on its way */
+  }
+  c->recover_needed = FALSE;
+  c->epoch++;
+  if (c->pred_watch) {
+    zkrc__watch_cancel(c->pred_watch);
+    c->pred_watch = NULL;
+  }
+  req *r = req_new_locked(c);
+  g_mutex_unlock(&c->mu);
+  int rc = zoo_aget_children(conn->zh, c->dir, 0, recover_children_done, r);
+  zkrc__conn_unuse(conn);
+  if (rc != ZOK)
+    recover_children_done(ZCONNECTIONLOSS, NULL, r);
+}
+
+/* ----------------------------------------------------------- withdrawal */
+
+static void delete_done(int rc, const void *data) {
+  req *r = (req *)data;
+  zkrc__contender *c = r->c;
+  g_mutex_lock(&c->mu);
+  c->deleting = FALSE;
+  /* Lost with the connection: the reaper deletes it when it is back. */
+  gboolean reap = rc != ZOK && rc != ZNONODE;
+  g_mutex_unlock(&c->mu);
+  if (reap) {
+    g_mutex_lock(&c->mu);
+    reap_leftovers_locked(c);
+    g_mutex_unlock(&c->mu);
+  }
+  end_with(c, ZKRC_OK, 0);
+  req_free(r);
+}
+
+static void send_delete(zkrc__contender *c) {
+  g_mutex_lock(&c->mu);
+  if (c->state == C_ENDED) {
+    g_mutex_unlock(&c->mu);
+    return;
+  }
+  cancel_watches_locked(c);
+  c->epoch++;
+  zkrc_conn *conn = zkrc__session_connected(c->s, c->generation)
+                        ? zkrc__conn_use(c->s)
+                        : NULL;
+  if (conn == NULL) {
+    reap_leftovers_locked(c);
+    g_mutex_unlock(&c->mu);
+    end_with(c, ZKRC_OK, 0);
+    return;
+  }
+  c->deleting = TRUE;
+  req *r = req_new_locked(c);
+  char *path = g_strdup(c->path);
+  g_mutex_unlock(&c->mu);
+  int rc = zoo_adelete(conn->zh, path, -1, delete_done, r);
+  zkrc__conn_unuse(conn);
+  g_free(path);
+  if (rc != ZOK)
+    delete_done(ZCONNECTIONLOSS, r);
+}
+
+void zkrc__contender_withdraw(zkrc__contender *c) {
+  g_mutex_lock(&c->mu);
+  if (c->state == C_ENDED || c->withdrawing) {
+    g_mutex_unlock(&c->mu);
+    return;
+  }
+  c->withdrawing = TRUE;
+  step next = STEP_NONE;
+  gboolean end_now = FALSE;
+  if (c->name_known) {
+    next = STEP_DELETE;
+  } else if (c->state == C_CREATING && !c->create_unknown) {
+    /* The create's reply is on its way: create_done deletes the node. */
+  } else {
+    if (c->create_unknown)
+      reap_leftovers_locked(c);
+    end_now = TRUE;
+  }
+  g_mutex_unlock(&c->mu);
+  if (end_now)
+    end_later(c, ZKRC_OK);
+  else if (next == STEP_DELETE)
+    send_delete(c);
+}
+
+gboolean zkrc__contender_deleting(zkrc__contender *c) {
+  g_mutex_lock(&c->mu);
+  gboolean deleting = c->deleting || (c->withdrawing && c->state == C_CREATING &&
+                                      !c->create_unknown);
+  g_mutex_unlock(&c->mu);
+  return deleting;
+}
+
+/* ------------------------------------------------------- session events */
+
+static void on_session_event(zkrc_session *s, zkrc_session_event ev,
+                             uint64_t generation, void *arg) {
+  zkrc__contender *c = arg;
+  step next = STEP_NONE;
+  g_mutex_lock(&c->mu);
+  gboolean ours = c->generation == generation;
+  gboolean live = c->state == C_CREATING || c->state == C_WAITING ||
+                  c->state == C_VERIFYING || c->state == C_FRONT;
+  switch (ev) {
+  case ZKRC_SESSION_EVENT_CONNECTED:
+  case ZKRC_SESSION_EVENT_RECONNECTED:
+    if (c->state == C_PENDING && !c->withdrawing)
+      next = STEP_SEND_CREATE;
+    else if (ours && live && c->recover_needed)
+      next = STEP_RECOVER;
+    if (ev == ZKRC_SESSION_EVENT_RECONNECTED && ours && c->state == C_FRONT)
+      emit_locked(c, OUT_CONNECTION, ZKRC_SESSION_EVENT_RECONNECTED, 0);
+    break;
+  case ZKRC_SESSION_EVENT_SUSPENDED:
+    if (ours && c->state == C_FRONT)
+      emit_locked(c, OUT_CONNECTION, ZKRC_SESSION_EVENT_SUSPENDED, 0);
+    break;
+  case ZKRC_SESSION_EVENT_EXPIRED:
+    if (ours && live)
+      end_locked(c, ZKRC_ESESSIONEXPIRED, ZSESSIONEXPIRED, FALSE);
+    break;
+  case ZKRC_SESSION_EVENT_LOST:
+    /* The servers may not have expired it yet: reap what we left. */
+    if (ours && live)
+      end_locked(c, ZKRC_ESESSIONLOST, 0, TRUE);
+    break;
+  case ZKRC_SESSION_EVENT_AUTH_FAILED:
+  case ZKRC_SESSION_EVENT_CLOSED:
+    if (c->state != C_ENDED && c->state != C_NEW)
+      end_locked(c, ev == ZKRC_SESSION_EVENT_CLOSED ? ZKRC_ECLOSED
+                                                    : ZKRC_EAUTHFAILED,
+                 0, FALSE);
+    break;
+  }
+  g_mutex_unlock(&c->mu);
+  perform(c, next);
+  deliver(c);
+}
+
+/* ---------------------------------------------------------------- steps */
+
+static void perform(zkrc__contender *c, step st) {
+  switch (st) {
+  case STEP_NONE:
+    break;
+  case STEP_SEND_CREATE:
+    send_create(c);
+    break;
+  case STEP_WATCH_PRED:
+    watch_pred(c);
+    break;
+  case STEP_VERIFY_SELF:
+    check_self(c, TRUE);
+    break;
+  case STEP_ARM_OWN_WATCH:
+    check_self(c, FALSE);
+    break;
+  case STEP_RECOVER:
+    recover(c);
+    break;
+  case STEP_DELETE:
+    send_delete(c);
+    break;
+  }
+}
+
+void zkrc__contender_start(zkrc__contender *c) {
+  g_mutex_lock(&c->mu);
+  if (c->state != C_NEW) {
+    g_mutex_unlock(&c->mu);
+    return;
+  }
+  c->state = C_PENDING;
+  zkrc__contender_ref(c); /* the observer's */
+  c->observer_id = zkrc__session_observe(c->s, on_session_event, c);
+  g_mutex_unlock(&c->mu);
+  if (zkrc__session_closed(c->s)) {
+    end_later(c, ZKRC_ECLOSED);
+    return;
+  }
+  send_create(c);
+}
+
+/* -------------------------------------------------------------- queries */
+
+char *zkrc__contender_path(zkrc__contender *c) {
+  g_mutex_lock(&c->mu);
+  char *p = c->name_known ? g_strdup(c->path) : NULL;
+  g_mutex_unlock(&c->mu);
+  return p;
+}
+
+int64_t zkrc__contender_czxid(zkrc__contender *c) {
+  g_mutex_lock(&c->mu);
+  int64_t z = c->czxid;
+  g_mutex_unlock(&c->mu);
+  return z;
+}
+
+uint64_t zkrc__contender_generation(zkrc__contender *c) {
+  g_mutex_lock(&c->mu);
+  uint64_t g = c->generation;
+  g_mutex_unlock(&c->mu);
+  return g;
+}
+
+/* --------------------------------------------------------- participants */
+
+int zkrc__queue_participants(zkrc_session *s, const char *dir,
+                             const char *const *markers, int64_t deadline,
+                             char ***ids) {
+  *ids = NULL;
+  if (zkrc__session_closed(s))
+    return zkrc__fail(ZKRC_ECLOSED);
+  zkrc_conn *conn = zkrc__conn_use(s);
+  if (conn == NULL)
+    return zkrc__fail(ZKRC_ECONNLOSS);
+  zkrc__call *list = zkrc__call_new();
+  int rc = zoo_aget_children(conn->zh, dir, 0, zkrc__call_children_done, list);
+  if (rc != ZOK)
+    zkrc__call_fail_unsent(list, rc);
+  zkrc__conn_unuse(conn);
+  if (!zkrc__call_wait(list, deadline)) {
+    zkrc__call_unref(list);
+    return zkrc__fail(ZKRC_ETIMEDOUT);
+  }
+  if (list->rc == ZNONODE) { /* no directory: nobody takes part */
+    zkrc__call_unref(list);
+    *ids = g_new0(char *, 1);
+    return ZKRC_OK;
+  }
+  if (list->rc != ZOK) {
+    int zk_rc = list->rc;
+    zkrc__call_unref(list);
+    return zkrc__fail_from_zk(zk_rc);
+  }
+  GArray *sorted = zkrc__contenders_sorted(list->children.data,
+                                           list->children.count, markers);
+  zkrc__call_unref(list);
+
+  /* One getData per contender, all sent before waiting for any. */
+  GPtrArray *reads = g_ptr_array_new();
+  conn = zkrc__conn_use(s);
+  for (guint i = 0; i < sorted->len; i++) {
+    zkrc__call *read = zkrc__call_new();
+    char *path = g_strdup_printf(
+        "%s/%s", dir, g_array_index(sorted, zkrc__contender_entry, i).name);
+    rc = conn ? zoo_aget(conn->zh, path, 0, zkrc__call_data_done, read)
+              : ZCONNECTIONLOSS;
+    if (rc != ZOK)
+      zkrc__call_fail_unsent(read, rc);
+    g_free(path);
+    g_ptr_array_add(reads, read);
+  }
+  if (conn)
+    zkrc__conn_unuse(conn);
+  zkrc__contenders_free(sorted);
+
+  int err = ZKRC_OK, zk_rc = ZOK;
+  GPtrArray *out = g_ptr_array_new();
+  for (guint i = 0; i < reads->len; i++) {
+    zkrc__call *read = g_ptr_array_index(reads, i);
+    if (err == ZKRC_OK && !zkrc__call_wait(read, deadline)) {
+      err = ZKRC_ETIMEDOUT;
+    } else if (err == ZKRC_OK && read->rc == ZOK) {
+      g_ptr_array_add(out, g_strdup(read->value ? read->value : ""));
+    } else if (err == ZKRC_OK && read->rc != ZNONODE) {
+      /* A node that left meanwhile is simply not listed. */
+      err = zkrc_from_zk_error(read->rc);
+      zk_rc = read->rc;
+    }
+    zkrc__call_unref(read);
+  }
+  g_ptr_array_free(reads, TRUE);
+  g_ptr_array_add(out, NULL);
+  char **strv = (char **)g_ptr_array_free(out, FALSE);
+  if (err != ZKRC_OK) {
+    g_strfreev(strv);
+    return zk_rc ? zkrc__fail_zk(err, zk_rc) : zkrc__fail(err);
+  }
+  *ids = strv;
+  return ZKRC_OK;
+}

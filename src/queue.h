@@ -1,0 +1,109 @@
+/*
+ * The contender queue: the one mechanism behind every recipe.
+ *
+ * A contender is one participant's place in a recipe's directory:
+ *
+ *  1. Protected sequential create.  It creates the EPHEMERAL_SEQUENTIAL node
+ *     "<dir>/_c_<uuid>-<marker><seq>" and, in the same breath (ZooKeeper
+ *     answers one session's requests in order), reads the directory's
+ *     children: one round trip when uncontended.  A missing directory is
+ *     created, with its missing ancestors, as container nodes.
+ *  2. Ordering.  Contenders are the children ending in a marker and a
+ *     sequence (names.h); the lowest sequence is at the front.
+ *  3. Waiting.  A contender behind others watches only its immediate
+ *     predecessor, with a data watch (a getData that fails on a node already
+ *     gone leaves no watch behind).  Predecessors only ever disappear (a new
+ *     contender always gets a higher sequence), so when the watched one goes
+ *     the contender watches the next one back in the list it read; when none
+ *     is left it checks that its own node still exists and is at the front.
+ *  4. Recovery.  When a create's reply is lost with the connection, the
+ *     contender looks for its node by its protected prefix after reconnecting
+ *     instead of creating a second one.  A contender whose ZooKeeper session
+ *     expires or is lost ends with an error; nodes a presumed-lost session may
+ *     have left behind are deleted by the session's reaper on the next
+ *     session.
+ *
+ * The contender tells its owner (a recipe) what happens through
+ * zkrc__contender_ops.  Those calls come from ZooKeeper's completion thread
+ * or the session's worker, never from inside a zkrc__contender_* call and
+ * never with a contender mutex held; they must not block.
+ */
+#ifndef ZKRC_QUEUE_H
+#define ZKRC_QUEUE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <zookeeper/zookeeper.h>
+
+#include "session_internal.h"
+
+typedef struct zkrc__contender zkrc__contender;
+
+typedef struct zkrc__contender_ops {
+  /* The contender is at the front: its node has the lowest sequence and
+   * belongs to the current ZooKeeper session. */
+  void (*front)(zkrc__contender *c, void *arg);
+  /* The contender's first look at the queue found others ahead of it. */
+  void (*behind)(zkrc__contender *c, void *arg);
+  /* While at the front: the connection dropped (SUSPENDED) or came back with
+   * the same session (RECONNECTED). */
+  void (*connection)(zkrc__contender *c, zkrc_session_event ev, void *arg);
+  /* The contender is finished; called exactly once, last.  @p err is
+   * ZKRC_OK after zkrc__contender_withdraw(), else why it ended:
+   * ZKRC_ESESSIONEXPIRED, ZKRC_ESESSIONLOST, ZKRC_ECLOSED, ZKRC_ELOCKLOST
+   * (our node was deleted while at the front), or a ZooKeeper failure
+   * (@p zk_rc keeps its code). */
+  void (*ended)(zkrc__contender *c, int err, int zk_rc, void *arg);
+} zkrc__contender_ops;
+
+typedef struct zkrc__contender_config {
+  zkrc_session *session;
+  const char *dir;                 /* validated directory path */
+  const char *marker;              /* "lock-" or "latch-" */
+  const char *const *markers;      /* markers that count as contenders */
+  const char *data;                /* node data (participant id) */
+  int data_len;
+  const struct ACL_vector *acl;    /* copied */
+  /* Keep a data watch on our own node while at the front, so that its
+   * deletion by someone else ends the contender with ZKRC_ELOCKLOST. */
+  int watch_own_node;
+  const zkrc__contender_ops *ops;
+  void *ops_arg;
+} zkrc__contender_config;
+
+/* A new contender (one reference, the caller's).  Nothing is sent yet. */
+zkrc__contender *zkrc__contender_new(const zkrc__contender_config *cfg);
+
+/* Enter the queue: create our node (as soon as the session is connected). */
+void zkrc__contender_start(zkrc__contender *c);
+
+/* Leave the queue: delete our node if it exists (or have the reaper delete
+ * it once the connection is back).  ops->ended follows with ZKRC_OK unless
+ * the contender had already ended.  Idempotent. */
+void zkrc__contender_withdraw(zkrc__contender *c);
+
+/* TRUE while the withdrawal's delete is still waiting for its reply on a
+ * live connection (a caller that must not return before its node is gone
+ * waits for ops->ended while this holds). */
+gboolean zkrc__contender_deleting(zkrc__contender *c);
+
+zkrc__contender *zkrc__contender_ref(zkrc__contender *c);
+void zkrc__contender_unref(zkrc__contender *c);
+
+/* Our node's full path (copy; NULL before it is known), its czxid and
+ * ephemeral owner, valid once ops->front was called. */
+char *zkrc__contender_path(zkrc__contender *c);
+int64_t zkrc__contender_czxid(zkrc__contender *c);
+/* The ZooKeeper session generation our node belongs to (0 before create). */
+uint64_t zkrc__contender_generation(zkrc__contender *c);
+
+/* The participant ids (node data) of every contender in @p dir, in queue
+ * order, as a NULL-terminated g_malloc'ed array (g_strfreev).  Pipelines one
+ * getChildren and one getData per contender.  A missing directory yields an
+ * empty list.  Returns a ZKRC_* code. */
+int zkrc__queue_participants(zkrc_session *s, const char *dir,
+                             const char *const *markers, int64_t deadline,
+                             char ***ids);
+
+#endif /* ZKRC_QUEUE_H */

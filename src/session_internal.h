@@ -1,0 +1,140 @@
+/*
+ * What recipes need from a session beyond the public API: pinned handles for
+ * asynchronous calls, session observers, the watch registry, the orphan-node
+ * reaper and the executor.
+ *
+ * Threads.  The ZooKeeper client calls completions and watchers on its
+ * completion thread.  The session runs a worker thread of its own for timers,
+ * for retiring dead handles and opening new ones, and for telling observers
+ * about session events (one thread, so each observer sees events in order).
+ * User callbacks go through the executor.  No zoo_* call is ever made with a
+ * session mutex held, and none of them blocks (only zookeeper_close() does,
+ * and only the worker or a closing user thread calls it).
+ */
+#ifndef ZKRC_SESSION_INTERNAL_H
+#define ZKRC_SESSION_INTERNAL_H
+
+#include <stdint.h>
+
+#include <glib.h>
+#include <zookeeper/zookeeper.h>
+
+#include "zkrecipes/session.h"
+
+/* One zhandle_t, from zookeeper_init() to zookeeper_close().  A session object
+ * goes through one conn per ZooKeeper session (a new one after expiry). */
+typedef struct zkrc_conn {
+  zhandle_t *zh;
+  zkrc_session *session;
+  /* 1 for the session object's first ZooKeeper session, 2 after the first
+   * expiry, and so on.  Nodes remember the generation that created them. */
+  uint64_t generation;
+  /* The ZooKeeper session id once established, else 0. */
+  int64_t session_id;
+  /* Threads inside a zoo_* call on zh right now (guarded by the session
+   * mutex); zookeeper_close() waits for them. */
+  int users;
+  gboolean retired;
+  /* For adopted handles: the application's watcher, called after ours. */
+  watcher_fn app_watcher;
+  void *app_context;
+} zkrc_conn;
+
+/* Log trampoline given to every handle (log.c). */
+void zkrc__log_trampoline(const char *message);
+
+/* Reference counting: recipes keep the session's memory alive. */
+zkrc_session *zkrc__session_ref(zkrc_session *s);
+void zkrc__session_unref(zkrc_session *s);
+
+/* Pin the current handle for a zoo_* call.  NULL when there is none (closed,
+ * or between an expiry and the next session).  Every non-NULL result must be
+ * given back with zkrc__conn_unuse() right after the zoo_* call returns. */
+zkrc_conn *zkrc__conn_use(zkrc_session *s);
+void zkrc__conn_unuse(zkrc_conn *c);
+
+/* Is the session connected right now with ZooKeeper session generation
+ * @p generation?  (0 matches any generation.) */
+gboolean zkrc__session_connected(zkrc_session *s, uint64_t generation);
+
+/* The generation of the current ZooKeeper session (0 when closed). */
+uint64_t zkrc__session_generation(zkrc_session *s);
+
+/* FALSE when the process looks frozen: the session's worker has not run
+ * for longer than the session timeout (a SIGSTOP, a debugger, a swapped-out
+ * process), so the servers have probably expired the session even if the
+ * worker has not yet noticed. */
+gboolean zkrc__session_fresh(zkrc_session *s);
+
+/* TRUE once zkrc_session_close() was called. */
+gboolean zkrc__session_closed(zkrc_session *s);
+
+/* Session observers: internal listeners (recipes), called on the session's
+ * worker thread, without session locks held, with the generation of the
+ * ZooKeeper session the event is about.  They must not block. */
+typedef void (*zkrc__observer_fn)(zkrc_session *s, zkrc_session_event ev,
+                                  uint64_t generation, void *arg);
+unsigned long zkrc__session_observe(zkrc_session *s, zkrc__observer_fn fn,
+                                    void *arg);
+/* After this returns the observer is not running and will not run again. */
+void zkrc__session_unobserve(zkrc_session *s, unsigned long id);
+
+/* Run @p fn(@p arg) on the session's executor (user callbacks go here).
+ * The session is kept alive until the call has run. */
+void zkrc__session_post(zkrc_session *s, zkrc_callback_fn fn, void *arg);
+
+/* Run @p fn(@p arg) on the session's worker thread (internal work that must
+ * not run on ZooKeeper's completion thread, or must be ordered with session
+ * events). */
+void zkrc__session_run_on_worker(zkrc_session *s, zkrc_callback_fn fn,
+                                 void *arg);
+
+/* ---- Watch registry -------------------------------------------------
+ * A watcher context given to ZooKeeper cannot be freed until the watch fires,
+ * and it never fires if the handle closes first.  So the context is a number
+ * that names an entry here; the entry holds a reference on its target and is
+ * dropped when the watch fires, when its owner cancels it, or when its
+ * handle is retired.  Session events reach every watcher of a handle: they
+ * are filtered here and never reach a watch's callback. */
+/* @p ctx is the context zkrc__watch_register() returned for this watch, so
+ * a target can tell its current watch from a superseded one. */
+typedef void (*zkrc__watch_fn)(int type, const char *path, void *target,
+                               void *ctx);
+typedef struct zkrc__watch_target_ops {
+  void (*ref)(void *target);
+  void (*unref)(void *target);
+} zkrc__watch_target_ops;
+
+/* Register a watch for a call on @p c; returns the context to pass to
+ * ZooKeeper along with zkrc__watch_dispatch as the watcher function. */
+void *zkrc__watch_register(zkrc_conn *c, zkrc__watch_fn fn, void *target,
+                           const zkrc__watch_target_ops *ops);
+/* Forget a watch (its callback will not run after this returns, unless it
+ * is running right now on the completion thread). */
+void zkrc__watch_cancel(void *ctx);
+/* Forget every watch registered on handle @p generation of @p s (called
+ * once that handle is closed: its watches can no longer fire). */
+void zkrc__watch_drop_generation(zkrc_session *s, uint64_t generation);
+/* The watcher function to give ZooKeeper with a registered context. */
+void zkrc__watch_dispatch(zhandle_t *zh, int type, int state,
+                          const char *path, void *ctx);
+
+/* ---- Orphan reaper --------------------------------------------------
+ * Nodes we created but can no longer use (an acquisition that timed out
+ * while the connection was down, a create whose reply was lost, a node left
+ * by a ZooKeeper session we presumed lost) are deleted by the session as soon
+ * as it is connected.  @p name may be NULL when only the protected prefix is
+ * known ("_c_<uuid>-"): every child of @p parent starting with it is deleted.
+ * @p generation is the ZooKeeper session that created the node: when that
+ * session is reported expired by a server, its ephemeral nodes are gone and
+ * the entry is dropped. */
+void zkrc__session_reap(zkrc_session *s, const char *parent,
+                        const char *prefix, const char *name,
+                        uint64_t generation);
+
+/* ACL helpers: deep copies of an ACL vector (NULL → OPEN_ACL_UNSAFE). */
+struct ACL_vector *zkrc__acl_copy(const struct ACL_vector *acl);
+void zkrc__acl_free(struct ACL_vector *acl);
+int zkrc__acl_valid(const struct ACL_vector *acl);
+
+#endif /* ZKRC_SESSION_INTERNAL_H */

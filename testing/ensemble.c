@@ -1,0 +1,846 @@
+/*
+ * testing/ensemble.c - the public API of libzkrecipes-testing: starting and
+ * stopping an ensemble, controlling its members, asking them questions, and
+ * expiring sessions.
+ *
+ * Licensed under the Apache License, Version 2.0 (see COPYING).
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <glib.h>
+
+#include "internal.h"
+
+#define DEFAULT_TICK_MS 200
+#define DEFAULT_CONTAINER_CHECK_MS 100
+#define DEFAULT_START_TIMEOUT_MS 60000
+/* Bound of one four-letter word asked by the user. */
+#define FOUR_LETTER_TIMEOUT_MS 5000
+/* Bound of one `srvr` while polling for a serving member. */
+#define POLL_SRVR_TIMEOUT_MS 1000
+/* Pause between two polls of `srvr`. */
+#define POLL_INTERVAL_MS 50
+/* Attempts at starting, each on new ports, when a port was taken. */
+#define START_ATTEMPTS 3
+/* Log lines shown when a member fails. */
+#define LOG_TAIL_LINES 40
+
+/* The server's jars in Debian's layout (/usr/share/java); the first two are
+ * required. */
+static const char *const server_jars[] = {
+  "zookeeper", "zookeeper-jute", "netty-handler", "netty-common",
+  "netty-buffer", "netty-transport", "netty-codec", "netty-resolver",
+  "netty-transport-native-epoll", "netty-transport-native-unix-common",
+  "slf4j-api", "slf4j-simple", "metrics-core", "commons-cli", "snappy-java",
+};
+#define REQUIRED_JARS 2
+#define JAR_DIR "/usr/share/java"
+
+static int env_flag(const char *name)
+{
+  const char *value = getenv(name);
+  return value && *value && strcmp(value, "0") != 0;
+}
+
+/* ---- options ------------------------------------------------------------ */
+
+void zkrc_ensemble_options_init(zkrc_ensemble_options *opts)
+{
+  memset(opts, 0, sizeof *opts);
+  opts->members = 1;
+  opts->tick_ms = DEFAULT_TICK_MS;
+  opts->start_timeout_ms = DEFAULT_START_TIMEOUT_MS;
+}
+
+/* Copy @p in (NULL: defaults) with zeros replaced by defaults.  -1 when an
+ * option is out of range. */
+static int normalize_options(const zkrc_ensemble_options *in,
+                             zkrc_ensemble_options *out)
+{
+  if (in)
+    *out = *in;
+  else
+    zkrc_ensemble_options_init(out);
+  if (out->members == 0)
+    out->members = 1;
+  if (out->members < 1 || out->members > ZKRC__MAX_MEMBERS) {
+    fprintf(stderr, "zkrecipes-testing: an ensemble has 1 to %d members, "
+            "not %d\n", ZKRC__MAX_MEMBERS, out->members);
+    return -1;
+  }
+  if (out->tick_ms <= 0)
+    out->tick_ms = DEFAULT_TICK_MS;
+  if (out->container_check_ms <= 0)
+    out->container_check_ms = DEFAULT_CONTAINER_CHECK_MS;
+  if (out->start_timeout_ms <= 0)
+    out->start_timeout_ms = DEFAULT_START_TIMEOUT_MS;
+  if (out->max_session_timeout_ms < 0)
+    out->max_session_timeout_ms = 0;
+  return 0;
+}
+
+/* ---- setting up --------------------------------------------------------- */
+
+static char *default_class_path(void)
+{
+  GString *cp = g_string_new(NULL);
+  for (size_t i = 0; i < sizeof server_jars / sizeof server_jars[0]; i++) {
+    char *jar = g_strdup_printf(JAR_DIR "/%s.jar", server_jars[i]);
+    if (access(jar, R_OK) == 0) {
+      g_string_append_printf(cp, "%s%s", cp->len ? ":" : "", jar);
+    } else if (i < REQUIRED_JARS) {
+      fprintf(stderr, "zkrecipes-testing: %s not found: install the "
+              "`zookeeper` package or set ZKR_ZOOKEEPER_CLASSPATH\n", jar);
+      g_free(jar);
+      g_string_free(cp, TRUE);
+      return NULL;
+    }
+    g_free(jar);
+  }
+  return g_string_free(cp, FALSE);
+}
+
+static int find_server(zkrc_ensemble *e)
+{
+  const char *java = getenv("ZKR_JAVA");
+  if (!java || !*java)
+    java = "java";
+  char *path = zkrc__find_program(java);
+  if (!path) {
+    fprintf(stderr, "zkrecipes-testing: %s not found: install Java or set "
+            "ZKR_JAVA\n", java);
+    return -1;
+  }
+  /* Same allocator for everything freed in ensemble_free(). */
+  e->java = g_strdup(path);
+  free(path);
+
+  const char *cp = getenv("ZKR_ZOOKEEPER_CLASSPATH");
+  e->class_path = cp && *cp ? g_strdup(cp) : default_class_path();
+  return e->class_path ? 0 : -1;
+}
+
+static int make_ensemble_dir(zkrc_ensemble *e, const char *base)
+{
+  if (!base || !*base)
+    base = getenv("TMPDIR");
+  if (!base || !*base)
+    base = "/tmp";
+  char *template = g_strdup_printf("%s/zkr-ensemble-XXXXXX", base);
+  if (!mkdtemp(template)) {
+    fprintf(stderr, "zkrecipes-testing: cannot create a directory in %s: "
+            "%s\n", base, strerror(errno));
+    g_free(template);
+    return -1;
+  }
+  /* Absolute: it goes into the members' command lines and configs. */
+  char *absolute = realpath(template, NULL);
+  if (!absolute) {
+    fprintf(stderr, "zkrecipes-testing: realpath %s: %s\n", template,
+            strerror(errno));
+    rmdir(template);
+    g_free(template);
+    return -1;
+  }
+  e->dir = g_strdup(absolute);
+  free(absolute);
+  g_free(template);
+  return 0;
+}
+
+static void ensemble_free(zkrc_ensemble *e)
+{
+  for (int i = 0; i < ZKRC__MAX_MEMBERS; i++)
+    zkrc__member_free(&e->members[i]);
+  g_free(e->dir);
+  g_free(e->java);
+  g_free(e->class_path);
+  g_free(e->connect_string);
+  g_free(e->direct_connect_string);
+  pthread_mutex_destroy(&e->lock);
+  g_free(e);
+}
+
+static zkrc_ensemble *ensemble_new(const zkrc_ensemble_options *opts)
+{
+  zkrc_ensemble *e = g_new0(zkrc_ensemble, 1);
+  e->opts = *opts;
+  e->opts.base_dir = NULL;   /* the caller's string: not ours to keep */
+  e->size = opts->members;
+  e->keep_dir = env_flag("ZKR_ENSEMBLE_KEEP");
+  e->log_to_stderr = env_flag("ZKR_ENSEMBLE_LOG");
+  e->reaper.pid = -1;
+  e->reaper.fd = -1;
+  for (int i = 0; i < ZKRC__MAX_MEMBERS; i++)
+    e->members[i].pid = -1;
+  pthread_mutex_init(&e->lock, NULL);
+  return e;
+}
+
+static void member_ports(zkrc__member *m, int *ports)
+{
+  ports[0] = m->client_port;
+  ports[1] = m->peer_port;
+  ports[2] = m->election_port;
+}
+
+static void release_member_ports(zkrc_ensemble *e)
+{
+  for (int i = 0; i < e->size; i++) {
+    int ports[3];
+    member_ports(&e->members[i], ports);
+    zkrc__release_ports(ports, 3);
+    e->members[i].client_port = e->members[i].peer_port =
+        e->members[i].election_port = 0;
+  }
+}
+
+static int choose_ports(zkrc_ensemble *e)
+{
+  int ports[3 * ZKRC__MAX_MEMBERS];
+  if (zkrc__reserve_ports(3 * e->size, ports) != 0)
+    return -1;
+  for (int i = 0; i < e->size; i++) {
+    e->members[i].client_port = ports[3 * i];
+    e->members[i].peer_port = ports[3 * i + 1];
+    e->members[i].election_port = ports[3 * i + 2];
+  }
+  return 0;
+}
+
+/* ---- waiting ------------------------------------------------------------ */
+
+static int poll_timeout(int64_t deadline)
+{
+  int64_t left = deadline - zkrc__now_ms();
+  if (left <= 0)
+    return 0;
+  return left < POLL_SRVR_TIMEOUT_MS ? (int)left : POLL_SRVR_TIMEOUT_MS;
+}
+
+/* Sleep the poll interval, but not past @p deadline. */
+static void pause_until_next_poll(int64_t deadline)
+{
+  int64_t left = deadline - zkrc__now_ms();
+  if (left > 0)
+    zkrc__sleep_ms(left < POLL_INTERVAL_MS ? (int)left : POLL_INTERVAL_MS);
+}
+
+/* Snapshot of member @p i for asking it questions without the lock. */
+typedef struct member_view {
+  int running;   /* a process, not paused */
+  int port;
+} member_view;
+
+static member_view view_member(zkrc_ensemble *e, int i)
+{
+  member_view v;
+  pthread_mutex_lock(&e->lock);
+  zkrc__member *m = &e->members[i];
+  zkrc__member_reap_if_exited(e, m);
+  v.running = m->pid > 0 && !m->paused;
+  v.port = m->client_port;
+  pthread_mutex_unlock(&e->lock);
+  return v;
+}
+
+static void report_failed_member(const zkrc_ensemble *e, const zkrc__member *m,
+                                 const char *what)
+{
+  fprintf(stderr, "zkrecipes-testing: member %d (127.0.0.1:%d) %s\n",
+          m->index, m->client_port, what);
+  if (!e->log_to_stderr)
+    zkrc__print_tail(m->log_path, LOG_TAIL_LINES, "  | ");
+}
+
+/* Outcome of one start attempt. */
+typedef enum start_result { STARTED, START_FAILED, PORT_TAKEN } start_result;
+
+/* Wait until every member serves.  A member that exits fails the start -
+ * or asks for new ports if its log says a port was taken. */
+static start_result wait_all_serving(zkrc_ensemble *e, int64_t deadline)
+{
+  int serving[ZKRC__MAX_MEMBERS] = { 0 };
+  int count = 0;
+  for (;;) {
+    for (int i = 0; i < e->size; i++) {
+      if (serving[i])
+        continue;
+      zkrc__member *m = &e->members[i];
+      member_view v = view_member(e, i);
+      if (!v.running) {
+        if (zkrc__file_contains(m->log_path, "Address already in use"))
+          return PORT_TAKEN;
+        report_failed_member(e, m, "exited while starting");
+        return START_FAILED;
+      }
+      if (zkrc__member_serving(v.port, poll_timeout(deadline), NULL, 0)) {
+        serving[i] = 1;
+        count++;
+      }
+    }
+    if (count == e->size)
+      return STARTED;
+    if (zkrc__now_ms() >= deadline)
+      break;
+    pause_until_next_poll(deadline);
+  }
+  fprintf(stderr, "zkrecipes-testing: the ensemble did not serve within %d "
+          "ms\n", e->opts.start_timeout_ms);
+  for (int i = 0; i < e->size; i++)
+    if (!serving[i])
+      report_failed_member(e, &e->members[i], "is not serving");
+  return START_FAILED;
+}
+
+static void kill_all_members(zkrc_ensemble *e)
+{
+  pthread_mutex_lock(&e->lock);
+  /* Signal them all first: they then die in parallel. */
+  for (int i = 0; i < e->size; i++) {
+    if (e->members[i].pid > 0)
+      kill(e->members[i].pid, SIGKILL);
+  }
+  for (int i = 0; i < e->size; i++)
+    zkrc__member_kill(e, &e->members[i]);
+  pthread_mutex_unlock(&e->lock);
+}
+
+static start_result start_members(zkrc_ensemble *e, int64_t deadline)
+{
+  if (choose_ports(e) != 0)
+    return START_FAILED;
+  for (int i = 0; i < e->size; i++) {
+    if (zkrc__member_configure(e, &e->members[i]) != 0)
+      return START_FAILED;
+  }
+  pthread_mutex_lock(&e->lock);
+  int rc = 0;
+  for (int i = 0; i < e->size && rc == 0; i++)
+    rc = zkrc__member_spawn(e, &e->members[i]);
+  pthread_mutex_unlock(&e->lock);
+  if (rc != 0)
+    return START_FAILED;
+  return wait_all_serving(e, deadline);
+}
+
+static char *join_addresses(const zkrc_ensemble *e, int direct)
+{
+  GString *s = g_string_new(NULL);
+  for (int i = 0; i < e->size; i++) {
+    const zkrc__member *m = &e->members[i];
+    int port = direct || !e->proxies ? m->client_port
+                                     : zkrc__proxy_port(e->proxies, i);
+    g_string_append_printf(s, "%s127.0.0.1:%d", i ? "," : "", port);
+  }
+  return g_string_free(s, FALSE);
+}
+
+static int start_proxies(zkrc_ensemble *e)
+{
+  int targets[ZKRC__MAX_MEMBERS];
+  for (int i = 0; i < e->size; i++)
+    targets[i] = e->members[i].client_port;
+  e->proxies = zkrc__proxies_start(e->size, targets);
+  return e->proxies ? 0 : -1;
+}
+
+static void set_addresses(zkrc_ensemble *e)
+{
+  for (int i = 0; i < e->size; i++) {
+    zkrc__member *m = &e->members[i];
+    int port = e->proxies ? zkrc__proxy_port(e->proxies, i) : m->client_port;
+    snprintf(m->address, sizeof m->address, "127.0.0.1:%d", port);
+  }
+  e->connect_string = join_addresses(e, 0);
+  e->direct_connect_string = join_addresses(e, 1);
+}
+
+/* Everything up to the members: directory, reaper, member directories. */
+static int prepare(zkrc_ensemble *e, const char *base_dir)
+{
+  if (find_server(e) != 0 || make_ensemble_dir(e, base_dir) != 0)
+    return -1;
+  if (zkrc__reaper_start(&e->reaper, e->dir, e->keep_dir) != 0)
+    return -1;
+  for (int i = 0; i < e->size; i++) {
+    if (zkrc__member_init(e, &e->members[i], i) != 0)
+      return -1;
+  }
+  return 0;
+}
+
+int zkrc_ensemble_start(zkrc_ensemble **out, const zkrc_ensemble_options *opts)
+{
+  zkrc_ensemble_options o;
+  *out = NULL;
+  if (normalize_options(opts, &o) != 0)
+    return -1;
+  zkrc_ensemble *e = ensemble_new(&o);
+  int rc = prepare(e, o.base_dir);
+  int64_t deadline = zkrc__now_ms() + o.start_timeout_ms;
+  start_result started = START_FAILED;
+  for (int attempt = 0; rc == 0 && attempt < START_ATTEMPTS; attempt++) {
+    started = start_members(e, deadline);
+    if (started != PORT_TAKEN)
+      break;
+    /* Someone took a port between our probe and the JVM's bind: start
+     * over on new ports. */
+    fprintf(stderr, "zkrecipes-testing: a port was taken meanwhile; "
+            "starting again on new ports\n");
+    kill_all_members(e);
+    release_member_ports(e);
+    for (int i = 0; i < e->size; i++)
+      zkrc__member_wipe(&e->members[i]);
+  }
+  if (rc == 0 && started == PORT_TAKEN)
+    fprintf(stderr, "zkrecipes-testing: ports kept being taken\n");
+  if (rc == 0 && started == STARTED && o.with_proxies)
+    rc = start_proxies(e);
+  if (rc != 0 || started != STARTED) {
+    zkrc_ensemble_stop(e);
+    return -1;
+  }
+  set_addresses(e);
+  *out = e;
+  return 0;
+}
+
+void zkrc_ensemble_stop(zkrc_ensemble *e)
+{
+  if (!e)
+    return;
+  /* Proxies first: clients lose their connections at once instead of
+   * talking to dying members. */
+  zkrc__proxies_stop(e->proxies);
+  e->proxies = NULL;
+  kill_all_members(e);
+  if (e->dir) {
+    if (e->keep_dir)
+      fprintf(stderr, "zkrecipes-testing: ZKR_ENSEMBLE_KEEP: kept %s\n",
+              e->dir);
+    else if (zkrc__remove_tree(e->dir) != 0)
+      fprintf(stderr, "zkrecipes-testing: cannot remove %s: %s\n", e->dir,
+              strerror(errno));
+  }
+  /* Only now: had we died above, the reaper would have finished the job. */
+  zkrc__reaper_finish(&e->reaper);
+  release_member_ports(e);
+  ensemble_free(e);
+}
+
+/* ---- queries ------------------------------------------------------------ */
+
+static int valid_index(const zkrc_ensemble *e, int i)
+{
+  return e && i >= 0 && i < e->size;
+}
+
+int zkrc_ensemble_size(const zkrc_ensemble *e)
+{
+  return e ? e->size : 0;
+}
+
+const char *zkrc_ensemble_connect_string(const zkrc_ensemble *e)
+{
+  return e ? e->connect_string : NULL;
+}
+
+const char *zkrc_ensemble_direct_connect_string(const zkrc_ensemble *e)
+{
+  return e ? e->direct_connect_string : NULL;
+}
+
+const char *zkrc_ensemble_member_address(const zkrc_ensemble *e, int i)
+{
+  return valid_index(e, i) ? e->members[i].address : NULL;
+}
+
+int zkrc_ensemble_member_port(const zkrc_ensemble *e, int i)
+{
+  return valid_index(e, i) ? e->members[i].client_port : -1;
+}
+
+int zkrc_ensemble_member_pid(const zkrc_ensemble *e, int i)
+{
+  if (!valid_index(e, i))
+    return -1;
+  /* The lock is not const; the API promises a read-only look. */
+  zkrc_ensemble *mutable_e = (zkrc_ensemble *)e;
+  pthread_mutex_lock(&mutable_e->lock);
+  zkrc__member *m = &mutable_e->members[i];
+  zkrc__member_reap_if_exited(mutable_e, m);
+  int pid = m->pid > 0 ? (int)m->pid : -1;
+  pthread_mutex_unlock(&mutable_e->lock);
+  return pid;
+}
+
+/* ---- member control ----------------------------------------------------- */
+
+typedef int (*member_action)(zkrc_ensemble *e, zkrc__member *m);
+
+/* Run @p action on member @p i under the lock. */
+static int with_member(zkrc_ensemble *e, int i, member_action action)
+{
+  if (!valid_index(e, i))
+    return -1;
+  pthread_mutex_lock(&e->lock);
+  zkrc__member *m = &e->members[i];
+  zkrc__member_reap_if_exited(e, m);
+  int rc = action(e, m);
+  pthread_mutex_unlock(&e->lock);
+  return rc;
+}
+
+static int kill_action(zkrc_ensemble *e, zkrc__member *m)
+{
+  if (m->pid <= 0)
+    return -1;
+  zkrc__member_kill(e, m);
+  return 0;
+}
+
+static int restart_action(zkrc_ensemble *e, zkrc__member *m)
+{
+  if (m->pid > 0) {
+    fprintf(stderr, "zkrecipes-testing: member %d is running; kill or stop "
+            "it before restarting it\n", m->index);
+    return -1;
+  }
+  return zkrc__member_spawn(e, m);
+}
+
+static int pause_action(zkrc_ensemble *e, zkrc__member *m)
+{
+  if (m->pid <= 0)
+    return -1;
+  if (m->paused)
+    return 0;
+  if (kill(m->pid, SIGSTOP) != 0)
+    return -1;
+  /* SIGSTOP takes effect asynchronously: wait, so the member is frozen
+   * when we return. */
+  int rc = zkrc__wait_stopped(m->pid, 5000);
+  if (rc < 0) {
+    zkrc__reaper_forget(&e->reaper, m->pid);   /* it died; reaped */
+    m->pid = -1;
+    return -1;
+  }
+  m->paused = 1;
+  return rc == 1 ? 0 : -1;
+}
+
+static int resume_action(zkrc_ensemble *e, zkrc__member *m)
+{
+  if (m->pid <= 0 || kill(m->pid, SIGCONT) != 0)
+    return -1;
+  m->paused = 0;
+  return 0;
+}
+
+int zkrc_ensemble_kill(zkrc_ensemble *e, int i)
+{
+  return with_member(e, i, kill_action);
+}
+
+int zkrc_ensemble_stop_member(zkrc_ensemble *e, int i)
+{
+  return with_member(e, i, zkrc__member_terminate);
+}
+
+int zkrc_ensemble_restart(zkrc_ensemble *e, int i)
+{
+  return with_member(e, i, restart_action);
+}
+
+int zkrc_ensemble_pause(zkrc_ensemble *e, int i)
+{
+  return with_member(e, i, pause_action);
+}
+
+int zkrc_ensemble_resume(zkrc_ensemble *e, int i)
+{
+  return with_member(e, i, resume_action);
+}
+
+/* ---- asking members ----------------------------------------------------- */
+
+static int is_leading_mode(const char *mode)
+{
+  return strcmp(mode, "leader") == 0 || strcmp(mode, "standalone") == 0;
+}
+
+/* Whether a quorum serves now: a majority answers `srvr` with a mode, one
+ * of them as leader (or standalone). */
+static int quorum_serving(zkrc_ensemble *e, int64_t deadline)
+{
+  int serving = 0, leading = 0;
+  for (int i = 0; i < e->size; i++) {
+    member_view v = view_member(e, i);
+    char mode[32];
+    if (v.running &&
+        zkrc__member_serving(v.port, poll_timeout(deadline), mode,
+                             sizeof mode)) {
+      serving++;
+      leading |= is_leading_mode(mode);
+    }
+  }
+  return leading && serving > e->size / 2;
+}
+
+int zkrc_ensemble_wait_serving(zkrc_ensemble *e, int i, int timeout_ms)
+{
+  if (!e || i < -1 || i >= e->size)
+    return -1;
+  int64_t deadline = zkrc__now_ms() + (timeout_ms > 0 ? timeout_ms : 0);
+  for (;;) {
+    if (i == -1) {
+      if (quorum_serving(e, deadline))
+        return 0;
+    } else {
+      member_view v = view_member(e, i);
+      if (!v.running && zkrc_ensemble_member_pid(e, i) < 0)
+        return -1;   /* not running: it cannot come to serve */
+      if (v.running &&
+          zkrc__member_serving(v.port, poll_timeout(deadline), NULL, 0))
+        return 0;
+    }
+    if (zkrc__now_ms() >= deadline)
+      return -1;
+    pause_until_next_poll(deadline);
+  }
+}
+
+int zkrc_ensemble_leader(zkrc_ensemble *e)
+{
+  if (!e)
+    return -1;
+  int64_t deadline = zkrc__now_ms() + FOUR_LETTER_TIMEOUT_MS;
+  for (int i = 0; i < e->size; i++) {
+    member_view v = view_member(e, i);
+    char mode[32];
+    if (v.running &&
+        zkrc__member_serving(v.port, poll_timeout(deadline), mode,
+                             sizeof mode) &&
+        is_leading_mode(mode))
+      return i;
+  }
+  return -1;
+}
+
+int zkrc_ensemble_four_letter(zkrc_ensemble *e, int i, const char *cmd,
+                              char **out)
+{
+  if (out)
+    *out = NULL;
+  if (!valid_index(e, i) || !cmd || !out)
+    return -1;
+  member_view v = view_member(e, i);
+  if (!v.running)
+    return -1;
+  return zkrc__four_letter(v.port, cmd, FOUR_LETTER_TIMEOUT_MS, out);
+}
+
+/* The value of `mntr` line "KEY\tVALUE" in @p answer; 0 when absent. */
+static int mntr_value(const char *answer, const char *key, int64_t *value)
+{
+  size_t key_len = strlen(key);
+  for (const char *line = answer; line && *line;) {
+    if (strncmp(line, key, key_len) == 0 && line[key_len] == '\t') {
+      char *end;
+      errno = 0;
+      long long v = strtoll(line + key_len + 1, &end, 10);
+      if (errno != 0 || end == line + key_len + 1)
+        return 0;
+      *value = v;
+      return 1;
+    }
+    line = strchr(line, '\n');
+    if (line)
+      line++;
+  }
+  return 0;
+}
+
+int64_t zkrc_ensemble_mntr_sum(zkrc_ensemble *e, const char *key)
+{
+  if (!e || !key)
+    return -1;
+  int64_t sum = 0;
+  int found = 0;
+  for (int i = 0; i < e->size; i++) {
+    char *answer = NULL;
+    int64_t value;
+    if (zkrc_ensemble_four_letter(e, i, "mntr", &answer) == 0 &&
+        mntr_value(answer, key, &value)) {
+      sum += value;
+      found = 1;
+    }
+    free(answer);
+  }
+  return found ? sum : -1;
+}
+
+/* ---- expiring sessions -------------------------------------------------- */
+
+typedef struct session_watch {
+  pthread_mutex_t lock;
+  pthread_cond_t changed;
+  int state;
+} session_watch;
+
+static void session_watcher(zhandle_t *zh, int type, int state,
+                            const char *path, void *context)
+{
+  session_watch *w = context;
+  if (type != ZOO_SESSION_EVENT)
+    return;
+  pthread_mutex_lock(&w->lock);
+  w->state = state;
+  pthread_cond_broadcast(&w->changed);
+  pthread_mutex_unlock(&w->lock);
+}
+
+static void silent_log(const char *message)
+{
+}
+
+/* Wait until the handle is connected or the session known to be gone.
+ * 0, or -1 on timeout or failed authentication. */
+static int wait_connected(session_watch *w, int timeout_ms)
+{
+  struct timespec deadline;
+  clock_gettime(CLOCK_MONOTONIC, &deadline);
+  deadline.tv_sec += timeout_ms / 1000;
+  deadline.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
+  if (deadline.tv_nsec >= 1000000000L) {
+    deadline.tv_sec++;
+    deadline.tv_nsec -= 1000000000L;
+  }
+  pthread_mutex_lock(&w->lock);
+  int timed_out = 0;
+  while (w->state != ZOO_CONNECTED_STATE &&
+         w->state != ZOO_EXPIRED_SESSION_STATE &&
+         w->state != ZOO_AUTH_FAILED_STATE && !timed_out)
+    timed_out = pthread_cond_timedwait(&w->changed, &w->lock, &deadline) ==
+                ETIMEDOUT;
+  int state = w->state;
+  pthread_mutex_unlock(&w->lock);
+  /* Expired already: what we were asked for has happened. */
+  return state == ZOO_CONNECTED_STATE || state == ZOO_EXPIRED_SESSION_STATE
+             ? 0
+             : -1;
+}
+
+static int session_watch_init(session_watch *w)
+{
+  pthread_condattr_t attr;
+  if (pthread_condattr_init(&attr) != 0)
+    return -1;
+  int rc = pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+  if (rc == 0)
+    rc = pthread_cond_init(&w->changed, &attr);
+  pthread_condattr_destroy(&attr);
+  if (rc != 0)
+    return -1;
+  pthread_mutex_init(&w->lock, NULL);
+  w->state = 0;
+  return 0;
+}
+
+/* Attach one handle to session @p id, wait until the servers answer, and
+ * close it.  Returns the state the servers answered with (CONNECTED: the
+ * close just killed the session, or tried to; EXPIRED: it is dead), or -1. */
+static int take_over_and_close(zkrc_ensemble *e, const clientid_t *id,
+                               int timeout_ms)
+{
+  session_watch w;
+  if (session_watch_init(&w) != 0)
+    return -1;
+  /* Directly to the members: a fault in a proxy must not get in the way. */
+  zhandle_t *zh = zookeeper_init2(e->direct_connect_string, session_watcher,
+                                  10000, id, &w, 0,
+                                  e->log_to_stderr ? NULL : silent_log);
+  int state = -1;
+  if (zh) {
+    if (wait_connected(&w, timeout_ms) == 0) {
+      pthread_mutex_lock(&w.lock);
+      state = w.state;
+      pthread_mutex_unlock(&w.lock);
+    }
+    zookeeper_close(zh);
+  }
+  pthread_cond_destroy(&w.changed);
+  pthread_mutex_destroy(&w.lock);
+  return state;
+}
+
+int zkrc_ensemble_expire_session(zkrc_ensemble *e, const clientid_t *id,
+                                 int timeout_ms)
+{
+  if (!e || !id || id->client_id == 0)
+    return -1;
+  /* Taking the session over makes the servers drop its owner's connection;
+   * the owner reconnects at once and may take the session back before our
+   * close arrives, which then closes nothing.  So repeat until a fresh
+   * handle on the session is told it has expired. */
+  struct timespec start;
+  clock_gettime(CLOCK_MONOTONIC, &start);
+  for (;;) {
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    long spent = (now.tv_sec - start.tv_sec) * 1000L +
+                 (now.tv_nsec - start.tv_nsec) / 1000000L;
+    if (spent >= timeout_ms)
+      break;
+    int state = take_over_and_close(e, id, timeout_ms - (int)spent);
+    if (state == ZOO_EXPIRED_SESSION_STATE)
+      return 0;
+    if (state != ZOO_CONNECTED_STATE)
+      break;
+  }
+  fprintf(stderr, "zkrecipes-testing: could not expire session 0x%llx "
+          "within %d ms\n", (unsigned long long)id->client_id, timeout_ms);
+  return -1;
+}
+
+/* ---- proxies ------------------------------------------------------------ */
+
+static zkrc__proxies *proxies_of(zkrc_ensemble *e, int i)
+{
+  return valid_index(e, i) ? e->proxies : NULL;
+}
+
+int zkrc_proxy_drop_all(zkrc_ensemble *e, int i)
+{
+  return zkrc__proxy_drop_all(proxies_of(e, i), i);
+}
+
+int zkrc_proxy_drop_after_next_request(zkrc_ensemble *e, int i)
+{
+  return zkrc__proxy_drop_after_next_request(proxies_of(e, i), i);
+}
+
+int zkrc_proxy_delay(zkrc_ensemble *e, int i, int ms)
+{
+  return zkrc__proxy_delay(proxies_of(e, i), i, ms);
+}
+
+int zkrc_proxy_blackhole(zkrc_ensemble *e, int i, int ms)
+{
+  return zkrc__proxy_blackhole(proxies_of(e, i), i, ms);
+}
+
+int zkrc_proxy_refuse(zkrc_ensemble *e, int i, int refuse)
+{
+  return zkrc__proxy_refuse(proxies_of(e, i), i, refuse);
+}

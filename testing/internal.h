@@ -1,0 +1,240 @@
+/*
+ * testing/internal.h - the pieces libzkrecipes-testing is built from.
+ *
+ * Nothing here is exported (the library exports only ^zkrc_[a-z] symbols);
+ * the zkrc__ prefix keeps these names apart from the public API and from the
+ * core library's own internals.
+ *
+ *   process.c  forking members with a parent-death signal, waiting for them
+ *   reaper.c   the process that cleans up when the test process dies
+ *   fsutil.c   removing a directory tree (async-signal-safe), reading logs
+ *   net.c      loopback ports and the four-letter-word client
+ *   proxy.c    the fault proxy thread
+ *   member.c   one ZooKeeper member: its config, start, kill, stop, pause
+ *   ensemble.c the public API
+ *
+ * Licensed under the Apache License, Version 2.0 (see COPYING).
+ */
+#ifndef ZKRECIPES_TESTING_INTERNAL_H
+#define ZKRECIPES_TESTING_INTERNAL_H
+
+#include <pthread.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "zkrecipes/testing.h"
+
+#define ZKRC__MAX_MEMBERS 5
+
+/* ---- time --------------------------------------------------------------- */
+
+/** Milliseconds on the monotonic clock. */
+int64_t zkrc__now_ms(void);
+
+/** Sleep @p ms milliseconds (restarted on EINTR). */
+void zkrc__sleep_ms(int ms);
+
+/* ---- process.c ---------------------------------------------------------- */
+
+/**
+ * Fork and exec @p argv[0] (an absolute path) with @p argv, in directory
+ * @p cwd, stdin from /dev/null and stdout and stderr on @p out_fd.  The child
+ * gets SIGKILL when the calling thread dies (PR_SET_PDEATHSIG), its own
+ * process group, default signal dispositions and an empty signal mask, and no
+ * descriptor but 0, 1 and 2.
+ * @return the child's pid, or -1 with a message on stderr (including when
+ *         the exec itself failed).
+ */
+pid_t zkrc__spawn(char *const argv[], const char *cwd, int out_fd);
+
+/**
+ * Wait up to @p timeout_ms for child @p pid to exit, and reap it.
+ * @return 1 when it exited (or is no longer our child), 0 on timeout,
+ *         -1 on an unexpected error.
+ */
+int zkrc__wait_exit(pid_t pid, int timeout_ms);
+
+/**
+ * Wait up to @p timeout_ms until child @p pid is stopped by a signal.
+ * @return 1 once stopped, 0 on timeout, -1 when it exited (and was reaped)
+ *         or on error.
+ */
+int zkrc__wait_stopped(pid_t pid, int timeout_ms);
+
+/** Non-blocking: 1 when child @p pid has exited (it is then reaped), else 0. */
+int zkrc__has_exited(pid_t pid, int *status);
+
+/** Absolute path of @p name looked up in $PATH (or @p name itself when it
+ *  holds a '/'); malloc'ed, or NULL when not found. */
+char *zkrc__find_program(const char *name);
+
+/** Close every descriptor from @p lowest up, in a forked child
+ *  (async-signal-safe). */
+void zkrc__close_from(int lowest);
+
+/* ---- reaper.c ----------------------------------------------------------- */
+
+/** The parent's end of the link to one ensemble's reaper process. */
+typedef struct zkrc__reaper {
+  pid_t pid;   /* -1 when not started */
+  int fd;      /* our end of the socket pair; -1 when closed */
+} zkrc__reaper;
+
+/**
+ * Fork the reaper of the ensemble directory @p dir.  When its link to us
+ * reaches end-of-file without zkrc__reaper_finish() (we crashed or were
+ * killed), it SIGKILLs every pid it was told about and, unless @p keep_dir,
+ * removes @p dir; then it exits.  @return 0, or -1 with a message.
+ */
+int zkrc__reaper_start(zkrc__reaper *r, const char *dir, int keep_dir);
+
+/** Tell the reaper about a member process (new pid after each start). */
+void zkrc__reaper_watch(zkrc__reaper *r, pid_t pid);
+
+/** Tell the reaper that @p pid is gone (we reaped it ourselves). */
+void zkrc__reaper_forget(zkrc__reaper *r, pid_t pid);
+
+/** Orderly goodbye: the reaper exits without touching anything; wait for
+ *  it.  Safe on a reaper that was never started. */
+void zkrc__reaper_finish(zkrc__reaper *r);
+
+/* ---- fsutil.c ----------------------------------------------------------- */
+
+/**
+ * Remove @p path and everything below it.  Async-signal-safe (no malloc, no
+ * stdio), so the reaper can use it in a child forked from a multi-threaded
+ * process.  @return 0, or -1 with errno set.
+ */
+int zkrc__remove_tree(const char *path);
+
+/** Write the last @p max_lines lines of file @p path to stderr, each
+ *  prefixed with @p prefix. */
+void zkrc__print_tail(const char *path, int max_lines, const char *prefix);
+
+/** 1 when file @p path contains @p needle (within its last 1 MB). */
+int zkrc__file_contains(const char *path, const char *needle);
+
+/** Write @p text to a new file @p path (mode 0644).  @return 0 or -1 with a
+ *  message. */
+int zkrc__write_file(const char *path, const char *text);
+
+/* ---- net.c -------------------------------------------------------------- */
+
+/**
+ * Choose @p count distinct loopback ports that are free now and that no other
+ * ensemble of this process holds, and hold them (process-wide) until
+ * zkrc__release_ports().  They are taken below the kernel's ephemeral range
+ * when possible, so that outgoing connections cannot take them between a
+ * member's stop and its restart.  @return 0 or -1.
+ */
+int zkrc__reserve_ports(int count, int *ports);
+
+/** Give back ports from zkrc__reserve_ports() (0 entries are skipped). */
+void zkrc__release_ports(const int *ports, int count);
+
+/**
+ * Send four-letter word @p cmd to 127.0.0.1:@p port and read the answer to
+ * end-of-file, all within @p timeout_ms.
+ * @param out  receives the malloc'ed, NUL-terminated answer.
+ * @return 0, or -1 (connection refused, timeout, ...).
+ */
+int zkrc__four_letter(int port, const char *cmd, int timeout_ms, char **out);
+
+/* ---- proxy.c ------------------------------------------------------------ */
+
+typedef struct zkrc__proxies zkrc__proxies;
+
+/**
+ * Start one proxy per entry of @p target_ports (each listening on a new
+ * loopback port and forwarding to 127.0.0.1:target) and the thread that
+ * serves them all.  @return the proxies, or NULL with a message.
+ */
+zkrc__proxies *zkrc__proxies_start(int count, const int *target_ports);
+
+/** Stop the thread, close every connection and listener, free.  NULL is
+ *  ignored. */
+void zkrc__proxies_stop(zkrc__proxies *p);
+
+/** The port proxy @p i listens on. */
+int zkrc__proxy_port(const zkrc__proxies *p, int i);
+
+/* The faults; each returns once the proxy thread has applied it: 0, or -1
+ * when the thread did not answer within 5 s. */
+int zkrc__proxy_drop_all(zkrc__proxies *p, int i);
+int zkrc__proxy_drop_after_next_request(zkrc__proxies *p, int i);
+int zkrc__proxy_delay(zkrc__proxies *p, int i, int ms);
+int zkrc__proxy_blackhole(zkrc__proxies *p, int i, int ms);
+int zkrc__proxy_refuse(zkrc__proxies *p, int i, int refuse);
+
+/* ---- member.c ----------------------------------------------------------- */
+
+/** One member of the ensemble. */
+typedef struct zkrc__member {
+  int index;            /* 0-based; its myid is index + 1 */
+  pid_t pid;            /* -1 when not running */
+  int paused;           /* SIGSTOPped by zkrc_ensemble_pause() */
+  int client_port;
+  int peer_port;
+  int election_port;
+  char *dir;            /* ENSEMBLE_DIR/mI: cwd, config and log */
+  char *data_dir;       /* ENSEMBLE_DIR/mI/data */
+  char *config_path;    /* ENSEMBLE_DIR/mI/zoo.cfg */
+  char *log_path;       /* ENSEMBLE_DIR/mI/member.log */
+  char address[32];     /* "127.0.0.1:port" for clients (proxy if any) */
+} zkrc__member;
+
+/** What every member of an ensemble shares. */
+struct zkrc_ensemble {
+  zkrc_ensemble_options opts;
+  int size;
+  char *dir;                  /* the ensemble directory */
+  int keep_dir;               /* ZKR_ENSEMBLE_KEEP=1 */
+  int log_to_stderr;          /* ZKR_ENSEMBLE_LOG=1 */
+  char *java;                 /* absolute path of java */
+  char *class_path;
+  zkrc__member members[ZKRC__MAX_MEMBERS];
+  char *connect_string;
+  char *direct_connect_string;
+  zkrc__reaper reaper;
+  zkrc__proxies *proxies;     /* NULL without with_proxies */
+  /* Guards members[].pid and .paused and the reaper link, so that members
+   * may be controlled from any thread. */
+  pthread_mutex_t lock;
+};
+
+/** Fill in the member's paths under the ensemble directory and create them.
+ *  @return 0 or -1. */
+int zkrc__member_init(zkrc_ensemble *e, zkrc__member *m, int index);
+
+/** Free the member's strings (the process must be gone). */
+void zkrc__member_free(zkrc__member *m);
+
+/** Write the member's zoo.cfg and myid for the ports now chosen.
+ *  @return 0 or -1. */
+int zkrc__member_configure(const zkrc_ensemble *e, const zkrc__member *m);
+
+/** Remove the member's data (for a fresh start on new ports). */
+void zkrc__member_wipe(zkrc__member *m);
+
+/** Start the member's JVM (caller holds e->lock).  @return 0 or -1. */
+int zkrc__member_spawn(zkrc_ensemble *e, zkrc__member *m);
+
+/** SIGKILL the member and reap it (caller holds e->lock).  Idempotent. */
+void zkrc__member_kill(zkrc_ensemble *e, zkrc__member *m);
+
+/** SIGTERM the member and wait (SIGKILL after 15 s).  Caller holds
+ *  e->lock.  @return 0, or -1 when it was not running. */
+int zkrc__member_terminate(zkrc_ensemble *e, zkrc__member *m);
+
+/** Notice a member that exited on its own (caller holds e->lock).
+ *  @return 1 when it had exited. */
+int zkrc__member_reap_if_exited(zkrc_ensemble *e, zkrc__member *m);
+
+/** 1 when the member's `srvr` answer (within @p timeout_ms) has a Mode; also
+ *  stores the mode ("leader", "follower", "standalone", ...) in @p mode
+ *  (size @p mode_size) when not NULL. */
+int zkrc__member_serving(int client_port, int timeout_ms, char *mode,
+                         size_t mode_size);
+
+#endif /* ZKRECIPES_TESTING_INTERNAL_H */

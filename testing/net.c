@@ -1,0 +1,279 @@
+/*
+ * testing/net.c - loopback ports for members, and the four-letter-word
+ * client.
+ *
+ * Licensed under the Apache License, Version 2.0 (see COPYING).
+ */
+#include "config.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <glib.h>
+
+#include "internal.h"
+
+/* ---- ports -------------------------------------------------------------- */
+
+/* Ports held by live ensembles of this process.  A member that is not the
+ * leader does not listen on its peer port, so "free now" is not enough to
+ * keep two ensembles of one process apart. */
+#define MAX_HELD_PORTS 512
+static int held_ports[MAX_HELD_PORTS];
+static pthread_mutex_t held_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* Lowest port below the ephemeral range we pick from. */
+#define FIXED_PORT_LOW 20000
+
+static int is_held(int port)
+{
+  for (int i = 0; i < MAX_HELD_PORTS; i++)
+    if (held_ports[i] == port)
+      return 1;
+  return 0;
+}
+
+static int hold(int port)
+{
+  for (int i = 0; i < MAX_HELD_PORTS; i++) {
+    if (held_ports[i] == 0) {
+      held_ports[i] = port;
+      return 0;
+    }
+  }
+  return -1;
+}
+
+/* First port of the kernel's ephemeral range (outgoing connections take
+ * their local port from it); 32768 when it cannot be read. */
+static int ephemeral_low(void)
+{
+  int low = 32768, high = 60999;
+  FILE *f = fopen("/proc/sys/net/ipv4/ip_local_port_range", "re");
+  if (f) {
+    if (fscanf(f, "%d %d", &low, &high) != 2)
+      low = 32768;
+    fclose(f);
+  }
+  return low;
+}
+
+/* A socket bound to 127.0.0.1:@p port (0: any), or -1.  No SO_REUSEADDR:
+ * a port with connections in TIME_WAIT is passed over too. */
+static int bind_loopback(int port)
+{
+  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0)
+    return -1;
+  struct sockaddr_in addr;
+  memset(&addr, 0, sizeof addr);
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons((uint16_t)port);
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (bind(fd, (struct sockaddr *)&addr, sizeof addr) != 0) {
+    close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+static int bound_port(int fd)
+{
+  struct sockaddr_in addr;
+  socklen_t len = sizeof addr;
+  if (getsockname(fd, (struct sockaddr *)&addr, &len) != 0)
+    return -1;
+  return ntohs(addr.sin_port);
+}
+
+/* Probe one candidate: returns a socket bound to it (to keep it while the
+ * others are chosen), or -1. */
+static int probe_port(int low, int high, int *port)
+{
+  int candidate = 0;
+  if (high - low > 100)
+    candidate = g_random_int_range(low, high);
+  int fd = bind_loopback(candidate);
+  if (fd < 0)
+    return -1;
+  int p = bound_port(fd);
+  if (p <= 0 || is_held(p)) {
+    close(fd);
+    return -1;
+  }
+  *port = p;
+  return fd;
+}
+
+int zkrc__reserve_ports(int count, int *ports)
+{
+  int fds[3 * ZKRC__MAX_MEMBERS + 8];
+  if (count <= 0 || count > (int)(sizeof fds / sizeof fds[0]))
+    return -1;
+  /* Below the ephemeral range when it leaves room; else anywhere (bind 0). */
+  int high = ephemeral_low();
+  int low = FIXED_PORT_LOW;
+  if (high - low < 1000)
+    low = high = 0;
+
+  pthread_mutex_lock(&held_lock);
+  int chosen = 0;
+  for (int attempt = 0; chosen < count && attempt < 10000; attempt++) {
+    int fd = probe_port(low, high, &ports[chosen]);
+    if (fd >= 0)
+      fds[chosen++] = fd;
+  }
+  int rc = chosen == count ? 0 : -1;
+  for (int i = 0; i < chosen; i++) {
+    close(fds[i]);
+    if (rc == 0 && hold(ports[i]) != 0)
+      rc = -1;
+  }
+  pthread_mutex_unlock(&held_lock);
+  if (rc != 0) {
+    zkrc__release_ports(ports, chosen);
+    fprintf(stderr, "zkrecipes-testing: cannot find %d free ports\n", count);
+  }
+  return rc;
+}
+
+void zkrc__release_ports(const int *ports, int count)
+{
+  pthread_mutex_lock(&held_lock);
+  for (int i = 0; i < count; i++) {
+    for (int j = 0; ports[i] != 0 && j < MAX_HELD_PORTS; j++) {
+      if (held_ports[j] == ports[i]) {
+        held_ports[j] = 0;
+        break;
+      }
+    }
+  }
+  pthread_mutex_unlock(&held_lock);
+}
+
+/* ---- four-letter words -------------------------------------------------- */
+
+/* Largest answer kept (wchc/wchp of a busy server can be long). */
+#define MAX_ANSWER (16 * 1024 * 1024)
+
+/* poll() one descriptor until @p deadline.  Returns 1 when ready, 0 on
+ * timeout, -1 on error. */
+static int wait_fd(int fd, short events, int64_t deadline)
+{
+  for (;;) {
+    int64_t left = deadline - zkrc__now_ms();
+    if (left <= 0)
+      return 0;
+    struct pollfd pfd = { fd, events, 0 };
+    int n = poll(&pfd, 1, (int)left);
+    if (n > 0)
+      return 1;
+    if (n < 0 && errno != EINTR)
+      return -1;
+  }
+}
+
+static int connect_loopback(int port, int64_t deadline)
+{
+  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+  if (fd < 0)
+    return -1;
+  struct sockaddr_in addr;
+  memset(&addr, 0, sizeof addr);
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons((uint16_t)port);
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (connect(fd, (struct sockaddr *)&addr, sizeof addr) == 0)
+    return fd;
+  if (errno != EINPROGRESS || wait_fd(fd, POLLOUT, deadline) != 1) {
+    close(fd);
+    return -1;
+  }
+  int err = 0;
+  socklen_t len = sizeof err;
+  if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) != 0 || err != 0) {
+    close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+static int send_all(int fd, const char *data, size_t len, int64_t deadline)
+{
+  size_t done = 0;
+  while (done < len) {
+    ssize_t n = send(fd, data + done, len - done, MSG_NOSIGNAL);
+    if (n > 0) {
+      done += (size_t)n;
+    } else if (n < 0 && errno == EAGAIN) {
+      if (wait_fd(fd, POLLOUT, deadline) != 1)
+        return -1;
+    } else if (!(n < 0 && errno == EINTR)) {
+      return -1;
+    }
+  }
+  return 0;
+}
+
+/* Read to end-of-file; the answer is malloc'ed into *out. */
+static int read_to_eof(int fd, int64_t deadline, char **out)
+{
+  size_t cap = 4096, len = 0;
+  char *buf = malloc(cap);
+  if (!buf)
+    return -1;
+  for (;;) {
+    if (cap - len < 2048) {
+      char *bigger = cap < MAX_ANSWER ? realloc(buf, cap * 2) : NULL;
+      if (!bigger) {
+        free(buf);
+        return -1;
+      }
+      buf = bigger;
+      cap *= 2;
+    }
+    ssize_t n = recv(fd, buf + len, cap - len - 1, 0);
+    if (n > 0) {
+      len += (size_t)n;
+    } else if (n == 0) {
+      break;
+    } else if (errno == EAGAIN) {
+      if (wait_fd(fd, POLLIN, deadline) != 1) {
+        free(buf);
+        return -1;
+      }
+    } else if (errno != EINTR) {
+      /* A reset after a complete answer still counts as the answer. */
+      if (errno == ECONNRESET && len > 0)
+        break;
+      free(buf);
+      return -1;
+    }
+  }
+  buf[len] = '\0';
+  *out = buf;
+  return 0;
+}
+
+int zkrc__four_letter(int port, const char *cmd, int timeout_ms, char **out)
+{
+  *out = NULL;
+  int64_t deadline = zkrc__now_ms() + timeout_ms;
+  int fd = connect_loopback(port, deadline);
+  if (fd < 0)
+    return -1;
+  int rc = send_all(fd, cmd, strlen(cmd), deadline);
+  if (rc == 0)
+    rc = read_to_eof(fd, deadline, out);
+  close(fd);
+  return rc;
+}

@@ -1,0 +1,375 @@
+/*
+ * The session layer against a real ensemble: state changes reported to
+ * listeners, expiry and loss followed by a new session, adoption of a
+ * handle, authentication that survives a new session, and closing.
+ * One member with a fault proxy in front of it.
+ */
+#include "config.h"
+
+#include <signal.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <glib.h>
+
+#include "testutil.h"
+
+/* ------------------------------------------------------ event recording */
+
+typedef struct recorder {
+  GMutex mu;
+  GCond cond;
+  GArray *events; /* of zkrc_session_event */
+  GThread *thread_seen;
+} recorder;
+
+static void recorder_init(recorder *r) {
+  g_mutex_init(&r->mu);
+  g_cond_init(&r->cond);
+  r->events = g_array_new(FALSE, FALSE, sizeof(zkrc_session_event));
+  r->thread_seen = NULL;
+}
+
+static void recorder_clear(recorder *r) {
+  g_array_free(r->events, TRUE);
+  g_mutex_clear(&r->mu);
+  g_cond_clear(&r->cond);
+}
+
+static void record(zkrc_session *s, zkrc_session_event ev, void *arg) {
+  recorder *r = arg;
+  g_mutex_lock(&r->mu);
+  g_array_append_val(r->events, ev);
+  r->thread_seen = g_thread_self();
+  g_cond_broadcast(&r->cond);
+  g_mutex_unlock(&r->mu);
+}
+
+/* Wait until event @p ev has been recorded at index >= @p from; returns its
+ * index or -1 after @p timeout_ms. */
+static int wait_event(recorder *r, zkrc_session_event ev, int from,
+                      int timeout_ms) {
+  int64_t deadline = g_get_monotonic_time() + (int64_t)timeout_ms * 1000;
+  int found = -1;
+  g_mutex_lock(&r->mu);
+  while (found < 0) {
+    for (guint i = (guint)from; i < r->events->len; i++)
+      if (g_array_index(r->events, zkrc_session_event, i) == ev) {
+        found = (int)i;
+        break;
+      }
+    if (found >= 0 || !g_cond_wait_until(&r->cond, &r->mu, deadline))
+      break;
+  }
+  g_mutex_unlock(&r->mu);
+  return found;
+}
+
+static int recorded(recorder *r) {
+  g_mutex_lock(&r->mu);
+  int n = (int)r->events->len;
+  g_mutex_unlock(&r->mu);
+  return n;
+}
+
+static zkrc_session_event event_at(recorder *r, int i) {
+  g_mutex_lock(&r->mu);
+  zkrc_session_event ev = g_array_index(r->events, zkrc_session_event, i);
+  g_mutex_unlock(&r->mu);
+  return ev;
+}
+
+/* A session created with a listener already attached, so CONNECTED is
+ * seen. */
+static zkrc_session *session_recorded(recorder *r, int timeout_ms,
+                                      int no_reopen) {
+  zkrc_session_options o;
+  zkrc_session_options_init(&o);
+  o.session_timeout_ms = timeout_ms;
+  o.no_reopen = no_reopen;
+  zkrc_session *s = NULL;
+  CU_ASSERT_EQUAL_FATAL(zkrc_session_new(&s, zkt_hosts(), &o), ZKRC_OK);
+  CU_ASSERT_EQUAL_FATAL(zkrc_session_add_listener(s, record, r, NULL), ZKRC_OK);
+  CU_ASSERT_EQUAL_FATAL(zkrc_session_wait_connected(s, 10000), ZKRC_OK);
+  /* Listeners hear of it on the callback thread, a moment later. */
+  CU_ASSERT_FATAL(wait_event(r, ZKRC_SESSION_EVENT_CONNECTED, 0, 5000) == 0);
+  return s;
+}
+
+/* ---------------------------------------------------------------- tests */
+
+static void test_connect_reports_connected(void) {
+  recorder r;
+  recorder_init(&r);
+  zkrc_session *s = session_recorded(&r, 2000, 0);
+  CU_ASSERT_EQUAL(zkrc_session_get_state(s), ZKRC_SESSION_CONNECTED);
+  CU_ASSERT(zkrc_session_id(s) != 0);
+  int t = zkrc_session_timeout(s);
+  CU_ASSERT(t >= 400 && t <= 4000); /* the servers clamp to 2..20 ticks */
+  CU_ASSERT(wait_event(&r, ZKRC_SESSION_EVENT_CONNECTED, 0, 5000) == 0);
+  /* Listeners run on the session's callback thread, not the caller's. */
+  CU_ASSERT_PTR_NOT_NULL(r.thread_seen);
+  CU_ASSERT_PTR_NOT_EQUAL(r.thread_seen, g_thread_self());
+  zkrc_session_close(s);
+  CU_ASSERT(wait_event(&r, ZKRC_SESSION_EVENT_CLOSED, 0, 5000) > 0);
+  recorder_clear(&r);
+}
+
+static void test_expiry_opens_a_new_session(void) {
+  recorder r;
+  recorder_init(&r);
+  zkrc_session *s = session_recorded(&r, 2000, 0);
+  int64_t first = zkrc_session_id(s);
+  int before = recorded(&r);
+  zkt_expire(s);
+  int expired = wait_event(&r, ZKRC_SESSION_EVENT_EXPIRED, before, 10000);
+  CU_ASSERT(expired >= 0);
+  int connected = wait_event(&r, ZKRC_SESSION_EVENT_CONNECTED, expired + 1, 10000);
+  CU_ASSERT(connected > expired);
+  CU_ASSERT_EQUAL(zkrc_session_wait_connected(s, 5000), ZKRC_OK);
+  CU_ASSERT(zkrc_session_id(s) != 0 && zkrc_session_id(s) != first);
+  zkrc_session_close(s);
+  recorder_clear(&r);
+}
+
+static void test_no_reopen_stays_closed_after_expiry(void) {
+  recorder r;
+  recorder_init(&r);
+  zkrc_session *s = session_recorded(&r, 2000, 1);
+  int before = recorded(&r);
+  zkt_expire(s);
+  int expired = wait_event(&r, ZKRC_SESSION_EVENT_EXPIRED, before, 10000);
+  CU_ASSERT(expired >= 0);
+  CU_ASSERT(wait_event(&r, ZKRC_SESSION_EVENT_CLOSED, expired, 5000) > expired);
+  CU_ASSERT_EQUAL(zkrc_session_get_state(s), ZKRC_SESSION_CLOSED);
+  CU_ASSERT_EQUAL(zkrc_session_wait_connected(s, 100), ZKRC_ECLOSED);
+  zkrc_session_close(s);
+  recorder_clear(&r);
+}
+
+static void test_dropped_connection_is_suspended_then_reconnected(void) {
+  recorder r;
+  recorder_init(&r);
+  zkrc_session *s = session_recorded(&r, 4000, 0);
+  int64_t id = zkrc_session_id(s);
+  int before = recorded(&r);
+  CU_ASSERT_EQUAL(zkrc_proxy_drop_all(zkt_ensemble(), 0), 0);
+  int suspended = wait_event(&r, ZKRC_SESSION_EVENT_SUSPENDED, before, 10000);
+  CU_ASSERT(suspended >= 0);
+  int back = wait_event(&r, ZKRC_SESSION_EVENT_RECONNECTED, suspended + 1, 10000);
+  CU_ASSERT(back > suspended);
+  CU_ASSERT_EQUAL(zkrc_session_id(s), id); /* the same session */
+  /* Nothing else was reported in between: no loss, no expiry. */
+  for (int i = before; i < recorded(&r); i++)
+    CU_ASSERT(event_at(&r, i) == ZKRC_SESSION_EVENT_SUSPENDED ||
+              event_at(&r, i) == ZKRC_SESSION_EVENT_RECONNECTED);
+  zkrc_session_close(s);
+  recorder_clear(&r);
+}
+
+static void test_partition_past_the_timeout_is_lost(void) {
+  recorder r;
+  recorder_init(&r);
+  zkrc_session *s = session_recorded(&r, 1000, 0);
+  int64_t first = zkrc_session_id(s);
+  int timeout = zkrc_session_timeout(s);
+  int before = recorded(&r);
+  int64_t start = zkt_now_ms();
+  /* The client sees silence: it suspends, and our timer declares the
+   * session lost after the session timeout, whatever the client does. */
+  CU_ASSERT_EQUAL(zkrc_proxy_blackhole(zkt_ensemble(), 0, 4 * timeout), 0);
+  int suspended = wait_event(&r, ZKRC_SESSION_EVENT_SUSPENDED, before, 10000);
+  CU_ASSERT(suspended >= 0);
+  int lost = wait_event(&r, ZKRC_SESSION_EVENT_LOST, suspended + 1, 10000);
+  CU_ASSERT(lost > suspended);
+  int64_t lost_after = zkt_now_ms() - start;
+  /* Suspended after ~2/3 of the timeout of silence, lost one timeout
+   * later; well before the black hole ends. */
+  CU_ASSERT(lost_after >= timeout && lost_after < 4 * timeout);
+  /* When the network comes back, a new session is opened. */
+  int connected = wait_event(&r, ZKRC_SESSION_EVENT_CONNECTED, lost + 1, 15000);
+  CU_ASSERT(connected > lost);
+  CU_ASSERT_EQUAL(zkrc_session_wait_connected(s, 10000), ZKRC_OK);
+  CU_ASSERT(zkrc_session_id(s) != first);
+  zkrc_session_close(s);
+  recorder_clear(&r);
+}
+
+/* An application's own watcher, chained after adoption. */
+static int app_watcher_calls;
+static void app_watcher(zhandle_t *zh, int type, int state, const char *path,
+                        void *ctx) {
+  if (ctx == &app_watcher_calls)
+    g_atomic_int_inc(&app_watcher_calls);
+}
+
+static void silent(const char *m) { (void)m; }
+
+static void test_adopted_handle_is_used_and_its_watcher_kept(void) {
+  zhandle_t *zh = zookeeper_init2(zkt_hosts(), app_watcher, 4000, NULL,
+                                  &app_watcher_calls, 0, silent);
+  CU_ASSERT_PTR_NOT_NULL_FATAL(zh);
+  zkrc_session *s = NULL;
+  CU_ASSERT_EQUAL_FATAL(zkrc_session_adopt(&s, zh, zkt_hosts(), NULL), ZKRC_OK);
+  CU_ASSERT_EQUAL(zkrc_session_wait_connected(s, 10000), ZKRC_OK);
+  /* The application's watcher still hears session events. */
+  int64_t deadline = zkt_now_ms() + 5000;
+  while (g_atomic_int_get(&app_watcher_calls) == 0 && zkt_now_ms() < deadline)
+    g_usleep(10000);
+  CU_ASSERT(g_atomic_int_get(&app_watcher_calls) > 0);
+  /* Recipes work on it. */
+  char *path = zkt_path("adopted");
+  zkrc_lock *lk = NULL;
+  CU_ASSERT_EQUAL(zkrc_lock_new(&lk, s, path, NULL), ZKRC_OK);
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_lock_acquire(lk, 5000));
+  CU_ASSERT_EQUAL(zkrc_lock_release(lk), ZKRC_OK);
+  zkrc_lock_free(lk);
+  zkrc_session_close(s); /* closes zh too */
+  g_free(path);
+  CU_ASSERT_EQUAL(zkrc_session_adopt(&s, NULL, NULL, NULL), ZKRC_EINVAL);
+}
+
+static void test_close_removes_ephemeral_nodes_at_once(void) {
+  zkrc_session *s = zkt_session();
+  char *path = zkt_path("close");
+  zkrc_lock *lk = NULL;
+  CU_ASSERT_EQUAL(zkrc_lock_new(&lk, s, path, NULL), ZKRC_OK);
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_lock_acquire(lk, 5000));
+  zhandle_t *zh = zkt_raw();
+  CU_ASSERT_EQUAL(zkt_child_count(zh, path), 1);
+  zkrc_session_close(s);
+  /* The close is acknowledged by the servers before close returns. */
+  CU_ASSERT_EQUAL(zkt_child_count(zh, path), 0);
+  CU_ASSERT_EQUAL(zkrc_lock_is_held(lk), 0);
+  ZKT_ASSERT_RC(ZKRC_ELOCKLOST, zkrc_lock_release(lk));
+  zkrc_lock_free(lk);
+  zookeeper_close(zh);
+  g_free(path);
+}
+
+static void test_removed_listener_hears_nothing(void) {
+  recorder r;
+  recorder_init(&r);
+  zkrc_session *s = zkt_session();
+  unsigned long id = 0;
+  CU_ASSERT_EQUAL(zkrc_session_add_listener(s, record, &r, &id), ZKRC_OK);
+  CU_ASSERT_EQUAL(zkrc_session_remove_listener(s, id), ZKRC_OK);
+  CU_ASSERT_EQUAL(zkrc_session_remove_listener(s, id), ZKRC_EINVAL);
+  /* A second listener is the witness that an event was delivered. */
+  recorder witness;
+  recorder_init(&witness);
+  CU_ASSERT_EQUAL(zkrc_session_add_listener(s, record, &witness, NULL), ZKRC_OK);
+  zkrc_session_close(s);
+  CU_ASSERT(wait_event(&witness, ZKRC_SESSION_EVENT_CLOSED, 0, 5000) >= 0);
+  CU_ASSERT_EQUAL(recorded(&r), 0);
+  recorder_clear(&r);
+  recorder_clear(&witness);
+}
+
+static int create_with_creator_acl(zhandle_t *zh, void *arg) {
+  return zoo_create(zh, arg, "x", 1, &ZOO_CREATOR_ALL_ACL, 0, NULL, 0);
+}
+
+static int read_node(zhandle_t *zh, void *arg) {
+  char buf[8];
+  int len = sizeof buf;
+  return zoo_get(zh, arg, 0, buf, &len, NULL);
+}
+
+static void test_authentication_survives_a_new_session(void) {
+  zkrc_session *s = zkt_session();
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_session_add_auth(s, "digest", "alice:secret", 5000));
+  char *path = zkt_path("auth");
+  zhandle_t *zh = zkt_raw();
+  zoo_create(zh, "/zkt", NULL, -1, &ZOO_OPEN_ACL_UNSAFE, 0, NULL, 0);
+  CU_ASSERT_EQUAL(zkrc_session_with_handle(s, create_with_creator_acl, path), ZOK);
+  /* Someone else cannot read it ... */
+  CU_ASSERT_EQUAL(read_node(zh, path), ZNOAUTH);
+  /* ... and we still can after our session expired and was replaced. */
+  int64_t first = zkrc_session_id(s);
+  zkt_expire(s);
+  int64_t deadline = zkt_now_ms() + 15000;
+  while ((zkrc_session_id(s) == first || zkrc_session_id(s) == 0) &&
+         zkt_now_ms() < deadline)
+    zkrc_session_wait_connected(s, 200);
+  CU_ASSERT_EQUAL(zkrc_session_wait_connected(s, 5000), ZKRC_OK);
+  CU_ASSERT(zkrc_session_id(s) != first);
+  CU_ASSERT_EQUAL(zkrc_session_with_handle(s, read_node, path), ZOK);
+  zoo_delete(zh, path, -1); /* delete needs rights on the parent only */
+  zookeeper_close(zh);
+  zkrc_session_close(s);
+  g_free(path);
+}
+
+/* A child process with a session, frozen past its session timeout: after
+ * SIGCONT it reports the session lost without waiting for the client's own
+ * connection timeout. */
+static int frozen_child(void *arg) {
+  int *fds = arg; /* [0] read end: "go", [1] write end: reports */
+  close(fds[0]);
+  zkrc_session_options o;
+  zkrc_session_options_init(&o);
+  o.session_timeout_ms = 1000;
+  zkrc_session *s = NULL;
+  if (zkrc_session_connect(&s, zkt_hosts(), &o) != ZKRC_OK)
+    return 10;
+  recorder r;
+  recorder_init(&r);
+  zkrc_session_add_listener(s, record, &r, NULL);
+  if (write(fds[1], "R", 1) != 1) /* ready: freeze me */
+    return 11;
+  int lost = wait_event(&r, ZKRC_SESSION_EVENT_LOST, 0, 30000);
+  /* Write how long after the freeze ended we noticed is not known here;
+   * the parent measures from SIGCONT. */
+  if (write(fds[1], lost >= 0 ? "L" : "X", 1) != 1)
+    return 12;
+  zkrc_session_close(s);
+  return lost >= 0 ? 0 : 13;
+}
+
+static void test_frozen_process_reports_loss_promptly(void) {
+  zkt_hosts(); /* start the ensemble before forking */
+  int fds[2];
+  CU_ASSERT_EQUAL_FATAL(pipe(fds), 0);
+  pid_t pid = zkt_spawn(frozen_child, fds);
+  close(fds[1]);
+  char c = 0;
+  CU_ASSERT_EQUAL_FATAL(read(fds[0], &c, 1), 1);
+  CU_ASSERT_EQUAL(c, 'R');
+  kill(pid, SIGSTOP);
+  g_usleep(2500 * 1000); /* the freeze itself: longer than the timeout */
+  kill(pid, SIGCONT);
+  int64_t resumed = zkt_now_ms();
+  CU_ASSERT_EQUAL(read(fds[0], &c, 1), 1);
+  int64_t noticed = zkt_now_ms() - resumed;
+  CU_ASSERT_EQUAL(c, 'L');
+  /* The heartbeat notices within ~100 ms; the client's own connection
+   * timeout would take about a session timeout more. */
+  CU_ASSERT(noticed < 600);
+  CU_ASSERT_EQUAL(zkt_wait_child(pid, 10000), 0);
+  close(fds[0]);
+}
+
+static void add_suites(void) {
+  zkt_configure(1, 1);
+  ZKT_SUITE("session",
+            {"connect reports connected", test_connect_reports_connected},
+            {"expiry opens a new session", test_expiry_opens_a_new_session},
+            {"no_reopen stays closed after expiry",
+             test_no_reopen_stays_closed_after_expiry},
+            {"dropped connection is suspended then reconnected",
+             test_dropped_connection_is_suspended_then_reconnected},
+            {"partition past the timeout is lost",
+             test_partition_past_the_timeout_is_lost},
+            {"adopted handle is used and its watcher kept",
+             test_adopted_handle_is_used_and_its_watcher_kept},
+            {"close removes ephemeral nodes at once",
+             test_close_removes_ephemeral_nodes_at_once},
+            {"removed listener hears nothing", test_removed_listener_hears_nothing},
+            {"authentication survives a new session",
+             test_authentication_survives_a_new_session},
+            {"frozen process reports loss promptly",
+             test_frozen_process_reports_loss_promptly});
+}
+
+int main(void) { return zkt_run("test_session", add_suites); }

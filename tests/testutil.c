@@ -1,0 +1,286 @@
+/* Shared support for the CUnit test programs (see testutil.h). */
+#include "config.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <CUnit/Basic.h>
+#include <glib.h>
+
+#include "testutil.h"
+
+static zkrc_ensemble *ensemble;
+static int cfg_members = 1, cfg_proxies = 0;
+static GArray *children; /* pids spawned */
+static pid_t main_pid;
+
+void zkt_configure(int members, int with_proxies) {
+  cfg_members = members;
+  cfg_proxies = with_proxies;
+}
+
+zkrc_ensemble *zkt_ensemble(void) {
+  if (ensemble)
+    return ensemble;
+  zkrc_ensemble_options o;
+  zkrc_ensemble_options_init(&o);
+  o.members = cfg_members;
+  o.with_proxies = cfg_proxies;
+  o.no_fsync = 1;
+  if (zkrc_ensemble_start(&ensemble, &o) != 0) {
+    fprintf(stderr, "testutil: the ZooKeeper ensemble did not start\n");
+    exit(2);
+  }
+  return ensemble;
+}
+
+const char *zkt_hosts(void) {
+  return zkrc_ensemble_connect_string(zkt_ensemble());
+}
+
+char *zkt_path(const char *tag) {
+  static int n;
+  return g_strdup_printf("/zkt/%s-%d-%d", tag, (int)getpid(), ++n);
+}
+
+zkrc_session *zkt_session_with(int timeout_ms, int no_reopen) {
+  zkrc_session_options o;
+  zkrc_session_options_init(&o);
+  o.session_timeout_ms = timeout_ms;
+  o.connect_timeout_ms = 15000;
+  o.no_reopen = no_reopen;
+  zkrc_session *s = NULL;
+  int rc = zkrc_session_connect(&s, zkt_hosts(), &o);
+  if (rc != ZKRC_OK) {
+    fprintf(stderr, "testutil: connect: %s\n", zkrc_strerror(rc));
+    CU_FAIL_FATAL("could not connect to the test ensemble");
+  }
+  return s;
+}
+
+zkrc_session *zkt_session(void) {
+  return zkt_session_with(ZKT_SESSION_TIMEOUT_MS, 0);
+}
+
+/* ------------------------------------------------------------ raw handles */
+
+typedef struct raw_wait {
+  GMutex mu;
+  GCond cond;
+  int connected;
+} raw_wait;
+
+static void raw_watcher(zhandle_t *zh, int type, int state, const char *path,
+                        void *ctx) {
+  raw_wait *w = ctx;
+  if (type != ZOO_SESSION_EVENT || w == NULL)
+    return;
+  g_mutex_lock(&w->mu);
+  w->connected = state == ZOO_CONNECTED_STATE;
+  g_cond_broadcast(&w->cond);
+  g_mutex_unlock(&w->mu);
+}
+
+static void silent_log(const char *message) { (void)message; }
+
+zhandle_t *zkt_raw_to(const char *hosts) {
+  static raw_wait w; /* shared: only "connected" matters, checked below */
+  static gsize init;
+  if (g_once_init_enter(&init)) {
+    g_mutex_init(&w.mu);
+    g_cond_init(&w.cond);
+    g_once_init_leave(&init, 1);
+  }
+  zhandle_t *zh = zookeeper_init2(hosts, raw_watcher, 10000, NULL, &w, 0,
+                                  getenv("ZKR_LOG") ? NULL : silent_log);
+  if (zh == NULL)
+    CU_FAIL_FATAL("zookeeper_init2 failed");
+  int64_t deadline = g_get_monotonic_time() + 10 * G_TIME_SPAN_SECOND;
+  g_mutex_lock(&w.mu);
+  while (zoo_state(zh) != ZOO_CONNECTED_STATE &&
+         g_get_monotonic_time() < deadline)
+    g_cond_wait_until(&w.cond, &w.mu, g_get_monotonic_time() + 50000);
+  g_mutex_unlock(&w.mu);
+  if (zoo_state(zh) != ZOO_CONNECTED_STATE) {
+    zookeeper_close(zh);
+    CU_FAIL_FATAL("raw handle did not connect within 10 s");
+  }
+  return zh;
+}
+
+zhandle_t *zkt_raw(void) { return zkt_raw_to(zkt_hosts()); }
+
+int zkt_child_count(zhandle_t *zh, const char *path) {
+  struct String_vector v = {0, NULL};
+  int rc = zoo_get_children(zh, path, 0, &v);
+  if (rc != ZOK)
+    return -1;
+  int n = v.count;
+  deallocate_String_vector(&v);
+  return n;
+}
+
+int zkt_exists(zhandle_t *zh, const char *path) {
+  struct Stat st;
+  return zoo_exists(zh, path, 0, &st) == ZOK;
+}
+
+int64_t zkt_czxid(zhandle_t *zh, const char *path) {
+  struct Stat st;
+  return zoo_exists(zh, path, 0, &st) == ZOK ? st.czxid : 0;
+}
+
+/* ------------------------------------------------------------- waiting */
+
+int64_t zkt_now_ms(void) { return g_get_monotonic_time() / 1000; }
+
+int zkt_wait_for(int (*check)(void *arg), void *arg, int timeout_ms) {
+  int64_t deadline = zkt_now_ms() + timeout_ms;
+  for (;;) {
+    int r = check(arg);
+    if (r || zkt_now_ms() >= deadline)
+      return r;
+    g_usleep(20000);
+  }
+}
+
+void zkt_expire(zkrc_session *s) {
+  clientid_t id;
+  CU_ASSERT_EQUAL_FATAL(zkrc_session_client_id(s, &id), ZKRC_OK);
+  CU_ASSERT_EQUAL_FATAL(zkrc_ensemble_expire_session(zkt_ensemble(), &id, 10000), 0);
+}
+
+/* ------------------------------------------------------------ children */
+
+pid_t zkt_spawn(int (*fn)(void *arg), void *arg) {
+  fflush(NULL);
+  pid_t pid = fork();
+  if (pid < 0)
+    CU_FAIL_FATAL("fork failed");
+  if (pid == 0) {
+    /* The child must not run the parent's exit cleanup (ensemble stop). */
+    int status = fn(arg);
+    fflush(NULL);
+    _exit(status);
+  }
+  if (children == NULL)
+    children = g_array_new(FALSE, FALSE, sizeof(pid_t));
+  g_array_append_val(children, pid);
+  return pid;
+}
+
+static void forget_child(pid_t pid) {
+  for (guint i = 0; children && i < children->len; i++)
+    if (g_array_index(children, pid_t, i) == pid) {
+      g_array_remove_index_fast(children, i);
+      return;
+    }
+}
+
+int zkt_wait_child(pid_t pid, int timeout_ms) {
+  int64_t deadline = zkt_now_ms() + timeout_ms;
+  int status;
+  for (;;) {
+    pid_t r = waitpid(pid, &status, WNOHANG);
+    if (r == pid)
+      break;
+    if (r < 0 && errno != EINTR) {
+      forget_child(pid);
+      return -1;
+    }
+    if (zkt_now_ms() >= deadline) {
+      kill(pid, SIGKILL);
+      waitpid(pid, &status, 0);
+      forget_child(pid);
+      return -1;
+    }
+    g_usleep(5000);
+  }
+  forget_child(pid);
+  if (WIFEXITED(status))
+    return WEXITSTATUS(status);
+  return 128 + WTERMSIG(status);
+}
+
+static void cleanup_at_exit(void) {
+  if (getpid() != main_pid)
+    return;
+  for (guint i = 0; children && i < children->len; i++) {
+    pid_t pid = g_array_index(children, pid_t, i);
+    kill(pid, SIGKILL);
+    waitpid(pid, NULL, 0);
+  }
+  if (ensemble) {
+    zkrc_ensemble_stop(ensemble);
+    ensemble = NULL;
+  }
+}
+
+/* ------------------------------------------------------------- running */
+
+void zkt_report_rc(const char *file, int line, const char *expr, int expected,
+                   int actual) {
+  fprintf(stderr, "\n%s:%d: %s returned %s (%s), expected %s\n", file, line,
+          expr, zkrc_err_name(actual), zkrc_strerror(actual),
+          zkrc_err_name(expected));
+}
+
+void zkt_add_suite(const char *name, const zkt_test *tests, int count) {
+  CU_pSuite suite = CU_add_suite(name, NULL, NULL);
+  if (suite == NULL) {
+    fprintf(stderr, "CU_add_suite: %s\n", CU_get_error_msg());
+    exit(2);
+  }
+  for (int i = 0; i < count; i++)
+    CU_add_test(suite, tests[i].name, tests[i].fn);
+}
+
+static void on_signal(int sig) {
+  /* Leave through exit() so the ensemble is stopped (the reaper would do it
+   * too, a little later). */
+  (void)sig;
+  exit(3);
+}
+
+int zkt_run(const char *program, void (*add_suites)(void)) {
+  main_pid = getpid();
+  setvbuf(stdout, NULL, _IOLBF, 0);
+  zkrc_log_from_env();
+  signal(SIGPIPE, SIG_IGN);
+  signal(SIGTERM, on_signal);
+  signal(SIGINT, on_signal);
+  atexit(cleanup_at_exit);
+  if (CU_initialize_registry() != CUE_SUCCESS)
+    return 2;
+  add_suites();
+  CU_basic_set_mode(CU_BRM_VERBOSE);
+  /* A single test may be chosen: ZKT_ONLY="suite:test". */
+  const char *only = getenv("ZKT_ONLY");
+  if (only) {
+    char **parts = g_strsplit(only, ":", 2);
+    CU_pSuite suite = CU_get_suite(parts[0]);
+    CU_pTest test = suite && parts[1] ? CU_get_test(suite, parts[1]) : NULL;
+    if (test)
+      CU_basic_run_test(suite, test);
+    else if (suite)
+      CU_basic_run_suite(suite);
+    else
+      fprintf(stderr, "%s: no suite %s\n", program, parts[0]);
+    g_strfreev(parts);
+  } else {
+    CU_basic_run_tests();
+  }
+  unsigned failed = CU_get_number_of_failures() +
+                    CU_get_number_of_tests_failed();
+  unsigned ran = CU_get_number_of_tests_run();
+  CU_cleanup_registry();
+  printf("%s: %u tests run, %s\n", program, ran,
+         failed ? "FAILURES" : "all passed");
+  return failed || ran == 0 ? 1 : 0;
+}

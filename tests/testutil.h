@@ -1,0 +1,109 @@
+/*
+ * Shared support for the CUnit test programs.
+ *
+ * Conventions every test program follows:
+ *  - One ensemble per program, started on first use by zkt_ensemble() and
+ *    stopped when the program exits (the harness's reaper also cleans up if
+ *    the program is killed).  Tests use unique paths (zkt_path()) so they do
+ *    not see each other's nodes.
+ *  - Every wait is bounded: zkt_wait_for() polls server-side state with a
+ *    deadline only where no event can be awaited; everything else waits on
+ *    the event itself.
+ *  - Child processes are started with zkt_spawn() and are SIGKILLed and
+ *    reaped when the program exits, whatever happened.
+ *  - The ZooKeeper client's log is silent unless ZKR_LOG is set.
+ */
+#ifndef ZKT_TESTUTIL_H
+#define ZKT_TESTUTIL_H
+
+#include <stdint.h>
+#include <sys/types.h>
+
+#include <CUnit/CUnit.h>
+#include <zookeeper/zookeeper.h>
+
+#include "zkrecipes.h"
+#include "zkrecipes/testing.h"
+
+/* Session timeout the tests use: short, so expiry tests are fast (the
+ * harness's tickTime is 200 ms, so the servers allow 400..4000 ms). */
+#define ZKT_SESSION_TIMEOUT_MS 2000
+
+/* Options of the program's ensemble; call before the first zkt_ensemble().
+ * Default: 1 member, no proxies, no fsync. */
+void zkt_configure(int members, int with_proxies);
+
+/* The program's ensemble, started on first call (a failure to start fails
+ * the program with a message). */
+zkrc_ensemble *zkt_ensemble(void);
+
+/* The connect string of the program's ensemble. */
+const char *zkt_hosts(void);
+
+/* A fresh unique path "/zkt/<tag>-<pid>-<n>" (g_free it). */
+char *zkt_path(const char *tag);
+
+/* A session on the program's ensemble with ZKT_SESSION_TIMEOUT_MS; the test
+ * fails (CU_FAIL_FATAL) when it cannot connect. */
+zkrc_session *zkt_session(void);
+/* The same with a chosen session timeout and options. */
+zkrc_session *zkt_session_with(int timeout_ms, int no_reopen);
+
+/* A plain ZooKeeper handle, connected (waits at most 10 s), silent. */
+zhandle_t *zkt_raw(void);
+zhandle_t *zkt_raw_to(const char *hosts);
+
+/* Number of children of @p path (-1 when it does not exist). */
+int zkt_child_count(zhandle_t *zh, const char *path);
+/* Does @p path exist? */
+int zkt_exists(zhandle_t *zh, const char *path);
+/* The czxid of @p path (0 if missing). */
+int64_t zkt_czxid(zhandle_t *zh, const char *path);
+
+/* Poll @p check every 20 ms until it returns non-zero or @p timeout_ms
+ * passes; returns the last result.  For server-side state that no event
+ * announces (container removal, a member's role). */
+int zkt_wait_for(int (*check)(void *arg), void *arg, int timeout_ms);
+
+/* Milliseconds on a monotonic clock. */
+int64_t zkt_now_ms(void);
+
+/* Expire @p s's current ZooKeeper session on the servers. */
+void zkt_expire(zkrc_session *s);
+
+/* Fork a child that runs @p fn(@p arg) and exits with its result.  The
+ * child is SIGKILLed at program exit if still running. */
+pid_t zkt_spawn(int (*fn)(void *arg), void *arg);
+/* Wait for a spawned child at most @p timeout_ms; returns its exit status
+ * (0..255), 128+signal, or -1 on timeout (the child is then killed). */
+int zkt_wait_child(pid_t pid, int timeout_ms);
+
+/* Run the CUnit suites registered by @p add_suites and return the process
+ * exit status (0 when every test passed).  Also installs the exit cleanup. */
+int zkt_run(const char *program, void (*add_suites)(void));
+
+/* Add a suite with its tests: ZKT_SUITE("name", {"test", fn}, ...). */
+typedef struct zkt_test {
+  const char *name;
+  void (*fn)(void);
+} zkt_test;
+void zkt_add_suite(const char *name, const zkt_test *tests, int count);
+#define ZKT_SUITE(name, ...)                                                 \
+  do {                                                                       \
+    static const zkt_test zkt_tests_[] = {__VA_ARGS__};                      \
+    zkt_add_suite(name, zkt_tests_,                                          \
+                  (int)(sizeof zkt_tests_ / sizeof zkt_tests_[0]));          \
+  } while (0)
+
+/* CU_ASSERT_EQUAL that prints both values and names the zkrecipes codes. */
+#define ZKT_ASSERT_RC(expected, actual)                                      \
+  do {                                                                       \
+    int zkt_e_ = (expected), zkt_a_ = (actual);                              \
+    if (zkt_e_ != zkt_a_)                                                    \
+      zkt_report_rc(__FILE__, __LINE__, #actual, zkt_e_, zkt_a_);            \
+    CU_ASSERT_EQUAL(zkt_e_, zkt_a_);                                         \
+  } while (0)
+void zkt_report_rc(const char *file, int line, const char *expr, int expected,
+                   int actual);
+
+#endif /* ZKT_TESTUTIL_H */
