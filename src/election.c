@@ -16,8 +16,6 @@
 #include "zkrecipes.h"
 #include "zkrecipes/election.h"
 
-/* How long zkrc_election_free() waits for the delete of our node. */
-#define DELETE_GRACE_MS 2000
 
 typedef struct round round;
 
@@ -341,7 +339,8 @@ void zkrc_election_free(zkrc_election *e) {
     zkrc__contender_withdraw(old->c);
     /* Leave no node behind: wait for the delete while the connection is up
      * (this also covers a create still in flight). */
-    int64_t grace = zkrc__deadline_after(DELETE_GRACE_MS);
+    int t = zkrc_session_timeout(e->s);
+    int64_t grace = zkrc__deadline_after(t > 1000 ? t : 1000);
     g_mutex_lock(&e->mu);
     while (!old->ended && zkrc__contender_deleting(old->c) &&
            zkrc__cond_wait_until(&e->cond, &e->mu, grace))

@@ -21,10 +21,6 @@
 #include "util.h"
 #include "zkrecipes.h"
 
-/* How long a failed acquisition waits, past its deadline, for the delete of
- * its node when the connection is up (a round trip, normally). */
-#define DELETE_GRACE_MS 2000
-
 typedef enum hstate {
   H_WAITING,  /* in the queue */
   H_HELD,     /* at the front: the thread holds the lock */
@@ -62,6 +58,20 @@ struct zkrc_lock {
   int inside;          /* threads inside zkrc_lock_acquire() */
   gboolean freeing;
 };
+
+/* How long a release waits at most for the servers to confirm its delete:
+ * normally a round trip; the ZooKeeper client itself gives up on a request
+ * (connection loss) within the session timeout, so that is the bound. */
+static int release_grace_ms(zkrc_lock *lk) {
+  int t = zkrc_session_timeout(lk->s);
+  return t > 1000 ? t : 1000;
+}
+
+/* How long a failed acquisition may overrun its deadline to confirm that
+ * its node is gone.  A healthy connection needs a round trip; a stalled one
+ * the client has not noticed yet must not hold the caller for a session
+ * timeout, so past this the session's reaper finishes the job. */
+#define ABANDON_GRACE_MS 500
 
 static uint64_t current_thread_number(void) {
   static _Thread_local uint64_t mine;
@@ -284,21 +294,24 @@ static int wait_turn_locked(zkrc_lock *lk, holder *h, int timeout_ms,
       return ZKRC_ELOCKED;
     if (!zkrc__cond_wait_until(&lk->cond, &lk->mu, deadline) &&
         h->state != H_HELD)
-      return timeout_ms == ZKRC_NO_WAIT ? ZKRC_ELOCKED : ZKRC_ETIMEDOUT;
+      return ZKRC_ETIMEDOUT;
   }
 }
 
-/* Give up a queued holder: delete its node, and when the connection is up
- * wait (briefly) until the servers confirm, so no node outlives the call. */
-static void abandon_locked(zkrc_lock *lk, holder *h) {
+/* Leave the queue (give up waiting, or release): delete our node, and
+ * while the connection is up wait until the servers confirm, at most
+ * @p grace_ms, so that no node outlives the call and another session that
+ * looks next sees the lock free.  Called and returns with lk->mu held. */
+static void withdraw_locked(zkrc_lock *lk, holder *h, int grace_ms) {
   g_hash_table_remove(lk->holders, &h->thread);
   h->state = H_RELEASED;
   zkrc__contender *c = h->c;
   g_mutex_unlock(&lk->mu);
   zkrc__contender_withdraw(c);
   g_mutex_lock(&lk->mu);
-  int64_t grace = zkrc__deadline_after(DELETE_GRACE_MS);
-  while (!h->ended && zkrc__contender_deleting(c)) {
+  int64_t grace = zkrc__deadline_after(grace_ms);
+  while (!h->ended && zkrc__contender_deleting(c) &&
+         zkrc__session_connected(lk->s, 0)) {
     if (!zkrc__cond_wait_until(&lk->cond, &lk->mu, grace))
       break;
   }
@@ -307,7 +320,10 @@ static void abandon_locked(zkrc_lock *lk, holder *h) {
 int zkrc_lock_acquire(zkrc_lock *lk, int timeout_ms) {
   if (lk == NULL || !zkrc__timeout_valid(timeout_ms))
     return zkrc__fail(ZKRC_EINVAL);
-  int64_t deadline = zkrc__deadline_after(timeout_ms);
+  /* A try does not wait for others, but its look at the queue takes a round
+   * trip: allow it the session timeout (the connection may be down). */
+  int64_t deadline = zkrc__deadline_after(
+      timeout_ms == ZKRC_NO_WAIT ? zkrc_session_timeout(lk->s) : timeout_ms);
   uint64_t me = current_thread_number();
   g_mutex_lock(&lk->mu);
   if (lk->freeing) {
@@ -340,7 +356,7 @@ int zkrc_lock_acquire(zkrc_lock *lk, int timeout_ms) {
   if (err == ZKRC_OK)
     h->count = 1;
   else
-    abandon_locked(lk, h);
+    withdraw_locked(lk, h, ABANDON_GRACE_MS);
   lk->inside--;
   g_cond_broadcast(&lk->cond);
   g_mutex_unlock(&lk->mu);
@@ -366,10 +382,8 @@ int zkrc_lock_release(zkrc_lock *lk) {
     g_mutex_unlock(&lk->mu);
     return zkrc__fail(err);
   }
-  g_hash_table_remove(lk->holders, &me);
-  h->state = H_RELEASED;
+  withdraw_locked(lk, h, release_grace_ms(lk));
   g_mutex_unlock(&lk->mu);
-  zkrc__contender_withdraw(h->c); /* sends the delete; does not wait */
   holder_unref(h);
   return zkrc__fail(err);
 }
@@ -540,16 +554,12 @@ void zkrc_lock_free(zkrc_lock *lk) {
   g_cond_broadcast(&lk->cond);
   while (lk->inside > 0) /* waiting threads return ZKRC_ECANCELED */
     g_cond_wait(&lk->cond, &lk->mu);
+  /* Release what is still held, by any thread, as zkrc_lock_release()
+   * would: the nodes are gone when this returns (if connected). */
   GList *left = g_hash_table_get_values(lk->holders);
-  g_hash_table_remove_all(lk->holders);
   for (GList *l = left; l; l = l->next)
-    ((holder *)l->data)->state = H_RELEASED;
+    withdraw_locked(lk, l->data, release_grace_ms(lk));
   g_mutex_unlock(&lk->mu);
-  for (GList *l = left; l; l = l->next) {
-    holder *h = l->data;
-    zkrc__contender_withdraw(h->c);
-    holder_unref(h);
-  }
-  g_list_free(left);
+  g_list_free_full(left, (GDestroyNotify)holder_unref);
   lock_unref(lk);
 }

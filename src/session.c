@@ -448,10 +448,11 @@ static void retire_current(zkrc_session *s, zkrc_session_event why) {
   g_cond_broadcast(&s->cond);
   g_mutex_unlock(&s->mu);
 
-  announce(s, why, c->generation);
-  close_conn(s, c);
+  uint64_t generation = c->generation;
+  announce(s, why, generation);
+  close_conn(s, c); /* frees c */
   if (!reopen) {
-    announce(s, ZKRC_SESSION_EVENT_CLOSED, c->generation);
+    announce(s, ZKRC_SESSION_EVENT_CLOSED, generation);
     return;
   }
   int err = ZKRC_OK;

@@ -115,6 +115,9 @@ void zkrc__watch_cancel(void *ctx);
 /* Forget every watch registered on handle @p generation of @p s (called
  * once that handle is closed: its watches can no longer fire). */
 void zkrc__watch_drop_generation(zkrc_session *s, uint64_t generation);
+/* How many watch events (not session events) this process has passed on
+ * to recipes so far: the herd test counts notifications with it. */
+guint64 zkrc__watch_events_delivered(void);
 /* The watcher function to give ZooKeeper with a registered context. */
 void zkrc__watch_dispatch(zhandle_t *zh, int type, int state,
                           const char *path, void *ctx);

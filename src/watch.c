@@ -7,6 +7,8 @@
  */
 #include "config.h"
 
+#include <stdatomic.h>
+
 #include "session_internal.h"
 
 typedef struct watch_entry {
@@ -18,6 +20,7 @@ typedef struct watch_entry {
 } watch_entry;
 
 static GMutex registry_mu;
+static atomic_uint_fast64_t delivered; /* watch events passed on */
 static GHashTable *registry; /* id → watch_entry* */
 static uintptr_t next_watch_id = 1;
 
@@ -71,6 +74,7 @@ void zkrc__watch_dispatch(zhandle_t *zh, int type, int state,
   watch_entry *e = steal(ctx);
   if (e == NULL)
     return; /* cancelled meanwhile */
+  atomic_fetch_add(&delivered, 1);
   e->fn(type, path, e->target, ctx);
   entry_free(e);
 }
@@ -94,4 +98,8 @@ void zkrc__watch_drop_generation(zkrc_session *s, uint64_t generation) {
   for (guint i = 0; i < dropped->len; i++)
     entry_free(g_ptr_array_index(dropped, i));
   g_ptr_array_free(dropped, TRUE);
+}
+
+guint64 zkrc__watch_events_delivered(void) {
+  return (guint64)atomic_load(&delivered);
 }

@@ -169,10 +169,14 @@ pid_t zkt_spawn(int (*fn)(void *arg), void *arg) {
     fflush(NULL);
     _exit(status);
   }
+  zkt_track_child(pid);
+  return pid;
+}
+
+void zkt_track_child(pid_t pid) {
   if (children == NULL)
     children = g_array_new(FALSE, FALSE, sizeof(pid_t));
   g_array_append_val(children, pid);
-  return pid;
 }
 
 static void forget_child(pid_t pid) {

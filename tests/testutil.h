@@ -74,6 +74,9 @@ void zkt_expire(zkrc_session *s);
 /* Fork a child that runs @p fn(@p arg) and exits with its result.  The
  * child is SIGKILLed at program exit if still running. */
 pid_t zkt_spawn(int (*fn)(void *arg), void *arg);
+/* Register a child the test forked itself (e.g. fork + exec of a worker)
+ * so that it, too, is SIGKILLed and reaped at program exit. */
+void zkt_track_child(pid_t pid);
 /* Wait for a spawned child at most @p timeout_ms; returns its exit status
  * (0..255), 128+signal, or -1 on timeout (the child is then killed). */
 int zkt_wait_child(pid_t pid, int timeout_ms);

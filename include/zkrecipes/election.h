@@ -122,7 +122,7 @@ int zkrc_election_leave(zkrc_election *e);
 /**
  * Leave (if joined) and free.  When the connection is up, returns once our
  * node is deleted (also when its create was still in flight), waiting at
- * most a couple of seconds.  NULL is ignored.
+ * most the session timeout.  NULL is ignored.
  * Threading: any thread, not from this election's own callback.
  */
 void zkrc_election_free(zkrc_election *e);

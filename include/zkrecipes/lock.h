@@ -110,8 +110,9 @@ int zkrc_lock_new(zkrc_lock **out, zkrc_session *s, const char *path,
 
 /**
  * Free the lock: threads still waiting in zkrc_lock_acquire() on it return
- * ZKRC_ECANCELED, whatever it holds is released (its node deleted), and the
- * call returns once no other thread is inside a call on it.  NULL is
+ * ZKRC_ECANCELED, whatever it holds (for any thread) is released as by
+ * zkrc_lock_release() (when connected, the nodes are gone on return), and
+ * the call returns once no other thread is inside a call on it.  NULL is
  * ignored.  Do not use @p lk afterwards.
  * Threading: any thread, not from this lock's own event callback.
  */
@@ -120,8 +121,10 @@ void zkrc_lock_free(zkrc_lock *lk);
 /**
  * Acquire the lock for the calling thread.
  *
- * @param timeout_ms  ZKRC_WAIT_FOREVER; ZKRC_NO_WAIT (try once: fail at once
- *                    if another participant holds it); or a positive number
+ * @param timeout_ms  ZKRC_WAIT_FOREVER; ZKRC_NO_WAIT (try once: fail as soon
+ *                    as the queue shows another participant ahead, which
+ *                    takes one round trip; if no answer comes within the
+ *                    session timeout, ZKRC_ETIMEDOUT); or a positive number
  *                    of ms.  The deadline holds also while the connection is
  *                    down.  Any other negative value is refused.
  * @return ZKRC_OK: the calling thread holds the lock (again, if it already
@@ -134,18 +137,21 @@ void zkrc_lock_free(zkrc_lock *lk);
  *         been released yet.  ZKRC_ENOAUTH: the ACL of the directory forbids
  *         it.  ZKRC_ECLOSED, ZKRC_EINVAL, ZKRC_EOVERFLOW, ZKRC_EZOOKEEPER.
  *         On every failure our node has been deleted before returning when
- *         the connection is up; when it is down at the deadline, the deletion
- *         completes in the background as soon as it comes back (or the
- *         session's expiry removes the node).
+ *         the connection is up (confirming that may take up to 0.5 s past
+ *         the deadline); when it is down, the call returns at the deadline
+ *         and the deletion completes in the background as soon as the
+ *         connection comes back (or the session's expiry removes the node).
  * Threading: any thread but the session's callback thread.
  */
 int zkrc_lock_acquire(zkrc_lock *lk, int timeout_ms);
 
 /**
  * Release one level of the calling thread's hold; at the last level the node
- * is deleted and the next waiter wakes.  Does not wait for the server's
- * reply: the deletion is sent before this returns, and reaches the servers
- * before anything the same session sends later.
+ * is deleted and the next waiter wakes.  When connected, returns once the
+ * servers confirmed the delete (one round trip), so whoever looks next sees
+ * the lock free; when the connection is down, the delete completes in the
+ * background as soon as it is back (or the session's expiry removes the
+ * node), and the call returns at once.
  *
  * @return ZKRC_OK; ZKRC_ENOTOWNER when the calling thread does not hold it
  *         (nothing changes); ZKRC_ELOCKLOST when the hold had been lost (the

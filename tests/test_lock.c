@@ -1,0 +1,784 @@
+/*
+ * The lock recipe against a real single-member ensemble: mutual exclusion
+ * between processes, one notification per release, reentrancy, timeouts
+ * that leave no node, fencing tokens, holders that die or expire, container
+ * cleanup, and bad input.  (Faults that need a 3-member ensemble or a proxy
+ * are in test_lock_faults.c.)
+ */
+#include "config.h"
+
+#include <inttypes.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <glib.h>
+
+#include "session_internal.h"
+#include "testutil.h"
+
+#define WORKER TOP_BUILDDIR "/tests/lockworker"
+
+/* ------------------------------------------------------------ helpers */
+
+static zkrc_lock *new_lock(zkrc_session *s, const char *path) {
+  zkrc_lock *lk = NULL;
+  CU_ASSERT_EQUAL_FATAL(zkrc_lock_new(&lk, s, path, NULL), ZKRC_OK);
+  return lk;
+}
+
+/* Start lockworker with @p argv (NULL-terminated, argv[0] unused) and a
+ * pipe to its stdin and from its stdout. */
+typedef struct worker {
+  pid_t pid;
+  FILE *out;  /* its stdout */
+  int in_fd;  /* its stdin */
+} worker;
+
+static worker start_worker(char **argv) {
+  int to_child[2], from_child[2];
+  CU_ASSERT_FATAL(pipe(to_child) == 0 && pipe(from_child) == 0);
+  fflush(NULL);
+  pid_t pid = fork();
+  CU_ASSERT_FATAL(pid >= 0);
+  if (pid == 0) {
+    dup2(to_child[0], 0);
+    dup2(from_child[1], 1);
+    close(to_child[0]);
+    close(to_child[1]);
+    close(from_child[0]);
+    close(from_child[1]);
+    argv[0] = WORKER;
+    execv(WORKER, argv);
+    _exit(127);
+  }
+  zkt_track_child(pid);
+  close(to_child[0]);
+  close(from_child[1]);
+  worker w = {pid, fdopen(from_child[0], "r"), to_child[1]};
+  return w;
+}
+
+static void finish_worker(worker *w) {
+  if (w->in_fd >= 0)
+    close(w->in_fd);
+  if (w->out)
+    fclose(w->out);
+  w->in_fd = -1;
+  w->out = NULL;
+}
+
+static int wait_worker(worker *w, int timeout_ms) {
+  int status = zkt_wait_child(w->pid, timeout_ms);
+  finish_worker(w);
+  return status;
+}
+
+static int read_int_file(const char *file) {
+  FILE *f = fopen(file, "r");
+  int v = -1;
+  if (f) {
+    if (fscanf(f, "%d", &v) != 1)
+      v = -1;
+    fclose(f);
+  }
+  return v;
+}
+
+/* ----------------------------------------------------- mutual exclusion */
+
+static void test_eight_processes_never_overlap(void) {
+  enum { PROCS = 8, ITERATIONS = 200 };
+  char *path = zkt_path("mutex");
+  char *dir = g_dir_make_tmp("zkt-mutex-XXXXXX", NULL);
+  char *counter = g_build_filename(dir, "counter", NULL);
+  char *tokens = g_build_filename(dir, "tokens", NULL);
+  char iterations[16];
+  snprintf(iterations, sizeof iterations, "%d", ITERATIONS);
+  worker w[PROCS];
+  for (int i = 0; i < PROCS; i++) {
+    char *argv[] = {NULL, "count", (char *)zkt_hosts(), path, iterations,
+                    counter, tokens, NULL};
+    w[i] = start_worker(argv);
+  }
+  for (int i = 0; i < PROCS; i++)
+    CU_ASSERT_EQUAL(wait_worker(&w[i], 120000), 0); /* 3: overlap seen */
+  /* No lost update: every increment survived. */
+  CU_ASSERT_EQUAL(read_int_file(counter), PROCS * ITERATIONS);
+  /* Tokens were appended by successive holders: strictly increasing. */
+  FILE *f = fopen(tokens, "r");
+  CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+  int64_t previous = 0, token;
+  int count = 0, increasing = 1;
+  while (fscanf(f, "%" SCNd64, &token) == 1) {
+    increasing &= token > previous;
+    previous = token;
+    count++;
+  }
+  fclose(f);
+  CU_ASSERT_EQUAL(count, PROCS * ITERATIONS);
+  CU_ASSERT_TRUE(increasing);
+  unlink(counter);
+  unlink(tokens);
+  rmdir(dir);
+  g_free(counter);
+  g_free(tokens);
+  g_free(dir);
+  g_free(path);
+}
+
+/* ------------------------------------------------------------- the herd */
+
+typedef struct waiter {
+  zkrc_lock *lk; /* shared object: every thread is its own participant */
+  int index;
+  GMutex *mu;
+  GCond *cond;
+  int *holder;        /* index of the thread holding, or -1 */
+  int *release_turn;  /* index allowed to release */
+  int failed;
+} waiter;
+
+static gpointer waiter_main(gpointer data) {
+  waiter *w = data;
+  if (zkrc_lock_acquire(w->lk, 60000) != ZKRC_OK) {
+    w->failed = 1;
+    return NULL;
+  }
+  g_mutex_lock(w->mu);
+  if (*w->holder != -1)
+    w->failed = 1; /* two holders */
+  *w->holder = w->index;
+  g_cond_broadcast(w->cond);
+  while (*w->release_turn != w->index)
+    g_cond_wait(w->cond, w->mu);
+  *w->holder = -1;
+  g_mutex_unlock(w->mu);
+  if (zkrc_lock_release(w->lk) != ZKRC_OK)
+    w->failed = 1;
+  return NULL;
+}
+
+static int64_t watch_count(void) {
+  return zkrc_ensemble_mntr_sum(zkt_ensemble(), "zk_watch_count");
+}
+
+typedef struct count_wait {
+  int path_count;
+  const char *path;
+  zhandle_t *zh;
+} count_wait;
+
+static int children_reached(void *arg) {
+  count_wait *cw = arg;
+  return zkt_child_count(cw->zh, cw->path) == cw->path_count;
+}
+
+static int watches_reached(void *arg) {
+  return watch_count() == *(int64_t *)arg;
+}
+
+/* Each waiter watches only its predecessor: wchp lists every contender
+ * node but the last with exactly one watching session, and nothing watches
+ * the directory. */
+static void check_only_predecessors_watched(const char *path, int nodes) {
+  char *wchp = NULL;
+  CU_ASSERT_EQUAL_FATAL(zkrc_ensemble_four_letter(zkt_ensemble(), 0, "wchp", &wchp), 0);
+  int watched_paths = 0, sessions = 0;
+  gboolean dir_watched = FALSE;
+  char **lines = g_strsplit(wchp, "\n", -1);
+  gboolean in_ours = FALSE;
+  for (char **l = lines; *l; l++) {
+    if ((*l)[0] == '/') {
+      in_ours = g_str_has_prefix(*l, path) && (*l)[strlen(path)] == '/';
+      dir_watched |= strcmp(*l, path) == 0;
+      watched_paths += in_ours;
+    } else if (in_ours && g_strstrip(*l)[0] == '0') {
+      sessions++; /* one line per watching session: "0x..." */
+    }
+  }
+  g_strfreev(lines);
+  g_free(wchp);
+  CU_ASSERT_FALSE(dir_watched);
+  CU_ASSERT_EQUAL(watched_paths, nodes - 1);
+  CU_ASSERT_EQUAL(sessions, nodes - 1);
+}
+
+static void test_one_release_wakes_one_waiter(void) {
+  enum { WAITERS = 100 };
+  char *path = zkt_path("herd");
+  zkrc_session *s = zkt_session_with(10000, 0);
+  zkrc_lock *lk = new_lock(s, path);
+  CU_ASSERT_EQUAL_FATAL(zkrc_lock_acquire(lk, 5000), ZKRC_OK);
+
+  GMutex mu;
+  GCond cond;
+  g_mutex_init(&mu);
+  g_cond_init(&cond);
+  int holder = -1, release_turn = -1;
+  waiter w[WAITERS];
+  GThread *threads[WAITERS];
+  zhandle_t *zh = zkt_raw();
+  int64_t watches_before = watch_count();
+  for (int i = 0; i < WAITERS; i++) {
+    w[i] = (waiter){lk, i, &mu, &cond, &holder, &release_turn, 0};
+    threads[i] = g_thread_new("waiter", waiter_main, &w[i]);
+    /* Queue them in a known order: wait until this one's node is there. */
+    count_wait cw = {i + 2, path, zh};
+    CU_ASSERT_FATAL(zkt_wait_for(children_reached, &cw, 10000));
+  }
+  /* Every waiter has set exactly one watch, on its predecessor. */
+  int64_t expected = watches_before + WAITERS;
+  CU_ASSERT_FATAL(zkt_wait_for(watches_reached, &expected, 10000));
+  check_only_predecessors_watched(path, WAITERS + 1);
+
+  /* Release one by one: each release delivers exactly one watch event (to
+   * the next waiter) and removes exactly one watch on the servers. */
+  int bad_events = 0, bad_watches = 0, out_of_order = 0;
+  for (int i = 0; i <= WAITERS; i++) {
+    guint64 events_before = zkrc__watch_events_delivered();
+    int64_t watches = watch_count();
+    if (i == 0) {
+      CU_ASSERT_EQUAL(zkrc_lock_release(lk), ZKRC_OK);
+    } else {
+      g_mutex_lock(&mu);
+      release_turn = i - 1;
+      g_cond_broadcast(&cond);
+      g_mutex_unlock(&mu);
+    }
+    if (i == WAITERS)
+      break;
+    g_mutex_lock(&mu);
+    int64_t deadline = g_get_monotonic_time() + 10 * G_TIME_SPAN_SECOND;
+    while (holder != i && g_cond_wait_until(&cond, &mu, deadline))
+      ;
+    out_of_order += holder != i;
+    g_mutex_unlock(&mu);
+    bad_events += zkrc__watch_events_delivered() - events_before != 1;
+    bad_watches += watch_count() != watches - 1;
+  }
+  for (int i = 0; i < WAITERS; i++) {
+    g_thread_join(threads[i]);
+    CU_ASSERT_EQUAL(w[i].failed, 0);
+  }
+  if (zkt_child_count(zh, path) != 0) {
+    struct String_vector v = {0, NULL};
+    zoo_get_children(zh, path, 0, &v);
+    for (int i = 0; i < v.count; i++)
+      fprintf(stderr, "\nleft behind: %s", v.data[i]);
+    deallocate_String_vector(&v);
+  }
+  CU_ASSERT_EQUAL(out_of_order, 0); /* fair: in queue order */
+  CU_ASSERT_EQUAL(bad_events, 0);
+  CU_ASSERT_EQUAL(bad_watches, 0);
+  CU_ASSERT_EQUAL(zkt_child_count(zh, path), 0);
+  zookeeper_close(zh);
+  zkrc_lock_free(lk);
+  zkrc_session_close(s);
+  g_mutex_clear(&mu);
+  g_cond_clear(&cond);
+  g_free(path);
+}
+
+/* ----------------------------------------------------------- reentrancy */
+
+typedef struct contender_probe {
+  zkrc_lock *lk;
+  int try_rc, timed_rc, final_rc;
+  GMutex mu;
+  GCond cond;
+  int stage;
+} contender_probe;
+
+static gpointer second_thread(gpointer data) {
+  contender_probe *p = data;
+  p->try_rc = zkrc_lock_acquire(p->lk, ZKRC_NO_WAIT);
+  p->timed_rc = zkrc_lock_acquire(p->lk, 300);
+  g_mutex_lock(&p->mu);
+  p->stage = 1;
+  g_cond_broadcast(&p->cond);
+  g_mutex_unlock(&p->mu);
+  p->final_rc = zkrc_lock_acquire(p->lk, 10000);
+  if (p->final_rc == ZKRC_OK)
+    zkrc_lock_release(p->lk);
+  return NULL;
+}
+
+static void test_reentrancy_is_per_thread(void) {
+  char *path = zkt_path("reentrant");
+  zkrc_session *s = zkt_session();
+  zkrc_lock *lk = new_lock(s, path);
+  zhandle_t *zh = zkt_raw();
+  for (int depth = 1; depth <= 3; depth++) {
+    CU_ASSERT_EQUAL(zkrc_lock_acquire(lk, 5000), ZKRC_OK);
+    CU_ASSERT_EQUAL(zkrc_lock_hold_count(lk), depth);
+  }
+  CU_ASSERT_EQUAL(zkt_child_count(zh, path), 1); /* one node for all three */
+
+  contender_probe p = {.lk = lk};
+  g_mutex_init(&p.mu);
+  g_cond_init(&p.cond);
+  GThread *t = g_thread_new("second", second_thread, &p);
+  g_mutex_lock(&p.mu);
+  while (p.stage == 0)
+    g_cond_wait(&p.cond, &p.mu);
+  g_mutex_unlock(&p.mu);
+  ZKT_ASSERT_RC(ZKRC_ELOCKED, p.try_rc);
+  ZKT_ASSERT_RC(ZKRC_ETIMEDOUT, p.timed_rc);
+  CU_ASSERT_EQUAL(zkrc_lock_release(lk), ZKRC_OK);
+  CU_ASSERT_EQUAL(zkrc_lock_release(lk), ZKRC_OK);
+  CU_ASSERT_TRUE(zkrc_lock_is_held(lk)); /* one level left */
+  CU_ASSERT_EQUAL(zkrc_lock_release(lk), ZKRC_OK);
+  CU_ASSERT_FALSE(zkrc_lock_is_held(lk));
+  g_thread_join(t);
+  ZKT_ASSERT_RC(ZKRC_OK, p.final_rc);
+  ZKT_ASSERT_RC(ZKRC_ENOTOWNER, zkrc_lock_release(lk));
+  g_mutex_clear(&p.mu);
+  g_cond_clear(&p.cond);
+  zookeeper_close(zh);
+  zkrc_lock_free(lk);
+  zkrc_session_close(s);
+  g_free(path);
+}
+
+typedef struct release_probe {
+  zkrc_lock *lk;
+  int rc;
+} release_probe;
+
+static gpointer release_from_other_thread(gpointer data) {
+  release_probe *p = data;
+  p->rc = zkrc_lock_release(p->lk);
+  return NULL;
+}
+
+static void test_release_by_another_thread_is_refused(void) {
+  char *path = zkt_path("not-owner");
+  zkrc_session *s = zkt_session();
+  zkrc_lock *lk = new_lock(s, path);
+  CU_ASSERT_EQUAL_FATAL(zkrc_lock_acquire(lk, 5000), ZKRC_OK);
+  release_probe p = {lk, 0};
+  g_thread_join(g_thread_new("other", release_from_other_thread, &p));
+  ZKT_ASSERT_RC(ZKRC_ENOTOWNER, p.rc);
+  CU_ASSERT_TRUE(zkrc_lock_is_held(lk)); /* nothing changed */
+  zhandle_t *zh = zkt_raw();
+  CU_ASSERT_EQUAL(zkt_child_count(zh, path), 1);
+  CU_ASSERT_EQUAL(zkrc_lock_release(lk), ZKRC_OK);
+  zookeeper_close(zh);
+  zkrc_lock_free(lk);
+  zkrc_session_close(s);
+  g_free(path);
+}
+
+/* ------------------------------------------------------------ timeouts */
+
+static void test_timeout_and_try_leave_no_node(void) {
+  char *path = zkt_path("timeout");
+  zkrc_session *s1 = zkt_session(), *s2 = zkt_session();
+  zkrc_lock *holder = new_lock(s1, path), *other = new_lock(s2, path);
+  zhandle_t *zh = zkt_raw();
+  CU_ASSERT_EQUAL_FATAL(zkrc_lock_acquire(holder, 5000), ZKRC_OK);
+
+  int64_t start = zkt_now_ms();
+  ZKT_ASSERT_RC(ZKRC_ELOCKED, zkrc_lock_acquire(other, ZKRC_NO_WAIT));
+  CU_ASSERT(zkt_now_ms() - start < 1000);
+  CU_ASSERT_EQUAL(zkt_child_count(zh, path), 1); /* only the holder's */
+
+  start = zkt_now_ms();
+  ZKT_ASSERT_RC(ZKRC_ETIMEDOUT, zkrc_lock_acquire(other, 400));
+  int64_t took = zkt_now_ms() - start;
+  CU_ASSERT(took >= 400 && took < 900);
+  CU_ASSERT_EQUAL(zkt_child_count(zh, path), 1);
+  CU_ASSERT_FALSE(zkrc_lock_is_held(other));
+
+  /* The holder can still hand over: the timed-out node is truly gone. */
+  CU_ASSERT_EQUAL(zkrc_lock_release(holder), ZKRC_OK);
+  CU_ASSERT_EQUAL(zkrc_lock_acquire(other, ZKRC_NO_WAIT), ZKRC_OK);
+  CU_ASSERT_EQUAL(zkrc_lock_release(other), ZKRC_OK);
+  zookeeper_close(zh);
+  zkrc_lock_free(holder);
+  zkrc_lock_free(other);
+  zkrc_session_close(s1);
+  zkrc_session_close(s2);
+  g_free(path);
+}
+
+/* -------------------------------------------------------------- tokens */
+
+static int parent_gone(void *arg) {
+  zhandle_t **zh_path = arg;
+  return !zkt_exists(zh_path[0], (const char *)zh_path[1]);
+}
+
+static void test_tokens_increase_across_holders_and_recreation(void) {
+  char *path = zkt_path("tokens");
+  zkrc_session *s[3] = {zkt_session(), zkt_session(), zkt_session()};
+  zkrc_lock *lk[3];
+  for (int i = 0; i < 3; i++)
+    lk[i] = new_lock(s[i], path);
+  int64_t previous = 0;
+  int increasing = 1;
+  for (int i = 0; i < 50; i++) {
+    zkrc_lock *l = lk[i % 3];
+    CU_ASSERT_EQUAL_FATAL(zkrc_lock_acquire(l, 5000), ZKRC_OK);
+    int64_t token = 0;
+    CU_ASSERT_EQUAL(zkrc_lock_token(l, &token), ZKRC_OK);
+    increasing &= token > previous;
+    previous = token;
+    CU_ASSERT_EQUAL(zkrc_lock_release(l), ZKRC_OK);
+  }
+  CU_ASSERT_TRUE(increasing);
+
+  /* The empty directory (a container) is removed by the servers; a new
+   * one starts its sequence at 0 again, but the token still grows. */
+  zhandle_t *zh = zkt_raw();
+  void *zh_path[2] = {zh, path};
+  CU_ASSERT_FATAL(zkt_wait_for(parent_gone, zh_path, 10000));
+  CU_ASSERT_EQUAL_FATAL(zkrc_lock_acquire(lk[0], 5000), ZKRC_OK);
+  int64_t token = 0;
+  char *node = NULL;
+  CU_ASSERT_EQUAL(zkrc_lock_token(lk[0], &token), ZKRC_OK);
+  CU_ASSERT_EQUAL(zkrc_lock_node(lk[0], &node), ZKRC_OK);
+  CU_ASSERT(token > previous);
+  CU_ASSERT_PTR_NOT_NULL(node);
+  if (node)
+    CU_ASSERT(g_str_has_suffix(node, "lock-0000000000"));
+  CU_ASSERT_EQUAL(zkt_czxid(zh, node), token); /* the token is the czxid */
+  free(node);
+  CU_ASSERT_EQUAL(zkrc_lock_release(lk[0]), ZKRC_OK);
+  for (int i = 0; i < 3; i++) {
+    zkrc_lock_free(lk[i]);
+    zkrc_session_close(s[i]);
+  }
+  zookeeper_close(zh);
+  g_free(path);
+}
+
+/* ------------------------------------------------------ dying holders */
+
+static void test_killed_holders_successor_gets_it_within_the_timeout(void) {
+  char *path = zkt_path("killed");
+  char *argv[] = {NULL, "hold", (char *)zkt_hosts(), path, NULL};
+  worker w = start_worker(argv); /* session timeout 2000 ms */
+  char line[128] = "";
+  CU_ASSERT_PTR_NOT_NULL_FATAL(fgets(line, sizeof line, w.out));
+  CU_ASSERT_FATAL(g_str_has_prefix(line, "held "));
+  zkrc_session *s = zkt_session();
+  zkrc_lock *lk = new_lock(s, path);
+  ZKT_ASSERT_RC(ZKRC_ELOCKED, zkrc_lock_acquire(lk, ZKRC_NO_WAIT));
+  kill(w.pid, SIGKILL);
+  int64_t killed = zkt_now_ms();
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_lock_acquire(lk, 10000));
+  int64_t waited = zkt_now_ms() - killed;
+  printf("(successor after %" PRId64 " ms) ", waited);
+  CU_ASSERT(waited < 2000 + 2000);
+  CU_ASSERT_EQUAL(wait_worker(&w, 5000), 128 + SIGKILL);
+  zkrc_lock_release(lk);
+  zkrc_lock_free(lk);
+  zkrc_session_close(s);
+  g_free(path);
+}
+
+typedef struct events {
+  GMutex mu;
+  GCond cond;
+  int lost;
+  int reason;
+  int64_t token;
+} events;
+
+static void on_lock_event(zkrc_lock *lk, const zkrc_lock_event_info *info,
+                          void *arg) {
+  events *ev = arg;
+  g_mutex_lock(&ev->mu);
+  if (info->event == ZKRC_LOCK_LOST) {
+    ev->lost++;
+    ev->reason = info->reason;
+    ev->token = info->token;
+  }
+  g_cond_broadcast(&ev->cond);
+  g_mutex_unlock(&ev->mu);
+}
+
+static int wait_lost(events *ev, int timeout_ms) {
+  int64_t deadline = g_get_monotonic_time() + (int64_t)timeout_ms * 1000;
+  g_mutex_lock(&ev->mu);
+  while (ev->lost == 0 && g_cond_wait_until(&ev->cond, &ev->mu, deadline))
+    ;
+  int lost = ev->lost;
+  g_mutex_unlock(&ev->mu);
+  return lost;
+}
+
+typedef struct replaced_check {
+  zkrc_session *s;
+  int64_t old_id;
+} replaced_check;
+
+/* Has the session object opened (and connected) a new ZooKeeper session? */
+static int session_replaced(void *arg) {
+  replaced_check *rc = arg;
+  int64_t id = zkrc_session_id(rc->s);
+  return id != 0 && id != rc->old_id &&
+         zkrc_session_get_state(rc->s) == ZKRC_SESSION_CONNECTED;
+}
+
+static void test_expired_holder_is_told_and_cannot_write(void) {
+  char *path = zkt_path("expired");
+  zkrc_session *s = zkt_session();
+  events ev = {0};
+  g_mutex_init(&ev.mu);
+  g_cond_init(&ev.cond);
+  zkrc_lock_options o;
+  zkrc_lock_options_init(&o);
+  o.on_event = on_lock_event;
+  o.event_arg = &ev;
+  zkrc_lock *lk = NULL;
+  CU_ASSERT_EQUAL_FATAL(zkrc_lock_new(&lk, s, path, &o), ZKRC_OK);
+  CU_ASSERT_EQUAL_FATAL(zkrc_lock_acquire(lk, 5000), ZKRC_OK);
+  int64_t token = 0;
+  zkrc_lock_token(lk, &token);
+
+  /* A fenced write works while we hold the lock. */
+  char *data = g_strdup_printf("%s-data", path);
+  zoo_op_t op;
+  char created[256];
+  zoo_create_op_init(&op, data, "v1", 2, &ZOO_OPEN_ACL_UNSAFE, 0, created,
+                     sizeof created);
+  zoo_op_result_t result;
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_lock_fenced_multi(lk, 1, &op, &result, 5000));
+  CU_ASSERT_EQUAL(result.err, ZOK);
+  CU_ASSERT_STRING_EQUAL(created, data);
+
+  int64_t first_session = zkrc_session_id(s);
+  zkt_expire(s);
+  CU_ASSERT_EQUAL_FATAL(wait_lost(&ev, 10000), 1);
+  /* The servers delete our node when they expire the session; which of the
+   * two we hear of first depends on when our client reconnects. */
+  CU_ASSERT(ev.reason == ZKRC_ESESSIONEXPIRED || ev.reason == ZKRC_ELOCKLOST);
+  CU_ASSERT_EQUAL(ev.token, token);
+  CU_ASSERT_FALSE(zkrc_lock_is_held(lk));
+  /* The holder that lost its lock cannot write. */
+  zoo_op_t set;
+  zoo_set_op_init(&set, data, "v2", 2, -1, NULL);
+  ZKT_ASSERT_RC(ZKRC_ELOCKLOST, zkrc_lock_fenced_multi(lk, 1, &set, NULL, 5000));
+  zhandle_t *zh = zkt_raw();
+  char buf[8];
+  int len = sizeof buf;
+  CU_ASSERT_EQUAL(zoo_get(zh, data, 0, buf, &len, NULL), ZOK);
+  CU_ASSERT(len == 2 && memcmp(buf, "v1", 2) == 0);
+  ZKT_ASSERT_RC(ZKRC_ELOCKLOST, zkrc_lock_token(lk, &token));
+  ZKT_ASSERT_RC(ZKRC_ELOCKLOST, zkrc_lock_acquire(lk, 100)); /* release first */
+  ZKT_ASSERT_RC(ZKRC_ELOCKLOST, zkrc_lock_release(lk));
+  /* After the release the same object works on the next session. */
+  replaced_check rc = {s, first_session};
+  CU_ASSERT(zkt_wait_for(session_replaced, &rc, 10000));
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_lock_acquire(lk, 10000));
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_lock_release(lk));
+  CU_ASSERT_EQUAL(ev.lost, 1); /* exactly once */
+  zoo_delete(zh, data, -1);
+  zookeeper_close(zh);
+  zkrc_lock_free(lk);
+  zkrc_session_close(s);
+  g_mutex_clear(&ev.mu);
+  g_cond_clear(&ev.cond);
+  g_free(data);
+  g_free(path);
+}
+
+static void test_deleted_node_makes_the_holder_lose(void) {
+  char *path = zkt_path("deleted");
+  zkrc_session *s = zkt_session();
+  events ev = {0};
+  g_mutex_init(&ev.mu);
+  g_cond_init(&ev.cond);
+  zkrc_lock_options o;
+  zkrc_lock_options_init(&o);
+  o.on_event = on_lock_event;
+  o.event_arg = &ev;
+  zkrc_lock *lk = NULL;
+  CU_ASSERT_EQUAL_FATAL(zkrc_lock_new(&lk, s, path, &o), ZKRC_OK);
+  CU_ASSERT_EQUAL_FATAL(zkrc_lock_acquire(lk, 5000), ZKRC_OK);
+  char *node = NULL;
+  CU_ASSERT_EQUAL_FATAL(zkrc_lock_node(lk, &node), ZKRC_OK);
+  zhandle_t *zh = zkt_raw();
+  /* The own-node watch is set just after the acquisition returned; an
+   * administrator's delete before it lands is still seen (as ZNONODE). */
+  CU_ASSERT_EQUAL(zoo_delete(zh, node, -1), ZOK);
+  CU_ASSERT_EQUAL(wait_lost(&ev, 10000), 1);
+  CU_ASSERT_EQUAL(ev.reason, ZKRC_ELOCKLOST);
+  CU_ASSERT_FALSE(zkrc_lock_is_held(lk));
+  ZKT_ASSERT_RC(ZKRC_ELOCKLOST, zkrc_lock_fenced_multi(lk, 0, NULL, NULL, 1000));
+  ZKT_ASSERT_RC(ZKRC_ELOCKLOST, zkrc_lock_release(lk));
+  free(node);
+  zookeeper_close(zh);
+  zkrc_lock_free(lk);
+  zkrc_session_close(s);
+  g_mutex_clear(&ev.mu);
+  g_cond_clear(&ev.cond);
+  g_free(path);
+}
+
+typedef struct blocked {
+  zkrc_lock *lk;
+  int rc;
+} blocked;
+
+static gpointer blocked_acquire(gpointer data) {
+  blocked *b = data;
+  b->rc = zkrc_lock_acquire(b->lk, 20000);
+  return NULL;
+}
+
+/* Acquire and release in one thread (ownership is per thread). */
+static gpointer acquire_then_release(gpointer data) {
+  blocked *b = data;
+  b->rc = zkrc_lock_acquire(b->lk, 20000);
+  if (b->rc == ZKRC_OK)
+    b->rc = zkrc_lock_release(b->lk);
+  return NULL;
+}
+
+static void test_waiter_returns_an_error_on_expiry(void) {
+  char *path = zkt_path("waiter-expiry");
+  zkrc_session *s1 = zkt_session(), *s2 = zkt_session();
+  zkrc_lock *holder = new_lock(s1, path), *lk = new_lock(s2, path);
+  CU_ASSERT_EQUAL_FATAL(zkrc_lock_acquire(holder, 5000), ZKRC_OK);
+  blocked b = {lk, 0};
+  GThread *t = g_thread_new("blocked", blocked_acquire, &b);
+  zhandle_t *zh = zkt_raw();
+  count_wait cw = {2, path, zh};
+  CU_ASSERT_FATAL(zkt_wait_for(children_reached, &cw, 5000));
+  int64_t start = zkt_now_ms();
+  zkt_expire(s2);
+  g_thread_join(t);
+  ZKT_ASSERT_RC(ZKRC_ESESSIONEXPIRED, b.rc);
+  CU_ASSERT(zkt_now_ms() - start < 5000);
+  CU_ASSERT_EQUAL(zkt_child_count(zh, path), 1); /* the holder's only */
+  CU_ASSERT_EQUAL(zkrc_lock_release(holder), ZKRC_OK);
+  zookeeper_close(zh);
+  zkrc_lock_free(holder);
+  zkrc_lock_free(lk);
+  zkrc_session_close(s1);
+  zkrc_session_close(s2);
+  g_free(path);
+}
+
+/* ----------------------------------------------------- containers, ids */
+
+static void test_directory_is_a_container_removed_when_empty(void) {
+  char *path = zkt_path("container");
+  char *deep = g_strdup_printf("%s/a/b", path);
+  zkrc_session *s = zkt_session();
+  zkrc_lock *lk = new_lock(s, deep);
+  CU_ASSERT_EQUAL_FATAL(zkrc_lock_acquire(lk, 5000), ZKRC_OK);
+  zhandle_t *zh = zkt_raw();
+  struct Stat st;
+  CU_ASSERT_EQUAL(zoo_exists(zh, deep, 0, &st), ZOK);
+  CU_ASSERT_EQUAL(zkrc_lock_release(lk), ZKRC_OK);
+  /* Every missing ancestor was created as a container too: all go. */
+  void *zh_path[2] = {zh, path};
+  CU_ASSERT(zkt_wait_for(parent_gone, zh_path, 15000));
+  zookeeper_close(zh);
+  zkrc_lock_free(lk);
+  zkrc_session_close(s);
+  g_free(deep);
+  g_free(path);
+}
+
+static void test_participants_are_listed_in_queue_order(void) {
+  char *path = zkt_path("ids");
+  zkrc_session *s1 = zkt_session(), *s2 = zkt_session();
+  zkrc_lock_options o;
+  zkrc_lock_options_init(&o);
+  o.participant_id = "first";
+  zkrc_lock *a = NULL, *b = NULL;
+  CU_ASSERT_EQUAL_FATAL(zkrc_lock_new(&a, s1, path, &o), ZKRC_OK);
+  b = new_lock(s2, path); /* default id: hostname:pid */
+  char **ids = NULL;
+  size_t n = 99;
+  CU_ASSERT_EQUAL(zkrc_lock_participants(a, &ids, &n, 5000), ZKRC_OK);
+  CU_ASSERT_EQUAL(n, 0); /* no directory yet: nobody */
+  zkrc_strv_free(ids);
+  CU_ASSERT_EQUAL_FATAL(zkrc_lock_acquire(a, 5000), ZKRC_OK);
+  blocked bl = {b, 0};
+  GThread *t = g_thread_new("b", acquire_then_release, &bl);
+  zhandle_t *zh = zkt_raw();
+  count_wait cw = {2, path, zh};
+  CU_ASSERT_FATAL(zkt_wait_for(children_reached, &cw, 5000));
+  /* Someone else's non-contender child is ignored. */
+  char *junk = g_strdup_printf("%s/readme", path);
+  CU_ASSERT_EQUAL(zoo_create(zh, junk, "x", 1, &ZOO_OPEN_ACL_UNSAFE, 0, NULL, 0), ZOK);
+  CU_ASSERT_EQUAL(zkrc_lock_participants(b, &ids, &n, 5000), ZKRC_OK);
+  CU_ASSERT_EQUAL_FATAL(n, 2);
+  CU_ASSERT_STRING_EQUAL(ids[0], "first");
+  char host[256];
+  gethostname(host, sizeof host);
+  char *expected = g_strdup_printf("%s:%d", host, (int)getpid());
+  CU_ASSERT_STRING_EQUAL(ids[1], expected);
+  CU_ASSERT_PTR_NULL(ids[2]);
+  zkrc_strv_free(ids);
+  CU_ASSERT_EQUAL(zkrc_lock_release(a), ZKRC_OK);
+  g_thread_join(t);
+  CU_ASSERT_EQUAL(bl.rc, ZKRC_OK); /* the junk child did not get in the way */
+  zoo_delete(zh, junk, -1);
+  zookeeper_close(zh);
+  zkrc_lock_free(a);
+  zkrc_lock_free(b);
+  zkrc_session_close(s1);
+  zkrc_session_close(s2);
+  g_free(expected);
+  g_free(junk);
+  g_free(path);
+}
+
+/* ------------------------------------------------------------ bad input */
+
+static void test_free_while_another_thread_waits(void) {
+  char *path = zkt_path("free-waiting");
+  zkrc_session *s = zkt_session();
+  zkrc_lock *lk = new_lock(s, path);
+  CU_ASSERT_EQUAL_FATAL(zkrc_lock_acquire(lk, 5000), ZKRC_OK);
+  blocked b = {lk, 0};
+  GThread *t = g_thread_new("waiting", blocked_acquire, &b);
+  zhandle_t *zh = zkt_raw();
+  count_wait cw = {2, path, zh};
+  CU_ASSERT_FATAL(zkt_wait_for(children_reached, &cw, 5000));
+  zkrc_lock_free(lk); /* the waiter is told; what we held is released */
+  g_thread_join(t);
+  ZKT_ASSERT_RC(ZKRC_ECANCELED, b.rc);
+  CU_ASSERT_EQUAL(zkt_child_count(zh, path), 0);
+  zookeeper_close(zh);
+  zkrc_session_close(s);
+  g_free(path);
+}
+
+static void add_suites(void) {
+  ZKT_SUITE("lock",
+            {"eight processes never overlap", test_eight_processes_never_overlap},
+            {"one release wakes one waiter", test_one_release_wakes_one_waiter},
+            {"reentrancy is per thread", test_reentrancy_is_per_thread},
+            {"release by another thread is refused",
+             test_release_by_another_thread_is_refused},
+            {"timeout and try leave no node", test_timeout_and_try_leave_no_node},
+            {"tokens increase across holders and re-creation",
+             test_tokens_increase_across_holders_and_recreation},
+            {"killed holder's successor gets it within the timeout",
+             test_killed_holders_successor_gets_it_within_the_timeout},
+            {"expired holder is told and cannot write",
+             test_expired_holder_is_told_and_cannot_write},
+            {"deleted node makes the holder lose",
+             test_deleted_node_makes_the_holder_lose},
+            {"waiter returns an error on expiry",
+             test_waiter_returns_an_error_on_expiry},
+            {"directory is a container removed when empty",
+             test_directory_is_a_container_removed_when_empty},
+            {"participants are listed in queue order",
+             test_participants_are_listed_in_queue_order},
+            {"free while another thread waits",
+             test_free_while_another_thread_waits});
+}
+
+int main(void) { return zkt_run("test_lock", add_suites); }

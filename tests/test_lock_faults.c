@@ -1,0 +1,359 @@
+/*
+ * The lock under faults, on a 3-member ensemble with a fault proxy in front
+ * of every member: a create whose reply is lost, dropped and stalled
+ * connections, and the ensemble's leader killed while clients contend.
+ */
+#include "config.h"
+
+#include <inttypes.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <glib.h>
+
+#include "testutil.h"
+
+#define WORKER TOP_BUILDDIR "/tests/lockworker"
+
+static zkrc_lock *new_lock(zkrc_session *s, const char *path,
+                           const zkrc_lock_options *o) {
+  zkrc_lock *lk = NULL;
+  CU_ASSERT_EQUAL_FATAL(zkrc_lock_new(&lk, s, path, o), ZKRC_OK);
+  return lk;
+}
+
+/* A raw handle straight to the members, unaffected by proxy faults. */
+static zhandle_t *direct(void) {
+  return zkt_raw_to(zkrc_ensemble_direct_connect_string(zkt_ensemble()));
+}
+
+static int current_server(zhandle_t *zh, void *arg) {
+  const char *server = zoo_get_current_server(zh);
+  g_strlcpy(arg, server ? server : "", 64);
+  return 0;
+}
+
+/* The index of the proxy session @p s is connected through. */
+static int proxy_of(zkrc_session *s) {
+  char server[64] = "";
+  zkrc_session_with_handle(s, current_server, server);
+  for (int i = 0; i < zkrc_ensemble_size(zkt_ensemble()); i++)
+    if (strcmp(server, zkrc_ensemble_member_address(zkt_ensemble(), i)) == 0)
+      return i;
+  return -1;
+}
+
+static void make_dir(zhandle_t *zh, const char *path) {
+  char *copy = g_strdup(path);
+  for (char *p = strchr(copy + 1, '/'); p; p = strchr(p + 1, '/')) {
+    *p = '\0';
+    zoo_create(zh, copy, NULL, -1, &ZOO_OPEN_ACL_UNSAFE, 0, NULL, 0);
+    *p = '/';
+  }
+  zoo_create(zh, copy, NULL, -1, &ZOO_OPEN_ACL_UNSAFE, 0, NULL, 0);
+  g_free(copy);
+}
+
+/* ---------------------------------------------- create reply lost */
+
+static void test_lost_create_reply_leaves_no_duplicate(void) {
+  char *path = zkt_path("lost-create");
+  zhandle_t *zh = direct();
+  make_dir(zh, path); /* so the create is the first request sent */
+  zkrc_session *s = zkt_session();
+  zkrc_lock *lk = new_lock(s, path, NULL);
+  int proxy = proxy_of(s);
+  CU_ASSERT_FATAL(proxy >= 0);
+  CU_ASSERT_EQUAL_FATAL(zkrc_proxy_drop_after_next_request(zkt_ensemble(), proxy), 0);
+  /* The create reaches the servers; its reply never reaches us. */
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_lock_acquire(lk, 15000));
+  CU_ASSERT_EQUAL(zkt_child_count(zh, path), 1); /* found, not duplicated */
+  char *node = NULL;
+  int64_t token = 0;
+  CU_ASSERT_EQUAL(zkrc_lock_node(lk, &node), ZKRC_OK);
+  CU_ASSERT_EQUAL(zkrc_lock_token(lk, &token), ZKRC_OK);
+  CU_ASSERT_EQUAL(zkt_czxid(zh, node), token); /* its stat was fetched */
+  free(node);
+  CU_ASSERT_EQUAL(zkrc_lock_release(lk), ZKRC_OK);
+  CU_ASSERT_EQUAL(zkt_child_count(zh, path), 0);
+  zkrc_lock_free(lk);
+  zkrc_session_close(s);
+  zookeeper_close(zh);
+  g_free(path);
+}
+
+typedef struct bg_acquire {
+  zkrc_lock *lk;
+  int rc;
+} bg_acquire;
+
+static gpointer acquire_release(gpointer data) {
+  bg_acquire *b = data;
+  b->rc = zkrc_lock_acquire(b->lk, 20000);
+  if (b->rc == ZKRC_OK)
+    b->rc = zkrc_lock_release(b->lk);
+  return NULL;
+}
+
+typedef struct count_wait {
+  zhandle_t *zh;
+  const char *path;
+  int count;
+} count_wait;
+
+static int children_are(void *arg) {
+  count_wait *cw = arg;
+  return zkt_child_count(cw->zh, cw->path) == cw->count;
+}
+
+static void test_lost_create_reply_while_others_hold(void) {
+  char *path = zkt_path("lost-create-queued");
+  zhandle_t *zh = direct();
+  make_dir(zh, path);
+  zkrc_session *holder_s = zkt_session(), *s = zkt_session();
+  zkrc_lock *holder = new_lock(holder_s, path, NULL);
+  CU_ASSERT_EQUAL_FATAL(zkrc_lock_acquire(holder, 5000), ZKRC_OK);
+  zkrc_lock *lk = new_lock(s, path, NULL);
+  int proxy = proxy_of(s);
+  CU_ASSERT_FATAL(proxy >= 0);
+  CU_ASSERT_EQUAL_FATAL(zkrc_proxy_drop_after_next_request(zkt_ensemble(), proxy), 0);
+  bg_acquire b = {lk, -999};
+  GThread *t = g_thread_new("waiter", acquire_release, &b);
+  /* Recovered into the queue: two nodes, never three. */
+  count_wait two = {zh, path, 2};
+  CU_ASSERT(zkt_wait_for(children_are, &two, 10000));
+  g_usleep(300 * 1000); /* room for a wrong duplicate create to show up */
+  CU_ASSERT_EQUAL(zkt_child_count(zh, path), 2);
+  CU_ASSERT_EQUAL(zkrc_lock_release(holder), ZKRC_OK);
+  g_thread_join(t);
+  ZKT_ASSERT_RC(ZKRC_OK, b.rc);
+  CU_ASSERT_EQUAL(zkt_child_count(zh, path), 0);
+  zkrc_lock_free(holder);
+  zkrc_lock_free(lk);
+  zkrc_session_close(holder_s);
+  zkrc_session_close(s);
+  zookeeper_close(zh);
+  g_free(path);
+}
+
+/* ------------------------------------------------- dropped connections */
+
+typedef struct lock_events {
+  GMutex mu;
+  GCond cond;
+  GArray *seen; /* of zkrc_lock_event */
+} lock_events;
+
+static void on_event(zkrc_lock *lk, const zkrc_lock_event_info *info,
+                     void *arg) {
+  lock_events *le = arg;
+  g_mutex_lock(&le->mu);
+  g_array_append_val(le->seen, info->event);
+  g_cond_broadcast(&le->cond);
+  g_mutex_unlock(&le->mu);
+}
+
+static int wait_events(lock_events *le, guint count, int timeout_ms) {
+  int64_t deadline = g_get_monotonic_time() + (int64_t)timeout_ms * 1000;
+  g_mutex_lock(&le->mu);
+  while (le->seen->len < count &&
+         g_cond_wait_until(&le->cond, &le->mu, deadline))
+    ;
+  int n = (int)le->seen->len;
+  g_mutex_unlock(&le->mu);
+  return n;
+}
+
+static void test_dropped_connection_suspends_then_reconnects(void) {
+  char *path = zkt_path("suspend");
+  zkrc_session *s = zkt_session_with(4000, 0);
+  lock_events le;
+  g_mutex_init(&le.mu);
+  g_cond_init(&le.cond);
+  le.seen = g_array_new(FALSE, FALSE, sizeof(zkrc_lock_event));
+  zkrc_lock_options o;
+  zkrc_lock_options_init(&o);
+  o.on_event = on_event;
+  o.event_arg = &le;
+  zkrc_lock *lk = new_lock(s, path, &o);
+  CU_ASSERT_EQUAL_FATAL(zkrc_lock_acquire(lk, 5000), ZKRC_OK);
+  for (int i = 0; i < 3; i++)
+    zkrc_proxy_drop_all(zkt_ensemble(), i);
+  CU_ASSERT_EQUAL(wait_events(&le, 2, 10000), 2);
+  CU_ASSERT_EQUAL(g_array_index(le.seen, zkrc_lock_event, 0), ZKRC_LOCK_SUSPENDED);
+  CU_ASSERT_EQUAL(g_array_index(le.seen, zkrc_lock_event, 1), ZKRC_LOCK_RECONNECTED);
+  CU_ASSERT_TRUE(zkrc_lock_is_held(lk));
+  /* Still ours, server side too: a fenced write goes through. */
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_lock_fenced_multi(lk, 0, NULL, NULL, 5000));
+  CU_ASSERT_EQUAL(zkrc_lock_release(lk), ZKRC_OK);
+  zkrc_lock_free(lk);
+  zkrc_session_close(s);
+  g_array_free(le.seen, TRUE);
+  g_mutex_clear(&le.mu);
+  g_cond_clear(&le.cond);
+  g_free(path);
+}
+
+static void test_waiter_recovers_its_place_after_a_dropped_connection(void) {
+  char *path = zkt_path("waiter-drop");
+  zhandle_t *zh = direct();
+  zkrc_session *holder_s = zkt_session(), *s = zkt_session_with(4000, 0);
+  zkrc_lock *holder = new_lock(holder_s, path, NULL);
+  CU_ASSERT_EQUAL_FATAL(zkrc_lock_acquire(holder, 5000), ZKRC_OK);
+  zkrc_lock *lk = new_lock(s, path, NULL);
+  bg_acquire b = {lk, -999};
+  GThread *t = g_thread_new("waiter", acquire_release, &b);
+  count_wait two = {zh, path, 2};
+  CU_ASSERT_FATAL(zkt_wait_for(children_are, &two, 10000));
+  int proxy = proxy_of(s);
+  CU_ASSERT(proxy >= 0);
+  zkrc_proxy_drop_all(zkt_ensemble(), proxy);
+  CU_ASSERT_EQUAL(zkrc_session_wait_connected(s, 10000), ZKRC_OK);
+  CU_ASSERT_EQUAL(zkt_child_count(zh, path), 2);
+  CU_ASSERT_EQUAL(zkrc_lock_release(holder), ZKRC_OK);
+  g_thread_join(t); /* woken although its watch was set before the drop */
+  ZKT_ASSERT_RC(ZKRC_OK, b.rc);
+  zkrc_lock_free(holder);
+  zkrc_lock_free(lk);
+  zkrc_session_close(holder_s);
+  zkrc_session_close(s);
+  zookeeper_close(zh);
+  g_free(path);
+}
+
+static void test_deadline_holds_while_the_network_stalls(void) {
+  char *path = zkt_path("stall");
+  zhandle_t *zh = direct();
+  zkrc_session *holder_s = zkt_session(), *s = zkt_session_with(4000, 0);
+  zkrc_lock *holder = new_lock(holder_s, path, NULL);
+  CU_ASSERT_EQUAL_FATAL(zkrc_lock_acquire(holder, 5000), ZKRC_OK);
+  zkrc_lock *lk = new_lock(s, path, NULL);
+  int proxy = proxy_of(s);
+  CU_ASSERT_FATAL(proxy >= 0);
+  /* A stall the client cannot notice before our deadline. */
+  CU_ASSERT_EQUAL(zkrc_proxy_blackhole(zkt_ensemble(), proxy, 2000), 0);
+  int64_t start = zkt_now_ms();
+  ZKT_ASSERT_RC(ZKRC_ETIMEDOUT, zkrc_lock_acquire(lk, 500));
+  int64_t took = zkt_now_ms() - start;
+  printf("(returned after %" PRId64 " ms) ", took);
+  CU_ASSERT(took >= 500 && took < 1000 + 100);
+  /* Whatever reached the servers is cleaned up once traffic flows. */
+  count_wait one = {zh, path, 1};
+  CU_ASSERT(zkt_wait_for(children_are, &one, 15000));
+  CU_ASSERT_EQUAL(zkrc_lock_release(holder), ZKRC_OK);
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_lock_acquire(lk, 10000));
+  CU_ASSERT_EQUAL(zkrc_lock_release(lk), ZKRC_OK);
+  zkrc_lock_free(holder);
+  zkrc_lock_free(lk);
+  zkrc_session_close(holder_s);
+  zkrc_session_close(s);
+  zookeeper_close(zh);
+  g_free(path);
+}
+
+/* ------------------------------------- the leader dies under contention */
+
+static pid_t spawn_counter(const char *path, const char *iterations,
+                           const char *counter, const char *tokens) {
+  fflush(NULL);
+  pid_t pid = fork();
+  CU_ASSERT_FATAL(pid >= 0);
+  if (pid == 0) {
+    setenv("ZKT_WORKER_TIMEOUT_MS", "4000", 1);
+    execl(WORKER, WORKER, "count",
+          zkrc_ensemble_direct_connect_string(zkt_ensemble()), path,
+          iterations, counter, tokens, (char *)NULL);
+    _exit(127);
+  }
+  zkt_track_child(pid);
+  return pid;
+}
+
+static int counter_at_least(void *arg) {
+  const char **spec = arg;
+  FILE *f = fopen(spec[0], "r");
+  int v = 0;
+  if (f) {
+    if (fscanf(f, "%d", &v) != 1)
+      v = 0;
+    fclose(f);
+  }
+  return v >= atoi(spec[1]);
+}
+
+static void test_leader_killed_while_eight_contend(void) {
+  enum { PROCS = 8, ITERATIONS = 60 };
+  char *path = zkt_path("leader-dies");
+  char *dir = g_dir_make_tmp("zkt-leader-XXXXXX", NULL);
+  char *counter = g_build_filename(dir, "counter", NULL);
+  char *tokens = g_build_filename(dir, "tokens", NULL);
+  char iterations[16];
+  snprintf(iterations, sizeof iterations, "%d", ITERATIONS);
+  pid_t pids[PROCS];
+  for (int i = 0; i < PROCS; i++)
+    pids[i] = spawn_counter(path, iterations, counter, tokens);
+  /* Kill the leader once the contention is in full swing. */
+  const char *spec[2] = {counter, "100"};
+  CU_ASSERT(zkt_wait_for(counter_at_least, spec, 60000));
+  int leader = zkrc_ensemble_leader(zkt_ensemble());
+  CU_ASSERT_FATAL(leader >= 0);
+  CU_ASSERT_EQUAL(zkrc_ensemble_kill(zkt_ensemble(), leader), 0);
+  for (int i = 0; i < PROCS; i++) {
+    /* 0: done; 3: two holders seen inside at once; 4: a lock error */
+    int status = zkt_wait_child(pids[i], 120000);
+    CU_ASSERT_EQUAL(status, 0);
+  }
+  FILE *f = fopen(counter, "r");
+  int total = -1;
+  if (f) {
+    if (fscanf(f, "%d", &total) != 1)
+      total = -1;
+    fclose(f);
+  }
+  CU_ASSERT_EQUAL(total, PROCS * ITERATIONS);
+  f = fopen(tokens, "r");
+  int64_t previous = 0, token;
+  int increasing = 1;
+  while (f && fscanf(f, "%" SCNd64, &token) == 1) {
+    increasing &= token > previous;
+    previous = token;
+  }
+  if (f)
+    fclose(f);
+  CU_ASSERT_TRUE(increasing);
+  /* Bring the member back for whatever runs next. */
+  CU_ASSERT_EQUAL(zkrc_ensemble_restart(zkt_ensemble(), leader), 0);
+  CU_ASSERT_EQUAL(zkrc_ensemble_wait_serving(zkt_ensemble(), leader, 30000), 0);
+  unlink(counter);
+  unlink(tokens);
+  char *inside = g_strdup_printf("%s.inside", counter);
+  unlink(inside);
+  g_free(inside);
+  rmdir(dir);
+  g_free(counter);
+  g_free(tokens);
+  g_free(dir);
+  g_free(path);
+}
+
+static void add_suites(void) {
+  zkt_configure(3, 1);
+  ZKT_SUITE("lock faults",
+            {"lost create reply leaves no duplicate",
+             test_lost_create_reply_leaves_no_duplicate},
+            {"lost create reply while others hold",
+             test_lost_create_reply_while_others_hold},
+            {"dropped connection suspends then reconnects",
+             test_dropped_connection_suspends_then_reconnects},
+            {"waiter recovers its place after a dropped connection",
+             test_waiter_recovers_its_place_after_a_dropped_connection},
+            {"deadline holds while the network stalls",
+             test_deadline_holds_while_the_network_stalls},
+            {"leader killed while eight contend",
+             test_leader_killed_while_eight_contend});
+}
+
+int main(void) { return zkt_run("test_lock_faults", add_suites); }
