@@ -51,6 +51,7 @@ struct round {
 const char *zkrc_election_event_name(zkrc_election_event ev) {
   return ev == ZKRC_ELECTION_ELECTED   ? "elected"
          : ev == ZKRC_ELECTION_REVOKED ? "revoked"
+         : ev == ZKRC_ELECTION_FAILED  ? "failed"
                                        : "unknown";
 }
 
@@ -184,10 +185,12 @@ static void on_ended(zkrc__contender *c, int err, int zk_rc, void *arg) {
     revoke_locked(e, err == ZKRC_OK ? ZKRC_ELOCKLOST : err);
     e->current = NULL;
     round_unref(r); /* the election's reference to its current round */
-    if (e->joined && !e->no_rejoin && worth_rejoining(err))
+    if (e->joined && !e->no_rejoin && worth_rejoining(err)) {
       start_round_locked(e);
-    else
+    } else if (e->joined) {
       e->joined = FALSE;
+      post_event_locked(e, ZKRC_ELECTION_FAILED, err);
+    }
   }
   g_cond_broadcast(&e->cond);
   g_mutex_unlock(&e->mu);

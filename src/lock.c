@@ -16,48 +16,9 @@
 #include <string.h>
 
 #include "call.h"
+#include "lock_internal.h"
 #include "names.h"
-#include "queue.h"
 #include "util.h"
-#include "zkrecipes.h"
-
-typedef enum hstate {
-  H_WAITING,  /* in the queue */
-  H_HELD,     /* at the front: the thread holds the lock */
-  H_LOST,     /* was held; lost (until the thread releases it) */
-  H_FAILED,   /* the contender ended before reaching the front */
-  H_RELEASED  /* given up by its thread; the contender is finishing */
-} hstate;
-
-typedef struct holder {
-  gint refs;
-  zkrc_lock *lk;
-  uint64_t thread;
-  zkrc__contender *c;
-  hstate state;
-  int count;
-  gboolean behind;
-  gboolean ended;
-  int end_err;
-  int end_zk;
-  int64_t token;
-  char *node;
-} holder;
-
-struct zkrc_lock {
-  gint refs;
-  GMutex mu;
-  GCond cond;
-  zkrc_session *s;
-  char *path;
-  char *participant_id;
-  struct ACL_vector *acl;
-  zkrc_lock_event_fn on_event;
-  void *event_arg;
-  GHashTable *holders; /* thread number → holder*, threads with a stake */
-  int inside;          /* threads inside zkrc_lock_acquire() */
-  gboolean freeing;
-};
 
 /* How long a release waits at most for the servers to confirm its delete:
  * normally a round trip; the ZooKeeper client itself gives up on a request
@@ -104,15 +65,16 @@ void zkrc_lock_options_init(zkrc_lock_options *opts) {
 
 /* ------------------------------------------------------------ lifetime */
 
-static zkrc_lock *lock_ref(zkrc_lock *lk) {
+zkrc_lock *zkrc__lock_ref(zkrc_lock *lk) {
   g_atomic_int_inc(&lk->refs);
   return lk;
 }
 
-static void lock_unref(zkrc_lock *lk) {
+void zkrc__lock_unref(zkrc_lock *lk) {
   if (!g_atomic_int_dec_and_test(&lk->refs))
     return;
   g_hash_table_destroy(lk->holders);
+  g_hash_table_destroy(lk->holds);
   zkrc__acl_free(lk->acl);
   g_free(lk->participant_id);
   g_free(lk->path);
@@ -122,12 +84,17 @@ static void lock_unref(zkrc_lock *lk) {
   g_free(lk);
 }
 
-static void holder_unref(holder *h) {
+holder *zkrc__holder_ref(holder *h) {
+  g_atomic_int_inc(&h->refs);
+  return h;
+}
+
+void zkrc__holder_unref(holder *h) {
   if (!g_atomic_int_dec_and_test(&h->refs))
     return;
   zkrc__contender_unref(h->c);
   g_free(h->node);
-  lock_unref(h->lk);
+  zkrc__lock_unref(h->lk);
   g_free(h);
 }
 
@@ -148,22 +115,26 @@ static void lock_event_run(void *data) {
   g_mutex_unlock(&lk->mu);
   if (wanted)
     lk->on_event(lk, &call->info, lk->event_arg);
+  if (call->info.hold)
+    zkrc__holder_unref(call->info.hold);
   g_free(call->node);
-  lock_unref(call->lk);
+  zkrc__lock_unref(call->lk);
   g_free(call);
 }
 
 /* Called with lk->mu held; the callback itself runs on the executor. */
-static void post_event_locked(holder *h, zkrc_lock_event ev, int reason) {
+void zkrc__lock_post_event_locked(holder *h, zkrc_lock_event ev, int reason) {
   zkrc_lock *lk = h->lk;
   if (lk->on_event == NULL)
     return;
   lock_event_call *call = g_new0(lock_event_call, 1);
-  call->lk = lock_ref(lk);
+  call->lk = zkrc__lock_ref(lk);
   call->info.event = ev;
   call->info.reason = reason;
   call->info.token = h->token;
   call->node = g_strdup(h->node);
+  if (h->async)
+    call->info.hold = zkrc__holder_ref(h);
   zkrc__session_post(lk->s, lock_event_run, call);
 }
 
@@ -177,6 +148,8 @@ static void on_front(zkrc__contender *c, void *arg) {
     h->state = H_HELD;
     h->token = zkrc__contender_czxid(c);
     h->node = zkrc__contender_path(c);
+    if (h->async)
+      zkrc__hold_front_locked(h);
     g_cond_broadcast(&lk->cond);
   }
   g_mutex_unlock(&lk->mu);
@@ -186,6 +159,8 @@ static void on_behind(zkrc__contender *c, void *arg) {
   holder *h = arg;
   g_mutex_lock(&h->lk->mu);
   h->behind = TRUE;
+  if (h->async)
+    zkrc__hold_behind_locked(h);
   g_cond_broadcast(&h->lk->cond);
   g_mutex_unlock(&h->lk->mu);
 }
@@ -194,7 +169,7 @@ static void on_connection(zkrc__contender *c, zkrc_session_event ev, void *arg) 
   holder *h = arg;
   g_mutex_lock(&h->lk->mu);
   if (h->state == H_HELD)
-    post_event_locked(h,
+    zkrc__lock_post_event_locked(h,
                       ev == ZKRC_SESSION_EVENT_SUSPENDED ? ZKRC_LOCK_SUSPENDED
                                                          : ZKRC_LOCK_RECONNECTED,
                       ZKRC_OK);
@@ -210,13 +185,16 @@ static void on_ended(zkrc__contender *c, int err, int zk_rc, void *arg) {
   h->end_zk = zk_rc;
   if (h->state == H_HELD) {
     h->state = H_LOST;
-    post_event_locked(h, ZKRC_LOCK_LOST, err == ZKRC_OK ? ZKRC_ELOCKLOST : err);
+    zkrc__lock_post_event_locked(h, ZKRC_LOCK_LOST,
+                                 err == ZKRC_OK ? ZKRC_ELOCKLOST : err);
+  } else if (h->async) {
+    zkrc__hold_ended_locked(h, err);
   } else if (h->state == H_WAITING) {
     h->state = H_FAILED;
   }
   g_cond_broadcast(&lk->cond);
   g_mutex_unlock(&lk->mu);
-  holder_unref(h); /* the contender's reference */
+  zkrc__holder_unref(h); /* the contender's reference */
 }
 
 static const zkrc__contender_ops lock_contender_ops = {
@@ -250,14 +228,15 @@ int zkrc_lock_new(zkrc_lock **out, zkrc_session *s, const char *path,
   lk->on_event = opts ? opts->on_event : NULL;
   lk->event_arg = opts ? opts->event_arg : NULL;
   lk->holders = g_hash_table_new(g_int64_hash, g_int64_equal);
+  lk->holds = g_hash_table_new(g_direct_hash, g_direct_equal);
   *out = lk;
   return ZKRC_OK;
 }
 
-static holder *new_holder_locked(zkrc_lock *lk, uint64_t thread) {
+holder *zkrc__lock_new_participant_locked(zkrc_lock *lk, uint64_t thread) {
   holder *h = g_new0(holder, 1);
-  h->refs = 2; /* the table's and the contender's */
-  h->lk = lock_ref(lk);
+  h->refs = 2; /* the caller's and the contender's */
+  h->lk = zkrc__lock_ref(lk);
   h->thread = thread;
   h->state = H_WAITING;
   zkrc__contender_config cfg = {
@@ -273,7 +252,6 @@ static holder *new_holder_locked(zkrc_lock *lk, uint64_t thread) {
       .ops_arg = h,
   };
   h->c = zkrc__contender_new(&cfg);
-  g_hash_table_insert(lk->holders, &h->thread, h);
   return h;
 }
 
@@ -344,7 +322,8 @@ int zkrc_lock_acquire(zkrc_lock *lk, int timeout_ms) {
     g_mutex_unlock(&lk->mu);
     return zkrc__fail(ZKRC_ECLOSED);
   }
-  h = new_holder_locked(lk, me);
+  h = zkrc__lock_new_participant_locked(lk, me); /* the table's reference */
+  g_hash_table_insert(lk->holders, &h->thread, h);
   lk->inside++;
   g_mutex_unlock(&lk->mu);
 
@@ -361,7 +340,7 @@ int zkrc_lock_acquire(zkrc_lock *lk, int timeout_ms) {
   g_cond_broadcast(&lk->cond);
   g_mutex_unlock(&lk->mu);
   if (err != ZKRC_OK)
-    holder_unref(h); /* the table's reference */
+    zkrc__holder_unref(h); /* the table's reference */
   return zk_rc ? zkrc__fail_zk(err, zk_rc) : zkrc__fail(err);
 }
 
@@ -384,7 +363,7 @@ int zkrc_lock_release(zkrc_lock *lk) {
   }
   withdraw_locked(lk, h, release_grace_ms(lk));
   g_mutex_unlock(&lk->mu);
-  holder_unref(h);
+  zkrc__holder_unref(h);
   return zkrc__fail(err);
 }
 
@@ -556,10 +535,11 @@ void zkrc_lock_free(zkrc_lock *lk) {
     g_cond_wait(&lk->cond, &lk->mu);
   /* Release what is still held, by any thread, as zkrc_lock_release()
    * would: the nodes are gone when this returns (if connected). */
+  zkrc__lock_drop_holds_locked(lk);
   GList *left = g_hash_table_get_values(lk->holders);
   for (GList *l = left; l; l = l->next)
     withdraw_locked(lk, l->data, release_grace_ms(lk));
   g_mutex_unlock(&lk->mu);
-  g_list_free_full(left, (GDestroyNotify)holder_unref);
-  lock_unref(lk);
+  g_list_free_full(left, (GDestroyNotify)zkrc__holder_unref);
+  zkrc__lock_unref(lk);
 }

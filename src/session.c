@@ -166,6 +166,14 @@ void zkrc__session_run_on_worker(zkrc_session *s, zkrc_callback_fn fn,
   g_source_unref(src);
 }
 
+GSource *zkrc__session_timer(zkrc_session *s, int ms, GSourceFunc fn,
+                             void *data, GDestroyNotify destroy) {
+  GSource *src = g_timeout_source_new((guint)ms);
+  g_source_set_callback(src, fn, data, destroy);
+  g_source_attach(src, s->worker_ctx);
+  return src;
+}
+
 static gboolean on_worker_thread(zkrc_session *s) {
   return s->worker == g_thread_self();
 }

@@ -89,6 +89,13 @@ void zkrc__session_post(zkrc_session *s, zkrc_callback_fn fn, void *arg);
 void zkrc__session_run_on_worker(zkrc_session *s, zkrc_callback_fn fn,
                                  void *arg);
 
+/* A one-shot timer on the session's worker: @p fn(@p data) runs once after
+ * @p ms unless the returned source is destroyed first (g_source_destroy,
+ * from any thread; then g_source_unref).  @p destroy(@p data) runs once
+ * either way. */
+GSource *zkrc__session_timer(zkrc_session *s, int ms, GSourceFunc fn,
+                             void *data, GDestroyNotify destroy);
+
 /* ---- Watch registry -------------------------------------------------
  * A watcher context given to ZooKeeper cannot be freed until the watch fires,
  * and it never fires if the handle closes first.  So the context is a number

@@ -37,10 +37,15 @@ typedef enum zkrc_election_event {
   ZKRC_ELECTION_ELECTED = 0,
   /** This participant no longer leads (or, with revoke_on_suspend, may no
    *  longer lead).  info->reason says why. */
-  ZKRC_ELECTION_REVOKED = 1
+  ZKRC_ELECTION_REVOKED = 1,
+  /** Taking part ended by an error and will not resume by itself: joining
+   *  was refused (ZKRC_ENOAUTH, ...), the session was closed (ZKRC_ECLOSED),
+   *  or it was lost with no_rejoin set.  The participant is no longer
+   *  joined (a REVOKED came first if it led). */
+  ZKRC_ELECTION_FAILED = 2
 } zkrc_election_event;
 
-/** Name of an event ("elected", "revoked"); static string. */
+/** Name of an event ("elected", "revoked", "failed"); static string. */
 const char *zkrc_election_event_name(zkrc_election_event ev);
 
 /** Details of an election event; valid only during the callback. */
@@ -99,7 +104,8 @@ int zkrc_election_new(zkrc_election **out, zkrc_session *s, const char *path,
 
 /**
  * Join the election: create our node (as soon as the session is connected)
- * and wait for our turn in the background.  Returns at once.
+ * and wait for our turn in the background.  Returns at once; ELECTED (or
+ * FAILED) comes through the event callback.
  * @return ZKRC_OK; ZKRC_ESTATE when already joined; ZKRC_ECLOSED.
  */
 int zkrc_election_join(zkrc_election *e);

@@ -53,6 +53,9 @@ typedef enum zkrc_lock_event {
 /** Name of an event ("suspended", "reconnected", "lost"); static string. */
 const char *zkrc_lock_event_name(zkrc_lock_event ev);
 
+/** A hold taken with zkrc_lock_acquire_async() (see below). */
+typedef struct zkrc_lock_hold zkrc_lock_hold;
+
 /** Details given with a lock event; valid only during the callback. */
 typedef struct zkrc_lock_event_info {
   zkrc_lock_event event;
@@ -63,6 +66,9 @@ typedef struct zkrc_lock_event_info {
   int64_t token;
   /** Full path of the holder's node. */
   const char *node;
+  /** The hold this event is about when it was taken with
+   *  zkrc_lock_acquire_async(); NULL for a thread's hold. */
+  zkrc_lock_hold *hold;
 } zkrc_lock_event_info;
 
 /**
@@ -219,6 +225,71 @@ int zkrc_lock_participants(zkrc_lock *lk, char ***ids, size_t *count,
  */
 int zkrc_lock_fenced_multi(zkrc_lock *lk, int count, const zoo_op_t *ops,
                            zoo_op_result_t *results, int timeout_ms);
+
+/* ------------------------------------------------------------------------
+ * Non-blocking acquisition, for event loops.
+ *
+ * A hold taken this way belongs to the hold object, not to a thread: an
+ * event loop serves many logical owners from one thread.  Each hold is a
+ * participant of its own (its own node); there is no reentrancy.  Its
+ * completion and its events run on the session's executor (set one with
+ * zkrecipes/glib.h or zkrecipes/executor.h to get them on your loop).
+ * --------------------------------------------------------------------- */
+
+/**
+ * Told once how a non-blocking acquisition ended.
+ * @param status  ZKRC_OK: @p hold holds the lock; release it with
+ *                zkrc_lock_hold_release().  Otherwise the acquisition
+ *                failed and @p hold is freed when the callback returns:
+ *                ZKRC_ETIMEDOUT, ZKRC_ELOCKED (ZKRC_NO_WAIT and held by
+ *                another), ZKRC_ECANCELED (zkrc_lock_hold_cancel() or
+ *                zkrc_lock_free()), ZKRC_ESESSIONEXPIRED,
+ *                ZKRC_ESESSIONLOST, ZKRC_ECLOSED, ZKRC_ENOAUTH, ... .  In
+ *                every failure our node has been deleted (or, when the
+ *                connection is down, will be as soon as it is back).
+ * @param token   the fencing token when @p status is ZKRC_OK, else 0.
+ */
+typedef void (*zkrc_lock_acquired_fn)(zkrc_lock *lk, zkrc_lock_hold *hold,
+                                      int status, int64_t token, void *arg);
+
+/**
+ * Start acquiring the lock; returns at once.  @p done is called exactly once
+ * on the session's executor, never from inside this call.
+ *
+ * @param timeout_ms  as for zkrc_lock_acquire().
+ * @param hold        if not NULL, receives the hold (to cancel it, or to
+ *                    release it once acquired); valid until the failure
+ *                    callback returns or until zkrc_lock_hold_release().
+ * @return ZKRC_OK (the callback will come); ZKRC_EINVAL; ZKRC_ECLOSED;
+ *         ZKRC_ECANCELED (the lock is being freed).  On an error no
+ *         callback comes.
+ * Threading: any thread, including the executor's (it never blocks).
+ */
+int zkrc_lock_acquire_async(zkrc_lock *lk, int timeout_ms,
+                            zkrc_lock_acquired_fn done, void *arg,
+                            zkrc_lock_hold **hold);
+
+/**
+ * Cancel a pending acquisition: our node is deleted and the completion
+ * comes with ZKRC_ECANCELED (unless it had already been decided: then this
+ * returns ZKRC_ESTATE and the decided completion comes as it would have).
+ * @return ZKRC_OK; ZKRC_ESTATE; ZKRC_EINVAL.  Does not block.
+ */
+int zkrc_lock_hold_cancel(zkrc_lock_hold *hold);
+
+/**
+ * Release an acquired hold: its node is deleted in the background (this
+ * does not wait for the servers), the next waiter wakes, and @p hold is
+ * freed.  @return ZKRC_OK; ZKRC_ELOCKLOST (it had been lost; freed all the
+ * same); ZKRC_ESTATE (not acquired: cancel it instead); ZKRC_EINVAL.
+ */
+int zkrc_lock_hold_release(zkrc_lock_hold *hold);
+
+/** Non-zero while @p hold holds the lock (acquired and not lost). */
+int zkrc_lock_hold_is_held(zkrc_lock_hold *hold);
+
+/** The fencing token of an acquired hold (0 otherwise). */
+int64_t zkrc_lock_hold_token(zkrc_lock_hold *hold);
 
 #ifdef __cplusplus
 }

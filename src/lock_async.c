@@ -1,0 +1,220 @@
+/*
+ * Non-blocking holds: a lock participant owned by a hold object instead of
+ * a thread, for event loops.
+ *
+ * A hold's life: WAITING → HELD (completion ZKRC_OK) → released by its owner;
+ * or WAITING → CANCELLING (deadline, cancel, a try that found others ahead)
+ * → its contender ends once the node is deleted → completion with the
+ * reason; or WAITING → the contender ends by itself (session expired...) →
+ * completion with that error.  The completion runs once, on the session's
+ * executor; a failed hold is freed after it.
+ *
+ * References on a hold: the contender's (dropped when it ends), the lock's
+ * set of live holds (dropped when the owner releases it, or after a failed
+ * completion), the deadline timer's, and one per callback in flight.
+ */
+#include "config.h"
+
+#include <limits.h>
+
+#include "lock_internal.h"
+#include "util.h"
+
+/* ------------------------------------------------------------ completion */
+
+typedef struct completion {
+  holder *h;
+  int status;
+  int64_t token;
+} completion;
+
+static void completion_run(void *data) {
+  completion *done = data;
+  holder *h = done->h;
+  h->done(h->lk, h, done->status, done->token, h->done_arg);
+  if (done->status != ZKRC_OK) {
+    /* A failed hold ends with its completion: drop the set's reference. */
+    zkrc_lock *lk = h->lk;
+    g_mutex_lock(&lk->mu);
+    gboolean ours = g_hash_table_remove(lk->holds, h);
+    g_mutex_unlock(&lk->mu);
+    if (ours)
+      zkrc__holder_unref(h);
+  }
+  zkrc__holder_unref(h); /* the completion's own reference */
+  g_free(done);
+}
+
+static void complete_locked(holder *h, int status) {
+  if (h->timer) {
+    g_source_destroy(h->timer);
+    g_source_unref(h->timer);
+    h->timer = NULL;
+  }
+  completion *done = g_new(completion, 1);
+  done->h = zkrc__holder_ref(h);
+  done->status = status;
+  done->token = status == ZKRC_OK ? h->token : 0;
+  zkrc__session_post(h->lk->s, completion_run, done);
+}
+
+/* Give up before the front: the completion follows once the node is gone
+ * (see zkrc__hold_ended_locked). */
+static void cancel_locked(holder *h, int reason) {
+  h->state = H_CANCELLING;
+  h->outcome = reason;
+  zkrc__contender *c = h->c;
+  zkrc_lock *lk = h->lk;
+  /* The withdrawal calls nothing back from inside it, but it takes the
+   * contender's mutex: never hold ours across it. */
+  g_mutex_unlock(&lk->mu);
+  zkrc__contender_withdraw(c);
+  g_mutex_lock(&lk->mu);
+}
+
+/* ---------------------------------------------- the contender's news */
+
+void zkrc__hold_front_locked(holder *h) { complete_locked(h, ZKRC_OK); }
+
+void zkrc__hold_behind_locked(holder *h) {
+  if (h->no_wait && h->state == H_WAITING)
+    cancel_locked(h, ZKRC_ELOCKED);
+}
+
+void zkrc__hold_ended_locked(holder *h, int err) {
+  if (h->state == H_CANCELLING) {
+    complete_locked(h, h->outcome);
+  } else if (h->state == H_WAITING) {
+    h->state = H_FAILED;
+    complete_locked(h, err == ZKRC_OK ? ZKRC_ECANCELED : err);
+  }
+  /* H_RELEASED: the owner let it go; nothing to tell. */
+}
+
+/* ------------------------------------------------------------- deadline */
+
+static gboolean deadline_passed(gpointer data) {
+  holder *h = data;
+  zkrc_lock *lk = h->lk;
+  g_mutex_lock(&lk->mu);
+  if (h->timer) {
+    g_source_unref(h->timer);
+    h->timer = NULL;
+  }
+  if (h->state == H_WAITING)
+    cancel_locked(h, ZKRC_ETIMEDOUT);
+  g_mutex_unlock(&lk->mu);
+  return G_SOURCE_REMOVE;
+}
+
+/* ------------------------------------------------------------ public API */
+
+int zkrc_lock_acquire_async(zkrc_lock *lk, int timeout_ms,
+                            zkrc_lock_acquired_fn done, void *arg,
+                            zkrc_lock_hold **hold) {
+  if (hold)
+    *hold = NULL;
+  if (lk == NULL || done == NULL || !zkrc__timeout_valid(timeout_ms))
+    return zkrc__fail(ZKRC_EINVAL);
+  g_mutex_lock(&lk->mu);
+  int err = lk->freeing                  ? ZKRC_ECANCELED
+            : zkrc__session_closed(lk->s) ? ZKRC_ECLOSED
+                                          : ZKRC_OK;
+  if (err != ZKRC_OK) {
+    g_mutex_unlock(&lk->mu);
+    return zkrc__fail(err);
+  }
+  holder *h = zkrc__lock_new_participant_locked(lk, 0); /* the set's ref */
+  h->async = TRUE;
+  h->no_wait = timeout_ms == ZKRC_NO_WAIT;
+  h->done = done;
+  h->done_arg = arg;
+  g_hash_table_add(lk->holds, h);
+  /* A try waits for its first look at the queue, at most a session
+   * timeout, like zkrc_lock_acquire(). */
+  int ms = h->no_wait ? zkrc_session_timeout(lk->s) : timeout_ms;
+  if (ms != ZKRC_WAIT_FOREVER)
+    h->timer = zkrc__session_timer(lk->s, ms, deadline_passed,
+                                   zkrc__holder_ref(h),
+                                   (GDestroyNotify)zkrc__holder_unref);
+  if (hold)
+    *hold = h;
+  zkrc__contender *c = h->c;
+  g_mutex_unlock(&lk->mu);
+  zkrc__contender_start(c);
+  return ZKRC_OK;
+}
+
+int zkrc_lock_hold_cancel(zkrc_lock_hold *h) {
+  if (h == NULL || !h->async)
+    return zkrc__fail(ZKRC_EINVAL);
+  zkrc_lock *lk = h->lk;
+  g_mutex_lock(&lk->mu);
+  int err = h->state == H_WAITING ? ZKRC_OK : ZKRC_ESTATE;
+  if (err == ZKRC_OK)
+    cancel_locked(h, ZKRC_ECANCELED);
+  g_mutex_unlock(&lk->mu);
+  return zkrc__fail(err);
+}
+
+int zkrc_lock_hold_release(zkrc_lock_hold *h) {
+  if (h == NULL || !h->async)
+    return zkrc__fail(ZKRC_EINVAL);
+  zkrc_lock *lk = h->lk;
+  g_mutex_lock(&lk->mu);
+  if (h->state != H_HELD && h->state != H_LOST) {
+    g_mutex_unlock(&lk->mu);
+    return zkrc__fail(ZKRC_ESTATE);
+  }
+  int err = h->state == H_LOST ? ZKRC_ELOCKLOST : ZKRC_OK;
+  h->state = H_RELEASED;
+  gboolean ours = g_hash_table_remove(lk->holds, h);
+  zkrc__contender *c = h->c;
+  g_mutex_unlock(&lk->mu);
+  zkrc__contender_withdraw(c); /* in the background: an event loop must not
+                                * wait for the servers */
+  if (ours)
+    zkrc__holder_unref(h);
+  return zkrc__fail(err);
+}
+
+int zkrc_lock_hold_is_held(zkrc_lock_hold *h) {
+  if (h == NULL)
+    return 0;
+  g_mutex_lock(&h->lk->mu);
+  int held = h->state == H_HELD && zkrc__session_fresh(h->lk->s);
+  g_mutex_unlock(&h->lk->mu);
+  return held;
+}
+
+int64_t zkrc_lock_hold_token(zkrc_lock_hold *h) {
+  if (h == NULL)
+    return 0;
+  g_mutex_lock(&h->lk->mu);
+  int64_t token = h->state == H_HELD ? h->token : 0;
+  g_mutex_unlock(&h->lk->mu);
+  return token;
+}
+
+void zkrc__lock_drop_holds_locked(zkrc_lock *lk) {
+  /* The mutex is let go while withdrawing: keep the holds alive meanwhile. */
+  GList *holds = g_hash_table_get_keys(lk->holds);
+  g_list_foreach(holds, (GFunc)(void (*)(void))zkrc__holder_ref, NULL);
+  for (GList *l = holds; l; l = l->next) {
+    holder *h = l->data;
+    if (h->state == H_WAITING) {
+      cancel_locked(h, ZKRC_ECANCELED); /* its completion frees it */
+    } else if ((h->state == H_HELD || h->state == H_LOST) &&
+               g_hash_table_remove(lk->holds, h)) {
+      h->state = H_RELEASED;
+      zkrc__contender *c = h->c;
+      g_mutex_unlock(&lk->mu);
+      zkrc__contender_withdraw(c);
+      zkrc__holder_unref(h); /* the set's reference */
+      g_mutex_lock(&lk->mu);
+    }
+  }
+  g_mutex_unlock(&lk->mu);
+  g_list_free_full(holds, (GDestroyNotify)zkrc__holder_unref);
+  g_mutex_lock(&lk->mu);
+}
