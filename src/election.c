@@ -26,7 +26,7 @@ struct zkrc_election {
   zkrc_session *s;
   char *path;
   char *participant_id;
-  struct ACL_vector *acl;
+  zkrc__acl *acl;
   zkrc_election_event_fn on_event;
   void *event_arg;
   gboolean revoke_on_suspend;
@@ -70,7 +70,7 @@ static zkrc_election *election_ref(zkrc_election *e) {
 static void election_unref(zkrc_election *e) {
   if (!g_atomic_int_dec_and_test(&e->refs))
     return;
-  zkrc__acl_free(e->acl);
+  zkrc__acl_unref(e->acl);
   g_free(e->participant_id);
   g_free(e->path);
   g_free(e->node);
@@ -272,7 +272,7 @@ int zkrc_election_new(zkrc_election **out, zkrc_session *s, const char *path,
   e->participant_id = opts && opts->participant_id
                           ? g_strdup(opts->participant_id)
                           : zkrc__default_participant_id();
-  e->acl = zkrc__acl_copy(opts ? opts->acl : NULL);
+  e->acl = zkrc__acl_new(opts ? opts->acl : NULL);
   e->on_event = opts ? opts->on_event : NULL;
   e->event_arg = opts ? opts->event_arg : NULL;
   e->revoke_on_suspend = opts && opts->revoke_on_suspend;

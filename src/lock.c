@@ -73,9 +73,11 @@ zkrc_lock *zkrc__lock_ref(zkrc_lock *lk) {
 void zkrc__lock_unref(zkrc_lock *lk) {
   if (!g_atomic_int_dec_and_test(&lk->refs))
     return;
-  g_hash_table_destroy(lk->holders);
-  g_hash_table_destroy(lk->holds);
-  zkrc__acl_free(lk->acl);
+  if (lk->holders)
+    g_hash_table_destroy(lk->holders);
+  if (lk->holds)
+    g_hash_table_destroy(lk->holds);
+  zkrc__acl_unref(lk->acl);
   g_free(lk->participant_id);
   g_free(lk->path);
   zkrc__session_unref(lk->s);
@@ -224,13 +226,16 @@ int zkrc_lock_new(zkrc_lock **out, zkrc_session *s, const char *path,
   lk->participant_id = opts && opts->participant_id
                            ? g_strdup(opts->participant_id)
                            : zkrc__default_participant_id();
-  lk->acl = zkrc__acl_copy(opts ? opts->acl : NULL);
+  lk->acl = zkrc__acl_new(opts ? opts->acl : NULL);
   lk->on_event = opts ? opts->on_event : NULL;
   lk->event_arg = opts ? opts->event_arg : NULL;
-  lk->holders = g_hash_table_new(g_int64_hash, g_int64_equal);
-  lk->holds = g_hash_table_new(g_direct_hash, g_direct_equal);
   *out = lk;
   return ZKRC_OK;
+}
+
+/* The calling thread's stake, or NULL. */
+static holder *thread_holder_locked(zkrc_lock *lk, uint64_t thread) {
+  return lk->holders ? g_hash_table_lookup(lk->holders, &thread) : NULL;
 }
 
 holder *zkrc__lock_new_participant_locked(zkrc_lock *lk, uint64_t thread) {
@@ -308,7 +313,7 @@ int zkrc_lock_acquire(zkrc_lock *lk, int timeout_ms) {
     g_mutex_unlock(&lk->mu);
     return zkrc__fail(ZKRC_ECANCELED);
   }
-  holder *h = g_hash_table_lookup(lk->holders, &me);
+  holder *h = thread_holder_locked(lk, me);
   if (h) {
     int err = h->state == H_LOST ? ZKRC_ELOCKLOST
               : h->count == INT_MAX ? ZKRC_EOVERFLOW
@@ -323,6 +328,8 @@ int zkrc_lock_acquire(zkrc_lock *lk, int timeout_ms) {
     return zkrc__fail(ZKRC_ECLOSED);
   }
   h = zkrc__lock_new_participant_locked(lk, me); /* the table's reference */
+  if (lk->holders == NULL)
+    lk->holders = g_hash_table_new(g_int64_hash, g_int64_equal);
   g_hash_table_insert(lk->holders, &h->thread, h);
   lk->inside++;
   g_mutex_unlock(&lk->mu);
@@ -351,7 +358,7 @@ int zkrc_lock_release(zkrc_lock *lk) {
     return zkrc__fail(ZKRC_EINVAL);
   uint64_t me = current_thread_number();
   g_mutex_lock(&lk->mu);
-  holder *h = g_hash_table_lookup(lk->holders, &me);
+  holder *h = thread_holder_locked(lk, me);
   if (h == NULL || (h->state != H_HELD && h->state != H_LOST)) {
     g_mutex_unlock(&lk->mu);
     return zkrc__fail(ZKRC_ENOTOWNER);
@@ -373,7 +380,7 @@ int zkrc_lock_release(zkrc_lock *lk) {
 static holder *my_holder_locked(zkrc_lock *lk) {
   uint64_t me = current_thread_number();
   g_mutex_lock(&lk->mu);
-  holder *h = g_hash_table_lookup(lk->holders, &me);
+  holder *h = thread_holder_locked(lk, me);
   if (h && (h->state == H_HELD || h->state == H_LOST))
     return h;
   g_mutex_unlock(&lk->mu);
@@ -536,7 +543,7 @@ void zkrc_lock_free(zkrc_lock *lk) {
   /* Release what is still held, by any thread, as zkrc_lock_release()
    * would: the nodes are gone when this returns (if connected). */
   zkrc__lock_drop_holds_locked(lk);
-  GList *left = g_hash_table_get_values(lk->holders);
+  GList *left = lk->holders ? g_hash_table_get_values(lk->holders) : NULL;
   for (GList *l = left; l; l = l->next)
     withdraw_locked(lk, l->data, release_grace_ms(lk));
   g_mutex_unlock(&lk->mu);

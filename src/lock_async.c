@@ -36,7 +36,7 @@ static void completion_run(void *data) {
     /* A failed hold ends with its completion: drop the set's reference. */
     zkrc_lock *lk = h->lk;
     g_mutex_lock(&lk->mu);
-    gboolean ours = g_hash_table_remove(lk->holds, h);
+    gboolean ours = lk->holds && g_hash_table_remove(lk->holds, h);
     g_mutex_unlock(&lk->mu);
     if (ours)
       zkrc__holder_unref(h);
@@ -129,6 +129,8 @@ int zkrc_lock_acquire_async(zkrc_lock *lk, int timeout_ms,
   h->no_wait = timeout_ms == ZKRC_NO_WAIT;
   h->done = done;
   h->done_arg = arg;
+  if (lk->holds == NULL)
+    lk->holds = g_hash_table_new(g_direct_hash, g_direct_equal);
   g_hash_table_add(lk->holds, h);
   /* A try waits for its first look at the queue, at most a session
    * timeout, like zkrc_lock_acquire(). */
@@ -168,7 +170,7 @@ int zkrc_lock_hold_release(zkrc_lock_hold *h) {
   }
   int err = h->state == H_LOST ? ZKRC_ELOCKLOST : ZKRC_OK;
   h->state = H_RELEASED;
-  gboolean ours = g_hash_table_remove(lk->holds, h);
+  gboolean ours = lk->holds && g_hash_table_remove(lk->holds, h);
   zkrc__contender *c = h->c;
   g_mutex_unlock(&lk->mu);
   zkrc__contender_withdraw(c); /* in the background: an event loop must not
@@ -198,6 +200,8 @@ int64_t zkrc_lock_hold_token(zkrc_lock_hold *h) {
 
 void zkrc__lock_drop_holds_locked(zkrc_lock *lk) {
   /* The mutex is let go while withdrawing: keep the holds alive meanwhile. */
+  if (lk->holds == NULL)
+    return;
   GList *holds = g_hash_table_get_keys(lk->holds);
   g_list_foreach(holds, (GFunc)(void (*)(void))zkrc__holder_ref, NULL);
   for (GList *l = holds; l; l = l->next) {

@@ -55,9 +55,11 @@ struct zkrc_lock {
   zkrc_session *s;
   char *path;
   char *participant_id;
-  struct ACL_vector *acl;
+  zkrc__acl *acl;
   zkrc_lock_event_fn on_event;
   void *event_arg;
+  /* Created on first use: most lock objects serve one thread and no
+   * non-blocking hold, and a held lock should stay small. */
   GHashTable *holders; /* thread number → holder*, threads with a stake */
   GHashTable *holds;   /* set of holder*: non-blocking holds not yet freed */
   int inside;          /* threads inside zkrc_lock_acquire() */

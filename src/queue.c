@@ -58,26 +58,24 @@ struct zkrc__contender {
   GMutex mu;
   zkrc_session *s;
   char *dir;
-  char *marker;
+  const char *marker; /* static */
   const char *const *markers;
   char *data;
   int data_len;
-  struct ACL_vector *acl;
+  zkrc__acl *acl;
   gboolean watch_own;
   const zkrc__contender_ops *ops;
   void *ops_arg;
   unsigned long observer_id;
 
-  char *uuid;
-  char *prefix;      /* "_c_<uuid>-" */
-  char *create_path; /* "<dir>/_c_<uuid>-<marker>" */
+  char *prefix; /* "_c_<uuid>-" */
 
   cstate state;
   unsigned epoch;
   uint64_t generation; /* handle generation our create went to */
   gboolean name_known;
-  char *name; /* our node's name, once known */
-  char *path; /* its full path */
+  char *path;       /* our node's full path, once known */
+  const char *name; /* its last component (points into path) */
   int64_t czxid;
   int64_t owner;
   gboolean create_unknown; /* a create's reply was lost */
@@ -122,13 +120,9 @@ void zkrc__contender_unref(zkrc__contender *c) {
     return;
   g_strfreev(c->preds);
   g_free(c->dir);
-  g_free(c->marker);
   g_free(c->data);
-  zkrc__acl_free(c->acl);
-  g_free(c->uuid);
+  zkrc__acl_unref(c->acl);
   g_free(c->prefix);
-  g_free(c->create_path);
-  g_free(c->name);
   g_free(c->path);
   g_queue_clear_full(&c->outbox, g_free);
   g_mutex_clear(&c->mu);
@@ -148,17 +142,17 @@ zkrc__contender *zkrc__contender_new(const zkrc__contender_config *cfg) {
   g_queue_init(&c->outbox);
   c->s = zkrc__session_ref(cfg->session);
   c->dir = g_strdup(cfg->dir);
-  c->marker = g_strdup(cfg->marker);
+  c->marker = cfg->marker;
   c->markers = cfg->markers;
   c->data = g_memdup2(cfg->data, (gsize)cfg->data_len);
   c->data_len = cfg->data_len;
-  c->acl = zkrc__acl_copy(cfg->acl);
+  c->acl = zkrc__acl_ref(cfg->acl);
   c->watch_own = cfg->watch_own_node != 0;
   c->ops = cfg->ops;
   c->ops_arg = cfg->ops_arg;
-  c->uuid = zkrc__uuid();
-  c->prefix = zkrc__protected_prefix(c->uuid);
-  c->create_path = g_strdup_printf("%s/%s%s", c->dir, c->prefix, c->marker);
+  char *uuid = zkrc__uuid();
+  c->prefix = zkrc__protected_prefix(uuid);
+  g_free(uuid);
   c->state = C_NEW;
   return c;
 }
@@ -265,6 +259,13 @@ static void reap_leftovers_locked(zkrc__contender *c) {
     zkrc__session_reap(c->s, c->dir, c->prefix, c->name, c->generation);
   else if (c->create_unknown)
     zkrc__session_reap(c->s, c->dir, c->prefix, NULL, c->generation);
+}
+
+/* Remember our node's full path (its name is the last component). */
+static void set_path_locked(zkrc__contender *c, char *path) {
+  g_free(c->path);
+  c->path = path;
+  c->name = strrchr(path, '/') + 1;
 }
 
 /* Finish the contender: no more requests, the owner told last. */
@@ -408,10 +409,7 @@ static void create_done(int rc, const char *value, const struct Stat *stat,
   if (rc == ZOK) {
     c->name_known = TRUE;
     c->create_unknown = FALSE;
-    g_free(c->path);
-    c->path = g_strdup(value);
-    g_free(c->name);
-    c->name = g_strdup(strrchr(value, '/') + 1);
+    set_path_locked(c, g_strdup(value));
     c->czxid = stat->czxid;
     c->owner = stat->ephemeralOwner;
     c->parent_missing = FALSE;
@@ -473,7 +471,7 @@ static void send_parents(zkrc__contender *c, zhandle_t *zh, req *last) {
     g_string_append_c(path, '/');
     g_string_append(path, parts[i]);
     gboolean is_dir = parts[i + 1] == NULL;
-    zoo_acreate(zh, path->str, NULL, -1, c->acl, ZOO_CONTAINER,
+    zoo_acreate(zh, path->str, NULL, -1, zkrc__acl_vector(c->acl), ZOO_CONTAINER,
                 is_dir ? parent_done : zkrc__ignore_string_done,
                 is_dir ? last : NULL);
   }
@@ -507,8 +505,11 @@ static void send_create(zkrc__contender *c) {
 
   if (parents)
     send_parents(c, conn->zh, on_parent);
-  int rc = zoo_acreate2(conn->zh, c->create_path, c->data, c->data_len, c->acl,
-                        ZOO_EPHEMERAL_SEQUENTIAL, create_done, on_create);
+  char *create_path = g_strdup_printf("%s/%s%s", c->dir, c->prefix, c->marker);
+  int rc = zoo_acreate2(conn->zh, create_path, c->data, c->data_len,
+                        zkrc__acl_vector(c->acl), ZOO_EPHEMERAL_SEQUENTIAL,
+                        create_done, on_create);
+  g_free(create_path);
   /* Pipelined: the server answers this after the create, so the listing
    * includes our node. */
   int rc2 = rc == ZOK ? zoo_aget_children(conn->zh, c->dir, 0, children_done,
@@ -801,10 +802,7 @@ static void recover_children_done(int rc, const struct String_vector *kids,
       /* The create went through before the connection dropped. */
       c->name_known = TRUE;
       c->create_unknown = FALSE;
-      g_free(c->name);
-      c->name = g_strdup(mine);
-      g_free(c->path);
-      c->path = g_strdup_printf("%s/%s", c->dir, mine);
+      set_path_locked(c, g_strdup_printf("%s/%s", c->dir, mine));
       fetch_stat = TRUE;
     } else {
       c->create_unknown = FALSE;

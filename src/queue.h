@@ -60,11 +60,11 @@ typedef struct zkrc__contender_ops {
 typedef struct zkrc__contender_config {
   zkrc_session *session;
   const char *dir;                 /* validated directory path */
-  const char *marker;              /* "lock-" or "latch-" */
+  const char *marker;              /* "lock-" or "latch-" (static string) */
   const char *const *markers;      /* markers that count as contenders */
   const char *data;                /* node data (participant id) */
   int data_len;
-  const struct ACL_vector *acl;    /* copied */
+  zkrc__acl *acl;                  /* referenced */
   /* Keep a data watch on our own node while at the front, so that its
    * deletion by someone else ends the contender with ZKRC_ELOCKLOST. */
   int watch_own_node;

@@ -1123,27 +1123,49 @@ int zkrc__acl_valid(const struct ACL_vector *acl) {
   return 1;
 }
 
-struct ACL_vector *zkrc__acl_copy(const struct ACL_vector *acl) {
-  if (acl == NULL)
-    acl = &ZOO_OPEN_ACL_UNSAFE;
-  struct ACL_vector *copy = g_new0(struct ACL_vector, 1);
-  copy->count = acl->count;
-  copy->data = g_new0(struct ACL, acl->count);
+struct zkrc__acl {
+  gint refs; /* 0: the shared static open ACL, never freed */
+  struct ACL_vector v;
+};
+
+static zkrc__acl open_acl; /* v filled from ZOO_OPEN_ACL_UNSAFE on use */
+
+static gboolean is_open_acl(const struct ACL_vector *acl) {
+  return acl == NULL || acl == &ZOO_OPEN_ACL_UNSAFE;
+}
+
+zkrc__acl *zkrc__acl_new(const struct ACL_vector *acl) {
+  if (is_open_acl(acl)) {
+    open_acl.v = ZOO_OPEN_ACL_UNSAFE; /* the same value every time */
+    return &open_acl;
+  }
+  zkrc__acl *copy = g_new0(zkrc__acl, 1);
+  copy->refs = 1;
+  copy->v.count = acl->count;
+  copy->v.data = g_new0(struct ACL, acl->count);
   for (int i = 0; i < acl->count; i++) {
-    copy->data[i].perms = acl->data[i].perms;
-    copy->data[i].id.scheme = g_strdup(acl->data[i].id.scheme);
-    copy->data[i].id.id = g_strdup(acl->data[i].id.id);
+    copy->v.data[i].perms = acl->data[i].perms;
+    copy->v.data[i].id.scheme = g_strdup(acl->data[i].id.scheme);
+    copy->v.data[i].id.id = g_strdup(acl->data[i].id.id);
   }
   return copy;
 }
 
-void zkrc__acl_free(struct ACL_vector *acl) {
-  if (acl == NULL)
+zkrc__acl *zkrc__acl_ref(zkrc__acl *acl) {
+  if (acl->refs > 0)
+    g_atomic_int_inc(&acl->refs);
+  return acl;
+}
+
+void zkrc__acl_unref(zkrc__acl *acl) {
+  if (acl == NULL || acl->refs == 0 || !g_atomic_int_dec_and_test(&acl->refs))
     return;
-  for (int i = 0; i < acl->count; i++) {
-    g_free(acl->data[i].id.scheme);
-    g_free(acl->data[i].id.id);
+  for (int i = 0; i < acl->v.count; i++) {
+    g_free(acl->v.data[i].id.scheme);
+    g_free(acl->v.data[i].id.id);
   }
-  g_free(acl->data);
+  g_free(acl->v.data);
   g_free(acl);
 }
+
+struct ACL_vector *zkrc__acl_vector(zkrc__acl *acl) { return &acl->v; }

@@ -142,9 +142,14 @@ void zkrc__session_reap(zkrc_session *s, const char *parent,
                         const char *prefix, const char *name,
                         uint64_t generation);
 
-/* ACL helpers: deep copies of an ACL vector (NULL → OPEN_ACL_UNSAFE). */
-struct ACL_vector *zkrc__acl_copy(const struct ACL_vector *acl);
-void zkrc__acl_free(struct ACL_vector *acl);
+/* ACLs as recipes keep them: immutable and shared by reference (every lock
+ * object, participant and contender of a recipe points at one).  NULL and
+ * the open ACL share one static instance, so the default costs nothing. */
+typedef struct zkrc__acl zkrc__acl;
+zkrc__acl *zkrc__acl_new(const struct ACL_vector *acl); /* deep copy */
+zkrc__acl *zkrc__acl_ref(zkrc__acl *acl);
+void zkrc__acl_unref(zkrc__acl *acl);
+struct ACL_vector *zkrc__acl_vector(zkrc__acl *acl);
 int zkrc__acl_valid(const struct ACL_vector *acl);
 
 #endif /* ZKRC_SESSION_INTERNAL_H */
