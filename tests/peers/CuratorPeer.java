@@ -1,0 +1,514 @@
+/*
+ * CuratorPeer: an Apache Curator 5 participant (InterProcessMutex,
+ * LeaderLatch) for zkrecipes' interoperability tests and benchmark.
+ *
+ *   java -cp DIR:JARS CuratorPeer MODE CONNECT PATH ARGS...
+ *
+ *   hold  CONNECT PATH ID [TIMEOUT_MS]
+ *         Acquire the mutex (TIMEOUT_MS: 0 tries once; default: the peer
+ *         timeout).  Prints "acquired NODE" or "timeout" (exit 3).  Then
+ *         reads commands: "participants" prints the queue; any other line,
+ *         or end of input, releases ("released") and exits 0.
+ *   shell CONNECT PATH ID
+ *         One mutex driven by commands: "acquire [TIMEOUT_MS]" ("acquired
+ *         NODE" / "timeout"), "release" ("released" / "error not held"),
+ *         "participants", "quit" or end of input (releases, exits 0).
+ *   count CONNECT PATH ID N COUNTERFILE
+ *         Warm up (one acquire/release), print "ready", wait for a line (end
+ *         of input starts at once), then N times: acquire, read the integer
+ *         in COUNTERFILE (missing or empty: 0), sleep 1 ms, write it + 1,
+ *         append "ID\n" to COUNTERFILE.trace, release.  Prints "done N".
+ *   loop  CONNECT PATH SECONDS [ID]
+ *         Warm up, "ready", wait for a line as above, then acquire and
+ *         release as fast as possible for SECONDS.  Prints "done ops=N
+ *         secs=S ops_per_sec=R acquire_p50_us=A acquire_p99_us=B
+ *         cycle_p50_us=C cycle_p99_us=D" (cycle: acquire + release).
+ *   latch CONNECT PATH ID
+ *         Join a LeaderLatch ("joined NODE"); "leader" / "notleader" are
+ *         printed whenever leadership changes.  Commands: "status" ("status
+ *         leader|follower"), "leaderid" ("leaderid ID", Curator's view),
+ *         "participants", "close" (leave: "closed"), "join" (again:
+ *         "joined NODE"), "quit" or end of input (exits 0).
+ *
+ * "participants" prints "participants ID,ID,..." in Curator's queue order
+ * (node data of each contender, read by Curator).
+ *
+ * Node data: the participant ID (InterProcessMutex writes the client's IP
+ * address unless getLockNodeBytes() is overridden, as done here).
+ *
+ * Exit codes: 0 done; 2 usage; 3 an acquisition timed out; 4 could not
+ * connect; 5 any other error (message on stderr); 6 no command arrived
+ * within the peer timeout; 124 the watchdog fired.
+ *
+ * Environment: ZKR_PEER_TIMEOUT_MS bounds every wait that has no timeout of
+ * its own (connecting, acquiring, reading a command), default 60000;
+ * ZKR_PEER_SESSION_MS the session timeout asked for, default 10000;
+ * ZKR_PEER_LIFETIME_S the watchdog (whole process), default 300 (plus
+ * SECONDS in loop mode).  Only these lines go to stdout: run with slf4j-nop
+ * on the class path so that nothing logs there.
+ *
+ * Licensed under the Apache License, Version 2.0 (see COPYING).
+ */
+
+import java.io.BufferedReader;
+import java.io.FileDescriptor;
+import java.io.FileOutputStream;
+import java.io.IOException;
+import java.io.InputStreamReader;
+import java.io.PrintStream;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.NoSuchFileException;
+import java.nio.file.Path;
+import java.nio.file.Paths;
+import java.nio.file.StandardOpenOption;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import java.util.concurrent.LinkedBlockingQueue;
+import java.util.concurrent.TimeUnit;
+
+import org.apache.curator.framework.CuratorFramework;
+import org.apache.curator.framework.CuratorFrameworkFactory;
+import org.apache.curator.framework.recipes.leader.LeaderLatch;
+import org.apache.curator.framework.recipes.leader.LeaderLatchListener;
+import org.apache.curator.framework.recipes.leader.Participant;
+import org.apache.curator.framework.recipes.locks.InterProcessMutex;
+import org.apache.curator.retry.RetryNTimes;
+import org.apache.zookeeper.KeeperException;
+
+public final class CuratorPeer {
+  static final int EXIT_OK = 0, EXIT_USAGE = 2, EXIT_TIMEOUT = 3,
+      EXIT_CONNECT = 4, EXIT_ERROR = 5, EXIT_NO_COMMAND = 6,
+      EXIT_WATCHDOG = 124;
+
+  /* stdout with a flush after every line: the reader waits for lines. */
+  static final PrintStream out =
+      new PrintStream(new FileOutputStream(FileDescriptor.out), true);
+
+  static final long peerTimeoutMs = envLong("ZKR_PEER_TIMEOUT_MS", 60000);
+  static final int sessionMs = (int) envLong("ZKR_PEER_SESSION_MS", 10000);
+
+  /** Thrown to leave with a given exit code. */
+  static final class Exit extends Exception {
+    private static final long serialVersionUID = 1L;
+    final int code;
+
+    Exit(int code, String message) {
+      super(message);
+      this.code = code;
+    }
+  }
+
+  static long envLong(String name, long dflt) {
+    String v = System.getenv(name);
+    if (v == null || v.isEmpty())
+      return dflt;
+    try {
+      return Long.parseLong(v);
+    } catch (NumberFormatException e) {
+      System.err.println("CuratorPeer: ignoring bad " + name + "=" + v);
+      return dflt;
+    }
+  }
+
+  static long parseNumber(String what, String s, long min) throws Exit {
+    try {
+      long v = Long.parseLong(s);
+      if (v >= min)
+        return v;
+    } catch (NumberFormatException e) {
+      /* reported below */
+    }
+    throw new Exit(EXIT_USAGE, "bad " + what + ": " + s);
+  }
+
+  /* ------------------------------------------------------------ stdin */
+
+  /**
+   * Lines of stdin, read by a daemon thread so that every wait for a command
+   * can have a deadline.  End of input is the line EOF.
+   */
+  static final class Commands {
+    static final String EOF = new String("<eof>");
+    private final LinkedBlockingQueue<String> lines = new LinkedBlockingQueue<>();
+
+    Commands() {
+      Thread t = new Thread(this::readAll, "stdin");
+      t.setDaemon(true);
+      t.start();
+    }
+
+    private void readAll() {
+      try (BufferedReader r = new BufferedReader(
+               new InputStreamReader(System.in, StandardCharsets.UTF_8))) {
+        for (String line; (line = r.readLine()) != null;)
+          lines.add(line.trim());
+      } catch (IOException e) {
+        System.err.println("CuratorPeer: stdin: " + e);
+      }
+      lines.add(EOF);
+    }
+
+    /** The next line (EOF at end of input); Exit when none comes in time. */
+    String next() throws Exit, InterruptedException {
+      String line = lines.poll(peerTimeoutMs, TimeUnit.MILLISECONDS);
+      if (line == null)
+        throw new Exit(EXIT_NO_COMMAND,
+                       "no command within " + peerTimeoutMs + " ms");
+      if (line == EOF)
+        lines.add(EOF); /* every later read sees the end too */
+      return line;
+    }
+  }
+
+  /* ------------------------------------------------------------- mutex */
+
+  /** InterProcessMutex whose node holds our participant id. */
+  static final class Mutex extends InterProcessMutex {
+    private final byte[] id;
+
+    Mutex(CuratorFramework client, String path, String id) {
+      super(client, path);
+      this.id = id.getBytes(StandardCharsets.UTF_8);
+    }
+
+    @Override
+    protected byte[] getLockNodeBytes() {
+      return id;
+    }
+
+    /** Full path of the calling thread's node (while held). */
+    String node() {
+      return getLockPath();
+    }
+  }
+
+  static CuratorFramework connect(String connect) throws Exit, InterruptedException {
+    CuratorFramework client = CuratorFrameworkFactory.builder()
+        .connectString(connect)
+        .sessionTimeoutMs(sessionMs)
+        .connectionTimeoutMs((int) Math.min(sessionMs, peerTimeoutMs))
+        .retryPolicy(new RetryNTimes(3, 100))
+        .build();
+    client.start();
+    if (!client.blockUntilConnected((int) peerTimeoutMs, TimeUnit.MILLISECONDS)) {
+      client.close();
+      throw new Exit(EXIT_CONNECT, "could not connect to " + connect);
+    }
+    return client;
+  }
+
+  /** Contenders' ids in Curator's own order. */
+  static String participants(CuratorFramework client, Mutex m) throws Exception {
+    List<String> ids = new ArrayList<>();
+    for (String node : m.getParticipantNodes()) {
+      try {
+        ids.add(new String(client.getData().forPath(node), StandardCharsets.UTF_8));
+      } catch (KeeperException.NoNodeException e) {
+        /* left meanwhile */
+      }
+    }
+    return "participants " + String.join(",", ids);
+  }
+
+  static boolean acquire(Mutex m, long timeoutMs) throws Exception {
+    if (m.acquire(timeoutMs, TimeUnit.MILLISECONDS)) {
+      out.println("acquired " + m.node());
+      return true;
+    }
+    out.println("timeout");
+    return false;
+  }
+
+  static void release(Mutex m) throws Exception {
+    m.release();
+    out.println("released");
+  }
+
+  static int hold(CuratorFramework client, Commands in, String path, String id,
+                  long timeoutMs) throws Exception {
+    Mutex m = new Mutex(client, path, id);
+    if (!acquire(m, timeoutMs))
+      return EXIT_TIMEOUT;
+    while (in.next().equals("participants"))
+      out.println(participants(client, m));
+    release(m);
+    return EXIT_OK;
+  }
+
+  static int shell(CuratorFramework client, Commands in, String path, String id)
+      throws Exception {
+    Mutex m = new Mutex(client, path, id);
+    for (;;) {
+      String cmd = in.next();
+      String[] w = cmd.split("\\s+");
+      if (cmd == Commands.EOF || w[0].equals("quit")) {
+        if (m.isOwnedByCurrentThread())
+          release(m);
+        return EXIT_OK;
+      } else if (w[0].equals("acquire") && w.length <= 2) {
+        acquire(m, w.length == 2 ? parseNumber("timeout", w[1], 0) : peerTimeoutMs);
+      } else if (w[0].equals("release") && w.length == 1) {
+        if (m.isOwnedByCurrentThread())
+          release(m);
+        else
+          out.println("error not held");
+      } else if (w[0].equals("participants") && w.length == 1) {
+        out.println(participants(client, m));
+      } else {
+        out.println("error unknown command: " + cmd);
+      }
+    }
+  }
+
+  /* Warm-up: load the lock's classes and open the paths once, so that the
+   * first measured or contended acquisition is not the JVM's first. */
+  static void warmUp(Mutex m) throws Exception {
+    if (!m.acquire(peerTimeoutMs, TimeUnit.MILLISECONDS))
+      throw new Exit(EXIT_TIMEOUT, "warm-up acquisition timed out");
+    m.release();
+  }
+
+  static void waitForGo(Commands in) throws Exception {
+    out.println("ready");
+    in.next(); /* any line, or end of input */
+  }
+
+  static int readCounter(Path file) throws IOException, Exit {
+    String s;
+    try {
+      s = new String(Files.readAllBytes(file), StandardCharsets.UTF_8).trim();
+    } catch (NoSuchFileException e) {
+      return 0;
+    }
+    if (s.isEmpty())
+      return 0;
+    try {
+      return Integer.parseInt(s);
+    } catch (NumberFormatException e) {
+      throw new Exit(EXIT_ERROR, "counter file holds " + s);
+    }
+  }
+
+  static int count(CuratorFramework client, Commands in, String path, String id,
+                   long n, String counterFile) throws Exception {
+    Mutex m = new Mutex(client, path, id);
+    Path file = Paths.get(counterFile);
+    Path trace = Paths.get(counterFile + ".trace");
+    byte[] traceLine = (id + "\n").getBytes(StandardCharsets.UTF_8);
+    warmUp(m);
+    waitForGo(in);
+    for (long i = 0; i < n; i++) {
+      if (!m.acquire(peerTimeoutMs, TimeUnit.MILLISECONDS)) {
+        out.println("timeout");
+        return EXIT_TIMEOUT;
+      }
+      int value = readCounter(file);
+      Thread.sleep(1); /* widen the window a lost update would need */
+      Files.write(file, Integer.toString(value + 1).getBytes(StandardCharsets.UTF_8));
+      Files.write(trace, traceLine, StandardOpenOption.CREATE,
+                  StandardOpenOption.APPEND);
+      m.release();
+    }
+    out.println("done " + n);
+    return EXIT_OK;
+  }
+
+  static long percentileUs(long[] nanos, int n, double p) {
+    if (n == 0)
+      return 0;
+    long[] sorted = Arrays.copyOf(nanos, n);
+    Arrays.sort(sorted);
+    int i = (int) Math.ceil(p * n) - 1;
+    return sorted[Math.max(0, Math.min(n - 1, i))] / 1000;
+  }
+
+  static int loop(CuratorFramework client, Commands in, String path, String id,
+                  long seconds) throws Exception {
+    Mutex m = new Mutex(client, path, id);
+    warmUp(m);
+    waitForGo(in);
+    long[] acquireNs = new long[1 << 16], cycleNs = new long[1 << 16];
+    int n = 0;
+    long start = System.nanoTime(), end = start + seconds * 1_000_000_000L;
+    long now = start;
+    while (now < end) {
+      if (n == acquireNs.length) {
+        acquireNs = Arrays.copyOf(acquireNs, 2 * n);
+        cycleNs = Arrays.copyOf(cycleNs, 2 * n);
+      }
+      if (!m.acquire(peerTimeoutMs, TimeUnit.MILLISECONDS)) {
+        out.println("timeout");
+        return EXIT_TIMEOUT;
+      }
+      long held = System.nanoTime();
+      m.release();
+      long done = System.nanoTime();
+      acquireNs[n] = held - now;
+      cycleNs[n] = done - now;
+      n++;
+      now = done;
+    }
+    double secs = (now - start) / 1e9;
+    out.printf("done ops=%d secs=%.3f ops_per_sec=%.1f acquire_p50_us=%d "
+                   + "acquire_p99_us=%d cycle_p50_us=%d cycle_p99_us=%d%n",
+               n, secs, n / secs, percentileUs(acquireNs, n, 0.50),
+               percentileUs(acquireNs, n, 0.99), percentileUs(cycleNs, n, 0.50),
+               percentileUs(cycleNs, n, 0.99));
+    return EXIT_OK;
+  }
+
+  /* ------------------------------------------------------------- latch */
+
+  static LeaderLatch joinLatch(CuratorFramework client, String path, String id)
+      throws Exception {
+    LeaderLatch latch = new LeaderLatch(client, path, id);
+    latch.addListener(new LeaderLatchListener() {
+      @Override
+      public void isLeader() {
+        out.println("leader");
+      }
+
+      @Override
+      public void notLeader() {
+        out.println("notleader");
+      }
+    });
+    latch.start();
+    /* start() creates the node in the background and offers no event for
+     * it: look for it, with a deadline. */
+    long deadline = System.nanoTime() + peerTimeoutMs * 1_000_000L;
+    while (latch.getOurPath() == null) {
+      if (System.nanoTime() > deadline)
+        throw new Exit(EXIT_TIMEOUT, "the latch's node was not created in time");
+      Thread.sleep(5);
+    }
+    out.println("joined " + latch.getOurPath());
+    return latch;
+  }
+
+  static int latch(CuratorFramework client, Commands in, String path, String id)
+      throws Exception {
+    LeaderLatch latch = joinLatch(client, path, id);
+    for (;;) {
+      String cmd = in.next();
+      if (cmd == Commands.EOF || cmd.equals("quit")) {
+        if (latch != null)
+          latch.close();
+        return EXIT_OK;
+      } else if (cmd.equals("close") && latch != null) {
+        latch.close();
+        latch = null;
+        out.println("closed");
+      } else if (cmd.equals("join") && latch == null) {
+        latch = joinLatch(client, path, id);
+      } else if (cmd.equals("status") && latch != null) {
+        out.println("status " + (latch.hasLeadership() ? "leader" : "follower"));
+      } else if (cmd.equals("leaderid") && latch != null) {
+        out.println("leaderid " + latch.getLeader().getId());
+      } else if (cmd.equals("participants") && latch != null) {
+        List<String> ids = new ArrayList<>();
+        for (Participant p : latch.getParticipants())
+          ids.add(p.getId());
+        out.println("participants " + String.join(",", ids));
+      } else {
+        out.println("error unknown command or state: " + cmd);
+      }
+    }
+  }
+
+  /* -------------------------------------------------------------- main */
+
+  static void usage() throws Exit {
+    throw new Exit(EXIT_USAGE,
+                   "usage: CuratorPeer hold CONNECT PATH ID [TIMEOUT_MS]\n"
+                       + "       CuratorPeer shell CONNECT PATH ID\n"
+                       + "       CuratorPeer count CONNECT PATH ID N COUNTERFILE\n"
+                       + "       CuratorPeer loop CONNECT PATH SECONDS [ID]\n"
+                       + "       CuratorPeer latch CONNECT PATH ID");
+  }
+
+  static void startWatchdog(long seconds) {
+    Thread t = new Thread(() -> {
+      try {
+        Thread.sleep(seconds * 1000);
+      } catch (InterruptedException e) {
+        return;
+      }
+      System.err.println("CuratorPeer: watchdog: still running after "
+                         + seconds + " s");
+      Runtime.getRuntime().halt(EXIT_WATCHDOG);
+    }, "watchdog");
+    t.setDaemon(true);
+    t.start();
+  }
+
+  static int run(String[] a) throws Exception {
+    if (a.length < 4)
+      usage();
+    String mode = a[0], connect = a[1], path = a[2];
+    if (!path.startsWith("/") || path.endsWith("/") || path.contains("//"))
+      throw new Exit(EXIT_USAGE, "bad PATH: " + path);
+    long lifetime = envLong("ZKR_PEER_LIFETIME_S", 300);
+    switch (mode) {
+    case "hold":
+    case "shell":
+    case "latch":
+      if (a.length != 4 && !(mode.equals("hold") && a.length == 5))
+        usage();
+      break;
+    case "count":
+      if (a.length != 6)
+        usage();
+      parseNumber("N", a[4], 0);
+      break;
+    case "loop":
+      if (a.length != 4 && a.length != 5)
+        usage();
+      lifetime += parseNumber("SECONDS", a[3], 1);
+      break;
+    default:
+      usage();
+    }
+    long holdTimeout = mode.equals("hold") && a.length == 5
+                           ? parseNumber("TIMEOUT_MS", a[4], 0)
+                           : peerTimeoutMs;
+    startWatchdog(lifetime);
+    Commands in = new Commands();
+    CuratorFramework client = connect(connect);
+    try {
+      switch (mode) {
+      case "hold":
+        return hold(client, in, path, a[3], holdTimeout);
+      case "shell":
+        return shell(client, in, path, a[3]);
+      case "count":
+        return count(client, in, path, a[3], Long.parseLong(a[4]), a[5]);
+      case "loop":
+        return loop(client, in, path, a.length == 5 ? a[4] : "curator-loop",
+                    Long.parseLong(a[3]));
+      default:
+        return latch(client, in, path, a[3]);
+      }
+    } finally {
+      client.close();
+    }
+  }
+
+  public static void main(String[] args) {
+    int code;
+    try {
+      code = run(args);
+    } catch (Exit e) {
+      System.err.println("CuratorPeer: " + e.getMessage());
+      code = e.code;
+    } catch (Throwable e) {
+      System.err.println("CuratorPeer: " + e);
+      code = EXIT_ERROR;
+    }
+    out.flush();
+    /* Curator's and ZooKeeper's threads may linger after close(). */
+    Runtime.getRuntime().halt(code);
+  }
+}

@@ -1,0 +1,358 @@
+#!/usr/bin/python3
+"""kazoo_peer: a kazoo Lock participant for zkrecipes' interoperability tests
+and benchmark.  Run it with Debian's /usr/bin/python3 (python3-kazoo).
+
+  kazoo_peer.py hold  CONNECT PATH ID [TIMEOUT_MS]
+  kazoo_peer.py shell CONNECT PATH ID
+  kazoo_peer.py count CONNECT PATH ID N COUNTERFILE
+  kazoo_peer.py loop  CONNECT PATH SECONDS [ID]
+
+The modes, their output lines and the exit codes are those of CuratorPeer
+(tests/peers/CuratorPeer.java); read its header.  kazoo has no LeaderLatch
+(its Election is a Lock with "__lock__" nodes), so there is no latch mode.
+
+The lock is client.Lock(PATH, ID, extra_lock_patterns=["-lock-"]): kazoo's
+own nodes are "<uuid hex>__lock__<seq>"; the extra pattern makes it count
+Curator's and zkrecipes' "_c_<uuid>-lock-<seq>" nodes as contenders too.
+The node data is ID.
+
+Environment: ZKR_PEER_TIMEOUT_MS, ZKR_PEER_SESSION_MS, ZKR_PEER_LIFETIME_S as
+for CuratorPeer.  kazoo's log is silenced so that stdout carries only the
+protocol lines.
+
+Licensed under the Apache License, Version 2.0 (see COPYING).
+"""
+import inspect
+import logging
+import os
+import select
+import sys
+import threading
+import time
+
+EXIT_OK, EXIT_USAGE, EXIT_TIMEOUT, EXIT_CONNECT, EXIT_ERROR = 0, 2, 3, 4, 5
+EXIT_NO_COMMAND, EXIT_WATCHDOG = 6, 124
+
+USAGE = """usage: kazoo_peer.py hold CONNECT PATH ID [TIMEOUT_MS]
+       kazoo_peer.py shell CONNECT PATH ID
+       kazoo_peer.py count CONNECT PATH ID N COUNTERFILE
+       kazoo_peer.py loop CONNECT PATH SECONDS [ID]"""
+
+
+class Exit(Exception):
+    def __init__(self, code, message):
+        super().__init__(message)
+        self.code = code
+
+
+def env_int(name, default):
+    value = os.environ.get(name, "")
+    try:
+        return int(value) if value else default
+    except ValueError:
+        print("kazoo_peer: ignoring bad %s=%s" % (name, value), file=sys.stderr)
+        return default
+
+
+PEER_TIMEOUT_S = env_int("ZKR_PEER_TIMEOUT_MS", 60000) / 1000.0
+SESSION_S = env_int("ZKR_PEER_SESSION_MS", 10000) / 1000.0
+
+
+def say(line):
+    sys.stdout.write(line + "\n")
+    sys.stdout.flush()
+
+
+def number(what, text, minimum):
+    try:
+        value = int(text)
+        if value >= minimum:
+            return value
+    except ValueError:
+        pass
+    raise Exit(EXIT_USAGE, "bad %s: %s" % (what, text))
+
+
+class Commands:
+    """Lines of stdin, each wait bounded by the peer timeout.  End of input
+    is the line None."""
+
+    def __init__(self):
+        self.buf = b""
+        self.eof = False
+
+    def next(self):
+        deadline = time.monotonic() + PEER_TIMEOUT_S
+        while b"\n" not in self.buf and not self.eof:
+            left = deadline - time.monotonic()
+            if left <= 0 or not select.select([0], [], [], left)[0]:
+                raise Exit(EXIT_NO_COMMAND,
+                           "no command within %g s" % PEER_TIMEOUT_S)
+            chunk = os.read(0, 4096)
+            self.eof = not chunk
+            self.buf += chunk
+        if b"\n" in self.buf:
+            line, self.buf = self.buf.split(b"\n", 1)
+            return line.decode("utf-8", "replace").strip()
+        if self.buf:
+            line, self.buf = self.buf, b""
+            return line.decode("utf-8", "replace").strip()
+        return None
+
+
+def check_path(path):
+    """A ZooKeeper path kazoo would not silently rewrite (it drops empty
+    components: "a//b" becomes "/a/b")."""
+    if (not path.startswith("/") or path == "/" or path.endswith("/")
+            or "//" in path):
+        raise Exit(EXIT_USAGE, "bad PATH: " + path)
+
+
+def connect(hosts):
+    from kazoo.client import KazooClient
+    from kazoo.handlers.threading import KazooTimeoutError
+    client = KazooClient(hosts=hosts, timeout=SESSION_S)
+    try:
+        client.start(timeout=PEER_TIMEOUT_S)
+    except KazooTimeoutError:
+        client.close()
+        raise Exit(EXIT_CONNECT, "could not connect to " + hosts)
+    return client
+
+
+class Mutex:
+    """A kazoo Lock that counts "-lock-" nodes as contenders."""
+
+    def __init__(self, client, path, ident):
+        from kazoo.recipe.lock import Lock
+        if "extra_lock_patterns" in inspect.signature(Lock.__init__).parameters:
+            self.lock = client.Lock(path, ident, extra_lock_patterns=["-lock-"])
+        else:  # kazoo < 2.7.1: Curator's and zkrecipes' nodes go unseen
+            print("kazoo_peer: this kazoo has no extra_lock_patterns: "
+                  "not interoperable", file=sys.stderr)
+            self.lock = client.Lock(path, ident)
+        self.path = path
+        self.held = False
+
+    def acquire(self, timeout_s):
+        """True when acquired; False when not in time (0: try once)."""
+        from kazoo.exceptions import LockTimeout, NoNodeError
+        for attempt in range(3):
+            try:
+                if timeout_s == 0:
+                    got = self.lock.acquire(blocking=False)
+                else:
+                    got = self.lock.acquire(timeout=timeout_s)
+                break
+            except LockTimeout:
+                got = False
+                break
+            except NoNodeError:
+                # kazoo creates the directory once per Lock object and then
+                # assumes it stays; Curator and zkrecipes create it as a
+                # container node, which the servers delete once empty.
+                print("kazoo_peer: the lock directory vanished (a container "
+                      "node?); creating it again", file=sys.stderr)
+                self.lock.assured_path = False
+        else:
+            raise Exit(EXIT_ERROR, "the lock directory keeps vanishing")
+        self.held = got
+        return got
+
+    def node(self):
+        return self.path + "/" + self.lock.node
+
+    def release(self):
+        self.lock.release()
+        self.held = False
+
+    def participants(self):
+        return "participants " + ",".join(self.lock.contenders())
+
+
+def acquire_and_say(m, timeout_s):
+    if m.acquire(timeout_s):
+        say("acquired " + m.node())
+        return True
+    say("timeout")
+    return False
+
+
+def release_and_say(m):
+    m.release()
+    say("released")
+
+
+def hold(client, cmds, path, ident, timeout_s):
+    m = Mutex(client, path, ident)
+    if not acquire_and_say(m, timeout_s):
+        return EXIT_TIMEOUT
+    while cmds.next() == "participants":
+        say(m.participants())
+    release_and_say(m)
+    return EXIT_OK
+
+
+def shell(client, cmds, path, ident):
+    m = Mutex(client, path, ident)
+    while True:
+        cmd = cmds.next()
+        words = (cmd or "").split()
+        if cmd is None or words == ["quit"]:
+            if m.held:
+                release_and_say(m)
+            return EXIT_OK
+        elif words and words[0] == "acquire" and len(words) <= 2:
+            timeout_s = (number("timeout", words[1], 0) / 1000.0
+                         if len(words) == 2 else PEER_TIMEOUT_S)
+            acquire_and_say(m, timeout_s)
+        elif words == ["release"]:
+            if m.held:
+                release_and_say(m)
+            else:
+                say("error not held")
+        elif words == ["participants"]:
+            say(m.participants())
+        else:
+            say("error unknown command: " + cmd)
+
+
+def warm_up_and_wait(m, cmds):
+    if not m.acquire(PEER_TIMEOUT_S):
+        raise Exit(EXIT_TIMEOUT, "warm-up acquisition timed out")
+    m.release()
+    say("ready")
+    cmds.next()  # any line, or end of input
+
+
+def read_counter(path):
+    try:
+        with open(path) as f:
+            text = f.read().strip()
+    except FileNotFoundError:
+        return 0
+    try:
+        return int(text) if text else 0
+    except ValueError:
+        raise Exit(EXIT_ERROR, "counter file holds " + text)
+
+
+def count(client, cmds, path, ident, n, counter_file):
+    m = Mutex(client, path, ident)
+    warm_up_and_wait(m, cmds)
+    for _ in range(n):
+        if not m.acquire(PEER_TIMEOUT_S):
+            say("timeout")
+            return EXIT_TIMEOUT
+        value = read_counter(counter_file)
+        time.sleep(0.001)  # widen the window a lost update would need
+        with open(counter_file, "w") as f:
+            f.write(str(value + 1))
+        with open(counter_file + ".trace", "a") as f:
+            f.write(ident + "\n")
+        m.release()
+    say("done %d" % n)
+    return EXIT_OK
+
+
+def percentile_us(samples, p):
+    if not samples:
+        return 0
+    s = sorted(samples)
+    i = max(0, min(len(s) - 1, int(-(-p * len(s) // 1)) - 1))
+    return int(s[i] * 1e6)
+
+
+def loop(client, cmds, path, ident, seconds):
+    m = Mutex(client, path, ident)
+    warm_up_and_wait(m, cmds)
+    acquire_s, cycle_s = [], []
+    start = now = time.monotonic()
+    end = start + seconds
+    while now < end:
+        if not m.acquire(PEER_TIMEOUT_S):
+            say("timeout")
+            return EXIT_TIMEOUT
+        held = time.monotonic()
+        m.release()
+        done = time.monotonic()
+        acquire_s.append(held - now)
+        cycle_s.append(done - now)
+        now = done
+    secs = now - start
+    say("done ops=%d secs=%.3f ops_per_sec=%.1f acquire_p50_us=%d "
+        "acquire_p99_us=%d cycle_p50_us=%d cycle_p99_us=%d"
+        % (len(acquire_s), secs, len(acquire_s) / secs,
+           percentile_us(acquire_s, 0.50), percentile_us(acquire_s, 0.99),
+           percentile_us(cycle_s, 0.50), percentile_us(cycle_s, 0.99)))
+    return EXIT_OK
+
+
+def start_watchdog(seconds):
+    def fire():
+        print("kazoo_peer: watchdog: still running after %d s" % seconds,
+              file=sys.stderr)
+        sys.stderr.flush()
+        os._exit(EXIT_WATCHDOG)
+    t = threading.Timer(seconds, fire)
+    t.daemon = True
+    t.start()
+
+
+def run(argv):
+    if len(argv) < 4:
+        raise Exit(EXIT_USAGE, USAGE)
+    mode, hosts, path = argv[0], argv[1], argv[2]
+    check_path(path)
+    lifetime = env_int("ZKR_PEER_LIFETIME_S", 300)
+    timeout_s = PEER_TIMEOUT_S
+    if mode in ("hold", "shell"):
+        if len(argv) != 4 and not (mode == "hold" and len(argv) == 5):
+            raise Exit(EXIT_USAGE, USAGE)
+        if len(argv) == 5:
+            timeout_s = number("TIMEOUT_MS", argv[4], 0) / 1000.0
+    elif mode == "count":
+        if len(argv) != 6:
+            raise Exit(EXIT_USAGE, USAGE)
+        number("N", argv[4], 0)
+    elif mode == "loop":
+        if len(argv) not in (4, 5):
+            raise Exit(EXIT_USAGE, USAGE)
+        lifetime += number("SECONDS", argv[3], 1)
+    else:
+        raise Exit(EXIT_USAGE, USAGE)
+    start_watchdog(lifetime)
+    cmds = Commands()
+    client = connect(hosts)
+    try:
+        if mode == "hold":
+            return hold(client, cmds, path, argv[3], timeout_s)
+        if mode == "shell":
+            return shell(client, cmds, path, argv[3])
+        if mode == "count":
+            return count(client, cmds, path, argv[3], int(argv[4]), argv[5])
+        return loop(client, cmds, path, argv[4] if len(argv) == 5
+                    else "kazoo-loop", int(argv[3]))
+    finally:
+        client.stop()
+        client.close()
+
+
+def main():
+    logging.getLogger("kazoo").addHandler(logging.NullHandler())
+    logging.getLogger("kazoo").propagate = False
+    try:
+        code = run(sys.argv[1:])
+    except Exit as e:
+        print("kazoo_peer: %s" % e, file=sys.stderr)
+        code = e.code
+    except Exception as e:  # any kazoo failure: a clear message, no trace
+        print("kazoo_peer: %s: %s" % (type(e).__name__, e), file=sys.stderr)
+        code = EXIT_ERROR
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)  # kazoo's threads may linger after close()
+
+
+if __name__ == "__main__":
+    main()
