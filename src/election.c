@@ -23,10 +23,7 @@ struct zkrc_election {
   gint refs;
   GMutex mu;
   GCond cond;
-  zkrc_session *s;
-  char *path;
-  char *participant_id;
-  zkrc__acl *acl;
+  zkrc__queue q; /* session, path, participant id, ACL */
   zkrc_election_event_fn on_event;
   void *event_arg;
   gboolean revoke_on_suspend;
@@ -70,11 +67,8 @@ static zkrc_election *election_ref(zkrc_election *e) {
 static void election_unref(zkrc_election *e) {
   if (!g_atomic_int_dec_and_test(&e->refs))
     return;
-  zkrc__acl_unref(e->acl);
-  g_free(e->participant_id);
-  g_free(e->path);
+  zkrc__queue_clear(&e->q);
   g_free(e->node);
-  zkrc__session_unref(e->s);
   g_mutex_clear(&e->mu);
   g_cond_clear(&e->cond);
   g_free(e);
@@ -120,7 +114,7 @@ static void post_event_locked(zkrc_election *e, zkrc_election_event ev,
   call->info.reason = reason;
   call->info.token = e->token;
   call->node = g_strdup(e->node);
-  zkrc__session_post(e->s, election_event_run, call);
+  zkrc__session_post(e->q.session, election_event_run, call);
 }
 
 /* Stop leading (if we do), telling the application why. */
@@ -218,20 +212,16 @@ static void start_round_locked(zkrc_election *e) {
   r->refs = 3; /* the election's, the contender's, the start task's */
   r->e = election_ref(e);
   zkrc__contender_config cfg = {
-      .session = e->s,
-      .dir = e->path,
+      .queue = &e->q,
       .marker = "latch-",
       .markers = zkrc__latch_markers,
-      .data = e->participant_id,
-      .data_len = (int)strlen(e->participant_id),
-      .acl = e->acl,
       .watch_own_node = 1,
       .ops = &election_contender_ops,
       .ops_arg = r,
   };
   r->c = zkrc__contender_new(&cfg);
   e->current = r;
-  zkrc__session_run_on_worker(e->s, start_task, r);
+  zkrc__session_run_on_worker(e->q.session, start_task, r);
 }
 
 /* Take the current round out of the queue (its node is deleted).  Returns
@@ -258,21 +248,19 @@ int zkrc_election_new(zkrc_election **out, zkrc_session *s, const char *path,
                       const zkrc_election_options *opts) {
   if (out)
     *out = NULL;
-  if (out == NULL || s == NULL || zkrc_path_validate(path, NULL) != ZKRC_OK ||
-      (opts && !zkrc__acl_valid(opts->acl)))
+  if (out == NULL)
     return zkrc__fail(ZKRC_EINVAL);
-  if (zkrc__session_closed(s))
-    return zkrc__fail(ZKRC_ECLOSED);
   zkrc_election *e = g_new0(zkrc_election, 1);
+  int err = zkrc__queue_init(&e->q, s, path,
+                             opts ? opts->participant_id : NULL,
+                             opts ? opts->acl : NULL);
+  if (err != ZKRC_OK) {
+    g_free(e);
+    return zkrc__fail(err);
+  }
   e->refs = 1;
   g_mutex_init(&e->mu);
   g_cond_init(&e->cond);
-  e->s = zkrc__session_ref(s);
-  e->path = g_strdup(path);
-  e->participant_id = opts && opts->participant_id
-                          ? g_strdup(opts->participant_id)
-                          : zkrc__default_participant_id();
-  e->acl = zkrc__acl_new(opts ? opts->acl : NULL);
   e->on_event = opts ? opts->on_event : NULL;
   e->event_arg = opts ? opts->event_arg : NULL;
   e->revoke_on_suspend = opts && opts->revoke_on_suspend;
@@ -284,7 +272,7 @@ int zkrc_election_new(zkrc_election **out, zkrc_session *s, const char *path,
 int zkrc_election_join(zkrc_election *e) {
   if (e == NULL)
     return zkrc__fail(ZKRC_EINVAL);
-  if (zkrc__session_closed(e->s))
+  if (zkrc__session_closed(e->q.session))
     return zkrc__fail(ZKRC_ECLOSED);
   g_mutex_lock(&e->mu);
   int err = e->joined ? ZKRC_ESTATE : ZKRC_OK;
@@ -342,7 +330,7 @@ void zkrc_election_free(zkrc_election *e) {
     zkrc__contender_withdraw(old->c);
     /* Leave no node behind: wait for the delete while the connection is up
      * (this also covers a create still in flight). */
-    int t = zkrc_session_timeout(e->s);
+    int t = zkrc_session_timeout(e->q.session);
     int64_t grace = zkrc__deadline_after(t > 1000 ? t : 1000);
     g_mutex_lock(&e->mu);
     while (!old->ended && zkrc__contender_deleting(old->c) &&
@@ -360,7 +348,7 @@ int zkrc_election_is_leader(zkrc_election *e) {
   g_mutex_lock(&e->mu);
   /* After a freeze longer than the session timeout, say no at once, even
    * before the session's worker has noticed and declared the session lost. */
-  int leader = e->leader && zkrc__session_fresh(e->s);
+  int leader = e->leader && zkrc__session_fresh(e->q.session);
   g_mutex_unlock(&e->mu);
   return leader;
 }
@@ -422,7 +410,7 @@ int zkrc_election_leader_id(zkrc_election *e, char **id, int timeout_ms) {
     *id = NULL;
   if (e == NULL)
     return zkrc__fail(ZKRC_EINVAL);
-  return zkrc_election_query_leader(e->s, e->path, id, timeout_ms);
+  return zkrc_election_query_leader(e->q.session, e->q.dir, id, timeout_ms);
 }
 
 int zkrc_election_participants(zkrc_election *e, char ***ids, size_t *count,
@@ -434,7 +422,7 @@ int zkrc_election_participants(zkrc_election *e, char ***ids, size_t *count,
   if (e == NULL || ids == NULL || !zkrc__timeout_valid(timeout_ms))
     return zkrc__fail(ZKRC_EINVAL);
   char **gv = NULL;
-  int err = zkrc__queue_participants(e->s, e->path, zkrc__latch_markers,
+  int err = zkrc__queue_participants(e->q.session, e->q.dir, zkrc__latch_markers,
                                      zkrc__deadline_after(timeout_ms), &gv);
   if (err != ZKRC_OK)
     return err;
@@ -443,4 +431,4 @@ int zkrc_election_participants(zkrc_election *e, char ***ids, size_t *count,
   return *ids ? ZKRC_OK : zkrc__fail(ZKRC_ENOMEM);
 }
 
-const char *zkrc_election_path(zkrc_election *e) { return e ? e->path : NULL; }
+const char *zkrc_election_path(zkrc_election *e) { return e ? e->q.dir : NULL; }

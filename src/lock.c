@@ -24,7 +24,7 @@
  * normally a round trip; the ZooKeeper client itself gives up on a request
  * (connection loss) within the session timeout, so that is the bound. */
 static int release_grace_ms(zkrc_lock *lk) {
-  int t = zkrc_session_timeout(lk->s);
+  int t = zkrc_session_timeout(lk->q.session);
   return t > 1000 ? t : 1000;
 }
 
@@ -77,10 +77,7 @@ void zkrc__lock_unref(zkrc_lock *lk) {
     g_hash_table_destroy(lk->holders);
   if (lk->holds)
     g_hash_table_destroy(lk->holds);
-  zkrc__acl_unref(lk->acl);
-  g_free(lk->participant_id);
-  g_free(lk->path);
-  zkrc__session_unref(lk->s);
+  zkrc__queue_clear(&lk->q);
   g_mutex_clear(&lk->mu);
   g_cond_clear(&lk->cond);
   g_free(lk);
@@ -137,7 +134,7 @@ void zkrc__lock_post_event_locked(holder *h, zkrc_lock_event ev, int reason) {
   call->node = g_strdup(h->node);
   if (h->async)
     call->info.hold = zkrc__holder_ref(h);
-  zkrc__session_post(lk->s, lock_event_run, call);
+  zkrc__session_post(lk->q.session, lock_event_run, call);
 }
 
 /* ------------------------------------------------ contender callbacks */
@@ -212,21 +209,19 @@ int zkrc_lock_new(zkrc_lock **out, zkrc_session *s, const char *path,
                   const zkrc_lock_options *opts) {
   if (out)
     *out = NULL;
-  if (out == NULL || s == NULL || zkrc_path_validate(path, NULL) != ZKRC_OK ||
-      (opts && !zkrc__acl_valid(opts->acl)))
+  if (out == NULL)
     return zkrc__fail(ZKRC_EINVAL);
-  if (zkrc__session_closed(s))
-    return zkrc__fail(ZKRC_ECLOSED);
   zkrc_lock *lk = g_new0(zkrc_lock, 1);
+  int err = zkrc__queue_init(&lk->q, s, path,
+                             opts ? opts->participant_id : NULL,
+                             opts ? opts->acl : NULL);
+  if (err != ZKRC_OK) {
+    g_free(lk);
+    return zkrc__fail(err);
+  }
   lk->refs = 1;
   g_mutex_init(&lk->mu);
   g_cond_init(&lk->cond);
-  lk->s = zkrc__session_ref(s);
-  lk->path = g_strdup(path);
-  lk->participant_id = opts && opts->participant_id
-                           ? g_strdup(opts->participant_id)
-                           : zkrc__default_participant_id();
-  lk->acl = zkrc__acl_new(opts ? opts->acl : NULL);
   lk->on_event = opts ? opts->on_event : NULL;
   lk->event_arg = opts ? opts->event_arg : NULL;
   *out = lk;
@@ -245,13 +240,9 @@ holder *zkrc__lock_new_participant_locked(zkrc_lock *lk, uint64_t thread) {
   h->thread = thread;
   h->state = H_WAITING;
   zkrc__contender_config cfg = {
-      .session = lk->s,
-      .dir = lk->path,
+      .queue = &lk->q,
       .marker = "lock-",
       .markers = zkrc__lock_markers,
-      .data = lk->participant_id,
-      .data_len = (int)strlen(lk->participant_id),
-      .acl = lk->acl,
       .watch_own_node = lk->on_event != NULL,
       .ops = &lock_contender_ops,
       .ops_arg = h,
@@ -294,7 +285,7 @@ static void withdraw_locked(zkrc_lock *lk, holder *h, int grace_ms) {
   g_mutex_lock(&lk->mu);
   int64_t grace = zkrc__deadline_after(grace_ms);
   while (!h->ended && zkrc__contender_deleting(c) &&
-         zkrc__session_connected(lk->s, 0)) {
+         zkrc__session_connected(lk->q.session, 0)) {
     if (!zkrc__cond_wait_until(&lk->cond, &lk->mu, grace))
       break;
   }
@@ -306,7 +297,7 @@ int zkrc_lock_acquire(zkrc_lock *lk, int timeout_ms) {
   /* A try does not wait for others, but its look at the queue takes a round
    * trip: allow it the session timeout (the connection may be down). */
   int64_t deadline = zkrc__deadline_after(
-      timeout_ms == ZKRC_NO_WAIT ? zkrc_session_timeout(lk->s) : timeout_ms);
+      timeout_ms == ZKRC_NO_WAIT ? zkrc_session_timeout(lk->q.session) : timeout_ms);
   uint64_t me = current_thread_number();
   g_mutex_lock(&lk->mu);
   if (lk->freeing) {
@@ -323,7 +314,7 @@ int zkrc_lock_acquire(zkrc_lock *lk, int timeout_ms) {
     g_mutex_unlock(&lk->mu);
     return zkrc__fail(err);
   }
-  if (zkrc__session_closed(lk->s)) {
+  if (zkrc__session_closed(lk->q.session)) {
     g_mutex_unlock(&lk->mu);
     return zkrc__fail(ZKRC_ECLOSED);
   }
@@ -395,7 +386,7 @@ int zkrc_lock_is_held(zkrc_lock *lk) {
     return 0;
   /* After a freeze longer than the session timeout, say no at once, even
    * before the session's worker has noticed and declared the session lost. */
-  int held = h->state == H_HELD && zkrc__session_fresh(lk->s);
+  int held = h->state == H_HELD && zkrc__session_fresh(lk->q.session);
   g_mutex_unlock(&lk->mu);
   return held;
 }
@@ -440,7 +431,7 @@ int zkrc_lock_node(zkrc_lock *lk, char **path) {
   return zkrc__fail(err);
 }
 
-const char *zkrc_lock_path(zkrc_lock *lk) { return lk ? lk->path : NULL; }
+const char *zkrc_lock_path(zkrc_lock *lk) { return lk ? lk->q.dir : NULL; }
 
 int zkrc_lock_participants(zkrc_lock *lk, char ***ids, size_t *count,
                            int timeout_ms) {
@@ -451,7 +442,7 @@ int zkrc_lock_participants(zkrc_lock *lk, char ***ids, size_t *count,
   if (lk == NULL || ids == NULL || !zkrc__timeout_valid(timeout_ms))
     return zkrc__fail(ZKRC_EINVAL);
   char **gv = NULL;
-  int err = zkrc__queue_participants(lk->s, lk->path, zkrc__lock_markers,
+  int err = zkrc__queue_participants(lk->q.session, lk->q.dir, zkrc__lock_markers,
                                      zkrc__deadline_after(timeout_ms), &gv);
   if (err != ZKRC_OK)
     return err;
@@ -494,7 +485,7 @@ int zkrc_lock_fenced_multi(zkrc_lock *lk, int count, const zoo_op_t *ops,
     err = ZKRC_EINVAL;
   } else {
     zoo_check_op_init(&call->ops[0], node, -1);
-    zkrc_conn *conn = zkrc__conn_use(lk->s);
+    zkrc_conn *conn = zkrc__conn_use(lk->q.session);
     int rc;
     if (conn == NULL || conn->generation != generation) {
       rc = ZSESSIONEXPIRED; /* our node belonged to an earlier session */

@@ -55,7 +55,7 @@ static void complete_locked(holder *h, int status) {
   done->h = zkrc__holder_ref(h);
   done->status = status;
   done->token = status == ZKRC_OK ? h->token : 0;
-  zkrc__session_post(h->lk->s, completion_run, done);
+  zkrc__session_post(h->lk->q.session, completion_run, done);
 }
 
 /* Give up before the front: the completion follows once the node is gone
@@ -118,7 +118,7 @@ int zkrc_lock_acquire_async(zkrc_lock *lk, int timeout_ms,
     return zkrc__fail(ZKRC_EINVAL);
   g_mutex_lock(&lk->mu);
   int err = lk->freeing                  ? ZKRC_ECANCELED
-            : zkrc__session_closed(lk->s) ? ZKRC_ECLOSED
+            : zkrc__session_closed(lk->q.session) ? ZKRC_ECLOSED
                                           : ZKRC_OK;
   if (err != ZKRC_OK) {
     g_mutex_unlock(&lk->mu);
@@ -134,9 +134,9 @@ int zkrc_lock_acquire_async(zkrc_lock *lk, int timeout_ms,
   g_hash_table_add(lk->holds, h);
   /* A try waits for its first look at the queue, at most a session
    * timeout, like zkrc_lock_acquire(). */
-  int ms = h->no_wait ? zkrc_session_timeout(lk->s) : timeout_ms;
+  int ms = h->no_wait ? zkrc_session_timeout(lk->q.session) : timeout_ms;
   if (ms != ZKRC_WAIT_FOREVER)
-    h->timer = zkrc__session_timer(lk->s, ms, deadline_passed,
+    h->timer = zkrc__session_timer(lk->q.session, ms, deadline_passed,
                                    zkrc__holder_ref(h),
                                    (GDestroyNotify)zkrc__holder_unref);
   if (hold)
@@ -184,7 +184,7 @@ int zkrc_lock_hold_is_held(zkrc_lock_hold *h) {
   if (h == NULL)
     return 0;
   g_mutex_lock(&h->lk->mu);
-  int held = h->state == H_HELD && zkrc__session_fresh(h->lk->s);
+  int held = h->state == H_HELD && zkrc__session_fresh(h->lk->q.session);
   g_mutex_unlock(&h->lk->mu);
   return held;
 }

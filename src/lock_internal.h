@@ -52,10 +52,7 @@ struct zkrc_lock {
   gint refs;
   GMutex mu;
   GCond cond;
-  zkrc_session *s;
-  char *path;
-  char *participant_id;
-  zkrc__acl *acl;
+  zkrc__queue q; /* session, path, participant id, ACL */
   zkrc_lock_event_fn on_event;
   void *event_arg;
   /* Created on first use: most lock objects serve one thread and no

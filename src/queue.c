@@ -43,6 +43,7 @@ typedef enum step {
   STEP_RECOVER,
   STEP_DELETE,
   STEP_ARM_OWN_WATCH,
+  STEP_FETCH_STAT,
 } step;
 
 typedef enum out_kind { OUT_FRONT, OUT_BEHIND, OUT_CONNECTION, OUT_ENDED } out_kind;
@@ -107,6 +108,7 @@ typedef struct req {
 
 static void perform(zkrc__contender *c, step st);
 static void end_with(zkrc__contender *c, int err, int zk_rc);
+static void deliver(zkrc__contender *c);
 
 /* ------------------------------------------------------------ lifetime */
 
@@ -135,18 +137,44 @@ static void target_unref(void *p) { zkrc__contender_unref(p); }
 static const zkrc__watch_target_ops contender_target = {target_ref,
                                                         target_unref};
 
+int zkrc__queue_init(zkrc__queue *q, zkrc_session *s, const char *dir,
+                     const char *participant_id, const struct ACL_vector *acl) {
+  memset(q, 0, sizeof *q);
+  if (s == NULL || zkrc_path_validate(dir, NULL) != ZKRC_OK ||
+      !zkrc__acl_valid(acl))
+    return ZKRC_EINVAL;
+  if (zkrc__session_closed(s))
+    return ZKRC_ECLOSED;
+  q->session = zkrc__session_ref(s);
+  q->dir = g_strdup(dir);
+  q->participant_id = participant_id ? g_strdup(participant_id)
+                                     : zkrc__default_participant_id();
+  q->acl = zkrc__acl_new(acl);
+  return ZKRC_OK;
+}
+
+void zkrc__queue_clear(zkrc__queue *q) {
+  zkrc__acl_unref(q->acl);
+  g_free(q->participant_id);
+  g_free(q->dir);
+  if (q->session)
+    zkrc__session_unref(q->session);
+  memset(q, 0, sizeof *q);
+}
+
 zkrc__contender *zkrc__contender_new(const zkrc__contender_config *cfg) {
+  const zkrc__queue *q = cfg->queue;
   zkrc__contender *c = g_new0(zkrc__contender, 1);
   c->refs = 1;
   g_mutex_init(&c->mu);
   g_queue_init(&c->outbox);
-  c->s = zkrc__session_ref(cfg->session);
-  c->dir = g_strdup(cfg->dir);
+  c->s = zkrc__session_ref(q->session);
+  c->dir = g_strdup(q->dir);
   c->marker = cfg->marker;
   c->markers = cfg->markers;
-  c->data = g_memdup2(cfg->data, (gsize)cfg->data_len);
-  c->data_len = cfg->data_len;
-  c->acl = zkrc__acl_ref(cfg->acl);
+  c->data_len = (int)strlen(q->participant_id);
+  c->data = g_memdup2(q->participant_id, (gsize)c->data_len);
+  c->acl = zkrc__acl_ref(q->acl);
   c->watch_own = cfg->watch_own_node != 0;
   c->ops = cfg->ops;
   c->ops_arg = cfg->ops_arg;
@@ -167,6 +195,22 @@ static req *req_new_locked(zkrc__contender *c) {
 static void req_free(req *r) {
   zkrc__contender_unref(r->c);
   g_free(r);
+}
+
+/* The end of every reply handler that took the lock: let it go, carry out
+ * the step decided under it, tell the owner, and forget the request. */
+static void finish_locked_reply(req *r, step next) {
+  zkrc__contender *c = r->c;
+  g_mutex_unlock(&c->mu);
+  perform(c, next);
+  deliver(c);
+  req_free(r);
+}
+
+/* The end of a reply handler for a superseded request. */
+static void finish_stale_reply(req *r) {
+  deliver(r->c);
+  req_free(r);
 }
 
 /* Is the reply @p r still about what the contender is doing?  Locks the
@@ -404,7 +448,8 @@ static void create_done(int rc, const char *value, const struct Stat *stat,
       zkrc__session_reap(c->s, c->dir, c->prefix, strrchr(value, '/') + 1,
                          c->generation);
     g_mutex_unlock(&c->mu);
-    goto out;
+    finish_stale_reply(r);
+    return;
   }
   if (rc == ZOK) {
     c->name_known = TRUE;
@@ -435,11 +480,7 @@ static void create_done(int rc, const char *value, const struct Stat *stat,
   } else {
     end_locked(c, zkrc_from_zk_error(rc), rc, FALSE);
   }
-  g_mutex_unlock(&c->mu);
-  perform(c, next);
-out:
-  deliver(c);
-  req_free(r);
+  finish_locked_reply(r, next);
 }
 
 static void children_done(int rc, const struct String_vector *kids,
@@ -447,19 +488,17 @@ static void children_done(int rc, const struct String_vector *kids,
   req *r = (req *)data;
   zkrc__contender *c = r->c;
   step next = STEP_NONE;
-  if (!lock_if_current(r))
-    goto out;
+  if (!lock_if_current(r)) {
+    finish_stale_reply(r);
+    return;
+  }
   if (c->state == C_CREATING && c->name_known && !c->withdrawing) {
     if (rc == ZOK)
       next = evaluate_locked(c, kids);
     else
       next = need_recovery_locked(c);
   }
-  g_mutex_unlock(&c->mu);
-  perform(c, next);
-out:
-  deliver(c);
-  req_free(r);
+  finish_locked_reply(r, next);
 }
 
 /* Create the directory and its missing ancestors as containers, in order,
@@ -556,8 +595,10 @@ static void pred_result(req *r, int rc) {
    * exists only leaves one on a node that exists. */
   if (rc != ZOK && !(rc == ZNONODE && r->by_exists))
     zkrc__watch_cancel(r->watch);
-  if (!lock_if_current(r))
-    goto out;
+  if (!lock_if_current(r)) {
+    finish_stale_reply(r);
+    return;
+  }
   if (c->state == C_WAITING && !c->withdrawing) {
     if (rc == ZOK) {
       /* watching */
@@ -575,11 +616,7 @@ static void pred_result(req *r, int rc) {
       next = need_recovery_locked(c);
     }
   }
-  g_mutex_unlock(&c->mu);
-  perform(c, next);
-out:
-  deliver(c);
-  req_free(r);
+  finish_locked_reply(r, next);
 }
 
 static void pred_get_done(int rc, const char *value, int len,
@@ -651,8 +688,10 @@ static void self_result(req *r, int rc) {
   step next = STEP_NONE;
   if (rc != ZOK && r->watch)
     zkrc__watch_cancel(r->watch);
-  if (!lock_if_current(r))
-    goto out;
+  if (!lock_if_current(r)) {
+    finish_stale_reply(r);
+    return;
+  }
   if (rc != ZOK && c->own_watch == r->watch)
     c->own_watch = NULL;
   if (c->withdrawing) {
@@ -672,11 +711,7 @@ static void self_result(req *r, int rc) {
   } else {
     next = need_recovery_locked(c);
   }
-  g_mutex_unlock(&c->mu);
-  perform(c, next);
-out:
-  deliver(c);
-  req_free(r);
+  finish_locked_reply(r, next);
 }
 
 static void self_get_done(int rc, const char *value, int len,
@@ -735,8 +770,10 @@ static void recover_stat_done(int rc, const struct Stat *stat,
   req *r = (req *)data;
   zkrc__contender *c = r->c;
   step next = STEP_NONE;
-  if (!lock_if_current(r))
-    goto out;
+  if (!lock_if_current(r)) {
+    finish_stale_reply(r);
+    return;
+  }
   if (rc == ZOK) {
     c->czxid = stat->czxid;
     c->owner = stat->ephemeralOwner;
@@ -748,11 +785,7 @@ static void recover_stat_done(int rc, const struct Stat *stat,
   } else {
     next = need_recovery_locked(c);
   }
-  g_mutex_unlock(&c->mu);
-  perform(c, next);
-out:
-  deliver(c);
-  req_free(r);
+  finish_locked_reply(r, next);
 }
 
 static void fetch_own_stat(zkrc__contender *c) {
@@ -789,9 +822,10 @@ static void recover_children_done(int rc, const struct String_vector *kids,
   req *r = (req *)data;
   zkrc__contender *c = r->c;
   step next = STEP_NONE;
-  gboolean fetch_stat = FALSE;
-  if (!lock_if_current(r))
-    goto out;
+  if (!lock_if_current(r)) {
+    finish_stale_reply(r);
+    return;
+  }
   if (c->withdrawing) {
     /* the withdrawal takes over */
   } else if (rc != ZOK && rc != ZNONODE) {
@@ -803,7 +837,7 @@ static void recover_children_done(int rc, const struct String_vector *kids,
       c->name_known = TRUE;
       c->create_unknown = FALSE;
       set_path_locked(c, g_strdup_printf("%s/%s", c->dir, mine));
-      fetch_stat = TRUE;
+      next = STEP_FETCH_STAT;
     } else {
       c->create_unknown = FALSE;
       next = STEP_SEND_CREATE; /* it never reached the servers */
@@ -816,13 +850,7 @@ static void recover_children_done(int rc, const struct String_vector *kids,
       c->state = C_WAITING;
     next = evaluate_locked(c, kids);
   }
-  g_mutex_unlock(&c->mu);
-  if (fetch_stat)
-    fetch_own_stat(c);
-  perform(c, next);
-out:
-  deliver(c);
-  req_free(r);
+  finish_locked_reply(r, next);
 }
 
 static void recover(zkrc__contender *c) {
@@ -1002,6 +1030,9 @@ static void perform(zkrc__contender *c, step st) {
     break;
   case STEP_DELETE:
     send_delete(c);
+    break;
+  case STEP_FETCH_STAT:
+    fetch_own_stat(c);
     break;
   }
 }

@@ -40,6 +40,24 @@
 
 typedef struct zkrc__contender zkrc__contender;
 
+/* One recipe object's queue: where it lives (session and directory) and who
+ * takes part (the participant id its nodes carry, and their ACL).  Locks and
+ * elections embed one; every contender they start inherits it. */
+typedef struct zkrc__queue {
+  zkrc_session *session; /* referenced */
+  char *dir;
+  char *participant_id;
+  zkrc__acl *acl; /* referenced */
+} zkrc__queue;
+
+/* Check the arguments every recipe constructor takes and fill @p q.
+ * Returns ZKRC_OK; ZKRC_EINVAL (NULL session, invalid path or ACL);
+ * ZKRC_ECLOSED (the session is closed).  @p participant_id NULL means
+ * "<hostname>:<pid>", @p acl NULL the open ACL. */
+int zkrc__queue_init(zkrc__queue *q, zkrc_session *s, const char *dir,
+                     const char *participant_id, const struct ACL_vector *acl);
+void zkrc__queue_clear(zkrc__queue *q);
+
 typedef struct zkrc__contender_ops {
   /* The contender is at the front: its node has the lowest sequence and
    * belongs to the current ZooKeeper session. */
@@ -58,13 +76,9 @@ typedef struct zkrc__contender_ops {
 } zkrc__contender_ops;
 
 typedef struct zkrc__contender_config {
-  zkrc_session *session;
-  const char *dir;                 /* validated directory path */
+  const zkrc__queue *queue;        /* session, directory, id and ACL */
   const char *marker;              /* "lock-" or "latch-" (static string) */
   const char *const *markers;      /* markers that count as contenders */
-  const char *data;                /* node data (participant id) */
-  int data_len;
-  zkrc__acl *acl;                  /* referenced */
   /* Keep a data watch on our own node while at the front, so that its
    * deletion by someone else ends the contender with ZKRC_ELOCKLOST. */
   int watch_own_node;
