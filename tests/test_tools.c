@@ -1,0 +1,1044 @@
+/*
+ * tests/test_tools.c - the command-line tools zkr-lock and zkr-elect, run
+ * as built (tools/zkr-lock, tools/zkr-elect) against the program's real
+ * one-member ensemble.
+ *
+ * Every tool process is started with posix_spawn (this process has
+ * threads), its stdout and stderr captured through pipes, and its exit
+ * awaited through a pidfd: output and exit are events, and every wait has a
+ * deadline.  The shell commands the tools run print their pid ("pid=N"),
+ * which is registered, so that whatever happens every tool, every command
+ * and every command's process group is SIGKILLed and reaped (the tools'
+ * commands run in process groups of their own).  Where nothing announces a
+ * change (a contender queued on the server, a process reparented away from
+ * us dying), the state is polled with a deadline.
+ *
+ * Licensed under the Apache License, Version 2.0 (see COPYING).
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <glib.h>
+#include <glib/gstdio.h>
+
+#include "testutil.h"
+
+extern char **environ;
+
+#define ZKR_LOCK TOP_BUILDDIR "/tools/zkr-lock"
+#define ZKR_ELECT TOP_BUILDDIR "/tools/zkr-elect"
+
+/* The tools' exit statuses (tools/tool.h, documented in --help). */
+#define EXIT_NOT_ACQUIRED 1
+#define EXIT_USAGE 2
+#define EXIT_NO_LEADER 3
+#define EXIT_BAD_PATH 65
+#define EXIT_UNAVAILABLE 69
+#define EXIT_LOST 75
+#define EXIT_NOT_FOUND 127
+
+/* Session timeout given to the tools (-t), and the bounds of the waits. */
+#define TOOL_SESSION_MS ZKT_SESSION_TIMEOUT_MS
+#define TOOL_SESSION_ARG "2000"
+#define START_TIMEOUT 10000 /* a tool connects and its command starts */
+#define EXIT_TIMEOUT 10000  /* a tool exits once told to */
+
+/* ------------------------------------------------------------ processes */
+
+typedef struct proc {
+  pid_t pid;    /* 0 once reaped */
+  int pidfd;    /* readable once the process exited; -1 if unsupported */
+  int out_fd, err_fd;
+  GString *out, *err;
+  int status;   /* as a shell reports it, once reaped */
+} proc;
+
+static GPtrArray *procs;     /* every proc started, until freed */
+static GArray *command_pids; /* pids (and groups) of the tools' commands */
+static char *tmp_dir;
+
+static void kill_registered(void) {
+  for (guint i = 0; command_pids && i < command_pids->len; i++) {
+    pid_t pid = g_array_index(command_pids, pid_t, i);
+    kill(-pid, SIGKILL);
+    kill(pid, SIGKILL);
+  }
+  if (command_pids)
+    g_array_set_size(command_pids, 0);
+}
+
+static void proc_kill(proc *p) {
+  if (p->pid <= 0)
+    return;
+  kill(p->pid, SIGKILL);
+  int st;
+  while (waitpid(p->pid, &st, 0) < 0 && errno == EINTR)
+    ;
+  p->status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+  p->pid = 0;
+}
+
+static void proc_free(proc *p) {
+  if (p == NULL)
+    return;
+  proc_kill(p);
+  if (p->pidfd >= 0)
+    close(p->pidfd);
+  close(p->out_fd);
+  close(p->err_fd);
+  g_string_free(p->out, TRUE);
+  g_string_free(p->err, TRUE);
+  if (procs)
+    g_ptr_array_remove(procs, p);
+  g_free(p);
+}
+
+/* Kill and reap everything a test started (also what a failed one left). */
+static void cleanup_processes(void) {
+  while (procs && procs->len > 0)
+    proc_free(g_ptr_array_index(procs, procs->len - 1));
+  kill_registered();
+}
+
+static void remove_tmp_dir(void) {
+  if (tmp_dir == NULL)
+    return;
+  GDir *d = g_dir_open(tmp_dir, 0, NULL);
+  const char *name;
+  while (d && (name = g_dir_read_name(d)) != NULL) {
+    char *path = g_build_filename(tmp_dir, name, NULL);
+    g_unlink(path);
+    g_free(path);
+  }
+  if (d)
+    g_dir_close(d);
+  g_rmdir(tmp_dir);
+  g_free(tmp_dir);
+  tmp_dir = NULL;
+}
+
+static void cleanup_at_exit(void) {
+  cleanup_processes();
+  remove_tmp_dir();
+}
+
+/* A file name in this program's temporary directory (g_free it). */
+static char *tmp_file(const char *name) {
+  if (tmp_dir == NULL) {
+    tmp_dir = g_dir_make_tmp("zkr-tools-XXXXXX", NULL);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(tmp_dir);
+  }
+  static int n;
+  return g_strdup_printf("%s/%s-%d", tmp_dir, name, ++n);
+}
+
+/* Start @p argv (NULL-terminated) with stdout and stderr captured, stdin
+ * /dev/null, only descriptors 0-2, default signal dispositions. */
+static proc *proc_start(const char *const *argv) {
+  int out[2], err[2];
+  CU_ASSERT_FATAL(pipe2(out, O_CLOEXEC) == 0 && pipe2(err, O_CLOEXEC) == 0);
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+  posix_spawn_file_actions_adddup2(&fa, out[1], 1);
+  posix_spawn_file_actions_adddup2(&fa, err[1], 2);
+  posix_spawn_file_actions_addclosefrom_np(&fa, 3);
+  posix_spawnattr_t attr;
+  posix_spawnattr_init(&attr);
+  sigset_t defaults, mask;
+  sigfillset(&defaults); /* what this program ignores or catches: default */
+  sigemptyset(&mask);
+  posix_spawnattr_setsigdefault(&attr, &defaults);
+  posix_spawnattr_setsigmask(&attr, &mask);
+  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK);
+  pid_t pid;
+  int rc = posix_spawn(&pid, argv[0], &fa, &attr, (char *const *)argv, environ);
+  posix_spawn_file_actions_destroy(&fa);
+  posix_spawnattr_destroy(&attr);
+  close(out[1]);
+  close(err[1]);
+  if (rc != 0) {
+    close(out[0]);
+    close(err[0]);
+    fprintf(stderr, "posix_spawn %s: %s\n", argv[0], strerror(rc));
+    CU_FAIL_FATAL("posix_spawn failed");
+  }
+  proc *p = g_new0(proc, 1);
+  p->pid = pid;
+  p->pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
+  p->out_fd = out[0];
+  p->err_fd = err[0];
+  fcntl(p->out_fd, F_SETFL, O_NONBLOCK);
+  fcntl(p->err_fd, F_SETFL, O_NONBLOCK);
+  p->out = g_string_new(NULL);
+  p->err = g_string_new(NULL);
+  if (procs == NULL)
+    procs = g_ptr_array_new();
+  g_ptr_array_add(procs, p);
+  return p;
+}
+
+/* Start a tool: @p tool, then "-s HOSTS -t 2000", then @p args. */
+static proc *tool_start(const char *tool, const char *const *args) {
+  const char *argv[32];
+  int n = 0;
+  argv[n++] = tool;
+  argv[n++] = "-s";
+  argv[n++] = zkt_hosts();
+  argv[n++] = "-t";
+  argv[n++] = TOOL_SESSION_ARG;
+  for (int i = 0; args[i] && n < 31; i++)
+    argv[n++] = args[i];
+  argv[n] = NULL;
+  return proc_start(argv);
+}
+
+static void drain(int fd, GString *into) {
+  char buf[4096];
+  ssize_t n;
+  while ((n = read(fd, buf, sizeof buf)) > 0)
+    g_string_append_len(into, buf, n);
+}
+
+/* Reap if it exited.  Returns 1 when it has been reaped. */
+static int proc_reaped(proc *p) {
+  if (p->pid <= 0)
+    return 1;
+  int st;
+  if (waitpid(p->pid, &st, WNOHANG) != p->pid)
+    return 0;
+  p->status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+  p->pid = 0;
+  return 1;
+}
+
+/* Wait up to @p ms for output or the exit, and read what there is. */
+static void proc_pump(proc *p, int ms) {
+  struct pollfd pfds[3] = {{p->out_fd, POLLIN, 0},
+                           {p->err_fd, POLLIN, 0},
+                           {p->pid > 0 ? p->pidfd : -1, POLLIN, 0}};
+  if (p->pid > 0 && p->pidfd < 0 && ms > 20)
+    ms = 20; /* no pidfd: look at the process now and then */
+  if (poll(pfds, 3, ms) < 0 && errno != EINTR)
+    CU_FAIL("poll failed");
+  drain(p->out_fd, p->out);
+  drain(p->err_fd, p->err);
+}
+
+/* Wait until the process exits; its status, or -1 (then it is killed)
+ * after @p timeout_ms. */
+static int proc_wait(proc *p, int timeout_ms) {
+  int64_t deadline = zkt_now_ms() + timeout_ms;
+  while (!proc_reaped(p)) {
+    int64_t left = deadline - zkt_now_ms();
+    if (left <= 0) {
+      fprintf(stderr, "\nprocess %d did not exit in %d ms; stderr:\n%s\n",
+              (int)p->pid, timeout_ms, p->err->str);
+      proc_kill(p);
+      return -1;
+    }
+    proc_pump(p, (int)left);
+  }
+  drain(p->out_fd, p->out);
+  drain(p->err_fd, p->err);
+  return p->status;
+}
+
+/* Wait until @p needle appears in stdout (@p on_stderr: stderr).  Gives up
+ * at the deadline or when the process exited without printing it. */
+static int proc_wait_text(proc *p, int on_stderr, const char *needle,
+                          int timeout_ms) {
+  GString *buf = on_stderr ? p->err : p->out;
+  int64_t deadline = zkt_now_ms() + timeout_ms;
+  for (;;) {
+    if (strstr(buf->str, needle))
+      return 1;
+    int64_t left = deadline - zkt_now_ms();
+    int exited = proc_reaped(p);
+    if (left <= 0 || exited) {
+      drain(p->out_fd, p->out);
+      drain(p->err_fd, p->err);
+      if (strstr(buf->str, needle))
+        return 1;
+      fprintf(stderr, "\nno '%s' from process (%s); stdout:\n%s\nstderr:\n%s\n",
+              needle, exited ? "it exited" : "timeout", p->out->str,
+              p->err->str);
+      return 0;
+    }
+    proc_pump(p, (int)left);
+  }
+}
+
+/* Run a tool to its end; returns its status (-1: killed at the deadline). */
+static int tool_run(const char *tool, const char *const *args, proc **out) {
+  proc *p = tool_start(tool, args);
+  int status = proc_wait(p, EXIT_TIMEOUT);
+  if (out)
+    *out = p;
+  else
+    proc_free(p);
+  return status;
+}
+
+/* The @p nth (0-based) "key=value" in @p text (at a line start or after a
+ * space): the value (g_free it), or NULL.  *complete (if not NULL) says
+ * whether its line has ended. */
+static char *value_at(const char *text, const char *key, int nth,
+                      int *complete) {
+  char *pattern = g_strdup_printf("%s=", key);
+  const char *at = text;
+  char *value = NULL;
+  while ((at = strstr(at, pattern)) != NULL) {
+    if ((at == text || at[-1] == '\n' || at[-1] == ' ') && nth-- == 0) {
+      at += strlen(pattern);
+      size_t len = strcspn(at, " \n");
+      value = g_strndup(at, len);
+      if (complete)
+        *complete = strchr(at, '\n') != NULL;
+      break;
+    }
+    at++;
+  }
+  g_free(pattern);
+  return value;
+}
+
+static char *value_of(const char *text, const char *key, int nth) {
+  return value_at(text, key, nth, NULL);
+}
+
+/* Wait until the @p nth (0-based) "key=value" of stdout is complete (its
+ * line ended); returns the value (g_free it) or NULL at the deadline. */
+static char *wait_value(proc *p, const char *key, int nth, int timeout_ms) {
+  int64_t deadline = zkt_now_ms() + timeout_ms;
+  for (;;) {
+    int complete = 0;
+    char *v = value_at(p->out->str, key, nth, &complete);
+    if (v && complete)
+      return v;
+    g_free(v);
+    int64_t left = deadline - zkt_now_ms();
+    if (left <= 0 || proc_reaped(p)) {
+      drain(p->out_fd, p->out);
+      v = value_of(p->out->str, key, nth);
+      if (v == NULL)
+        fprintf(stderr, "\nno %s= (#%d) from process; stdout:\n%s\n"
+                "stderr:\n%s\n", key, nth, p->out->str, p->err->str);
+      return v;
+    }
+    proc_pump(p, (int)left);
+  }
+}
+
+/* Register a command's pid (its process group too) for the cleanup. */
+static void register_command(pid_t pid) {
+  if (command_pids == NULL)
+    command_pids = g_array_new(FALSE, FALSE, sizeof(pid_t));
+  if (pid > 0)
+    g_array_append_val(command_pids, pid);
+}
+
+/* Wait for the command's first "pid=N" and register N for the cleanup. */
+static pid_t command_pid(proc *p) {
+  char *v = wait_value(p, "pid", 0, START_TIMEOUT);
+  pid_t pid = v ? (pid_t)atoi(v) : 0;
+  g_free(v);
+  register_command(pid);
+  return pid;
+}
+
+/* A process gone, or a zombie nobody of ours will reap. */
+static int process_gone(void *arg) {
+  pid_t pid = (pid_t)(intptr_t)arg;
+  if (kill(pid, 0) != 0 && errno == ESRCH)
+    return 1;
+  char path[64], state = '?';
+  snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+  FILE *f = fopen(path, "r");
+  if (f == NULL)
+    return 1;
+  int r = fscanf(f, "%*d (%*[^)]) %c", &state);
+  fclose(f);
+  return r == 1 && (state == 'Z' || state == 'X');
+}
+
+static int group_gone(void *arg) {
+  pid_t pgid = (pid_t)(intptr_t)arg;
+  return kill(-pgid, 0) != 0 && errno == ESRCH;
+}
+
+/* The session a -v tool printed: "session 0x<id> password <hex>". */
+static int session_of(proc *p, clientid_t *id) {
+  if (!proc_wait_text(p, 1, " timeout ", START_TIMEOUT))
+    return 0;
+  const char *line = strstr(p->err->str, "session 0x");
+  unsigned long long sid;
+  char hex[33];
+  if (line == NULL ||
+      sscanf(line, "session 0x%llx password %32s", &sid, hex) != 2 ||
+      strlen(hex) != 32)
+    return 0;
+  memset(id, 0, sizeof *id);
+  id->client_id = (int64_t)sid;
+  for (int i = 0; i < 16; i++) {
+    unsigned v;
+    sscanf(hex + 2 * i, "%2x", &v);
+    id->passwd[i] = (char)v;
+  }
+  return 1;
+}
+
+/* -------------------------------------------------- server-side polling */
+
+typedef struct count_check {
+  zhandle_t *zh;
+  const char *path;
+  int want;
+} count_check;
+
+static int has_children(void *arg) {
+  count_check *c = arg;
+  int n = zkt_child_count(c->zh, c->path);
+  return (n < 0 ? 0 : n) == c->want;
+}
+
+/* Wait until @p path has @p want children (a missing one counts as 0). */
+static int wait_children(zhandle_t *zh, const char *path, int want) {
+  count_check c = {zh, path, want};
+  return zkt_wait_for(has_children, &c, 10000);
+}
+
+static char *read_file(const char *path) {
+  char *text = NULL;
+  if (!g_file_get_contents(path, &text, NULL, NULL))
+    return NULL;
+  return text;
+}
+
+/* ------------------------------------------------------------ zkr-lock */
+
+/* Ten zkr-lock processes at once, each read-sleep-write a counter under
+ * the lock: no update is lost. */
+static void test_lock_exclusion(void) {
+  cleanup_processes();
+  char *path = zkt_path("tools-excl");
+  char *counter = tmp_file("counter");
+  CU_ASSERT_FATAL(g_file_set_contents(counter, "0\n", -1, NULL));
+  char *script = g_strdup_printf(
+      "n=$(cat '%s'); sleep 0.05; echo $((n + 1)) > '%s'", counter, counter);
+  proc *p[10];
+  for (int i = 0; i < 10; i++) {
+    const char *args[] = {"-w", "60", path, "--", "sh", "-c", script, NULL};
+    p[i] = tool_start(ZKR_LOCK, args);
+  }
+  for (int i = 0; i < 10; i++) {
+    int status = proc_wait(p[i], 60000);
+    if (status != 0)
+      fprintf(stderr, "\nzkr-lock %d: status %d: %s\n", i, status,
+              p[i]->err->str);
+    CU_ASSERT_EQUAL(status, 0);
+    proc_free(p[i]);
+  }
+  char *text = read_file(counter);
+  CU_ASSERT_STRING_EQUAL(text ? text : "", "10\n");
+  g_free(text);
+  g_free(script);
+  g_free(counter);
+  g_free(path);
+}
+
+/* While one zkr-lock holds: -n fails at once with 1, -w with the -E code
+ * after the wait, neither runs its command; --holders lists the holder
+ * then the waiters; a waiter interrupted by SIGTERM exits 143 and leaves
+ * the queue; SIGTERM reaches the holder's command. */
+static void test_lock_conflict(void) {
+  cleanup_processes();
+  char *path = zkt_path("tools-busy");
+  char *marker = tmp_file("ran");
+  char *touch = g_strdup_printf("touch '%s'", marker);
+  zhandle_t *zh = zkt_raw();
+
+  const char *hold[] = {"--id", "holder", path, "--",  "sh", "-c",
+                        "echo pid=$$; exec sleep 30", NULL};
+  proc *a = tool_start(ZKR_LOCK, hold);
+  CU_ASSERT_FATAL(command_pid(a) > 0);
+
+  const char *nowait[] = {"-n", path, "--", "sh", "-c", touch, NULL};
+  int64_t t0 = zkt_now_ms();
+  CU_ASSERT_EQUAL(tool_run(ZKR_LOCK, nowait, NULL), EXIT_NOT_ACQUIRED);
+  /* At once: the holder keeps it for 30 s (5 s: a loaded machine). */
+  CU_ASSERT(zkt_now_ms() - t0 < 5000);
+
+  const char *waits[] = {"-w", "0.5", "-E", "7", path, "--", "sh", "-c",
+                         touch, NULL};
+  t0 = zkt_now_ms();
+  CU_ASSERT_EQUAL(tool_run(ZKR_LOCK, waits, NULL), 7);
+  int64_t waited = zkt_now_ms() - t0;
+  CU_ASSERT(waited >= 500 && waited < 500 + 5000);
+  CU_ASSERT_FALSE(g_file_test(marker, G_FILE_TEST_EXISTS));
+  /* -E 0: "not acquired" may be made a success; still nothing runs. */
+  const char *quiet[] = {"-n", "-E", "0", path, "--", "sh", "-c", touch, NULL};
+  CU_ASSERT_EQUAL(tool_run(ZKR_LOCK, quiet, NULL), 0);
+  CU_ASSERT_FALSE(g_file_test(marker, G_FILE_TEST_EXISTS));
+
+  /* Two waiters queue behind the holder, in order. */
+  const char *w1[] = {"--id", "waiter1", "-w", "30", path, "--", "sh", "-c",
+                      touch, NULL};
+  proc *b = tool_start(ZKR_LOCK, w1);
+  CU_ASSERT_FATAL(wait_children(zh, path, 2));
+  const char *w2[] = {"--id", "waiter2", "-w", "30", path, "--", "sh", "-c",
+                      touch, NULL};
+  proc *c = tool_start(ZKR_LOCK, w2);
+  CU_ASSERT_FATAL(wait_children(zh, path, 3));
+  proc *h;
+  const char *holders[] = {"--holders", path, NULL};
+  CU_ASSERT_EQUAL(tool_run(ZKR_LOCK, holders, &h), 0);
+  char **lines = g_strsplit(h->out->str, "\n", -1);
+  CU_ASSERT_EQUAL(g_strv_length(lines), 4); /* 3 lines and "" */
+  const char *ids[] = {"holder\t", "waiter1\t", "waiter2\t"};
+  char *prefix = g_strdup_printf("%s/", path);
+  for (int i = 0; i < 3 && lines[i]; i++) {
+    CU_ASSERT(g_str_has_prefix(lines[i], ids[i]));
+    const char *node = strchr(lines[i], '\t');
+    CU_ASSERT(node && g_str_has_prefix(node + 1, prefix) &&
+              strstr(node, "-lock-") && zkt_exists(zh, node + 1));
+  }
+  g_free(prefix);
+  g_strfreev(lines);
+  proc_free(h);
+
+  /* A waiter stopped by a signal gives up: 128+15, nothing run. */
+  kill(c->pid, SIGTERM);
+  CU_ASSERT_EQUAL(proc_wait(c, EXIT_TIMEOUT), 128 + SIGTERM);
+  CU_ASSERT(wait_children(zh, path, 2));
+  kill(b->pid, SIGINT);
+  CU_ASSERT_EQUAL(proc_wait(b, EXIT_TIMEOUT), 128 + SIGINT);
+  CU_ASSERT(wait_children(zh, path, 1));
+  CU_ASSERT_FALSE(g_file_test(marker, G_FILE_TEST_EXISTS));
+
+  /* SIGTERM goes to the command; its death by it is the status. */
+  kill(a->pid, SIGTERM);
+  CU_ASSERT_EQUAL(proc_wait(a, EXIT_TIMEOUT), 128 + SIGTERM);
+  CU_ASSERT(wait_children(zh, path, 0));
+  CU_ASSERT_EQUAL(tool_run(ZKR_LOCK, nowait, NULL), 0);
+  CU_ASSERT_TRUE(g_file_test(marker, G_FILE_TEST_EXISTS));
+
+  cleanup_processes();
+  zookeeper_close(zh);
+  g_free(touch);
+  g_free(marker);
+  g_free(path);
+}
+
+/* The command's environment: ZKR_LOCK_PATH, ZKR_LOCK_NODE (our node, which
+ * exists while it runs), ZKR_FENCING_TOKEN = that node's czxid, larger on
+ * the next run; ZKR_PARTICIPANT_ID. */
+static void test_lock_environment(void) {
+  cleanup_processes();
+  char *path = zkt_path("tools-env");
+  zhandle_t *zh = zkt_raw();
+  /* fds: what ls sees open - 0-2 and its directory; the tool's ZooKeeper
+   * connection and pipes must not leak into the command. */
+  const char *script = "echo path=$ZKR_LOCK_PATH node=$ZKR_LOCK_NODE "
+                       "token=$ZKR_FENCING_TOKEN id=$ZKR_PARTICIPANT_ID "
+                       "fds=$(ls /proc/self/fd | tr '\\n' ,); "
+                       "echo pid=$$; exec sleep 30";
+  const char *args[] = {"--id", "env-test", path, "--", "sh", "-c", script,
+                        NULL};
+  int64_t tokens[2] = {0, 0};
+  for (int run = 0; run < 2; run++) {
+    proc *p = tool_start(ZKR_LOCK, args);
+    CU_ASSERT_FATAL(command_pid(p) > 0);
+    char *lpath = value_of(p->out->str, "path", 0);
+    char *node = value_of(p->out->str, "node", 0);
+    char *token = value_of(p->out->str, "token", 0);
+    char *id = value_of(p->out->str, "id", 0);
+    char *fds = value_of(p->out->str, "fds", 0);
+    CU_ASSERT_STRING_EQUAL(fds ? fds : "", "0,1,2,3,");
+    g_free(fds);
+    CU_ASSERT_STRING_EQUAL(lpath ? lpath : "", path);
+    CU_ASSERT_STRING_EQUAL(id ? id : "", "env-test");
+    CU_ASSERT_FATAL(node != NULL && token != NULL);
+    CU_ASSERT(strncmp(node, path, strlen(path)) == 0 &&
+              node[strlen(path)] == '/');
+    tokens[run] = g_ascii_strtoll(token, NULL, 10);
+    CU_ASSERT(tokens[run] > 0);
+    CU_ASSERT_EQUAL(zkt_czxid(zh, node), tokens[run]);
+    kill(p->pid, SIGTERM);
+    CU_ASSERT_EQUAL(proc_wait(p, EXIT_TIMEOUT), 128 + SIGTERM);
+    CU_ASSERT_FALSE(zkt_exists(zh, node));
+    g_free(lpath);
+    g_free(node);
+    g_free(token);
+    g_free(id);
+    proc_free(p);
+  }
+  CU_ASSERT(tokens[1] > tokens[0]);
+  zookeeper_close(zh);
+  g_free(path);
+}
+
+/* A SIGKILLed zkr-lock cannot release: its lock goes with its session,
+ * after the session timeout, and a waiter gets it within timeout + 2 s.
+ * Its command, which it could not stop, got the parent-death signal. */
+static void test_lock_holder_killed(void) {
+  cleanup_processes();
+  char *path = zkt_path("tools-kill");
+  zhandle_t *zh = zkt_raw();
+  const char *hold[] = {path, "--", "sh", "-c", "echo pid=$$; exec sleep 30",
+                        NULL};
+  proc *a = tool_start(ZKR_LOCK, hold);
+  pid_t cmd = command_pid(a);
+  CU_ASSERT_FATAL(cmd > 0);
+  const char *wait[] = {"-w", "20", path, "--", "sh", "-c", "echo got-it",
+                        NULL};
+  proc *b = tool_start(ZKR_LOCK, wait);
+  CU_ASSERT_FATAL(wait_children(zh, path, 2));
+
+  int64_t t0 = zkt_now_ms();
+  kill(a->pid, SIGKILL);
+  CU_ASSERT_EQUAL(proc_wait(a, EXIT_TIMEOUT), 128 + SIGKILL);
+  CU_ASSERT_TRUE(proc_wait_text(b, 0, "got-it", TOOL_SESSION_MS + 4000));
+  int64_t took = zkt_now_ms() - t0;
+  printf(" (lock passed %lld ms after the kill) ", (long long)took);
+  /* Not before the session could expire; within timeout + 2 s. */
+  CU_ASSERT(took >= TOOL_SESSION_MS / 2);
+  CU_ASSERT(took <= TOOL_SESSION_MS + 2000);
+  CU_ASSERT_EQUAL(proc_wait(b, EXIT_TIMEOUT), 0);
+  CU_ASSERT_TRUE(zkt_wait_for(process_gone, (void *)(intptr_t)cmd, 5000));
+
+  cleanup_processes();
+  zookeeper_close(zh);
+  g_free(path);
+}
+
+/* The holder's session expires while its command runs: the command gets
+ * SIGTERM, zkr-lock exits 75 (whatever the command's status). */
+static void test_lock_lost(void) {
+  cleanup_processes();
+  char *path = zkt_path("tools-lost");
+  zhandle_t *zh = zkt_raw();
+  const char *script = "trap 'echo got-term; exit 0' TERM; echo pid=$$; "
+                       "while :; do sleep 0.1; done";
+  const char *args[] = {"-v", path, "--", "sh", "-c", script, NULL};
+  proc *a = tool_start(ZKR_LOCK, args);
+  CU_ASSERT_FATAL(command_pid(a) > 0);
+  clientid_t id;
+  CU_ASSERT_FATAL(session_of(a, &id));
+  CU_ASSERT_EQUAL_FATAL(
+      zkrc_ensemble_expire_session(zkt_ensemble(), &id, 10000), 0);
+  CU_ASSERT_EQUAL(proc_wait(a, EXIT_TIMEOUT), EXIT_LOST);
+  CU_ASSERT_PTR_NOT_NULL(strstr(a->out->str, "got-term"));
+  CU_ASSERT_PTR_NOT_NULL(strstr(a->err->str, "lost"));
+  CU_ASSERT(wait_children(zh, path, 0));
+  cleanup_processes();
+  zookeeper_close(zh);
+  g_free(path);
+}
+
+/* The same with -k USR1 -g 0.5 and a command that ignores both: it gets
+ * SIGUSR1, then SIGKILL after the grace period, and nothing of its process
+ * group survives. */
+static void test_lock_lost_grace(void) {
+  cleanup_processes();
+  char *path = zkt_path("tools-grace");
+  /* A background process that ignores both: only SIGKILL ends it. */
+  const char *script = "trap 'echo got-usr1' USR1; trap '' TERM; "
+                       "(trap '' USR1; exec sleep 30) & echo pid=$$ bg=$!; "
+                       "while :; do sleep 0.1; done";
+  const char *args[] = {"-v", "-k", "USR1", "-g", "0.5", path,
+                        "--", "sh", "-c", script,  NULL};
+  proc *a = tool_start(ZKR_LOCK, args);
+  pid_t cmd = command_pid(a);
+  CU_ASSERT_FATAL(cmd > 0);
+  char *bg_text = wait_value(a, "bg", 0, START_TIMEOUT);
+  pid_t bg = bg_text ? (pid_t)atoi(bg_text) : 0;
+  g_free(bg_text);
+  register_command(bg);
+  CU_ASSERT_FATAL(bg > 0);
+  clientid_t id;
+  CU_ASSERT_FATAL(session_of(a, &id));
+  int64_t t0 = zkt_now_ms();
+  CU_ASSERT_EQUAL_FATAL(
+      zkrc_ensemble_expire_session(zkt_ensemble(), &id, 10000), 0);
+  CU_ASSERT_EQUAL(proc_wait(a, EXIT_TIMEOUT), EXIT_LOST);
+  CU_ASSERT(zkt_now_ms() - t0 >= 500);
+  CU_ASSERT_PTR_NOT_NULL(strstr(a->out->str, "got-usr1"));
+  CU_ASSERT_PTR_NOT_NULL(strstr(a->err->str, "SIGKILL"));
+  CU_ASSERT_TRUE(process_gone((void *)(intptr_t)cmd));
+  /* The group: no process of it is left, the background one included
+   * (killed ones may take a moment to be reaped by init). */
+  CU_ASSERT_TRUE(zkt_wait_for(process_gone, (void *)(intptr_t)bg, 3000));
+  CU_ASSERT_TRUE(zkt_wait_for(group_gone, (void *)(intptr_t)cmd, 3000));
+  cleanup_processes();
+  g_free(path);
+}
+
+/* Signals reach the command (SIGINT here), whose status is passed on; a
+ * command that cannot be found gives 127 and releases the lock. */
+static void test_lock_signals_and_status(void) {
+  cleanup_processes();
+  char *path = zkt_path("tools-sig");
+  zhandle_t *zh = zkt_raw();
+  const char *script = "trap 'echo got-int; exit 3' INT; echo pid=$$; "
+                       "while :; do sleep 0.1; done";
+  const char *args[] = {path, "--", "sh", "-c", script, NULL};
+  proc *a = tool_start(ZKR_LOCK, args);
+  CU_ASSERT_FATAL(command_pid(a) > 0);
+  kill(a->pid, SIGINT);
+  CU_ASSERT_EQUAL(proc_wait(a, EXIT_TIMEOUT), 3);
+  CU_ASSERT_PTR_NOT_NULL(strstr(a->out->str, "got-int"));
+
+  const char *exit5[] = {path, "sh", "-c", "exit 5", NULL}; /* no "--" */
+  CU_ASSERT_EQUAL(tool_run(ZKR_LOCK, exit5, NULL), 5);
+  const char *missing[] = {path, "--", "/nonexistent/zkr-command", NULL};
+  proc *m;
+  CU_ASSERT_EQUAL(tool_run(ZKR_LOCK, missing, &m), EXIT_NOT_FOUND);
+  CU_ASSERT_PTR_NOT_NULL(strstr(m->err->str, "zkr-lock: cannot run"));
+  proc_free(m);
+  CU_ASSERT(wait_children(zh, path, 0));
+  cleanup_processes();
+  zookeeper_close(zh);
+  g_free(path);
+}
+
+/* ----------------------------------------------------------- zkr-elect */
+
+static proc *start_candidate(const char *path, const char *id,
+                             const char *log) {
+  char *script = g_strdup_printf(
+      "echo \"$ZKR_PARTICIPANT_ID $ZKR_LEADER_TOKEN\" >> '%s'; "
+      "echo pid=$$ token=$ZKR_LEADER_TOKEN; exec sleep 30",
+      log);
+  const char *args[] = {"--id", id, path, "--", "sh", "-c", script, NULL};
+  proc *p = tool_start(ZKR_ELECT, args);
+  g_free(script);
+  return p;
+}
+
+/* Ask --leader; returns its status and the printed id in *id. */
+static int leader_of(const char *path, char **id) {
+  const char *args[] = {"--leader", path, NULL};
+  proc *p;
+  int status = tool_run(ZKR_ELECT, args, &p);
+  *id = g_strdup(p->out->str);
+  proc_free(p);
+  return status;
+}
+
+/* Two zkr-elect: the first leads and runs its command; SIGTERM to it stops
+ * its command and makes it resign, and the second runs its command, with a
+ * larger token.  --leader follows, and says 3 when nobody is left. */
+static void test_elect_failover(void) {
+  cleanup_processes();
+  char *path = zkt_path("tools-elect");
+  char *log = tmp_file("leaders");
+  zhandle_t *zh = zkt_raw();
+  char *id;
+  CU_ASSERT_EQUAL(leader_of(path, &id), EXIT_NO_LEADER);
+  CU_ASSERT_STRING_EQUAL(id, "");
+  g_free(id);
+
+  proc *a = start_candidate(path, "cand-A", log);
+  CU_ASSERT_FATAL(command_pid(a) > 0);
+  proc *b = start_candidate(path, "cand-B", log);
+  CU_ASSERT_FATAL(wait_children(zh, path, 2));
+  CU_ASSERT_EQUAL(leader_of(path, &id), 0);
+  CU_ASSERT_STRING_EQUAL(id, "cand-A\n");
+  g_free(id);
+  CU_ASSERT_STRING_EQUAL(b->out->str, ""); /* B waits */
+
+  kill(a->pid, SIGTERM);
+  CU_ASSERT_EQUAL(proc_wait(a, EXIT_TIMEOUT), 128 + SIGTERM);
+  CU_ASSERT_FATAL(command_pid(b) > 0);
+  CU_ASSERT_EQUAL(leader_of(path, &id), 0);
+  CU_ASSERT_STRING_EQUAL(id, "cand-B\n");
+  g_free(id);
+
+  char *text = read_file(log);
+  char **lines = g_strsplit(text ? text : "", "\n", -1);
+  CU_ASSERT_EQUAL_FATAL(g_strv_length(lines), 3);
+  CU_ASSERT(g_str_has_prefix(lines[0], "cand-A "));
+  CU_ASSERT(g_str_has_prefix(lines[1], "cand-B "));
+  CU_ASSERT(g_ascii_strtoll(lines[1] + 7, NULL, 10) >
+            g_ascii_strtoll(lines[0] + 7, NULL, 10));
+  g_strfreev(lines);
+  g_free(text);
+
+  kill(b->pid, SIGTERM);
+  CU_ASSERT_EQUAL(proc_wait(b, EXIT_TIMEOUT), 128 + SIGTERM);
+  CU_ASSERT_EQUAL(leader_of(path, &id), EXIT_NO_LEADER);
+  g_free(id);
+  cleanup_processes();
+  zookeeper_close(zh);
+  g_free(log);
+  g_free(path);
+}
+
+/* The leader's session expires: its command gets SIGTERM; zkr-elect rejoins
+ * with a new session and, alone, is elected again - while the command is
+ * still busy stopping (1 s) - and runs the command again once it exited,
+ * with a larger token.  With --once it exits 75 instead. */
+static void test_elect_lost(void) {
+  cleanup_processes();
+  char *path = zkt_path("tools-elost");
+  const char *script = "trap 'echo got-term; sleep 1; exit 0' TERM; "
+                       "echo pid=$$ token=$ZKR_LEADER_TOKEN; "
+                       "while :; do sleep 0.1; done";
+  const char *args[] = {"-v", path, "--", "sh", "-c", script, NULL};
+  proc *a = tool_start(ZKR_ELECT, args);
+  CU_ASSERT_FATAL(command_pid(a) > 0);
+  clientid_t id;
+  CU_ASSERT_FATAL(session_of(a, &id));
+  CU_ASSERT_EQUAL_FATAL(
+      zkrc_ensemble_expire_session(zkt_ensemble(), &id, 10000), 0);
+  CU_ASSERT_TRUE(proc_wait_text(a, 0, "got-term", EXIT_TIMEOUT));
+  /* The second run, after the first stopped. */
+  char *pid2 = wait_value(a, "pid", 1, EXIT_TIMEOUT);
+  register_command(pid2 ? (pid_t)atoi(pid2) : 0);
+  CU_ASSERT_FATAL(pid2 != NULL);
+  g_free(pid2);
+  CU_ASSERT(strstr(a->out->str, "got-term") <
+            strstr(strstr(a->out->str, "pid=") + 1, "pid="));
+  char *t1 = value_of(a->out->str, "token", 0);
+  char *t2 = value_of(a->out->str, "token", 1);
+  CU_ASSERT_FATAL(t1 && t2);
+  CU_ASSERT(g_ascii_strtoll(t2, NULL, 10) > g_ascii_strtoll(t1, NULL, 10));
+  g_free(t1);
+  g_free(t2);
+  CU_ASSERT_PTR_NOT_NULL(strstr(a->err->str, "lost"));
+  kill(a->pid, SIGTERM);
+  CU_ASSERT_EQUAL(proc_wait(a, EXIT_TIMEOUT), 0); /* the trap's exit 0 */
+  proc_free(a);
+
+  const char *once[] = {"-v", "--once", path, "--", "sh", "-c", script, NULL};
+  proc *o = tool_start(ZKR_ELECT, once);
+  CU_ASSERT_FATAL(command_pid(o) > 0);
+  CU_ASSERT_FATAL(session_of(o, &id));
+  CU_ASSERT_EQUAL_FATAL(
+      zkrc_ensemble_expire_session(zkt_ensemble(), &id, 10000), 0);
+  CU_ASSERT_EQUAL(proc_wait(o, EXIT_TIMEOUT), EXIT_LOST);
+  CU_ASSERT_PTR_NOT_NULL(strstr(o->out->str, "got-term"));
+  cleanup_processes();
+  g_free(path);
+}
+
+/* A command that exits by itself while leading: with --once zkr-elect
+ * exits with its status and leaves; without, it steps down so that the
+ * other participant takes over. */
+static void test_elect_command_exits(void) {
+  cleanup_processes();
+  char *path = zkt_path("tools-eexit");
+  zhandle_t *zh = zkt_raw();
+  const char *once[] = {"--once", path, "--", "sh", "-c", "exit 5", NULL};
+  CU_ASSERT_EQUAL(tool_run(ZKR_ELECT, once, NULL), 5);
+  char *id;
+  CU_ASSERT_EQUAL(leader_of(path, &id), EXIT_NO_LEADER);
+  g_free(id);
+
+  /* A's command ends after B has queued; B takes over. */
+  char *go = tmp_file("go");
+  char *script = g_strdup_printf(
+      "echo pid=$$; while [ ! -e '%s' ]; do sleep 0.05; done; exit 4", go);
+  const char *first[] = {"--id", "quitter", "-r", "30", path, "--",
+                         "sh", "-c", script, NULL};
+  proc *a = tool_start(ZKR_ELECT, first);
+  CU_ASSERT_FATAL(command_pid(a) > 0);
+  char *log = tmp_file("takeover");
+  proc *b = start_candidate(path, "taker", log);
+  CU_ASSERT_FATAL(wait_children(zh, path, 2));
+  CU_ASSERT_FATAL(g_file_set_contents(go, "", 0, NULL));
+  CU_ASSERT_FATAL(command_pid(b) > 0);
+  CU_ASSERT_TRUE(proc_wait_text(a, 1, "stepping down", EXIT_TIMEOUT));
+  CU_ASSERT_PTR_NOT_NULL(strstr(a->err->str, "status 4"));
+  CU_ASSERT_EQUAL(leader_of(path, &id), 0);
+  CU_ASSERT_STRING_EQUAL(id, "taker\n");
+  g_free(id);
+  /* A waits out its rejoin delay; a stop signal ends it at once. */
+  kill(a->pid, SIGTERM);
+  CU_ASSERT_EQUAL(proc_wait(a, EXIT_TIMEOUT), 128 + SIGTERM);
+  cleanup_processes();
+  zookeeper_close(zh);
+  g_free(log);
+  g_free(script);
+  g_free(go);
+  g_free(path);
+}
+
+/* --watch prints the leader now (none: an empty line) and at each change,
+ * also after its session expired (it watches again on the new one). */
+static void test_elect_watch(void) {
+  cleanup_processes();
+  char *path = zkt_path("tools-watch");
+  char *log = tmp_file("watched");
+  zhandle_t *zh = zkt_raw();
+  const char *args[] = {"-v", "--watch", path, NULL};
+  proc *w = tool_start(ZKR_ELECT, args);
+  CU_ASSERT_FATAL(proc_wait_text(w, 0, "\n", START_TIMEOUT));
+  proc *a = start_candidate(path, "watched-A", log);
+  CU_ASSERT_FATAL(command_pid(a) > 0);
+  CU_ASSERT_TRUE(proc_wait_text(w, 0, "\nwatched-A\n", START_TIMEOUT));
+
+  clientid_t id;
+  CU_ASSERT_FATAL(session_of(w, &id));
+  char *first = g_strdup_printf("session 0x%llx ",
+                                (unsigned long long)id.client_id);
+  CU_ASSERT_EQUAL_FATAL(
+      zkrc_ensemble_expire_session(zkt_ensemble(), &id, 10000), 0);
+  /* Its next session: a second "session" line. */
+  int64_t deadline = zkt_now_ms() + START_TIMEOUT;
+  while (zkt_now_ms() < deadline &&
+         !strstr(strstr(w->err->str, first) + strlen(first), "session 0x"))
+    proc_pump(w, 100);
+  CU_ASSERT_PTR_NOT_NULL_FATAL(
+      strstr(strstr(w->err->str, first) + strlen(first), "session 0x"));
+  g_free(first);
+
+  proc *b = start_candidate(path, "watched-B", log);
+  CU_ASSERT_FATAL(wait_children(zh, path, 2));
+  kill(a->pid, SIGTERM);
+  CU_ASSERT_TRUE(proc_wait_text(w, 0, "\nwatched-A\nwatched-B\n",
+                                START_TIMEOUT));
+  kill(b->pid, SIGTERM);
+  CU_ASSERT_TRUE(proc_wait_text(w, 0, "\nwatched-A\nwatched-B\n\n",
+                                START_TIMEOUT));
+  CU_ASSERT_EQUAL(proc_wait(a, EXIT_TIMEOUT), 128 + SIGTERM);
+  CU_ASSERT_EQUAL(proc_wait(b, EXIT_TIMEOUT), 128 + SIGTERM);
+  kill(w->pid, SIGINT);
+  CU_ASSERT_EQUAL(proc_wait(w, EXIT_TIMEOUT), 0);
+  CU_ASSERT_STRING_EQUAL(w->out->str, "\nwatched-A\nwatched-B\n\n");
+  cleanup_processes();
+  zookeeper_close(zh);
+  g_free(log);
+  g_free(path);
+}
+
+/* ---------------------------------------------------------------- both */
+
+typedef struct usage_case {
+  const char *tool;
+  const char *args[8];
+  int status;
+} usage_case;
+
+/* Bad usage 2, invalid paths 65, each with a message naming the program;
+ * nothing is sent to a server (the server list is unreachable). */
+static void test_usage_and_paths(void) {
+  cleanup_processes();
+  static const usage_case cases[] = {
+      {ZKR_LOCK, {NULL}, EXIT_USAGE},
+      {ZKR_LOCK, {"--bogus", "/p", "--", "true", NULL}, EXIT_USAGE},
+      {ZKR_LOCK, {"/p", NULL}, EXIT_USAGE},
+      {ZKR_LOCK, {"/p", "--", NULL}, EXIT_USAGE},
+      {ZKR_LOCK, {"/p", "-n", "--", "true", NULL}, EXIT_USAGE},
+      {ZKR_LOCK, {"-w", "soon", "/p", "--", "true", NULL}, EXIT_USAGE},
+      {ZKR_LOCK, {"-w", "-1", "/p", "--", "true", NULL}, EXIT_USAGE},
+      {ZKR_LOCK, {"-E", "256", "/p", "--", "true", NULL}, EXIT_USAGE},
+      {ZKR_LOCK, {"-k", "NOSUCH", "/p", "--", "true", NULL}, EXIT_USAGE},
+      {ZKR_LOCK, {"-w", NULL}, EXIT_USAGE},
+      {ZKR_LOCK, {"--holders", "/p", "extra", NULL}, EXIT_USAGE},
+      {ZKR_ELECT, {NULL}, EXIT_USAGE},
+      {ZKR_ELECT, {"/p", NULL}, EXIT_USAGE},
+      {ZKR_ELECT, {"--leader", "--watch", "/p", NULL}, EXIT_USAGE},
+      {ZKR_ELECT, {"-r", "x", "/p", "--", "true", NULL}, EXIT_USAGE},
+      {ZKR_LOCK, {"relative", "--", "true", NULL}, EXIT_BAD_PATH},
+      {ZKR_LOCK, {"/a//b", "--", "true", NULL}, EXIT_BAD_PATH},
+      {ZKR_LOCK, {"--holders", "/zookeeper/x", NULL}, EXIT_BAD_PATH},
+      {ZKR_ELECT, {"/a/", "--", "true", NULL}, EXIT_BAD_PATH},
+      {ZKR_ELECT, {"--leader", "/a/../b", NULL}, EXIT_BAD_PATH},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    const char *argv[12] = {cases[i].tool, "-s", "127.0.0.1:1", "-t", "500"};
+    int n = 5;
+    for (int j = 0; cases[i].args[j]; j++)
+      argv[n++] = cases[i].args[j];
+    argv[n] = NULL;
+    proc *p = proc_start(argv);
+    int status = proc_wait(p, EXIT_TIMEOUT);
+    if (status != cases[i].status)
+      fprintf(stderr, "\ncase %zu (%s %s): status %d, expected %d\n", i,
+              cases[i].tool, cases[i].args[0] ? cases[i].args[0] : "",
+              status, cases[i].status);
+    CU_ASSERT_EQUAL(status, cases[i].status);
+    const char *name = strstr(cases[i].tool, "zkr-");
+    char *prefix = g_strdup_printf("%s: ", name);
+    CU_ASSERT(g_str_has_prefix(p->err->str, prefix));
+    CU_ASSERT_STRING_EQUAL(p->out->str, "");
+    g_free(prefix);
+    proc_free(p);
+  }
+}
+
+/* Unreachable servers: 69 once the session timeout has passed (and not
+ * much later); --help and --version exit 0; ZKR_SERVERS is the default. */
+static void test_unreachable_help_env(void) {
+  cleanup_processes();
+  const char *tools[] = {ZKR_LOCK, ZKR_ELECT};
+  for (int i = 0; i < 2; i++) {
+    const char *argv[] = {tools[i], "-s", "127.0.0.1:1", "-t", "1000",
+                          "/zkt/unreachable", "--", "true", NULL};
+    int64_t t0 = zkt_now_ms();
+    proc *p = proc_start(argv);
+    CU_ASSERT_EQUAL(proc_wait(p, EXIT_TIMEOUT), EXIT_UNAVAILABLE);
+    int64_t took = zkt_now_ms() - t0;
+    CU_ASSERT(took >= 1000 && took < 4000);
+    CU_ASSERT_PTR_NOT_NULL(strstr(p->err->str, "answered"));
+    proc_free(p);
+
+    const char *help[] = {tools[i], "--help", NULL};
+    p = proc_start(help);
+    CU_ASSERT_EQUAL(proc_wait(p, EXIT_TIMEOUT), 0);
+    CU_ASSERT(g_str_has_prefix(p->out->str, "Usage: "));
+    CU_ASSERT_PTR_NOT_NULL(strstr(p->out->str, "Exit status"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(p->out->str, "ZKR_SERVERS"));
+    proc_free(p);
+    const char *version[] = {tools[i], "--version", NULL};
+    p = proc_start(version);
+    CU_ASSERT_EQUAL(proc_wait(p, EXIT_TIMEOUT), 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(p->out->str, PACKAGE_VERSION));
+    proc_free(p);
+  }
+  /* No -s: ZKR_SERVERS names the servers. */
+  g_setenv("ZKR_SERVERS", zkt_hosts(), TRUE);
+  const char *query[] = {ZKR_ELECT, "--leader", "/zkt/env-test", NULL};
+  proc *p = proc_start(query);
+  CU_ASSERT_EQUAL(proc_wait(p, EXIT_TIMEOUT), EXIT_NO_LEADER);
+  proc_free(p);
+  const char *holders[] = {ZKR_LOCK, "--holders", "/zkt/env-test", NULL};
+  p = proc_start(holders);
+  CU_ASSERT_EQUAL(proc_wait(p, EXIT_TIMEOUT), 0);
+  CU_ASSERT_STRING_EQUAL(p->out->str, "");
+  proc_free(p);
+  g_unsetenv("ZKR_SERVERS");
+}
+
+static void add_suites(void) {
+  atexit(cleanup_at_exit); /* runs before the ensemble is stopped */
+  ZKT_SUITE("zkr-lock", {"exclusion", test_lock_exclusion},
+            {"conflict", test_lock_conflict},
+            {"environment", test_lock_environment},
+            {"holder_killed", test_lock_holder_killed},
+            {"lost", test_lock_lost}, {"lost_grace", test_lock_lost_grace},
+            {"signals_and_status", test_lock_signals_and_status});
+  ZKT_SUITE("zkr-elect", {"failover", test_elect_failover},
+            {"lost", test_elect_lost},
+            {"command_exits", test_elect_command_exits},
+            {"watch", test_elect_watch});
+  ZKT_SUITE("usage", {"usage_and_paths", test_usage_and_paths},
+            {"unreachable_help_env", test_unreachable_help_env});
+}
+
+int main(void) { return zkt_run("test_tools", add_suites); }

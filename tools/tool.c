@@ -1,0 +1,861 @@
+/*
+ * tools/tool.c - the code zkr-lock and zkr-elect share (see tool.h).
+ *
+ * Licensed under the Apache License, Version 2.0 (see COPYING).
+ */
+#include "config.h"
+
+#include <ctype.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <glib.h>
+
+#include "tool.h"
+
+extern char **environ;
+
+#define DEFAULT_SERVERS "127.0.0.1:2181"
+#define DEFAULT_SESSION_TIMEOUT_MS 10000
+#define DEFAULT_GRACE_MS 5000
+
+static const char *program = "zkr-tool";
+static int verbose;
+
+/* ------------------------------------------------------------ messages */
+
+const char *tool_program(void) { return program; }
+
+static void vmessage(const char *fmt, va_list ap) {
+  /* One write per line, so lines of concurrent processes do not mix. */
+  char line[2048];
+  int n = snprintf(line, sizeof line, "%s: ", program);
+  vsnprintf(line + n, sizeof line - (size_t)n - 1, fmt, ap);
+  size_t len = strlen(line);
+  line[len++] = '\n';
+  ssize_t unused = write(STDERR_FILENO, line, len);
+  (void)unused;
+}
+
+void tool_error(const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vmessage(fmt, ap);
+  va_end(ap);
+}
+
+void tool_verbose(const char *fmt, ...) {
+  if (!verbose)
+    return;
+  va_list ap;
+  va_start(ap, fmt);
+  vmessage(fmt, ap);
+  va_end(ap);
+}
+
+void tool_usage_error(const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vmessage(fmt, ap);
+  va_end(ap);
+  fprintf(stderr, "Try `%s --help'.\n", program);
+  exit(TOOL_EXIT_USAGE);
+}
+
+/* ------------------------------------------------------------- options */
+
+void tool_options_init(tool_options *o, const char *name) {
+  program = name;
+  memset(o, 0, sizeof *o);
+  const char *env = getenv("ZKR_SERVERS");
+  o->servers = env && *env ? env : DEFAULT_SERVERS;
+  o->session_timeout_ms = DEFAULT_SESSION_TIMEOUT_MS;
+  o->lost_signal = SIGTERM;
+  o->grace_ms = DEFAULT_GRACE_MS;
+}
+
+char *tool_participant_id(const tool_options *o) {
+  if (o->id)
+    return g_strdup(o->id);
+  char host[256];
+  if (gethostname(host, sizeof host) != 0)
+    g_strlcpy(host, "unknown-host", sizeof host);
+  host[sizeof host - 1] = '\0';
+  return g_strdup_printf("%s:%ld", host, (long)getpid());
+}
+
+int tool_parse_int(const char *text, int min, int max, const char *what) {
+  char *end;
+  errno = 0;
+  long v = strtol(text, &end, 10);
+  if (errno || end == text || *end || v < min || v > max)
+    tool_usage_error("%s must be an integer from %d to %d: %s", what, min, max,
+                     text);
+  return (int)v;
+}
+
+int tool_parse_seconds(const char *text, const char *what) {
+  char *end;
+  errno = 0;
+  double v = strtod(text, &end);
+  /* Decimal only: strtod would also take "inf", "nan" and hex floats. */
+  int decimal = strspn(text, "0123456789.") == strlen(text);
+  if (errno || end == text || *end || !decimal || !isfinite(v) || v < 0 ||
+      v > 2000000.0)
+    tool_usage_error("%s must be a number of seconds (fractions allowed, at "
+                     "most 2000000): %s",
+                     what, text);
+  return (int)ceil(v * 1000.0);
+}
+
+int tool_parse_signal(const char *text, const char *what) {
+  if (isdigit((unsigned char)text[0]))
+    return tool_parse_int(text, 1, NSIG - 1, what);
+  const char *name = strncasecmp(text, "SIG", 3) == 0 ? text + 3 : text;
+  for (int sig = 1; sig < NSIG; sig++) {
+    const char *abbrev = sigabbrev_np(sig);
+    if (abbrev && strcasecmp(abbrev, name) == 0)
+      return sig;
+  }
+  tool_usage_error("%s: unknown signal %s (use a name such as TERM, or a "
+                   "number)",
+                   what, text);
+}
+
+static void print_version(void) {
+  printf("%s (%s) %s\n", program, PACKAGE_NAME, PACKAGE_VERSION);
+}
+
+int tool_common_option(tool_options *o, int c, const char *arg,
+                       const char *usage_text) {
+  switch (c) {
+  case 's':
+    if (*arg == '\0')
+      tool_usage_error("the server list (-s) is empty");
+    o->servers = arg;
+    return 1;
+  case 't':
+    o->session_timeout_ms =
+        tool_parse_int(arg, 1, 3600000, "the session timeout (ms)");
+    return 1;
+  case 'k':
+    o->lost_signal = tool_parse_signal(arg, "--lost-signal");
+    return 1;
+  case 'g':
+    o->grace_ms = tool_parse_seconds(arg, "--grace");
+    return 1;
+  case 'v':
+    o->verbose = verbose = 1;
+    return 1;
+  case 'h':
+    fputs(usage_text, stdout);
+    exit(fflush(stdout) == 0 ? TOOL_EXIT_OK : TOOL_EXIT_IOERR);
+  case 'V':
+    print_version();
+    exit(fflush(stdout) == 0 ? TOOL_EXIT_OK : TOOL_EXIT_IOERR);
+  case TOOL_OPT_ID:
+    if (*arg == '\0')
+      tool_usage_error("the participant id (--id) is empty");
+    o->id = arg;
+    return 1;
+  case TOOL_OPT_FOREGROUND:
+    o->foreground = 1;
+    return 1;
+  }
+  return 0;
+}
+
+int tool_split_command(int argc, char **argv, int first, int command_wanted) {
+  if (first >= argc)
+    tool_usage_error("missing %s", command_wanted ? "PATH and COMMAND" : "PATH");
+  int i = first + 1;
+  if (!command_wanted) {
+    if (i < argc)
+      tool_usage_error("unexpected argument: %s", argv[i]);
+    return argc;
+  }
+  if (i < argc && strcmp(argv[i], "--") == 0)
+    i++;
+  else if (i < argc && argv[i][0] == '-')
+    tool_usage_error("options go before PATH (or put -- before a COMMAND "
+                     "that starts with '-'): %s",
+                     argv[i]);
+  if (i >= argc)
+    tool_usage_error("missing COMMAND after %s", argv[first]);
+  return i;
+}
+
+void tool_check_path(const char *path) {
+  const char *why = NULL;
+  if (zkrc_path_validate(path, &why) != ZKRC_OK) {
+    tool_error("invalid path '%s': %s", path, why ? why : "refused");
+    exit(TOOL_EXIT_BAD_PATH);
+  }
+}
+
+/* ---------------------------------------------------------------- time */
+
+int64_t tool_now_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+int tool_ms_until(int64_t deadline, int timeout) {
+  if (deadline < 0)
+    return timeout;
+  int64_t left = deadline - tool_now_ms();
+  int ms = left <= 0 ? 0 : left > 3600000 ? 3600000 : (int)left;
+  return timeout < 0 || ms < timeout ? ms : timeout;
+}
+
+/* ------------------------------------------------------------- signals */
+
+/* Signals arrive as 2-byte records (number, sent-by-the-terminal) on this
+ * pipe; writes of at most PIPE_BUF bytes are atomic, so records never mix. */
+static int signal_pipe[2] = {-1, -1};
+/* Library callbacks queue an event and write a byte here. */
+static int wake_pipe[2] = {-1, -1};
+
+static const int caught_signals[] = {SIGINT,  SIGTERM, SIGHUP, SIGQUIT,
+                                     SIGUSR1, SIGUSR2, SIGCHLD};
+#define N_CAUGHT (sizeof caught_signals / sizeof caught_signals[0])
+
+/* What COMMAND gets back: the dispositions and mask we started with (an
+ * ignored SIGINT of a background job stays ignored, as a shell does it). */
+static struct sigaction initial_actions[N_CAUGHT];
+static struct sigaction initial_sigpipe;
+static sigset_t initial_mask;
+
+/* File descriptors we inherited: the only ones COMMAND inherits too.  The
+ * ZooKeeper client opens its sockets and pipes without close-on-exec. */
+static int *inherited_fds;
+static int n_inherited_fds;
+static int max_fd_hint = 1024;
+
+static void on_signal(int sig, siginfo_t *info, void *uctx) {
+  (void)uctx;
+  int saved = errno;
+  unsigned char rec[2] = {(unsigned char)sig,
+                          (unsigned char)(info && info->si_code == SI_KERNEL)};
+  ssize_t unused = write(signal_pipe[1], rec, sizeof rec);
+  (void)unused;
+  errno = saved;
+}
+
+static int compare_ints(const void *a, const void *b) {
+  int x = *(const int *)a, y = *(const int *)b;
+  return (x > y) - (x < y);
+}
+
+static void add_inherited(int fd) {
+  inherited_fds = g_renew(int, inherited_fds, n_inherited_fds + 1);
+  inherited_fds[n_inherited_fds++] = fd;
+}
+
+/* Note the descriptors open now, before anything of ours is. */
+static void note_inherited_fds(void) {
+  struct rlimit rl;
+  if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY)
+    max_fd_hint = rl.rlim_cur > 1048576 ? 1048576 : (int)rl.rlim_cur;
+  DIR *d = opendir("/proc/self/fd");
+  if (d) {
+    struct dirent *de;
+    while ((de = readdir(d)) != NULL) {
+      char *end;
+      long fd = strtol(de->d_name, &end, 10);
+      if (*end == '\0' && end != de->d_name && fd > 2 && fd != dirfd(d))
+        add_inherited((int)fd);
+    }
+    closedir(d);
+  } else {
+    for (int fd = 3; fd < max_fd_hint && fd < 65536; fd++)
+      if (fcntl(fd, F_GETFD) != -1)
+        add_inherited(fd);
+  }
+  if (n_inherited_fds > 0)
+    qsort(inherited_fds, (size_t)n_inherited_fds, sizeof(int), compare_ints);
+}
+
+int tool_runtime_init(void) {
+  note_inherited_fds();
+  zkrc_log_from_env();
+  if (pipe2(signal_pipe, O_CLOEXEC | O_NONBLOCK) != 0 ||
+      pipe2(wake_pipe, O_CLOEXEC | O_NONBLOCK) != 0) {
+    tool_error("pipe: %s", strerror(errno));
+    return -1;
+  }
+  pthread_sigmask(SIG_SETMASK, NULL, &initial_mask);
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_sigaction = on_signal;
+  sa.sa_flags = SA_SIGINFO | SA_RESTART;
+  sigemptyset(&sa.sa_mask);
+  for (size_t i = 0; i < N_CAUGHT; i++) {
+    if (sigaction(caught_signals[i], &sa, &initial_actions[i]) != 0) {
+      tool_error("sigaction: %s", strerror(errno));
+      return -1;
+    }
+  }
+  /* A reader that went away is a write error for us, not a death. */
+  struct sigaction ign;
+  memset(&ign, 0, sizeof ign);
+  ign.sa_handler = SIG_IGN;
+  sigemptyset(&ign.sa_mask);
+  sigaction(SIGPIPE, &ign, &initial_sigpipe);
+  return 0;
+}
+
+int tool_next_signal(tool_signal *out) {
+  unsigned char rec[2];
+  for (;;) {
+    ssize_t n = read(signal_pipe[0], rec, sizeof rec);
+    if (n == (ssize_t)sizeof rec) {
+      out->signo = rec[0];
+      out->from_terminal = rec[1];
+      return out->signo;
+    }
+    if (n < 0 && errno == EINTR)
+      continue;
+    out->signo = 0;
+    out->from_terminal = 0;
+    return 0;
+  }
+}
+
+/* -------------------------------------------------------------- events */
+
+/* The running COMMAND, for the last-resort exit above. */
+static tool_child *live_child;
+
+static GMutex queue_mu;
+static GQueue event_queue = G_QUEUE_INIT;
+
+void tool_post_event(const tool_event *ev) {
+  tool_event *copy = g_new(tool_event, 1);
+  *copy = *ev;
+  copy->node = ev->node ? g_strdup(ev->node) : NULL;
+  g_mutex_lock(&queue_mu);
+  g_queue_push_tail(&event_queue, copy);
+  g_mutex_unlock(&queue_mu);
+  /* Only a wake-up: when the pipe is full the loop is awake anyway. */
+  unsigned char byte = 1;
+  ssize_t unused = write(wake_pipe[1], &byte, 1);
+  (void)unused;
+}
+
+int tool_next_event(tool_event *out) {
+  g_mutex_lock(&queue_mu);
+  tool_event *ev = g_queue_pop_head(&event_queue);
+  g_mutex_unlock(&queue_mu);
+  if (ev == NULL)
+    return 0;
+  *out = *ev;
+  g_free(ev);
+  return 1;
+}
+
+void tool_event_clear(tool_event *ev) {
+  g_free(ev->node);
+  ev->node = NULL;
+}
+
+static int events_pending(void) {
+  g_mutex_lock(&queue_mu);
+  int n = !g_queue_is_empty(&event_queue);
+  g_mutex_unlock(&queue_mu);
+  return n;
+}
+
+void tool_wait(int timeout_ms) {
+  if (events_pending())
+    return;
+  struct pollfd pfds[2] = {{signal_pipe[0], POLLIN, 0},
+                           {wake_pipe[0], POLLIN, 0}};
+  if (poll(pfds, 2, timeout_ms) < 0 && errno != EINTR) {
+    tool_error("poll: %s", strerror(errno));
+    tool_child_kill_and_reap(live_child); /* never leave COMMAND running */
+    exit(TOOL_EXIT_OSERR);
+  }
+  if (pfds[1].revents) {
+    unsigned char buf[256];
+    while (read(wake_pipe[0], buf, sizeof buf) > 0)
+      ;
+  }
+}
+
+/* ------------------------------------------------------------- session */
+
+void tool_session_listener(zkrc_session *s, zkrc_session_event ev, void *arg) {
+  (void)s;
+  (void)arg;
+  tool_event e = {.kind = TOOL_EV_SESSION, .code = (int)ev};
+  tool_post_event(&e);
+}
+
+static int is_stop_signal(int sig) {
+  return sig == SIGINT || sig == SIGTERM || sig == SIGHUP || sig == SIGQUIT;
+}
+
+int tool_connect(const tool_options *o, int no_reopen, zkrc_session **out) {
+  *out = NULL;
+  zkrc_session_options so;
+  zkrc_session_options_init(&so);
+  so.session_timeout_ms = o->session_timeout_ms;
+  so.connect_timeout_ms = o->session_timeout_ms;
+  so.no_reopen = no_reopen;
+  zkrc_session *s = NULL;
+  int err = zkrc_session_new(&s, o->servers, &so);
+  if (err == ZKRC_EINVAL) {
+    tool_error("cannot use the server list '%s' (malformed, or a host name "
+               "that does not resolve)",
+               o->servers);
+    return TOOL_EXIT_UNAVAILABLE;
+  }
+  if (err != ZKRC_OK)
+    return tool_fail("cannot open a ZooKeeper session", err);
+  /* Listen first, then look: a connection made in between is not missed. */
+  zkrc_session_add_listener(s, tool_session_listener, NULL, NULL);
+  int64_t deadline = tool_now_ms() + o->session_timeout_ms;
+  while (zkrc_session_get_state(s) != ZKRC_SESSION_CONNECTED) {
+    if (tool_now_ms() >= deadline) {
+      tool_error("no ZooKeeper server of %s answered within %d ms",
+                 o->servers, o->session_timeout_ms);
+      zkrc_session_close(s);
+      return TOOL_EXIT_UNAVAILABLE;
+    }
+    tool_wait(tool_ms_until(deadline, -1));
+    tool_signal sig;
+    while (tool_next_signal(&sig)) {
+      if (is_stop_signal(sig.signo)) {
+        zkrc_session_close(s);
+        return 128 + sig.signo;
+      }
+    }
+    tool_event ev;
+    while (tool_next_event(&ev))
+      tool_event_clear(&ev); /* only session events so far */
+  }
+  tool_print_session(s);
+  *out = s;
+  return 0;
+}
+
+void tool_print_session(zkrc_session *s) {
+  clientid_t id;
+  if (!verbose || zkrc_session_client_id(s, &id) != ZKRC_OK)
+    return;
+  char hex[2 * sizeof id.passwd + 1];
+  for (size_t i = 0; i < sizeof id.passwd; i++)
+    snprintf(hex + 2 * i, 3, "%02x", (unsigned char)id.passwd[i]);
+  tool_verbose("session 0x%llx password %s timeout %d ms",
+               (unsigned long long)id.client_id, hex, zkrc_session_timeout(s));
+}
+
+int tool_fail(const char *what, int err) {
+  tool_error("%s: %s", what, zkrc_strerror(err));
+  switch (err) {
+  case ZKRC_ECONNECT:
+  case ZKRC_ECONNLOSS:
+  case ZKRC_ETIMEDOUT:
+  case ZKRC_ESESSIONLOST:
+    return TOOL_EXIT_UNAVAILABLE;
+  case ZKRC_ENOMEM:
+    return TOOL_EXIT_OSERR;
+  default:
+    return TOOL_EXIT_ZOOKEEPER;
+  }
+}
+
+/* --------------------------------------------------------------- child */
+
+/* environ without the names @p env sets, then @p env. */
+static char **build_environment(char *const *env) {
+  size_t n = 0, m = 0;
+  while (environ && environ[n])
+    n++;
+  while (env && env[m])
+    m++;
+  char **out = g_new0(char *, n + m + 1);
+  size_t k = 0;
+  for (size_t i = 0; i < n; i++) {
+    int overridden = 0;
+    for (size_t j = 0; j < m && !overridden; j++) {
+      size_t len = strcspn(env[j], "=") + 1;
+      overridden = strncmp(environ[i], env[j], len) == 0;
+    }
+    if (!overridden)
+      out[k++] = environ[i];
+  }
+  for (size_t j = 0; j < m; j++)
+    out[k++] = env[j];
+  return out; /* the strings stay the caller's and environ's */
+}
+
+/* The descriptors COMMAND keeps: the inherited ones and @p extra, sorted. */
+static int *descriptors_to_keep(int extra, int *count) {
+  int *keep = g_new(int, n_inherited_fds + 1);
+  memcpy(keep, inherited_fds, sizeof(int) * (size_t)n_inherited_fds);
+  keep[n_inherited_fds] = extra;
+  *count = n_inherited_fds + 1;
+  qsort(keep, (size_t)*count, sizeof(int), compare_ints);
+  return keep;
+}
+
+/* In the child: close [lo, hi] (hi -1: to the end).  Async-signal-safe. */
+static void close_from_to(int lo, int hi) {
+  unsigned int last = hi < 0 ? ~0U : (unsigned int)hi;
+#ifdef SYS_close_range
+  if (syscall(SYS_close_range, (unsigned int)lo, last, 0) == 0)
+    return;
+#endif
+  int end = hi < 0 ? max_fd_hint - 1 : hi;
+  for (int fd = lo; fd <= end; fd++)
+    close(fd);
+}
+
+/* In the child, between fork() and exec: async-signal-safe calls only (the
+ * parent has threads).  execvpe() of glibc searches PATH without malloc. */
+static void __attribute__((noreturn))
+exec_child(int own_group, const tool_options *o, pid_t parent,
+           int err_fd, const int *keep, int n_keep, char *const *argv,
+           char *const *envp) {
+  int e = 0;
+  if (own_group && setpgid(0, 0) != 0)
+    e = errno;
+  /* If we die, even by SIGKILL, COMMAND must not run on unguarded. */
+  if (e == 0 && prctl(PR_SET_PDEATHSIG, o->lost_signal) != 0)
+    e = errno;
+  if (e == 0 && getppid() != parent)
+    e = ESRCH; /* already gone */
+  for (size_t i = 0; i < N_CAUGHT; i++)
+    sigaction(caught_signals[i], &initial_actions[i], NULL);
+  sigaction(SIGPIPE, &initial_sigpipe, NULL);
+  int lo = 3;
+  for (int i = 0; i < n_keep; i++) {
+    if (keep[i] > lo)
+      close_from_to(lo, keep[i] - 1);
+    if (keep[i] + 1 > lo)
+      lo = keep[i] + 1;
+  }
+  close_from_to(lo, -1);
+  sigprocmask(SIG_SETMASK, &initial_mask, NULL);
+  if (e == 0) {
+    execvpe(argv[0], argv, envp);
+    e = errno;
+  }
+  ssize_t unused = write(err_fd, &e, sizeof e);
+  (void)unused;
+  _exit(e == ENOENT ? TOOL_EXIT_NOT_FOUND : TOOL_EXIT_CANNOT_RUN);
+}
+
+static int shell_status(int status) {
+  if (WIFEXITED(status))
+    return WEXITSTATUS(status);
+  if (WIFSIGNALED(status))
+    return 128 + WTERMSIG(status);
+  return 1;
+}
+
+/* Wait for the exec of the child: its error, or 0 once it ran. */
+static int exec_result(int fd) {
+  int e = 0;
+  ssize_t n;
+  do
+    n = read(fd, &e, sizeof e);
+  while (n < 0 && errno == EINTR);
+  return n == (ssize_t)sizeof e ? e : 0;
+}
+
+int tool_child_start(tool_child *c, char *const *argv, char *const *env,
+                     const tool_options *o) {
+  memset(c, 0, sizeof *c);
+  c->kill_at = -1;
+  int own_group = !o->foreground;
+  int errpipe[2];
+  if (pipe2(errpipe, O_CLOEXEC) != 0) {
+    tool_error("pipe: %s", strerror(errno));
+    return TOOL_EXIT_OSERR;
+  }
+  char **envp = build_environment(env);
+  int n_keep;
+  int *keep = descriptors_to_keep(errpipe[1], &n_keep);
+  pid_t parent = getpid();
+  /* No handler of ours may run in the child before it resets them. */
+  sigset_t all, saved;
+  sigfillset(&all);
+  pthread_sigmask(SIG_SETMASK, &all, &saved);
+  fflush(NULL);
+  pid_t pid = fork();
+  if (pid == 0)
+    exec_child(own_group, o, parent, errpipe[1], keep, n_keep, argv, envp);
+  int fork_errno = errno;
+  if (pid > 0 && own_group)
+    setpgid(pid, pid); /* also here: no window where kill(-pid) misses */
+  pthread_sigmask(SIG_SETMASK, &saved, NULL);
+  close(errpipe[1]);
+  g_free(keep);
+  g_free(envp);
+  if (pid < 0) {
+    close(errpipe[0]);
+    tool_error("fork: %s", strerror(fork_errno));
+    return TOOL_EXIT_OSERR;
+  }
+  int e = exec_result(errpipe[0]);
+  close(errpipe[0]);
+  if (e != 0) {
+    int status;
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+      ;
+    tool_error("cannot run %s: %s", argv[0], strerror(e));
+    return e == ENOENT ? TOOL_EXIT_NOT_FOUND : TOOL_EXIT_CANNOT_RUN;
+  }
+  c->pid = pid;
+  c->group = own_group ? pid : 0;
+  live_child = c;
+  return 0;
+}
+
+void tool_child_signal(tool_child *c, int sig) {
+  if (c->pid <= 0)
+    return;
+  if (c->group > 0 && kill(-c->group, sig) == 0)
+    return;
+  kill(c->pid, sig);
+}
+
+void tool_child_stop(tool_child *c, int sig, int grace_ms) {
+  if (c->pid <= 0)
+    return;
+  if (c->stop_signal == 0) {
+    c->stop_signal = sig;
+    c->kill_at = tool_now_ms() + grace_ms;
+  }
+  tool_child_signal(c, sig);
+}
+
+int tool_child_poll(tool_child *c) {
+  if (c->pid <= 0)
+    return 0;
+  int status;
+  pid_t r = waitpid(c->pid, &status, WNOHANG);
+  if (r == c->pid) {
+    c->status = shell_status(status);
+    c->pid = 0;
+    c->kill_at = -1;
+    return 1;
+  }
+  if (r < 0 && errno != EINTR) {
+    tool_error("waitpid: %s", strerror(errno));
+    c->status = TOOL_EXIT_OSERR;
+    c->pid = 0;
+    return 1;
+  }
+  if (c->kill_at >= 0 && tool_now_ms() >= c->kill_at) {
+    tool_error("COMMAND still running %s after signal %s: sending SIGKILL",
+               c->group > 0 ? "(or its process group)" : "",
+               sigabbrev_np(c->stop_signal));
+    tool_child_signal(c, SIGKILL);
+    c->kill_at = -1;
+  }
+  return 0;
+}
+
+int tool_child_timeout(const tool_child *c, int timeout) {
+  if (c->pid <= 0 || c->kill_at < 0)
+    return timeout;
+  return tool_ms_until(c->kill_at, timeout);
+}
+
+void tool_child_kill_group(tool_child *c) {
+  if (c->group > 0)
+    kill(-c->group, SIGKILL); /* ESRCH: nothing was left */
+}
+
+void tool_child_kill_and_reap(tool_child *c) {
+  if (c == NULL || c->pid <= 0)
+    return;
+  tool_child_signal(c, SIGKILL);
+  int status;
+  while (waitpid(c->pid, &status, 0) < 0 && errno == EINTR)
+    ;
+  c->status = shell_status(status);
+  c->pid = 0;
+}
+
+/* ------------------------------------------------------------ contenders */
+
+/* The recipes' order (src/names.c, which the installed library does not
+ * export): a name ends in a marker and "%010d" of a signed 32-bit
+ * sequence number; smaller numbers first. */
+static int parse_sequence(const char *s, int32_t *seq) {
+  int negative = s[0] == '-';
+  const char *digits = negative ? s + 1 : s;
+  size_t n = strlen(digits);
+  if (negative ? (n != 9 && n != 10) : n != 10)
+    return 0;
+  int64_t value = 0;
+  for (size_t i = 0; i < n; i++) {
+    if (digits[i] < '0' || digits[i] > '9')
+      return 0;
+    value = value * 10 + (digits[i] - '0');
+  }
+  if (negative)
+    value = -value;
+  if (value < INT32_MIN || value > INT32_MAX || (negative && value == 0))
+    return 0;
+  *seq = (int32_t)value;
+  return 1;
+}
+
+static int contender_sequence(const char *name, const char *const *markers,
+                              int32_t *seq) {
+  for (int i = 0; markers[i]; i++) {
+    const char *found = NULL;
+    for (const char *p = strstr(name, markers[i]); p; p = strstr(p + 1, markers[i]))
+      found = p;
+    if (found && parse_sequence(found + strlen(markers[i]), seq))
+      return 1;
+  }
+  return 0;
+}
+
+typedef struct ordered_name {
+  const char *name;
+  int32_t seq;
+} ordered_name;
+
+static int compare_ordered(const void *a, const void *b) {
+  const ordered_name *x = a, *y = b;
+  if (x->seq != y->seq)
+    return x->seq < y->seq ? -1 : 1;
+  return strcmp(x->name, y->name);
+}
+
+static void watch_fired(zhandle_t *zh, int type, int state, const char *path,
+                        void *ctx) {
+  (void)zh;
+  (void)state;
+  (void)path;
+  (void)ctx;
+  /* Session events reach every watcher; the session listener has those. */
+  if (type == ZOO_SESSION_EVENT)
+    return;
+  tool_event ev = {.kind = TOOL_EV_WATCH};
+  tool_post_event(&ev);
+}
+
+typedef struct list_job {
+  const char *dir;
+  const char *const *markers;
+  int watch;
+  GArray *out; /* of tool_contender */
+} list_job;
+
+/* A node's data as a string; ZNONODE and the like as a ZooKeeper code. */
+static int read_id(zhandle_t *zh, const char *path, char **id) {
+  int cap = 1024;
+  for (;;) {
+    char *buf = g_malloc(cap + 1);
+    int len = cap;
+    struct Stat st;
+    int rc = zoo_get(zh, path, 0, buf, &len, &st);
+    if (rc == ZOK && st.dataLength > cap && cap < (1 << 20)) {
+      g_free(buf);
+      cap = st.dataLength;
+      continue;
+    }
+    if (rc != ZOK) {
+      g_free(buf);
+      return rc;
+    }
+    buf[len < 0 ? 0 : len] = '\0';
+    *id = buf;
+    return ZOK;
+  }
+}
+
+/* Runs with the session's handle pinned; synchronous calls, main thread. */
+static int list_with_handle(zhandle_t *zh, void *arg) {
+  list_job *job = arg;
+  struct String_vector kids = {0, NULL};
+  int rc = ZNONODE;
+  for (int tries = 0; tries < 3; tries++) {
+    rc = job->watch
+             ? zoo_wget_children(zh, job->dir, watch_fired, NULL, &kids)
+             : zoo_get_children(zh, job->dir, 0, &kids);
+    if (rc != ZNONODE || !job->watch)
+      break;
+    /* Watch for the directory's creation; created meanwhile: look again. */
+    struct Stat st;
+    rc = zoo_wexists(zh, job->dir, watch_fired, NULL, &st);
+    if (rc != ZOK)
+      break;
+  }
+  if (rc == ZNONODE)
+    return ZKRC_OK;
+  if (rc != ZOK)
+    return zkrc_from_zk_error(rc);
+  ordered_name *names = g_new(ordered_name, kids.count > 0 ? kids.count : 1);
+  int n = 0;
+  for (int i = 0; i < kids.count; i++) {
+    if (contender_sequence(kids.data[i], job->markers, &names[n].seq))
+      names[n++].name = kids.data[i];
+  }
+  qsort(names, (size_t)n, sizeof *names, compare_ordered);
+  int err = ZKRC_OK;
+  for (int i = 0; i < n && err == ZKRC_OK; i++) {
+    char *path = g_strdup_printf("%s/%s", job->dir, names[i].name);
+    tool_contender c = {NULL, NULL};
+    rc = read_id(zh, path, &c.id);
+    g_free(path);
+    if (rc == ZOK) {
+      c.name = g_strdup(names[i].name);
+      g_array_append_val(job->out, c);
+    } else if (rc != ZNONODE) { /* one that left meanwhile is not listed */
+      err = zkrc_from_zk_error(rc);
+    }
+  }
+  g_free(names);
+  deallocate_String_vector(&kids);
+  return err;
+}
+
+int tool_list_contenders(zkrc_session *s, const char *dir,
+                         const char *const *markers, int watch,
+                         tool_contender **out, int *count) {
+  list_job job = {dir, markers, watch,
+                  g_array_new(FALSE, FALSE, sizeof(tool_contender))};
+  int err = zkrc_session_with_handle(s, list_with_handle, &job);
+  *count = (int)job.out->len;
+  *out = (tool_contender *)(void *)g_array_free(job.out, FALSE);
+  if (err != ZKRC_OK) {
+    tool_contenders_free(*out, *count);
+    *out = NULL;
+    *count = 0;
+  }
+  return err;
+}
+
+void tool_contenders_free(tool_contender *v, int count) {
+  for (int i = 0; v && i < count; i++) {
+    g_free(v[i].name);
+    g_free(v[i].id);
+  }
+  g_free(v);
+}

@@ -1,0 +1,238 @@
+/*
+ * tools/tool.h - what zkr-lock and zkr-elect share: exit statuses, options,
+ * messages, signals, the hand-off from library callbacks to the main loop,
+ * the supervised COMMAND, and listing a contender queue.
+ *
+ * Threading model of both tools: the main thread runs a poll() loop and does
+ * all the work.  Signal handlers and library callbacks (which run on the
+ * session's callback thread) only queue a record and write a byte to a pipe
+ * the loop polls, so nothing complex happens outside the main thread.
+ *
+ * Licensed under the Apache License, Version 2.0 (see COPYING).
+ */
+#ifndef ZKR_TOOL_H
+#define ZKR_TOOL_H
+
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "zkrecipes.h"
+
+/* Exit statuses (documented in --help and the man pages).  COMMAND's own
+ * status is passed through otherwise. */
+enum {
+  TOOL_EXIT_OK = 0,
+  TOOL_EXIT_NOT_ACQUIRED = 1, /* zkr-lock: busy (-n) or -w expired; -E */
+  TOOL_EXIT_USAGE = 2,
+  TOOL_EXIT_NO_LEADER = 3,    /* zkr-elect --leader: nobody leads */
+  TOOL_EXIT_BAD_PATH = 65,    /* EX_DATAERR: the ZooKeeper path is invalid */
+  TOOL_EXIT_UNAVAILABLE = 69, /* EX_UNAVAILABLE: no server within timeout */
+  TOOL_EXIT_OSERR = 71,       /* EX_OSERR: fork, pipe, ... failed */
+  TOOL_EXIT_IOERR = 74,       /* EX_IOERR: standard output failed */
+  TOOL_EXIT_LOST = 75,        /* EX_TEMPFAIL: lock or leadership lost */
+  TOOL_EXIT_ZOOKEEPER = 76,   /* EX_PROTOCOL: ZooKeeper refused or failed */
+  TOOL_EXIT_CANNOT_RUN = 126, /* COMMAND found but not executable */
+  TOOL_EXIT_NOT_FOUND = 127   /* COMMAND not found */
+};
+
+/* ------------------------------------------------------------- options */
+
+/* Options both tools take. */
+typedef struct tool_options {
+  const char *servers;    /* -s, else $ZKR_SERVERS, else 127.0.0.1:2181 */
+  int session_timeout_ms; /* -t */
+  const char *id;         /* --id; NULL: the library's hostname:pid */
+  int verbose;            /* -v */
+  int lost_signal;        /* -k: sent to COMMAND when the lock is lost */
+  int grace_ms;           /* -g: then SIGKILL after this long */
+  int foreground;         /* --foreground: COMMAND in our process group */
+} tool_options;
+
+/* Long-only option values, above any short option character. */
+enum {
+  TOOL_OPT_ID = 256,
+  TOOL_OPT_FOREGROUND,
+  TOOL_OPT_FIRST_FREE /* the tools number theirs from here */
+};
+
+/* getopt_long entries and short letters of the shared options. */
+#define TOOL_COMMON_SHORTOPTS "s:t:k:g:vhV"
+#define TOOL_COMMON_LONGOPTS                                                  \
+  {"servers", required_argument, NULL, 's'},                                  \
+      {"session-timeout", required_argument, NULL, 't'},                      \
+      {"lost-signal", required_argument, NULL, 'k'},                          \
+      {"grace", required_argument, NULL, 'g'},                                \
+      {"verbose", no_argument, NULL, 'v'},                                    \
+      {"help", no_argument, NULL, 'h'},                                       \
+      {"version", no_argument, NULL, 'V'},                                    \
+      {"id", required_argument, NULL, TOOL_OPT_ID},                           \
+      {"foreground", no_argument, NULL, TOOL_OPT_FOREGROUND}
+
+/* Set the program name (for messages) and the defaults. */
+void tool_options_init(tool_options *o, const char *program);
+
+/* Handle option @p c of the shared set.  Returns 1 when it was one (exits
+ * for --help, --version and bad values), 0 otherwise. */
+int tool_common_option(tool_options *o, int c, const char *arg,
+                       const char *usage_text);
+
+/* The participant id: --id, else "HOSTNAME:PID" as the library makes it
+ * (g_free it). */
+char *tool_participant_id(const tool_options *o);
+
+/* Exit with TOOL_EXIT_USAGE after "PROGRAM: <message>" and a hint. */
+void tool_usage_error(const char *fmt, ...)
+    __attribute__((format(printf, 1, 2), noreturn));
+
+/* A duration in seconds, fractions allowed ("1.5"), as milliseconds rounded
+ * up; exits with a usage error naming @p what when it is not one. */
+int tool_parse_seconds(const char *text, const char *what);
+/* An integer in [min, max], or a usage error. */
+int tool_parse_int(const char *text, int min, int max, const char *what);
+/* A signal name ("TERM", "SIGTERM") or number, or a usage error. */
+int tool_parse_signal(const char *text, const char *what);
+
+/* The option-free arguments PATH [--] COMMAND [ARG...] starting at
+ * argv[first]: checks their shape and returns the index of COMMAND (argc
+ * when @p command_wanted is 0 and there is none). */
+int tool_split_command(int argc, char **argv, int first, int command_wanted);
+
+/* Check @p path with zkrc_path_validate(); exits TOOL_EXIT_BAD_PATH. */
+void tool_check_path(const char *path);
+
+/* ------------------------------------------------------------ messages */
+
+/* "PROGRAM: message" on stderr. */
+void tool_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* The same, only with -v. */
+void tool_verbose(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+const char *tool_program(void);
+
+/* ---------------------------------------------------- signals, events */
+
+/* Install the handlers (SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2,
+ * SIGCHLD), remember the dispositions COMMAND must get back, ignore
+ * SIGPIPE, note the inherited file descriptors.  Call first in main(). */
+int tool_runtime_init(void);
+
+/* A caught signal: its number, and whether the kernel sent it to our whole
+ * process group (a terminal's ^C): then a COMMAND in our group got it too. */
+typedef struct tool_signal {
+  int signo;
+  int from_terminal;
+} tool_signal;
+/* The next caught signal; 0 when there is none. */
+int tool_next_signal(tool_signal *out);
+
+/* What library callbacks hand to the main loop. */
+typedef enum tool_event_kind {
+  TOOL_EV_SESSION,  /* code: zkrc_session_event */
+  TOOL_EV_LOCK,     /* code: zkrc_lock_event; reason, token, node */
+  TOOL_EV_ACQUIRED, /* code: the acquisition's result; token, node */
+  TOOL_EV_ELECTION, /* code: zkrc_election_event; reason, token, node */
+  TOOL_EV_WATCH     /* a ZooKeeper watch fired */
+} tool_event_kind;
+
+typedef struct tool_event {
+  tool_event_kind kind;
+  int code;
+  int reason;
+  int64_t token;
+  char *node; /* malloc'ed or NULL; tool_event_clear() frees it */
+} tool_event;
+
+/* Queue a copy of @p ev (node copied) and wake the main loop.  Any thread. */
+void tool_post_event(const tool_event *ev);
+/* Take the next event; 0 when there is none. */
+int tool_next_event(tool_event *out);
+void tool_event_clear(tool_event *ev);
+
+/* Wait until a signal or an event is pending, or @p timeout_ms passes (-1:
+ * no limit).  Returns at once when something is pending. */
+void tool_wait(int timeout_ms);
+
+/* Milliseconds on a monotonic clock. */
+int64_t tool_now_ms(void);
+/* Milliseconds until @p deadline (0 if past; -1 for deadline -1), min'ed
+ * with @p timeout (-1: none).  For computing poll timeouts. */
+int tool_ms_until(int64_t deadline, int timeout);
+
+/* ------------------------------------------------------------- session */
+
+/* A session listener that posts TOOL_EV_SESSION events. */
+void tool_session_listener(zkrc_session *s, zkrc_session_event ev, void *arg);
+
+/* Connect to the servers of @p o, waiting at most the session timeout, and
+ * still answering signals meanwhile.  Returns 0 with *out set, or the exit
+ * status to leave with (after a message): TOOL_EXIT_UNAVAILABLE, or 128+N
+ * when interrupted by signal N. */
+int tool_connect(const tool_options *o, int no_reopen, zkrc_session **out);
+
+/* With -v: the session's id and password in hex, the way
+ * `zkr-ensemble start' takes them ("expire ID PASSWD"). */
+void tool_print_session(zkrc_session *s);
+
+/* Map a recipe's error to an exit status after printing "what: error". */
+int tool_fail(const char *what, int err);
+
+/* --------------------------------------------------------------- child */
+
+/* COMMAND under supervision. */
+typedef struct tool_child {
+  pid_t pid;        /* 0 when not running (or reaped) */
+  pid_t group;      /* its process group, when it has its own; else 0 */
+  int status;       /* once reaped: its status as a shell reports it */
+  int64_t kill_at;  /* stopping: when to send SIGKILL (-1: not stopping) */
+  int stop_signal;  /* the signal it was stopped with (0: not stopped) */
+} tool_child;
+
+/* Start argv[0] (PATH searched) with the environment plus @p env
+ * ("NAME=value" strings, NULL-terminated; overriding).  The child gets
+ * @p o->lost_signal if this process dies (Linux parent-death signal), and
+ * only the file descriptors this program inherited.  Returns 0, or the exit
+ * status to leave with after a message (TOOL_EXIT_NOT_FOUND,
+ * TOOL_EXIT_CANNOT_RUN, TOOL_EXIT_OSERR). */
+int tool_child_start(tool_child *c, char *const *argv, char *const *env,
+                     const tool_options *o);
+
+/* Send @p sig to COMMAND (its whole process group unless --foreground). */
+void tool_child_signal(tool_child *c, int sig);
+
+/* Stop COMMAND: @p sig now, SIGKILL after @p grace_ms if it is still
+ * running.  Does not wait. */
+void tool_child_stop(tool_child *c, int sig, int grace_ms);
+
+/* Reap COMMAND if it has exited, and send the SIGKILL that is due.  Returns
+ * 1 when COMMAND was reaped by this call (c->status is then set). */
+int tool_child_poll(tool_child *c);
+
+/* Poll timeout contribution of a stopping child (-1: none). */
+int tool_child_timeout(const tool_child *c, int timeout);
+
+/* Kill what is left of COMMAND's process group (after the lock was lost). */
+void tool_child_kill_group(tool_child *c);
+
+/* Last resort before exiting: SIGKILL COMMAND (and its group) and reap it. */
+void tool_child_kill_and_reap(tool_child *c);
+
+/* ------------------------------------------------------------ contenders */
+
+/* One contender of a lock or election directory, in queue order. */
+typedef struct tool_contender {
+  char *name; /* child node name */
+  char *id;   /* its data: the participant id */
+} tool_contender;
+
+/* List the contenders of @p dir (children whose names end in one of
+ * @p markers followed by a sequence number), ordered as the recipes order
+ * them, with their ids.  A missing directory yields none.  With
+ * @p watch non-zero, also set a watch on the children of @p dir (or on its
+ * creation when it does not exist) that posts TOOL_EV_WATCH.
+ * Returns ZKRC_OK with *out (free with tool_contenders_free()) and *count;
+ * or a recipe error. */
+int tool_list_contenders(zkrc_session *s, const char *dir,
+                         const char *const *markers, int watch,
+                         tool_contender **out, int *count);
+void tool_contenders_free(tool_contender *v, int count);
+
+#endif /* ZKR_TOOL_H */

@@ -1,0 +1,479 @@
+/*
+ * zkr-elect - run a command on whichever host is the elected leader
+ * (zkrecipes election, the protocol of Apache Curator's LeaderLatch).  See
+ * usage_text, `zkr-elect --help' or zkr-elect(1).
+ *
+ * The main thread's poll loop does everything: the election's callbacks
+ * only queue "elected"/"revoked" for it (tool.h).  The loop keeps one
+ * picture - do we lead, with which token; does COMMAND run; is it being
+ * stopped; are we paused before rejoining - and after every wake-up starts
+ * or stops COMMAND to match it.
+ *
+ * Licensed under the Apache License, Version 2.0 (see COPYING).
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <glib.h>
+
+#include "tool.h"
+
+static const char usage_text[] =
+    "Usage: zkr-elect [OPTIONS] ELECTIONPATH [--] COMMAND [ARG...]\n"
+    "       zkr-elect [OPTIONS] --leader ELECTIONPATH\n"
+    "       zkr-elect [OPTIONS] --watch ELECTIONPATH\n"
+    "       zkr-elect --help | --version\n"
+    "\n"
+    "Join the leader election ELECTIONPATH (zkrecipes; the protocol of Apache\n"
+    "Curator's LeaderLatch) and run COMMAND whenever this participant leads.\n"
+    "\n"
+    "When leadership is lost while COMMAND runs (the ZooKeeper session expired\n"
+    "or was presumed lost, or our node was deleted), COMMAND gets the lost\n"
+    "signal (SIGTERM), then SIGKILL after the grace period; zkr-elect then\n"
+    "waits to be elected again (it rejoins by itself) and runs COMMAND anew,\n"
+    "or with --once exits with status 75.\n"
+    "\n"
+    "When COMMAND exits by itself while leading, zkr-elect steps down: it\n"
+    "leaves the election so that another participant takes over, rejoins after\n"
+    "the rejoin delay, and runs COMMAND again when elected again (a service\n"
+    "that fails moves to another host; alone, it is restarted after the\n"
+    "delay).  With --once it leaves and exits with COMMAND's status instead.\n"
+    "\n"
+    "SIGINT, SIGTERM, SIGHUP and SIGQUIT stop zkr-elect: they are passed on to\n"
+    "a running COMMAND, and once it has exited zkr-elect leaves the election\n"
+    "(the next participant is elected at once) and exits with COMMAND's\n"
+    "status; with no COMMAND running it exits with 128+N.  SIGUSR1 and\n"
+    "SIGUSR2 are passed on to COMMAND.  COMMAND runs in a process group of its\n"
+    "own unless --foreground; should zkr-elect die, COMMAND gets the lost\n"
+    "signal.\n"
+    "\n"
+    "  --leader   print the current leader's id and exit (status 3 when there\n"
+    "             is none)\n"
+    "  --watch    print the leader's id now and again at each change of\n"
+    "             leader, one line each (an empty line: no leader), until\n"
+    "             interrupted (then status 0).  Changes closer together than\n"
+    "             a round trip to ZooKeeper may show as one.\n"
+    "\n"
+    "Options (before ELECTIONPATH):\n"
+    "  -s, --servers HOSTS        ZooKeeper servers, host:port[,host:port...]\n"
+    "                             [/chroot] (default: $ZKR_SERVERS, else\n"
+    "                             127.0.0.1:2181)\n"
+    "  -t, --session-timeout MS   session timeout in ms (default 10000); also\n"
+    "                             how long to wait for a server to answer\n"
+    "      --id ID                our participant id, shown as the leader's id\n"
+    "                             (default HOSTNAME:PID)\n"
+    "      --once                 run COMMAND at most once, then exit\n"
+    "  -r, --rejoin-delay SECONDS after COMMAND exited by itself, wait this\n"
+    "                             long before rejoining (default 1)\n"
+    "  -k, --lost-signal SIGNAL   signal COMMAND gets when leadership is lost\n"
+    "                             (name or number; default TERM)\n"
+    "  -g, --grace SECONDS        then SIGKILL after this long (default 5)\n"
+    "      --foreground           keep COMMAND in zkr-elect's process group\n"
+    "  -v, --verbose              report progress on stderr, including the\n"
+    "                             session id and password (hex)\n"
+    "  -h, --help                 show this help and exit\n"
+    "  -V, --version              show the version and exit\n"
+    "\n"
+    "Environment:\n"
+    "  ZKR_SERVERS      default server list\n"
+    "  ZKR_LOG          ZooKeeper client log on stderr: 1 or warn, debug\n"
+    "                   (default: silent)\n"
+    "COMMAND also gets:\n"
+    "  ZKR_ELECTION_PATH   ELECTIONPATH\n"
+    "  ZKR_ELECTION_NODE   full path of our election node\n"
+    "  ZKR_LEADER_TOKEN    the fencing token of this leadership: the node's\n"
+    "                      czxid, in decimal; larger for every later leader\n"
+    "  ZKR_PARTICIPANT_ID  our participant id\n"
+    "\n"
+    "Exit status:\n"
+    "  COMMAND's status (128+N when killed by signal N) after a stop signal,\n"
+    "  or with --once\n"
+    "  2    bad usage\n"
+    "  3    --leader: there is no leader\n"
+    "  65   invalid ELECTIONPATH\n"
+    "  69   no ZooKeeper server answered within the session timeout\n"
+    "  71   a system call failed (fork, pipe, ...)\n"
+    "  74   writing standard output failed (--leader, --watch)\n"
+    "  75   --once: leadership was lost while COMMAND ran\n"
+    "  76   ZooKeeper refused or failed\n"
+    "  126  COMMAND could not be run; 127 COMMAND was not found\n"
+    "  128+N  stopped by signal N while COMMAND was not running\n";
+
+enum {
+  OPT_ONCE = TOOL_OPT_FIRST_FREE,
+  OPT_LEADER,
+  OPT_WATCH
+};
+
+typedef struct elect_cli {
+  tool_options o;
+  int once;
+  int leader_query;
+  int watch;
+  int rejoin_delay_ms;
+  const char *path;
+  char **command;
+  char *id;
+} elect_cli;
+
+static void parse_args(elect_cli *cli, int argc, char **argv) {
+  static const struct option longopts[] = {
+      TOOL_COMMON_LONGOPTS,
+      {"once", no_argument, NULL, OPT_ONCE},
+      {"leader", no_argument, NULL, OPT_LEADER},
+      {"watch", no_argument, NULL, OPT_WATCH},
+      {"rejoin-delay", required_argument, NULL, 'r'},
+      {NULL, 0, NULL, 0},
+  };
+  tool_options_init(&cli->o, "zkr-elect");
+  cli->rejoin_delay_ms = 1000;
+  opterr = 0;
+  int c;
+  while ((c = getopt_long(argc, argv, "+:" TOOL_COMMON_SHORTOPTS "r:",
+                          longopts, NULL)) != -1) {
+    if (tool_common_option(&cli->o, c, optarg, usage_text))
+      continue;
+    switch (c) {
+    case OPT_ONCE:
+      cli->once = 1;
+      break;
+    case OPT_LEADER:
+      cli->leader_query = 1;
+      break;
+    case OPT_WATCH:
+      cli->watch = 1;
+      break;
+    case 'r':
+      cli->rejoin_delay_ms = tool_parse_seconds(optarg, "--rejoin-delay");
+      break;
+    case ':':
+      tool_usage_error("option %s needs a value", argv[optind - 1]);
+    default:
+      tool_usage_error("unknown option: %s", argv[optind - 1]);
+    }
+  }
+  if (cli->leader_query && cli->watch)
+    tool_usage_error("--leader and --watch exclude each other");
+  int query = cli->leader_query || cli->watch;
+  int cmd = tool_split_command(argc, argv, optind, !query);
+  cli->path = argv[optind];
+  cli->command = cmd < argc ? argv + cmd : NULL;
+}
+
+static int is_stop_signal(int sig) {
+  return sig == SIGINT || sig == SIGTERM || sig == SIGHUP || sig == SIGQUIT;
+}
+
+static int flush_stdout(void) {
+  if (fflush(stdout) != 0 || ferror(stdout)) {
+    tool_error("standard output: %s", strerror(errno));
+    return TOOL_EXIT_IOERR;
+  }
+  return 0;
+}
+
+/* ------------------------------------------------------ leader queries */
+
+static int print_leader(elect_cli *cli, zkrc_session *s) {
+  char *id = NULL;
+  int err = zkrc_election_query_leader(s, cli->path, &id,
+                                       cli->o.session_timeout_ms);
+  if (err != ZKRC_OK)
+    return tool_fail("cannot ask for the leader", err);
+  if (id == NULL) {
+    tool_verbose("%s has no leader", cli->path);
+    return TOOL_EXIT_NO_LEADER;
+  }
+  printf("%s\n", id);
+  free(id);
+  return flush_stdout();
+}
+
+static const char *const latch_markers[] = {"latch-", NULL};
+
+/* Look at the election (setting a watch).  Returns ZKRC_OK with the
+ * leader's node name and id (NULL, NULL: none), or an error. */
+static int look_at_leader(elect_cli *cli, zkrc_session *s, char **node,
+                          char **id) {
+  tool_contender *v;
+  int n;
+  int err = tool_list_contenders(s, cli->path, latch_markers, 1, &v, &n);
+  *node = *id = NULL;
+  if (err != ZKRC_OK)
+    return err;
+  if (n > 0) {
+    *node = g_strdup(v[0].name);
+    *id = g_strdup(v[0].id);
+  }
+  tool_contenders_free(v, n);
+  return ZKRC_OK;
+}
+
+static int watch_leader(elect_cli *cli, zkrc_session *s) {
+  char *shown = NULL; /* node name of the leader last printed */
+  int printed = 0, stale = 1;
+  int64_t retry_at = -1;
+  for (;;) {
+    if (stale || (retry_at >= 0 && tool_now_ms() >= retry_at)) {
+      char *node, *id;
+      int err = look_at_leader(cli, s, &node, &id);
+      if (err != ZKRC_OK) {
+        tool_verbose("cannot read %s (%s); trying again", cli->path,
+                     zkrc_strerror(err));
+        retry_at = tool_now_ms() + 1000;
+      } else {
+        stale = 0;
+        retry_at = -1;
+        if (!printed || g_strcmp0(node, shown) != 0) {
+          printf("%s\n", id ? id : "");
+          int status = flush_stdout();
+          if (status != 0) {
+            g_free(node);
+            g_free(id);
+            g_free(shown);
+            return status;
+          }
+          printed = 1;
+          g_free(shown);
+          shown = g_strdup(node);
+        }
+        g_free(node);
+        g_free(id);
+      }
+    }
+    tool_wait(tool_ms_until(retry_at, -1));
+    tool_signal sig;
+    while (tool_next_signal(&sig)) {
+      if (is_stop_signal(sig.signo)) {
+        g_free(shown);
+        return TOOL_EXIT_OK;
+      }
+    }
+    tool_event ev;
+    while (tool_next_event(&ev)) {
+      if (ev.kind == TOOL_EV_WATCH)
+        stale = 1;
+      /* A new session lost our watch; a reconnection may have missed a
+       * change: look again either way. */
+      if (ev.kind == TOOL_EV_SESSION &&
+          (ev.code == ZKRC_SESSION_EVENT_CONNECTED ||
+           ev.code == ZKRC_SESSION_EVENT_RECONNECTED)) {
+        stale = 1;
+        if (ev.code == ZKRC_SESSION_EVENT_CONNECTED)
+          tool_print_session(s);
+      }
+      tool_event_clear(&ev);
+    }
+  }
+}
+
+/* ----------------------------------------------------------- the runner */
+
+typedef struct runner {
+  elect_cli *cli;
+  zkrc_session *s;
+  zkrc_election *e;
+  int leading;         /* per the events so far */
+  int64_t token;
+  char *node;
+  tool_child child;    /* child.pid > 0 while COMMAND runs */
+  int lost;            /* COMMAND is being stopped: leadership lost */
+  int quit_signal;     /* a stop signal arrived */
+  int64_t rejoin_at;   /* -1, or when to join again */
+  int done;            /* leave the loop with status */
+  int status;
+} runner;
+
+static void on_election_event(zkrc_election *e,
+                              const zkrc_election_event_info *info, void *arg) {
+  (void)e;
+  (void)arg;
+  tool_event ev = {.kind = TOOL_EV_ELECTION,
+                   .code = (int)info->event,
+                   .reason = info->reason,
+                   .token = info->token,
+                   .node = (char *)info->node};
+  tool_post_event(&ev); /* copies node */
+}
+
+static void finish(runner *r, int status) {
+  r->done = 1;
+  r->status = status;
+}
+
+/* Leave the election after COMMAND exited by itself; rejoin later. */
+static void step_down(runner *r, int command_status) {
+  zkrc_election_leave(r->e); /* ZKRC_ESTATE: not joined; nothing to do */
+  r->leading = 0;
+  if (r->cli->once) {
+    finish(r, command_status);
+    return;
+  }
+  tool_error("COMMAND exited with status %d while leading: stepping down, "
+             "rejoining in %d ms",
+             command_status, r->cli->rejoin_delay_ms);
+  r->rejoin_at = tool_now_ms() + r->cli->rejoin_delay_ms;
+}
+
+static void command_exited(runner *r) {
+  int status = r->child.status;
+  tool_verbose("COMMAND exited with status %d", status);
+  if (r->lost) {
+    r->lost = 0;
+    tool_child_kill_group(&r->child); /* nothing of it may run on */
+    if (r->cli->once)
+      finish(r, TOOL_EXIT_LOST);
+    else if (r->quit_signal)
+      finish(r, status);
+    return; /* the election rejoins by itself */
+  }
+  if (r->quit_signal) {
+    finish(r, status);
+    return;
+  }
+  step_down(r, status);
+}
+
+static void start_command(runner *r) {
+  char *env[5];
+  int k = 0;
+  env[k++] = g_strdup_printf("ZKR_ELECTION_PATH=%s", r->cli->path);
+  env[k++] = g_strdup_printf("ZKR_ELECTION_NODE=%s", r->node ? r->node : "");
+  env[k++] = g_strdup_printf("ZKR_LEADER_TOKEN=%" PRId64, r->token);
+  env[k++] = g_strdup_printf("ZKR_PARTICIPANT_ID=%s", r->cli->id);
+  env[k] = NULL;
+  int status = tool_child_start(&r->child, r->cli->command, env, &r->cli->o);
+  for (int i = 0; i < k; i++)
+    g_free(env[i]);
+  if (status != 0) {
+    finish(r, status); /* not found, not executable: no point in retrying */
+    return;
+  }
+  tool_verbose("running %s (pid %d) as leader, token %" PRId64,
+               r->cli->command[0], (int)r->child.pid, r->token);
+}
+
+static void handle_signal(runner *r, const tool_signal *sig) {
+  if (sig->signo == SIGCHLD)
+    return;
+  int running = r->child.pid > 0;
+  if (is_stop_signal(sig->signo) && !r->quit_signal) {
+    r->quit_signal = sig->signo;
+    if (!running)
+      finish(r, 128 + sig->signo);
+  }
+  /* From a terminal, a COMMAND in our group got it already. */
+  if (running && !(r->cli->o.foreground && sig->from_terminal))
+    tool_child_signal(&r->child, sig->signo);
+}
+
+static void handle_event(runner *r, tool_event *ev) {
+  if (ev->kind == TOOL_EV_SESSION && ev->code == ZKRC_SESSION_EVENT_CONNECTED) {
+    tool_print_session(r->s);
+  } else if (ev->kind == TOOL_EV_ELECTION &&
+             ev->code == ZKRC_ELECTION_ELECTED) {
+    tool_verbose("elected: node %s, token %" PRId64, ev->node, ev->token);
+    r->leading = 1;
+    r->token = ev->token;
+    g_free(r->node);
+    r->node = ev->node;
+    ev->node = NULL;
+  } else if (ev->kind == TOOL_EV_ELECTION) {
+    tool_verbose("revoked: %s", zkrc_strerror(ev->reason));
+    r->leading = 0;
+    if (r->child.pid > 0 && !r->lost && !r->quit_signal) {
+      r->lost = 1;
+      tool_error("leadership of %s lost (%s): stopping COMMAND with SIG%s",
+                 r->cli->path, zkrc_strerror(ev->reason),
+                 sigabbrev_np(r->cli->o.lost_signal));
+      tool_child_stop(&r->child, r->cli->o.lost_signal, r->cli->o.grace_ms);
+    }
+  }
+  tool_event_clear(ev);
+}
+
+/* Start COMMAND when we lead and nothing stands in the way. */
+static void reconcile(runner *r) {
+  if (r->done || r->quit_signal)
+    return;
+  if (r->rejoin_at >= 0 && tool_now_ms() >= r->rejoin_at) {
+    r->rejoin_at = -1;
+    int err = zkrc_election_join(r->e);
+    if (err != ZKRC_OK && err != ZKRC_ESTATE)
+      finish(r, tool_fail("cannot rejoin the election", err));
+    else
+      tool_verbose("rejoined %s", r->cli->path);
+  }
+  if (r->leading && r->child.pid <= 0 && r->rejoin_at < 0 && !r->done)
+    start_command(r);
+}
+
+static int run_elected(elect_cli *cli, zkrc_session *s) {
+  runner r;
+  memset(&r, 0, sizeof r);
+  r.cli = cli;
+  r.s = s;
+  r.rejoin_at = -1;
+  zkrc_election_options eo;
+  zkrc_election_options_init(&eo);
+  eo.participant_id = cli->id;
+  eo.on_event = on_election_event;
+  int err = zkrc_election_new(&r.e, s, cli->path, &eo);
+  if (err == ZKRC_OK)
+    err = zkrc_election_join(r.e);
+  if (err != ZKRC_OK) {
+    zkrc_election_free(r.e);
+    return tool_fail("cannot join the election", err);
+  }
+  tool_verbose("joined %s as %s", cli->path, cli->id);
+  for (;;) {
+    if (tool_child_poll(&r.child))
+      command_exited(&r);
+    /* Also right after an exit: we may have been re-elected meanwhile. */
+    reconcile(&r);
+    if (r.done)
+      break;
+    tool_wait(tool_child_timeout(&r.child, tool_ms_until(r.rejoin_at, -1)));
+    tool_signal sig;
+    while (tool_next_signal(&sig))
+      handle_signal(&r, &sig);
+    tool_event ev;
+    while (tool_next_event(&ev))
+      handle_event(&r, &ev);
+  }
+  tool_child_kill_and_reap(&r.child); /* only after an internal failure */
+  zkrc_election_free(r.e); /* leaves: the next participant is elected */
+  g_free(r.node);
+  return r.status;
+}
+
+int main(int argc, char **argv) {
+  elect_cli cli;
+  memset(&cli, 0, sizeof cli);
+  parse_args(&cli, argc, argv);
+  tool_check_path(cli.path);
+  if (tool_runtime_init() != 0)
+    return TOOL_EXIT_OSERR;
+  zkrc_session *s;
+  /* A new session after an expiry only matters to a participant. */
+  int status = tool_connect(&cli.o, cli.leader_query, &s);
+  if (status != 0)
+    return status;
+  cli.id = tool_participant_id(&cli.o);
+  if (cli.leader_query)
+    status = print_leader(&cli, s);
+  else if (cli.watch)
+    status = watch_leader(&cli, s);
+  else
+    status = run_elected(&cli, s);
+  zkrc_session_close(s);
+  g_free(cli.id);
+  return status;
+}

@@ -1,0 +1,380 @@
+/*
+ * zkr-lock - run a command while holding a zkrecipes (Curator-compatible)
+ * ZooKeeper lock, the way flock(1) does with a file lock.  See usage_text,
+ * `zkr-lock --help' or zkr-lock(1).
+ *
+ * How it runs: the main thread connects, then a short-lived thread blocks in
+ * zkrc_lock_acquire() (the lock is per thread, and a blocking call cannot be
+ * interrupted by a signal) while the main thread's poll loop keeps answering
+ * signals.  Once the lock is held COMMAND is forked; the loop then waits for
+ * it to exit, forwards signals to it, and stops it when the lock's event
+ * callback reports it lost.
+ *
+ * Licensed under the Apache License, Version 2.0 (see COPYING).
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <glib.h>
+
+#include "tool.h"
+
+static const char usage_text[] =
+    "Usage: zkr-lock [OPTIONS] LOCKPATH [--] COMMAND [ARG...]\n"
+    "       zkr-lock [OPTIONS] --holders LOCKPATH\n"
+    "       zkr-lock --help | --version\n"
+    "\n"
+    "Acquire the ZooKeeper lock LOCKPATH (a zkrecipes lock: fair, fenced, the\n"
+    "protocol of Apache Curator's InterProcessMutex and kazoo's Lock), run\n"
+    "COMMAND while holding it, release it when COMMAND exits, and exit with\n"
+    "COMMAND's status (128+N when it was killed by signal N).\n"
+    "\n"
+    "If the lock is lost while COMMAND runs (the ZooKeeper session expired or\n"
+    "was presumed lost after being disconnected for the session timeout, or\n"
+    "the lock node was deleted), COMMAND gets the lost signal (SIGTERM), then\n"
+    "SIGKILL after the grace period, and zkr-lock exits with status 75.\n"
+    "SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1 and SIGUSR2 are passed on to\n"
+    "COMMAND; the lock is released when it exits.  Before the lock is held,\n"
+    "SIGINT, SIGTERM, SIGHUP and SIGQUIT give up waiting (status 128+N).\n"
+    "\n"
+    "COMMAND runs in a process group of its own, so that signals reach\n"
+    "everything it starts; a terminal's ^C reaches zkr-lock, which passes it\n"
+    "on.  With --foreground it stays in zkr-lock's group instead (for\n"
+    "commands that read the terminal); then only COMMAND itself is signalled\n"
+    "on loss.  Should zkr-lock itself die, COMMAND gets the lost signal.\n"
+    "\n"
+    "Options (before LOCKPATH):\n"
+    "  -s, --servers HOSTS        ZooKeeper servers, host:port[,host:port...]\n"
+    "                             [/chroot] (default: $ZKR_SERVERS, else\n"
+    "                             127.0.0.1:2181)\n"
+    "  -t, --session-timeout MS   session timeout in ms (default 10000); also\n"
+    "                             how long to wait for a server to answer\n"
+    "  -w, --wait SECONDS         wait at most this long for the lock, once\n"
+    "                             connected (fractions allowed; 0 means -n);\n"
+    "                             default: no limit\n"
+    "  -n, --nonblock             do not wait: fail if another holder has it\n"
+    "  -E, --conflict-exit-code CODE\n"
+    "                             exit status when the lock was not acquired\n"
+    "                             (-n, -w), 0 to 255 (default 1)\n"
+    "  -k, --lost-signal SIGNAL   signal COMMAND gets when the lock is lost\n"
+    "                             (name or number; default TERM)\n"
+    "  -g, --grace SECONDS        then SIGKILL after this long (default 5)\n"
+    "      --id ID                participant id stored in the lock node\n"
+    "                             (default HOSTNAME:PID)\n"
+    "      --foreground           keep COMMAND in zkr-lock's process group\n"
+    "      --holders              print the contenders of LOCKPATH in queue\n"
+    "                             order, the holder first: one line each,\n"
+    "                             \"ID<TAB>NODE\"; nothing when there are none\n"
+    "  -v, --verbose              report progress on stderr, including the\n"
+    "                             session id and password (hex)\n"
+    "  -h, --help                 show this help and exit\n"
+    "  -V, --version              show the version and exit\n"
+    "\n"
+    "Environment:\n"
+    "  ZKR_SERVERS      default server list\n"
+    "  ZKR_LOG          ZooKeeper client log on stderr: 1 or warn, debug\n"
+    "                   (default: silent)\n"
+    "COMMAND also gets:\n"
+    "  ZKR_LOCK_PATH       LOCKPATH\n"
+    "  ZKR_LOCK_NODE       full path of our lock node\n"
+    "  ZKR_FENCING_TOKEN   the fencing token: the node's czxid, in decimal;\n"
+    "                      larger for every later holder\n"
+    "  ZKR_PARTICIPANT_ID  the participant id (--id, or HOSTNAME:PID)\n"
+    "\n"
+    "Exit status:\n"
+    "  COMMAND's status, or 128+N when it was killed by signal N\n"
+    "  1    the lock was not acquired (-n, -w); see -E\n"
+    "  2    bad usage\n"
+    "  65   invalid LOCKPATH\n"
+    "  69   no ZooKeeper server answered within the session timeout\n"
+    "  71   a system call failed (fork, pipe, ...)\n"
+    "  74   writing standard output failed (--holders)\n"
+    "  75   the lock was lost while COMMAND ran\n"
+    "  76   ZooKeeper refused or failed (not authorized, session expired\n"
+    "       while waiting, ...)\n"
+    "  126  COMMAND could not be run; 127 COMMAND was not found\n"
+    "  128+N  interrupted by signal N while waiting for the lock\n";
+
+enum { OPT_HOLDERS = TOOL_OPT_FIRST_FREE };
+
+typedef struct lock_cli {
+  tool_options o;
+  int wait_ms; /* ZKRC_WAIT_FOREVER, ZKRC_NO_WAIT or ms */
+  int conflict_code;
+  int holders;
+  const char *path;
+  char **command;
+  char *id; /* the participant id */
+} lock_cli;
+
+static void parse_args(lock_cli *cli, int argc, char **argv) {
+  static const struct option longopts[] = {
+      TOOL_COMMON_LONGOPTS,
+      {"wait", required_argument, NULL, 'w'},
+      {"timeout", required_argument, NULL, 'w'},
+      {"nonblock", no_argument, NULL, 'n'},
+      {"conflict-exit-code", required_argument, NULL, 'E'},
+      {"holders", no_argument, NULL, OPT_HOLDERS},
+      {NULL, 0, NULL, 0},
+  };
+  tool_options_init(&cli->o, "zkr-lock");
+  cli->wait_ms = ZKRC_WAIT_FOREVER;
+  cli->conflict_code = TOOL_EXIT_NOT_ACQUIRED;
+  opterr = 0; /* our own messages */
+  int c;
+  /* '+': stop at LOCKPATH; what follows it belongs to COMMAND. */
+  while ((c = getopt_long(argc, argv, "+:" TOOL_COMMON_SHORTOPTS "w:nE:",
+                          longopts, NULL)) != -1) {
+    if (tool_common_option(&cli->o, c, optarg, usage_text))
+      continue;
+    switch (c) {
+    case 'w':
+      cli->wait_ms = tool_parse_seconds(optarg, "--wait");
+      break;
+    case 'n':
+      cli->wait_ms = ZKRC_NO_WAIT;
+      break;
+    case 'E':
+      cli->conflict_code = tool_parse_int(optarg, 0, 255, "-E");
+      break;
+    case OPT_HOLDERS:
+      cli->holders = 1;
+      break;
+    case ':':
+      tool_usage_error("option %s needs a value", argv[optind - 1]);
+    default:
+      tool_usage_error("unknown option: %s", argv[optind - 1]);
+    }
+  }
+  int cmd = tool_split_command(argc, argv, optind, !cli->holders);
+  cli->path = argv[optind];
+  cli->command = cmd < argc ? argv + cmd : NULL;
+}
+
+/* --------------------------------------------------------------- holders */
+
+static const char *const lock_markers[] = {"lock-", "__lock__", NULL};
+
+static int print_holders(zkrc_session *s, const char *path) {
+  tool_contender *v;
+  int n;
+  int err = tool_list_contenders(s, path, lock_markers, 0, &v, &n);
+  if (err != ZKRC_OK)
+    return tool_fail("cannot list the contenders", err);
+  for (int i = 0; i < n; i++)
+    printf("%s\t%s/%s\n", v[i].id, path, v[i].name);
+  tool_contenders_free(v, n);
+  if (fflush(stdout) != 0 || ferror(stdout)) {
+    tool_error("standard output: %s", strerror(errno));
+    return TOOL_EXIT_IOERR;
+  }
+  return TOOL_EXIT_OK;
+}
+
+/* ---------------------------------------------------------- acquisition */
+
+/* The acquiring thread and the main thread, which may give up meanwhile by
+ * freeing the lock.  The mutex keeps the acquirer off a freed lock. */
+typedef struct acquirer {
+  GMutex mu;
+  zkrc_lock *lk;
+  int wait_ms;
+  int cancelled;
+} acquirer;
+
+static gpointer acquire_main(gpointer data) {
+  acquirer *a = data;
+  int rc = zkrc_lock_acquire(a->lk, a->wait_ms);
+  tool_event ev = {.kind = TOOL_EV_ACQUIRED, .code = rc};
+  g_mutex_lock(&a->mu);
+  if (!a->cancelled && rc == ZKRC_OK) {
+    /* Token and node are per thread: ask from the holding thread. */
+    int err = zkrc_lock_token(a->lk, &ev.token);
+    if (err == ZKRC_OK)
+      err = zkrc_lock_node(a->lk, &ev.node);
+    ev.code = err;
+  }
+  g_mutex_unlock(&a->mu);
+  tool_post_event(&ev);
+  free(ev.node);
+  return NULL;
+}
+
+static void on_lock_event(zkrc_lock *lk, const zkrc_lock_event_info *info,
+                          void *arg) {
+  (void)lk;
+  (void)arg;
+  tool_event ev = {.kind = TOOL_EV_LOCK,
+                   .code = (int)info->event,
+                   .reason = info->reason,
+                   .token = info->token,
+                   .node = (char *)info->node};
+  tool_post_event(&ev); /* copies node */
+}
+
+static int is_stop_signal(int sig) {
+  return sig == SIGINT || sig == SIGTERM || sig == SIGHUP || sig == SIGQUIT;
+}
+
+/* Wait for the acquiring thread's verdict while answering signals.  Returns
+ * 1 with *token and *node set when the lock is held; else 0 with the exit
+ * status in *status (which -E may make 0). */
+static int wait_for_lock(lock_cli *cli, acquirer *a, int64_t *token,
+                         char **node, int *status) {
+  for (;;) {
+    tool_wait(-1);
+    tool_signal sig;
+    while (tool_next_signal(&sig)) {
+      if (!is_stop_signal(sig.signo))
+        continue;
+      tool_verbose("signal %s while waiting: giving up",
+                   sigabbrev_np(sig.signo));
+      g_mutex_lock(&a->mu);
+      a->cancelled = 1;
+      zkrc_lock_free(a->lk); /* the acquirer returns ZKRC_ECANCELED */
+      a->lk = NULL;
+      g_mutex_unlock(&a->mu);
+      *status = 128 + sig.signo;
+      return 0;
+    }
+    tool_event ev;
+    while (tool_next_event(&ev)) {
+      if (ev.kind == TOOL_EV_SESSION && ev.code == ZKRC_SESSION_EVENT_CONNECTED)
+        tool_verbose("new ZooKeeper session");
+      if (ev.kind != TOOL_EV_ACQUIRED) {
+        tool_event_clear(&ev);
+        continue;
+      }
+      if (ev.code == ZKRC_OK) {
+        *token = ev.token;
+        *node = ev.node;
+        return 1;
+      }
+      tool_event_clear(&ev);
+      if (ev.code == ZKRC_ELOCKED || ev.code == ZKRC_ETIMEDOUT) {
+        tool_verbose("%s is held by another participant", cli->path);
+        *status = cli->conflict_code;
+      } else {
+        *status = tool_fail("cannot acquire the lock", ev.code);
+      }
+      return 0;
+    }
+  }
+}
+
+/* ----------------------------------------------------------- supervision */
+
+/* Run COMMAND while the lock is held.  Returns zkr-lock's exit status. */
+static int run_locked(lock_cli *cli, int64_t token, const char *node) {
+  char *env[5];
+  int k = 0;
+  env[k++] = g_strdup_printf("ZKR_LOCK_PATH=%s", cli->path);
+  env[k++] = g_strdup_printf("ZKR_LOCK_NODE=%s", node);
+  env[k++] = g_strdup_printf("ZKR_FENCING_TOKEN=%" PRId64, token);
+  env[k++] = g_strdup_printf("ZKR_PARTICIPANT_ID=%s", cli->id);
+  env[k] = NULL;
+  tool_child child;
+  int status = tool_child_start(&child, cli->command, env, &cli->o);
+  for (int i = 0; i < k; i++)
+    g_free(env[i]);
+  if (status != 0)
+    return status;
+  tool_verbose("running %s (pid %d)", cli->command[0], (int)child.pid);
+
+  int lost = 0;
+  while (!tool_child_poll(&child)) {
+    tool_wait(tool_child_timeout(&child, -1));
+    tool_signal sig;
+    while (tool_next_signal(&sig)) {
+      if (sig.signo == SIGCHLD)
+        continue;
+      /* From a terminal, a COMMAND in our group got it already. */
+      if (!(cli->o.foreground && sig.from_terminal))
+        tool_child_signal(&child, sig.signo);
+    }
+    tool_event ev;
+    while (tool_next_event(&ev)) {
+      if (ev.kind == TOOL_EV_LOCK && ev.code == ZKRC_LOCK_LOST && !lost) {
+        lost = 1;
+        tool_error("lock %s lost (%s): stopping COMMAND with SIG%s",
+                   cli->path, zkrc_strerror(ev.reason),
+                   sigabbrev_np(cli->o.lost_signal));
+        tool_child_stop(&child, cli->o.lost_signal, cli->o.grace_ms);
+      } else if (ev.kind == TOOL_EV_LOCK) {
+        tool_verbose("lock %s: %s", cli->path,
+                     zkrc_lock_event_name((zkrc_lock_event)ev.code));
+      }
+      tool_event_clear(&ev);
+    }
+  }
+  tool_verbose("COMMAND exited with status %d", child.status);
+  if (lost) {
+    /* Nothing COMMAND started may go on without the lock. */
+    tool_child_kill_group(&child);
+    return TOOL_EXIT_LOST;
+  }
+  return child.status;
+}
+
+/* ----------------------------------------------------------------- main */
+
+static int lock_and_run(lock_cli *cli, zkrc_session *s) {
+  zkrc_lock_options lo;
+  zkrc_lock_options_init(&lo);
+  lo.participant_id = cli->id;
+  lo.on_event = on_lock_event;
+  acquirer a;
+  g_mutex_init(&a.mu);
+  a.wait_ms = cli->wait_ms;
+  a.cancelled = 0;
+  int err = zkrc_lock_new(&a.lk, s, cli->path, &lo);
+  if (err != ZKRC_OK) {
+    g_mutex_clear(&a.mu);
+    return tool_fail("cannot create the lock", err);
+  }
+  GThread *thread = g_thread_new("zkr-lock-acquire", acquire_main, &a);
+  int64_t token = 0;
+  char *node = NULL;
+  int status = 0;
+  int held = wait_for_lock(cli, &a, &token, &node, &status);
+  g_thread_join(thread);
+  if (held) {
+    tool_verbose("acquired %s: node %s, fencing token %" PRId64, cli->path,
+                 node, token);
+    status = run_locked(cli, token, node);
+  }
+  free(node);
+  if (a.lk) {
+    zkrc_lock_free(a.lk); /* releases: the next waiter wakes */
+    if (held && status != TOOL_EXIT_LOST)
+      tool_verbose("released %s", cli->path);
+  }
+  g_mutex_clear(&a.mu);
+  return status;
+}
+
+int main(int argc, char **argv) {
+  lock_cli cli;
+  memset(&cli, 0, sizeof cli);
+  parse_args(&cli, argc, argv);
+  tool_check_path(cli.path);
+  if (tool_runtime_init() != 0)
+    return TOOL_EXIT_OSERR;
+  zkrc_session *s;
+  /* No new session after an expiry: by then the lock is lost anyway. */
+  int status = tool_connect(&cli.o, 1, &s);
+  if (status != 0)
+    return status;
+  cli.id = tool_participant_id(&cli.o);
+  status = cli.holders ? print_holders(s, cli.path) : lock_and_run(&cli, s);
+  zkrc_session_close(s);
+  g_free(cli.id);
+  return status;
+}
