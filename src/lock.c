@@ -541,3 +541,17 @@ void zkrc_lock_free(zkrc_lock *lk) {
   g_list_free_full(left, (GDestroyNotify)zkrc__holder_unref);
   zkrc__lock_unref(lk);
 }
+
+int zkrc_lock_list(zkrc_session *s, const char *path, zkrc_participant **list,
+                size_t *count, int timeout_ms) {
+  if (list)
+    *list = NULL;
+  if (count)
+    *count = 0;
+  if (s == NULL || list == NULL || count == NULL ||
+      zkrc_path_validate(path, NULL) != ZKRC_OK ||
+      !zkrc__timeout_valid(timeout_ms))
+    return zkrc__fail(ZKRC_EINVAL);
+  return zkrc__queue_list(s, path, zkrc__lock_markers, zkrc__deadline_after(timeout_ms),
+                          list, count);
+}

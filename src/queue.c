@@ -12,6 +12,7 @@
  */
 #include "config.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 #include "call.h"
@@ -145,7 +146,7 @@ int zkrc__queue_init(zkrc__queue *q, zkrc_session *s, const char *dir,
     return ZKRC_EINVAL;
   if (zkrc__session_closed(s))
     return ZKRC_ECLOSED;
-  q->session = zkrc__session_ref(s);
+  q->session = zkrc__session_ref_recipe(s);
   q->dir = g_strdup(dir);
   q->participant_id = participant_id ? g_strdup(participant_id)
                                      : zkrc__default_participant_id();
@@ -158,7 +159,7 @@ void zkrc__queue_clear(zkrc__queue *q) {
   g_free(q->participant_id);
   g_free(q->dir);
   if (q->session)
-    zkrc__session_unref(q->session);
+    zkrc__session_unref_recipe(q->session);
   memset(q, 0, sizeof *q);
 }
 
@@ -1079,37 +1080,37 @@ uint64_t zkrc__contender_generation(zkrc__contender *c) {
 
 /* --------------------------------------------------------- participants */
 
-int zkrc__queue_participants(zkrc_session *s, const char *dir,
-                             const char *const *markers, int64_t deadline,
-                             char ***ids) {
-  *ids = NULL;
+int zkrc__queue_list(zkrc_session *s, const char *dir,
+                     const char *const *markers, int64_t deadline,
+                     zkrc_participant **list, size_t *count) {
+  *list = NULL;
+  *count = 0;
   if (zkrc__session_closed(s))
     return zkrc__fail(ZKRC_ECLOSED);
   zkrc_conn *conn = zkrc__conn_use(s);
   if (conn == NULL)
     return zkrc__fail(ZKRC_ECONNLOSS);
-  zkrc__call *list = zkrc__call_new();
-  int rc = zoo_aget_children(conn->zh, dir, 0, zkrc__call_children_done, list);
+  zkrc__call *children = zkrc__call_new();
+  int rc = zoo_aget_children(conn->zh, dir, 0, zkrc__call_children_done,
+                             children);
   if (rc != ZOK)
-    zkrc__call_fail_unsent(list, rc);
+    zkrc__call_fail_unsent(children, rc);
   zkrc__conn_unuse(conn);
-  if (!zkrc__call_wait(list, deadline)) {
-    zkrc__call_unref(list);
+  if (!zkrc__call_wait(children, deadline)) {
+    zkrc__call_unref(children);
     return zkrc__fail(ZKRC_ETIMEDOUT);
   }
-  if (list->rc == ZNONODE) { /* no directory: nobody takes part */
-    zkrc__call_unref(list);
-    *ids = g_new0(char *, 1);
+  int zk_rc = children->rc;
+  GArray *sorted = zk_rc == ZOK
+                       ? zkrc__contenders_sorted(children->children.data,
+                                                 children->children.count,
+                                                 markers)
+                       : NULL;
+  zkrc__call_unref(children);
+  if (zk_rc == ZNONODE) /* no directory: nobody takes part */
     return ZKRC_OK;
-  }
-  if (list->rc != ZOK) {
-    int zk_rc = list->rc;
-    zkrc__call_unref(list);
+  if (zk_rc != ZOK)
     return zkrc__fail_from_zk(zk_rc);
-  }
-  GArray *sorted = zkrc__contenders_sorted(list->children.data,
-                                           list->children.count, markers);
-  zkrc__call_unref(list);
 
   /* One getData per contender, all sent before waiting for any. */
   GPtrArray *reads = g_ptr_array_new();
@@ -1127,16 +1128,19 @@ int zkrc__queue_participants(zkrc_session *s, const char *dir,
   }
   if (conn)
     zkrc__conn_unuse(conn);
-  zkrc__contenders_free(sorted);
 
-  int err = ZKRC_OK, zk_rc = ZOK;
-  GPtrArray *out = g_ptr_array_new();
+  int err = ZKRC_OK;
+  zk_rc = ZOK;
+  GArray *out = g_array_new(FALSE, TRUE, sizeof(zkrc_participant));
   for (guint i = 0; i < reads->len; i++) {
     zkrc__call *read = g_ptr_array_index(reads, i);
     if (err == ZKRC_OK && !zkrc__call_wait(read, deadline)) {
       err = ZKRC_ETIMEDOUT;
     } else if (err == ZKRC_OK && read->rc == ZOK) {
-      g_ptr_array_add(out, g_strdup(read->value ? read->value : ""));
+      zkrc_participant p = {
+          strdup(read->value ? read->value : ""),
+          strdup(g_array_index(sorted, zkrc__contender_entry, i).name)};
+      g_array_append_val(out, p);
     } else if (err == ZKRC_OK && read->rc != ZNONODE) {
       /* A node that left meanwhile is simply not listed. */
       err = zkrc_from_zk_error(read->rc);
@@ -1145,12 +1149,45 @@ int zkrc__queue_participants(zkrc_session *s, const char *dir,
     zkrc__call_unref(read);
   }
   g_ptr_array_free(reads, TRUE);
-  g_ptr_array_add(out, NULL);
-  char **strv = (char **)g_ptr_array_free(out, FALSE);
+  zkrc__contenders_free(sorted);
+  size_t n = out->len;
+  /* Hand out malloc'ed memory the caller frees with free(). */
+  zkrc_participant *result = n ? malloc(n * sizeof *result) : NULL;
+  if (n && result)
+    memcpy(result, out->data, n * sizeof *result);
+  g_array_free(out, TRUE);
+  if (err == ZKRC_OK && n && result == NULL)
+    err = ZKRC_ENOMEM;
   if (err != ZKRC_OK) {
-    g_strfreev(strv);
+    zkrc_participants_free(result, n);
     return zk_rc ? zkrc__fail_zk(err, zk_rc) : zkrc__fail(err);
   }
+  *list = result;
+  *count = n;
+  return ZKRC_OK;
+}
+
+void zkrc_participants_free(zkrc_participant *list, size_t count) {
+  for (size_t i = 0; list && i < count; i++) {
+    free(list[i].id);
+    free(list[i].node);
+  }
+  free(list);
+}
+
+int zkrc__queue_participants(zkrc_session *s, const char *dir,
+                             const char *const *markers, int64_t deadline,
+                             char ***ids) {
+  zkrc_participant *list = NULL;
+  size_t n = 0;
+  *ids = NULL;
+  int err = zkrc__queue_list(s, dir, markers, deadline, &list, &n);
+  if (err != ZKRC_OK)
+    return err;
+  char **strv = g_new0(char *, n + 1);
+  for (size_t i = 0; i < n; i++)
+    strv[i] = g_strdup(list[i].id);
+  zkrc_participants_free(list, n);
   *ids = strv;
   return ZKRC_OK;
 }

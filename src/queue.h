@@ -112,6 +112,15 @@ int64_t zkrc__contender_czxid(zkrc__contender *c);
 /* The ZooKeeper session generation our node belongs to (0 before create). */
 uint64_t zkrc__contender_generation(zkrc__contender *c);
 
+/* Every contender in @p dir, in queue order, with its node name and
+ * participant id (node data): one getChildren and one getData per
+ * contender, pipelined.  A missing directory yields none; a contender that
+ * leaves meanwhile is not listed.  Returns a ZKRC_* code; *list is
+ * malloc'ed (zkrc_participants_free). */
+int zkrc__queue_list(zkrc_session *s, const char *dir,
+                     const char *const *markers, int64_t deadline,
+                     zkrc_participant **list, size_t *count);
+
 /* The participant ids (node data) of every contender in @p dir, in queue
  * order, as a NULL-terminated g_malloc'ed array (g_strfreev).  Pipelines one
  * getChildren and one getData per contender.  A missing directory yields an

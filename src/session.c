@@ -44,6 +44,8 @@ struct zkrc_session {
   GMutex mu;
   GCond cond; /* state changes, conn users, observer dispatch */
   gint refs;
+  gint recipes; /* references held by recipe objects (locks, elections) */
+  gint closing_waiters; /* zkrc_session_close() waiting for references */
 
   char *hosts; /* NULL for an adopted handle that must not be reopened */
   zkrc_session_options opts;
@@ -234,8 +236,51 @@ static void session_free(zkrc_session *s) {
 }
 
 void zkrc__session_unref(zkrc_session *s) {
-  if (s && g_atomic_int_dec_and_test(&s->refs))
+  if (s == NULL)
+    return;
+  if (g_atomic_int_dec_and_test(&s->refs)) {
     session_free(s);
+    return;
+  }
+  if (g_atomic_int_get(&s->closing_waiters) > 0) {
+    g_mutex_lock(&s->mu); /* zkrc_session_close() may be waiting for this */
+    g_cond_broadcast(&s->cond);
+    g_mutex_unlock(&s->mu);
+  }
+}
+
+zkrc_session *zkrc__session_ref_recipe(zkrc_session *s) {
+  g_atomic_int_inc(&s->recipes);
+  return zkrc__session_ref(s);
+}
+
+void zkrc__session_unref_recipe(zkrc_session *s) {
+  g_mutex_lock(&s->mu);
+  s->recipes--;
+  g_cond_broadcast(&s->cond);
+  g_mutex_unlock(&s->mu);
+  zkrc__session_unref(s);
+}
+
+/* When the application freed its recipes before closing, wait a little for
+ * the references that are about to go by themselves (requests in flight,
+ * contenders finishing a delete, callbacks queued): the last reference then
+ * goes in zkrc_session_close() itself, which joins the session's threads,
+ * so nothing of the session outlives the call. */
+#define CLOSE_SETTLE_MS 2000
+
+static void wait_for_transient_refs(zkrc_session *s) {
+  int64_t deadline = zkrc__deadline_after(CLOSE_SETTLE_MS);
+  g_atomic_int_inc(&s->closing_waiters);
+  g_mutex_lock(&s->mu);
+  /* Recipe objects still alive keep references (and their contenders do):
+   * the session then ends with the last of them, later. */
+  while (g_atomic_int_get(&s->recipes) == 0 &&
+         g_atomic_int_get(&s->refs) > 1 &&
+         g_cond_wait_until(&s->cond, &s->mu, deadline))
+    ;
+  g_mutex_unlock(&s->mu);
+  g_atomic_int_dec_and_test(&s->closing_waiters);
 }
 
 /* ------------------------------------------------------- pinned handles */
@@ -974,6 +1019,8 @@ void zkrc_session_close(zkrc_session *s) {
       g_mutex_unlock(&s->mu);
     }
     wait_for_callbacks(s, &job);
+    if (!on_worker_thread(s) && s->cb_thread != g_thread_self())
+      wait_for_transient_refs(s);
   }
   zkrc__session_unref(s);
 }

@@ -46,6 +46,10 @@ void zkrc__log_trampoline(const char *message);
 /* Reference counting: recipes keep the session's memory alive. */
 zkrc_session *zkrc__session_ref(zkrc_session *s);
 void zkrc__session_unref(zkrc_session *s);
+/* The reference a recipe object (lock, election) holds for its lifetime;
+ * zkrc_session_close() waits for the others, which are transient. */
+zkrc_session *zkrc__session_ref_recipe(zkrc_session *s);
+void zkrc__session_unref_recipe(zkrc_session *s);
 
 /* Pin the current handle for a zoo_* call.  NULL when there is none (closed,
  * or between an expiry and the next session).  Every non-NULL result must be

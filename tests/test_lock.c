@@ -720,6 +720,20 @@ static void test_participants_are_listed_in_queue_order(void) {
   CU_ASSERT_STRING_EQUAL(ids[1], expected);
   CU_ASSERT_PTR_NULL(ids[2]);
   zkrc_strv_free(ids);
+  /* The same through zkrc_lock_list, with node names, no lock object. */
+  zkrc_participant *list = NULL;
+  size_t count = 0;
+  char *held = NULL;
+  CU_ASSERT_EQUAL(zkrc_lock_node(a, &held), ZKRC_OK);
+  CU_ASSERT_EQUAL(zkrc_lock_list(s2, path, &list, &count, 5000), ZKRC_OK);
+  CU_ASSERT_EQUAL_FATAL(count, 2);
+  CU_ASSERT_STRING_EQUAL(list[0].id, "first");
+  CU_ASSERT(held && g_str_has_suffix(held, list[0].node));
+  CU_ASSERT_STRING_EQUAL(list[1].id, expected);
+  zkrc_participants_free(list, count);
+  free(held);
+  CU_ASSERT_EQUAL(zkrc_lock_list(s2, "bad path", &list, &count, 5000),
+                  ZKRC_EINVAL);
   CU_ASSERT_EQUAL(zkrc_lock_release(a), ZKRC_OK);
   g_thread_join(t);
   CU_ASSERT_EQUAL(bl.rc, ZKRC_OK); /* the junk child did not get in the way */

@@ -698,54 +698,7 @@ void tool_child_kill_and_reap(tool_child *c) {
   c->pid = 0;
 }
 
-/* ------------------------------------------------------------ contenders */
-
-/* The recipes' order (src/names.c, which the installed library does not
- * export): a name ends in a marker and "%010d" of a signed 32-bit
- * sequence number; smaller numbers first. */
-static int parse_sequence(const char *s, int32_t *seq) {
-  int negative = s[0] == '-';
-  const char *digits = negative ? s + 1 : s;
-  size_t n = strlen(digits);
-  if (negative ? (n != 9 && n != 10) : n != 10)
-    return 0;
-  int64_t value = 0;
-  for (size_t i = 0; i < n; i++) {
-    if (digits[i] < '0' || digits[i] > '9')
-      return 0;
-    value = value * 10 + (digits[i] - '0');
-  }
-  if (negative)
-    value = -value;
-  if (value < INT32_MIN || value > INT32_MAX || (negative && value == 0))
-    return 0;
-  *seq = (int32_t)value;
-  return 1;
-}
-
-static int contender_sequence(const char *name, const char *const *markers,
-                              int32_t *seq) {
-  for (int i = 0; markers[i]; i++) {
-    const char *found = NULL;
-    for (const char *p = strstr(name, markers[i]); p; p = strstr(p + 1, markers[i]))
-      found = p;
-    if (found && parse_sequence(found + strlen(markers[i]), seq))
-      return 1;
-  }
-  return 0;
-}
-
-typedef struct ordered_name {
-  const char *name;
-  int32_t seq;
-} ordered_name;
-
-static int compare_ordered(const void *a, const void *b) {
-  const ordered_name *x = a, *y = b;
-  if (x->seq != y->seq)
-    return x->seq < y->seq ? -1 : 1;
-  return strcmp(x->name, y->name);
-}
+/* ------------------------------------------------------------ watching */
 
 static void watch_fired(zhandle_t *zh, int type, int state, const char *path,
                         void *ctx) {
@@ -760,102 +713,25 @@ static void watch_fired(zhandle_t *zh, int type, int state, const char *path,
   tool_post_event(&ev);
 }
 
-typedef struct list_job {
-  const char *dir;
-  const char *const *markers;
-  int watch;
-  GArray *out; /* of tool_contender */
-} list_job;
-
-/* A node's data as a string; ZNONODE and the like as a ZooKeeper code. */
-static int read_id(zhandle_t *zh, const char *path, char **id) {
-  int cap = 1024;
-  for (;;) {
-    char *buf = g_malloc(cap + 1);
-    int len = cap;
-    struct Stat st;
-    int rc = zoo_get(zh, path, 0, buf, &len, &st);
-    if (rc == ZOK && st.dataLength > cap && cap < (1 << 20)) {
-      g_free(buf);
-      cap = st.dataLength;
-      continue;
-    }
-    if (rc != ZOK) {
-      g_free(buf);
-      return rc;
-    }
-    buf[len < 0 ? 0 : len] = '\0';
-    *id = buf;
-    return ZOK;
-  }
-}
-
-/* Runs with the session's handle pinned; synchronous calls, main thread. */
-static int list_with_handle(zhandle_t *zh, void *arg) {
-  list_job *job = arg;
-  struct String_vector kids = {0, NULL};
-  int rc = ZNONODE;
+/* Runs with the session's handle pinned: a watch on the directory's
+ * children, or on its creation while it does not exist. */
+static int set_watch_with_handle(zhandle_t *zh, void *arg) {
+  const char *dir = arg;
   for (int tries = 0; tries < 3; tries++) {
-    rc = job->watch
-             ? zoo_wget_children(zh, job->dir, watch_fired, NULL, &kids)
-             : zoo_get_children(zh, job->dir, 0, &kids);
-    if (rc != ZNONODE || !job->watch)
-      break;
-    /* Watch for the directory's creation; created meanwhile: look again. */
+    struct String_vector kids = {0, NULL};
+    int rc = zoo_wget_children(zh, dir, watch_fired, NULL, &kids);
+    deallocate_String_vector(&kids);
+    if (rc != ZNONODE)
+      return zkrc_from_zk_error(rc);
     struct Stat st;
-    rc = zoo_wexists(zh, job->dir, watch_fired, NULL, &st);
-    if (rc != ZOK)
-      break;
+    rc = zoo_wexists(zh, dir, watch_fired, NULL, &st);
+    if (rc != ZOK) /* ZNONODE: the watch waits for its creation */
+      return rc == ZNONODE ? ZKRC_OK : zkrc_from_zk_error(rc);
+    /* Created meanwhile: look again. */
   }
-  if (rc == ZNONODE)
-    return ZKRC_OK;
-  if (rc != ZOK)
-    return zkrc_from_zk_error(rc);
-  ordered_name *names = g_new(ordered_name, kids.count > 0 ? kids.count : 1);
-  int n = 0;
-  for (int i = 0; i < kids.count; i++) {
-    if (contender_sequence(kids.data[i], job->markers, &names[n].seq))
-      names[n++].name = kids.data[i];
-  }
-  qsort(names, (size_t)n, sizeof *names, compare_ordered);
-  int err = ZKRC_OK;
-  for (int i = 0; i < n && err == ZKRC_OK; i++) {
-    char *path = g_strdup_printf("%s/%s", job->dir, names[i].name);
-    tool_contender c = {NULL, NULL};
-    rc = read_id(zh, path, &c.id);
-    g_free(path);
-    if (rc == ZOK) {
-      c.name = g_strdup(names[i].name);
-      g_array_append_val(job->out, c);
-    } else if (rc != ZNONODE) { /* one that left meanwhile is not listed */
-      err = zkrc_from_zk_error(rc);
-    }
-  }
-  g_free(names);
-  deallocate_String_vector(&kids);
-  return err;
+  return ZKRC_OK;
 }
 
-int tool_list_contenders(zkrc_session *s, const char *dir,
-                         const char *const *markers, int watch,
-                         tool_contender **out, int *count) {
-  list_job job = {dir, markers, watch,
-                  g_array_new(FALSE, FALSE, sizeof(tool_contender))};
-  int err = zkrc_session_with_handle(s, list_with_handle, &job);
-  *count = (int)job.out->len;
-  *out = (tool_contender *)(void *)g_array_free(job.out, FALSE);
-  if (err != ZKRC_OK) {
-    tool_contenders_free(*out, *count);
-    *out = NULL;
-    *count = 0;
-  }
-  return err;
-}
-
-void tool_contenders_free(tool_contender *v, int count) {
-  for (int i = 0; v && i < count; i++) {
-    g_free(v[i].name);
-    g_free(v[i].id);
-  }
-  g_free(v);
+int tool_watch_children(zkrc_session *s, const char *dir) {
+  return zkrc_session_with_handle(s, set_watch_with_handle, (void *)dir);
 }

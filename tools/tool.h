@@ -215,24 +215,12 @@ void tool_child_kill_group(tool_child *c);
 /* Last resort before exiting: SIGKILL COMMAND (and its group) and reap it. */
 void tool_child_kill_and_reap(tool_child *c);
 
-/* ------------------------------------------------------------ contenders */
+/* ------------------------------------------------------------ watching */
 
-/* One contender of a lock or election directory, in queue order. */
-typedef struct tool_contender {
-  char *name; /* child node name */
-  char *id;   /* its data: the participant id */
-} tool_contender;
-
-/* List the contenders of @p dir (children whose names end in one of
- * @p markers followed by a sequence number), ordered as the recipes order
- * them, with their ids.  A missing directory yields none.  With
- * @p watch non-zero, also set a watch on the children of @p dir (or on its
- * creation when it does not exist) that posts TOOL_EV_WATCH.
- * Returns ZKRC_OK with *out (free with tool_contenders_free()) and *count;
- * or a recipe error. */
-int tool_list_contenders(zkrc_session *s, const char *dir,
-                         const char *const *markers, int watch,
-                         tool_contender **out, int *count);
-void tool_contenders_free(tool_contender *v, int count);
+/* Watch @p dir's children (or its creation while it does not exist): the
+ * next change posts TOOL_EV_WATCH once.  The order of contenders itself
+ * comes from the library (zkrc_lock_list, zkrc_election_list).
+ * Returns ZKRC_OK or a recipe error. */
+int tool_watch_children(zkrc_session *s, const char *dir);
 
 #endif /* ZKR_TOOL_H */

@@ -196,23 +196,25 @@ static int print_leader(elect_cli *cli, zkrc_session *s) {
   return flush_stdout();
 }
 
-static const char *const latch_markers[] = {"latch-", NULL};
-
-/* Look at the election (setting a watch).  Returns ZKRC_OK with the
- * leader's node name and id (NULL, NULL: none), or an error. */
+/* Look at the election (setting a watch first, so that no change after
+ * the look goes unnoticed).  Returns ZKRC_OK with the leader's node name
+ * and id (NULL, NULL: none), or an error. */
 static int look_at_leader(elect_cli *cli, zkrc_session *s, char **node,
                           char **id) {
-  tool_contender *v;
-  int n;
-  int err = tool_list_contenders(s, cli->path, latch_markers, 1, &v, &n);
   *node = *id = NULL;
+  int err = tool_watch_children(s, cli->path);
+  if (err != ZKRC_OK)
+    return err;
+  zkrc_participant *v;
+  size_t n;
+  err = zkrc_election_list(s, cli->path, &v, &n, zkrc_session_timeout(s));
   if (err != ZKRC_OK)
     return err;
   if (n > 0) {
-    *node = g_strdup(v[0].name);
+    *node = g_strdup(v[0].node);
     *id = g_strdup(v[0].id);
   }
-  tool_contenders_free(v, n);
+  zkrc_participants_free(v, n);
   return ZKRC_OK;
 }
 

@@ -160,17 +160,15 @@ static void parse_args(lock_cli *cli, int argc, char **argv) {
 
 /* --------------------------------------------------------------- holders */
 
-static const char *const lock_markers[] = {"lock-", "__lock__", NULL};
-
-static int print_holders(zkrc_session *s, const char *path) {
-  tool_contender *v;
-  int n;
-  int err = tool_list_contenders(s, path, lock_markers, 0, &v, &n);
+static int print_holders(zkrc_session *s, const char *path, int timeout_ms) {
+  zkrc_participant *v;
+  size_t n;
+  int err = zkrc_lock_list(s, path, &v, &n, timeout_ms);
   if (err != ZKRC_OK)
     return tool_fail("cannot list the contenders", err);
-  for (int i = 0; i < n; i++)
-    printf("%s\t%s/%s\n", v[i].id, path, v[i].name);
-  tool_contenders_free(v, n);
+  for (size_t i = 0; i < n; i++)
+    printf("%s\t%s/%s\n", v[i].id, path, v[i].node);
+  zkrc_participants_free(v, n);
   if (fflush(stdout) != 0 || ferror(stdout)) {
     tool_error("standard output: %s", strerror(errno));
     return TOOL_EXIT_IOERR;
@@ -373,7 +371,8 @@ int main(int argc, char **argv) {
   if (status != 0)
     return status;
   cli.id = tool_participant_id(&cli.o);
-  status = cli.holders ? print_holders(s, cli.path) : lock_and_run(&cli, s);
+  status = cli.holders ? print_holders(s, cli.path, zkrc_session_timeout(s))
+                       : lock_and_run(&cli, s);
   zkrc_session_close(s);
   g_free(cli.id);
   return status;

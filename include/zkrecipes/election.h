@@ -175,6 +175,13 @@ int zkrc_election_query_leader(zkrc_session *s, const char *path, char **id,
 int zkrc_election_participants(zkrc_election *e, char ***ids, size_t *count,
                                int timeout_ms);
 
+/**
+ * Every participant of the election at @p path, in queue order (the leader
+ * first), with node names and ids; see zkrc_lock_list().
+ */
+int zkrc_election_list(zkrc_session *s, const char *path,
+                       zkrc_participant **list, size_t *count, int timeout_ms);
+
 /** The election's path (owned by the election). */
 const char *zkrc_election_path(zkrc_election *e);
 

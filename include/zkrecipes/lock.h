@@ -211,6 +211,22 @@ int zkrc_lock_participants(zkrc_lock *lk, char ***ids, size_t *count,
                            int timeout_ms);
 
 /**
+ * Every contender of the lock at @p path, in queue order (the holder
+ * first), with node names and participant ids, asked of the servers.  No
+ * lock object needed (for tools and monitoring).  Contenders of other
+ * clients (Curator, kazoo) are listed too.  A path that does not exist yet
+ * yields an empty list.
+ *
+ * @param list   receives a malloc'ed array; free it with
+ *               zkrc_participants_free().  NULL when empty.
+ * @return ZKRC_OK; ZKRC_EINVAL (NULL, invalid path, bad timeout);
+ *         ZKRC_ETIMEDOUT; ZKRC_ECONNLOSS; ZKRC_ECLOSED; ZKRC_ENOAUTH.
+ * Threading: any thread but the session's callback thread.
+ */
+int zkrc_lock_list(zkrc_session *s, const char *path, zkrc_participant **list,
+                   size_t *count, int timeout_ms);
+
+/**
  * Fenced write: perform @p ops in one ZooKeeper multi that also checks that
  * the calling thread's lock node still exists, so a holder that lost its
  * lock cannot write.  Succeeds or fails as a whole.

@@ -22,6 +22,7 @@
 #ifndef ZKRECIPES_SESSION_H
 #define ZKRECIPES_SESSION_H
 
+#include <stddef.h>
 #include <stdint.h>
 #include <zookeeper/zookeeper.h>
 
@@ -157,7 +158,9 @@ int zkrc_session_adopt(zkrc_session **out, zhandle_t *zh, const char *hosts,
  * and release the caller's reference.  With the default executor, returns
  * once every callback posted until then (CLOSED included) has run, so the
  * caller may free what its listeners use; with an executor of your own,
- * such callbacks may still be queued there.  Recipes still open on the session
+ * such callbacks may still be queued there.  When every recipe built on
+ * the session was freed before, the session's threads have exited when
+ * this returns (it waits up to 2 s for requests still in flight).  Recipes still open on the session
  * fail later calls with ZKRC_ECLOSED and must still be freed; the memory of
  * the session goes when the last of them is freed.
  *
@@ -241,6 +244,15 @@ int zkrc_session_with_handle(zkrc_session *s,
  * lists).  NULL is ignored.  Threading: any thread.
  */
 void zkrc_strv_free(char **strv);
+
+/** One contender of a lock or an election, as the servers list it. */
+typedef struct zkrc_participant {
+  char *id;   /**< its node's data: the participant id */
+  char *node; /**< its node's name (last path component) */
+} zkrc_participant;
+
+/** Free a list from zkrc_lock_list() / zkrc_election_list() (NULL ok). */
+void zkrc_participants_free(zkrc_participant *list, size_t count);
 
 #ifdef __cplusplus
 }
