@@ -16,6 +16,8 @@
 #include "config.h"
 
 #include <limits.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "lock_internal.h"
 #include "util.h"
@@ -221,4 +223,15 @@ void zkrc__lock_drop_holds_locked(zkrc_lock *lk) {
   g_mutex_unlock(&lk->mu);
   g_list_free_full(holds, (GDestroyNotify)zkrc__holder_unref);
   g_mutex_lock(&lk->mu);
+}
+
+void *zkrc_lock_hold_arg(zkrc_lock_hold *h) { return h ? h->done_arg : NULL; }
+
+char *zkrc_lock_hold_node(zkrc_lock_hold *h) {
+  if (h == NULL)
+    return NULL;
+  g_mutex_lock(&h->lk->mu);
+  char *node = h->state == H_HELD && h->node ? strdup(h->node) : NULL;
+  g_mutex_unlock(&h->lk->mu);
+  return node;
 }

@@ -553,12 +553,19 @@ static gboolean heartbeat_fired(gpointer data) {
   int64_t now = g_get_monotonic_time();
   g_mutex_lock(&s->mu);
   int64_t gap_ms = (now - s->last_beat) / 1000;
-  s->last_beat = now;
   gboolean frozen = s->conn != NULL && s->conn->session_id != 0 &&
                     gap_ms > s->negotiated_timeout_ms;
+  if (!frozen)
+    s->last_beat = now;
   g_mutex_unlock(&s->mu);
-  if (frozen)
+  if (frozen) {
+    /* Only once every recipe has been told may zkrc__session_fresh() say
+     * "fresh" again: until then is_held / is_leader must keep saying no. */
     retire_current(s, ZKRC_SESSION_EVENT_LOST);
+    g_mutex_lock(&s->mu);
+    s->last_beat = g_get_monotonic_time();
+    g_mutex_unlock(&s->mu);
+  }
   return G_SOURCE_CONTINUE;
 }
 
@@ -863,6 +870,8 @@ int zkrc_session_new(zkrc_session **out, const char *hosts,
       (o.executor && o.executor->post == NULL))
     return zkrc__fail(ZKRC_EINVAL);
   zkrc_session *s = session_alloc(hosts, &o);
+  if (o.listener) /* before connecting, so it hears the first CONNECTED */
+    zkrc_session_add_listener(s, o.listener, o.listener_arg, NULL);
   int err = ZKRC_OK;
   g_mutex_lock(&s->mu);
   open_conn_locked_out(s, &err);
@@ -924,6 +933,8 @@ int zkrc_session_adopt(zkrc_session **out, zhandle_t *zh, const char *hosts,
       (hosts != NULL && !valid_hosts(hosts)) || is_unrecoverable(zh))
     return zkrc__fail(ZKRC_EINVAL);
   zkrc_session *s = session_alloc(hosts, &o);
+  if (o.listener)
+    zkrc_session_add_listener(s, o.listener, o.listener_arg, NULL);
   zkrc_conn *c = g_new0(zkrc_conn, 1);
   c->session = s;
   c->zh = zh;

@@ -40,7 +40,8 @@ typedef struct worker {
 static worker start_worker(char **argv) {
   int to_child[2], from_child[2];
   CU_ASSERT_FATAL(pipe(to_child) == 0 && pipe(from_child) == 0);
-  fflush(NULL);
+  fflush(stdout);
+  fflush(stderr);
   pid_t pid = fork();
   CU_ASSERT_FATAL(pid >= 0);
   if (pid == 0) {

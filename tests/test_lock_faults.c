@@ -258,7 +258,8 @@ static void test_deadline_holds_while_the_network_stalls(void) {
 
 static pid_t spawn_counter(const char *path, const char *iterations,
                            const char *counter, const char *tokens) {
-  fflush(NULL);
+  fflush(stdout);
+  fflush(stderr);
   pid_t pid = fork();
   CU_ASSERT_FATAL(pid >= 0);
   if (pid == 0) {

@@ -159,14 +159,18 @@ void zkt_expire(zkrc_session *s) {
 /* ------------------------------------------------------------ children */
 
 pid_t zkt_spawn(int (*fn)(void *arg), void *arg) {
-  fflush(NULL);
+  /* Not fflush(NULL): it locks every stream, and a thread blocked reading
+   * one would block us. */
+  fflush(stdout);
+  fflush(stderr);
   pid_t pid = fork();
   if (pid < 0)
     CU_FAIL_FATAL("fork failed");
   if (pid == 0) {
     /* The child must not run the parent's exit cleanup (ensemble stop). */
     int status = fn(arg);
-    fflush(NULL);
+    fflush(stdout);
+    fflush(stderr);
     _exit(status);
   }
   zkt_track_child(pid);

@@ -34,7 +34,7 @@ extern "C" {
   XX(ESESSIONLOST, -8,                                                        \
      "disconnected for the whole session timeout: the session is presumed "   \
      "expired")                                                               \
-  XX(ELOCKLOST, -9, "the lock is no longer held (its node is gone)")          \
+  XX(ELOCKLOST, -9, "no longer held: our node is gone (lock or leadership)") \
   XX(ECLOSED, -10, "the session or object has been closed")                   \
   XX(ECANCELED, -11, "the operation was cancelled")                           \
   XX(ECONNECT, -12, "could not connect to any ZooKeeper server in time")      \

@@ -118,7 +118,11 @@ int zkrc_lock_new(zkrc_lock **out, zkrc_session *s, const char *path,
  * Free the lock: threads still waiting in zkrc_lock_acquire() on it return
  * ZKRC_ECANCELED, whatever it holds (for any thread) is released as by
  * zkrc_lock_release() (when connected, the nodes are gone on return), and
- * the call returns once no other thread is inside a call on it.  NULL is
+ * the call returns once no other thread is inside a call on it.
+ * Non-blocking holds: pending ones complete later with ZKRC_ECANCELED
+ * (their completion still runs, after this returns: do not use @p lk in
+ * it); acquired ones are released in the background and freed, so their
+ * pointers are invalid on return.  NULL is
  * ignored.  Do not use @p lk afterwards.
  * Threading: any thread, not from this lock's own event callback.
  */
@@ -306,6 +310,14 @@ int zkrc_lock_hold_is_held(zkrc_lock_hold *hold);
 
 /** The fencing token of an acquired hold (0 otherwise). */
 int64_t zkrc_lock_hold_token(zkrc_lock_hold *hold);
+
+/** The @p arg given to zkrc_lock_acquire_async() for this hold, so that a
+ *  lock event (info->hold) finds the context of the hold it is about. */
+void *zkrc_lock_hold_arg(zkrc_lock_hold *hold);
+
+/** Full path of an acquired hold's node, malloc'ed (free it); NULL when
+ *  not acquired. */
+char *zkrc_lock_hold_node(zkrc_lock_hold *hold);
 
 #ifdef __cplusplus
 }

@@ -84,6 +84,10 @@ typedef struct zkrc_executor {
   void *ctx;
 } zkrc_executor;
 
+/** Receives session events on the session's executor. */
+typedef void (*zkrc_session_listener_fn)(zkrc_session *s,
+                                         zkrc_session_event ev, void *arg);
+
 /** Options of a session; initialize with zkrc_session_options_init(). */
 typedef struct zkrc_session_options {
   /** Requested session timeout in ms (the servers clamp it to 2..20 ticks).
@@ -96,8 +100,14 @@ typedef struct zkrc_session_options {
    *  new ZooKeeper session.  Default 0. */
   int no_reopen;
   /** Where callbacks run.  NULL (default): a thread owned by the session.
-   *  The executor must stay valid until zkrc_session_close() returns. */
+   *  The executor must stay valid until zkrc_session_close() returns.  One
+   *  executor may serve several sessions. */
   const zkrc_executor *executor;
+  /** A listener registered before the session connects, so that it hears
+   *  the first CONNECTED too (one added after zkrc_session_connect() may
+   *  not).  NULL (default): none. */
+  zkrc_session_listener_fn listener;
+  void *listener_arg;
 } zkrc_session_options;
 
 /** Fill @p opts with the defaults.  Threading: any thread. */
@@ -190,10 +200,6 @@ int zkrc_session_timeout(zkrc_session *s);
  * way).  @return ZKRC_OK; ZKRC_ESTATE when no session is established.
  */
 int zkrc_session_client_id(zkrc_session *s, clientid_t *out);
-
-/** Receives session events on the session's executor. */
-typedef void (*zkrc_session_listener_fn)(zkrc_session *s,
-                                         zkrc_session_event ev, void *arg);
 
 /**
  * Register @p fn to receive every later event.
