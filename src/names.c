@@ -8,12 +8,14 @@
 const char *const zkrc__lock_markers[] = {"lock-", "__lock__", NULL};
 const char *const zkrc__latch_markers[] = {"latch-", NULL};
 
-/* "%010d" of an int32: ten digits, or '-' and nine or ten digits. */
+/* "%010d" of an int32: ten digits; or, negative, '-' and nine digits (the
+ * width of 10 counts the sign), or '-' and ten when nine are not enough
+ * (then the first is not a zero). */
 static gboolean parse_sequence(const char *s, int32_t *seq) {
   gboolean negative = s[0] == '-';
   const char *digits = negative ? s + 1 : s;
   size_t n = strlen(digits);
-  if (negative ? (n != 9 && n != 10) : n != 10)
+  if (negative ? !(n == 9 || (n == 10 && digits[0] != '0')) : n != 10)
     return FALSE;
   int64_t value = 0;
   for (size_t i = 0; i < n; i++) {

@@ -33,6 +33,25 @@ static const char *component_problem(const char *c, size_t len) {
   return NULL;
 }
 
+/* Characters ZooKeeper's servers refuse in a path (PathUtils.validatePath,
+ * which sees Java's UTF-16): C1 controls, everything from the surrogates to
+ * the end of the private use area (so every character above U+FFFF, which
+ * Java writes as a surrogate pair), and the last 16 code points of the
+ * basic plane.  ASCII controls are checked per component. */
+static const char *refused_character(const char *path, size_t len) {
+  for (const char *p = path; p < path + len; p = g_utf8_next_char(p)) {
+    gunichar ch = g_utf8_get_char(p);
+    if (ch >= 0x80 && ch <= 0x9f)
+      return "the path contains a C1 control character";
+    if (ch >= 0xd800 && ch <= 0xf8ff)
+      return "the path contains a private-use or surrogate character";
+    if (ch >= 0xfff0)
+      return "the path contains a character ZooKeeper refuses "
+             "(U+FFF0..U+FFFF, or above U+FFFF)";
+  }
+  return NULL;
+}
+
 int zkrc_path_validate_n(const char *path, size_t len, const char **why) {
   if (why)
     *why = NULL;
@@ -52,6 +71,9 @@ int zkrc_path_validate_n(const char *path, size_t len, const char **why) {
     return refuse(why, "the path contains a NUL byte");
   if (!g_utf8_validate(path, (gssize)len, NULL))
     return refuse(why, "the path is not valid UTF-8");
+  const char *bad_char = refused_character(path, len);
+  if (bad_char)
+    return refuse(why, bad_char);
 
   const char *start = path + 1, *end = path + len;
   int first = 1;

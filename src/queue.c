@@ -40,6 +40,7 @@ typedef enum step {
   STEP_NONE,
   STEP_SEND_CREATE,
   STEP_WATCH_PRED,
+  STEP_WATCH_DIR,
   STEP_VERIFY_SELF,
   STEP_RECOVER,
   STEP_DELETE,
@@ -91,7 +92,12 @@ struct zkrc__contender {
 
   char **preds; /* predecessors as last read, oldest first */
   int pred_index;
-  gboolean pred_by_exists; /* watch with exists: getData is not allowed */
+  /* Not allowed to read our predecessors (their ACL): the servers would
+   * not even deliver a watch event on them (ZooKeeper checks READ before
+   * delivering one, since CVE-2024-23944), so watch the directory's
+   * children instead and look again at every change. */
+  gboolean watch_dir;
+  void *dir_watch;
   void *pred_watch;
   void *own_watch;
 
@@ -103,8 +109,7 @@ struct zkrc__contender {
 typedef struct req {
   zkrc__contender *c;
   unsigned epoch;
-  void *watch;        /* registry context of a watch this request sets */
-  gboolean by_exists; /* the watch was set with exists, not getData */
+  void *watch; /* registry context of a watch this request sets */
 } req;
 
 static void perform(zkrc__contender *c, step st);
@@ -289,6 +294,10 @@ static void cancel_watches_locked(zkrc__contender *c) {
     zkrc__watch_cancel(c->pred_watch);
     c->pred_watch = NULL;
   }
+  if (c->dir_watch) {
+    zkrc__watch_cancel(c->dir_watch);
+    c->dir_watch = NULL;
+  }
   if (c->own_watch) {
     zkrc__watch_cancel(c->own_watch);
     c->own_watch = NULL;
@@ -379,8 +388,10 @@ static step become_front_locked(zkrc__contender *c) {
 
 /* ---------------------------------------------------------- evaluation */
 
-/* Decide from a children listing.  Returns the next step. */
-static step evaluate_locked(zkrc__contender *c, const struct String_vector *kids) {
+/* Decide from a children listing; @p watched: the listing also set a watch
+ * on the directory's children.  Returns the next step. */
+static step evaluate_locked(zkrc__contender *c, const struct String_vector *kids,
+                            gboolean watched) {
   GArray *sorted = zkrc__contenders_sorted(kids->data, kids->count, c->markers);
   int index = zkrc__contenders_find(sorted, c->name);
   step next = STEP_NONE;
@@ -394,6 +405,10 @@ static step evaluate_locked(zkrc__contender *c, const struct String_vector *kids
     c->name_known = FALSE;
     next = STEP_SEND_CREATE;
   } else if (index == 0) {
+    if (c->dir_watch) { /* no longer needed */
+      zkrc__watch_cancel(c->dir_watch);
+      c->dir_watch = NULL;
+    }
     if (c->state != C_FRONT)
       next = become_front_locked(c);
   } else {
@@ -407,7 +422,7 @@ static step evaluate_locked(zkrc__contender *c, const struct String_vector *kids
       c->behind_told = TRUE;
       emit_locked(c, OUT_BEHIND, 0, 0);
     }
-    next = STEP_WATCH_PRED;
+    next = !c->watch_dir ? STEP_WATCH_PRED : watched ? STEP_NONE : STEP_WATCH_DIR;
   }
   zkrc__contenders_free(sorted);
   return next;
@@ -495,7 +510,7 @@ static void children_done(int rc, const struct String_vector *kids,
   }
   if (c->state == C_CREATING && c->name_known && !c->withdrawing) {
     if (rc == ZOK)
-      next = evaluate_locked(c, kids);
+      next = evaluate_locked(c, kids, FALSE);
     else
       next = need_recovery_locked(c);
   }
@@ -592,9 +607,8 @@ static void pred_watch_fired(int type, const char *path, void *target,
 static void pred_result(req *r, int rc) {
   zkrc__contender *c = r->c;
   step next = STEP_NONE;
-  /* A failed getData sets no watch (that is why it is used), and a failed
-   * exists only leaves one on a node that exists. */
-  if (rc != ZOK && !(rc == ZNONODE && r->by_exists))
+  /* A failed getData sets no watch: that is why it is used. */
+  if (rc != ZOK)
     zkrc__watch_cancel(r->watch);
   if (!lock_if_current(r)) {
     finish_stale_reply(r);
@@ -608,11 +622,11 @@ static void pred_result(req *r, int rc) {
         c->pred_watch = NULL;
       c->pred_index--;
       next = c->pred_index >= 0 ? STEP_WATCH_PRED : STEP_VERIFY_SELF;
-    } else if (rc == ZNOAUTH && !c->pred_by_exists) {
-      /* Not allowed to read a predecessor's data (its ACL): exists needs no
-       * permission. */
-      c->pred_by_exists = TRUE;
-      next = STEP_WATCH_PRED;
+    } else if (rc == ZNOAUTH) {
+      if (c->pred_watch == r->watch)
+        c->pred_watch = NULL;
+      c->watch_dir = TRUE;
+      next = STEP_WATCH_DIR;
     } else {
       next = need_recovery_locked(c);
     }
@@ -622,10 +636,6 @@ static void pred_result(req *r, int rc) {
 
 static void pred_get_done(int rc, const char *value, int len,
                           const struct Stat *stat, const void *data) {
-  pred_result((req *)data, rc);
-}
-
-static void pred_exists_done(int rc, const struct Stat *stat, const void *data) {
   pred_result((req *)data, rc);
 }
 
@@ -646,21 +656,90 @@ static void watch_pred(zkrc__contender *c) {
   if (c->pred_watch)
     zkrc__watch_cancel(c->pred_watch);
   char *path = g_strdup_printf("%s/%s", c->dir, c->preds[c->pred_index]);
-  gboolean by_exists = c->pred_by_exists;
   req *r = req_new_locked(c);
-  r->by_exists = by_exists;
   r->watch = zkrc__watch_register(conn, pred_watch_fired, c, &contender_target);
   c->pred_watch = r->watch;
   g_mutex_unlock(&c->mu);
 
-  int rc = by_exists ? zoo_awexists(conn->zh, path, zkrc__watch_dispatch,
-                                    r->watch, pred_exists_done, r)
-                     : zoo_awget(conn->zh, path, zkrc__watch_dispatch, r->watch,
-                                 pred_get_done, r);
+  int rc = zoo_awget(conn->zh, path, zkrc__watch_dispatch, r->watch,
+                     pred_get_done, r);
   zkrc__conn_unuse(conn);
   g_free(path);
   if (rc != ZOK)
     pred_result(r, ZCONNECTIONLOSS);
+}
+
+/* ------------------------------------------- watching the directory */
+
+/* Only for a contender not allowed to read its predecessors (see
+ * watch_dir): every change among the children makes it look again. */
+static void dir_watch_fired(int type, const char *path, void *target,
+                            void *ctx) {
+  zkrc__contender *c = target;
+  step next = STEP_NONE;
+  g_mutex_lock(&c->mu);
+  if (ctx == c->dir_watch && c->state == C_WAITING && !c->withdrawing) {
+    c->dir_watch = NULL;
+    next = STEP_WATCH_DIR;
+  }
+  g_mutex_unlock(&c->mu);
+  perform(c, next);
+  deliver(c);
+}
+
+static void dir_children_done(int rc, const struct String_vector *kids,
+                              const void *data) {
+  req *r = (req *)data;
+  zkrc__contender *c = r->c;
+  step next = STEP_NONE;
+  if (rc != ZOK) /* no listing, no watch */
+    zkrc__watch_cancel(r->watch);
+  if (!lock_if_current(r)) {
+    finish_stale_reply(r);
+    return;
+  }
+  if (rc != ZOK && c->dir_watch == r->watch)
+    c->dir_watch = NULL;
+  if (c->state == C_WAITING && !c->withdrawing) {
+    if (rc == ZOK) {
+      next = evaluate_locked(c, kids, TRUE);
+    } else if (rc == ZNONODE) {
+      struct String_vector none = {0, NULL};
+      next = evaluate_locked(c, &none, FALSE);
+    } else {
+      next = need_recovery_locked(c);
+    }
+  }
+  finish_locked_reply(r, next);
+}
+
+/* List the directory and watch its children in one request: no change can
+ * slip between the two. */
+static void watch_dir(zkrc__contender *c) {
+  g_mutex_lock(&c->mu);
+  if (c->state != C_WAITING || c->withdrawing) {
+    g_mutex_unlock(&c->mu);
+    return;
+  }
+  zkrc_conn *conn = zkrc__conn_use(c->s);
+  if (conn == NULL || conn->generation != c->generation) {
+    c->recover_needed = TRUE;
+    g_mutex_unlock(&c->mu);
+    if (conn)
+      zkrc__conn_unuse(conn);
+    return;
+  }
+  if (c->dir_watch)
+    zkrc__watch_cancel(c->dir_watch);
+  req *r = req_new_locked(c);
+  r->watch = zkrc__watch_register(conn, dir_watch_fired, c, &contender_target);
+  c->dir_watch = r->watch;
+  g_mutex_unlock(&c->mu);
+  int rc = zoo_awget_children(conn->zh, c->dir, zkrc__watch_dispatch, r->watch,
+                              dir_children_done, r);
+  zkrc__conn_unuse(conn);
+  if (rc != ZOK)
+    dir_children_done(ZCONNECTIONLOSS, NULL, r);
 }
 
 /* ----------------------------------------------------- our own node */
@@ -845,11 +924,11 @@ static void recover_children_done(int rc, const struct String_vector *kids,
     }
   } else if (rc == ZNONODE) {
     struct String_vector none = {0, NULL};
-    next = evaluate_locked(c, &none);
+    next = evaluate_locked(c, &none, FALSE);
   } else {
     if (c->state == C_VERIFYING)
       c->state = C_WAITING;
-    next = evaluate_locked(c, kids);
+    next = evaluate_locked(c, kids, FALSE);
   }
   finish_locked_reply(r, next);
 }
@@ -873,6 +952,10 @@ static void recover(zkrc__contender *c) {
   if (c->pred_watch) {
     zkrc__watch_cancel(c->pred_watch);
     c->pred_watch = NULL;
+  }
+  if (c->dir_watch) {
+    zkrc__watch_cancel(c->dir_watch);
+    c->dir_watch = NULL;
   }
   req *r = req_new_locked(c);
   g_mutex_unlock(&c->mu);
@@ -1019,6 +1102,9 @@ static void perform(zkrc__contender *c, step st) {
     break;
   case STEP_WATCH_PRED:
     watch_pred(c);
+    break;
+  case STEP_WATCH_DIR:
+    watch_dir(c);
     break;
   case STEP_VERIFY_SELF:
     check_self(c, TRUE);

@@ -54,7 +54,11 @@ static void test_invalid_paths_are_refused_with_a_reason(void) {
   const char *bad[] = {"",      "a",        "a/b",       "/",   "/a/",
                        "//a",   "/a//b",    "/.",        "/a/.", "/a/../b",
                        "/..",   "/zookeeper", "/zookeeper/x", "/a\001b",
-                       "/a\177", "/\xff\xfe"};
+                       "/a\177", "/\xff\xfe",
+                       "/a\xc2\x85" /* U+0085, a C1 control */,
+                       "/\xee\x80\x80" /* U+E000, private use */,
+                       "/\xef\xbf\xbf" /* U+FFFF */,
+                       "/\xf0\x9f\x94\x92" /* U+1F512, an emoji */};
   for (size_t i = 0; i < G_N_ELEMENTS(bad); i++) {
     const char *why = NULL;
     CU_ASSERT_EQUAL(zkrc_path_validate(bad[i], &why), ZKRC_EINVAL);
@@ -112,6 +116,7 @@ static void test_other_children_are_ignored(void) {
   const char *not_contenders[] = {
       "lock-",         "lock-12",          "lock-00000000001", "lock-abcdefghij",
       "readme",        "x-lock-000000004x", "lock-2147483648", "lock--0000000000",
+      "lock--0000000001" /* not how %010d writes -1 */,
       "x-latch-0000000001" /* a latch is not a lock contender */, ""};
   for (size_t i = 0; i < G_N_ELEMENTS(not_contenders); i++)
     CU_ASSERT_FALSE(

@@ -26,9 +26,11 @@ extern "C" {
 /**
  * Check that @p path is an absolute ZooKeeper path a recipe may use as its
  * directory: it starts with '/', is not "/" itself, has no trailing slash, no
- * empty, "." or ".." component, no control character (ZooKeeper refuses
- * U+0000..U+001F and U+007F), is valid UTF-8, does not lie under the
- * reserved "/zookeeper" tree, and is at most ZKRC_PATH_MAX bytes long.
+ * empty, "." or ".." component, is valid UTF-8 without a character the
+ * servers refuse (U+0000..U+001F, U+007F..U+009F, U+D800..U+F8FF, U+FFF0
+ * and above: so no character outside the basic plane either), does not
+ * lie under the reserved "/zookeeper" tree, and is at most ZKRC_PATH_MAX
+ * bytes long.
  *
  * @param path  NUL-terminated path; NULL is refused.
  * @param why   if not NULL, receives a static sentence naming the first

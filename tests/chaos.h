@@ -1,0 +1,59 @@
+/*
+ * chaos.h - what test_chaos and its workers (chaosworker) share.
+ *
+ * Each worker instance owns one slot of a status file that the test maps
+ * too: the worker publishes what it is doing, so that the test can aim its
+ * faults (freeze the holder between two of its writes, expire the holder's
+ * session) and watch for a worker that stopped making progress.
+ *
+ * The workers' logs, one line per record, "<monotonic-us> WHAT args":
+ *   START <pid>
+ *   SESSION <event> <session-id-hex>
+ *   ACQ <hold> <rc-name> <token> <duration-us>
+ *   WRITE <hold> <k> <token> <held> <OK|REFUSED|ERR:<errno>> <duration-us>
+ *         (<held>: what zkrc_lock_is_held() said just before the write; the
+ *          worker writes whatever it says - a careless client on purpose)
+ *   REL <hold> <rc-name> <duration-us>
+ *   LOCKEVENT <event> <reason-name> <token>
+ *   EXIT <status>
+ * The value a worker writes is "w<instance>.<hold>.<k>", which is how the
+ * store's journal lines are matched to the writes.
+ */
+#ifndef ZKT_CHAOS_H
+#define ZKT_CHAOS_H
+
+#include <stdint.h>
+#include <time.h>
+
+#define CHAOS_MAX_INSTANCES 4096
+
+enum chaos_phase {
+  CHAOS_STARTING = 0,
+  CHAOS_ACQUIRING = 1,
+  CHAOS_WRITING = 2, /* holding; a write is in flight */
+  CHAOS_WORKING = 3, /* holding, between two writes (writes_left > 0) */
+  CHAOS_RELEASING = 4,
+  CHAOS_IDLE = 5,
+  CHAOS_EXITED = 6
+};
+
+typedef struct chaos_slot {
+  int32_t pid;
+  int32_t phase;       /* enum chaos_phase */
+  int32_t writes_left; /* while holding: writes not sent yet */
+  int32_t hold;        /* number of the current or last hold */
+  int64_t token;       /* token of the current or last hold */
+  int64_t session_id;  /* current ZooKeeper session, 0 when none */
+  char passwd[16];     /* its password, for zkrc_ensemble_expire_session */
+  int64_t progress_us; /* when the worker last finished a step */
+} chaos_slot;
+
+/* Microseconds on the system-wide monotonic clock: comparable between the
+ * processes of one machine, so the logs of all of them can be merged. */
+static inline int64_t chaos_now_us(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+#endif /* ZKT_CHAOS_H */

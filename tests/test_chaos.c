@@ -1,0 +1,1231 @@
+/*
+ * The lock under chaos: N client processes (chaosworker) contend for one
+ * lock and write to a fenced store (examples/fenced-store.c) with their
+ * fencing tokens, while a fault schedule kills, freezes and partitions
+ * clients, drops and black-holes their connections, and kills, restarts and
+ * freezes members of a 3-member ensemble (fault proxies in front of each).
+ * Afterwards the recorded history - the workers' logs, the store's journal,
+ * the schedule - is checked:
+ *
+ *  1. the store's decisions are consistent: every accepted write carried a
+ *     token >= every token accepted before it, and every refused one a token
+ *     lower than the highest accepted before it (a replay of its journal);
+ *  2. no two holds ever had the same token, so an accepted write carried a
+ *     token strictly higher than every token accepted earlier from another
+ *     holder; holds that did not overlap got increasing tokens;
+ *  3. the journal and the workers agree: each OK / REFUSED a worker saw is
+ *     in the journal, and each journal entry names a hold that had that
+ *     token;
+ *  4. two holds overlapped in time only when the earlier holder had been
+ *     disrupted (frozen, killed, partitioned: its session reported suspended,
+ *     lost or expired, its hold was reported lost, or its release said
+ *     ZKRC_ELOCKLOST) - never two undisturbed holders at once;
+ *  5. no client hung: every acquisition, write and release returned within
+ *     its deadline (plus a stated allowance for a loaded machine), and the
+ *     parent's watchdog never had to kill a client;
+ *  6. no lock node remains once all sessions are gone;
+ *  7. stale writes did happen (frozen holders wrote with old tokens), and
+ *     every one of them was refused.
+ *
+ * CHAOS_SECONDS (default 60) is how long faults are injected; the first full
+ * round of the schedule (every kind of fault) always completes.  `make -C
+ * tests chaos` runs it for 10 minutes.  CHAOS_CLIENTS (default 8),
+ * CHAOS_SEED (default: the time) and CHAOS_KEEP=1 (keep the logs) also
+ * apply.  Loopback only.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <glib.h>
+#include <glib/gstdio.h>
+
+#include "chaos.h"
+#include "testutil.h"
+
+#define WORKER TOP_BUILDDIR "/tests/chaosworker"
+#define STORE TOP_BUILDDIR "/tests/chaos_store"
+
+#define MAX_CLIENTS 64
+#define SESSION_MS 2000
+#define ACQUIRE_MS 8000
+#define WRITE_TIMEOUT_MS 3000
+/* What a loaded, shared 2-core machine may add to a deadline before we call
+ * it a hang: scheduling delays, not protocol waits. */
+#define SLACK_MS 3000
+/* A worker that finished no step for this long (while not frozen) hangs. */
+#define WATCHDOG_MS (ACQUIRE_MS + 15000)
+
+/* ------------------------------------------------------------- faults */
+
+typedef enum fault_kind {
+  F_KILL_CLIENT,
+  F_PAUSE_HOLDER,      /* frozen between two writes, past the session timeout */
+  F_PAUSE_WAITER,      /* frozen while waiting, past the session timeout */
+  F_PAUSE_SHORT,       /* frozen well within the session timeout */
+  F_EXPIRE_HOLDER,     /* the holder's session expired by the servers */
+  F_DROP_ALL,          /* one proxy closes its connections */
+  F_DROP_AFTER_NEXT,   /* one proxy swallows the reply to the next request */
+  F_BLACKHOLE_SHORT,   /* one proxy black-holed, less than the timeout */
+  F_BLACKHOLE_LONG,    /* one proxy black-holed, more than the timeout */
+  F_PARTITION_CLIENTS, /* every proxy black-holed past the timeout */
+  F_KILL_LEADER,
+  F_KILL_FOLLOWER,
+  F_PAUSE_MEMBER,      /* one member frozen past the timeout */
+  F_RESTART_STORE,
+  F_KINDS
+} fault_kind;
+
+static const char *const fault_names[F_KINDS] = {
+    "kill-client",     "pause-holder",      "pause-waiter",
+    "pause-short",     "expire-holder",     "drop-all",
+    "drop-after-next", "blackhole-short",   "blackhole-long",
+    "partition-clients", "kill-leader",     "kill-follower",
+    "pause-member",    "restart-store"};
+
+/* One round of the schedule: every kind, the ones that make stale writes
+ * more than once. */
+static const fault_kind round_kinds[] = {
+    F_KILL_CLIENT,     F_PAUSE_HOLDER,      F_PAUSE_WAITER,  F_PAUSE_SHORT,
+    F_EXPIRE_HOLDER,   F_DROP_ALL,          F_DROP_AFTER_NEXT,
+    F_BLACKHOLE_SHORT, F_BLACKHOLE_LONG,    F_PARTITION_CLIENTS,
+    F_KILL_LEADER,     F_KILL_FOLLOWER,     F_PAUSE_MEMBER,  F_RESTART_STORE,
+    F_PAUSE_HOLDER,    F_PAUSE_HOLDER,      F_EXPIRE_HOLDER, F_KILL_CLIENT};
+#define ROUND_LEN ((int)(sizeof round_kinds / sizeof round_kinds[0]))
+
+/* What happened to a worker instance, from the schedule's side. */
+typedef struct span {
+  int instance;
+  int64_t start, end;
+} span;
+
+/* --------------------------------------------------------------- state */
+
+typedef struct worker {
+  int instance;
+  pid_t pid; /* -1 once reaped */
+  int64_t started, ended;
+  int status;         /* exit status, 128+signal, or -1 while running */
+  gboolean killed;    /* by a fault or the watchdog */
+  gboolean paused;
+  int64_t excused_until; /* watchdog: frozen until then */
+  char *log;
+} worker;
+
+static struct {
+  int clients, seconds;
+  const char *store_flag;      /* NULL, or --no-fencing for the control */
+  const fault_kind *kinds;     /* one round of the schedule */
+  int nkinds;
+  guint32 seed;
+  GRand *rng;
+  int64_t t0;
+  char *dir, *status_path, *journal, *lock_path;
+  chaos_slot *slots;
+  int store_port, store_out;
+  pid_t store_pid;
+  GPtrArray *workers;           /* every instance, by instance number */
+  worker *live[MAX_CLIENTS];    /* the current worker of each position */
+  gboolean shutting_down;
+  int injected[F_KINDS], skipped[F_KINDS];
+  int holder_pauses_with_writes_left;
+  GArray *pauses, *kills, *expiries; /* of span (kills, expiries: a time) */
+  int watchdog_kills;
+  GString *violations;
+  int nviolations;
+} C;
+
+static void violation(const char *fmt, ...) G_GNUC_PRINTF(1, 2);
+static void violation(const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  if (C.nviolations < 30) { /* the first ones tell the story */
+    g_string_append(C.violations, "  VIOLATION: ");
+    g_string_append_vprintf(C.violations, fmt, ap);
+    g_string_append_c(C.violations, '\n');
+  }
+  va_end(ap);
+  C.nviolations++;
+}
+
+static double since_start(void) {
+  return (double)(chaos_now_us() - C.t0) / 1e6;
+}
+
+static void note(const char *fmt, ...) G_GNUC_PRINTF(1, 2);
+static void note(const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  char *msg = g_strdup_vprintf(fmt, ap);
+  va_end(ap);
+  printf("  %6.1f s  %s\n", since_start(), msg);
+  g_free(msg);
+}
+
+/* ------------------------------------------------------------ children */
+
+/* Fork and exec @p argv; the child dies with us (PR_SET_PDEATHSIG survives
+ * exec), so nothing outlives a crashed or killed test.  With @p out, the
+ * child's standard output comes back through a pipe. */
+static pid_t start_child(char *const argv[], int *out) {
+  int fds[2] = {-1, -1};
+  if (out && pipe2(fds, O_CLOEXEC) != 0)
+    return -1;
+  pid_t parent = getpid();
+  fflush(NULL);
+  pid_t pid = fork();
+  if (pid == 0) {
+    if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || getppid() != parent)
+      _exit(127);
+    if (out && dup2(fds[1], STDOUT_FILENO) < 0)
+      _exit(127);
+    execv(argv[0], argv);
+    _exit(127);
+  }
+  if (out) {
+    close(fds[1]);
+    if (pid < 0)
+      close(fds[0]);
+    else
+      *out = fds[0];
+  }
+  return pid;
+}
+
+static void spawn_worker(int position) {
+  int instance = (int)C.workers->len;
+  CU_ASSERT_FATAL(instance < CHAOS_MAX_INSTANCES);
+  worker *w = g_new0(worker, 1);
+  w->instance = instance;
+  w->status = -1;
+  w->log = g_strdup_printf("%s/w%d.log", C.dir, instance);
+  char inst[16], port[16];
+  snprintf(inst, sizeof inst, "%d", instance);
+  snprintf(port, sizeof port, "%d", C.store_port);
+  char *argv[] = {WORKER, inst, (char *)zkt_hosts(), C.lock_path, port, "k",
+                  w->log, C.status_path, NULL};
+  w->pid = start_child(argv, NULL);
+  CU_ASSERT_FATAL(w->pid > 0);
+  w->started = chaos_now_us();
+  g_ptr_array_add(C.workers, w);
+  C.live[position] = w;
+}
+
+/* Read the store's "listening on 127.0.0.1:PORT" line. */
+static int read_store_port(int fd) {
+  char line[128];
+  size_t len = 0;
+  int64_t deadline = chaos_now_us() + 10 * G_USEC_PER_SEC;
+  while (len < sizeof line - 1) {
+    int64_t left_ms = (deadline - chaos_now_us()) / 1000;
+    struct pollfd p = {.fd = fd, .events = POLLIN};
+    if (left_ms <= 0 || poll(&p, 1, (int)left_ms) <= 0)
+      return -1;
+    ssize_t r = read(fd, line + len, 1);
+    if (r <= 0)
+      return -1;
+    if (line[len++] == '\n')
+      break;
+  }
+  line[len] = '\0';
+  const char *colon = strrchr(line, ':');
+  return colon ? atoi(colon + 1) : -1;
+}
+
+static void start_store(int port) {
+  char port_s[16];
+  snprintf(port_s, sizeof port_s, "%d", port);
+  char *argv[] = {STORE, "--port", port_s, "--journal", C.journal,
+                  (char *)C.store_flag, NULL};
+  if (C.store_out >= 0)
+    close(C.store_out);
+  C.store_pid = start_child(argv, &C.store_out);
+  CU_ASSERT_FATAL(C.store_pid > 0);
+  C.store_port = read_store_port(C.store_out);
+  CU_ASSERT_FATAL(C.store_port > 0);
+}
+
+static void stop_store(void) {
+  if (C.store_pid <= 0)
+    return;
+  kill(C.store_pid, SIGTERM);
+  int64_t deadline = chaos_now_us() + 5 * G_USEC_PER_SEC;
+  while (waitpid(C.store_pid, NULL, WNOHANG) == 0) {
+    if (chaos_now_us() > deadline) {
+      CU_FAIL("the store did not exit within 5 s of SIGTERM");
+      kill(C.store_pid, SIGKILL);
+      waitpid(C.store_pid, NULL, 0);
+      break;
+    }
+    g_usleep(10000);
+  }
+  C.store_pid = -1;
+}
+
+/* Whatever happens, nothing we started survives us (runs before testutil's
+ * own cleanup, which stops the ensemble). */
+static void kill_everything(void) {
+  for (guint i = 0; C.workers && i < C.workers->len; i++) {
+    worker *w = g_ptr_array_index(C.workers, i);
+    if (w->pid > 0) {
+      kill(w->pid, SIGKILL);
+      waitpid(w->pid, NULL, 0);
+      w->pid = -1;
+    }
+  }
+  if (C.store_pid > 0) {
+    kill(C.store_pid, SIGKILL);
+    waitpid(C.store_pid, NULL, 0);
+    C.store_pid = -1;
+  }
+}
+
+static void mark_exit(worker *w, int status) {
+  w->pid = -1;
+  w->ended = chaos_now_us();
+  w->status = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+static void kill_worker(worker *w, gboolean by_watchdog) {
+  int status;
+  w->killed = TRUE;
+  kill(w->pid, SIGKILL);
+  waitpid(w->pid, &status, 0);
+  mark_exit(w, status);
+  span k = {w->instance, w->ended, w->ended};
+  g_array_append_val(C.kills, k);
+  if (by_watchdog)
+    C.watchdog_kills++;
+}
+
+static int64_t slot_progress(worker *w) {
+  return __atomic_load_n(&C.slots[w->instance].progress_us, __ATOMIC_ACQUIRE);
+}
+
+/* Reap workers that exited, replace them, and kill the ones that hang. */
+static void tick(void) {
+  int64_t now = chaos_now_us();
+  for (int p = 0; p < C.clients; p++) {
+    worker *w = C.live[p];
+    if (w == NULL)
+      continue;
+    int status;
+    if (w->pid > 0 && waitpid(w->pid, &status, WNOHANG) == w->pid) {
+      mark_exit(w, status);
+      if (!C.shutting_down)
+        violation("worker w%d exited by itself with status %d during the run",
+                  w->instance, w->status);
+    }
+    if (w->pid > 0 && !w->paused) {
+      int64_t last = MAX(MAX(slot_progress(w), w->started), w->excused_until);
+      if (now - last > (int64_t)WATCHDOG_MS * 1000) {
+        violation("watchdog: worker w%d made no progress for %.1f s (phase %d)",
+                  w->instance, (double)(now - last) / 1e6,
+                  C.slots[w->instance].phase);
+        kill_worker(w, TRUE);
+      }
+    }
+    if (w->pid <= 0 && !C.shutting_down)
+      spawn_worker(p);
+  }
+}
+
+/* Sleep @p ms, minding the workers meanwhile. */
+static void chaos_sleep(int ms) {
+  int64_t deadline = chaos_now_us() + (int64_t)ms * 1000;
+  for (;;) {
+    tick();
+    int64_t left = deadline - chaos_now_us();
+    if (left <= 0)
+      return;
+    g_usleep(MIN(left, 20000));
+  }
+}
+
+/* ------------------------------------------------------ aiming faults */
+
+static worker *random_worker(void) {
+  int start = g_rand_int_range(C.rng, 0, C.clients);
+  for (int i = 0; i < C.clients; i++) {
+    worker *w = C.live[(start + i) % C.clients];
+    if (w && w->pid > 0 && !w->paused)
+      return w;
+  }
+  return NULL;
+}
+
+static int phase_of(worker *w) {
+  return __atomic_load_n(&C.slots[w->instance].phase, __ATOMIC_ACQUIRE);
+}
+
+/* A live worker in one of @p phases (a bit mask), waiting for one at most
+ * @p timeout_ms. */
+static worker *worker_in(unsigned phases, int timeout_ms) {
+  int64_t deadline = chaos_now_us() + (int64_t)timeout_ms * 1000;
+  do {
+    for (int p = 0; p < C.clients; p++) {
+      worker *w = C.live[p];
+      if (w && w->pid > 0 && !w->paused && (phases & (1u << phase_of(w))))
+        return w;
+    }
+    g_usleep(1000);
+  } while (chaos_now_us() < deadline);
+  return NULL;
+}
+
+/* Freeze @p w for @p ms; returns its phase at the moment it stopped. */
+static int pause_worker(worker *w, int ms) {
+  int status;
+  span sp = {w->instance, chaos_now_us(), 0}; /* from before the signal */
+  if (kill(w->pid, SIGSTOP) != 0 ||
+      waitpid(w->pid, &status, WUNTRACED) != w->pid) {
+    CU_FAIL("could not stop a worker");
+    return -1;
+  }
+  if (!WIFSTOPPED(status)) { /* it died meanwhile */
+    mark_exit(w, status);
+    return -1;
+  }
+  int phase = phase_of(w);
+  w->paused = TRUE;
+  chaos_sleep(ms);
+  kill(w->pid, SIGCONT);
+  sp.end = chaos_now_us();
+  g_array_append_val(C.pauses, sp);
+  w->paused = FALSE;
+  w->excused_until = sp.end;
+  return phase;
+}
+
+static void wait_member(int i) {
+  int64_t deadline = chaos_now_us() + 60 * G_USEC_PER_SEC;
+  while (zkrc_ensemble_wait_serving(zkt_ensemble(), i, 200) != 0) {
+    tick();
+    if (chaos_now_us() > deadline) {
+      CU_FAIL("an ensemble member did not serve again within 60 s");
+      return;
+    }
+  }
+}
+
+static int find_leader(void) {
+  int64_t deadline = chaos_now_us() + 20 * G_USEC_PER_SEC;
+  int leader;
+  while ((leader = zkrc_ensemble_leader(zkt_ensemble())) < 0 &&
+         chaos_now_us() < deadline)
+    chaos_sleep(100);
+  return leader;
+}
+
+static void kill_member(int i, const char *what) {
+  zkrc_ensemble *e = zkt_ensemble();
+  int down_ms = g_rand_int_range(C.rng, 1000, 3000);
+  note("%s: kill member %d for %d ms", what, i, down_ms);
+  CU_ASSERT_EQUAL(zkrc_ensemble_kill(e, i), 0);
+  chaos_sleep(down_ms);
+  CU_ASSERT_EQUAL(zkrc_ensemble_restart(e, i), 0);
+  wait_member(i);
+}
+
+/* Carry out one fault.  Returns FALSE when no target was found. */
+static gboolean inject(fault_kind kind) {
+  zkrc_ensemble *e = zkt_ensemble();
+  int members = zkrc_ensemble_size(e);
+  int proxy = g_rand_int_range(C.rng, 0, members);
+  worker *w;
+  switch (kind) {
+  case F_KILL_CLIENT:
+    w = g_rand_boolean(C.rng)
+            ? worker_in(1u << CHAOS_WRITING | 1u << CHAOS_WORKING, 3000)
+            : random_worker();
+    if (w == NULL)
+      return FALSE;
+    note("kill-client: SIGKILL w%d (phase %d)", w->instance, phase_of(w));
+    kill_worker(w, FALSE);
+    return TRUE;
+  case F_PAUSE_HOLDER: {
+    /* Between two writes: when it wakes up, its next write carries the
+     * token of a hold its expired session no longer has. */
+    w = worker_in(1u << CHAOS_WORKING, 5000);
+    if (w == NULL)
+      return FALSE;
+    int ms = SESSION_MS + 1500;
+    note("pause-holder: SIGSTOP w%d (token %" PRId64 ") for %d ms", w->instance,
+         C.slots[w->instance].token, ms);
+    if (pause_worker(w, ms) == CHAOS_WORKING)
+      C.holder_pauses_with_writes_left++;
+    return TRUE;
+  }
+  case F_PAUSE_WAITER:
+    w = worker_in(1u << CHAOS_ACQUIRING, 3000);
+    if (w == NULL)
+      return FALSE;
+    note("pause-waiter: SIGSTOP w%d for %d ms", w->instance, SESSION_MS + 1500);
+    pause_worker(w, SESSION_MS + 1500);
+    return TRUE;
+  case F_PAUSE_SHORT:
+    if ((w = random_worker()) == NULL)
+      return FALSE;
+    note("pause-short: SIGSTOP w%d for %d ms", w->instance, SESSION_MS / 4);
+    pause_worker(w, SESSION_MS / 4);
+    return TRUE;
+  case F_EXPIRE_HOLDER: {
+    w = worker_in(1u << CHAOS_WRITING | 1u << CHAOS_WORKING, 5000);
+    if (w == NULL)
+      return FALSE;
+    clientid_t id;
+    id.client_id = __atomic_load_n(&C.slots[w->instance].session_id,
+                                   __ATOMIC_ACQUIRE);
+    memcpy(id.passwd, C.slots[w->instance].passwd, sizeof id.passwd);
+    if (id.client_id == 0)
+      return FALSE;
+    note("expire-holder: expire the session of w%d (token %" PRId64 ")",
+         w->instance, C.slots[w->instance].token);
+    span x = {w->instance, chaos_now_us(), 0};
+    CU_ASSERT_EQUAL(zkrc_ensemble_expire_session(e, &id, 10000), 0);
+    x.end = chaos_now_us();
+    g_array_append_val(C.expiries, x);
+    return TRUE;
+  }
+  case F_DROP_ALL:
+    note("drop-all: proxy %d closes its connections", proxy);
+    CU_ASSERT_EQUAL(zkrc_proxy_drop_all(e, proxy), 0);
+    return TRUE;
+  case F_DROP_AFTER_NEXT:
+    note("drop-after-next: proxy %d loses the reply to its next request", proxy);
+    CU_ASSERT_EQUAL(zkrc_proxy_drop_after_next_request(e, proxy), 0);
+    return TRUE;
+  case F_BLACKHOLE_SHORT:
+  case F_BLACKHOLE_LONG: {
+    int ms = kind == F_BLACKHOLE_SHORT ? SESSION_MS / 2 : SESSION_MS * 3 / 2;
+    note("%s: proxy %d black-holed for %d ms", fault_names[kind], proxy, ms);
+    CU_ASSERT_EQUAL(zkrc_proxy_blackhole(e, proxy, ms), 0);
+    chaos_sleep(ms);
+    return TRUE;
+  }
+  case F_PARTITION_CLIENTS: {
+    int ms = SESSION_MS * 3 / 2;
+    note("partition-clients: every proxy black-holed for %d ms", ms);
+    for (int i = 0; i < members; i++)
+      CU_ASSERT_EQUAL(zkrc_proxy_blackhole(e, i, ms), 0);
+    chaos_sleep(ms);
+    return TRUE;
+  }
+  case F_KILL_LEADER:
+  case F_KILL_FOLLOWER: {
+    int leader = find_leader();
+    if (leader < 0)
+      return FALSE;
+    int victim = kind == F_KILL_LEADER
+                     ? leader
+                     : (leader + g_rand_int_range(C.rng, 1, members)) % members;
+    kill_member(victim, fault_names[kind]);
+    return TRUE;
+  }
+  case F_PAUSE_MEMBER: {
+    int victim = g_rand_int_range(C.rng, 0, members);
+    int ms = SESSION_MS * 3 / 2;
+    note("pause-member: SIGSTOP member %d%s for %d ms", victim,
+         victim == zkrc_ensemble_leader(e) ? " (the leader)" : "", ms);
+    CU_ASSERT_EQUAL(zkrc_ensemble_pause(e, victim), 0);
+    chaos_sleep(ms);
+    CU_ASSERT_EQUAL(zkrc_ensemble_resume(e, victim), 0);
+    wait_member(victim);
+    return TRUE;
+  }
+  case F_RESTART_STORE: {
+    note("restart-store: SIGKILL the store, 300 ms down, restart on port %d",
+         C.store_port);
+    kill(C.store_pid, SIGKILL);
+    waitpid(C.store_pid, NULL, 0);
+    C.store_pid = -1;
+    chaos_sleep(300);
+    start_store(C.store_port);
+    return TRUE;
+  }
+  case F_KINDS:
+    break;
+  }
+  return FALSE;
+}
+
+static void shuffle(fault_kind *kinds, int n) {
+  for (int i = n - 1; i > 0; i--) {
+    int j = g_rand_int_range(C.rng, 0, i + 1);
+    fault_kind t = kinds[i];
+    kinds[i] = kinds[j];
+    kinds[j] = t;
+  }
+}
+
+/* Inject faults for C.seconds, and at least one whole round (a fault that
+ * found no target is tried again later in the round, up to 3 times). */
+static void run_schedule(void) {
+  int64_t end = C.t0 + (int64_t)C.seconds * G_USEC_PER_SEC;
+  GArray *round = g_array_new(FALSE, FALSE, sizeof(fault_kind));
+  for (int rounds = 0; rounds == 0 || chaos_now_us() < end; rounds++) {
+    g_array_set_size(round, 0);
+    g_array_append_vals(round, C.kinds, (guint)C.nkinds);
+    shuffle((fault_kind *)round->data, C.nkinds);
+    int retries = 0;
+    for (guint i = 0; i < round->len && (rounds == 0 || chaos_now_us() < end);
+         i++) {
+      fault_kind kind = g_array_index(round, fault_kind, i);
+      if (inject(kind)) {
+        C.injected[kind]++;
+      } else {
+        C.skipped[kind]++;
+        if (retries++ < 3 * C.nkinds)
+          g_array_append_val(round, kind);
+      }
+      chaos_sleep(g_rand_int_range(C.rng, 300, 1500));
+    }
+  }
+  g_array_free(round, TRUE);
+}
+
+/* SIGTERM every worker; they finish their iteration and exit 0. */
+static void stop_workers(void) {
+  C.shutting_down = TRUE;
+  for (int p = 0; p < C.clients; p++)
+    if (C.live[p] && C.live[p]->pid > 0)
+      kill(C.live[p]->pid, SIGTERM);
+  int64_t deadline = chaos_now_us() + (int64_t)(WATCHDOG_MS + 5000) * 1000;
+  for (int p = 0; p < C.clients; p++) {
+    worker *w = C.live[p];
+    while (w && w->pid > 0) {
+      int status;
+      if (waitpid(w->pid, &status, WNOHANG) == w->pid) {
+        mark_exit(w, status);
+      } else if (chaos_now_us() > deadline) {
+        violation("worker w%d did not exit within %d s of SIGTERM",
+                  w->instance, WATCHDOG_MS / 1000 + 5);
+        kill_worker(w, TRUE);
+      } else {
+        g_usleep(10000);
+      }
+    }
+    if (w && w->status != 0 && !w->killed)
+      violation("worker w%d exited with status %d", w->instance, w->status);
+  }
+}
+
+/* ============================================================ analysis */
+
+typedef struct hold {
+  int instance, n;
+  int64_t token;
+  int64_t acquired; /* when zkrc_lock_acquire returned OK */
+  int64_t end;      /* when release was called, or the worker died */
+  char rel[32];     /* release's result, "" when it never came */
+  gboolean disrupted;
+  gboolean counted_overlap;
+} hold;
+
+typedef struct wrec { /* a write as the worker saw it */
+  int instance, n, k;
+  int64_t token, sent, done;
+  int held;
+  char result[24];
+} wrec;
+
+typedef struct worker_log {
+  GArray *holds;   /* of hold */
+  GArray *writes;  /* of wrec */
+  GArray *trouble; /* of int64_t: session suspended/lost/expired, lock lost */
+  GHashTable *lost_tokens; /* tokens reported lost by LOCKEVENT */
+} worker_log;
+
+static struct {
+  int holds, writes, accepted, refused, failed_writes;
+  int refused_known_lost, refused_thought_held;
+  int thought_held_after_pause, thought_held_after_expiry;
+  int released_ok, released_lost;
+  int overlaps, overlapping_holds, late_accepted, stale_accepted;
+  GHashTable *acq_results; /* rc name -> count */
+  int64_t max_acq, max_write, max_rel;
+  int left_nodes;
+} R;
+
+static void count_result(GHashTable *t, const char *name) {
+  gpointer v = g_hash_table_lookup(t, name);
+  g_hash_table_replace(t, g_strdup(name), GINT_TO_POINTER(GPOINTER_TO_INT(v) + 1));
+}
+
+static gboolean paused_between(int instance, int64_t a, int64_t b) {
+  for (guint i = 0; i < C.pauses->len; i++) {
+    span *s = &g_array_index(C.pauses, span, i);
+    if (s->instance == instance && s->start < b && s->end > a)
+      return TRUE;
+  }
+  return FALSE;
+}
+
+static int64_t kill_time(int instance) {
+  for (guint i = 0; i < C.kills->len; i++)
+    if (g_array_index(C.kills, span, i).instance == instance)
+      return g_array_index(C.kills, span, i).start;
+  return 0;
+}
+
+static hold *find_hold(worker_log *wl, int n) {
+  for (guint i = 0; i < wl->holds->len; i++)
+    if (g_array_index(wl->holds, hold, i).n == n)
+      return &g_array_index(wl->holds, hold, i);
+  return NULL;
+}
+
+static void parse_worker(worker *w, worker_log *wl) {
+  wl->holds = g_array_new(FALSE, TRUE, sizeof(hold));
+  wl->writes = g_array_new(FALSE, TRUE, sizeof(wrec));
+  wl->trouble = g_array_new(FALSE, FALSE, sizeof(int64_t));
+  wl->lost_tokens = g_hash_table_new_full(g_int64_hash, g_int64_equal, g_free, NULL);
+  gchar *text = NULL;
+  if (!g_file_get_contents(w->log, &text, NULL, NULL)) {
+    violation("worker w%d left no log", w->instance);
+    return;
+  }
+  int64_t last = w->started;
+  gchar **lines = g_strsplit(text, "\n", -1);
+  for (int i = 0; lines[i]; i++) {
+    int64_t t, a, b, d;
+    int n, k, held;
+    char what[32], s1[64], s2[64];
+    if (sscanf(lines[i], "%" SCNd64 " %31s", &t, what) != 2)
+      continue;
+    last = t;
+    if (strcmp(what, "ACQ") == 0 &&
+        sscanf(lines[i], "%*d ACQ %d %63s %" SCNd64 " %" SCNd64, &n, s1, &a, &d) == 4) {
+      R.max_acq = MAX(R.max_acq, paused_between(w->instance, t - d, t) ? 0 : d);
+      if (d > (int64_t)(ACQUIRE_MS + 500 + SLACK_MS) * 1000 &&
+          !paused_between(w->instance, t - d, t))
+        violation("w%d: acquire took %.1f s (deadline %d ms)", w->instance,
+                  (double)d / 1e6, ACQUIRE_MS);
+      count_result(R.acq_results, s1);
+      if (strcmp(s1, "ZKRC_OK") == 0) {
+        hold h = {.instance = w->instance, .n = n, .token = a, .acquired = t};
+        g_array_append_val(wl->holds, h);
+      }
+    } else if (strcmp(what, "WRITE") == 0 &&
+               sscanf(lines[i], "%*d WRITE %d %d %" SCNd64 " %d %23s %" SCNd64,
+                      &n, &k, &a, &held, s2, &d) == 6) {
+      wrec r = {w->instance, n, k, a, t - d, t, held, ""};
+      g_strlcpy(r.result, s2, sizeof r.result);
+      g_array_append_val(wl->writes, r);
+      if (!paused_between(w->instance, t - d, t)) {
+        R.max_write = MAX(R.max_write, d);
+        if (d > (int64_t)(WRITE_TIMEOUT_MS + SLACK_MS) * 1000)
+          violation("w%d: a store write took %.1f s", w->instance, (double)d / 1e6);
+      }
+    } else if (strcmp(what, "REL") == 0 &&
+               sscanf(lines[i], "%*d REL %d %63s %" SCNd64, &n, s1, &d) == 3) {
+      hold *h = find_hold(wl, n);
+      if (h) {
+        h->end = t - d;
+        g_strlcpy(h->rel, s1, sizeof h->rel);
+      }
+      if (!paused_between(w->instance, t - d, t)) {
+        R.max_rel = MAX(R.max_rel, d);
+        if (d > (int64_t)(MAX(SESSION_MS, 1000) + SLACK_MS) * 1000)
+          violation("w%d: release took %.1f s", w->instance, (double)d / 1e6);
+      }
+    } else if (strcmp(what, "SESSION") == 0 &&
+               sscanf(lines[i], "%*d SESSION %63s", s1) == 1) {
+      if (strcmp(s1, "suspended") == 0 || strcmp(s1, "lost") == 0 ||
+          strcmp(s1, "expired") == 0)
+        g_array_append_val(wl->trouble, t);
+    } else if (strcmp(what, "LOCKEVENT") == 0 &&
+               sscanf(lines[i], "%*d LOCKEVENT %63s %63s %" SCNd64, s1, s2, &b) == 3) {
+      if (strcmp(s1, "lost") == 0) {
+        int64_t *key = g_new(int64_t, 1);
+        *key = b;
+        g_hash_table_add(wl->lost_tokens, key);
+      }
+      if (strcmp(s1, "reconnected") != 0)
+        g_array_append_val(wl->trouble, t);
+    }
+  }
+  g_strfreev(lines);
+  g_free(text);
+  /* A hold that never saw its release ended when its worker died. */
+  int64_t died = kill_time(w->instance);
+  for (guint i = 0; i < wl->holds->len; i++) {
+    hold *h = &g_array_index(wl->holds, hold, i);
+    if (h->rel[0] == '\0')
+      h->end = died ? died : (w->ended ? w->ended : last);
+  }
+}
+
+/* Was hold @p h disrupted: can another holder legitimately have got the
+ * lock before it ended? */
+static gboolean disrupted(worker *w, worker_log *wl, hold *h) {
+  if (strcmp(h->rel, "ZKRC_ELOCKLOST") == 0 || h->rel[0] == '\0')
+    return TRUE; /* lost, or killed while holding */
+  if (g_hash_table_contains(wl->lost_tokens, &h->token))
+    return TRUE;
+  if (paused_between(w->instance, h->acquired, h->end))
+    return TRUE;
+  /* Its session noticed trouble during the hold or soon after (a session
+   * expired by a partition is reported when the client finds out). */
+  int64_t until = h->end + (int64_t)(2 * SESSION_MS + SLACK_MS) * 1000;
+  for (guint i = 0; i < wl->trouble->len; i++) {
+    int64_t t = g_array_index(wl->trouble, int64_t, i);
+    if (t >= h->acquired && t <= until)
+      return TRUE;
+  }
+  return FALSE;
+}
+
+static gint by_acquired(gconstpointer a, gconstpointer b) {
+  const hold *x = *(hold *const *)a, *y = *(hold *const *)b;
+  return x->acquired < y->acquired ? -1 : x->acquired > y->acquired;
+}
+
+/* Checks 2 and 4 over every hold of every worker. */
+static void check_holds(GPtrArray *all) {
+  g_ptr_array_sort(all, by_acquired);
+  GHashTable *tokens = g_hash_table_new(g_int64_hash, g_int64_equal);
+  for (guint i = 0; i < all->len; i++) {
+    hold *b = g_ptr_array_index(all, i);
+    hold *same = g_hash_table_lookup(tokens, &b->token);
+    if (same)
+      violation("token %" PRId64 " was given to two holds (w%d #%d, w%d #%d)",
+                b->token, same->instance, same->n, b->instance, b->n);
+    g_hash_table_insert(tokens, &b->token, b);
+    for (guint j = 0; j < i; j++) {
+      hold *a = g_ptr_array_index(all, j);
+      if (a->end <= b->acquired) {
+        if (a->token >= b->token)
+          violation("w%d #%d got token %" PRId64 " after w%d #%d had ended "
+                    "with the higher token %" PRId64,
+                    b->instance, b->n, b->token, a->instance, a->n, a->token);
+        continue;
+      }
+      /* a still held (as far as it knew) when b acquired */
+      R.overlaps++;
+      if (!a->counted_overlap) {
+        a->counted_overlap = TRUE;
+        R.overlapping_holds++;
+      }
+      if (!a->disrupted)
+        violation("two undisturbed holders at once: w%d #%d (token %" PRId64
+                  ", release %s) still held when w%d #%d acquired (token %" PRId64
+                  ") %.3f s before a's release",
+                  a->instance, a->n, a->token, a->rel, b->instance, b->n,
+                  b->token, (double)(a->end - b->acquired) / 1e6);
+    }
+  }
+  g_hash_table_destroy(tokens);
+}
+
+/* A stale write whose writer was told just before that it still held the
+ * lock: after its session was expired behind its back (it cannot know
+ * before its next contact with a server), or right after a freeze (where
+ * zkrc_lock_is_held() is documented to say 0 at once). */
+static void note_thought_held(const wrec *r) {
+  R.refused_thought_held++;
+  for (guint i = 0; i < C.pauses->len; i++) {
+    span *p = &g_array_index(C.pauses, span, i);
+    if (p->instance == r->instance && p->end <= r->sent &&
+        r->sent - p->end < G_USEC_PER_SEC) {
+      R.thought_held_after_pause++;
+      return;
+    }
+  }
+  for (guint i = 0; i < C.expiries->len; i++) {
+    span *x = &g_array_index(C.expiries, span, i);
+    if (x->instance == r->instance && x->start <= r->sent &&
+        r->sent - x->start < 2 * SESSION_MS * 1000) {
+      R.thought_held_after_expiry++;
+      return;
+    }
+  }
+}
+
+typedef struct decision {
+  gboolean accept;
+  int64_t token, highest;
+} decision;
+
+/* Checks 1, 3 and 7: replay the journal; match it with the workers. */
+static void check_journal(GPtrArray *logs, GHashTable *hold_tokens) {
+  gchar *text = NULL;
+  if (!g_file_get_contents(C.journal, &text, NULL, NULL)) {
+    violation("the store left no journal");
+    return;
+  }
+  GHashTable *by_value = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
+  gchar **lines = g_strsplit(text, "\n", -1);
+  int64_t highest = -1;
+  for (int i = 0; lines[i]; i++) {
+    int64_t t, token, logged_highest = -1;
+    char what[16], key[80], value[80];
+    if (sscanf(lines[i], "%" SCNd64 " %15s %79s %" SCNd64, &t, what, key, &token) != 4)
+      continue;
+    decision *d = g_new0(decision, 1);
+    d->token = token;
+    if (strcmp(what, "ACCEPT") == 0 &&
+        sscanf(lines[i], "%*d ACCEPT %*s %*d %79s", value) == 1) {
+      d->accept = TRUE;
+      if (token < highest) {
+        violation("the store accepted the stale token %" PRId64 " after %"
+                  PRId64 " (journal line %d)", token, highest, i + 1);
+        R.stale_accepted++;
+      }
+      highest = MAX(highest, token);
+      R.accepted++;
+    } else if (strcmp(what, "REFUSE") == 0 &&
+               sscanf(lines[i], "%*d REFUSE %*s %*d %" SCNd64 " %79s",
+                      &logged_highest, value) == 2) {
+      if (token >= highest)
+        violation("the store refused token %" PRId64 ", not stale (highest "
+                  "accepted %" PRId64 ", journal line %d)", token, highest, i + 1);
+      if (logged_highest != highest)
+        violation("the store believed the highest token was %" PRId64 " but "
+                  "its journal says %" PRId64 " (line %d)", logged_highest,
+                  highest, i + 1);
+      R.refused++;
+    } else {
+      g_free(d);
+      continue;
+    }
+    d->highest = highest;
+    /* Whose write was it?  The value names the hold. */
+    int inst, n, k;
+    if (sscanf(value, "w%d.%d.%d", &inst, &n, &k) != 3) {
+      violation("journal line %d: unknown writer %s", i + 1, value);
+    } else {
+      char *hk = g_strdup_printf("%d.%d", inst, n);
+      int64_t *ht = g_hash_table_lookup(hold_tokens, hk);
+      if (ht == NULL || *ht != token)
+        violation("journal line %d: %s wrote token %" PRId64 ", which is not "
+                  "its hold's token", i + 1, value, token);
+      g_free(hk);
+    }
+    g_hash_table_replace(by_value, g_strdup(value), d);
+  }
+  g_strfreev(lines);
+  g_free(text);
+
+  for (guint i = 0; i < logs->len; i++) {
+    worker_log *wl = g_ptr_array_index(logs, i);
+    for (guint j = 0; j < wl->writes->len; j++) {
+      wrec *r = &g_array_index(wl->writes, wrec, j);
+      R.writes++;
+      char *value = g_strdup_printf("w%d.%d.%d", r->instance, r->n, r->k);
+      decision *d = g_hash_table_lookup(by_value, value);
+      if (strcmp(r->result, "OK") == 0) {
+        if (d == NULL || !d->accept)
+          violation("%s was answered OK but the journal has no acceptance", value);
+      } else if (strcmp(r->result, "REFUSED") == 0) {
+        if (d == NULL || d->accept)
+          violation("%s was answered REFUSED but the journal has no refusal", value);
+        else if (r->held)
+          note_thought_held(r);
+        else
+          R.refused_known_lost++;
+      } else {
+        R.failed_writes++;
+      }
+      g_free(value);
+    }
+  }
+  g_hash_table_destroy(by_value);
+}
+
+/* Writes the store accepted from a hold after a later hold had begun
+ * (allowed: the store had not seen the higher token yet). */
+static void count_late_accepts(GPtrArray *logs, GPtrArray *all_holds) {
+  for (guint i = 0; i < logs->len; i++) {
+    worker_log *wl = g_ptr_array_index(logs, i);
+    for (guint j = 0; j < wl->writes->len; j++) {
+      wrec *r = &g_array_index(wl->writes, wrec, j);
+      if (strcmp(r->result, "OK") != 0)
+        continue;
+      for (guint h = 0; h < all_holds->len; h++) {
+        hold *o = g_ptr_array_index(all_holds, h);
+        if (o->token > r->token && o->acquired < r->sent) {
+          R.late_accepted++;
+          break;
+        }
+      }
+    }
+  }
+}
+
+static void analyse(void) {
+  R.acq_results = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+  GPtrArray *logs = g_ptr_array_new();
+  GPtrArray *all_holds = g_ptr_array_new();
+  GHashTable *hold_tokens = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+  for (guint i = 0; i < C.workers->len; i++) {
+    worker *w = g_ptr_array_index(C.workers, i);
+    worker_log *wl = g_new0(worker_log, 1);
+    parse_worker(w, wl);
+    g_ptr_array_add(logs, wl);
+    for (guint j = 0; wl->holds && j < wl->holds->len; j++) {
+      hold *h = &g_array_index(wl->holds, hold, j);
+      h->disrupted = disrupted(w, wl, h);
+      if (strcmp(h->rel, "ZKRC_OK") == 0)
+        R.released_ok++;
+      else if (strcmp(h->rel, "ZKRC_ELOCKLOST") == 0)
+        R.released_lost++;
+      g_ptr_array_add(all_holds, h);
+      g_hash_table_insert(hold_tokens, g_strdup_printf("%d.%d", h->instance, h->n),
+                          &h->token);
+    }
+  }
+  R.holds = (int)all_holds->len;
+  check_holds(all_holds);
+  check_journal(logs, hold_tokens);
+  count_late_accepts(logs, all_holds);
+  g_hash_table_destroy(hold_tokens);
+  g_ptr_array_free(all_holds, TRUE);
+  for (guint i = 0; i < logs->len; i++) {
+    worker_log *wl = g_ptr_array_index(logs, i);
+    g_array_free(wl->holds, TRUE);
+    g_array_free(wl->writes, TRUE);
+    g_array_free(wl->trouble, TRUE);
+    g_hash_table_destroy(wl->lost_tokens);
+    g_free(wl);
+  }
+  g_ptr_array_free(logs, TRUE);
+}
+
+static void print_summary(double seconds) {
+  printf("\nchaos: %d clients (%u instances), %.0f s, seed %u, session timeout "
+         "%d ms, acquire deadline %d ms\n",
+         C.clients, C.workers->len, seconds, C.seed, SESSION_MS, ACQUIRE_MS);
+  GString *f = g_string_new(NULL);
+  int total = 0;
+  for (int k = 0; k < F_KINDS; k++) {
+    gboolean scheduled = FALSE;
+    for (int i = 0; i < C.nkinds; i++)
+      scheduled |= C.kinds[i] == (fault_kind)k;
+    if (!scheduled)
+      continue;
+    g_string_append_printf(f, "%s%s %d", f->len ? ", " : "", fault_names[k],
+                           C.injected[k]);
+    if (C.skipped[k])
+      g_string_append_printf(f, " (+%d without a target)", C.skipped[k]);
+    total += C.injected[k];
+  }
+  printf("chaos: faults injected: %d: %s\n", total, f->str);
+  printf("chaos: holder pauses that caught it between two writes: %d; "
+         "watchdog kills: %d\n",
+         C.holder_pauses_with_writes_left, C.watchdog_kills);
+  g_string_truncate(f, 0);
+  GHashTableIter it;
+  gpointer key, value;
+  g_hash_table_iter_init(&it, R.acq_results);
+  while (g_hash_table_iter_next(&it, &key, &value))
+    g_string_append_printf(f, " %s %d", (char *)key, GPOINTER_TO_INT(value));
+  printf("chaos: acquisitions:%s\n", f->str);
+  printf("chaos: holds %d (released OK %d, released ZKRC_ELOCKLOST %d, ended "
+         "by a kill %d)\n",
+         R.holds, R.released_ok, R.released_lost,
+         R.holds - R.released_ok - R.released_lost);
+  printf("chaos: writes %d: accepted %d, refused as stale %d, failed (store "
+         "down or timed out) %d\n",
+         R.writes, R.accepted, R.refused, R.failed_writes);
+  printf("chaos: refused stale writes seen by their writers: %d after the "
+         "library had said the lock was lost, %d while it still said held "
+         "(%d just after their session was expired, %d just after a freeze)\n",
+         R.refused_known_lost, R.refused_thought_held,
+         R.thought_held_after_expiry, R.thought_held_after_pause);
+  printf("chaos: holds still held (as their holder knew) when a later hold "
+         "began: %d, in %d pairs; writes accepted from a superseded hold "
+         "before its successor wrote: %d\n",
+         R.overlapping_holds, R.overlaps, R.late_accepted);
+  printf("chaos: longest acquire %.2f s, write %.2f s, release %.2f s (frozen "
+         "workers excluded)\n",
+         (double)R.max_acq / 1e6, (double)R.max_write / 1e6,
+         (double)R.max_rel / 1e6);
+  printf("chaos: lock nodes left after every session ended: %d\n", R.left_nodes);
+  printf("chaos: violations: %d\n%s", C.nviolations, C.violations->str);
+  g_string_free(f, TRUE);
+}
+
+/* ================================================================ test */
+
+static int env_int(const char *name, int fallback) {
+  const char *v = getenv(name);
+  return v && *v ? atoi(v) : fallback;
+}
+
+typedef struct nodes_gone {
+  zhandle_t *zh;
+  const char *path;
+} nodes_gone;
+
+static int no_nodes_left(void *arg) {
+  nodes_gone *ng = arg;
+  return zkt_child_count(ng->zh, ng->path) <= 0;
+}
+
+static void reset(void) {
+  if (C.slots)
+    munmap(C.slots, sizeof(chaos_slot) * CHAOS_MAX_INSTANCES);
+  if (C.workers) {
+    for (guint i = 0; i < C.workers->len; i++) {
+      worker *w = g_ptr_array_index(C.workers, i);
+      g_free(w->log);
+      g_free(w);
+    }
+    g_ptr_array_free(C.workers, TRUE);
+  }
+  if (C.store_out >= 0 && C.rng)
+    close(C.store_out);
+  if (C.rng)
+    g_rand_free(C.rng);
+  if (C.violations)
+    g_string_free(C.violations, TRUE);
+  if (C.pauses)
+    g_array_free(C.pauses, TRUE);
+  if (C.kills)
+    g_array_free(C.kills, TRUE);
+  if (C.expiries)
+    g_array_free(C.expiries, TRUE);
+  g_free(C.dir);
+  g_free(C.status_path);
+  g_free(C.journal);
+  g_free(C.lock_path);
+  if (R.acq_results)
+    g_hash_table_destroy(R.acq_results);
+  memset(&C, 0, sizeof C);
+  memset(&R, 0, sizeof R);
+}
+
+static void setup(int seconds, const char *store_flag, const fault_kind *kinds,
+                  int nkinds) {
+  static gboolean registered;
+  reset();
+  C.clients = CLAMP(env_int("CHAOS_CLIENTS", 8), 1, MAX_CLIENTS);
+  C.seconds = seconds;
+  C.store_flag = store_flag;
+  C.kinds = kinds;
+  C.nkinds = nkinds;
+  C.seed = (guint32)env_int("CHAOS_SEED", (int)(g_get_real_time() % 1000000));
+  C.rng = g_rand_new_with_seed(C.seed);
+  C.violations = g_string_new(NULL);
+  C.workers = g_ptr_array_new();
+  C.pauses = g_array_new(FALSE, FALSE, sizeof(span));
+  C.kills = g_array_new(FALSE, FALSE, sizeof(span));
+  C.expiries = g_array_new(FALSE, FALSE, sizeof(span));
+  C.store_out = -1;
+  C.dir = g_dir_make_tmp("zkt-chaos-XXXXXX", NULL);
+  CU_ASSERT_FATAL(C.dir != NULL);
+  C.status_path = g_build_filename(C.dir, "status", NULL);
+  C.journal = g_build_filename(C.dir, "journal", NULL);
+  C.lock_path = zkt_path("chaos");
+  int fd = open(C.status_path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  CU_ASSERT_FATAL(fd >= 0);
+  size_t size = sizeof(chaos_slot) * CHAOS_MAX_INSTANCES;
+  CU_ASSERT_FATAL(ftruncate(fd, (off_t)size) == 0);
+  void *p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  close(fd);
+  CU_ASSERT_FATAL(p != MAP_FAILED);
+  C.slots = p;
+  if (!registered) {
+    atexit(kill_everything);
+    registered = TRUE;
+  }
+}
+
+static void remove_dir(void) {
+  for (guint i = 0; i < C.workers->len; i++)
+    g_unlink(((worker *)g_ptr_array_index(C.workers, i))->log);
+  g_unlink(C.status_path);
+  g_unlink(C.journal);
+  g_rmdir(C.dir);
+}
+
+/* One whole run: faults, then the checks; the results are in C and R. */
+static void run_chaos(void) {
+  zkt_ensemble(); /* started before the clock runs */
+  printf("\n");
+  start_store(0);
+  C.t0 = chaos_now_us();
+  for (int p = 0; p < C.clients; p++)
+    spawn_worker(p);
+  run_schedule();
+  chaos_sleep(1000); /* a quiet second: the last fault's aftermath */
+  double seconds = since_start();
+  stop_workers();
+  stop_store();
+
+  /* 6: once every session is gone (the killed workers' expire), no node. */
+  zhandle_t *zh = zkt_raw_to(zkrc_ensemble_direct_connect_string(zkt_ensemble()));
+  nodes_gone ng = {zh, C.lock_path};
+  zkt_wait_for(no_nodes_left, &ng, 3 * SESSION_MS + 5000);
+  R.left_nodes = MAX(zkt_child_count(zh, C.lock_path), 0);
+  if (R.left_nodes)
+    violation("%d lock node(s) left after every session ended", R.left_nodes);
+  zookeeper_close(zh);
+
+  analyse();
+  print_summary(seconds);
+}
+
+static void finish(gboolean keep) {
+  if (keep || getenv("CHAOS_KEEP") != NULL)
+    printf("chaos: logs kept in %s\n", C.dir);
+  else
+    remove_dir();
+}
+
+static void test_chaos_keeps_the_promises(void) {
+  setup(MAX(env_int("CHAOS_SECONDS", 60), 1), NULL, round_kinds, ROUND_LEN);
+  run_chaos();
+  CU_ASSERT_EQUAL(C.nviolations, 0);
+  /* 7: the run must show fencing at work, not by luck. */
+  CU_ASSERT(C.holder_pauses_with_writes_left >= 1);
+  CU_ASSERT(R.refused >= 1);
+  CU_ASSERT(R.accepted >= 100);
+  for (int k = 0; k < F_KINDS; k++)
+    CU_ASSERT(C.injected[k] >= 1);
+  finish(C.nviolations > 0);
+}
+
+/* The control experiment: the same clients against a store that ignores
+ * the tokens.  Frozen holders' stale writes now go through, and the
+ * checker must say so - or it could not catch anything. */
+static void test_checker_catches_a_store_without_fencing(void) {
+  static const fault_kind pauses[] = {F_PAUSE_HOLDER, F_PAUSE_HOLDER,
+                                      F_PAUSE_HOLDER};
+  setup(1, "--no-fencing", pauses, (int)G_N_ELEMENTS(pauses));
+  run_chaos();
+  printf("chaos: control (store without fencing): %d stale writes accepted, "
+         "%d violations reported\n", R.stale_accepted, C.nviolations);
+  CU_ASSERT(C.holder_pauses_with_writes_left >= 1);
+  CU_ASSERT(R.stale_accepted >= 1);
+  CU_ASSERT_EQUAL(R.refused, 0);
+  /* Nothing else is wrong: the lock behaved, only the store did not. */
+  CU_ASSERT_EQUAL(C.nviolations, R.stale_accepted);
+  finish(FALSE);
+  reset();
+}
+
+static void add_suites(void) {
+  zkt_configure(3, 1);
+  /* For the workers (set before any thread exists). */
+  setenv("CHAOS_SESSION_MS", G_STRINGIFY(SESSION_MS), 1);
+  setenv("CHAOS_ACQUIRE_MS", G_STRINGIFY(ACQUIRE_MS), 1);
+  ZKT_SUITE("chaos",
+            {"chaos keeps the promises", test_chaos_keeps_the_promises},
+            {"checker catches a store without fencing",
+             test_checker_catches_a_store_without_fencing});
+}
+
+int main(void) { return zkt_run("test_chaos", add_suites); }
