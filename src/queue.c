@@ -31,7 +31,6 @@ typedef enum cstate {
   C_PENDING,   /* waiting for a connection to send the create */
   C_CREATING,  /* create (and children read) sent */
   C_WAITING,   /* behind others, watching a predecessor */
-  C_VERIFYING, /* predecessors gone: checking our node still exists */
   C_FRONT,     /* at the front */
   C_ENDED
 } cstate;
@@ -41,7 +40,6 @@ typedef enum step {
   STEP_SEND_CREATE,
   STEP_WATCH_PRED,
   STEP_WATCH_DIR,
-  STEP_VERIFY_SELF,
   STEP_RECOVER,
   STEP_DELETE,
   STEP_ARM_OWN_WATCH,
@@ -90,8 +88,7 @@ struct zkrc__contender {
   gboolean deleting;
   gboolean behind_told;
 
-  char **preds; /* predecessors as last read, oldest first */
-  int pred_index;
+  char *pred; /* the contender just before us, as last listed */
   /* Not allowed to read our predecessors (their ACL): the servers would
    * not even deliver a watch event on them (ZooKeeper checks READ before
    * delivering one, since CVE-2024-23944), so watch the directory's
@@ -126,7 +123,7 @@ zkrc__contender *zkrc__contender_ref(zkrc__contender *c) {
 void zkrc__contender_unref(zkrc__contender *c) {
   if (c == NULL || !g_atomic_int_dec_and_test(&c->refs))
     return;
-  g_strfreev(c->preds);
+  g_free(c->pred);
   g_free(c->dir);
   g_free(c->data);
   zkrc__acl_unref(c->acl);
@@ -412,11 +409,8 @@ static step evaluate_locked(zkrc__contender *c, const struct String_vector *kids
     if (c->state != C_FRONT)
       next = become_front_locked(c);
   } else {
-    g_strfreev(c->preds);
-    c->preds = g_new0(char *, index + 1);
-    for (int i = 0; i < index; i++)
-      c->preds[i] = g_strdup(g_array_index(sorted, zkrc__contender_entry, i).name);
-    c->pred_index = index - 1;
+    g_free(c->pred);
+    c->pred = g_strdup(g_array_index(sorted, zkrc__contender_entry, index - 1).name);
     c->state = C_WAITING;
     if (!c->behind_told) {
       c->behind_told = TRUE;
@@ -433,6 +427,15 @@ static step evaluate_locked(zkrc__contender *c, const struct String_vector *kids
 static step need_recovery_locked(zkrc__contender *c) {
   c->recover_needed = TRUE;
   return zkrc__session_connected(c->s, c->generation) ? STEP_RECOVER : STEP_NONE;
+}
+
+/* Our predecessor left: look at the queue again (one read) rather than
+ * assume anything.  It may have been the front (we may be next), or a
+ * contender in the middle that gave up (someone is still ahead of us).  The
+ * listing is fresh, so it also shows that our own node is still there. */
+static step relist_locked(zkrc__contender *c) {
+  c->recover_needed = TRUE; /* recovery is exactly "list and evaluate" */
+  return STEP_RECOVER;
 }
 
 static step after_lost_create_locked(zkrc__contender *c) {
@@ -593,8 +596,7 @@ static void pred_watch_fired(int type, const char *path, void *target,
   if (ctx == c->pred_watch && c->state == C_WAITING && !c->withdrawing) {
     c->pred_watch = NULL;
     if (type == ZOO_DELETED_EVENT) {
-      c->pred_index--;
-      next = c->pred_index >= 0 ? STEP_WATCH_PRED : STEP_VERIFY_SELF;
+      next = relist_locked(c);
     } else if (type == ZOO_CHANGED_EVENT || type == ZOO_CREATED_EVENT) {
       next = STEP_WATCH_PRED; /* the watch was used up: set it again */
     }
@@ -617,11 +619,10 @@ static void pred_result(req *r, int rc) {
   if (c->state == C_WAITING && !c->withdrawing) {
     if (rc == ZOK) {
       /* watching */
-    } else if (rc == ZNONODE) {
+    } else if (rc == ZNONODE) { /* gone before we could watch it */
       if (c->pred_watch == r->watch)
         c->pred_watch = NULL;
-      c->pred_index--;
-      next = c->pred_index >= 0 ? STEP_WATCH_PRED : STEP_VERIFY_SELF;
+      next = relist_locked(c);
     } else if (rc == ZNOAUTH) {
       if (c->pred_watch == r->watch)
         c->pred_watch = NULL;
@@ -655,7 +656,7 @@ static void watch_pred(zkrc__contender *c) {
   }
   if (c->pred_watch)
     zkrc__watch_cancel(c->pred_watch);
-  char *path = g_strdup_printf("%s/%s", c->dir, c->preds[c->pred_index]);
+  char *path = g_strdup_printf("%s/%s", c->dir, c->pred);
   req *r = req_new_locked(c);
   r->watch = zkrc__watch_register(conn, pred_watch_fired, c, &contender_target);
   c->pred_watch = r->watch;
@@ -761,8 +762,7 @@ static void own_watch_fired(int type, const char *path, void *target,
   deliver(c);
 }
 
-/* Reply to the check of our own node (exists, or getData that also arms
- * the own-node watch). */
+/* Reply to the getData that arms the watch on our own node. */
 static void self_result(req *r, int rc) {
   zkrc__contender *c = r->c;
   step next = STEP_NONE;
@@ -777,17 +777,10 @@ static void self_result(req *r, int rc) {
   if (c->withdrawing) {
     /* the withdrawal deletes the node */
   } else if (rc == ZOK) {
-    if (c->state == C_VERIFYING)
-      next = become_front_locked(c);
+    /* watching our own node */
   } else if (rc == ZNONODE) {
-    if (c->state == C_FRONT) {
+    if (c->state == C_FRONT)
       end_locked(c, ZKRC_ELOCKLOST, ZNONODE, FALSE);
-    } else if (c->attempts >= MAX_CREATE_ATTEMPTS) {
-      end_locked(c, ZKRC_ELOCKLOST, ZNONODE, FALSE);
-    } else {
-      c->name_known = FALSE; /* deleted while we waited: queue again */
-      next = STEP_SEND_CREATE;
-    }
   } else {
     next = need_recovery_locked(c);
   }
@@ -799,16 +792,11 @@ static void self_get_done(int rc, const char *value, int len,
   self_result((req *)data, rc);
 }
 
-static void self_exists_done(int rc, const struct Stat *stat, const void *data) {
-  self_result((req *)data, rc);
-}
-
-/* Check our node (and, when wanted, watch it).  @p verifying: we are about
- * to be the front; else we are the front and re-arm the watch. */
-static void check_self(zkrc__contender *c, gboolean verifying) {
+/* At the front, watch our own node, so that its deletion by someone else
+ * is noticed (lost).  Sent after the owner was told: not on its way. */
+static void arm_own_watch(zkrc__contender *c) {
   g_mutex_lock(&c->mu);
-  if (c->withdrawing || (verifying ? c->state != C_WAITING && c->state != C_VERIFYING
-                                   : c->state != C_FRONT)) {
+  if (c->withdrawing || c->state != C_FRONT || !c->watch_own) {
     g_mutex_unlock(&c->mu);
     return;
   }
@@ -820,23 +808,16 @@ static void check_self(zkrc__contender *c, gboolean verifying) {
       zkrc__conn_unuse(conn);
     return;
   }
-  if (verifying) {
-    c->state = C_VERIFYING;
-    c->epoch++;
-  }
   req *r = req_new_locked(c);
-  if (c->watch_own) {
-    if (c->own_watch)
-      zkrc__watch_cancel(c->own_watch);
-    r->watch = zkrc__watch_register(conn, own_watch_fired, c, &contender_target);
-    c->own_watch = r->watch;
-  }
+  if (c->own_watch)
+    zkrc__watch_cancel(c->own_watch);
+  r->watch = zkrc__watch_register(conn, own_watch_fired, c, &contender_target);
+  c->own_watch = r->watch;
   char *path = g_strdup(c->path);
   g_mutex_unlock(&c->mu);
 
-  int rc = r->watch ? zoo_awget(conn->zh, path, zkrc__watch_dispatch, r->watch,
-                                self_get_done, r)
-                    : zoo_aexists(conn->zh, path, 0, self_exists_done, r);
+  int rc = zoo_awget(conn->zh, path, zkrc__watch_dispatch, r->watch,
+                     self_get_done, r);
   zkrc__conn_unuse(conn);
   g_free(path);
   if (rc != ZOK)
@@ -926,8 +907,6 @@ static void recover_children_done(int rc, const struct String_vector *kids,
     struct String_vector none = {0, NULL};
     next = evaluate_locked(c, &none, FALSE);
   } else {
-    if (c->state == C_VERIFYING)
-      c->state = C_WAITING;
     next = evaluate_locked(c, kids, FALSE);
   }
   finish_locked_reply(r, next);
@@ -1054,7 +1033,7 @@ static void on_session_event(zkrc_session *s, zkrc_session_event ev,
   g_mutex_lock(&c->mu);
   gboolean ours = c->generation == generation;
   gboolean live = c->state == C_CREATING || c->state == C_WAITING ||
-                  c->state == C_VERIFYING || c->state == C_FRONT;
+                  c->state == C_FRONT;
   switch (ev) {
   case ZKRC_SESSION_EVENT_CONNECTED:
   case ZKRC_SESSION_EVENT_RECONNECTED:
@@ -1106,11 +1085,8 @@ static void perform(zkrc__contender *c, step st) {
   case STEP_WATCH_DIR:
     watch_dir(c);
     break;
-  case STEP_VERIFY_SELF:
-    check_self(c, TRUE);
-    break;
   case STEP_ARM_OWN_WATCH:
-    check_self(c, FALSE);
+    arm_own_watch(c);
     break;
   case STEP_RECOVER:
     recover(c);

@@ -12,10 +12,11 @@
  *     sequence (names.h); the lowest sequence is at the front.
  *  3. Waiting.  A contender behind others watches only its immediate
  *     predecessor, with a data watch (a getData that fails on a node already
- *     gone leaves no watch behind).  Predecessors only ever disappear (a new
- *     contender always gets a higher sequence), so when the watched one goes
- *     the contender watches the next one back in the list it read; when none
- *     is left it checks that its own node still exists and is at the front.
+ *     gone leaves no watch behind).  When that predecessor goes, it reads the
+ *     children again (one request) and decides from that fresh listing: at
+ *     the front, or behind a new predecessor (one that was not the front may
+ *     have left).  A contender that may not read its predecessors (ACL)
+ *     watches the directory's children instead.
  *  4. Recovery.  When a create's reply is lost with the connection, the
  *     contender looks for its node by its protected prefix after reconnecting
  *     instead of creating a second one.  A contender whose ZooKeeper session

@@ -16,6 +16,9 @@
 #include "testutil.h"
 
 static zkrc_ensemble *ensemble;
+/* The children's pids again, as a plain array the signal handler can read. */
+static pid_t child_pids[256];
+static volatile sig_atomic_t child_count;
 static int cfg_members = 1, cfg_proxies = 0;
 static GArray *children; /* pids spawned */
 static pid_t main_pid;
@@ -177,18 +180,28 @@ pid_t zkt_spawn(int (*fn)(void *arg), void *arg) {
   return pid;
 }
 
+static void sync_signal_copy(void) {
+  /* What the signal handler may read without locks: a plain array. */
+  child_count = 0;
+  for (guint i = 0; children && i < children->len && i < G_N_ELEMENTS(child_pids); i++)
+    child_pids[i] = g_array_index(children, pid_t, i);
+  child_count = children ? (sig_atomic_t)MIN(children->len, G_N_ELEMENTS(child_pids)) : 0;
+}
+
 void zkt_track_child(pid_t pid) {
   if (children == NULL)
     children = g_array_new(FALSE, FALSE, sizeof(pid_t));
   g_array_append_val(children, pid);
+  sync_signal_copy();
 }
 
 static void forget_child(pid_t pid) {
   for (guint i = 0; children && i < children->len; i++)
     if (g_array_index(children, pid_t, i) == pid) {
       g_array_remove_index_fast(children, i);
-      return;
+      break;
     }
+  sync_signal_copy();
 }
 
 int zkt_wait_child(pid_t pid, int timeout_ms) {
@@ -249,11 +262,13 @@ void zkt_add_suite(const char *name, const zkt_test *tests, int count) {
     CU_add_test(suite, tests[i].name, tests[i].fn);
 }
 
+/* Interrupted (by run-test's time bound, or ^C): only async-signal-safe
+ * calls here.  Kill the children we know of and leave; the harness's reaper
+ * process sees us go and stops the ensemble and removes its directory. */
 static void on_signal(int sig) {
-  /* Leave through exit() so the ensemble is stopped (the reaper would do it
-   * too, a little later). */
-  (void)sig;
-  exit(3);
+  for (sig_atomic_t i = 0; i < child_count; i++)
+    kill(child_pids[i], SIGKILL);
+  _exit(128 + sig);
 }
 
 int zkt_run(const char *program, void (*add_suites)(void)) {
