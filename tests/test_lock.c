@@ -166,17 +166,6 @@ static int64_t watch_count(void) {
   return zkrc_ensemble_mntr_sum(zkt_ensemble(), "zk_watch_count");
 }
 
-typedef struct count_wait {
-  int path_count;
-  const char *path;
-  zhandle_t *zh;
-} count_wait;
-
-static int children_reached(void *arg) {
-  count_wait *cw = arg;
-  return zkt_child_count(cw->zh, cw->path) == cw->path_count;
-}
-
 static int watches_reached(void *arg) {
   return watch_count() == *(int64_t *)arg;
 }
@@ -227,8 +216,7 @@ static void test_one_release_wakes_one_waiter(void) {
     w[i] = (waiter){lk, i, &mu, &cond, &holder, &release_turn, 0};
     threads[i] = g_thread_new("waiter", waiter_main, &w[i]);
     /* Queue them in a known order: wait until this one's node is there. */
-    count_wait cw = {i + 2, path, zh};
-    CU_ASSERT_FATAL(zkt_wait_for(children_reached, &cw, 10000));
+    CU_ASSERT_FATAL(zkt_wait_children(zh, path, i + 2, 10000));
   }
   /* Every waiter has set exactly one watch, on its predecessor. */
   int64_t expected = watches_before + WAITERS;
@@ -660,8 +648,7 @@ static void test_waiter_returns_an_error_on_expiry(void) {
   blocked b = {lk, 0};
   GThread *t = g_thread_new("blocked", blocked_acquire, &b);
   zhandle_t *zh = zkt_raw();
-  count_wait cw = {2, path, zh};
-  CU_ASSERT_FATAL(zkt_wait_for(children_reached, &cw, 5000));
+  CU_ASSERT_FATAL(zkt_wait_children(zh, path, 2, 5000));
   int64_t start = zkt_now_ms();
   zkt_expire(s2);
   g_thread_join(t);
@@ -717,8 +704,7 @@ static void test_participants_are_listed_in_queue_order(void) {
   blocked bl = {b, 0};
   GThread *t = g_thread_new("b", acquire_then_release, &bl);
   zhandle_t *zh = zkt_raw();
-  count_wait cw = {2, path, zh};
-  CU_ASSERT_FATAL(zkt_wait_for(children_reached, &cw, 5000));
+  CU_ASSERT_FATAL(zkt_wait_children(zh, path, 2, 5000));
   /* Someone else's non-contender child is ignored. */
   char *junk = g_strdup_printf("%s/readme", path);
   CU_ASSERT_EQUAL(zoo_create(zh, junk, "x", 1, &ZOO_OPEN_ACL_UNSAFE, 0, NULL, 0), ZOK);
@@ -769,8 +755,7 @@ static void test_free_while_another_thread_waits(void) {
   blocked b = {lk, 0};
   GThread *t = g_thread_new("waiting", blocked_acquire, &b);
   zhandle_t *zh = zkt_raw();
-  count_wait cw = {2, path, zh};
-  CU_ASSERT_FATAL(zkt_wait_for(children_reached, &cw, 5000));
+  CU_ASSERT_FATAL(zkt_wait_children(zh, path, 2, 5000));
   zkrc_lock_free(lk); /* the waiter is told; what we held is released */
   g_thread_join(t);
   ZKT_ASSERT_RC(ZKRC_ECANCELED, b.rc);

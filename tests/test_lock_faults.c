@@ -98,17 +98,6 @@ static gpointer acquire_release(gpointer data) {
   return NULL;
 }
 
-typedef struct count_wait {
-  zhandle_t *zh;
-  const char *path;
-  int count;
-} count_wait;
-
-static int children_are(void *arg) {
-  count_wait *cw = arg;
-  return zkt_child_count(cw->zh, cw->path) == cw->count;
-}
-
 static void test_lost_create_reply_while_others_hold(void) {
   char *path = zkt_path("lost-create-queued");
   zhandle_t *zh = direct();
@@ -123,8 +112,7 @@ static void test_lost_create_reply_while_others_hold(void) {
   bg_acquire b = {lk, -999};
   GThread *t = g_thread_new("waiter", acquire_release, &b);
   /* Recovered into the queue: two nodes, never three. */
-  count_wait two = {zh, path, 2};
-  CU_ASSERT(zkt_wait_for(children_are, &two, 10000));
+  CU_ASSERT(zkt_wait_children(zh, path, 2, 10000));
   g_usleep(300 * 1000); /* room for a wrong duplicate create to show up */
   CU_ASSERT_EQUAL(zkt_child_count(zh, path), 2);
   CU_ASSERT_EQUAL(zkrc_lock_release(holder), ZKRC_OK);
@@ -206,8 +194,7 @@ static void test_waiter_recovers_its_place_after_a_dropped_connection(void) {
   zkrc_lock *lk = new_lock(s, path, NULL);
   bg_acquire b = {lk, -999};
   GThread *t = g_thread_new("waiter", acquire_release, &b);
-  count_wait two = {zh, path, 2};
-  CU_ASSERT_FATAL(zkt_wait_for(children_are, &two, 10000));
+  CU_ASSERT_FATAL(zkt_wait_children(zh, path, 2, 10000));
   int proxy = proxy_of(s);
   CU_ASSERT(proxy >= 0);
   zkrc_proxy_drop_all(zkt_ensemble(), proxy);
@@ -241,8 +228,7 @@ static void test_deadline_holds_while_the_network_stalls(void) {
   printf("(returned after %" PRId64 " ms) ", took);
   CU_ASSERT(took >= 500 && took < 1000 + 100);
   /* Whatever reached the servers is cleaned up once traffic flows. */
-  count_wait one = {zh, path, 1};
-  CU_ASSERT(zkt_wait_for(children_are, &one, 15000));
+  CU_ASSERT(zkt_wait_children(zh, path, 1, 15000));
   CU_ASSERT_EQUAL(zkrc_lock_release(holder), ZKRC_OK);
   ZKT_ASSERT_RC(ZKRC_OK, zkrc_lock_acquire(lk, 10000));
   CU_ASSERT_EQUAL(zkrc_lock_release(lk), ZKRC_OK);

@@ -35,17 +35,6 @@ static void open_root(zhandle_t *zh) {
   CU_ASSERT(rc == ZOK || rc == ZNODEEXISTS);
 }
 
-typedef struct count_wait {
-  zhandle_t *zh;
-  const char *path;
-  int count;
-} count_wait;
-
-static int children_are(void *arg) {
-  count_wait *cw = arg;
-  return zkt_child_count(cw->zh, cw->path) == cw->count;
-}
-
 /* Who holds, in which order, and never two at once. */
 typedef struct ledger {
   GMutex mu;
@@ -120,8 +109,7 @@ static void test_children_that_are_not_contenders_are_ignored(void) {
   g_mutex_init(&led.mu);
   contender cb = {"b", b, &led, 15000, 50, -999, 0};
   GThread *t = g_thread_new("b", contend, &cb);
-  count_wait queued = {admin, path, NJUNK / 2 + 2};
-  CU_ASSERT_FATAL(zkt_wait_for(children_are, &queued, 10000));
+  CU_ASSERT_FATAL(zkt_wait_children(admin, path, NJUNK / 2 + 2, 10000));
   for (int i = NJUNK / 2; i < NJUNK; i++) {
     char *child = g_strdup_printf("%s/%s", path, junk[i]);
     make_node(admin, child, "not a contender", 0);
@@ -276,11 +264,9 @@ static void test_deleted_waiter_requeues_and_successor_waits(void) {
   contender w1 = {"w1", new_lock(s1, path, "w1"), &led, 20000, 300, -999, 0};
   contender w2 = {"w2", new_lock(s2, path, "w2"), &led, 20000, 300, -999, 0};
   GThread *t1 = g_thread_new("w1", contend, &w1);
-  count_wait two = {admin, path, 2};
-  CU_ASSERT_FATAL(zkt_wait_for(children_are, &two, 10000));
+  CU_ASSERT_FATAL(zkt_wait_children(admin, path, 2, 10000));
   GThread *t2 = g_thread_new("w2", contend, &w2);
-  count_wait three = {admin, path, 3};
-  CU_ASSERT_FATAL(zkt_wait_for(children_are, &three, 10000));
+  CU_ASSERT_FATAL(zkt_wait_children(admin, path, 3, 10000));
 
   char **q = queue_of(admin, path);
   CU_ASSERT_FATAL(q && q[0] && q[1] && q[2]);

@@ -146,17 +146,6 @@ static gpointer acquire_then_hold(gpointer data) {
   return NULL;
 }
 
-typedef struct count_wait {
-  zhandle_t *zh;
-  const char *path;
-  int count;
-} count_wait;
-
-static int children_are(void *arg) {
-  count_wait *cw = arg;
-  return zkt_child_count(cw->zh, cw->path) == cw->count;
-}
-
 /* ---------------------------------------------- creator-only ACL */
 
 static void test_creator_acl_keeps_others_out(void) {
@@ -233,8 +222,7 @@ static void test_creator_acl_keeps_others_out(void) {
   zkrc_lock_token(lk, &token);
   bg_acquire b = {lk2, 15000, -999, 0, 0};
   GThread *t = g_thread_new("alice2", acquire_then_hold, &b);
-  count_wait two = {alice_raw, path, 2};
-  CU_ASSERT(zkt_wait_for(children_are, &two, 10000));
+  CU_ASSERT(zkt_wait_children(alice_raw, path, 2, 10000));
   int64_t released = zkt_now_ms();
   CU_ASSERT_EQUAL(zkrc_lock_release(lk), ZKRC_OK);
   g_thread_join(t);
@@ -304,8 +292,7 @@ static void test_waiter_without_read_access_still_gets_the_lock(void) {
   bg_acquire b = {lb, 10000, -999, 0, 0};
   GThread *t = g_thread_new("bob", acquire_then_hold, &b);
   zhandle_t *bob_raw = raw_as(BOB);
-  count_wait two = {bob_raw, path, 2};
-  CU_ASSERT_FATAL(zkt_wait_for(children_are, &two, 10000));
+  CU_ASSERT_FATAL(zkt_wait_children(bob_raw, path, 2, 10000));
 
   /* The premise: bob can see alice's node but not read it. */
   char buf[64];

@@ -153,6 +153,23 @@ int zkt_wait_for(int (*check)(void *arg), void *arg, int timeout_ms) {
   }
 }
 
+typedef struct children_wait {
+  zhandle_t *zh;
+  const char *path;
+  int count;
+} children_wait;
+
+static int children_are(void *arg) {
+  children_wait *cw = arg;
+  return zkt_child_count(cw->zh, cw->path) == cw->count;
+}
+
+int zkt_wait_children(zhandle_t *zh, const char *path, int count,
+                      int timeout_ms) {
+  children_wait cw = {zh, path, count};
+  return zkt_wait_for(children_are, &cw, timeout_ms);
+}
+
 void zkt_expire(zkrc_session *s) {
   clientid_t id;
   CU_ASSERT_EQUAL_FATAL(zkrc_session_client_id(s, &id), ZKRC_OK);

@@ -65,6 +65,11 @@ int64_t zkt_czxid(zhandle_t *zh, const char *path);
  * announces (container removal, a member's role). */
 int zkt_wait_for(int (*check)(void *arg), void *arg, int timeout_ms);
 
+/* Wait until @p path has exactly @p count children (-1: until it does not
+ * exist), at most @p timeout_ms; non-zero when it happened. */
+int zkt_wait_children(zhandle_t *zh, const char *path, int count,
+                      int timeout_ms);
+
 /* Milliseconds on a monotonic clock. */
 int64_t zkt_now_ms(void);
 
