@@ -200,6 +200,19 @@ static void req_free(req *r) {
   g_free(r);
 }
 
+/* The handle of the ZooKeeper session our node belongs to, pinned; or NULL
+ * (and recovery marked) when that session's handle is not the current one:
+ * between sessions, or after our session ended (its end is on its way). */
+static zkrc_conn *conn_for_locked(zkrc__contender *c) {
+  zkrc_conn *conn = zkrc__conn_use(c->s);
+  if (conn && conn->generation == c->generation)
+    return conn;
+  c->recover_needed = TRUE;
+  if (conn)
+    zkrc__conn_unuse(conn);
+  return NULL;
+}
+
 /* The end of every reply handler that took the lock: let it go, carry out
  * the step decided under it, tell the owner, and forget the request. */
 static void finish_locked_reply(req *r, step next) {
@@ -479,7 +492,10 @@ static void create_done(int rc, const char *value, const struct Stat *stat,
     c->parent_missing = FALSE;
     if (c->withdrawing)
       next = STEP_DELETE;
-    /* else: the children reply is right behind. */
+    else if (c->watch_own)
+      /* Watch our node from the start, so that the hand-over, when it
+       * comes, costs one read; the children reply is right behind. */
+      next = STEP_ARM_OWN_WATCH;
   } else if (rc == ZNONODE) {
     c->parent_missing = TRUE;
     if (c->withdrawing) {
@@ -646,12 +662,9 @@ static void watch_pred(zkrc__contender *c) {
     g_mutex_unlock(&c->mu);
     return;
   }
-  zkrc_conn *conn = zkrc__conn_use(c->s);
-  if (conn == NULL || conn->generation != c->generation) {
-    c->recover_needed = TRUE;
+  zkrc_conn *conn = conn_for_locked(c);
+  if (conn == NULL) {
     g_mutex_unlock(&c->mu);
-    if (conn)
-      zkrc__conn_unuse(conn);
     return;
   }
   if (c->pred_watch)
@@ -722,12 +735,9 @@ static void watch_dir(zkrc__contender *c) {
     g_mutex_unlock(&c->mu);
     return;
   }
-  zkrc_conn *conn = zkrc__conn_use(c->s);
-  if (conn == NULL || conn->generation != c->generation) {
-    c->recover_needed = TRUE;
+  zkrc_conn *conn = conn_for_locked(c);
+  if (conn == NULL) {
     g_mutex_unlock(&c->mu);
-    if (conn)
-      zkrc__conn_unuse(conn);
     return;
   }
   if (c->dir_watch)
@@ -754,7 +764,9 @@ static void own_watch_fired(int type, const char *path, void *target,
     c->own_watch = NULL;
     if (type == ZOO_DELETED_EVENT && c->state == C_FRONT)
       end_locked(c, ZKRC_ELOCKLOST, ZNONODE, FALSE);
-    else if (type == ZOO_CHANGED_EVENT && c->state == C_FRONT)
+    else if (type == ZOO_DELETED_EVENT)
+      next = relist_locked(c); /* deleted while queued: we queue again */
+    else if (type == ZOO_CHANGED_EVENT)
       next = STEP_ARM_OWN_WATCH;
   }
   g_mutex_unlock(&c->mu);
@@ -781,6 +793,8 @@ static void self_result(req *r, int rc) {
   } else if (rc == ZNONODE) {
     if (c->state == C_FRONT)
       end_locked(c, ZKRC_ELOCKLOST, ZNONODE, FALSE);
+    else
+      next = relist_locked(c); /* deleted while queued: we queue again */
   } else {
     next = need_recovery_locked(c);
   }
@@ -792,20 +806,20 @@ static void self_get_done(int rc, const char *value, int len,
   self_result((req *)data, rc);
 }
 
-/* At the front, watch our own node, so that its deletion by someone else
- * is noticed (lost).  Sent after the owner was told: not on its way. */
+/* Watch our own node (from its creation on, when wanted), so that its
+ * deletion by someone else is noticed: lost at the front, queue again
+ * before. */
 static void arm_own_watch(zkrc__contender *c) {
   g_mutex_lock(&c->mu);
-  if (c->withdrawing || c->state != C_FRONT || !c->watch_own) {
+  gboolean live = c->state == C_CREATING || c->state == C_WAITING ||
+                  c->state == C_FRONT;
+  if (c->withdrawing || !live || !c->watch_own || !c->name_known) {
     g_mutex_unlock(&c->mu);
     return;
   }
-  zkrc_conn *conn = zkrc__conn_use(c->s);
-  if (conn == NULL || conn->generation != c->generation) {
-    c->recover_needed = TRUE;
+  zkrc_conn *conn = conn_for_locked(c);
+  if (conn == NULL) {
     g_mutex_unlock(&c->mu);
-    if (conn)
-      zkrc__conn_unuse(conn);
     return;
   }
   req *r = req_new_locked(c);
@@ -851,12 +865,9 @@ static void recover_stat_done(int rc, const struct Stat *stat,
 
 static void fetch_own_stat(zkrc__contender *c) {
   g_mutex_lock(&c->mu);
-  zkrc_conn *conn = zkrc__conn_use(c->s);
-  if (conn == NULL || conn->generation != c->generation) {
-    c->recover_needed = TRUE;
+  zkrc_conn *conn = conn_for_locked(c);
+  if (conn == NULL) {
     g_mutex_unlock(&c->mu);
-    if (conn)
-      zkrc__conn_unuse(conn);
     return;
   }
   req *r = req_new_locked(c);
@@ -919,12 +930,10 @@ static void recover(zkrc__contender *c) {
     g_mutex_unlock(&c->mu);
     return;
   }
-  zkrc_conn *conn = zkrc__conn_use(c->s);
-  if (conn == NULL || conn->generation != c->generation) {
+  zkrc_conn *conn = conn_for_locked(c); /* keeps recover_needed set */
+  if (conn == NULL) {
     g_mutex_unlock(&c->mu);
-    if (conn)
-      zkrc__conn_unuse(conn);
-    return; /* a new session: the old one's end is on its way */
+    return;
   }
   c->recover_needed = FALSE;
   c->epoch++;

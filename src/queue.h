@@ -80,8 +80,9 @@ typedef struct zkrc__contender_config {
   const zkrc__queue *queue;        /* session, directory, id and ACL */
   const char *marker;              /* "lock-" or "latch-" (static string) */
   const char *const *markers;      /* markers that count as contenders */
-  /* Keep a data watch on our own node while at the front, so that its
-   * deletion by someone else ends the contender with ZKRC_ELOCKLOST. */
+  /* Keep a data watch on our own node from its creation on, so that its
+   * deletion by someone else ends the contender with ZKRC_ELOCKLOST at the
+   * front, and queues it again before. */
   int watch_own_node;
   const zkrc__contender_ops *ops;
   void *ops_arg;

@@ -113,8 +113,7 @@ int zkrc_election_join(zkrc_election *e);
 /**
  * Give up leadership and go to the back of the queue (REVOKED with reason
  * ZKRC_OK, then a new node).  The next participant is elected after one
- * notification and one read (it then sets a watch on its own node, off the
- * hand-over's path).
+ * notification and one read.
  * @return ZKRC_OK; ZKRC_ENOTLEADER when we do not lead (nothing changes).
  */
 int zkrc_election_resign(zkrc_election *e);

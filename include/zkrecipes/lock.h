@@ -90,9 +90,11 @@ typedef struct zkrc_lock_options {
    *  NULL (default): ZOO_OPEN_ACL_UNSAFE.  Copied by zkrc_lock_new(). */
   const struct ACL_vector *acl;
   /** Told when a held lock is suspended, reconnected or lost.  Setting it
-   *  also makes the holder watch its own node, so that an administrator's
-   *  deletion is reported as LOST: one extra read per acquisition, sent
-   *  after the acquisition returns.  NULL (default): no callback. */
+   *  also makes every participant watch its own node, so that an
+   *  administrator's deletion is reported as LOST: one extra read per
+   *  acquisition, sent right after the create (not on the hand-over's
+   *  way), and a notification to ourselves when we release.  NULL
+   *  (default): no callback. */
   zkrc_lock_event_fn on_event;
   void *event_arg;
 } zkrc_lock_options;
