@@ -679,6 +679,11 @@ static void open_conn_locked_out(zkrc_session *s, int *err) {
     g_cond_broadcast(&s->cond);
     return;
   }
+  /* The 3.8 client otherwise resolves every host of the connect string on
+   * each turn of its I/O loop (a dozen sockets per lock cycle, measured):
+   * resolve only when a connection is lost, which is when a server that
+   * moved to another address matters. */
+  zoo_set_servers_resolution_delay(c->zh, -1);
   add_remembered_auths(s, c->zh);
   s->conn = c;
   s->state = ZKRC_SESSION_CONNECTING;
