@@ -30,6 +30,32 @@
  *         "participants", "close" (leave: "closed"), "join" (again:
  *         "joined NODE"), "quit" or end of input (exits 0).
  *
+ * Modes for the benchmark (bench/zkr-bench.c):
+ *
+ *   bench CONNECT
+ *         A long-lived peer (its JVM stays warm from one measurement to the
+ *         next).  Prints "ready", then runs commands:
+ *         "loop PATH SECONDS": as the loop mode, on client 0, starting
+ *         right after its warm-up (no "ready" / start line);
+ *         "contend PATH SECONDS CLIENTS MARKER": CLIENTS clients (sessions),
+ *         one thread each with its own mutex, warm up, then all acquire and
+ *         release PATH for SECONDS; inside every hold the thread creates
+ *         the file MARKER exclusively (O_EXCL) and removes it again: when
+ *         it already exists another holder is inside too, a violation.
+ *         Prints "done ops=N secs=S violations=V", then "ops A,H,R,D ..."
+ *         with the times of every cycle in microseconds of System.nanoTime()
+ *         (CLOCK_MONOTONIC on Linux, comparable between processes):
+ *         acquire called, acquired, release called, released.
+ *         Clients are opened on first use and kept; "quit" or end of input
+ *         closes them and exits 0.
+ *   herd  CONNECT PATH N
+ *         N+1 clients on one mutex; "ready" once all are connected.  Then
+ *         "hold": client 0 acquires ("held"); "queue": clients 1..N each
+ *         start a thread that acquires ("acquired K" when it gets the lock)
+ *         and holds it; each "release" makes the current holder release
+ *         ("released"); after N+1 releases, "done N"; the next line (or
+ *         end of input) closes the clients and exits 0.
+ *
  * "participants" prints "participants ID,ID,..." in Curator's queue order
  * (node data of each contender, read by Curator).
  *
@@ -58,6 +84,7 @@ import java.io.InputStreamReader;
 import java.io.PrintStream;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
+import java.nio.file.FileAlreadyExistsException;
 import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
 import java.nio.file.Paths;
@@ -65,6 +92,8 @@ import java.nio.file.StandardOpenOption;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.CyclicBarrier;
 import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.TimeUnit;
 
@@ -329,6 +358,11 @@ public final class CuratorPeer {
     Mutex m = new Mutex(client, path, id);
     warmUp(m);
     waitForGo(in);
+    return measureLoop(m, seconds);
+  }
+
+  /* Acquire and release as fast as possible for SECONDS; print the result. */
+  static int measureLoop(Mutex m, long seconds) throws Exception {
     long[] acquireNs = new long[1 << 16], cycleNs = new long[1 << 16];
     int n = 0;
     long start = System.nanoTime(), end = start + seconds * 1_000_000_000L;
@@ -418,6 +452,237 @@ public final class CuratorPeer {
     }
   }
 
+
+  /* ------------------------------------------------------------- bench */
+
+  /* Open clients until there are @p n. */
+  static void ensureClients(List<CuratorFramework> clients, String connect, int n)
+      throws Exit, InterruptedException {
+    while (clients.size() < n)
+      clients.add(connect(connect));
+  }
+
+  static void closeClients(List<CuratorFramework> clients) {
+    for (CuratorFramework c : clients)
+      c.close();
+    clients.clear();
+  }
+
+  /** One thread of "contend": its mutex, its cycles, its violations. */
+  static final class Contender extends Thread {
+    final Mutex m;
+    final Path marker;
+    final CyclicBarrier start;
+    final long[] startNs; /* [0]: set by the barrier's action */
+    final long seconds;
+    long[] times = new long[4 << 12];
+    int n; /* values in times: 4 per cycle */
+    int violations;
+    Throwable error;
+
+    Contender(Mutex m, Path marker, CyclicBarrier start, long[] startNs,
+              long seconds) {
+      super("contender");
+      this.m = m;
+      this.marker = marker;
+      this.start = start;
+      this.startNs = startNs;
+      this.seconds = seconds;
+    }
+
+    /** The exclusion check inside a hold; true when someone else is in. */
+    boolean violated() throws IOException {
+      try {
+        Files.createFile(marker); /* O_CREAT | O_EXCL */
+      } catch (FileAlreadyExistsException e) {
+        return true;
+      }
+      Files.delete(marker);
+      return false;
+    }
+
+    void record(long a, long h, long r, long d) {
+      if (n + 4 > times.length)
+        times = Arrays.copyOf(times, 2 * times.length);
+      times[n++] = a;
+      times[n++] = h;
+      times[n++] = r;
+      times[n++] = d;
+    }
+
+    @Override
+    public void run() {
+      try {
+        warmUp(m);
+        start.await(peerTimeoutMs, TimeUnit.MILLISECONDS);
+        long end = startNs[0] + seconds * 1_000_000_000L;
+        for (long now = System.nanoTime(); now < end;) {
+          if (!m.acquire(peerTimeoutMs, TimeUnit.MILLISECONDS))
+            throw new Exit(EXIT_TIMEOUT, "an acquisition timed out");
+          long held = System.nanoTime();
+          if (violated())
+            violations++;
+          long releasing = System.nanoTime();
+          m.release();
+          long done = System.nanoTime();
+          record(now, held, releasing, done);
+          now = done;
+        }
+      } catch (Throwable e) {
+        error = e;
+        start.reset(); /* nobody waits for us any more */
+      }
+    }
+  }
+
+  static void contend(List<CuratorFramework> clients, String path,
+                      long seconds, String marker) throws Exception {
+    int n = clients.size();
+    long[] startNs = new long[1];
+    CyclicBarrier start = new CyclicBarrier(n, () -> startNs[0] = System.nanoTime());
+    List<Contender> threads = new ArrayList<>();
+    for (int i = 0; i < n; i++)
+      threads.add(new Contender(new Mutex(clients.get(i), path, "curator-contend-" + i),
+                                Paths.get(marker), start, startNs, seconds));
+    for (Contender t : threads)
+      t.start();
+    long ops = 0, violations = 0;
+    StringBuilder line = new StringBuilder("ops");
+    for (Contender t : threads) {
+      t.join();
+      if (t.error != null)
+        throw t.error instanceof Exception ? (Exception) t.error
+                                           : new Exception(t.error);
+      ops += t.n / 4;
+      violations += t.violations;
+      for (int i = 0; i < t.n; i += 4)
+        line.append(' ').append(t.times[i] / 1000).append(',')
+            .append(t.times[i + 1] / 1000).append(',')
+            .append(t.times[i + 2] / 1000).append(',')
+            .append(t.times[i + 3] / 1000);
+    }
+    double secs = (System.nanoTime() - startNs[0]) / 1e9;
+    out.printf("done ops=%d secs=%.3f violations=%d%n", ops, secs, violations);
+    out.println(line);
+  }
+
+  static int bench(String connect, Commands in) throws Exception {
+    List<CuratorFramework> clients = new ArrayList<>();
+    try {
+      out.println("ready");
+      for (;;) {
+        String cmd = in.next();
+        String[] w = cmd.split("\\s+");
+        if (cmd == Commands.EOF || w[0].equals("quit")) {
+          return EXIT_OK;
+        } else if (w[0].equals("loop") && w.length == 3) {
+          long seconds = parseNumber("SECONDS", w[2], 1);
+          ensureClients(clients, connect, 1);
+          Mutex m = new Mutex(clients.get(0), w[1], "curator-loop");
+          warmUp(m);
+          measureLoop(m, seconds);
+        } else if (w[0].equals("contend") && w.length == 5) {
+          long seconds = parseNumber("SECONDS", w[2], 1);
+          int n = (int) parseNumber("CLIENTS", w[3], 1);
+          ensureClients(clients, connect, n);
+          contend(clients.subList(0, n), w[1], seconds, w[4]);
+        } else {
+          out.println("error unknown command: " + cmd);
+        }
+      }
+    } finally {
+      closeClients(clients);
+    }
+  }
+
+  /* -------------------------------------------------------------- herd */
+
+  /** A queued contender of "herd": acquires, then holds until told. */
+  static final class HerdWaiter extends Thread {
+    final Mutex m;
+    final int index;
+    final LinkedBlockingQueue<HerdWaiter> holders;
+    final CountDownLatch releaseNow = new CountDownLatch(1);
+    final CountDownLatch released = new CountDownLatch(1);
+
+    HerdWaiter(Mutex m, int index, LinkedBlockingQueue<HerdWaiter> holders) {
+      super("herd-" + index);
+      this.m = m;
+      this.index = index;
+      this.holders = holders;
+    }
+
+    @Override
+    public void run() {
+      try {
+        if (!m.acquire(peerTimeoutMs, TimeUnit.MILLISECONDS)) {
+          System.err.println("CuratorPeer: herd waiter " + index + " timed out");
+          return;
+        }
+        out.println("acquired " + index);
+        holders.add(this);
+        if (!releaseNow.await(peerTimeoutMs, TimeUnit.MILLISECONDS))
+          return;
+        m.release(); /* by the thread that acquired it */
+        released.countDown();
+      } catch (Exception e) {
+        System.err.println("CuratorPeer: herd waiter " + index + ": " + e);
+      }
+    }
+  }
+
+  static void expect(Commands in, String want) throws Exception {
+    String line = in.next();
+    if (!line.equals(want))
+      throw new Exit(EXIT_USAGE, "expected \"" + want + "\", got \"" + line + "\"");
+  }
+
+  static int herd(String connect, Commands in, String path, int n) throws Exception {
+    List<CuratorFramework> clients = new ArrayList<>();
+    List<HerdWaiter> waiters = new ArrayList<>();
+    try {
+      ensureClients(clients, connect, n + 1);
+      out.println("ready");
+      expect(in, "hold");
+      Mutex first = new Mutex(clients.get(0), path, "herd-0");
+      if (!first.acquire(peerTimeoutMs, TimeUnit.MILLISECONDS))
+        throw new Exit(EXIT_TIMEOUT, "the first acquisition timed out");
+      out.println("held");
+      expect(in, "queue");
+      LinkedBlockingQueue<HerdWaiter> holders = new LinkedBlockingQueue<>();
+      for (int i = 1; i <= n; i++) {
+        HerdWaiter w = new HerdWaiter(new Mutex(clients.get(i), path, "herd-" + i),
+                                      i, holders);
+        w.setDaemon(true);
+        waiters.add(w);
+        w.start();
+      }
+      for (int k = 0; k <= n; k++) {
+        expect(in, "release");
+        if (k == 0) {
+          first.release();
+        } else {
+          HerdWaiter w = holders.poll(peerTimeoutMs, TimeUnit.MILLISECONDS);
+          if (w == null)
+            throw new Exit(EXIT_TIMEOUT, "nobody acquired the lock in time");
+          w.releaseNow.countDown();
+          if (!w.released.await(peerTimeoutMs, TimeUnit.MILLISECONDS))
+            throw new Exit(EXIT_ERROR, "herd waiter " + w.index + " did not release");
+        }
+        out.println("released");
+      }
+      out.println("done " + n);
+      /* Keep the sessions until told: the benchmark reads the servers'
+       * counters before they close (a close is a request too). */
+      in.next();
+      for (HerdWaiter w : waiters)
+        w.join(peerTimeoutMs);
+      return EXIT_OK;
+    } finally {
+      closeClients(clients);
+    }
+  }
+
   /* -------------------------------------------------------------- main */
 
   static void usage() throws Exit {
@@ -426,7 +691,9 @@ public final class CuratorPeer {
                        + "       CuratorPeer shell CONNECT PATH ID\n"
                        + "       CuratorPeer count CONNECT PATH ID N COUNTERFILE\n"
                        + "       CuratorPeer loop CONNECT PATH SECONDS [ID]\n"
-                       + "       CuratorPeer latch CONNECT PATH ID");
+                       + "       CuratorPeer latch CONNECT PATH ID\n"
+                       + "       CuratorPeer bench CONNECT\n"
+                       + "       CuratorPeer herd CONNECT PATH N");
   }
 
   static void startWatchdog(long seconds) {
@@ -445,6 +712,10 @@ public final class CuratorPeer {
   }
 
   static int run(String[] a) throws Exception {
+    if (a.length == 2 && a[0].equals("bench")) {
+      startWatchdog(envLong("ZKR_PEER_LIFETIME_S", 300));
+      return bench(a[1], new Commands());
+    }
     if (a.length < 4)
       usage();
     String mode = a[0], connect = a[1], path = a[2];
@@ -468,6 +739,12 @@ public final class CuratorPeer {
         usage();
       lifetime += parseNumber("SECONDS", a[3], 1);
       break;
+    case "herd":
+      if (a.length != 4)
+        usage();
+      int n = (int) parseNumber("N", a[3], 1);
+      startWatchdog(lifetime);
+      return herd(connect, new Commands(), path, n);
     default:
       usage();
     }

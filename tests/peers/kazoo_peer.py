@@ -6,9 +6,14 @@ and benchmark.  Run it with Debian's /usr/bin/python3 (python3-kazoo).
   kazoo_peer.py shell CONNECT PATH ID
   kazoo_peer.py count CONNECT PATH ID N COUNTERFILE
   kazoo_peer.py loop  CONNECT PATH SECONDS [ID]
+  kazoo_peer.py bench CONNECT
+  kazoo_peer.py herd  CONNECT PATH N
 
 The modes, their output lines and the exit codes are those of CuratorPeer
-(tests/peers/CuratorPeer.java); read its header.  kazoo has no LeaderLatch
+(tests/peers/CuratorPeer.java); read its header.  bench and herd are the
+benchmark's (bench/zkr-bench.c); their times are time.monotonic_ns()
+(CLOCK_MONOTONIC, comparable between processes).  In bench's "contend" each
+client is a KazooClient of its own, used by one thread.  kazoo has no LeaderLatch
 (its Election is a Lock with "__lock__" nodes), so there is no latch mode.
 
 The lock is client.Lock(PATH, ID, extra_lock_patterns=["-lock-"]): kazoo's
@@ -36,7 +41,9 @@ EXIT_NO_COMMAND, EXIT_WATCHDOG = 6, 124
 USAGE = """usage: kazoo_peer.py hold CONNECT PATH ID [TIMEOUT_MS]
        kazoo_peer.py shell CONNECT PATH ID
        kazoo_peer.py count CONNECT PATH ID N COUNTERFILE
-       kazoo_peer.py loop CONNECT PATH SECONDS [ID]"""
+       kazoo_peer.py loop CONNECT PATH SECONDS [ID]
+       kazoo_peer.py bench CONNECT
+       kazoo_peer.py herd CONNECT PATH N"""
 
 
 class Exit(Exception):
@@ -266,6 +273,12 @@ def percentile_us(samples, p):
 def loop(client, cmds, path, ident, seconds):
     m = Mutex(client, path, ident)
     warm_up_and_wait(m, cmds)
+    return measure_loop(m, seconds)
+
+
+def measure_loop(m, seconds):
+    """Acquire and release as fast as possible for SECONDS; say the
+    result."""
     acquire_s, cycle_s = [], []
     start = now = time.monotonic()
     end = start + seconds
@@ -288,6 +301,191 @@ def loop(client, cmds, path, ident, seconds):
     return EXIT_OK
 
 
+# ------------------------------------------------------------------ bench
+
+def warm_up(m):
+    if not m.acquire(PEER_TIMEOUT_S):
+        raise Exit(EXIT_TIMEOUT, "warm-up acquisition timed out")
+    m.release()
+
+
+def ensure_clients(clients, hosts, n):
+    while len(clients) < n:
+        clients.append(connect(hosts))
+
+
+def close_clients(clients):
+    for c in clients:
+        c.stop()
+        c.close()
+    del clients[:]
+
+
+def violated(marker):
+    """The exclusion check inside a hold: True when someone else is in."""
+    try:
+        fd = os.open(marker, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600)
+    except FileExistsError:
+        return True
+    os.close(fd)
+    os.unlink(marker)
+    return False
+
+
+class Contender(threading.Thread):
+    def __init__(self, m, marker, barrier, seconds):
+        super().__init__(name="contender", daemon=True)
+        self.m, self.marker, self.barrier = m, marker, barrier
+        self.seconds = seconds
+        self.times = []  # 4 per cycle, ns
+        self.violations = 0
+        self.error = None
+        self.start_ns = 0
+
+    def run(self):
+        try:
+            warm_up(self.m)
+            self.barrier.wait(PEER_TIMEOUT_S)
+            now = self.start_ns = time.monotonic_ns()
+            end = now + self.seconds * 1000000000
+            while now < end:
+                if not self.m.acquire(PEER_TIMEOUT_S):
+                    raise Exit(EXIT_TIMEOUT, "an acquisition timed out")
+                held = time.monotonic_ns()
+                if violated(self.marker):
+                    self.violations += 1
+                releasing = time.monotonic_ns()
+                self.m.release()
+                done = time.monotonic_ns()
+                self.times += (now, held, releasing, done)
+                now = done
+        except Exception as e:  # reported by the main thread
+            self.error = e
+            self.barrier.abort()
+
+
+def contend(clients, path, seconds, marker):
+    barrier = threading.Barrier(len(clients))
+    threads = [Contender(Mutex(c, path, "kazoo-contend-%d" % i), marker,
+                         barrier, seconds)
+               for i, c in enumerate(clients)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    for t in threads:
+        if t.error is not None:
+            raise t.error
+    ops = sum(len(t.times) // 4 for t in threads)
+    start = min(t.start_ns for t in threads)
+    secs = (time.monotonic_ns() - start) / 1e9
+    say("done ops=%d secs=%.3f violations=%d"
+        % (ops, secs, sum(t.violations for t in threads)))
+    parts = ["ops"]
+    for t in threads:
+        v = [x // 1000 for x in t.times]
+        parts += ["%d,%d,%d,%d" % tuple(v[i:i + 4])
+                  for i in range(0, len(v), 4)]
+    say(" ".join(parts))
+
+
+def bench(hosts, cmds):
+    clients = []
+    try:
+        say("ready")
+        while True:
+            cmd = cmds.next()
+            words = (cmd or "").split()
+            if cmd is None or words == ["quit"]:
+                return EXIT_OK
+            elif words and words[0] == "loop" and len(words) == 3:
+                seconds = number("SECONDS", words[2], 1)
+                ensure_clients(clients, hosts, 1)
+                m = Mutex(clients[0], words[1], "kazoo-loop")
+                warm_up(m)
+                measure_loop(m, seconds)
+            elif words and words[0] == "contend" and len(words) == 5:
+                seconds = number("SECONDS", words[2], 1)
+                n = number("CLIENTS", words[3], 1)
+                ensure_clients(clients, hosts, n)
+                contend(clients[:n], words[1], seconds, words[4])
+            else:
+                say("error unknown command: " + cmd)
+    finally:
+        close_clients(clients)
+
+
+# ------------------------------------------------------------------- herd
+
+class HerdWaiter(threading.Thread):
+    def __init__(self, m, index, holders):
+        super().__init__(name="herd-%d" % index, daemon=True)
+        self.m, self.index, self.holders = m, index, holders
+        self.release_now = threading.Event()
+        self.released = threading.Event()
+
+    def run(self):
+        try:
+            if not self.m.acquire(PEER_TIMEOUT_S):
+                print("kazoo_peer: herd waiter %d timed out" % self.index,
+                      file=sys.stderr)
+                return
+            say("acquired %d" % self.index)
+            self.holders.put(self)
+            if self.release_now.wait(PEER_TIMEOUT_S):
+                self.m.release()
+                self.released.set()
+        except Exception as e:
+            print("kazoo_peer: herd waiter %d: %s" % (self.index, e),
+                  file=sys.stderr)
+
+
+def expect(cmds, want):
+    line = cmds.next()
+    if line != want:
+        raise Exit(EXIT_USAGE, "expected %r, got %r" % (want, line))
+
+
+def herd(hosts, cmds, path, n):
+    import queue
+    clients = []
+    try:
+        ensure_clients(clients, hosts, n + 1)
+        say("ready")
+        expect(cmds, "hold")
+        first = Mutex(clients[0], path, "herd-0")
+        if not first.acquire(PEER_TIMEOUT_S):
+            raise Exit(EXIT_TIMEOUT, "the first acquisition timed out")
+        say("held")
+        expect(cmds, "queue")
+        holders = queue.Queue()
+        waiters = [HerdWaiter(Mutex(clients[i], path, "herd-%d" % i), i,
+                              holders) for i in range(1, n + 1)]
+        for w in waiters:
+            w.start()
+        for k in range(n + 1):
+            expect(cmds, "release")
+            if k == 0:
+                first.release()
+            else:
+                try:
+                    w = holders.get(timeout=PEER_TIMEOUT_S)
+                except queue.Empty:
+                    raise Exit(EXIT_TIMEOUT, "nobody acquired the lock in time")
+                w.release_now.set()
+                if not w.released.wait(PEER_TIMEOUT_S):
+                    raise Exit(EXIT_ERROR,
+                               "herd waiter %d did not release" % w.index)
+            say("released")
+        say("done %d" % n)
+        # Keep the sessions until told: the benchmark reads the servers'
+        # counters before they close (a close is a request too).
+        cmds.next()
+        return EXIT_OK
+    finally:
+        close_clients(clients)
+
+
 def start_watchdog(seconds):
     def fire():
         print("kazoo_peer: watchdog: still running after %d s" % seconds,
@@ -300,11 +498,14 @@ def start_watchdog(seconds):
 
 
 def run(argv):
+    lifetime = env_int("ZKR_PEER_LIFETIME_S", 300)
+    if len(argv) == 2 and argv[0] == "bench":
+        start_watchdog(lifetime)
+        return bench(argv[1], Commands())
     if len(argv) < 4:
         raise Exit(EXIT_USAGE, USAGE)
     mode, hosts, path = argv[0], argv[1], argv[2]
     check_path(path)
-    lifetime = env_int("ZKR_PEER_LIFETIME_S", 300)
     timeout_s = PEER_TIMEOUT_S
     if mode in ("hold", "shell"):
         if len(argv) != 4 and not (mode == "hold" and len(argv) == 5):
@@ -319,6 +520,11 @@ def run(argv):
         if len(argv) not in (4, 5):
             raise Exit(EXIT_USAGE, USAGE)
         lifetime += number("SECONDS", argv[3], 1)
+    elif mode == "herd":
+        if len(argv) != 4:
+            raise Exit(EXIT_USAGE, USAGE)
+        start_watchdog(lifetime)
+        return herd(hosts, Commands(), path, number("N", argv[3], 1))
     else:
         raise Exit(EXIT_USAGE, USAGE)
     start_watchdog(lifetime)

@@ -1,0 +1,1187 @@
+/*
+ * zkr-bench-worker: the C participants of the benchmark (bench/zkr-bench.c
+ * starts them; they are not meant to be run by hand, but can be).
+ *
+ *   zkr-bench-worker seq      HOSTS DIR SECONDS
+ *   zkr-bench-worker pipe     HOSTS DIR SECONDS WINDOW
+ *   zkr-bench-worker loop     IMPL HOSTS PATH SECONDS
+ *   zkr-bench-worker contend  IMPL HOSTS PATH SECONDS MARKER
+ *   zkr-bench-worker herd     IMPL HOSTS PATH N
+ *   zkr-bench-worker waiters  HOSTS PATH SESSIONS HOLDS MARKER
+ *   zkr-bench-worker locks    HOSTS PREFIX N WINDOW
+ *   zkr-bench-worker elect    HOSTS PATH ID
+ *
+ * IMPL is "zkr" (zkrecipes' lock) or "naive" (the herd lock below: every
+ * waiter watches the whole children list).
+ *
+ * seq: the limit of one session: create an ephemeral sequential node, wait,
+ *   delete it, wait; as fast as possible.  pipe: WINDOW asynchronous creates
+ *   always in flight from one session.  loop: acquire and release as fast as
+ *   possible.  All three warm up, print "ready", wait for a line, run for
+ *   SECONDS and print the loop line of the interoperability peers:
+ *   "done ops=N secs=S ops_per_sec=R acquire_p50_us=A acquire_p99_us=B
+ *   cycle_p50_us=C cycle_p99_us=D" (seq: "acquire" is the create).
+ *
+ * contend: one contender of the contended workload: warm up, "ready", wait
+ *   for a line, then for SECONDS: acquire; create MARKER with O_EXCL (it
+ *   exists: someone else is inside too, a violation) and remove it; release.
+ *   Prints "done ops=N secs=S violations=V" and "ops A,H,R,D ..." with the
+ *   CLOCK_MONOTONIC times (us) of every cycle: acquire called, acquired,
+ *   release called, released.
+ *
+ * herd: N+1 sessions on one lock: "ready"; "hold" makes session 0 acquire
+ *   ("held"); "queue" makes the N others wait for it, each in a thread
+ *   ("acquired K" when one gets it); every "release" releases whoever holds
+ *   it ("released"); after N+1 releases, "done N"; the sessions close on
+ *   the next line (or end of input).
+ *
+ * waiters: SESSIONS sessions with HOLDS non-blocking acquisitions each on
+ *   one lock: "ready", wait for a line, start them all; each holder checks
+ *   MARKER as in contend and releases at once.  Prints "done n=N
+ *   violations=V failures=F" and "ops H,R,TOKEN ...".
+ *
+ * locks: one session acquires N different locks PREFIX/lock-<i> without
+ *   blocking, at most WINDOW acquisitions in flight (0: all at once), and
+ *   reports the time and the resident memory per held lock: "done n=N
+ *   secs=S rss_before=B rss_after=A bytes_per_lock=P ...
+ *   trimmed_bytes_per_lock=T" (trimmed: after malloc_trim(0), which gives
+ *   freed heap back, both before and after).
+ *
+ * elect: one zkrecipes election participant: "joined" once its node is in
+ *   the queue; "elected T NODE" / "revoked T NODE" / "failed T NODE" as they
+ *   happen (T: CLOCK_MONOTONIC in us); commands "resign" (then "rejoined"
+ *   once our new node is queued behind the new leader), "quit".
+ *
+ * Exit codes: 0 done; 2 usage; 3 an acquisition timed out; 4 could not
+ * connect; 5 any other error; 6 no command within the peer timeout; 124 the
+ * watchdog fired.  Environment (as for the interoperability peers):
+ * ZKR_PEER_SESSION_MS session timeout (default 30000), ZKR_PEER_TIMEOUT_MS
+ * bound of every wait (default 120000), ZKR_PEER_LIFETIME_S watchdog
+ * (default 900), ZKR_LOG the ZooKeeper client's log.
+ *
+ * Licensed under the Apache License, Version 2.0 (see COPYING).
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <malloc.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <glib.h>
+#include <zookeeper/zookeeper.h>
+
+#include "zkrecipes.h"
+
+enum {
+  EXIT_OK = 0,
+  EXIT_USAGE = 2,
+  EXIT_TIMEOUT = 3,
+  EXIT_CONNECT = 4,
+  EXIT_ERROR = 5,
+  EXIT_NO_COMMAND = 6,
+  EXIT_WATCHDOG = 124
+};
+
+static int session_ms;
+static int peer_timeout_ms;
+static int quiet_zk_log;
+
+/* ------------------------------------------------------------ utilities */
+
+static int64_t now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static long env_long(const char *name, long dflt) {
+  const char *v = getenv(name);
+  char *end;
+  if (v == NULL || *v == '\0')
+    return dflt;
+  errno = 0;
+  long n = strtol(v, &end, 10);
+  if (errno || *end || n <= 0 || n > INT_MAX) {
+    fprintf(stderr, "zkr-bench-worker: ignoring bad %s=%s\n", name, v);
+    return dflt;
+  }
+  return n;
+}
+
+/* A positive whole number, or -1. */
+static long parse_positive(const char *s) {
+  char *end;
+  errno = 0;
+  long n = strtol(s, &end, 10);
+  return errno || end == s || *end || n <= 0 || n > INT_MAX ? -1 : n;
+}
+
+static void die(int code, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3), noreturn));
+static void die(int code, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  fputs("zkr-bench-worker: ", stderr);
+  vfprintf(stderr, fmt, ap);
+  fputc('\n', stderr);
+  va_end(ap);
+  /* Other threads (ZooKeeper's, waiters) may be inside calls: do not run
+   * exit handlers under them. */
+  fflush(stdout);
+  _exit(code);
+}
+
+/* Write all of @p len bytes to stdout (lines longer than a pipe's atomic
+ * size come from one thread at a time: say() holds a mutex). */
+static void write_all(const char *buf, size_t len) {
+  while (len > 0) {
+    ssize_t n = write(STDOUT_FILENO, buf, len);
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n < 0)
+      die(EXIT_ERROR, "stdout: %s", strerror(errno));
+    buf += n;
+    len -= (size_t)n;
+  }
+}
+
+static GMutex say_mu;
+
+/* One output line, whole, from any thread. */
+static void say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void say(const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  char *line = g_strdup_vprintf(fmt, ap);
+  va_end(ap);
+  g_mutex_lock(&say_mu);
+  write_all(line, strlen(line));
+  write_all("\n", 1);
+  g_mutex_unlock(&say_mu);
+  g_free(line);
+}
+
+static void say_gstring(GString *line) {
+  g_string_append_c(line, '\n');
+  g_mutex_lock(&say_mu);
+  write_all(line->str, line->len);
+  g_mutex_unlock(&say_mu);
+}
+
+static void on_watchdog(int sig) {
+  static const char msg[] = "zkr-bench-worker: watchdog fired\n";
+  (void)sig;
+  if (write(STDERR_FILENO, msg, sizeof msg - 1) < 0) {
+    /* nothing more to do */
+  }
+  _exit(EXIT_WATCHDOG);
+}
+
+/* Read one line of stdin (newline dropped) within the peer timeout.
+ * Returns 1 for a line, 0 at end of input; exits when none comes. */
+static int read_command(char *line, size_t size) {
+  static char buf[4096];
+  static size_t len;
+  static int eof;
+  int64_t deadline = now_ns() + (int64_t)peer_timeout_ms * 1000000;
+  for (;;) {
+    char *nl = memchr(buf, '\n', len);
+    if (nl || (eof && len)) {
+      size_t n = nl ? (size_t)(nl - buf) : len;
+      size_t copy = n < size - 1 ? n : size - 1;
+      memcpy(line, buf, copy);
+      line[copy] = '\0';
+      size_t used = nl ? n + 1 : n;
+      memmove(buf, buf + used, len - used);
+      len -= used;
+      return 1;
+    }
+    if (eof) {
+      line[0] = '\0';
+      return 0;
+    }
+    if (len == sizeof buf) /* an absurd line: drop it */
+      len = 0;
+    int left_ms = (int)((deadline - now_ns()) / 1000000);
+    if (left_ms <= 0)
+      die(EXIT_NO_COMMAND, "no command within %d ms", peer_timeout_ms);
+    struct pollfd p = {.fd = STDIN_FILENO, .events = POLLIN};
+    int r = poll(&p, 1, left_ms);
+    if (r < 0 && errno == EINTR)
+      continue;
+    if (r < 0)
+      die(EXIT_ERROR, "poll: %s", strerror(errno));
+    if (r == 0)
+      continue;
+    ssize_t got = read(STDIN_FILENO, buf + len, sizeof buf - len);
+    if (got < 0 && errno == EINTR)
+      continue;
+    if (got < 0)
+      die(EXIT_ERROR, "stdin: %s", strerror(errno));
+    if (got == 0)
+      eof = 1;
+    len += (size_t)got;
+  }
+}
+
+/* "ready", then wait for the start line (any line, or end of input). */
+static void ready_and_wait(void) {
+  char line[256];
+  say("ready");
+  read_command(line, sizeof line);
+}
+
+static int compare_i64(const void *a, const void *b) {
+  int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+  return x < y ? -1 : x > y;
+}
+
+/* The @p p quantile (nearest rank) of @p ns, sorted in place, in us. */
+static long quantile_us(int64_t *ns, size_t n, double p) {
+  if (n == 0)
+    return 0;
+  qsort(ns, n, sizeof *ns, compare_i64);
+  size_t i = (size_t)(p * (double)n + 0.999999);
+  i = i == 0 ? 0 : i - 1;
+  return (long)(ns[i < n ? i : n - 1] / 1000);
+}
+
+/* A growing array of int64_t samples. */
+typedef struct samples {
+  int64_t *v;
+  size_t n, cap;
+} samples;
+
+static void samples_add(samples *s, int64_t x) {
+  if (s->n == s->cap) {
+    s->cap = s->cap ? 2 * s->cap : 4096;
+    s->v = g_renew(int64_t, s->v, s->cap);
+  }
+  s->v[s->n++] = x;
+}
+
+/* The loop line shared with the interoperability peers. */
+static void say_loop_result(samples *acq, samples *cyc, int64_t start,
+                            int64_t end) {
+  double secs = (double)(end - start) / 1e9;
+  size_t n = acq->n;
+  say("done ops=%zu secs=%.3f ops_per_sec=%.1f acquire_p50_us=%ld "
+      "acquire_p99_us=%ld cycle_p50_us=%ld cycle_p99_us=%ld",
+      n, secs, (double)n / secs, quantile_us(acq->v, n, 0.50),
+      quantile_us(acq->v, n, 0.99), quantile_us(cyc->v, n, 0.50),
+      quantile_us(cyc->v, n, 0.99));
+}
+
+/* Resident memory of this process, in bytes. */
+static long resident_bytes(void) {
+  FILE *f = fopen("/proc/self/statm", "r");
+  long size, resident;
+  if (f == NULL)
+    die(EXIT_ERROR, "/proc/self/statm: %s", strerror(errno));
+  int n = fscanf(f, "%ld %ld", &size, &resident);
+  fclose(f);
+  if (n != 2)
+    die(EXIT_ERROR, "cannot parse /proc/self/statm");
+  return resident * sysconf(_SC_PAGESIZE);
+}
+
+/* The mutual-exclusion check done inside every critical section: a marker
+ * file that only the holder may create.  Returns 1 when someone else's
+ * marker was there (a violation), else 0 (the marker is gone again). */
+static int marker_check(const char *marker) {
+  int fd = open(marker, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0600);
+  if (fd < 0 && errno == EEXIST)
+    return 1;
+  if (fd < 0)
+    die(EXIT_ERROR, "create %s: %s", marker, strerror(errno));
+  if (close(fd) != 0 || unlink(marker) != 0)
+    die(EXIT_ERROR, "remove %s: %s", marker, strerror(errno));
+  return 0;
+}
+
+/* ------------------------------------------------- plain ZooKeeper handles */
+
+static void quiet_log(const char *message) { (void)message; }
+
+typedef struct raw_conn {
+  GMutex mu;
+  GCond cond;
+  int state;
+} raw_conn;
+
+static void raw_session_watcher(zhandle_t *zh, int type, int state,
+                                const char *path, void *ctx) {
+  raw_conn *rc = ctx;
+  if (type != ZOO_SESSION_EVENT)
+    return;
+  g_mutex_lock(&rc->mu);
+  rc->state = state;
+  g_cond_broadcast(&rc->cond);
+  g_mutex_unlock(&rc->mu);
+}
+
+/* A plain handle, connected; exits when it cannot connect in time.  The
+ * raw_conn must outlive the handle. */
+static zhandle_t *raw_connect(const char *hosts, raw_conn *rc) {
+  g_mutex_init(&rc->mu);
+  g_cond_init(&rc->cond);
+  rc->state = 0;
+  zhandle_t *zh = zookeeper_init2(hosts, raw_session_watcher, session_ms,
+                                  NULL, rc, 0, quiet_zk_log ? quiet_log : NULL);
+  if (zh == NULL)
+    die(EXIT_CONNECT, "zookeeper_init %s: %s", hosts, strerror(errno));
+  /* By default the client resolves every host of HOSTS again on each turn
+   * of its I/O loop (getaddrinfo, a netlink socket each): a cost of the
+   * client, not of the ensemble, so the limit does without it. */
+  if (zoo_set_servers_resolution_delay(zh, -1) != ZOK)
+    die(EXIT_ERROR, "zoo_set_servers_resolution_delay failed");
+  int64_t deadline = g_get_monotonic_time() + (int64_t)peer_timeout_ms * 1000;
+  g_mutex_lock(&rc->mu);
+  while (rc->state != ZOO_CONNECTED_STATE)
+    if (!g_cond_wait_until(&rc->cond, &rc->mu, deadline))
+      die(EXIT_CONNECT, "could not connect to %s", hosts);
+  g_mutex_unlock(&rc->mu);
+  return zh;
+}
+
+/* Create @p path and its missing ancestors as persistent nodes. */
+static void ensure_path(zhandle_t *zh, const char *path) {
+  char *p = g_strdup(path);
+  for (char *slash = strchr(p + 1, '/');; slash = strchr(slash + 1, '/')) {
+    if (slash)
+      *slash = '\0';
+    int rc = zoo_create(zh, p, NULL, -1, &ZOO_OPEN_ACL_UNSAFE, 0, NULL, 0);
+    if (rc != ZOK && rc != ZNODEEXISTS)
+      die(EXIT_ERROR, "create %s: %s", p, zerror(rc));
+    if (slash == NULL)
+      break;
+    *slash = '/';
+  }
+  g_free(p);
+}
+
+/* ------------------------------------------------------------ the limit */
+
+static int mode_seq(const char *hosts, const char *dir, long seconds) {
+  raw_conn conn;
+  zhandle_t *zh = raw_connect(hosts, &conn);
+  ensure_path(zh, dir);
+  char *prefix = g_strdup_printf("%s/n-", dir);
+  char node[512];
+  samples create_ns = {0}, cycle_ns = {0};
+  int64_t start = 0, end = 0, now = 0;
+  for (int warm = 1; warm >= 0; warm--) {
+    if (!warm) {
+      ready_and_wait();
+      start = now = now_ns();
+      end = start + seconds * 1000000000;
+    }
+    do {
+      int rc = zoo_create(zh, prefix, "x", 1, &ZOO_OPEN_ACL_UNSAFE,
+                          ZOO_EPHEMERAL_SEQUENTIAL, node, sizeof node);
+      if (rc != ZOK)
+        die(EXIT_ERROR, "create %s: %s", prefix, zerror(rc));
+      int64_t created = now_ns();
+      if ((rc = zoo_delete(zh, node, -1)) != ZOK)
+        die(EXIT_ERROR, "delete %s: %s", node, zerror(rc));
+      int64_t done = now_ns();
+      if (!warm) {
+        samples_add(&create_ns, created - now);
+        samples_add(&cycle_ns, done - now);
+      }
+      now = done;
+    } while (!warm && now < end);
+  }
+  say_loop_result(&create_ns, &cycle_ns, start, now);
+  zookeeper_close(zh);
+  g_free(prefix);
+  return EXIT_OK;
+}
+
+typedef struct pipe_state {
+  GMutex mu;
+  GCond cond;
+  long in_flight;
+  long completed; /* before the end of the window */
+  int64_t end;
+  int failed_rc;
+} pipe_state;
+
+static void pipe_create_done(int rc, const char *value, const void *data) {
+  pipe_state *ps = (pipe_state *)data;
+  int64_t t = now_ns();
+  g_mutex_lock(&ps->mu);
+  ps->in_flight--;
+  if (rc != ZOK)
+    ps->failed_rc = rc;
+  else if (t <= ps->end)
+    ps->completed++;
+  g_cond_broadcast(&ps->cond);
+  g_mutex_unlock(&ps->mu);
+}
+
+static int mode_pipe(const char *hosts, const char *dir, long seconds,
+                     long window) {
+  raw_conn conn;
+  zhandle_t *zh = raw_connect(hosts, &conn);
+  ensure_path(zh, dir);
+  char *prefix = g_strdup_printf("%s/n-", dir);
+  pipe_state ps = {.end = INT64_MAX};
+  g_mutex_init(&ps.mu);
+  g_cond_init(&ps.cond);
+  ready_and_wait();
+  int64_t start = now_ns();
+  g_mutex_lock(&ps.mu);
+  ps.end = start + seconds * 1000000000;
+  for (;;) {
+    while (ps.in_flight < window && now_ns() < ps.end && !ps.failed_rc) {
+      ps.in_flight++;
+      g_mutex_unlock(&ps.mu);
+      /* Ephemeral: the session's close removes them all. */
+      int rc = zoo_acreate(zh, prefix, "x", 1, &ZOO_OPEN_ACL_UNSAFE,
+                           ZOO_EPHEMERAL_SEQUENTIAL, pipe_create_done, &ps);
+      g_mutex_lock(&ps.mu);
+      if (rc != ZOK) {
+        ps.in_flight--;
+        ps.failed_rc = rc;
+      }
+    }
+    if (ps.failed_rc || (now_ns() >= ps.end && ps.in_flight == 0))
+      break;
+    int64_t wake = g_get_monotonic_time() + 100000;
+    g_cond_wait_until(&ps.cond, &ps.mu, wake);
+  }
+  long completed = ps.completed;
+  int failed = ps.failed_rc;
+  g_mutex_unlock(&ps.mu);
+  if (failed)
+    die(EXIT_ERROR, "pipelined create: %s", zerror(failed));
+  double secs = (double)seconds;
+  say("done ops=%ld secs=%.3f ops_per_sec=%.1f window=%ld", completed, secs,
+      (double)completed / secs, window);
+  zookeeper_close(zh);
+  g_free(prefix);
+  return EXIT_OK;
+}
+
+/* -------------------------------------------------------------- locks */
+
+/* The two lock implementations measured from C, behind one interface:
+ * blocking acquire and release on one session each. */
+typedef struct bench_lock bench_lock;
+typedef struct lock_impl {
+  const char *name;
+  bench_lock *(*open)(const char *hosts, const char *path, const char *id);
+  void (*acquire)(bench_lock *l); /* exits on failure */
+  void (*release)(bench_lock *l);
+  void (*close)(bench_lock *l);
+} lock_impl;
+
+struct bench_lock {
+  /* zkrecipes */
+  zkrc_session *s;
+  zkrc_lock *lk;
+  /* naive */
+  raw_conn conn;
+  zhandle_t *zh;
+  char *dir;
+  char *prefix;
+  char *id;
+  char node[512];
+  GMutex mu;
+  GCond cond;
+  gboolean changed;
+};
+
+/* zkrecipes' lock. */
+
+static bench_lock *zkr_open(const char *hosts, const char *path,
+                            const char *id) {
+  bench_lock *l = g_new0(bench_lock, 1);
+  zkrc_session_options so;
+  zkrc_session_options_init(&so);
+  so.session_timeout_ms = session_ms;
+  so.connect_timeout_ms = peer_timeout_ms;
+  int rc = zkrc_session_connect(&l->s, hosts, &so);
+  if (rc != ZKRC_OK)
+    die(EXIT_CONNECT, "connect %s: %s", hosts, zkrc_strerror(rc));
+  zkrc_lock_options lo;
+  zkrc_lock_options_init(&lo);
+  lo.participant_id = id;
+  if ((rc = zkrc_lock_new(&l->lk, l->s, path, &lo)) != ZKRC_OK)
+    die(EXIT_ERROR, "lock %s: %s", path, zkrc_strerror(rc));
+  return l;
+}
+
+static void zkr_acquire(bench_lock *l) {
+  int rc = zkrc_lock_acquire(l->lk, peer_timeout_ms);
+  if (rc == ZKRC_ETIMEDOUT)
+    die(EXIT_TIMEOUT, "acquire: timed out");
+  if (rc != ZKRC_OK)
+    die(EXIT_ERROR, "acquire: %s", zkrc_strerror(rc));
+}
+
+static void zkr_release(bench_lock *l) {
+  int rc = zkrc_lock_release(l->lk);
+  if (rc != ZKRC_OK)
+    die(EXIT_ERROR, "release: %s", zkrc_strerror(rc));
+}
+
+static void zkr_close(bench_lock *l) {
+  zkrc_lock_free(l->lk);
+  zkrc_session_close(l->s);
+  g_free(l);
+}
+
+/* The naive lock, the comparison point for the herd: create an ephemeral
+ * sequential node, read the children with a watch on the directory, hold
+ * when lowest, else wait for any change of the children and read again.
+ * Every waiter wakes on every change. */
+
+static void naive_children_changed(zhandle_t *zh, int type, int state,
+                                   const char *path, void *ctx) {
+  bench_lock *l = ctx;
+  g_mutex_lock(&l->mu);
+  l->changed = TRUE;
+  g_cond_broadcast(&l->cond);
+  g_mutex_unlock(&l->mu);
+}
+
+static bench_lock *naive_open(const char *hosts, const char *path,
+                              const char *id) {
+  bench_lock *l = g_new0(bench_lock, 1);
+  g_mutex_init(&l->mu);
+  g_cond_init(&l->cond);
+  l->zh = raw_connect(hosts, &l->conn);
+  l->dir = g_strdup(path);
+  l->prefix = g_strdup_printf("%s/lock-", path);
+  l->id = g_strdup(id);
+  ensure_path(l->zh, path);
+  return l;
+}
+
+/* The sequence number ending a child's name ("lock-0000000042"). */
+static long long sequence_of(const char *name) {
+  size_t len = strlen(name);
+  return len >= 10 ? atoll(name + len - 10) : -1;
+}
+
+static gboolean naive_is_lowest(const struct String_vector *kids,
+                                const char *mine) {
+  long long me = sequence_of(mine);
+  gboolean found = FALSE;
+  for (int i = 0; i < kids->count; i++) {
+    if (strcmp(kids->data[i], mine) == 0)
+      found = TRUE;
+    else if (sequence_of(kids->data[i]) < me)
+      return FALSE;
+  }
+  if (!found)
+    die(EXIT_ERROR, "naive lock: our node %s is gone", mine);
+  return TRUE;
+}
+
+static void naive_acquire(bench_lock *l) {
+  int rc = zoo_create(l->zh, l->prefix, l->id, (int)strlen(l->id),
+                      &ZOO_OPEN_ACL_UNSAFE, ZOO_EPHEMERAL_SEQUENTIAL, l->node,
+                      sizeof l->node);
+  if (rc != ZOK)
+    die(EXIT_ERROR, "naive create %s: %s", l->prefix, zerror(rc));
+  const char *mine = strrchr(l->node, '/') + 1;
+  int64_t deadline = g_get_monotonic_time() + (int64_t)peer_timeout_ms * 1000;
+  for (;;) {
+    g_mutex_lock(&l->mu);
+    l->changed = FALSE; /* before the read that arms the watch */
+    g_mutex_unlock(&l->mu);
+    struct String_vector kids = {0, NULL};
+    rc = zoo_wget_children(l->zh, l->dir, naive_children_changed, l, &kids);
+    if (rc != ZOK)
+      die(EXIT_ERROR, "naive getChildren %s: %s", l->dir, zerror(rc));
+    gboolean lowest = naive_is_lowest(&kids, mine);
+    deallocate_String_vector(&kids);
+    if (lowest)
+      return;
+    g_mutex_lock(&l->mu);
+    while (!l->changed)
+      if (!g_cond_wait_until(&l->cond, &l->mu, deadline))
+        die(EXIT_TIMEOUT, "naive acquire: timed out");
+    g_mutex_unlock(&l->mu);
+  }
+}
+
+static void naive_release(bench_lock *l) {
+  int rc = zoo_delete(l->zh, l->node, -1);
+  if (rc != ZOK)
+    die(EXIT_ERROR, "naive delete %s: %s", l->node, zerror(rc));
+}
+
+static void naive_close(bench_lock *l) {
+  zookeeper_close(l->zh);
+  g_free(l->dir);
+  g_free(l->prefix);
+  g_free(l->id);
+  g_free(l);
+}
+
+static const lock_impl impls[] = {
+    {"zkr", zkr_open, zkr_acquire, zkr_release, zkr_close},
+    {"naive", naive_open, naive_acquire, naive_release, naive_close},
+};
+
+static const lock_impl *find_impl(const char *name) {
+  for (size_t i = 0; i < G_N_ELEMENTS(impls); i++)
+    if (strcmp(impls[i].name, name) == 0)
+      return &impls[i];
+  return NULL;
+}
+
+/* ----------------------------------------------- uncontended, contended */
+
+static int mode_loop(const lock_impl *impl, const char *hosts,
+                     const char *path, long seconds) {
+  bench_lock *l = impl->open(hosts, path, "bench-loop");
+  impl->acquire(l); /* warm-up: the first one creates the directory */
+  impl->release(l);
+  ready_and_wait();
+  samples acq = {0}, cyc = {0};
+  int64_t start = now_ns(), end = start + seconds * 1000000000, now = start;
+  while (now < end) {
+    impl->acquire(l);
+    int64_t held = now_ns();
+    impl->release(l);
+    int64_t done = now_ns();
+    samples_add(&acq, held - now);
+    samples_add(&cyc, done - now);
+    now = done;
+  }
+  say_loop_result(&acq, &cyc, start, now);
+  impl->close(l);
+  g_free(acq.v);
+  g_free(cyc.v);
+  return EXIT_OK;
+}
+
+static int mode_contend(const lock_impl *impl, const char *hosts,
+                        const char *path, long seconds, const char *marker) {
+  char *id = g_strdup_printf("bench-contend-%d", (int)getpid());
+  bench_lock *l = impl->open(hosts, path, id);
+  impl->acquire(l); /* warm-up, checked like the others */
+  int violations = marker_check(marker);
+  impl->release(l);
+  ready_and_wait();
+  samples times = {0}; /* 4 per cycle */
+  int64_t start = now_ns(), end = start + seconds * 1000000000, now = start;
+  while (now < end) {
+    impl->acquire(l);
+    int64_t held = now_ns();
+    violations += marker_check(marker);
+    int64_t releasing = now_ns();
+    impl->release(l);
+    int64_t done = now_ns();
+    samples_add(&times, now);
+    samples_add(&times, held);
+    samples_add(&times, releasing);
+    samples_add(&times, done);
+    now = done;
+  }
+  size_t ops = times.n / 4;
+  say("done ops=%zu secs=%.3f violations=%d", ops,
+      (double)(now - start) / 1e9, violations);
+  GString *line = g_string_new("ops");
+  for (size_t i = 0; i < times.n; i += 4)
+    g_string_append_printf(line, " %" PRId64 ",%" PRId64 ",%" PRId64
+                           ",%" PRId64, times.v[i] / 1000,
+                           times.v[i + 1] / 1000, times.v[i + 2] / 1000,
+                           times.v[i + 3] / 1000);
+  say_gstring(line);
+  g_string_free(line, TRUE);
+  impl->close(l);
+  g_free(times.v);
+  g_free(id);
+  return EXIT_OK;
+}
+
+/* ------------------------------------------------------------------ herd */
+
+typedef struct herd_waiter {
+  const lock_impl *impl;
+  bench_lock *l;
+  int index;
+  GAsyncQueue *holders; /* of herd_waiter*, the one holding now */
+  GMutex mu;
+  GCond cond;
+  gboolean release_now, released;
+  GThread *thread;
+} herd_waiter;
+
+static gpointer herd_wait_turn(gpointer data) {
+  herd_waiter *w = data;
+  w->impl->acquire(w->l);
+  say("acquired %d", w->index);
+  g_async_queue_push(w->holders, w);
+  g_mutex_lock(&w->mu);
+  while (!w->release_now)
+    g_cond_wait(&w->cond, &w->mu);
+  g_mutex_unlock(&w->mu);
+  w->impl->release(w->l);
+  g_mutex_lock(&w->mu);
+  w->released = TRUE;
+  g_cond_broadcast(&w->cond);
+  g_mutex_unlock(&w->mu);
+  return NULL;
+}
+
+/* Have waiter @p w (a thread: locks may be owned per thread) release. */
+static void herd_release_waiter(herd_waiter *w) {
+  g_mutex_lock(&w->mu);
+  w->release_now = TRUE;
+  g_cond_broadcast(&w->cond);
+  while (!w->released)
+    g_cond_wait(&w->cond, &w->mu);
+  g_mutex_unlock(&w->mu);
+}
+
+static void expect_command(const char *want) {
+  char line[256];
+  if (!read_command(line, sizeof line) || strcmp(line, want) != 0)
+    die(EXIT_USAGE, "expected the command \"%s\", got \"%s\"", want, line);
+}
+
+static int mode_herd(const lock_impl *impl, const char *hosts,
+                     const char *path, long n) {
+  GAsyncQueue *holders = g_async_queue_new();
+  herd_waiter *w = g_new0(herd_waiter, n + 1);
+  for (long i = 0; i <= n; i++) {
+    char id[64];
+    snprintf(id, sizeof id, "herd-%ld", i);
+    w[i].impl = impl;
+    w[i].index = (int)i;
+    w[i].holders = holders;
+    w[i].l = impl->open(hosts, path, id);
+    g_mutex_init(&w[i].mu);
+    g_cond_init(&w[i].cond);
+  }
+  say("ready");
+  expect_command("hold");
+  impl->acquire(w[0].l);
+  say("held");
+  expect_command("queue");
+  for (long i = 1; i <= n; i++)
+    w[i].thread = g_thread_new("waiter", herd_wait_turn, &w[i]);
+  for (long released = 0; released <= n; released++) {
+    expect_command("release");
+    if (released == 0) {
+      impl->release(w[0].l);
+    } else {
+      herd_waiter *holder = g_async_queue_timeout_pop(
+          holders, (guint64)peer_timeout_ms * 1000);
+      if (holder == NULL)
+        die(EXIT_TIMEOUT, "nobody acquired the lock in time");
+      herd_release_waiter(holder);
+    }
+    say("released");
+  }
+  say("done %ld", n);
+  /* Keep the sessions until told: the bench reads the servers' counters
+   * before our sessions close (a close is a request too). */
+  char line[256];
+  read_command(line, sizeof line);
+  for (long i = 1; i <= n; i++)
+    g_thread_join(w[i].thread);
+  for (long i = 0; i <= n; i++)
+    impl->close(w[i].l);
+  g_async_queue_unref(holders);
+  g_free(w);
+  return EXIT_OK;
+}
+
+/* ------------------------------------------------------- scale: waiters */
+
+typedef struct hold_record {
+  int64_t held, releasing, token;
+} hold_record;
+
+typedef struct waiters_state {
+  GMutex mu;
+  GCond cond;
+  long total, done, failures;
+  int violations;
+  const char *marker;
+  hold_record *records;
+} waiters_state;
+
+typedef struct waiter_ctx {
+  waiters_state *ws;
+  long index;
+} waiter_ctx;
+
+static void waiter_acquired(zkrc_lock *lk, zkrc_lock_hold *hold, int status,
+                            int64_t token, void *arg) {
+  waiter_ctx *ctx = arg;
+  waiters_state *ws = ctx->ws;
+  hold_record *rec = &ws->records[ctx->index];
+  int violation = 0;
+  rec->held = now_ns();
+  if (status == ZKRC_OK) {
+    violation = marker_check(ws->marker);
+    rec->releasing = now_ns();
+    rec->token = token;
+    int rc = zkrc_lock_hold_release(hold);
+    if (rc != ZKRC_OK)
+      die(EXIT_ERROR, "hold release: %s", zkrc_strerror(rc));
+  } else {
+    fprintf(stderr, "zkr-bench-worker: acquisition failed: %s\n",
+            zkrc_strerror(status));
+  }
+  g_mutex_lock(&ws->mu);
+  ws->violations += violation;
+  ws->failures += status != ZKRC_OK;
+  ws->done++;
+  g_cond_broadcast(&ws->cond);
+  g_mutex_unlock(&ws->mu);
+}
+
+static int mode_waiters(const char *hosts, const char *path, long sessions,
+                        long holds, const char *marker) {
+  waiters_state ws = {.total = sessions * holds, .marker = marker};
+  g_mutex_init(&ws.mu);
+  g_cond_init(&ws.cond);
+  ws.records = g_new0(hold_record, ws.total);
+  waiter_ctx *ctx = g_new0(waiter_ctx, ws.total);
+  zkrc_session **s = g_new0(zkrc_session *, sessions);
+  zkrc_lock **lk = g_new0(zkrc_lock *, sessions);
+  zkrc_session_options so;
+  zkrc_session_options_init(&so);
+  so.session_timeout_ms = session_ms;
+  so.connect_timeout_ms = peer_timeout_ms;
+  for (long i = 0; i < sessions; i++) {
+    int rc = zkrc_session_connect(&s[i], hosts, &so);
+    if (rc != ZKRC_OK)
+      die(EXIT_CONNECT, "connect %s: %s", hosts, zkrc_strerror(rc));
+    if ((rc = zkrc_lock_new(&lk[i], s[i], path, NULL)) != ZKRC_OK)
+      die(EXIT_ERROR, "lock %s: %s", path, zkrc_strerror(rc));
+  }
+  ready_and_wait();
+  int64_t start = now_ns();
+  for (long i = 0; i < ws.total; i++) {
+    ctx[i].ws = &ws;
+    ctx[i].index = i;
+    int rc = zkrc_lock_acquire_async(lk[i % sessions], peer_timeout_ms,
+                                     waiter_acquired, &ctx[i], NULL);
+    if (rc != ZKRC_OK)
+      die(EXIT_ERROR, "acquire_async: %s", zkrc_strerror(rc));
+  }
+  int64_t deadline = g_get_monotonic_time() + (int64_t)peer_timeout_ms * 1000;
+  g_mutex_lock(&ws.mu);
+  while (ws.done < ws.total)
+    if (!g_cond_wait_until(&ws.cond, &ws.mu, deadline))
+      die(EXIT_TIMEOUT, "only %ld of %ld acquisitions done in time", ws.done,
+          ws.total);
+  g_mutex_unlock(&ws.mu);
+  int64_t end = now_ns();
+  say("done n=%ld secs=%.3f violations=%d failures=%ld", ws.total,
+      (double)(end - start) / 1e9, ws.violations, ws.failures);
+  GString *line = g_string_new("ops");
+  for (long i = 0; i < ws.total; i++)
+    g_string_append_printf(line, " %" PRId64 ",%" PRId64 ",%" PRId64,
+                           ws.records[i].held / 1000,
+                           ws.records[i].releasing / 1000,
+                           ws.records[i].token);
+  say_gstring(line);
+  g_string_free(line, TRUE);
+  for (long i = 0; i < sessions; i++) {
+    zkrc_lock_free(lk[i]);
+    zkrc_session_close(s[i]);
+  }
+  g_free(lk);
+  g_free(s);
+  g_free(ctx);
+  g_free(ws.records);
+  return EXIT_OK;
+}
+
+/* --------------------------------------------------------- scale: locks */
+
+typedef struct locks_state {
+  GMutex mu;
+  GCond cond;
+  long done, failures;
+  long in_flight;
+} locks_state;
+
+static void lock_acquired(zkrc_lock *lk, zkrc_lock_hold *hold, int status,
+                          int64_t token, void *arg) {
+  locks_state *ls = arg;
+  if (status != ZKRC_OK)
+    fprintf(stderr, "zkr-bench-worker: acquisition failed: %s\n",
+            zkrc_strerror(status));
+  g_mutex_lock(&ls->mu);
+  ls->done++;
+  ls->in_flight--;
+  ls->failures += status != ZKRC_OK;
+  g_cond_broadcast(&ls->cond);
+  g_mutex_unlock(&ls->mu);
+}
+
+/* Resident memory before and after malloc_trim(0). */
+static void measure_rss(long *raw, long *trimmed) {
+  *raw = resident_bytes();
+  malloc_trim(0);
+  *trimmed = resident_bytes();
+}
+
+/* Wait until fewer than @p most acquisitions are in flight. */
+static void locks_wait_below(locks_state *ls, long most, int64_t deadline) {
+  g_mutex_lock(&ls->mu);
+  while (ls->in_flight >= most)
+    if (!g_cond_wait_until(&ls->cond, &ls->mu, deadline))
+      die(EXIT_TIMEOUT, "only %ld locks acquired in time", ls->done);
+  g_mutex_unlock(&ls->mu);
+}
+
+static int mode_locks(const char *hosts, const char *prefix, long n,
+                      long window) {
+  zkrc_session *s = NULL;
+  zkrc_session_options so;
+  zkrc_session_options_init(&so);
+  so.session_timeout_ms = session_ms;
+  so.connect_timeout_ms = peer_timeout_ms;
+  int rc = zkrc_session_connect(&s, hosts, &so);
+  if (rc != ZKRC_OK)
+    die(EXIT_CONNECT, "connect %s: %s", hosts, zkrc_strerror(rc));
+  /* Warm-up: one lock acquired and freed, so that what every process
+   * allocates once (tables, the executor) is already there. */
+  char *warm = g_strdup_printf("%s/warm-up", prefix);
+  zkrc_lock *wl = NULL;
+  if (zkrc_lock_new(&wl, s, warm, NULL) != ZKRC_OK ||
+      zkrc_lock_acquire(wl, peer_timeout_ms) != ZKRC_OK ||
+      zkrc_lock_release(wl) != ZKRC_OK)
+    die(EXIT_ERROR, "warm-up lock %s failed", warm);
+  zkrc_lock_free(wl);
+  g_free(warm);
+
+  locks_state ls = {0};
+  g_mutex_init(&ls.mu);
+  g_cond_init(&ls.cond);
+  zkrc_lock **locks = g_new0(zkrc_lock *, n);
+  zkrc_lock_hold **holds = g_new0(zkrc_lock_hold *, n);
+  ready_and_wait();
+  long before, before_trimmed;
+  measure_rss(&before, &before_trimmed);
+  int64_t start = now_ns();
+  int64_t deadline = g_get_monotonic_time() + (int64_t)peer_timeout_ms * 1000;
+  for (long i = 0; i < n; i++) {
+    char path[512];
+    snprintf(path, sizeof path, "%s/lock-%06ld", prefix, i);
+    if (window > 0)
+      locks_wait_below(&ls, window, deadline);
+    g_mutex_lock(&ls.mu);
+    ls.in_flight++;
+    g_mutex_unlock(&ls.mu);
+    if ((rc = zkrc_lock_new(&locks[i], s, path, NULL)) != ZKRC_OK ||
+        (rc = zkrc_lock_acquire_async(locks[i], peer_timeout_ms,
+                                      lock_acquired, &ls, &holds[i])) !=
+            ZKRC_OK)
+      die(EXIT_ERROR, "lock %s: %s", path, zkrc_strerror(rc));
+  }
+  locks_wait_below(&ls, 1, deadline);
+  int64_t end = now_ns();
+  /* The completions ran on the session's executor; what they freed there is
+   * back in the heap by now.  Measure the raw figure first. */
+  long after, after_trimmed;
+  measure_rss(&after, &after_trimmed);
+  say("done n=%ld secs=%.3f failures=%ld rss_before=%ld rss_after=%ld "
+      "bytes_per_lock=%.0f trimmed_rss_before=%ld trimmed_rss_after=%ld "
+      "trimmed_bytes_per_lock=%.0f",
+      n, (double)(end - start) / 1e9, ls.failures, before, after,
+      (double)(after - before) / (double)n, before_trimmed, after_trimmed,
+      (double)(after_trimmed - before_trimmed) / (double)n);
+  /* Release in the background (the deletes are pipelined), then free. */
+  for (long i = 0; i < n; i++)
+    if (holds[i] && zkrc_lock_hold_is_held(holds[i]))
+      zkrc_lock_hold_release(holds[i]);
+  for (long i = 0; i < n; i++)
+    zkrc_lock_free(locks[i]);
+  zkrc_session_close(s);
+  g_free(locks);
+  g_free(holds);
+  return EXIT_OK;
+}
+
+/* -------------------------------------------------------------- election */
+
+static GMutex revoked_mu;
+static GCond revoked_cond;
+static gboolean revoked;
+
+static void on_election_event(zkrc_election *e,
+                              const zkrc_election_event_info *info,
+                              void *arg) {
+  say("%s %" PRId64 " %s", zkrc_election_event_name(info->event),
+      now_ns() / 1000, info->node ? info->node : "-");
+  if (info->event == ZKRC_ELECTION_REVOKED) {
+    g_mutex_lock(&revoked_mu);
+    revoked = TRUE;
+    g_cond_broadcast(&revoked_cond);
+    g_mutex_unlock(&revoked_mu);
+  }
+}
+
+/* Is @p id among the participants, behind someone else (@p behind) or
+ * anywhere?  A follower gets no event when its node is created. */
+static gboolean election_has(zkrc_election *e, const char *id,
+                             gboolean behind) {
+  char **ids = NULL;
+  if (zkrc_election_participants(e, &ids, NULL, peer_timeout_ms) != ZKRC_OK)
+    return FALSE;
+  gboolean found = FALSE;
+  for (size_t i = behind ? 1 : 0; ids[0] && ids[i] && !found; i++)
+    found = strcmp(ids[i], id) == 0;
+  if (behind && ids[0] && strcmp(ids[0], id) == 0)
+    found = FALSE;
+  zkrc_strv_free(ids);
+  return found;
+}
+
+/* Poll the queue (nothing announces a follower's node) until we are in
+ * it; exits when that takes longer than the peer timeout. */
+static void wait_in_queue(zkrc_election *e, const char *id, gboolean behind) {
+  int64_t deadline = now_ns() + (int64_t)peer_timeout_ms * 1000000;
+  while (!election_has(e, id, behind)) {
+    if (now_ns() > deadline)
+      die(EXIT_TIMEOUT, "our node did not appear in time");
+    g_usleep(5000);
+  }
+}
+
+static int mode_elect(const char *hosts, const char *path, const char *id) {
+  zkrc_session *s = NULL;
+  zkrc_session_options so;
+  zkrc_session_options_init(&so);
+  so.session_timeout_ms = session_ms;
+  so.connect_timeout_ms = peer_timeout_ms;
+  int rc = zkrc_session_connect(&s, hosts, &so);
+  if (rc != ZKRC_OK)
+    die(EXIT_CONNECT, "connect %s: %s", hosts, zkrc_strerror(rc));
+  zkrc_election_options eo;
+  zkrc_election_options_init(&eo);
+  eo.participant_id = id;
+  eo.on_event = on_election_event;
+  zkrc_election *e = NULL;
+  if ((rc = zkrc_election_new(&e, s, path, &eo)) != ZKRC_OK ||
+      (rc = zkrc_election_join(e)) != ZKRC_OK)
+    die(EXIT_ERROR, "election %s: %s", path, zkrc_strerror(rc));
+  wait_in_queue(e, id, FALSE);
+  say("joined");
+  char line[256];
+  while (read_command(line, sizeof line) && strcmp(line, "quit") != 0) {
+    if (strcmp(line, "resign") == 0) {
+      g_mutex_lock(&revoked_mu);
+      revoked = FALSE;
+      g_mutex_unlock(&revoked_mu);
+      rc = zkrc_election_resign(e);
+      if (rc != ZKRC_OK) {
+        say("error %s", zkrc_strerror(rc));
+        continue;
+      }
+      /* Back in the queue, behind the new leader: "rejoined". */
+      int64_t deadline =
+          g_get_monotonic_time() + (int64_t)peer_timeout_ms * 1000;
+      g_mutex_lock(&revoked_mu);
+      while (!revoked)
+        if (!g_cond_wait_until(&revoked_cond, &revoked_mu, deadline))
+          die(EXIT_TIMEOUT, "no REVOKED after resigning");
+      g_mutex_unlock(&revoked_mu);
+      wait_in_queue(e, id, TRUE);
+      say("rejoined");
+    } else {
+      say("error unknown command: %s", line);
+    }
+  }
+  zkrc_election_free(e);
+  zkrc_session_close(s);
+  return EXIT_OK;
+}
+
+/* ------------------------------------------------------------------ main */
+
+static const char usage_text[] =
+    "usage: zkr-bench-worker seq HOSTS DIR SECONDS\n"
+    "       zkr-bench-worker pipe HOSTS DIR SECONDS WINDOW\n"
+    "       zkr-bench-worker loop IMPL HOSTS PATH SECONDS\n"
+    "       zkr-bench-worker contend IMPL HOSTS PATH SECONDS MARKER\n"
+    "       zkr-bench-worker herd IMPL HOSTS PATH N\n"
+    "       zkr-bench-worker waiters HOSTS PATH SESSIONS HOLDS MARKER\n"
+    "       zkr-bench-worker locks HOSTS PREFIX N WINDOW\n"
+    "       zkr-bench-worker elect HOSTS PATH ID\n"
+    "IMPL: zkr (zkrecipes) or naive (every waiter watches the directory)\n";
+
+static int usage(void) {
+  fputs(usage_text, stderr);
+  return EXIT_USAGE;
+}
+
+/* The number in argv[i], or exit with the usage. */
+static long number_arg(char **argv, int i) {
+  long n = parse_positive(argv[i]);
+  if (n < 0) {
+    fprintf(stderr, "zkr-bench-worker: not a positive number: %s\n", argv[i]);
+    exit(usage());
+  }
+  return n;
+}
+
+static int run(int argc, char **argv) {
+  const char *mode = argv[1];
+  if (strcmp(mode, "seq") == 0 && argc == 5)
+    return mode_seq(argv[2], argv[3], number_arg(argv, 4));
+  if (strcmp(mode, "pipe") == 0 && argc == 6)
+    return mode_pipe(argv[2], argv[3], number_arg(argv, 4),
+                     number_arg(argv, 5));
+  if (strcmp(mode, "waiters") == 0 && argc == 7)
+    return mode_waiters(argv[2], argv[3], number_arg(argv, 4),
+                        number_arg(argv, 5), argv[6]);
+  if (strcmp(mode, "locks") == 0 && argc == 6)
+    return mode_locks(argv[2], argv[3], number_arg(argv, 4),
+                      strcmp(argv[5], "0") == 0 ? 0 : number_arg(argv, 5));
+  if (strcmp(mode, "elect") == 0 && argc == 5)
+    return mode_elect(argv[2], argv[3], argv[4]);
+  const lock_impl *impl = argc > 2 ? find_impl(argv[2]) : NULL;
+  if (impl == NULL)
+    return usage();
+  if (strcmp(mode, "loop") == 0 && argc == 6)
+    return mode_loop(impl, argv[3], argv[4], number_arg(argv, 5));
+  if (strcmp(mode, "contend") == 0 && argc == 7)
+    return mode_contend(impl, argv[3], argv[4], number_arg(argv, 5), argv[6]);
+  if (strcmp(mode, "herd") == 0 && argc == 6)
+    return mode_herd(impl, argv[3], argv[4], number_arg(argv, 5));
+  return usage();
+}
+
+int main(int argc, char **argv) {
+  if (argc < 2)
+    return usage();
+  session_ms = (int)env_long("ZKR_PEER_SESSION_MS", 30000);
+  peer_timeout_ms = (int)env_long("ZKR_PEER_TIMEOUT_MS", 120000);
+  long lifetime = env_long("ZKR_PEER_LIFETIME_S", 900);
+  const char *log = getenv("ZKR_LOG");
+  quiet_zk_log = log == NULL || *log == '\0' || strcmp(log, "0") == 0;
+
+  struct sigaction sa = {.sa_handler = on_watchdog};
+  if (sigaction(SIGALRM, &sa, NULL) != 0)
+    return EXIT_ERROR;
+  alarm((unsigned)lifetime);
+  signal(SIGPIPE, SIG_IGN);
+  zkrc_log_from_env();
+  return run(argc, argv);
+}
