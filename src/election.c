@@ -435,14 +435,6 @@ const char *zkrc_election_path(zkrc_election *e) { return e ? e->q.dir : NULL; }
 
 int zkrc_election_list(zkrc_session *s, const char *path, zkrc_participant **list,
                     size_t *count, int timeout_ms) {
-  if (list)
-    *list = NULL;
-  if (count)
-    *count = 0;
-  if (s == NULL || list == NULL || count == NULL ||
-      zkrc_path_validate(path, NULL) != ZKRC_OK ||
-      !zkrc__timeout_valid(timeout_ms))
-    return zkrc__fail(ZKRC_EINVAL);
-  return zkrc__queue_list(s, path, zkrc__latch_markers, zkrc__deadline_after(timeout_ms),
-                          list, count);
+  return zkrc__queue_list_checked(s, path, zkrc__latch_markers, timeout_ms,
+                                  list, count);
 }

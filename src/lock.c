@@ -544,14 +544,6 @@ void zkrc_lock_free(zkrc_lock *lk) {
 
 int zkrc_lock_list(zkrc_session *s, const char *path, zkrc_participant **list,
                 size_t *count, int timeout_ms) {
-  if (list)
-    *list = NULL;
-  if (count)
-    *count = 0;
-  if (s == NULL || list == NULL || count == NULL ||
-      zkrc_path_validate(path, NULL) != ZKRC_OK ||
-      !zkrc__timeout_valid(timeout_ms))
-    return zkrc__fail(ZKRC_EINVAL);
-  return zkrc__queue_list(s, path, zkrc__lock_markers, zkrc__deadline_after(timeout_ms),
-                          list, count);
+  return zkrc__queue_list_checked(s, path, zkrc__lock_markers, timeout_ms,
+                                  list, count);
 }

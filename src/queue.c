@@ -213,6 +213,22 @@ static zkrc_conn *conn_for_locked(zkrc__contender *c) {
   return NULL;
 }
 
+/* With c->mu held: a request carrying a fresh watch (firing @p fired) that
+ * replaces the one in @p *slot, and the pinned handle to send it on; or
+ * NULL, the old watch kept, when conn_for_locked() finds no handle. */
+static req *watch_req_new_locked(zkrc__contender *c, void **slot,
+                                 zkrc__watch_fn fired, zkrc_conn **conn) {
+  *conn = conn_for_locked(c);
+  if (*conn == NULL)
+    return NULL;
+  if (*slot)
+    zkrc__watch_cancel(*slot);
+  req *r = req_new_locked(c);
+  r->watch = zkrc__watch_register(*conn, fired, c, &contender_target);
+  *slot = r->watch;
+  return r;
+}
+
 /* The end of every reply handler that took the lock: let it go, carry out
  * the step decided under it, tell the owner, and forget the request. */
 static void finish_locked_reply(req *r, step next) {
@@ -662,18 +678,12 @@ static void watch_pred(zkrc__contender *c) {
     g_mutex_unlock(&c->mu);
     return;
   }
-  zkrc_conn *conn = conn_for_locked(c);
-  if (conn == NULL) {
-    g_mutex_unlock(&c->mu);
-    return;
-  }
-  if (c->pred_watch)
-    zkrc__watch_cancel(c->pred_watch);
-  char *path = g_strdup_printf("%s/%s", c->dir, c->pred);
-  req *r = req_new_locked(c);
-  r->watch = zkrc__watch_register(conn, pred_watch_fired, c, &contender_target);
-  c->pred_watch = r->watch;
+  zkrc_conn *conn;
+  req *r = watch_req_new_locked(c, &c->pred_watch, pred_watch_fired, &conn);
+  char *path = r ? g_strdup_printf("%s/%s", c->dir, c->pred) : NULL;
   g_mutex_unlock(&c->mu);
+  if (r == NULL)
+    return;
 
   int rc = zoo_awget(conn->zh, path, zkrc__watch_dispatch, r->watch,
                      pred_get_done, r);
@@ -735,17 +745,11 @@ static void watch_dir(zkrc__contender *c) {
     g_mutex_unlock(&c->mu);
     return;
   }
-  zkrc_conn *conn = conn_for_locked(c);
-  if (conn == NULL) {
-    g_mutex_unlock(&c->mu);
-    return;
-  }
-  if (c->dir_watch)
-    zkrc__watch_cancel(c->dir_watch);
-  req *r = req_new_locked(c);
-  r->watch = zkrc__watch_register(conn, dir_watch_fired, c, &contender_target);
-  c->dir_watch = r->watch;
+  zkrc_conn *conn;
+  req *r = watch_req_new_locked(c, &c->dir_watch, dir_watch_fired, &conn);
   g_mutex_unlock(&c->mu);
+  if (r == NULL)
+    return;
   int rc = zoo_awget_children(conn->zh, c->dir, zkrc__watch_dispatch, r->watch,
                               dir_children_done, r);
   zkrc__conn_unuse(conn);
@@ -817,18 +821,12 @@ static void arm_own_watch(zkrc__contender *c) {
     g_mutex_unlock(&c->mu);
     return;
   }
-  zkrc_conn *conn = conn_for_locked(c);
-  if (conn == NULL) {
-    g_mutex_unlock(&c->mu);
-    return;
-  }
-  req *r = req_new_locked(c);
-  if (c->own_watch)
-    zkrc__watch_cancel(c->own_watch);
-  r->watch = zkrc__watch_register(conn, own_watch_fired, c, &contender_target);
-  c->own_watch = r->watch;
-  char *path = g_strdup(c->path);
+  zkrc_conn *conn;
+  req *r = watch_req_new_locked(c, &c->own_watch, own_watch_fired, &conn);
+  char *path = r ? g_strdup(c->path) : NULL;
   g_mutex_unlock(&c->mu);
+  if (r == NULL)
+    return;
 
   int rc = zoo_awget(conn->zh, path, zkrc__watch_dispatch, r->watch,
                      self_get_done, r);
@@ -1236,6 +1234,21 @@ int zkrc__queue_list(zkrc_session *s, const char *dir,
   *list = result;
   *count = n;
   return ZKRC_OK;
+}
+
+int zkrc__queue_list_checked(zkrc_session *s, const char *path,
+                             const char *const *markers, int timeout_ms,
+                             zkrc_participant **list, size_t *count) {
+  if (list)
+    *list = NULL;
+  if (count)
+    *count = 0;
+  if (s == NULL || list == NULL || count == NULL ||
+      zkrc_path_validate(path, NULL) != ZKRC_OK ||
+      !zkrc__timeout_valid(timeout_ms))
+    return zkrc__fail(ZKRC_EINVAL);
+  return zkrc__queue_list(s, path, markers, zkrc__deadline_after(timeout_ms),
+                          list, count);
 }
 
 void zkrc_participants_free(zkrc_participant *list, size_t count) {

@@ -123,6 +123,13 @@ int zkrc__queue_list(zkrc_session *s, const char *dir,
                      const char *const *markers, int64_t deadline,
                      zkrc_participant **list, size_t *count);
 
+/* zkrc__queue_list() behind the argument checks of the public list calls
+ * (zkrc_lock_list, zkrc_election_list): ZKRC_EINVAL, nothing sent, for a
+ * NULL or an invalid path or timeout. */
+int zkrc__queue_list_checked(zkrc_session *s, const char *path,
+                             const char *const *markers, int timeout_ms,
+                             zkrc_participant **list, size_t *count);
+
 /* The participant ids (node data) of every contender in @p dir, in queue
  * order, as a NULL-terminated g_malloc'ed array (g_strfreev).  Pipelines one
  * getChildren and one getData per contender.  A missing directory yields an
