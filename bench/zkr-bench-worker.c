@@ -68,7 +68,6 @@
 #include <inttypes.h>
 #include <limits.h>
 #include <malloc.h>
-#include <poll.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -80,6 +79,7 @@
 #include <glib.h>
 #include <zookeeper/zookeeper.h>
 
+#include "peerutil.h"
 #include "zkrecipes.h"
 
 enum {
@@ -97,26 +97,6 @@ static int peer_timeout_ms;
 static int quiet_zk_log;
 
 /* ------------------------------------------------------------ utilities */
-
-static int64_t now_ns(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
-static long env_long(const char *name, long dflt) {
-  const char *v = getenv(name);
-  char *end;
-  if (v == NULL || *v == '\0')
-    return dflt;
-  errno = 0;
-  long n = strtol(v, &end, 10);
-  if (errno || *end || n <= 0 || n > INT_MAX) {
-    fprintf(stderr, "zkr-bench-worker: ignoring bad %s=%s\n", name, v);
-    return dflt;
-  }
-  return n;
-}
 
 /* A positive whole number, or -1. */
 static long parse_positive(const char *s) {
@@ -178,60 +158,15 @@ static void say_gstring(GString *line) {
   g_mutex_unlock(&say_mu);
 }
 
-static void on_watchdog(int sig) {
-  static const char msg[] = "zkr-bench-worker: watchdog fired\n";
-  (void)sig;
-  if (write(STDERR_FILENO, msg, sizeof msg - 1) < 0) {
-    /* nothing more to do */
-  }
-  _exit(EXIT_WATCHDOG);
-}
-
 /* Read one line of stdin (newline dropped) within the peer timeout.
  * Returns 1 for a line, 0 at end of input; exits when none comes. */
 static int read_command(char *line, size_t size) {
-  static char buf[4096];
-  static size_t len;
-  static int eof;
-  int64_t deadline = now_ns() + (int64_t)peer_timeout_ms * 1000000;
-  for (;;) {
-    char *nl = memchr(buf, '\n', len);
-    if (nl || (eof && len)) {
-      size_t n = nl ? (size_t)(nl - buf) : len;
-      size_t copy = n < size - 1 ? n : size - 1;
-      memcpy(line, buf, copy);
-      line[copy] = '\0';
-      size_t used = nl ? n + 1 : n;
-      memmove(buf, buf + used, len - used);
-      len -= used;
-      return 1;
-    }
-    if (eof) {
-      line[0] = '\0';
-      return 0;
-    }
-    if (len == sizeof buf) /* an absurd line: drop it */
-      len = 0;
-    int left_ms = (int)((deadline - now_ns()) / 1000000);
-    if (left_ms <= 0)
-      die(EXIT_NO_COMMAND, "no command within %d ms", peer_timeout_ms);
-    struct pollfd p = {.fd = STDIN_FILENO, .events = POLLIN};
-    int r = poll(&p, 1, left_ms);
-    if (r < 0 && errno == EINTR)
-      continue;
-    if (r < 0)
-      die(EXIT_ERROR, "poll: %s", strerror(errno));
-    if (r == 0)
-      continue;
-    ssize_t got = read(STDIN_FILENO, buf + len, sizeof buf - len);
-    if (got < 0 && errno == EINTR)
-      continue;
-    if (got < 0)
-      die(EXIT_ERROR, "stdin: %s", strerror(errno));
-    if (got == 0)
-      eof = 1;
-    len += (size_t)got;
-  }
+  int r = peer_read_line(line, size, peer_timeout_ms);
+  if (r < 0 && errno == ETIMEDOUT)
+    die(EXIT_NO_COMMAND, "no command within %d ms", peer_timeout_ms);
+  if (r < 0)
+    die(EXIT_ERROR, "stdin: %s", strerror(errno));
+  return r;
 }
 
 /* "ready", then wait for the start line (any line, or end of input). */
@@ -239,21 +174,6 @@ static void ready_and_wait(void) {
   char line[256];
   say("ready");
   read_command(line, sizeof line);
-}
-
-static int compare_i64(const void *a, const void *b) {
-  int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
-  return x < y ? -1 : x > y;
-}
-
-/* The @p p quantile (nearest rank) of @p ns, sorted in place, in us. */
-static long quantile_us(int64_t *ns, size_t n, double p) {
-  if (n == 0)
-    return 0;
-  qsort(ns, n, sizeof *ns, compare_i64);
-  size_t i = (size_t)(p * (double)n + 0.999999);
-  i = i == 0 ? 0 : i - 1;
-  return (long)(ns[i < n ? i : n - 1] / 1000);
 }
 
 /* A growing array of int64_t samples. */
@@ -277,9 +197,9 @@ static void say_loop_result(samples *acq, samples *cyc, int64_t start,
   size_t n = acq->n;
   say("done ops=%zu secs=%.3f ops_per_sec=%.1f acquire_p50_us=%ld "
       "acquire_p99_us=%ld cycle_p50_us=%ld cycle_p99_us=%ld",
-      n, secs, (double)n / secs, quantile_us(acq->v, n, 0.50),
-      quantile_us(acq->v, n, 0.99), quantile_us(cyc->v, n, 0.50),
-      quantile_us(cyc->v, n, 0.99));
+      n, secs, (double)n / secs, peer_quantile_us(acq->v, n, 0.50),
+      peer_quantile_us(acq->v, n, 0.99), peer_quantile_us(cyc->v, n, 0.50),
+      peer_quantile_us(cyc->v, n, 0.99));
 }
 
 /* Resident memory of this process, in bytes. */
@@ -383,7 +303,7 @@ static int mode_seq(const char *hosts, const char *dir, long seconds) {
   for (int warm = 1; warm >= 0; warm--) {
     if (!warm) {
       ready_and_wait();
-      start = now = now_ns();
+      start = now = peer_now_ns();
       end = start + seconds * 1000000000;
     }
     do {
@@ -391,10 +311,10 @@ static int mode_seq(const char *hosts, const char *dir, long seconds) {
                           ZOO_EPHEMERAL_SEQUENTIAL, node, sizeof node);
       if (rc != ZOK)
         die(EXIT_ERROR, "create %s: %s", prefix, zerror(rc));
-      int64_t created = now_ns();
+      int64_t created = peer_now_ns();
       if ((rc = zoo_delete(zh, node, -1)) != ZOK)
         die(EXIT_ERROR, "delete %s: %s", node, zerror(rc));
-      int64_t done = now_ns();
+      int64_t done = peer_now_ns();
       if (!warm) {
         samples_add(&create_ns, created - now);
         samples_add(&cycle_ns, done - now);
@@ -419,7 +339,7 @@ typedef struct pipe_state {
 
 static void pipe_create_done(int rc, const char *value, const void *data) {
   pipe_state *ps = (pipe_state *)data;
-  int64_t t = now_ns();
+  int64_t t = peer_now_ns();
   g_mutex_lock(&ps->mu);
   ps->in_flight--;
   if (rc != ZOK)
@@ -440,11 +360,11 @@ static int mode_pipe(const char *hosts, const char *dir, long seconds,
   g_mutex_init(&ps.mu);
   g_cond_init(&ps.cond);
   ready_and_wait();
-  int64_t start = now_ns();
+  int64_t start = peer_now_ns();
   g_mutex_lock(&ps.mu);
   ps.end = start + seconds * 1000000000;
   for (;;) {
-    while (ps.in_flight < window && now_ns() < ps.end && !ps.failed_rc) {
+    while (ps.in_flight < window && peer_now_ns() < ps.end && !ps.failed_rc) {
       ps.in_flight++;
       g_mutex_unlock(&ps.mu);
       /* Ephemeral: the session's close removes them all. */
@@ -456,7 +376,7 @@ static int mode_pipe(const char *hosts, const char *dir, long seconds,
         ps.failed_rc = rc;
       }
     }
-    if (ps.failed_rc || (now_ns() >= ps.end && ps.in_flight == 0))
+    if (ps.failed_rc || (peer_now_ns() >= ps.end && ps.in_flight == 0))
       break;
     int64_t wake = g_get_monotonic_time() + 100000;
     g_cond_wait_until(&ps.cond, &ps.mu, wake);
@@ -654,12 +574,13 @@ static int mode_loop(const lock_impl *impl, const char *hosts,
   impl->release(l);
   ready_and_wait();
   samples acq = {0}, cyc = {0};
-  int64_t start = now_ns(), end = start + seconds * 1000000000, now = start;
+  int64_t start = peer_now_ns(), now = start;
+  int64_t end = start + seconds * 1000000000;
   while (now < end) {
     impl->acquire(l);
-    int64_t held = now_ns();
+    int64_t held = peer_now_ns();
     impl->release(l);
-    int64_t done = now_ns();
+    int64_t done = peer_now_ns();
     samples_add(&acq, held - now);
     samples_add(&cyc, done - now);
     now = done;
@@ -680,14 +601,15 @@ static int mode_contend(const lock_impl *impl, const char *hosts,
   impl->release(l);
   ready_and_wait();
   samples times = {0}; /* 4 per cycle */
-  int64_t start = now_ns(), end = start + seconds * 1000000000, now = start;
+  int64_t start = peer_now_ns(), now = start;
+  int64_t end = start + seconds * 1000000000;
   while (now < end) {
     impl->acquire(l);
-    int64_t held = now_ns();
+    int64_t held = peer_now_ns();
     violations += marker_check(marker);
-    int64_t releasing = now_ns();
+    int64_t releasing = peer_now_ns();
     impl->release(l);
-    int64_t done = now_ns();
+    int64_t done = peer_now_ns();
     samples_add(&times, now);
     samples_add(&times, held);
     samples_add(&times, releasing);
@@ -831,10 +753,10 @@ static void waiter_acquired(zkrc_lock *lk, zkrc_lock_hold *hold, int status,
   waiters_state *ws = ctx->ws;
   hold_record *rec = &ws->records[ctx->index];
   int violation = 0;
-  rec->held = now_ns();
+  rec->held = peer_now_ns();
   if (status == ZKRC_OK) {
     violation = marker_check(ws->marker);
-    rec->releasing = now_ns();
+    rec->releasing = peer_now_ns();
     rec->token = token;
     int rc = zkrc_lock_hold_release(hold);
     if (rc != ZKRC_OK)
@@ -872,7 +794,7 @@ static int mode_waiters(const char *hosts, const char *path, long sessions,
       die(EXIT_ERROR, "lock %s: %s", path, zkrc_strerror(rc));
   }
   ready_and_wait();
-  int64_t start = now_ns();
+  int64_t start = peer_now_ns();
   for (long i = 0; i < ws.total; i++) {
     ctx[i].ws = &ws;
     ctx[i].index = i;
@@ -888,7 +810,7 @@ static int mode_waiters(const char *hosts, const char *path, long sessions,
       die(EXIT_TIMEOUT, "only %ld of %ld acquisitions done in time", ws.done,
           ws.total);
   g_mutex_unlock(&ws.mu);
-  int64_t end = now_ns();
+  int64_t end = peer_now_ns();
   say("done n=%ld secs=%.3f violations=%d failures=%ld", ws.total,
       (double)(end - start) / 1e9, ws.violations, ws.failures);
   GString *line = g_string_new("ops");
@@ -978,7 +900,7 @@ static int mode_locks(const char *hosts, const char *prefix, long n,
   ready_and_wait();
   long before, before_trimmed;
   measure_rss(&before, &before_trimmed);
-  int64_t start = now_ns();
+  int64_t start = peer_now_ns();
   int64_t deadline = g_get_monotonic_time() + (int64_t)peer_timeout_ms * 1000;
   for (long i = 0; i < n; i++) {
     char path[512];
@@ -995,7 +917,7 @@ static int mode_locks(const char *hosts, const char *prefix, long n,
       die(EXIT_ERROR, "lock %s: %s", path, zkrc_strerror(rc));
   }
   locks_wait_below(&ls, 1, deadline);
-  int64_t end = now_ns();
+  int64_t end = peer_now_ns();
   /* The completions ran on the session's executor; what they freed there is
    * back in the heap by now.  Measure the raw figure first. */
   long after, after_trimmed;
@@ -1028,7 +950,7 @@ static void on_election_event(zkrc_election *e,
                               const zkrc_election_event_info *info,
                               void *arg) {
   say("%s %" PRId64 " %s", zkrc_election_event_name(info->event),
-      now_ns() / 1000, info->node ? info->node : "-");
+      peer_now_ns() / 1000, info->node ? info->node : "-");
   if (info->event == ZKRC_ELECTION_REVOKED) {
     g_mutex_lock(&revoked_mu);
     revoked = TRUE;
@@ -1056,9 +978,9 @@ static gboolean election_has(zkrc_election *e, const char *id,
 /* Poll the queue (nothing announces a follower's node) until we are in
  * it; exits when that takes longer than the peer timeout. */
 static void wait_in_queue(zkrc_election *e, const char *id, gboolean behind) {
-  int64_t deadline = now_ns() + (int64_t)peer_timeout_ms * 1000000;
+  int64_t deadline = peer_now_ns() + (int64_t)peer_timeout_ms * 1000000;
   while (!election_has(e, id, behind)) {
-    if (now_ns() > deadline)
+    if (peer_now_ns() > deadline)
       die(EXIT_TIMEOUT, "our node did not appear in time");
     g_usleep(5000);
   }
@@ -1169,18 +1091,17 @@ static int run(int argc, char **argv) {
 }
 
 int main(int argc, char **argv) {
+  peer_init("zkr-bench-worker");
   if (argc < 2)
     return usage();
-  session_ms = (int)env_long("ZKR_PEER_SESSION_MS", 30000);
-  peer_timeout_ms = (int)env_long("ZKR_PEER_TIMEOUT_MS", 120000);
-  long lifetime = env_long("ZKR_PEER_LIFETIME_S", 900);
+  session_ms = (int)peer_env_long("ZKR_PEER_SESSION_MS", 30000);
+  peer_timeout_ms = (int)peer_env_long("ZKR_PEER_TIMEOUT_MS", 120000);
+  long lifetime = peer_env_long("ZKR_PEER_LIFETIME_S", 900);
   const char *log = getenv("ZKR_LOG");
   quiet_zk_log = log == NULL || *log == '\0' || strcmp(log, "0") == 0;
 
-  struct sigaction sa = {.sa_handler = on_watchdog};
-  if (sigaction(SIGALRM, &sa, NULL) != 0)
+  if (peer_arm_watchdog(lifetime, EXIT_WATCHDOG) != 0)
     return EXIT_ERROR;
-  alarm((unsigned)lifetime);
   signal(SIGPIPE, SIG_IGN);
   zkrc_log_from_env();
   return run(argc, argv);

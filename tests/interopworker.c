@@ -21,7 +21,6 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
-#include <poll.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -30,6 +29,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "peerutil.h"
 #include "zkrecipes.h"
 
 enum {
@@ -49,32 +49,12 @@ static const char usage_text[] =
 
 static int peer_timeout_ms;
 
-static long env_long(const char *name, long dflt) {
-  const char *v = getenv(name);
-  char *end;
-  if (v == NULL || *v == '\0')
-    return dflt;
-  errno = 0;
-  long n = strtol(v, &end, 10);
-  if (errno || *end || n <= 0 || n > INT_MAX) {
-    fprintf(stderr, "interopworker: ignoring bad %s=%s\n", name, v);
-    return dflt;
-  }
-  return n;
-}
-
 /* A whole non-negative number, or -1. */
 static long parse_count(const char *s) {
   char *end;
   errno = 0;
   long n = strtol(s, &end, 10);
   return errno || end == s || *end || n < 0 || n > INT_MAX ? -1 : n;
-}
-
-static int64_t now_ns(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
 static void say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -87,71 +67,13 @@ static void say(const char *fmt, ...) {
   fflush(stdout);
 }
 
-static void on_watchdog(int sig) {
-  static const char msg[] = "interopworker: watchdog fired\n";
-  (void)sig;
-  if (write(STDERR_FILENO, msg, sizeof msg - 1) < 0) {
-    /* nothing more to do */
-  }
-  _exit(EXIT_WATCHDOG);
-}
-
-/* ---------------------------------------------------------------- stdin */
-
-/* Read one line of stdin into @p line (newline dropped) within the peer
- * timeout.  Returns 1 for a line, 0 at end of input, -1 on timeout or
- * error. */
-static int read_command(char *line, size_t size) {
-  static char buf[4096];
-  static size_t len;
-  static int eof;
-  int64_t deadline = now_ns() + (int64_t)peer_timeout_ms * 1000000;
-  for (;;) {
-    char *nl = memchr(buf, '\n', len);
-    if (nl || (eof && len)) {
-      size_t n = nl ? (size_t)(nl - buf) : len;
-      size_t copy = n < size - 1 ? n : size - 1;
-      memcpy(line, buf, copy);
-      line[copy] = '\0';
-      size_t used = nl ? n + 1 : n;
-      memmove(buf, buf + used, len - used);
-      len -= used;
-      return 1;
-    }
-    if (eof)
-      return 0;
-    if (len == sizeof buf) /* an absurd line: drop it */
-      len = 0;
-    int left_ms = (int)((deadline - now_ns()) / 1000000);
-    if (left_ms <= 0)
-      return -1;
-    struct pollfd p = {.fd = STDIN_FILENO, .events = POLLIN};
-    int r = poll(&p, 1, left_ms);
-    if (r < 0 && errno == EINTR)
-      continue;
-    if (r <= 0)
-      return -1;
-    ssize_t got = read(STDIN_FILENO, buf + len, sizeof buf - len);
-    if (got < 0 && errno == EINTR)
-      continue;
-    if (got < 0)
-      return -1;
-    if (got == 0)
-      eof = 1;
-    len += (size_t)got;
-  }
-}
-
 /* Wait for any line (or end of input); returns an exit code. */
 static int wait_for_command(char *line, size_t size) {
-  int r = read_command(line, size);
-  if (r < 0) {
-    fprintf(stderr, "interopworker: no command within %d ms\n",
-            peer_timeout_ms);
+  if (peer_read_line(line, size, peer_timeout_ms) < 0) {
+    fprintf(stderr, "interopworker: no command within %d ms: %s\n",
+            peer_timeout_ms, strerror(errno));
     return EXIT_NO_COMMAND;
   }
-  if (r == 0)
-    line[0] = '\0';
   return EXIT_OK;
 }
 
@@ -298,28 +220,14 @@ static int count(zkrc_lock *lk, const char *id, long n, const char *file) {
   return code;
 }
 
-static int compare_i64(const void *a, const void *b) {
-  int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
-  return x < y ? -1 : x > y;
-}
-
-/* The @p p quantile of @p ns (sorted in place), in microseconds. */
-static long quantile_us(int64_t *ns, size_t n, double p) {
-  if (n == 0)
-    return 0;
-  qsort(ns, n, sizeof *ns, compare_i64);
-  size_t i = (size_t)(p * (double)n + 0.999999);
-  i = i == 0 ? 0 : i - 1;
-  return (long)(ns[i < n ? i : n - 1] / 1000);
-}
-
 static int loop(zkrc_lock *lk, long seconds) {
   int code = warm_up_and_wait(lk);
   if (code != EXIT_OK)
     return code;
   size_t cap = 1 << 16, n = 0;
   int64_t *acq = malloc(cap * sizeof *acq), *cyc = malloc(cap * sizeof *cyc);
-  int64_t start = now_ns(), end = start + seconds * 1000000000, now = start;
+  int64_t start = peer_now_ns(), now = start;
+  int64_t end = start + seconds * 1000000000;
   while (acq && cyc && now < end) {
     if (n == cap) {
       cap *= 2;
@@ -336,10 +244,10 @@ static int loop(zkrc_lock *lk, long seconds) {
     }
     if ((code = acquire_or_report(lk, peer_timeout_ms)) != EXIT_OK)
       break;
-    int64_t held = now_ns();
+    int64_t held = peer_now_ns();
     if ((code = release_or_report(lk)) != EXIT_OK)
       break;
-    int64_t done = now_ns();
+    int64_t done = peer_now_ns();
     acq[n] = held - now;
     cyc[n] = done - now;
     n++;
@@ -351,9 +259,9 @@ static int loop(zkrc_lock *lk, long seconds) {
     double secs = (double)(now - start) / 1e9;
     say("done ops=%zu secs=%.3f ops_per_sec=%.1f acquire_p50_us=%ld "
         "acquire_p99_us=%ld cycle_p50_us=%ld cycle_p99_us=%ld",
-        n, secs, (double)n / secs, quantile_us(acq, n, 0.50),
-        quantile_us(acq, n, 0.99), quantile_us(cyc, n, 0.50),
-        quantile_us(cyc, n, 0.99));
+        n, secs, (double)n / secs, peer_quantile_us(acq, n, 0.50),
+        peer_quantile_us(acq, n, 0.99), peer_quantile_us(cyc, n, 0.50),
+        peer_quantile_us(cyc, n, 0.99));
   }
   free(acq);
   free(cyc);
@@ -368,10 +276,11 @@ static int usage(void) {
 }
 
 int main(int argc, char **argv) {
+  peer_init("interopworker");
   if (argc < 5)
     return usage();
   const char *mode = argv[1], *hosts = argv[2], *path = argv[3];
-  long lifetime = env_long("ZKR_PEER_LIFETIME_S", 300), number = 0;
+  long lifetime = peer_env_long("ZKR_PEER_LIFETIME_S", 300), number = 0;
   int is_hold = strcmp(mode, "hold") == 0;
   int is_count = strcmp(mode, "count") == 0;
   int is_loop = strcmp(mode, "loop") == 0;
@@ -387,20 +296,18 @@ int main(int argc, char **argv) {
     return usage();
   if (is_loop)
     lifetime += number;
-  peer_timeout_ms = (int)env_long("ZKR_PEER_TIMEOUT_MS", 60000);
+  peer_timeout_ms = (int)peer_env_long("ZKR_PEER_TIMEOUT_MS", 60000);
   int hold_timeout = is_hold && argc == 6 ? (int)number : peer_timeout_ms;
   const char *id = is_loop ? (argc == 6 ? argv[5] : "zkrecipes-loop") : argv[4];
 
-  struct sigaction sa = {.sa_handler = on_watchdog};
-  if (sigaction(SIGALRM, &sa, NULL) != 0)
+  if (peer_arm_watchdog(lifetime, EXIT_WATCHDOG) != 0)
     return EXIT_ERROR;
-  alarm((unsigned)(lifetime > 0 ? lifetime : 1));
   signal(SIGPIPE, SIG_IGN);
   zkrc_log_from_env();
 
   zkrc_session_options so;
   zkrc_session_options_init(&so);
-  so.session_timeout_ms = (int)env_long("ZKR_PEER_SESSION_MS", 10000);
+  so.session_timeout_ms = (int)peer_env_long("ZKR_PEER_SESSION_MS", 10000);
   so.connect_timeout_ms = peer_timeout_ms;
   zkrc_session *s = NULL;
   int rc = zkrc_session_connect(&s, hosts, &so);
