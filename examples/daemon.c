@@ -243,7 +243,7 @@ int main(int argc, char **argv) {
        "ms between two lines of work (default 500)", "MS"},
       {"session-timeout", 0, 0, G_OPTION_ARG_INT, &session_timeout_ms,
        "ZooKeeper session timeout in ms (default 10000)", "MS"},
-      {NULL}};
+      {NULL, 0, 0, G_OPTION_ARG_NONE, NULL, NULL, NULL}};
   GOptionContext *oc = g_option_context_new("- work while leading");
   g_option_context_add_main_entries(oc, entries, NULL);
   GError *err = NULL;
@@ -258,6 +258,10 @@ int main(int argc, char **argv) {
                 : "--id, --log and --servers (or ZKR_SERVERS) are required; "
                   "timeouts must be positive");
     g_clear_error(&err);
+    g_free(servers);
+    g_free(path);
+    g_free(id);
+    g_free(log_path);
     return 2;
   }
   my_id = d.id = id;
