@@ -121,7 +121,8 @@ static size_t mutate(unsigned char *buf, size_t n) {
       if (n && n * 2 <= FUZZ_MAX_INPUT) {
         size_t from = next_rand((unsigned)n), len = 1 + next_rand((unsigned)(n - from));
         memmove(buf + at + len, buf + at, n - at);
-        memcpy(buf + at, buf + (from < at ? from : from + len), len);
+        /* the source may overlap the gap just opened */
+        memmove(buf + at, buf + (from < at ? from : from + len), len);
         n += len;
       }
       break;
