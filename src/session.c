@@ -176,6 +176,22 @@ GSource *zkrc__session_timer(zkrc_session *s, int ms, GSourceFunc fn,
   return src;
 }
 
+static gboolean quit_loop(gpointer loop) {
+  g_main_loop_quit(loop);
+  return G_SOURCE_REMOVE;
+}
+
+/* Stop the worker's loop from inside it: g_main_loop_quit() called before
+ * the new thread entered g_main_loop_run() would be forgotten (run sets
+ * the loop running again), and the join below would wait for ever. */
+static void stop_worker_loop(zkrc_session *s) {
+  GSource *src = g_idle_source_new();
+  g_source_set_callback(src, quit_loop, g_main_loop_ref(s->worker_loop),
+                        (GDestroyNotify)g_main_loop_unref);
+  g_source_attach(src, s->worker_ctx);
+  g_source_unref(src);
+}
+
 static gboolean on_worker_thread(zkrc_session *s) {
   return s->worker == g_thread_self();
 }
@@ -211,6 +227,8 @@ static void free_reap(gpointer p) {
   g_free(r);
 }
 
+static void cancel_lost_timer_locked(zkrc_session *s);
+
 static void session_free(zkrc_session *s) {
   /* Both threads hold references to their own queue/loop, so they may be
    * the ones dropping the last session reference. */
@@ -221,7 +239,8 @@ static void session_free(zkrc_session *s) {
   }
   g_source_destroy(s->heartbeat);
   g_source_unref(s->heartbeat);
-  g_main_loop_quit(s->worker_loop);
+  cancel_lost_timer_locked(s); /* nobody else can hold the mutex now */
+  stop_worker_loop(s);
   stop_thread(s->worker);
   g_main_loop_unref(s->worker_loop);
   g_main_context_unref(s->worker_ctx);

@@ -170,6 +170,48 @@ static void test_session_refuses_bad_arguments(void) {
   zkrc_session_close(NULL);
 }
 
+/* A session that fails to start stops its worker thread again.  Stopping
+ * it right after starting it used to lose the stop now and then (a quit
+ * before the thread's loop had started), and the call never returned; so
+ * this repeats it, on a thread, watched with a deadline. */
+typedef struct failing_starts {
+  GMutex mu;
+  GCond cond;
+  int done, refused;
+} failing_starts;
+
+static gpointer start_failing_sessions(gpointer data) {
+  failing_starts *f = data;
+  int refused = 0;
+  for (int i = 0; i < 3000; i++) {
+    zkrc_session *s = NULL;
+    if (zkrc_session_connect(&s, "no-port-here::::", NULL) == ZKRC_EINVAL)
+      refused++;
+  }
+  g_mutex_lock(&f->mu);
+  f->refused = refused;
+  f->done = 1;
+  g_cond_signal(&f->cond);
+  g_mutex_unlock(&f->mu);
+  return NULL;
+}
+
+static void test_failed_session_start_returns(void) {
+  static failing_starts f; /* left to the thread if it hangs */
+  g_mutex_init(&f.mu);
+  g_cond_init(&f.cond);
+  GThread *t = g_thread_new("failing-starts", start_failing_sessions, &f);
+  int64_t deadline = g_get_monotonic_time() + 60 * G_TIME_SPAN_SECOND;
+  g_mutex_lock(&f.mu);
+  while (!f.done && g_cond_wait_until(&f.cond, &f.mu, deadline))
+    ;
+  int done = f.done;
+  g_mutex_unlock(&f.mu);
+  CU_ASSERT_FATAL(done); /* else a zkrc_session_connect() call hangs */
+  g_thread_join(t);
+  CU_ASSERT_EQUAL(f.refused, 3000);
+}
+
 static void test_unreachable_servers_fail_within_the_timeout(void) {
   /* A loopback port nothing listens on: connect() is refused at once, and
    * the client keeps retrying until our deadline. */
@@ -272,6 +314,7 @@ static void add_suites(void) {
              test_protected_prefix_has_curators_form});
   ZKT_SUITE("bad input",
             {"session refuses bad arguments", test_session_refuses_bad_arguments},
+            {"failed session start returns", test_failed_session_start_returns},
             {"unreachable servers fail within the timeout",
              test_unreachable_servers_fail_within_the_timeout},
             {"recipes refuse bad arguments", test_recipes_refuse_bad_arguments},
