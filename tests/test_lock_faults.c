@@ -78,7 +78,7 @@ static void test_lost_create_reply_leaves_no_duplicate(void) {
   CU_ASSERT_EQUAL(zkt_czxid(zh, node), token); /* its stat was fetched */
   free(node);
   CU_ASSERT_EQUAL(zkrc_lock_release(lk), ZKRC_OK);
-  CU_ASSERT_EQUAL(zkt_child_count(zh, path), 0);
+  CU_ASSERT_EQUAL(zkt_nodes_left(zh, path), 0);
   zkrc_lock_free(lk);
   zkrc_session_close(s);
   zookeeper_close(zh);
@@ -118,7 +118,7 @@ static void test_lost_create_reply_while_others_hold(void) {
   CU_ASSERT_EQUAL(zkrc_lock_release(holder), ZKRC_OK);
   g_thread_join(t);
   ZKT_ASSERT_RC(ZKRC_OK, b.rc);
-  CU_ASSERT_EQUAL(zkt_child_count(zh, path), 0);
+  CU_ASSERT_EQUAL(zkt_nodes_left(zh, path), 0);
   zkrc_lock_free(holder);
   zkrc_lock_free(lk);
   zkrc_session_close(holder_s);

@@ -129,6 +129,60 @@ int zkt_child_count(zhandle_t *zh, const char *path) {
   return n;
 }
 
+typedef struct sync_wait {
+  GMutex mu;
+  GCond cond;
+  int done;
+} sync_wait;
+
+static void sync_done(int rc, const char *value, const void *data) {
+  sync_wait *w = (sync_wait *)data;
+  (void)rc;
+  (void)value;
+  g_mutex_lock(&w->mu);
+  w->done = 1;
+  g_cond_signal(&w->cond);
+  g_mutex_unlock(&w->mu);
+}
+
+/* Let the member @p zh is connected to catch up with the leader, so that a
+ * read after it sees every write committed before (ZooKeeper's reads are
+ * only sequentially consistent per client). */
+static void sync_with_leader(zhandle_t *zh, const char *path) {
+  /* On the heap: after a timeout the completion may still come. */
+  sync_wait *w = g_new0(sync_wait, 1);
+  g_mutex_init(&w->mu);
+  g_cond_init(&w->cond);
+  if (zoo_async(zh, path, sync_done, w) == ZOK) {
+    int64_t deadline = g_get_monotonic_time() + 10 * G_TIME_SPAN_SECOND;
+    g_mutex_lock(&w->mu);
+    while (!w->done && g_cond_wait_until(&w->cond, &w->mu, deadline))
+      ;
+    int done = w->done;
+    g_mutex_unlock(&w->mu);
+    if (!done) /* w is left to the completion */
+      CU_FAIL_FATAL("a sync with the leader took over 10 s");
+  }
+  g_mutex_clear(&w->mu);
+  g_cond_clear(&w->cond);
+  g_free(w);
+}
+
+int zkt_nodes_left(zhandle_t *zh, const char *path) {
+  sync_with_leader(zh, path);
+  struct String_vector v = {0, NULL};
+  int rc = zoo_get_children(zh, path, 0, &v);
+  if (rc == ZNONODE)
+    return 0;
+  if (rc != ZOK)
+    return -1;
+  for (int i = 0; i < v.count; i++)
+    fprintf(stderr, "\nleft behind: %s/%s", path, v.data[i]);
+  int n = v.count;
+  deallocate_String_vector(&v);
+  return n;
+}
+
 int zkt_exists(zhandle_t *zh, const char *path) {
   struct Stat st;
   return zoo_exists(zh, path, 0, &st) == ZOK;

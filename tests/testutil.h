@@ -55,6 +55,10 @@ zhandle_t *zkt_raw_to(const char *hosts);
 
 /* Number of children of @p path (-1 when it does not exist). */
 int zkt_child_count(zhandle_t *zh, const char *path);
+/* Nodes left under @p path once the member @p zh is on has caught up (a
+ * sync first; each one is named on stderr): 0 also when @p path is gone,
+ * as a lock directory (a container) is once empty; -1 on error. */
+int zkt_nodes_left(zhandle_t *zh, const char *path);
 /* Does @p path exist? */
 int zkt_exists(zhandle_t *zh, const char *path);
 /* The czxid of @p path (0 if missing). */
