@@ -1222,11 +1222,18 @@ int zkrc__queue_list(zkrc_session *s, const char *dir,
   size_t n = out->len;
   /* Hand out malloc'ed memory the caller frees with free(). */
   zkrc_participant *result = n ? malloc(n * sizeof *result) : NULL;
-  if (n && result)
+  if (n && result) {
     memcpy(result, out->data, n * sizeof *result);
+  } else if (n) { /* out of memory: drop the strings too */
+    for (size_t i = 0; i < n; i++) {
+      free(g_array_index(out, zkrc_participant, i).id);
+      free(g_array_index(out, zkrc_participant, i).node);
+    }
+    n = 0;
+    if (err == ZKRC_OK)
+      err = ZKRC_ENOMEM;
+  }
   g_array_free(out, TRUE);
-  if (err == ZKRC_OK && n && result == NULL)
-    err = ZKRC_ENOMEM;
   if (err != ZKRC_OK) {
     zkrc_participants_free(result, n);
     return zk_rc ? zkrc__fail_zk(err, zk_rc) : zkrc__fail(err);

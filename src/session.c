@@ -274,8 +274,8 @@ zkrc_session *zkrc__session_ref_recipe(zkrc_session *s) {
 }
 
 void zkrc__session_unref_recipe(zkrc_session *s) {
-  g_mutex_lock(&s->mu);
-  s->recipes--;
+  g_mutex_lock(&s->mu); /* the mutex orders it with close's wait */
+  g_atomic_int_add(&s->recipes, -1); /* incremented without the mutex */
   g_cond_broadcast(&s->cond);
   g_mutex_unlock(&s->mu);
   zkrc__session_unref(s);
@@ -299,7 +299,7 @@ static void wait_for_transient_refs(zkrc_session *s) {
          g_cond_wait_until(&s->cond, &s->mu, deadline))
     ;
   g_mutex_unlock(&s->mu);
-  g_atomic_int_dec_and_test(&s->closing_waiters);
+  g_atomic_int_add(&s->closing_waiters, -1);
 }
 
 /* ------------------------------------------------------- pinned handles */

@@ -314,11 +314,15 @@ int zkrc_lock_hold_is_held(zkrc_lock_hold *hold);
 int64_t zkrc_lock_hold_token(zkrc_lock_hold *hold);
 
 /** The @p arg given to zkrc_lock_acquire_async() for this hold, so that a
- *  lock event (info->hold) finds the context of the hold it is about. */
+ *  lock event (info->hold) finds the context of the hold it is about.
+ *  NULL for a NULL @p hold.  Threading: any thread, while the hold is
+ *  valid (until its release or the lock's free). */
 void *zkrc_lock_hold_arg(zkrc_lock_hold *hold);
 
 /** Full path of an acquired hold's node, malloc'ed (free it); NULL when
- *  not acquired. */
+ *  not acquired (or @p hold is NULL, or out of memory).  Threading: any
+ *  thread, while the hold is valid; takes the lock object's mutex briefly,
+ *  so it may be called from the lock's callbacks. */
 char *zkrc_lock_hold_node(zkrc_lock_hold *hold);
 
 #ifdef __cplusplus

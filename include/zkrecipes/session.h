@@ -170,9 +170,10 @@ int zkrc_session_adopt(zkrc_session **out, zhandle_t *zh, const char *hosts,
  * caller may free what its listeners use; with an executor of your own,
  * such callbacks may still be queued there.  When every recipe built on
  * the session was freed before, the session's threads have exited when
- * this returns (it waits up to 2 s for requests still in flight).  Recipes still open on the session
- * fail later calls with ZKRC_ECLOSED and must still be freed; the memory of
- * the session goes when the last of them is freed.
+ * this returns (it waits up to 2 s for requests still in flight).
+ * Recipes still open on the session fail later calls with ZKRC_ECLOSED
+ * and must still be freed; the memory of the session goes when the last of
+ * them is freed.
  *
  * Threading: any thread, including the session's own callback thread.
  * NULL is accepted and ignored.
