@@ -1078,6 +1078,9 @@ static int no_nodes_left(void *arg) {
 }
 
 static void reset(void) {
+  /* A test stopped by a failed assertion may have left its workers and
+   * store running: end them before the next test starts its own. */
+  kill_everything();
   if (C.slots)
     munmap(C.slots, sizeof(chaos_slot) * CHAOS_MAX_INSTANCES);
   if (C.workers) {
