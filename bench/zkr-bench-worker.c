@@ -839,6 +839,7 @@ typedef struct locks_state {
   GCond cond;
   long done, failures;
   long in_flight;
+  GHashTable *failed; /* holds that failed: freed once their callback ran */
 } locks_state;
 
 static void lock_acquired(zkrc_lock *lk, zkrc_lock_hold *hold, int status,
@@ -851,6 +852,8 @@ static void lock_acquired(zkrc_lock *lk, zkrc_lock_hold *hold, int status,
   ls->done++;
   ls->in_flight--;
   ls->failures += status != ZKRC_OK;
+  if (status != ZKRC_OK)
+    g_hash_table_add(ls->failed, hold);
   g_cond_broadcast(&ls->cond);
   g_mutex_unlock(&ls->mu);
 }
@@ -893,6 +896,7 @@ static int mode_locks(const char *hosts, const char *prefix, long n,
   g_free(warm);
 
   locks_state ls = {0};
+  ls.failed = g_hash_table_new(g_direct_hash, g_direct_equal);
   g_mutex_init(&ls.mu);
   g_cond_init(&ls.cond);
   zkrc_lock **locks = g_new0(zkrc_lock *, n);
@@ -929,12 +933,16 @@ static int mode_locks(const char *hosts, const char *prefix, long n,
       (double)(after - before) / (double)n, before_trimmed, after_trimmed,
       (double)(after_trimmed - before_trimmed) / (double)n);
   /* Release in the background (the deletes are pipelined), then free. */
+  g_mutex_lock(&ls.mu); /* no completion runs any more: n are done */
   for (long i = 0; i < n; i++)
-    if (holds[i] && zkrc_lock_hold_is_held(holds[i]))
+    if (holds[i] && !g_hash_table_contains(ls.failed, holds[i]) &&
+        zkrc_lock_hold_is_held(holds[i]))
       zkrc_lock_hold_release(holds[i]);
+  g_mutex_unlock(&ls.mu);
   for (long i = 0; i < n; i++)
     zkrc_lock_free(locks[i]);
   zkrc_session_close(s);
+  g_hash_table_destroy(ls.failed);
   g_free(locks);
   g_free(holds);
   return EXIT_OK;

@@ -1458,6 +1458,7 @@ static void election_run(const char *impl) {
     progress("  %s: SIGKILL -> new leader in %.0f ms (node deleted after "
              "%.0f ms)",
              impl, ms, expiry_ms);
+    g_free(leader.node);
     leader = next;
   }
   elector follower = elector_start(impl, path, index++);
