@@ -117,6 +117,14 @@ static void post_event_locked(zkrc_election *e, zkrc_election_event ev,
   zkrc__session_post(e->q.session, election_event_run, call);
 }
 
+/* Microseconds left of our leadership's lease: 0 when we do not lead. */
+static int64_t leader_lease_left_locked(zkrc_election *e) {
+  if (!e->leader || e->current == NULL)
+    return 0;
+  return zkrc__session_lease_left(e->q.session,
+                                  zkrc__contender_generation(e->current->c));
+}
+
 /* Stop leading (if we do), telling the application why. */
 static void revoke_locked(zkrc_election *e, int reason) {
   if (e->leader)
@@ -346,11 +354,20 @@ int zkrc_election_is_leader(zkrc_election *e) {
   if (e == NULL)
     return 0;
   g_mutex_lock(&e->mu);
-  /* After a freeze longer than the session timeout, say no at once, even
-   * before the session's worker has noticed and declared the session lost. */
-  int leader = e->leader && zkrc__session_fresh(e->q.session);
+  /* The lease says no the moment it runs out (also after a freeze), even
+   * before the session has declared itself lost and revoked us. */
+  int leader = leader_lease_left_locked(e) > 0;
   g_mutex_unlock(&e->mu);
   return leader;
+}
+
+int zkrc_election_lease_remaining(zkrc_election *e) {
+  if (e == NULL)
+    return 0;
+  g_mutex_lock(&e->mu);
+  int64_t left = leader_lease_left_locked(e);
+  g_mutex_unlock(&e->mu);
+  return (int)(left / 1000);
 }
 
 int zkrc_election_wait_leader(zkrc_election *e, int timeout_ms) {

@@ -137,6 +137,13 @@ void zkrc__lock_post_event_locked(holder *h, zkrc_lock_event ev, int reason) {
   zkrc__session_post(lk->q.session, lock_event_run, call);
 }
 
+int64_t zkrc__holder_lease_left_locked(holder *h) {
+  if (h->state != H_HELD)
+    return 0;
+  return zkrc__session_lease_left(h->lk->q.session,
+                                  zkrc__contender_generation(h->c));
+}
+
 /* ------------------------------------------------ contender callbacks */
 
 static void on_front(zkrc__contender *c, void *arg) {
@@ -384,11 +391,22 @@ int zkrc_lock_is_held(zkrc_lock *lk) {
   holder *h = my_holder_locked(lk);
   if (h == NULL)
     return 0;
-  /* After a freeze longer than the session timeout, say no at once, even
-   * before the session's worker has noticed and declared the session lost. */
-  int held = h->state == H_HELD && zkrc__session_fresh(lk->q.session);
+  /* The lease says no the moment it runs out (also after a freeze), even
+   * before the session has declared itself lost and told the holder. */
+  int held = zkrc__holder_lease_left_locked(h) > 0;
   g_mutex_unlock(&lk->mu);
   return held;
+}
+
+int zkrc_lock_lease_remaining(zkrc_lock *lk) {
+  if (lk == NULL)
+    return 0;
+  holder *h = my_holder_locked(lk);
+  if (h == NULL)
+    return 0;
+  int64_t left = zkrc__holder_lease_left_locked(h);
+  g_mutex_unlock(&lk->mu);
+  return (int)(left / 1000);
 }
 
 int zkrc_lock_hold_count(zkrc_lock *lk) {

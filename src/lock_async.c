@@ -186,9 +186,18 @@ int zkrc_lock_hold_is_held(zkrc_lock_hold *h) {
   if (h == NULL)
     return 0;
   g_mutex_lock(&h->lk->mu);
-  int held = h->state == H_HELD && zkrc__session_fresh(h->lk->q.session);
+  int held = zkrc__holder_lease_left_locked(h) > 0;
   g_mutex_unlock(&h->lk->mu);
   return held;
+}
+
+int zkrc_lock_hold_lease_remaining(zkrc_lock_hold *h) {
+  if (h == NULL)
+    return 0;
+  g_mutex_lock(&h->lk->mu);
+  int64_t left = zkrc__holder_lease_left_locked(h);
+  g_mutex_unlock(&h->lk->mu);
+  return (int)(left / 1000);
 }
 
 int64_t zkrc_lock_hold_token(zkrc_lock_hold *h) {

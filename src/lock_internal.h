@@ -72,6 +72,10 @@ void zkrc__holder_unref(holder *h);
  * the caller, one for the contender. */
 holder *zkrc__lock_new_participant_locked(zkrc_lock *lk, uint64_t thread);
 
+/* Microseconds left of a held hold's lease (0 when not held, or when its
+ * session's lease ran out); lk->mu held. */
+int64_t zkrc__holder_lease_left_locked(holder *h);
+
 /* Tell the application about a held lock (lock events); lk->mu held. */
 void zkrc__lock_post_event_locked(holder *h, zkrc_lock_event ev, int reason);
 

@@ -25,6 +25,12 @@
  * between our creating it and creating our node (containers are removed
  * when empty), and an administrator can delete a waiting node. */
 #define MAX_CREATE_ATTEMPTS 10
+/* Failed requests of a kind that may pass (neither a lost connection nor a
+ * refusal) retried in a row before the contender gives up with the error. */
+#define MAX_FAILURES 8
+/* Retries wait 10 ms, then twice as long each time, at most this long. */
+#define RETRY_FIRST_MS 10
+#define RETRY_MAX_MS 1000
 
 typedef enum cstate {
   C_NEW,       /* not started */
@@ -44,6 +50,8 @@ typedef enum step {
   STEP_DELETE,
   STEP_ARM_OWN_WATCH,
   STEP_FETCH_STAT,
+  STEP_RECHECK,     /* after a reconnection at the front */
+  STEP_RETRY_LATER, /* c->retry_step, after a backoff */
 } step;
 
 typedef enum out_kind { OUT_FRONT, OUT_BEHIND, OUT_CONNECTION, OUT_ENDED } out_kind;
@@ -83,7 +91,19 @@ struct zkrc__contender {
   gboolean recover_needed; /* a request was lost with the connection */
   gboolean parent_missing;
   int parent_rc;
-  int attempts;
+  int attempts;      /* creates sent since the last one that succeeded */
+  int retries;       /* retries since the last success: the backoff */
+  int failures;      /* passing failures in a row: the bound */
+  step retry_step;   /* what a pending retry will do */
+  GSource *retry_timer;
+  /* At the front by the listing, but the session has no lease yet: waits
+   * for ZKRC__SESSION_EVENT_LEASED (or the session's end). */
+  gboolean awaiting_lease;
+  /* Reconnected at the front: RECONNECTED is told only once our node is
+   * seen again, owned by our session and first in the queue. */
+  gboolean recheck_pending;
+  int recheck_stat_rc;
+  int64_t recheck_owner;
   gboolean withdrawing;
   gboolean deleting;
   gboolean behind_told;
@@ -315,7 +335,16 @@ static void deliver(zkrc__contender *c) {
 
 /* ------------------------------------------------------------- ending */
 
+static void cancel_retry_locked(zkrc__contender *c) {
+  if (c->retry_timer) {
+    g_source_destroy(c->retry_timer);
+    g_source_unref(c->retry_timer);
+    c->retry_timer = NULL;
+  }
+}
+
 static void cancel_watches_locked(zkrc__contender *c) {
+  cancel_retry_locked(c);
   if (c->pred_watch) {
     zkrc__watch_cancel(c->pred_watch);
     c->pred_watch = NULL;
@@ -407,6 +436,13 @@ static step become_front_locked(zkrc__contender *c) {
     c->recover_needed = TRUE;
     return STEP_NONE;
   }
+  if (zkrc__session_lease_left(c->s, c->generation) <= 0) {
+    /* Never report a hold the session cannot vouch for: its lease is not
+     * established yet (LEASED brings us back) or ran out (LOST follows). */
+    c->awaiting_lease = TRUE;
+    return STEP_NONE;
+  }
+  c->awaiting_lease = FALSE;
   c->state = C_FRONT;
   emit_locked(c, OUT_FRONT, 0, 0);
   return c->watch_own && c->own_watch == NULL ? STEP_ARM_OWN_WATCH : STEP_NONE;
@@ -421,6 +457,8 @@ static step evaluate_locked(zkrc__contender *c, const struct String_vector *kids
   GArray *sorted = zkrc__contenders_sorted(kids->data, kids->count, c->markers);
   int index = zkrc__contenders_find(sorted, c->name);
   step next = STEP_NONE;
+  c->retries = 0; /* a listing came back: the servers answer us */
+  c->failures = 0;
   if (index < 0) {
     /* Our node is gone although our session lives: deleted by someone. */
     if (c->state == C_FRONT) {
@@ -437,6 +475,8 @@ static step evaluate_locked(zkrc__contender *c, const struct String_vector *kids
     }
     if (c->state != C_FRONT)
       next = become_front_locked(c);
+    else if (c->watch_own && c->own_watch == NULL)
+      next = STEP_ARM_OWN_WATCH; /* its last arming was lost */
   } else {
     g_free(c->pred);
     c->pred = g_strdup(g_array_index(sorted, zkrc__contender_entry, index - 1).name);
@@ -451,11 +491,43 @@ static step evaluate_locked(zkrc__contender *c, const struct String_vector *kids
   return next;
 }
 
-/* A request was lost with the connection: recover now if the connection is
- * already back, else when the session says it is. */
-static step need_recovery_locked(zkrc__contender *c) {
+/* Replies that say our ZooKeeper session is over, or the handle is closing:
+ * the session's observer ends us. */
+static gboolean session_gone(int rc) {
+  return rc == ZSESSIONEXPIRED || rc == ZCLOSING || rc == ZINVALIDSTATE ||
+         rc == ZAUTHFAILED;
+}
+
+/* Replies that say the connection is going: the reconnection resumes us.
+ * ZSESSIONMOVED comes from a server our session already left; the request
+ * had no effect. */
+static gboolean connection_trouble(int rc) {
+  return rc == ZCONNECTIONLOSS || rc == ZOPERATIONTIMEOUT ||
+         rc == ZSESSIONMOVED;
+}
+
+/* Refusals that asking again cannot change. */
+static gboolean refused(int rc) {
+  return rc == ZNOAUTH || rc == ZINVALIDACL || rc == ZBADARGUMENTS ||
+         rc == ZNOCHILDRENFOREPHEMERALS || rc == ZMARSHALLINGERROR;
+}
+
+/* A request of ours failed with @p rc: look at the queue again when that
+ * can help, after a backoff (and not before a lost connection is back);
+ * give up with the error when it cannot, or has failed too often. */
+static step after_failure_locked(zkrc__contender *c, int rc) {
   c->recover_needed = TRUE;
-  return zkrc__session_connected(c->s, c->generation) ? STEP_RECOVER : STEP_NONE;
+  if (session_gone(rc))
+    return STEP_NONE;
+  if (refused(rc) ||
+      (!connection_trouble(rc) && ++c->failures > MAX_FAILURES)) {
+    end_locked(c, zkrc_from_zk_error(rc), rc, TRUE);
+    return STEP_NONE;
+  }
+  if (!zkrc__session_connected(c->s, c->generation))
+    return STEP_NONE;
+  c->retry_step = STEP_RECOVER;
+  return STEP_RETRY_LATER;
 }
 
 /* Our predecessor left: look at the queue again (one read) rather than
@@ -467,10 +539,6 @@ static step relist_locked(zkrc__contender *c) {
   return STEP_RECOVER;
 }
 
-static step after_lost_create_locked(zkrc__contender *c) {
-  c->create_unknown = TRUE;
-  return need_recovery_locked(c);
-}
 
 /* ----------------------------------------------------- create + children */
 
@@ -506,6 +574,7 @@ static void create_done(int rc, const char *value, const struct Stat *stat,
     c->czxid = stat->czxid;
     c->owner = stat->ephemeralOwner;
     c->parent_missing = FALSE;
+    c->attempts = 0;
     if (c->withdrawing)
       next = STEP_DELETE;
     else if (c->watch_own)
@@ -521,13 +590,20 @@ static void create_done(int rc, const char *value, const struct Stat *stat,
                       ? c->parent_rc
                       : ZNONODE;
       end_locked(c, zkrc_from_zk_error(cause), cause, FALSE);
+    } else if (c->attempts == 1) {
+      next = STEP_SEND_CREATE; /* with the directory, this time */
     } else {
-      next = STEP_SEND_CREATE;
+      /* Someone keeps removing the directory: do not race them flat out. */
+      c->retry_step = STEP_SEND_CREATE;
+      next = STEP_RETRY_LATER;
     }
-  } else if (rc == ZCONNECTIONLOSS || rc == ZOPERATIONTIMEOUT) {
-    next = after_lost_create_locked(c);
-  } else if (rc == ZSESSIONEXPIRED || rc == ZCLOSING || rc == ZINVALIDSTATE) {
-    c->create_unknown = TRUE; /* the session's observer ends us */
+  } else if (connection_trouble(rc) || session_gone(rc)) {
+    /* Whether the node was made is unknown: look for it by its prefix. */
+    c->create_unknown = TRUE;
+    if (c->withdrawing)
+      end_locked(c, ZKRC_OK, 0, TRUE); /* the reaper finds and deletes it */
+    else
+      next = after_failure_locked(c, rc);
   } else {
     end_locked(c, zkrc_from_zk_error(rc), rc, FALSE);
   }
@@ -547,7 +623,7 @@ static void children_done(int rc, const struct String_vector *kids,
     if (rc == ZOK)
       next = evaluate_locked(c, kids, FALSE);
     else
-      next = need_recovery_locked(c);
+      next = after_failure_locked(c, rc);
   }
   finish_locked_reply(r, next);
 }
@@ -661,7 +737,7 @@ static void pred_result(req *r, int rc) {
       c->watch_dir = TRUE;
       next = STEP_WATCH_DIR;
     } else {
-      next = need_recovery_locked(c);
+      next = after_failure_locked(c, rc);
     }
   }
   finish_locked_reply(r, next);
@@ -731,7 +807,7 @@ static void dir_children_done(int rc, const struct String_vector *kids,
       struct String_vector none = {0, NULL};
       next = evaluate_locked(c, &none, FALSE);
     } else {
-      next = need_recovery_locked(c);
+      next = after_failure_locked(c, rc);
     }
   }
   finish_locked_reply(r, next);
@@ -784,12 +860,16 @@ static void self_result(req *r, int rc) {
   step next = STEP_NONE;
   if (rc != ZOK && r->watch)
     zkrc__watch_cancel(r->watch);
-  if (!lock_if_current(r)) {
+  g_mutex_lock(&c->mu);
+  /* No watch was set: forget it even when the reply is superseded, or the
+   * node would never be watched again. */
+  if (rc != ZOK && c->own_watch == r->watch)
+    c->own_watch = NULL;
+  if (r->epoch != c->epoch || c->state == C_ENDED) {
+    g_mutex_unlock(&c->mu);
     finish_stale_reply(r);
     return;
   }
-  if (rc != ZOK && c->own_watch == r->watch)
-    c->own_watch = NULL;
   if (c->withdrawing) {
     /* the withdrawal deletes the node */
   } else if (rc == ZOK) {
@@ -800,7 +880,7 @@ static void self_result(req *r, int rc) {
     else
       next = relist_locked(c); /* deleted while queued: we queue again */
   } else {
-    next = need_recovery_locked(c);
+    next = after_failure_locked(c, rc);
   }
   finish_locked_reply(r, next);
 }
@@ -856,7 +936,7 @@ static void recover_stat_done(int rc, const struct Stat *stat,
     c->name_known = FALSE;
     next = STEP_SEND_CREATE;
   } else {
-    next = need_recovery_locked(c);
+    next = after_failure_locked(c, rc);
   }
   finish_locked_reply(r, next);
 }
@@ -899,7 +979,7 @@ static void recover_children_done(int rc, const struct String_vector *kids,
   if (c->withdrawing) {
     /* the withdrawal takes over */
   } else if (rc != ZOK && rc != ZNONODE) {
-    next = need_recovery_locked(c);
+    next = after_failure_locked(c, rc);
   } else if (!c->name_known) {
     const char *mine = rc == ZOK ? find_protected(kids, c->prefix) : NULL;
     if (mine) {
@@ -949,6 +1029,147 @@ static void recover(zkrc__contender *c) {
   zkrc__conn_unuse(conn);
   if (rc != ZOK)
     recover_children_done(ZCONNECTIONLOSS, NULL, r);
+}
+
+/* ------------------------------------------- re-check after reconnecting */
+
+static void recheck_stat_done(int rc, const struct Stat *stat,
+                              const void *data) {
+  req *r = (req *)data;
+  if (lock_if_current(r)) {
+    r->c->recheck_stat_rc = rc;
+    r->c->recheck_owner = rc == ZOK ? stat->ephemeralOwner : 0;
+    g_mutex_unlock(&r->c->mu);
+  }
+  req_free(r);
+}
+
+/* Decide from the re-check's two replies (the stat's came first: one
+ * session's replies come in order). */
+static step recheck_judge_locked(zkrc__contender *c, int rc,
+                                 const struct String_vector *kids) {
+  int stat_rc = c->recheck_stat_rc;
+  int failed = stat_rc != ZOK && stat_rc != ZNONODE ? stat_rc
+               : rc != ZOK && rc != ZNONODE       ? rc
+                                                  : ZOK;
+  if (connection_trouble(failed) || session_gone(failed)) {
+    c->recover_needed = TRUE; /* the next reconnection checks again */
+    return STEP_NONE;
+  }
+  if (failed != ZOK) {
+    step next = after_failure_locked(c, failed);
+    if (next == STEP_RETRY_LATER)
+      c->retry_step = STEP_RECHECK;
+    return next;
+  }
+  if (stat_rc == ZNONODE || rc == ZNONODE) {
+    end_locked(c, ZKRC_ELOCKLOST, ZNONODE, FALSE); /* deleted meanwhile */
+    return STEP_NONE;
+  }
+  if (c->recheck_owner != c->owner ||
+      zkrc__session_generation(c->s) != c->generation) {
+    end_locked(c, ZKRC_ELOCKLOST, ZNONODE, FALSE); /* not ours: leave it */
+    return STEP_NONE;
+  }
+  GArray *sorted = zkrc__contenders_sorted(kids->data, kids->count, c->markers);
+  int index = zkrc__contenders_find(sorted, c->name);
+  zkrc__contenders_free(sorted);
+  if (index != 0) {
+    /* Someone is ahead of us now (a sequence that wrapped, a node made by
+     * hand): we no longer hold.  Our node goes. */
+    end_locked(c, ZKRC_ELOCKLOST, 0, TRUE);
+    return STEP_NONE;
+  }
+  if (zkrc__session_lease_left(c->s, c->generation) <= 0)
+    return STEP_NONE; /* the lease ran out meanwhile: LOST follows */
+  c->recheck_pending = FALSE;
+  c->recover_needed = FALSE;
+  c->retries = 0;
+  c->failures = 0;
+  emit_locked(c, OUT_CONNECTION, ZKRC_SESSION_EVENT_RECONNECTED, 0);
+  return c->watch_own && c->own_watch == NULL ? STEP_ARM_OWN_WATCH : STEP_NONE;
+}
+
+static void recheck_children_done(int rc, const struct String_vector *kids,
+                                  const void *data) {
+  req *r = (req *)data;
+  zkrc__contender *c = r->c;
+  step next = STEP_NONE;
+  if (!lock_if_current(r)) {
+    finish_stale_reply(r);
+    return;
+  }
+  if (c->state == C_FRONT && c->recheck_pending && !c->withdrawing)
+    next = recheck_judge_locked(c, rc, kids);
+  finish_locked_reply(r, next);
+}
+
+/* Reconnected at the front: read our node's stat (is it still there, and
+ * ours?) and the queue (still first?) in one round trip. */
+static void recheck(zkrc__contender *c) {
+  g_mutex_lock(&c->mu);
+  if (c->state != C_FRONT || c->withdrawing || !c->recheck_pending) {
+    g_mutex_unlock(&c->mu);
+    return;
+  }
+  zkrc_conn *conn = conn_for_locked(c);
+  if (conn == NULL) {
+    g_mutex_unlock(&c->mu);
+    return;
+  }
+  c->recover_needed = FALSE;
+  c->epoch++;
+  c->recheck_stat_rc = ZCONNECTIONLOSS; /* until its reply says otherwise */
+  req *on_stat = req_new_locked(c);
+  req *on_children = req_new_locked(c);
+  char *path = g_strdup(c->path);
+  g_mutex_unlock(&c->mu);
+  int rc = zoo_aexists(conn->zh, path, 0, recheck_stat_done, on_stat);
+  int rc2 = rc == ZOK ? zoo_aget_children(conn->zh, c->dir, 0,
+                                          recheck_children_done, on_children)
+                      : rc;
+  zkrc__conn_unuse(conn);
+  g_free(path);
+  if (rc != ZOK)
+    req_free(on_stat);
+  if (rc2 != ZOK)
+    recheck_children_done(ZCONNECTIONLOSS, NULL, on_children);
+}
+
+/* ---------------------------------------------------------------- retry */
+
+static gboolean retry_fired(gpointer data) {
+  zkrc__contender *c = data;
+  step next = STEP_NONE;
+  g_mutex_lock(&c->mu);
+  if (c->retry_timer == g_main_current_source()) {
+    g_source_unref(c->retry_timer);
+    c->retry_timer = NULL;
+    if (c->state != C_ENDED && !c->withdrawing)
+      next = c->retry_step;
+  }
+  g_mutex_unlock(&c->mu);
+  perform(c, next);
+  deliver(c);
+  return G_SOURCE_REMOVE;
+}
+
+/* Carry out c->retry_step after a backoff: 10 ms, doubling with every retry
+ * since the last success, at most RETRY_MAX_MS. */
+static void retry_later(zkrc__contender *c) {
+  g_mutex_lock(&c->mu);
+  if (c->state == C_ENDED || c->withdrawing || c->retry_timer) {
+    g_mutex_unlock(&c->mu);
+    return;
+  }
+  int shift = c->retries < 7 ? c->retries : 7;
+  int ms = RETRY_FIRST_MS << shift;
+  if (ms > RETRY_MAX_MS)
+    ms = RETRY_MAX_MS;
+  c->retries++;
+  c->retry_timer = zkrc__session_timer(c->s, ms, retry_fired,
+                                       zkrc__contender_ref(c), target_unref);
+  g_mutex_unlock(&c->mu);
 }
 
 /* ----------------------------------------------------------- withdrawal */
@@ -1041,15 +1262,26 @@ static void on_session_event(zkrc_session *s, zkrc_session_event ev,
   gboolean ours = c->generation == generation;
   gboolean live = c->state == C_CREATING || c->state == C_WAITING ||
                   c->state == C_FRONT;
-  switch (ev) {
+  switch ((int)ev) {
   case ZKRC_SESSION_EVENT_CONNECTED:
   case ZKRC_SESSION_EVENT_RECONNECTED:
-    if (c->state == C_PENDING && !c->withdrawing)
+    c->retries = 0; /* a new connection: no reason to wait */
+    if (c->state == C_PENDING && !c->withdrawing) {
       next = STEP_SEND_CREATE;
-    else if (ours && live && c->recover_needed)
+    } else if (ev == ZKRC_SESSION_EVENT_RECONNECTED && ours &&
+               c->state == C_FRONT && !c->withdrawing) {
+      /* Tell RECONNECTED only once the servers show we still hold. */
+      c->recheck_pending = TRUE;
+      next = STEP_RECHECK;
+    } else if (ours && live && c->recover_needed) {
       next = STEP_RECOVER;
-    if (ev == ZKRC_SESSION_EVENT_RECONNECTED && ours && c->state == C_FRONT)
-      emit_locked(c, OUT_CONNECTION, ZKRC_SESSION_EVENT_RECONNECTED, 0);
+    }
+    break;
+  case ZKRC__SESSION_EVENT_LEASED:
+    if (ours && live && c->awaiting_lease && !c->withdrawing) {
+      c->recover_needed = TRUE;
+      next = STEP_RECOVER;
+    }
     break;
   case ZKRC_SESSION_EVENT_SUSPENDED:
     if (ours && c->state == C_FRONT)
@@ -1103,6 +1335,12 @@ static void perform(zkrc__contender *c, step st) {
     break;
   case STEP_FETCH_STAT:
     fetch_own_stat(c);
+    break;
+  case STEP_RECHECK:
+    recheck(c);
+    break;
+  case STEP_RETRY_LATER:
+    retry_later(c);
     break;
   }
 }

@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "call.h"
-#include "session_internal.h"
+#include "session_private.h"
 #include "util.h"
 #include "zkrecipes.h"
 
@@ -40,43 +40,6 @@ typedef struct reap_entry {
   gboolean in_flight;
 } reap_entry;
 
-struct zkrc_session {
-  GMutex mu;
-  GCond cond; /* state changes, conn users, observer dispatch */
-  gint refs;
-  gint recipes; /* references held by recipe objects (locks, elections) */
-  gint closing_waiters; /* zkrc_session_close() waiting for references */
-
-  char *hosts; /* NULL for an adopted handle that must not be reopened */
-  zkrc_session_options opts;
-  gboolean closing;
-
-  zkrc_conn *conn; /* current handle; NULL between sessions or when closed */
-  uint64_t last_generation;
-  zkrc_session_state state;
-  int negotiated_timeout_ms;
-
-  /* Worker thread: session events, the lost timer, handle turnover. */
-  GMainContext *worker_ctx;
-  GMainLoop *worker_loop;
-  GThread *worker;
-  GSource *lost_timer;
-  GSource *heartbeat;
-  int64_t last_beat; /* monotonic µs of the worker's last heartbeat */
-
-  /* Default executor: a callback thread fed by a queue. */
-  GAsyncQueue *cb_queue;
-  GThread *cb_thread;
-  zkrc_executor executor;
-
-  GPtrArray *listeners; /* of listener* */
-  unsigned long next_listener_id;
-  GHashTable *observers; /* id → observer* (many: one per live contender) */
-  unsigned long next_observer_id;
-  gboolean notifying;      /* the worker is calling observers */
-  GPtrArray *auths;        /* of auth_entry* */
-  GPtrArray *reap;         /* of reap_entry* */
-};
 
 static void open_conn_locked_out(zkrc_session *s, int *err);
 static void run_reaper(zkrc_session *s);
@@ -227,8 +190,6 @@ static void free_reap(gpointer p) {
   g_free(r);
 }
 
-static void cancel_lost_timer_locked(zkrc_session *s);
-
 static void session_free(zkrc_session *s) {
   /* Both threads hold references to their own queue/loop, so they may be
    * the ones dropping the last session reference. */
@@ -237,9 +198,7 @@ static void session_free(zkrc_session *s) {
     stop_thread(s->cb_thread);
     g_async_queue_unref(s->cb_queue);
   }
-  g_source_destroy(s->heartbeat);
-  g_source_unref(s->heartbeat);
-  cancel_lost_timer_locked(s); /* nobody else can hold the mutex now */
+  zkrc__lease_driver_free(s);
   stop_worker_loop(s);
   stop_thread(s->worker);
   g_main_loop_unref(s->worker_loop);
@@ -388,9 +347,8 @@ static void post_to_listeners(zkrc_session *s, zkrc_session_event ev) {
   g_array_free(ids, TRUE);
 }
 
-/* Worker thread only. */
-static void notify_observers(zkrc_session *s, zkrc_session_event ev,
-                             uint64_t generation) {
+void zkrc__session_notify_observers(zkrc_session *s, zkrc_session_event ev,
+                                    uint64_t generation) {
   g_mutex_lock(&s->mu);
   GPtrArray *copy = g_ptr_array_new_with_free_func(g_free);
   GHashTableIter it;
@@ -420,7 +378,7 @@ static void notify_observers(zkrc_session *s, zkrc_session_event ev,
 
 static void announce(zkrc_session *s, zkrc_session_event ev,
                      uint64_t generation) {
-  notify_observers(s, ev, generation);
+  zkrc__session_notify_observers(s, ev, generation);
   post_to_listeners(s, ev);
 }
 
@@ -468,14 +426,6 @@ void zkrc__session_post(zkrc_session *s, zkrc_callback_fn fn, void *arg) {
 
 /* ------------------------------------------------------- handle turnover */
 
-static void cancel_lost_timer_locked(zkrc_session *s) {
-  if (s->lost_timer) {
-    g_source_destroy(s->lost_timer);
-    g_source_unref(s->lost_timer);
-    s->lost_timer = NULL;
-  }
-}
-
 /* Close a retired handle: wait until no thread is inside a zoo_* call on it,
  * then zookeeper_close() it.  Completions still outstanding run with ZCLOSING,
  * possibly on this thread, so no session lock may be held here. */
@@ -499,10 +449,7 @@ static void drop_reap_entries_locked(zkrc_session *s, uint64_t generation) {
   }
 }
 
-/* Worker thread: the current ZooKeeper session is dead (expired, presumed
- * lost, or authentication failed).  Tell everyone, close its handle and,
- * unless told not to, open a new session for later operations. */
-static void retire_current(zkrc_session *s, zkrc_session_event why) {
+void zkrc__session_retire(zkrc_session *s, zkrc_session_event why) {
   g_mutex_lock(&s->mu);
   zkrc_conn *c = s->conn;
   if (c == NULL) {
@@ -511,7 +458,7 @@ static void retire_current(zkrc_session *s, zkrc_session_event why) {
   }
   s->conn = NULL;
   c->retired = TRUE;
-  cancel_lost_timer_locked(s);
+  zkrc__lease_stop_locked(s);
   gboolean reopen = !s->closing && !s->opts.no_reopen && s->hosts != NULL &&
                     why != ZKRC_SESSION_EVENT_AUTH_FAILED;
   s->state = reopen ? ZKRC_SESSION_CONNECTING : ZKRC_SESSION_CLOSED;
@@ -540,62 +487,6 @@ typedef struct state_change {
   int zk_state;
 } state_change;
 
-static gboolean lost_timer_fired(gpointer data) {
-  zkrc_session *s = data;
-  g_mutex_lock(&s->mu);
-  gboolean lost = s->state == ZKRC_SESSION_SUSPENDED && s->conn != NULL;
-  if (s->lost_timer) {
-    g_source_unref(s->lost_timer);
-    s->lost_timer = NULL;
-  }
-  g_mutex_unlock(&s->mu);
-  if (lost)
-    retire_current(s, ZKRC_SESSION_EVENT_LOST);
-  return G_SOURCE_REMOVE;
-}
-
-static void start_lost_timer_locked(zkrc_session *s) {
-  cancel_lost_timer_locked(s);
-  s->lost_timer = g_timeout_source_new((guint)s->negotiated_timeout_ms);
-  g_source_set_callback(s->lost_timer, lost_timer_fired, s, NULL);
-  g_source_attach(s->lost_timer, s->worker_ctx);
-}
-
-/* The worker's heartbeat.  A gap between two beats longer than the session
- * timeout means the whole process was frozen (SIGSTOP, a debugger): the
- * servers have expired the session by now, so say LOST at once instead of
- * waiting for the ZooKeeper client to time out its connection first. */
-#define HEARTBEAT_MS 100
-
-static gboolean heartbeat_fired(gpointer data) {
-  zkrc_session *s = data;
-  int64_t now = g_get_monotonic_time();
-  g_mutex_lock(&s->mu);
-  int64_t gap_ms = (now - s->last_beat) / 1000;
-  gboolean frozen = s->conn != NULL && s->conn->session_id != 0 &&
-                    gap_ms > s->negotiated_timeout_ms;
-  if (!frozen)
-    s->last_beat = now;
-  g_mutex_unlock(&s->mu);
-  if (frozen) {
-    /* Only once every recipe has been told may zkrc__session_fresh() say
-     * "fresh" again: until then is_held / is_leader must keep saying no. */
-    retire_current(s, ZKRC_SESSION_EVENT_LOST);
-    g_mutex_lock(&s->mu);
-    s->last_beat = g_get_monotonic_time();
-    g_mutex_unlock(&s->mu);
-  }
-  return G_SOURCE_CONTINUE;
-}
-
-gboolean zkrc__session_fresh(zkrc_session *s) {
-  g_mutex_lock(&s->mu);
-  int64_t gap_ms = (g_get_monotonic_time() - s->last_beat) / 1000;
-  gboolean fresh = gap_ms <= s->negotiated_timeout_ms;
-  g_mutex_unlock(&s->mu);
-  return fresh;
-}
-
 /* Worker thread: the handle of @p generation reported a session state.
  * Returns the event to announce, or -1 for none. */
 static int apply_state_locked(zkrc_session *s, zkrc_conn *c, int zk_state,
@@ -606,7 +497,6 @@ static int apply_state_locked(zkrc_session *s, zkrc_conn *c, int zk_state,
     c->session_id = client_id;
     s->negotiated_timeout_ms = recv_timeout;
     s->state = ZKRC_SESSION_CONNECTED;
-    cancel_lost_timer_locked(s);
     g_cond_broadcast(&s->cond);
     if (new_session)
       return ZKRC_SESSION_EVENT_CONNECTED;
@@ -618,11 +508,18 @@ static int apply_state_locked(zkrc_session *s, zkrc_conn *c, int zk_state,
     if (s->state != ZKRC_SESSION_CONNECTED)
       return -1;
     s->state = ZKRC_SESSION_SUSPENDED;
-    start_lost_timer_locked(s);
     g_cond_broadcast(&s->cond);
     return ZKRC_SESSION_EVENT_SUSPENDED;
   }
   return -1;
+}
+
+/* Is a CONNECTED report about a connection we have not seen yet? */
+static gboolean is_new_connection(zkrc_session *s) {
+  g_mutex_lock(&s->mu);
+  gboolean fresh = s->state != ZKRC_SESSION_CONNECTED;
+  g_mutex_unlock(&s->mu);
+  return fresh;
 }
 
 static void handle_state_change(void *data) {
@@ -638,13 +535,21 @@ static void handle_state_change(void *data) {
   g_mutex_unlock(&s->mu);
 
   if (sc->zk_state == ZOO_EXPIRED_SESSION_STATE) {
-    retire_current(s, ZKRC_SESSION_EVENT_EXPIRED);
+    zkrc__session_retire(s, ZKRC_SESSION_EVENT_EXPIRED);
   } else if (sc->zk_state == ZOO_AUTH_FAILED_STATE) {
-    retire_current(s, ZKRC_SESSION_EVENT_AUTH_FAILED);
+    zkrc__session_retire(s, ZKRC_SESSION_EVENT_AUTH_FAILED);
   } else {
     /* Only the worker retires handles, so c stays valid here. */
     int64_t client_id = zoo_client_id(c->zh)->client_id;
     int recv_timeout = zoo_recv_timeout(c->zh);
+    if (sc->zk_state == ZOO_CONNECTED_STATE && client_id != 0 &&
+        is_new_connection(s) &&
+        !zkrc__lease_connected(s, c, c->session_id == 0, recv_timeout)) {
+      /* Back too late: the servers may have expired it meanwhile. */
+      zkrc__session_retire(s, ZKRC_SESSION_EVENT_LOST);
+      g_free(sc);
+      return;
+    }
     g_mutex_lock(&s->mu);
     int ev = apply_state_locked(s, c, sc->zk_state, client_id, recv_timeout);
     g_mutex_unlock(&s->mu);
@@ -688,6 +593,7 @@ static void open_conn_locked_out(zkrc_session *s, int *err) {
   zkrc_conn *c = g_new0(zkrc_conn, 1);
   c->session = s;
   c->generation = ++s->last_generation;
+  zkrc__lease_handle_opened_locked(s);
   errno = 0;
   c->zh = zookeeper_init2(s->hosts, global_watcher, s->opts.session_timeout_ms,
                           NULL, c, 0, zkrc__log_trampoline);
@@ -863,10 +769,7 @@ static zkrc_session *session_alloc(const char *hosts,
 
   s->worker_ctx = g_main_context_new();
   s->worker_loop = g_main_loop_new(s->worker_ctx, FALSE);
-  s->last_beat = g_get_monotonic_time();
-  s->heartbeat = g_timeout_source_new(HEARTBEAT_MS);
-  g_source_set_callback(s->heartbeat, heartbeat_fired, s, NULL);
-  g_source_attach(s->heartbeat, s->worker_ctx);
+  zkrc__lease_driver_init(s);
   s->worker = g_thread_new("zkrc-session", worker_main,
                            g_main_loop_ref(s->worker_loop));
   if (opts->executor) {
@@ -970,12 +873,22 @@ int zkrc_session_adopt(zkrc_session **out, zhandle_t *zh, const char *hosts,
 
   g_mutex_lock(&s->mu);
   s->conn = c;
-  if (zoo_state(zh) == ZOO_CONNECTED_STATE) {
+  zkrc__lease_handle_opened_locked(s);
+  s->opened_us = 0; /* unknown: the lease starts with the renewals */
+  gboolean connected = zoo_state(zh) == ZOO_CONNECTED_STATE;
+  if (connected) {
     c->session_id = zoo_client_id(zh)->client_id;
     s->negotiated_timeout_ms = zoo_recv_timeout(zh);
-    s->state = ZKRC_SESSION_CONNECTED;
   }
+  int timeout_ms = s->negotiated_timeout_ms;
   g_mutex_unlock(&s->mu);
+  if (connected) {
+    /* The first renewal before the state is public, as on the worker. */
+    zkrc__lease_connected(s, c, TRUE, timeout_ms);
+    g_mutex_lock(&s->mu);
+    s->state = ZKRC_SESSION_CONNECTED;
+    g_mutex_unlock(&s->mu);
+  }
   *out = s;
   return ZKRC_OK;
 }
@@ -995,7 +908,7 @@ static void close_on_worker(void *data) {
   s->conn = NULL;
   if (c)
     c->retired = TRUE;
-  cancel_lost_timer_locked(s);
+  zkrc__lease_stop_locked(s);
   /* A session that closed itself (no reopen after expiry) announced it. */
   gboolean announced = s->state == ZKRC_SESSION_CLOSED;
   s->state = ZKRC_SESSION_CLOSED;

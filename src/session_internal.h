@@ -64,11 +64,11 @@ gboolean zkrc__session_connected(zkrc_session *s, uint64_t generation);
 /* The generation of the current ZooKeeper session (0 when closed). */
 uint64_t zkrc__session_generation(zkrc_session *s);
 
-/* FALSE when the process looks frozen: the session's worker has not run
- * for longer than the session timeout (a SIGSTOP, a debugger, a swapped-out
- * process), so the servers have probably expired the session even if the
- * worker has not yet noticed. */
-gboolean zkrc__session_fresh(zkrc_session *s);
+/* Microseconds left of the lease (zkrc_session_lease_remaining) of ZooKeeper
+ * session generation @p generation: 0 when it has none, it ran out (also
+ * while the process was frozen, before anyone noticed), or @p generation is
+ * not the current one.  A recipe reports a hold only while this is > 0. */
+int64_t zkrc__session_lease_left(zkrc_session *s, uint64_t generation);
 
 /* TRUE once zkrc_session_close() was called. */
 gboolean zkrc__session_closed(zkrc_session *s);
@@ -78,6 +78,11 @@ gboolean zkrc__session_closed(zkrc_session *s);
  * ZooKeeper session the event is about.  They must not block. */
 typedef void (*zkrc__observer_fn)(zkrc_session *s, zkrc_session_event ev,
                                   uint64_t generation, void *arg);
+/* An event for observers only: the lease of @p generation was not yet
+ * established when it connected (a very slow first connect, an adopted
+ * handle) and now is.  A contender that found itself at the front before
+ * that looks again. */
+#define ZKRC__SESSION_EVENT_LEASED ((zkrc_session_event)100)
 unsigned long zkrc__session_observe(zkrc_session *s, zkrc__observer_fn fn,
                                     void *arg);
 /* After this returns the observer is not running and will not run again. */

@@ -159,6 +159,7 @@ static void test_dropped_connection_is_suspended_then_reconnected(void) {
   int back = wait_event(&r, ZKRC_SESSION_EVENT_RECONNECTED, suspended + 1, 10000);
   CU_ASSERT(back > suspended);
   CU_ASSERT_EQUAL(zkrc_session_id(s), id); /* the same session */
+  CU_ASSERT(zkrc_session_lease_remaining(s) > 0); /* back within the lease */
   /* Nothing else was reported in between: no loss, no expiry. */
   for (int i = before; i < recorded(&r); i++)
     CU_ASSERT(event_at(&r, i) == ZKRC_SESSION_EVENT_SUSPENDED ||
@@ -167,31 +168,117 @@ static void test_dropped_connection_is_suspended_then_reconnected(void) {
   recorder_clear(&r);
 }
 
-static void test_partition_past_the_timeout_is_lost(void) {
+/* When the servers removed a node: a watch from a handle that does not go
+ * through the proxy, so it sees the servers' own expiry of a session. */
+typedef struct gone {
+  GMutex mu;
+  GCond cond;
+  int64_t at_us; /* monotonic; 0 until the node is gone */
+} gone;
+
+static void gone_watcher(zhandle_t *zh, int type, int state, const char *path,
+                         void *ctx) {
+  gone *g = ctx;
+  if (type != ZOO_DELETED_EVENT)
+    return;
+  g_mutex_lock(&g->mu);
+  g->at_us = g_get_monotonic_time();
+  g_cond_broadcast(&g->cond);
+  g_mutex_unlock(&g->mu);
+}
+
+static int64_t wait_gone(gone *g, int timeout_ms) {
+  int64_t deadline = g_get_monotonic_time() + (int64_t)timeout_ms * 1000;
+  g_mutex_lock(&g->mu);
+  while (g->at_us == 0 && g_cond_wait_until(&g->cond, &g->mu, deadline))
+    ;
+  int64_t at = g->at_us;
+  g_mutex_unlock(&g->mu);
+  return at;
+}
+
+static int create_ephemeral(zhandle_t *zh, void *path) {
+  return zoo_create(zh, path, NULL, -1, &ZOO_OPEN_ACL_UNSAFE, ZOO_EPHEMERAL,
+                    NULL, 0);
+}
+
+static void lost_listener(zkrc_session *s, zkrc_session_event ev, void *arg) {
+  if (ev == ZKRC_SESSION_EVENT_LOST) {
+    int64_t *at = arg;
+    *at = g_get_monotonic_time(); /* read after the recorder saw LOST */
+  }
+}
+
+static void test_partition_is_lost_before_the_servers_expire(void) {
   recorder r;
   recorder_init(&r);
   zkrc_session *s = session_recorded(&r, 1000, 0);
+  int64_t lost_at = 0;
+  CU_ASSERT_EQUAL(zkrc_session_add_listener(s, lost_listener, &lost_at, NULL),
+                  ZKRC_OK);
   int64_t first = zkrc_session_id(s);
   int timeout = zkrc_session_timeout(s);
+  /* An ephemeral node of the session, watched from outside the proxy: its
+   * deletion is the moment the servers expired the session. */
+  char *path = zkt_path("lease");
+  zhandle_t *zh = zkt_raw_to(
+      zkrc_ensemble_direct_connect_string(zkt_ensemble()));
+  CU_ASSERT_EQUAL_FATAL(zoo_create(zh, "/zkt", NULL, -1, &ZOO_OPEN_ACL_UNSAFE,
+                                   0, NULL, 0) == ZOK ||
+                            zoo_exists(zh, "/zkt", 0, NULL) == ZOK,
+                        1);
+  CU_ASSERT_EQUAL_FATAL(zkrc_session_with_handle(s, create_ephemeral, path),
+                        ZOK);
+  gone g = {.at_us = 0};
+  g_mutex_init(&g.mu);
+  g_cond_init(&g.cond);
+  CU_ASSERT_EQUAL_FATAL(zoo_wexists(zh, path, gone_watcher, &g, NULL), ZOK);
+  CU_ASSERT(zkrc_session_lease_remaining(s) > 0);
+  CU_ASSERT(zkrc_session_lease_floor(s) > 0);
+  /* Let the session outlive its first lease (the one from its creation),
+   * so that the lease under test is one the renewals made. */
+  g_usleep(3 * (gulong)timeout * 1000 / 2);
+  CU_ASSERT(zkrc_session_lease_remaining(s) > zkrc_session_lease_floor(s));
+
+  /* Cut off: the servers hear nothing more from the session, so they
+   * expire it one timeout after they last heard of it.  The lease must run
+   * out before that, whether or not the client noticed the silence. */
   int before = recorded(&r);
-  int64_t start = zkt_now_ms();
-  /* The client sees silence: it suspends, and our timer declares the
-   * session lost after the session timeout, whatever the client does. */
+  int64_t start = g_get_monotonic_time();
+  int left_at_cut = zkrc_session_lease_remaining(s);
   CU_ASSERT_EQUAL(zkrc_proxy_blackhole(zkt_ensemble(), 0, 4 * timeout), 0);
-  int suspended = wait_event(&r, ZKRC_SESSION_EVENT_SUSPENDED, before, 10000);
-  CU_ASSERT(suspended >= 0);
-  int lost = wait_event(&r, ZKRC_SESSION_EVENT_LOST, suspended + 1, 10000);
-  CU_ASSERT(lost > suspended);
-  int64_t lost_after = zkt_now_ms() - start;
-  /* Suspended after ~2/3 of the timeout of silence, lost one timeout
-   * later; well before the black hole ends. */
-  CU_ASSERT(lost_after >= timeout && lost_after < 4 * timeout);
+  int lost = wait_event(&r, ZKRC_SESSION_EVENT_LOST, before, 10000);
+  CU_ASSERT_FATAL(lost >= 0);
+  CU_ASSERT_EQUAL(zkrc_session_lease_remaining(s), 0);
+  int64_t expired_at = wait_gone(&g, 10000);
+  CU_ASSERT_FATAL(expired_at > 0);
+  while (lost_at == 0) /* the listener after the recorder: a moment */
+    g_usleep(1000);
+  CU_ASSERT(lost_at < expired_at);
+  printf("\n    lost %.0f ms after the cut (lease left then: %d ms), %.0f ms "
+         "before the servers expired the session (timeout %d ms) ",
+         (lost_at - start) / 1000.0, left_at_cut,
+         (expired_at - lost_at) / 1000.0, timeout);
+  CU_ASSERT(lost_at - start <= (int64_t)timeout * 1000);
+
   /* When the network comes back, a new session is opened. */
   int connected = wait_event(&r, ZKRC_SESSION_EVENT_CONNECTED, lost + 1, 15000);
   CU_ASSERT(connected > lost);
   CU_ASSERT_EQUAL(zkrc_session_wait_connected(s, 10000), ZKRC_OK);
   CU_ASSERT(zkrc_session_id(s) != first);
+  /* The new session's lease starts with its first renewals (it opened its
+   * handle long before it could connect): within a round trip and 0.6
+   * ticks. */
+  int64_t until = g_get_monotonic_time() + 2 * (int64_t)timeout * 1000;
+  while (zkrc_session_lease_remaining(s) == 0 &&
+         g_get_monotonic_time() < until)
+    g_usleep(5000);
+  CU_ASSERT(zkrc_session_lease_remaining(s) > 0);
   zkrc_session_close(s);
+  zookeeper_close(zh);
+  g_mutex_clear(&g.mu);
+  g_cond_clear(&g.cond);
+  g_free(path);
   recorder_clear(&r);
 }
 
@@ -344,8 +431,9 @@ static void test_frozen_process_reports_loss_promptly(void) {
   CU_ASSERT_EQUAL(read(fds[0], &c, 1), 1);
   int64_t noticed = zkt_now_ms() - resumed;
   CU_ASSERT_EQUAL(c, 'L');
-  /* The heartbeat notices within ~100 ms; the client's own connection
-   * timeout would take about a session timeout more. */
+  /* The lease ran out during the freeze: the loss is told at once; the
+   * client's own connection timeout would take about a session timeout
+   * more. */
   CU_ASSERT(noticed < 600);
   CU_ASSERT_EQUAL(zkt_wait_child(pid, 10000), 0);
   close(fds[0]);
@@ -360,8 +448,8 @@ static void add_suites(void) {
              test_no_reopen_stays_closed_after_expiry},
             {"dropped connection is suspended then reconnected",
              test_dropped_connection_is_suspended_then_reconnected},
-            {"partition past the timeout is lost",
-             test_partition_past_the_timeout_is_lost},
+            {"partition is lost before the servers expire it",
+             test_partition_is_lost_before_the_servers_expire},
             {"adopted handle is used and its watcher kept",
              test_adopted_handle_is_used_and_its_watcher_kept},
             {"close removes ephemeral nodes at once",

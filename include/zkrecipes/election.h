@@ -134,12 +134,20 @@ int zkrc_election_leave(zkrc_election *e);
 void zkrc_election_free(zkrc_election *e);
 
 /**
- * Non-zero while this participant leads.  Local state, nothing is sent; but
- * a process that was frozen (SIGSTOP, debugger) for longer than the session
- * timeout gets 0 at once, before the session has even noticed.  NULL
+ * Non-zero while this participant leads and its session's lease
+ * (zkrecipes/session.h) has not run out: it turns 0 the moment the lease
+ * runs out, before REVOKED is delivered, also in a process that was frozen
+ * (SIGSTOP, debugger) past its lease.  Local state, nothing is sent.  NULL
  * yields 0.
  */
 int zkrc_election_is_leader(zkrc_election *e);
+
+/**
+ * How long, in ms, this participant's leadership certainly lasts from now:
+ * the session's lease while it leads, else 0.  Nobody else can be elected
+ * before then.  Local state.  NULL yields 0.
+ */
+int zkrc_election_lease_remaining(zkrc_election *e);
 
 /**
  * Wait until this participant leads.

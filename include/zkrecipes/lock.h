@@ -172,12 +172,22 @@ int zkrc_lock_acquire(zkrc_lock *lk, int timeout_ms);
 int zkrc_lock_release(zkrc_lock *lk);
 
 /**
- * Non-zero when the calling thread holds the lock (and it was not lost).
- * Local state only: nothing is sent; but a process that was frozen
- * (SIGSTOP, debugger) for longer than the session timeout gets 0 at once,
- * before the session has even noticed.  NULL yields 0.
+ * Non-zero when the calling thread holds the lock: it was acquired, not
+ * lost, and the session's lease (zkrecipes/session.h) has not run out.  It
+ * turns 0 the moment the lease runs out, before the LOST event is
+ * delivered, also in a process that was frozen (SIGSTOP, debugger) past its
+ * lease.  Local state only: nothing is sent.  NULL yields 0.
  */
 int zkrc_lock_is_held(zkrc_lock *lk);
+
+/**
+ * How long, in ms, the calling thread's hold certainly lasts from now: the
+ * session's lease (zkrc_session_lease_remaining()) while the thread holds
+ * the lock, else 0.  The servers cannot give the lock to anyone else before
+ * then; check it before starting work that must not outlive the hold.
+ * Local state only.  NULL yields 0.
+ */
+int zkrc_lock_lease_remaining(zkrc_lock *lk);
 
 /**
  * The calling thread's reentrancy count (0 when it does not hold the lock).
@@ -307,8 +317,13 @@ int zkrc_lock_hold_cancel(zkrc_lock_hold *hold);
  */
 int zkrc_lock_hold_release(zkrc_lock_hold *hold);
 
-/** Non-zero while @p hold holds the lock (acquired and not lost). */
+/** Non-zero while @p hold holds the lock (acquired, not lost, and its
+ *  session's lease has not run out; see zkrc_lock_is_held()). */
 int zkrc_lock_hold_is_held(zkrc_lock_hold *hold);
+
+/** How long, in ms, @p hold certainly lasts from now (see
+ *  zkrc_lock_lease_remaining()); 0 when it does not hold, or for NULL. */
+int zkrc_lock_hold_lease_remaining(zkrc_lock_hold *hold);
 
 /** The fencing token of an acquired hold (0 otherwise). */
 int64_t zkrc_lock_hold_token(zkrc_lock_hold *hold);

@@ -3,13 +3,35 @@
  *
  * A zkrc_session owns one ZooKeeper handle (zhandle_t) at a time.  It
  * connects, reports what happens to the connection to listeners, and keeps a
- * timer of its own: the ZooKeeper C client only learns that its session
- * expired when it reaches a server again, and a partitioned client can sit in
- * CONNECTING forever, so once the session has been disconnected for its whole
- * negotiated timeout it is reported LOST (as Apache Curator 3+ does) and
- * treated as expired.  After an expiry or a loss the session tells every
- * recipe built on it, then opens a new ZooKeeper session for later
- * operations (unless told not to).
+ * lease: a conservative, client-side estimate of how long the servers
+ * certainly keep the session, in the manner of Google Chubby's client lease.
+ *
+ * The lease.  The ZooKeeper client learns that its session expired only when
+ * it reaches a server again, and notices a dead connection only after two
+ * thirds of the session timeout, while the servers expire a session one
+ * timeout after they last heard of it: a holder that waits for the client to
+ * notice learns of its loss after someone else was granted the lock.  So the
+ * session renews a lease with a sync (a request the server must forward to
+ * the ZooKeeper leader) about every 0.3 session timeouts, replacing the
+ * client's own pings, and computes from the answers a deadline before which
+ * the leader cannot have expired the session, whatever the network did:
+ * the send time of a sync that the leader has certainly heard of, plus the
+ * session timeout, minus 0.1% of it and 10 ms for clock rates and
+ * scheduling.  A sync answered by a follower proves that the leader heard of
+ * an earlier one when it was sent at least 0.6 server ticks after the
+ * earlier one was answered (the leader collects what followers heard every
+ * half tick), which is why the session needs to know the servers' tick
+ * (zkrc_session_options.server_tick_ms).  When the lease runs out the
+ * session is reported LOST and treated as expired, at that moment, connected
+ * or not: so every recipe built on it reports its hold lost before the
+ * servers can give it to anyone else.  A process frozen past its lease
+ * (SIGSTOP, a debugger) sees the lease run out as soon as it runs again.
+ * Not covered: an operator closing the session from another handle, which
+ * the servers carry out at once.
+ *
+ * After an expiry or a loss the session tells every recipe built on it,
+ * then opens a new ZooKeeper session for later operations (unless told not
+ * to).
  *
  * Callbacks.  Listener and recipe callbacks never run on ZooKeeper's own
  * threads and never with a zkrecipes mutex held.  They run on the session's
@@ -57,7 +79,8 @@ typedef enum zkrc_session_event {
   ZKRC_SESSION_EVENT_SUSPENDED = 1,
   /** The connection is back with the same session: nothing was lost. */
   ZKRC_SESSION_EVENT_RECONNECTED = 2,
-  /** Disconnected for the whole session timeout: presumed expired. */
+  /** The lease ran out (see above): the servers may expire the session
+   *  from now on, so it is treated as expired. */
   ZKRC_SESSION_EVENT_LOST = 3,
   /** A server reported the session expired. */
   ZKRC_SESSION_EVENT_EXPIRED = 4,
@@ -108,6 +131,12 @@ typedef struct zkrc_session_options {
    *  not).  NULL (default): none. */
   zkrc_session_listener_fn listener;
   void *listener_arg;
+  /** The servers' tickTime in ms (their zoo.cfg), for the lease.  The lease
+   *  is only safe when the real tick is not longer than this.  0 (default):
+   *  assume ZooKeeper's default of 2000 ms, but at most half the negotiated
+   *  session timeout (the servers' default minimum session timeout is two
+   *  ticks).  A shorter tick gives a longer lease. */
+  int server_tick_ms;
 } zkrc_session_options;
 
 /** Fill @p opts with the defaults.  Threading: any thread. */
@@ -194,6 +223,26 @@ int64_t zkrc_session_id(zkrc_session *s);
  * while none is established.  Threading: any thread.
  */
 int zkrc_session_timeout(zkrc_session *s);
+
+/**
+ * How long, in ms, the servers certainly keep the current ZooKeeper session
+ * from now on (see "The lease" above): 0 when there is none (not connected
+ * yet, run out, closed).  A daemon may refuse to start a piece of work that
+ * would outlive it, as Chubby clients do.  Local state only; nothing is
+ * sent.  Threading: any thread.  NULL yields 0.
+ */
+int zkrc_session_lease_remaining(zkrc_session *s);
+
+/**
+ * While the servers keep answering the renewals promptly, the remaining
+ * lease does not fall below this many ms (about a quarter of the session
+ * timeout when the tick is short).  A remaining lease below it means the
+ * renewals are late: the connection is down, or the servers are slow or cut
+ * off from their leader; time to wind down what must not outlive the lease
+ * (zkr-lock sends its command SIGTERM then).  0 when there is no lease.
+ * Threading: any thread.  NULL yields 0.
+ */
+int zkrc_session_lease_floor(zkrc_session *s);
 
 /**
  * The current session's id and password, for tools that need to open a
