@@ -1734,6 +1734,43 @@ static void test_revoke_on_suspend(void) {
   g_free(path2);
 }
 
+/* A leader with revoke_on_suspend loses its connection; while it is away
+ * an operator deletes its node; the connection comes back with the same
+ * session within the lease.  It must not be elected again with the old
+ * token (its node is gone): it rejoins, and leads again only with a new
+ * node and a higher token. */
+static void test_node_deleted_while_disconnected_is_not_elected_again(void) {
+  char *path = zkt_path("deleted-offline");
+  member *a = member_new_on(zkt_hosts(), path, "a", 4000, 1, 0);
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_election_join(a->e));
+  rec first = member_wait_elected(a, 1, 10000);
+  CU_ASSERT_FATAL(first.kind >= 0);
+  zhandle_t *zh = zkt_raw_to(direct_hosts());
+  struct String_vector kids = {0, NULL};
+  CU_ASSERT_EQUAL_FATAL(zoo_get_children(zh, path, 0, &kids), ZOK);
+  CU_ASSERT_EQUAL_FATAL(kids.count, 1);
+  char *node = g_strdup_printf("%s/%s", path, kids.data[0]);
+  deallocate_String_vector(&kids);
+  int64_t sid = zkrc_session_id(a->s);
+
+  CU_ASSERT_EQUAL(zkrc_proxy_refuse(zkt_ensemble(), 0, 1), 0);
+  rec revoked = member_wait_nth(a, REC_REVOKED, 0, 1, 10000);
+  CU_ASSERT_FATAL(revoked.kind >= 0);
+  ZKT_ASSERT_RC(ZKRC_ECONNLOSS, revoked.value);
+  CU_ASSERT_EQUAL(zoo_delete(zh, node, -1), ZOK);
+  CU_ASSERT_EQUAL(zkrc_proxy_refuse(zkt_ensemble(), 0, 0), 0);
+  CU_ASSERT_EQUAL(zkrc_session_wait_connected(a->s, 10000), ZKRC_OK);
+  rec again = member_wait_elected(a, 2, 10000);
+  CU_ASSERT_FATAL(again.kind >= 0);
+  CU_ASSERT_EQUAL(zkrc_session_id(a->s), sid); /* back within the lease */
+  CU_ASSERT(again.token > first.token); /* a new node, not the old one */
+  CU_ASSERT_TRUE(zkrc_election_is_leader(a->e));
+  member_free(a);
+  zookeeper_close(zh);
+  g_free(node);
+  g_free(path);
+}
+
 /* ----------------------------------------------- 6: the paused leader */
 
 /* The leader's process is frozen (SIGSTOP) past its session timeout: the
@@ -2129,7 +2166,9 @@ static void add_suites(void) {
              test_token_increases_on_every_change},
             {"no node left after close", test_no_node_left_after_close},
             {"rejoin after expiry", test_rejoin_after_expiry},
-            {"revoke_on_suspend", test_revoke_on_suspend});
+            {"revoke_on_suspend", test_revoke_on_suspend},
+            {"node deleted while disconnected is not elected again",
+             test_node_deleted_while_disconnected_is_not_elected_again});
   ZKT_SUITE("election-processes",
             {"one leader over twenty changes",
              test_one_leader_over_twenty_changes},

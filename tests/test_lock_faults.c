@@ -188,6 +188,69 @@ static void test_dropped_connection_suspends_then_reconnects(void) {
   g_free(path);
 }
 
+/* A session that knows the servers' tick (the harness's 200 ms), so its
+ * lease is as long as the protocol allows: room for a disconnection. */
+static zkrc_session *session_knowing_the_tick(int timeout_ms) {
+  zkrc_session_options o;
+  zkrc_session_options_init(&o);
+  o.session_timeout_ms = timeout_ms;
+  o.server_tick_ms = 200;
+  zkrc_session *s = NULL;
+  CU_ASSERT_EQUAL_FATAL(zkrc_session_connect(&s, zkt_hosts(), &o), ZKRC_OK);
+  return s;
+}
+
+static void refuse_all(int refuse) {
+  for (int i = 0; i < zkrc_ensemble_size(zkt_ensemble()); i++)
+    CU_ASSERT_EQUAL(zkrc_proxy_refuse(zkt_ensemble(), i, refuse), 0);
+}
+
+/* The holder's node is deleted while it is disconnected; its connection
+ * comes back with the same session, well within the lease.  It must not be
+ * told RECONNECTED (it no longer holds): LOST, with ZKRC_ELOCKLOST. */
+static void test_node_deleted_while_disconnected_is_lost(void) {
+  char *path = zkt_path("deleted-offline");
+  zhandle_t *zh = direct();
+  zkrc_session *s = session_knowing_the_tick(4000);
+  lock_events le;
+  g_mutex_init(&le.mu);
+  g_cond_init(&le.cond);
+  le.seen = g_array_new(FALSE, FALSE, sizeof(zkrc_lock_event));
+  zkrc_lock_options o;
+  zkrc_lock_options_init(&o);
+  o.on_event = on_event;
+  o.event_arg = &le;
+  zkrc_lock *lk = new_lock(s, path, &o);
+  CU_ASSERT_EQUAL_FATAL(zkrc_lock_acquire(lk, 5000), ZKRC_OK);
+  char *node = NULL;
+  CU_ASSERT_EQUAL_FATAL(zkrc_lock_node(lk, &node), ZKRC_OK);
+  int64_t id = zkrc_session_id(s);
+
+  refuse_all(1);
+  CU_ASSERT_EQUAL_FATAL(wait_events(&le, 1, 10000), 1);
+  CU_ASSERT_EQUAL(g_array_index(le.seen, zkrc_lock_event, 0),
+                  ZKRC_LOCK_SUSPENDED);
+  CU_ASSERT_EQUAL(zoo_delete(zh, node, -1), ZOK);
+  refuse_all(0);
+  CU_ASSERT_EQUAL(zkrc_session_wait_connected(s, 10000), ZKRC_OK);
+  CU_ASSERT_EQUAL(zkrc_session_id(s), id); /* back within the lease */
+  CU_ASSERT_EQUAL(wait_events(&le, 2, 10000), 2);
+  CU_ASSERT_EQUAL(g_array_index(le.seen, zkrc_lock_event, 1), ZKRC_LOCK_LOST);
+  CU_ASSERT_FALSE(zkrc_lock_is_held(lk));
+  for (guint i = 0; i < le.seen->len; i++)
+    CU_ASSERT_NOT_EQUAL(g_array_index(le.seen, zkrc_lock_event, i),
+                        ZKRC_LOCK_RECONNECTED);
+  CU_ASSERT_EQUAL(zkrc_lock_release(lk), ZKRC_ELOCKLOST);
+  free(node);
+  zkrc_lock_free(lk);
+  zkrc_session_close(s);
+  zookeeper_close(zh);
+  g_array_free(le.seen, TRUE);
+  g_mutex_clear(&le.mu);
+  g_cond_clear(&le.cond);
+  g_free(path);
+}
+
 static void test_waiter_recovers_its_place_after_a_dropped_connection(void) {
   char *path = zkt_path("waiter-drop");
   zhandle_t *zh = direct();
@@ -338,6 +401,8 @@ static void add_suites(void) {
              test_lost_create_reply_while_others_hold},
             {"dropped connection suspends then reconnects",
              test_dropped_connection_suspends_then_reconnects},
+            {"node deleted while disconnected is lost",
+             test_node_deleted_while_disconnected_is_lost},
             {"waiter recovers its place after a dropped connection",
              test_waiter_recovers_its_place_after_a_dropped_connection},
             {"deadline holds while the network stalls",
