@@ -65,6 +65,11 @@ void zkrc__call_void_done(int rc, const void *data) {
   finish((zkrc__call *)data, rc);
 }
 
+void zkrc__call_string_done(int rc, const char *value, const void *data) {
+  (void)value;
+  finish((zkrc__call *)data, rc);
+}
+
 void zkrc__call_stat_done(int rc, const struct Stat *stat, const void *data) {
   zkrc__call *call = (zkrc__call *)data;
   if (rc == ZOK && stat)

@@ -112,7 +112,8 @@ static void post_event_locked(zkrc_election *e, zkrc_election_event ev,
   call->e = election_ref(e);
   call->info.event = ev;
   call->info.reason = reason;
-  call->info.token = e->token;
+  /* FAILED is about no term: the token of an earlier one would mislead. */
+  call->info.token = ev == ZKRC_ELECTION_FAILED ? 0 : e->token;
   call->node = g_strdup(e->node);
   zkrc__session_post(e->q.session, election_event_run, call);
 }

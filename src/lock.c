@@ -174,7 +174,7 @@ static void on_behind(zkrc__contender *c, void *arg) {
 static void on_connection(zkrc__contender *c, zkrc_session_event ev, void *arg) {
   holder *h = arg;
   g_mutex_lock(&h->lk->mu);
-  if (h->state == H_HELD)
+  if (h->state == H_HELD && (!h->async || h->told))
     zkrc__lock_post_event_locked(h,
                       ev == ZKRC_SESSION_EVENT_SUSPENDED ? ZKRC_LOCK_SUSPENDED
                                                          : ZKRC_LOCK_RECONNECTED,
@@ -191,8 +191,11 @@ static void on_ended(zkrc__contender *c, int err, int zk_rc, void *arg) {
   h->end_zk = zk_rc;
   if (h->state == H_HELD) {
     h->state = H_LOST;
-    zkrc__lock_post_event_locked(h, ZKRC_LOCK_LOST,
-                                 err == ZKRC_OK ? ZKRC_ELOCKLOST : err);
+    /* A non-blocking hold whose grant is still on its way learns of the
+     * loss from its completion instead (lock_async.c). */
+    if (!h->async || h->told)
+      zkrc__lock_post_event_locked(h, ZKRC_LOCK_LOST,
+                                   err == ZKRC_OK ? ZKRC_ELOCKLOST : err);
   } else if (h->async) {
     zkrc__hold_ended_locked(h, err);
   } else if (h->state == H_WAITING) {

@@ -33,6 +33,22 @@ typedef struct completion {
 static void completion_run(void *data) {
   completion *done = data;
   holder *h = done->h;
+  if (done->status == ZKRC_OK) {
+    /* Granted when posted; the owner hears of it only now.  Deliver the
+     * grant only if it still stands: zkrc_lock_free() may have released
+     * the hold meanwhile, or the hold may have been lost. */
+    zkrc_lock *lk = h->lk;
+    g_mutex_lock(&lk->mu);
+    if (h->state == H_RELEASED)
+      done->status = ZKRC_ECANCELED;
+    else if (h->state == H_LOST)
+      done->status = h->end_err == ZKRC_OK ? ZKRC_ELOCKLOST : h->end_err;
+    if (done->status != ZKRC_OK)
+      done->token = 0;
+    else
+      h->told = TRUE;
+    g_mutex_unlock(&lk->mu);
+  }
   h->done(h->lk, h, done->status, done->token, h->done_arg);
   if (done->status != ZKRC_OK) {
     /* A failed hold ends with its completion: drop the set's reference. */

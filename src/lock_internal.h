@@ -44,6 +44,7 @@ typedef struct zkrc_lock_hold {
   gboolean no_wait;
   zkrc_lock_acquired_fn done;
   void *done_arg;
+  gboolean told;   /* its owner has been told it holds (completion ran) */
   int outcome;     /* why a cancelling hold gave up */
   GSource *timer;  /* its deadline, on the session's worker */
 } holder;

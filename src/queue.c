@@ -90,7 +90,8 @@ struct zkrc__contender {
   gboolean create_unknown; /* a create's reply was lost */
   gboolean recover_needed; /* a request was lost with the connection */
   gboolean parent_missing;
-  int parent_rc;
+  int parent_rc; /* how creating our directory went */
+  int root_rc;   /* how creating its topmost ancestor went */
   int attempts;      /* creates sent since the last one that succeeded */
   int retries;       /* retries since the last success: the backoff */
   int failures;      /* passing failures in a row: the bound */
@@ -551,6 +552,23 @@ static void parent_done(int rc, const char *value, const void *data) {
   req_free(r);
 }
 
+static void root_done(int rc, const char *value, const void *data) {
+  req *r = (req *)data;
+  if (lock_if_current(r)) {
+    r->c->root_rc = rc;
+    g_mutex_unlock(&r->c->mu);
+  }
+  req_free(r);
+}
+
+/* Creating our directory's topmost ancestor failed with ZNONODE: its parent,
+ * the root, does not exist: the session's chroot is missing.  No retry can
+ * help. */
+static gboolean root_missing_locked(zkrc__contender *c) {
+  gboolean top_level = strchr(c->dir + 1, '/') == NULL;
+  return c->root_rc == ZNONODE || (top_level && c->parent_rc == ZNONODE);
+}
+
 static void create_done(int rc, const char *value, const struct Stat *stat,
                         const void *data) {
   req *r = (req *)data;
@@ -585,6 +603,8 @@ static void create_done(int rc, const char *value, const struct Stat *stat,
     c->parent_missing = TRUE;
     if (c->withdrawing) {
       end_locked(c, ZKRC_OK, 0, FALSE);
+    } else if (root_missing_locked(c)) {
+      end_locked(c, ZKRC_ENONODE, ZNONODE, FALSE);
     } else if (c->attempts >= MAX_CREATE_ATTEMPTS) {
       int cause = c->parent_rc != ZOK && c->parent_rc != ZNODEEXISTS
                       ? c->parent_rc
@@ -630,16 +650,21 @@ static void children_done(int rc, const struct String_vector *kids,
 
 /* Create the directory and its missing ancestors as containers, in order,
  * without waiting: the create that follows tells whether it worked. */
-static void send_parents(zkrc__contender *c, zhandle_t *zh, req *last) {
+static void send_parents(zkrc__contender *c, zhandle_t *zh, req *top,
+                         req *last) {
   char **parts = g_strsplit(c->dir + 1, "/", -1);
   GString *path = g_string_new(NULL);
   for (int i = 0; parts[i]; i++) {
     g_string_append_c(path, '/');
     g_string_append(path, parts[i]);
     gboolean is_dir = parts[i + 1] == NULL;
-    zoo_acreate(zh, path->str, NULL, -1, zkrc__acl_vector(c->acl), ZOO_CONTAINER,
-                is_dir ? parent_done : zkrc__ignore_string_done,
-                is_dir ? last : NULL);
+    string_completion_t done = is_dir ? parent_done
+                               : i == 0 ? root_done
+                                        : zkrc__ignore_string_done;
+    req *r = is_dir ? last : i == 0 ? top : NULL;
+    if (zoo_acreate(zh, path->str, NULL, -1, zkrc__acl_vector(c->acl),
+                    ZOO_CONTAINER, done, r) != ZOK && r)
+      req_free(r); /* not sent: no completion will free it */
   }
   g_string_free(path, TRUE);
   g_strfreev(parts);
@@ -663,14 +688,17 @@ static void send_create(zkrc__contender *c) {
   c->generation = conn->generation;
   c->name_known = FALSE;
   c->parent_rc = ZOK;
+  c->root_rc = ZOK;
   gboolean parents = c->parent_missing;
+  gboolean nested = strchr(c->dir + 1, '/') != NULL;
+  req *on_root = parents && nested ? req_new_locked(c) : NULL;
   req *on_parent = parents ? req_new_locked(c) : NULL;
   req *on_create = req_new_locked(c);
   req *on_children = req_new_locked(c);
   g_mutex_unlock(&c->mu);
 
   if (parents)
-    send_parents(c, conn->zh, on_parent);
+    send_parents(c, conn->zh, on_root, on_parent);
   char *create_path = g_strdup_printf("%s/%s%s", c->dir, c->prefix, c->marker);
   int rc = zoo_acreate2(conn->zh, create_path, c->data, c->data_len,
                         zkrc__acl_vector(c->acl), ZOO_EPHEMERAL_SEQUENTIAL,

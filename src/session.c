@@ -6,6 +6,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "call.h"
@@ -14,6 +15,8 @@
 #include "zkrecipes.h"
 
 #define DEFAULT_SESSION_TIMEOUT_MS 10000
+#define MIN_TIMEOUT_MS 2
+#define MAX_TIMEOUT_MS 1000000000
 
 typedef struct listener {
   unsigned long id;
@@ -297,7 +300,9 @@ uint64_t zkrc__session_generation(zkrc_session *s) {
 
 gboolean zkrc__session_closed(zkrc_session *s) {
   g_mutex_lock(&s->mu);
-  gboolean closed = s->closing;
+  /* Closed by the application, or dead and not to be reopened (no_reopen,
+   * an adopted handle without hosts, failed authentication). */
+  gboolean closed = s->closing || s->state == ZKRC_SESSION_CLOSED;
   g_mutex_unlock(&s->mu);
   return closed;
 }
@@ -586,9 +591,57 @@ static void add_remembered_auths(zkrc_session *s, zhandle_t *zh) {
   }
 }
 
+/* A handle that could not be opened is tried again, 100 ms after the first
+ * failure, then twice as long each time, at most 10 s apart: a daemon
+ * started before its name service, or a session reopened while names do
+ * not resolve, must not be dead for good. */
+#define REOPEN_FIRST_MS 100
+#define REOPEN_MAX_MS 10000
+
+static gboolean reopen_fired(gpointer data) {
+  zkrc_session *s = data;
+  int err = ZKRC_OK;
+  g_mutex_lock(&s->mu);
+  if (s->reopen_timer == g_main_current_source()) {
+    g_source_unref(s->reopen_timer);
+    s->reopen_timer = NULL;
+    if (!s->closing && s->conn == NULL &&
+        s->state == ZKRC_SESSION_CONNECTING)
+      open_conn_locked_out(s, &err);
+  }
+  g_mutex_unlock(&s->mu);
+  return G_SOURCE_REMOVE;
+}
+
+static void schedule_reopen_locked(zkrc_session *s) {
+  if (s->reopen_timer)
+    return;
+  int ms = s->reopen_delay_ms ? MIN(2 * s->reopen_delay_ms, REOPEN_MAX_MS)
+                              : REOPEN_FIRST_MS;
+  s->reopen_delay_ms = ms;
+  s->reopen_timer = zkrc__session_timer(s, ms, reopen_fired,
+                                        zkrc__session_ref(s),
+                                        (GDestroyNotify)zkrc__session_unref);
+}
+
+/* Stop trying to reopen (closing). */
+static void cancel_reopen(zkrc_session *s) {
+  g_mutex_lock(&s->mu);
+  GSource *timer = s->reopen_timer;
+  s->reopen_timer = NULL;
+  g_mutex_unlock(&s->mu);
+  if (timer) {
+    g_source_destroy(timer); /* drops the timer's session reference */
+    g_source_unref(timer);
+  }
+}
+
 /* Open a new handle as the current one.  Called with the mutex held:
  * zookeeper_init2() does not block (it starts the client's threads and
- * connects in the background) and calls no watcher synchronously. */
+ * connects in the background) and calls no watcher synchronously.  The
+ * host string's syntax was checked before: a failure here is out of memory
+ * or names that do not resolve (the client resolves them first thing),
+ * and the latter is tried again later. */
 static void open_conn_locked_out(zkrc_session *s, int *err) {
   zkrc_conn *c = g_new0(zkrc_conn, 1);
   c->session = s;
@@ -597,13 +650,20 @@ static void open_conn_locked_out(zkrc_session *s, int *err) {
   errno = 0;
   c->zh = zookeeper_init2(s->hosts, global_watcher, s->opts.session_timeout_ms,
                           NULL, c, 0, zkrc__log_trampoline);
-  if (c->zh == NULL) {
-    *err = errno == ENOMEM ? ZKRC_ENOMEM : ZKRC_EINVAL;
+  if (c->zh == NULL && errno == ENOMEM) {
+    *err = ZKRC_ENOMEM;
     g_free(c);
     s->state = ZKRC_SESSION_CLOSED;
     g_cond_broadcast(&s->cond);
     return;
   }
+  if (c->zh == NULL) {
+    g_free(c);
+    s->state = ZKRC_SESSION_CONNECTING;
+    schedule_reopen_locked(s);
+    return;
+  }
+  s->reopen_delay_ms = 0;
   /* The 3.8 client otherwise resolves every host of the connect string on
    * each turn of its I/O loop (a dozen sockets per lock cycle, measured):
    * resolve only when a connection is lost, which is when a server that
@@ -743,10 +803,16 @@ static int normalize_options(zkrc_session_options *out,
   zkrc_session_options_init(out);
   if (in)
     *out = *in;
-  if (out->session_timeout_ms < 0 || !zkrc__timeout_valid(out->connect_timeout_ms))
+  if (out->session_timeout_ms < 0 || out->server_tick_ms < 0 ||
+      !zkrc__timeout_valid(out->connect_timeout_ms))
     return ZKRC_EINVAL;
   if (out->session_timeout_ms == 0)
     out->session_timeout_ms = DEFAULT_SESSION_TIMEOUT_MS;
+  /* The servers clamp the timeout to 2..20 ticks; the ZooKeeper client
+   * itself fails below 2 ms and overflows its arithmetic near INT_MAX, so
+   * what it is given stays in between. */
+  out->session_timeout_ms = CLAMP(out->session_timeout_ms, MIN_TIMEOUT_MS,
+                                  MAX_TIMEOUT_MS);
   if (out->connect_timeout_ms == 0)
     out->connect_timeout_ms = out->session_timeout_ms;
   return ZKRC_OK;
@@ -784,8 +850,36 @@ static zkrc_session *session_alloc(const char *hosts,
   return s;
 }
 
+/* One "host:port" of a connect string: a host and a port in 1..65535. */
+static gboolean valid_host_port(char *entry) {
+  g_strchug(entry); /* the client skips spaces after commas */
+  char *colon = strrchr(entry, ':');
+  if (colon == NULL || colon == entry || colon[1] == '\0')
+    return FALSE;
+  char *end = NULL;
+  long port = strtol(colon + 1, &end, 10);
+  return *end == '\0' && port >= 1 && port <= 65535;
+}
+
+/* "host:port[,host:port...][/chroot]", as the ZooKeeper client parses it.
+ * Checked here so that zookeeper_init() failing later means names that do
+ * not resolve (retried), not a string that never will work. */
 static int valid_hosts(const char *hosts) {
-  return hosts != NULL && *hosts != '\0' && strlen(hosts) < 8192;
+  if (hosts == NULL || *hosts == '\0' || strlen(hosts) >= 8192)
+    return 0;
+  const char *chroot = strchr(hosts, '/');
+  if (chroot && strcmp(chroot, "/") != 0 &&
+      zkrc_path_validate(chroot, NULL) != ZKRC_OK)
+    return 0;
+  char *list = g_strndup(hosts, chroot ? (gsize)(chroot - hosts)
+                                       : strlen(hosts));
+  char **entries = g_strsplit(list, ",", -1);
+  int ok = entries[0] != NULL;
+  for (int i = 0; ok && entries[i]; i++)
+    ok = valid_host_port(entries[i]);
+  g_strfreev(entries);
+  g_free(list);
+  return ok;
 }
 
 int zkrc_session_new(zkrc_session **out, const char *hosts,
@@ -899,10 +993,32 @@ typedef struct close_job {
   gboolean drained; /* earlier callbacks have run */
 } close_job;
 
+/* How long a close waits at most for the replies still in flight. */
+#define CLOSE_DRAIN_MS 2000
+
+/* Before closing a connected handle, let the replies to everything sent on
+ * it arrive: the ZooKeeper client closes its socket with replies unread,
+ * the kernel then answers with a reset, and the servers may never see our
+ * close request, keeping our ephemeral nodes for a whole session timeout.
+ * One sync, answered after every earlier request (one session's requests
+ * are answered in order), marks the end.  Nothing new is sent meanwhile:
+ * every recipe has been told CLOSED. */
+static void drain_replies(zkrc_session *s, zkrc_conn *c) {
+  if (zoo_state(c->zh) != ZOO_CONNECTED_STATE)
+    return;
+  int ms = zkrc_session_timeout(s);
+  zkrc__call *marker = zkrc__call_new();
+  if (zoo_async(c->zh, "/", zkrc__call_string_done, marker) != ZOK)
+    zkrc__call_fail_unsent(marker, ZCONNECTIONLOSS);
+  zkrc__call_wait(marker, zkrc__deadline_after(MIN(ms, CLOSE_DRAIN_MS)));
+  zkrc__call_unref(marker);
+}
+
 /* Worker thread: tell everyone, then close the handle. */
 static void close_on_worker(void *data) {
   close_job *job = data;
   zkrc_session *s = job->s;
+  cancel_reopen(s);
   g_mutex_lock(&s->mu);
   zkrc_conn *c = s->conn;
   s->conn = NULL;
@@ -917,8 +1033,10 @@ static void close_on_worker(void *data) {
 
   if (!announced)
     announce(s, ZKRC_SESSION_EVENT_CLOSED, c ? c->generation : 0);
-  if (c)
+  if (c) {
+    drain_replies(s, c);
     close_conn(s, c);
+  }
 
   g_mutex_lock(&s->mu);
   job->done = TRUE;

@@ -70,7 +70,9 @@ uint64_t zkrc__session_generation(zkrc_session *s);
  * not the current one.  A recipe reports a hold only while this is > 0. */
 int64_t zkrc__session_lease_left(zkrc_session *s, uint64_t generation);
 
-/* TRUE once zkrc_session_close() was called. */
+/* TRUE once zkrc_session_close() was called, or once the session is dead
+ * for good (expired or lost with no reopening): recipes then fail with
+ * ZKRC_ECLOSED instead of waiting for a connection that will not come. */
 gboolean zkrc__session_closed(zkrc_session *s);
 
 /* Session observers: internal listeners (recipes), called on the session's

@@ -44,6 +44,11 @@ struct zkrc_session {
   GSource *renew_timer;      /* sends the next renewal (worker) */
   GSource *lapse_timer;      /* fires when the lease runs out (worker) */
 
+  /* A handle that could not be opened (names that do not resolve) is
+   * tried again later: the timer, and its current backoff. */
+  GSource *reopen_timer;
+  int reopen_delay_ms;
+
   /* Default executor: a callback thread fed by a queue. */
   GAsyncQueue *cb_queue;
   GThread *cb_thread;

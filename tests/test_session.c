@@ -6,6 +6,7 @@
  */
 #include "config.h"
 
+#include <limits.h>
 #include <signal.h>
 #include <string.h>
 #include <unistd.h>
@@ -113,6 +114,30 @@ static void test_connect_reports_connected(void) {
   zkrc_session_close(s);
   CU_ASSERT(wait_event(&r, ZKRC_SESSION_EVENT_CLOSED, 0, 5000) > 0);
   recorder_clear(&r);
+}
+
+/* Any session timeout is clamped, as the header says, never refused: the
+ * ZooKeeper client alone fails with 1 ms and with INT_MAX. */
+static void test_extreme_timeouts_are_clamped(void) {
+  static const int asked[] = {1, 2, 1000000000, INT_MAX};
+  for (size_t i = 0; i < G_N_ELEMENTS(asked); i++) {
+    zkrc_session_options o;
+    zkrc_session_options_init(&o);
+    o.session_timeout_ms = asked[i];
+    o.connect_timeout_ms = 10000;
+    zkrc_session *s = NULL;
+    ZKT_ASSERT_RC(ZKRC_OK, zkrc_session_connect(&s, zkt_hosts(), &o));
+    int t = zkrc_session_timeout(s);
+    CU_ASSERT(t >= 400 && t <= 4000); /* 2..20 ticks of 200 ms */
+    CU_ASSERT(zkrc_session_lease_remaining(s) > 0);
+    zkrc_session_close(s);
+  }
+  zkrc_session_options o;
+  zkrc_session_options_init(&o);
+  o.server_tick_ms = -1;
+  zkrc_session *s = NULL;
+  ZKT_ASSERT_RC(ZKRC_EINVAL, zkrc_session_new(&s, zkt_hosts(), &o));
+  CU_ASSERT_PTR_NULL(s);
 }
 
 static void test_expiry_opens_a_new_session(void) {
@@ -443,6 +468,7 @@ static void add_suites(void) {
   zkt_configure(1, 1);
   ZKT_SUITE("session",
             {"connect reports connected", test_connect_reports_connected},
+            {"extreme timeouts are clamped", test_extreme_timeouts_are_clamped},
             {"expiry opens a new session", test_expiry_opens_a_new_session},
             {"no_reopen stays closed after expiry",
              test_no_reopen_stays_closed_after_expiry},

@@ -39,8 +39,9 @@ typedef enum zkrc_election_event {
    *  longer lead).  info->reason says why. */
   ZKRC_ELECTION_REVOKED = 1,
   /** Taking part ended by an error and will not resume by itself: joining
-   *  was refused (ZKRC_ENOAUTH, ...), the session was closed (ZKRC_ECLOSED),
-   *  or it was lost with no_rejoin set.  The participant is no longer
+   *  was refused (ZKRC_ENOAUTH, ZKRC_ENONODE for a missing chroot, ...), the session was closed or is dead for
+   *  good (ZKRC_ECLOSED: closed, or expired or lost with no_reopen), or it
+   *  was lost with no_rejoin set.  The participant is no longer
    *  joined (a REVOKED came first if it led). */
   ZKRC_ELECTION_FAILED = 2
 } zkrc_election_event;
@@ -56,7 +57,8 @@ typedef struct zkrc_election_event_info {
    *  ZKRC_ELOCKLOST (our node was deleted), ZKRC_ECLOSED.  ZKRC_OK for
    *  ELECTED. */
   int reason;
-  /** The fencing token of the leadership this event is about. */
+  /** The fencing token of the leadership this event is about (0 for
+   *  FAILED, which is about none). */
   int64_t token;
   /** Full path of our node. */
   const char *node;

@@ -147,7 +147,13 @@ void zkrc_lock_free(zkrc_lock *lk);
  *         waiting.  ZKRC_ECANCELED: zkrc_lock_free() was called meanwhile.
  *         ZKRC_ELOCKLOST: this thread's earlier hold was lost and has not
  *         been released yet.  ZKRC_ENOAUTH: the ACL of the directory forbids
- *         it.  ZKRC_ECLOSED, ZKRC_EINVAL, ZKRC_EOVERFLOW, ZKRC_EZOOKEEPER.
+ *         it (creating, or reading the queue: at once, not retried).
+ *         ZKRC_ENONODE: the directory cannot be made because the session's
+ *         chroot (the "/path" after the hosts) does not exist.
+ *         ZKRC_ECLOSED: the session was closed, or is dead for good (expired
+ *         or lost with no_reopen).  ZKRC_EINVAL, ZKRC_EOVERFLOW,
+ *         ZKRC_EZOOKEEPER (an unexpected ZooKeeper code, retried a few times
+ *         with a backoff first: see zkrc_last_zk_error()).
  *         On every failure our node has been deleted before returning when
  *         the connection is up (confirming that may take up to 0.5 s past
  *         the deadline); when it is down, the call returns at the deadline

@@ -113,8 +113,9 @@ typedef void (*zkrc_session_listener_fn)(zkrc_session *s,
 
 /** Options of a session; initialize with zkrc_session_options_init(). */
 typedef struct zkrc_session_options {
-  /** Requested session timeout in ms (the servers clamp it to 2..20 ticks).
-   *  Default 10000. */
+  /** Requested session timeout in ms (the servers clamp it to 2..20 ticks;
+   *  values outside 2..10^9 are first brought into that range).
+   *  Default 10000.  Negative: ZKRC_EINVAL. */
   int session_timeout_ms;
   /** How long zkrc_session_connect() waits for the first connection, in ms.
    *  Default: the session timeout. */
@@ -146,11 +147,17 @@ void zkrc_session_options_init(zkrc_session_options *opts);
  * Open a session to @p hosts ("host:port,host:port[/chroot]") and wait until
  * it is connected, at most opts->connect_timeout_ms.
  *
+ * Host names that do not resolve (a name service not up yet) are not an
+ * error: the session tries again, 100 ms later and then twice as long each
+ * time up to 10 s, also when it reopens after an expiry.
+ *
  * @param out   receives the session; set to NULL on failure.
  * @param opts  NULL for the defaults.
  * @return ZKRC_OK; ZKRC_EINVAL for a NULL or malformed argument (a negative
- *         timeout, an unparsable host string); ZKRC_ECONNECT when no server
- *         answered in time (nothing is left running); ZKRC_ENOMEM.
+ *         timeout, a host string that is not "host:port[,host:port...]
+ *         [/chroot]" with ports 1..65535 and a valid chroot path);
+ *         ZKRC_ECONNECT when no server answered in time, names that did
+ *         not resolve included (nothing is left running); ZKRC_ENOMEM.
  * Threading: any thread, not a session callback of this session.
  * Ownership: the caller owns *out and closes it with zkrc_session_close().
  */
@@ -159,7 +166,8 @@ int zkrc_session_connect(zkrc_session **out, const char *hosts,
 
 /**
  * Like zkrc_session_connect() but returns at once; the session connects in
- * the background.  Use zkrc_session_wait_connected() or a listener.
+ * the background (for ever, until closed: also while the host names do not
+ * resolve).  Use zkrc_session_wait_connected() or a listener.
  */
 int zkrc_session_new(zkrc_session **out, const char *hosts,
                      const zkrc_session_options *opts);
@@ -182,7 +190,10 @@ int zkrc_session_wait_connected(zkrc_session *s, int timeout_ms);
  * its own processing, so the application keeps seeing what it saw before.
  *
  * @param zh     the handle; the session owns it from now on and closes it.
- *               Do not call zookeeper_close() on it yourself.
+ *               Do not call zookeeper_close() on it yourself.  Its context
+ *               (zoo_set_context) belongs to the session from now on:
+ *               zoo_get_context() returns the session's own; the previous
+ *               one is still what the application's watcher receives.
  * @param hosts  the host string to open a new session with after expiry, or
  *               NULL to close the session for good on expiry instead.
  * @return ZKRC_OK; ZKRC_EINVAL (NULL handle, handle already expired);

@@ -1,0 +1,673 @@
+/*
+ * Promises the headers make, each broken once by an adversarial test (issue
+ * 13) and kept since; one member with a fault proxy in front of it.
+ *
+ *  1. a create whose reply is lost while the acquisition is given up
+ *     (timeout, cancel, leave) leaves no node once the connection is back;
+ *  2. an election whose directory an operator keeps deleting keeps its
+ *     participants (a deleted node means rejoin, however often); a chroot
+ *     that does not exist is a prompt ZKRC_ENONODE;
+ *  3. zkrc_lock_free() turns a grant still queued on the executor into
+ *     ZKRC_ECANCELED: nobody is told it holds a lock it no longer has;
+ *  4. closing a session with replies in flight removes its ephemeral nodes
+ *     at once;
+ *  5. recipes on a session that is closed for good fail with ZKRC_ECLOSED
+ *     instead of waiting for ever, and an election joined before is told
+ *     FAILED (with no stale token);
+ *  6. host names that do not resolve (a name service not up yet, or gone
+ *     for a while) are tried again, at the first connect and when the
+ *     session is reopened after an expiry: never a silent, final CLOSED.
+ */
+#include "config.h"
+
+#include <inttypes.h>
+#include <sched.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <unistd.h>
+
+#include <glib.h>
+
+#include "testutil.h"
+#include "zkrecipes/executor.h"
+
+static zhandle_t *direct(void) {
+  return zkt_raw_to(zkrc_ensemble_direct_connect_string(zkt_ensemble()));
+}
+
+/* A session that knows the harness's 200 ms tick, so its lease is long
+ * enough to ride out the short disconnections these tests make. */
+static zkrc_session *session_with(int timeout_ms, int no_reopen,
+                                  const zkrc_executor *ex) {
+  zkrc_session_options o;
+  zkrc_session_options_init(&o);
+  o.session_timeout_ms = timeout_ms;
+  o.no_reopen = no_reopen;
+  o.server_tick_ms = 200;
+  o.executor = ex;
+  zkrc_session *s = NULL;
+  CU_ASSERT_EQUAL_FATAL(zkrc_session_connect(&s, zkt_hosts(), &o), ZKRC_OK);
+  return s;
+}
+
+static void make_dir(zhandle_t *zh, const char *path) {
+  char *copy = g_strdup(path);
+  for (char *p = strchr(copy + 1, '/'); p; p = strchr(p + 1, '/')) {
+    *p = '\0';
+    zoo_create(zh, copy, NULL, -1, &ZOO_OPEN_ACL_UNSAFE, 0, NULL, 0);
+    *p = '/';
+  }
+  zoo_create(zh, copy, NULL, -1, &ZOO_OPEN_ACL_UNSAFE, 0, NULL, 0);
+  g_free(copy);
+}
+
+/* A completion's result, for waiting on it from the test's thread. */
+typedef struct outcome {
+  GMutex mu;
+  GCond cond;
+  int status; /* 1 until it came */
+  int count;
+} outcome;
+
+static void outcome_init(outcome *o) {
+  g_mutex_init(&o->mu);
+  g_cond_init(&o->cond);
+  o->status = 1;
+  o->count = 0;
+}
+
+static void outcome_clear(outcome *o) {
+  g_mutex_clear(&o->mu);
+  g_cond_clear(&o->cond);
+}
+
+static void outcome_set(outcome *o, int status) {
+  g_mutex_lock(&o->mu);
+  o->status = status;
+  o->count++;
+  g_cond_broadcast(&o->cond);
+  g_mutex_unlock(&o->mu);
+}
+
+static int outcome_wait(outcome *o, int timeout_ms) {
+  int64_t deadline = g_get_monotonic_time() + (int64_t)timeout_ms * 1000;
+  g_mutex_lock(&o->mu);
+  while (o->status == 1 && g_cond_wait_until(&o->cond, &o->mu, deadline))
+    ;
+  int status = o->status;
+  g_mutex_unlock(&o->mu);
+  return status;
+}
+
+static void on_acquired(zkrc_lock *lk, zkrc_lock_hold *hold, int status,
+                        int64_t token, void *arg) {
+  outcome_set(arg, status);
+}
+
+/* --------------------------------------- 1. a lost create reply, given up */
+
+/* Counts the session's reconnections. */
+static void on_session(zkrc_session *s, zkrc_session_event ev, void *arg) {
+  if (ev == ZKRC_SESSION_EVENT_RECONNECTED)
+    outcome_set(arg, ev);
+}
+
+typedef enum give_up { BY_TIMEOUT, BY_CANCEL, BY_LEAVE } give_up;
+
+/* The create reaches the servers, its reply is lost with the connection,
+ * and the participant gives up before the reply could have come: the node
+ * must be gone once the connection is back, so that someone else gets the
+ * lock (or leadership) at once. */
+static void lost_create_reply_then_give_up(give_up how) {
+  char *path = zkt_path("lost-reply");
+  zhandle_t *zh = direct();
+  make_dir(zh, path); /* so the create is the next request sent */
+  zkrc_session *s = session_with(4000, 0, NULL);
+  outcome back;
+  outcome_init(&back);
+  CU_ASSERT_EQUAL(zkrc_session_add_listener(s, on_session, &back, NULL),
+                  ZKRC_OK);
+  zkrc_lock *lk = NULL;
+  zkrc_election *e = NULL;
+  CU_ASSERT_EQUAL_FATAL(zkrc_lock_new(&lk, s, path, NULL), ZKRC_OK);
+  CU_ASSERT_EQUAL_FATAL(zkrc_election_new(&e, s, path, NULL), ZKRC_OK);
+  /* Slow, so that giving up comes before the lost reply is noticed. */
+  CU_ASSERT_EQUAL(zkrc_proxy_delay(zkt_ensemble(), 0, 150), 0);
+  CU_ASSERT_EQUAL(zkrc_proxy_drop_after_next_request(zkt_ensemble(), 0), 0);
+  outcome done;
+  outcome_init(&done);
+  if (how == BY_TIMEOUT) {
+    ZKT_ASSERT_RC(ZKRC_ETIMEDOUT, zkrc_lock_acquire(lk, 100));
+  } else if (how == BY_CANCEL) {
+    zkrc_lock_hold *h = NULL;
+    CU_ASSERT_EQUAL(zkrc_lock_acquire_async(lk, ZKRC_WAIT_FOREVER, on_acquired,
+                                            &done, &h), ZKRC_OK);
+    g_usleep(100 * 1000); /* the create is on its way: then give up */
+    ZKT_ASSERT_RC(ZKRC_OK, zkrc_lock_hold_cancel(h));
+    ZKT_ASSERT_RC(ZKRC_ECANCELED, outcome_wait(&done, 10000));
+  } else {
+    CU_ASSERT_EQUAL(zkrc_election_join(e), ZKRC_OK);
+    g_usleep(100 * 1000); /* the create is on its way: then give up */
+    CU_ASSERT_EQUAL(zkrc_election_leave(e), ZKRC_OK);
+  }
+  /* The reply is lost: the connection drops and comes back, with the same
+   * session (well within its lease). */
+  CU_ASSERT_EQUAL(outcome_wait(&back, 10000), ZKRC_SESSION_EVENT_RECONNECTED);
+  CU_ASSERT_EQUAL(zkrc_proxy_delay(zkt_ensemble(), 0, 0), 0);
+  /* The create did reach the servers... */
+  struct Stat st;
+  CU_ASSERT_EQUAL(zoo_exists(zh, path, 0, &st), ZOK);
+  CU_ASSERT(st.cversion >= 1);
+  /* ...and its node goes once the connection is back. */
+  CU_ASSERT(zkt_wait_children(zh, path, 0, 5000));
+  /* Another session gets the lock at once. */
+  zkrc_session *other = session_with(4000, 0, NULL);
+  zkrc_lock *olk = NULL;
+  CU_ASSERT_EQUAL_FATAL(zkrc_lock_new(&olk, other, path, NULL), ZKRC_OK);
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_lock_acquire(olk, 2000));
+  zkrc_lock_free(olk);
+  zkrc_session_close(other);
+  zkrc_election_free(e);
+  zkrc_lock_free(lk);
+  zkrc_session_close(s);
+  outcome_clear(&done);
+  outcome_clear(&back);
+  zookeeper_close(zh);
+  g_free(path);
+}
+
+static void test_lost_create_reply_then_timeout(void) {
+  lost_create_reply_then_give_up(BY_TIMEOUT);
+}
+
+static void test_lost_create_reply_then_cancel(void) {
+  lost_create_reply_then_give_up(BY_CANCEL);
+}
+
+static void test_lost_create_reply_then_leave(void) {
+  lost_create_reply_then_give_up(BY_LEAVE);
+}
+
+/* -------------------------------- 2. a directory deleted again and again */
+
+typedef struct voter {
+  GMutex mu;
+  int elected, failed;
+} voter;
+
+static void on_vote(zkrc_election *e, const zkrc_election_event_info *info,
+                    void *arg) {
+  voter *v = arg;
+  g_mutex_lock(&v->mu);
+  v->elected += info->event == ZKRC_ELECTION_ELECTED;
+  v->failed += info->event == ZKRC_ELECTION_FAILED;
+  g_mutex_unlock(&v->mu);
+}
+
+/* Delete @p path with its children in one transaction, so that nobody can
+ * slip a node in between (as participants quickly would). */
+static int delete_tree(zhandle_t *zh, const char *path) {
+  struct String_vector kids = {0, NULL};
+  int rc = zoo_get_children(zh, path, 0, &kids);
+  if (rc != ZOK)
+    return rc;
+  int n = kids.count + 1;
+  zoo_op_t *ops = g_new0(zoo_op_t, n);
+  zoo_op_result_t *results = g_new0(zoo_op_result_t, n);
+  char **paths = g_new0(char *, n);
+  for (int i = 0; i < kids.count; i++) {
+    paths[i] = g_strdup_printf("%s/%s", path, kids.data[i]);
+    zoo_delete_op_init(&ops[i], paths[i], -1);
+  }
+  zoo_delete_op_init(&ops[kids.count], path, -1);
+  rc = zoo_multi(zh, n, ops, results);
+  for (int i = 0; i < n; i++)
+    g_free(paths[i]);
+  g_free(paths);
+  g_free(ops);
+  g_free(results);
+  deallocate_String_vector(&kids);
+  return rc;
+}
+
+static int three_listed(void *arg) {
+  zkrc_participant *list = NULL;
+  size_t n = 0;
+  void **a = arg;
+  int ok = zkrc_election_list(a[0], a[1], &list, &n, 2000) == ZKRC_OK && n == 3;
+  zkrc_participants_free(list, n);
+  return ok;
+}
+
+static int one_leader_of_three(void *arg) {
+  zkrc_election **e = arg;
+  int leaders = 0;
+  for (int i = 0; i < 3; i++)
+    leaders += zkrc_election_is_leader(e[i]) != 0;
+  return leaders == 1;
+}
+
+/* Delete every waiting participant's node (all but the leader's), as an
+ * operator might to "kick" them: each one queues again. */
+static void delete_followers(zkrc_session *s, zhandle_t *zh, const char *path) {
+  zkrc_participant *list = NULL;
+  size_t n = 0;
+  CU_ASSERT_EQUAL(zkrc_election_list(s, path, &list, &n, 5000), ZKRC_OK);
+  for (size_t i = 1; i < n; i++) {
+    char *node = g_strdup_printf("%s/%s", path, list[i].node);
+    CU_ASSERT_EQUAL(zoo_delete(zh, node, -1), ZOK);
+    g_free(node);
+  }
+  zkrc_participants_free(list, n);
+}
+
+/* An operator deletes the waiting participants' nodes a dozen times, then
+ * the whole directory a few times: every participant comes back each time
+ * (a deleted node means rejoin), none is told FAILED.  (Each used to count
+ * every create of its life against a budget of ten, and gave up with
+ * ZKRC_ENONODE the next time it found the directory gone.) */
+static void test_participants_survive_a_directory_deleted_again_and_again(void) {
+  enum { N = 3, KICKS = 12, DELETIONS = 3 };
+  char *path = zkt_path("deleted-dir");
+  zhandle_t *zh = direct();
+  zkrc_session *s = session_with(4000, 0, NULL);
+  zkrc_election *e[N];
+  voter v[N];
+  for (int i = 0; i < N; i++) {
+    g_mutex_init(&v[i].mu);
+    v[i].elected = v[i].failed = 0;
+    zkrc_election_options o;
+    zkrc_election_options_init(&o);
+    o.on_event = on_vote;
+    o.event_arg = &v[i];
+    CU_ASSERT_EQUAL_FATAL(zkrc_election_new(&e[i], s, path, &o), ZKRC_OK);
+    CU_ASSERT_EQUAL(zkrc_election_join(e[i]), ZKRC_OK);
+  }
+  void *args[2] = {s, path};
+  CU_ASSERT_FATAL(zkt_wait_for(three_listed, args, 10000));
+  for (int k = 0; k < KICKS; k++) {
+    delete_followers(s, zh, path);
+    CU_ASSERT(zkt_wait_for(three_listed, args, 10000));
+  }
+  for (int k = 0; k < DELETIONS; k++) {
+    /* A node may come between the listing and the delete: try again. */
+    int rc;
+    for (int tries = 0; (rc = delete_tree(zh, path)) == ZNOTEMPTY && tries < 20;
+         tries++)
+      ;
+    CU_ASSERT_EQUAL(rc, ZOK);
+    CU_ASSERT(zkt_wait_for(three_listed, args, 10000));
+  }
+  CU_ASSERT(zkt_wait_for(one_leader_of_three, e, 10000));
+  for (int i = 0; i < N; i++) {
+    g_mutex_lock(&v[i].mu);
+    CU_ASSERT_EQUAL(v[i].failed, 0);
+    g_mutex_unlock(&v[i].mu);
+  }
+  for (int i = 0; i < N; i++) {
+    zkrc_election_free(e[i]);
+    g_mutex_clear(&v[i].mu);
+  }
+  zkrc_session_close(s);
+  zookeeper_close(zh);
+  g_free(path);
+}
+
+/* A chroot that does not exist: the lock's directory cannot be made; the
+ * header names the error, and it comes at once. */
+static void test_missing_chroot_is_a_prompt_enonode(void) {
+  char *hosts = g_strdup_printf("%s/zkt-no-such-chroot-%d", zkt_hosts(),
+                                (int)getpid());
+  zkrc_session_options o;
+  zkrc_session_options_init(&o);
+  o.session_timeout_ms = 4000;
+  zkrc_session *s = NULL;
+  CU_ASSERT_EQUAL_FATAL(zkrc_session_connect(&s, hosts, &o), ZKRC_OK);
+  zkrc_lock *lk = NULL;
+  CU_ASSERT_EQUAL_FATAL(zkrc_lock_new(&lk, s, "/locks/a", NULL), ZKRC_OK);
+  int64_t t0 = zkt_now_ms();
+  ZKT_ASSERT_RC(ZKRC_ENONODE, zkrc_lock_acquire(lk, 10000));
+  int64_t took = zkt_now_ms() - t0;
+  printf("(%" PRId64 " ms) ", took);
+  CU_ASSERT(took < 1000);
+  zkrc_lock_free(lk);
+  zkrc_session_close(s);
+  g_free(hosts);
+}
+
+/* ------------------------------ 3. a queued grant after zkrc_lock_free */
+
+static int hold_is_held(void *arg) { return zkrc_lock_hold_is_held(arg); }
+
+/* With an executor nobody dispatches yet, a hold is granted (its ZKRC_OK
+ * completion queued), then the lock is freed, which releases the hold's
+ * node.  When the loop dispatches, the completion must say ZKRC_ECANCELED,
+ * as lock.h promises for pending holds: never ZKRC_OK for a lock that
+ * someone else may already hold. */
+static void test_free_cancels_a_grant_still_queued(void) {
+  char *path = zkt_path("queued-grant");
+  zkrc_fd_executor *fx = NULL;
+  CU_ASSERT_EQUAL_FATAL(zkrc_fd_executor_new(&fx), ZKRC_OK);
+  zkrc_executor ex;
+  zkrc_fd_executor_get(fx, &ex);
+  zkrc_session *s = session_with(4000, 0, &ex);
+  zkrc_lock *lk = NULL;
+  CU_ASSERT_EQUAL_FATAL(zkrc_lock_new(&lk, s, path, NULL), ZKRC_OK);
+  outcome done;
+  outcome_init(&done);
+  zkrc_lock_hold *h = NULL;
+  CU_ASSERT_EQUAL(zkrc_lock_acquire_async(lk, 10000, on_acquired, &done, &h),
+                  ZKRC_OK);
+  CU_ASSERT_FATAL(zkt_wait_for(hold_is_held, h, 10000));
+  zkrc_lock_free(lk); /* the grant is still queued */
+  zkrc_fd_executor_dispatch(fx);
+  ZKT_ASSERT_RC(ZKRC_ECANCELED, done.status);
+  CU_ASSERT_EQUAL(done.count, 1);
+  /* The lock is free for others. */
+  zkrc_session *other = session_with(4000, 0, NULL);
+  zkrc_lock *olk = NULL;
+  CU_ASSERT_EQUAL_FATAL(zkrc_lock_new(&olk, other, path, NULL), ZKRC_OK);
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_lock_acquire(olk, 2000));
+  zkrc_lock_free(olk);
+  zkrc_session_close(other);
+  zkrc_session_close(s);
+  zkrc_fd_executor_dispatch(fx);
+  zkrc_fd_executor_free(fx);
+  outcome_clear(&done);
+  g_free(path);
+}
+
+/* -------------------------------- 4. closing with replies in flight */
+
+typedef struct closer {
+  zkrc_session *s;
+  outcome first;      /* the first completion came */
+  gboolean inside;    /* close from inside that completion */
+} closer;
+
+static void close_on_first(zkrc_lock *lk, zkrc_lock_hold *hold, int status,
+                           int64_t token, void *arg) {
+  closer *c = arg;
+  gboolean first;
+  g_mutex_lock(&c->first.mu);
+  first = c->first.count == 0;
+  g_mutex_unlock(&c->first.mu);
+  if (first && c->inside)
+    zkrc_session_close(c->s);
+  outcome_set(&c->first, status);
+}
+
+/* A hundred non-blocking acquisitions in flight (creates, listings, own-node
+ * watches), and the session is closed as soon as the first completes: its
+ * ephemeral nodes must be gone when the close returns, not a session
+ * timeout later (the close request must reach the servers). */
+static void close_with_replies_in_flight(gboolean inside) {
+  enum { N = 100 };
+  char *path = zkt_path(inside ? "close-inside" : "close-in-flight");
+  zhandle_t *zh = direct();
+  closer c = {.inside = inside};
+  outcome_init(&c.first);
+  c.s = session_with(4000, 0, NULL);
+  zkrc_lock *lk = NULL;
+  CU_ASSERT_EQUAL_FATAL(zkrc_lock_new(&lk, c.s, path, NULL), ZKRC_OK);
+  for (int i = 0; i < N; i++)
+    CU_ASSERT_EQUAL(zkrc_lock_acquire_async(lk, ZKRC_WAIT_FOREVER,
+                                            close_on_first, &c, NULL),
+                    ZKRC_OK);
+  CU_ASSERT_FATAL(outcome_wait(&c.first, 10000) != 1);
+  if (!inside)
+    zkrc_session_close(c.s); /* else the completion closed it, and returned */
+  int left = zkt_nodes_left(zh, path);
+  printf("(%d of %d nodes left) ", left, N);
+  CU_ASSERT_EQUAL(left, 0);
+  zkrc_lock_free(lk);
+  outcome_clear(&c.first);
+  zookeeper_close(zh);
+  g_free(path);
+}
+
+static void test_close_with_replies_in_flight(void) {
+  close_with_replies_in_flight(FALSE);
+}
+
+static void test_close_inside_a_completion(void) {
+  close_with_replies_in_flight(TRUE);
+}
+
+/* ---------------------------------------- 5. a session closed for good */
+
+static void on_failed(zkrc_election *e, const zkrc_election_event_info *info,
+                      void *arg) {
+  if (info->event == ZKRC_ELECTION_FAILED) {
+    CU_ASSERT_EQUAL(info->token, 0); /* about no term */
+    outcome_set(arg, info->reason);
+  }
+}
+
+static void test_recipes_on_a_dead_session_fail_at_once(void) {
+  char *path = zkt_path("dead");
+  zkrc_session *s = session_with(4000, 1, NULL); /* no_reopen */
+  zkrc_lock *before = NULL;
+  CU_ASSERT_EQUAL_FATAL(zkrc_lock_new(&before, s, path, NULL), ZKRC_OK);
+  outcome failed;
+  outcome_init(&failed);
+  zkrc_election_options eo;
+  zkrc_election_options_init(&eo);
+  eo.on_event = on_failed;
+  eo.event_arg = &failed;
+  zkrc_election *joined = NULL;
+  CU_ASSERT_EQUAL_FATAL(zkrc_election_new(&joined, s, path, &eo), ZKRC_OK);
+  CU_ASSERT_EQUAL(zkrc_election_join(joined), ZKRC_OK);
+  CU_ASSERT_EQUAL(zkrc_election_wait_leader(joined, 10000), ZKRC_OK);
+
+  zkt_expire(s);
+  /* The election joined before: revoked, then FAILED, not left hanging. */
+  ZKT_ASSERT_RC(ZKRC_ECLOSED, outcome_wait(&failed, 10000));
+  CU_ASSERT_EQUAL(zkrc_session_get_state(s), ZKRC_SESSION_CLOSED);
+
+  int64_t t0 = zkt_now_ms();
+  zkrc_lock *lk = NULL;
+  ZKT_ASSERT_RC(ZKRC_ECLOSED, zkrc_lock_new(&lk, s, path, NULL));
+  ZKT_ASSERT_RC(ZKRC_ECLOSED, zkrc_lock_acquire(before, 3000));
+  ZKT_ASSERT_RC(ZKRC_ECLOSED, zkrc_lock_acquire(before, ZKRC_WAIT_FOREVER));
+  outcome done;
+  outcome_init(&done);
+  ZKT_ASSERT_RC(ZKRC_ECLOSED, zkrc_lock_acquire_async(
+                                  before, ZKRC_WAIT_FOREVER, on_acquired,
+                                  &done, NULL));
+  zkrc_election *e = NULL;
+  ZKT_ASSERT_RC(ZKRC_ECLOSED, zkrc_election_new(&e, s, path, NULL));
+  ZKT_ASSERT_RC(ZKRC_ECLOSED, zkrc_election_join(joined));
+  zkrc_participant *list = NULL;
+  size_t n = 0;
+  ZKT_ASSERT_RC(ZKRC_ECLOSED, zkrc_lock_list(s, path, &list, &n, 1000));
+  CU_ASSERT(zkt_now_ms() - t0 < 1000);
+
+  zkrc_election_free(joined);
+  zkrc_lock_free(before);
+  zkrc_session_close(s);
+  outcome_clear(&failed);
+  outcome_clear(&done);
+  g_free(path);
+}
+
+/* ------------------------------- 6. names that do not resolve, for a while */
+
+/* The name service of a child process: its own /etc/hosts (rewritten in
+ * place, so the bind mount keeps seeing it) and an /etc/resolv.conf that
+ * sends queries to a port where nothing answers, so that a name missing
+ * from the hosts file fails at once. */
+typedef struct names {
+  char *dir, *hosts_file, *resolv_file;
+  char *name;    /* the member's name, while it resolves */
+  char *connect; /* "NAME:PORT" */
+} names;
+
+static int write_text(const char *path, const char *text) {
+  FILE *f = fopen(path, "w"); /* same inode: the bind mount follows */
+  if (f == NULL)
+    return -1;
+  int rc = fputs(text, f) < 0 ? -1 : 0;
+  return fclose(f) != 0 ? -1 : rc;
+}
+
+static int names_resolve(names *n, gboolean resolve) {
+  char *text = resolve ? g_strdup_printf("127.0.0.1 %s\n", n->name)
+                       : g_strdup("# nothing\n");
+  int rc = write_text(n->hosts_file, text);
+  g_free(text);
+  return rc;
+}
+
+static int private_name_service(names *n) {
+  if (write_text(n->resolv_file, "nameserver 127.0.0.1\n"
+                                 "options timeout:1 attempts:1\n") != 0 ||
+      names_resolve(n, FALSE) != 0 || unshare(CLONE_NEWNS) != 0 ||
+      mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) != 0 ||
+      mount(n->hosts_file, "/etc/hosts", NULL, MS_BIND, NULL) != 0 ||
+      mount(n->resolv_file, "/etc/resolv.conf", NULL, MS_BIND, NULL) != 0)
+    return -1;
+  return 0;
+}
+
+typedef struct session_log {
+  GMutex mu;
+  GCond cond;
+  int expired, closed, connected;
+} session_log;
+
+static void log_session(zkrc_session *s, zkrc_session_event ev, void *arg) {
+  session_log *l = arg;
+  g_mutex_lock(&l->mu);
+  /* Expired, or lost: with the name gone, the client cannot even reach a
+   * server to hear that it expired; its lease runs out instead. */
+  l->expired += ev == ZKRC_SESSION_EVENT_EXPIRED ||
+                ev == ZKRC_SESSION_EVENT_LOST;
+  l->closed += ev == ZKRC_SESSION_EVENT_CLOSED;
+  l->connected += ev == ZKRC_SESSION_EVENT_CONNECTED;
+  g_cond_broadcast(&l->cond);
+  g_mutex_unlock(&l->mu);
+}
+
+/* Wait until the counter at @p field reaches @p n (listeners run on the
+ * callback thread, a moment after the state changed). */
+static gboolean wait_count(session_log *l, int *field, int n, int timeout_ms) {
+  int64_t deadline = g_get_monotonic_time() + (int64_t)timeout_ms * 1000;
+  g_mutex_lock(&l->mu);
+  while (*field < n && g_cond_wait_until(&l->cond, &l->mu, deadline))
+    ;
+  gboolean reached = *field >= n;
+  g_mutex_unlock(&l->mu);
+  return reached;
+}
+
+#define CHILD_CHECK(cond, code)                                               \
+  do {                                                                        \
+    if (!(cond)) {                                                            \
+      fprintf(stderr, "\nnames child: %s: failed (line %d)\n", #cond,         \
+              __LINE__);                                                      \
+      return code;                                                            \
+    }                                                                         \
+  } while (0)
+
+/* Runs in a child (its own mount namespace); returns 0, 77 when it could
+ * not set up the name service, or the number of the check that failed. */
+static int names_child(void *arg) {
+  names *n = arg;
+  if (private_name_service(n) != 0)
+    return 77;
+  /* A. Connecting before the name resolves: not "invalid", not dead. */
+  zkrc_session_options o;
+  zkrc_session_options_init(&o);
+  o.session_timeout_ms = 2000;
+  o.connect_timeout_ms = 500;
+  o.server_tick_ms = 200;
+  session_log l = {.expired = 0};
+  g_mutex_init(&l.mu);
+  g_cond_init(&l.cond);
+  o.listener = log_session;
+  o.listener_arg = &l;
+  zkrc_session *s = NULL;
+  CHILD_CHECK(zkrc_session_connect(&s, n->connect, &o) == ZKRC_ECONNECT, 1);
+  CHILD_CHECK(zkrc_session_new(&s, n->connect, &o) == ZKRC_OK, 2);
+  CHILD_CHECK(zkrc_session_wait_connected(s, 300) == ZKRC_ETIMEDOUT, 3);
+  CHILD_CHECK(names_resolve(n, TRUE) == 0, 4);
+  CHILD_CHECK(zkrc_session_wait_connected(s, 15000) == ZKRC_OK, 5);
+  int64_t first = zkrc_session_id(s);
+
+  /* B. The session expires while the name does not resolve: it must keep
+   * trying to open a new one, and get it once the name is back. */
+  g_mutex_lock(&l.mu);
+  int closed_before = l.closed; /* the failed connect's session, closed */
+  g_mutex_unlock(&l.mu);
+  CHILD_CHECK(names_resolve(n, FALSE) == 0, 6);
+  clientid_t id;
+  CHILD_CHECK(zkrc_session_client_id(s, &id) == ZKRC_OK, 7);
+  CHILD_CHECK(zkrc_ensemble_expire_session(zkt_ensemble(), &id, 10000) == 0, 8);
+  CHILD_CHECK(wait_count(&l, &l.expired, 1, 10000), 9);
+  CHILD_CHECK(zkrc_session_wait_connected(s, 500) == ZKRC_ETIMEDOUT, 10);
+  CHILD_CHECK(zkrc_session_get_state(s) == ZKRC_SESSION_CONNECTING, 11);
+  CHILD_CHECK(names_resolve(n, TRUE) == 0, 12);
+  CHILD_CHECK(zkrc_session_wait_connected(s, 15000) == ZKRC_OK, 13);
+  CHILD_CHECK(zkrc_session_id(s) != first, 14);
+  CHILD_CHECK(wait_count(&l, &l.connected, 2, 5000), 15);
+  g_mutex_lock(&l.mu);
+  int closed = l.closed, connected = l.connected;
+  g_mutex_unlock(&l.mu);
+  CHILD_CHECK(closed == closed_before, 16);
+  CHILD_CHECK(connected == 2, 17);
+  zkrc_session_close(s);
+  return 0;
+}
+
+static void test_names_that_do_not_resolve_are_tried_again(void) {
+  if (geteuid() != 0) {
+    printf("(not run: a private /etc/hosts needs root) ");
+    return;
+  }
+  const char *direct_hosts = zkrc_ensemble_direct_connect_string(zkt_ensemble());
+  names n;
+  n.dir = g_dir_make_tmp("zkt-names-XXXXXX", NULL);
+  CU_ASSERT_PTR_NOT_NULL_FATAL(n.dir);
+  n.hosts_file = g_build_filename(n.dir, "hosts", NULL);
+  n.resolv_file = g_build_filename(n.dir, "resolv.conf", NULL);
+  n.name = g_strdup_printf("zkt-member-%d.test", (int)getpid());
+  n.connect = g_strdup_printf("%s%s", n.name, strrchr(direct_hosts, ':'));
+  pid_t pid = zkt_spawn(names_child, &n);
+  int status = zkt_wait_child(pid, 90000);
+  if (status == 77)
+    fprintf(stderr, "\n(could not give the child its own /etc/hosts)\n");
+  CU_ASSERT_EQUAL(status, 0);
+  unlink(n.hosts_file);
+  unlink(n.resolv_file);
+  rmdir(n.dir);
+  g_free(n.hosts_file);
+  g_free(n.resolv_file);
+  g_free(n.name);
+  g_free(n.connect);
+  g_free(n.dir);
+}
+
+static void add_suites(void) {
+  zkt_configure(1, 1);
+  ZKT_SUITE("promises",
+            {"lost create reply then timeout",
+             test_lost_create_reply_then_timeout},
+            {"lost create reply then cancel", test_lost_create_reply_then_cancel},
+            {"lost create reply then leave", test_lost_create_reply_then_leave},
+            {"participants survive a directory deleted again and again",
+             test_participants_survive_a_directory_deleted_again_and_again},
+            {"missing chroot is a prompt ENONODE",
+             test_missing_chroot_is_a_prompt_enonode},
+            {"free cancels a grant still queued",
+             test_free_cancels_a_grant_still_queued},
+            {"close with replies in flight", test_close_with_replies_in_flight},
+            {"close inside a completion", test_close_inside_a_completion},
+            {"recipes on a dead session fail at once",
+             test_recipes_on_a_dead_session_fail_at_once},
+            {"names that do not resolve are tried again",
+             test_names_that_do_not_resolve_are_tried_again});
+}
+
+int main(void) { return zkt_run("test_promises", add_suites); }
