@@ -32,8 +32,8 @@ extern "C" {
   XX(ECONNLOSS, -6, "the connection to ZooKeeper was lost")                   \
   XX(ESESSIONEXPIRED, -7, "the ZooKeeper session expired")                    \
   XX(ESESSIONLOST, -8,                                                        \
-     "disconnected for the whole session timeout: the session is presumed "   \
-     "expired")                                                               \
+     "the session's lease ran out: the servers may expire it from now on, "   \
+     "so it is treated as expired")                                           \
   XX(ELOCKLOST, -9, "no longer held: our node is gone (lock or leadership)") \
   XX(ECLOSED, -10, "the session or object has been closed")                   \
   XX(ECANCELED, -11, "the operation was cancelled")                           \
