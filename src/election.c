@@ -34,6 +34,10 @@ struct zkrc_election {
   round *current;    /* the round in the queue now, or NULL */
   gboolean leader;   /* elected and not revoked */
   gboolean suspended; /* revoked for a dropped connection, node still first */
+  /* The token of the leadership the application was last told ELECTED of
+   * and not yet REVOKED (0: none); events are checked against it when
+   * they are delivered, which may be long after they were posted. */
+  int64_t told_token;
   int64_t token;
   char *node;
 };
@@ -90,12 +94,34 @@ typedef struct election_event_call {
   char *node;
 } election_event_call;
 
+static int64_t leader_lease_left_locked(zkrc_election *e);
+
+/* Is the event still true when it is delivered?  ELECTED only while we
+ * still lead with that token under a live lease: an executor may run it
+ * long after it was posted, after the leadership was lost; then neither it
+ * nor the REVOKED that follows is told.  REVOKED only of a leadership the
+ * application was told of. */
+static gboolean still_true_locked(zkrc_election *e,
+                                  const zkrc_election_event_info *info) {
+  if (info->event == ZKRC_ELECTION_ELECTED) {
+    if (!e->leader || e->token != info->token ||
+        leader_lease_left_locked(e) <= 0)
+      return FALSE;
+    e->told_token = info->token;
+  } else if (info->event == ZKRC_ELECTION_REVOKED) {
+    if (e->told_token != info->token)
+      return FALSE;
+    e->told_token = 0;
+  }
+  return TRUE;
+}
+
 static void election_event_run(void *data) {
   election_event_call *call = data;
   zkrc_election *e = call->e;
   call->info.node = call->node;
   g_mutex_lock(&e->mu);
-  gboolean wanted = !e->freed;
+  gboolean wanted = !e->freed && still_true_locked(e, &call->info);
   g_mutex_unlock(&e->mu);
   if (wanted)
     e->on_event(e, &call->info, e->event_arg);

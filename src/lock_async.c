@@ -43,6 +43,8 @@ static void completion_run(void *data) {
       done->status = ZKRC_ECANCELED;
     else if (h->state == H_LOST)
       done->status = h->end_err == ZKRC_OK ? ZKRC_ELOCKLOST : h->end_err;
+    else if (zkrc__holder_lease_left_locked(h) <= 0)
+      done->status = ZKRC_ESESSIONLOST; /* its loss is on its way */
     if (done->status != ZKRC_OK)
       done->token = 0;
     else

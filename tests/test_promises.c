@@ -378,6 +378,82 @@ static void test_free_cancels_a_grant_still_queued(void) {
   g_free(path);
 }
 
+/* The same for an election: ELECTED is queued on an executor nobody
+ * dispatches yet, then the leadership is lost (the node deleted by an
+ * operator).  When the loop dispatches, the application must not be told
+ * it leads with that token, nor be told REVOKED of a leadership it never
+ * heard of; it hears of its next leadership, with a new token. */
+typedef struct votes {
+  GArray *tokens; /* +token for ELECTED, -token for REVOKED */
+} votes;
+
+static void record_vote(zkrc_election *e, const zkrc_election_event_info *info,
+                        void *arg) {
+  votes *v = arg;
+  int64_t t = info->event == ZKRC_ELECTION_ELECTED ? info->token
+              : info->event == ZKRC_ELECTION_REVOKED ? -info->token
+                                                     : 0;
+  g_array_append_val(v->tokens, t);
+}
+
+static int is_leader(void *arg) { return zkrc_election_is_leader(arg); }
+
+typedef struct leads_anew {
+  zkrc_election *e;
+  int64_t old_token;
+} leads_anew;
+
+/* Leading again, with a new node (it rejoins by itself). */
+static int leads_with_a_new_token(void *arg) {
+  leads_anew *l = arg;
+  int64_t t = 0;
+  return zkrc_election_token(l->e, &t) == ZKRC_OK && t > l->old_token;
+}
+
+static void test_a_lost_leadership_queued_is_not_told(void) {
+  char *path = zkt_path("queued-elected");
+  zhandle_t *zh = direct();
+  zkrc_fd_executor *fx = NULL;
+  CU_ASSERT_EQUAL_FATAL(zkrc_fd_executor_new(&fx), ZKRC_OK);
+  zkrc_executor ex;
+  zkrc_fd_executor_get(fx, &ex);
+  zkrc_session *s = session_with(4000, 0, &ex);
+  votes v = {g_array_new(FALSE, FALSE, sizeof(int64_t))};
+  zkrc_election_options o;
+  zkrc_election_options_init(&o);
+  o.on_event = record_vote;
+  o.event_arg = &v;
+  zkrc_election *e = NULL;
+  CU_ASSERT_EQUAL_FATAL(zkrc_election_new(&e, s, path, &o), ZKRC_OK);
+  CU_ASSERT_EQUAL(zkrc_election_join(e), ZKRC_OK);
+  CU_ASSERT_FATAL(zkt_wait_for(is_leader, e, 10000));
+  int64_t first = 0;
+  CU_ASSERT_EQUAL(zkrc_election_token(e, &first), ZKRC_OK);
+  struct String_vector kids = {0, NULL};
+  CU_ASSERT_EQUAL_FATAL(zoo_get_children(zh, path, 0, &kids), ZOK);
+  CU_ASSERT_EQUAL_FATAL(kids.count, 1);
+  char *node = g_strdup_printf("%s/%s", path, kids.data[0]);
+  deallocate_String_vector(&kids);
+  CU_ASSERT_EQUAL(zoo_delete(zh, node, -1), ZOK);
+  leads_anew l = {e, first};
+  CU_ASSERT(zkt_wait_for(leads_with_a_new_token, &l, 10000));
+  zkrc_fd_executor_dispatch(fx);
+  /* Told only of the new leadership. */
+  CU_ASSERT_EQUAL(v.tokens->len, 1);
+  for (guint i = 0; i < v.tokens->len; i++) {
+    int64_t t = g_array_index(v.tokens, int64_t, i);
+    CU_ASSERT(t > first);
+  }
+  zkrc_election_free(e);
+  zkrc_session_close(s);
+  zkrc_fd_executor_dispatch(fx);
+  zkrc_fd_executor_free(fx);
+  g_array_free(v.tokens, TRUE);
+  zookeeper_close(zh);
+  g_free(node);
+  g_free(path);
+}
+
 /* -------------------------------- 4. closing with replies in flight */
 
 typedef struct closer {
@@ -662,6 +738,8 @@ static void add_suites(void) {
              test_missing_chroot_is_a_prompt_enonode},
             {"free cancels a grant still queued",
              test_free_cancels_a_grant_still_queued},
+            {"a lost leadership queued is not told",
+             test_a_lost_leadership_queued_is_not_told},
             {"close with replies in flight", test_close_with_replies_in_flight},
             {"close inside a completion", test_close_inside_a_completion},
             {"recipes on a dead session fail at once",

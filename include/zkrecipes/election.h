@@ -14,7 +14,11 @@
  * from one leader to the next.  Guard the work a leader does with it.
  *
  * Callbacks run on the session's executor, in order, never on a ZooKeeper
- * thread and never with a zkrecipes mutex held.
+ * thread and never with a zkrecipes mutex held.  An event is checked again
+ * when it is delivered: ELECTED only while the participant still leads
+ * with that token under a live lease (an executor may run it late); a
+ * leadership lost before its ELECTED was delivered is told neither ELECTED
+ * nor REVOKED.
  *
  * Licensed under the Apache License, Version 2.0 (see COPYING).
  */

@@ -276,8 +276,12 @@ int zkrc_lock_fenced_multi(zkrc_lock *lk, int count, const zoo_op_t *ops,
 
 /**
  * Told once how a non-blocking acquisition ended.
- * @param status  ZKRC_OK: @p hold holds the lock; release it with
- *                zkrc_lock_hold_release().  Otherwise the acquisition
+ * @param status  ZKRC_OK: @p hold holds the lock now (checked when the
+ *                callback runs, however late the executor runs it); release
+ *                it with zkrc_lock_hold_release().  A hold lost before its
+ *                ZKRC_OK was delivered fails instead, with the loss's reason
+ *                (ZKRC_ESESSIONLOST, ZKRC_ELOCKLOST, ...), and gets no LOST
+ *                event.  Otherwise the acquisition
  *                failed and @p hold is freed when the callback returns:
  *                ZKRC_ETIMEDOUT, ZKRC_ELOCKED (ZKRC_NO_WAIT and held by
  *                another), ZKRC_ECANCELED (zkrc_lock_hold_cancel() or
