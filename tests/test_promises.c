@@ -115,6 +115,19 @@ static void on_session(zkrc_session *s, zkrc_session_event ev, void *arg) {
 
 typedef enum give_up { BY_TIMEOUT, BY_CANCEL, BY_LEAVE } give_up;
 
+typedef struct created {
+  zhandle_t *zh;
+  const char *dir;
+} created;
+
+/* A node was created in the directory (its cversion moved): seen straight
+ * from the members, not through the slow proxy. */
+static int created_in(void *arg) {
+  created *c = arg;
+  struct Stat st;
+  return zoo_exists(c->zh, c->dir, 0, &st) == ZOK && st.cversion >= 1;
+}
+
 /* The create reaches the servers, its reply is lost with the connection,
  * and the participant gives up before the reply could have come: the node
  * must be gone once the connection is back, so that someone else gets the
@@ -137,18 +150,21 @@ static void lost_create_reply_then_give_up(give_up how) {
   CU_ASSERT_EQUAL(zkrc_proxy_drop_after_next_request(zkt_ensemble(), 0), 0);
   outcome done;
   outcome_init(&done);
+  created cd = {zh, path};
   if (how == BY_TIMEOUT) {
     ZKT_ASSERT_RC(ZKRC_ETIMEDOUT, zkrc_lock_acquire(lk, 100));
   } else if (how == BY_CANCEL) {
     zkrc_lock_hold *h = NULL;
     CU_ASSERT_EQUAL(zkrc_lock_acquire_async(lk, ZKRC_WAIT_FOREVER, on_acquired,
                                             &done, &h), ZKRC_OK);
-    g_usleep(100 * 1000); /* the create is on its way: then give up */
+    /* The create reached the servers; its (lost) reply is still on its
+     * way back through the slow proxy: give up now. */
+    CU_ASSERT(zkt_wait_for(created_in, &cd, 10000));
     ZKT_ASSERT_RC(ZKRC_OK, zkrc_lock_hold_cancel(h));
     ZKT_ASSERT_RC(ZKRC_ECANCELED, outcome_wait(&done, 10000));
   } else {
     CU_ASSERT_EQUAL(zkrc_election_join(e), ZKRC_OK);
-    g_usleep(100 * 1000); /* the create is on its way: then give up */
+    CU_ASSERT(zkt_wait_for(created_in, &cd, 10000)); /* as above */
     CU_ASSERT_EQUAL(zkrc_election_leave(e), ZKRC_OK);
   }
   /* The reply is lost: the connection drops and comes back, with the same
@@ -600,9 +616,10 @@ static int private_name_service(names *n) {
   if (write_text(n->resolv_file, "nameserver 127.0.0.1\n"
                                  "options timeout:1 attempts:1\n") != 0 ||
       names_resolve(n, FALSE) != 0 || unshare(CLONE_NEWNS) != 0 ||
-      mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) != 0 ||
-      mount(n->hosts_file, "/etc/hosts", NULL, MS_BIND, NULL) != 0 ||
-      mount(n->resolv_file, "/etc/resolv.conf", NULL, MS_BIND, NULL) != 0)
+      /* (the type is ignored for these; named for valgrind's sake) */
+      mount("none", "/", "none", MS_REC | MS_PRIVATE, NULL) != 0 ||
+      mount(n->hosts_file, "/etc/hosts", "none", MS_BIND, NULL) != 0 ||
+      mount(n->resolv_file, "/etc/resolv.conf", "none", MS_BIND, NULL) != 0)
     return -1;
   return 0;
 }
@@ -714,6 +731,8 @@ static void test_names_that_do_not_resolve_are_tried_again(void) {
   int status = zkt_wait_child(pid, 90000);
   if (status == 77)
     fprintf(stderr, "\n(could not give the child its own /etc/hosts)\n");
+  else if (status != 0)
+    fprintf(stderr, "\n(the child ended with status %d)\n", status);
   CU_ASSERT_EQUAL(status, 0);
   unlink(n.hosts_file);
   unlink(n.resolv_file);
