@@ -15,7 +15,7 @@
 #include "zkrecipes.h"
 
 #define DEFAULT_SESSION_TIMEOUT_MS 10000
-#define MIN_TIMEOUT_MS 2
+#define MIN_TIMEOUT_MS 100
 #define MAX_TIMEOUT_MS 1000000000
 
 typedef struct listener {
@@ -808,9 +808,11 @@ static int normalize_options(zkrc_session_options *out,
     return ZKRC_EINVAL;
   if (out->session_timeout_ms == 0)
     out->session_timeout_ms = DEFAULT_SESSION_TIMEOUT_MS;
-  /* The servers clamp the timeout to 2..20 ticks; the ZooKeeper client
-   * itself fails below 2 ms and overflows its arithmetic near INT_MAX, so
-   * what it is given stays in between. */
+  /* The servers clamp the timeout to 2..20 ticks, but the ZooKeeper client
+   * uses the requested one until they answer: it gives up a handshake that
+   * takes more than two thirds of it (1 ms never connects, 2 ms hardly),
+   * and its arithmetic overflows near INT_MAX.  So it gets 100 ms at
+   * least and 10^9 at most. */
   out->session_timeout_ms = CLAMP(out->session_timeout_ms, MIN_TIMEOUT_MS,
                                   MAX_TIMEOUT_MS);
   if (out->connect_timeout_ms == 0)

@@ -114,8 +114,9 @@ typedef void (*zkrc_session_listener_fn)(zkrc_session *s,
 /** Options of a session; initialize with zkrc_session_options_init(). */
 typedef struct zkrc_session_options {
   /** Requested session timeout in ms (the servers clamp it to 2..20 ticks;
-   *  values outside 2..10^9 are first brought into that range).
-   *  Default 10000.  Negative: ZKRC_EINVAL. */
+   *  values outside 100..10^9 are first brought into that range, since the
+   *  ZooKeeper client gives up a handshake slower than two thirds of the
+   *  requested timeout).  Default 10000.  Negative: ZKRC_EINVAL. */
   int session_timeout_ms;
   /** How long zkrc_session_connect() waits for the first connection, in ms.
    *  Default: the session timeout. */
