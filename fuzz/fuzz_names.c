@@ -52,16 +52,16 @@ static int canonical_sequence(const char *s, size_t n, int32_t *v) {
 }
 
 /* Property 1's oracle: does @p name end with a marker and a sequence? */
-static int oracle_seq(const char *name, const char *const *markers,
+static int oracle_seq(const char *name, const zkrc__marker *markers,
                       int32_t *seq) {
   size_t len = strlen(name);
-  for (int m = 0; markers[m]; m++) {
-    size_t ml = strlen(markers[m]);
+  for (int m = 0; markers[m].text; m++) {
+    size_t ml = strlen(markers[m].text);
     for (size_t sl = 10; sl <= 11; sl++) {
       if (len < ml + sl)
         continue;
       const char *s = name + len - sl;
-      if (memcmp(s - ml, markers[m], ml) != 0)
+      if (memcmp(s - ml, markers[m].text, ml) != 0)
         continue;
       if (canonical_sequence(s, sl, seq))
         return 1;
@@ -74,7 +74,8 @@ static int compare_names(const void *a, const void *b) {
   return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-static void check_listing(char **names, int count, const char *const *markers) {
+static void check_listing(char **names, int count,
+                          const zkrc__marker *markers) {
   int parsed_count = 0;
   int32_t seqs[MAX_NAMES];
   int parses[MAX_NAMES];
@@ -97,7 +98,8 @@ static void check_listing(char **names, int count, const char *const *markers) {
   for (guint i = 0; i < sorted->len; i++) {
     zkrc__contender_entry *e = &g_array_index(sorted, zkrc__contender_entry, i);
     int32_t again;
-    FUZZ_CHECK(zkrc__contender_seq(e->name, markers, &again) && again == e->seq,
+    FUZZ_CHECK(zkrc__contender_seq(e->name, markers, &again) &&
+                   again == e->seq,
                "sorted entry \"%s\" (seq %d) does not parse back", e->name,
                (int)e->seq);
     if (i > 0) {

@@ -250,6 +250,7 @@ static void start_round_locked(zkrc_election *e) {
       .queue = &e->q,
       .marker = "latch-",
       .markers = zkrc__latch_markers,
+      .policy = zkrc__policy_exclusive,
       .watch_own_node = 1,
       .ops = &election_contender_ops,
       .ops_arg = r,

@@ -253,6 +253,7 @@ holder *zkrc__lock_new_participant_locked(zkrc_lock *lk, uint64_t thread) {
       .queue = &lk->q,
       .marker = "lock-",
       .markers = zkrc__lock_markers,
+      .policy = zkrc__policy_exclusive,
       .watch_own_node = lk->on_event != NULL,
       .ops = &lock_contender_ops,
       .ops_arg = h,

@@ -5,8 +5,11 @@
 
 #include "names.h"
 
-const char *const zkrc__lock_markers[] = {"lock-", "__lock__", NULL};
-const char *const zkrc__latch_markers[] = {"latch-", NULL};
+const zkrc__marker zkrc__lock_markers[] = {
+    {"lock-", ZKRC__CLAIM_EXCLUSIVE}, {"__lock__", ZKRC__CLAIM_EXCLUSIVE},
+    {NULL, ZKRC__CLAIM_EXCLUSIVE}};
+const zkrc__marker zkrc__latch_markers[] = {
+    {"latch-", ZKRC__CLAIM_EXCLUSIVE}, {NULL, ZKRC__CLAIM_EXCLUSIVE}};
 
 /* "%010d" of an int32: ten digits; or, negative, '-' and nine digits (the
  * width of 10 counts the sign), or '-' and ten when nine are not enough
@@ -39,16 +42,22 @@ static const char *last_occurrence(const char *haystack, const char *needle) {
   return found;
 }
 
-gboolean zkrc__contender_seq(const char *name, const char *const *markers,
-                             int32_t *seq) {
+const zkrc__marker *zkrc__contender_marker(const char *name,
+                                           const zkrc__marker *markers,
+                                           int32_t *seq) {
   if (name == NULL)
-    return FALSE;
-  for (int i = 0; markers[i]; i++) {
-    const char *at = last_occurrence(name, markers[i]);
-    if (at && parse_sequence(at + strlen(markers[i]), seq))
-      return TRUE;
+    return NULL;
+  for (const zkrc__marker *m = markers; m->text; m++) {
+    const char *at = last_occurrence(name, m->text);
+    if (at && parse_sequence(at + strlen(m->text), seq))
+      return m;
   }
-  return FALSE;
+  return NULL;
+}
+
+gboolean zkrc__contender_seq(const char *name, const zkrc__marker *markers,
+                             int32_t *seq) {
+  return zkrc__contender_marker(name, markers, seq) != NULL;
 }
 
 static gint compare_entries(gconstpointer a, gconstpointer b) {
@@ -63,13 +72,15 @@ static void clear_entry(gpointer p) {
 }
 
 GArray *zkrc__contenders_sorted(char *const *names, int count,
-                                const char *const *markers) {
+                                const zkrc__marker *markers) {
   GArray *out = g_array_new(FALSE, FALSE, sizeof(zkrc__contender_entry));
   g_array_set_clear_func(out, clear_entry);
   for (int i = 0; i < count; i++) {
     zkrc__contender_entry e;
-    if (!zkrc__contender_seq(names[i], markers, &e.seq))
+    const zkrc__marker *m = zkrc__contender_marker(names[i], markers, &e.seq);
+    if (m == NULL)
       continue;
+    e.claim = m->claim;
     e.name = g_strdup(names[i]);
     g_array_append_val(out, e);
   }

@@ -16,28 +16,48 @@
 
 #include <glib.h>
 
+/* What a contender node asks for. */
+typedef enum zkrc__claim {
+  ZKRC__CLAIM_EXCLUSIVE, /* alone: a mutex holder, a writer, a leader */
+  ZKRC__CLAIM_SHARED     /* alongside other shared claims: a reader */
+} zkrc__claim;
+
+/* A name marker ("lock-", Curator's "__READ__", kazoo's "__lock__") that
+ * the sequence number follows, and the claim of the nodes it marks.  A
+ * recipe's table ends with {NULL}; the first marker a name ends with
+ * counts. */
+typedef struct zkrc__marker {
+  const char *text;
+  zkrc__claim claim;
+} zkrc__marker;
+
 /* Markers of the lock (Curator InterProcessMutex, kazoo Lock) and of the
  * election (Curator LeaderLatch). */
-extern const char *const zkrc__lock_markers[];
-extern const char *const zkrc__latch_markers[];
+extern const zkrc__marker zkrc__lock_markers[];
+extern const zkrc__marker zkrc__latch_markers[];
 
 /* Parse the sequence number of @p name if it ends with one of @p markers
- * (a NULL-terminated list) followed by a well-formed sequence.  Returns
- * TRUE and sets *seq, or FALSE for a name that is not a contender. */
-gboolean zkrc__contender_seq(const char *name, const char *const *markers,
+ * followed by a well-formed sequence.  Returns the marker (and sets *seq),
+ * or NULL for a name that is not a contender. */
+const zkrc__marker *zkrc__contender_marker(const char *name,
+                                           const zkrc__marker *markers,
+                                           int32_t *seq);
+/* The same, as a yes or no. */
+gboolean zkrc__contender_seq(const char *name, const zkrc__marker *markers,
                              int32_t *seq);
 
 /* One contender of a children listing. */
 typedef struct zkrc__contender_entry {
   char *name; /* owned */
   int32_t seq;
+  zkrc__claim claim;
 } zkrc__contender_entry;
 
 /* The contenders among @p names (@p count of them), ordered by sequence
  * (ties, which one directory cannot produce, by name).  Returns a GArray of
  * zkrc__contender_entry; free it with zkrc__contenders_free(). */
 GArray *zkrc__contenders_sorted(char *const *names, int count,
-                                const char *const *markers);
+                                const zkrc__marker *markers);
 void zkrc__contenders_free(GArray *contenders);
 
 /* Index of @p name in @p contenders, or -1. */

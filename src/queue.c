@@ -68,7 +68,9 @@ struct zkrc__contender {
   zkrc_session *s;
   char *dir;
   const char *marker; /* static */
-  const char *const *markers;
+  const zkrc__marker *markers;
+  zkrc__policy_fn policy;
+  const void *policy_arg;
   char *data;
   int data_len;
   zkrc__acl *acl;
@@ -196,6 +198,8 @@ zkrc__contender *zkrc__contender_new(const zkrc__contender_config *cfg) {
   c->dir = g_strdup(q->dir);
   c->marker = cfg->marker;
   c->markers = cfg->markers;
+  c->policy = cfg->policy ? cfg->policy : zkrc__policy_exclusive;
+  c->policy_arg = cfg->policy_arg;
   c->data_len = (int)strlen(q->participant_id);
   c->data = g_memdup2(q->participant_id, (gsize)c->data_len);
   c->acl = zkrc__acl_ref(q->acl);
@@ -451,45 +455,62 @@ static step become_front_locked(zkrc__contender *c) {
 
 /* ---------------------------------------------------------- evaluation */
 
-/* Decide from a children listing; @p watched: the listing also set a watch
- * on the directory's children.  Returns the next step. */
+/* Admitted by the listing: hold (or lead), once. */
+static step admitted_locked(zkrc__contender *c) {
+  if (c->dir_watch) { /* no longer needed */
+    zkrc__watch_cancel(c->dir_watch);
+    c->dir_watch = NULL;
+  }
+  if (c->state != C_FRONT)
+    return become_front_locked(c);
+  if (c->watch_own && c->own_watch == NULL)
+    return STEP_ARM_OWN_WATCH; /* its last arming was lost */
+  return STEP_NONE;
+}
+
+/* Not admitted: wait for @p watch (a name in the listing) to go. */
+static step wait_for_locked(zkrc__contender *c, const char *watch,
+                            gboolean watched) {
+  g_free(c->pred);
+  c->pred = g_strdup(watch);
+  c->state = C_WAITING;
+  if (!c->behind_told) {
+    c->behind_told = TRUE;
+    emit_locked(c, OUT_BEHIND, 0, 0);
+  }
+  return !c->watch_dir ? STEP_WATCH_PRED : watched ? STEP_NONE : STEP_WATCH_DIR;
+}
+
+/* Decide from a children listing (the policy's verdict); @p watched: the
+ * listing also set a watch on the directory's children.  Returns the next
+ * step. */
 static step evaluate_locked(zkrc__contender *c, const struct String_vector *kids,
                             gboolean watched) {
-  GArray *sorted = zkrc__contenders_sorted(kids->data, kids->count, c->markers);
-  int index = zkrc__contenders_find(sorted, c->name);
-  step next = STEP_NONE;
+  zkrc__verdict v = zkrc__admit(kids->data, kids->count, c->markers, c->name,
+                                c->policy, c->policy_arg);
   c->retries = 0; /* a listing came back: the servers answer us */
   c->failures = 0;
-  if (index < 0) {
+  switch (v.kind) {
+  case ZKRC__ADMITTED:
+    return admitted_locked(c);
+  case ZKRC__WAIT:
+    if (c->state == C_FRONT) {
+      /* Someone is ahead of a holder now (a sequence that wrapped, a node
+       * made by hand): it no longer holds, and its node goes. */
+      end_locked(c, ZKRC_ELOCKLOST, 0, TRUE);
+      return STEP_NONE;
+    }
+    return wait_for_locked(c, v.watch, watched);
+  case ZKRC__ABSENT:
+  default:
     /* Our node is gone although our session lives: deleted by someone. */
     if (c->state == C_FRONT) {
-      zkrc__contenders_free(sorted);
       end_locked(c, ZKRC_ELOCKLOST, ZNONODE, FALSE);
       return STEP_NONE;
     }
     c->name_known = FALSE;
-    next = STEP_SEND_CREATE;
-  } else if (index == 0) {
-    if (c->dir_watch) { /* no longer needed */
-      zkrc__watch_cancel(c->dir_watch);
-      c->dir_watch = NULL;
-    }
-    if (c->state != C_FRONT)
-      next = become_front_locked(c);
-    else if (c->watch_own && c->own_watch == NULL)
-      next = STEP_ARM_OWN_WATCH; /* its last arming was lost */
-  } else {
-    g_free(c->pred);
-    c->pred = g_strdup(g_array_index(sorted, zkrc__contender_entry, index - 1).name);
-    c->state = C_WAITING;
-    if (!c->behind_told) {
-      c->behind_told = TRUE;
-      emit_locked(c, OUT_BEHIND, 0, 0);
-    }
-    next = !c->watch_dir ? STEP_WATCH_PRED : watched ? STEP_NONE : STEP_WATCH_DIR;
+    return STEP_SEND_CREATE;
   }
-  zkrc__contenders_free(sorted);
-  return next;
 }
 
 /* Replies that say our ZooKeeper session is over, or the handle is closing:
@@ -1099,10 +1120,9 @@ static step recheck_judge_locked(zkrc__contender *c, int rc,
     end_locked(c, ZKRC_ELOCKLOST, ZNONODE, FALSE); /* not ours: leave it */
     return STEP_NONE;
   }
-  GArray *sorted = zkrc__contenders_sorted(kids->data, kids->count, c->markers);
-  int index = zkrc__contenders_find(sorted, c->name);
-  zkrc__contenders_free(sorted);
-  if (index != 0) {
+  zkrc__verdict v = zkrc__admit(kids->data, kids->count, c->markers, c->name,
+                                c->policy, c->policy_arg);
+  if (v.kind != ZKRC__ADMITTED) {
     /* Someone is ahead of us now (a sequence that wrapped, a node made by
      * hand): we no longer hold.  Our node goes. */
     end_locked(c, ZKRC_ELOCKLOST, 0, TRUE);
@@ -1416,7 +1436,7 @@ uint64_t zkrc__contender_generation(zkrc__contender *c) {
 /* --------------------------------------------------------- participants */
 
 int zkrc__queue_list(zkrc_session *s, const char *dir,
-                     const char *const *markers, int64_t deadline,
+                     const zkrc__marker *markers, int64_t deadline,
                      zkrc_participant **list, size_t *count) {
   *list = NULL;
   *count = 0;
@@ -1510,7 +1530,7 @@ int zkrc__queue_list(zkrc_session *s, const char *dir,
 }
 
 int zkrc__queue_list_checked(zkrc_session *s, const char *path,
-                             const char *const *markers, int timeout_ms,
+                             const zkrc__marker *markers, int timeout_ms,
                              zkrc_participant **list, size_t *count) {
   if (list)
     *list = NULL;
@@ -1533,7 +1553,7 @@ void zkrc_participants_free(zkrc_participant *list, size_t count) {
 }
 
 int zkrc__queue_participants(zkrc_session *s, const char *dir,
-                             const char *const *markers, int64_t deadline,
+                             const zkrc__marker *markers, int64_t deadline,
                              char ***ids) {
   zkrc_participant *list = NULL;
   size_t n = 0;

@@ -37,6 +37,7 @@
 
 #include <zookeeper/zookeeper.h>
 
+#include "admission.h"
 #include "session_internal.h"
 
 typedef struct zkrc__contender zkrc__contender;
@@ -79,7 +80,10 @@ typedef struct zkrc__contender_ops {
 typedef struct zkrc__contender_config {
   const zkrc__queue *queue;        /* session, directory, id and ACL */
   const char *marker;              /* "lock-" or "latch-" (static string) */
-  const char *const *markers;      /* markers that count as contenders */
+  const zkrc__marker *markers;     /* markers that count as contenders */
+  /* Who of them is admitted, and whom a waiter watches (admission.h). */
+  zkrc__policy_fn policy;
+  const void *policy_arg;
   /* Keep a data watch on our own node from its creation on, so that its
    * deletion by someone else ends the contender with ZKRC_ELOCKLOST at the
    * front, and queues it again before. */
@@ -120,14 +124,14 @@ uint64_t zkrc__contender_generation(zkrc__contender *c);
  * leaves meanwhile is not listed.  Returns a ZKRC_* code; *list is
  * malloc'ed (zkrc_participants_free). */
 int zkrc__queue_list(zkrc_session *s, const char *dir,
-                     const char *const *markers, int64_t deadline,
+                     const zkrc__marker *markers, int64_t deadline,
                      zkrc_participant **list, size_t *count);
 
 /* zkrc__queue_list() behind the argument checks of the public list calls
  * (zkrc_lock_list, zkrc_election_list): ZKRC_EINVAL, nothing sent, for a
  * NULL or an invalid path or timeout. */
 int zkrc__queue_list_checked(zkrc_session *s, const char *path,
-                             const char *const *markers, int timeout_ms,
+                             const zkrc__marker *markers, int timeout_ms,
                              zkrc_participant **list, size_t *count);
 
 /* The participant ids (node data) of every contender in @p dir, in queue
@@ -135,7 +139,7 @@ int zkrc__queue_list_checked(zkrc_session *s, const char *path,
  * getChildren and one getData per contender.  A missing directory yields an
  * empty list.  Returns a ZKRC_* code. */
 int zkrc__queue_participants(zkrc_session *s, const char *dir,
-                             const char *const *markers, int64_t deadline,
+                             const zkrc__marker *markers, int64_t deadline,
                              char ***ids);
 
 #endif /* ZKRC_QUEUE_H */

@@ -1,0 +1,74 @@
+/*
+ * Admission: who holds, and whom each waiter watches - the decision behind
+ * every recipe, as pure functions of a directory listing (no I/O, no
+ * state), tested on in-memory listings (tests/test_admission.c).
+ *
+ * A recipe's directory holds contender nodes of several dialects (ours,
+ * Apache Curator's, kazoo's) and anything else.  A recipe's markers say
+ * which names are contenders and what each one claims: exclusive access (a
+ * mutex holder, a writer, a leader) or shared access (a reader).
+ * Contenders are ordered by their sequence number read as a signed 32-bit
+ * number (names.h); a policy then decides, from that order and our place
+ * in it, whether we are admitted or which one node we wait for.
+ *
+ * A waiter watches exactly one node, and looks again (lists the directory)
+ * when it goes: one release wakes the waiters it admits and no others.
+ * The policy must pick the node whose departure can change its verdict
+ * first; every node that could admit it must be watched by it or lead to
+ * a node that is (the predecessor chain of a queue).
+ */
+#ifndef ZKRC_ADMISSION_H
+#define ZKRC_ADMISSION_H
+
+#include <stdint.h>
+
+#include "names.h"
+
+/* One contender, in queue order. */
+typedef struct zkrc__rank {
+  const char *name;
+  int32_t seq;
+  zkrc__claim claim;
+} zkrc__rank;
+
+typedef enum zkrc__verdict_kind {
+  ZKRC__ABSENT = 0, /* our node is not in the listing (deleted by someone) */
+  ZKRC__ADMITTED,   /* we hold the lock, lead, or hold the permit */
+  ZKRC__WAIT        /* not yet: watch the node named in `watch` */
+} zkrc__verdict_kind;
+
+typedef struct zkrc__verdict {
+  zkrc__verdict_kind kind;
+  const char *watch; /* WAIT: the node to watch (points into the listing) */
+  int position;      /* our index in the queue (-1 when ABSENT) */
+  int contenders;    /* how many contenders the listing holds */
+} zkrc__verdict;
+
+/* A policy: from the queue (@p n contenders in order) and our index
+ * @p me in it, admitted or the index of the node to watch. */
+typedef zkrc__verdict (*zkrc__policy_fn)(const zkrc__rank *queue, int n,
+                                         int me, const void *arg);
+
+/* First in line holds; everyone else watches the contender just before
+ * it (a mutex, an election). */
+zkrc__verdict zkrc__policy_exclusive(const zkrc__rank *queue, int n, int me,
+                                     const void *arg);
+
+/* Readers and writers: a shared claim is admitted when no exclusive claim
+ * is ahead of it, and watches the nearest exclusive claim ahead otherwise;
+ * an exclusive claim is admitted first in line and watches the contender
+ * just before it.  (Readers behind a released writer are all admitted:
+ * each of them watched it.) */
+zkrc__verdict zkrc__policy_readers_writers(const zkrc__rank *queue, int n,
+                                           int me, const void *arg);
+
+/* The whole decision for the node named @p me among the @p count names of
+ * a listing, under @p policy.  Names that carry no marker of @p markers, or
+ * whose sequence is malformed, are not contenders.  Duplicate names (which
+ * one directory cannot hold) count once.  The verdict's names point into
+ * @p names.  Pure: the same input gives the same verdict. */
+zkrc__verdict zkrc__admit(char *const *names, int count,
+                          const zkrc__marker *markers, const char *me,
+                          zkrc__policy_fn policy, const void *policy_arg);
+
+#endif /* ZKRC_ADMISSION_H */

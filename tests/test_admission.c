@@ -1,0 +1,247 @@
+/*
+ * Admission (src/admission.c) on in-memory listings, without a server:
+ * who holds and whom each waiter watches, for listings mixing dialects,
+ * foreign and malformed names, sequence numbers past the wrap, duplicates,
+ * and a node of ours that is gone; then random listings, checked for the
+ * properties every policy must keep (admission as the policy says, a
+ * waiter watches a node ahead of it, and following the watches from any
+ * waiter leads to an admitted contender: nobody waits for nothing).
+ */
+#include "config.h"
+
+#include <string.h>
+
+#include <glib.h>
+
+#include "admission.h"
+#include "testutil.h"
+
+/* Our mutex and election markers, and the read-write dialects: Curator's
+ * InterProcessReadWriteLock and kazoo's ReadLock / WriteLock. */
+static const zkrc__marker mutex_markers[] = {
+    {"lock-", ZKRC__CLAIM_EXCLUSIVE}, {"__lock__", ZKRC__CLAIM_EXCLUSIVE},
+    {NULL, 0}};
+static const zkrc__marker rw_markers[] = {
+    {"__READ__", ZKRC__CLAIM_SHARED},  {"__WRIT__", ZKRC__CLAIM_EXCLUSIVE},
+    {"__rlock__", ZKRC__CLAIM_SHARED}, {"__lock__", ZKRC__CLAIM_EXCLUSIVE},
+    {"lock-", ZKRC__CLAIM_EXCLUSIVE},  {NULL, 0}};
+
+typedef struct admission_case {
+  const char *what;
+  const char *listing[8]; /* NULL-terminated */
+  const char *me;
+  int rw;                 /* readers_writers, else exclusive */
+  zkrc__verdict_kind kind;
+  const char *watch;      /* WAIT: the node to watch */
+  int position;
+} admission_case;
+
+static const admission_case cases[] = {
+    {"alone: admitted", {"_c_a-lock-0000000007", NULL},
+     "_c_a-lock-0000000007", 0, ZKRC__ADMITTED, NULL, 0},
+    {"third in line: watches the second",
+     {"_c_c-lock-0000000003", "_c_a-lock-0000000001", "_c_b-lock-0000000002",
+      NULL},
+     "_c_c-lock-0000000003", 0, ZKRC__WAIT, "_c_b-lock-0000000002", 2},
+    {"our node gone: absent",
+     {"_c_a-lock-0000000001", NULL}, "_c_z-lock-0000000009", 0, ZKRC__ABSENT,
+     NULL, -1},
+    {"empty directory: absent", {NULL}, "_c_z-lock-0000000009", 0,
+     ZKRC__ABSENT, NULL, -1},
+    {"foreign and malformed names are not contenders",
+     {"keep", "_c_x-lock-12", "_c_y-lock-00000000x1", "config0000000001",
+      "_c_w-lock--0000000001", "_c_me-lock-0000000005", NULL},
+     "_c_me-lock-0000000005", 0, ZKRC__ADMITTED, NULL, 0},
+    {"kazoo's and Curator's nodes are ordered together",
+     {"9f2c__lock__0000000004", "_c_me-lock-0000000006",
+      "_c_q-lock-0000000005", NULL},
+     "_c_me-lock-0000000006", 0, ZKRC__WAIT, "_c_q-lock-0000000005", 2},
+    {"past the wrap: negative sequences come first",
+     {"_c_old-lock-2147483647", "_c_me-lock--2147483648", NULL},
+     "_c_me-lock--2147483648", 0, ZKRC__ADMITTED, NULL, 0},
+    {"past the wrap: behind a negative sequence",
+     {"_c_a-lock--2147483647", "_c_me-lock-0000000001",
+      "_c_b-lock--2147483648", NULL},
+     "_c_me-lock-0000000001", 0, ZKRC__WAIT, "_c_a-lock--2147483647", 2},
+    {"duplicates count once",
+     {"_c_a-lock-0000000001", "_c_a-lock-0000000001", "_c_me-lock-0000000002",
+      NULL},
+     "_c_me-lock-0000000002", 0, ZKRC__WAIT, "_c_a-lock-0000000001", 1},
+    {"readers ahead of a reader: admitted",
+     {"_c_a-__READ__0000000001", "_c_b-__READ__0000000002",
+      "_c_me-__READ__0000000003", NULL},
+     "_c_me-__READ__0000000003", 1, ZKRC__ADMITTED, NULL, 2},
+    {"a reader waits for the nearest writer ahead",
+     {"_c_a-__READ__0000000001", "_c_w-__WRIT__0000000002",
+      "_c_b-__READ__0000000003", "_c_me-__READ__0000000004", NULL},
+     "_c_me-__READ__0000000004", 1, ZKRC__WAIT, "_c_w-__WRIT__0000000002", 3},
+    {"a writer waits for the contender just before it",
+     {"_c_a-__READ__0000000001", "_c_b-__READ__0000000002",
+      "_c_me-__WRIT__0000000003", NULL},
+     "_c_me-__WRIT__0000000003", 1, ZKRC__WAIT, "_c_b-__READ__0000000002", 2},
+    {"a writer first in line: admitted",
+     {"_c_me-__WRIT__0000000001", "_c_b-__READ__0000000002", NULL},
+     "_c_me-__WRIT__0000000001", 1, ZKRC__ADMITTED, NULL, 0},
+    {"kazoo's reader behind our mutex node waits for it",
+     {"_c_m-lock-0000000001", "ab12__rlock__0000000002", NULL},
+     "ab12__rlock__0000000002", 1, ZKRC__WAIT, "_c_m-lock-0000000001", 1},
+    {"a reader behind kazoo's write lock waits for it",
+     {"ab12__lock__0000000001", "_c_me-__READ__0000000002", NULL},
+     "_c_me-__READ__0000000002", 1, ZKRC__WAIT, "ab12__lock__0000000001", 1},
+};
+
+static void test_table(void) {
+  for (size_t i = 0; i < G_N_ELEMENTS(cases); i++) {
+    const admission_case *c = &cases[i];
+    int count = 0;
+    while (c->listing[count])
+      count++;
+    zkrc__verdict v = zkrc__admit((char *const *)c->listing, count,
+                                  c->rw ? rw_markers : mutex_markers, c->me,
+                                  c->rw ? zkrc__policy_readers_writers
+                                        : zkrc__policy_exclusive,
+                                  NULL);
+    gboolean ok = v.kind == c->kind && v.position == c->position &&
+                  g_strcmp0(v.watch, c->watch) == 0;
+    if (!ok)
+      fprintf(stderr, "\n  case \"%s\": kind %d watch %s position %d\n",
+              c->what, v.kind, v.watch ? v.watch : "-", v.position);
+    CU_ASSERT_TRUE(ok);
+    /* Pure: asked again, the same answer. */
+    zkrc__verdict again = zkrc__admit(
+        (char *const *)c->listing, count, c->rw ? rw_markers : mutex_markers,
+        c->me, c->rw ? zkrc__policy_readers_writers : zkrc__policy_exclusive,
+        NULL);
+    CU_ASSERT(again.kind == v.kind && again.watch == v.watch);
+  }
+}
+
+/* ------------------------------------------------- random listings */
+
+enum { MAX_N = 12 };
+
+typedef struct listing {
+  char *names[MAX_N];
+  int n;
+} listing;
+
+static gboolean is_writer(const char *name) {
+  return strstr(name, "__WRIT__") != NULL;
+}
+
+/* A random queue of readers and writers with distinct sequences, in a
+ * random order (a listing is not sorted); sequences may be negative. */
+static void random_listing(GRand *rng, listing *l, gboolean readers) {
+  l->n = g_rand_int_range(rng, 1, MAX_N + 1);
+  int32_t base = g_rand_boolean(rng) ? -2147483647 + 3 : 100;
+  for (int i = 0; i < l->n; i++) {
+    gboolean writer = !readers || g_rand_int_range(rng, 0, 3) == 0;
+    int32_t seq = base + i * 2;
+    char digits[16];
+    if (seq < 0)
+      snprintf(digits, sizeof digits, "%d", seq);
+    else
+      snprintf(digits, sizeof digits, "%010d", seq);
+    l->names[i] = g_strdup_printf("_c_%02d-%s%s", i,
+                                  writer ? "__WRIT__" : "__READ__",
+                                  digits);
+  }
+  for (int i = l->n - 1; i > 0; i--) { /* shuffle the listing */
+    int j = g_rand_int_range(rng, 0, i + 1);
+    char *t = l->names[i];
+    l->names[i] = l->names[j];
+    l->names[j] = t;
+  }
+}
+
+/* Queue position of @p name: its index (names carry it as "_c_NN-"). */
+static int index_of(const char *name) { return atoi(name + 3); }
+
+static void check_properties(listing *l, zkrc__policy_fn policy,
+                             gboolean readers, int *failures) {
+  int watches[MAX_N];
+  gboolean in[MAX_N];
+  for (int i = 0; i < l->n; i++) {
+    zkrc__verdict v = zkrc__admit(l->names, l->n, rw_markers, l->names[i],
+                                  policy, NULL);
+    int me = index_of(l->names[i]);
+    /* Expected: exclusive claims admitted only first in line; shared ones
+     * when no exclusive claim is ahead. */
+    gboolean writer_ahead = FALSE;
+    for (int k = 0; k < l->n; k++)
+      writer_ahead |= index_of(l->names[k]) < me && is_writer(l->names[k]);
+    gboolean mine_writer = is_writer(l->names[i]);
+    gboolean expect = mine_writer || !readers ? me == 0 : !writer_ahead;
+    in[me] = v.kind == ZKRC__ADMITTED;
+    watches[me] = v.kind == ZKRC__WAIT ? index_of(v.watch) : -1;
+    if (v.kind == ZKRC__ABSENT || in[me] != expect || v.position != me ||
+        (v.kind == ZKRC__WAIT && watches[me] >= me))
+      (*failures)++;
+  }
+  /* From every waiter, the watches lead to an admitted contender. */
+  for (int i = 0; i < l->n; i++) {
+    int at = i, steps = 0;
+    while (!in[at] && watches[at] >= 0 && steps++ <= l->n)
+      at = watches[at];
+    if (!in[at])
+      (*failures)++;
+  }
+}
+
+static void test_random_listings_keep_the_properties(void) {
+  GRand *rng = g_rand_new_with_seed(1234);
+  int failures = 0, runs = 20000;
+  for (int r = 0; r < runs; r++) {
+    listing l;
+    gboolean readers = r % 2 == 1;
+    random_listing(rng, &l, readers);
+    check_properties(&l, readers ? zkrc__policy_readers_writers
+                                 : zkrc__policy_exclusive,
+                     readers, &failures);
+    for (int i = 0; i < l.n; i++)
+      g_free(l.names[i]);
+  }
+  printf("(%d random listings, %d broken properties) ", runs, failures);
+  CU_ASSERT_EQUAL(failures, 0);
+  g_rand_free(rng);
+}
+
+/* The property check itself can fail: a policy that admits everyone, and
+ * one whose waiters watch themselves, are caught. */
+static zkrc__verdict admit_everyone(const zkrc__rank *queue, int n, int me,
+                                    const void *arg) {
+  zkrc__verdict v = {ZKRC__ADMITTED, NULL, me, n};
+  return v;
+}
+
+static zkrc__verdict watch_self(const zkrc__rank *queue, int n, int me,
+                                const void *arg) {
+  zkrc__verdict v = {me == 0 ? ZKRC__ADMITTED : ZKRC__WAIT,
+                     me == 0 ? NULL : queue[me].name, me, n};
+  return v;
+}
+
+static void test_broken_policies_are_caught(void) {
+  GRand *rng = g_rand_new_with_seed(99);
+  int everyone = 0, self = 0;
+  for (int r = 0; r < 200; r++) {
+    listing l;
+    random_listing(rng, &l, FALSE);
+    check_properties(&l, admit_everyone, FALSE, &everyone);
+    check_properties(&l, watch_self, FALSE, &self);
+    for (int i = 0; i < l.n; i++)
+      g_free(l.names[i]);
+  }
+  CU_ASSERT(everyone > 0);
+  CU_ASSERT(self > 0);
+  g_rand_free(rng);
+}
+
+static void add_suites(void) {
+  ZKT_SUITE("admission", {"table", test_table},
+            {"random listings keep the properties",
+             test_random_listings_keep_the_properties},
+            {"broken policies are caught", test_broken_policies_are_caught});
+}
+
+int main(void) { return zkt_run("test_admission", add_suites); }
