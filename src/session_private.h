@@ -1,6 +1,14 @@
 /*
- * The session object itself, for the files that implement it (session.c,
- * session_lease.c).  Recipes see only session_internal.h.
+ * The session object itself, for the files that implement it.  Recipes see
+ * only session_internal.h.
+ *
+ *   session.c         creating, closing, references, the public getters
+ *   session_worker.c  the worker thread and the default callback thread
+ *   session_events.c  listeners and observers, event and state names
+ *   session_conn.c    handle turnover: open, follow its state, retire
+ *   session_lease.c   the lease: renewals and the lapse (lease.c: the rule)
+ *   session_reaper.c  deleting nodes we can no longer use
+ *   acl.c             ACLs shared by reference
  *
  * Lock order: a recipe's mutex, then a contender's, then the session's
  * (s->mu), then the watch registry's; GLib's own context locks come last.
@@ -13,6 +21,12 @@
 
 #include "lease.h"
 #include "session_internal.h"
+
+/* Credentials given with zkrc_session_add_auth(), for every new handle. */
+typedef struct auth_entry {
+  char *scheme;
+  char *cred;
+} auth_entry;
 
 struct zkrc_session {
   GMutex mu;
@@ -63,14 +77,62 @@ struct zkrc_session {
   GPtrArray *reap;         /* of reap_entry* */
 };
 
+/* ---- Threads (session_worker.c) -------------------------------------- */
+
+/* Start the worker and, without an executor of the application's, the
+ * callback thread; stop them (joins, unless called on that thread). */
+void zkrc__session_threads_start(zkrc_session *s);
+void zkrc__session_threads_stop(zkrc_session *s);
+/* Is the calling thread the session's worker? */
+gboolean zkrc__session_on_worker(zkrc_session *s);
+
+/* ---- Events (session_events.c) --------------------------------------- */
+
+/* Worker thread: tell observers (at once, in order) and listeners (on the
+ * executor) about @p ev of ZooKeeper session @p generation. */
+void zkrc__session_announce(zkrc_session *s, zkrc_session_event ev,
+                            uint64_t generation);
+/* Worker thread: call the observers (not the listeners) with @p ev. */
+void zkrc__session_notify_observers(zkrc_session *s, zkrc_session_event ev,
+                                    uint64_t generation);
+
+/* ---- Handles (session_conn.c) ---------------------------------------- */
+
+/* Open a new handle as the current one (s->mu held).  A host string whose
+ * names do not resolve (its syntax was checked before) is tried again
+ * later, with a backoff; out of memory sets *err to ZKRC_ENOMEM and closes
+ * the session. */
+void zkrc__session_open_locked(zkrc_session *s, int *err);
 /* Worker thread: the current ZooKeeper session is dead (expired, presumed
  * lost, or authentication failed).  Tell everyone, close its handle and,
  * unless told not to, open a new session for later operations. */
 void zkrc__session_retire(zkrc_session *s, zkrc_session_event why);
+/* The watcher every handle gets (ZooKeeper's completion thread). */
+void zkrc__session_global_watcher(zhandle_t *zh, int type, int state,
+                                  const char *path, void *ctx);
+/* Stop trying to reopen (closing). */
+void zkrc__session_cancel_reopen(zkrc_session *s);
+/* Before closing a connected handle, let the replies to everything sent on
+ * it arrive (at most 2 s): the ZooKeeper client closes its socket with
+ * replies unread, the kernel then answers with a reset, and the servers
+ * may never see our close request, keeping our ephemeral nodes for a whole
+ * session timeout. */
+void zkrc__session_drain(zkrc_session *s, zkrc_conn *c);
+/* Close a retired handle: wait until no thread is inside a zoo_* call on
+ * it, then zookeeper_close() it and free @p c.  Completions still
+ * outstanding run with ZCLOSING, possibly on this thread, so no session
+ * lock may be held here. */
+void zkrc__session_close_conn(zkrc_session *s, zkrc_conn *c);
 
-/* Worker thread: call the observers (not the listeners) with @p ev. */
-void zkrc__session_notify_observers(zkrc_session *s, zkrc_session_event ev,
-                                    uint64_t generation);
+/* ---- The reaper (session_reaper.c) ----------------------------------- */
+
+/* The entry list s->reap. */
+GPtrArray *zkrc__reaper_new(void);
+/* Worker thread, once connected: try every pending entry. */
+void zkrc__reaper_run(zkrc_session *s);
+/* Forget the entries for nodes of an expired ZooKeeper session: the
+ * servers deleted them with the session (s->mu held). */
+void zkrc__reaper_forget_locked(zkrc_session *s, uint64_t generation);
 
 /* ---- The lease driver (session_lease.c) ------------------------------ */
 

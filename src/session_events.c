@@ -1,0 +1,176 @@
+/*
+ * What a session tells: its events to the application's listeners (on the
+ * executor) and to the recipes' observers (on the worker, in order), and
+ * the names of events and states.
+ */
+#include "config.h"
+
+#include "session_private.h"
+#include "util.h"
+#include "zkrecipes.h"
+
+typedef struct listener {
+  unsigned long id;
+  zkrc_session_listener_fn fn;
+  void *arg;
+} listener;
+
+typedef struct observer {
+  unsigned long id;
+  zkrc__observer_fn fn;
+  void *arg;
+} observer;
+
+typedef struct listener_call {
+  zkrc_session *s;
+  unsigned long id;
+  zkrc_session_event ev;
+} listener_call;
+
+const char *zkrc_session_event_name(zkrc_session_event ev) {
+  static const char *const names[] = {
+      "connected", "suspended", "reconnected", "lost",
+      "expired",   "auth-failed", "closed"};
+  if ((unsigned)ev < G_N_ELEMENTS(names))
+    return names[ev];
+  return "unknown";
+}
+
+const char *zkrc_session_state_name(zkrc_session_state st) {
+  static const char *const names[] = {"connecting", "connected", "suspended",
+                                      "closed"};
+  if ((unsigned)st < G_N_ELEMENTS(names))
+    return names[st];
+  return "unknown";
+}
+
+static void listener_call_run(void *data) {
+  listener_call *lc = data;
+  zkrc_session *s = lc->s;
+  zkrc_session_listener_fn fn = NULL;
+  void *arg = NULL;
+  g_mutex_lock(&s->mu);
+  for (guint i = 0; i < s->listeners->len; i++) {
+    listener *l = g_ptr_array_index(s->listeners, i);
+    if (l->id == lc->id) {
+      fn = l->fn;
+      arg = l->arg;
+    }
+  }
+  g_mutex_unlock(&s->mu);
+  if (fn)
+    fn(s, lc->ev, arg);
+  g_free(lc);
+}
+
+static void post_to_listeners(zkrc_session *s, zkrc_session_event ev) {
+  g_mutex_lock(&s->mu);
+  GArray *ids = g_array_new(FALSE, FALSE, sizeof(unsigned long));
+  for (guint i = 0; i < s->listeners->len; i++) {
+    listener *l = g_ptr_array_index(s->listeners, i);
+    g_array_append_val(ids, l->id);
+  }
+  g_mutex_unlock(&s->mu);
+  for (guint i = 0; i < ids->len; i++) {
+    listener_call *lc = g_new(listener_call, 1);
+    lc->s = s;
+    lc->id = g_array_index(ids, unsigned long, i);
+    lc->ev = ev;
+    zkrc__session_post(s, listener_call_run, lc);
+  }
+  g_array_free(ids, TRUE);
+}
+
+void zkrc__session_notify_observers(zkrc_session *s, zkrc_session_event ev,
+                                    uint64_t generation) {
+  g_mutex_lock(&s->mu);
+  GPtrArray *copy = g_ptr_array_new_with_free_func(g_free);
+  GHashTableIter it;
+  gpointer value;
+  g_hash_table_iter_init(&it, s->observers);
+  while (g_hash_table_iter_next(&it, NULL, &value))
+    g_ptr_array_add(copy, g_memdup2(value, sizeof(observer)));
+  s->notifying = TRUE;
+  g_mutex_unlock(&s->mu);
+
+  for (guint i = 0; i < copy->len; i++) {
+    observer *o = g_ptr_array_index(copy, i);
+    /* An observer removed by an earlier one in this round is skipped. */
+    g_mutex_lock(&s->mu);
+    gboolean still_there = g_hash_table_contains(s->observers, &o->id);
+    g_mutex_unlock(&s->mu);
+    if (still_there)
+      o->fn(s, ev, generation, o->arg);
+  }
+
+  g_mutex_lock(&s->mu);
+  s->notifying = FALSE;
+  g_cond_broadcast(&s->cond);
+  g_mutex_unlock(&s->mu);
+  g_ptr_array_free(copy, TRUE);
+}
+
+void zkrc__session_announce(zkrc_session *s, zkrc_session_event ev,
+                            uint64_t generation) {
+  zkrc__session_notify_observers(s, ev, generation);
+  post_to_listeners(s, ev);
+}
+
+unsigned long zkrc__session_observe(zkrc_session *s, zkrc__observer_fn fn,
+                                    void *arg) {
+  observer *o = g_new(observer, 1);
+  o->fn = fn;
+  o->arg = arg;
+  g_mutex_lock(&s->mu);
+  o->id = ++s->next_observer_id;
+  g_hash_table_insert(s->observers, &o->id, o);
+  g_mutex_unlock(&s->mu);
+  return o->id;
+}
+
+void zkrc__session_unobserve(zkrc_session *s, unsigned long id) {
+  g_mutex_lock(&s->mu);
+  g_hash_table_remove(s->observers, &id);
+  /* The worker may be calling it right now with a copy. */
+  while (s->notifying && !zkrc__session_on_worker(s))
+    g_cond_wait(&s->cond, &s->mu);
+  g_mutex_unlock(&s->mu);
+}
+
+int zkrc_session_add_listener(zkrc_session *s, zkrc_session_listener_fn fn,
+                              void *arg, unsigned long *id) {
+  if (s == NULL || fn == NULL)
+    return zkrc__fail(ZKRC_EINVAL);
+  listener *l = g_new(listener, 1);
+  l->fn = fn;
+  l->arg = arg;
+  g_mutex_lock(&s->mu);
+  if (s->closing) {
+    g_mutex_unlock(&s->mu);
+    g_free(l);
+    return zkrc__fail(ZKRC_ECLOSED);
+  }
+  l->id = ++s->next_listener_id;
+  g_ptr_array_add(s->listeners, l);
+  g_mutex_unlock(&s->mu);
+  if (id)
+    *id = l->id;
+  return ZKRC_OK;
+}
+
+int zkrc_session_remove_listener(zkrc_session *s, unsigned long id) {
+  if (s == NULL)
+    return zkrc__fail(ZKRC_EINVAL);
+  int err = ZKRC_EINVAL;
+  g_mutex_lock(&s->mu);
+  for (guint i = 0; i < s->listeners->len; i++) {
+    listener *l = g_ptr_array_index(s->listeners, i);
+    if (l->id == id) {
+      g_ptr_array_remove_index(s->listeners, i);
+      err = ZKRC_OK;
+      break;
+    }
+  }
+  g_mutex_unlock(&s->mu);
+  return zkrc__fail(err);
+}
