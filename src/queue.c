@@ -280,6 +280,16 @@ static gboolean lock_if_current(req *r) {
   return FALSE;
 }
 
+/* The start of a reply handler: TRUE, with the contender locked, when the
+ * reply is still about what the contender is doing; else the superseded
+ * reply is finished here and FALSE returned. */
+static gboolean begin_reply(req *r) {
+  if (lock_if_current(r))
+    return TRUE;
+  finish_stale_reply(r);
+  return FALSE;
+}
+
 /* -------------------------------------------------------------- outbox */
 
 static void emit_locked(zkrc__contender *c, out_kind kind, int value,
@@ -564,22 +574,21 @@ static step relist_locked(zkrc__contender *c) {
 
 /* ----------------------------------------------------- create + children */
 
-static void parent_done(int rc, const char *value, const void *data) {
-  req *r = (req *)data;
+/* How creating an ancestor went: the directory itself, or the topmost. */
+static void note_ancestor(req *r, int rc, gboolean topmost) {
   if (lock_if_current(r)) {
-    r->c->parent_rc = rc;
+    *(topmost ? &r->c->root_rc : &r->c->parent_rc) = rc;
     g_mutex_unlock(&r->c->mu);
   }
   req_free(r);
 }
 
+static void parent_done(int rc, const char *value, const void *data) {
+  note_ancestor((req *)data, rc, FALSE);
+}
+
 static void root_done(int rc, const char *value, const void *data) {
-  req *r = (req *)data;
-  if (lock_if_current(r)) {
-    r->c->root_rc = rc;
-    g_mutex_unlock(&r->c->mu);
-  }
-  req_free(r);
+  note_ancestor((req *)data, rc, TRUE);
 }
 
 /* Creating our directory's topmost ancestor failed with ZNONODE: its parent,
@@ -656,10 +665,8 @@ static void children_done(int rc, const struct String_vector *kids,
   req *r = (req *)data;
   zkrc__contender *c = r->c;
   step next = STEP_NONE;
-  if (!lock_if_current(r)) {
-    finish_stale_reply(r);
+  if (!begin_reply(r))
     return;
-  }
   if (c->state == C_CREATING && c->name_known && !c->withdrawing) {
     if (rc == ZOK)
       next = evaluate_locked(c, kids, FALSE);
@@ -769,10 +776,8 @@ static void pred_result(req *r, int rc) {
   /* A failed getData sets no watch: that is why it is used. */
   if (rc != ZOK)
     zkrc__watch_cancel(r->watch);
-  if (!lock_if_current(r)) {
-    finish_stale_reply(r);
+  if (!begin_reply(r))
     return;
-  }
   if (c->state == C_WAITING && !c->withdrawing) {
     if (rc == ZOK) {
       /* watching */
@@ -843,10 +848,8 @@ static void dir_children_done(int rc, const struct String_vector *kids,
   step next = STEP_NONE;
   if (rc != ZOK) /* no listing, no watch */
     zkrc__watch_cancel(r->watch);
-  if (!lock_if_current(r)) {
-    finish_stale_reply(r);
+  if (!begin_reply(r))
     return;
-  }
   if (rc != ZOK && c->dir_watch == r->watch)
     c->dir_watch = NULL;
   if (c->state == C_WAITING && !c->withdrawing) {
@@ -972,10 +975,8 @@ static void recover_stat_done(int rc, const struct Stat *stat,
   req *r = (req *)data;
   zkrc__contender *c = r->c;
   step next = STEP_NONE;
-  if (!lock_if_current(r)) {
-    finish_stale_reply(r);
+  if (!begin_reply(r))
     return;
-  }
   if (rc == ZOK) {
     c->czxid = stat->czxid;
     c->owner = stat->ephemeralOwner;
@@ -1021,10 +1022,8 @@ static void recover_children_done(int rc, const struct String_vector *kids,
   req *r = (req *)data;
   zkrc__contender *c = r->c;
   step next = STEP_NONE;
-  if (!lock_if_current(r)) {
-    finish_stale_reply(r);
+  if (!begin_reply(r))
     return;
-  }
   if (c->withdrawing) {
     /* the withdrawal takes over */
   } else if (rc != ZOK && rc != ZNONODE) {
@@ -1143,10 +1142,8 @@ static void recheck_children_done(int rc, const struct String_vector *kids,
   req *r = (req *)data;
   zkrc__contender *c = r->c;
   step next = STEP_NONE;
-  if (!lock_if_current(r)) {
-    finish_stale_reply(r);
+  if (!begin_reply(r))
     return;
-  }
   if (c->state == C_FRONT && c->recheck_pending && !c->withdrawing)
     next = recheck_judge_locked(c, rc, kids);
   finish_locked_reply(r, next);

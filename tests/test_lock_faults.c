@@ -46,23 +46,12 @@ static int proxy_of(zkrc_session *s) {
   return -1;
 }
 
-static void make_dir(zhandle_t *zh, const char *path) {
-  char *copy = g_strdup(path);
-  for (char *p = strchr(copy + 1, '/'); p; p = strchr(p + 1, '/')) {
-    *p = '\0';
-    zoo_create(zh, copy, NULL, -1, &ZOO_OPEN_ACL_UNSAFE, 0, NULL, 0);
-    *p = '/';
-  }
-  zoo_create(zh, copy, NULL, -1, &ZOO_OPEN_ACL_UNSAFE, 0, NULL, 0);
-  g_free(copy);
-}
-
 /* ---------------------------------------------- create reply lost */
 
 static void test_lost_create_reply_leaves_no_duplicate(void) {
   char *path = zkt_path("lost-create");
   zhandle_t *zh = direct();
-  make_dir(zh, path); /* so the create is the first request sent */
+  zkt_make_path(zh, path); /* so the create is the first request sent */
   zkrc_session *s = zkt_session();
   zkrc_lock *lk = new_lock(s, path, NULL);
   int proxy = proxy_of(s);
@@ -101,7 +90,7 @@ static gpointer acquire_release(gpointer data) {
 static void test_lost_create_reply_while_others_hold(void) {
   char *path = zkt_path("lost-create-queued");
   zhandle_t *zh = direct();
-  make_dir(zh, path);
+  zkt_make_path(zh, path);
   zkrc_session *holder_s = zkt_session(), *s = zkt_session();
   zkrc_lock *holder = new_lock(holder_s, path, NULL);
   CU_ASSERT_EQUAL_FATAL(zkrc_lock_acquire(holder, 5000), ZKRC_OK);
@@ -155,18 +144,30 @@ static int wait_events(lock_events *le, guint count, int timeout_ms) {
   return n;
 }
 
+/* A lock on @p path whose events are recorded in @p le. */
+static zkrc_lock *lock_telling(zkrc_session *s, const char *path,
+                               lock_events *le) {
+  g_mutex_init(&le->mu);
+  g_cond_init(&le->cond);
+  le->seen = g_array_new(FALSE, FALSE, sizeof(zkrc_lock_event));
+  zkrc_lock_options o;
+  zkrc_lock_options_init(&o);
+  o.on_event = on_event;
+  o.event_arg = le;
+  return new_lock(s, path, &o);
+}
+
+static void lock_events_clear(lock_events *le) {
+  g_array_free(le->seen, TRUE);
+  g_mutex_clear(&le->mu);
+  g_cond_clear(&le->cond);
+}
+
 static void test_dropped_connection_suspends_then_reconnects(void) {
   char *path = zkt_path("suspend");
   zkrc_session *s = zkt_session_with(4000, 0);
   lock_events le;
-  g_mutex_init(&le.mu);
-  g_cond_init(&le.cond);
-  le.seen = g_array_new(FALSE, FALSE, sizeof(zkrc_lock_event));
-  zkrc_lock_options o;
-  zkrc_lock_options_init(&o);
-  o.on_event = on_event;
-  o.event_arg = &le;
-  zkrc_lock *lk = new_lock(s, path, &o);
+  zkrc_lock *lk = lock_telling(s, path, &le);
   CU_ASSERT_EQUAL_FATAL(zkrc_lock_acquire(lk, 5000), ZKRC_OK);
   /* Only the member we are on: dropping every proxy in turn could catch
    * the reconnection too and make a second suspension after the first. */
@@ -182,22 +183,8 @@ static void test_dropped_connection_suspends_then_reconnects(void) {
   CU_ASSERT_EQUAL(zkrc_lock_release(lk), ZKRC_OK);
   zkrc_lock_free(lk);
   zkrc_session_close(s);
-  g_array_free(le.seen, TRUE);
-  g_mutex_clear(&le.mu);
-  g_cond_clear(&le.cond);
+  lock_events_clear(&le);
   g_free(path);
-}
-
-/* A session that knows the servers' tick (the harness's 200 ms), so its
- * lease is as long as the protocol allows: room for a disconnection. */
-static zkrc_session *session_knowing_the_tick(int timeout_ms) {
-  zkrc_session_options o;
-  zkrc_session_options_init(&o);
-  o.session_timeout_ms = timeout_ms;
-  o.server_tick_ms = 200;
-  zkrc_session *s = NULL;
-  CU_ASSERT_EQUAL_FATAL(zkrc_session_connect(&s, zkt_hosts(), &o), ZKRC_OK);
-  return s;
 }
 
 static void refuse_all(int refuse) {
@@ -211,16 +198,9 @@ static void refuse_all(int refuse) {
 static void test_node_deleted_while_disconnected_is_lost(void) {
   char *path = zkt_path("deleted-offline");
   zhandle_t *zh = direct();
-  zkrc_session *s = session_knowing_the_tick(4000);
+  zkrc_session *s = zkt_session_knowing_tick(4000, 0, NULL);
   lock_events le;
-  g_mutex_init(&le.mu);
-  g_cond_init(&le.cond);
-  le.seen = g_array_new(FALSE, FALSE, sizeof(zkrc_lock_event));
-  zkrc_lock_options o;
-  zkrc_lock_options_init(&o);
-  o.on_event = on_event;
-  o.event_arg = &le;
-  zkrc_lock *lk = new_lock(s, path, &o);
+  zkrc_lock *lk = lock_telling(s, path, &le);
   CU_ASSERT_EQUAL_FATAL(zkrc_lock_acquire(lk, 5000), ZKRC_OK);
   char *node = NULL;
   CU_ASSERT_EQUAL_FATAL(zkrc_lock_node(lk, &node), ZKRC_OK);
@@ -245,9 +225,7 @@ static void test_node_deleted_while_disconnected_is_lost(void) {
   zkrc_lock_free(lk);
   zkrc_session_close(s);
   zookeeper_close(zh);
-  g_array_free(le.seen, TRUE);
-  g_mutex_clear(&le.mu);
-  g_cond_clear(&le.cond);
+  lock_events_clear(&le);
   g_free(path);
 }
 

@@ -36,30 +36,14 @@ static zhandle_t *direct(void) {
   return zkt_raw_to(zkrc_ensemble_direct_connect_string(zkt_ensemble()));
 }
 
-/* A session that knows the harness's 200 ms tick, so its lease is long
- * enough to ride out the short disconnections these tests make. */
-static zkrc_session *session_with(int timeout_ms, int no_reopen,
-                                  const zkrc_executor *ex) {
-  zkrc_session_options o;
-  zkrc_session_options_init(&o);
-  o.session_timeout_ms = timeout_ms;
-  o.no_reopen = no_reopen;
-  o.server_tick_ms = 200;
-  o.executor = ex;
-  zkrc_session *s = NULL;
-  CU_ASSERT_EQUAL_FATAL(zkrc_session_connect(&s, zkt_hosts(), &o), ZKRC_OK);
-  return s;
-}
-
-static void make_dir(zhandle_t *zh, const char *path) {
-  char *copy = g_strdup(path);
-  for (char *p = strchr(copy + 1, '/'); p; p = strchr(p + 1, '/')) {
-    *p = '\0';
-    zoo_create(zh, copy, NULL, -1, &ZOO_OPEN_ACL_UNSAFE, 0, NULL, 0);
-    *p = '/';
-  }
-  zoo_create(zh, copy, NULL, -1, &ZOO_OPEN_ACL_UNSAFE, 0, NULL, 0);
-  g_free(copy);
+/* Another session gets the lock on @p path at once: it is free. */
+static void assert_lock_is_free(const char *path) {
+  zkrc_session *other = zkt_session_knowing_tick(4000, 0, NULL);
+  zkrc_lock *olk = NULL;
+  CU_ASSERT_EQUAL_FATAL(zkrc_lock_new(&olk, other, path, NULL), ZKRC_OK);
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_lock_acquire(olk, 2000));
+  zkrc_lock_free(olk);
+  zkrc_session_close(other);
 }
 
 /* A completion's result, for waiting on it from the test's thread. */
@@ -135,8 +119,8 @@ static int created_in(void *arg) {
 static void lost_create_reply_then_give_up(give_up how) {
   char *path = zkt_path("lost-reply");
   zhandle_t *zh = direct();
-  make_dir(zh, path); /* so the create is the next request sent */
-  zkrc_session *s = session_with(4000, 0, NULL);
+  zkt_make_path(zh, path); /* so the create is the next request sent */
+  zkrc_session *s = zkt_session_knowing_tick(4000, 0, NULL);
   outcome back;
   outcome_init(&back);
   CU_ASSERT_EQUAL(zkrc_session_add_listener(s, on_session, &back, NULL),
@@ -178,12 +162,7 @@ static void lost_create_reply_then_give_up(give_up how) {
   /* ...and its node goes once the connection is back. */
   CU_ASSERT(zkt_wait_children(zh, path, 0, 5000));
   /* Another session gets the lock at once. */
-  zkrc_session *other = session_with(4000, 0, NULL);
-  zkrc_lock *olk = NULL;
-  CU_ASSERT_EQUAL_FATAL(zkrc_lock_new(&olk, other, path, NULL), ZKRC_OK);
-  ZKT_ASSERT_RC(ZKRC_OK, zkrc_lock_acquire(olk, 2000));
-  zkrc_lock_free(olk);
-  zkrc_session_close(other);
+  assert_lock_is_free(path);
   zkrc_election_free(e);
   zkrc_lock_free(lk);
   zkrc_session_close(s);
@@ -287,7 +266,7 @@ static void test_participants_survive_a_directory_deleted_again_and_again(void) 
   enum { N = 3, KICKS = 12, DELETIONS = 3 };
   char *path = zkt_path("deleted-dir");
   zhandle_t *zh = direct();
-  zkrc_session *s = session_with(4000, 0, NULL);
+  zkrc_session *s = zkt_session_knowing_tick(4000, 0, NULL);
   zkrc_election *e[N];
   voter v[N];
   for (int i = 0; i < N; i++) {
@@ -367,7 +346,7 @@ static void test_free_cancels_a_grant_still_queued(void) {
   CU_ASSERT_EQUAL_FATAL(zkrc_fd_executor_new(&fx), ZKRC_OK);
   zkrc_executor ex;
   zkrc_fd_executor_get(fx, &ex);
-  zkrc_session *s = session_with(4000, 0, &ex);
+  zkrc_session *s = zkt_session_knowing_tick(4000, 0, &ex);
   zkrc_lock *lk = NULL;
   CU_ASSERT_EQUAL_FATAL(zkrc_lock_new(&lk, s, path, NULL), ZKRC_OK);
   outcome done;
@@ -381,12 +360,7 @@ static void test_free_cancels_a_grant_still_queued(void) {
   ZKT_ASSERT_RC(ZKRC_ECANCELED, done.status);
   CU_ASSERT_EQUAL(done.count, 1);
   /* The lock is free for others. */
-  zkrc_session *other = session_with(4000, 0, NULL);
-  zkrc_lock *olk = NULL;
-  CU_ASSERT_EQUAL_FATAL(zkrc_lock_new(&olk, other, path, NULL), ZKRC_OK);
-  ZKT_ASSERT_RC(ZKRC_OK, zkrc_lock_acquire(olk, 2000));
-  zkrc_lock_free(olk);
-  zkrc_session_close(other);
+  assert_lock_is_free(path);
   zkrc_session_close(s);
   zkrc_fd_executor_dispatch(fx);
   zkrc_fd_executor_free(fx);
@@ -433,7 +407,7 @@ static void test_a_lost_leadership_queued_is_not_told(void) {
   CU_ASSERT_EQUAL_FATAL(zkrc_fd_executor_new(&fx), ZKRC_OK);
   zkrc_executor ex;
   zkrc_fd_executor_get(fx, &ex);
-  zkrc_session *s = session_with(4000, 0, &ex);
+  zkrc_session *s = zkt_session_knowing_tick(4000, 0, &ex);
   votes v = {g_array_new(FALSE, FALSE, sizeof(int64_t))};
   zkrc_election_options o;
   zkrc_election_options_init(&o);
@@ -500,7 +474,7 @@ static void close_with_replies_in_flight(gboolean inside) {
   zhandle_t *zh = direct();
   closer c = {.inside = inside};
   outcome_init(&c.first);
-  c.s = session_with(4000, 0, NULL);
+  c.s = zkt_session_knowing_tick(4000, 0, NULL);
   zkrc_lock *lk = NULL;
   CU_ASSERT_EQUAL_FATAL(zkrc_lock_new(&lk, c.s, path, NULL), ZKRC_OK);
   for (int i = 0; i < N; i++)
@@ -539,7 +513,7 @@ static void on_failed(zkrc_election *e, const zkrc_election_event_info *info,
 
 static void test_recipes_on_a_dead_session_fail_at_once(void) {
   char *path = zkt_path("dead");
-  zkrc_session *s = session_with(4000, 1, NULL); /* no_reopen */
+  zkrc_session *s = zkt_session_knowing_tick(4000, 1, NULL); /* no_reopen */
   zkrc_lock *before = NULL;
   CU_ASSERT_EQUAL_FATAL(zkrc_lock_new(&before, s, path, NULL), ZKRC_OK);
   outcome failed;

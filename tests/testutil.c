@@ -67,6 +67,31 @@ zkrc_session *zkt_session_with(int timeout_ms, int no_reopen) {
   return s;
 }
 
+zkrc_session *zkt_session_knowing_tick(int timeout_ms, int no_reopen,
+                                       const zkrc_executor *ex) {
+  zkrc_session_options o;
+  zkrc_session_options_init(&o);
+  o.session_timeout_ms = timeout_ms;
+  o.connect_timeout_ms = 15000;
+  o.no_reopen = no_reopen;
+  o.server_tick_ms = ZKT_TICK_MS;
+  o.executor = ex;
+  zkrc_session *s = NULL;
+  CU_ASSERT_EQUAL_FATAL(zkrc_session_connect(&s, zkt_hosts(), &o), ZKRC_OK);
+  return s;
+}
+
+void zkt_make_path(zhandle_t *zh, const char *path) {
+  char *copy = g_strdup(path);
+  for (char *p = strchr(copy + 1, '/'); p; p = strchr(p + 1, '/')) {
+    *p = '\0';
+    zoo_create(zh, copy, NULL, -1, &ZOO_OPEN_ACL_UNSAFE, 0, NULL, 0);
+    *p = '/';
+  }
+  zoo_create(zh, copy, NULL, -1, &ZOO_OPEN_ACL_UNSAFE, 0, NULL, 0);
+  g_free(copy);
+}
+
 zkrc_session *zkt_session(void) {
   return zkt_session_with(ZKT_SESSION_TIMEOUT_MS, 0);
 }

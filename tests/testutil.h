@@ -48,10 +48,20 @@ char *zkt_path(const char *tag);
 zkrc_session *zkt_session(void);
 /* The same with a chosen session timeout and options. */
 zkrc_session *zkt_session_with(int timeout_ms, int no_reopen);
+/* The harness's tickTime (the servers' tick every zkt ensemble has). */
+#define ZKT_TICK_MS 200
+/* A session that knows the servers' tick (ZKT_TICK_MS), so that its lease
+ * is as long as the protocol allows: room for the short disconnections a
+ * test makes.  @p ex: NULL, or an executor of the test's. */
+zkrc_session *zkt_session_knowing_tick(int timeout_ms, int no_reopen,
+                                       const zkrc_executor *ex);
 
 /* A plain ZooKeeper handle, connected (waits at most 10 s), silent. */
 zhandle_t *zkt_raw(void);
 zhandle_t *zkt_raw_to(const char *hosts);
+
+/* Create @p path and its missing ancestors (plain, open nodes). */
+void zkt_make_path(zhandle_t *zh, const char *path);
 
 /* Number of children of @p path (-1 when it does not exist). */
 int zkt_child_count(zhandle_t *zh, const char *path);
