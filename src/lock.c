@@ -63,154 +63,20 @@ void zkrc_lock_options_init(zkrc_lock_options *opts) {
     memset(opts, 0, sizeof *opts);
 }
 
-/* ------------------------------------------------------------ lifetime */
+/* ------------------------------------------------------- thread holds */
 
-zkrc_lock *zkrc__lock_ref(zkrc_lock *lk) {
-  g_atomic_int_inc(&lk->refs);
-  return lk;
-}
-
-void zkrc__lock_unref(zkrc_lock *lk) {
-  if (!g_atomic_int_dec_and_test(&lk->refs))
-    return;
-  if (lk->holders)
-    g_hash_table_destroy(lk->holders);
-  if (lk->holds)
-    g_hash_table_destroy(lk->holds);
-  zkrc__queue_clear(&lk->q);
-  g_mutex_clear(&lk->mu);
-  g_cond_clear(&lk->cond);
-  g_free(lk);
-}
-
-holder *zkrc__holder_ref(holder *h) {
-  g_atomic_int_inc(&h->refs);
-  return h;
-}
-
-void zkrc__holder_unref(holder *h) {
-  if (!g_atomic_int_dec_and_test(&h->refs))
-    return;
-  zkrc__contender_unref(h->c);
-  g_free(h->node);
-  zkrc__lock_unref(h->lk);
-  g_free(h);
-}
-
-/* ----------------------------------------------------- user callbacks */
-
-typedef struct lock_event_call {
-  zkrc_lock *lk;
-  zkrc_lock_event_info info;
-  char *node;
-} lock_event_call;
-
-static void lock_event_run(void *data) {
-  lock_event_call *call = data;
-  zkrc_lock *lk = call->lk;
-  call->info.node = call->node;
-  g_mutex_lock(&lk->mu);
-  gboolean wanted = !lk->freeing; /* none after zkrc_lock_free() */
-  g_mutex_unlock(&lk->mu);
-  if (wanted)
-    lk->on_event(lk, &call->info, lk->event_arg);
-  if (call->info.hold)
-    zkrc__holder_unref(call->info.hold);
-  g_free(call->node);
-  zkrc__lock_unref(call->lk);
-  g_free(call);
-}
-
-/* Called with lk->mu held; the callback itself runs on the executor. */
-void zkrc__lock_post_event_locked(holder *h, zkrc_lock_event ev, int reason) {
-  zkrc_lock *lk = h->lk;
-  if (lk->on_event == NULL)
-    return;
-  lock_event_call *call = g_new0(lock_event_call, 1);
-  call->lk = zkrc__lock_ref(lk);
-  call->info.event = ev;
-  call->info.reason = reason;
-  call->info.token = h->token;
-  call->node = g_strdup(h->node);
-  if (h->async)
-    call->info.hold = zkrc__holder_ref(h);
-  zkrc__session_post(lk->q.session, lock_event_run, call);
-}
-
-int64_t zkrc__holder_lease_left_locked(holder *h) {
-  if (h->state != H_HELD)
-    return 0;
-  return zkrc__session_lease_left(h->lk->q.session,
-                                  zkrc__contender_generation(h->c));
-}
-
-/* ------------------------------------------------ contender callbacks */
-
-static void on_front(zkrc__contender *c, void *arg) {
-  holder *h = arg;
-  zkrc_lock *lk = h->lk;
-  g_mutex_lock(&lk->mu);
-  if (h->state == H_WAITING) {
-    h->state = H_HELD;
-    h->token = zkrc__contender_czxid(c);
-    h->node = zkrc__contender_path(c);
-    if (h->async)
-      zkrc__hold_front_locked(h);
-    g_cond_broadcast(&lk->cond);
-  }
-  g_mutex_unlock(&lk->mu);
-}
-
-static void on_behind(zkrc__contender *c, void *arg) {
-  holder *h = arg;
-  g_mutex_lock(&h->lk->mu);
-  h->behind = TRUE;
-  if (h->async)
-    zkrc__hold_behind_locked(h);
-  g_cond_broadcast(&h->lk->cond);
-  g_mutex_unlock(&h->lk->mu);
-}
-
-static void on_connection(zkrc__contender *c, zkrc_session_event ev, void *arg) {
-  holder *h = arg;
-  g_mutex_lock(&h->lk->mu);
-  if (h->state == H_HELD && (!h->async || h->told))
-    zkrc__lock_post_event_locked(h,
-                      ev == ZKRC_SESSION_EVENT_SUSPENDED ? ZKRC_LOCK_SUSPENDED
-                                                         : ZKRC_LOCK_RECONNECTED,
-                      ZKRC_OK);
-  g_mutex_unlock(&h->lk->mu);
-}
-
-static void on_ended(zkrc__contender *c, int err, int zk_rc, void *arg) {
-  holder *h = arg;
-  zkrc_lock *lk = h->lk;
-  g_mutex_lock(&lk->mu);
-  h->ended = TRUE;
-  h->end_err = err;
-  h->end_zk = zk_rc;
-  if (h->state == H_HELD) {
-    h->state = H_LOST;
-    /* A non-blocking hold whose grant is still on its way learns of the
-     * loss from its completion instead (lock_async.c). */
-    if (!h->async || h->told)
-      zkrc__lock_post_event_locked(h, ZKRC_LOCK_LOST,
-                                   err == ZKRC_OK ? ZKRC_ELOCKLOST : err);
-  } else if (h->async) {
-    zkrc__hold_ended_locked(h, err);
-  } else if (h->state == H_WAITING) {
+/* A thread waiting in zkrc_lock_acquire() sees the state on lk->cond,
+ * which the core broadcasts; only a failure needs saying. */
+static void thread_hold_ended(holder *h, int err) {
+  if (h->state == H_WAITING)
     h->state = H_FAILED;
-  }
-  g_cond_broadcast(&lk->cond);
-  g_mutex_unlock(&lk->mu);
-  zkrc__holder_unref(h); /* the contender's reference */
 }
 
-static const zkrc__contender_ops lock_contender_ops = {
-    .front = on_front,
-    .behind = on_behind,
-    .connection = on_connection,
-    .ended = on_ended,
+static gboolean thread_hold_may_tell(const holder *h) { return TRUE; }
+
+static const zkrc__hold_client thread_client = {
+    .ended = thread_hold_ended,
+    .may_tell = thread_hold_may_tell,
 };
 
 /* ------------------------------------------------------------- create */
@@ -241,25 +107,6 @@ int zkrc_lock_new(zkrc_lock **out, zkrc_session *s, const char *path,
 /* The calling thread's stake, or NULL. */
 static holder *thread_holder_locked(zkrc_lock *lk, uint64_t thread) {
   return lk->holders ? g_hash_table_lookup(lk->holders, &thread) : NULL;
-}
-
-holder *zkrc__lock_new_participant_locked(zkrc_lock *lk, uint64_t thread) {
-  holder *h = g_new0(holder, 1);
-  h->refs = 2; /* the caller's and the contender's */
-  h->lk = zkrc__lock_ref(lk);
-  h->thread = thread;
-  h->state = H_WAITING;
-  zkrc__contender_config cfg = {
-      .queue = &lk->q,
-      .marker = "lock-",
-      .markers = zkrc__lock_markers,
-      .policy = zkrc__policy_exclusive,
-      .watch_own_node = lk->on_event != NULL,
-      .ops = &lock_contender_ops,
-      .ops_arg = h,
-  };
-  h->c = zkrc__contender_new(&cfg);
-  return h;
 }
 
 /* ------------------------------------------------------------ acquire */
@@ -329,7 +176,8 @@ int zkrc_lock_acquire(zkrc_lock *lk, int timeout_ms) {
     g_mutex_unlock(&lk->mu);
     return zkrc__fail(ZKRC_ECLOSED);
   }
-  h = zkrc__lock_new_participant_locked(lk, me); /* the table's reference */
+  /* the table's reference */
+  h = zkrc__lock_new_participant_locked(lk, me, &thread_client);
   if (lk->holders == NULL)
     lk->holders = g_hash_table_new(g_int64_hash, g_int64_equal);
   g_hash_table_insert(lk->holders, &h->thread, h);
@@ -555,7 +403,8 @@ void zkrc_lock_free(zkrc_lock *lk) {
     g_cond_wait(&lk->cond, &lk->mu);
   /* Release what is still held, by any thread, as zkrc_lock_release()
    * would: the nodes are gone when this returns (if connected). */
-  zkrc__lock_drop_holds_locked(lk);
+  if (lk->drop_async)
+    lk->drop_async(lk);
   GList *left = lk->holders ? g_hash_table_get_values(lk->holders) : NULL;
   for (GList *l = left; l; l = l->next)
     withdraw_locked(lk, l->data, release_grace_ms(lk));

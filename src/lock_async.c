@@ -94,14 +94,14 @@ static void cancel_locked(holder *h, int reason) {
 
 /* ---------------------------------------------- the contender's news */
 
-void zkrc__hold_front_locked(holder *h) { complete_locked(h, ZKRC_OK); }
+static void async_hold_front(holder *h) { complete_locked(h, ZKRC_OK); }
 
-void zkrc__hold_behind_locked(holder *h) {
+static void async_hold_behind(holder *h) {
   if (h->no_wait && h->state == H_WAITING)
     cancel_locked(h, ZKRC_ELOCKED);
 }
 
-void zkrc__hold_ended_locked(holder *h, int err) {
+static void async_hold_ended(holder *h, int err) {
   if (h->state == H_CANCELLING) {
     complete_locked(h, h->outcome);
   } else if (h->state == H_WAITING) {
@@ -109,6 +109,21 @@ void zkrc__hold_ended_locked(holder *h, int err) {
     complete_locked(h, err == ZKRC_OK ? ZKRC_ECANCELED : err);
   }
   /* H_RELEASED: the owner let it go; nothing to tell. */
+}
+
+/* Events about a held hold come only after its grant was delivered. */
+static gboolean async_hold_may_tell(const holder *h) { return h->told; }
+
+static const zkrc__hold_client async_client = {
+    .front = async_hold_front,
+    .behind = async_hold_behind,
+    .ended = async_hold_ended,
+    .may_tell = async_hold_may_tell,
+    .public_hold = TRUE,
+};
+
+static gboolean is_async(const holder *h) {
+  return h != NULL && h->client == &async_client;
 }
 
 /* ------------------------------------------------------------- deadline */
@@ -127,6 +142,8 @@ static gboolean deadline_passed(gpointer data) {
   return G_SOURCE_REMOVE;
 }
 
+static void drop_holds_locked(zkrc_lock *lk);
+
 /* ------------------------------------------------------------ public API */
 
 int zkrc_lock_acquire_async(zkrc_lock *lk, int timeout_ms,
@@ -144,14 +161,15 @@ int zkrc_lock_acquire_async(zkrc_lock *lk, int timeout_ms,
     g_mutex_unlock(&lk->mu);
     return zkrc__fail(err);
   }
-  holder *h = zkrc__lock_new_participant_locked(lk, 0); /* the set's ref */
-  h->async = TRUE;
+  holder *h = zkrc__lock_new_participant_locked(lk, 0, &async_client);
   h->no_wait = timeout_ms == ZKRC_NO_WAIT;
   h->done = done;
   h->done_arg = arg;
-  if (lk->holds == NULL)
+  if (lk->holds == NULL) {
     lk->holds = g_hash_table_new(g_direct_hash, g_direct_equal);
-  g_hash_table_add(lk->holds, h);
+    lk->drop_async = drop_holds_locked;
+  }
+  g_hash_table_add(lk->holds, h); /* the set's reference */
   /* A try waits for its first look at the queue, at most a session
    * timeout, like zkrc_lock_acquire(). */
   int ms = h->no_wait ? zkrc_session_timeout(lk->q.session) : timeout_ms;
@@ -168,7 +186,7 @@ int zkrc_lock_acquire_async(zkrc_lock *lk, int timeout_ms,
 }
 
 int zkrc_lock_hold_cancel(zkrc_lock_hold *h) {
-  if (h == NULL || !h->async)
+  if (!is_async(h))
     return zkrc__fail(ZKRC_EINVAL);
   zkrc_lock *lk = h->lk;
   g_mutex_lock(&lk->mu);
@@ -180,7 +198,7 @@ int zkrc_lock_hold_cancel(zkrc_lock_hold *h) {
 }
 
 int zkrc_lock_hold_release(zkrc_lock_hold *h) {
-  if (h == NULL || !h->async)
+  if (!is_async(h))
     return zkrc__fail(ZKRC_EINVAL);
   zkrc_lock *lk = h->lk;
   g_mutex_lock(&lk->mu);
@@ -227,7 +245,8 @@ int64_t zkrc_lock_hold_token(zkrc_lock_hold *h) {
   return token;
 }
 
-void zkrc__lock_drop_holds_locked(zkrc_lock *lk) {
+/* zkrc_lock_free(): cancel pending holds and release acquired ones. */
+static void drop_holds_locked(zkrc_lock *lk) {
   /* The mutex is let go while withdrawing: keep the holds alive meanwhile. */
   if (lk->holds == NULL)
     return;

@@ -1,7 +1,12 @@
 /*
- * What lock.c (holds owned by threads) and lock_async.c (holds owned by
- * hold objects, for event loops) share: one holder type, one set of
- * contender callbacks (in lock.c), the lock object itself.
+ * What the lock's files share: the lock object, the holder type, and the
+ * hold core (hold.c) with its two clients: threads (lock.c) and hold
+ * objects for event loops (lock_async.c).  The core calls a client only
+ * through its zkrc__hold_client table; lock.c reaches the non-blocking
+ * holds only through zkrc_lock.drop_async.  So: lock.c and lock_async.c
+ * depend on hold.c, and on nothing of each other.
+ *
+ * Lock order: lk->mu, then a contender's mutex, then the session's.
  */
 #ifndef ZKRC_LOCK_INTERNAL_H
 #define ZKRC_LOCK_INTERNAL_H
@@ -23,11 +28,30 @@ typedef enum hstate {
   H_RELEASED    /* given up by its owner; the contender is finishing */
 } hstate;
 
+typedef struct zkrc_lock_hold holder;
+
+/* Who owns a hold: what the core tells it, with lk->mu held (it must not
+ * block; it may let lk->mu go and take it again only where noted). */
+typedef struct zkrc__hold_client {
+  /* The hold now holds (h->state is H_HELD, its token and node set). */
+  void (*front)(holder *h);
+  /* Its first look at the queue found others ahead (may be NULL). */
+  void (*behind)(holder *h);
+  /* Its contender ended before it held (or while it was being given up;
+   * h->end_err says why). */
+  void (*ended)(holder *h, int err);
+  /* May events about the held hold be told now? */
+  gboolean (*may_tell)(const holder *h);
+  /* Events carry the hold (info->hold): it is public to the application. */
+  gboolean public_hold;
+} zkrc__hold_client;
+
 /* One participant of a lock: a thread's stake (thread != 0) or a
- * non-blocking hold (async). */
-typedef struct zkrc_lock_hold {
+ * non-blocking hold (lock_async.c). */
+struct zkrc_lock_hold {
   gint refs;
   zkrc_lock *lk;
+  const zkrc__hold_client *client;
   uint64_t thread; /* the owning thread's number; 0 for a non-blocking hold */
   zkrc__contender *c;
   hstate state;
@@ -40,14 +64,13 @@ typedef struct zkrc_lock_hold {
   char *node;
 
   /* Non-blocking holds only. */
-  gboolean async;
   gboolean no_wait;
   zkrc_lock_acquired_fn done;
   void *done_arg;
   gboolean told;   /* its owner has been told it holds (completion ran) */
   int outcome;     /* why a cancelling hold gave up */
   GSource *timer;  /* its deadline, on the session's worker */
-} holder;
+};
 
 struct zkrc_lock {
   gint refs;
@@ -60,6 +83,9 @@ struct zkrc_lock {
    * non-blocking hold, and a held lock should stay small. */
   GHashTable *holders; /* thread number → holder*, threads with a stake */
   GHashTable *holds;   /* set of holder*: non-blocking holds not yet freed */
+  /* Set with the first non-blocking hold (lock_async.c): cancels pending
+   * ones and releases acquired ones, for zkrc_lock_free() (lk->mu held). */
+  void (*drop_async)(zkrc_lock *lk);
   int inside;          /* threads inside zkrc_lock_acquire() */
   gboolean freeing;
 };
@@ -69,9 +95,10 @@ void zkrc__lock_unref(zkrc_lock *lk);
 holder *zkrc__holder_ref(holder *h);
 void zkrc__holder_unref(holder *h);
 
-/* A new participant with its contender (not started); references: one for
- * the caller, one for the contender. */
-holder *zkrc__lock_new_participant_locked(zkrc_lock *lk, uint64_t thread);
+/* A new participant of @p client with its contender (not started);
+ * references: one for the caller, one for the contender. */
+holder *zkrc__lock_new_participant_locked(zkrc_lock *lk, uint64_t thread,
+                                          const zkrc__hold_client *client);
 
 /* Microseconds left of a held hold's lease (0 when not held, or when its
  * session's lease ran out); lk->mu held. */
@@ -80,12 +107,5 @@ int64_t zkrc__holder_lease_left_locked(holder *h);
 /* Tell the application about a held lock (lock events); lk->mu held. */
 void zkrc__lock_post_event_locked(holder *h, zkrc_lock_event ev, int reason);
 
-/* lock_async.c: the contender callbacks' non-blocking branches, called with
- * lk->mu held. */
-void zkrc__hold_front_locked(holder *h);
-void zkrc__hold_behind_locked(holder *h);
-void zkrc__hold_ended_locked(holder *h, int err);
-/* zkrc_lock_free(): cancel pending holds and release acquired ones. */
-void zkrc__lock_drop_holds_locked(zkrc_lock *lk);
 
 #endif /* ZKRC_LOCK_INTERNAL_H */

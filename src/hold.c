@@ -1,0 +1,186 @@
+/*
+ * The hold core: what every lock participant shares, whoever owns it - its
+ * contender and what the contender tells it (front, behind, connection,
+ * ended), its fencing token and node, its lease, and the lock events
+ * posted about it.  Who owns a hold is its client (lock_internal.h): a
+ * thread (lock.c: a count, a condition to wait on) or a hold object
+ * (lock_async.c: a completion, a deadline timer).  The core calls its
+ * client through a table and knows neither.
+ */
+#include "config.h"
+
+#include <string.h>
+
+#include "lock_internal.h"
+#include "names.h"
+#include "util.h"
+
+/* ------------------------------------------------------------ lifetime */
+
+zkrc_lock *zkrc__lock_ref(zkrc_lock *lk) {
+  g_atomic_int_inc(&lk->refs);
+  return lk;
+}
+
+void zkrc__lock_unref(zkrc_lock *lk) {
+  if (!g_atomic_int_dec_and_test(&lk->refs))
+    return;
+  if (lk->holders)
+    g_hash_table_destroy(lk->holders);
+  if (lk->holds)
+    g_hash_table_destroy(lk->holds);
+  zkrc__queue_clear(&lk->q);
+  g_mutex_clear(&lk->mu);
+  g_cond_clear(&lk->cond);
+  g_free(lk);
+}
+
+holder *zkrc__holder_ref(holder *h) {
+  g_atomic_int_inc(&h->refs);
+  return h;
+}
+
+void zkrc__holder_unref(holder *h) {
+  if (!g_atomic_int_dec_and_test(&h->refs))
+    return;
+  zkrc__contender_unref(h->c);
+  g_free(h->node);
+  zkrc__lock_unref(h->lk);
+  g_free(h);
+}
+
+/* ----------------------------------------------------- user callbacks */
+
+typedef struct lock_event_call {
+  zkrc_lock *lk;
+  zkrc_lock_event_info info;
+  char *node;
+} lock_event_call;
+
+static void lock_event_run(void *data) {
+  lock_event_call *call = data;
+  zkrc_lock *lk = call->lk;
+  call->info.node = call->node;
+  g_mutex_lock(&lk->mu);
+  gboolean wanted = !lk->freeing; /* none after zkrc_lock_free() */
+  g_mutex_unlock(&lk->mu);
+  if (wanted)
+    lk->on_event(lk, &call->info, lk->event_arg);
+  if (call->info.hold)
+    zkrc__holder_unref(call->info.hold);
+  g_free(call->node);
+  zkrc__lock_unref(call->lk);
+  g_free(call);
+}
+
+/* Called with lk->mu held; the callback itself runs on the executor. */
+void zkrc__lock_post_event_locked(holder *h, zkrc_lock_event ev, int reason) {
+  zkrc_lock *lk = h->lk;
+  if (lk->on_event == NULL)
+    return;
+  lock_event_call *call = g_new0(lock_event_call, 1);
+  call->lk = zkrc__lock_ref(lk);
+  call->info.event = ev;
+  call->info.reason = reason;
+  call->info.token = h->token;
+  call->node = g_strdup(h->node);
+  if (h->client->public_hold)
+    call->info.hold = zkrc__holder_ref(h);
+  zkrc__session_post(lk->q.session, lock_event_run, call);
+}
+
+int64_t zkrc__holder_lease_left_locked(holder *h) {
+  if (h->state != H_HELD)
+    return 0;
+  return zkrc__session_lease_left(h->lk->q.session,
+                                  zkrc__contender_generation(h->c));
+}
+
+/* ------------------------------------------------ contender callbacks */
+
+static void on_front(zkrc__contender *c, void *arg) {
+  holder *h = arg;
+  zkrc_lock *lk = h->lk;
+  g_mutex_lock(&lk->mu);
+  if (h->state == H_WAITING) {
+    h->state = H_HELD;
+    h->token = zkrc__contender_czxid(c);
+    h->node = zkrc__contender_path(c);
+    if (h->client->front)
+      h->client->front(h);
+    g_cond_broadcast(&lk->cond);
+  }
+  g_mutex_unlock(&lk->mu);
+}
+
+static void on_behind(zkrc__contender *c, void *arg) {
+  holder *h = arg;
+  g_mutex_lock(&h->lk->mu);
+  h->behind = TRUE;
+  if (h->client->behind)
+    h->client->behind(h);
+  g_cond_broadcast(&h->lk->cond);
+  g_mutex_unlock(&h->lk->mu);
+}
+
+static void on_connection(zkrc__contender *c, zkrc_session_event ev, void *arg) {
+  holder *h = arg;
+  g_mutex_lock(&h->lk->mu);
+  if (h->state == H_HELD && h->client->may_tell(h))
+    zkrc__lock_post_event_locked(h,
+                      ev == ZKRC_SESSION_EVENT_SUSPENDED ? ZKRC_LOCK_SUSPENDED
+                                                         : ZKRC_LOCK_RECONNECTED,
+                      ZKRC_OK);
+  g_mutex_unlock(&h->lk->mu);
+}
+
+static void on_ended(zkrc__contender *c, int err, int zk_rc, void *arg) {
+  holder *h = arg;
+  zkrc_lock *lk = h->lk;
+  g_mutex_lock(&lk->mu);
+  h->ended = TRUE;
+  h->end_err = err;
+  h->end_zk = zk_rc;
+  if (h->state == H_HELD) {
+    h->state = H_LOST;
+    /* (A non-blocking hold whose grant is still on its way learns of the
+     * loss from its completion instead.) */
+    if (h->client->may_tell(h))
+      zkrc__lock_post_event_locked(h, ZKRC_LOCK_LOST,
+                                   err == ZKRC_OK ? ZKRC_ELOCKLOST : err);
+  } else {
+    h->client->ended(h, err);
+  }
+  g_cond_broadcast(&lk->cond);
+  g_mutex_unlock(&lk->mu);
+  zkrc__holder_unref(h); /* the contender's reference */
+}
+
+static const zkrc__contender_ops lock_contender_ops = {
+    .front = on_front,
+    .behind = on_behind,
+    .connection = on_connection,
+    .ended = on_ended,
+};
+
+
+holder *zkrc__lock_new_participant_locked(zkrc_lock *lk, uint64_t thread,
+                                          const zkrc__hold_client *client) {
+  holder *h = g_new0(holder, 1);
+  h->refs = 2; /* the caller's and the contender's */
+  h->lk = zkrc__lock_ref(lk);
+  h->thread = thread;
+  h->client = client;
+  h->state = H_WAITING;
+  zkrc__contender_config cfg = {
+      .queue = &lk->q,
+      .marker = "lock-",
+      .markers = zkrc__lock_markers,
+      .policy = zkrc__policy_exclusive,
+      .watch_own_node = lk->on_event != NULL,
+      .ops = &lock_contender_ops,
+      .ops_arg = h,
+  };
+  h->c = zkrc__contender_new(&cfg);
+  return h;
+}
