@@ -12,6 +12,7 @@
 
 #include "names.h"
 #include "queue.h"
+#include "recipe.h"
 #include "util.h"
 #include "zkrecipes.h"
 #include "zkrecipes/election.h"
@@ -20,16 +21,12 @@
 typedef struct round round;
 
 struct zkrc_election {
-  gint refs;
-  GMutex mu;
-  GCond cond;
-  zkrc__queue q; /* session, path, participant id, ACL */
+  zkrc__recipe r; /* references, mutex, condition, queue; first */
   zkrc_election_event_fn on_event;
   void *event_arg;
   gboolean revoke_on_suspend;
   gboolean no_rejoin;
 
-  gboolean freed;    /* zkrc_election_free() called: no more callbacks */
   gboolean joined;   /* wants to take part */
   round *current;    /* the round in the queue now, or NULL */
   gboolean leader;   /* elected and not revoked */
@@ -64,17 +61,15 @@ void zkrc_election_options_init(zkrc_election_options *opts) {
 /* ------------------------------------------------------------ lifetime */
 
 static zkrc_election *election_ref(zkrc_election *e) {
-  g_atomic_int_inc(&e->refs);
+  zkrc__recipe_ref(&e->r);
   return e;
 }
 
-static void election_unref(zkrc_election *e) {
-  if (!g_atomic_int_dec_and_test(&e->refs))
-    return;
-  zkrc__queue_clear(&e->q);
+static void election_unref(zkrc_election *e) { zkrc__recipe_unref(&e->r); }
+
+static void finalize_election(zkrc__recipe *r) {
+  zkrc_election *e = (zkrc_election *)r;
   g_free(e->node);
-  g_mutex_clear(&e->mu);
-  g_cond_clear(&e->cond);
   g_free(e);
 }
 
@@ -89,9 +84,8 @@ static void round_unref(round *r) {
 /* ------------------------------------------------------ user callbacks */
 
 typedef struct election_event_call {
-  zkrc_election *e;
+  zkrc__recipe_event ev; /* first */
   zkrc_election_event_info info;
-  char *node;
 } election_event_call;
 
 static int64_t leader_lease_left_locked(zkrc_election *e);
@@ -116,18 +110,15 @@ static gboolean still_true_locked(zkrc_election *e,
   return TRUE;
 }
 
-static void election_event_run(void *data) {
-  election_event_call *call = data;
-  zkrc_election *e = call->e;
-  call->info.node = call->node;
-  g_mutex_lock(&e->mu);
-  gboolean wanted = !e->freed && still_true_locked(e, &call->info);
-  g_mutex_unlock(&e->mu);
+static void election_event_run(zkrc__recipe_event *ev) {
+  election_event_call *call = (election_event_call *)ev;
+  zkrc_election *e = (zkrc_election *)ev->r;
+  call->info.node = ev->node;
+  g_mutex_lock(&e->r.mu);
+  gboolean wanted = !e->r.freeing && still_true_locked(e, &call->info);
+  g_mutex_unlock(&e->r.mu);
   if (wanted)
     e->on_event(e, &call->info, e->event_arg);
-  g_free(call->node);
-  election_unref(call->e);
-  g_free(call);
 }
 
 static void post_event_locked(zkrc_election *e, zkrc_election_event ev,
@@ -135,20 +126,19 @@ static void post_event_locked(zkrc_election *e, zkrc_election_event ev,
   if (e->on_event == NULL)
     return;
   election_event_call *call = g_new0(election_event_call, 1);
-  call->e = election_ref(e);
+  call->ev.run = election_event_run;
   call->info.event = ev;
   call->info.reason = reason;
   /* FAILED is about no term: the token of an earlier one would mislead. */
   call->info.token = ev == ZKRC_ELECTION_FAILED ? 0 : e->token;
-  call->node = g_strdup(e->node);
-  zkrc__session_post(e->q.session, election_event_run, call);
+  zkrc__recipe_post(&e->r, &call->ev, e->node);
 }
 
 /* Microseconds left of our leadership's lease: 0 when we do not lead. */
 static int64_t leader_lease_left_locked(zkrc_election *e) {
   if (!e->leader || e->current == NULL)
     return 0;
-  return zkrc__session_lease_left(e->q.session,
+  return zkrc__session_lease_left(e->r.q.session,
                                   zkrc__contender_generation(e->current->c));
 }
 
@@ -158,7 +148,7 @@ static void revoke_locked(zkrc_election *e, int reason) {
     post_event_locked(e, ZKRC_ELECTION_REVOKED, reason);
   e->leader = FALSE;
   e->suspended = FALSE;
-  g_cond_broadcast(&e->cond);
+  g_cond_broadcast(&e->r.cond);
 }
 
 /* ------------------------------------------------- contender callbacks */
@@ -168,23 +158,23 @@ static void start_round_locked(zkrc_election *e);
 static void on_front(zkrc__contender *c, void *arg) {
   round *r = arg;
   zkrc_election *e = r->e;
-  g_mutex_lock(&e->mu);
+  g_mutex_lock(&e->r.mu);
   if (e->current == r && !e->leader) {
     e->leader = TRUE;
     e->token = zkrc__contender_czxid(c);
     g_free(e->node);
     e->node = zkrc__contender_path(c);
     post_event_locked(e, ZKRC_ELECTION_ELECTED, ZKRC_OK);
-    g_cond_broadcast(&e->cond);
+    g_cond_broadcast(&e->r.cond);
   }
-  g_mutex_unlock(&e->mu);
+  g_mutex_unlock(&e->r.mu);
 }
 
 static void on_connection(zkrc__contender *c, zkrc_session_event ev,
                           void *arg) {
   round *r = arg;
   zkrc_election *e = r->e;
-  g_mutex_lock(&e->mu);
+  g_mutex_lock(&e->r.mu);
   if (e->current == r && e->revoke_on_suspend) {
     if (ev == ZKRC_SESSION_EVENT_SUSPENDED && e->leader) {
       revoke_locked(e, ZKRC_ECONNLOSS);
@@ -194,10 +184,10 @@ static void on_connection(zkrc__contender *c, zkrc_session_event ev,
       e->suspended = FALSE;
       e->leader = TRUE;
       post_event_locked(e, ZKRC_ELECTION_ELECTED, ZKRC_OK);
-      g_cond_broadcast(&e->cond);
+      g_cond_broadcast(&e->r.cond);
     }
   }
-  g_mutex_unlock(&e->mu);
+  g_mutex_unlock(&e->r.mu);
 }
 
 static gboolean worth_rejoining(int err) {
@@ -208,7 +198,7 @@ static gboolean worth_rejoining(int err) {
 static void on_ended(zkrc__contender *c, int err, int zk_rc, void *arg) {
   round *r = arg;
   zkrc_election *e = r->e;
-  g_mutex_lock(&e->mu);
+  g_mutex_lock(&e->r.mu);
   r->ended = TRUE;
   if (e->current == r) {
     revoke_locked(e, err == ZKRC_OK ? ZKRC_ELOCKLOST : err);
@@ -221,8 +211,8 @@ static void on_ended(zkrc__contender *c, int err, int zk_rc, void *arg) {
       post_event_locked(e, ZKRC_ELECTION_FAILED, err);
     }
   }
-  g_cond_broadcast(&e->cond);
-  g_mutex_unlock(&e->mu);
+  g_cond_broadcast(&e->r.cond);
+  g_mutex_unlock(&e->r.mu);
   round_unref(r); /* the contender's reference */
 }
 
@@ -240,14 +230,14 @@ static void start_task(void *data) {
   round_unref(r);
 }
 
-/* Enter the queue with a new node.  Called with e->mu held, so the start
+/* Enter the queue with a new node.  Called with e->r.mu held, so the start
  * itself runs on the session's worker (it may call back into us). */
 static void start_round_locked(zkrc_election *e) {
   round *r = g_new0(round, 1);
   r->refs = 3; /* the election's, the contender's, the start task's */
   r->e = election_ref(e);
   zkrc__contender_config cfg = {
-      .queue = &e->q,
+      .queue = &e->r.q,
       .marker = "latch-",
       .markers = zkrc__latch_markers,
       .policy = zkrc__policy_exclusive,
@@ -257,7 +247,7 @@ static void start_round_locked(zkrc_election *e) {
   };
   r->c = zkrc__contender_new(&cfg);
   e->current = r;
-  zkrc__session_run_on_worker(e->q.session, start_task, r);
+  zkrc__session_run_on_worker(e->r.q.session, start_task, r);
 }
 
 /* Take the current round out of the queue (its node is deleted).  Returns
@@ -282,50 +272,42 @@ static void withdraw_round(round *r) {
 
 int zkrc_election_new(zkrc_election **out, zkrc_session *s, const char *path,
                       const zkrc_election_options *opts) {
-  if (out)
-    *out = NULL;
   if (out == NULL)
     return zkrc__fail(ZKRC_EINVAL);
-  zkrc_election *e = g_new0(zkrc_election, 1);
-  int err = zkrc__queue_init(&e->q, s, path,
-                             opts ? opts->participant_id : NULL,
-                             opts ? opts->acl : NULL);
-  if (err != ZKRC_OK) {
-    g_free(e);
-    return zkrc__fail(err);
+  int err;
+  zkrc_election *e = *out = zkrc__recipe_new(
+      sizeof *e, s, path, opts ? opts->participant_id : NULL,
+      opts ? opts->acl : NULL, finalize_election, &err);
+  if (e && opts) {
+    e->on_event = opts->on_event;
+    e->event_arg = opts->event_arg;
+    e->revoke_on_suspend = opts->revoke_on_suspend != 0;
+    e->no_rejoin = opts->no_rejoin != 0;
   }
-  e->refs = 1;
-  g_mutex_init(&e->mu);
-  g_cond_init(&e->cond);
-  e->on_event = opts ? opts->on_event : NULL;
-  e->event_arg = opts ? opts->event_arg : NULL;
-  e->revoke_on_suspend = opts && opts->revoke_on_suspend;
-  e->no_rejoin = opts && opts->no_rejoin;
-  *out = e;
-  return ZKRC_OK;
+  return e ? ZKRC_OK : zkrc__fail(err);
 }
 
 int zkrc_election_join(zkrc_election *e) {
   if (e == NULL)
     return zkrc__fail(ZKRC_EINVAL);
-  if (zkrc__session_closed(e->q.session))
+  if (zkrc__session_closed(e->r.q.session))
     return zkrc__fail(ZKRC_ECLOSED);
-  g_mutex_lock(&e->mu);
+  g_mutex_lock(&e->r.mu);
   int err = e->joined ? ZKRC_ESTATE : ZKRC_OK;
   if (err == ZKRC_OK) {
     e->joined = TRUE;
     start_round_locked(e);
   }
-  g_mutex_unlock(&e->mu);
+  g_mutex_unlock(&e->r.mu);
   return zkrc__fail(err);
 }
 
 int zkrc_election_resign(zkrc_election *e) {
   if (e == NULL)
     return zkrc__fail(ZKRC_EINVAL);
-  g_mutex_lock(&e->mu);
+  g_mutex_lock(&e->r.mu);
   if (!e->leader) {
-    g_mutex_unlock(&e->mu);
+    g_mutex_unlock(&e->r.mu);
     return zkrc__fail(ZKRC_ENOTLEADER);
   }
   round *old = end_round_locked(e, ZKRC_OK);
@@ -334,7 +316,7 @@ int zkrc_election_resign(zkrc_election *e) {
    * everyone waiting now. */
   zkrc__contender_withdraw(old->c);
   start_round_locked(e);
-  g_mutex_unlock(&e->mu);
+  g_mutex_unlock(&e->r.mu);
   round_unref(old);
   return ZKRC_OK;
 }
@@ -342,14 +324,14 @@ int zkrc_election_resign(zkrc_election *e) {
 int zkrc_election_leave(zkrc_election *e) {
   if (e == NULL)
     return zkrc__fail(ZKRC_EINVAL);
-  g_mutex_lock(&e->mu);
+  g_mutex_lock(&e->r.mu);
   if (!e->joined) {
-    g_mutex_unlock(&e->mu);
+    g_mutex_unlock(&e->r.mu);
     return zkrc__fail(ZKRC_ESTATE);
   }
   e->joined = FALSE;
   round *old = end_round_locked(e, ZKRC_OK);
-  g_mutex_unlock(&e->mu);
+  g_mutex_unlock(&e->r.mu);
   withdraw_round(old);
   return ZKRC_OK;
 }
@@ -357,22 +339,19 @@ int zkrc_election_leave(zkrc_election *e) {
 void zkrc_election_free(zkrc_election *e) {
   if (e == NULL)
     return;
-  g_mutex_lock(&e->mu);
+  g_mutex_lock(&e->r.mu);
   e->joined = FALSE;
-  e->freed = TRUE; /* callbacks still queued are dropped */
+  e->r.freeing = TRUE; /* callbacks still queued are dropped */
   round *old = end_round_locked(e, ZKRC_OK);
-  g_mutex_unlock(&e->mu);
+  g_mutex_unlock(&e->r.mu);
   if (old) {
     zkrc__contender_withdraw(old->c);
     /* Leave no node behind: wait for the delete while the connection is up
      * (this also covers a create still in flight). */
-    int t = zkrc_session_timeout(e->q.session);
-    int64_t grace = zkrc__deadline_after(t > 1000 ? t : 1000);
-    g_mutex_lock(&e->mu);
-    while (!old->ended && zkrc__contender_deleting(old->c) &&
-           zkrc__cond_wait_until(&e->cond, &e->mu, grace))
-      ;
-    g_mutex_unlock(&e->mu);
+    int64_t grace = zkrc__deadline_after(zkrc__recipe_delete_grace_ms(&e->r));
+    g_mutex_lock(&e->r.mu);
+    zkrc__recipe_wait_withdrawn_locked(&e->r, old->c, &old->ended, grace);
+    g_mutex_unlock(&e->r.mu);
     round_unref(old);
   }
   election_unref(e);
@@ -381,20 +360,20 @@ void zkrc_election_free(zkrc_election *e) {
 int zkrc_election_is_leader(zkrc_election *e) {
   if (e == NULL)
     return 0;
-  g_mutex_lock(&e->mu);
+  g_mutex_lock(&e->r.mu);
   /* The lease says no the moment it runs out (also after a freeze), even
    * before the session has declared itself lost and revoked us. */
   int leader = leader_lease_left_locked(e) > 0;
-  g_mutex_unlock(&e->mu);
+  g_mutex_unlock(&e->r.mu);
   return leader;
 }
 
 int zkrc_election_lease_remaining(zkrc_election *e) {
   if (e == NULL)
     return 0;
-  g_mutex_lock(&e->mu);
+  g_mutex_lock(&e->r.mu);
   int64_t left = leader_lease_left_locked(e);
-  g_mutex_unlock(&e->mu);
+  g_mutex_unlock(&e->r.mu);
   return (int)(left / 1000);
 }
 
@@ -403,29 +382,29 @@ int zkrc_election_wait_leader(zkrc_election *e, int timeout_ms) {
     return zkrc__fail(ZKRC_EINVAL);
   int64_t deadline = zkrc__deadline_after(timeout_ms);
   int err = ZKRC_OK;
-  g_mutex_lock(&e->mu);
+  g_mutex_lock(&e->r.mu);
   while (!e->leader) {
     if (!e->joined) {
       err = ZKRC_ESTATE;
       break;
     }
-    if (!zkrc__cond_wait_until(&e->cond, &e->mu, deadline) && !e->leader) {
+    if (!zkrc__cond_wait_until(&e->r.cond, &e->r.mu, deadline) && !e->leader) {
       err = ZKRC_ETIMEDOUT;
       break;
     }
   }
-  g_mutex_unlock(&e->mu);
+  g_mutex_unlock(&e->r.mu);
   return zkrc__fail(err);
 }
 
 int zkrc_election_token(zkrc_election *e, int64_t *token) {
   if (e == NULL || token == NULL)
     return zkrc__fail(ZKRC_EINVAL);
-  g_mutex_lock(&e->mu);
+  g_mutex_lock(&e->r.mu);
   int err = e->leader ? ZKRC_OK : ZKRC_ENOTLEADER;
   if (err == ZKRC_OK)
     *token = e->token;
-  g_mutex_unlock(&e->mu);
+  g_mutex_unlock(&e->r.mu);
   return zkrc__fail(err);
 }
 
@@ -455,28 +434,16 @@ int zkrc_election_leader_id(zkrc_election *e, char **id, int timeout_ms) {
     *id = NULL;
   if (e == NULL)
     return zkrc__fail(ZKRC_EINVAL);
-  return zkrc_election_query_leader(e->q.session, e->q.dir, id, timeout_ms);
+  return zkrc_election_query_leader(e->r.q.session, e->r.q.dir, id, timeout_ms);
 }
 
 int zkrc_election_participants(zkrc_election *e, char ***ids, size_t *count,
                                int timeout_ms) {
-  if (ids)
-    *ids = NULL;
-  if (count)
-    *count = 0;
-  if (e == NULL || ids == NULL || !zkrc__timeout_valid(timeout_ms))
-    return zkrc__fail(ZKRC_EINVAL);
-  char **gv = NULL;
-  int err = zkrc__queue_participants(e->q.session, e->q.dir, zkrc__latch_markers,
-                                     zkrc__deadline_after(timeout_ms), &gv);
-  if (err != ZKRC_OK)
-    return err;
-  *ids = zkrc__strv_to_malloc(gv, count);
-  g_strfreev(gv);
-  return *ids ? ZKRC_OK : zkrc__fail(ZKRC_ENOMEM);
+  return zkrc__recipe_participants(e ? &e->r : NULL, zkrc__latch_markers, ids,
+                                   count, timeout_ms);
 }
 
-const char *zkrc_election_path(zkrc_election *e) { return e ? e->q.dir : NULL; }
+const char *zkrc_election_path(zkrc_election *e) { return e ? e->r.q.dir : NULL; }
 
 int zkrc_election_list(zkrc_session *s, const char *path, zkrc_participant **list,
                     size_t *count, int timeout_ms) {

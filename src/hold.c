@@ -18,22 +18,11 @@
 /* ------------------------------------------------------------ lifetime */
 
 zkrc_lock *zkrc__lock_ref(zkrc_lock *lk) {
-  g_atomic_int_inc(&lk->refs);
+  zkrc__recipe_ref(&lk->r);
   return lk;
 }
 
-void zkrc__lock_unref(zkrc_lock *lk) {
-  if (!g_atomic_int_dec_and_test(&lk->refs))
-    return;
-  if (lk->holders)
-    g_hash_table_destroy(lk->holders);
-  if (lk->holds)
-    g_hash_table_destroy(lk->holds);
-  zkrc__queue_clear(&lk->q);
-  g_mutex_clear(&lk->mu);
-  g_cond_clear(&lk->cond);
-  g_free(lk);
-}
+void zkrc__lock_unref(zkrc_lock *lk) { zkrc__recipe_unref(&lk->r); }
 
 holder *zkrc__holder_ref(holder *h) {
   g_atomic_int_inc(&h->refs);
@@ -52,47 +41,44 @@ void zkrc__holder_unref(holder *h) {
 /* ----------------------------------------------------- user callbacks */
 
 typedef struct lock_event_call {
-  zkrc_lock *lk;
+  zkrc__recipe_event ev; /* first */
   zkrc_lock_event_info info;
-  char *node;
 } lock_event_call;
 
-static void lock_event_run(void *data) {
-  lock_event_call *call = data;
-  zkrc_lock *lk = call->lk;
-  call->info.node = call->node;
-  g_mutex_lock(&lk->mu);
-  gboolean wanted = !lk->freeing; /* none after zkrc_lock_free() */
-  g_mutex_unlock(&lk->mu);
-  if (wanted)
+static void lock_event_run(zkrc__recipe_event *ev) {
+  lock_event_call *call = (lock_event_call *)ev;
+  zkrc_lock *lk = (zkrc_lock *)ev->r;
+  call->info.node = ev->node;
+  if (!zkrc__recipe_freeing(ev->r)) /* none after zkrc_lock_free() */
     lk->on_event(lk, &call->info, lk->event_arg);
-  if (call->info.hold)
-    zkrc__holder_unref(call->info.hold);
-  g_free(call->node);
-  zkrc__lock_unref(call->lk);
-  g_free(call);
 }
 
-/* Called with lk->mu held; the callback itself runs on the executor. */
+static void lock_event_release(zkrc__recipe_event *ev) {
+  lock_event_call *call = (lock_event_call *)ev;
+  if (call->info.hold)
+    zkrc__holder_unref(call->info.hold);
+}
+
+/* Called with lk->r.mu held; the callback itself runs on the executor. */
 void zkrc__lock_post_event_locked(holder *h, zkrc_lock_event ev, int reason) {
   zkrc_lock *lk = h->lk;
   if (lk->on_event == NULL)
     return;
   lock_event_call *call = g_new0(lock_event_call, 1);
-  call->lk = zkrc__lock_ref(lk);
+  call->ev.run = lock_event_run;
+  call->ev.release = lock_event_release;
   call->info.event = ev;
   call->info.reason = reason;
   call->info.token = h->token;
-  call->node = g_strdup(h->node);
   if (h->client->public_hold)
     call->info.hold = zkrc__holder_ref(h);
-  zkrc__session_post(lk->q.session, lock_event_run, call);
+  zkrc__recipe_post(&lk->r, &call->ev, h->node);
 }
 
 int64_t zkrc__holder_lease_left_locked(holder *h) {
   if (h->state != H_HELD)
     return 0;
-  return zkrc__session_lease_left(h->lk->q.session,
+  return zkrc__session_lease_left(h->lk->r.q.session,
                                   zkrc__contender_generation(h->c));
 }
 
@@ -101,43 +87,43 @@ int64_t zkrc__holder_lease_left_locked(holder *h) {
 static void on_front(zkrc__contender *c, void *arg) {
   holder *h = arg;
   zkrc_lock *lk = h->lk;
-  g_mutex_lock(&lk->mu);
+  g_mutex_lock(&lk->r.mu);
   if (h->state == H_WAITING) {
     h->state = H_HELD;
     h->token = zkrc__contender_czxid(c);
     h->node = zkrc__contender_path(c);
     if (h->client->front)
       h->client->front(h);
-    g_cond_broadcast(&lk->cond);
+    g_cond_broadcast(&lk->r.cond);
   }
-  g_mutex_unlock(&lk->mu);
+  g_mutex_unlock(&lk->r.mu);
 }
 
 static void on_behind(zkrc__contender *c, void *arg) {
   holder *h = arg;
-  g_mutex_lock(&h->lk->mu);
+  g_mutex_lock(&h->lk->r.mu);
   h->behind = TRUE;
   if (h->client->behind)
     h->client->behind(h);
-  g_cond_broadcast(&h->lk->cond);
-  g_mutex_unlock(&h->lk->mu);
+  g_cond_broadcast(&h->lk->r.cond);
+  g_mutex_unlock(&h->lk->r.mu);
 }
 
 static void on_connection(zkrc__contender *c, zkrc_session_event ev, void *arg) {
   holder *h = arg;
-  g_mutex_lock(&h->lk->mu);
+  g_mutex_lock(&h->lk->r.mu);
   if (h->state == H_HELD && h->client->may_tell(h))
     zkrc__lock_post_event_locked(h,
                       ev == ZKRC_SESSION_EVENT_SUSPENDED ? ZKRC_LOCK_SUSPENDED
                                                          : ZKRC_LOCK_RECONNECTED,
                       ZKRC_OK);
-  g_mutex_unlock(&h->lk->mu);
+  g_mutex_unlock(&h->lk->r.mu);
 }
 
 static void on_ended(zkrc__contender *c, int err, int zk_rc, void *arg) {
   holder *h = arg;
   zkrc_lock *lk = h->lk;
-  g_mutex_lock(&lk->mu);
+  g_mutex_lock(&lk->r.mu);
   h->ended = TRUE;
   h->end_err = err;
   h->end_zk = zk_rc;
@@ -151,8 +137,8 @@ static void on_ended(zkrc__contender *c, int err, int zk_rc, void *arg) {
   } else {
     h->client->ended(h, err);
   }
-  g_cond_broadcast(&lk->cond);
-  g_mutex_unlock(&lk->mu);
+  g_cond_broadcast(&lk->r.cond);
+  g_mutex_unlock(&lk->r.mu);
   zkrc__holder_unref(h); /* the contender's reference */
 }
 
@@ -173,7 +159,7 @@ holder *zkrc__lock_new_participant_locked(zkrc_lock *lk, uint64_t thread,
   h->client = client;
   h->state = H_WAITING;
   zkrc__contender_config cfg = {
-      .queue = &lk->q,
+      .queue = &lk->r.q,
       .marker = "lock-",
       .markers = zkrc__lock_markers,
       .policy = zkrc__policy_exclusive,

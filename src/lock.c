@@ -20,14 +20,6 @@
 #include "names.h"
 #include "util.h"
 
-/* How long a release waits at most for the servers to confirm its delete:
- * normally a round trip; the ZooKeeper client itself gives up on a request
- * (connection loss) within the session timeout, so that is the bound. */
-static int release_grace_ms(zkrc_lock *lk) {
-  int t = zkrc_session_timeout(lk->q.session);
-  return t > 1000 ? t : 1000;
-}
-
 /* How long a failed acquisition may overrun its deadline to confirm that
  * its node is gone.  A healthy connection needs a round trip; a stalled one
  * the client has not noticed yet must not hold the caller for a session
@@ -65,7 +57,7 @@ void zkrc_lock_options_init(zkrc_lock_options *opts) {
 
 /* ------------------------------------------------------- thread holds */
 
-/* A thread waiting in zkrc_lock_acquire() sees the state on lk->cond,
+/* A thread waiting in zkrc_lock_acquire() sees the state on lk->r.cond,
  * which the core broadcasts; only a failure needs saying. */
 static void thread_hold_ended(holder *h, int err) {
   if (h->state == H_WAITING)
@@ -81,27 +73,28 @@ static const zkrc__hold_client thread_client = {
 
 /* ------------------------------------------------------------- create */
 
+static void finalize_lock(zkrc__recipe *r) {
+  zkrc_lock *lk = (zkrc_lock *)r;
+  if (lk->holders)
+    g_hash_table_destroy(lk->holders);
+  if (lk->holds)
+    g_hash_table_destroy(lk->holds);
+  g_free(lk);
+}
+
 int zkrc_lock_new(zkrc_lock **out, zkrc_session *s, const char *path,
                   const zkrc_lock_options *opts) {
-  if (out)
-    *out = NULL;
   if (out == NULL)
     return zkrc__fail(ZKRC_EINVAL);
-  zkrc_lock *lk = g_new0(zkrc_lock, 1);
-  int err = zkrc__queue_init(&lk->q, s, path,
-                             opts ? opts->participant_id : NULL,
-                             opts ? opts->acl : NULL);
-  if (err != ZKRC_OK) {
-    g_free(lk);
-    return zkrc__fail(err);
+  int err;
+  zkrc_lock *lk = *out = zkrc__recipe_new(
+      sizeof *lk, s, path, opts ? opts->participant_id : NULL,
+      opts ? opts->acl : NULL, finalize_lock, &err);
+  if (lk && opts) {
+    lk->on_event = opts->on_event;
+    lk->event_arg = opts->event_arg;
   }
-  lk->refs = 1;
-  g_mutex_init(&lk->mu);
-  g_cond_init(&lk->cond);
-  lk->on_event = opts ? opts->on_event : NULL;
-  lk->event_arg = opts ? opts->event_arg : NULL;
-  *out = lk;
-  return ZKRC_OK;
+  return lk ? ZKRC_OK : zkrc__fail(err);
 }
 
 /* The calling thread's stake, or NULL. */
@@ -120,11 +113,11 @@ static int wait_turn_locked(zkrc_lock *lk, holder *h, int timeout_ms,
       return ZKRC_OK;
     if (h->state == H_FAILED)
       return h->end_err == ZKRC_OK ? ZKRC_ECANCELED : h->end_err;
-    if (lk->freeing)
+    if (lk->r.freeing)
       return ZKRC_ECANCELED;
     if (timeout_ms == ZKRC_NO_WAIT && h->behind)
       return ZKRC_ELOCKED;
-    if (!zkrc__cond_wait_until(&lk->cond, &lk->mu, deadline) &&
+    if (!zkrc__cond_wait_until(&lk->r.cond, &lk->r.mu, deadline) &&
         h->state != H_HELD)
       return ZKRC_ETIMEDOUT;
   }
@@ -133,20 +126,16 @@ static int wait_turn_locked(zkrc_lock *lk, holder *h, int timeout_ms,
 /* Leave the queue (give up waiting, or release): delete our node, and
  * while the connection is up wait until the servers confirm, at most
  * @p grace_ms, so that no node outlives the call and another session that
- * looks next sees the lock free.  Called and returns with lk->mu held. */
+ * looks next sees the lock free.  Called and returns with lk->r.mu held. */
 static void withdraw_locked(zkrc_lock *lk, holder *h, int grace_ms) {
   g_hash_table_remove(lk->holders, &h->thread);
   h->state = H_RELEASED;
   zkrc__contender *c = h->c;
-  g_mutex_unlock(&lk->mu);
+  g_mutex_unlock(&lk->r.mu);
   zkrc__contender_withdraw(c);
-  g_mutex_lock(&lk->mu);
-  int64_t grace = zkrc__deadline_after(grace_ms);
-  while (!h->ended && zkrc__contender_deleting(c) &&
-         zkrc__session_connected(lk->q.session, 0)) {
-    if (!zkrc__cond_wait_until(&lk->cond, &lk->mu, grace))
-      break;
-  }
+  g_mutex_lock(&lk->r.mu);
+  zkrc__recipe_wait_withdrawn_locked(&lk->r, c, &h->ended,
+                                     zkrc__deadline_after(grace_ms));
 }
 
 int zkrc_lock_acquire(zkrc_lock *lk, int timeout_ms) {
@@ -155,11 +144,11 @@ int zkrc_lock_acquire(zkrc_lock *lk, int timeout_ms) {
   /* A try does not wait for others, but its look at the queue takes a round
    * trip: allow it the session timeout (the connection may be down). */
   int64_t deadline = zkrc__deadline_after(
-      timeout_ms == ZKRC_NO_WAIT ? zkrc_session_timeout(lk->q.session) : timeout_ms);
+      timeout_ms == ZKRC_NO_WAIT ? zkrc_session_timeout(lk->r.q.session) : timeout_ms);
   uint64_t me = current_thread_number();
-  g_mutex_lock(&lk->mu);
-  if (lk->freeing) {
-    g_mutex_unlock(&lk->mu);
+  g_mutex_lock(&lk->r.mu);
+  if (lk->r.freeing) {
+    g_mutex_unlock(&lk->r.mu);
     return zkrc__fail(ZKRC_ECANCELED);
   }
   holder *h = thread_holder_locked(lk, me);
@@ -169,11 +158,11 @@ int zkrc_lock_acquire(zkrc_lock *lk, int timeout_ms) {
                                     : ZKRC_OK;
     if (err == ZKRC_OK)
       h->count++;
-    g_mutex_unlock(&lk->mu);
+    g_mutex_unlock(&lk->r.mu);
     return zkrc__fail(err);
   }
-  if (zkrc__session_closed(lk->q.session)) {
-    g_mutex_unlock(&lk->mu);
+  if (zkrc__session_closed(lk->r.q.session)) {
+    g_mutex_unlock(&lk->r.mu);
     return zkrc__fail(ZKRC_ECLOSED);
   }
   /* the table's reference */
@@ -182,11 +171,11 @@ int zkrc_lock_acquire(zkrc_lock *lk, int timeout_ms) {
     lk->holders = g_hash_table_new(g_int64_hash, g_int64_equal);
   g_hash_table_insert(lk->holders, &h->thread, h);
   lk->inside++;
-  g_mutex_unlock(&lk->mu);
+  g_mutex_unlock(&lk->r.mu);
 
   zkrc__contender_start(h->c);
 
-  g_mutex_lock(&lk->mu);
+  g_mutex_lock(&lk->r.mu);
   int err = wait_turn_locked(lk, h, timeout_ms, deadline);
   int zk_rc = h->end_zk;
   if (err == ZKRC_OK)
@@ -194,8 +183,8 @@ int zkrc_lock_acquire(zkrc_lock *lk, int timeout_ms) {
   else
     withdraw_locked(lk, h, ABANDON_GRACE_MS);
   lk->inside--;
-  g_cond_broadcast(&lk->cond);
-  g_mutex_unlock(&lk->mu);
+  g_cond_broadcast(&lk->r.cond);
+  g_mutex_unlock(&lk->r.mu);
   if (err != ZKRC_OK)
     zkrc__holder_unref(h); /* the table's reference */
   return zk_rc ? zkrc__fail_zk(err, zk_rc) : zkrc__fail(err);
@@ -207,19 +196,19 @@ int zkrc_lock_release(zkrc_lock *lk) {
   if (lk == NULL)
     return zkrc__fail(ZKRC_EINVAL);
   uint64_t me = current_thread_number();
-  g_mutex_lock(&lk->mu);
+  g_mutex_lock(&lk->r.mu);
   holder *h = thread_holder_locked(lk, me);
   if (h == NULL || (h->state != H_HELD && h->state != H_LOST)) {
-    g_mutex_unlock(&lk->mu);
+    g_mutex_unlock(&lk->r.mu);
     return zkrc__fail(ZKRC_ENOTOWNER);
   }
   int err = h->state == H_LOST ? ZKRC_ELOCKLOST : ZKRC_OK;
   if (--h->count > 0) {
-    g_mutex_unlock(&lk->mu);
+    g_mutex_unlock(&lk->r.mu);
     return zkrc__fail(err);
   }
-  withdraw_locked(lk, h, release_grace_ms(lk));
-  g_mutex_unlock(&lk->mu);
+  withdraw_locked(lk, h, zkrc__recipe_delete_grace_ms(&lk->r));
+  g_mutex_unlock(&lk->r.mu);
   zkrc__holder_unref(h);
   return zkrc__fail(err);
 }
@@ -229,11 +218,11 @@ int zkrc_lock_release(zkrc_lock *lk) {
 /* The calling thread's holder, locked; NULL (unlocked) when it has none. */
 static holder *my_holder_locked(zkrc_lock *lk) {
   uint64_t me = current_thread_number();
-  g_mutex_lock(&lk->mu);
+  g_mutex_lock(&lk->r.mu);
   holder *h = thread_holder_locked(lk, me);
   if (h && (h->state == H_HELD || h->state == H_LOST))
     return h;
-  g_mutex_unlock(&lk->mu);
+  g_mutex_unlock(&lk->r.mu);
   return NULL;
 }
 
@@ -246,7 +235,7 @@ int zkrc_lock_is_held(zkrc_lock *lk) {
   /* The lease says no the moment it runs out (also after a freeze), even
    * before the session has declared itself lost and told the holder. */
   int held = zkrc__holder_lease_left_locked(h) > 0;
-  g_mutex_unlock(&lk->mu);
+  g_mutex_unlock(&lk->r.mu);
   return held;
 }
 
@@ -257,7 +246,7 @@ int zkrc_lock_lease_remaining(zkrc_lock *lk) {
   if (h == NULL)
     return 0;
   int64_t left = zkrc__holder_lease_left_locked(h);
-  g_mutex_unlock(&lk->mu);
+  g_mutex_unlock(&lk->r.mu);
   return (int)(left / 1000);
 }
 
@@ -268,7 +257,7 @@ int zkrc_lock_hold_count(zkrc_lock *lk) {
   if (h == NULL)
     return 0;
   int count = h->count;
-  g_mutex_unlock(&lk->mu);
+  g_mutex_unlock(&lk->r.mu);
   return count;
 }
 
@@ -281,7 +270,7 @@ int zkrc_lock_token(zkrc_lock *lk, int64_t *token) {
   int err = h->state == H_HELD ? ZKRC_OK : ZKRC_ELOCKLOST;
   if (err == ZKRC_OK)
     *token = h->token;
-  g_mutex_unlock(&lk->mu);
+  g_mutex_unlock(&lk->r.mu);
   return zkrc__fail(err);
 }
 
@@ -295,30 +284,18 @@ int zkrc_lock_node(zkrc_lock *lk, char **path) {
   int err = h->state == H_HELD ? ZKRC_OK : ZKRC_ELOCKLOST;
   if (err == ZKRC_OK)
     *path = strdup(h->node);
-  g_mutex_unlock(&lk->mu);
+  g_mutex_unlock(&lk->r.mu);
   if (err == ZKRC_OK && *path == NULL)
     err = ZKRC_ENOMEM;
   return zkrc__fail(err);
 }
 
-const char *zkrc_lock_path(zkrc_lock *lk) { return lk ? lk->q.dir : NULL; }
+const char *zkrc_lock_path(zkrc_lock *lk) { return lk ? lk->r.q.dir : NULL; }
 
 int zkrc_lock_participants(zkrc_lock *lk, char ***ids, size_t *count,
                            int timeout_ms) {
-  if (ids)
-    *ids = NULL;
-  if (count)
-    *count = 0;
-  if (lk == NULL || ids == NULL || !zkrc__timeout_valid(timeout_ms))
-    return zkrc__fail(ZKRC_EINVAL);
-  char **gv = NULL;
-  int err = zkrc__queue_participants(lk->q.session, lk->q.dir, zkrc__lock_markers,
-                                     zkrc__deadline_after(timeout_ms), &gv);
-  if (err != ZKRC_OK)
-    return err;
-  *ids = zkrc__strv_to_malloc(gv, count);
-  g_strfreev(gv);
-  return *ids ? ZKRC_OK : zkrc__fail(ZKRC_ENOMEM);
+  return zkrc__recipe_participants(lk ? &lk->r : NULL, zkrc__lock_markers, ids,
+                                   count, timeout_ms);
 }
 
 /* --------------------------------------------------------- fenced write */
@@ -341,12 +318,12 @@ int zkrc_lock_fenced_multi(zkrc_lock *lk, int count, const zoo_op_t *ops,
   if (h == NULL)
     return zkrc__fail(ZKRC_ENOTOWNER);
   if (h->state != H_HELD) {
-    g_mutex_unlock(&lk->mu);
+    g_mutex_unlock(&lk->r.mu);
     return zkrc__fail(ZKRC_ELOCKLOST);
   }
   char *node = g_strdup(h->node);
   uint64_t generation = zkrc__contender_generation(h->c);
-  g_mutex_unlock(&lk->mu);
+  g_mutex_unlock(&lk->r.mu);
 
   zkrc__call *call = zkrc__call_new();
   int err = ZKRC_OK;
@@ -355,7 +332,7 @@ int zkrc_lock_fenced_multi(zkrc_lock *lk, int count, const zoo_op_t *ops,
     err = ZKRC_EINVAL;
   } else {
     zoo_check_op_init(&call->ops[0], node, -1);
-    zkrc_conn *conn = zkrc__conn_use(lk->q.session);
+    zkrc_conn *conn = zkrc__conn_use(lk->r.q.session);
     int rc;
     if (conn == NULL || conn->generation != generation) {
       rc = ZSESSIONEXPIRED; /* our node belonged to an earlier session */
@@ -396,19 +373,19 @@ int zkrc_lock_fenced_multi(zkrc_lock *lk, int count, const zoo_op_t *ops,
 void zkrc_lock_free(zkrc_lock *lk) {
   if (lk == NULL)
     return;
-  g_mutex_lock(&lk->mu);
-  lk->freeing = TRUE;
-  g_cond_broadcast(&lk->cond);
+  g_mutex_lock(&lk->r.mu);
+  lk->r.freeing = TRUE;
+  g_cond_broadcast(&lk->r.cond);
   while (lk->inside > 0) /* waiting threads return ZKRC_ECANCELED */
-    g_cond_wait(&lk->cond, &lk->mu);
+    g_cond_wait(&lk->r.cond, &lk->r.mu);
   /* Release what is still held, by any thread, as zkrc_lock_release()
    * would: the nodes are gone when this returns (if connected). */
   if (lk->drop_async)
     lk->drop_async(lk);
   GList *left = lk->holders ? g_hash_table_get_values(lk->holders) : NULL;
   for (GList *l = left; l; l = l->next)
-    withdraw_locked(lk, l->data, release_grace_ms(lk));
-  g_mutex_unlock(&lk->mu);
+    withdraw_locked(lk, l->data, zkrc__recipe_delete_grace_ms(&lk->r));
+  g_mutex_unlock(&lk->r.mu);
   g_list_free_full(left, (GDestroyNotify)zkrc__holder_unref);
   zkrc__lock_unref(lk);
 }

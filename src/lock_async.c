@@ -38,7 +38,7 @@ static void completion_run(void *data) {
      * grant only if it still stands: zkrc_lock_free() may have released
      * the hold meanwhile, or the hold may have been lost. */
     zkrc_lock *lk = h->lk;
-    g_mutex_lock(&lk->mu);
+    g_mutex_lock(&lk->r.mu);
     if (h->state == H_RELEASED)
       done->status = ZKRC_ECANCELED;
     else if (h->state == H_LOST)
@@ -49,15 +49,15 @@ static void completion_run(void *data) {
       done->token = 0;
     else
       h->told = TRUE;
-    g_mutex_unlock(&lk->mu);
+    g_mutex_unlock(&lk->r.mu);
   }
   h->done(h->lk, h, done->status, done->token, h->done_arg);
   if (done->status != ZKRC_OK) {
     /* A failed hold ends with its completion: drop the set's reference. */
     zkrc_lock *lk = h->lk;
-    g_mutex_lock(&lk->mu);
+    g_mutex_lock(&lk->r.mu);
     gboolean ours = lk->holds && g_hash_table_remove(lk->holds, h);
-    g_mutex_unlock(&lk->mu);
+    g_mutex_unlock(&lk->r.mu);
     if (ours)
       zkrc__holder_unref(h);
   }
@@ -75,7 +75,7 @@ static void complete_locked(holder *h, int status) {
   done->h = zkrc__holder_ref(h);
   done->status = status;
   done->token = status == ZKRC_OK ? h->token : 0;
-  zkrc__session_post(h->lk->q.session, completion_run, done);
+  zkrc__session_post(h->lk->r.q.session, completion_run, done);
 }
 
 /* Give up before the front: the completion follows once the node is gone
@@ -87,9 +87,9 @@ static void cancel_locked(holder *h, int reason) {
   zkrc_lock *lk = h->lk;
   /* The withdrawal calls nothing back from inside it, but it takes the
    * contender's mutex: never hold ours across it. */
-  g_mutex_unlock(&lk->mu);
+  g_mutex_unlock(&lk->r.mu);
   zkrc__contender_withdraw(c);
-  g_mutex_lock(&lk->mu);
+  g_mutex_lock(&lk->r.mu);
 }
 
 /* ---------------------------------------------- the contender's news */
@@ -131,14 +131,14 @@ static gboolean is_async(const holder *h) {
 static gboolean deadline_passed(gpointer data) {
   holder *h = data;
   zkrc_lock *lk = h->lk;
-  g_mutex_lock(&lk->mu);
+  g_mutex_lock(&lk->r.mu);
   if (h->timer) {
     g_source_unref(h->timer);
     h->timer = NULL;
   }
   if (h->state == H_WAITING)
     cancel_locked(h, ZKRC_ETIMEDOUT);
-  g_mutex_unlock(&lk->mu);
+  g_mutex_unlock(&lk->r.mu);
   return G_SOURCE_REMOVE;
 }
 
@@ -153,12 +153,12 @@ int zkrc_lock_acquire_async(zkrc_lock *lk, int timeout_ms,
     *hold = NULL;
   if (lk == NULL || done == NULL || !zkrc__timeout_valid(timeout_ms))
     return zkrc__fail(ZKRC_EINVAL);
-  g_mutex_lock(&lk->mu);
-  int err = lk->freeing                  ? ZKRC_ECANCELED
-            : zkrc__session_closed(lk->q.session) ? ZKRC_ECLOSED
+  g_mutex_lock(&lk->r.mu);
+  int err = lk->r.freeing                  ? ZKRC_ECANCELED
+            : zkrc__session_closed(lk->r.q.session) ? ZKRC_ECLOSED
                                           : ZKRC_OK;
   if (err != ZKRC_OK) {
-    g_mutex_unlock(&lk->mu);
+    g_mutex_unlock(&lk->r.mu);
     return zkrc__fail(err);
   }
   holder *h = zkrc__lock_new_participant_locked(lk, 0, &async_client);
@@ -172,15 +172,15 @@ int zkrc_lock_acquire_async(zkrc_lock *lk, int timeout_ms,
   g_hash_table_add(lk->holds, h); /* the set's reference */
   /* A try waits for its first look at the queue, at most a session
    * timeout, like zkrc_lock_acquire(). */
-  int ms = h->no_wait ? zkrc_session_timeout(lk->q.session) : timeout_ms;
+  int ms = h->no_wait ? zkrc_session_timeout(lk->r.q.session) : timeout_ms;
   if (ms != ZKRC_WAIT_FOREVER)
-    h->timer = zkrc__session_timer(lk->q.session, ms, deadline_passed,
+    h->timer = zkrc__session_timer(lk->r.q.session, ms, deadline_passed,
                                    zkrc__holder_ref(h),
                                    (GDestroyNotify)zkrc__holder_unref);
   if (hold)
     *hold = h;
   zkrc__contender *c = h->c;
-  g_mutex_unlock(&lk->mu);
+  g_mutex_unlock(&lk->r.mu);
   zkrc__contender_start(c);
   return ZKRC_OK;
 }
@@ -189,11 +189,11 @@ int zkrc_lock_hold_cancel(zkrc_lock_hold *h) {
   if (!is_async(h))
     return zkrc__fail(ZKRC_EINVAL);
   zkrc_lock *lk = h->lk;
-  g_mutex_lock(&lk->mu);
+  g_mutex_lock(&lk->r.mu);
   int err = h->state == H_WAITING ? ZKRC_OK : ZKRC_ESTATE;
   if (err == ZKRC_OK)
     cancel_locked(h, ZKRC_ECANCELED);
-  g_mutex_unlock(&lk->mu);
+  g_mutex_unlock(&lk->r.mu);
   return zkrc__fail(err);
 }
 
@@ -201,16 +201,16 @@ int zkrc_lock_hold_release(zkrc_lock_hold *h) {
   if (!is_async(h))
     return zkrc__fail(ZKRC_EINVAL);
   zkrc_lock *lk = h->lk;
-  g_mutex_lock(&lk->mu);
+  g_mutex_lock(&lk->r.mu);
   if (h->state != H_HELD && h->state != H_LOST) {
-    g_mutex_unlock(&lk->mu);
+    g_mutex_unlock(&lk->r.mu);
     return zkrc__fail(ZKRC_ESTATE);
   }
   int err = h->state == H_LOST ? ZKRC_ELOCKLOST : ZKRC_OK;
   h->state = H_RELEASED;
   gboolean ours = lk->holds && g_hash_table_remove(lk->holds, h);
   zkrc__contender *c = h->c;
-  g_mutex_unlock(&lk->mu);
+  g_mutex_unlock(&lk->r.mu);
   zkrc__contender_withdraw(c); /* in the background: an event loop must not
                                 * wait for the servers */
   if (ours)
@@ -221,27 +221,27 @@ int zkrc_lock_hold_release(zkrc_lock_hold *h) {
 int zkrc_lock_hold_is_held(zkrc_lock_hold *h) {
   if (h == NULL)
     return 0;
-  g_mutex_lock(&h->lk->mu);
+  g_mutex_lock(&h->lk->r.mu);
   int held = zkrc__holder_lease_left_locked(h) > 0;
-  g_mutex_unlock(&h->lk->mu);
+  g_mutex_unlock(&h->lk->r.mu);
   return held;
 }
 
 int zkrc_lock_hold_lease_remaining(zkrc_lock_hold *h) {
   if (h == NULL)
     return 0;
-  g_mutex_lock(&h->lk->mu);
+  g_mutex_lock(&h->lk->r.mu);
   int64_t left = zkrc__holder_lease_left_locked(h);
-  g_mutex_unlock(&h->lk->mu);
+  g_mutex_unlock(&h->lk->r.mu);
   return (int)(left / 1000);
 }
 
 int64_t zkrc_lock_hold_token(zkrc_lock_hold *h) {
   if (h == NULL)
     return 0;
-  g_mutex_lock(&h->lk->mu);
+  g_mutex_lock(&h->lk->r.mu);
   int64_t token = h->state == H_HELD ? h->token : 0;
-  g_mutex_unlock(&h->lk->mu);
+  g_mutex_unlock(&h->lk->r.mu);
   return token;
 }
 
@@ -260,15 +260,15 @@ static void drop_holds_locked(zkrc_lock *lk) {
                g_hash_table_remove(lk->holds, h)) {
       h->state = H_RELEASED;
       zkrc__contender *c = h->c;
-      g_mutex_unlock(&lk->mu);
+      g_mutex_unlock(&lk->r.mu);
       zkrc__contender_withdraw(c);
       zkrc__holder_unref(h); /* the set's reference */
-      g_mutex_lock(&lk->mu);
+      g_mutex_lock(&lk->r.mu);
     }
   }
-  g_mutex_unlock(&lk->mu);
+  g_mutex_unlock(&lk->r.mu);
   g_list_free_full(holds, (GDestroyNotify)zkrc__holder_unref);
-  g_mutex_lock(&lk->mu);
+  g_mutex_lock(&lk->r.mu);
 }
 
 void *zkrc_lock_hold_arg(zkrc_lock_hold *h) { return h ? h->done_arg : NULL; }
@@ -276,8 +276,8 @@ void *zkrc_lock_hold_arg(zkrc_lock_hold *h) { return h ? h->done_arg : NULL; }
 char *zkrc_lock_hold_node(zkrc_lock_hold *h) {
   if (h == NULL)
     return NULL;
-  g_mutex_lock(&h->lk->mu);
+  g_mutex_lock(&h->lk->r.mu);
   char *node = h->state == H_HELD && h->node ? strdup(h->node) : NULL;
-  g_mutex_unlock(&h->lk->mu);
+  g_mutex_unlock(&h->lk->r.mu);
   return node;
 }

@@ -16,6 +16,7 @@
 #include <glib.h>
 
 #include "queue.h"
+#include "recipe.h"
 #include "zkrecipes.h"
 
 typedef enum hstate {
@@ -73,10 +74,7 @@ struct zkrc_lock_hold {
 };
 
 struct zkrc_lock {
-  gint refs;
-  GMutex mu;
-  GCond cond;
-  zkrc__queue q; /* session, path, participant id, ACL */
+  zkrc__recipe r; /* references, mutex, condition, queue; first */
   zkrc_lock_event_fn on_event;
   void *event_arg;
   /* Created on first use: most lock objects serve one thread and no
@@ -87,7 +85,6 @@ struct zkrc_lock {
    * ones and releases acquired ones, for zkrc_lock_free() (lk->mu held). */
   void (*drop_async)(zkrc_lock *lk);
   int inside;          /* threads inside zkrc_lock_acquire() */
-  gboolean freeing;
 };
 
 zkrc_lock *zkrc__lock_ref(zkrc_lock *lk);
