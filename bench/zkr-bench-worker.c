@@ -747,8 +747,10 @@ typedef struct waiter_ctx {
   long index;
 } waiter_ctx;
 
-static void waiter_acquired(zkrc_lock *lk, zkrc_lock_hold *hold, int status,
-                            int64_t token, void *arg) {
+static void waiter_acquired(zkrc_lock *lk, zkrc_lock_hold *hold,
+                            const zkrc_lock_acquired_info *info, void *arg) {
+  int status = info->status;
+  int64_t token = info->token;
   waiter_ctx *ctx = arg;
   waiters_state *ws = ctx->ws;
   hold_record *rec = &ws->records[ctx->index];
@@ -842,8 +844,9 @@ typedef struct locks_state {
   GHashTable *failed; /* holds that failed: freed once their callback ran */
 } locks_state;
 
-static void lock_acquired(zkrc_lock *lk, zkrc_lock_hold *hold, int status,
-                          int64_t token, void *arg) {
+static void lock_acquired(zkrc_lock *lk, zkrc_lock_hold *hold,
+                          const zkrc_lock_acquired_info *info, void *arg) {
+  int status = info->status;
   locks_state *ls = arg;
   if (status != ZKRC_OK)
     fprintf(stderr, "zkr-bench-worker: acquisition failed: %s\n",

@@ -208,8 +208,9 @@ static void on_lock_event(zkrc_lock *lk, const zkrc_lock_event_info *info,
   g_mutex_unlock(&t->mu);
 }
 
-static void on_acquired(zkrc_lock *lk, zkrc_lock_hold *hold, int status,
-                        int64_t token, void *arg) {
+static void on_acquired(zkrc_lock *lk, zkrc_lock_hold *hold,
+                        const zkrc_lock_acquired_info *info, void *arg) {
+  int status = info->status;
   told *t = arg;
   g_mutex_lock(&t->mu);
   t->acquired_at = status == ZKRC_OK ? now_us() : -1;

@@ -5,7 +5,9 @@
  *   zkrecipes/error.h     error codes and messages
  *   zkrecipes/path.h      path validation
  *   zkrecipes/log.h       the ZooKeeper client's log hook
- *   zkrecipes/session.h   sessions that survive expiry, listeners, executors
+ *   zkrecipes/executor.h  where callbacks run (and the fd executor)
+ *   zkrecipes/session.h   sessions that survive expiry, the lease, listeners
+ *   zkrecipes/participants.h  the contenders of a lock or an election, listed
  *   zkrecipes/lock.h      the fair, fenced, per-thread reentrant lock
  *   zkrecipes/election.h  leader election on the same contender queue
  *
@@ -18,6 +20,7 @@
 #ifndef ZKRECIPES_H
 #define ZKRECIPES_H
 
+/* The one place the version is written: configure reads it from here. */
 #define ZKRECIPES_VERSION_MAJOR 0
 #define ZKRECIPES_VERSION_MINOR 1
 #define ZKRECIPES_VERSION_PATCH 0
@@ -26,7 +29,9 @@
 #include <zkrecipes/error.h>
 #include <zkrecipes/path.h>
 #include <zkrecipes/log.h>
+#include <zkrecipes/executor.h>
 #include <zkrecipes/session.h>
+#include <zkrecipes/participants.h>
 #include <zkrecipes/lock.h>
 #include <zkrecipes/election.h>
 

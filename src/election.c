@@ -54,8 +54,10 @@ const char *zkrc_election_event_name(zkrc_election_event ev) {
 }
 
 void zkrc_election_options_init(zkrc_election_options *opts) {
-  if (opts)
+  if (opts) {
     memset(opts, 0, sizeof *opts);
+    opts->size = sizeof *opts;
+  }
 }
 
 /* ------------------------------------------------------------ lifetime */
@@ -122,13 +124,14 @@ static void election_event_run(zkrc__recipe_event *ev) {
 }
 
 static void post_event_locked(zkrc_election *e, zkrc_election_event ev,
-                              int reason) {
+                              int reason, int zk_error) {
   if (e->on_event == NULL)
     return;
   election_event_call *call = g_new0(election_event_call, 1);
   call->ev.run = election_event_run;
   call->info.event = ev;
   call->info.reason = reason;
+  call->info.zk_error = zk_error;
   /* FAILED is about no term: the token of an earlier one would mislead. */
   call->info.token = ev == ZKRC_ELECTION_FAILED ? 0 : e->token;
   zkrc__recipe_post(&e->r, &call->ev, e->node);
@@ -143,9 +146,9 @@ static int64_t leader_lease_left_locked(zkrc_election *e) {
 }
 
 /* Stop leading (if we do), telling the application why. */
-static void revoke_locked(zkrc_election *e, int reason) {
+static void revoke_locked(zkrc_election *e, int reason, int zk_error) {
   if (e->leader)
-    post_event_locked(e, ZKRC_ELECTION_REVOKED, reason);
+    post_event_locked(e, ZKRC_ELECTION_REVOKED, reason, zk_error);
   e->leader = FALSE;
   e->suspended = FALSE;
   g_cond_broadcast(&e->r.cond);
@@ -164,7 +167,7 @@ static void on_front(zkrc__contender *c, void *arg) {
     e->token = zkrc__contender_czxid(c);
     g_free(e->node);
     e->node = zkrc__contender_path(c);
-    post_event_locked(e, ZKRC_ELECTION_ELECTED, ZKRC_OK);
+    post_event_locked(e, ZKRC_ELECTION_ELECTED, ZKRC_OK, ZOK);
     g_cond_broadcast(&e->r.cond);
   }
   g_mutex_unlock(&e->r.mu);
@@ -177,13 +180,13 @@ static void on_connection(zkrc__contender *c, zkrc_session_event ev,
   g_mutex_lock(&e->r.mu);
   if (e->current == r && e->revoke_on_suspend) {
     if (ev == ZKRC_SESSION_EVENT_SUSPENDED && e->leader) {
-      revoke_locked(e, ZKRC_ECONNLOSS);
+      revoke_locked(e, ZKRC_ECONNLOSS, ZCONNECTIONLOSS);
       e->suspended = TRUE;
     } else if (ev == ZKRC_SESSION_EVENT_RECONNECTED && e->suspended) {
       /* Same session, our node still first: we lead again. */
       e->suspended = FALSE;
       e->leader = TRUE;
-      post_event_locked(e, ZKRC_ELECTION_ELECTED, ZKRC_OK);
+      post_event_locked(e, ZKRC_ELECTION_ELECTED, ZKRC_OK, ZOK);
       g_cond_broadcast(&e->r.cond);
     }
   }
@@ -201,14 +204,14 @@ static void on_ended(zkrc__contender *c, int err, int zk_rc, void *arg) {
   g_mutex_lock(&e->r.mu);
   r->ended = TRUE;
   if (e->current == r) {
-    revoke_locked(e, err == ZKRC_OK ? ZKRC_ELOCKLOST : err);
+    revoke_locked(e, err == ZKRC_OK ? ZKRC_ELOCKLOST : err, zk_rc);
     e->current = NULL;
     round_unref(r); /* the election's reference to its current round */
     if (e->joined && !e->no_rejoin && worth_rejoining(err)) {
       start_round_locked(e);
     } else if (e->joined) {
       e->joined = FALSE;
-      post_event_locked(e, ZKRC_ELECTION_FAILED, err);
+      post_event_locked(e, ZKRC_ELECTION_FAILED, err, zk_rc);
     }
   }
   g_cond_broadcast(&e->r.cond);
@@ -256,7 +259,7 @@ static round *end_round_locked(zkrc_election *e, int reason) {
   round *r = e->current;
   if (r == NULL)
     return NULL;
-  revoke_locked(e, reason);
+  revoke_locked(e, reason, ZOK);
   e->current = NULL;
   return r; /* the election's reference passes to the caller */
 }
@@ -272,17 +275,21 @@ static void withdraw_round(round *r) {
 
 int zkrc_election_new(zkrc_election **out, zkrc_session *s, const char *path,
                       const zkrc_election_options *opts) {
-  if (out == NULL)
+  zkrc_election_options o;
+  zkrc_election_options_init(&o);
+  if (out)
+    *out = NULL;
+  if (out == NULL || !zkrc__options_take(&o, sizeof o, opts))
     return zkrc__fail(ZKRC_EINVAL);
   int err;
-  zkrc_election *e = *out = zkrc__recipe_new(
-      sizeof *e, s, path, opts ? opts->participant_id : NULL,
-      opts ? opts->acl : NULL, finalize_election, &err);
-  if (e && opts) {
-    e->on_event = opts->on_event;
-    e->event_arg = opts->event_arg;
-    e->revoke_on_suspend = opts->revoke_on_suspend != 0;
-    e->no_rejoin = opts->no_rejoin != 0;
+  zkrc_election *e = *out = zkrc__recipe_new(sizeof *e, s, path,
+                                             o.participant_id, o.acl,
+                                             finalize_election, &err);
+  if (e) {
+    e->on_event = o.on_event;
+    e->event_arg = o.event_arg;
+    e->revoke_on_suspend = o.revoke_on_suspend != 0;
+    e->no_rejoin = o.no_rejoin != 0;
   }
   return e ? ZKRC_OK : zkrc__fail(err);
 }

@@ -69,6 +69,7 @@ void zkrc__lock_post_event_locked(holder *h, zkrc_lock_event ev, int reason) {
   call->ev.release = lock_event_release;
   call->info.event = ev;
   call->info.reason = reason;
+  call->info.zk_error = ev == ZKRC_LOCK_LOST ? h->end_zk : ZOK;
   call->info.token = h->token;
   if (h->client->public_hold)
     call->info.hold = zkrc__holder_ref(h);

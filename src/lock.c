@@ -51,8 +51,10 @@ const char *zkrc_lock_event_name(zkrc_lock_event ev) {
 }
 
 void zkrc_lock_options_init(zkrc_lock_options *opts) {
-  if (opts)
+  if (opts) {
     memset(opts, 0, sizeof *opts);
+    opts->size = sizeof *opts;
+  }
 }
 
 /* ------------------------------------------------------- thread holds */
@@ -84,15 +86,19 @@ static void finalize_lock(zkrc__recipe *r) {
 
 int zkrc_lock_new(zkrc_lock **out, zkrc_session *s, const char *path,
                   const zkrc_lock_options *opts) {
-  if (out == NULL)
+  zkrc_lock_options o;
+  zkrc_lock_options_init(&o);
+  if (out)
+    *out = NULL;
+  if (out == NULL || !zkrc__options_take(&o, sizeof o, opts))
     return zkrc__fail(ZKRC_EINVAL);
   int err;
-  zkrc_lock *lk = *out = zkrc__recipe_new(
-      sizeof *lk, s, path, opts ? opts->participant_id : NULL,
-      opts ? opts->acl : NULL, finalize_lock, &err);
-  if (lk && opts) {
-    lk->on_event = opts->on_event;
-    lk->event_arg = opts->event_arg;
+  zkrc_lock *lk = *out = zkrc__recipe_new(sizeof *lk, s, path,
+                                          o.participant_id, o.acl,
+                                          finalize_lock, &err);
+  if (lk) {
+    lk->on_event = o.on_event;
+    lk->event_arg = o.event_arg;
   }
   return lk ? ZKRC_OK : zkrc__fail(err);
 }
@@ -250,7 +256,7 @@ int zkrc_lock_lease_remaining(zkrc_lock *lk) {
   return (int)(left / 1000);
 }
 
-int zkrc_lock_hold_count(zkrc_lock *lk) {
+int zkrc_lock_depth(zkrc_lock *lk) {
   if (lk == NULL)
     return 0;
   holder *h = my_holder_locked(lk);

@@ -26,33 +26,35 @@
 
 typedef struct completion {
   holder *h;
-  int status;
-  int64_t token;
+  zkrc_lock_acquired_info info;
 } completion;
 
 static void completion_run(void *data) {
   completion *done = data;
   holder *h = done->h;
-  if (done->status == ZKRC_OK) {
+  zkrc_lock_acquired_info *info = &done->info;
+  if (info->status == ZKRC_OK) {
     /* Granted when posted; the owner hears of it only now.  Deliver the
      * grant only if it still stands: zkrc_lock_free() may have released
      * the hold meanwhile, or the hold may have been lost. */
     zkrc_lock *lk = h->lk;
     g_mutex_lock(&lk->r.mu);
-    if (h->state == H_RELEASED)
-      done->status = ZKRC_ECANCELED;
-    else if (h->state == H_LOST)
-      done->status = h->end_err == ZKRC_OK ? ZKRC_ELOCKLOST : h->end_err;
-    else if (zkrc__holder_lease_left_locked(h) <= 0)
-      done->status = ZKRC_ESESSIONLOST; /* its loss is on its way */
-    if (done->status != ZKRC_OK)
-      done->token = 0;
+    if (h->state == H_RELEASED) {
+      info->status = ZKRC_ECANCELED;
+    } else if (h->state == H_LOST) {
+      info->status = h->end_err == ZKRC_OK ? ZKRC_ELOCKLOST : h->end_err;
+      info->zk_error = h->end_zk;
+    } else if (zkrc__holder_lease_left_locked(h) <= 0) {
+      info->status = ZKRC_ESESSIONLOST; /* its loss is on its way */
+    }
+    if (info->status != ZKRC_OK)
+      info->token = 0;
     else
       h->told = TRUE;
     g_mutex_unlock(&lk->r.mu);
   }
-  h->done(h->lk, h, done->status, done->token, h->done_arg);
-  if (done->status != ZKRC_OK) {
+  h->done(h->lk, h, info, h->done_arg);
+  if (info->status != ZKRC_OK) {
     /* A failed hold ends with its completion: drop the set's reference. */
     zkrc_lock *lk = h->lk;
     g_mutex_lock(&lk->r.mu);
@@ -65,21 +67,22 @@ static void completion_run(void *data) {
   g_free(done);
 }
 
-static void complete_locked(holder *h, int status) {
+static void complete_locked(holder *h, int status, int zk_error) {
   if (h->timer) {
     g_source_destroy(h->timer);
     g_source_unref(h->timer);
     h->timer = NULL;
   }
-  completion *done = g_new(completion, 1);
+  completion *done = g_new0(completion, 1);
   done->h = zkrc__holder_ref(h);
-  done->status = status;
-  done->token = status == ZKRC_OK ? h->token : 0;
+  done->info.status = status;
+  done->info.zk_error = zk_error;
+  done->info.token = status == ZKRC_OK ? h->token : 0;
   zkrc__session_post(h->lk->r.q.session, completion_run, done);
 }
 
 /* Give up before the front: the completion follows once the node is gone
- * (see zkrc__hold_ended_locked). */
+ * (see async_hold_ended). */
 static void cancel_locked(holder *h, int reason) {
   h->state = H_CANCELLING;
   h->outcome = reason;
@@ -94,7 +97,7 @@ static void cancel_locked(holder *h, int reason) {
 
 /* ---------------------------------------------- the contender's news */
 
-static void async_hold_front(holder *h) { complete_locked(h, ZKRC_OK); }
+static void async_hold_front(holder *h) { complete_locked(h, ZKRC_OK, ZOK); }
 
 static void async_hold_behind(holder *h) {
   if (h->no_wait && h->state == H_WAITING)
@@ -103,10 +106,10 @@ static void async_hold_behind(holder *h) {
 
 static void async_hold_ended(holder *h, int err) {
   if (h->state == H_CANCELLING) {
-    complete_locked(h, h->outcome);
+    complete_locked(h, h->outcome, ZOK);
   } else if (h->state == H_WAITING) {
     h->state = H_FAILED;
-    complete_locked(h, err == ZKRC_OK ? ZKRC_ECANCELED : err);
+    complete_locked(h, err == ZKRC_OK ? ZKRC_ECANCELED : err, h->end_zk);
   }
   /* H_RELEASED: the owner let it go; nothing to tell. */
 }

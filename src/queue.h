@@ -36,6 +36,7 @@
 #include <stdint.h>
 
 #include <zookeeper/zookeeper.h>
+#include <zkrecipes/participants.h>
 
 #include "admission.h"
 #include "session_internal.h"

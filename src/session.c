@@ -141,15 +141,14 @@ void zkrc_session_options_init(zkrc_session_options *opts) {
   if (opts == NULL)
     return;
   memset(opts, 0, sizeof *opts);
+  opts->size = sizeof *opts;
   opts->session_timeout_ms = DEFAULT_SESSION_TIMEOUT_MS;
 }
 
 static int normalize_options(zkrc_session_options *out,
                              const zkrc_session_options *in) {
   zkrc_session_options_init(out);
-  if (in)
-    *out = *in;
-  if (out->session_timeout_ms < 0 || out->server_tick_ms < 0 ||
+  if (!zkrc__options_take(out, sizeof *out, in) || out->session_timeout_ms < 0 || out->server_tick_ms < 0 ||
       !zkrc__timeout_valid(out->connect_timeout_ms))
     return ZKRC_EINVAL;
   if (out->session_timeout_ms == 0)

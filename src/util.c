@@ -37,6 +37,17 @@ gboolean zkrc__cond_wait_until(GCond *cond, GMutex *mutex, int64_t deadline) {
   return g_cond_wait_until(cond, mutex, deadline);
 }
 
+gboolean zkrc__options_take(void *defaults, size_t full, const void *opts) {
+  if (opts == NULL)
+    return TRUE;
+  size_t size = *(const size_t *)opts;
+  if (size < sizeof(size_t) * 2)
+    return FALSE; /* 0: never initialized */
+  memcpy(defaults, opts, MIN(size, full));
+  *(size_t *)defaults = full;
+  return TRUE;
+}
+
 char *zkrc__default_participant_id(void) {
   char host[256];
   if (gethostname(host, sizeof host) != 0)

@@ -36,6 +36,12 @@ int zkrc__ms_left(int64_t deadline);
  * Returns FALSE when the deadline passed. */
 gboolean zkrc__cond_wait_until(GCond *cond, GMutex *mutex, int64_t deadline);
 
+/* Options as the caller knows them: @p defaults (initialized, @p full
+ * bytes, a size_t size first) overwritten by the first opts->size bytes of
+ * @p opts (NULL: the defaults).  FALSE for options whose size says they
+ * were not initialized. */
+gboolean zkrc__options_take(void *defaults, size_t full, const void *opts);
+
 /* "hostname:pid", malloc'ed with g_malloc; the default participant id. */
 char *zkrc__default_participant_id(void);
 

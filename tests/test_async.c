@@ -147,8 +147,10 @@ typedef struct slot {
 static int completions; /* of the current test, on the loop thread */
 static int lock_events;
 
-static void on_done(zkrc_lock *lk, zkrc_lock_hold *hold, int status,
-                    int64_t token, void *arg) {
+static void on_done(zkrc_lock *lk, zkrc_lock_hold *hold,
+                    const zkrc_lock_acquired_info *info, void *arg) {
+  int status = info->status;
+  int64_t token = info->token;
   check_thread();
   slot *sl = arg;
   sl->calls++;
@@ -405,9 +407,10 @@ typedef struct queue_run {
 
 static queue_run *qr; /* the current run, for its callbacks */
 
-static void on_queue_turn(zkrc_lock *lk, zkrc_lock_hold *hold, int status,
-                          int64_t token, void *arg) {
-  on_done(lk, hold, status, token, arg);
+static void on_queue_turn(zkrc_lock *lk, zkrc_lock_hold *hold,
+                          const zkrc_lock_acquired_info *info, void *arg) {
+  int status = info->status;
+  on_done(lk, hold, info, arg);
   slot *sl = arg;
   if (status != ZKRC_OK)
     return;
@@ -415,7 +418,7 @@ static void on_queue_turn(zkrc_lock *lk, zkrc_lock_hold *hold, int status,
     qr->overlaps++;
   /* The k-th to get the lock sees the k-1 before it gone and the rest
    * still queued, and its own node first. */
-  qr->not_front += front_czxid(qr->zh, qr->path) != token;
+  qr->not_front += front_czxid(qr->zh, qr->path) != info->token;
   qr->wrong_count += zkt_child_count(qr->zh, qr->path) != QUEUED - qr->n;
   qr->order[qr->n++] = sl->index;
   qr->holding--;
@@ -506,8 +509,9 @@ static const char *check_path;
 static int children_at_completion;
 
 static void on_done_count_children(zkrc_lock *lk, zkrc_lock_hold *hold,
-                                   int status, int64_t token, void *arg) {
-  on_done(lk, hold, status, token, arg);
+                                   const zkrc_lock_acquired_info *info,
+                                   void *arg) {
+  on_done(lk, hold, info, arg);
   children_at_completion = children_now(check_zh, check_path);
 }
 
@@ -1069,8 +1073,10 @@ static void fd_on_session(zkrc_session *s, zkrc_session_event ev, void *arg) {
   fd_record(arg, SEEN_SESSION, ev);
 }
 
-static void fd_on_done(zkrc_lock *lk, zkrc_lock_hold *hold, int status,
-                       int64_t token, void *arg) {
+static void fd_on_done(zkrc_lock *lk, zkrc_lock_hold *hold,
+                       const zkrc_lock_acquired_info *info, void *arg) {
+  int status = info->status;
+  int64_t token = info->token;
   slot *sl = arg;
   g_mutex_lock(&fdr->mu);
   sl->calls++;

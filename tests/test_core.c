@@ -4,6 +4,8 @@
  */
 #include "config.h"
 
+#include <stddef.h>
+
 #include <limits.h>
 #include <string.h>
 
@@ -17,10 +19,15 @@ static void test_every_error_has_name_and_message(void) {
 #define CHECK_ERR(name, value, msg)                                          \
   CU_ASSERT_STRING_EQUAL(zkrc_err_name(ZKRC_##name), "ZKRC_" #name);         \
   CU_ASSERT_STRING_EQUAL(zkrc_strerror(ZKRC_##name), msg);                   \
-  CU_ASSERT(ZKRC_##name < 0);
+  /* never one of ZooKeeper's own codes (ZOO_ERRORS: -1..-15, -100..-199) */ \
+  CU_ASSERT(ZKRC_##name <= -1000);                                            \
+  CU_ASSERT_STRING_EQUAL(zerror(ZKRC_##name), "unknown error");
   ZKRC_ERRNO_MAP(CHECK_ERR)
 #undef CHECK_ERR
   CU_ASSERT_STRING_EQUAL(zkrc_err_name(ZKRC_OK), "ZKRC_OK");
+  /* One version: the header's, which configure reads. */
+  CU_ASSERT_STRING_EQUAL(zkrc_version(), ZKRECIPES_VERSION_STRING);
+  CU_ASSERT_STRING_EQUAL(zkrc_version(), PACKAGE_VERSION);
   CU_ASSERT_STRING_EQUAL(zkrc_err_name(-9999), "ZKRC_UNKNOWN");
   CU_ASSERT_STRING_EQUAL(zkrc_strerror(12345), "unknown zkrecipes error");
 }
@@ -163,6 +170,15 @@ static void test_session_refuses_bad_arguments(void) {
   CU_ASSERT_EQUAL(zkrc_session_connect(&s, "127.0.0.1:1", &o), ZKRC_EINVAL);
   CU_ASSERT_EQUAL(zkrc_session_connect(&s, "no-port-here::::", NULL),
                   ZKRC_EINVAL);
+  CU_ASSERT_EQUAL(zkrc_session_connect(&s, "h:0", NULL), ZKRC_EINVAL);
+  CU_ASSERT_EQUAL(zkrc_session_connect(&s, "h:65536", NULL), ZKRC_EINVAL);
+  CU_ASSERT_EQUAL(zkrc_session_connect(&s, "h:1,:2", NULL), ZKRC_EINVAL);
+  CU_ASSERT_EQUAL(zkrc_session_connect(&s, "h:1/bad/", NULL), ZKRC_EINVAL);
+  /* Options never initialized (no size): refused, not misread. */
+  zkrc_session_options raw;
+  memset(&raw, 0, sizeof raw);
+  raw.session_timeout_ms = 2000;
+  CU_ASSERT_EQUAL(zkrc_session_new(&s, "127.0.0.1:1", &raw), ZKRC_EINVAL);
   CU_ASSERT_EQUAL(zkrc_session_wait_connected(NULL, 10), ZKRC_EINVAL);
   CU_ASSERT_EQUAL(zkrc_session_get_state(NULL), ZKRC_SESSION_CLOSED);
   CU_ASSERT_EQUAL(zkrc_session_add_listener(NULL, NULL, NULL, NULL),
@@ -170,10 +186,12 @@ static void test_session_refuses_bad_arguments(void) {
   zkrc_session_close(NULL);
 }
 
-/* A session that fails to start stops its worker thread again.  Stopping
- * it right after starting it used to lose the stop now and then (a quit
- * before the thread's loop had started), and the call never returned; so
- * this repeats it, on a thread, watched with a deadline. */
+/* A session stopped right after it started stops its worker thread again.
+ * That used to lose the stop now and then (a quit before the thread's loop
+ * had started), and the call never returned; so this repeats it, on a
+ * thread, watched with a deadline: sessions that fail to start (a host
+ * string the library refuses before anything starts) and sessions closed
+ * at once (threads started and stopped). */
 typedef struct failing_starts {
   GMutex mu;
   GCond cond;
@@ -187,6 +205,13 @@ static gpointer start_failing_sessions(gpointer data) {
     zkrc_session *s = NULL;
     if (zkrc_session_connect(&s, "no-port-here::::", NULL) == ZKRC_EINVAL)
       refused++;
+  }
+  for (int i = 0; i < 500; i++) {
+    zkrc_session *s = NULL;
+    if (zkrc_session_new(&s, "127.0.0.1:1", NULL) == ZKRC_OK)
+      zkrc_session_close(s);
+    else
+      refused = -1;
   }
   g_mutex_lock(&f->mu);
   f->refused = refused;
@@ -241,6 +266,21 @@ static void test_recipes_refuse_bad_arguments(void) {
   zkrc_lock_options_init(&lo);
   lo.acl = &empty_acl;
   CU_ASSERT_EQUAL(zkrc_lock_new(&lk, s, "/a", &lo), ZKRC_EINVAL);
+  /* Options never initialized: refused.  Options of an older, smaller
+   * struct: only the fields it has are read. */
+  zkrc_lock_options raw;
+  memset(&raw, 0, sizeof raw);
+  CU_ASSERT_EQUAL(zkrc_lock_new(&lk, s, "/a", &raw), ZKRC_EINVAL);
+  zkrc_election_options eraw;
+  memset(&eraw, 0, sizeof eraw);
+  zkrc_election *never = NULL;
+  CU_ASSERT_EQUAL(zkrc_election_new(&never, s, "/a", &eraw), ZKRC_EINVAL);
+  zkrc_lock_options old;
+  memset(&old, 0xff, sizeof old); /* what a newer field would hold: junk */
+  old.size = offsetof(zkrc_lock_options, acl);
+  old.participant_id = "older";
+  CU_ASSERT_EQUAL(zkrc_lock_new(&lk, s, "/a", &old), ZKRC_OK);
+  zkrc_lock_free(lk);
   CU_ASSERT_EQUAL(zkrc_lock_new(&lk, s, "/a", NULL), ZKRC_OK);
   CU_ASSERT_EQUAL(zkrc_lock_acquire(lk, -2), ZKRC_EINVAL);
   CU_ASSERT_EQUAL(zkrc_lock_acquire(lk, INT_MIN), ZKRC_EINVAL);

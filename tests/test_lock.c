@@ -305,7 +305,7 @@ static void test_reentrancy_is_per_thread(void) {
   zhandle_t *zh = zkt_raw();
   for (int depth = 1; depth <= 3; depth++) {
     CU_ASSERT_EQUAL(zkrc_lock_acquire(lk, 5000), ZKRC_OK);
-    CU_ASSERT_EQUAL(zkrc_lock_hold_count(lk), depth);
+    CU_ASSERT_EQUAL(zkrc_lock_depth(lk), depth);
   }
   CU_ASSERT_EQUAL(zkt_child_count(zh, path), 1); /* one node for all three */
 

@@ -84,8 +84,9 @@ static int outcome_wait(outcome *o, int timeout_ms) {
   return status;
 }
 
-static void on_acquired(zkrc_lock *lk, zkrc_lock_hold *hold, int status,
-                        int64_t token, void *arg) {
+static void on_acquired(zkrc_lock *lk, zkrc_lock_hold *hold,
+                        const zkrc_lock_acquired_info *info, void *arg) {
+  int status = info->status;
   outcome_set(arg, status);
 }
 
@@ -452,8 +453,9 @@ typedef struct closer {
   gboolean inside;    /* close from inside that completion */
 } closer;
 
-static void close_on_first(zkrc_lock *lk, zkrc_lock_hold *hold, int status,
-                           int64_t token, void *arg) {
+static void close_on_first(zkrc_lock *lk, zkrc_lock_hold *hold,
+                           const zkrc_lock_acquired_info *info, void *arg) {
+  int status = info->status;
   closer *c = arg;
   gboolean first;
   g_mutex_lock(&c->first.mu);

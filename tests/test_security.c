@@ -346,13 +346,17 @@ typedef struct async_result {
   int status; /* 1 until the completion came */
 } async_result;
 
-static void on_acquired(zkrc_lock *lk, zkrc_lock_hold *hold, int status,
-                        int64_t token, void *arg) {
-  async_result *r = arg;
+static void set_result(async_result *r, int status) {
   g_mutex_lock(&r->mu);
   r->status = status;
   g_cond_broadcast(&r->cond);
   g_mutex_unlock(&r->mu);
+}
+
+static void on_acquired(zkrc_lock *lk, zkrc_lock_hold *hold,
+                        const zkrc_lock_acquired_info *info, void *arg) {
+  CU_ASSERT(info->status != ZKRC_ENOAUTH || info->zk_error == ZNOAUTH);
+  set_result(arg, info->status);
 }
 
 static int wait_async(async_result *r, int timeout_ms) {
@@ -368,7 +372,7 @@ static int wait_async(async_result *r, int timeout_ms) {
 static void on_election(zkrc_election *e, const zkrc_election_event_info *info,
                         void *arg) {
   if (info->event == ZKRC_ELECTION_FAILED)
-    on_acquired(NULL, NULL, info->reason, 0, arg);
+    set_result(arg, info->reason);
 }
 
 static int64_t packets_received(void) {

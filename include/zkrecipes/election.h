@@ -28,6 +28,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <zookeeper/zookeeper.h>
+#include <zkrecipes/participants.h>
 #include <zkrecipes/session.h>
 
 #ifdef __cplusplus
@@ -61,6 +62,9 @@ typedef struct zkrc_election_event_info {
    *  ZKRC_ELOCKLOST (our node was deleted), ZKRC_ECLOSED.  ZKRC_OK for
    *  ELECTED. */
   int reason;
+  /** The ZooKeeper code behind @p reason (ZNOAUTH, ZSESSIONEXPIRED, ZNONODE
+   *  for a deleted node, ...), or ZOK when there is none. */
+  int zk_error;
   /** The fencing token of the leadership this event is about (0 for
    *  FAILED, which is about none). */
   int64_t token;
@@ -74,6 +78,11 @@ typedef void (*zkrc_election_event_fn)(zkrc_election *e,
 
 /** Options; initialize with zkrc_election_options_init(). */
 typedef struct zkrc_election_options {
+  /** Set by the _init function to the size of the struct your program was
+   *  compiled with, so that later versions of the library, with more
+   *  fields, read only the fields it knows.  Options that were not
+   *  initialized (size 0) are refused with ZKRC_EINVAL. */
+  size_t size;
   /** Our node's data, shown as the leader's id.  NULL (default):
    *  "<hostname>:<pid>". */
   const char *participant_id;

@@ -20,35 +20,38 @@ extern "C" {
 #endif
 
 /*
- * X-macro list of every error: name, value, message.  The values are stable
- * across releases; new codes are only ever appended.
+ * X-macro list of every error: name, value, message.  The values lie from
+ * -1001 down, apart from ZooKeeper's own codes (ZOO_ERRORS: -1 to -15 and
+ * -100 to -199), so that a function that may return either (such as
+ * zkrc_session_with_handle()) is never ambiguous.  They are stable across
+ * releases; new codes are only ever appended.
  */
-#define ZKRC_ERRNO_MAP(XX)                                                    \
-  XX(EINVAL, -1, "invalid argument")                                          \
-  XX(ENOMEM, -2, "out of memory")                                             \
-  XX(ETIMEDOUT, -3, "the deadline passed before the operation completed")     \
-  XX(ELOCKED, -4, "held by another participant (try without waiting)")        \
-  XX(ENOTOWNER, -5, "the calling thread does not hold this lock")             \
-  XX(ECONNLOSS, -6, "the connection to ZooKeeper was lost")                   \
-  XX(ESESSIONEXPIRED, -7, "the ZooKeeper session expired")                    \
-  XX(ESESSIONLOST, -8,                                                        \
-     "the session's lease ran out: the servers may expire it from now on, "   \
-     "so it is treated as expired")                                           \
-  XX(ELOCKLOST, -9, "no longer held: our node is gone (lock or leadership)") \
-  XX(ECLOSED, -10, "the session or object has been closed")                   \
-  XX(ECANCELED, -11, "the operation was cancelled")                           \
-  XX(ECONNECT, -12, "could not connect to any ZooKeeper server in time")      \
-  XX(ENOAUTH, -13, "not authorized by the node's ACL")                        \
-  XX(EAUTHFAILED, -14, "authentication with ZooKeeper failed")                \
-  XX(ENONODE, -15, "the node does not exist")                                 \
-  XX(ENODEEXISTS, -16, "the node already exists")                             \
-  XX(ENOTEMPTY, -17, "the node has children")                                 \
-  XX(EBADVERSION, -18, "the node's version did not match")                    \
-  XX(EZOOKEEPER, -19, "ZooKeeper reported an error (see zkrc_last_zk_error)") \
-  XX(ESTATE, -20, "the object is not in a state that allows this call")       \
-  XX(ENOTLEADER, -21, "this participant is not the leader")                   \
-  XX(EBADNODE, -22, "a node has a name or content zkrecipes cannot use")      \
-  XX(EOVERFLOW, -23, "a counter would overflow")
+#define ZKRC_ERRNO_MAP(XX)                                                     \
+  XX(EINVAL, -1001, "invalid argument")                                        \
+  XX(ENOMEM, -1002, "out of memory")                                           \
+  XX(ETIMEDOUT, -1003, "the deadline passed before the operation completed")   \
+  XX(ELOCKED, -1004, "held by another participant (try without waiting)")      \
+  XX(ENOTOWNER, -1005, "the calling thread does not hold this lock")           \
+  XX(ECONNLOSS, -1006, "the connection to ZooKeeper was lost")                 \
+  XX(ESESSIONEXPIRED, -1007, "the ZooKeeper session expired")                  \
+  XX(ESESSIONLOST, -1008,                                                      \
+     "the session's lease ran out: the servers may expire it from now on, "    \
+     "so it is treated as expired")                                            \
+  XX(ELOCKLOST, -1009, "no longer held: our node is gone (lock or leadership)") \
+  XX(ECLOSED, -1010, "the session or object has been closed")                  \
+  XX(ECANCELED, -1011, "the operation was cancelled")                          \
+  XX(ECONNECT, -1012, "could not connect to any ZooKeeper server in time")     \
+  XX(ENOAUTH, -1013, "not authorized by the node's ACL")                       \
+  XX(EAUTHFAILED, -1014, "authentication with ZooKeeper failed")               \
+  XX(ENONODE, -1015, "the node does not exist")                                \
+  XX(ENODEEXISTS, -1016, "the node already exists")                            \
+  XX(ENOTEMPTY, -1017, "the node has children")                                \
+  XX(EBADVERSION, -1018, "the node's version did not match")                   \
+  XX(EZOOKEEPER, -1019, "ZooKeeper reported an error (see zkrc_last_zk_error)") \
+  XX(ESTATE, -1020, "the object is not in a state that allows this call")      \
+  XX(ENOTLEADER, -1021, "this participant is not the leader")                  \
+  XX(EBADNODE, -1022, "a node has a name or content zkrecipes cannot use")     \
+  XX(EOVERFLOW, -1023, "a counter would overflow")
 
 /** The error codes. */
 typedef enum zkrc_errno {

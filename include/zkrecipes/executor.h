@@ -21,11 +21,21 @@
 #ifndef ZKRECIPES_EXECUTOR_H
 #define ZKRECIPES_EXECUTOR_H
 
-#include <zkrecipes/session.h>
-
 #ifdef __cplusplus
 extern "C" {
 #endif
+
+/**
+ * Runs a callback later.  An executor must run each posted call exactly once,
+ * after post() has returned, on a thread that is neither one of ZooKeeper's
+ * nor in the middle of a zkrecipes call, and in the order calls were posted.
+ */
+typedef void (*zkrc_callback_fn)(void *arg);
+typedef struct zkrc_executor {
+  void (*post)(void *ctx, zkrc_callback_fn fn, void *arg);
+  void *ctx;
+} zkrc_executor;
+
 
 typedef struct zkrc_fd_executor zkrc_fd_executor;
 

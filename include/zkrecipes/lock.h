@@ -30,6 +30,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <zookeeper/zookeeper.h>
+#include <zkrecipes/participants.h>
 #include <zkrecipes/session.h>
 
 #ifdef __cplusplus
@@ -62,6 +63,10 @@ typedef struct zkrc_lock_event_info {
   /** For ZKRC_LOCK_LOST: why (ZKRC_ESESSIONEXPIRED, ZKRC_ESESSIONLOST,
    *  ZKRC_ECLOSED or ZKRC_ELOCKLOST for a deleted node); else ZKRC_OK. */
   int reason;
+  /** The ZooKeeper code behind @p reason (ZSESSIONEXPIRED, ZNONODE for a
+   *  deleted node, ...), or ZOK when there is none (a lease that ran out,
+   *  a close). */
+  int zk_error;
   /** The fencing token of the hold this event is about. */
   int64_t token;
   /** Full path of the holder's node. */
@@ -83,6 +88,11 @@ typedef void (*zkrc_lock_event_fn)(zkrc_lock *lk,
 
 /** Options of a lock; initialize with zkrc_lock_options_init(). */
 typedef struct zkrc_lock_options {
+  /** Set by the _init function to the size of the struct your program was
+   *  compiled with, so that later versions of the library, with more
+   *  fields, read only the fields it knows.  Options that were not
+   *  initialized (size 0) are refused with ZKRC_EINVAL. */
+  size_t size;
   /** Data of every node this lock creates: the participant id shown by
    *  zkrc_lock_participants().  NULL (default): "<hostname>:<pid>". */
   const char *participant_id;
@@ -196,9 +206,10 @@ int zkrc_lock_is_held(zkrc_lock *lk);
 int zkrc_lock_lease_remaining(zkrc_lock *lk);
 
 /**
- * The calling thread's reentrancy count (0 when it does not hold the lock).
+ * How many times the calling thread holds the lock: its reentrancy depth,
+ * as many releases as it still owes (0 when it does not hold it).
  */
-int zkrc_lock_hold_count(zkrc_lock *lk);
+int zkrc_lock_depth(zkrc_lock *lk);
 
 /**
  * The fencing token of the calling thread's hold: the czxid of its node,
@@ -274,25 +285,31 @@ int zkrc_lock_fenced_multi(zkrc_lock *lk, int count, const zoo_op_t *ops,
  * zkrecipes/glib.h or zkrecipes/executor.h to get them on your loop).
  * --------------------------------------------------------------------- */
 
-/**
- * Told once how a non-blocking acquisition ended.
- * @param status  ZKRC_OK: @p hold holds the lock now (checked when the
- *                callback runs, however late the executor runs it); release
- *                it with zkrc_lock_hold_release().  A hold lost before its
- *                ZKRC_OK was delivered fails instead, with the loss's reason
- *                (ZKRC_ESESSIONLOST, ZKRC_ELOCKLOST, ...), and gets no LOST
- *                event.  Otherwise the acquisition
- *                failed and @p hold is freed when the callback returns:
- *                ZKRC_ETIMEDOUT, ZKRC_ELOCKED (ZKRC_NO_WAIT and held by
- *                another), ZKRC_ECANCELED (zkrc_lock_hold_cancel() or
- *                zkrc_lock_free()), ZKRC_ESESSIONEXPIRED,
- *                ZKRC_ESESSIONLOST, ZKRC_ECLOSED, ZKRC_ENOAUTH, ... .  In
- *                every failure our node has been deleted (or, when the
- *                connection is down, will be as soon as it is back).
- * @param token   the fencing token when @p status is ZKRC_OK, else 0.
- */
+/** How a non-blocking acquisition ended; valid only during the callback. */
+typedef struct zkrc_lock_acquired_info {
+  /** ZKRC_OK: the hold holds the lock now (checked when the callback runs,
+   *  however late the executor runs it); release it with
+   *  zkrc_lock_hold_release().  A hold lost before its ZKRC_OK was
+   *  delivered fails instead, with the loss's reason (ZKRC_ESESSIONLOST,
+   *  ZKRC_ELOCKLOST, ...), and gets no LOST event.  Otherwise the
+   *  acquisition failed and the hold is freed when the callback returns:
+   *  ZKRC_ETIMEDOUT, ZKRC_ELOCKED (ZKRC_NO_WAIT and held by another),
+   *  ZKRC_ECANCELED (zkrc_lock_hold_cancel() or zkrc_lock_free()),
+   *  ZKRC_ESESSIONEXPIRED, ZKRC_ESESSIONLOST, ZKRC_ECLOSED, ZKRC_ENOAUTH,
+   *  ... .  In every failure our node has been deleted (or, when the
+   *  connection is down, will be as soon as it is back). */
+  int status;
+  /** The ZooKeeper code behind a failure (zookeeper.h's ZOO_ERRORS, such
+   *  as ZNOAUTH), or ZOK (0) when there is none. */
+  int zk_error;
+  /** The fencing token when status is ZKRC_OK, else 0. */
+  int64_t token;
+} zkrc_lock_acquired_info;
+
+/** Told once how a non-blocking acquisition ended (see above). */
 typedef void (*zkrc_lock_acquired_fn)(zkrc_lock *lk, zkrc_lock_hold *hold,
-                                      int status, int64_t token, void *arg);
+                                      const zkrc_lock_acquired_info *info,
+                                      void *arg);
 
 /**
  * Start acquiring the lock; returns at once.  @p done is called exactly once

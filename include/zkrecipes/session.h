@@ -47,6 +47,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <zookeeper/zookeeper.h>
+#include <zkrecipes/executor.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -96,16 +97,6 @@ const char *zkrc_session_event_name(zkrc_session_event ev);
 /** Name of a state ("connecting", "connected", ...); static string. */
 const char *zkrc_session_state_name(zkrc_session_state st);
 
-/**
- * Runs a callback later.  An executor must run each posted call exactly once,
- * after post() has returned, on a thread that is neither one of ZooKeeper's
- * nor in the middle of a zkrecipes call, and in the order calls were posted.
- */
-typedef void (*zkrc_callback_fn)(void *arg);
-typedef struct zkrc_executor {
-  void (*post)(void *ctx, zkrc_callback_fn fn, void *arg);
-  void *ctx;
-} zkrc_executor;
 
 /** Receives session events on the session's executor. */
 typedef void (*zkrc_session_listener_fn)(zkrc_session *s,
@@ -113,6 +104,11 @@ typedef void (*zkrc_session_listener_fn)(zkrc_session *s,
 
 /** Options of a session; initialize with zkrc_session_options_init(). */
 typedef struct zkrc_session_options {
+  /** Set by the _init function to the size of the struct your program was
+   *  compiled with, so that later versions of the library, with more
+   *  fields, read only the fields it knows.  Options that were not
+   *  initialized (size 0) are refused with ZKRC_EINVAL. */
+  size_t size;
   /** Requested session timeout in ms (the servers clamp it to 2..20 ticks;
    *  values outside 100..10^9 are first brought into that range, since the
    *  ZooKeeper client gives up a handshake slower than two thirds of the
@@ -306,21 +302,6 @@ int zkrc_session_add_auth(zkrc_session *s, const char *scheme,
  */
 int zkrc_session_with_handle(zkrc_session *s,
                              int (*fn)(zhandle_t *zh, void *arg), void *arg);
-
-/**
- * Free a NULL-terminated array of strings returned by a recipe (participant
- * lists).  NULL is ignored.  Threading: any thread.
- */
-void zkrc_strv_free(char **strv);
-
-/** One contender of a lock or an election, as the servers list it. */
-typedef struct zkrc_participant {
-  char *id;   /**< its node's data: the participant id */
-  char *node; /**< its node's name (last path component) */
-} zkrc_participant;
-
-/** Free a list from zkrc_lock_list() / zkrc_election_list() (NULL ok). */
-void zkrc_participants_free(zkrc_participant *list, size_t count);
 
 #ifdef __cplusplus
 }
