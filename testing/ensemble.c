@@ -249,8 +249,21 @@ static void report_failed_member(const zkrc_ensemble *e, const zkrc__member *m,
 /* Outcome of one start attempt. */
 typedef enum start_result { STARTED, START_FAILED, PORT_TAKEN } start_result;
 
-/* Wait until every member serves.  A member that exits fails the start -
- * or asks for new ports if its log says a port was taken. */
+/* Whether every member serves under the leader a quorum agrees on: what
+ * zkrc_ensemble_wait_serving() waits for, for each of them. */
+static int all_serving_in_quorum(zkrc_ensemble *e, int64_t deadline)
+{
+  zkrc__quorum_look look;
+  zkrc__look_at_quorum(e, deadline, &look);
+  for (int i = 0; i < e->size; i++)
+    if (!look.serving[i])
+      return 0;
+  return 1;
+}
+
+/* Wait until every member serves (first each on its own word, then all in
+ * one agreeing quorum).  A member that exits fails the start - or asks for
+ * new ports if its log says a port was taken. */
 static start_result wait_all_serving(zkrc_ensemble *e, int64_t deadline)
 {
   int serving[ZKRC__MAX_MEMBERS] = { 0 };
@@ -272,7 +285,7 @@ static start_result wait_all_serving(zkrc_ensemble *e, int64_t deadline)
         count++;
       }
     }
-    if (count == e->size)
+    if (count == e->size && all_serving_in_quorum(e, deadline))
       return STARTED;
     if (zkrc__now_ms() >= deadline)
       break;
@@ -280,6 +293,9 @@ static start_result wait_all_serving(zkrc_ensemble *e, int64_t deadline)
   }
   fprintf(stderr, "zkrecipes-testing: the ensemble did not serve within %d "
           "ms\n", e->opts.start_timeout_ms);
+  if (count == e->size)
+    fprintf(stderr, "zkrecipes-testing: every member answers, but no "
+            "leader has a quorum of them in its epoch\n");
   for (int i = 0; i < e->size; i++)
     if (!serving[i])
       report_failed_member(e, &e->members[i], "is not serving");

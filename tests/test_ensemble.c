@@ -288,6 +288,20 @@ static long long member_mntr(zkrc_ensemble *e, int i, const char *key)
   return value;
 }
 
+/* Poll until `mntr` key @p key on member @p i has @p value. */
+static int eventually_mntr(zkrc_ensemble *e, int i, const char *key,
+                           long long value, int timeout_ms)
+{
+  gint64 deadline = now_ms() + timeout_ms;
+  for (;;) {
+    if (member_mntr(e, i, key) == value)
+      return 1;
+    if (now_ms() >= deadline)
+      return 0;
+    g_usleep(50 * 1000);
+  }
+}
+
 /* Poll until some member leads and it is not @p not_this one; its index,
  * or -1. */
 static int wait_new_leader(zkrc_ensemble *e, int not_this, int timeout_ms)
@@ -513,13 +527,16 @@ static void test_three_pause_resume(void)
   /* The ensemble still serves... */
   CU_ASSERT_EQUAL(create_node(observer, "/during-pause", "y", 0), ZOK);
   CU_ASSERT(zkrc_ensemble_leader(three) >= 0);
-  /* ...and the leader expires the session nobody touches any more. */
+  /* ...and the leader expires the session nobody touches any more, and
+   * gives up the frozen follower (after syncLimit, 10 ticks). */
   CU_ASSERT(eventually_exists(observer, "/paused-eph", ZNONODE, 15000));
+  CU_ASSERT(eventually_mntr(three, leader, "zk_synced_followers", 1, 15000));
 
   CU_ASSERT_EQUAL(zkrc_ensemble_resume(three, f), 0);
   CU_ASSERT_EQUAL(zkrc_ensemble_wait_serving(three, f, ELECTION_TIMEOUT), 0);
-  /* Serving means serving in the quorum: the leader had dropped the frozen
-   * follower, and counts it again as synced. */
+  /* Serving means serving in the quorum: the resumed member says
+   * "follower" at once, but it is one only when the leader counts it again
+   * as synced. */
   CU_ASSERT_EQUAL(member_mntr(three, leader, "zk_synced_followers"), 2);
   CU_ASSERT(client_wait(victim, STATE_IS, ZOO_EXPIRED_SESSION_STATE, 20000));
   client *fresh = client_open(zkrc_ensemble_member_address(three, f), 4000);

@@ -86,7 +86,9 @@ void zkrc_ensemble_options_init(zkrc_ensemble_options *opts);
 
 /**
  * Start an ensemble and wait until a quorum serves requests - in fact until
- * every member does, so that tests start from a settled ensemble.
+ * every member does, as zkrc_ensemble_wait_serving() means it (so
+ * zkrc_ensemble_leader() names the leader), so that tests start from a
+ * settled ensemble.
  *
  * Ports: each member gets a client, a peer and an election port, chosen free
  * on 127.0.0.1 below the kernel's ephemeral range (so outgoing connections
