@@ -25,8 +25,6 @@
 #define DEFAULT_START_TIMEOUT_MS 60000
 /* Bound of one four-letter word asked by the user. */
 #define FOUR_LETTER_TIMEOUT_MS 5000
-/* Bound of one `srvr` while polling for a serving member. */
-#define POLL_SRVR_TIMEOUT_MS 1000
 /* Pause between two polls of `srvr`. */
 #define POLL_INTERVAL_MS 50
 /* Attempts at starting, each on new ports, when a port was taken. */
@@ -219,14 +217,6 @@ static int choose_ports(zkrc_ensemble *e)
 
 /* ---- waiting ------------------------------------------------------------ */
 
-static int poll_timeout(int64_t deadline)
-{
-  int64_t left = deadline - zkrc__now_ms();
-  if (left <= 0)
-    return 0;
-  return left < POLL_SRVR_TIMEOUT_MS ? (int)left : POLL_SRVR_TIMEOUT_MS;
-}
-
 /* Sleep the poll interval, but not past @p deadline. */
 static void pause_until_next_poll(int64_t deadline)
 {
@@ -235,15 +225,9 @@ static void pause_until_next_poll(int64_t deadline)
     zkrc__sleep_ms(left < POLL_INTERVAL_MS ? (int)left : POLL_INTERVAL_MS);
 }
 
-/* Snapshot of member @p i for asking it questions without the lock. */
-typedef struct member_view {
-  int running;   /* a process, not paused */
-  int port;
-} member_view;
-
-static member_view view_member(zkrc_ensemble *e, int i)
+zkrc__member_view zkrc__view_member(zkrc_ensemble *e, int i)
 {
-  member_view v;
+  zkrc__member_view v;
   pthread_mutex_lock(&e->lock);
   zkrc__member *m = &e->members[i];
   zkrc__member_reap_if_exited(e, m);
@@ -265,8 +249,21 @@ static void report_failed_member(const zkrc_ensemble *e, const zkrc__member *m,
 /* Outcome of one start attempt. */
 typedef enum start_result { STARTED, START_FAILED, PORT_TAKEN } start_result;
 
-/* Wait until every member serves.  A member that exits fails the start -
- * or asks for new ports if its log says a port was taken. */
+/* Whether every member serves under the leader a quorum agrees on: what
+ * zkrc_ensemble_wait_serving() waits for, for each of them. */
+static int all_serving_in_quorum(zkrc_ensemble *e, int64_t deadline)
+{
+  zkrc__quorum_look look;
+  zkrc__look_at_quorum(e, deadline, &look);
+  for (int i = 0; i < e->size; i++)
+    if (!look.serving[i])
+      return 0;
+  return 1;
+}
+
+/* Wait until every member serves (first each on its own word, then all in
+ * one agreeing quorum).  A member that exits fails the start - or asks for
+ * new ports if its log says a port was taken. */
 static start_result wait_all_serving(zkrc_ensemble *e, int64_t deadline)
 {
   int serving[ZKRC__MAX_MEMBERS] = { 0 };
@@ -276,19 +273,19 @@ static start_result wait_all_serving(zkrc_ensemble *e, int64_t deadline)
       if (serving[i])
         continue;
       zkrc__member *m = &e->members[i];
-      member_view v = view_member(e, i);
+      zkrc__member_view v = zkrc__view_member(e, i);
       if (!v.running) {
         if (zkrc__file_contains(m->log_path, "Address already in use"))
           return PORT_TAKEN;
         report_failed_member(e, m, "exited while starting");
         return START_FAILED;
       }
-      if (zkrc__member_serving(v.port, poll_timeout(deadline), NULL, 0)) {
+      if (zkrc__member_serving(v.port, zkrc__poll_timeout(deadline), NULL, 0)) {
         serving[i] = 1;
         count++;
       }
     }
-    if (count == e->size)
+    if (count == e->size && all_serving_in_quorum(e, deadline))
       return STARTED;
     if (zkrc__now_ms() >= deadline)
       break;
@@ -296,6 +293,9 @@ static start_result wait_all_serving(zkrc_ensemble *e, int64_t deadline)
   }
   fprintf(stderr, "zkrecipes-testing: the ensemble did not serve within %d "
           "ms\n", e->opts.start_timeout_ms);
+  if (count == e->size)
+    fprintf(stderr, "zkrecipes-testing: every member answers, but no "
+            "leader has a quorum of them in its epoch\n");
   for (int i = 0; i < e->size; i++)
     if (!serving[i])
       report_failed_member(e, &e->members[i], "is not serving");
@@ -574,46 +574,18 @@ int zkrc_ensemble_resume(zkrc_ensemble *e, int i)
 
 /* ---- asking members ----------------------------------------------------- */
 
-static int is_leading_mode(const char *mode)
-{
-  return strcmp(mode, "leader") == 0 || strcmp(mode, "standalone") == 0;
-}
-
-/* Whether a quorum serves now: a majority answers `srvr` with a mode, one
- * of them as leader (or standalone). */
-static int quorum_serving(zkrc_ensemble *e, int64_t deadline)
-{
-  int serving = 0, leading = 0;
-  for (int i = 0; i < e->size; i++) {
-    member_view v = view_member(e, i);
-    char mode[32];
-    if (v.running &&
-        zkrc__member_serving(v.port, poll_timeout(deadline), mode,
-                             sizeof mode)) {
-      serving++;
-      leading |= is_leading_mode(mode);
-    }
-  }
-  return leading && serving > e->size / 2;
-}
-
 int zkrc_ensemble_wait_serving(zkrc_ensemble *e, int i, int timeout_ms)
 {
   if (!e || i < -1 || i >= e->size)
     return -1;
   int64_t deadline = zkrc__now_ms() + (timeout_ms > 0 ? timeout_ms : 0);
   for (;;) {
-    if (i == -1) {
-      if (quorum_serving(e, deadline))
-        return 0;
-    } else {
-      member_view v = view_member(e, i);
-      if (!v.running && zkrc_ensemble_member_pid(e, i) < 0)
-        return -1;   /* not running: it cannot come to serve */
-      if (v.running &&
-          zkrc__member_serving(v.port, poll_timeout(deadline), NULL, 0))
-        return 0;
-    }
+    if (i >= 0 && zkrc_ensemble_member_pid(e, i) < 0)
+      return -1;   /* not running: it cannot come to serve */
+    zkrc__quorum_look look;
+    zkrc__look_at_quorum(e, deadline, &look);
+    if (i == -1 ? look.leader >= 0 : look.serving[i])
+      return 0;
     if (zkrc__now_ms() >= deadline)
       return -1;
     pause_until_next_poll(deadline);
@@ -624,17 +596,9 @@ int zkrc_ensemble_leader(zkrc_ensemble *e)
 {
   if (!e)
     return -1;
-  int64_t deadline = zkrc__now_ms() + FOUR_LETTER_TIMEOUT_MS;
-  for (int i = 0; i < e->size; i++) {
-    member_view v = view_member(e, i);
-    char mode[32];
-    if (v.running &&
-        zkrc__member_serving(v.port, poll_timeout(deadline), mode,
-                             sizeof mode) &&
-        is_leading_mode(mode))
-      return i;
-  }
-  return -1;
+  zkrc__quorum_look look;
+  zkrc__look_at_quorum(e, zkrc__now_ms() + FOUR_LETTER_TIMEOUT_MS, &look);
+  return look.leader;
 }
 
 int zkrc_ensemble_four_letter(zkrc_ensemble *e, int i, const char *cmd,
@@ -644,31 +608,10 @@ int zkrc_ensemble_four_letter(zkrc_ensemble *e, int i, const char *cmd,
     *out = NULL;
   if (!valid_index(e, i) || !cmd || !out)
     return -1;
-  member_view v = view_member(e, i);
+  zkrc__member_view v = zkrc__view_member(e, i);
   if (!v.running)
     return -1;
   return zkrc__four_letter(v.port, cmd, FOUR_LETTER_TIMEOUT_MS, out);
-}
-
-/* The value of `mntr` line "KEY\tVALUE" in @p answer; 0 when absent. */
-static int mntr_value(const char *answer, const char *key, int64_t *value)
-{
-  size_t key_len = strlen(key);
-  for (const char *line = answer; line && *line;) {
-    if (strncmp(line, key, key_len) == 0 && line[key_len] == '\t') {
-      char *end;
-      errno = 0;
-      long long v = strtoll(line + key_len + 1, &end, 10);
-      if (errno != 0 || end == line + key_len + 1)
-        return 0;
-      *value = v;
-      return 1;
-    }
-    line = strchr(line, '\n');
-    if (line)
-      line++;
-  }
-  return 0;
 }
 
 int64_t zkrc_ensemble_mntr_sum(zkrc_ensemble *e, const char *key)
@@ -681,7 +624,7 @@ int64_t zkrc_ensemble_mntr_sum(zkrc_ensemble *e, const char *key)
     char *answer = NULL;
     int64_t value;
     if (zkrc_ensemble_four_letter(e, i, "mntr", &answer) == 0 &&
-        mntr_value(answer, key, &value)) {
+        zkrc__mntr_value(answer, key, &value)) {
       sum += value;
       found = 1;
     }

@@ -11,6 +11,7 @@
  *   net.c      loopback ports and the four-letter-word client
  *   proxy.c    the fault proxy thread
  *   member.c   one ZooKeeper member: its config, start, kill, stop, pause
+ *   quorum.c   which leader a quorum agrees on, and who serves under it
  *   ensemble.c the public API
  *
  * Licensed under the Apache License, Version 2.0 (see COPYING).
@@ -236,5 +237,46 @@ int zkrc__member_reap_if_exited(zkrc_ensemble *e, zkrc__member *m);
  *  (size @p mode_size) when not NULL. */
 int zkrc__member_serving(int client_port, int timeout_ms, char *mode,
                          size_t mode_size);
+
+/* ---- ensemble.c --------------------------------------------------------- */
+
+/** Snapshot of member @p i, for asking it questions without the lock. */
+typedef struct zkrc__member_view {
+  int running;   /* a process, not paused */
+  int port;      /* its client port */
+} zkrc__member_view;
+
+/** Take the snapshot (under e->lock; notices a member that exited). */
+zkrc__member_view zkrc__view_member(zkrc_ensemble *e, int i);
+
+/* ---- quorum.c ----------------------------------------------------------- */
+
+/** Timeout for one four-letter word asked before @p deadline: what is left,
+ *  at most 1 s; 0 once it has passed. */
+int zkrc__poll_timeout(int64_t deadline);
+
+/** The integer value of `mntr` line "KEY\tVALUE" in @p answer, in @p value.
+ *  @return 1, or 0 when the key is absent or its value not an integer. */
+int zkrc__mntr_value(const char *answer, const char *key, int64_t *value);
+
+/** One look at the ensemble (see quorum.c for the reasoning). */
+typedef struct zkrc__quorum_look {
+  /** The leader a quorum agrees on, or -1: it answers "Mode: leader" in the
+   *  newest epoch any member has recorded, and with the followers that
+   *  recorded that epoch and that it counts as synced, it makes a majority
+   *  of all members.  Single member: 0 when it answers "standalone". */
+  int leader;
+  int64_t epoch;   /**< that leader's epoch; -1 without one */
+  /** Members serving under that leader: the leader itself, and running
+   *  followers in its epoch, unless more claim to follow it than it counts
+   *  as synced (then some claim is stale and none is trusted). */
+  int serving[ZKRC__MAX_MEMBERS];
+} zkrc__quorum_look;
+
+/** Ask every running, unpaused member `srvr` (and the leader `mntr`), read
+ *  every member's currentEpoch file before and after, and judge.  Four-letter
+ *  words are bounded by @p deadline.  Takes e->lock only briefly. */
+void zkrc__look_at_quorum(zkrc_ensemble *e, int64_t deadline,
+                          zkrc__quorum_look *look);
 
 #endif /* ZKRECIPES_TESTING_INTERNAL_H */

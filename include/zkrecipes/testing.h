@@ -86,7 +86,9 @@ void zkrc_ensemble_options_init(zkrc_ensemble_options *opts);
 
 /**
  * Start an ensemble and wait until a quorum serves requests - in fact until
- * every member does, so that tests start from a settled ensemble.
+ * every member does, as zkrc_ensemble_wait_serving() means it (so
+ * zkrc_ensemble_leader() names the leader), so that tests start from a
+ * settled ensemble.
  *
  * Ports: each member gets a client, a peer and an election port, chosen free
  * on 127.0.0.1 below the kernel's ephemeral range (so outgoing connections
@@ -148,25 +150,57 @@ int zkrc_ensemble_stop_member(zkrc_ensemble *e, int i);
 int zkrc_ensemble_restart(zkrc_ensemble *e, int i);
 /** SIGSTOP member @p i and wait until it is stopped (so it is frozen when
  *  this returns).  Pausing a paused member does nothing.  While paused, the
- *  member is skipped by zkrc_ensemble_leader(), zkrc_ensemble_mntr_sum() and
- *  the waits, and zkrc_ensemble_four_letter() fails at once for it.
+ *  member is not asked anything by zkrc_ensemble_leader(),
+ *  zkrc_ensemble_mntr_sum() and the waits (the epoch it recorded on disk
+ *  still counts, see zkrc_ensemble_leader()), and zkrc_ensemble_four_letter()
+ *  fails at once for it.  A member paused longer than syncLimit (10 ticks:
+ *  2 s by default) is given up by the others; a paused leader is then
+ *  replaced by a new one.
  *  @return 0 or -1. */
 int zkrc_ensemble_pause(zkrc_ensemble *e, int i);
-/** SIGCONT member @p i.  @return 0, or -1 when it is not running. */
+/** SIGCONT member @p i.  It then goes on from where it was frozen: a
+ *  member the others gave up still answers `srvr` as before ("Mode: leader"
+ *  for a deposed leader, for up to about a tick) until it notices; use
+ *  zkrc_ensemble_wait_serving() to know when it is back in the quorum.
+ *  @return 0, or -1 when it is not running. */
 int zkrc_ensemble_resume(zkrc_ensemble *e, int i);
 
 /**
- * Wait until member @p i serves requests (its `srvr` answers with a Mode),
- * or, with @p i == -1, until a quorum does (some member is leader or
- * standalone and a majority answer).  Polls `srvr` every 50 ms.
+ * Wait until member @p i serves requests in the current quorum, or, with
+ * @p i == -1, until a quorum serves under a leader it agrees on (then
+ * zkrc_ensemble_leader() names it).  Member @p i serves when it is that
+ * leader, or when it answers "Mode: follower" and has joined that leader
+ * (its recorded epoch is the leader's), and the leader counts at least as
+ * many synced followers (`mntr` zk_synced_followers) as members claim to
+ * follow it - else some claim is stale (a follower dropped while paused
+ * says "follower" until it notices) and none is trusted yet.  A member's
+ * own Mode is not enough: a resumed, deposed leader still says "leader".
+ * With one member: when it answers "Mode: standalone".  Looks every 50 ms.
  * @return 0, or -1 on timeout, for a bad index, or at once when member
  *         @p i is not running (killed, stopped, or exited).
  */
 int zkrc_ensemble_wait_serving(zkrc_ensemble *e, int i, int timeout_ms);
 
-/** Index of the current leader (or of the standalone member), from each
- *  running, unpaused member's `srvr`; -1 when none answers as leader (e.g.
- *  during an election: poll it with a deadline). */
+/**
+ * Index of the leader a quorum agrees on (with one member: 0 when it serves,
+ * standalone); -1 while there is none - during an election, or right after
+ * a paused leader was replaced and resumed, while it still claims to lead:
+ * poll it with a deadline.  Never a deposed leader.
+ *
+ * From one look at the members: every running, unpaused member's `srvr`
+ * (its Mode, and its Zxid, whose high 32 bits are the epoch), the leader's
+ * `mntr`, and every member's currentEpoch file (data/version-2/currentEpoch
+ * of its directory, read before and after; paused and killed members'
+ * too).  A member is named only when
+ *  - it answers "Mode: leader" in the newest epoch any member has recorded
+ *    (a member records an epoch only once a quorum accepted it, so a later
+ *    leader always has a newer epoch: of two claiming to lead, the newer
+ *    epoch wins, and a leader deposed while paused, whose epoch is older,
+ *    never does), and
+ *  - with the running followers that recorded its epoch and that it counts
+ *    as synced, it makes a majority of all members.
+ * @return the index, or -1.
+ */
 int zkrc_ensemble_leader(zkrc_ensemble *e);
 
 /**
