@@ -20,6 +20,12 @@
 
 /* -------------------------------------------------------- ref counting */
 
+#ifdef ZKRC_TSAN
+/* Pull src/tsan_glib.c into every program that uses a session. */
+extern int zkrc__tsan_glib;
+int *zkrc__tsan_glib_used = &zkrc__tsan_glib;
+#endif
+
 zkrc_session *zkrc__session_ref(zkrc_session *s) {
   g_atomic_int_inc(&s->refs);
   return s;
@@ -47,15 +53,23 @@ static void session_free(zkrc_session *s) {
 void zkrc__session_unref(zkrc_session *s) {
   if (s == NULL)
     return;
-  if (g_atomic_int_dec_and_test(&s->refs)) {
-    session_free(s);
+  /* zkrc_session_close() may be waiting for this reference to go.  Tell it
+   * under the mutex, and touch nothing after letting the mutex go: once
+   * the reference is gone the closer may free the session.  (Decrementing
+   * first and waking it afterwards was a use after free, found by TSan.)
+   * Read while our reference keeps the session alive. */
+  if (g_atomic_int_get(&s->closing_waiters) > 0) {
+    g_mutex_lock(&s->mu);
+    gboolean last = g_atomic_int_dec_and_test(&s->refs);
+    if (!last)
+      g_cond_broadcast(&s->cond);
+    g_mutex_unlock(&s->mu);
+    if (last)
+      session_free(s);
     return;
   }
-  if (g_atomic_int_get(&s->closing_waiters) > 0) {
-    g_mutex_lock(&s->mu); /* zkrc_session_close() may be waiting for this */
-    g_cond_broadcast(&s->cond);
-    g_mutex_unlock(&s->mu);
-  }
+  if (g_atomic_int_dec_and_test(&s->refs))
+    session_free(s);
 }
 
 zkrc_session *zkrc__session_ref_recipe(zkrc_session *s) {

@@ -228,8 +228,8 @@ static int create_ephemeral(zhandle_t *zh, void *path) {
 
 static void lost_listener(zkrc_session *s, zkrc_session_event ev, void *arg) {
   if (ev == ZKRC_SESSION_EVENT_LOST) {
-    int64_t *at = arg;
-    *at = g_get_monotonic_time(); /* read after the recorder saw LOST */
+    int64_t *at = arg; /* read by the test's thread: atomically */
+    __atomic_store_n(at, g_get_monotonic_time(), __ATOMIC_RELEASE);
   }
 }
 
@@ -276,7 +276,10 @@ static void test_partition_is_lost_before_the_servers_expire(void) {
   CU_ASSERT_EQUAL(zkrc_session_lease_remaining(s), 0);
   int64_t expired_at = wait_gone(&g, 10000);
   CU_ASSERT_FATAL(expired_at > 0);
-  while (lost_at == 0) /* the listener after the recorder: a moment */
+  /* The listener runs right after the recorder: wait for it (bounded). */
+  int64_t told_by = g_get_monotonic_time() + 5 * G_USEC_PER_SEC;
+  while (__atomic_load_n(&lost_at, __ATOMIC_ACQUIRE) == 0 &&
+         g_get_monotonic_time() < told_by)
     g_usleep(1000);
   CU_ASSERT(lost_at < expired_at);
   printf("\n    lost %.0f ms after the cut (lease left then: %d ms), %.0f ms "
