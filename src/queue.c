@@ -125,6 +125,10 @@ struct zkrc__contender {
   gboolean delivering;
 };
 
+/* The listing of a directory that is not there (or of a request that was
+ * not answered): handlers get this rather than NULL. */
+static const struct String_vector no_children = {0, NULL};
+
 /* A request in flight: the contender and the epoch it belongs to. */
 typedef struct req {
   zkrc__contender *c;
@@ -856,8 +860,7 @@ static void dir_children_done(int rc, const struct String_vector *kids,
     if (rc == ZOK) {
       next = evaluate_locked(c, kids, TRUE);
     } else if (rc == ZNONODE) {
-      struct String_vector none = {0, NULL};
-      next = evaluate_locked(c, &none, FALSE);
+      next = evaluate_locked(c, &no_children, FALSE);
     } else {
       next = after_failure_locked(c, rc);
     }
@@ -882,7 +885,7 @@ static void watch_dir(zkrc__contender *c) {
                               dir_children_done, r);
   zkrc__conn_unuse(conn);
   if (rc != ZOK)
-    dir_children_done(ZCONNECTIONLOSS, NULL, r);
+    dir_children_done(ZCONNECTIONLOSS, &no_children, r);
 }
 
 /* ----------------------------------------------------- our own node */
@@ -1041,8 +1044,7 @@ static void recover_children_done(int rc, const struct String_vector *kids,
       next = STEP_SEND_CREATE; /* it never reached the servers */
     }
   } else if (rc == ZNONODE) {
-    struct String_vector none = {0, NULL};
-    next = evaluate_locked(c, &none, FALSE);
+    next = evaluate_locked(c, &no_children, FALSE);
   } else {
     next = evaluate_locked(c, kids, FALSE);
   }
@@ -1076,7 +1078,7 @@ static void recover(zkrc__contender *c) {
   int rc = zoo_aget_children(conn->zh, c->dir, 0, recover_children_done, r);
   zkrc__conn_unuse(conn);
   if (rc != ZOK)
-    recover_children_done(ZCONNECTIONLOSS, NULL, r);
+    recover_children_done(ZCONNECTIONLOSS, &no_children, r);
 }
 
 /* ------------------------------------------- re-check after reconnecting */
@@ -1178,7 +1180,7 @@ static void recheck(zkrc__contender *c) {
   if (rc != ZOK)
     req_free(on_stat);
   if (rc2 != ZOK)
-    recheck_children_done(ZCONNECTIONLOSS, NULL, on_children);
+    recheck_children_done(ZCONNECTIONLOSS, &no_children, on_children);
 }
 
 /* ---------------------------------------------------------------- retry */
