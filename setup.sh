@@ -14,7 +14,7 @@ cd "$(dirname "$0")"
 packages="build-essential autoconf automake libtool pkg-config
   libzookeeper-mt-dev libglib2.0-dev libcunit1-dev
   zookeeper default-jdk-headless libcurator-recipes-java python3-kazoo
-  procps valgrind clang libclang-rt-14-dev"
+  procps valgrind clang libclang-rt-14-dev clang-format cppcheck"
 
 missing=""
 for p in $packages; do

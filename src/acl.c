@@ -67,4 +67,6 @@ void zkrc__acl_unref(zkrc__acl *acl) {
   g_free(acl);
 }
 
-struct ACL_vector *zkrc__acl_vector(zkrc__acl *acl) { return &acl->v; }
+struct ACL_vector *zkrc__acl_vector(zkrc__acl *acl) {
+  return &acl->v;
+}

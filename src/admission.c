@@ -10,8 +10,8 @@
 #include "admission.h"
 #include "names.h"
 
-static zkrc__verdict verdict(zkrc__verdict_kind kind, const char *watch,
-                             int me, int n) {
+static zkrc__verdict verdict(zkrc__verdict_kind kind, const char *watch, int me,
+                             int n) {
   zkrc__verdict v = {kind, watch, me, n};
   return v;
 }
@@ -47,8 +47,7 @@ zkrc__verdict zkrc__policy_readers_writers(const zkrc__rank *queue, int n,
 
 /* The name in @p names equal to @p name (so that a verdict points into the
  * caller's listing, not into our scratch copy). */
-static const char *in_listing(char *const *names, int count,
-                              const char *name) {
+static const char *in_listing(char *const *names, int count, const char *name) {
   for (int i = 0; name && i < count; i++)
     if (names[i] && strcmp(names[i], name) == 0)
       return names[i];

@@ -46,8 +46,8 @@ typedef struct zkrc__verdict {
 
 /* A policy: from the queue (@p n contenders in order) and our index
  * @p me in it, admitted or the index of the node to watch. */
-typedef zkrc__verdict (*zkrc__policy_fn)(const zkrc__rank *queue, int n,
-                                         int me, const void *arg);
+typedef zkrc__verdict (*zkrc__policy_fn)(const zkrc__rank *queue, int n, int me,
+                                         const void *arg);
 
 /* First in line holds; everyone else watches the contender just before
  * it (a mutex, an election). */

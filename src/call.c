@@ -98,7 +98,8 @@ void zkrc__call_children_done(int rc, const struct String_vector *strings,
   zkrc__call *call = (zkrc__call *)data;
   if (rc == ZOK && strings) {
     call->children.count = strings->count;
-    call->children.data = g_new0(char *, strings->count > 0 ? strings->count : 1);
+    call->children.data =
+        g_new0(char *, strings->count > 0 ? strings->count : 1);
     for (int i = 0; i < strings->count; i++)
       call->children.data[i] = g_strdup(strings->data[i]);
   }

@@ -17,7 +17,6 @@
 #include "zkrecipes.h"
 #include "zkrecipes/election.h"
 
-
 typedef struct round round;
 
 struct zkrc_election {
@@ -27,9 +26,9 @@ struct zkrc_election {
   gboolean revoke_on_suspend;
   gboolean no_rejoin;
 
-  gboolean joined;   /* wants to take part */
-  round *current;    /* the round in the queue now, or NULL */
-  gboolean leader;   /* elected and not revoked */
+  gboolean joined;    /* wants to take part */
+  round *current;     /* the round in the queue now, or NULL */
+  gboolean leader;    /* elected and not revoked */
   gboolean suspended; /* revoked for a dropped connection, node still first */
   /* The token of the leadership the application was last told ELECTED of
    * and not yet REVOKED (0: none); events are checked against it when
@@ -282,9 +281,8 @@ int zkrc_election_new(zkrc_election **out, zkrc_session *s, const char *path,
   if (out == NULL || !zkrc__options_take(&o, sizeof o, opts))
     return zkrc__fail(ZKRC_EINVAL);
   int err;
-  zkrc_election *e = *out = zkrc__recipe_new(sizeof *e, s, path,
-                                             o.participant_id, o.acl,
-                                             finalize_election, &err);
+  zkrc_election *e = *out = zkrc__recipe_new(
+      sizeof *e, s, path, o.participant_id, o.acl, finalize_election, &err);
   if (e) {
     e->on_event = o.on_event;
     e->event_arg = o.event_arg;
@@ -450,10 +448,12 @@ int zkrc_election_participants(zkrc_election *e, char ***ids, size_t *count,
                                    count, timeout_ms);
 }
 
-const char *zkrc_election_path(zkrc_election *e) { return e ? e->r.q.dir : NULL; }
+const char *zkrc_election_path(zkrc_election *e) {
+  return e ? e->r.q.dir : NULL;
+}
 
-int zkrc_election_list(zkrc_session *s, const char *path, zkrc_participant **list,
-                    size_t *count, int timeout_ms) {
+int zkrc_election_list(zkrc_session *s, const char *path,
+                       zkrc_participant **list, size_t *count, int timeout_ms) {
   return zkrc__queue_list_checked(s, path, zkrc__latch_markers, timeout_ms,
                                   list, count);
 }

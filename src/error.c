@@ -15,8 +15,8 @@ const char *zkrc_strerror(int err) {
   switch (err) {
   case ZKRC_OK:
     return "success";
-#define ZKRC_STRERROR_CASE(name, value, msg) \
-  case ZKRC_##name:                          \
+#define ZKRC_STRERROR_CASE(name, value, msg)                                   \
+  case ZKRC_##name:                                                            \
     return msg;
     ZKRC_ERRNO_MAP(ZKRC_STRERROR_CASE)
 #undef ZKRC_STRERROR_CASE
@@ -29,8 +29,8 @@ const char *zkrc_err_name(int err) {
   switch (err) {
   case ZKRC_OK:
     return "ZKRC_OK";
-#define ZKRC_ERR_NAME_CASE(name, value, msg) \
-  case ZKRC_##name:                          \
+#define ZKRC_ERR_NAME_CASE(name, value, msg)                                   \
+  case ZKRC_##name:                                                            \
     return "ZKRC_" #name;
     ZKRC_ERRNO_MAP(ZKRC_ERR_NAME_CASE)
 #undef ZKRC_ERR_NAME_CASE

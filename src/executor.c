@@ -93,7 +93,8 @@ int zkrc_fd_executor_dispatch(zkrc_fd_executor *fx) {
   batch = fx->queue;
   g_queue_init(&fx->queue);
   uint64_t count;
-  (void)!read(fx->fd, &count, sizeof count); /* not readable until the next post */
+  (void)!read(fx->fd, &count,
+              sizeof count); /* not readable until the next post */
   g_mutex_unlock(&fx->mu);
   return run_batch(&batch);
 }

@@ -110,14 +110,16 @@ static void on_behind(zkrc__contender *c, void *arg) {
   g_mutex_unlock(&h->lk->r.mu);
 }
 
-static void on_connection(zkrc__contender *c, zkrc_session_event ev, void *arg) {
+static void on_connection(zkrc__contender *c, zkrc_session_event ev,
+                          void *arg) {
   holder *h = arg;
   g_mutex_lock(&h->lk->r.mu);
   if (h->state == H_HELD && h->client->may_tell(h))
     zkrc__lock_post_event_locked(h,
-                      ev == ZKRC_SESSION_EVENT_SUSPENDED ? ZKRC_LOCK_SUSPENDED
-                                                         : ZKRC_LOCK_RECONNECTED,
-                      ZKRC_OK);
+                                 ev == ZKRC_SESSION_EVENT_SUSPENDED
+                                     ? ZKRC_LOCK_SUSPENDED
+                                     : ZKRC_LOCK_RECONNECTED,
+                                 ZKRC_OK);
   g_mutex_unlock(&h->lk->r.mu);
 }
 
@@ -149,7 +151,6 @@ static const zkrc__contender_ops lock_contender_ops = {
     .connection = on_connection,
     .ended = on_ended,
 };
-
 
 holder *zkrc__lock_new_participant_locked(zkrc_lock *lk, uint64_t thread,
                                           const zkrc__hold_client *client) {

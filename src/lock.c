@@ -93,9 +93,8 @@ int zkrc_lock_new(zkrc_lock **out, zkrc_session *s, const char *path,
   if (out == NULL || !zkrc__options_take(&o, sizeof o, opts))
     return zkrc__fail(ZKRC_EINVAL);
   int err;
-  zkrc_lock *lk = *out = zkrc__recipe_new(sizeof *lk, s, path,
-                                          o.participant_id, o.acl,
-                                          finalize_lock, &err);
+  zkrc_lock *lk = *out = zkrc__recipe_new(sizeof *lk, s, path, o.participant_id,
+                                          o.acl, finalize_lock, &err);
   if (lk) {
     lk->on_event = o.on_event;
     lk->event_arg = o.event_arg;
@@ -150,7 +149,8 @@ int zkrc_lock_acquire(zkrc_lock *lk, int timeout_ms) {
   /* A try does not wait for others, but its look at the queue takes a round
    * trip: allow it the session timeout (the connection may be down). */
   int64_t deadline = zkrc__deadline_after(
-      timeout_ms == ZKRC_NO_WAIT ? zkrc_session_timeout(lk->r.q.session) : timeout_ms);
+      timeout_ms == ZKRC_NO_WAIT ? zkrc_session_timeout(lk->r.q.session)
+                                 : timeout_ms);
   uint64_t me = current_thread_number();
   g_mutex_lock(&lk->r.mu);
   if (lk->r.freeing) {
@@ -159,7 +159,7 @@ int zkrc_lock_acquire(zkrc_lock *lk, int timeout_ms) {
   }
   holder *h = thread_holder_locked(lk, me);
   if (h) {
-    int err = h->state == H_LOST ? ZKRC_ELOCKLOST
+    int err = h->state == H_LOST    ? ZKRC_ELOCKLOST
               : h->count == INT_MAX ? ZKRC_EOVERFLOW
                                     : ZKRC_OK;
     if (err == ZKRC_OK)
@@ -397,7 +397,7 @@ void zkrc_lock_free(zkrc_lock *lk) {
 }
 
 int zkrc_lock_list(zkrc_session *s, const char *path, zkrc_participant **list,
-                size_t *count, int timeout_ms) {
-  return zkrc__queue_list_checked(s, path, zkrc__lock_markers, timeout_ms,
-                                  list, count);
+                   size_t *count, int timeout_ms) {
+  return zkrc__queue_list_checked(s, path, zkrc__lock_markers, timeout_ms, list,
+                                  count);
 }

@@ -157,9 +157,9 @@ int zkrc_lock_acquire_async(zkrc_lock *lk, int timeout_ms,
   if (lk == NULL || done == NULL || !zkrc__timeout_valid(timeout_ms))
     return zkrc__fail(ZKRC_EINVAL);
   g_mutex_lock(&lk->r.mu);
-  int err = lk->r.freeing                  ? ZKRC_ECANCELED
+  int err = lk->r.freeing                           ? ZKRC_ECANCELED
             : zkrc__session_closed(lk->r.q.session) ? ZKRC_ECLOSED
-                                          : ZKRC_OK;
+                                                    : ZKRC_OK;
   if (err != ZKRC_OK) {
     g_mutex_unlock(&lk->r.mu);
     return zkrc__fail(err);

@@ -68,9 +68,9 @@ struct zkrc_lock_hold {
   gboolean no_wait;
   zkrc_lock_acquired_fn done;
   void *done_arg;
-  gboolean told;   /* its owner has been told it holds (completion ran) */
-  int outcome;     /* why a cancelling hold gave up */
-  GSource *timer;  /* its deadline, on the session's worker */
+  gboolean told;  /* its owner has been told it holds (completion ran) */
+  int outcome;    /* why a cancelling hold gave up */
+  GSource *timer; /* its deadline, on the session's worker */
 };
 
 struct zkrc_lock {
@@ -84,7 +84,7 @@ struct zkrc_lock {
   /* Set with the first non-blocking hold (lock_async.c): cancels pending
    * ones and releases acquired ones, for zkrc_lock_free() (lk->mu held). */
   void (*drop_async)(zkrc_lock *lk);
-  int inside;          /* threads inside zkrc_lock_acquire() */
+  int inside; /* threads inside zkrc_lock_acquire() */
 };
 
 zkrc_lock *zkrc__lock_ref(zkrc_lock *lk);
@@ -103,6 +103,5 @@ int64_t zkrc__holder_lease_left_locked(holder *h);
 
 /* Tell the application about a held lock (lock events); lk->mu held. */
 void zkrc__lock_post_event_locked(holder *h, zkrc_lock_event ev, int reason);
-
 
 #endif /* ZKRC_LOCK_INTERNAL_H */

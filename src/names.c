@@ -5,11 +5,11 @@
 
 #include "names.h"
 
-const zkrc__marker zkrc__lock_markers[] = {
-    {"lock-", ZKRC__CLAIM_EXCLUSIVE}, {"__lock__", ZKRC__CLAIM_EXCLUSIVE},
-    {NULL, ZKRC__CLAIM_EXCLUSIVE}};
-const zkrc__marker zkrc__latch_markers[] = {
-    {"latch-", ZKRC__CLAIM_EXCLUSIVE}, {NULL, ZKRC__CLAIM_EXCLUSIVE}};
+const zkrc__marker zkrc__lock_markers[] = {{"lock-", ZKRC__CLAIM_EXCLUSIVE},
+                                           {"__lock__", ZKRC__CLAIM_EXCLUSIVE},
+                                           {NULL, ZKRC__CLAIM_EXCLUSIVE}};
+const zkrc__marker zkrc__latch_markers[] = {{"latch-", ZKRC__CLAIM_EXCLUSIVE},
+                                            {NULL, ZKRC__CLAIM_EXCLUSIVE}};
 
 /* "%010d" of an int32: ten digits; or, negative, '-' and nine digits (the
  * width of 10 counts the sign), or '-' and ten when nine are not enough

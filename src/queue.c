@@ -33,11 +33,11 @@
 #define RETRY_MAX_MS 1000
 
 typedef enum cstate {
-  C_NEW,       /* not started */
-  C_PENDING,   /* waiting for a connection to send the create */
-  C_CREATING,  /* create (and children read) sent */
-  C_WAITING,   /* behind others, watching a predecessor */
-  C_FRONT,     /* at the front */
+  C_NEW,      /* not started */
+  C_PENDING,  /* waiting for a connection to send the create */
+  C_CREATING, /* create (and children read) sent */
+  C_WAITING,  /* behind others, watching a predecessor */
+  C_FRONT,    /* at the front */
   C_ENDED
 } cstate;
 
@@ -54,11 +54,16 @@ typedef enum step {
   STEP_RETRY_LATER, /* c->retry_step, after a backoff */
 } step;
 
-typedef enum out_kind { OUT_FRONT, OUT_BEHIND, OUT_CONNECTION, OUT_ENDED } out_kind;
+typedef enum out_kind {
+  OUT_FRONT,
+  OUT_BEHIND,
+  OUT_CONNECTION,
+  OUT_ENDED
+} out_kind;
 
 typedef struct outbox_item {
   out_kind kind;
-  int value;  /* session event, or error */
+  int value; /* session event, or error */
   int zk_rc;
 } outbox_item;
 
@@ -92,12 +97,12 @@ struct zkrc__contender {
   gboolean create_unknown; /* a create's reply was lost */
   gboolean recover_needed; /* a request was lost with the connection */
   gboolean parent_missing;
-  int parent_rc; /* how creating our directory went */
-  int root_rc;   /* how creating its topmost ancestor went */
-  int attempts;      /* creates sent since the last one that succeeded */
-  int retries;       /* retries since the last success: the backoff */
-  int failures;      /* passing failures in a row: the bound */
-  step retry_step;   /* what a pending retry will do */
+  int parent_rc;   /* how creating our directory went */
+  int root_rc;     /* how creating its topmost ancestor went */
+  int attempts;    /* creates sent since the last one that succeeded */
+  int retries;     /* retries since the last success: the backoff */
+  int failures;    /* passing failures in a row: the bound */
+  step retry_step; /* what a pending retry will do */
   GSource *retry_timer;
   /* At the front by the listing, but the session has no lease yet: waits
    * for ZKRC__SESSION_EVENT_LEASED (or the session's end). */
@@ -397,8 +402,7 @@ static void set_path_locked(zkrc__contender *c, char *path) {
 }
 
 /* Finish the contender: no more requests, the owner told last. */
-static void end_locked(zkrc__contender *c, int err, int zk_rc,
-                       gboolean reap) {
+static void end_locked(zkrc__contender *c, int err, int zk_rc, gboolean reap) {
   if (c->state == C_ENDED)
     return;
   c->state = C_ENDED;
@@ -498,7 +502,8 @@ static step wait_for_locked(zkrc__contender *c, const char *watch,
 /* Decide from a children listing (the policy's verdict); @p watched: the
  * listing also set a watch on the directory's children.  Returns the next
  * step. */
-static step evaluate_locked(zkrc__contender *c, const struct String_vector *kids,
+static step evaluate_locked(zkrc__contender *c,
+                            const struct String_vector *kids,
                             gboolean watched) {
   zkrc__verdict v = zkrc__admit(kids->data, kids->count, c->markers, c->name,
                                 c->policy, c->policy_arg);
@@ -574,7 +579,6 @@ static step relist_locked(zkrc__contender *c) {
   c->recover_needed = TRUE; /* recovery is exactly "list and evaluate" */
   return STEP_RECOVER;
 }
-
 
 /* ----------------------------------------------------- create + children */
 
@@ -690,12 +694,13 @@ static void send_parents(zkrc__contender *c, zhandle_t *zh, req *top,
     g_string_append_c(path, '/');
     g_string_append(path, parts[i]);
     gboolean is_dir = parts[i + 1] == NULL;
-    string_completion_t done = is_dir ? parent_done
+    string_completion_t done = is_dir   ? parent_done
                                : i == 0 ? root_done
                                         : zkrc__ignore_string_done;
     req *r = is_dir ? last : i == 0 ? top : NULL;
     if (zoo_acreate(zh, path->str, NULL, -1, zkrc__acl_vector(c->acl),
-                    ZOO_CONTAINER, done, r) != ZOK && r)
+                    ZOO_CONTAINER, done, r) != ZOK &&
+        r)
       req_free(r); /* not sent: no completion will free it */
   }
   g_string_free(path, TRUE);
@@ -708,7 +713,8 @@ static void send_create(zkrc__contender *c) {
     g_mutex_unlock(&c->mu);
     return;
   }
-  zkrc_conn *conn = zkrc__session_connected(c->s, 0) ? zkrc__conn_use(c->s) : NULL;
+  zkrc_conn *conn =
+      zkrc__session_connected(c->s, 0) ? zkrc__conn_use(c->s) : NULL;
   if (conn == NULL) {
     c->state = C_PENDING; /* the session's next connect event resumes us */
     g_mutex_unlock(&c->mu);
@@ -950,8 +956,8 @@ static void self_get_done(int rc, const char *value, int len,
  * before. */
 static void arm_own_watch(zkrc__contender *c) {
   g_mutex_lock(&c->mu);
-  gboolean live = c->state == C_CREATING || c->state == C_WAITING ||
-                  c->state == C_FRONT;
+  gboolean live =
+      c->state == C_CREATING || c->state == C_WAITING || c->state == C_FRONT;
   if (c->withdrawing || !live || !c->watch_own || !c->name_known) {
     g_mutex_unlock(&c->mu);
     return;
@@ -1100,8 +1106,8 @@ static step recheck_judge_locked(zkrc__contender *c, int rc,
                                  const struct String_vector *kids) {
   int stat_rc = c->recheck_stat_rc;
   int failed = stat_rc != ZOK && stat_rc != ZNONODE ? stat_rc
-               : rc != ZOK && rc != ZNONODE       ? rc
-                                                  : ZOK;
+               : rc != ZOK && rc != ZNONODE         ? rc
+                                                    : ZOK;
   if (connection_trouble(failed) || session_gone(failed)) {
     c->recover_needed = TRUE; /* the next reconnection checks again */
     return STEP_NONE;
@@ -1293,8 +1299,9 @@ void zkrc__contender_withdraw(zkrc__contender *c) {
 
 gboolean zkrc__contender_deleting(zkrc__contender *c) {
   g_mutex_lock(&c->mu);
-  gboolean deleting = c->deleting || (c->withdrawing && c->state == C_CREATING &&
-                                      !c->create_unknown);
+  gboolean deleting =
+      c->deleting ||
+      (c->withdrawing && c->state == C_CREATING && !c->create_unknown);
   g_mutex_unlock(&c->mu);
   return deleting;
 }
@@ -1307,8 +1314,8 @@ static void on_session_event(zkrc_session *s, zkrc_session_event ev,
   step next = STEP_NONE;
   g_mutex_lock(&c->mu);
   gboolean ours = c->generation == generation;
-  gboolean live = c->state == C_CREATING || c->state == C_WAITING ||
-                  c->state == C_FRONT;
+  gboolean live =
+      c->state == C_CREATING || c->state == C_WAITING || c->state == C_FRONT;
   switch ((int)ev) {
   case ZKRC_SESSION_EVENT_CONNECTED:
   case ZKRC_SESSION_EVENT_RECONNECTED:
@@ -1346,9 +1353,9 @@ static void on_session_event(zkrc_session *s, zkrc_session_event ev,
   case ZKRC_SESSION_EVENT_AUTH_FAILED:
   case ZKRC_SESSION_EVENT_CLOSED:
     if (c->state != C_ENDED && c->state != C_NEW)
-      end_locked(c, ev == ZKRC_SESSION_EVENT_CLOSED ? ZKRC_ECLOSED
-                                                    : ZKRC_EAUTHFAILED,
-                 0, FALSE);
+      end_locked(
+          c, ev == ZKRC_SESSION_EVENT_CLOSED ? ZKRC_ECLOSED : ZKRC_EAUTHFAILED,
+          0, FALSE);
     break;
   }
   g_mutex_unlock(&c->mu);
@@ -1445,8 +1452,8 @@ int zkrc__queue_list(zkrc_session *s, const char *dir,
   if (conn == NULL)
     return zkrc__fail(ZKRC_ECONNLOSS);
   zkrc__call *children = zkrc__call_new();
-  int rc = zoo_aget_children(conn->zh, dir, 0, zkrc__call_children_done,
-                             children);
+  int rc =
+      zoo_aget_children(conn->zh, dir, 0, zkrc__call_children_done, children);
   if (rc != ZOK)
     zkrc__call_fail_unsent(children, rc);
   zkrc__conn_unuse(conn);
@@ -1455,11 +1462,10 @@ int zkrc__queue_list(zkrc_session *s, const char *dir,
     return zkrc__fail(ZKRC_ETIMEDOUT);
   }
   int zk_rc = children->rc;
-  GArray *sorted = zk_rc == ZOK
-                       ? zkrc__contenders_sorted(children->children.data,
-                                                 children->children.count,
-                                                 markers)
-                       : NULL;
+  GArray *sorted =
+      zk_rc == ZOK ? zkrc__contenders_sorted(children->children.data,
+                                             children->children.count, markers)
+                   : NULL;
   zkrc__call_unref(children);
   if (zk_rc == ZNONODE) /* no directory: nobody takes part */
     return ZKRC_OK;

@@ -79,9 +79,9 @@ typedef struct zkrc__contender_ops {
 } zkrc__contender_ops;
 
 typedef struct zkrc__contender_config {
-  const zkrc__queue *queue;        /* session, directory, id and ACL */
-  const char *marker;              /* "lock-" or "latch-" (static string) */
-  const zkrc__marker *markers;     /* markers that count as contenders */
+  const zkrc__queue *queue;    /* session, directory, id and ACL */
+  const char *marker;          /* "lock-" or "latch-" (static string) */
+  const zkrc__marker *markers; /* markers that count as contenders */
   /* Who of them is admitted, and whom a waiter watches (admission.h). */
   zkrc__policy_fn policy;
   const void *policy_arg;

@@ -78,7 +78,7 @@ zkrc_session *zkrc__session_ref_recipe(zkrc_session *s) {
 }
 
 void zkrc__session_unref_recipe(zkrc_session *s) {
-  g_mutex_lock(&s->mu); /* the mutex orders it with close's wait */
+  g_mutex_lock(&s->mu);              /* the mutex orders it with close's wait */
   g_atomic_int_add(&s->recipes, -1); /* incremented without the mutex */
   g_cond_broadcast(&s->cond);
   g_mutex_unlock(&s->mu);
@@ -98,8 +98,7 @@ static void wait_for_transient_refs(zkrc_session *s) {
   g_mutex_lock(&s->mu);
   /* Recipe objects still alive keep references (and their contenders do):
    * the session then ends with the last of them, later. */
-  while (g_atomic_int_get(&s->recipes) == 0 &&
-         g_atomic_int_get(&s->refs) > 1 &&
+  while (g_atomic_int_get(&s->recipes) == 0 && g_atomic_int_get(&s->refs) > 1 &&
          g_cond_wait_until(&s->cond, &s->mu, deadline))
     ;
   g_mutex_unlock(&s->mu);
@@ -162,7 +161,8 @@ void zkrc_session_options_init(zkrc_session_options *opts) {
 static int normalize_options(zkrc_session_options *out,
                              const zkrc_session_options *in) {
   zkrc_session_options_init(out);
-  if (!zkrc__options_take(out, sizeof *out, in) || out->session_timeout_ms < 0 || out->server_tick_ms < 0 ||
+  if (!zkrc__options_take(out, sizeof *out, in) ||
+      out->session_timeout_ms < 0 || out->server_tick_ms < 0 ||
       !zkrc__timeout_valid(out->connect_timeout_ms))
     return ZKRC_EINVAL;
   if (out->session_timeout_ms == 0)
@@ -172,8 +172,8 @@ static int normalize_options(zkrc_session_options *out,
    * takes more than two thirds of it (1 ms never connects, 2 ms hardly),
    * and its arithmetic overflows near INT_MAX.  So it gets 100 ms at
    * least and 10^9 at most. */
-  out->session_timeout_ms = CLAMP(out->session_timeout_ms, MIN_TIMEOUT_MS,
-                                  MAX_TIMEOUT_MS);
+  out->session_timeout_ms =
+      CLAMP(out->session_timeout_ms, MIN_TIMEOUT_MS, MAX_TIMEOUT_MS);
   if (out->connect_timeout_ms == 0)
     out->connect_timeout_ms = out->session_timeout_ms;
   return ZKRC_OK;
@@ -190,7 +190,8 @@ static zkrc_session *session_alloc(const char *hosts,
   s->state = ZKRC_SESSION_CONNECTING;
   s->negotiated_timeout_ms = opts->session_timeout_ms;
   s->listeners = g_ptr_array_new_with_free_func(g_free);
-  s->observers = g_hash_table_new_full(g_int64_hash, g_int64_equal, NULL, g_free);
+  s->observers =
+      g_hash_table_new_full(g_int64_hash, g_int64_equal, NULL, g_free);
   s->auths = g_ptr_array_new_with_free_func(free_auth);
   s->reap = zkrc__reaper_new();
   zkrc__session_threads_start(s);
@@ -218,8 +219,8 @@ static int valid_hosts(const char *hosts) {
   if (chroot && strcmp(chroot, "/") != 0 &&
       zkrc_path_validate(chroot, NULL) != ZKRC_OK)
     return 0;
-  char *list = g_strndup(hosts, chroot ? (gsize)(chroot - hosts)
-                                       : strlen(hosts));
+  char *list =
+      g_strndup(hosts, chroot ? (gsize)(chroot - hosts) : strlen(hosts));
   char **entries = g_strsplit(list, ",", -1);
   int ok = entries[0] != NULL;
   for (int i = 0; ok && entries[i]; i++)
@@ -358,8 +359,7 @@ static void close_on_worker(void *data) {
   g_mutex_unlock(&s->mu);
 
   if (!announced)
-    zkrc__session_announce(s, ZKRC_SESSION_EVENT_CLOSED,
-                           c ? c->generation : 0);
+    zkrc__session_announce(s, ZKRC_SESSION_EVENT_CLOSED, c ? c->generation : 0);
   if (c) {
     zkrc__session_drain(s, c);
     zkrc__session_close_conn(s, c);
@@ -477,8 +477,8 @@ int zkrc_session_with_handle(zkrc_session *s,
 
 /* ------------------------------------------------------------ auth, ACL */
 
-int zkrc_session_add_auth(zkrc_session *s, const char *scheme,
-                          const char *cred, int timeout_ms) {
+int zkrc_session_add_auth(zkrc_session *s, const char *scheme, const char *cred,
+                          int timeout_ms) {
   if (s == NULL || scheme == NULL || *scheme == '\0' || cred == NULL ||
       !zkrc__timeout_valid(timeout_ms))
     return zkrc__fail(ZKRC_EINVAL);
@@ -510,4 +510,3 @@ int zkrc_session_add_auth(zkrc_session *s, const char *scheme,
   zkrc__call_unref(call);
   return err;
 }
-

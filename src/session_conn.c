@@ -179,8 +179,7 @@ static gboolean reopen_fired(gpointer data) {
   if (s->reopen_timer == g_main_current_source()) {
     g_source_unref(s->reopen_timer);
     s->reopen_timer = NULL;
-    if (!s->closing && s->conn == NULL &&
-        s->state == ZKRC_SESSION_CONNECTING)
+    if (!s->closing && s->conn == NULL && s->state == ZKRC_SESSION_CONNECTING)
       zkrc__session_open_locked(s, &err);
   }
   g_mutex_unlock(&s->mu);
@@ -193,9 +192,9 @@ static void schedule_reopen_locked(zkrc_session *s) {
   int ms = s->reopen_delay_ms ? MIN(2 * s->reopen_delay_ms, REOPEN_MAX_MS)
                               : REOPEN_FIRST_MS;
   s->reopen_delay_ms = ms;
-  s->reopen_timer = zkrc__session_timer(s, ms, reopen_fired,
-                                        zkrc__session_ref(s),
-                                        (GDestroyNotify)zkrc__session_unref);
+  s->reopen_timer =
+      zkrc__session_timer(s, ms, reopen_fired, zkrc__session_ref(s),
+                          (GDestroyNotify)zkrc__session_unref);
 }
 
 void zkrc__session_cancel_reopen(zkrc_session *s) {
@@ -219,8 +218,8 @@ void zkrc__session_open_locked(zkrc_session *s, int *err) {
   zkrc__lease_handle_opened_locked(s);
   errno = 0;
   c->zh = zookeeper_init2(s->hosts, zkrc__session_global_watcher,
-                          s->opts.session_timeout_ms,
-                          NULL, c, 0, zkrc__log_trampoline);
+                          s->opts.session_timeout_ms, NULL, c, 0,
+                          zkrc__log_trampoline);
   if (c->zh == NULL && errno == ENOMEM) {
     *err = ZKRC_ENOMEM;
     g_free(c);

@@ -28,9 +28,9 @@ typedef struct listener_call {
 } listener_call;
 
 const char *zkrc_session_event_name(zkrc_session_event ev) {
-  static const char *const names[] = {
-      "connected", "suspended", "reconnected", "lost",
-      "expired",   "auth-failed", "closed"};
+  static const char *const names[] = {"connected", "suspended", "reconnected",
+                                      "lost",      "expired",   "auth-failed",
+                                      "closed"};
   if ((unsigned)ev < G_N_ELEMENTS(names))
     return names[ev];
   return "unknown";

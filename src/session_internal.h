@@ -137,8 +137,8 @@ void zkrc__watch_drop_generation(zkrc_session *s, uint64_t generation);
  * to recipes so far: the herd test counts notifications with it. */
 guint64 zkrc__watch_events_delivered(void);
 /* The watcher function to give ZooKeeper with a registered context. */
-void zkrc__watch_dispatch(zhandle_t *zh, int type, int state,
-                          const char *path, void *ctx);
+void zkrc__watch_dispatch(zhandle_t *zh, int type, int state, const char *path,
+                          void *ctx);
 
 /* ---- Orphan reaper --------------------------------------------------
  * Nodes we created but can no longer use (an acquisition that timed out
@@ -149,9 +149,8 @@ void zkrc__watch_dispatch(zhandle_t *zh, int type, int state,
  * @p generation is the ZooKeeper session that created the node: when that
  * session is reported expired by a server, its ephemeral nodes are gone and
  * the entry is dropped. */
-void zkrc__session_reap(zkrc_session *s, const char *parent,
-                        const char *prefix, const char *name,
-                        uint64_t generation);
+void zkrc__session_reap(zkrc_session *s, const char *parent, const char *prefix,
+                        const char *name, uint64_t generation);
 
 /* ACLs as recipes keep them: immutable and shared by reference (every lock
  * object, participant and contender of a recipe points at one).  NULL and

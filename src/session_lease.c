@@ -63,8 +63,8 @@ static gboolean lapse_fired(gpointer data) {
   int64_t now = g_get_monotonic_time();
   g_mutex_lock(&s->mu);
   g_source_set_ready_time(s->lapse_timer, -1);
-  gboolean lost = lease_current_locked(s) &&
-                  zkrc__lease_expired_at(&s->lease, now);
+  gboolean lost =
+      lease_current_locked(s) && zkrc__lease_expired_at(&s->lease, now);
   if (lost)
     s->lease.lapsed = TRUE; /* nothing extends it any more */
   else if (lease_current_locked(s))
@@ -236,8 +236,8 @@ int zkrc_session_lease_remaining(zkrc_session *s) {
     return 0;
   int64_t now = g_get_monotonic_time();
   g_mutex_lock(&s->mu);
-  int64_t left = lease_current_locked(s) ? zkrc__lease_remaining(&s->lease, now)
-                                         : 0;
+  int64_t left =
+      lease_current_locked(s) ? zkrc__lease_remaining(&s->lease, now) : 0;
   g_mutex_unlock(&s->mu);
   return (int)(left / 1000);
 }

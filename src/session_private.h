@@ -55,8 +55,8 @@ struct zkrc_session {
   int64_t opened_us;         /* when the current handle was opened */
   unsigned connection;       /* connections of that handle so far */
   gboolean renewal_in_flight;
-  GSource *renew_timer;      /* sends the next renewal (worker) */
-  GSource *lapse_timer;      /* fires when the lease runs out (worker) */
+  GSource *renew_timer; /* sends the next renewal (worker) */
+  GSource *lapse_timer; /* fires when the lease runs out (worker) */
 
   /* A handle that could not be opened (names that do not resolve) is
    * tried again later: the timer, and its current backoff. */
@@ -72,9 +72,9 @@ struct zkrc_session {
   unsigned long next_listener_id;
   GHashTable *observers; /* id → observer* (many: one per live contender) */
   unsigned long next_observer_id;
-  gboolean notifying;      /* the worker is calling observers */
-  GPtrArray *auths;        /* of auth_entry* */
-  GPtrArray *reap;         /* of reap_entry* */
+  gboolean notifying; /* the worker is calling observers */
+  GPtrArray *auths;   /* of auth_entry* */
+  GPtrArray *reap;    /* of reap_entry* */
 };
 
 /* ---- Threads (session_worker.c) -------------------------------------- */

@@ -124,9 +124,8 @@ void zkrc__reaper_run(zkrc_session *s) {
 
 static void run_reaper_task(void *data) { zkrc__reaper_run(data); }
 
-void zkrc__session_reap(zkrc_session *s, const char *parent,
-                        const char *prefix, const char *name,
-                        uint64_t generation) {
+void zkrc__session_reap(zkrc_session *s, const char *parent, const char *prefix,
+                        const char *name, uint64_t generation) {
   reap_entry *r = g_new0(reap_entry, 1);
   r->parent = g_strdup(parent);
   r->prefix = g_strdup(prefix);

@@ -169,4 +169,3 @@ void zkrc__session_post(zkrc_session *s, zkrc_callback_fn fn, void *arg) {
   pc->arg = arg;
   s->executor.post(s->executor.ctx, posted_call_run, pc);
 }
-

@@ -26,13 +26,13 @@ int zkrc__tsan_glib = 1;
 
 /* GLib's own definition of @p name (the next one after ours), looked up
  * once; threads racing to look it up store the same value, atomically. */
-#define REAL(name, ret, args)                                                \
-  typedef ret(*name##_fn) args;                                              \
-  static name##_fn real_##name;                                              \
-  name##_fn found_##name = __atomic_load_n(&real_##name, __ATOMIC_ACQUIRE);  \
-  if (found_##name == NULL) {                                                \
-    found_##name = (name##_fn)dlsym(RTLD_NEXT, #name);                       \
-    __atomic_store_n(&real_##name, found_##name, __ATOMIC_RELEASE);          \
+#define REAL(name, ret, args)                                                  \
+  typedef ret(*name##_fn) args;                                                \
+  static name##_fn real_##name;                                                \
+  name##_fn found_##name = __atomic_load_n(&real_##name, __ATOMIC_ACQUIRE);    \
+  if (found_##name == NULL) {                                                  \
+    found_##name = (name##_fn)dlsym(RTLD_NEXT, #name);                         \
+    __atomic_store_n(&real_##name, found_##name, __ATOMIC_RELEASE);            \
   }
 
 /* ------------------------------------------------------------- mutexes */
@@ -129,7 +129,8 @@ static void wrapped_free(gpointer p) {
 
 void g_source_set_callback(GSource *source, GSourceFunc func, gpointer data,
                            GDestroyNotify notify) {
-  REAL(g_source_set_callback, void, (GSource *, GSourceFunc, gpointer, GDestroyNotify));
+  REAL(g_source_set_callback, void,
+       (GSource *, GSourceFunc, gpointer, GDestroyNotify));
   wrapped *w = g_new(wrapped, 1);
   w->func = func;
   w->data = data;

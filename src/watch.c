@@ -21,7 +21,7 @@ typedef struct watch_entry {
 
 static GMutex registry_mu;
 static atomic_uint_fast64_t delivered; /* watch events passed on */
-static GHashTable *registry; /* id → watch_entry* */
+static GHashTable *registry;           /* id → watch_entry* */
 static uintptr_t next_watch_id = 1;
 
 void *zkrc__watch_register(zkrc_conn *c, zkrc__watch_fn fn, void *target,
@@ -45,8 +45,8 @@ void *zkrc__watch_register(zkrc_conn *c, zkrc__watch_fn fn, void *target,
 static watch_entry *steal(void *ctx) {
   watch_entry *e = NULL;
   g_mutex_lock(&registry_mu);
-  if (registry && g_hash_table_steal_extended(registry, ctx, NULL,
-                                              (gpointer *)&e) == FALSE)
+  if (registry &&
+      g_hash_table_steal_extended(registry, ctx, NULL, (gpointer *)&e) == FALSE)
     e = NULL;
   g_mutex_unlock(&registry_mu);
   return e;
@@ -63,8 +63,8 @@ void zkrc__watch_cancel(void *ctx) {
     entry_free(e);
 }
 
-void zkrc__watch_dispatch(zhandle_t *zh, int type, int state,
-                          const char *path, void *ctx) {
+void zkrc__watch_dispatch(zhandle_t *zh, int type, int state, const char *path,
+                          void *ctx) {
   (void)zh;
   (void)state;
   /* Session events are delivered to every watcher of the handle, and the

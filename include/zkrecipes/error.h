@@ -37,7 +37,8 @@ extern "C" {
   XX(ESESSIONLOST, -1008,                                                      \
      "the session's lease ran out: the servers may expire it from now on, "    \
      "so it is treated as expired")                                            \
-  XX(ELOCKLOST, -1009, "no longer held: our node is gone (lock or leadership)") \
+  XX(ELOCKLOST, -1009,                                                         \
+     "no longer held: our node is gone (lock or leadership)")                  \
   XX(ECLOSED, -1010, "the session or object has been closed")                  \
   XX(ECANCELED, -1011, "the operation was cancelled")                          \
   XX(ECONNECT, -1012, "could not connect to any ZooKeeper server in time")     \
@@ -47,7 +48,8 @@ extern "C" {
   XX(ENODEEXISTS, -1016, "the node already exists")                            \
   XX(ENOTEMPTY, -1017, "the node has children")                                \
   XX(EBADVERSION, -1018, "the node's version did not match")                   \
-  XX(EZOOKEEPER, -1019, "ZooKeeper reported an error (see zkrc_last_zk_error)") \
+  XX(EZOOKEEPER, -1019,                                                        \
+     "ZooKeeper reported an error (see zkrc_last_zk_error)")                   \
   XX(ESTATE, -1020, "the object is not in a state that allows this call")      \
   XX(ENOTLEADER, -1021, "this participant is not the leader")                  \
   XX(EBADNODE, -1022, "a node has a name or content zkrecipes cannot use")     \

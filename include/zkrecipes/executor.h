@@ -36,7 +36,6 @@ typedef struct zkrc_executor {
   void *ctx;
 } zkrc_executor;
 
-
 typedef struct zkrc_fd_executor zkrc_fd_executor;
 
 /**

@@ -83,8 +83,7 @@ typedef struct zkrc_lock_event_info {
  * the holder's returns ZKRC_ENOTOWNER).
  */
 typedef void (*zkrc_lock_event_fn)(zkrc_lock *lk,
-                                   const zkrc_lock_event_info *info,
-                                   void *arg);
+                                   const zkrc_lock_event_info *info, void *arg);
 
 /** Options of a lock; initialize with zkrc_lock_options_init(). */
 typedef struct zkrc_lock_options {

@@ -97,10 +97,9 @@ const char *zkrc_session_event_name(zkrc_session_event ev);
 /** Name of a state ("connecting", "connected", ...); static string. */
 const char *zkrc_session_state_name(zkrc_session_state st);
 
-
 /** Receives session events on the session's executor. */
-typedef void (*zkrc_session_listener_fn)(zkrc_session *s,
-                                         zkrc_session_event ev, void *arg);
+typedef void (*zkrc_session_listener_fn)(zkrc_session *s, zkrc_session_event ev,
+                                         void *arg);
 
 /** Options of a session; initialize with zkrc_session_options_init(). */
 typedef struct zkrc_session_options {
@@ -288,8 +287,8 @@ int zkrc_session_remove_listener(zkrc_session *s, unsigned long id);
  *         ZKRC_ECLOSED.
  * Threading: any thread except the callback thread.
  */
-int zkrc_session_add_auth(zkrc_session *s, const char *scheme,
-                          const char *cred, int timeout_ms);
+int zkrc_session_add_auth(zkrc_session *s, const char *scheme, const char *cred,
+                          int timeout_ms);
 
 /**
  * Call @p fn with the current ZooKeeper handle, pinned so that it stays open
