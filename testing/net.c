@@ -1,6 +1,6 @@
 /*
  * testing/net.c - loopback ports for members, and the four-letter-word
- * client.
+ * client (to a member, or to any "host:port" for a user's own ensemble).
  *
  * Licensed under the Apache License, Version 2.0 (see COPYING).
  */
@@ -9,6 +9,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <netdb.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <pthread.h>
@@ -182,28 +183,58 @@ static int wait_fd(int fd, short events, int64_t deadline)
   }
 }
 
-static int connect_loopback(int port, int64_t deadline)
+/* Connect to @p addr without blocking past @p deadline. */
+static int connect_by(const struct sockaddr *addr, socklen_t len,
+                      int64_t deadline)
 {
-  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+  int fd = socket(addr->sa_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK,
+                  0);
   if (fd < 0)
     return -1;
-  struct sockaddr_in addr;
-  memset(&addr, 0, sizeof addr);
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons((uint16_t)port);
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (connect(fd, (struct sockaddr *)&addr, sizeof addr) == 0)
+  if (connect(fd, addr, len) == 0)
     return fd;
   if (errno != EINPROGRESS || wait_fd(fd, POLLOUT, deadline) != 1) {
     close(fd);
     return -1;
   }
   int err = 0;
-  socklen_t len = sizeof err;
-  if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) != 0 || err != 0) {
+  socklen_t err_len = sizeof err;
+  if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &err_len) != 0 || err != 0) {
     close(fd);
     return -1;
   }
+  return fd;
+}
+
+static int connect_loopback(int port, int64_t deadline)
+{
+  struct sockaddr_in addr;
+  memset(&addr, 0, sizeof addr);
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons((uint16_t)port);
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  return connect_by((struct sockaddr *)&addr, sizeof addr, deadline);
+}
+
+/* Connect to "HOST:PORT" (a name, an IPv4 address or [IPv6]). */
+static int connect_host_port(const char *host_port, int64_t deadline)
+{
+  const char *colon = strrchr(host_port, ':');
+  if (colon == NULL || colon == host_port || colon[1] == '\0')
+    return -1;
+  char *host = g_strndup(host_port, (gsize)(colon - host_port));
+  if (host[0] == '[' && host[strlen(host) - 1] == ']') {
+    memmove(host, host + 1, strlen(host) - 2);
+    host[strlen(host) - 2] = '\0';
+  }
+  struct addrinfo hints = { .ai_socktype = SOCK_STREAM }, *res = NULL;
+  int fd = -1;
+  if (getaddrinfo(host, colon + 1, &hints, &res) == 0) {
+    for (struct addrinfo *a = res; a != NULL && fd < 0; a = a->ai_next)
+      fd = connect_by(a->ai_addr, a->ai_addrlen, deadline);
+    freeaddrinfo(res);
+  }
+  g_free(host);
   return fd;
 }
 
@@ -264,11 +295,10 @@ static int read_to_eof(int fd, int64_t deadline, char **out)
   return 0;
 }
 
-int zkrc__four_letter(int port, const char *cmd, int timeout_ms, char **out)
+/* Send @p cmd on @p fd (connected, or -1) and read the whole answer. */
+static int ask_four_letter(int fd, const char *cmd, int64_t deadline,
+                           char **out)
 {
-  *out = NULL;
-  int64_t deadline = zkrc__now_ms() + timeout_ms;
-  int fd = connect_loopback(port, deadline);
   if (fd < 0)
     return -1;
   int rc = send_all(fd, cmd, strlen(cmd), deadline);
@@ -276,4 +306,24 @@ int zkrc__four_letter(int port, const char *cmd, int timeout_ms, char **out)
     rc = read_to_eof(fd, deadline, out);
   close(fd);
   return rc;
+}
+
+int zkrc__four_letter(int port, const char *cmd, int timeout_ms, char **out)
+{
+  *out = NULL;
+  int64_t deadline = zkrc__now_ms() + timeout_ms;
+  return ask_four_letter(connect_loopback(port, deadline), cmd, deadline, out);
+}
+
+int zkrc_four_letter(const char *host_port, const char *cmd, int timeout_ms,
+                     char **out)
+{
+  if (out == NULL)
+    return -1;
+  *out = NULL;
+  if (host_port == NULL || cmd == NULL || timeout_ms < 0)
+    return -1;
+  int64_t deadline = zkrc__now_ms() + timeout_ms;
+  return ask_four_letter(connect_host_port(host_port, deadline), cmd,
+                         deadline, out);
 }

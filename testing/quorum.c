@@ -78,6 +78,13 @@ int zkrc__mntr_value(const char *answer, const char *key, int64_t *value)
   return 0;
 }
 
+int zkrc_mntr_value(const char *answer, const char *key, int64_t *value)
+{
+  if (answer == NULL || key == NULL || value == NULL)
+    return 0;
+  return zkrc__mntr_value(answer, key, value);
+}
+
 /* ---- epoch files -------------------------------------------------------- */
 
 /* One read of a member's currentEpoch file. */

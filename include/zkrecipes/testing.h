@@ -225,6 +225,28 @@ int zkrc_ensemble_four_letter(zkrc_ensemble *e, int i, const char *cmd,
 int64_t zkrc_ensemble_mntr_sum(zkrc_ensemble *e, const char *key);
 
 /**
+ * Send the four-letter word @p cmd to any ZooKeeper server, "HOST:PORT"
+ * (a name, an IPv4 address or "[IPv6]:PORT"): for a benchmark or a check
+ * against an ensemble this harness did not start (its members must allow
+ * the word: 4lw.commands.whitelist).  Any thread.
+ * @param out  receives a malloc'ed NUL-terminated answer; free() it.  Set to
+ *             NULL on failure.
+ * @return 0, or -1 (NULL argument, negative timeout, unparsable address,
+ *         name not resolved, no connection, or no complete answer within
+ *         @p timeout_ms).
+ */
+int zkrc_four_letter(const char *host_port, const char *cmd, int timeout_ms,
+                     char **out);
+
+/**
+ * The integer value of key @p key ("zk_packets_received") in a `mntr`
+ * answer (lines "KEY<TAB>VALUE").
+ * @return 1 with *@p value set, or 0 when the key is missing, its value is
+ *         not an integer, or an argument is NULL.
+ */
+int zkrc_mntr_value(const char *answer, const char *key, int64_t *value);
+
+/**
  * Expire the session @p id on the servers, the way ZooKeeper's own tests do:
  * open a second handle with the same session id and password, wait for it to
  * connect, then close it.  The client owning the session learns of the
