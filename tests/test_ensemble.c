@@ -20,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/pidfd.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -876,34 +877,17 @@ static void test_crash_cleanup(void)
  * pipes when the fds are not NULL. */
 static pid_t spawn_command(const char *const *args, int *in_fd, int *out_fd)
 {
-  int in[2] = { -1, -1 }, out[2] = { -1, -1 };
-  if ((in_fd && pipe(in) != 0) || (out_fd && pipe(out) != 0))
-    return -1;
-  fflush(NULL);
-  pid_t pid = fork();
-  if (pid == 0) {
-    if (in_fd) {
-      dup2(in[0], 0);
-      close(in[0]);
-      close(in[1]);
-    }
-    if (out_fd) {
-      dup2(out[1], 1);
-      close(out[0]);
-      close(out[1]);
-    }
-    execv(ZKR_ENSEMBLE_BIN, (char *const *)args);
-    _exit(127);
-  }
-  if (in_fd) {
-    close(in[0]);
-    *in_fd = in[1];
-  }
-  if (out_fd) {
-    close(out[1]);
-    *out_fd = out[0];
-  }
-  return pid;
+  zkrc_spawn_options o;
+  zkrc_spawn_options_init(&o);
+  o.pipe_stdin = in_fd != NULL;
+  o.pipe_stdout = out_fd != NULL;
+  zkrc_child c;
+  int rc = zkrc_spawn(&c, (char *const *)args, &o);
+  if (in_fd)
+    *in_fd = c.in_fd;
+  if (out_fd)
+    *out_fd = c.out_fd;
+  return rc == 0 ? c.pid : -1;
 }
 
 /* Exit status of @p pid within @p timeout_ms (128+N when killed by N), or
@@ -1051,6 +1035,127 @@ static void test_command_start_stdin(void)
 }
 
 /* ======================================================================== */
+/* Child processes (zkrc_spawn)                                             */
+
+/* Does @p pid (any process, not only a child) end within @p timeout_ms?
+ * A pidfd becomes readable when its process ends. */
+static int process_ends_within(pid_t pid, int timeout_ms)
+{
+  int fd = pidfd_open(pid, 0);
+  if (fd < 0)
+    return errno == ESRCH; /* gone already */
+  struct pollfd p = { fd, POLLIN, 0 };
+  int r;
+  while ((r = poll(&p, 1, timeout_ms)) < 0 && errno == EINTR)
+    ;
+  close(fd);
+  return r == 1;
+}
+
+/* Everything @p fd yields until its end (at most 10 s). */
+static char *read_all(int fd)
+{
+  GString *all = g_string_new(NULL);
+  char *line;
+  while ((line = read_line(fd, 10000)) != NULL) {
+    g_string_append(all, line);
+    g_free(line);
+  }
+  return g_string_free(all, FALSE);
+}
+
+/* Pipes both ways and an extra variable: the child reads what we wrote and
+ * sees the variable; its exit status comes back. */
+static void test_spawn_pipes_env_status(void)
+{
+  char *env[] = { "ZKR_SPAWN_TEST=forty-two", NULL };
+  char *argv[] = { "sh", "-c",
+                   "read x; echo \"$x $ZKR_SPAWN_TEST\"; exit 3", NULL };
+  zkrc_spawn_options o;
+  zkrc_spawn_options_init(&o);
+  o.pipe_stdin = o.pipe_stdout = 1;
+  o.extra_env = env;
+  zkrc_child c;
+  CU_ASSERT_EQUAL_FATAL(zkrc_spawn(&c, argv, &o), 0);
+  CU_ASSERT(c.pid > 0 && c.in_fd >= 0 && c.out_fd >= 0 && c.err_fd == -1);
+  CU_ASSERT_EQUAL(write(c.in_fd, "hello\n", 6), 6);
+  char *out = read_all(c.out_fd);
+  CU_ASSERT_STRING_EQUAL(out, "hello forty-two");
+  CU_ASSERT_EQUAL(zkrc_child_wait(&c, 10000), 3);
+  CU_ASSERT_EQUAL(c.pid, 0);
+  zkrc_child_close(&c);
+  CU_ASSERT(c.in_fd == -1 && c.out_fd == -1);
+  g_free(out);
+}
+
+/* The child inherits no descriptor of ours beyond 0, 1 and 2: an open
+ * pipe of the test (as a ZooKeeper socket would be) does not reach it. */
+static void test_spawn_closes_other_descriptors(void)
+{
+  int keep[2];
+  CU_ASSERT_EQUAL_FATAL(pipe(keep), 0); /* no O_CLOEXEC on purpose */
+  /* The shell says whether it has either descriptor open. */
+  char *script = g_strdup_printf(
+      "for fd in %d %d; do [ -e /proc/$$/fd/$fd ] && echo $fd; done; "
+      "echo end", keep[0], keep[1]);
+  char *argv[] = { "sh", "-c", script, NULL };
+  zkrc_spawn_options o;
+  zkrc_spawn_options_init(&o);
+  o.pipe_stdout = 1;
+  zkrc_child c;
+  CU_ASSERT_EQUAL_FATAL(zkrc_spawn(&c, argv, &o), 0);
+  char *out = read_all(c.out_fd);
+  CU_ASSERT_STRING_EQUAL(out, "end");
+  g_free(script);
+  CU_ASSERT_EQUAL(zkrc_child_wait(&c, 10000), 0);
+  zkrc_child_close(&c);
+  close(keep[0]);
+  close(keep[1]);
+  g_free(out);
+}
+
+/* A child past its deadline is killed with its process group (a grandchild
+ * too) and reaped; bad arguments are refused with EINVAL. */
+static void test_spawn_wait_deadline_and_bad_input(void)
+{
+  char *argv[] = { "sh", "-c", "sleep 4711 & echo $!; wait", NULL };
+  zkrc_spawn_options o;
+  zkrc_spawn_options_init(&o);
+  o.pipe_stdout = 1;
+  o.new_process_group = 1;
+  zkrc_child c;
+  CU_ASSERT_EQUAL_FATAL(zkrc_spawn(&c, argv, &o), 0);
+  char *line = read_line(c.out_fd, 10000);
+  pid_t grandchild = line ? atoi(line) : 0;
+  CU_ASSERT(grandchild > 0);
+  gint64 t0 = now_ms();
+  CU_ASSERT_EQUAL(zkrc_child_wait(&c, 300), -1);
+  CU_ASSERT(now_ms() - t0 < 5000);
+  CU_ASSERT_EQUAL(c.pid, 0);
+  /* The grandchild was SIGKILLed with the group (someone else reaps it). */
+  if (grandchild > 0)
+    CU_ASSERT(process_ends_within(grandchild, 5000));
+  zkrc_child_close(&c);
+  g_free(line);
+
+  zkrc_spawn_options bad;
+  memset(&bad, 0, sizeof bad); /* not initialised: no size */
+  char *empty[] = { NULL };
+  errno = 0;
+  CU_ASSERT_EQUAL(zkrc_spawn(&c, argv, &bad), -1);
+  CU_ASSERT_EQUAL(errno, EINVAL);
+  CU_ASSERT(c.pid == 0 && c.in_fd == -1 && c.out_fd == -1);
+  CU_ASSERT_EQUAL(zkrc_spawn(&c, empty, NULL), -1);
+  CU_ASSERT_EQUAL(zkrc_spawn(NULL, argv, NULL), -1);
+  CU_ASSERT_EQUAL(zkrc_child_wait(NULL, 0), -1);
+  CU_ASSERT_EQUAL(zkrc_child_wait(&c, 0), -1); /* nothing to wait for */
+  /* A program that cannot be executed: a child that exits 127. */
+  char *missing[] = { "/nonexistent/zkr-no-such-program", NULL };
+  CU_ASSERT_EQUAL_FATAL(zkrc_spawn(&c, missing, NULL), 0);
+  CU_ASSERT_EQUAL(zkrc_child_wait(&c, 10000), 127);
+}
+
+/* ======================================================================== */
 /* Descriptors                                                              */
 
 static int fds_at_start;
@@ -1161,6 +1266,14 @@ int main(void)
     { "start: commands on stdin, EOF quits", test_command_start_stdin },
     { NULL, NULL },
   };
+  static const test_entry spawn_tests[] = {
+    { "pipes, environment and exit status", test_spawn_pipes_env_status },
+    { "no descriptor of ours reaches the child",
+      test_spawn_closes_other_descriptors },
+    { "deadline kills the group; bad input is EINVAL",
+      test_spawn_wait_deadline_and_bad_input },
+    { NULL, NULL },
+  };
   static const test_entry fd_tests[] = {
     { "no descriptor leaked", test_no_descriptor_leaked },
     { NULL, NULL },
@@ -1173,6 +1286,7 @@ int main(void)
       add_suite("proxy", proxy_init, proxy_cleanup, proxy_tests) != 0 ||
       add_suite("crash", NULL, NULL, crash_tests) != 0 ||
       add_suite("zkr-ensemble", command_init, NULL, command_tests) != 0 ||
+      add_suite("spawn", NULL, NULL, spawn_tests) != 0 ||
       add_suite("descriptors", NULL, NULL, fd_tests) != 0) {
     CU_cleanup_registry();
     return 1;

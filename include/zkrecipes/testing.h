@@ -45,6 +45,8 @@
 #ifndef ZKRECIPES_TESTING_H
 #define ZKRECIPES_TESTING_H
 
+#include <stddef.h>
+#include <sys/types.h>
 #include <stdint.h>
 #include <zookeeper/zookeeper.h>
 
@@ -311,6 +313,74 @@ int zkrc_proxy_blackhole(zkrc_ensemble *e, int i, int ms);
  *  accepted and reset at once, so the client sees ECONNRESET rather than
  *  ECONNREFUSED - both are a failed connect to the ZooKeeper client. */
 int zkrc_proxy_refuse(zkrc_ensemble *e, int i, int refuse);
+
+/* ---- child processes ---------------------------------------------------- */
+
+/** How zkrc_spawn() starts a child.  Initialise with
+ *  zkrc_spawn_options_init(), then set what you need. */
+typedef struct zkrc_spawn_options {
+  /** sizeof(zkrc_spawn_options), set by zkrc_spawn_options_init(). */
+  size_t size;
+  /** Non-zero: the child's stdin is a pipe whose write end is
+   *  zkrc_child.in_fd.  Otherwise it shares ours. */
+  int pipe_stdin;
+  /** Non-zero: the child's stdout is a pipe whose read end is
+   *  zkrc_child.out_fd.  Otherwise it shares ours. */
+  int pipe_stdout;
+  /** Non-zero: the child's stderr is a pipe whose read end is
+   *  zkrc_child.err_fd.  Otherwise it shares ours. */
+  int pipe_stderr;
+  /** NULL, or "NAME=value" strings (NULL-terminated) added to our
+   *  environment for the child, replacing variables of the same name. */
+  char *const *extra_env;
+  /** Non-zero: the child leads a process group of its own (so that
+   *  kill(-pid, sig) reaches it and whatever it starts). */
+  int new_process_group;
+} zkrc_spawn_options;
+
+/** A child started by zkrc_spawn(). */
+typedef struct zkrc_child {
+  pid_t pid;  /**< its process id; 0 once reaped */
+  int in_fd;  /**< write end of its stdin pipe, or -1 */
+  int out_fd; /**< read end of its stdout pipe, or -1 */
+  int err_fd; /**< read end of its stderr pipe, or -1 */
+} zkrc_child;
+
+/** Fill @p o with the defaults: no pipes, our environment, our process
+ *  group. */
+void zkrc_spawn_options_init(zkrc_spawn_options *o);
+
+/**
+ * Start @p argv (argv[0] looked up in PATH unless it holds a '/') as a
+ * child that cannot outlive the calling thread: it gets SIGKILL when the
+ * thread that spawned it ends (PR_SET_PDEATHSIG), so a test that crashes
+ * or is killed leaves no child behind.  Spawn from a thread that lives as
+ * long as the child should (the main thread, in a test).  The child
+ * inherits no descriptor but 0, 1 and 2; our ends of its pipes are
+ * close-on-exec, so no other child inherits them.  Safe in a process with
+ * threads (the child runs only async-signal-safe calls before exec).
+ * @param child  filled in on success (pid, and the pipes asked for, -1
+ *               otherwise); on failure pid is 0 and every fd is -1.
+ * @param o      NULL for the defaults.
+ * @return 0; -1 with errno set (EINVAL: NULL @p child or @p argv, empty
+ *         argv, options not initialised; or what pipe2() or fork() said).
+ *         A program that cannot be executed is a child that exits 127.
+ */
+int zkrc_spawn(zkrc_child *child, char *const argv[],
+               const zkrc_spawn_options *o);
+
+/**
+ * Wait at most @p timeout_ms for @p child to end and reap it; on timeout
+ * it is SIGKILLed (its process group too when it leads one) and reaped.
+ * Closes neither pipe (zkrc_child_close() does).
+ * @return its exit status (0..255), 128 + the signal that killed it, or -1
+ *         (timeout, NULL, already reaped, or not our child).
+ */
+int zkrc_child_wait(zkrc_child *child, int timeout_ms);
+
+/** Close whichever of @p child's pipes are open (sets them to -1).  Does
+ *  not wait for it. */
+void zkrc_child_close(zkrc_child *child);
 
 #ifdef __cplusplus
 }
