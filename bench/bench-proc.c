@@ -32,54 +32,22 @@ void proc_free(proc *p) {
   g_free(p);
 }
 
-/* The environment of a child: ours, with @p extra ("NAME=value") on top. */
-static char **child_environ(char *const *extra) {
-  GPtrArray *env = g_ptr_array_new();
-  for (char **e = environ; *e; e++) {
-    gboolean overridden = FALSE;
-    for (char *const *x = extra; x && *x && !overridden; x++) {
-      size_t n = strcspn(*x, "=");
-      overridden = strncmp(*e, *x, n) == 0 && (*e)[n] == '=';
-    }
-    if (!overridden)
-      g_ptr_array_add(env, *e);
-  }
-  for (char *const *x = extra; x && *x; x++)
-    g_ptr_array_add(env, *x);
-  g_ptr_array_add(env, NULL);
-  return (char **)g_ptr_array_free(env, FALSE);
-}
-
-/* Start @p argv with pipes on its stdin and stdout (its stderr is ours). */
+/* Start @p argv with pipes on its stdin and stdout (its stderr is ours);
+ * it dies with us (the testing library's spawn). */
 proc *proc_start(const char *name, char *const *argv,
-                        char *const *extra_env) {
-  int in[2], out[2];
-  if (pipe2(in, O_CLOEXEC) != 0 || pipe2(out, O_CLOEXEC) != 0)
-    fatal("pipe2: %s", strerror(errno));
-  char **envp = child_environ(extra_env);
-  pid_t parent = getpid();
-  fflush(NULL);
-  pid_t pid = fork();
-  if (pid == 0) {
-    /* Only async-signal-safe calls here.  The child dies with us. */
-    if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || getppid() != parent)
-      _exit(127);
-    if (dup2(in[0], STDIN_FILENO) < 0 || dup2(out[1], STDOUT_FILENO) < 0)
-      _exit(127);
-    close_range(3, ~0U, 0);
-    execvpe(argv[0], argv, envp);
-    _exit(127);
-  }
-  g_free(envp);
-  close(in[0]);
-  close(out[1]);
-  if (pid < 0)
-    fatal("fork: %s", strerror(errno));
+                 char *const *extra_env) {
+  zkrc_spawn_options o;
+  zkrc_spawn_options_init(&o);
+  o.pipe_stdin = o.pipe_stdout = 1;
+  o.extra_env = extra_env;
+  zkrc_child c;
+  if (zkrc_spawn(&c, argv, &o) != 0)
+    fatal("cannot start %s: %s", argv[0], strerror(errno));
   proc *p = g_new0(proc, 1);
   p->name = g_strdup(name);
-  p->pid = pid;
-  p->in_fd = in[1];
-  p->out_fd = out[0];
+  p->pid = c.pid;
+  p->in_fd = c.in_fd;
+  p->out_fd = c.out_fd;
   p->buf = g_string_new(NULL);
   g_ptr_array_add(live_procs, p);
   return p;

@@ -34,7 +34,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -329,33 +328,12 @@ static void measure_library_partitions(void) {
 
 /* --------------------------------------------------- zkr-lock partitions */
 
-static pid_t spawn(char *const argv[]) {
-  pid_t parent = getpid();
-  pid_t pid = fork();
-  if (pid == 0) {
-    if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || getppid() != parent)
-      _exit(127);
-    int null = open("/dev/null", O_WRONLY);
-    dup2(null, STDOUT_FILENO);
-    execv(argv[0], argv);
-    _exit(127);
-  }
-  return pid;
-}
-
-/* Wait for @p pid at most @p timeout_ms (then SIGKILL it); its status. */
-static int reap(pid_t pid, int timeout_ms) {
-  int64_t deadline = now_us() + (int64_t)timeout_ms * 1000;
-  int status;
-  while (waitpid(pid, &status, WNOHANG) == 0) {
-    if (now_us() > deadline) {
-      kill(pid, SIGKILL);
-      waitpid(pid, &status, 0);
-      return -1;
-    }
-    g_usleep(5000); /* no event for a child's exit without a signal fd */
-  }
-  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+/* Start @p argv (it dies with us); its stdout is ours. */
+static zkrc_child spawn(char *const argv[]) {
+  zkrc_child c;
+  if (zkrc_spawn(&c, argv, NULL) != 0)
+    fatal("cannot start zkr-lock");
+  return c;
 }
 
 /* Read @p fd until EOF (or @p want bytes), at most @p timeout_ms; the
@@ -408,14 +386,14 @@ static void measure_cli_partitions(void) {
                            (char *)zkrc_ensemble_member_address(ensemble, proxy),
                            "-t", timeout, "--server-tick", tick, "-g", "1",
                            path, "--", "/bin/sh", "-c", held_cmd, NULL};
-    pid_t holder = spawn(holder_argv);
+    zkrc_child holder = spawn(holder_argv);
     if (wait_fd(hfd, FALSE, 20000) == 0) /* "up": it runs, holding */
       fatal("zkr-lock partition: the holder's command did not start");
     char *succ_argv[] = {ZKR_LOCK, "-s",
                          (char *)zkrc_ensemble_direct_connect_string(ensemble),
                          "-t", timeout, "--server-tick", tick, "-w", "60",
                          path, "--", "/bin/sh", "-c", succ_cmd, NULL};
-    pid_t succ = spawn(succ_argv);
+    zkrc_child succ = spawn(succ_argv);
     if (!wait_nodes(probe, path, 2, 20000))
       fatal("zkr-lock partition: no successor queued");
     g_usleep(g_random_int_range(0, 1200) * 1000); /* vary the cut */
@@ -427,9 +405,9 @@ static void measure_cli_partitions(void) {
     int64_t margin = started_at - dead_at;
     g_array_append_val(margins, margin);
     overlaps += margin <= 0;
-    lost_status += reap(holder, 20000) == 75;
-    kill(succ, SIGTERM);
-    reap(succ, 20000);
+    lost_status += zkrc_child_wait(&holder, 20000) == 75;
+    kill(succ.pid, SIGTERM);
+    zkrc_child_wait(&succ, 20000);
     zkrc_proxy_blackhole(ensemble, proxy, 0);
     close(hfd);
     close(sfd);

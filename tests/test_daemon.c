@@ -23,7 +23,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -132,28 +131,13 @@ static instance *start_instance(const char *id, const char *path,
   const char *argv[] = {DAEMON_PROGRAM, "--id", id, "--servers", zkt_hosts(),
                         "--election", path, "--log", log, "--interval",
                         INTERVAL_MS, "--session-timeout", timeout, NULL};
-  int err[2];
-  CU_ASSERT_EQUAL_FATAL(pipe2(err, O_CLOEXEC), 0);
-  pid_t parent = getpid();
-  /* Not fflush(NULL): it locks every stream, and the readers of running
-   * instances hold theirs while blocked in getline(). */
-  fflush(stdout);
-  pid_t pid = fork();
-  if (pid == 0) {
-    /* Async-signal-safe calls only until exec (we have threads); the
-     * instance dies with us even if we are SIGKILLed. */
-    if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || getppid() != parent)
-      _exit(127);
-    if (dup2(err[1], STDERR_FILENO) < 0)
-      _exit(127);
-    execv(DAEMON_PROGRAM, (char **)argv);
-    _exit(127);
-  }
-  close(err[1]);
-  if (pid < 0) {
-    close(err[0]);
-    CU_FAIL_FATAL("fork failed");
-  }
+  /* The instance dies with us even if we are SIGKILLed. */
+  zkrc_spawn_options o;
+  zkrc_spawn_options_init(&o);
+  o.pipe_stderr = 1;
+  zkrc_child c;
+  CU_ASSERT_EQUAL_FATAL(zkrc_spawn(&c, (char *const *)argv, &o), 0);
+  pid_t pid = c.pid;
   zkt_track_child(pid);
   instance *in = g_new0(instance, 1);
   g_strlcpy(in->id, id, sizeof in->id);
@@ -161,7 +145,7 @@ static instance *start_instance(const char *id, const char *path,
   in->lines = g_ptr_array_new();
   reader_arg *ra = g_new(reader_arg, 1);
   ra->in = in;
-  ra->fd = err[0];
+  ra->fd = c.err_fd;
   in->reader = g_thread_new("daemon-stderr", read_lines, ra);
   g_mutex_lock(&mu);
   if (instances == NULL)

@@ -23,7 +23,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -474,38 +473,20 @@ static worker *worker_start(const char *path, const char *id, int timeout_ms,
     argv[5 + i] = opts[i];
     nojoin |= strcmp(opts[i], "nojoin") == 0;
   }
-  int in[2], out[2];
-  CU_ASSERT_EQUAL_FATAL(pipe2(in, O_CLOEXEC), 0);
-  CU_ASSERT_EQUAL_FATAL(pipe2(out, O_CLOEXEC), 0);
-  pid_t parent = getpid();
-  fflush(stdout);
-  fflush(stderr);
-  pid_t pid = fork();
-  if (pid == 0) {
-    /* Async-signal-safe calls only until exec (we have threads).  The
-     * worker dies with us even if we are SIGKILLed. */
-    if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || getppid() != parent)
-      _exit(127);
-    if (dup2(in[0], STDIN_FILENO) < 0 || dup2(out[1], STDOUT_FILENO) < 0)
-      _exit(127);
-    execv(WORKER_PROGRAM, (char **)argv);
-    _exit(127);
-  }
-  close(in[0]);
-  close(out[1]);
-  if (pid < 0) {
-    close(in[1]);
-    close(out[0]);
-    CU_FAIL_FATAL("fork failed");
-  }
+  /* The worker dies with us even if we are SIGKILLed. */
+  zkrc_spawn_options o;
+  zkrc_spawn_options_init(&o);
+  o.pipe_stdin = o.pipe_stdout = 1;
+  zkrc_child c;
+  CU_ASSERT_EQUAL_FATAL(zkrc_spawn(&c, (char *const *)argv, &o), 0);
   worker *w = g_new0(worker, 1);
   w->id = g_strdup(id);
-  w->pid = pid;
-  w->in_fd = in[1];
+  w->pid = c.pid;
+  w->in_fd = c.in_fd;
   w->lines = g_ptr_array_new();
   void **args = g_new(void *, 2);
   args[0] = w;
-  args[1] = GINT_TO_POINTER(out[0]);
+  args[1] = GINT_TO_POINTER(c.out_fd);
   w->reader = g_thread_new("worker-reader", reader_main, args);
   g_mutex_lock(&wmu);
   if (workers == NULL)

@@ -19,7 +19,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -85,37 +84,13 @@ static void peer_free(peer *p) {
 /* Start @p argv (argv[0] looked up in PATH) with pipes on its stdin and
  * stdout; its stderr is ours.  NULL (and a failed assertion) on failure. */
 static peer *peer_start(const char *name, char **argv) {
-  int in[2], out[2];
-  if (pipe2(in, O_CLOEXEC) != 0) {
-    CU_FAIL("pipe2");
-    return NULL;
-  }
-  if (pipe2(out, O_CLOEXEC) != 0) {
-    close(in[0]);
-    close(in[1]);
-    CU_FAIL("pipe2");
-    return NULL;
-  }
-  pid_t parent = getpid();
-  fflush(NULL);
-  pid_t pid = fork();
-  if (pid == 0) {
-    /* Only async-signal-safe calls here: the test process has threads. */
-    if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || getppid() != parent)
-      _exit(127);
-    if (dup2(in[0], STDIN_FILENO) < 0 || dup2(out[1], STDOUT_FILENO) < 0)
-      _exit(127);
-    /* No ZooKeeper socket or other peer's pipe leaks into the peer. */
-    close_range(3, ~0U, 0);
-    execvp(argv[0], argv);
-    _exit(127);
-  }
-  close(in[0]);
-  close(out[1]);
-  if (pid < 0) {
-    close(in[1]);
-    close(out[0]);
-    CU_FAIL("fork");
+  /* It dies with us; no ZooKeeper socket or other peer's pipe leaks in. */
+  zkrc_spawn_options o;
+  zkrc_spawn_options_init(&o);
+  o.pipe_stdin = o.pipe_stdout = 1;
+  zkrc_child c;
+  if (zkrc_spawn(&c, argv, &o) != 0) {
+    CU_FAIL("cannot start the peer");
     return NULL;
   }
   if (live_peers == NULL) {
@@ -124,9 +99,9 @@ static peer *peer_start(const char *name, char **argv) {
   }
   peer *p = g_new0(peer, 1);
   p->name = g_strdup(name);
-  p->pid = pid;
-  p->in_fd = in[1];
-  p->out_fd = out[0];
+  p->pid = c.pid;
+  p->in_fd = c.in_fd;
+  p->out_fd = c.out_fd;
   p->partial = g_string_new(NULL);
   g_queue_init(&p->lines);
   g_ptr_array_add(live_peers, p);

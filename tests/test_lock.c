@@ -38,27 +38,14 @@ typedef struct worker {
 } worker;
 
 static worker start_worker(char **argv) {
-  int to_child[2], from_child[2];
-  CU_ASSERT_FATAL(pipe(to_child) == 0 && pipe(from_child) == 0);
-  fflush(stdout);
-  fflush(stderr);
-  pid_t pid = fork();
-  CU_ASSERT_FATAL(pid >= 0);
-  if (pid == 0) {
-    dup2(to_child[0], 0);
-    dup2(from_child[1], 1);
-    close(to_child[0]);
-    close(to_child[1]);
-    close(from_child[0]);
-    close(from_child[1]);
-    argv[0] = WORKER;
-    execv(WORKER, argv);
-    _exit(127);
-  }
-  zkt_track_child(pid);
-  close(to_child[0]);
-  close(from_child[1]);
-  worker w = {pid, fdopen(from_child[0], "r"), to_child[1]};
+  zkrc_spawn_options o;
+  zkrc_spawn_options_init(&o);
+  o.pipe_stdin = o.pipe_stdout = 1;
+  argv[0] = WORKER;
+  zkrc_child c;
+  CU_ASSERT_EQUAL_FATAL(zkrc_spawn(&c, argv, &o), 0);
+  zkt_track_child(c.pid);
+  worker w = {c.pid, fdopen(c.out_fd, "r"), c.in_fd};
   return w;
 }
 

@@ -288,19 +288,18 @@ static void test_deadline_holds_while_the_network_stalls(void) {
 
 static pid_t spawn_counter(const char *path, const char *iterations,
                            const char *counter, const char *tokens) {
-  fflush(stdout);
-  fflush(stderr);
-  pid_t pid = fork();
-  CU_ASSERT_FATAL(pid >= 0);
-  if (pid == 0) {
-    setenv("ZKT_WORKER_TIMEOUT_MS", "4000", 1);
-    execl(WORKER, WORKER, "count",
-          zkrc_ensemble_direct_connect_string(zkt_ensemble()), path,
-          iterations, counter, tokens, (char *)NULL);
-    _exit(127);
-  }
-  zkt_track_child(pid);
-  return pid;
+  char *argv[] = {WORKER, "count",
+                  (char *)zkrc_ensemble_direct_connect_string(zkt_ensemble()),
+                  (char *)path, (char *)iterations, (char *)counter,
+                  (char *)tokens, NULL};
+  char *env[] = {"ZKT_WORKER_TIMEOUT_MS=4000", NULL};
+  zkrc_spawn_options o;
+  zkrc_spawn_options_init(&o);
+  o.extra_env = env;
+  zkrc_child c;
+  CU_ASSERT_EQUAL_FATAL(zkrc_spawn(&c, argv, &o), 0);
+  zkt_track_child(c.pid);
+  return c.pid;
 }
 
 static int counter_at_least(void *arg) {
