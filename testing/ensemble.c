@@ -54,6 +54,7 @@ static int env_flag(const char *name)
 void zkrc_ensemble_options_init(zkrc_ensemble_options *opts)
 {
   memset(opts, 0, sizeof *opts);
+  opts->size = sizeof *opts;
   opts->members = 1;
   opts->tick_ms = DEFAULT_TICK_MS;
   opts->start_timeout_ms = DEFAULT_START_TIMEOUT_MS;
@@ -64,10 +65,15 @@ void zkrc_ensemble_options_init(zkrc_ensemble_options *opts)
 static int normalize_options(const zkrc_ensemble_options *in,
                              zkrc_ensemble_options *out)
 {
-  if (in)
-    *out = *in;
-  else
-    zkrc_ensemble_options_init(out);
+  zkrc_ensemble_options_init(out);
+  if (in && in->size == 0) {
+    fprintf(stderr, "zkrecipes-testing: ensemble options not initialised "
+            "(zkrc_ensemble_options_init)\n");
+    return -1;
+  }
+  if (in) /* what the caller's version of the struct has; defaults after */
+    memcpy(out, in, MIN(in->size, sizeof *out));
+  out->size = sizeof *out;
   if (out->members == 0)
     out->members = 1;
   if (out->members < 1 || out->members > ZKRC__MAX_MEMBERS) {

@@ -112,13 +112,14 @@ int zkrc_spawn(zkrc_child *child, char *const argv[],
     child->pid = 0;
     child->in_fd = child->out_fd = child->err_fd = -1;
   }
-  if (!o)
-    o = &defaults;
-  int ends[3][2];
-  if (!child || !argv || !argv[0] || o->size != sizeof *o) {
+  if (!child || !argv || !argv[0] || (o && o->size == 0)) {
     errno = EINVAL;
     return -1;
   }
+  if (o) /* what the caller's version of the struct has; defaults after */
+    memcpy(&defaults, o, MIN(o->size, sizeof defaults));
+  o = &defaults;
+  int ends[3][2];
   if (open_pipes(o, ends) != 0)
     return -1;
   char **envp = child_environ(o->extra_env);

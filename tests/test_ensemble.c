@@ -368,6 +368,14 @@ static void test_bad_options(void)
   zkrc_ensemble *e = (zkrc_ensemble *)&sentinel;   /* start resets it */
   CU_ASSERT_EQUAL(zkrc_ensemble_start(&e, &opts), -1);
   CU_ASSERT_PTR_NULL(e);
+  /* Options that were never initialised (no size) are refused too. */
+  zkrc_ensemble_options raw;
+  memset(&raw, 0, sizeof raw);
+  raw.members = 1;
+  e = (zkrc_ensemble *)&sentinel;
+  fprintf(stderr, "(and another) ");
+  CU_ASSERT_EQUAL(zkrc_ensemble_start(&e, &raw), -1);
+  CU_ASSERT_PTR_NULL(e);
   zkrc_ensemble_stop(NULL);
   CU_ASSERT_EQUAL(zkrc_ensemble_kill(NULL, 0), -1);
 }

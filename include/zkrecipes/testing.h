@@ -58,6 +58,11 @@ typedef struct zkrc_ensemble zkrc_ensemble;
 
 /** Options of an ensemble; initialize with zkrc_ensemble_options_init(). */
 typedef struct zkrc_ensemble_options {
+  /** Set by zkrc_ensemble_options_init() to the size of the struct your
+   *  program was compiled with, so that later versions of the library,
+   *  with more fields, read only the fields it knows.  Options that were
+   *  not initialised (size 0) are refused. */
+  size_t size;
   /** Number of members, 1 to 5.  Default 1. */
   int members;
   /** tickTime in ms.  Default 200, so the shortest session timeout is 400
@@ -319,7 +324,7 @@ int zkrc_proxy_refuse(zkrc_ensemble *e, int i, int refuse);
 /** How zkrc_spawn() starts a child.  Initialise with
  *  zkrc_spawn_options_init(), then set what you need. */
 typedef struct zkrc_spawn_options {
-  /** sizeof(zkrc_spawn_options), set by zkrc_spawn_options_init(). */
+  /** Set by zkrc_spawn_options_init(), as zkrc_ensemble_options.size. */
   size_t size;
   /** Non-zero: the child's stdin is a pipe whose write end is
    *  zkrc_child.in_fd.  Otherwise it shares ours. */
