@@ -6,7 +6,8 @@
  * holds only through zkrc_lock.drop_async.  So: lock.c and lock_async.c
  * depend on hold.c, and on nothing of each other.
  *
- * Lock order: lk->mu, then a contender's mutex, then the session's.
+ * lk->mu is the recipe's mutex (lk->r.mu): the first in the lock order
+ * written in session_private.h.
  */
 #ifndef ZKRC_LOCK_INTERNAL_H
 #define ZKRC_LOCK_INTERNAL_H

@@ -8,7 +8,7 @@
  * the time they were sent; a reply from an earlier epoch (superseded by a
  * recovery, a withdrawal or a new create) is dropped.  Calls to the owner's
  * ops go through an outbox, delivered in order by one thread at a time and
- * never with the mutex held.
+ * never with the mutex held.  (Lock order: session_private.h.)
  */
 #include "config.h"
 

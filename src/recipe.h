@@ -5,8 +5,8 @@
  *
  *  - references: a recipe's memory outlives its free while contenders,
  *    holds and posted events still refer to it;
- *  - its mutex and condition (lock order: a recipe's mutex, then a
- *    contender's, then the session's);
+ *  - its mutex and condition (the first in the lock order: see
+ *    session_private.h);
  *  - its queue (queue.h): session, directory, participant id, ACL;
  *  - events for the application, posted to the session's executor with a
  *    reference on the recipe, and dropped once the recipe is being freed;

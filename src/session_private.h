@@ -10,9 +10,15 @@
  *   session_reaper.c  deleting nodes we can no longer use
  *   acl.c             ACLs shared by reference
  *
- * Lock order: a recipe's mutex, then a contender's, then the session's
- * (s->mu), then the watch registry's; GLib's own context locks come last.
- * No zoo_* call is made with s->mu held.
+ * Lock order (the one place it is written; every other file points here):
+ *
+ *   recipe -> contender -> session -> registry
+ *
+ * a recipe's mutex (zkrc__recipe.mu: a lock's, an election's), then a
+ * contender's (queue.c), then the session's (s->mu), then the watch
+ * registry's (watch.c); GLib's own context locks come last.  A thread may
+ * skip levels but never take one while holding a later one.  No zoo_* call
+ * is made with s->mu held, and no user code is called with any of them.
  */
 #ifndef ZKRC_SESSION_PRIVATE_H
 #define ZKRC_SESSION_PRIVATE_H
