@@ -51,6 +51,7 @@ typedef struct zkrc__hold_client {
 /* One participant of a lock: a thread's stake (thread != 0) or a
  * non-blocking hold (lock_async.c). */
 struct zkrc_lock_hold {
+  zkrc__stake st; /* its contender callbacks (hold.c) and recipe; first */
   gint refs;
   zkrc_lock *lk;
   const zkrc__hold_client *client;
