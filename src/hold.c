@@ -62,8 +62,8 @@ void zkrc__lock_post_event_locked(holder *h, zkrc_lock_event ev, int reason) {
   zkrc_lock *lk = h->lk;
   if (lk->on_event == NULL)
     return;
-  lock_event_call *call = zkrc__recipe_event_new(
-      sizeof *call, lock_event_run, lock_event_release);
+  lock_event_call *call =
+      zkrc__recipe_event_new(sizeof *call, lock_event_run, lock_event_release);
   call->info = (zkrc_lock_event_info){
       .event = ev,
       .reason = reason,

@@ -62,8 +62,7 @@ void zkrc__recipe_unref(zkrc__recipe *r) {
   r->finalize(r); /* frees the recipe's memory too */
 }
 
-void zkrc__recipe_stake_free(zkrc__recipe *r, zkrc__contender *c,
-                             void *stake) {
+void zkrc__recipe_stake_free(zkrc__recipe *r, zkrc__contender *c, void *stake) {
   zkrc__contender_unref(c);
   zkrc__recipe_unref(r);
   g_free(stake);
