@@ -439,9 +439,10 @@ void zkrc__contender_start(zkrc__contender *c) {
   }
   c->state = C_PENDING;
   zkrc__contender_ref(c); /* the observer's */
-  c->observer_id = zkrc__session_observe(c->s, on_session_event, c);
+  gboolean closed;
+  c->observer_id = zkrc__session_observe(c->s, on_session_event, c, &closed);
   g_mutex_unlock(&c->mu);
-  if (zkrc__session_closed(c->s)) {
+  if (closed) {
     zkrc__q_end_later(c, ZKRC_ECLOSED);
     return;
   }

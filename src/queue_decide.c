@@ -12,23 +12,24 @@
 
 /* ------------------------------------------------------------- front */
 
-/* The session generation's id, to compare with our node's ephemeralOwner
- * (Curator's CURATOR-696: a node from an earlier session must never make us
- * the front). */
-static gboolean owned_by_current_session_locked(zkrc__contender *c) {
-  return zkrc__session_generation(c->s) == c->generation &&
-         zkrc_session_id(c->s) == c->owner;
+/* Is our node owned by the session as @p v saw it: its generation ours, and
+ * its id our node's ephemeralOwner (Curator's CURATOR-696: a node from an
+ * earlier session must never make us the front)? */
+static gboolean owned_by_session_locked(const zkrc__contender *c,
+                                        const zkrc__session_view *v) {
+  return v->generation == c->generation && v->session_id == c->owner;
 }
 
 /* We are at the front: tell the owner; arm the own-node watch if wanted and
  * not armed already.  Returns the next step. */
 static step become_front_locked(zkrc__contender *c) {
-  if (!owned_by_current_session_locked(c)) {
+  zkrc__session_view v = zkrc__session_look(c->s, c->generation);
+  if (!owned_by_session_locked(c, &v)) {
     /* The session changed under us: its observer ends us shortly. */
     c->recover_needed = TRUE;
     return STEP_NONE;
   }
-  if (zkrc__session_lease_left(c->s, c->generation) <= 0) {
+  if (v.lease_left <= 0) {
     /* Never report a hold the session cannot vouch for: its lease is not
      * established yet (LEASED brings us back) or ran out (LOST follows). */
     c->awaiting_lease = TRUE;
@@ -174,8 +175,8 @@ step zkrc__q_recheck_judge_locked(zkrc__contender *c, int rc,
                        FALSE); /* deleted meanwhile */
     return STEP_NONE;
   }
-  if (c->recheck_owner != c->owner ||
-      zkrc__session_generation(c->s) != c->generation) {
+  zkrc__session_view sv = zkrc__session_look(c->s, c->generation);
+  if (c->recheck_owner != c->owner || sv.generation != c->generation) {
     zkrc__q_end_locked(c, ZKRC_ELOCKLOST, ZNONODE,
                        FALSE); /* not ours: leave it */
     return STEP_NONE;
@@ -188,7 +189,7 @@ step zkrc__q_recheck_judge_locked(zkrc__contender *c, int rc,
     zkrc__q_end_locked(c, ZKRC_ELOCKLOST, 0, TRUE);
     return STEP_NONE;
   }
-  if (zkrc__session_lease_left(c->s, c->generation) <= 0)
+  if (sv.lease_left <= 0)
     return STEP_NONE; /* the lease ran out meanwhile: LOST follows */
   c->recheck_pending = FALSE;
   c->recover_needed = FALSE;

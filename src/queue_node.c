@@ -162,8 +162,7 @@ void zkrc__q_send_create(zkrc__contender *c) {
     g_mutex_unlock(&c->mu);
     return;
   }
-  zkrc_conn *conn =
-      zkrc__session_connected(c->s, 0) ? zkrc__conn_use(c->s) : NULL;
+  zkrc_conn *conn = zkrc__conn_use_connected(c->s, 0);
   if (conn == NULL) {
     c->state = C_PENDING; /* the session's next connect event resumes us */
     g_mutex_unlock(&c->mu);
@@ -236,9 +235,7 @@ void zkrc__q_send_delete(zkrc__contender *c) {
   }
   zkrc__q_cancel_watches_locked(c);
   c->epoch++;
-  zkrc_conn *conn = zkrc__session_connected(c->s, c->generation)
-                        ? zkrc__conn_use(c->s)
-                        : NULL;
+  zkrc_conn *conn = zkrc__conn_use_connected(c->s, c->generation);
   if (conn == NULL) {
     zkrc__q_reap_leftovers_locked(c);
     g_mutex_unlock(&c->mu);

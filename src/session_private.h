@@ -140,6 +140,9 @@ void zkrc__reaper_run(zkrc_session *s);
  * servers deleted them with the session (s->mu held). */
 void zkrc__reaper_forget_locked(zkrc_session *s, uint64_t generation);
 
+/* zkrc__session_closed with s->mu held (session.c). */
+gboolean zkrc__session_closed_locked(zkrc_session *s);
+
 /* ---- The lease driver (session_lease.c) ------------------------------ */
 
 /* Create and free the driver's timers (on the worker's context). */
@@ -156,5 +159,8 @@ gboolean zkrc__lease_connected(zkrc_session *s, zkrc_conn *c,
                                gboolean new_session, int timeout_ms);
 /* The current handle is retired or the session closes (s->mu held). */
 void zkrc__lease_stop_locked(zkrc_session *s);
+/* zkrc__session_lease_left at @p now, with s->mu held. */
+int64_t zkrc__lease_left_locked(zkrc_session *s, uint64_t generation,
+                                int64_t now);
 
 #endif /* ZKRC_SESSION_PRIVATE_H */
