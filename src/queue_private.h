@@ -15,6 +15,7 @@
 #include "call.h"
 #include "names.h"
 #include "queue.h"
+#include "queue_decide.h"
 #include "util.h"
 #include "zkrecipes.h"
 
@@ -161,8 +162,6 @@ void zkrc__q_end_later(zkrc__contender *c, int err);
 step zkrc__q_evaluate_locked(zkrc__contender *c,
                              const struct String_vector *kids,
                              gboolean watched);
-gboolean zkrc__q_session_gone(int rc);
-gboolean zkrc__q_connection_trouble(int rc);
 step zkrc__q_after_failure_locked(zkrc__contender *c, int rc);
 step zkrc__q_relist_locked(zkrc__contender *c);
 step zkrc__q_recheck_judge_locked(zkrc__contender *c, int rc,
