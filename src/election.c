@@ -39,6 +39,7 @@ struct zkrc_election {
 };
 
 struct round {
+  zkrc__stake st; /* its contender callbacks and recipe; first */
   gint refs;
   zkrc_election *e;
   zkrc__contender *c;
@@ -53,10 +54,7 @@ const char *zkrc_election_event_name(zkrc_election_event ev) {
 }
 
 void zkrc_election_options_init(zkrc_election_options *opts) {
-  if (opts) {
-    memset(opts, 0, sizeof *opts);
-    opts->size = sizeof *opts;
-  }
+  zkrc__recipe_options_init(opts, sizeof *opts);
 }
 
 /* ------------------------------------------------------------ lifetime */
@@ -75,11 +73,8 @@ static void finalize_election(zkrc__recipe *r) {
 }
 
 static void round_unref(round *r) {
-  if (!g_atomic_int_dec_and_test(&r->refs))
-    return;
-  zkrc__contender_unref(r->c);
-  election_unref(r->e);
-  g_free(r);
+  if (g_atomic_int_dec_and_test(&r->refs))
+    zkrc__recipe_stake_free(&r->e->r, r->c, r);
 }
 
 /* ------------------------------------------------------ user callbacks */
@@ -126,13 +121,15 @@ static void post_event_locked(zkrc_election *e, zkrc_election_event ev,
                               int reason, int zk_error) {
   if (e->on_event == NULL)
     return;
-  election_event_call *call = g_new0(election_event_call, 1);
-  call->ev.run = election_event_run;
-  call->info.event = ev;
-  call->info.reason = reason;
-  call->info.zk_error = zk_error;
-  /* FAILED is about no term: the token of an earlier one would mislead. */
-  call->info.token = ev == ZKRC_ELECTION_FAILED ? 0 : e->token;
+  election_event_call *call =
+      zkrc__recipe_event_new(sizeof *call, election_event_run, NULL);
+  call->info = (zkrc_election_event_info){
+      .event = ev,
+      .reason = reason,
+      .zk_error = zk_error,
+      /* FAILED is about no term: the token of an earlier one would mislead. */
+      .token = ev == ZKRC_ELECTION_FAILED ? 0 : e->token,
+  };
   zkrc__recipe_post(&e->r, &call->ev, e->node);
 }
 
@@ -157,10 +154,9 @@ static void revoke_locked(zkrc_election *e, int reason, int zk_error) {
 
 static void start_round_locked(zkrc_election *e);
 
-static void on_front(zkrc__contender *c, void *arg) {
-  round *r = arg;
+static void on_front_locked(zkrc__stake *st, zkrc__contender *c) {
+  round *r = (round *)st;
   zkrc_election *e = r->e;
-  g_mutex_lock(&e->r.mu);
   if (e->current == r && !e->leader) {
     e->leader = TRUE;
     e->token = zkrc__contender_czxid(c);
@@ -169,14 +165,11 @@ static void on_front(zkrc__contender *c, void *arg) {
     post_event_locked(e, ZKRC_ELECTION_ELECTED, ZKRC_OK, ZOK);
     g_cond_broadcast(&e->r.cond);
   }
-  g_mutex_unlock(&e->r.mu);
 }
 
-static void on_connection(zkrc__contender *c, zkrc_session_event ev,
-                          void *arg) {
-  round *r = arg;
+static void on_connection_locked(zkrc__stake *st, zkrc_session_event ev) {
+  round *r = (round *)st;
   zkrc_election *e = r->e;
-  g_mutex_lock(&e->r.mu);
   if (e->current == r && e->revoke_on_suspend) {
     if (ev == ZKRC_SESSION_EVENT_SUSPENDED && e->leader) {
       revoke_locked(e, ZKRC_ECONNLOSS, ZCONNECTIONLOSS);
@@ -189,7 +182,6 @@ static void on_connection(zkrc__contender *c, zkrc_session_event ev,
       g_cond_broadcast(&e->r.cond);
     }
   }
-  g_mutex_unlock(&e->r.mu);
 }
 
 static gboolean worth_rejoining(int err) {
@@ -197,10 +189,9 @@ static gboolean worth_rejoining(int err) {
          err == ZKRC_ELOCKLOST;
 }
 
-static void on_ended(zkrc__contender *c, int err, int zk_rc, void *arg) {
-  round *r = arg;
+static void on_ended_locked(zkrc__stake *st, int err, int zk_rc) {
+  round *r = (round *)st;
   zkrc_election *e = r->e;
-  g_mutex_lock(&e->r.mu);
   r->ended = TRUE;
   if (e->current == r) {
     revoke_locked(e, err == ZKRC_OK ? ZKRC_ELOCKLOST : err, zk_rc);
@@ -213,15 +204,15 @@ static void on_ended(zkrc__contender *c, int err, int zk_rc, void *arg) {
       post_event_locked(e, ZKRC_ELECTION_FAILED, err, zk_rc);
     }
   }
-  g_cond_broadcast(&e->r.cond);
-  g_mutex_unlock(&e->r.mu);
-  round_unref(r); /* the contender's reference */
 }
 
-static const zkrc__contender_ops election_contender_ops = {
-    .front = on_front,
-    .connection = on_connection,
-    .ended = on_ended,
+static void round_stake_unref(zkrc__stake *st) { round_unref((round *)st); }
+
+static const zkrc__stake_ops round_stake_ops = {
+    .front_locked = on_front_locked,
+    .connection_locked = on_connection_locked,
+    .ended_locked = on_ended_locked,
+    .unref = round_stake_unref,
 };
 
 /* ---------------------------------------------------------------- rounds */
@@ -238,14 +229,16 @@ static void start_round_locked(zkrc_election *e) {
   round *r = g_new0(round, 1);
   r->refs = 3; /* the election's, the contender's, the start task's */
   r->e = election_ref(e);
+  r->st.ops = &round_stake_ops;
+  r->st.recipe = &e->r;
   zkrc__contender_config cfg = {
       .queue = &e->r.q,
       .marker = "latch-",
       .markers = zkrc__latch_markers,
       .policy = zkrc__policy_exclusive,
       .watch_own_node = 1,
-      .ops = &election_contender_ops,
-      .ops_arg = r,
+      .ops = &zkrc__stake_contender_ops,
+      .ops_arg = &r->st,
   };
   r->c = zkrc__contender_new(&cfg);
   e->current = r;
@@ -272,24 +265,21 @@ static void withdraw_round(round *r) {
 
 /* ------------------------------------------------------------ public API */
 
+static void configure_election(zkrc__recipe *r, const void *opts) {
+  const zkrc_election_options *o = opts;
+  zkrc_election *e = (zkrc_election *)r;
+  e->on_event = o->on_event;
+  e->event_arg = o->event_arg;
+  e->revoke_on_suspend = o->revoke_on_suspend != 0;
+  e->no_rejoin = o->no_rejoin != 0;
+}
+
+ZKRC__RECIPE_KIND(election_kind, zkrc_election, zkrc_election_options,
+                  configure_election, finalize_election);
+
 int zkrc_election_new(zkrc_election **out, zkrc_session *s, const char *path,
                       const zkrc_election_options *opts) {
-  zkrc_election_options o;
-  zkrc_election_options_init(&o);
-  if (out)
-    *out = NULL;
-  if (out == NULL || !zkrc__options_take(&o, sizeof o, opts))
-    return zkrc__fail(ZKRC_EINVAL);
-  int err;
-  zkrc_election *e = *out = zkrc__recipe_new(
-      sizeof *e, s, path, o.participant_id, o.acl, finalize_election, &err);
-  if (e) {
-    e->on_event = o.on_event;
-    e->event_arg = o.event_arg;
-    e->revoke_on_suspend = o.revoke_on_suspend != 0;
-    e->no_rejoin = o.no_rejoin != 0;
-  }
-  return e ? ZKRC_OK : zkrc__fail(err);
+  return zkrc__recipe_create((void **)out, &election_kind, s, path, opts);
 }
 
 int zkrc_election_join(zkrc_election *e) {
@@ -344,42 +334,38 @@ int zkrc_election_leave(zkrc_election *e) {
 void zkrc_election_free(zkrc_election *e) {
   if (e == NULL)
     return;
-  g_mutex_lock(&e->r.mu);
+  zkrc__recipe_lock_for_free(&e->r); /* queued callbacks are dropped */
   e->joined = FALSE;
-  e->r.freeing = TRUE; /* callbacks still queued are dropped */
   round *old = end_round_locked(e, ZKRC_OK);
+  /* Leave no node behind: wait for the delete while the connection is up
+   * (this also covers a create still in flight). */
+  if (old)
+    zkrc__recipe_withdraw_locked(&e->r, old->c, &old->ended,
+                                 zkrc__recipe_delete_grace_ms(&e->r));
   g_mutex_unlock(&e->r.mu);
-  if (old) {
-    zkrc__contender_withdraw(old->c);
-    /* Leave no node behind: wait for the delete while the connection is up
-     * (this also covers a create still in flight). */
-    int64_t grace = zkrc__deadline_after(zkrc__recipe_delete_grace_ms(&e->r));
-    g_mutex_lock(&e->r.mu);
-    zkrc__recipe_wait_withdrawn_locked(&e->r, old->c, &old->ended, grace);
-    g_mutex_unlock(&e->r.mu);
+  if (old)
     round_unref(old);
-  }
   election_unref(e);
 }
 
-int zkrc_election_is_leader(zkrc_election *e) {
-  if (e == NULL)
-    return 0;
-  g_mutex_lock(&e->r.mu);
-  /* The lease says no the moment it runs out (also after a freeze), even
-   * before the session has declared itself lost and revoked us. */
-  int leader = leader_lease_left_locked(e) > 0;
-  g_mutex_unlock(&e->r.mu);
-  return leader;
-}
-
-int zkrc_election_lease_remaining(zkrc_election *e) {
+/* leader_lease_left_locked, taking e->r.mu; 0 for a NULL @p e.  The lease
+ * says no the moment it runs out (also after a freeze), even before the
+ * session has declared itself lost and revoked us. */
+static int64_t leader_lease_left(zkrc_election *e) {
   if (e == NULL)
     return 0;
   g_mutex_lock(&e->r.mu);
   int64_t left = leader_lease_left_locked(e);
   g_mutex_unlock(&e->r.mu);
-  return (int)(left / 1000);
+  return left;
+}
+
+int zkrc_election_is_leader(zkrc_election *e) {
+  return leader_lease_left(e) > 0;
+}
+
+int zkrc_election_lease_remaining(zkrc_election *e) {
+  return (int)(leader_lease_left(e) / 1000);
 }
 
 int zkrc_election_wait_leader(zkrc_election *e, int timeout_ms) {

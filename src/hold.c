@@ -32,10 +32,8 @@ holder *zkrc__holder_ref(holder *h) {
 void zkrc__holder_unref(holder *h) {
   if (!g_atomic_int_dec_and_test(&h->refs))
     return;
-  zkrc__contender_unref(h->c);
   g_free(h->node);
-  zkrc__lock_unref(h->lk);
-  g_free(h);
+  zkrc__recipe_stake_free(&h->lk->r, h->c, h);
 }
 
 /* ----------------------------------------------------- user callbacks */
@@ -64,13 +62,14 @@ void zkrc__lock_post_event_locked(holder *h, zkrc_lock_event ev, int reason) {
   zkrc_lock *lk = h->lk;
   if (lk->on_event == NULL)
     return;
-  lock_event_call *call = g_new0(lock_event_call, 1);
-  call->ev.run = lock_event_run;
-  call->ev.release = lock_event_release;
-  call->info.event = ev;
-  call->info.reason = reason;
-  call->info.zk_error = ev == ZKRC_LOCK_LOST ? h->end_zk : ZOK;
-  call->info.token = h->token;
+  lock_event_call *call =
+      zkrc__recipe_event_new(sizeof *call, lock_event_run, lock_event_release);
+  call->info = (zkrc_lock_event_info){
+      .event = ev,
+      .reason = reason,
+      .zk_error = ev == ZKRC_LOCK_LOST ? h->end_zk : ZOK,
+      .token = h->token,
+  };
   if (h->client->public_hold)
     call->info.hold = zkrc__holder_ref(h);
   zkrc__recipe_post(&lk->r, &call->ev, h->node);
@@ -85,48 +84,38 @@ int64_t zkrc__holder_lease_left_locked(holder *h) {
 
 /* ------------------------------------------------ contender callbacks */
 
-static void on_front(zkrc__contender *c, void *arg) {
-  holder *h = arg;
-  zkrc_lock *lk = h->lk;
-  g_mutex_lock(&lk->r.mu);
+static void on_front_locked(zkrc__stake *st, zkrc__contender *c) {
+  holder *h = (holder *)st;
   if (h->state == H_WAITING) {
     h->state = H_HELD;
     h->token = zkrc__contender_czxid(c);
     h->node = zkrc__contender_path(c);
     if (h->client->front)
       h->client->front(h);
-    g_cond_broadcast(&lk->r.cond);
+    g_cond_broadcast(&h->lk->r.cond);
   }
-  g_mutex_unlock(&lk->r.mu);
 }
 
-static void on_behind(zkrc__contender *c, void *arg) {
-  holder *h = arg;
-  g_mutex_lock(&h->lk->r.mu);
+static void on_behind_locked(zkrc__stake *st) {
+  holder *h = (holder *)st;
   h->behind = TRUE;
   if (h->client->behind)
     h->client->behind(h);
   g_cond_broadcast(&h->lk->r.cond);
-  g_mutex_unlock(&h->lk->r.mu);
 }
 
-static void on_connection(zkrc__contender *c, zkrc_session_event ev,
-                          void *arg) {
-  holder *h = arg;
-  g_mutex_lock(&h->lk->r.mu);
+static void on_connection_locked(zkrc__stake *st, zkrc_session_event ev) {
+  holder *h = (holder *)st;
   if (h->state == H_HELD && h->client->may_tell(h))
     zkrc__lock_post_event_locked(h,
                                  ev == ZKRC_SESSION_EVENT_SUSPENDED
                                      ? ZKRC_LOCK_SUSPENDED
                                      : ZKRC_LOCK_RECONNECTED,
                                  ZKRC_OK);
-  g_mutex_unlock(&h->lk->r.mu);
 }
 
-static void on_ended(zkrc__contender *c, int err, int zk_rc, void *arg) {
-  holder *h = arg;
-  zkrc_lock *lk = h->lk;
-  g_mutex_lock(&lk->r.mu);
+static void on_ended_locked(zkrc__stake *st, int err, int zk_rc) {
+  holder *h = (holder *)st;
   h->ended = TRUE;
   h->end_err = err;
   h->end_zk = zk_rc;
@@ -140,16 +129,18 @@ static void on_ended(zkrc__contender *c, int err, int zk_rc, void *arg) {
   } else {
     h->client->ended(h, err);
   }
-  g_cond_broadcast(&lk->r.cond);
-  g_mutex_unlock(&lk->r.mu);
-  zkrc__holder_unref(h); /* the contender's reference */
 }
 
-static const zkrc__contender_ops lock_contender_ops = {
-    .front = on_front,
-    .behind = on_behind,
-    .connection = on_connection,
-    .ended = on_ended,
+static void holder_stake_unref(zkrc__stake *st) {
+  zkrc__holder_unref((holder *)st);
+}
+
+static const zkrc__stake_ops holder_stake_ops = {
+    .front_locked = on_front_locked,
+    .behind_locked = on_behind_locked,
+    .connection_locked = on_connection_locked,
+    .ended_locked = on_ended_locked,
+    .unref = holder_stake_unref,
 };
 
 holder *zkrc__lock_new_participant_locked(zkrc_lock *lk, uint64_t thread,
@@ -157,6 +148,8 @@ holder *zkrc__lock_new_participant_locked(zkrc_lock *lk, uint64_t thread,
   holder *h = g_new0(holder, 1);
   h->refs = 2; /* the caller's and the contender's */
   h->lk = zkrc__lock_ref(lk);
+  h->st.ops = &holder_stake_ops;
+  h->st.recipe = &lk->r;
   h->thread = thread;
   h->client = client;
   h->state = H_WAITING;
@@ -166,8 +159,8 @@ holder *zkrc__lock_new_participant_locked(zkrc_lock *lk, uint64_t thread,
       .markers = zkrc__lock_markers,
       .policy = zkrc__policy_exclusive,
       .watch_own_node = lk->on_event != NULL,
-      .ops = &lock_contender_ops,
-      .ops_arg = h,
+      .ops = &zkrc__stake_contender_ops,
+      .ops_arg = &h->st,
   };
   h->c = zkrc__contender_new(&cfg);
   return h;

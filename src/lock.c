@@ -51,10 +51,7 @@ const char *zkrc_lock_event_name(zkrc_lock_event ev) {
 }
 
 void zkrc_lock_options_init(zkrc_lock_options *opts) {
-  if (opts) {
-    memset(opts, 0, sizeof *opts);
-    opts->size = sizeof *opts;
-  }
+  zkrc__recipe_options_init(opts, sizeof *opts);
 }
 
 /* ------------------------------------------------------- thread holds */
@@ -84,22 +81,18 @@ static void finalize_lock(zkrc__recipe *r) {
   g_free(lk);
 }
 
+static void configure_lock(zkrc__recipe *r, const void *opts) {
+  const zkrc_lock_options *o = opts;
+  ((zkrc_lock *)r)->on_event = o->on_event;
+  ((zkrc_lock *)r)->event_arg = o->event_arg;
+}
+
+ZKRC__RECIPE_KIND(lock_kind, zkrc_lock, zkrc_lock_options, configure_lock,
+                  finalize_lock);
+
 int zkrc_lock_new(zkrc_lock **out, zkrc_session *s, const char *path,
                   const zkrc_lock_options *opts) {
-  zkrc_lock_options o;
-  zkrc_lock_options_init(&o);
-  if (out)
-    *out = NULL;
-  if (out == NULL || !zkrc__options_take(&o, sizeof o, opts))
-    return zkrc__fail(ZKRC_EINVAL);
-  int err;
-  zkrc_lock *lk = *out = zkrc__recipe_new(sizeof *lk, s, path, o.participant_id,
-                                          o.acl, finalize_lock, &err);
-  if (lk) {
-    lk->on_event = o.on_event;
-    lk->event_arg = o.event_arg;
-  }
-  return lk ? ZKRC_OK : zkrc__fail(err);
+  return zkrc__recipe_create((void **)out, &lock_kind, s, path, opts);
 }
 
 /* The calling thread's stake, or NULL. */
@@ -135,12 +128,7 @@ static int wait_turn_locked(zkrc_lock *lk, holder *h, int timeout_ms,
 static void withdraw_locked(zkrc_lock *lk, holder *h, int grace_ms) {
   g_hash_table_remove(lk->holders, &h->thread);
   h->state = H_RELEASED;
-  zkrc__contender *c = h->c;
-  g_mutex_unlock(&lk->r.mu);
-  zkrc__contender_withdraw(c);
-  g_mutex_lock(&lk->r.mu);
-  zkrc__recipe_wait_withdrawn_locked(&lk->r, c, &h->ended,
-                                     zkrc__deadline_after(grace_ms));
+  zkrc__recipe_withdraw_locked(&lk->r, h->c, &h->ended, grace_ms);
 }
 
 int zkrc_lock_acquire(zkrc_lock *lk, int timeout_ms) {
@@ -232,28 +220,23 @@ static holder *my_holder_locked(zkrc_lock *lk) {
   return NULL;
 }
 
-int zkrc_lock_is_held(zkrc_lock *lk) {
-  if (lk == NULL)
-    return 0;
-  holder *h = my_holder_locked(lk);
-  if (h == NULL)
-    return 0;
-  /* The lease says no the moment it runs out (also after a freeze), even
-   * before the session has declared itself lost and told the holder. */
-  int held = zkrc__holder_lease_left_locked(h) > 0;
-  g_mutex_unlock(&lk->r.mu);
-  return held;
-}
-
-int zkrc_lock_lease_remaining(zkrc_lock *lk) {
-  if (lk == NULL)
-    return 0;
-  holder *h = my_holder_locked(lk);
+/* Microseconds left of the calling thread's hold's lease: 0 when it holds
+ * nothing.  The lease says no the moment it runs out (also after a
+ * freeze), even before the session has declared itself lost and told the
+ * holder. */
+static int64_t my_lease_left(zkrc_lock *lk) {
+  holder *h = lk ? my_holder_locked(lk) : NULL;
   if (h == NULL)
     return 0;
   int64_t left = zkrc__holder_lease_left_locked(h);
   g_mutex_unlock(&lk->r.mu);
-  return (int)(left / 1000);
+  return left;
+}
+
+int zkrc_lock_is_held(zkrc_lock *lk) { return my_lease_left(lk) > 0; }
+
+int zkrc_lock_lease_remaining(zkrc_lock *lk) {
+  return (int)(my_lease_left(lk) / 1000);
 }
 
 int zkrc_lock_depth(zkrc_lock *lk) {
@@ -379,9 +362,7 @@ int zkrc_lock_fenced_multi(zkrc_lock *lk, int count, const zoo_op_t *ops,
 void zkrc_lock_free(zkrc_lock *lk) {
   if (lk == NULL)
     return;
-  g_mutex_lock(&lk->r.mu);
-  lk->r.freeing = TRUE;
-  g_cond_broadcast(&lk->r.cond);
+  zkrc__recipe_lock_for_free(&lk->r);
   while (lk->inside > 0) /* waiting threads return ZKRC_ECANCELED */
     g_cond_wait(&lk->r.cond, &lk->r.mu);
   /* Release what is still held, by any thread, as zkrc_lock_release()

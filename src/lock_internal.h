@@ -6,7 +6,8 @@
  * holds only through zkrc_lock.drop_async.  So: lock.c and lock_async.c
  * depend on hold.c, and on nothing of each other.
  *
- * Lock order: lk->mu, then a contender's mutex, then the session's.
+ * lk->mu is the recipe's mutex (lk->r.mu): the first in the lock order
+ * written in session_private.h.
  */
 #ifndef ZKRC_LOCK_INTERNAL_H
 #define ZKRC_LOCK_INTERNAL_H
@@ -50,6 +51,7 @@ typedef struct zkrc__hold_client {
 /* One participant of a lock: a thread's stake (thread != 0) or a
  * non-blocking hold (lock_async.c). */
 struct zkrc_lock_hold {
+  zkrc__stake st; /* its contender callbacks (hold.c) and recipe; first */
   gint refs;
   zkrc_lock *lk;
   const zkrc__hold_client *client;

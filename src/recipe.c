@@ -3,24 +3,49 @@
  */
 #include "config.h"
 
+#include <string.h>
+
 #include "recipe.h"
 #include "util.h"
 #include "zkrecipes.h"
 
-void *zkrc__recipe_new(size_t size, zkrc_session *s, const char *path,
-                       const char *participant_id, const struct ACL_vector *acl,
-                       void (*finalize)(zkrc__recipe *r), int *err) {
-  zkrc__recipe *r = g_malloc0(size);
-  *err = zkrc__queue_init(&r->q, s, path, participant_id, acl);
-  if (*err != ZKRC_OK) {
+void zkrc__recipe_options_init(void *opts, size_t size) {
+  if (opts) {
+    memset(opts, 0, size);
+    *(size_t *)opts = size;
+  }
+}
+
+/* A new recipe of @p kind with the options @p o (complete, checked). */
+static int recipe_new(void **out, const zkrc__recipe_kind *kind,
+                      zkrc_session *s, const char *path, const void *o) {
+  const zkrc__recipe_options *base = o;
+  zkrc__recipe *r = g_malloc0(kind->size);
+  int err = zkrc__queue_init(&r->q, s, path, base->participant_id, base->acl);
+  if (err != ZKRC_OK) {
     g_free(r);
-    return NULL;
+    return zkrc__fail(err);
   }
   r->refs = 1;
   g_mutex_init(&r->mu);
   g_cond_init(&r->cond);
-  r->finalize = finalize;
-  return r;
+  r->finalize = kind->finalize;
+  kind->configure(r, o);
+  *out = r;
+  return ZKRC_OK;
+}
+
+int zkrc__recipe_create(void **out, const zkrc__recipe_kind *kind,
+                        zkrc_session *s, const char *path, const void *given) {
+  if (out)
+    *out = NULL;
+  void *o = g_malloc(kind->options_size);
+  zkrc__recipe_options_init(o, kind->options_size);
+  int err = out && zkrc__options_take(o, kind->options_size, given)
+                ? recipe_new(out, kind, s, path, o)
+                : zkrc__fail(ZKRC_EINVAL);
+  g_free(o);
+  return err;
 }
 
 zkrc__recipe *zkrc__recipe_ref(zkrc__recipe *r) {
@@ -35,6 +60,61 @@ void zkrc__recipe_unref(zkrc__recipe *r) {
   g_mutex_clear(&r->mu);
   g_cond_clear(&r->cond);
   r->finalize(r); /* frees the recipe's memory too */
+}
+
+void zkrc__recipe_stake_free(zkrc__recipe *r, zkrc__contender *c, void *stake) {
+  zkrc__contender_unref(c);
+  zkrc__recipe_unref(r);
+  g_free(stake);
+}
+
+/* ------------------------------------------------------------- stakes */
+
+static void stake_front(zkrc__contender *c, void *arg) {
+  zkrc__stake *st = arg;
+  g_mutex_lock(&st->recipe->mu);
+  st->ops->front_locked(st, c);
+  g_mutex_unlock(&st->recipe->mu);
+}
+
+static void stake_behind(zkrc__contender *c, void *arg) {
+  zkrc__stake *st = arg;
+  if (st->ops->behind_locked == NULL)
+    return;
+  g_mutex_lock(&st->recipe->mu);
+  st->ops->behind_locked(st);
+  g_mutex_unlock(&st->recipe->mu);
+}
+
+static void stake_connection(zkrc__contender *c, zkrc_session_event ev,
+                             void *arg) {
+  zkrc__stake *st = arg;
+  g_mutex_lock(&st->recipe->mu);
+  st->ops->connection_locked(st, ev);
+  g_mutex_unlock(&st->recipe->mu);
+}
+
+static void stake_ended(zkrc__contender *c, int err, int zk_rc, void *arg) {
+  zkrc__stake *st = arg;
+  zkrc__recipe *r = st->recipe;
+  g_mutex_lock(&r->mu);
+  st->ops->ended_locked(st, err, zk_rc);
+  g_cond_broadcast(&r->cond);
+  g_mutex_unlock(&r->mu);
+  st->ops->unref(st); /* the contender's reference */
+}
+
+const zkrc__contender_ops zkrc__stake_contender_ops = {
+    .front = stake_front,
+    .behind = stake_behind,
+    .connection = stake_connection,
+    .ended = stake_ended,
+};
+
+void zkrc__recipe_lock_for_free(zkrc__recipe *r) {
+  g_mutex_lock(&r->mu);
+  r->freeing = TRUE;
+  g_cond_broadcast(&r->cond);
 }
 
 gboolean zkrc__recipe_freeing(zkrc__recipe *r) {
@@ -57,6 +137,14 @@ static void event_run(void *data) {
   zkrc__recipe_unref(r);
 }
 
+void *zkrc__recipe_event_new(size_t size, void (*run)(zkrc__recipe_event *ev),
+                             void (*release)(zkrc__recipe_event *ev)) {
+  zkrc__recipe_event *ev = g_malloc0(size);
+  ev->run = run;
+  ev->release = release;
+  return ev;
+}
+
 void zkrc__recipe_post(zkrc__recipe *r, zkrc__recipe_event *ev,
                        const char *node) {
   ev->r = zkrc__recipe_ref(r);
@@ -71,9 +159,12 @@ int zkrc__recipe_delete_grace_ms(zkrc__recipe *r) {
   return t > 1000 ? t : 1000;
 }
 
-void zkrc__recipe_wait_withdrawn_locked(zkrc__recipe *r, zkrc__contender *c,
-                                        const gboolean *ended,
-                                        int64_t deadline) {
+void zkrc__recipe_withdraw_locked(zkrc__recipe *r, zkrc__contender *c,
+                                  const gboolean *ended, int grace_ms) {
+  g_mutex_unlock(&r->mu);
+  zkrc__contender_withdraw(c);
+  g_mutex_lock(&r->mu);
+  int64_t deadline = zkrc__deadline_after(grace_ms);
   while (!*ended && zkrc__contender_deleting(c) &&
          zkrc__session_connected(r->q.session, 0)) {
     if (!zkrc__cond_wait_until(&r->cond, &r->mu, deadline))

@@ -5,8 +5,8 @@
  *
  *  - references: a recipe's memory outlives its free while contenders,
  *    holds and posted events still refer to it;
- *  - its mutex and condition (lock order: a recipe's mutex, then a
- *    contender's, then the session's);
+ *  - its mutex and condition (the first in the lock order: see
+ *    session_private.h);
  *  - its queue (queue.h): session, directory, participant id, ACL;
  *  - events for the application, posted to the session's executor with a
  *    reference on the recipe, and dropped once the recipe is being freed;
@@ -39,15 +39,54 @@ struct zkrc__recipe {
   void (*finalize)(zkrc__recipe *r);
 };
 
-/* A new recipe object of @p size bytes (zeroed; a zkrc__recipe first) with
- * one reference, the caller's, after checking the arguments every recipe
- * constructor takes.  NULL with *err set on failure: ZKRC_EINVAL (NULL
- * session, invalid path or ACL), ZKRC_ECLOSED (the session is closed).
- * @p participant_id NULL means "<hostname>:<pid>", @p acl NULL the open
+/* How every recipe's public options struct begins (zkrc_lock_options,
+ * zkrc_election_options): its size, then what the base takes.  A recipe
+ * checks its struct with ZKRC__RECIPE_OPTIONS_CHECK (ZKRC__RECIPE_KIND
+ * does). */
+typedef struct zkrc__recipe_options {
+  size_t size;
+  const char *participant_id;
+  const struct ACL_vector *acl;
+} zkrc__recipe_options;
+
+#define ZKRC__RECIPE_OPTIONS_CHECK(type)                                       \
+  G_STATIC_ASSERT(offsetof(type, participant_id) ==                            \
+                      offsetof(zkrc__recipe_options, participant_id) &&        \
+                  offsetof(type, acl) == offsetof(zkrc__recipe_options, acl))
+
+/* A recipe's kind, @p name, declared as every recipe does: its object
+ * @p type, its options struct (checked) and its two functions. */
+#define ZKRC__RECIPE_KIND(name, type, options_type, configure_fn, finalize_fn) \
+  ZKRC__RECIPE_OPTIONS_CHECK(options_type);                                    \
+  static const zkrc__recipe_kind name = {sizeof(type), sizeof(options_type),   \
+                                         configure_fn, finalize_fn}
+
+/* What the base needs to know of a recipe to make one. */
+typedef struct zkrc__recipe_kind {
+  size_t size;         /* the object's (zeroed; a zkrc__recipe first) */
+  size_t options_size; /* its options struct's */
+  /* Takes the recipe's own options from @p opts (its options struct). */
+  void (*configure)(zkrc__recipe *r, const void *opts);
+  /* Frees what the recipe added to the base (and its memory), last. */
+  void (*finalize)(zkrc__recipe *r);
+} zkrc__recipe_kind;
+
+/* Every recipe's public constructor: *@p out cleared (when not NULL); the
+ * caller's options @p given taken over the recipe's defaults (its options
+ * struct begins with a zkrc__recipe_options);
+ * the arguments every recipe takes checked; a new object of @p kind with
+ * one reference, the caller's, configured and stored in *@p out.  Returns
+ * ZKRC_OK; ZKRC_EINVAL (NULL @p out or session, options never initialized,
+ * invalid path or ACL); ZKRC_ECLOSED (the session is closed).  A
+ * participant id NULL means "<hostname>:<pid>", an ACL NULL the open
  * ACL. */
-void *zkrc__recipe_new(size_t size, zkrc_session *s, const char *path,
-                       const char *participant_id, const struct ACL_vector *acl,
-                       void (*finalize)(zkrc__recipe *r), int *err);
+int zkrc__recipe_create(void **out, const zkrc__recipe_kind *kind,
+                        zkrc_session *s, const char *path, const void *given);
+
+/* A recipe's options_init: zeroes @p opts and sets its size field (the
+ * first member) to @p size; NULL is ignored. */
+void zkrc__recipe_options_init(void *opts, size_t size);
+
 zkrc__recipe *zkrc__recipe_ref(zkrc__recipe *r);
 void zkrc__recipe_unref(zkrc__recipe *r);
 
@@ -68,6 +107,44 @@ struct zkrc__recipe_event {
 void zkrc__recipe_post(zkrc__recipe *r, zkrc__recipe_event *ev,
                        const char *node);
 
+/* A new event record of @p size bytes (zeroed; a zkrc__recipe_event first)
+ * that runs @p run and then @p release (may be NULL), for
+ * zkrc__recipe_post. */
+void *zkrc__recipe_event_new(size_t size, void (*run)(zkrc__recipe_event *ev),
+                             void (*release)(zkrc__recipe_event *ev));
+
+/* Drop a recipe's stake (a lock's holder, an election's round) once its
+ * last reference went: its contender's reference, its reference on the
+ * recipe, and its memory @p stake. */
+void zkrc__recipe_stake_free(zkrc__recipe *r, zkrc__contender *c, void *stake);
+
+/* A stake's contender callbacks, as the base runs them: each with the
+ * recipe's mutex held (so they must not block, nor call user code).  The
+ * base broadcasts the recipe's condition after ended_locked, then drops the
+ * contender's reference on the stake (unref). */
+typedef struct zkrc__stake zkrc__stake;
+typedef struct zkrc__stake_ops {
+  void (*front_locked)(zkrc__stake *st, zkrc__contender *c);
+  void (*behind_locked)(zkrc__stake *st); /* may be NULL */
+  void (*connection_locked)(zkrc__stake *st, zkrc_session_event ev);
+  void (*ended_locked)(zkrc__stake *st, int err, int zk_rc);
+  void (*unref)(zkrc__stake *st);
+} zkrc__stake_ops;
+
+/* What a stake begins with: its callbacks and its recipe. */
+struct zkrc__stake {
+  const zkrc__stake_ops *ops;
+  zkrc__recipe *recipe;
+};
+
+/* The contender ops of every stake: ops_arg is the zkrc__stake. */
+extern const zkrc__contender_ops zkrc__stake_contender_ops;
+
+/* A recipe's free begins: takes r->mu (the caller lets it go), marks the
+ * recipe freeing (no event reaches the application any more) and wakes
+ * its waiters to see it. */
+void zkrc__recipe_lock_for_free(zkrc__recipe *r);
+
 /* Is the recipe being freed?  (Takes r->mu.) */
 gboolean zkrc__recipe_freeing(zkrc__recipe *r);
 
@@ -76,12 +153,13 @@ gboolean zkrc__recipe_freeing(zkrc__recipe *r);
  * request (connection loss) within the session timeout, so that, or 1 s. */
 int zkrc__recipe_delete_grace_ms(zkrc__recipe *r);
 
-/* With r->mu held: wait until the servers confirmed the delete of @p c's
- * node (or *@p ended, or the connection is down), at most until
- * @p deadline.  The recipe broadcasts r->cond when *@p ended changes. */
-void zkrc__recipe_wait_withdrawn_locked(zkrc__recipe *r, zkrc__contender *c,
-                                        const gboolean *ended,
-                                        int64_t deadline);
+/* With r->mu held: withdraw @p c (r->mu let go meanwhile: the withdrawal
+ * may call back into the recipe), then wait until the servers confirmed
+ * the delete of its node (or *@p ended, or the connection is down), at
+ * most @p grace_ms.  The recipe broadcasts r->cond when *@p ended changes
+ * (the base does, after a stake's ended_locked). */
+void zkrc__recipe_withdraw_locked(zkrc__recipe *r, zkrc__contender *c,
+                                  const gboolean *ended, int grace_ms);
 
 /* The participant ids (node data) of the recipe's queue, in queue order, as
  * the public API hands them out (zkrc_strv_free).  Checks its arguments. */

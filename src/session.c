@@ -124,26 +124,49 @@ void zkrc__conn_unuse(zkrc_conn *c) {
   g_mutex_unlock(&s->mu);
 }
 
+/* zkrc__session_connected with s->mu held. */
+static gboolean connected_locked(zkrc_session *s, uint64_t generation) {
+  return s->conn && s->state == ZKRC_SESSION_CONNECTED &&
+         (generation == 0 || s->conn->generation == generation);
+}
+
 gboolean zkrc__session_connected(zkrc_session *s, uint64_t generation) {
   g_mutex_lock(&s->mu);
-  gboolean up = s->conn && s->state == ZKRC_SESSION_CONNECTED &&
-                (generation == 0 || s->conn->generation == generation);
+  gboolean up = connected_locked(s, generation);
   g_mutex_unlock(&s->mu);
   return up;
 }
 
-uint64_t zkrc__session_generation(zkrc_session *s) {
+zkrc_conn *zkrc__conn_use_connected(zkrc_session *s, uint64_t generation) {
   g_mutex_lock(&s->mu);
-  uint64_t g = s->conn ? s->conn->generation : 0;
+  zkrc_conn *c = connected_locked(s, generation) ? s->conn : NULL;
+  if (c)
+    c->users++;
   g_mutex_unlock(&s->mu);
-  return g;
+  return c;
+}
+
+zkrc__session_view zkrc__session_look(zkrc_session *s, uint64_t generation) {
+  int64_t now = g_get_monotonic_time();
+  g_mutex_lock(&s->mu);
+  zkrc__session_view v = {
+      .generation = s->conn ? s->conn->generation : 0,
+      .session_id = s->conn ? s->conn->session_id : 0,
+      .lease_left = zkrc__lease_left_locked(s, generation, now),
+  };
+  g_mutex_unlock(&s->mu);
+  return v;
+}
+
+gboolean zkrc__session_closed_locked(zkrc_session *s) {
+  /* Closed by the application, or dead and not to be reopened (no_reopen,
+   * an adopted handle without hosts, failed authentication). */
+  return s->closing || s->state == ZKRC_SESSION_CLOSED;
 }
 
 gboolean zkrc__session_closed(zkrc_session *s) {
   g_mutex_lock(&s->mu);
-  /* Closed by the application, or dead and not to be reopened (no_reopen,
-   * an adopted handle without hosts, failed authentication). */
-  gboolean closed = s->closing || s->state == ZKRC_SESSION_CLOSED;
+  gboolean closed = zkrc__session_closed_locked(s);
   g_mutex_unlock(&s->mu);
   return closed;
 }

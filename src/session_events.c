@@ -117,13 +117,15 @@ void zkrc__session_announce(zkrc_session *s, zkrc_session_event ev,
 }
 
 unsigned long zkrc__session_observe(zkrc_session *s, zkrc__observer_fn fn,
-                                    void *arg) {
+                                    void *arg, gboolean *closed) {
   observer *o = g_new(observer, 1);
   o->fn = fn;
   o->arg = arg;
   g_mutex_lock(&s->mu);
   o->id = ++s->next_observer_id;
   g_hash_table_insert(s->observers, &o->id, o);
+  if (closed)
+    *closed = zkrc__session_closed_locked(s);
   g_mutex_unlock(&s->mu);
   return o->id;
 }

@@ -61,8 +61,24 @@ void zkrc__conn_unuse(zkrc_conn *c);
  * @p generation?  (0 matches any generation.) */
 gboolean zkrc__session_connected(zkrc_session *s, uint64_t generation);
 
-/* The generation of the current ZooKeeper session (0 when closed). */
-uint64_t zkrc__session_generation(zkrc_session *s);
+/* zkrc__conn_use() when zkrc__session_connected(@p generation), else NULL:
+ * both asked under one acquisition of the session's mutex, so the handle is
+ * the one that was connected. */
+zkrc_conn *zkrc__conn_use_connected(zkrc_session *s, uint64_t generation);
+
+/* What a contender asks of the session to decide, all true at one instant
+ * (one acquisition of the session's mutex): see zkrc__session_look. */
+typedef struct zkrc__session_view {
+  uint64_t generation; /* of the current ZooKeeper session; 0: none */
+  int64_t session_id;  /* its id (zkrc_session_id); 0: none */
+  /* Microseconds left of the lease of the generation asked about
+   * (zkrc__session_lease_left). */
+  int64_t lease_left;
+} zkrc__session_view;
+
+/* One look at the session, about ZooKeeper session generation
+ * @p generation (for lease_left). */
+zkrc__session_view zkrc__session_look(zkrc_session *s, uint64_t generation);
 
 /* Microseconds left of the lease (zkrc_session_lease_remaining) of ZooKeeper
  * session generation @p generation: 0 when it has none, it ran out (also
@@ -85,8 +101,12 @@ typedef void (*zkrc__observer_fn)(zkrc_session *s, zkrc_session_event ev,
  * handle) and now is.  A contender that found itself at the front before
  * that looks again. */
 #define ZKRC__SESSION_EVENT_LEASED ((zkrc_session_event)100)
+/* Add an observer; returns its id.  Also says in *@p closed (when not
+ * NULL), under the same acquisition of the session's mutex, whether the
+ * session is closed already (zkrc__session_closed): an observer added
+ * before the close hears of it, one added after is told here. */
 unsigned long zkrc__session_observe(zkrc_session *s, zkrc__observer_fn fn,
-                                    void *arg);
+                                    void *arg, gboolean *closed);
 /* After this returns the observer is not running and will not run again. */
 void zkrc__session_unobserve(zkrc_session *s, unsigned long id);
 

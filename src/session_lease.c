@@ -219,12 +219,17 @@ gboolean zkrc__lease_connected(zkrc_session *s, zkrc_conn *c,
   return alive;
 }
 
+int64_t zkrc__lease_left_locked(zkrc_session *s, uint64_t generation,
+                                int64_t now) {
+  return lease_current_locked(s) && s->lease_generation == generation
+             ? zkrc__lease_remaining(&s->lease, now)
+             : 0;
+}
+
 int64_t zkrc__session_lease_left(zkrc_session *s, uint64_t generation) {
   int64_t now = g_get_monotonic_time();
   g_mutex_lock(&s->mu);
-  int64_t left = lease_current_locked(s) && s->lease_generation == generation
-                     ? zkrc__lease_remaining(&s->lease, now)
-                     : 0;
+  int64_t left = zkrc__lease_left_locked(s, generation, now);
   g_mutex_unlock(&s->mu);
   return left;
 }

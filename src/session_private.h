@@ -10,9 +10,15 @@
  *   session_reaper.c  deleting nodes we can no longer use
  *   acl.c             ACLs shared by reference
  *
- * Lock order: a recipe's mutex, then a contender's, then the session's
- * (s->mu), then the watch registry's; GLib's own context locks come last.
- * No zoo_* call is made with s->mu held.
+ * Lock order (the one place it is written; every other file points here):
+ *
+ *   recipe -> contender -> session -> registry
+ *
+ * a recipe's mutex (zkrc__recipe.mu: a lock's, an election's), then a
+ * contender's (queue.c), then the session's (s->mu), then the watch
+ * registry's (watch.c); GLib's own context locks come last.  A thread may
+ * skip levels but never take one while holding a later one.  No zoo_* call
+ * is made with s->mu held, and no user code is called with any of them.
  */
 #ifndef ZKRC_SESSION_PRIVATE_H
 #define ZKRC_SESSION_PRIVATE_H
@@ -134,6 +140,9 @@ void zkrc__reaper_run(zkrc_session *s);
  * servers deleted them with the session (s->mu held). */
 void zkrc__reaper_forget_locked(zkrc_session *s, uint64_t generation);
 
+/* zkrc__session_closed with s->mu held (session.c). */
+gboolean zkrc__session_closed_locked(zkrc_session *s);
+
 /* ---- The lease driver (session_lease.c) ------------------------------ */
 
 /* Create and free the driver's timers (on the worker's context). */
@@ -150,5 +159,8 @@ gboolean zkrc__lease_connected(zkrc_session *s, zkrc_conn *c,
                                gboolean new_session, int timeout_ms);
 /* The current handle is retired or the session closes (s->mu held). */
 void zkrc__lease_stop_locked(zkrc_session *s);
+/* zkrc__session_lease_left at @p now, with s->mu held. */
+int64_t zkrc__lease_left_locked(zkrc_session *s, uint64_t generation,
+                                int64_t now);
 
 #endif /* ZKRC_SESSION_PRIVATE_H */

@@ -6,6 +6,9 @@
  * properties every policy must keep (admission as the policy says, a
  * waiter watches a node ahead of it, and following the watches from any
  * waiter leads to an admitted contender: nobody waits for nothing).
+ * Then the contender queue's moves (src/queue_decide.h): what a contender
+ * does after a listing, from the listing, its name and its state, and
+ * after the re-check that follows a reconnection at the front.
  */
 #include "config.h"
 
@@ -13,7 +16,10 @@
 
 #include <glib.h>
 
+#include <zookeeper/zookeeper.h>
+
 #include "admission.h"
+#include "queue_decide.h"
 #include "testutil.h"
 
 /* Our mutex and election markers, and the read-write dialects: Curator's
@@ -237,11 +243,184 @@ static void test_broken_policies_are_caught(void) {
   g_rand_free(rng);
 }
 
+/* ------------------------------------------------ the queue's moves */
+
+/* A contender's state when a listing comes back (zkrc__listing_facts
+ * without the verdict, which the listing gives). */
+typedef struct state {
+  gboolean at_front, watch_own, own_watched, watch_dir, dir_watched;
+} state;
+
+static const state queued = {FALSE, FALSE, FALSE, FALSE, FALSE};
+static const state queued_dir = {FALSE, FALSE, FALSE, TRUE, FALSE};
+static const state queued_dir_watched = {FALSE, FALSE, FALSE, TRUE, TRUE};
+static const state front = {TRUE, FALSE, FALSE, FALSE, FALSE};
+static const state front_own_lost = {TRUE, TRUE, FALSE, FALSE, FALSE};
+static const state front_own_armed = {TRUE, TRUE, TRUE, FALSE, FALSE};
+
+typedef struct move_case {
+  const char *what;
+  const char *listing[6]; /* NULL-terminated */
+  const char *me;
+  const state *st;
+  zkrc__listing_move move;
+} move_case;
+
+static const move_case moves[] = {
+    {"admitted in the queue: take the front",
+     {"_c_me-lock-0000000001", "_c_b-lock-0000000002", NULL},
+     "_c_me-lock-0000000001", &queued, ZKRC__MOVE_TAKE_FRONT},
+    {"admitted at the front, its own watch lost: arm it again",
+     {"_c_me-lock-0000000001", NULL}, "_c_me-lock-0000000001",
+     &front_own_lost, ZKRC__MOVE_ARM_OWN_WATCH},
+    {"admitted at the front, its own watch armed: stay",
+     {"_c_me-lock-0000000001", NULL}, "_c_me-lock-0000000001",
+     &front_own_armed, ZKRC__MOVE_STAY},
+    {"admitted at the front, no own watch wanted: stay",
+     {"_c_me-lock-0000000001", NULL}, "_c_me-lock-0000000001", &front,
+     ZKRC__MOVE_STAY},
+    {"a holder overtaken by a sequence past the wrap: lost, its node goes",
+     {"_c_me-lock-2147483647", "_c_w-lock--2147483648", NULL},
+     "_c_me-lock-2147483647", &front, ZKRC__MOVE_LOST_OVERTAKEN},
+    {"a holder behind a node made by hand (kazoo's): lost",
+     {"_c_me-lock-0000000005", "9f2c__lock__0000000004", NULL},
+     "_c_me-lock-0000000005", &front_own_armed, ZKRC__MOVE_LOST_OVERTAKEN},
+    {"a holder whose node was deleted: lost",
+     {"_c_a-lock-0000000002", NULL}, "_c_me-lock-0000000001", &front,
+     ZKRC__MOVE_LOST_DELETED},
+    {"a holder in an empty directory: lost", {NULL},
+     "_c_me-lock-0000000001", &front, ZKRC__MOVE_LOST_DELETED},
+    {"behind: watch the predecessor",
+     {"_c_me-lock-0000000002", "_c_a-lock-0000000001", NULL},
+     "_c_me-lock-0000000002", &queued, ZKRC__MOVE_WATCH_PRED},
+    {"behind a duplicated name: watch it",
+     {"_c_a-lock-0000000001", "_c_a-lock-0000000001",
+      "_c_me-lock-0000000002", NULL},
+     "_c_me-lock-0000000002", &queued, ZKRC__MOVE_WATCH_PRED},
+    {"behind, not allowed to read predecessors: list and watch the directory",
+     {"_c_a-lock-0000000001", "_c_me-lock-0000000002", NULL},
+     "_c_me-lock-0000000002", &queued_dir, ZKRC__MOVE_WATCH_DIR},
+    {"behind, and the listing watched the directory: wait",
+     {"_c_a-lock-0000000001", "_c_me-lock-0000000002", NULL},
+     "_c_me-lock-0000000002", &queued_dir_watched, ZKRC__MOVE_WAIT},
+    {"our node gone before the front: create it again",
+     {"_c_a-lock-0000000001", NULL}, "_c_me-lock-0000000002", &queued,
+     ZKRC__MOVE_CREATE},
+    {"only foreign and malformed names: create again",
+     {"keep", "_c_x-lock-12", "_c_me-lock-00000000x2", NULL},
+     "_c_me-lock-0000000002", &queued_dir, ZKRC__MOVE_CREATE},
+    {"admitted past the wrap, with the directory watched: take the front",
+     {"_c_old-lock-2147483647", "_c_me-lock--2147483648", NULL},
+     "_c_me-lock--2147483648", &queued_dir_watched, ZKRC__MOVE_TAKE_FRONT},
+};
+
+static zkrc__listing_move move_after(const move_case *m) {
+  int count = 0;
+  while (m->listing[count])
+    count++;
+  zkrc__verdict v = zkrc__admit((char *const *)m->listing, count,
+                                mutex_markers, m->me, zkrc__policy_exclusive,
+                                NULL);
+  zkrc__listing_facts f = {v.kind,         m->st->at_front,
+                           m->st->watch_own, m->st->own_watched,
+                           m->st->watch_dir, m->st->dir_watched};
+  return zkrc__listing_decide(&f);
+}
+
+static void test_moves_after_a_listing(void) {
+  for (size_t i = 0; i < G_N_ELEMENTS(moves); i++) {
+    zkrc__listing_move got = move_after(&moves[i]);
+    if (got != moves[i].move)
+      fprintf(stderr, "\n  case \"%s\": move %d, expected %d\n",
+              moves[i].what, got, moves[i].move);
+    CU_ASSERT_EQUAL(got, moves[i].move);
+    CU_ASSERT_EQUAL(move_after(&moves[i]), got); /* pure */
+  }
+}
+
+typedef struct recheck_case {
+  const char *what;
+  zkrc__recheck_facts facts;
+  zkrc__recheck_move move;
+  int failed_rc; /* LATER, FAILED */
+} recheck_case;
+
+static const recheck_case rechecks[] = {
+    {"still ours and first: confirmed",
+     {ZOK, ZOK, TRUE, TRUE, ZKRC__ADMITTED, TRUE},
+     ZKRC__RECHECK_CONFIRMED,
+     ZOK},
+    {"the stat lost with the connection: check again later",
+     {ZCONNECTIONLOSS, ZOK, TRUE, TRUE, ZKRC__ADMITTED, TRUE},
+     ZKRC__RECHECK_LATER,
+     ZCONNECTIONLOSS},
+    {"the listing timed out: check again later",
+     {ZOK, ZOPERATIONTIMEOUT, TRUE, TRUE, ZKRC__ADMITTED, TRUE},
+     ZKRC__RECHECK_LATER,
+     ZOPERATIONTIMEOUT},
+    {"the session expired: later (the session ends us)",
+     {ZSESSIONEXPIRED, ZSESSIONEXPIRED, TRUE, TRUE, ZKRC__ABSENT, TRUE},
+     ZKRC__RECHECK_LATER,
+     ZSESSIONEXPIRED},
+    {"the stat's failure counts first",
+     {ZNOAUTH, ZCONNECTIONLOSS, TRUE, TRUE, ZKRC__ABSENT, TRUE},
+     ZKRC__RECHECK_FAILED,
+     ZNOAUTH},
+    {"the listing refused: failed",
+     {ZOK, ZNOAUTH, TRUE, TRUE, ZKRC__ABSENT, TRUE},
+     ZKRC__RECHECK_FAILED,
+     ZNOAUTH},
+    {"our node deleted meanwhile: lost",
+     {ZNONODE, ZOK, FALSE, TRUE, ZKRC__ABSENT, TRUE},
+     ZKRC__RECHECK_LOST_DELETED,
+     ZOK},
+    {"the directory gone: lost",
+     {ZOK, ZNONODE, TRUE, TRUE, ZKRC__ABSENT, TRUE},
+     ZKRC__RECHECK_LOST_DELETED,
+     ZOK},
+    {"a node of another session's: lost, the node left alone",
+     {ZOK, ZOK, FALSE, TRUE, ZKRC__ADMITTED, TRUE},
+     ZKRC__RECHECK_LOST_NOT_OURS,
+     ZOK},
+    {"a new session meanwhile: lost",
+     {ZOK, ZOK, TRUE, FALSE, ZKRC__ADMITTED, TRUE},
+     ZKRC__RECHECK_LOST_NOT_OURS,
+     ZOK},
+    {"someone ahead now: lost, our node goes",
+     {ZOK, ZOK, TRUE, TRUE, ZKRC__WAIT, TRUE},
+     ZKRC__RECHECK_LOST_OVERTAKEN,
+     ZOK},
+    {"our node missing from the listing: lost",
+     {ZOK, ZOK, TRUE, TRUE, ZKRC__ABSENT, TRUE},
+     ZKRC__RECHECK_LOST_OVERTAKEN,
+     ZOK},
+    {"first, but the lease ran out: no RECONNECTED (LOST follows)",
+     {ZOK, ZOK, TRUE, TRUE, ZKRC__ADMITTED, FALSE},
+     ZKRC__RECHECK_WAIT_LOST,
+     ZOK},
+};
+
+static void test_moves_after_a_recheck(void) {
+  for (size_t i = 0; i < G_N_ELEMENTS(rechecks); i++) {
+    const recheck_case *r = &rechecks[i];
+    zkrc__recheck_outcome o = zkrc__recheck_decide(&r->facts);
+    gboolean has_rc =
+        o.move == ZKRC__RECHECK_LATER || o.move == ZKRC__RECHECK_FAILED;
+    gboolean ok = o.move == r->move && (!has_rc || o.failed_rc == r->failed_rc);
+    if (!ok)
+      fprintf(stderr, "\n  case \"%s\": move %d rc %d\n", r->what, o.move,
+              o.failed_rc);
+    CU_ASSERT_TRUE(ok);
+  }
+}
+
 static void add_suites(void) {
   ZKT_SUITE("admission", {"table", test_table},
             {"random listings keep the properties",
              test_random_listings_keep_the_properties},
-            {"broken policies are caught", test_broken_policies_are_caught});
+            {"broken policies are caught", test_broken_policies_are_caught},
+            {"moves after a listing", test_moves_after_a_listing},
+            {"moves after a re-check", test_moves_after_a_recheck});
 }
 
 int main(void) { return zkt_run("test_admission", add_suites); }

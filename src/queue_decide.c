@@ -1,0 +1,254 @@
+/*
+ * The contender queue: decisions.  From a listing (the policy's verdict),
+ * a failed request or the re-check after a reconnection, with the
+ * contender's mutex held, decide the next step; nothing here sends a
+ * request.  The decisions after a listing and after a re-check are pure
+ * functions (queue_decide.h, tested in tests/test_admission.c); the
+ * *_locked functions gather their facts and carry out their moves.
+ */
+#include "config.h"
+
+#include <string.h>
+
+#include "queue_decide.h"
+#include "queue_private.h"
+
+/* ------------------------------------------------------------- front */
+
+/* Is our node owned by the session as @p v saw it: its generation ours, and
+ * its id our node's ephemeralOwner (Curator's CURATOR-696: a node from an
+ * earlier session must never make us the front)? */
+static gboolean owned_by_session_locked(const zkrc__contender *c,
+                                        const zkrc__session_view *v) {
+  return v->generation == c->generation && v->session_id == c->owner;
+}
+
+/* We are at the front: tell the owner; arm the own-node watch if wanted and
+ * not armed already.  Returns the next step. */
+static step become_front_locked(zkrc__contender *c) {
+  zkrc__session_view v = zkrc__session_look(c->s, c->generation);
+  if (!owned_by_session_locked(c, &v)) {
+    /* The session changed under us: its observer ends us shortly. */
+    c->recover_needed = TRUE;
+    return STEP_NONE;
+  }
+  if (v.lease_left <= 0) {
+    /* Never report a hold the session cannot vouch for: its lease is not
+     * established yet (LEASED brings us back) or ran out (LOST follows). */
+    c->awaiting_lease = TRUE;
+    return STEP_NONE;
+  }
+  c->awaiting_lease = FALSE;
+  c->state = C_FRONT;
+  zkrc__q_emit_locked(c, OUT_FRONT, 0, 0);
+  return c->watch_own && c->own_watch == NULL ? STEP_ARM_OWN_WATCH : STEP_NONE;
+}
+
+/* ---------------------------------------------------------- evaluation */
+
+zkrc__listing_move zkrc__listing_decide(const zkrc__listing_facts *f) {
+  switch (f->verdict) {
+  case ZKRC__ADMITTED:
+    return !f->at_front                      ? ZKRC__MOVE_TAKE_FRONT
+           : f->watch_own && !f->own_watched ? ZKRC__MOVE_ARM_OWN_WATCH
+                                             : ZKRC__MOVE_STAY;
+  case ZKRC__WAIT:
+    return f->at_front      ? ZKRC__MOVE_LOST_OVERTAKEN
+           : !f->watch_dir  ? ZKRC__MOVE_WATCH_PRED
+           : f->dir_watched ? ZKRC__MOVE_WAIT
+                            : ZKRC__MOVE_WATCH_DIR;
+  case ZKRC__ABSENT:
+  default:
+    return f->at_front ? ZKRC__MOVE_LOST_DELETED : ZKRC__MOVE_CREATE;
+  }
+}
+
+/* Admitted: the directory's watch (if any) is no longer needed. */
+static void drop_dir_watch_locked(zkrc__contender *c) {
+  if (c->dir_watch) {
+    zkrc__watch_cancel(c->dir_watch);
+    c->dir_watch = NULL;
+  }
+}
+
+/* Not admitted: wait for @p watch (a name in the listing) to go. */
+static void wait_for_locked(zkrc__contender *c, const char *watch) {
+  g_free(c->pred);
+  c->pred = g_strdup(watch);
+  c->state = C_WAITING;
+  if (!c->behind_told) {
+    c->behind_told = TRUE;
+    zkrc__q_emit_locked(c, OUT_BEHIND, 0, 0);
+  }
+}
+
+/* Decide from a children listing (the policy's verdict); @p watched: the
+ * listing also set a watch on the directory's children.  Returns the next
+ * step. */
+step zkrc__q_evaluate_locked(zkrc__contender *c,
+                             const struct String_vector *kids,
+                             gboolean watched) {
+  zkrc__verdict v = zkrc__admit(kids->data, kids->count, c->markers, c->name,
+                                c->policy, c->policy_arg);
+  c->retries = 0; /* a listing came back: the servers answer us */
+  c->failures = 0;
+  zkrc__listing_facts f = {
+      .verdict = v.kind,
+      .at_front = c->state == C_FRONT,
+      .watch_own = c->watch_own,
+      .own_watched = c->own_watch != NULL,
+      .watch_dir = c->watch_dir,
+      .dir_watched = watched,
+  };
+  switch (zkrc__listing_decide(&f)) {
+  case ZKRC__MOVE_TAKE_FRONT: /* hold (or lead), once */
+    drop_dir_watch_locked(c);
+    return become_front_locked(c);
+  case ZKRC__MOVE_ARM_OWN_WATCH: /* its last arming was lost */
+    drop_dir_watch_locked(c);
+    return STEP_ARM_OWN_WATCH;
+  case ZKRC__MOVE_STAY:
+    drop_dir_watch_locked(c);
+    return STEP_NONE;
+  case ZKRC__MOVE_LOST_OVERTAKEN:
+    zkrc__q_end_locked(c, ZKRC_ELOCKLOST, 0, TRUE);
+    return STEP_NONE;
+  case ZKRC__MOVE_LOST_DELETED:
+    zkrc__q_end_locked(c, ZKRC_ELOCKLOST, ZNONODE, FALSE);
+    return STEP_NONE;
+  case ZKRC__MOVE_WATCH_PRED:
+    wait_for_locked(c, v.watch);
+    return STEP_WATCH_PRED;
+  case ZKRC__MOVE_WATCH_DIR:
+    wait_for_locked(c, v.watch);
+    return STEP_WATCH_DIR;
+  case ZKRC__MOVE_WAIT:
+    wait_for_locked(c, v.watch);
+    return STEP_NONE;
+  case ZKRC__MOVE_CREATE:
+  default:
+    c->name_known = FALSE;
+    return STEP_SEND_CREATE;
+  }
+}
+
+gboolean zkrc__q_session_gone(int rc) {
+  return rc == ZSESSIONEXPIRED || rc == ZCLOSING || rc == ZINVALIDSTATE ||
+         rc == ZAUTHFAILED;
+}
+
+gboolean zkrc__q_connection_trouble(int rc) {
+  return rc == ZCONNECTIONLOSS || rc == ZOPERATIONTIMEOUT ||
+         rc == ZSESSIONMOVED;
+}
+
+/* Refusals that asking again cannot change. */
+static gboolean refused(int rc) {
+  return rc == ZNOAUTH || rc == ZINVALIDACL || rc == ZBADARGUMENTS ||
+         rc == ZNOCHILDRENFOREPHEMERALS || rc == ZMARSHALLINGERROR;
+}
+
+/* A request of ours failed with @p rc: look at the queue again when that
+ * can help, after a backoff (and not before a lost connection is back);
+ * give up with the error when it cannot, or has failed too often. */
+step zkrc__q_after_failure_locked(zkrc__contender *c, int rc) {
+  c->recover_needed = TRUE;
+  if (zkrc__q_session_gone(rc))
+    return STEP_NONE;
+  if (refused(rc) ||
+      (!zkrc__q_connection_trouble(rc) && ++c->failures > MAX_FAILURES)) {
+    zkrc__q_end_locked(c, zkrc_from_zk_error(rc), rc, TRUE);
+    return STEP_NONE;
+  }
+  if (!zkrc__session_connected(c->s, c->generation))
+    return STEP_NONE;
+  c->retry_step = STEP_RECOVER;
+  return STEP_RETRY_LATER;
+}
+
+/* Our predecessor left: look at the queue again (one read) rather than
+ * assume anything.  It may have been the front (we may be next), or a
+ * contender in the middle that gave up (someone is still ahead of us).  The
+ * listing is fresh, so it also shows that our own node is still there. */
+step zkrc__q_relist_locked(zkrc__contender *c) {
+  c->recover_needed = TRUE; /* recovery is exactly "list and evaluate" */
+  return STEP_RECOVER;
+}
+
+/* ---------------------------------------------- re-check after reconnecting */
+
+zkrc__recheck_outcome zkrc__recheck_decide(const zkrc__recheck_facts *f) {
+  /* The stat's reply came first (one session's replies come in order). */
+  int failed = f->stat_rc != ZOK && f->stat_rc != ZNONODE   ? f->stat_rc
+               : f->list_rc != ZOK && f->list_rc != ZNONODE ? f->list_rc
+                                                            : ZOK;
+  zkrc__recheck_outcome o = {ZKRC__RECHECK_CONFIRMED, failed};
+  if (zkrc__q_connection_trouble(failed) || zkrc__q_session_gone(failed))
+    o.move = ZKRC__RECHECK_LATER;
+  else if (failed != ZOK)
+    o.move = ZKRC__RECHECK_FAILED;
+  else if (f->stat_rc == ZNONODE || f->list_rc == ZNONODE)
+    o.move = ZKRC__RECHECK_LOST_DELETED;
+  else if (!f->owner_matches || !f->generation_same)
+    o.move = ZKRC__RECHECK_LOST_NOT_OURS;
+  else if (f->verdict != ZKRC__ADMITTED)
+    o.move = ZKRC__RECHECK_LOST_OVERTAKEN;
+  else if (!f->lease_live)
+    o.move = ZKRC__RECHECK_WAIT_LOST;
+  return o;
+}
+
+/* The policy's verdict on @p kids for our node. */
+static zkrc__verdict_kind verdict_locked(const zkrc__contender *c,
+                                         const struct String_vector *kids) {
+  return zkrc__admit(kids->data, kids->count, c->markers, c->name, c->policy,
+                     c->policy_arg)
+      .kind;
+}
+
+/* Decide from the re-check's two replies: @p rc and @p kids of the
+ * listing, the stat's kept in the contender.  Returns the next step. */
+step zkrc__q_recheck_judge_locked(zkrc__contender *c, int rc,
+                                  const struct String_vector *kids) {
+  /* (kids is NULL from the client when rc is not ZOK.) */
+  zkrc__session_view sv = zkrc__session_look(c->s, c->generation);
+  zkrc__recheck_facts f = {
+      .stat_rc = c->recheck_stat_rc,
+      .list_rc = rc,
+      .owner_matches = c->recheck_owner == c->owner,
+      .generation_same = sv.generation == c->generation,
+      .verdict = rc == ZOK ? verdict_locked(c, kids) : ZKRC__ABSENT,
+      .lease_live = sv.lease_left > 0,
+  };
+  zkrc__recheck_outcome o = zkrc__recheck_decide(&f);
+  step next = STEP_NONE;
+  switch (o.move) {
+  case ZKRC__RECHECK_LATER:
+    c->recover_needed = TRUE; /* the next reconnection checks again */
+    break;
+  case ZKRC__RECHECK_FAILED:
+    next = zkrc__q_after_failure_locked(c, o.failed_rc);
+    if (next == STEP_RETRY_LATER)
+      c->retry_step = STEP_RECHECK;
+    break;
+  case ZKRC__RECHECK_LOST_DELETED:
+  case ZKRC__RECHECK_LOST_NOT_OURS: /* leave a node that is not ours */
+    zkrc__q_end_locked(c, ZKRC_ELOCKLOST, ZNONODE, FALSE);
+    break;
+  case ZKRC__RECHECK_LOST_OVERTAKEN: /* our node goes */
+    zkrc__q_end_locked(c, ZKRC_ELOCKLOST, 0, TRUE);
+    break;
+  case ZKRC__RECHECK_WAIT_LOST:
+    break; /* the lease ran out meanwhile: LOST follows */
+  case ZKRC__RECHECK_CONFIRMED:
+    c->recheck_pending = FALSE;
+    c->recover_needed = FALSE;
+    c->retries = 0;
+    c->failures = 0;
+    zkrc__q_emit_locked(c, OUT_CONNECTION, ZKRC_SESSION_EVENT_RECONNECTED, 0);
+    if (c->watch_own && c->own_watch == NULL)
+      next = STEP_ARM_OWN_WATCH;
+    break;
+  }
+  return next;
+}

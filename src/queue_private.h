@@ -1,0 +1,184 @@
+/*
+ * The contender queue's inside, shared by its files (queue.c,
+ * queue_decide.c, queue_node.c, queue_watch.c): the contender, its states
+ * and steps, a request in flight, and the functions the files call of each
+ * other (named zkrc__q_*; what each does is said where it is defined).
+ * Functions named *_locked are called with c->mu held; the others take it.
+ */
+#ifndef ZKRC_QUEUE_PRIVATE_H
+#define ZKRC_QUEUE_PRIVATE_H
+
+#include <stdint.h>
+
+#include <glib.h>
+
+#include "call.h"
+#include "names.h"
+#include "queue.h"
+#include "queue_decide.h"
+#include "util.h"
+#include "zkrecipes.h"
+
+/* Creates sent for one contender before giving up: the directory can vanish
+ * between our creating it and creating our node (containers are removed
+ * when empty), and an administrator can delete a waiting node. */
+#define MAX_CREATE_ATTEMPTS 10
+/* Failed requests of a kind that may pass (neither a lost connection nor a
+ * refusal) retried in a row before the contender gives up with the error. */
+#define MAX_FAILURES 8
+/* Retries wait 10 ms, then twice as long each time, at most this long. */
+#define RETRY_FIRST_MS 10
+#define RETRY_MAX_MS 1000
+
+typedef enum cstate {
+  C_NEW,      /* not started */
+  C_PENDING,  /* waiting for a connection to send the create */
+  C_CREATING, /* create (and children read) sent */
+  C_WAITING,  /* behind others, watching a predecessor */
+  C_FRONT,    /* at the front */
+  C_ENDED
+} cstate;
+
+typedef enum step {
+  STEP_NONE,
+  STEP_SEND_CREATE,
+  STEP_WATCH_PRED,
+  STEP_WATCH_DIR,
+  STEP_RECOVER,
+  STEP_DELETE,
+  STEP_ARM_OWN_WATCH,
+  STEP_FETCH_STAT,
+  STEP_RECHECK,     /* after a reconnection at the front */
+  STEP_RETRY_LATER, /* c->retry_step, after a backoff */
+} step;
+
+typedef enum out_kind {
+  OUT_FRONT,
+  OUT_BEHIND,
+  OUT_CONNECTION,
+  OUT_ENDED
+} out_kind;
+
+typedef struct outbox_item {
+  out_kind kind;
+  int value; /* session event, or error */
+  int zk_rc;
+} outbox_item;
+
+struct zkrc__contender {
+  gint refs;
+  GMutex mu;
+  zkrc_session *s;
+  char *dir;
+  const char *marker; /* static */
+  const zkrc__marker *markers;
+  zkrc__policy_fn policy;
+  const void *policy_arg;
+  char *data;
+  int data_len;
+  zkrc__acl *acl;
+  gboolean watch_own;
+  const zkrc__contender_ops *ops;
+  void *ops_arg;
+  unsigned long observer_id;
+
+  char *prefix; /* "_c_<uuid>-" */
+
+  cstate state;
+  unsigned epoch;
+  uint64_t generation; /* handle generation our create went to */
+  gboolean name_known;
+  char *path;       /* our node's full path, once known */
+  const char *name; /* its last component (points into path) */
+  int64_t czxid;
+  int64_t owner;
+  gboolean create_unknown; /* a create's reply was lost */
+  gboolean recover_needed; /* a request was lost with the connection */
+  gboolean parent_missing;
+  int parent_rc;   /* how creating our directory went */
+  int root_rc;     /* how creating its topmost ancestor went */
+  int attempts;    /* creates sent since the last one that succeeded */
+  int retries;     /* retries since the last success: the backoff */
+  int failures;    /* passing failures in a row: the bound */
+  step retry_step; /* what a pending retry will do */
+  GSource *retry_timer;
+  /* At the front by the listing, but the session has no lease yet: waits
+   * for ZKRC__SESSION_EVENT_LEASED (or the session's end). */
+  gboolean awaiting_lease;
+  /* Reconnected at the front: RECONNECTED is told only once our node is
+   * seen again, owned by our session and first in the queue. */
+  gboolean recheck_pending;
+  int recheck_stat_rc;
+  int64_t recheck_owner;
+  gboolean withdrawing;
+  gboolean deleting;
+  gboolean behind_told;
+
+  char *pred; /* the contender just before us, as last listed */
+  /* Not allowed to read our predecessors (their ACL): the servers would
+   * not even deliver a watch event on them (ZooKeeper checks READ before
+   * delivering one, since CVE-2024-23944), so watch the directory's
+   * children instead and look again at every change. */
+  gboolean watch_dir;
+  void *dir_watch;
+  void *pred_watch;
+  void *own_watch;
+
+  GQueue outbox; /* of outbox_item* */
+  gboolean delivering;
+};
+
+/* The listing of a directory that is not there (or of a request that was
+ * not answered): handlers get this rather than NULL. */
+extern const struct String_vector zkrc__q_no_children;
+
+/* A request in flight: the contender and the epoch it belongs to. */
+typedef struct req {
+  zkrc__contender *c;
+  unsigned epoch;
+  void *watch; /* registry context of a watch this request sets */
+} req;
+
+/* queue.c: requests and replies, the outbox, ending, steps */
+req *zkrc__q_req_new_locked(zkrc__contender *c);
+void zkrc__q_req_free(req *r);
+zkrc_conn *zkrc__q_conn_for_locked(zkrc__contender *c);
+req *zkrc__q_watch_req_new_locked(zkrc__contender *c, void **slot,
+                                  zkrc__watch_fn fired, zkrc_conn **conn);
+void zkrc__q_finish_locked_reply(req *r, step next);
+void zkrc__q_perform(zkrc__contender *c, step st);
+void zkrc__q_deliver(zkrc__contender *c);
+void zkrc__q_finish_stale_reply(req *r);
+gboolean zkrc__q_lock_if_current(req *r);
+gboolean zkrc__q_begin_reply(req *r);
+void zkrc__q_emit_locked(zkrc__contender *c, out_kind kind, int value,
+                         int zk_rc);
+void zkrc__q_cancel_watches_locked(zkrc__contender *c);
+void zkrc__q_end_locked(zkrc__contender *c, int err, int zk_rc, gboolean reap);
+void zkrc__q_end_with(zkrc__contender *c, int err, int zk_rc);
+void zkrc__q_end_later(zkrc__contender *c, int err);
+
+/* queue_decide.c: decisions (c->mu held; they send nothing) */
+step zkrc__q_evaluate_locked(zkrc__contender *c,
+                             const struct String_vector *kids,
+                             gboolean watched);
+step zkrc__q_after_failure_locked(zkrc__contender *c, int rc);
+step zkrc__q_relist_locked(zkrc__contender *c);
+step zkrc__q_recheck_judge_locked(zkrc__contender *c, int rc,
+                                  const struct String_vector *kids);
+
+/* queue_node.c: our node */
+void zkrc__q_reap_leftovers_locked(zkrc__contender *c);
+void zkrc__q_set_path_locked(zkrc__contender *c, char *path);
+void zkrc__q_send_create(zkrc__contender *c);
+void zkrc__q_send_delete(zkrc__contender *c);
+
+/* queue_watch.c: listings and watches (each takes c->mu) */
+void zkrc__q_watch_pred(zkrc__contender *c);
+void zkrc__q_watch_dir(zkrc__contender *c);
+void zkrc__q_arm_own_watch(zkrc__contender *c);
+void zkrc__q_fetch_own_stat(zkrc__contender *c);
+void zkrc__q_recover(zkrc__contender *c);
+void zkrc__q_recheck(zkrc__contender *c);
+
+#endif /* ZKRC_QUEUE_PRIVATE_H */
