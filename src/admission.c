@@ -43,6 +43,14 @@ zkrc__verdict zkrc__policy_readers_writers(const zkrc__rank *queue, int n,
   return admitted(me, n);
 }
 
+zkrc__verdict zkrc__policy_permits(const zkrc__rank *queue, int n, int me,
+                                   const void *arg) {
+  (void)queue;
+  int permits = arg ? *(const int *)arg : 1;
+  return me < permits ? admitted(me, n)
+                      : verdict(ZKRC__WAIT_CHILDREN, NULL, me, n);
+}
+
 /* ------------------------------------------------------- the decision */
 
 /* The name in @p names equal to @p name (so that a verdict points into the

@@ -34,12 +34,19 @@ typedef struct zkrc__rank {
 typedef enum zkrc__verdict_kind {
   ZKRC__ABSENT = 0, /* our node is not in the listing (deleted by someone) */
   ZKRC__ADMITTED,   /* we hold the lock, lead, or hold the permit */
-  ZKRC__WAIT        /* not yet: watch the node named in `watch` */
+  ZKRC__WAIT,       /* not yet: watch the node named in `watch` */
+  /* Not yet, and no single node's departure decides it: any change among
+   * the children may admit us, so list and watch the directory.  Only for
+   * a policy whose waiters take turns at watching (a semaphore's lease
+   * directory, watched by the holder of its internal mutex alone), or it
+   * is a herd. */
+  ZKRC__WAIT_CHILDREN
 } zkrc__verdict_kind;
 
 typedef struct zkrc__verdict {
   zkrc__verdict_kind kind;
-  const char *watch; /* WAIT: the node to watch (points into the listing) */
+  const char *watch; /* WAIT: the node to watch (points into the listing);
+                        NULL otherwise */
   int position;      /* our index in the queue (-1 when ABSENT) */
   int contenders;    /* how many contenders the listing holds */
 } zkrc__verdict;
@@ -61,6 +68,12 @@ zkrc__verdict zkrc__policy_exclusive(const zkrc__rank *queue, int n, int me,
  * each of them watched it.) */
 zkrc__verdict zkrc__policy_readers_writers(const zkrc__rank *queue, int n,
                                            int me, const void *arg);
+
+/* N permits (@p arg points to N, an int >= 1): the first N in line are
+ * admitted; anyone behind them waits for any of the N to leave, which no
+ * single watch can tell (ZKRC__WAIT_CHILDREN).  A semaphore's leases. */
+zkrc__verdict zkrc__policy_permits(const zkrc__rank *queue, int n, int me,
+                                   const void *arg);
 
 /* The whole decision for the node named @p me among the @p count names of
  * a listing, under @p policy.  Names that carry no marker of @p markers, or

@@ -57,6 +57,10 @@ zkrc__listing_move zkrc__listing_decide(const zkrc__listing_facts *f) {
            : !f->watch_dir  ? ZKRC__MOVE_WATCH_PRED
            : f->dir_watched ? ZKRC__MOVE_WAIT
                             : ZKRC__MOVE_WATCH_DIR;
+  case ZKRC__WAIT_CHILDREN: /* as for a waiter that may not read the node */
+    return f->at_front      ? ZKRC__MOVE_LOST_OVERTAKEN
+           : f->dir_watched ? ZKRC__MOVE_WAIT
+                            : ZKRC__MOVE_WATCH_DIR;
   case ZKRC__ABSENT:
   default:
     return f->at_front ? ZKRC__MOVE_LOST_DELETED : ZKRC__MOVE_CREATE;

@@ -122,6 +122,69 @@ static void test_table(void) {
   }
 }
 
+/* ------------------------------------------------- N permits */
+
+typedef struct permits_case {
+  const char *what;
+  const char *listing[8]; /* NULL-terminated */
+  const char *me;
+  int permits;
+  zkrc__verdict_kind kind;
+  int position;
+} permits_case;
+
+static const zkrc__marker lease_markers[] = {{"-lease-", ZKRC__CLAIM_SHARED},
+                                             {NULL, 0}};
+
+static const permits_case permits_cases[] = {
+    {"one of two permits taken: admitted",
+     {"_c_a-lease-0000000001", "_c_me-lease-0000000002", NULL},
+     "_c_me-lease-0000000002", 2, ZKRC__ADMITTED, 1},
+    {"both permits taken: watch the directory, no single node",
+     {"_c_b-lease-0000000002", "_c_a-lease-0000000001",
+      "_c_me-lease-0000000003", NULL},
+     "_c_me-lease-0000000003", 2, ZKRC__WAIT_CHILDREN, 2},
+    {"one permit: a mutex's front is admitted",
+     {"_c_me-lease-0000000004", "_c_z-lease-0000000005", NULL},
+     "_c_me-lease-0000000004", 1, ZKRC__ADMITTED, 0},
+    {"past the wrap: the negative sequence holds the permit",
+     {"_c_old-lease-2147483647", "_c_me-lease--2147483648", NULL},
+     "_c_me-lease--2147483648", 1, ZKRC__ADMITTED, 0},
+    {"foreign names take no permit",
+     {"config", "_c_x-lock-0000000001", "_c_me-lease-0000000009", NULL},
+     "_c_me-lease-0000000009", 1, ZKRC__ADMITTED, 0},
+    {"our lease gone: absent",
+     {"_c_a-lease-0000000001", NULL}, "_c_me-lease-0000000002", 3,
+     ZKRC__ABSENT, -1},
+};
+
+static void test_permits(void) {
+  for (size_t i = 0; i < G_N_ELEMENTS(permits_cases); i++) {
+    const permits_case *c = &permits_cases[i];
+    int count = 0;
+    while (c->listing[count])
+      count++;
+    zkrc__verdict v =
+        zkrc__admit((char *const *)c->listing, count, lease_markers, c->me,
+                    zkrc__policy_permits, &c->permits);
+    gboolean ok = v.kind == c->kind && v.position == c->position &&
+                  v.watch == NULL;
+    if (!ok)
+      fprintf(stderr, "\n  case \"%s\": kind %d position %d\n", c->what,
+              v.kind, v.position);
+    CU_ASSERT_TRUE(ok);
+  }
+  /* A waiter for a permit lists and watches the directory, once. */
+  zkrc__listing_facts waiting = {.verdict = ZKRC__WAIT_CHILDREN};
+  CU_ASSERT_EQUAL(zkrc__listing_decide(&waiting), ZKRC__MOVE_WATCH_DIR);
+  waiting.dir_watched = TRUE;
+  CU_ASSERT_EQUAL(zkrc__listing_decide(&waiting), ZKRC__MOVE_WAIT);
+  /* A holder that finds itself waiting again was overtaken. */
+  zkrc__listing_facts holder = {.verdict = ZKRC__WAIT_CHILDREN,
+                                .at_front = TRUE};
+  CU_ASSERT_EQUAL(zkrc__listing_decide(&holder), ZKRC__MOVE_LOST_OVERTAKEN);
+}
+
 /* ------------------------------------------------- random listings */
 
 enum { MAX_N = 12 };
@@ -416,6 +479,7 @@ static void test_moves_after_a_recheck(void) {
 
 static void add_suites(void) {
   ZKT_SUITE("admission", {"table", test_table},
+            {"N permits", test_permits},
             {"random listings keep the properties",
              test_random_listings_keep_the_properties},
             {"broken policies are caught", test_broken_policies_are_caught},
