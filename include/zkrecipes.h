@@ -24,7 +24,13 @@
 #define ZKRECIPES_VERSION_MAJOR 0
 #define ZKRECIPES_VERSION_MINOR 1
 #define ZKRECIPES_VERSION_PATCH 0
-#define ZKRECIPES_VERSION_STRING "0.1.0"
+/* "MAJOR.MINOR.PATCH", made from the three numbers above. */
+#define ZKRECIPES_VERSION_STRING                                               \
+  ZKRC__VERSION_STR(ZKRECIPES_VERSION_MAJOR)                                   \
+  "." ZKRC__VERSION_STR(ZKRECIPES_VERSION_MINOR) "." ZKRC__VERSION_STR(        \
+      ZKRECIPES_VERSION_PATCH)
+#define ZKRC__VERSION_STR(x) ZKRC__VERSION_STR_(x)
+#define ZKRC__VERSION_STR_(x) #x
 
 #include <zkrecipes/error.h>
 #include <zkrecipes/path.h>
