@@ -120,6 +120,8 @@ typedef struct trial {
   int held_at_back;     /* is_held / is_leader inside that callback */
   int lease_at_back;    /* *_lease_remaining inside that callback */
   int back_count;
+  int suspended_count;  /* SUSPENDED (REVOKED for ZKRC_ECONNLOSS) told */
+  int session_drops, session_backs; /* its session's SUSPENDED, RECONNECTED */
   int64_t succ_at;      /* the successor was told it holds / leads */
   int succ_status;
   zkrc_lock_hold *succ_hold;
@@ -180,7 +182,7 @@ static void told_lost(trial *t, int reason, int held, int left) {
 static void told_suspended(trial *t) {
   int64_t now = g_get_monotonic_time();
   g_mutex_lock(&t->mu);
-  if (t->suspended_at == 0)
+  if (t->suspended_count++ == 0)
     t->suspended_at = now;
   g_cond_broadcast(&t->cond);
   g_mutex_unlock(&t->mu);
@@ -219,11 +221,10 @@ static void holder_lock_event(zkrc_lock *lk, const zkrc_lock_event_info *info,
 static void holder_session_event(zkrc_session *s, zkrc_session_event ev,
                                  void *arg) {
   trial *t = arg;
-  if (ev != ZKRC_SESSION_EVENT_RECONNECTED)
-    return;
   int64_t now = g_get_monotonic_time();
   g_mutex_lock(&t->mu);
-  if (t->session_back_at == 0)
+  t->session_drops += ev == ZKRC_SESSION_EVENT_SUSPENDED;
+  if (ev == ZKRC_SESSION_EVENT_RECONNECTED && t->session_backs++ == 0)
     t->session_back_at = now;
   g_cond_broadcast(&t->cond);
   g_mutex_unlock(&t->mu);
@@ -608,9 +609,13 @@ static void run_comeback(kind k) {
    * session is back; a few ms of slack for the session's listener, which
    * may be told a little after the recipes' own handler sent it. */
   CU_ASSERT(recheck_ms >= 2 * COMEBACK_DELAY_MS - 10);
+  g_mutex_lock(&t.mu);
   printf("\n    %s: told it still holds %.1f ms after its session was back "
-         "(a round trip through the proxy: >= %d ms) ",
-         kind_name(k), recheck_ms, 2 * COMEBACK_DELAY_MS);
+         "(a round trip through the proxy: >= %d ms; session suspended %d, "
+         "reconnected %d times; holder suspended %d times) ",
+         kind_name(k), recheck_ms, 2 * COMEBACK_DELAY_MS, t.session_drops,
+         t.session_backs, t.suspended_count);
+  g_mutex_unlock(&t.mu);
   /* Held when told, and ever since; nothing lost, nobody else told. */
   if (k != BLOCKING) {
     CU_ASSERT_EQUAL(t.held_at_back, 1);
