@@ -23,6 +23,7 @@
 #include <inttypes.h>
 #include <sched.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mount.h>
 #include <unistd.h>
@@ -129,7 +130,10 @@ static void lost_create_reply_then_give_up(give_up how) {
   zkrc_lock *lk = NULL;
   zkrc_election *e = NULL;
   CU_ASSERT_EQUAL_FATAL(zkrc_lock_new(&lk, s, path, NULL), ZKRC_OK);
-  CU_ASSERT_EQUAL_FATAL(zkrc_election_new(&e, s, path, NULL), ZKRC_OK);
+  zkrc_election_options eo;
+  zkrc_election_options_init(&eo);
+  eo.participant_id = "withdrawn";
+  CU_ASSERT_EQUAL_FATAL(zkrc_election_new(&e, s, path, &eo), ZKRC_OK);
   /* Slow, so that giving up comes before the lost reply is noticed. */
   CU_ASSERT_EQUAL(zkrc_proxy_delay(zkt_ensemble(), 0, 150), 0);
   CU_ASSERT_EQUAL(zkrc_proxy_drop_after_next_request(zkt_ensemble(), 0), 0);
@@ -162,11 +166,26 @@ static void lost_create_reply_then_give_up(give_up how) {
   CU_ASSERT(st.cversion >= 1);
   /* ...and its node goes once the connection is back. */
   CU_ASSERT(zkt_wait_children(zh, path, 0, 5000));
+  if (how == BY_LEAVE) {
+    /* No ghost leader: the servers name nobody (not the participant that
+     * left), asked through the election that left. */
+    char *leader = NULL;
+    ZKT_ASSERT_RC(ZKRC_OK, zkrc_election_leader_id(e, &leader, 5000));
+    CU_ASSERT_PTR_NULL(leader);
+    free(leader);
+  }
   /* Another session gets the lock at once. */
   assert_lock_is_free(path);
   zkrc_election_free(e);
   zkrc_lock_free(lk);
   zkrc_session_close(s);
+  if (how == BY_CANCEL) {
+    /* The hold's completion came exactly once (ZKRC_ECANCELED, above),
+     * also after the lost reply was settled and the session closed. */
+    g_mutex_lock(&done.mu);
+    CU_ASSERT_EQUAL(done.count, 1);
+    g_mutex_unlock(&done.mu);
+  }
   outcome_clear(&done);
   outcome_clear(&back);
   zookeeper_close(zh);
@@ -557,6 +576,11 @@ static void test_recipes_on_a_dead_session_fail_at_once(void) {
   zkrc_election *e = NULL;
   ZKT_ASSERT_RC(ZKRC_ECLOSED, zkrc_election_new(&e, s, path, NULL));
   ZKT_ASSERT_RC(ZKRC_ECLOSED, zkrc_election_join(joined));
+  /* Told FAILED, the participant is no longer joined: waiting to lead
+   * says so at once, not at the deadline. */
+  ZKT_ASSERT_RC(ZKRC_ESTATE, zkrc_election_wait_leader(joined, 3000));
+  ZKT_ASSERT_RC(ZKRC_ESTATE,
+                zkrc_election_wait_leader(joined, ZKRC_WAIT_FOREVER));
   zkrc_participant *list = NULL;
   size_t n = 0;
   ZKT_ASSERT_RC(ZKRC_ECLOSED, zkrc_lock_list(s, path, &list, &n, 1000));
