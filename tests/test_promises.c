@@ -622,10 +622,29 @@ static int names_resolve(names *n, gboolean resolve) {
   return rc;
 }
 
+/* Not root: become root of a user namespace of our own (the forked child
+ * has a single thread, as unshare(CLONE_NEWUSER) needs), mapped to our
+ * user, which may then mount in a mount namespace of its own. */
+static int own_user_namespace(void) {
+  char map[64];
+  uid_t uid = geteuid();
+  gid_t gid = getegid();
+  if (unshare(CLONE_NEWUSER) != 0 ||
+      write_text("/proc/self/setgroups", "deny") != 0)
+    return -1;
+  g_snprintf(map, sizeof map, "0 %u 1", (unsigned)uid);
+  if (write_text("/proc/self/uid_map", map) != 0)
+    return -1;
+  g_snprintf(map, sizeof map, "0 %u 1", (unsigned)gid);
+  return write_text("/proc/self/gid_map", map);
+}
+
 static int private_name_service(names *n) {
   if (write_text(n->resolv_file, "nameserver 127.0.0.1\n"
                                  "options timeout:1 attempts:1\n") != 0 ||
-      names_resolve(n, FALSE) != 0 || unshare(CLONE_NEWNS) != 0 ||
+      names_resolve(n, FALSE) != 0 ||
+      (geteuid() != 0 && own_user_namespace() != 0) ||
+      unshare(CLONE_NEWNS) != 0 ||
       /* (the type is ignored for these; named for valgrind's sake) */
       mount("none", "/", "none", MS_REC | MS_PRIVATE, NULL) != 0 ||
       mount(n->hosts_file, "/etc/hosts", "none", MS_BIND, NULL) != 0 ||
@@ -725,10 +744,6 @@ static int names_child(void *arg) {
 }
 
 static void test_names_that_do_not_resolve_are_tried_again(void) {
-  if (geteuid() != 0) {
-    printf("(not run: a private /etc/hosts needs root) ");
-    return;
-  }
   const char *direct_hosts = zkrc_ensemble_direct_connect_string(zkt_ensemble());
   names n;
   n.dir = g_dir_make_tmp("zkt-names-XXXXXX", NULL);
@@ -739,11 +754,14 @@ static void test_names_that_do_not_resolve_are_tried_again(void) {
   n.connect = g_strdup_printf("%s%s", n.name, strrchr(direct_hosts, ':'));
   pid_t pid = zkt_spawn(names_child, &n);
   int status = zkt_wait_child(pid, 90000);
+  /* Not a pass: nothing was tested. */
   if (status == 77)
-    fprintf(stderr, "\n(could not give the child its own /etc/hosts)\n");
+    zkt_skip("could not give a child its own /etc/hosts: that needs root, "
+             "or unprivileged user namespaces");
   else if (status != 0)
     fprintf(stderr, "\n(the child ended with status %d)\n", status);
-  CU_ASSERT_EQUAL(status, 0);
+  if (status != 77)
+    CU_ASSERT_EQUAL(status, 0);
   unlink(n.hosts_file);
   unlink(n.resolv_file);
   rmdir(n.dir);
