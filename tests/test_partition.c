@@ -407,26 +407,33 @@ static int sample_healthy(trial *t, int ms) {
 }
 
 /* After the cut, until the successor is told (at most @p timeout_ms): look
- * at the holder every millisecond.  Once its event was delivered, is_held
- * must read 0 and the lease 0, every time; the lease never goes up. */
+ * at the holder every millisecond.  Once its event was delivered, or the
+ * lease's deadline passed (@p deadline: no earlier than the real one),
+ * is_held must read 0 and the lease 0, every time; the lease never goes
+ * up. */
 typedef struct watch_result {
   int held_after_event; /* samples that said "held" after the event */
   int lease_after_event;
+  int held_after_deadline; /* ... after the deadline, event or not */
+  int lease_after_deadline;
   int lease_went_up;
   int samples;
 } watch_result;
 
-static watch_result watch_cut_off(trial *t, int timeout_ms) {
-  watch_result w = {0, 0, 0, 0};
+static watch_result watch_cut_off(trial *t, int64_t deadline, int timeout_ms) {
+  watch_result w = {0, 0, 0, 0, 0, 0};
   int64_t until = g_get_monotonic_time() + (int64_t)timeout_ms * 1000;
   int previous = lease_now(t);
   while (trial_get(t, &t->succ_at) == 0 && g_get_monotonic_time() < until) {
     /* The event first: whatever the library says after it must be 0. */
     int told = trial_get(t, &t->lost_at) != 0;
+    int past = g_get_monotonic_time() > deadline;
     int held = held_now(t);
     int left = lease_now(t);
     w.held_after_event += told && held;
     w.lease_after_event += told && left != 0;
+    w.held_after_deadline += past && held;
+    w.lease_after_deadline += past && left != 0;
     w.lease_went_up += left > previous;
     previous = left;
     w.samples++;
@@ -465,8 +472,12 @@ static void run_partition(kind k, margins *m) {
   CU_ASSERT_EQUAL_FATAL(zkrc_proxy_blackhole(zkt_ensemble(), 0, 4 * TIMEOUT_MS),
                         0);
   int64_t cut = g_get_monotonic_time();
-  int64_t deadline = cut + (int64_t)lease_now(&t) * 1000;
-  watch_result w = watch_cut_off(&t, 4 * TIMEOUT_MS);
+  /* The lease is in whole ms, rounded down: the real deadline lies within
+   * the ms after this one... */
+  int left_at_cut = lease_now(&t);
+  int64_t deadline = g_get_monotonic_time() + (int64_t)left_at_cut * 1000;
+  /* ...and certainly before this one. */
+  watch_result w = watch_cut_off(&t, deadline + 1000, 4 * TIMEOUT_MS);
   int64_t succ_at = trial_wait(&t, &t.succ_at, 1000);
   int64_t gone_at = trial_wait(&t, &t.gone_at, 5000);
   int64_t lost_at = trial_get(&t, &t.lost_at);
@@ -488,6 +499,9 @@ static void run_partition(kind k, margins *m) {
   /* ... and every time they were asked after it; the lease only went down. */
   CU_ASSERT_EQUAL(w.held_after_event, 0);
   CU_ASSERT_EQUAL(w.lease_after_event, 0);
+  /* ... and from the deadline on, even before the event was delivered. */
+  CU_ASSERT_EQUAL(w.held_after_deadline, 0);
+  CU_ASSERT_EQUAL(w.lease_after_deadline, 0);
   CU_ASSERT_EQUAL(w.lease_went_up, 0);
   CU_ASSERT(w.samples > 0);
   m->cut_to_lost = (lost_at - cut) / 1000.0;
