@@ -325,6 +325,10 @@ static void test_adopted_handle_is_used_and_its_watcher_kept(void) {
   CU_ASSERT_PTR_NOT_NULL_FATAL(zh);
   zkrc_session *s = NULL;
   CU_ASSERT_EQUAL_FATAL(zkrc_session_adopt(&s, zh, zkt_hosts(), NULL), ZKRC_OK);
+  /* The handle's context is the session's now (session.h), no longer the
+   * application's, which its watcher keeps receiving (app_watcher checks). */
+  CU_ASSERT_PTR_NOT_NULL(zoo_get_context(zh));
+  CU_ASSERT_PTR_NOT_EQUAL(zoo_get_context(zh), &app_watcher_calls);
   CU_ASSERT_EQUAL(zkrc_session_wait_connected(s, 10000), ZKRC_OK);
   /* The application's watcher still hears session events. */
   int64_t deadline = zkt_now_ms() + 5000;

@@ -367,6 +367,20 @@ static void on_signal(int sig) {
   _exit(128 + sig);
 }
 
+/* The tests that called zkt_skip(), for the summary. */
+static GString *skipped_tests;
+static unsigned skipped_count;
+
+void zkt_skip(const char *why) {
+  CU_pTest test = CU_get_current_test();
+  const char *name = test && test->pName ? test->pName : "?";
+  printf("SKIPPED (%s) ", why);
+  if (skipped_tests == NULL)
+    skipped_tests = g_string_new(NULL);
+  g_string_append_printf(skipped_tests, "\n  %s: %s", name, why);
+  skipped_count++;
+}
+
 int zkt_run(const char *program, void (*add_suites)(void)) {
   main_pid = getpid();
   setvbuf(stdout, NULL, _IOLBF, 0);
@@ -401,5 +415,10 @@ int zkt_run(const char *program, void (*add_suites)(void)) {
   CU_cleanup_registry();
   printf("%s: %u tests run, %s\n", program, ran,
          failed ? "FAILURES" : "all passed");
+  if (skipped_tests) {
+    printf("%s: %u of them SKIPPED (not tested here):%s\n", program,
+           skipped_count, skipped_tests->str);
+    g_string_free(skipped_tests, TRUE);
+  }
   return failed || ran == 0 ? 1 : 0;
 }

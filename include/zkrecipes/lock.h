@@ -295,6 +295,8 @@ typedef struct zkrc_lock_acquired_info {
    *  ZKRC_ETIMEDOUT, ZKRC_ELOCKED (ZKRC_NO_WAIT and held by another),
    *  ZKRC_ECANCELED (zkrc_lock_hold_cancel() or zkrc_lock_free()),
    *  ZKRC_ESESSIONEXPIRED, ZKRC_ESESSIONLOST, ZKRC_ECLOSED, ZKRC_ENOAUTH,
+   *  ZKRC_ENONODE (the directory cannot be made because the session's
+   *  chroot, the "/path" after the hosts, does not exist; told at once),
    *  ... .  In every failure our node has been deleted (or, when the
    *  connection is down, will be as soon as it is back). */
   int status;
