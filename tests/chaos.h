@@ -9,12 +9,15 @@
  * The workers' logs, one line per record, "<monotonic-us> WHAT args":
  *   START <pid>
  *   SESSION <event> <session-id-hex>
- *   ACQ <hold> <rc-name> <token> <duration-us>
+ *   ACQ <hold> <rc-name> <token> <duration-us> <zk>
  *   WRITE <hold> <k> <token> <held> <OK|REFUSED|ERR:<errno>> <duration-us>
  *         (<held>: what zkrc_lock_is_held() said just before the write; the
  *          worker writes whatever it says - a careless client on purpose)
- *   REL <hold> <rc-name> <duration-us>
- *   LOCKEVENT <event> <reason-name> <token>
+ *   REL <hold> <rc-name> <duration-us> <zk>
+ *   LOCKEVENT <event> <reason-name> <token> <zk>
+ *   (<zk>: ZooKeeper's own code behind a failure, zkrc_last_zk_error() or
+ *    the event's zk_error; 0 (ZOK) when there is none, so that an
+ *    unexpected ZKRC_EZOOKEEPER can be told apart)
  *   EXIT <status>
  * The value a worker writes is "w<instance>.<hold>.<k>", which is how the
  * store's journal lines are matched to the writes.

@@ -94,8 +94,8 @@ static void on_session(zkrc_session *s, zkrc_session_event ev, void *arg) {
 
 static void on_lock_event(zkrc_lock *lk, const zkrc_lock_event_info *info,
                           void *arg) {
-  record("LOCKEVENT %s %s %" PRId64, zkrc_lock_event_name(info->event),
-         zkrc_err_name(info->reason), info->token);
+  record("LOCKEVENT %s %s %" PRId64 " %d", zkrc_lock_event_name(info->event),
+         zkrc_err_name(info->reason), info->token, info->zk_error);
 }
 
 /* --------------------------------------------------------------- client */
@@ -163,11 +163,12 @@ static int run(int instance, const char *hosts, const char *path, int port,
     set_phase(CHAOS_ACQUIRING);
     int64_t start = chaos_now_us();
     rc = zkrc_lock_acquire(lk, acquire_ms);
+    int zk = rc == ZKRC_OK ? 0 : zkrc_last_zk_error();
     int64_t token = 0;
     if (rc == ZKRC_OK && zkrc_lock_token(lk, &token) != ZKRC_OK)
       token = -1; /* lost already; the writes below are stale */
-    record("ACQ %d %s %" PRId64 " %" PRId64, hold, zkrc_err_name(rc), token,
-           chaos_now_us() - start);
+    record("ACQ %d %s %" PRId64 " %" PRId64 " %d", hold, zkrc_err_name(rc),
+           token, chaos_now_us() - start, zk);
     progress();
     if (rc != ZKRC_OK) {
       if (misuse(rc))
@@ -192,8 +193,9 @@ static int run(int instance, const char *hosts, const char *path, int port,
     set_phase(CHAOS_RELEASING);
     start = chaos_now_us();
     rc = zkrc_lock_release(lk);
-    record("REL %d %s %" PRId64, hold, zkrc_err_name(rc),
-           chaos_now_us() - start);
+    zk = rc == ZKRC_OK ? 0 : zkrc_last_zk_error();
+    record("REL %d %s %" PRId64 " %d", hold, zkrc_err_name(rc),
+           chaos_now_us() - start, zk);
     progress();
     if (rc != ZKRC_OK && rc != ZKRC_ELOCKLOST)
       status = 4;

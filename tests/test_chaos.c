@@ -703,18 +703,21 @@ static void parse_worker(worker *w, worker_log *wl) {
   gchar **lines = g_strsplit(text, "\n", -1);
   for (int i = 0; lines[i]; i++) {
     int64_t t, a, b, d;
-    int n, k, held;
+    int n, k, held, zk;
     char what[32], s1[64], s2[64];
     if (sscanf(lines[i], "%" SCNd64 " %31s", &t, what) != 2)
       continue;
     last = t;
     if (strcmp(what, "ACQ") == 0 &&
-        sscanf(lines[i], "%*d ACQ %d %63s %" SCNd64 " %" SCNd64, &n, s1, &a, &d) == 4) {
+        sscanf(lines[i], "%*d ACQ %d %63s %" SCNd64 " %" SCNd64 " %d", &n, s1,
+               &a, &d, &zk) == 5) {
       R.max_acq = MAX(R.max_acq, paused_between(w->instance, t - d, t) ? 0 : d);
       if (d > (int64_t)(ACQUIRE_MS + 500 + SLACK_MS) * 1000 &&
           !paused_between(w->instance, t - d, t))
         violation("w%d: acquire took %.1f s (deadline %d ms)", w->instance,
                   (double)d / 1e6, ACQUIRE_MS);
+      if (zk != 0) /* ZooKeeper's own code, to tell what it was */
+        g_snprintf(s1 + strlen(s1), sizeof s1 - strlen(s1), "(zk %d)", zk);
       count_result(R.acq_results, s1);
       if (strcmp(s1, "ZKRC_OK") == 0) {
         hold h = {.instance = w->instance, .n = n, .token = a, .acquired = t};
