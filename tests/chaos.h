@@ -49,6 +49,8 @@ typedef struct chaos_slot {
   int64_t session_id;  /* current ZooKeeper session, 0 when none */
   char passwd[16];     /* its password, for zkrc_ensemble_expire_session */
   int64_t progress_us; /* when the worker last finished a step */
+  int32_t linger;      /* set by the test: hold on until told LOST */
+  int32_t spare;
 } chaos_slot;
 
 /* Microseconds on the system-wide monotonic clock: comparable between the
