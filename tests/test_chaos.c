@@ -25,7 +25,8 @@
  *     member faults the workers keep holding until told LOST (their slot's
  *     linger flag), so that the lease, not a timely release, is what is
  *     tested.  test_chaos_check shows on synthetic logs that this check
- *     catches a partitioned holder told too late;
+ *     catches a partitioned holder told too late, and the control run
+ *     "checker catches a holder ignoring LOST" shows it live;
  *  5. no client hung: every acquisition, write and release returned within
  *     its deadline (plus a stated allowance for a loaded machine), and the
  *     parent's watchdog never had to kill a client;
@@ -131,6 +132,7 @@ typedef struct worker {
 static struct {
   int clients, seconds;
   gboolean elect;              /* election workers instead of lock ones */
+  const char *ignore_lost;     /* NULL, or ignore-lost=MS for the control */
   const char *store_flag;      /* NULL, or --no-fencing for the control */
   const fault_kind *kinds;     /* one round of the schedule */
   int nkinds;
@@ -219,8 +221,13 @@ static void spawn_worker(int position) {
   char inst[16], port[16];
   snprintf(inst, sizeof inst, "%d", instance);
   snprintf(port, sizeof port, "%d", C.store_port);
-  char *argv[] = {WORKER, inst, (char *)zkt_hosts(), C.lock_path, port, "k",
-                  w->log, C.status_path, C.elect ? "elect" : NULL, NULL};
+  char *argv[11] = {WORKER, inst, (char *)zkt_hosts(), C.lock_path, port,
+                    "k", w->log, C.status_path, NULL};
+  int argc = 8;
+  if (C.elect)
+    argv[argc++] = "elect";
+  if (C.ignore_lost)
+    argv[argc++] = (char *)C.ignore_lost;
   w->pid = start_child(argv, NULL);
   CU_ASSERT_FATAL(w->pid > 0);
   w->started = chaos_now_us();
@@ -457,9 +464,12 @@ static void kill_member(int i, const char *what) {
   set_linger(0);
 }
 
-/* Black-hole proxies @p from to @p to - 1 for @p ms, holders lingering. */
+/* Black-hole proxies @p from to @p to - 1 for @p ms, holders lingering;
+ * aimed at a moment when someone holds (waiting up to 3 s for one), so
+ * that a holder is cut off as often as the proxy is its own. */
 static void blackhole(int from, int to, int ms) {
   set_linger(1);
+  worker_in(1u << CHAOS_WRITING | 1u << CHAOS_WORKING, 3000);
   for (int i = from; i < to; i++)
     CU_ASSERT_EQUAL(zkrc_proxy_blackhole(zkt_ensemble(), i, ms), 0);
   chaos_sleep(ms);
@@ -1185,6 +1195,25 @@ static void test_checker_catches_a_store_without_fencing(void) {
   reset();
 }
 
+/* The control of the strict rule, live: workers that act on LOST only 4 s
+ * after being told, under partitions of every client from the ensemble.
+ * The holder cut off keeps holding while the servers expire its session
+ * and hand the lock on, and the checker must report two holders at once;
+ * the store's fencing still refuses its stale writes. */
+static void test_checker_catches_a_holder_ignoring_lost(void) {
+  static const fault_kind cuts[] = {F_PARTITION_CLIENTS, F_PARTITION_CLIENTS};
+  setup(FALSE, 1, NULL, cuts, (int)G_N_ELEMENTS(cuts));
+  C.ignore_lost = "ignore-lost=4000";
+  run_chaos();
+  printf("chaos: control (holders acting on LOST 4 s late): %d violations "
+         "reported\n", C.nviolations);
+  CU_ASSERT(C.nviolations >= 1);
+  CU_ASSERT(strstr(C.violations->str, "two holders at once") != NULL);
+  CU_ASSERT_EQUAL(R.stale_accepted, 0);
+  finish(FALSE);
+  reset();
+}
+
 static void add_suites(void) {
   zkt_configure(3, 1);
   /* For the workers (set before any thread exists). */
@@ -1194,7 +1223,9 @@ static void add_suites(void) {
             {"lock chaos keeps the promises", test_lock_chaos},
             {"election chaos keeps the promises", test_election_chaos},
             {"checker catches a store without fencing",
-             test_checker_catches_a_store_without_fencing});
+             test_checker_catches_a_store_without_fencing},
+            {"checker catches a holder ignoring LOST",
+             test_checker_catches_a_holder_ignoring_lost});
 }
 
 int main(void) { return zkt_run("test_chaos", add_suites); }
