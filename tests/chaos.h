@@ -19,6 +19,10 @@
  *    the event's zk_error; 0 (ZOK) when there is none, so that an
  *    unexpected ZKRC_EZOOKEEPER can be told apart)
  *   EXIT <status>
+ * In an election run (chaosworker ... elect), ELECTED is logged as
+ * "ACQ <n> ZKRC_OK <token> 0 0" (n counts the leaderships), REVOKED as
+ * "LOCKEVENT lost <reason> <token> <zk>" and a resignation as REL, so that
+ * one checker (chaos_check.c) reads both kinds of run.
  * The value a worker writes is "w<instance>.<hold>.<k>", which is how the
  * store's journal lines are matched to the writes.
  */
