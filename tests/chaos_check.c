@@ -15,6 +15,7 @@ void chaos_checker_init(chaos_checker *c, GArray *pauses, GArray *expiries) {
   c->expiries = expiries;
   c->violations = g_ptr_array_new_with_free_func(g_free);
   c->lost_margins = g_array_new(FALSE, FALSE, sizeof(int64_t));
+  c->partition_margins = g_array_new(FALSE, FALSE, sizeof(int64_t));
 }
 
 void chaos_checker_clear(chaos_checker *c) {
@@ -22,6 +23,8 @@ void chaos_checker_clear(chaos_checker *c) {
     g_ptr_array_free(c->violations, TRUE);
   if (c->lost_margins)
     g_array_free(c->lost_margins, TRUE);
+  if (c->partition_margins)
+    g_array_free(c->partition_margins, TRUE);
   memset(c, 0, sizeof *c);
 }
 
@@ -114,7 +117,8 @@ void chaos_log_holds(const char *text, int instance, int64_t died,
 static gboolean spans_meet(GArray *spans, int instance, int64_t a, int64_t b) {
   for (guint i = 0; spans && i < spans->len; i++) {
     chaos_span *s = &g_array_index(spans, chaos_span, i);
-    if (s->instance == instance && s->start < b && s->end > a)
+    if ((s->instance == instance || s->instance == -1) && s->start < b &&
+        s->end > a)
       return TRUE;
   }
   return FALSE;
@@ -165,6 +169,8 @@ static void measure_margin(chaos_checker *c, GPtrArray *all, guint i) {
     chaos_hold *b = g_ptr_array_index(all, i + 1);
     int64_t margin = b->acquired - a->lost;
     g_array_append_val(c->lost_margins, margin);
+    if (spans_meet(c->partitions, a->instance, a->lost - 1, a->lost + 1))
+      g_array_append_val(c->partition_margins, margin);
   }
 }
 
@@ -197,11 +203,11 @@ static gint by_value(gconstpointer x, gconstpointer y) {
   return a < b ? -1 : a > b;
 }
 
-void chaos_margin_stats(chaos_checker *c, int64_t *min, int64_t *median) {
+void chaos_margin_stats(GArray *margins, int64_t *min, int64_t *median) {
   *min = *median = 0;
-  if (c->lost_margins->len == 0)
+  if (margins->len == 0)
     return;
-  g_array_sort(c->lost_margins, by_value);
-  *min = g_array_index(c->lost_margins, int64_t, 0);
-  *median = g_array_index(c->lost_margins, int64_t, c->lost_margins->len / 2);
+  g_array_sort(margins, by_value);
+  *min = g_array_index(margins, int64_t, 0);
+  *median = g_array_index(margins, int64_t, margins->len / 2);
 }

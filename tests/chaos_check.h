@@ -50,8 +50,10 @@ typedef struct chaos_span {
 } chaos_span;
 
 typedef struct chaos_checker {
-  /* Input: what was done to the workers (arrays of chaos_span). */
-  GArray *pauses, *expiries;
+  /* Input: what was done to the workers (arrays of chaos_span), and
+   * (optional, set after init) when proxies were black-holed: spans whose
+   * instance is -1, for all. */
+  GArray *pauses, *expiries, *partitions;
   /* Output */
   GPtrArray *violations; /* of char *: one line each */
   int overlaps, overlapping_holds;
@@ -59,6 +61,9 @@ typedef struct chaos_checker {
   /* Holds ended by LOST (no freeze, no operator close) that have a
    * successor: the successor's grant minus the LOST, in microseconds. */
   GArray *lost_margins; /* of int64_t */
+  /* The same, for holds told LOST while a partition was on: the margin
+   * the lease leaves to a holder cut off from the ensemble. */
+  GArray *partition_margins; /* of int64_t */
 } chaos_checker;
 
 void chaos_checker_init(chaos_checker *c, GArray *pauses, GArray *expiries);
@@ -76,7 +81,8 @@ void chaos_log_holds(const char *text, int instance, int64_t died,
  * sorted here by grant time. */
 void chaos_check_holds(chaos_checker *c, GPtrArray *all);
 
-/* Minimum and median of c->lost_margins (0 when empty). */
-void chaos_margin_stats(chaos_checker *c, int64_t *min, int64_t *median);
+/* Minimum and median of @p margins (c->lost_margins or
+ * c->partition_margins; 0 when empty). */
+void chaos_margin_stats(GArray *margins, int64_t *min, int64_t *median);
 
 #endif /* ZKT_CHAOS_CHECK_H */

@@ -150,6 +150,7 @@ static struct {
   int injected[F_KINDS], skipped[F_KINDS];
   int holder_pauses_with_writes_left;
   GArray *pauses, *kills, *expiries; /* of span (kills, expiries: a time) */
+  GArray *partitions; /* of span, instance -1: proxies black-holed */
   int watchdog_kills;
   GString *violations;
   int nviolations;
@@ -473,9 +474,12 @@ static void kill_member(int i, const char *what) {
 static void blackhole(int from, int to, int ms) {
   set_linger(1);
   worker_in(1u << CHAOS_WRITING | 1u << CHAOS_WORKING, 3000);
+  span cut = {-1, chaos_now_us(), 0};
   for (int i = from; i < to; i++)
     CU_ASSERT_EQUAL(zkrc_proxy_blackhole(zkt_ensemble(), i, ms), 0);
   chaos_sleep(ms);
+  cut.end = chaos_now_us();
+  g_array_append_val(C.partitions, cut);
   set_linger(0);
 }
 
@@ -688,6 +692,8 @@ static struct {
   int excused_frozen, excused_closed; /* overlapping pairs, by excuse */
   int margins;                        /* holds ended by LOST, measured */
   int64_t margin_min, margin_median;  /* LOST to the successor's grant */
+  int cut_margins;                    /* the same, LOST in a partition */
+  int64_t cut_margin_min, cut_margin_median;
   GHashTable *acq_results; /* rc name -> count */
   int64_t max_acq, max_write, max_rel;
   int left_nodes;
@@ -892,6 +898,7 @@ static void check_journal(GPtrArray *logs, GHashTable *hold_tokens) {
 static void check_holds(GPtrArray *all) {
   chaos_checker c;
   chaos_checker_init(&c, C.pauses, C.expiries);
+  c.partitions = C.partitions;
   chaos_check_holds(&c, all);
   for (guint i = 0; i < c.violations->len; i++)
     violation("%s", (char *)g_ptr_array_index(c.violations, i));
@@ -900,7 +907,10 @@ static void check_holds(GPtrArray *all) {
   R.excused_frozen = c.excused_frozen;
   R.excused_closed = c.excused_closed;
   R.margins = (int)c.lost_margins->len;
-  chaos_margin_stats(&c, &R.margin_min, &R.margin_median);
+  chaos_margin_stats(c.lost_margins, &R.margin_min, &R.margin_median);
+  R.cut_margins = (int)c.partition_margins->len;
+  chaos_margin_stats(c.partition_margins, &R.cut_margin_min,
+                     &R.cut_margin_median);
   chaos_checker_clear(&c);
 }
 
@@ -1013,6 +1023,10 @@ static void print_summary(double seconds) {
          "operator): %d; told LOST before the next grant by min %.3f s, "
          "median %.3f s\n",
          R.margins, (double)R.margin_min / 1e6, (double)R.margin_median / 1e6);
+  printf("chaos: of which told LOST while black-holed (a partition of the "
+         "holder): %d; before the next grant by min %.3f s, median %.3f s\n",
+         R.cut_margins, (double)R.cut_margin_min / 1e6,
+         (double)R.cut_margin_median / 1e6);
   printf("chaos: longest acquire %.2f s, write %.2f s, release %.2f s (frozen "
          "workers excluded)\n",
          (double)R.max_acq / 1e6, (double)R.max_write / 1e6,
@@ -1065,6 +1079,8 @@ static void reset(void) {
     g_array_free(C.kills, TRUE);
   if (C.expiries)
     g_array_free(C.expiries, TRUE);
+  if (C.partitions)
+    g_array_free(C.partitions, TRUE);
   g_free(C.dir);
   g_free(C.status_path);
   g_free(C.journal);
@@ -1092,6 +1108,7 @@ static void setup(gboolean elect, int seconds, const char *store_flag,
   C.pauses = g_array_new(FALSE, FALSE, sizeof(span));
   C.kills = g_array_new(FALSE, FALSE, sizeof(span));
   C.expiries = g_array_new(FALSE, FALSE, sizeof(span));
+  C.partitions = g_array_new(FALSE, FALSE, sizeof(span));
   C.store_out = -1;
   C.dir = g_dir_make_tmp("zkt-chaos-XXXXXX", NULL);
   CU_ASSERT_FATAL(C.dir != NULL);
