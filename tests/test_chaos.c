@@ -313,8 +313,31 @@ static void mark_exit(worker *w, int status) {
   w->status = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
+/* A hung worker: its threads' stacks, into w<instance>.stacks beside its
+ * log (gdb in batch mode, when installed; bounded by timeout(1)), so that
+ * a hang found by a long run can be diagnosed.  The run fails anyway, so
+ * its logs are kept. */
+static void dump_stacks(worker *w) {
+  char *out = g_strdup_printf("%s/w%d.stacks", C.dir, w->instance);
+  char pid[16];
+  snprintf(pid, sizeof pid, "%d", (int)w->pid);
+  char *argv[] = {"timeout", "-s", "KILL", "30",  "gdb", "-batch", "-p", pid,
+                  "-ex",     "thread apply all bt", NULL};
+  gchar *text = NULL;
+  if (g_spawn_sync(NULL, argv, NULL,
+                   G_SPAWN_SEARCH_PATH | G_SPAWN_STDERR_TO_DEV_NULL, NULL,
+                   NULL, &text, NULL, NULL, NULL) &&
+      text)
+    g_file_set_contents(out, text, -1, NULL);
+  note("watchdog: stacks of w%d in %s", w->instance, out);
+  g_free(text);
+  g_free(out);
+}
+
 static void kill_worker(worker *w, gboolean by_watchdog) {
   int status;
+  if (by_watchdog)
+    dump_stacks(w);
   w->killed = TRUE;
   kill(w->pid, SIGKILL);
   waitpid(w->pid, &status, 0);
