@@ -9,13 +9,20 @@
  * The workers' logs, one line per record, "<monotonic-us> WHAT args":
  *   START <pid>
  *   SESSION <event> <session-id-hex>
- *   ACQ <hold> <rc-name> <token> <duration-us>
+ *   ACQ <hold> <rc-name> <token> <duration-us> <zk>
  *   WRITE <hold> <k> <token> <held> <OK|REFUSED|ERR:<errno>> <duration-us>
  *         (<held>: what zkrc_lock_is_held() said just before the write; the
  *          worker writes whatever it says - a careless client on purpose)
- *   REL <hold> <rc-name> <duration-us>
- *   LOCKEVENT <event> <reason-name> <token>
+ *   REL <hold> <rc-name> <duration-us> <zk>
+ *   LOCKEVENT <event> <reason-name> <token> <zk>
+ *   (<zk>: ZooKeeper's own code behind a failure, zkrc_last_zk_error() or
+ *    the event's zk_error; 0 (ZOK) when there is none, so that an
+ *    unexpected ZKRC_EZOOKEEPER can be told apart)
  *   EXIT <status>
+ * In an election run (chaosworker ... elect), ELECTED is logged as
+ * "ACQ <n> ZKRC_OK <token> 0 0" (n counts the leaderships), REVOKED as
+ * "LOCKEVENT lost <reason> <token> <zk>" and a resignation as REL, so that
+ * one checker (chaos_check.c) reads both kinds of run.
  * The value a worker writes is "w<instance>.<hold>.<k>", which is how the
  * store's journal lines are matched to the writes.
  */
@@ -46,6 +53,8 @@ typedef struct chaos_slot {
   int64_t session_id;  /* current ZooKeeper session, 0 when none */
   char passwd[16];     /* its password, for zkrc_ensemble_expire_session */
   int64_t progress_us; /* when the worker last finished a step */
+  int32_t linger;      /* set by the test: hold on until told LOST */
+  int32_t spare;
 } chaos_slot;
 
 /* Microseconds on the system-wide monotonic clock: comparable between the

@@ -1,14 +1,25 @@
 /*
  * chaosworker: one client of test_chaos, exec'd by it.
  *
- *   chaosworker INSTANCE HOSTS LOCKPATH STOREPORT KEY LOGFILE STATUSFILE
+ *   chaosworker INSTANCE HOSTS PATH STOREPORT KEY LOGFILE STATUSFILE [OPTION...]
+ *     OPTION: elect         take part in an election at PATH instead of
+ *                           contending for a lock there
+ *             ignore-lost=MS  the control of the strict checker: act on
+ *                           LOST / REVOKED only MS ms after being told (keep
+ *                           claiming the hold meanwhile), as a careless
+ *                           application would
  *
- * Loops until SIGTERM: acquire the lock (with a deadline), write KEY to the
- * fenced store CHAOS_WRITES times with the hold's fencing token (pausing
- * CHAOS_WORK_MS between writes, as if working), release.  It never asks the
- * library whether it still holds the lock before writing - a careless client
- * on purpose, so that a client frozen or partitioned past its session timeout
- * does send stale writes, and the test can check that the store refuses them.
+ * Loops until SIGTERM: get the lock (with a deadline) or wait to be elected,
+ * write KEY to the fenced store CHAOS_WRITES times with the hold's fencing
+ * token (pausing CHAOS_WORK_MS between writes, as if working), release the
+ * lock or resign.  It never asks the library whether it still holds the
+ * lock before writing - a careless client on purpose, so that a client
+ * frozen or partitioned past its session timeout does send stale writes,
+ * and the test can check that the store refuses them.  While the test sets
+ * its slot's linger flag (during a partition aimed at it), a holder keeps
+ * holding between two writes until it is told LOST (REVOKED), as a long
+ * piece of work would: that is what lets the test measure how long before
+ * its successor's grant a cut-off holder was told.
  * Everything it does goes to LOGFILE (format in chaos.h); what it is doing
  * right now goes to its slot of STATUSFILE.
  *
@@ -23,6 +34,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -40,6 +52,15 @@ static int log_fd = -1;
 static chaos_slot *slot;
 static zkrc_session *session;
 static volatile sig_atomic_t stopping;
+static int ignore_lost_ms; /* the control: see above */
+/* The token of the hold (leadership) the worker was last told it lost. */
+static int64_t lost_token = -2;
+
+/* Election mode: what the callback was last told, under leader_mu. */
+static pthread_mutex_t leader_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t leader_cv; /* on CLOCK_MONOTONIC: main() */
+static int leader_n;         /* leaderships told so far */
+static int64_t leader_token; /* the token of the latest one */
 
 static void on_term(int sig) {
   (void)sig;
@@ -92,10 +113,43 @@ static void on_session(zkrc_session *s, zkrc_session_event ev, void *arg) {
          (uint64_t)zkrc_session_id(s));
 }
 
+/* Told LOST (REVOKED): the hold with @p token ends now, or, for the
+ * control, ignore_lost_ms later. */
+static void told_lost(const char *event, int reason, int64_t token, int zk) {
+  if (ignore_lost_ms > 0)
+    usleep((useconds_t)ignore_lost_ms * 1000);
+  record("LOCKEVENT %s %s %" PRId64 " %d", event, zkrc_err_name(reason), token,
+         zk);
+  __atomic_store_n(&lost_token, token, __ATOMIC_RELEASE);
+}
+
 static void on_lock_event(zkrc_lock *lk, const zkrc_lock_event_info *info,
                           void *arg) {
-  record("LOCKEVENT %s %s %" PRId64, zkrc_lock_event_name(info->event),
-         zkrc_err_name(info->reason), info->token);
+  if (info->event == ZKRC_LOCK_LOST)
+    told_lost("lost", info->reason, info->token, info->zk_error);
+  else
+    record("LOCKEVENT %s %s %" PRId64 " %d", zkrc_lock_event_name(info->event),
+           zkrc_err_name(info->reason), info->token, info->zk_error);
+}
+
+/* Election mode: ELECTED is the grant (an ACQ record, numbered here), and
+ * REVOKED the loss (a LOCKEVENT lost record), so that one checker reads
+ * both kinds of run. */
+static void on_election_event(zkrc_election *e,
+                              const zkrc_election_event_info *info, void *arg) {
+  if (info->event == ZKRC_ELECTION_ELECTED) {
+    pthread_mutex_lock(&leader_mu);
+    int n = ++leader_n;
+    leader_token = info->token;
+    record("ACQ %d ZKRC_OK %" PRId64 " 0 0", n, info->token);
+    pthread_cond_broadcast(&leader_cv);
+    pthread_mutex_unlock(&leader_mu);
+  } else if (info->event == ZKRC_ELECTION_REVOKED) {
+    told_lost("lost", info->reason, info->token, info->zk_error);
+  } else {
+    record("LOCKEVENT failed %s %" PRId64 " %d", zkrc_err_name(info->reason),
+           info->token, info->zk_error);
+  }
 }
 
 /* --------------------------------------------------------------- client */
@@ -126,17 +180,155 @@ static void store_write(int port, const char *key, int instance, int hold,
          chaos_now_us() - start);
 }
 
+/* The recipe the worker exercises: a lock or an election, behind the
+ * same three steps. */
+typedef struct recipe {
+  zkrc_lock *lk;
+  zkrc_election *el;
+  int acquire_ms;
+  int last_n; /* election: the last leadership taken up */
+} recipe;
+
+#define MIN(a, b) ((a) < (b) ? (a) : (b))
+
+/* Wait on leader_cv (leader_mu held) until @p until at most (chaos_now_us
+ * time; the condition variable runs on CLOCK_MONOTONIC, see main()). */
+static void wait_leader_cv(int64_t until) {
+  struct timespec ts = {.tv_sec = until / 1000000,
+                        .tv_nsec = (long)(until % 1000000) * 1000};
+  pthread_cond_timedwait(&leader_cv, &leader_mu, &ts);
+}
+
+/* Get the lock or wait to be elected.  Returns a ZKRC code, and with
+ * ZKRC_OK the hold's number and token (-1 when lost already: the writes
+ * below are then stale). */
+static int take(recipe *r, int attempt, int *n, int64_t *token) {
+  int64_t start = chaos_now_us();
+  if (r->lk) {
+    int rc = zkrc_lock_acquire(r->lk, r->acquire_ms);
+    int zk = rc == ZKRC_OK ? 0 : zkrc_last_zk_error();
+    *n = attempt;
+    *token = 0;
+    if (rc == ZKRC_OK && zkrc_lock_token(r->lk, token) != ZKRC_OK)
+      *token = -1;
+    record("ACQ %d %s %" PRId64 " %" PRId64 " %d", attempt, zkrc_err_name(rc),
+           *token, chaos_now_us() - start, zk);
+    return rc;
+  }
+  /* Wait for an ELECTED after the last leadership we gave back: its
+   * callback has recorded the grant (the told time).  In slices, so that
+   * SIGTERM is seen. */
+  int64_t deadline = start + (int64_t)r->acquire_ms * 1000;
+  int rc = ZKRC_OK;
+  pthread_mutex_lock(&leader_mu);
+  while (leader_n <= r->last_n && rc == ZKRC_OK) {
+    int64_t now = chaos_now_us();
+    if (stopping)
+      rc = ZKRC_ECANCELED; /* no error: the loop ends */
+    else if (now >= deadline)
+      rc = ZKRC_ETIMEDOUT;
+    else
+      wait_leader_cv(MIN(deadline, now + 100000));
+  }
+  *n = r->last_n = leader_n;
+  *token = leader_token;
+  pthread_mutex_unlock(&leader_mu);
+  if (rc != ZKRC_OK && rc != ZKRC_ECANCELED)
+    record("ACQ 0 %s 0 %" PRId64 " 0", zkrc_err_name(rc),
+           chaos_now_us() - start);
+  return rc;
+}
+
+/* Release the lock or resign.  A hold already lost is no error. */
+static int give_back(recipe *r, int n) {
+  int64_t start = chaos_now_us();
+  int rc = r->lk ? zkrc_lock_release(r->lk) : zkrc_election_resign(r->el);
+  int zk = rc == ZKRC_OK ? 0 : zkrc_last_zk_error();
+  record("REL %d %s %" PRId64 " %d", n, zkrc_err_name(rc),
+         chaos_now_us() - start, zk);
+  return rc == ZKRC_OK || rc == ZKRC_ELOCKLOST || rc == ZKRC_ENOTLEADER
+             ? ZKRC_OK
+             : rc;
+}
+
+/* While the test asks it to (a partition aimed at this holder), keep
+ * holding until told that the hold with @p token is lost. */
+static void linger(int64_t token) {
+  while (__atomic_load_n(&slot->linger, __ATOMIC_ACQUIRE) && !stopping &&
+         __atomic_load_n(&lost_token, __ATOMIC_ACQUIRE) != token) {
+    usleep(5000);
+    progress();
+  }
+}
+
+/* One hold: the writes, then the release. */
+static int hold_and_write(recipe *r, int port, const char *key, int instance,
+                          int n, int64_t token, int writes, int work_ms) {
+  slot->hold = n;
+  slot->token = token;
+  for (int k = 1; k <= writes; k++) {
+    slot->writes_left = writes - k + 1;
+    if (k > 1) {
+      set_phase(CHAOS_WORKING);
+      usleep((useconds_t)work_ms * 1000);
+      linger(token);
+    }
+    set_phase(CHAOS_WRITING);
+    /* Asked for the record only: the write goes out whatever it says. */
+    int held = r->lk ? zkrc_lock_is_held(r->lk) : zkrc_election_is_leader(r->el);
+    store_write(port, key, instance, n, k, token, held);
+    progress();
+  }
+  slot->writes_left = 0;
+  set_phase(CHAOS_RELEASING);
+  int rc = give_back(r, n);
+  progress();
+  return rc;
+}
+
+static int make_recipe(recipe *r, int instance, const char *path, int elect) {
+  static char id[32];
+  snprintf(id, sizeof id, "w%d", instance);
+  if (elect) {
+    zkrc_election_options eo;
+    zkrc_election_options_init(&eo);
+    eo.participant_id = id;
+    eo.on_event = on_election_event;
+    int rc = zkrc_election_new(&r->el, session, path, &eo);
+    return rc == ZKRC_OK ? zkrc_election_join(r->el) : rc;
+  }
+  zkrc_lock_options lo;
+  zkrc_lock_options_init(&lo);
+  lo.participant_id = id;
+  lo.on_event = on_lock_event;
+  return zkrc_lock_new(&r->lk, session, path, &lo);
+}
+
+/* Election mode, on SIGTERM: a leadership told since the last resignation
+ * ends when we leave (the REVOKED of a leave may come after the successor's
+ * ELECTED, and zkrc_election_free() drops it). */
+static void leave_election(recipe *r, int last_given_back) {
+  int64_t start = chaos_now_us();
+  int rc = zkrc_election_leave(r->el);
+  pthread_mutex_lock(&leader_mu);
+  int n = leader_n;
+  pthread_mutex_unlock(&leader_mu);
+  if (n > last_given_back)
+    record("REL %d %s %" PRId64 " 0", n, zkrc_err_name(rc),
+           chaos_now_us() - start);
+}
+
 static int run(int instance, const char *hosts, const char *path, int port,
-               const char *key) {
+               const char *key, int elect) {
   int session_ms = env_int("CHAOS_SESSION_MS", 2000);
-  int acquire_ms = env_int("CHAOS_ACQUIRE_MS", 8000);
   int writes = env_int("CHAOS_WRITES", 3);
   int work_ms = env_int("CHAOS_WORK_MS", 30);
+  recipe r = {.acquire_ms = env_int("CHAOS_ACQUIRE_MS", 8000)};
 
   zkrc_session_options so;
   zkrc_session_options_init(&so);
   so.session_timeout_ms = session_ms;
-  so.connect_timeout_ms = acquire_ms;
+  so.connect_timeout_ms = r.acquire_ms;
   /* Not connected yet is fine: the acquisitions wait for the connection. */
   int rc = zkrc_session_new(&session, hosts, &so);
   if (rc != ZKRC_OK) {
@@ -144,62 +336,33 @@ static int run(int instance, const char *hosts, const char *path, int port,
     return 4;
   }
   zkrc_session_add_listener(session, on_session, NULL, NULL);
-  char id[32];
-  snprintf(id, sizeof id, "w%d", instance);
-  zkrc_lock_options lo;
-  zkrc_lock_options_init(&lo);
-  lo.participant_id = id;
-  lo.on_event = on_lock_event;
-  zkrc_lock *lk = NULL;
-  if ((rc = zkrc_lock_new(&lk, session, path, &lo)) != ZKRC_OK) {
-    record("EXIT 4 lock_new %s", zkrc_err_name(rc));
+  if ((rc = make_recipe(&r, instance, path, elect)) != ZKRC_OK) {
+    record("EXIT 4 %s %s", elect ? "election" : "lock_new", zkrc_err_name(rc));
+    zkrc_election_free(r.el);
     zkrc_session_close(session);
     return 4;
   }
 
-  int status = 0;
-  for (int hold = 1; !stopping && status == 0; hold++) {
-    slot->hold = hold;
+  int status = 0, last_given_back = 0;
+  for (int attempt = 1; !stopping && status == 0; attempt++) {
     set_phase(CHAOS_ACQUIRING);
-    int64_t start = chaos_now_us();
-    rc = zkrc_lock_acquire(lk, acquire_ms);
-    int64_t token = 0;
-    if (rc == ZKRC_OK && zkrc_lock_token(lk, &token) != ZKRC_OK)
-      token = -1; /* lost already; the writes below are stale */
-    record("ACQ %d %s %" PRId64 " %" PRId64, hold, zkrc_err_name(rc), token,
-           chaos_now_us() - start);
+    int n;
+    int64_t token;
+    rc = take(&r, attempt, &n, &token);
     progress();
-    if (rc != ZKRC_OK) {
-      if (misuse(rc))
-        status = 4;
-      set_phase(CHAOS_IDLE);
-      continue;
-    }
-    slot->token = token;
-    for (int k = 1; k <= writes; k++) {
-      slot->writes_left = writes - k + 1;
-      if (k > 1) {
-        set_phase(CHAOS_WORKING);
-        usleep((useconds_t)work_ms * 1000);
-      }
-      set_phase(CHAOS_WRITING);
-      /* Asked for the record only: the write goes out whatever it says. */
-      int held = zkrc_lock_is_held(lk);
-      store_write(port, key, instance, hold, k, token, held);
-      progress();
-    }
-    slot->writes_left = 0;
-    set_phase(CHAOS_RELEASING);
-    start = chaos_now_us();
-    rc = zkrc_lock_release(lk);
-    record("REL %d %s %" PRId64, hold, zkrc_err_name(rc),
-           chaos_now_us() - start);
-    progress();
-    if (rc != ZKRC_OK && rc != ZKRC_ELOCKLOST)
+    if (rc == ZKRC_OK) {
+      if (hold_and_write(&r, port, key, instance, n, token, writes, work_ms))
+        status = 4; /* a release that failed otherwise than as lost */
+      last_given_back = n;
+    } else if (misuse(rc) && !(rc == ZKRC_ECANCELED && stopping)) {
       status = 4;
+    }
     set_phase(CHAOS_IDLE);
   }
-  zkrc_lock_free(lk);
+  if (r.el)
+    leave_election(&r, last_given_back);
+  zkrc_lock_free(r.lk);
+  zkrc_election_free(r.el);
   zkrc_session_close(session);
   set_phase(CHAOS_EXITED);
   record("EXIT %d", status);
@@ -217,12 +380,26 @@ static chaos_slot *map_slot(const char *file, int instance) {
 }
 
 int main(int argc, char **argv) {
-  if (argc != 8) {
-    fprintf(stderr, "usage: chaosworker INSTANCE HOSTS LOCKPATH STOREPORT KEY "
-                    "LOGFILE STATUSFILE\n");
+  if (argc < 8) {
+    fprintf(stderr, "usage: chaosworker INSTANCE HOSTS PATH STOREPORT KEY "
+                    "LOGFILE STATUSFILE [elect] [ignore-lost=MS]\n");
     return 2;
   }
+  int elect = 0;
+  for (int i = 8; i < argc; i++) {
+    if (strcmp(argv[i], "elect") == 0)
+      elect = 1;
+    else if (strncmp(argv[i], "ignore-lost=", 12) == 0)
+      ignore_lost_ms = atoi(argv[i] + 12);
+    else
+      return 2;
+  }
   zkrc_log_from_env();
+  pthread_condattr_t ca;
+  pthread_condattr_init(&ca);
+  pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+  pthread_cond_init(&leader_cv, &ca);
+  pthread_condattr_destroy(&ca);
   int instance = atoi(argv[1]);
   if (instance < 0 || instance >= CHAOS_MAX_INSTANCES)
     return 2;
@@ -242,5 +419,5 @@ int main(int argc, char **argv) {
   sigaction(SIGTERM, &sa, NULL);
   signal(SIGPIPE, SIG_IGN);
   record("START %d", (int)getpid());
-  return run(instance, argv[2], argv[3], atoi(argv[4]), argv[5]);
+  return run(instance, argv[2], argv[3], atoi(argv[4]), argv[5], elect);
 }

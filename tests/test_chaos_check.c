@@ -1,0 +1,186 @@
+/*
+ * The chaos checker's rule about overlapping holds (chaos_check.c), on
+ * synthetic worker logs: no server, no process.  The control of the strict
+ * rule: a partitioned holder told LOST only after its successor was told
+ * it holds is reported, while the same overlap is excused when the holder
+ * was frozen or its session was closed by the operator, and a holder told
+ * in time passes with its margin measured.
+ */
+#include "config.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+
+#include <glib.h>
+
+#include "chaos_check.h"
+#include "testutil.h"
+
+#define S 1000000 /* microseconds */
+
+/* The holds of the logs @p w0 (instance 0) and @p w1 (instance 1), which
+ * were not killed and whose logs end at 100 s. */
+static GArray *holds_of(const char *w0, const char *w1) {
+  GArray *holds = g_array_new(FALSE, TRUE, sizeof(chaos_hold));
+  chaos_log_holds(w0, 0, 0, 100 * S, holds);
+  chaos_log_holds(w1, 1, 0, 100 * S, holds);
+  return holds;
+}
+
+typedef struct outcome {
+  int violations, overlaps, frozen, closed, margins, cut_margins;
+  int64_t margin_min;
+} outcome;
+
+/* Check the holds of two logs with the faults given: a pause of instance 0
+ * from @p pause_from to @p pause_to and an operator close of its session at
+ * @p close_at (seconds; 0: none).  Every proxy is black-holed from 3 s to
+ * 3.8 s, which counts only for the margins. */
+static outcome check(const char *w0, const char *w1, int pause_from,
+                     int pause_to, int close_at) {
+  GArray *holds = holds_of(w0, w1);
+  GArray *pauses = g_array_new(FALSE, FALSE, sizeof(chaos_span));
+  GArray *expiries = g_array_new(FALSE, FALSE, sizeof(chaos_span));
+  if (pause_to) {
+    chaos_span p = {0, (int64_t)pause_from * S, (int64_t)pause_to * S};
+    g_array_append_val(pauses, p);
+  }
+  if (close_at) {
+    chaos_span x = {0, (int64_t)close_at * S, (int64_t)close_at * S + 1000};
+    g_array_append_val(expiries, x);
+  }
+  GPtrArray *all = g_ptr_array_new();
+  for (guint i = 0; i < holds->len; i++)
+    g_ptr_array_add(all, &g_array_index(holds, chaos_hold, i));
+  GArray *cuts = g_array_new(FALSE, FALSE, sizeof(chaos_span));
+  chaos_span cut = {-1, 3 * S, 3 * S + 800000};
+  g_array_append_val(cuts, cut);
+  chaos_checker c;
+  chaos_checker_init(&c, pauses, expiries);
+  c.partitions = cuts;
+  chaos_check_holds(&c, all);
+  for (guint i = 0; i < c.violations->len; i++)
+    printf("  reported: %s\n", (char *)g_ptr_array_index(c.violations, i));
+  int64_t median;
+  outcome o = {(int)c.violations->len, c.overlaps, c.excused_frozen,
+               c.excused_closed, (int)c.lost_margins->len,
+               (int)c.partition_margins->len, 0};
+  chaos_margin_stats(c.lost_margins, &o.margin_min, &median);
+  chaos_checker_clear(&c);
+  g_ptr_array_free(all, TRUE);
+  g_array_free(pauses, TRUE);
+  g_array_free(expiries, TRUE);
+  g_array_free(cuts, TRUE);
+  g_array_free(holds, TRUE);
+  return o;
+}
+
+/* w0 holds token 5 from 1 s; cut off, it is told LOST at 5 s; w1 was told
+ * it holds (token 6) at 4 s. */
+static const char late_w0[] = "500000 START 1\n"
+                              "1000000 ACQ 1 ZKRC_OK 5 1000 0\n"
+                              "1100000 WRITE 1 1 5 1 OK 900\n"
+                              "5000000 LOCKEVENT lost ZKRC_ELEASE 5 0\n"
+                              "5100000 WRITE 1 2 5 0 REFUSED 800\n"
+                              "5200000 REL 1 ZKRC_ELOCKLOST 300 0\n";
+static const char w1_at_4s[] = "500000 START 2\n"
+                               "4000000 ACQ 1 ZKRC_OK 6 3000000 0\n"
+                               "4100000 WRITE 1 1 6 1 OK 900\n"
+                               "4200000 REL 1 ZKRC_OK 1000 0\n";
+
+static void test_partitioned_holder_told_late_is_caught(void) {
+  outcome o = check(late_w0, w1_at_4s, 0, 0, 0);
+  CU_ASSERT_EQUAL(o.violations, 1);
+  CU_ASSERT_EQUAL(o.overlaps, 1);
+  CU_ASSERT_EQUAL(o.frozen + o.closed, 0);
+}
+
+static void test_holder_never_told_is_caught(void) {
+  /* Partitioned, never told, still working when the log ends. */
+  static const char w0[] = "1000000 ACQ 1 ZKRC_OK 5 1000 0\n"
+                           "9000000 WRITE 1 2 5 1 REFUSED 800\n";
+  outcome o = check(w0, w1_at_4s, 0, 0, 0);
+  CU_ASSERT_EQUAL(o.violations, 1);
+}
+
+static void test_holder_told_in_time_passes(void) {
+  static const char w0[] = "1000000 ACQ 1 ZKRC_OK 5 1000 0\n"
+                           "3500000 LOCKEVENT lost ZKRC_ELEASE 5 0\n"
+                           "3600000 REL 1 ZKRC_ELOCKLOST 300 0\n";
+  outcome o = check(w0, w1_at_4s, 0, 0, 0);
+  CU_ASSERT_EQUAL(o.violations, 0);
+  CU_ASSERT_EQUAL(o.overlaps, 0);
+  CU_ASSERT_EQUAL(o.margins, 1);
+  CU_ASSERT_EQUAL(o.cut_margins, 1); /* told at 3.5 s, in the partition */
+  CU_ASSERT_EQUAL(o.margin_min, S / 2);
+}
+
+static void test_frozen_holder_is_excused(void) {
+  outcome o = check(late_w0, w1_at_4s, 2, 5, 0);
+  CU_ASSERT_EQUAL(o.violations, 0);
+  CU_ASSERT_EQUAL(o.frozen, 1);
+}
+
+static void test_pause_after_the_successor_excuses_nothing(void) {
+  outcome o = check(late_w0, w1_at_4s, 4, 6, 0);
+  CU_ASSERT_EQUAL(o.violations, 1);
+}
+
+static void test_operator_close_is_excused(void) {
+  outcome o = check(late_w0, w1_at_4s, 0, 0, 2);
+  CU_ASSERT_EQUAL(o.violations, 0);
+  CU_ASSERT_EQUAL(o.closed, 1);
+}
+
+static void test_leaders_revoked_late_are_caught(void) {
+  /* Election logs: ELECTED is an ACQ of no duration, REVOKED a LOCKEVENT
+   * lost, a resignation after it a REL saying ZKRC_ENOTLEADER. */
+  static const char w0[] = "1000000 ACQ 1 ZKRC_OK 5 0 0\n"
+                           "4500000 LOCKEVENT lost ZKRC_ELEASE 5 0\n"
+                           "4600000 REL 1 ZKRC_ENOTLEADER 100 0\n";
+  static const char w1[] = "4000000 ACQ 1 ZKRC_OK 6 0 0\n"
+                           "4200000 REL 1 ZKRC_OK 100 0\n";
+  outcome o = check(w0, w1, 0, 0, 0);
+  CU_ASSERT_EQUAL(o.violations, 1);
+}
+
+static void test_tokens_must_grow(void) {
+  static const char w0[] = "1000000 ACQ 1 ZKRC_OK 7 1000 0\n"
+                           "2000000 REL 1 ZKRC_OK 300 0\n";
+  static const char w1[] = "3000000 ACQ 1 ZKRC_OK 6 1000 0\n"
+                           "3500000 REL 1 ZKRC_OK 300 0\n";
+  outcome o = check(w0, w1, 0, 0, 0);
+  CU_ASSERT_EQUAL(o.violations, 1);
+  CU_ASSERT_EQUAL(o.overlaps, 0);
+}
+
+static void test_lost_before_acquire_returned_held_nothing(void) {
+  /* The LOST came before acquire returned: an empty hold, no overlap. */
+  static const char w0[] = "3900000 LOCKEVENT lost ZKRC_ELEASE 5 0\n"
+                           "4500000 ACQ 1 ZKRC_OK 5 3000 0\n"
+                           "4900000 REL 1 ZKRC_ELOCKLOST 300 0\n";
+  static const char w1[] = "4600000 ACQ 1 ZKRC_OK 6 100000 0\n"
+                           "4800000 REL 1 ZKRC_OK 300 0\n";
+  outcome o = check(w0, w1, 0, 0, 0);
+  CU_ASSERT_EQUAL(o.overlaps, 0);
+  CU_ASSERT_EQUAL(o.violations, 0);
+}
+
+static void add_suites(void) {
+  ZKT_SUITE("chaos checker",
+            {"partitioned holder told late is caught",
+             test_partitioned_holder_told_late_is_caught},
+            {"holder never told is caught", test_holder_never_told_is_caught},
+            {"holder told in time passes", test_holder_told_in_time_passes},
+            {"frozen holder is excused", test_frozen_holder_is_excused},
+            {"pause after the successor excuses nothing",
+             test_pause_after_the_successor_excuses_nothing},
+            {"operator close is excused", test_operator_close_is_excused},
+            {"leaders revoked late are caught",
+             test_leaders_revoked_late_are_caught},
+            {"tokens must grow", test_tokens_must_grow},
+            {"lost before acquire returned held nothing",
+             test_lost_before_acquire_returned_held_nothing});
+}
+
+int main(void) { return zkt_run("test_chaos_check", add_suites); }
