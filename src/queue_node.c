@@ -239,7 +239,10 @@ void zkrc__q_send_delete(zkrc__contender *c) {
   if (conn == NULL) {
     zkrc__q_reap_leftovers_locked(c);
     g_mutex_unlock(&c->mu);
-    zkrc__q_end_with(c, ZKRC_OK, 0);
+    /* Maybe inside the owner's own call (a withdrawal), which may hold its
+     * mutex: the owner hears that we ended from the worker, never from
+     * here. */
+    zkrc__q_end_later(c, ZKRC_OK);
     return;
   }
   c->deleting = TRUE;
@@ -249,8 +252,14 @@ void zkrc__q_send_delete(zkrc__contender *c) {
   int rc = zoo_adelete(conn->zh, path, -1, delete_done, r);
   zkrc__conn_unuse(conn);
   g_free(path);
-  if (rc != ZOK)
-    delete_done(ZCONNECTIONLOSS, r);
+  if (rc != ZOK) { /* nothing sent: as above, the reaper and the worker */
+    g_mutex_lock(&c->mu);
+    c->deleting = FALSE;
+    zkrc__q_reap_leftovers_locked(c);
+    g_mutex_unlock(&c->mu);
+    zkrc__q_end_later(c, ZKRC_OK);
+    zkrc__q_req_free(r);
+  }
 }
 
 void zkrc__contender_withdraw(zkrc__contender *c) {

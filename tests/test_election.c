@@ -1752,6 +1752,74 @@ static void test_node_deleted_while_disconnected_is_not_elected_again(void) {
   g_free(path);
 }
 
+/* Resigning while the connection is down used to deadlock: the delete
+ * could not be sent, the contender ended inside the resign call, and its
+ * end was delivered there, to a handler that takes the election's mutex,
+ * which resign held.  Resign must return at once; the node goes (by the
+ * reaper) once the connection is back, and the member, still joined,
+ * leads again with a new node. */
+typedef struct resign_call {
+  zkrc_election *e;
+  GMutex mu;
+  GCond cond;
+  gboolean returned;
+  int rc;
+} resign_call;
+
+static gpointer resign_thread(gpointer data) {
+  resign_call *call = data;
+  int rc = zkrc_election_resign(call->e);
+  g_mutex_lock(&call->mu);
+  call->rc = rc;
+  call->returned = TRUE;
+  g_cond_broadcast(&call->cond);
+  g_mutex_unlock(&call->mu);
+  return NULL;
+}
+
+static void test_resign_while_disconnected_returns(void) {
+  char *path = zkt_path("resign-offline");
+  member *a = member_new_on(zkt_hosts(), path, "a", 4000, 0, 0);
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_election_join(a->e));
+  rec first = member_wait_elected(a, 1, 10000);
+  CU_ASSERT_FATAL(first.kind >= 0);
+  CU_ASSERT_EQUAL(zkrc_proxy_refuse(zkt_ensemble(), 0, 1), 0);
+  rec suspended =
+      member_wait_nth(a, REC_SESSION, ZKRC_SESSION_EVENT_SUSPENDED, 1, 10000);
+  CU_ASSERT_FATAL(suspended.kind >= 0);
+
+  resign_call call = {.e = a->e};
+  g_mutex_init(&call.mu);
+  g_cond_init(&call.cond);
+  GThread *t = g_thread_new("resign", resign_thread, &call);
+  int64_t deadline = g_get_monotonic_time() + 5 * G_TIME_SPAN_SECOND;
+  g_mutex_lock(&call.mu);
+  while (!call.returned &&
+         g_cond_wait_until(&call.cond, &call.mu, deadline))
+    ;
+  gboolean returned = call.returned;
+  g_mutex_unlock(&call.mu);
+  if (!returned) /* a deadlock: fail now, the thread cannot be joined */
+    CU_FAIL_FATAL("zkrc_election_resign() did not return within 5 s");
+  g_thread_join(t);
+  ZKT_ASSERT_RC(ZKRC_OK, call.rc);
+  CU_ASSERT_FALSE(zkrc_election_is_leader(a->e));
+
+  CU_ASSERT_EQUAL(zkrc_proxy_refuse(zkt_ensemble(), 0, 0), 0);
+  CU_ASSERT_EQUAL(zkrc_session_wait_connected(a->s, 10000), ZKRC_OK);
+  rec again = member_wait_elected(a, 2, 10000);
+  CU_ASSERT_FATAL(again.kind >= 0);
+  CU_ASSERT(again.token > first.token);
+  /* The old node went: only the new one is left. */
+  zhandle_t *zh = zkt_raw_to(direct_hosts());
+  CU_ASSERT(zkt_wait_children(zh, path, 1, 10000));
+  member_free(a);
+  zookeeper_close(zh);
+  g_mutex_clear(&call.mu);
+  g_cond_clear(&call.cond);
+  g_free(path);
+}
+
 /* ----------------------------------------------- 6: the paused leader */
 
 /* The leader's process is frozen (SIGSTOP) past its session timeout: the
@@ -2149,7 +2217,9 @@ static void add_suites(void) {
             {"rejoin after expiry", test_rejoin_after_expiry},
             {"revoke_on_suspend", test_revoke_on_suspend},
             {"node deleted while disconnected is not elected again",
-             test_node_deleted_while_disconnected_is_not_elected_again});
+             test_node_deleted_while_disconnected_is_not_elected_again},
+            {"resign while disconnected returns",
+             test_resign_while_disconnected_returns});
   ZKT_SUITE("election-processes",
             {"one leader over twenty changes",
              test_one_leader_over_twenty_changes},
