@@ -94,6 +94,13 @@ int64_t zkrc__lease_next_renewal(const zkrc__lease_params *p, int64_t sent,
   return by_period > by_relay ? by_period : by_relay;
 }
 
+int64_t zkrc__lease_next_renewal_for(const zkrc__lease *l, int64_t sent,
+                                     int64_t replied) {
+  if (l->n <= 1) /* the connection's first answer: the next one counts */
+    return replied + l->p.relay_us;
+  return zkrc__lease_next_renewal(&l->p, sent, replied);
+}
+
 int64_t zkrc__lease_floor(const zkrc__lease_params *p) {
   /* When every renewal is answered within an eighth of a period (a healthy
    * connection answers within milliseconds), they go out `spacing` apart

@@ -118,6 +118,17 @@ int64_t zkrc__lease_remaining(const zkrc__lease *l, int64_t now);
 int64_t zkrc__lease_next_renewal(const zkrc__lease_params *p, int64_t sent,
                                  int64_t replied);
 
+/* The same for the renewal just confirmed on @p l: while the current
+ * connection has no earlier answered renewal (its first, after a
+ * reconnection or at the session's start), that answer extends nothing and
+ * the next one will, so it goes as soon as it can, a relay after this
+ * answer, instead of a period after this one was sent.  A client that
+ * reconnected after a member failed then regains a full lease within about
+ * a tick instead of a third of the session timeout, and is not declared
+ * lost meanwhile when its lease was short. */
+int64_t zkrc__lease_next_renewal_for(const zkrc__lease *l, int64_t sent,
+                                     int64_t replied);
+
 /* While renewals are answered within an eighth of a period, the remaining
  * lease stays above this (microseconds; 0 if the parameters allow no such
  * promise). */

@@ -113,8 +113,8 @@ static void renewal_done(int rc, const char *value, const void *data) {
       } else if (s->lease.lapsed) {
         g_source_set_ready_time(s->lapse_timer, 0); /* handle it now */
       }
-      g_source_set_ready_time(
-          s->renew_timer, zkrc__lease_next_renewal(&s->lease.p, r->sent, now));
+      g_source_set_ready_time(s->renew_timer, zkrc__lease_next_renewal_for(
+                                                  &s->lease, r->sent, now));
     } else if (!is_connection_error(rc)) {
       /* Not expected of a sync; try again a period later, not at once. */
       g_source_set_ready_time(s->renew_timer, r->sent + s->lease.p.period_us);

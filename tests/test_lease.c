@@ -115,6 +115,28 @@ static void test_next_renewal(void) {
                   (1150 + 120) * MS);
 }
 
+/* After a reconnection the connection's first answer extends nothing; the
+ * second renewal goes a relay after it, not a period after the first was
+ * sent, and that one extends the lease. */
+static void test_second_renewal_soon_after_a_reconnection(void) {
+  zkrc__lease l = fresh_lease(4000, 200, 0, 0);
+  CU_ASSERT_FALSE(zkrc__lease_confirm(&l, 10 * MS, 12 * MS));
+  CU_ASSERT_EQUAL(zkrc__lease_next_renewal_for(&l, 10 * MS, 12 * MS),
+                  (12 + 120) * MS); /* the session's first: soon too */
+  CU_ASSERT_TRUE(zkrc__lease_confirm(&l, 1200 * MS, 1202 * MS));
+  /* Settled: a period after the last one was sent. */
+  CU_ASSERT_EQUAL(zkrc__lease_next_renewal_for(&l, 1200 * MS, 1202 * MS),
+                  2400 * MS);
+  int64_t before = l.deadline;
+  zkrc__lease_new_connection(&l);
+  CU_ASSERT_FALSE(zkrc__lease_confirm(&l, 2000 * MS, 2004 * MS));
+  int64_t next = zkrc__lease_next_renewal_for(&l, 2000 * MS, 2004 * MS);
+  CU_ASSERT_EQUAL(next, (2004 + 120) * MS);
+  CU_ASSERT_TRUE(zkrc__lease_confirm(&l, next, next + 3 * MS));
+  CU_ASSERT(l.deadline > before);
+  CU_ASSERT_EQUAL(l.deadline, 2000 * MS + l.p.timeout_us - l.p.drift_us);
+}
+
 /* The floor holds while renewals are answered within an eighth of a
  * period: follow a renewal schedule and look just before every answer. */
 static void test_floor_holds_while_renewals_keep_up(void) {
@@ -175,7 +197,7 @@ static int64_t simulate(GRand *rng, const zkrc__lease_params *p, int tick_ms) {
       break; /* never answered; the client sends no more */
     int64_t replied = answered + g_rand_int_range(rng, 50, MS);
     zkrc__lease_confirm(&l, sent, replied);
-    sent = zkrc__lease_next_renewal(p, sent, replied);
+    sent = zkrc__lease_next_renewal_for(&l, sent, replied);
   }
 
   /* The leader's last news of the session: the latest ping answer the
@@ -270,6 +292,8 @@ static void add_suites(void) {
             {"a new connection starts over", test_a_new_connection_starts_over},
             {"a run-out lease stays out", test_a_run_out_lease_stays_out},
             {"next renewal", test_next_renewal},
+            {"second renewal soon after a reconnection",
+             test_second_renewal_soon_after_a_reconnection},
             {"floor holds while renewals keep up",
              test_floor_holds_while_renewals_keep_up},
             {"simulated servers never expire a leased session",
