@@ -52,7 +52,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -185,32 +184,19 @@ static void note(const char *fmt, ...) {
 
 /* ------------------------------------------------------------ children */
 
-/* Fork and exec @p argv; the child dies with us (PR_SET_PDEATHSIG survives
- * exec), so nothing outlives a crashed or killed test.  With @p out, the
- * child's standard output comes back through a pipe. */
+/* Start @p argv; the child dies with us (zkrc_spawn), so nothing outlives
+ * a crashed or killed test.  With @p out, the child's standard output
+ * comes back through a pipe. */
 static pid_t start_child(char *const argv[], int *out) {
-  int fds[2] = {-1, -1};
-  if (out && pipe2(fds, O_CLOEXEC) != 0)
+  zkrc_spawn_options o;
+  zkrc_spawn_options_init(&o);
+  o.pipe_stdout = out != NULL;
+  zkrc_child c;
+  if (zkrc_spawn(&c, argv, &o) != 0)
     return -1;
-  pid_t parent = getpid();
-  fflush(NULL);
-  pid_t pid = fork();
-  if (pid == 0) {
-    if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || getppid() != parent)
-      _exit(127);
-    if (out && dup2(fds[1], STDOUT_FILENO) < 0)
-      _exit(127);
-    execv(argv[0], argv);
-    _exit(127);
-  }
-  if (out) {
-    close(fds[1]);
-    if (pid < 0)
-      close(fds[0]);
-    else
-      *out = fds[0];
-  }
-  return pid;
+  if (out)
+    *out = c.out_fd;
+  return c.pid;
 }
 
 static void spawn_worker(int position) {
