@@ -288,6 +288,7 @@ typedef struct runner {
   tool_child child;    /* child.pid > 0 while COMMAND runs */
   int lost;            /* COMMAND is being stopped: leadership lost */
   int quit_signal;     /* a stop signal arrived */
+  int failed;          /* the election failed: the exit status, else 0 */
   int64_t rejoin_at;   /* -1, or when to join again */
   int done;            /* leave the loop with status */
   int status;
@@ -327,9 +328,13 @@ static void step_down(runner *r, int command_status) {
 static void command_exited(runner *r) {
   int status = r->child.status;
   tool_verbose("COMMAND exited with status %d", status);
+  tool_child_end(&r->child, r->lost); /* after a loss nothing may run on */
+  if (r->failed) {
+    finish(r, r->failed);
+    return;
+  }
   if (r->lost) {
     r->lost = 0;
-    tool_child_kill_group(&r->child); /* nothing of it may run on */
     if (r->cli->once)
       finish(r, TOOL_EXIT_LOST);
     else if (r->quit_signal)
@@ -363,17 +368,37 @@ static void start_command(runner *r) {
 }
 
 static void handle_signal(runner *r, const tool_signal *sig) {
-  if (sig->signo == SIGCHLD)
-    return;
   int running = r->child.pid > 0;
   if (is_stop_signal(sig->signo) && !r->quit_signal) {
     r->quit_signal = sig->signo;
     if (!running)
       finish(r, 128 + sig->signo);
   }
-  /* From a terminal, a COMMAND in our group got it already. */
-  if (running && !(r->cli->o.foreground && sig->from_terminal))
-    tool_child_signal(&r->child, sig->signo);
+  int lease_ok = !r->lost && zkrc_election_lease_remaining(r->e) >
+                                 2 * TOOL_KILL_MARGIN_MS;
+  tool_child_forward(&r->child, sig, &r->cli->o, lease_ok);
+}
+
+/* Leadership is gone: stop COMMAND, also after a stop signal was passed
+ * on (it may ignore that one). */
+static void leadership_lost(runner *r, int reason) {
+  r->leading = 0;
+  if (r->child.pid <= 0 || r->lost)
+    return;
+  r->lost = 1;
+  tool_error("leadership of %s lost (%s): stopping COMMAND with SIG%s",
+             r->cli->path, zkrc_strerror(reason),
+             sigabbrev_np(r->cli->o.lost_signal));
+  tool_child_stop(&r->child, r->cli->o.lost_signal, r->cli->o.grace_ms);
+}
+
+/* Taking part ended for good (not authorized, ...): exit 76 once COMMAND
+ * (stopped by the REVOKED before) is gone. */
+static void election_failed(runner *r, int reason) {
+  leadership_lost(r, reason);
+  r->failed = tool_fail("the election failed", reason);
+  if (r->child.pid <= 0)
+    finish(r, r->failed);
 }
 
 static void handle_event(runner *r, tool_event *ev) {
@@ -387,23 +412,19 @@ static void handle_event(runner *r, tool_event *ev) {
     g_free(r->node);
     r->node = ev->node;
     ev->node = NULL;
+  } else if (ev->kind == TOOL_EV_ELECTION &&
+             ev->code == ZKRC_ELECTION_FAILED) {
+    election_failed(r, ev->reason);
   } else if (ev->kind == TOOL_EV_ELECTION) {
     tool_verbose("revoked: %s", zkrc_strerror(ev->reason));
-    r->leading = 0;
-    if (r->child.pid > 0 && !r->lost && !r->quit_signal) {
-      r->lost = 1;
-      tool_error("leadership of %s lost (%s): stopping COMMAND with SIG%s",
-                 r->cli->path, zkrc_strerror(ev->reason),
-                 sigabbrev_np(r->cli->o.lost_signal));
-      tool_child_stop(&r->child, r->cli->o.lost_signal, r->cli->o.grace_ms);
-    }
+    leadership_lost(r, ev->reason);
   }
   tool_event_clear(ev);
 }
 
 /* Start COMMAND when we lead and nothing stands in the way. */
 static void reconcile(runner *r) {
-  if (r->done || r->quit_signal)
+  if (r->done || r->quit_signal || r->failed)
     return;
   if (r->rejoin_at >= 0 && tool_now_ms() >= r->rejoin_at) {
     r->rejoin_at = -1;
@@ -415,6 +436,21 @@ static void reconcile(runner *r) {
   }
   if (r->leading && r->child.pid <= 0 && r->rejoin_at < 0 && !r->done)
     start_command(r);
+}
+
+/* Before each wait: keep COMMAND dead by the leadership's deadline.
+ * Returns the wait's timeout. */
+static int keep_within_lease(runner *r) {
+  int remaining =
+      r->lost || !r->leading ? 0 : zkrc_election_lease_remaining(r->e);
+  int timeout =
+      tool_child_timeout(&r->child, tool_ms_until(r->rejoin_at, -1));
+  timeout = tool_child_lease(&r->child, remaining,
+                             zkrc_session_lease_floor(r->s), &r->cli->o,
+                             timeout);
+  if (r->child.lease_ran_out)
+    r->lost = 1;
+  return timeout;
 }
 
 static int run_elected(elect_cli *cli, zkrc_session *s) {
@@ -442,7 +478,7 @@ static int run_elected(elect_cli *cli, zkrc_session *s) {
     reconcile(&r);
     if (r.done)
       break;
-    tool_wait(tool_child_timeout(&r.child, tool_ms_until(r.rejoin_at, -1)));
+    tool_wait(keep_within_lease(&r));
     tool_signal sig;
     while (tool_next_signal(&sig))
       handle_signal(&r, &sig);

@@ -221,31 +221,71 @@ static int is_stop_signal(int sig) {
   return sig == SIGINT || sig == SIGTERM || sig == SIGHUP || sig == SIGQUIT;
 }
 
+/* Why the acquisition did not succeed, as an exit status: "busy" only when
+ * another participant holds the lock; when no server answered (-n), or the
+ * wait ended while no server did (-w), 69: a cron job must not take that
+ * for "someone else is doing the work". */
+static int not_acquired_status(lock_cli *cli, zkrc_session *s, int err) {
+  int connected = zkrc_session_get_state(s) == ZKRC_SESSION_CONNECTED;
+  if (err == ZKRC_ELOCKED ||
+      (err == ZKRC_ETIMEDOUT && cli->wait_ms != ZKRC_NO_WAIT && connected)) {
+    tool_verbose("%s is held by another participant", cli->path);
+    return cli->conflict_code;
+  }
+  if (err == ZKRC_ETIMEDOUT) {
+    tool_error("no ZooKeeper server answered in time: cannot tell whether "
+               "%s is free",
+               cli->path);
+    return TOOL_EXIT_UNAVAILABLE;
+  }
+  return tool_fail("cannot acquire the lock", err);
+}
+
+/* Give up waiting: free the lock under the acquirer's mutex. */
+static void cancel_acquisition(acquirer *a) {
+  g_mutex_lock(&a->mu);
+  a->cancelled = 1;
+  zkrc_lock_free(a->lk); /* the acquirer returns ZKRC_ECANCELED */
+  a->lk = NULL;
+  g_mutex_unlock(&a->mu);
+}
+
+/* Signals while waiting: a stop signal gives up (returns 128+N); ^Z stops
+ * us; the rest are for a COMMAND that does not run yet. */
+static int signals_while_waiting(lock_cli *cli, acquirer *a) {
+  tool_signal sig;
+  tool_child none = {0};
+  while (tool_next_signal(&sig)) {
+    if (!is_stop_signal(sig.signo)) {
+      tool_child_forward(&none, &sig, &cli->o, 1);
+      continue;
+    }
+    tool_verbose("signal %s while waiting: giving up",
+                 sigabbrev_np(sig.signo));
+    cancel_acquisition(a);
+    return 128 + sig.signo;
+  }
+  return 0;
+}
+
 /* Wait for the acquiring thread's verdict while answering signals.  Returns
  * 1 with *token and *node set when the lock is held; else 0 with the exit
- * status in *status (which -E may make 0). */
-static int wait_for_lock(lock_cli *cli, acquirer *a, int64_t *token,
-                         char **node, int *status) {
+ * status in *status (which -E may make 0).  A LOST that overtook the
+ * verdict (the callback thread posts it, the acquirer its result) sets
+ * *lost_early: the hold is gone before COMMAND could start. */
+static int wait_for_lock(lock_cli *cli, zkrc_session *s, acquirer *a,
+                         int64_t *token, char **node, int *status,
+                         int *lost_early) {
   for (;;) {
     tool_wait(-1);
-    tool_signal sig;
-    while (tool_next_signal(&sig)) {
-      if (!is_stop_signal(sig.signo))
-        continue;
-      tool_verbose("signal %s while waiting: giving up",
-                   sigabbrev_np(sig.signo));
-      g_mutex_lock(&a->mu);
-      a->cancelled = 1;
-      zkrc_lock_free(a->lk); /* the acquirer returns ZKRC_ECANCELED */
-      a->lk = NULL;
-      g_mutex_unlock(&a->mu);
-      *status = 128 + sig.signo;
+    if ((*status = signals_while_waiting(cli, a)) != 0)
       return 0;
-    }
     tool_event ev;
     while (tool_next_event(&ev)) {
       if (ev.kind == TOOL_EV_SESSION && ev.code == ZKRC_SESSION_EVENT_CONNECTED)
         tool_verbose("new ZooKeeper session");
+      if (ev.kind == TOOL_EV_LOCK && ev.code == ZKRC_LOCK_LOST)
+        *lost_early = 1;
       if (ev.kind != TOOL_EV_ACQUIRED) {
         tool_event_clear(&ev);
         continue;
@@ -256,12 +296,7 @@ static int wait_for_lock(lock_cli *cli, acquirer *a, int64_t *token,
         return 1;
       }
       tool_event_clear(&ev);
-      if (ev.code == ZKRC_ELOCKED || ev.code == ZKRC_ETIMEDOUT) {
-        tool_verbose("%s is held by another participant", cli->path);
-        *status = cli->conflict_code;
-      } else {
-        *status = tool_fail("cannot acquire the lock", ev.code);
-      }
+      *status = not_acquired_status(cli, s, ev.code);
       return 0;
     }
   }
@@ -269,8 +304,54 @@ static int wait_for_lock(lock_cli *cli, acquirer *a, int64_t *token,
 
 /* ----------------------------------------------------------- supervision */
 
+typedef struct supervision {
+  lock_cli *cli;
+  zkrc_session *s;
+  tool_child child;
+  int lost;
+} supervision;
+
+/* The lock is gone: stop COMMAND (the lease check keeps the grace within
+ * the hold's last deadline). */
+static void lock_lost(supervision *sv, int reason) {
+  if (sv->lost)
+    return;
+  sv->lost = 1;
+  tool_error("lock %s lost (%s): stopping COMMAND with SIG%s", sv->cli->path,
+             zkrc_strerror(reason), sigabbrev_np(sv->cli->o.lost_signal));
+  tool_child_stop(&sv->child, sv->cli->o.lost_signal, sv->cli->o.grace_ms);
+}
+
+static void supervise_once(supervision *sv) {
+  /* The session's lease is the lock's while we hold it (our thread does
+   * not: zkrc_lock_lease_remaining is the acquiring thread's). */
+  int remaining = sv->lost ? 0 : zkrc_session_lease_remaining(sv->s);
+  int timeout = tool_child_lease(&sv->child, remaining,
+                                 zkrc_session_lease_floor(sv->s), &sv->cli->o,
+                                 tool_child_timeout(&sv->child, -1));
+  if (sv->child.lease_ran_out)
+    sv->lost = 1;
+  tool_wait(timeout);
+  tool_signal sig;
+  while (tool_next_signal(&sig)) {
+    int lease_ok = !sv->lost && zkrc_session_lease_remaining(sv->s) >
+                                    2 * TOOL_KILL_MARGIN_MS;
+    tool_child_forward(&sv->child, &sig, &sv->cli->o, lease_ok);
+  }
+  tool_event ev;
+  while (tool_next_event(&ev)) {
+    if (ev.kind == TOOL_EV_LOCK && ev.code == ZKRC_LOCK_LOST)
+      lock_lost(sv, ev.reason);
+    else if (ev.kind == TOOL_EV_LOCK)
+      tool_verbose("lock %s: %s", sv->cli->path,
+                   zkrc_lock_event_name((zkrc_lock_event)ev.code));
+    tool_event_clear(&ev);
+  }
+}
+
 /* Run COMMAND while the lock is held.  Returns zkr-lock's exit status. */
-static int run_locked(lock_cli *cli, int64_t token, const char *node) {
+static int run_locked(lock_cli *cli, zkrc_session *s, int64_t token,
+                      const char *node) {
   char *env[5];
   int k = 0;
   env[k++] = g_strdup_printf("ZKR_LOCK_PATH=%s", cli->path);
@@ -278,47 +359,19 @@ static int run_locked(lock_cli *cli, int64_t token, const char *node) {
   env[k++] = g_strdup_printf("ZKR_FENCING_TOKEN=%" PRId64, token);
   env[k++] = g_strdup_printf("ZKR_PARTICIPANT_ID=%s", cli->id);
   env[k] = NULL;
-  tool_child child;
-  int status = tool_child_start(&child, cli->command, env, &cli->o);
+  supervision sv = {.cli = cli, .s = s};
+  int status = tool_child_start(&sv.child, cli->command, env, &cli->o);
   for (int i = 0; i < k; i++)
     g_free(env[i]);
   if (status != 0)
     return status;
-  tool_verbose("running %s (pid %d)", cli->command[0], (int)child.pid);
-
-  int lost = 0;
-  while (!tool_child_poll(&child)) {
-    tool_wait(tool_child_timeout(&child, -1));
-    tool_signal sig;
-    while (tool_next_signal(&sig)) {
-      if (sig.signo == SIGCHLD)
-        continue;
-      /* From a terminal, a COMMAND in our group got it already. */
-      if (!(cli->o.foreground && sig.from_terminal))
-        tool_child_signal(&child, sig.signo);
-    }
-    tool_event ev;
-    while (tool_next_event(&ev)) {
-      if (ev.kind == TOOL_EV_LOCK && ev.code == ZKRC_LOCK_LOST && !lost) {
-        lost = 1;
-        tool_error("lock %s lost (%s): stopping COMMAND with SIG%s",
-                   cli->path, zkrc_strerror(ev.reason),
-                   sigabbrev_np(cli->o.lost_signal));
-        tool_child_stop(&child, cli->o.lost_signal, cli->o.grace_ms);
-      } else if (ev.kind == TOOL_EV_LOCK) {
-        tool_verbose("lock %s: %s", cli->path,
-                     zkrc_lock_event_name((zkrc_lock_event)ev.code));
-      }
-      tool_event_clear(&ev);
-    }
-  }
-  tool_verbose("COMMAND exited with status %d", child.status);
-  if (lost) {
-    /* Nothing COMMAND started may go on without the lock. */
-    tool_child_kill_group(&child);
-    return TOOL_EXIT_LOST;
-  }
-  return child.status;
+  tool_verbose("running %s (pid %d)", cli->command[0], (int)sv.child.pid);
+  while (!tool_child_poll(&sv.child))
+    supervise_once(&sv);
+  tool_verbose("COMMAND exited with status %d", sv.child.status);
+  /* Nothing COMMAND started may go on without the lock. */
+  tool_child_end(&sv.child, sv.lost);
+  return sv.lost ? TOOL_EXIT_LOST : sv.child.status;
 }
 
 /* ----------------------------------------------------------------- main */
@@ -340,13 +393,17 @@ static int lock_and_run(lock_cli *cli, zkrc_session *s) {
   GThread *thread = g_thread_new("zkr-lock-acquire", acquire_main, &a);
   int64_t token = 0;
   char *node = NULL;
-  int status = 0;
-  int held = wait_for_lock(cli, &a, &token, &node, &status);
+  int status = 0, lost_early = 0;
+  int held =
+      wait_for_lock(cli, s, &a, &token, &node, &status, &lost_early);
   g_thread_join(thread);
-  if (held) {
+  if (held && lost_early) {
+    tool_error("lock %s lost before COMMAND could start", cli->path);
+    status = TOOL_EXIT_LOST;
+  } else if (held) {
     tool_verbose("acquired %s: node %s, fencing token %" PRId64, cli->path,
                  node, token);
-    status = run_locked(cli, token, node);
+    status = run_locked(cli, s, token, node);
   }
   free(node);
   if (a.lk) {
