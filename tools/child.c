@@ -325,7 +325,7 @@ int tool_child_lease(tool_child *c, int remaining_ms, int floor_ms,
   }
   if (c->stop_signal == 0)
     return tool_ms_until(kill_at - grace, timeout);
-  if (c->kill_at < 0 || c->kill_at > kill_at)
+  if (!c->killed && (c->kill_at < 0 || c->kill_at > kill_at))
     c->kill_at = kill_at;
   return tool_child_timeout(c, timeout);
 }
@@ -353,6 +353,7 @@ int tool_child_poll(tool_child *c) {
                sigabbrev_np(c->stop_signal));
     tool_child_signal(c, SIGKILL);
     c->kill_at = -1;
+    c->killed = 1; /* its exit wakes us (SIGCHLD) */
   }
   return 0;
 }

@@ -194,6 +194,7 @@ typedef struct tool_child {
   int stop_signal;  /* the signal it was stopped with (0: not stopped) */
   int64_t deadline; /* the lease's last known deadline (-1: none yet) */
   int lease_ran_out; /* stopped because the lease was running out */
+  int killed;       /* SIGKILL sent: nothing more to send */
   pid_t guardian;   /* kills the group should we die (0: none) */
   int guardian_fd;  /* our end of the guardian's pipe */
 } tool_child;
