@@ -1103,10 +1103,11 @@ static int64_t wait_death_and_start(int pidfd, const char *start_file) {
 }
 
 /* The issue's first example, for @p tool: a holder connected through
- * member 0's proxy runs a ticker; a contender connected to the other
- * members waits; member 0's proxy is black-holed.  The holder's command
- * must be dead - last tick written, process gone - before the contender's
- * command starts; the holder exits 75. */
+ * member 0's proxy runs a ticker that ignores SIGTERM (default grace: 5 s);
+ * a contender connected to the other members waits; member 0's proxy is
+ * black-holed.  The holder's command must be dead - last tick written,
+ * process gone - before the contender's command starts; the holder exits
+ * 75. */
 static void partition_case(const char *tool, const char *holder_flag,
                            const char *waiter_flag) {
   zkrc_ensemble *e = zkt_ensemble();
@@ -1114,8 +1115,11 @@ static void partition_case(const char *tool, const char *holder_flag,
   char *ticks = tmp_file("ticks"), *start = tmp_file("start");
   char *others = other_members();
   zhandle_t *zh = zkt_raw_to(others);
-  char *ticker = g_strdup_printf("echo pid=$$; while :; do date +%%s%%N >> "
-                                 "'%s'; sleep 0.02; done", ticks);
+  /* Deaf to SIGTERM (its children too): only the SIGKILL due before the
+   * deadline ends it, whatever the grace period. */
+  char *ticker = g_strdup_printf("trap '' TERM; echo pid=$$; while :; do "
+                                 "date +%%s%%N >> '%s'; sleep 0.02; done",
+                                 ticks);
   const char *hold[] = {holder_flag, path, "--", "sh", "-c", ticker, NULL};
   proc *a = start_on(tool, zkrc_ensemble_member_address(e, 0), hold);
   pid_t cmd = command_pid(a);
@@ -1256,9 +1260,11 @@ static void test_lock_stop_continue(void) {
   g_free(path);
 }
 
-/* -n when the servers do not answer in time (every packet through the
- * proxy delayed: the handshake fits the session timeout, the acquisition's
- * round trips do not) is 69, not "busy", whatever -E says. */
+/* -n when the servers do not answer in time is 69, not "busy", whatever
+ * -E says.  Every packet through the proxy is delayed 700 ms each way: the
+ * handshake fits the session timeout, but the acquisition's round trips
+ * and the lease's renewals do not (the lease runs out first; an
+ * ETIMEDOUT, which the lease pre-empts, is mapped to 69 as well). */
 static void test_lock_nonblock_no_answer(void) {
   cleanup_processes();
   zkrc_ensemble *e = zkt_ensemble();
