@@ -304,6 +304,12 @@ static int fitting_grace(int grace_ms, int floor_ms) {
   return grace_ms < room ? grace_ms : room;
 }
 
+int tool_lease_allows_start(int remaining_ms, int floor_ms,
+                            const tool_options *o) {
+  int grace = fitting_grace(o->grace_ms, floor_ms);
+  return remaining_ms > grace + TOOL_KILL_MARGIN_MS;
+}
+
 int tool_child_lease(tool_child *c, int remaining_ms, int floor_ms,
                      const tool_options *o, int timeout) {
   if (c->pid <= 0)

@@ -176,8 +176,8 @@ int tool_common_option(tool_options *o, int c, const char *arg,
     o->foreground = 1;
     return 1;
   case TOOL_OPT_SERVER_TICK:
-    o->server_tick_ms =
-        tool_parse_int(arg, 1, 3600000, "the servers' tick (--server-tick, ms)");
+    o->server_tick_ms = tool_parse_int(arg, 1, 3600000,
+                                       "the servers' tick (--server-tick, ms)");
     return 1;
   }
   return 0;

@@ -238,6 +238,11 @@ void tool_child_stop(tool_child *c, int sig, int grace_ms);
 int tool_child_lease(tool_child *c, int remaining_ms, int floor_ms,
                      const tool_options *o, int timeout);
 
+/* Whether a lease with @p remaining_ms left is long enough to start
+ * COMMAND: tool_child_lease() would not stop it at once. */
+int tool_lease_allows_start(int remaining_ms, int floor_ms,
+                            const tool_options *o);
+
 /* Reap COMMAND if it has exited, and send the SIGKILL that is due.  Returns
  * 1 when COMMAND was reaped by this call (c->status is then set); call
  * tool_child_end() then. */

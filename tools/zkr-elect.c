@@ -299,6 +299,7 @@ typedef struct runner {
   int quit_signal;     /* a stop signal arrived */
   int failed;          /* the election failed: the exit status, else 0 */
   int64_t rejoin_at;   /* -1, or when to join again */
+  int64_t start_at;    /* -1, or when to look at the lease again */
   int done;            /* leave the loop with status */
   int status;
 } runner;
@@ -431,8 +432,25 @@ static void handle_event(runner *r, tool_event *ev) {
   tool_event_clear(ev);
 }
 
+/* Start COMMAND unless the lease is already too short for it (renewals
+ * late: it would be stopped at once).  Then look again every 100 ms: the
+ * lease recovers, or REVOKED comes by its deadline. */
+static void start_when_leased(runner *r) {
+  int remaining = zkrc_election_lease_remaining(r->e);
+  if (tool_lease_allows_start(remaining, zkrc_session_lease_floor(r->s),
+                              &r->cli->o)) {
+    r->start_at = -1;
+    start_command(r);
+    return;
+  }
+  tool_verbose("lease of %s too short (%d ms): COMMAND waits", r->cli->path,
+               remaining);
+  r->start_at = tool_now_ms() + 100;
+}
+
 /* Start COMMAND when we lead and nothing stands in the way. */
 static void reconcile(runner *r) {
+  r->start_at = -1; /* set again below while the lease stands in the way */
   if (r->done || r->quit_signal || r->failed)
     return;
   if (r->rejoin_at >= 0 && tool_now_ms() >= r->rejoin_at) {
@@ -444,7 +462,7 @@ static void reconcile(runner *r) {
       tool_verbose("rejoined %s", r->cli->path);
   }
   if (r->leading && r->child.pid <= 0 && r->rejoin_at < 0 && !r->done)
-    start_command(r);
+    start_when_leased(r);
 }
 
 /* Before each wait: keep COMMAND dead by the leadership's deadline.
@@ -452,8 +470,8 @@ static void reconcile(runner *r) {
 static int keep_within_lease(runner *r) {
   int remaining =
       r->lost || !r->leading ? 0 : zkrc_election_lease_remaining(r->e);
-  int timeout =
-      tool_child_timeout(&r->child, tool_ms_until(r->rejoin_at, -1));
+  int timeout = tool_ms_until(r->start_at, tool_ms_until(r->rejoin_at, -1));
+  timeout = tool_child_timeout(&r->child, timeout);
   timeout = tool_child_lease(&r->child, remaining,
                              zkrc_session_lease_floor(r->s), &r->cli->o,
                              timeout);
@@ -468,6 +486,7 @@ static int run_elected(elect_cli *cli, zkrc_session *s) {
   r.cli = cli;
   r.s = s;
   r.rejoin_at = -1;
+  r.start_at = -1;
   zkrc_election_options eo;
   zkrc_election_options_init(&eo);
   eo.participant_id = cli->id;
