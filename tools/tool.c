@@ -27,8 +27,7 @@
 #include <glib.h>
 
 #include "tool.h"
-
-extern char **environ;
+#include "runtime.h"
 
 #define DEFAULT_SERVERS "127.0.0.1:2181"
 #define DEFAULT_SESSION_TIMEOUT_MS 10000
@@ -176,6 +175,10 @@ int tool_common_option(tool_options *o, int c, const char *arg,
   case TOOL_OPT_FOREGROUND:
     o->foreground = 1;
     return 1;
+  case TOOL_OPT_SERVER_TICK:
+    o->server_tick_ms = tool_parse_int(arg, 1, 3600000,
+                                       "the servers' tick (--server-tick, ms)");
+    return 1;
   }
   return 0;
 }
@@ -232,8 +235,10 @@ static int signal_pipe[2] = {-1, -1};
 /* Library callbacks queue an event and write a byte here. */
 static int wake_pipe[2] = {-1, -1};
 
-static const int caught_signals[] = {SIGINT,  SIGTERM, SIGHUP, SIGQUIT,
-                                     SIGUSR1, SIGUSR2, SIGCHLD};
+/* SIGTSTP and SIGCONT too: ^Z and `fg' must reach COMMAND's group. */
+static const int caught_signals[] = {SIGINT,  SIGTERM, SIGHUP,  SIGQUIT,
+                                     SIGUSR1, SIGUSR2, SIGCHLD, SIGTSTP,
+                                     SIGCONT};
 #define N_CAUGHT (sizeof caught_signals / sizeof caught_signals[0])
 
 /* What COMMAND gets back: the dispositions and mask we started with (an
@@ -338,10 +343,41 @@ int tool_next_signal(tool_signal *out) {
   }
 }
 
+/* ------------------------------------------------- for child.c (runtime.h) */
+
+void tool_runtime_restore_in_child(void) {
+  for (size_t i = 0; i < N_CAUGHT; i++)
+    sigaction(caught_signals[i], &initial_actions[i], NULL);
+  sigaction(SIGPIPE, &initial_sigpipe, NULL);
+  sigprocmask(SIG_SETMASK, &initial_mask, NULL);
+}
+
+int *tool_runtime_fds_to_keep(int extra, int *count) {
+  int *keep = g_new(int, n_inherited_fds + 1);
+  memcpy(keep, inherited_fds, sizeof(int) * (size_t)n_inherited_fds);
+  keep[n_inherited_fds] = extra;
+  *count = n_inherited_fds + 1;
+  qsort(keep, (size_t)*count, sizeof(int), compare_ints);
+  return keep;
+}
+
+void tool_runtime_close_from_to(int lo, int hi) {
+  unsigned int last = hi < 0 ? ~0U : (unsigned int)hi;
+#ifdef SYS_close_range
+  if (syscall(SYS_close_range, (unsigned int)lo, last, 0) == 0)
+    return;
+#endif
+  int end = hi < 0 ? max_fd_hint - 1 : hi;
+  for (int fd = lo; fd <= end; fd++)
+    close(fd);
+}
+
 /* -------------------------------------------------------------- events */
 
-/* The running COMMAND, for the last-resort exit above. */
+/* The running COMMAND, for the last-resort exit below. */
 static tool_child *live_child;
+
+void tool_runtime_set_live_child(tool_child *c) { live_child = c; }
 
 static GMutex queue_mu;
 static GQueue event_queue = G_QUEUE_INIT;
@@ -419,6 +455,7 @@ int tool_connect(const tool_options *o, int no_reopen, zkrc_session **out) {
   so.session_timeout_ms = o->session_timeout_ms;
   so.connect_timeout_ms = o->session_timeout_ms;
   so.no_reopen = no_reopen;
+  so.server_tick_ms = o->server_tick_ms;
   zkrc_session *s = NULL;
   int err = zkrc_session_new(&s, o->servers, &so);
   if (err == ZKRC_EINVAL) {
@@ -480,222 +517,6 @@ int tool_fail(const char *what, int err) {
   default:
     return TOOL_EXIT_ZOOKEEPER;
   }
-}
-
-/* --------------------------------------------------------------- child */
-
-/* environ without the names @p env sets, then @p env. */
-static char **build_environment(char *const *env) {
-  size_t n = 0, m = 0;
-  while (environ && environ[n])
-    n++;
-  while (env && env[m])
-    m++;
-  char **out = g_new0(char *, n + m + 1);
-  size_t k = 0;
-  for (size_t i = 0; i < n; i++) {
-    int overridden = 0;
-    for (size_t j = 0; j < m && !overridden; j++) {
-      size_t len = strcspn(env[j], "=") + 1;
-      overridden = strncmp(environ[i], env[j], len) == 0;
-    }
-    if (!overridden)
-      out[k++] = environ[i];
-  }
-  for (size_t j = 0; j < m; j++)
-    out[k++] = env[j];
-  return out; /* the strings stay the caller's and environ's */
-}
-
-/* The descriptors COMMAND keeps: the inherited ones and @p extra, sorted. */
-static int *descriptors_to_keep(int extra, int *count) {
-  int *keep = g_new(int, n_inherited_fds + 1);
-  memcpy(keep, inherited_fds, sizeof(int) * (size_t)n_inherited_fds);
-  keep[n_inherited_fds] = extra;
-  *count = n_inherited_fds + 1;
-  qsort(keep, (size_t)*count, sizeof(int), compare_ints);
-  return keep;
-}
-
-/* In the child: close [lo, hi] (hi -1: to the end).  Async-signal-safe. */
-static void close_from_to(int lo, int hi) {
-  unsigned int last = hi < 0 ? ~0U : (unsigned int)hi;
-#ifdef SYS_close_range
-  if (syscall(SYS_close_range, (unsigned int)lo, last, 0) == 0)
-    return;
-#endif
-  int end = hi < 0 ? max_fd_hint - 1 : hi;
-  for (int fd = lo; fd <= end; fd++)
-    close(fd);
-}
-
-/* In the child, between fork() and exec: async-signal-safe calls only (the
- * parent has threads).  execvpe() of glibc searches PATH without malloc. */
-static void __attribute__((noreturn))
-exec_child(int own_group, const tool_options *o, pid_t parent,
-           int err_fd, const int *keep, int n_keep, char *const *argv,
-           char *const *envp) {
-  int e = 0;
-  if (own_group && setpgid(0, 0) != 0)
-    e = errno;
-  /* If we die, even by SIGKILL, COMMAND must not run on unguarded. */
-  if (e == 0 && prctl(PR_SET_PDEATHSIG, o->lost_signal) != 0)
-    e = errno;
-  if (e == 0 && getppid() != parent)
-    e = ESRCH; /* already gone */
-  for (size_t i = 0; i < N_CAUGHT; i++)
-    sigaction(caught_signals[i], &initial_actions[i], NULL);
-  sigaction(SIGPIPE, &initial_sigpipe, NULL);
-  int lo = 3;
-  for (int i = 0; i < n_keep; i++) {
-    if (keep[i] > lo)
-      close_from_to(lo, keep[i] - 1);
-    if (keep[i] + 1 > lo)
-      lo = keep[i] + 1;
-  }
-  close_from_to(lo, -1);
-  sigprocmask(SIG_SETMASK, &initial_mask, NULL);
-  if (e == 0) {
-    execvpe(argv[0], argv, envp);
-    e = errno;
-  }
-  ssize_t unused = write(err_fd, &e, sizeof e);
-  (void)unused;
-  _exit(e == ENOENT ? TOOL_EXIT_NOT_FOUND : TOOL_EXIT_CANNOT_RUN);
-}
-
-static int shell_status(int status) {
-  if (WIFEXITED(status))
-    return WEXITSTATUS(status);
-  if (WIFSIGNALED(status))
-    return 128 + WTERMSIG(status);
-  return 1;
-}
-
-/* Wait for the exec of the child: its error, or 0 once it ran. */
-static int exec_result(int fd) {
-  int e = 0;
-  ssize_t n;
-  do
-    n = read(fd, &e, sizeof e);
-  while (n < 0 && errno == EINTR);
-  return n == (ssize_t)sizeof e ? e : 0;
-}
-
-int tool_child_start(tool_child *c, char *const *argv, char *const *env,
-                     const tool_options *o) {
-  memset(c, 0, sizeof *c);
-  c->kill_at = -1;
-  int own_group = !o->foreground;
-  int errpipe[2];
-  if (pipe2(errpipe, O_CLOEXEC) != 0) {
-    tool_error("pipe: %s", strerror(errno));
-    return TOOL_EXIT_OSERR;
-  }
-  char **envp = build_environment(env);
-  int n_keep;
-  int *keep = descriptors_to_keep(errpipe[1], &n_keep);
-  pid_t parent = getpid();
-  /* No handler of ours may run in the child before it resets them. */
-  sigset_t all, saved;
-  sigfillset(&all);
-  pthread_sigmask(SIG_SETMASK, &all, &saved);
-  fflush(NULL);
-  pid_t pid = fork();
-  if (pid == 0)
-    exec_child(own_group, o, parent, errpipe[1], keep, n_keep, argv, envp);
-  int fork_errno = errno;
-  if (pid > 0 && own_group)
-    setpgid(pid, pid); /* also here: no window where kill(-pid) misses */
-  pthread_sigmask(SIG_SETMASK, &saved, NULL);
-  close(errpipe[1]);
-  g_free(keep);
-  g_free(envp);
-  if (pid < 0) {
-    close(errpipe[0]);
-    tool_error("fork: %s", strerror(fork_errno));
-    return TOOL_EXIT_OSERR;
-  }
-  int e = exec_result(errpipe[0]);
-  close(errpipe[0]);
-  if (e != 0) {
-    int status;
-    while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
-      ;
-    tool_error("cannot run %s: %s", argv[0], strerror(e));
-    return e == ENOENT ? TOOL_EXIT_NOT_FOUND : TOOL_EXIT_CANNOT_RUN;
-  }
-  c->pid = pid;
-  c->group = own_group ? pid : 0;
-  live_child = c;
-  return 0;
-}
-
-void tool_child_signal(tool_child *c, int sig) {
-  if (c->pid <= 0)
-    return;
-  if (c->group > 0 && kill(-c->group, sig) == 0)
-    return;
-  kill(c->pid, sig);
-}
-
-void tool_child_stop(tool_child *c, int sig, int grace_ms) {
-  if (c->pid <= 0)
-    return;
-  if (c->stop_signal == 0) {
-    c->stop_signal = sig;
-    c->kill_at = tool_now_ms() + grace_ms;
-  }
-  tool_child_signal(c, sig);
-}
-
-int tool_child_poll(tool_child *c) {
-  if (c->pid <= 0)
-    return 0;
-  int status;
-  pid_t r = waitpid(c->pid, &status, WNOHANG);
-  if (r == c->pid) {
-    c->status = shell_status(status);
-    c->pid = 0;
-    c->kill_at = -1;
-    return 1;
-  }
-  if (r < 0 && errno != EINTR) {
-    tool_error("waitpid: %s", strerror(errno));
-    c->status = TOOL_EXIT_OSERR;
-    c->pid = 0;
-    return 1;
-  }
-  if (c->kill_at >= 0 && tool_now_ms() >= c->kill_at) {
-    tool_error("COMMAND still running %s after signal %s: sending SIGKILL",
-               c->group > 0 ? "(or its process group)" : "",
-               sigabbrev_np(c->stop_signal));
-    tool_child_signal(c, SIGKILL);
-    c->kill_at = -1;
-  }
-  return 0;
-}
-
-int tool_child_timeout(const tool_child *c, int timeout) {
-  if (c->pid <= 0 || c->kill_at < 0)
-    return timeout;
-  return tool_ms_until(c->kill_at, timeout);
-}
-
-void tool_child_kill_group(tool_child *c) {
-  if (c->group > 0)
-    kill(-c->group, SIGKILL); /* ESRCH: nothing was left */
-}
-
-void tool_child_kill_and_reap(tool_child *c) {
-  if (c == NULL || c->pid <= 0)
-    return;
-  tool_child_signal(c, SIGKILL);
-  int status;
-  while (waitpid(c->pid, &status, 0) < 0 && errno == EINTR)
-    ;
-  c->status = shell_status(status);
-  c->pid = 0;
 }
 
 /* ------------------------------------------------------------ watching */

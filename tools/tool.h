@@ -46,12 +46,15 @@ typedef struct tool_options {
   int lost_signal;        /* -k: sent to COMMAND when the lock is lost */
   int grace_ms;           /* -g: then SIGKILL after this long */
   int foreground;         /* --foreground: COMMAND in our process group */
+  int server_tick_ms;     /* --server-tick: the servers' tickTime (0: the
+                             library's assumption) */
 } tool_options;
 
 /* Long-only option values, above any short option character. */
 enum {
   TOOL_OPT_ID = 256,
   TOOL_OPT_FOREGROUND,
+  TOOL_OPT_SERVER_TICK,
   TOOL_OPT_FIRST_FREE /* the tools number theirs from here */
 };
 
@@ -66,7 +69,8 @@ enum {
       {"help", no_argument, NULL, 'h'},                                       \
       {"version", no_argument, NULL, 'V'},                                    \
       {"id", required_argument, NULL, TOOL_OPT_ID},                           \
-      {"foreground", no_argument, NULL, TOOL_OPT_FOREGROUND}
+      {"foreground", no_argument, NULL, TOOL_OPT_FOREGROUND},                 \
+      {"server-tick", required_argument, NULL, TOOL_OPT_SERVER_TICK}
 
 /* Set the program name (for messages) and the defaults. */
 void tool_options_init(tool_options *o, const char *program);
@@ -177,40 +181,79 @@ int tool_fail(const char *what, int err);
 
 /* --------------------------------------------------------------- child */
 
-/* COMMAND under supervision. */
+/* How long before the lease's deadline COMMAND gets SIGKILL: room for our
+ * own wake-up and for the kernel to end the group before the deadline. */
+#define TOOL_KILL_MARGIN_MS 50
+
+/* COMMAND under supervision (tools/child.c). */
 typedef struct tool_child {
   pid_t pid;        /* 0 when not running (or reaped) */
   pid_t group;      /* its process group, when it has its own; else 0 */
   int status;       /* once reaped: its status as a shell reports it */
   int64_t kill_at;  /* stopping: when to send SIGKILL (-1: not stopping) */
   int stop_signal;  /* the signal it was stopped with (0: not stopped) */
+  int64_t deadline; /* the lease's last known deadline (-1: none yet) */
+  int lease_ran_out; /* stopped because the lease was running out */
+  int killed;       /* SIGKILL sent: nothing more to send */
+  pid_t guardian;   /* kills the group should we die (0: none) */
+  int guardian_fd;  /* our end of the guardian's pipe */
 } tool_child;
 
 /* Start argv[0] (PATH searched) with the environment plus @p env
  * ("NAME=value" strings, NULL-terminated; overriding).  The child gets
  * @p o->lost_signal if this process dies (Linux parent-death signal), and
- * only the file descriptors this program inherited.  Returns 0, or the exit
- * status to leave with after a message (TOOL_EXIT_NOT_FOUND,
- * TOOL_EXIT_CANNOT_RUN, TOOL_EXIT_OSERR). */
+ * unless --foreground a guardian process in its group SIGKILLs the whole
+ * group then.  COMMAND gets only the file descriptors this program
+ * inherited.  Returns 0, or the exit status to leave with after a message
+ * (TOOL_EXIT_NOT_FOUND, TOOL_EXIT_CANNOT_RUN, TOOL_EXIT_OSERR). */
 int tool_child_start(tool_child *c, char *const *argv, char *const *env,
                      const tool_options *o);
 
 /* Send @p sig to COMMAND (its whole process group unless --foreground). */
 void tool_child_signal(tool_child *c, int sig);
 
+/* Pass a caught signal on to COMMAND, as flock(1) users expect: SIGCHLD
+ * not; a terminal's signal not when COMMAND shares our group (it got it);
+ * SIGCONT only while @p lease_ok (else COMMAND stays stopped until the
+ * lease check kills it).  SIGTSTP then stops this process too, so that a
+ * shell sees the job stopped.  Works without a COMMAND too. */
+void tool_child_forward(tool_child *c, const tool_signal *sig,
+                        const tool_options *o, int lease_ok);
+
+/* Stop this process (SIGSTOP), as ^Z would. */
+void tool_stop_self(void);
+
 /* Stop COMMAND: @p sig now, SIGKILL after @p grace_ms if it is still
  * running.  Does not wait. */
 void tool_child_stop(tool_child *c, int sig, int grace_ms);
 
+/* Keep COMMAND dead by the lease's deadline.  Call before every wait with
+ * @p remaining_ms, the library's remaining lease of the hold (0 once it is
+ * lost: then its last deadline stands), and the session's lease floor.
+ * With the grace period (-g) shortened to fit below the floor, COMMAND gets
+ * the lost signal when the grace would end TOOL_KILL_MARGIN_MS before the
+ * deadline, and SIGKILL at that moment at the latest (also when it is
+ * being stopped for another reason).  Returns @p timeout (-1: none) min'ed
+ * with the time until the next step is due. */
+int tool_child_lease(tool_child *c, int remaining_ms, int floor_ms,
+                     const tool_options *o, int timeout);
+
+/* Whether a lease with @p remaining_ms left is long enough to start
+ * COMMAND: tool_child_lease() would not stop it at once. */
+int tool_lease_allows_start(int remaining_ms, int floor_ms,
+                            const tool_options *o);
+
 /* Reap COMMAND if it has exited, and send the SIGKILL that is due.  Returns
- * 1 when COMMAND was reaped by this call (c->status is then set). */
+ * 1 when COMMAND was reaped by this call (c->status is then set); call
+ * tool_child_end() then. */
 int tool_child_poll(tool_child *c);
 
 /* Poll timeout contribution of a stopping child (-1: none). */
 int tool_child_timeout(const tool_child *c, int timeout);
 
-/* Kill what is left of COMMAND's process group (after the lock was lost). */
-void tool_child_kill_group(tool_child *c);
+/* After COMMAND was reaped: SIGKILL what is left of its process group when
+ * @p kill_rest (the hold was lost), dismiss and reap its guardian. */
+void tool_child_end(tool_child *c, int kill_rest);
 
 /* Last resort before exiting: SIGKILL COMMAND (and its group) and reap it. */
 void tool_child_kill_and_reap(tool_child *c);

@@ -35,10 +35,15 @@ static const char usage_text[] =
     "Curator's LeaderLatch) and run COMMAND whenever this participant leads.\n"
     "\n"
     "When leadership is lost while COMMAND runs (the ZooKeeper session expired\n"
-    "or was presumed lost, or our node was deleted), COMMAND gets the lost\n"
+    "or its lease ran out, or our node was deleted), COMMAND gets the lost\n"
     "signal (SIGTERM), then SIGKILL after the grace period; zkr-elect then\n"
     "waits to be elected again (it rejoins by itself) and runs COMMAND anew,\n"
-    "or with --once exits with status 75.\n"
+    "or with --once exits with status 75.  COMMAND is dead by the lease's\n"
+    "deadline, before anyone else can be elected: SIGKILL 50 ms before it,\n"
+    "the lost signal so that the grace period (shortened to fit below the\n"
+    "lease floor) ends then.  Time zkr-elect spends stopped counts against\n"
+    "the lease.  When the election fails for good (not authorized, ...),\n"
+    "zkr-elect exits with status 76.\n"
     "\n"
     "When COMMAND exits by itself while leading, zkr-elect steps down: it\n"
     "leaves the election so that another participant takes over, rejoins after\n"
@@ -49,10 +54,11 @@ static const char usage_text[] =
     "SIGINT, SIGTERM, SIGHUP and SIGQUIT stop zkr-elect: they are passed on to\n"
     "a running COMMAND, and once it has exited zkr-elect leaves the election\n"
     "(the next participant is elected at once) and exits with COMMAND's\n"
-    "status; with no COMMAND running it exits with 128+N.  SIGUSR1 and\n"
-    "SIGUSR2 are passed on to COMMAND.  COMMAND runs in a process group of its\n"
-    "own unless --foreground; should zkr-elect die, COMMAND gets the lost\n"
-    "signal.\n"
+    "status; with no COMMAND running it exits with 128+N.  SIGUSR1, SIGUSR2,\n"
+    "SIGTSTP (then zkr-elect stops too) and SIGCONT are passed on to\n"
+    "COMMAND.  COMMAND runs in a process group of its own unless\n"
+    "--foreground; should zkr-elect die, COMMAND gets the lost signal and a\n"
+    "guardian process SIGKILLs its whole process group.\n"
     "\n"
     "  --leader   print the current leader's id and exit (status 3 when there\n"
     "             is none)\n"
@@ -74,7 +80,10 @@ static const char usage_text[] =
     "                             long before rejoining (default 1)\n"
     "  -k, --lost-signal SIGNAL   signal COMMAND gets when leadership is lost\n"
     "                             (name or number; default TERM)\n"
-    "  -g, --grace SECONDS        then SIGKILL after this long (default 5)\n"
+    "  -g, --grace SECONDS        then SIGKILL after this long (default 5;\n"
+    "                             shortened to fit the lease)\n"
+    "      --server-tick MS       the servers' tickTime, for the lease\n"
+    "                             (default 2000, at most half of -t)\n"
     "      --foreground           keep COMMAND in zkr-elect's process group\n"
     "  -v, --verbose              report progress on stderr, including the\n"
     "                             session id and password (hex)\n"
@@ -102,7 +111,7 @@ static const char usage_text[] =
     "  71   a system call failed (fork, pipe, ...)\n"
     "  74   writing standard output failed (--leader, --watch)\n"
     "  75   --once: leadership was lost while COMMAND ran\n"
-    "  76   ZooKeeper refused or failed\n"
+    "  76   ZooKeeper refused or failed; the election failed for good\n"
     "  126  COMMAND could not be run; 127 COMMAND was not found\n"
     "  128+N  stopped by signal N while COMMAND was not running\n";
 
@@ -288,7 +297,9 @@ typedef struct runner {
   tool_child child;    /* child.pid > 0 while COMMAND runs */
   int lost;            /* COMMAND is being stopped: leadership lost */
   int quit_signal;     /* a stop signal arrived */
+  int failed;          /* the election failed: the exit status, else 0 */
   int64_t rejoin_at;   /* -1, or when to join again */
+  int64_t start_at;    /* -1, or when to look at the lease again */
   int done;            /* leave the loop with status */
   int status;
 } runner;
@@ -327,9 +338,13 @@ static void step_down(runner *r, int command_status) {
 static void command_exited(runner *r) {
   int status = r->child.status;
   tool_verbose("COMMAND exited with status %d", status);
+  tool_child_end(&r->child, r->lost); /* after a loss nothing may run on */
+  if (r->failed) {
+    finish(r, r->failed);
+    return;
+  }
   if (r->lost) {
     r->lost = 0;
-    tool_child_kill_group(&r->child); /* nothing of it may run on */
     if (r->cli->once)
       finish(r, TOOL_EXIT_LOST);
     else if (r->quit_signal)
@@ -363,17 +378,37 @@ static void start_command(runner *r) {
 }
 
 static void handle_signal(runner *r, const tool_signal *sig) {
-  if (sig->signo == SIGCHLD)
-    return;
   int running = r->child.pid > 0;
   if (is_stop_signal(sig->signo) && !r->quit_signal) {
     r->quit_signal = sig->signo;
     if (!running)
       finish(r, 128 + sig->signo);
   }
-  /* From a terminal, a COMMAND in our group got it already. */
-  if (running && !(r->cli->o.foreground && sig->from_terminal))
-    tool_child_signal(&r->child, sig->signo);
+  int lease_ok = !r->lost && zkrc_election_lease_remaining(r->e) >
+                                 2 * TOOL_KILL_MARGIN_MS;
+  tool_child_forward(&r->child, sig, &r->cli->o, lease_ok);
+}
+
+/* Leadership is gone: stop COMMAND, also after a stop signal was passed
+ * on (it may ignore that one). */
+static void leadership_lost(runner *r, int reason) {
+  r->leading = 0;
+  if (r->child.pid <= 0 || r->lost)
+    return;
+  r->lost = 1;
+  tool_error("leadership of %s lost (%s): stopping COMMAND with SIG%s",
+             r->cli->path, zkrc_strerror(reason),
+             sigabbrev_np(r->cli->o.lost_signal));
+  tool_child_stop(&r->child, r->cli->o.lost_signal, r->cli->o.grace_ms);
+}
+
+/* Taking part ended for good (not authorized, ...): exit 76 once COMMAND
+ * (stopped by the REVOKED before) is gone. */
+static void election_failed(runner *r, int reason) {
+  leadership_lost(r, reason);
+  r->failed = tool_fail("the election failed", reason);
+  if (r->child.pid <= 0)
+    finish(r, r->failed);
 }
 
 static void handle_event(runner *r, tool_event *ev) {
@@ -387,23 +422,36 @@ static void handle_event(runner *r, tool_event *ev) {
     g_free(r->node);
     r->node = ev->node;
     ev->node = NULL;
+  } else if (ev->kind == TOOL_EV_ELECTION &&
+             ev->code == ZKRC_ELECTION_FAILED) {
+    election_failed(r, ev->reason);
   } else if (ev->kind == TOOL_EV_ELECTION) {
     tool_verbose("revoked: %s", zkrc_strerror(ev->reason));
-    r->leading = 0;
-    if (r->child.pid > 0 && !r->lost && !r->quit_signal) {
-      r->lost = 1;
-      tool_error("leadership of %s lost (%s): stopping COMMAND with SIG%s",
-                 r->cli->path, zkrc_strerror(ev->reason),
-                 sigabbrev_np(r->cli->o.lost_signal));
-      tool_child_stop(&r->child, r->cli->o.lost_signal, r->cli->o.grace_ms);
-    }
+    leadership_lost(r, ev->reason);
   }
   tool_event_clear(ev);
 }
 
+/* Start COMMAND unless the lease is already too short for it (renewals
+ * late: it would be stopped at once).  Then look again every 100 ms: the
+ * lease recovers, or REVOKED comes by its deadline. */
+static void start_when_leased(runner *r) {
+  int remaining = zkrc_election_lease_remaining(r->e);
+  if (tool_lease_allows_start(remaining, zkrc_session_lease_floor(r->s),
+                              &r->cli->o)) {
+    r->start_at = -1;
+    start_command(r);
+    return;
+  }
+  tool_verbose("lease of %s too short (%d ms): COMMAND waits", r->cli->path,
+               remaining);
+  r->start_at = tool_now_ms() + 100;
+}
+
 /* Start COMMAND when we lead and nothing stands in the way. */
 static void reconcile(runner *r) {
-  if (r->done || r->quit_signal)
+  r->start_at = -1; /* set again below while the lease stands in the way */
+  if (r->done || r->quit_signal || r->failed)
     return;
   if (r->rejoin_at >= 0 && tool_now_ms() >= r->rejoin_at) {
     r->rejoin_at = -1;
@@ -414,7 +462,22 @@ static void reconcile(runner *r) {
       tool_verbose("rejoined %s", r->cli->path);
   }
   if (r->leading && r->child.pid <= 0 && r->rejoin_at < 0 && !r->done)
-    start_command(r);
+    start_when_leased(r);
+}
+
+/* Before each wait: keep COMMAND dead by the leadership's deadline.
+ * Returns the wait's timeout. */
+static int keep_within_lease(runner *r) {
+  int remaining =
+      r->lost || !r->leading ? 0 : zkrc_election_lease_remaining(r->e);
+  int timeout = tool_ms_until(r->start_at, tool_ms_until(r->rejoin_at, -1));
+  timeout = tool_child_timeout(&r->child, timeout);
+  timeout = tool_child_lease(&r->child, remaining,
+                             zkrc_session_lease_floor(r->s), &r->cli->o,
+                             timeout);
+  if (r->child.lease_ran_out)
+    r->lost = 1;
+  return timeout;
 }
 
 static int run_elected(elect_cli *cli, zkrc_session *s) {
@@ -423,6 +486,7 @@ static int run_elected(elect_cli *cli, zkrc_session *s) {
   r.cli = cli;
   r.s = s;
   r.rejoin_at = -1;
+  r.start_at = -1;
   zkrc_election_options eo;
   zkrc_election_options_init(&eo);
   eo.participant_id = cli->id;
@@ -442,7 +506,7 @@ static int run_elected(elect_cli *cli, zkrc_session *s) {
     reconcile(&r);
     if (r.done)
       break;
-    tool_wait(tool_child_timeout(&r.child, tool_ms_until(r.rejoin_at, -1)));
+    tool_wait(keep_within_lease(&r));
     tool_signal sig;
     while (tool_next_signal(&sig))
       handle_signal(&r, &sig);

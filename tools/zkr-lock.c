@@ -36,19 +36,24 @@ static const char usage_text[] =
     "COMMAND while holding it, release it when COMMAND exits, and exit with\n"
     "COMMAND's status (128+N when it was killed by signal N).\n"
     "\n"
-    "If the lock is lost while COMMAND runs (the ZooKeeper session expired or\n"
-    "was presumed lost after being disconnected for the session timeout, or\n"
-    "the lock node was deleted), COMMAND gets the lost signal (SIGTERM), then\n"
-    "SIGKILL after the grace period, and zkr-lock exits with status 75.\n"
-    "SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1 and SIGUSR2 are passed on to\n"
-    "COMMAND; the lock is released when it exits.  Before the lock is held,\n"
-    "SIGINT, SIGTERM, SIGHUP and SIGQUIT give up waiting (status 128+N).\n"
+    "If the lock is lost while COMMAND runs (the ZooKeeper session expired,\n"
+    "its lease ran out, or the lock node was deleted), COMMAND gets the lost\n"
+    "signal (SIGTERM), then SIGKILL after the grace period, and zkr-lock\n"
+    "exits with status 75.  COMMAND is dead by the lease's deadline, before\n"
+    "anyone else can get the lock: SIGKILL 50 ms before it, the lost signal\n"
+    "so that the grace period (shortened to fit below the lease floor) ends\n"
+    "then.  Time zkr-lock spends stopped counts against the lease.\n"
+    "SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGTSTP (then\n"
+    "zkr-lock stops too) and SIGCONT are passed on to COMMAND; the lock is\n"
+    "released when it exits.  Before the lock is held, SIGINT, SIGTERM,\n"
+    "SIGHUP and SIGQUIT give up waiting (status 128+N).\n"
     "\n"
     "COMMAND runs in a process group of its own, so that signals reach\n"
     "everything it starts; a terminal's ^C reaches zkr-lock, which passes it\n"
     "on.  With --foreground it stays in zkr-lock's group instead (for\n"
     "commands that read the terminal); then only COMMAND itself is signalled\n"
-    "on loss.  Should zkr-lock itself die, COMMAND gets the lost signal.\n"
+    "on loss.  Should zkr-lock itself die, COMMAND gets the lost signal, and\n"
+    "a guardian process SIGKILLs its whole process group.\n"
     "\n"
     "Options (before LOCKPATH):\n"
     "  -s, --servers HOSTS        ZooKeeper servers, host:port[,host:port...]\n"
@@ -65,7 +70,10 @@ static const char usage_text[] =
     "                             (-n, -w), 0 to 255 (default 1)\n"
     "  -k, --lost-signal SIGNAL   signal COMMAND gets when the lock is lost\n"
     "                             (name or number; default TERM)\n"
-    "  -g, --grace SECONDS        then SIGKILL after this long (default 5)\n"
+    "  -g, --grace SECONDS        then SIGKILL after this long (default 5;\n"
+    "                             shortened to fit the lease)\n"
+    "      --server-tick MS       the servers' tickTime, for the lease\n"
+    "                             (default 2000, at most half of -t)\n"
     "      --id ID                participant id stored in the lock node\n"
     "                             (default HOSTNAME:PID)\n"
     "      --foreground           keep COMMAND in zkr-lock's process group\n"
@@ -90,10 +98,12 @@ static const char usage_text[] =
     "\n"
     "Exit status:\n"
     "  COMMAND's status, or 128+N when it was killed by signal N\n"
-    "  1    the lock was not acquired (-n, -w); see -E\n"
+    "  1    the lock is busy (-n), or was not acquired within -w while the\n"
+    "       servers answered; see -E\n"
     "  2    bad usage\n"
     "  65   invalid LOCKPATH\n"
-    "  69   no ZooKeeper server answered within the session timeout\n"
+    "  69   no ZooKeeper server answered within the session timeout (also\n"
+    "       with -n: no answer is not \"busy\")\n"
     "  71   a system call failed (fork, pipe, ...)\n"
     "  74   writing standard output failed (--holders)\n"
     "  75   the lock was lost while COMMAND ran\n"
@@ -221,31 +231,71 @@ static int is_stop_signal(int sig) {
   return sig == SIGINT || sig == SIGTERM || sig == SIGHUP || sig == SIGQUIT;
 }
 
+/* Why the acquisition did not succeed, as an exit status: "busy" only when
+ * another participant holds the lock; when no server answered (-n), or the
+ * wait ended while no server did (-w), 69: a cron job must not take that
+ * for "someone else is doing the work". */
+static int not_acquired_status(lock_cli *cli, zkrc_session *s, int err) {
+  int connected = zkrc_session_get_state(s) == ZKRC_SESSION_CONNECTED;
+  if (err == ZKRC_ELOCKED ||
+      (err == ZKRC_ETIMEDOUT && cli->wait_ms != ZKRC_NO_WAIT && connected)) {
+    tool_verbose("%s is held by another participant", cli->path);
+    return cli->conflict_code;
+  }
+  if (err == ZKRC_ETIMEDOUT) {
+    tool_error("no ZooKeeper server answered in time: cannot tell whether "
+               "%s is free",
+               cli->path);
+    return TOOL_EXIT_UNAVAILABLE;
+  }
+  return tool_fail("cannot acquire the lock", err);
+}
+
+/* Give up waiting: free the lock under the acquirer's mutex. */
+static void cancel_acquisition(acquirer *a) {
+  g_mutex_lock(&a->mu);
+  a->cancelled = 1;
+  zkrc_lock_free(a->lk); /* the acquirer returns ZKRC_ECANCELED */
+  a->lk = NULL;
+  g_mutex_unlock(&a->mu);
+}
+
+/* Signals while waiting: a stop signal gives up (returns 128+N); ^Z stops
+ * us; the rest are for a COMMAND that does not run yet. */
+static int signals_while_waiting(lock_cli *cli, acquirer *a) {
+  tool_signal sig;
+  tool_child none = {0};
+  while (tool_next_signal(&sig)) {
+    if (!is_stop_signal(sig.signo)) {
+      tool_child_forward(&none, &sig, &cli->o, 1);
+      continue;
+    }
+    tool_verbose("signal %s while waiting: giving up",
+                 sigabbrev_np(sig.signo));
+    cancel_acquisition(a);
+    return 128 + sig.signo;
+  }
+  return 0;
+}
+
 /* Wait for the acquiring thread's verdict while answering signals.  Returns
  * 1 with *token and *node set when the lock is held; else 0 with the exit
- * status in *status (which -E may make 0). */
-static int wait_for_lock(lock_cli *cli, acquirer *a, int64_t *token,
-                         char **node, int *status) {
+ * status in *status (which -E may make 0).  A LOST that overtook the
+ * verdict (the callback thread posts it, the acquirer its result) sets
+ * *lost_early: the hold is gone before COMMAND could start. */
+static int wait_for_lock(lock_cli *cli, zkrc_session *s, acquirer *a,
+                         int64_t *token, char **node, int *status,
+                         int *lost_early) {
   for (;;) {
     tool_wait(-1);
-    tool_signal sig;
-    while (tool_next_signal(&sig)) {
-      if (!is_stop_signal(sig.signo))
-        continue;
-      tool_verbose("signal %s while waiting: giving up",
-                   sigabbrev_np(sig.signo));
-      g_mutex_lock(&a->mu);
-      a->cancelled = 1;
-      zkrc_lock_free(a->lk); /* the acquirer returns ZKRC_ECANCELED */
-      a->lk = NULL;
-      g_mutex_unlock(&a->mu);
-      *status = 128 + sig.signo;
+    if ((*status = signals_while_waiting(cli, a)) != 0)
       return 0;
-    }
     tool_event ev;
     while (tool_next_event(&ev)) {
       if (ev.kind == TOOL_EV_SESSION && ev.code == ZKRC_SESSION_EVENT_CONNECTED)
         tool_verbose("new ZooKeeper session");
+      if (ev.kind == TOOL_EV_LOCK && ev.code == ZKRC_LOCK_LOST)
+        *lost_early = 1;
       if (ev.kind != TOOL_EV_ACQUIRED) {
         tool_event_clear(&ev);
         continue;
@@ -256,12 +306,7 @@ static int wait_for_lock(lock_cli *cli, acquirer *a, int64_t *token,
         return 1;
       }
       tool_event_clear(&ev);
-      if (ev.code == ZKRC_ELOCKED || ev.code == ZKRC_ETIMEDOUT) {
-        tool_verbose("%s is held by another participant", cli->path);
-        *status = cli->conflict_code;
-      } else {
-        *status = tool_fail("cannot acquire the lock", ev.code);
-      }
+      *status = not_acquired_status(cli, s, ev.code);
       return 0;
     }
   }
@@ -269,8 +314,54 @@ static int wait_for_lock(lock_cli *cli, acquirer *a, int64_t *token,
 
 /* ----------------------------------------------------------- supervision */
 
+typedef struct supervision {
+  lock_cli *cli;
+  zkrc_session *s;
+  tool_child child;
+  int lost;
+} supervision;
+
+/* The lock is gone: stop COMMAND (the lease check keeps the grace within
+ * the hold's last deadline). */
+static void lock_lost(supervision *sv, int reason) {
+  if (sv->lost)
+    return;
+  sv->lost = 1;
+  tool_error("lock %s lost (%s): stopping COMMAND with SIG%s", sv->cli->path,
+             zkrc_strerror(reason), sigabbrev_np(sv->cli->o.lost_signal));
+  tool_child_stop(&sv->child, sv->cli->o.lost_signal, sv->cli->o.grace_ms);
+}
+
+static void supervise_once(supervision *sv) {
+  /* The session's lease is the lock's while we hold it (our thread does
+   * not: zkrc_lock_lease_remaining is the acquiring thread's). */
+  int remaining = sv->lost ? 0 : zkrc_session_lease_remaining(sv->s);
+  int timeout = tool_child_lease(&sv->child, remaining,
+                                 zkrc_session_lease_floor(sv->s), &sv->cli->o,
+                                 tool_child_timeout(&sv->child, -1));
+  if (sv->child.lease_ran_out)
+    sv->lost = 1;
+  tool_wait(timeout);
+  tool_signal sig;
+  while (tool_next_signal(&sig)) {
+    int lease_ok = !sv->lost && zkrc_session_lease_remaining(sv->s) >
+                                    2 * TOOL_KILL_MARGIN_MS;
+    tool_child_forward(&sv->child, &sig, &sv->cli->o, lease_ok);
+  }
+  tool_event ev;
+  while (tool_next_event(&ev)) {
+    if (ev.kind == TOOL_EV_LOCK && ev.code == ZKRC_LOCK_LOST)
+      lock_lost(sv, ev.reason);
+    else if (ev.kind == TOOL_EV_LOCK)
+      tool_verbose("lock %s: %s", sv->cli->path,
+                   zkrc_lock_event_name((zkrc_lock_event)ev.code));
+    tool_event_clear(&ev);
+  }
+}
+
 /* Run COMMAND while the lock is held.  Returns zkr-lock's exit status. */
-static int run_locked(lock_cli *cli, int64_t token, const char *node) {
+static int run_locked(lock_cli *cli, zkrc_session *s, int64_t token,
+                      const char *node) {
   char *env[5];
   int k = 0;
   env[k++] = g_strdup_printf("ZKR_LOCK_PATH=%s", cli->path);
@@ -278,47 +369,19 @@ static int run_locked(lock_cli *cli, int64_t token, const char *node) {
   env[k++] = g_strdup_printf("ZKR_FENCING_TOKEN=%" PRId64, token);
   env[k++] = g_strdup_printf("ZKR_PARTICIPANT_ID=%s", cli->id);
   env[k] = NULL;
-  tool_child child;
-  int status = tool_child_start(&child, cli->command, env, &cli->o);
+  supervision sv = {.cli = cli, .s = s};
+  int status = tool_child_start(&sv.child, cli->command, env, &cli->o);
   for (int i = 0; i < k; i++)
     g_free(env[i]);
   if (status != 0)
     return status;
-  tool_verbose("running %s (pid %d)", cli->command[0], (int)child.pid);
-
-  int lost = 0;
-  while (!tool_child_poll(&child)) {
-    tool_wait(tool_child_timeout(&child, -1));
-    tool_signal sig;
-    while (tool_next_signal(&sig)) {
-      if (sig.signo == SIGCHLD)
-        continue;
-      /* From a terminal, a COMMAND in our group got it already. */
-      if (!(cli->o.foreground && sig.from_terminal))
-        tool_child_signal(&child, sig.signo);
-    }
-    tool_event ev;
-    while (tool_next_event(&ev)) {
-      if (ev.kind == TOOL_EV_LOCK && ev.code == ZKRC_LOCK_LOST && !lost) {
-        lost = 1;
-        tool_error("lock %s lost (%s): stopping COMMAND with SIG%s",
-                   cli->path, zkrc_strerror(ev.reason),
-                   sigabbrev_np(cli->o.lost_signal));
-        tool_child_stop(&child, cli->o.lost_signal, cli->o.grace_ms);
-      } else if (ev.kind == TOOL_EV_LOCK) {
-        tool_verbose("lock %s: %s", cli->path,
-                     zkrc_lock_event_name((zkrc_lock_event)ev.code));
-      }
-      tool_event_clear(&ev);
-    }
-  }
-  tool_verbose("COMMAND exited with status %d", child.status);
-  if (lost) {
-    /* Nothing COMMAND started may go on without the lock. */
-    tool_child_kill_group(&child);
-    return TOOL_EXIT_LOST;
-  }
-  return child.status;
+  tool_verbose("running %s (pid %d)", cli->command[0], (int)sv.child.pid);
+  while (!tool_child_poll(&sv.child))
+    supervise_once(&sv);
+  tool_verbose("COMMAND exited with status %d", sv.child.status);
+  /* Nothing COMMAND started may go on without the lock. */
+  tool_child_end(&sv.child, sv.lost);
+  return sv.lost ? TOOL_EXIT_LOST : sv.child.status;
 }
 
 /* ----------------------------------------------------------------- main */
@@ -340,13 +403,17 @@ static int lock_and_run(lock_cli *cli, zkrc_session *s) {
   GThread *thread = g_thread_new("zkr-lock-acquire", acquire_main, &a);
   int64_t token = 0;
   char *node = NULL;
-  int status = 0;
-  int held = wait_for_lock(cli, &a, &token, &node, &status);
+  int status = 0, lost_early = 0;
+  int held =
+      wait_for_lock(cli, s, &a, &token, &node, &status, &lost_early);
   g_thread_join(thread);
-  if (held) {
+  if (held && lost_early) {
+    tool_error("lock %s lost before COMMAND could start", cli->path);
+    status = TOOL_EXIT_LOST;
+  } else if (held) {
     tool_verbose("acquired %s: node %s, fencing token %" PRId64, cli->path,
                  node, token);
-    status = run_locked(cli, token, node);
+    status = run_locked(cli, s, token, node);
   }
   free(node);
   if (a.lk) {
