@@ -22,7 +22,7 @@
  * In an election run (chaosworker ... elect), ELECTED is logged as
  * "ACQ <n> ZKRC_OK <token> 0 0" (n counts the leaderships), REVOKED as
  * "LOCKEVENT lost <reason> <token> <zk>" and a resignation as REL, so that
- * one checker (chaos_check.c) reads both kinds of run.
+ * one checker (chaos_log.c, holds.c) reads both kinds of run.
  * The value a worker writes is "w<instance>.<hold>.<k>", which is how the
  * store's journal lines are matched to the writes.
  */

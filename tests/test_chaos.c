@@ -17,7 +17,7 @@
  *  3. the journal and the workers agree: each OK / REFUSED a worker saw is
  *     in the journal, and each journal entry names a hold that had that
  *     token;
- *  4. held means held (chaos_check.h states the rule): two holds overlapped
+ *  4. held means held (holds.h states the rule): two holds overlapped
  *     in time only when the earlier holder was frozen or its session was
  *     closed by the operator; a holder partitioned from the ensemble, whose
  *     session the servers expired or whose member died or froze, was told
@@ -59,7 +59,7 @@
 #include <glib/gstdio.h>
 
 #include "chaos.h"
-#include "chaos_check.h"
+#include "chaos_log.h"
 #include "testutil.h"
 
 #define WORKER TOP_BUILDDIR "/tests/chaosworker"
@@ -113,7 +113,7 @@ static const fault_kind round_kinds[] = {
 #define ROUND_LEN ((int)(sizeof round_kinds / sizeof round_kinds[0]))
 
 /* What happened to a worker instance, from the schedule's side. */
-typedef chaos_span span;
+typedef zkt_span span;
 
 /* --------------------------------------------------------------- state */
 
@@ -547,7 +547,7 @@ static gboolean inject(fault_kind kind) {
     /* An operator action, not a failure: the session is taken over with
      * its password and closed, which the servers carry out at once - the
      * holder's lease cannot cover that, so the checker excuses it
-     * (chaos_check.h). */
+     * (holds.h). */
     note("expire-holder: expire the session of w%d (token %" PRId64 ")",
          w->instance, C.slots[w->instance].token);
     span x = {w->instance, chaos_now_us(), 0};
@@ -688,7 +688,7 @@ typedef struct wrec { /* a write as the worker saw it */
 } wrec;
 
 typedef struct worker_log {
-  GArray *holds;  /* of chaos_hold */
+  GArray *holds;  /* of zkt_hold */
   GArray *writes; /* of wrec */
 } worker_log;
 
@@ -732,7 +732,7 @@ static int64_t kill_time(int instance) {
 /* The holds (chaos_log_holds) and, for the other checks, the writes and
  * the durations of every step. */
 static void parse_worker(worker *w, worker_log *wl) {
-  wl->holds = g_array_new(FALSE, TRUE, sizeof(chaos_hold));
+  wl->holds = g_array_new(FALSE, TRUE, sizeof(zkt_hold));
   wl->writes = g_array_new(FALSE, TRUE, sizeof(wrec));
   gchar *text = NULL;
   if (!g_file_get_contents(w->log, &text, NULL, NULL)) {
@@ -903,12 +903,12 @@ static void check_journal(GPtrArray *logs, GHashTable *hold_tokens) {
   g_hash_table_destroy(by_value);
 }
 
-/* Checks 2 and 4 (chaos_check.c) over every hold of every worker. */
+/* Checks 2 and 4 (holds.c) over every hold of every worker. */
 static void check_holds(GPtrArray *all) {
-  chaos_checker c;
-  chaos_checker_init(&c, C.pauses, C.expiries);
+  zkt_checker c;
+  zkt_checker_init(&c, C.pauses, C.expiries);
   c.partitions = C.partitions;
-  chaos_check_holds(&c, all);
+  zkt_check_holds(&c, all);
   for (guint i = 0; i < c.violations->len; i++)
     violation("%s", (char *)g_ptr_array_index(c.violations, i));
   R.overlaps = c.overlaps;
@@ -916,11 +916,11 @@ static void check_holds(GPtrArray *all) {
   R.excused_frozen = c.excused_frozen;
   R.excused_closed = c.excused_closed;
   R.margins = (int)c.lost_margins->len;
-  chaos_margin_stats(c.lost_margins, &R.margin_min, &R.margin_median);
+  zkt_margin_stats(c.lost_margins, &R.margin_min, &R.margin_median);
   R.cut_margins = (int)c.partition_margins->len;
-  chaos_margin_stats(c.partition_margins, &R.cut_margin_min,
+  zkt_margin_stats(c.partition_margins, &R.cut_margin_min,
                      &R.cut_margin_median);
-  chaos_checker_clear(&c);
+  zkt_checker_clear(&c);
 }
 
 /* Writes the store accepted from a hold after a later hold had begun
@@ -933,7 +933,7 @@ static void count_late_accepts(GPtrArray *logs, GPtrArray *all_holds) {
       if (strcmp(r->result, "OK") != 0)
         continue;
       for (guint h = 0; h < all_holds->len; h++) {
-        chaos_hold *o = g_ptr_array_index(all_holds, h);
+        zkt_hold *o = g_ptr_array_index(all_holds, h);
         if (o->token > r->token && o->acquired < r->sent) {
           R.late_accepted++;
           break;
@@ -954,7 +954,7 @@ static void analyse(void) {
     parse_worker(w, wl);
     g_ptr_array_add(logs, wl);
     for (guint j = 0; wl->holds && j < wl->holds->len; j++) {
-      chaos_hold *h = &g_array_index(wl->holds, chaos_hold, j);
+      zkt_hold *h = &g_array_index(wl->holds, zkt_hold, j);
       if (strcmp(h->rel, "ZKRC_OK") == 0)
         R.released_ok++;
       else if (strcmp(h->rel, "ZKRC_ELOCKLOST") == 0 ||

@@ -1,0 +1,232 @@
+/*
+ * holds.c - the checker of holds shared by the tests (holds.h).
+ */
+#include "config.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "holds.h"
+
+void zkt_checker_init(zkt_checker *c, GArray *pauses, GArray *expiries) {
+  memset(c, 0, sizeof *c);
+  c->pauses = pauses;
+  c->expiries = expiries;
+  c->closest = G_MAXINT64;
+  c->violations = g_ptr_array_new_with_free_func(g_free);
+  c->lost_margins = g_array_new(FALSE, FALSE, sizeof(int64_t));
+  c->partition_margins = g_array_new(FALSE, FALSE, sizeof(int64_t));
+}
+
+void zkt_checker_clear(zkt_checker *c) {
+  if (c->violations)
+    g_ptr_array_free(c->violations, TRUE);
+  if (c->lost_margins)
+    g_array_free(c->lost_margins, TRUE);
+  if (c->partition_margins)
+    g_array_free(c->partition_margins, TRUE);
+  memset(c, 0, sizeof *c);
+}
+
+zkt_hold *zkt_hold_add(GArray *holds, int instance, int64_t token,
+                       int64_t acquired, int64_t end) {
+  zkt_hold h = {.instance = instance, .token = token, .asked = acquired,
+                .acquired = acquired, .end = MAX(end, acquired)};
+  for (guint i = 0; i < holds->len; i++)
+    h.n += g_array_index(holds, zkt_hold, i).instance == instance;
+  h.n++;
+  g_array_append_val(holds, h);
+  return &g_array_index(holds, zkt_hold, holds->len - 1);
+}
+
+static void violation(zkt_checker *c, const char *fmt, ...)
+    G_GNUC_PRINTF(2, 3);
+static void violation(zkt_checker *c, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  g_ptr_array_add(c->violations, g_strdup_vprintf(fmt, ap));
+  va_end(ap);
+}
+
+/* "w3 #2" or "p3 #2": who and which of its holds, for messages. */
+static const char *who(const zkt_hold *h, char *buf, size_t size) {
+  if (h->name)
+    g_snprintf(buf, size, "%s #%d", h->name, h->n);
+  else
+    g_snprintf(buf, size, "w%d #%d", h->instance, h->n);
+  return buf;
+}
+
+/* ------------------------------------------------------------ checking */
+
+static gboolean spans_meet(GArray *spans, int instance, int64_t a, int64_t b) {
+  for (guint i = 0; spans && i < spans->len; i++) {
+    zkt_span *s = &g_array_index(spans, zkt_span, i);
+    if ((s->instance == instance || s->instance == -1) && s->start < b &&
+        s->end > a)
+      return TRUE;
+  }
+  return FALSE;
+}
+
+static gint by_acquired(gconstpointer x, gconstpointer y) {
+  const zkt_hold *a = *(zkt_hold *const *)x, *b = *(zkt_hold *const *)y;
+  return a->acquired < b->acquired ? -1 : a->acquired > b->acquired;
+}
+
+/* What excuses @p a still holding when @p b was told it holds, or NULL. */
+static const char *overlap_excuse(zkt_checker *c, zkt_hold *a, zkt_hold *b) {
+  if (spans_meet(c->pauses, a->instance, a->asked, b->acquired)) {
+    c->excused_frozen++;
+    return "frozen";
+  }
+  if (spans_meet(c->expiries, a->instance, a->asked, b->acquired)) {
+    c->excused_closed++;
+    return "closed by an operator";
+  }
+  if (a->excuse) {
+    c->excused_own++;
+    c->worst_excused_own = MAX(c->worst_excused_own, a->end - b->acquired);
+    return a->excuse;
+  }
+  return NULL;
+}
+
+/* @p a was still told it held when @p b was told it holds. */
+static void judge_overlap(zkt_checker *c, zkt_hold *a, zkt_hold *b) {
+  c->overlaps++;
+  if (!a->counted_overlap) {
+    a->counted_overlap = TRUE;
+    c->overlapping_holds++;
+  }
+  const char *excuse = overlap_excuse(c, a, b);
+  if (c->on_overlap)
+    c->on_overlap(a, b, excuse, c->ctx);
+  if (excuse)
+    return;
+  char told[64], wa[80], wb[80];
+  if (a->lost)
+    g_snprintf(told, sizeof told, "told LOST %.3f s after",
+               (double)(a->lost - b->acquired) / 1e6);
+  else
+    g_strlcpy(told, "never told LOST", sizeof told);
+  c->overlap_violations++;
+  violation(c,
+            "two holders at once: %s (token %" PRId64 ", %s, release %s) "
+            "still held %.3f s after %s was told it holds (token %" PRId64
+            "), and was neither frozen nor closed by an operator",
+            who(a, wa, sizeof wa), a->token, told, a->rel[0] ? a->rel : "none",
+            (double)(a->end - b->acquired) / 1e6, who(b, wb, sizeof wb),
+            b->token);
+}
+
+/* The margin of a hold ended by LOST that nothing excused: how long before
+ * the next grant after it (sorted @p all, @p i its index) it was told. */
+static void measure_margin(zkt_checker *c, GPtrArray *all, guint i) {
+  zkt_hold *a = g_ptr_array_index(all, i);
+  if (a->lost == 0 || a->lost != a->end || a->lost == a->acquired ||
+      spans_meet(c->pauses, a->instance, a->asked, a->lost) ||
+      spans_meet(c->expiries, a->instance, a->asked, a->lost))
+    return;
+  if (i + 1 < all->len) {
+    zkt_hold *b = g_ptr_array_index(all, i + 1);
+    int64_t margin = b->acquired - a->lost;
+    g_array_append_val(c->lost_margins, margin);
+    if (spans_meet(c->partitions, a->instance, a->lost - 1, a->lost + 1))
+      g_array_append_val(c->partition_margins, margin);
+  }
+}
+
+/* @p b's token is wrong against @p a's: @p how says why. */
+static void token_violation(zkt_checker *c, const zkt_hold *a,
+                            const zkt_hold *b, const char *how) {
+  char wa[80], wb[80];
+  c->token_violations++;
+  violation(c, "%s got token %" PRId64 " %s %s (token %" PRId64 ")",
+            who(b, wb, sizeof wb), b->token, how, who(a, wa, sizeof wa),
+            a->token);
+}
+
+/* Tokens rise from grant to grant (c->tokens_in_grant_order): @p b, the
+ * @p i-th grant of sorted @p all, against the highest before it. */
+static void check_grant_order(zkt_checker *c, GPtrArray *all, guint i) {
+  zkt_hold *b = g_ptr_array_index(all, i), *top = NULL;
+  zkt_hold *prev = i ? g_ptr_array_index(all, i - 1) : NULL;
+  if (prev && prev->instance == b->instance && prev->token == b->token)
+    return; /* granted again the token it had: the same hold resumed */
+  for (guint j = 0; j < i; j++) {
+    zkt_hold *a = g_ptr_array_index(all, j);
+    if (top == NULL || a->token > top->token)
+      top = a;
+  }
+  if (b->token <= 0)
+    token_violation(c, b, b, "(not a token), as");
+  else if (top && b->token <= top->token)
+    token_violation(c, top, b, "not above the one granted before it to");
+}
+
+/* Tokens: no two holds with the same one, and a hold @p b (the @p i-th of
+ * sorted @p all) that began after another ended has a higher token. */
+static void check_tokens(zkt_checker *c, GPtrArray *all, guint i,
+                         GHashTable *tokens) {
+  zkt_hold *b = g_ptr_array_index(all, i);
+  zkt_hold *same = g_hash_table_lookup(tokens, &b->token);
+  if (same && b->token != -1)
+    token_violation(c, same, b, "already given to");
+  g_hash_table_insert(tokens, &b->token, b);
+  for (guint j = 0; j < i; j++) {
+    zkt_hold *a = g_ptr_array_index(all, j);
+    if (a->end <= b->acquired && a->token >= b->token && b->token != -1)
+      token_violation(c, a, b, "not above that of the ended hold");
+  }
+}
+
+int zkt_check_holds(zkt_checker *c, GPtrArray *all) {
+  g_ptr_array_sort(all, by_acquired);
+  GHashTable *tokens = g_hash_table_new(g_int64_hash, g_int64_equal);
+  int64_t max_end = G_MININT64;
+  for (guint i = 0; i < all->len; i++) {
+    zkt_hold *b = g_ptr_array_index(all, i);
+    if (c->tokens_in_grant_order)
+      check_grant_order(c, all, i);
+    else
+      check_tokens(c, all, i, tokens);
+    for (guint j = 0; j < i && !c->tokens_only; j++) {
+      zkt_hold *a = g_ptr_array_index(all, j);
+      if (a->end > b->acquired)
+        judge_overlap(c, a, b);
+    }
+    if (i > 0 && b->acquired >= max_end)
+      c->closest = MIN(c->closest, b->acquired - max_end);
+    max_end = MAX(max_end, b->end);
+    measure_margin(c, all, i);
+  }
+  g_hash_table_destroy(tokens);
+  return (int)c->violations->len;
+}
+
+int zkt_check_hold_array(zkt_checker *c, GArray *holds) {
+  GPtrArray *all = g_ptr_array_new();
+  for (guint i = 0; i < holds->len; i++)
+    g_ptr_array_add(all, &g_array_index(holds, zkt_hold, i));
+  int n = zkt_check_holds(c, all);
+  for (guint i = 0; i < c->violations->len; i++)
+    fprintf(stderr, "\n%s\n", (char *)g_ptr_array_index(c->violations, i));
+  g_ptr_array_free(all, TRUE);
+  return n;
+}
+
+static gint by_value(gconstpointer x, gconstpointer y) {
+  int64_t a = *(const int64_t *)x, b = *(const int64_t *)y;
+  return a < b ? -1 : a > b;
+}
+
+void zkt_margin_stats(GArray *margins, int64_t *min, int64_t *median) {
+  *min = *median = 0;
+  if (margins->len == 0)
+    return;
+  g_array_sort(margins, by_value);
+  *min = g_array_index(margins, int64_t, 0);
+  *median = g_array_index(margins, int64_t, margins->len / 2);
+}
