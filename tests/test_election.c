@@ -29,6 +29,7 @@
 
 #include <glib.h>
 
+#include "holds.h"
 #include "testutil.h"
 
 #define WORKER_PROGRAM TOP_BUILDDIR "/tests/electworker"
@@ -214,8 +215,8 @@ static const char *member_elected_node(member *m, int nth) {
 /* The reason a leader is revoked with when zkt_expire() (the harness's
  * zkrc_ensemble_expire_session()) expires its session: expired; or our node
  * deleted, when the leader had taken its session back during the harness's
- * take-over and the servers closed it anyway (see overlaps()): the deletion
- * reaches its re-armed node watch before anything else. */
+ * take-over and the servers closed it anyway (see leaderships()): the
+ * deletion reaches its re-armed node watch before anything else. */
 static int revoked_by_expiry(int reason) {
   if (reason != ZKRC_ESESSIONEXPIRED && reason != ZKRC_ELOCKLOST)
     fprintf(stderr, "\nrevoked with %s after an expiry\n",
@@ -664,19 +665,9 @@ static int status_leaders(GPtrArray *ws, worker **who, int64_t *token) {
 
 /* --------------------------------------------- leadership from history */
 
-typedef struct interval {
-  worker *w;
-  int64_t token;
-  int64_t start, end; /* µs; end G_MAXINT64 while it lasts */
-  /* Elected again with the token of its previous leadership: the
-   * connection came back with the same session (revoke_on_suspend). */
-  gboolean regained;
-} interval;
-
-static int cmp_start(const void *a, const void *b) {
-  const interval *x = a, *y = b;
-  return x->start < y->start ? -1 : x->start > y->start;
-}
+/* A leadership's excuse for lasting after its successor's election (see
+ * leaderships()). */
+static const char regained_excuse[] = "leadership regained during an expiry";
 
 /* Every leadership of the workers of @p ws from their event lines: from
  * "elected" to the first of "revoked", the start of a successful
@@ -684,13 +675,27 @@ static int cmp_start(const void *a, const void *b) {
  * work when it decides to, and is_leader() says 0 once resign returns) or
  * "quit"; else to the moment the worker was reaped.  Counts malformed
  * histories (elected twice, revoked with another token, FAILED) in *bad.
- * Sorted by start. */
+ * As holds (holds.h) of the worker's index in @p ws (zkt_check_holds()
+ * sorts them); end G_MAXINT64 while it lasts.
+ *
+ * One overlap is ZooKeeper's and the test's, not the recipe's, and is the
+ * excuse of a leadership elected again with the token of the worker's
+ * previous one: the expiry trick (expire_in_order()) takes the session
+ * over, which drops the leader's connection (revoked, with
+ * revoke_on_suspend), and then closes it; but the leader may reconnect in
+ * between and take its session back (elected again, same token), and the
+ * servers do not check who owns a session before closing it
+ * (PrepRequestProcessor skips that check for closeSession).  The session
+ * then dies under a leader that is connected and was rightly told it leads
+ * again; it hears of the expiry when the servers drop its connection or
+ * answer its next ping, up to a session timeout later (seen: 0.4 to
+ * 670 ms). */
 static GArray *leaderships(GPtrArray *ws, int *bad) {
-  GArray *out = g_array_new(FALSE, FALSE, sizeof(interval));
+  GArray *out = g_array_new(FALSE, TRUE, sizeof(zkt_hold));
   g_mutex_lock(&wmu);
   for (guint i = 0; i < ws->len; i++) {
     worker *w = g_ptr_array_index(ws, i);
-    interval cur = {w, 0, 0, 0, FALSE};
+    zkt_hold cur = {.instance = (int)i, .name = w->id, .owner = w};
     gboolean open = FALSE;
     int64_t last_token = 0;
     guint mine = out->len; /* where this worker's leaderships begin */
@@ -708,13 +713,14 @@ static GArray *leaderships(GPtrArray *ws, int *bad) {
           (*bad)++;
         }
         open = TRUE;
+        cur.n++;
         cur.token = word_i64(l, 1);
-        cur.start = l->t;
-        cur.regained = cur.token == last_token;
+        cur.asked = cur.acquired = l->t;
+        cur.excuse = cur.token == last_token ? regained_excuse : NULL;
         last_token = cur.token;
       } else if (is(l, "revoked")) {
         gboolean resigned = !open && out->len > mine &&
-                            g_array_index(out, interval, out->len - 1).token ==
+                            g_array_index(out, zkt_hold, out->len - 1).token ==
                                 word_i64(l, 2);
         if (!resigned && (!open || word_i64(l, 2) != cur.token)) {
           fprintf(stderr, "\n%s: revoked without matching elected\n", w->id);
@@ -733,8 +739,8 @@ static GArray *leaderships(GPtrArray *ws, int *bad) {
           g_array_append_val(out, cur);
           open = FALSE;
         } else if (out->len > mine) { /* the REVOKED callback came first */
-          interval *last = &g_array_index(out, interval, out->len - 1);
-          last->end = MIN(last->end, MAX(t0, last->start));
+          zkt_hold *last = &g_array_index(out, zkt_hold, out->len - 1);
+          last->end = MIN(last->end, MAX(t0, last->acquired));
         }
       } else if (is(l, "quit")) {
         /* freed: it stops leading here (no REVOKED follows a free) */
@@ -750,7 +756,6 @@ static GArray *leaderships(GPtrArray *ws, int *bad) {
     }
   }
   g_mutex_unlock(&wmu);
-  g_array_sort(out, cmp_start);
   return out;
 }
 
@@ -768,76 +773,42 @@ static void dump_lines_locked(worker *w, int64_t from, int64_t to) {
   }
 }
 
-/* Overlapping leaderships in @p iv (printed); *closest gets the smallest
- * gap between one leadership's end and the next one's start.
- *
- * One overlap is ZooKeeper's and the test's, not the recipe's: the expiry
- * trick (expire_in_order()) takes the session over, which drops the
- * leader's connection (revoked, with revoke_on_suspend), and then closes
- * it; but the leader may reconnect in between and take its session back
- * (elected again, same token), and the servers do not check who owns a
- * session before closing it (PrepRequestProcessor skips that check for
- * closeSession).  The session then dies under a leader that is
- * connected and was rightly told it leads again; it hears of the expiry
- * when the servers drop its connection or answer its next ping, up to a
- * session timeout later (seen: 0.4 to 670 ms).  Such overlaps, by a
- * regained leadership, are counted in *regained (if not NULL) with the
- * longest in *worst_regained, not in the result. */
-static int overlaps(GArray *iv, int64_t *closest, int *regained,
-                    int64_t *worst_regained) {
-  int n = 0;
-  int64_t max_end = G_MININT64;
-  const interval *holder = NULL;
-  *closest = G_MAXINT64;
-  for (guint i = 0; i < iv->len; i++) {
-    const interval *x = &g_array_index(iv, interval, i);
-    if (holder && x->start < max_end) {
-      gboolean excused = regained && holder->regained;
-      fprintf(stderr,
-              "\noverlap%s: %s (token %" PRId64 ") elected at %" PRId64
-              " while %s (token %" PRId64 ") led until %" PRId64 "\n",
-              excused ? " (leadership regained during an expiry)" : "",
-              x->w->id, x->token, x->start, holder->w->id, holder->token,
-              max_end);
-      g_mutex_lock(&wmu);
-      dump_lines_locked(holder->w, holder->start, x->start);
-      dump_lines_locked(x->w, holder->start, x->start);
-      g_mutex_unlock(&wmu);
-      if (excused) {
-        (*regained)++;
-        *worst_regained = MAX(*worst_regained, max_end - x->start);
-      } else {
-        n++;
-      }
-    } else if (holder && x->start - max_end < *closest) {
-      *closest = x->start - max_end;
-    }
-    if (x->end > max_end) {
-      max_end = x->end;
-      holder = x;
-    }
-  }
-  return n;
+/* Both workers' lines around an overlap of leaderships (the diagnosis). */
+static void print_overlap(const zkt_hold *a, const zkt_hold *b,
+                          const char *excuse, void *ctx) {
+  (void)ctx;
+  fprintf(stderr,
+          "\noverlap%s%s%s: %s (token %" PRId64 ") elected at %" PRId64
+          " while %s (token %" PRId64 ") led until %" PRId64 "\n",
+          excuse ? " (" : "", excuse ? excuse : "", excuse ? ")" : "", b->name,
+          b->token, b->acquired, a->name, a->token, a->end);
+  g_mutex_lock(&wmu);
+  dump_lines_locked(a->owner, a->acquired, b->acquired);
+  dump_lines_locked(b->owner, a->acquired, b->acquired);
+  g_mutex_unlock(&wmu);
 }
 
-/* Fencing: every leadership's token is above every earlier one's, except a
+/* The shared checker (holds.h) over the leaderships @p iv, into @p c (to
+ * clear): fencing tokens rise from each election to the next, except for a
  * leader elected again with the same token after a reconnection
- * (revoke_on_suspend).  Returns the violations (printed). */
+ * (revoke_on_suspend); overlaps are judged too unless @p tokens_only (a
+ * test that measures them).  Returns the violations (printed). */
+static int check_leaderships(GArray *iv, zkt_checker *c,
+                             gboolean tokens_only) {
+  zkt_checker_init(c, NULL, NULL);
+  c->tokens_in_grant_order = TRUE;
+  c->tokens_only = tokens_only;
+  if (!tokens_only)
+    c->on_overlap = print_overlap;
+  return zkt_check_hold_array(c, iv);
+}
+
+/* Only the fencing tokens of @p iv: returns the violations (printed). */
 static int fencing_violations(GArray *iv) {
-  int n = 0;
-  int64_t max_token = 0;
-  for (guint i = 0; i < iv->len; i++) {
-    const interval *x = &g_array_index(iv, interval, i);
-    const interval *prev = i ? &g_array_index(iv, interval, i - 1) : NULL;
-    gboolean again = prev && prev->w == x->w && prev->token == x->token;
-    if (!again && x->token <= max_token) {
-      fprintf(stderr, "\nfencing: %s elected with token %" PRId64
-              " after token %" PRId64 "\n", x->w->id, x->token, max_token);
-      n++;
-    }
-    if (x->token > max_token)
-      max_token = x->token;
-  }
+  zkt_checker c;
+  check_leaderships(iv, &c, TRUE);
+  int n = c.token_violations;
+  zkt_checker_clear(&c);
   return n;
 }
 
@@ -935,7 +906,7 @@ static int expire_in_order(worker *leader) {
  * changes by resignation, by session expiry (expire_in_order()) and by
  * SIGKILL.  After each change exactly one live participant says it leads;
  * afterwards the recorded history shows no two leaderships overlapping
- * (see leaderships() for where one ends, overlaps() for the one exception)
+ * (see leaderships() for where one ends, and for the one exception)
  * and tokens increasing from each leader to the next. */
 static void test_one_leader_over_twenty_changes(void) {
   workers_cleanup();
@@ -989,7 +960,7 @@ static void test_one_leader_over_twenty_changes(void) {
     CU_ASSERT_PTR_NOT_NULL_FATAL(next);
     int64_t next_token = word_i64(el, 1);
     CU_ASSERT(next_token > token);
-    /* The old leader has been told (see overlaps() for why that can come
+    /* The old leader has been told (see leaderships() for why that can come
      * a moment after the new leader's election). */
     if (!old->reaped)
       CU_ASSERT(wait_stopped_leading(old, 5000));
@@ -1020,13 +991,16 @@ static void test_one_leader_over_twenty_changes(void) {
     CU_ASSERT_EQUAL(worker_quit(g_ptr_array_index(live, i), 10000), 0);
   int bad = 0;
   GArray *iv = leaderships(all, &bad);
-  int64_t closest = 0, worst_regained = 0;
-  int regained = 0;
   CU_ASSERT_EQUAL(bad, 0);
-  CU_ASSERT_EQUAL(overlaps(iv, &closest, &regained, &worst_regained), 0);
-  /* It hears of the expiry at its next ping at the latest. */
+  zkt_checker c;
+  check_leaderships(iv, &c, FALSE);
+  CU_ASSERT_EQUAL(c.overlap_violations, 0);
+  CU_ASSERT_EQUAL(c.token_violations, 0);
+  /* A regained leader hears of the expiry at its next ping at the latest. */
+  int regained = c.excused_own;
+  int64_t closest = c.closest, worst_regained = c.worst_excused_own;
   CU_ASSERT(worst_regained < (TIMEOUT + 1000) * 1000);
-  CU_ASSERT_EQUAL(fencing_violations(iv), 0);
+  zkt_checker_clear(&c);
   /* One leadership per change plus the first, and a leader that regained
    * its connection in time may lead again with the same token. */
   CU_ASSERT(iv->len >= CHANGES + 1);
@@ -1225,7 +1199,11 @@ static void test_middle_participant_leaving_elects_nobody(void) {
 
 /* Leadership changes by every means (resign, leave and join again, session
  * expiry): the token increases strictly each time and is the czxid of the
- * leader's node. */
+ * leader's node; and (the shared checker, holds.h) no leadership began
+ * before the previous one ended - from its election to the first of its
+ * REVOKED and the call that gave it up - but where zkt_expire() closed the
+ * leader's session, which the servers carry out before the leader can be
+ * told. */
 static void test_token_increases_on_every_change(void) {
   char *path = zkt_path("tokens");
   zhandle_t *zh = zkt_raw();
@@ -1242,20 +1220,22 @@ static void test_token_increases_on_every_change(void) {
                             EXPIRE, RESIGN,     LEAVE_JOIN, RESIGN};
   int elected[3] = {0, 0, 0};
   int cur = 0; /* the leader: leadership goes round in join order */
-  int64_t prev_token = 0;
+  GArray *holds = g_array_new(FALSE, TRUE, sizeof(zkt_hold));
+  GArray *closes = g_array_new(FALSE, FALSE, sizeof(zkt_span));
   for (size_t k = 0; k <= G_N_ELEMENTS(how); k++) {
     rec r = member_wait_elected(m[cur], ++elected[cur], 15000);
     CU_ASSERT_FATAL(r.kind >= 0);
     int64_t token = 0;
     ZKT_ASSERT_RC(ZKRC_OK, zkrc_election_token(m[cur]->e, &token));
     CU_ASSERT_EQUAL(token, r.token);
-    CU_ASSERT(token > prev_token);
     const char *node = member_elected_node(m[cur], elected[cur]);
     CU_ASSERT_EQUAL(token, zkt_czxid(zh, node));
     CU_ASSERT_EQUAL(count_leaders(m, 3, NULL), 1);
-    prev_token = token;
+    zkt_hold *h = zkt_hold_add(holds, cur, token, r.t_us, G_MAXINT64);
+    h->name = m[cur]->id;
     if (k == G_N_ELEMENTS(how))
       break;
+    int64_t gave_up = mono_us();
     if (how[k] == RESIGN) {
       ZKT_ASSERT_RC(ZKRC_OK, zkrc_election_resign(m[cur]->e));
     } else if (how[k] == LEAVE_JOIN) {
@@ -1263,6 +1243,9 @@ static void test_token_increases_on_every_change(void) {
       ZKT_ASSERT_RC(ZKRC_OK, zkrc_election_join(m[cur]->e));
     } else {
       zkt_expire(m[cur]->s);
+      zkt_span close = {cur, gave_up, mono_us()};
+      g_array_append_val(closes, close);
+      gave_up = G_MAXINT64; /* it leads until told */
     }
     /* Told, then no longer leading (after an expiry, the servers knew
      * first: that is what the token is for). */
@@ -1270,6 +1253,8 @@ static void test_token_increases_on_every_change(void) {
                                   member_count(m[cur], REC_ELECTED), 10000);
     CU_ASSERT_FATAL(revoked.kind >= 0);
     CU_ASSERT_EQUAL(revoked.token, token);
+    h = &g_array_index(holds, zkt_hold, holds->len - 1);
+    h->end = MAX(h->acquired, MIN(gave_up, revoked.t_us));
     if (how[k] == EXPIRE) {
       CU_ASSERT(revoked_by_expiry(revoked.value));
     } else {
@@ -1286,6 +1271,13 @@ static void test_token_increases_on_every_change(void) {
   /* Exactly the elections we waited for happened. */
   for (int i = 0; i < 3; i++)
     CU_ASSERT_EQUAL(member_count(m[i], REC_ELECTED), elected[i]);
+  zkt_checker c;
+  zkt_checker_init(&c, NULL, closes);
+  c.tokens_in_grant_order = TRUE;
+  CU_ASSERT_EQUAL(zkt_check_hold_array(&c, holds), 0);
+  zkt_checker_clear(&c);
+  g_array_free(closes, TRUE);
+  g_array_free(holds, TRUE);
   for (int i = 0; i < 3; i++)
     member_free(m[i]);
   zookeeper_close(zh);
@@ -1635,7 +1627,7 @@ static void test_expiry_overlap_is_fenced(void) {
     int i = worker_wait(leader, "revoked", from, 10000);
     CU_ASSERT_FATAL(i >= 0);
     /* Expired; or our node deleted, heard first when the leader had taken
-     * its session back during the expiry trick (see overlaps()). */
+     * its session back during the expiry trick (see leaderships()). */
     wline *rev = line_at(leader, i);
     CU_ASSERT(strcmp(word(rev, 1), "ZKRC_ESESSIONEXPIRED") == 0 ||
               strcmp(word(rev, 1), "ZKRC_ELOCKLOST") == 0);
