@@ -27,6 +27,7 @@
 
 #include <glib.h>
 
+#include "holds.h"
 #include "testutil.h"
 #include "zkrecipes/executor.h"
 #include "zkrecipes/glib.h"
@@ -398,8 +399,7 @@ typedef struct queue_run {
   slot sl[QUEUED];
   int order[QUEUED]; /* indexes in completion order */
   int n;
-  int holding; /* holds that think they hold the lock now */
-  int overlaps;
+  GArray *holds; /* of zkt_hold: each turn, for the shared checker */
   int not_front;   /* completions whose node was not first on the servers */
   int wrong_count; /* completions that saw predecessors' nodes still there */
   int release_failed;
@@ -414,15 +414,17 @@ static void on_queue_turn(zkrc_lock *lk, zkrc_lock_hold *hold,
   slot *sl = arg;
   if (status != ZKRC_OK)
     return;
-  if (++qr->holding != 1)
-    qr->overlaps++;
+  int64_t granted = g_get_monotonic_time();
   /* The k-th to get the lock sees the k-1 before it gone and the rest
    * still queued, and its own node first. */
   qr->not_front += front_czxid(qr->zh, qr->path) != info->token;
   qr->wrong_count += zkt_child_count(qr->zh, qr->path) != QUEUED - qr->n;
   qr->order[qr->n++] = sl->index;
-  qr->holding--;
   qr->release_failed += zkrc_lock_hold_release(hold) != ZKRC_OK;
+  /* The turn ends when release returns: a completion run from inside it
+   * (a turn within a turn) is an overlap. */
+  zkt_hold_add(qr->holds, sl->index, info->token, granted,
+               g_get_monotonic_time());
 }
 
 /* Create @p path (persistent) and its parent "/zkt" if needed.  "/zkt" is
@@ -448,6 +450,7 @@ static void test_queue_on_one_lock_completes_in_order(void) {
   memset(&run, 0, sizeof run);
   run.zh = zkt_raw();
   run.path = path;
+  run.holds = g_array_new(FALSE, TRUE, sizeof(zkt_hold));
   qr = &run;
   /* The lock's directory exists beforehand: on a path that does not exist
    * yet, the creates that raced the directory's creation are retried and
@@ -471,20 +474,23 @@ static void test_queue_on_one_lock_completes_in_order(void) {
   printf("\n    %d holds took turns in %" PRId64 " ms ", QUEUED,
          zkt_now_ms() - t0);
   CU_ASSERT_EQUAL(run.n, QUEUED);
-  CU_ASSERT_EQUAL(run.overlaps, 0);
   CU_ASSERT_EQUAL(run.not_front, 0);
   CU_ASSERT_EQUAL(run.wrong_count, 0);
   CU_ASSERT_EQUAL(run.release_failed, 0);
-  /* Turns in queue order (tokens rising in completion order), which here
-   * is the order of the calls. */
-  int in_order = 0, once = 0, rising = 0;
+  /* One turn at a time, tokens rising from turn to turn (holds.h). */
+  zkt_checker c;
+  zkt_checker_init(&c, NULL, NULL);
+  c.tokens_in_grant_order = TRUE;
+  CU_ASSERT_EQUAL(zkt_check_hold_array(&c, run.holds), 0);
+  zkt_checker_clear(&c);
+  CU_ASSERT_EQUAL(run.holds->len, QUEUED);
+  g_array_free(run.holds, TRUE);
+  /* Turns in queue order, which here is the order of the calls. */
+  int in_order = 0, once = 0;
   for (int i = 0; i < run.n; i++) {
     in_order += run.order[i] == i;
     once += run.sl[i].calls == 1 && run.sl[i].status == ZKRC_OK;
-    rising +=
-        i == 0 || run.sl[run.order[i]].token > run.sl[run.order[i - 1]].token;
   }
-  CU_ASSERT_EQUAL(rising, QUEUED);
   CU_ASSERT_EQUAL(in_order, QUEUED);
   CU_ASSERT_EQUAL(once, QUEUED);
   CU_ASSERT(wait_children(run.zh, path, 0, slow(5000)));
