@@ -6,6 +6,7 @@
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 #include "holds.h"
 
@@ -215,6 +216,39 @@ int zkt_check_hold_array(zkt_checker *c, GArray *holds) {
     fprintf(stderr, "\n%s\n", (char *)g_ptr_array_index(c->violations, i));
   g_ptr_array_free(all, TRUE);
   return n;
+}
+
+int zkt_read_hold_log(const char *file, GArray *holds) {
+  FILE *f = fopen(file, "r");
+  if (f == NULL)
+    return -1;
+  int who, n = 0;
+  int64_t token, acquired, end;
+  while (fscanf(f, "%d %" SCNd64 " %" SCNd64 " %" SCNd64, &who, &token,
+                &acquired, &end) == 4) {
+    zkt_hold_add(holds, who, token, acquired, end);
+    n++;
+  }
+  fclose(f);
+  return n;
+}
+
+int zkt_check_hold_log(const char *file, int *violations) {
+  GArray *holds = g_array_new(FALSE, TRUE, sizeof(zkt_hold));
+  int n = zkt_read_hold_log(file, holds);
+  zkt_checker c;
+  zkt_checker_init(&c, NULL, NULL);
+  c.tokens_in_grant_order = TRUE;
+  *violations = zkt_check_hold_array(&c, holds);
+  zkt_checker_clear(&c);
+  g_array_free(holds, TRUE);
+  return n;
+}
+
+int64_t zkt_hold_now_us(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
 }
 
 static gint by_value(gconstpointer x, gconstpointer y) {

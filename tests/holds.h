@@ -123,6 +123,20 @@ int zkt_check_holds(zkt_checker *c, GPtrArray *all);
  * the number of violations. */
 int zkt_check_hold_array(zkt_checker *c, GArray *holds);
 
+/* The holds a process wrote to @p file, one a line: "WHO TOKEN ACQUIRED
+ * END" (decimal; times of CLOCK_MONOTONIC in microseconds, as
+ * zkt_hold_now_us() reads it), appended to @p holds.  Returns how many,
+ * or -1 when @p file cannot be read. */
+int zkt_read_hold_log(const char *file, GArray *holds);
+
+/* The holds of @p file (zkt_read_hold_log()) judged with no excuse and
+ * tokens rising from grant to grant; *violations gets the number found
+ * (printed on stderr).  Returns how many holds, or -1 (no file). */
+int zkt_check_hold_log(const char *file, int *violations);
+
+/* CLOCK_MONOTONIC in microseconds: the clock of every hold. */
+int64_t zkt_hold_now_us(void);
+
 /* Minimum and median of @p margins (c->lost_margins or
  * c->partition_margins; 0 when empty). */
 void zkt_margin_stats(GArray *margins, int64_t *min, int64_t *median);

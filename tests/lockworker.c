@@ -2,11 +2,12 @@
  * lockworker: a separate process contending for a zkrecipes lock, exec'd by
  * the lock tests.
  *
- *   lockworker count HOSTS PATH ITERATIONS COUNTERFILE [TOKENLOG]
- *       ITERATIONS times: acquire, check nobody else is inside (an O_EXCL
- *       marker file next to COUNTERFILE), read the counter, sleep, write it
- *       + 1, append our token to TOKENLOG, release.  Exit 0, or 3 when
- *       another holder was seen inside, 4 on a lock error.
+ *   lockworker count HOSTS PATH ITERATIONS COUNTERFILE [HOLDLOG]
+ *       ITERATIONS times: acquire, read the counter, sleep, write it + 1,
+ *       append the hold to HOLDLOG ("PID TOKEN ACQUIRED END", the format
+ *       of zkt_read_hold_log() in holds.h: the test judges overlaps and
+ *       tokens with the shared checker), release.  Exit 0, or 4 on a lock
+ *       error.
  *   lockworker hold HOSTS PATH
  *       acquire, print "held TOKEN SESSIONID\n", wait until stdin closes or
  *       a line arrives, release, exit 0.
@@ -15,8 +16,6 @@
  */
 #include "config.h"
 
-#include <errno.h>
-#include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,6 +23,8 @@
 #include <unistd.h>
 
 #include <zkrecipes.h>
+
+#include "holds.h"
 
 static zkrc_session *connect_or_die(const char *hosts) {
   zkrc_session_options o;
@@ -63,41 +64,34 @@ static int write_counter(const char *file, int value) {
   return rename(tmp, file);
 }
 
-/* One critical section.  Returns 0, or 3 if someone else was inside. */
+/* One critical section, from @p acquired (when acquire returned).
+ * Returns 0, or 4 when the counter could not be written. */
 static int critical_section(zkrc_lock *lk, const char *counter,
-                            const char *marker, FILE *tokens) {
-  int fd = open(marker, O_CREAT | O_EXCL | O_WRONLY, 0600);
-  if (fd < 0) {
-    fprintf(stderr, "lockworker %d: %s exists: two holders at once\n",
-            (int)getpid(), marker);
-    return 3;
-  }
-  close(fd);
+                            int64_t acquired, FILE *holds) {
   int value = read_counter(counter);
   usleep(200); /* widen the window a lost update would need */
   if (write_counter(counter, value + 1) != 0) {
     perror("lockworker: write counter");
     return 4;
   }
-  if (tokens) {
+  if (holds) {
     int64_t token = 0;
     zkrc_lock_token(lk, &token);
-    fprintf(tokens, "%" PRId64 "\n", token);
-    fflush(tokens);
+    /* Ends here, before release is called. */
+    fprintf(holds, "%d %" PRId64 " %" PRId64 " %" PRId64 "\n", (int)getpid(),
+            token, acquired, zkt_hold_now_us());
+    fflush(holds);
   }
-  unlink(marker);
   return 0;
 }
 
 static int run_count(const char *hosts, const char *path, int iterations,
-                     const char *counter, const char *tokenlog) {
+                     const char *counter, const char *holdlog) {
   zkrc_session *s = connect_or_die(hosts);
   zkrc_lock *lk = NULL;
   if (zkrc_lock_new(&lk, s, path, NULL) != ZKRC_OK)
     return 4;
-  char marker[4096];
-  snprintf(marker, sizeof marker, "%s.inside", counter);
-  FILE *tokens = tokenlog ? fopen(tokenlog, "a") : NULL;
+  FILE *holds = holdlog ? fopen(holdlog, "a") : NULL;
   int status = 0;
   for (int i = 0; i < iterations && status == 0; i++) {
     int rc = zkrc_lock_acquire(lk, 60000);
@@ -107,15 +101,15 @@ static int run_count(const char *hosts, const char *path, int iterations,
       status = 4;
       break;
     }
-    status = critical_section(lk, counter, marker, tokens);
+    status = critical_section(lk, counter, zkt_hold_now_us(), holds);
     rc = zkrc_lock_release(lk);
     if (rc != ZKRC_OK && status == 0) {
       fprintf(stderr, "lockworker: release: %s\n", zkrc_strerror(rc));
       status = 4;
     }
   }
-  if (tokens)
-    fclose(tokens);
+  if (holds)
+    fclose(holds);
   zkrc_lock_free(lk);
   zkrc_session_close(s);
   return status;

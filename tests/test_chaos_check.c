@@ -13,6 +13,7 @@
 
 #include <inttypes.h>
 #include <stdio.h>
+#include <unistd.h>
 
 #include <glib.h>
 
@@ -254,6 +255,25 @@ static void test_grant_order_tokens(void) {
   g_array_free(holds, TRUE);
 }
 
+static void test_hold_log_is_read_and_judged(void) {
+  /* As lockworker writes it: who, token, acquired, end. */
+  char *file = NULL;
+  int fd = g_file_open_tmp("zkt-holds-XXXXXX", &file, NULL);
+  CU_ASSERT_FATAL(fd >= 0);
+  close(fd);
+  CU_ASSERT_FATAL(g_file_set_contents(file,
+                                      "101 5 1000000 2000000\n"
+                                      "102 6 2000100 3000000\n"
+                                      "101 7 2999000 4000000\n",
+                                      -1, NULL));
+  int violations = -1;
+  CU_ASSERT_EQUAL(zkt_check_hold_log(file, &violations), 3);
+  CU_ASSERT_EQUAL(violations, 1); /* the third began 1 ms early */
+  unlink(file);
+  CU_ASSERT_EQUAL(zkt_check_hold_log(file, &violations), -1);
+  g_free(file);
+}
+
 static void add_suites(void) {
   ZKT_SUITE("chaos checker",
             {"partitioned holder told late is caught",
@@ -274,7 +294,8 @@ static void add_suites(void) {
             {"plain overlap is caught", test_plain_overlap_is_caught},
             {"own excuse is counted, not reported",
              test_own_excuse_is_counted_not_reported},
-            {"grant order tokens", test_grant_order_tokens});
+            {"grant order tokens", test_grant_order_tokens},
+            {"hold log is read and judged", test_hold_log_is_read_and_judged});
 }
 
 int main(void) { return zkt_run("test_chaos_check", add_suites); }
