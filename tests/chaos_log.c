@@ -9,7 +9,6 @@
 
 #include "chaos_log.h"
 
-
 static zkt_hold *hold_numbered(GArray *holds, guint from, int n) {
   for (guint i = from; i < holds->len; i++)
     if (g_array_index(holds, zkt_hold, i).n == n)
@@ -82,4 +81,3 @@ void chaos_log_holds(const char *text, int instance, int64_t died,
     h->end = MAX(end, h->acquired);
   }
 }
-

@@ -161,10 +161,14 @@ static void check_grant_order(zkt_checker *c, GPtrArray *all, guint i) {
     if (top == NULL || a->token > top->token)
       top = a;
   }
-  if (b->token <= 0)
-    token_violation(c, b, b, "(not a token), as");
-  else if (top && b->token <= top->token)
+  char wb[80];
+  if (b->token <= 0) {
+    c->token_violations++;
+    violation(c, "%s got no token (%" PRId64 ")", who(b, wb, sizeof wb),
+              b->token);
+  } else if (top && b->token <= top->token) {
     token_violation(c, top, b, "not above the one granted before it to");
+  }
 }
 
 /* Tokens: no two holds with the same one, and a hold @p b (the @p i-th of
