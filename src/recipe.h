@@ -50,7 +50,9 @@ typedef struct zkrc__recipe_options {
 } zkrc__recipe_options;
 
 #define ZKRC__RECIPE_OPTIONS_CHECK(type)                                       \
-  G_STATIC_ASSERT(offsetof(type, participant_id) ==                            \
+  G_STATIC_ASSERT(offsetof(type, size) == 0 &&                                 \
+                  sizeof(((type *)0)->size) == sizeof(size_t) &&               \
+                  offsetof(type, participant_id) ==                            \
                       offsetof(zkrc__recipe_options, participant_id) &&        \
                   offsetof(type, acl) == offsetof(zkrc__recipe_options, acl))
 
