@@ -279,8 +279,17 @@ void tool_child_forward(tool_child *c, const tool_signal *sig,
   }
   if (c->pid > 0 && !already)
     tool_child_signal(c, signo);
-  if (signo == SIGTSTP)
+  if (signo == SIGTSTP) {
+    /* While we are stopped nobody keeps COMMAND within the lease, so it
+     * must stop too, even if it catches or ignores SIGTSTP; the guardian
+     * stays awake to act should we die meanwhile. */
+    if (c->pid > 0) {
+      tool_child_signal(c, SIGSTOP);
+      if (c->guardian > 0)
+        kill(c->guardian, SIGCONT);
+    }
     tool_stop_self(); /* so that a shell sees the job stopped, as flock's */
+  }
 }
 
 /* ------------------------------------------------------------- stopping */
@@ -374,6 +383,8 @@ void tool_child_end(tool_child *c, int kill_rest) {
   if (kill_rest && c->group > 0)
     kill(-c->group, SIGKILL); /* ESRCH: nothing was left */
   end_guardian(c, kill_rest);
+  c->group = 0; /* its id may be another group's from now on */
+  tool_runtime_set_live_child(NULL);
 }
 
 void tool_child_kill_and_reap(tool_child *c) {

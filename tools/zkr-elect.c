@@ -475,8 +475,8 @@ static int keep_within_lease(runner *r) {
   timeout = tool_child_lease(&r->child, remaining,
                              zkrc_session_lease_floor(r->s), &r->cli->o,
                              timeout);
-  if (r->child.lease_ran_out)
-    r->lost = 1;
+  if (r->child.pid > 0 && r->child.lease_ran_out)
+    r->lost = 1; /* (an ended command's flag is stale) */
   return timeout;
 }
 

@@ -106,7 +106,7 @@ static const char usage_text[] =
     "       with -n: no answer is not \"busy\")\n"
     "  71   a system call failed (fork, pipe, ...)\n"
     "  74   writing standard output failed (--holders)\n"
-    "  75   the lock was lost while COMMAND ran\n"
+    "  75   the lock was lost while COMMAND ran, or before it could start\n"
     "  76   ZooKeeper refused or failed (not authorized, session expired\n"
     "       while waiting, ...)\n"
     "  126  COMMAND could not be run; 127 COMMAND was not found\n"
@@ -359,6 +359,30 @@ static void supervise_once(supervision *sv) {
   }
 }
 
+/* May COMMAND start?  Not after a LOST that came behind the grant, and
+ * only with a lease long enough for its grace period (as zkr-elect);
+ * while renewals are late, look again every 100 ms: the lease recovers
+ * or runs out, within a session timeout.  1: start; 0: the lock is lost. */
+static int ready_to_start(supervision *sv) {
+  for (;;) {
+    tool_event ev;
+    while (tool_next_event(&ev)) {
+      if (ev.kind == TOOL_EV_LOCK && ev.code == ZKRC_LOCK_LOST)
+        sv->lost = 1;
+      tool_event_clear(&ev);
+    }
+    int remaining = zkrc_session_lease_remaining(sv->s);
+    if (sv->lost || remaining <= 0)
+      return 0;
+    if (tool_lease_allows_start(remaining, zkrc_session_lease_floor(sv->s),
+                                &sv->cli->o))
+      return 1;
+    tool_verbose("lease of %s too short (%d ms): COMMAND waits",
+                 sv->cli->path, remaining);
+    tool_wait(100);
+  }
+}
+
 /* Run COMMAND while the lock is held.  Returns zkr-lock's exit status. */
 static int run_locked(lock_cli *cli, zkrc_session *s, int64_t token,
                       const char *node) {
@@ -370,6 +394,12 @@ static int run_locked(lock_cli *cli, zkrc_session *s, int64_t token,
   env[k++] = g_strdup_printf("ZKR_PARTICIPANT_ID=%s", cli->id);
   env[k] = NULL;
   supervision sv = {.cli = cli, .s = s};
+  if (!ready_to_start(&sv)) {
+    for (int i = 0; i < k; i++)
+      g_free(env[i]);
+    tool_error("lock %s lost before COMMAND could start", cli->path);
+    return TOOL_EXIT_LOST;
+  }
   int status = tool_child_start(&sv.child, cli->command, env, &cli->o);
   for (int i = 0; i < k; i++)
     g_free(env[i]);
