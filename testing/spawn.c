@@ -65,7 +65,7 @@ typedef struct child_ends {
 } child_ends;
 
 static void become_child(pid_t parent, child_ends ends, int new_group,
-                         char *const argv[], char **envp) {
+                         int max_fd, char *const argv[], char **envp) {
   if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || getppid() != parent)
     _exit(127); /* the parent is already gone */
   if (new_group && setpgid(0, 0) != 0)
@@ -75,7 +75,9 @@ static void become_child(pid_t parent, child_ends ends, int new_group,
       (ends.err >= 0 && dup2(ends.err, STDERR_FILENO) < 0))
     _exit(127);
   /* No ZooKeeper socket, no other child's pipe. */
-  close_range(3, ~0U, 0);
+  if (close_range(3, ~0U, 0) != 0) /* before Linux 5.9 */
+    for (int fd = 3; fd < max_fd; fd++)
+      close(fd);
   execvpe(argv[0], argv, envp);
   _exit(127);
 }
@@ -123,6 +125,8 @@ int zkrc_spawn(zkrc_child *child, char *const argv[],
   if (open_pipes(o, ends) != 0)
     return -1;
   char **envp = child_environ(o->extra_env);
+  long open_max = sysconf(_SC_OPEN_MAX); /* not async-signal-safe: now */
+  int max_fd = open_max > 0 && open_max < 65536 ? (int)open_max : 65536;
   pid_t parent = getpid();
   /* Not fflush(NULL): it locks every stream, and a thread blocked reading
    * one would block us. */
@@ -131,7 +135,7 @@ int zkrc_spawn(zkrc_child *child, char *const argv[],
   pid_t pid = fork();
   if (pid == 0) {
     child_ends mine = {ends[0][0], ends[1][0], ends[2][0]};
-    become_child(parent, mine, o->new_process_group, argv, envp);
+    become_child(parent, mine, o->new_process_group, max_fd, argv, envp);
   }
   int saved = errno;
   g_free(envp);
@@ -164,8 +168,19 @@ static int64_t monotonic_ms(void) { return g_get_monotonic_time() / 1000; }
  * the kernel's event for a process's end. */
 static void await_end(pid_t pid, int64_t deadline) {
   int fd = pidfd_open(pid, 0);
-  if (fd < 0)
+  if (fd < 0 && errno == ESRCH)
     return; /* already reaped, or not ours: waitpid will tell */
+  if (fd < 0) { /* no pidfd here (old kernel, seccomp): no event to wait on,
+                   so look every 5 ms, without reaping (WNOWAIT) */
+    siginfo_t info;
+    for (;;) {
+      memset(&info, 0, sizeof info);
+      if (waitid(P_PID, (id_t)pid, &info, WEXITED | WNOHANG | WNOWAIT) != 0 ||
+          info.si_pid == pid || monotonic_ms() >= deadline)
+        return;
+      g_usleep(5000);
+    }
+  }
   for (;;) {
     int64_t left = deadline - monotonic_ms();
     struct pollfd p = {fd, POLLIN, 0};
