@@ -639,17 +639,20 @@ static int own_user_namespace(void) {
   return write_text("/proc/self/gid_map", map);
 }
 
+/* 0; 1 when the files could not be written (a failure whoever runs it);
+ * 2 when the namespaces or mounts were refused (privilege). */
 static int private_name_service(names *n) {
   if (write_text(n->resolv_file, "nameserver 127.0.0.1\n"
                                  "options timeout:1 attempts:1\n") != 0 ||
-      names_resolve(n, FALSE) != 0 ||
-      (geteuid() != 0 && own_user_namespace() != 0) ||
+      names_resolve(n, FALSE) != 0)
+    return 1;
+  if ((geteuid() != 0 && own_user_namespace() != 0) ||
       unshare(CLONE_NEWNS) != 0 ||
       /* (the type is ignored for these; named for valgrind's sake) */
       mount("none", "/", "none", MS_REC | MS_PRIVATE, NULL) != 0 ||
       mount(n->hosts_file, "/etc/hosts", "none", MS_BIND, NULL) != 0 ||
       mount(n->resolv_file, "/etc/resolv.conf", "none", MS_BIND, NULL) != 0)
-    return -1;
+    return 2;
   return 0;
 }
 
@@ -693,12 +696,17 @@ static gboolean wait_count(session_log *l, int *field, int n, int timeout_ms) {
     }                                                                         \
   } while (0)
 
-/* Runs in a child (its own mount namespace); returns 0, 77 when it could
- * not set up the name service, or the number of the check that failed. */
+/* Runs in a child (its own mount namespace); returns 0, 77 when it lacked
+ * the privilege to set up the name service (not root, and no user
+ * namespaces), or the number of the check that failed. */
 static int names_child(void *arg) {
   names *n = arg;
-  if (private_name_service(n) != 0)
+  gboolean root = geteuid() == 0; /* before a user namespace makes us 0 */
+  int setup = private_name_service(n);
+  CHILD_CHECK(setup != 1, 18);
+  if (setup == 2 && !root)
     return 77;
+  CHILD_CHECK(setup == 0, 19);
   /* A. Connecting before the name resolves: not "invalid", not dead. */
   zkrc_session_options o;
   zkrc_session_options_init(&o);
