@@ -1263,6 +1263,37 @@ static void test_lock_stop_continue(void) {
   g_free(path);
 }
 
+/* A COMMAND that ignores SIGTSTP is stopped all the same by ^Z: nothing
+ * keeps it within the lease while zkr-lock is stopped.  SIGCONT continues
+ * it. */
+static void test_lock_stop_ignored_tstp(void) {
+  cleanup_processes();
+  char *path = zkt_path("tools-tstp-ignored");
+  char *fifo = tmp_file("fifo");
+  CU_ASSERT_FATAL(mkfifo(fifo, 0600) == 0);
+  char *script = g_strdup_printf(
+      "trap '' TSTP; echo pid=$$; exec 3<>'%s'; while :; do "
+      "read -t 0.02 -u 3; done",
+      fifo);
+  const char *args[] = {"-v", path, "--", "bash", "-c", script, NULL};
+  proc *a = tool_start(ZKR_LOCK, args);
+  pid_t cmd = command_pid(a);
+  CU_ASSERT_FATAL(cmd > 0);
+  void *cmd_arg = (void *)(intptr_t)cmd, *tool_arg = (void *)(intptr_t)a->pid;
+  kill(a->pid, SIGTSTP);
+  CU_ASSERT_TRUE(zkt_wait_for(is_stopped, cmd_arg, 5000));
+  CU_ASSERT_TRUE(zkt_wait_for(is_stopped, tool_arg, 5000));
+  kill(a->pid, SIGCONT);
+  CU_ASSERT_TRUE(zkt_wait_for(is_running, cmd_arg, 5000));
+  kill(a->pid, SIGTERM); /* forwarded: bash ends, zkr-lock with it */
+  CU_ASSERT(proc_wait(a, EXIT_TIMEOUT) >= 0);
+  cleanup_processes();
+  g_free(script);
+  g_unlink(fifo);
+  g_free(fifo);
+  g_free(path);
+}
+
 /* -n when the servers do not answer in time is 69, not "busy", whatever
  * -E says.  Every packet through the proxy is delayed 700 ms each way: the
  * handshake fits the session timeout, but the acquisition's round trips
@@ -1353,6 +1384,7 @@ static void add_suites(void) {
             {"partition_elect", test_partition_elect},
             {"tool_killed_group_dies", test_tool_killed_group_dies},
             {"lock_stop_continue", test_lock_stop_continue},
+            {"lock_stop_ignored_tstp", test_lock_stop_ignored_tstp},
             {"lock_nonblock_no_answer", test_lock_nonblock_no_answer},
             {"no_read_permission", test_no_read_permission},
             {"elect_lost_after_stop_signal",
