@@ -134,8 +134,7 @@ req *zkrc__q_watch_req_new_locked(zkrc__contender *c, void **slot,
   *conn = zkrc__q_conn_for_locked(c);
   if (*conn == NULL)
     return NULL;
-  if (*slot)
-    zkrc__watch_cancel(*slot);
+  zkrc__q_drop_watch_locked(slot);
   req *r = zkrc__q_req_new_locked(c);
   r->watch = zkrc__watch_register(*conn, fired, c, &contender_target);
   *slot = r->watch;
@@ -145,11 +144,36 @@ req *zkrc__q_watch_req_new_locked(zkrc__contender *c, void **slot,
 /* The end of every reply handler that took the lock: let it go, carry out
  * the step decided under it, tell the owner, and forget the request. */
 void zkrc__q_finish_locked_reply(req *r, step next) {
-  zkrc__contender *c = r->c;
+  zkrc__q_unlock_and_perform(r->c, next);
+  zkrc__q_req_free(r);
+}
+
+/* The end of every handler that decided under c->mu: let it go, carry out
+ * the step decided, tell the owner. */
+void zkrc__q_unlock_and_perform(zkrc__contender *c, step next) {
   g_mutex_unlock(&c->mu);
   zkrc__q_perform(c, next);
   zkrc__q_deliver(c);
-  zkrc__q_req_free(r);
+}
+
+/* With c->mu held: forget the watch kept in @p *slot, if any.  (Should its
+ * event still come, it finds the slot changed and is ignored.) */
+void zkrc__q_drop_watch_locked(void **slot) {
+  if (*slot) {
+    zkrc__watch_cancel(*slot);
+    *slot = NULL;
+  }
+}
+
+/* With c->mu held: is the watch @p ctx that fired still the one kept in
+ * @p *slot, on a contender that still wants it (@p wanted, and not
+ * withdrawing)?  Then it is used up (one-shot): forget it. */
+gboolean zkrc__q_take_fired_watch_locked(zkrc__contender *c, void *ctx,
+                                         void **slot, gboolean wanted) {
+  if (ctx != *slot || !wanted || c->withdrawing)
+    return FALSE;
+  *slot = NULL;
+  return TRUE;
 }
 
 /* The end of a reply handler for a superseded request. */
@@ -248,18 +272,9 @@ static void cancel_retry_locked(zkrc__contender *c) {
 
 void zkrc__q_cancel_watches_locked(zkrc__contender *c) {
   cancel_retry_locked(c);
-  if (c->pred_watch) {
-    zkrc__watch_cancel(c->pred_watch);
-    c->pred_watch = NULL;
-  }
-  if (c->dir_watch) {
-    zkrc__watch_cancel(c->dir_watch);
-    c->dir_watch = NULL;
-  }
-  if (c->own_watch) {
-    zkrc__watch_cancel(c->own_watch);
-    c->own_watch = NULL;
-  }
+  zkrc__q_drop_watch_locked(&c->pred_watch);
+  zkrc__q_drop_watch_locked(&c->dir_watch);
+  zkrc__q_drop_watch_locked(&c->own_watch);
 }
 
 /* Finish the contender: no more requests, the owner told last. */
@@ -314,9 +329,7 @@ static gboolean retry_fired(gpointer data) {
     if (c->state != C_ENDED && !c->withdrawing)
       next = c->retry_step;
   }
-  g_mutex_unlock(&c->mu);
-  zkrc__q_perform(c, next);
-  zkrc__q_deliver(c);
+  zkrc__q_unlock_and_perform(c, next);
   return G_SOURCE_REMOVE;
 }
 
@@ -390,9 +403,7 @@ static void on_session_event(zkrc_session *s, zkrc_session_event ev,
           0, FALSE);
     break;
   }
-  g_mutex_unlock(&c->mu);
-  zkrc__q_perform(c, next);
-  zkrc__q_deliver(c);
+  zkrc__q_unlock_and_perform(c, next);
 }
 
 /* ---------------------------------------------------------------- steps */

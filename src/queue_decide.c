@@ -69,10 +69,7 @@ zkrc__listing_move zkrc__listing_decide(const zkrc__listing_facts *f) {
 
 /* Admitted: the directory's watch (if any) is no longer needed. */
 static void drop_dir_watch_locked(zkrc__contender *c) {
-  if (c->dir_watch) {
-    zkrc__watch_cancel(c->dir_watch);
-    c->dir_watch = NULL;
-  }
+  zkrc__q_drop_watch_locked(&c->dir_watch);
 }
 
 /* Not admitted: wait for @p watch (a name in the listing) to go. */

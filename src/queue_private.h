@@ -137,6 +137,8 @@ typedef struct req {
   zkrc__contender *c;
   unsigned epoch;
   void *watch; /* registry context of a watch this request sets */
+  /* A watching getData's reply (queue_watch.c), given its return code. */
+  void (*on_reply)(struct req *r, int rc);
 } req;
 
 /* queue.c: requests and replies, the outbox, ending, steps */
@@ -146,6 +148,10 @@ zkrc_conn *zkrc__q_conn_for_locked(zkrc__contender *c);
 req *zkrc__q_watch_req_new_locked(zkrc__contender *c, void **slot,
                                   zkrc__watch_fn fired, zkrc_conn **conn);
 void zkrc__q_finish_locked_reply(req *r, step next);
+void zkrc__q_unlock_and_perform(zkrc__contender *c, step next);
+void zkrc__q_drop_watch_locked(void **slot);
+gboolean zkrc__q_take_fired_watch_locked(zkrc__contender *c, void *ctx,
+                                         void **slot, gboolean wanted);
 void zkrc__q_perform(zkrc__contender *c, step st);
 void zkrc__q_deliver(zkrc__contender *c);
 void zkrc__q_finish_stale_reply(req *r);

@@ -10,31 +10,73 @@
 
 #include "queue_private.h"
 
+/* ---------------------------------------------- a watching getData */
+
+/* The getData that sets the watch a request carries: its reply goes to
+ * the request's on_reply (it is also told ZCONNECTIONLOSS when the
+ * request could not be sent).  A failed getData sets no watch: that is
+ * why getData is used, rather than exists, which would watch for a node
+ * that is not there. */
+static void watching_get_done(int rc, const char *value, int len,
+                              const struct Stat *stat, const void *data) {
+  req *r = (req *)data;
+  r->on_reply(r, rc);
+}
+
+/* Called with c->mu held, returns with it released: send a getData of
+ * @p path (owned; freed here) that sets a fresh watch kept in @p *slot,
+ * firing @p fired, its reply to @p on_reply. */
+static void send_watching_get_unlock(zkrc__contender *c, char *path,
+                                     void **slot, zkrc__watch_fn fired,
+                                     void (*on_reply)(req *, int)) {
+  zkrc_conn *conn;
+  req *r = zkrc__q_watch_req_new_locked(c, slot, fired, &conn);
+  g_mutex_unlock(&c->mu);
+  if (r == NULL) {
+    g_free(path);
+    return;
+  }
+  r->on_reply = on_reply;
+  int rc = zoo_awget(conn->zh, path, zkrc__watch_dispatch, r->watch,
+                     watching_get_done, r);
+  zkrc__conn_unuse(conn);
+  g_free(path);
+  if (rc != ZOK)
+    on_reply(r, ZCONNECTIONLOSS);
+}
+
 /* -------------------------------------------------- watching predecessors */
+
+/* Lock the contender if it still waits (and is not withdrawing): only a
+ * waiter watches a predecessor or the directory. */
+static gboolean lock_if_waiting(zkrc__contender *c) {
+  g_mutex_lock(&c->mu);
+  if (c->state == C_WAITING && !c->withdrawing)
+    return TRUE;
+  g_mutex_unlock(&c->mu);
+  return FALSE;
+}
 
 static void pred_watch_fired(int type, const char *path, void *target,
                              void *ctx) {
   zkrc__contender *c = target;
   step next = STEP_NONE;
   g_mutex_lock(&c->mu);
-  if (ctx == c->pred_watch && c->state == C_WAITING && !c->withdrawing) {
-    c->pred_watch = NULL;
+  if (zkrc__q_take_fired_watch_locked(c, ctx, &c->pred_watch,
+                                      c->state == C_WAITING)) {
     if (type == ZOO_DELETED_EVENT) {
       next = zkrc__q_relist_locked(c);
     } else if (type == ZOO_CHANGED_EVENT || type == ZOO_CREATED_EVENT) {
       next = STEP_WATCH_PRED; /* the watch was used up: set it again */
     }
   }
-  g_mutex_unlock(&c->mu);
-  zkrc__q_perform(c, next);
-  zkrc__q_deliver(c);
+  zkrc__q_unlock_and_perform(c, next);
 }
 
 static void pred_result(req *r, int rc) {
   zkrc__contender *c = r->c;
   step next = STEP_NONE;
-  /* A failed getData sets no watch: that is why it is used. */
-  if (rc != ZOK)
+  if (rc != ZOK) /* no watch was set */
     zkrc__watch_cancel(r->watch);
   if (!zkrc__q_begin_reply(r))
     return;
@@ -57,31 +99,11 @@ static void pred_result(req *r, int rc) {
   zkrc__q_finish_locked_reply(r, next);
 }
 
-static void pred_get_done(int rc, const char *value, int len,
-                          const struct Stat *stat, const void *data) {
-  pred_result((req *)data, rc);
-}
-
 void zkrc__q_watch_pred(zkrc__contender *c) {
-  g_mutex_lock(&c->mu);
-  if (c->state != C_WAITING || c->withdrawing) {
-    g_mutex_unlock(&c->mu);
+  if (!lock_if_waiting(c))
     return;
-  }
-  zkrc_conn *conn;
-  req *r =
-      zkrc__q_watch_req_new_locked(c, &c->pred_watch, pred_watch_fired, &conn);
-  char *path = r ? g_strdup_printf("%s/%s", c->dir, c->pred) : NULL;
-  g_mutex_unlock(&c->mu);
-  if (r == NULL)
-    return;
-
-  int rc = zoo_awget(conn->zh, path, zkrc__watch_dispatch, r->watch,
-                     pred_get_done, r);
-  zkrc__conn_unuse(conn);
-  g_free(path);
-  if (rc != ZOK)
-    pred_result(r, ZCONNECTIONLOSS);
+  send_watching_get_unlock(c, g_strdup_printf("%s/%s", c->dir, c->pred),
+                           &c->pred_watch, pred_watch_fired, pred_result);
 }
 
 /* ------------------------------------------- watching the directory */
@@ -91,15 +113,10 @@ void zkrc__q_watch_pred(zkrc__contender *c) {
 static void dir_watch_fired(int type, const char *path, void *target,
                             void *ctx) {
   zkrc__contender *c = target;
-  step next = STEP_NONE;
   g_mutex_lock(&c->mu);
-  if (ctx == c->dir_watch && c->state == C_WAITING && !c->withdrawing) {
-    c->dir_watch = NULL;
-    next = STEP_WATCH_DIR;
-  }
-  g_mutex_unlock(&c->mu);
-  zkrc__q_perform(c, next);
-  zkrc__q_deliver(c);
+  gboolean look = zkrc__q_take_fired_watch_locked(c, ctx, &c->dir_watch,
+                                                  c->state == C_WAITING);
+  zkrc__q_unlock_and_perform(c, look ? STEP_WATCH_DIR : STEP_NONE);
 }
 
 static void dir_children_done(int rc, const struct String_vector *kids,
@@ -128,11 +145,8 @@ static void dir_children_done(int rc, const struct String_vector *kids,
 /* List the directory and watch its children in one request: no change can
  * slip between the two. */
 void zkrc__q_watch_dir(zkrc__contender *c) {
-  g_mutex_lock(&c->mu);
-  if (c->state != C_WAITING || c->withdrawing) {
-    g_mutex_unlock(&c->mu);
+  if (!lock_if_waiting(c))
     return;
-  }
   zkrc_conn *conn;
   req *r =
       zkrc__q_watch_req_new_locked(c, &c->dir_watch, dir_watch_fired, &conn);
@@ -148,24 +162,28 @@ void zkrc__q_watch_dir(zkrc__contender *c) {
 
 /* ----------------------------------------------------- our own node */
 
+/* Our node was deleted by someone else: lost at the front; queued, we
+ * queue again. */
+static step own_node_gone_locked(zkrc__contender *c) {
+  if (c->state != C_FRONT)
+    return zkrc__q_relist_locked(c);
+  zkrc__q_end_locked(c, ZKRC_ELOCKLOST, ZNONODE, FALSE);
+  return STEP_NONE;
+}
+
 static void own_watch_fired(int type, const char *path, void *target,
                             void *ctx) {
   zkrc__contender *c = target;
   step next = STEP_NONE;
   g_mutex_lock(&c->mu);
-  if (ctx == c->own_watch && !c->withdrawing && c->state != C_ENDED) {
-    c->own_watch = NULL;
-    if (type == ZOO_DELETED_EVENT && c->state == C_FRONT)
-      zkrc__q_end_locked(c, ZKRC_ELOCKLOST, ZNONODE, FALSE);
-    else if (type == ZOO_DELETED_EVENT)
-      next =
-          zkrc__q_relist_locked(c); /* deleted while queued: we queue again */
+  if (zkrc__q_take_fired_watch_locked(c, ctx, &c->own_watch,
+                                      c->state != C_ENDED)) {
+    if (type == ZOO_DELETED_EVENT)
+      next = own_node_gone_locked(c);
     else if (type == ZOO_CHANGED_EVENT)
       next = STEP_ARM_OWN_WATCH;
   }
-  g_mutex_unlock(&c->mu);
-  zkrc__q_perform(c, next);
-  zkrc__q_deliver(c);
+  zkrc__q_unlock_and_perform(c, next);
 }
 
 /* Reply to the getData that arms the watch on our own node. */
@@ -189,20 +207,11 @@ static void self_result(req *r, int rc) {
   } else if (rc == ZOK) {
     /* watching our own node */
   } else if (rc == ZNONODE) {
-    if (c->state == C_FRONT)
-      zkrc__q_end_locked(c, ZKRC_ELOCKLOST, ZNONODE, FALSE);
-    else
-      next =
-          zkrc__q_relist_locked(c); /* deleted while queued: we queue again */
+    next = own_node_gone_locked(c);
   } else {
     next = zkrc__q_after_failure_locked(c, rc);
   }
   zkrc__q_finish_locked_reply(r, next);
-}
-
-static void self_get_done(int rc, const char *value, int len,
-                          const struct Stat *stat, const void *data) {
-  self_result((req *)data, rc);
 }
 
 /* Watch our own node (from its creation on, when wanted), so that its
@@ -216,20 +225,8 @@ void zkrc__q_arm_own_watch(zkrc__contender *c) {
     g_mutex_unlock(&c->mu);
     return;
   }
-  zkrc_conn *conn;
-  req *r =
-      zkrc__q_watch_req_new_locked(c, &c->own_watch, own_watch_fired, &conn);
-  char *path = r ? g_strdup(c->path) : NULL;
-  g_mutex_unlock(&c->mu);
-  if (r == NULL)
-    return;
-
-  int rc = zoo_awget(conn->zh, path, zkrc__watch_dispatch, r->watch,
-                     self_get_done, r);
-  zkrc__conn_unuse(conn);
-  g_free(path);
-  if (rc != ZOK)
-    self_result(r, ZCONNECTIONLOSS);
+  send_watching_get_unlock(c, g_strdup(c->path), &c->own_watch, own_watch_fired,
+                           self_result);
 }
 
 /* ------------------------------------------------------------ recovery */
@@ -326,14 +323,8 @@ void zkrc__q_recover(zkrc__contender *c) {
   }
   c->recover_needed = FALSE;
   c->epoch++;
-  if (c->pred_watch) {
-    zkrc__watch_cancel(c->pred_watch);
-    c->pred_watch = NULL;
-  }
-  if (c->dir_watch) {
-    zkrc__watch_cancel(c->dir_watch);
-    c->dir_watch = NULL;
-  }
+  zkrc__q_drop_watch_locked(&c->pred_watch);
+  zkrc__q_drop_watch_locked(&c->dir_watch);
   req *r = zkrc__q_req_new_locked(c);
   g_mutex_unlock(&c->mu);
   int rc = zoo_aget_children(conn->zh, c->dir, 0, recover_children_done, r);
