@@ -39,6 +39,7 @@
 #include <zkrecipes/session.h>
 #include <zkrecipes/participants.h>
 #include <zkrecipes/lock.h>
+#include <zkrecipes/multilock.h>
 #include <zkrecipes/election.h>
 
 #ifdef __cplusplus

@@ -1,0 +1,398 @@
+/*
+ * Several locks at once (zkrecipes/multilock.h) against a real
+ * single-member ensemble: all or nothing, taken in the order of their
+ * paths whatever the caller's order (so that opposite orders cannot
+ * deadlock), one deadline, nothing left behind on failure, a lock lost
+ * meanwhile fails the set, and bad sets refused before anything is sent.
+ */
+#include "config.h"
+
+#include <string.h>
+
+#include <glib.h>
+
+#include "testutil.h"
+
+#define N_ROUNDS 25
+
+static zkrc_lock *new_lock(zkrc_session *s, const char *path) {
+  zkrc_lock *lk = NULL;
+  CU_ASSERT_EQUAL_FATAL(zkrc_lock_new(&lk, s, path, NULL), ZKRC_OK);
+  return lk;
+}
+
+/* Three lock paths whose order ("a" < "b" < "c") the tests rely on. */
+typedef struct paths {
+  char *p[3];
+} paths;
+
+static paths new_paths(const char *tag) {
+  paths ps;
+  for (int i = 0; i < 3; i++) {
+    char *t = g_strdup_printf("%s-%c", tag, 'a' + i);
+    ps.p[i] = zkt_path(t);
+    g_free(t);
+  }
+  /* zkt_path() makes "/zkt/<tag>-<pid>-<n>": the tag decides the order. */
+  CU_ASSERT_FATAL(strcmp(ps.p[0], ps.p[1]) < 0 && strcmp(ps.p[1], ps.p[2]) < 0);
+  return ps;
+}
+
+static void free_paths(paths *ps) {
+  for (int i = 0; i < 3; i++)
+    g_free(ps->p[i]);
+}
+
+/* ------------------------------------------------------- all at once */
+
+static void test_acquire_all_holds_every_lock(void) {
+  paths ps = new_paths("ml-all");
+  zkrc_session *s = zkt_session(), *other = zkt_session();
+  zkrc_lock *a = new_lock(s, ps.p[0]), *b = new_lock(s, ps.p[1]),
+            *c = new_lock(s, ps.p[2]);
+  zkrc_lock *set[] = {c, a, b}; /* not in path order */
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_lock_acquire_all(set, 3, 5000));
+  for (int i = 0; i < 3; i++) {
+    CU_ASSERT(zkrc_lock_is_held(set[i]));
+    CU_ASSERT_EQUAL(zkrc_lock_depth(set[i]), 1);
+    zkrc_lock *theirs = new_lock(other, ps.p[i]);
+    ZKT_ASSERT_RC(ZKRC_ELOCKED, zkrc_lock_acquire(theirs, ZKRC_NO_WAIT));
+    zkrc_lock_free(theirs);
+  }
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_lock_release_all(set, 3));
+  zhandle_t *zh = zkt_raw();
+  for (int i = 0; i < 3; i++) {
+    CU_ASSERT(!zkrc_lock_is_held(set[i]));
+    CU_ASSERT_EQUAL(zkt_nodes_left(zh, ps.p[i]), 0);
+  }
+  zookeeper_close(zh);
+  for (int i = 0; i < 3; i++)
+    zkrc_lock_free(set[i]);
+  zkrc_session_close(s);
+  zkrc_session_close(other);
+  free_paths(&ps);
+}
+
+/* A thread that asks for a set of locks (its own session's objects). */
+typedef struct asker {
+  zkrc_lock *set[2];
+  int rc;
+  gint *inside; /* how many askers hold their set now (shared) */
+  int overlaps;
+  int rounds_done;
+} asker;
+
+static gpointer ask_once(gpointer data) {
+  asker *k = data;
+  k->rc = zkrc_lock_acquire_all(k->set, 2, 10000);
+  if (k->rc == ZKRC_OK)
+    k->rc = zkrc_lock_release_all(k->set, 2);
+  return NULL;
+}
+
+/* Whoever holds its set first must have waited for the lock whose path
+ * comes first, holding nothing: a caller's order of {b, a} taken as given
+ * would hold b while waiting for a, and, against {a, b}, deadlock. */
+static void test_locks_are_taken_in_path_order(void) {
+  paths ps = new_paths("ml-order");
+  zkrc_session *s1 = zkt_session(), *s2 = zkt_session(),
+               *s3 = zkt_session();
+  zkrc_lock *blocker = new_lock(s3, ps.p[0]);
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_lock_acquire(blocker, 5000));
+  asker backwards = {.set = {new_lock(s1, ps.p[1]), new_lock(s1, ps.p[0])}};
+  asker forwards = {.set = {new_lock(s2, ps.p[0]), new_lock(s2, ps.p[1])}};
+  GThread *t1 = g_thread_new("backwards", ask_once, &backwards);
+  zhandle_t *zh = zkt_raw();
+  CU_ASSERT_FATAL(zkt_wait_children(zh, ps.p[0], 2, 5000));
+  GThread *t2 = g_thread_new("forwards", ask_once, &forwards);
+  CU_ASSERT_FATAL(zkt_wait_children(zh, ps.p[0], 3, 5000));
+  /* Both wait for a; neither took b first. */
+  CU_ASSERT(zkt_child_count(zh, ps.p[1]) <= 0);
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_lock_release(blocker));
+  g_thread_join(t1);
+  g_thread_join(t2);
+  ZKT_ASSERT_RC(ZKRC_OK, backwards.rc);
+  ZKT_ASSERT_RC(ZKRC_OK, forwards.rc);
+  CU_ASSERT_EQUAL(zkt_nodes_left(zh, ps.p[0]), 0);
+  CU_ASSERT_EQUAL(zkt_nodes_left(zh, ps.p[1]), 0);
+  zookeeper_close(zh);
+  for (int i = 0; i < 2; i++) {
+    zkrc_lock_free(backwards.set[i]);
+    zkrc_lock_free(forwards.set[i]);
+  }
+  zkrc_lock_free(blocker);
+  zkrc_session_close(s1);
+  zkrc_session_close(s2);
+  zkrc_session_close(s3);
+  free_paths(&ps);
+}
+
+static gpointer ask_rounds(gpointer data) {
+  asker *k = data;
+  for (k->rounds_done = 0; k->rounds_done < N_ROUNDS; k->rounds_done++) {
+    k->rc = zkrc_lock_acquire_all(k->set, 2, 10000);
+    if (k->rc != ZKRC_OK)
+      return NULL;
+    if (g_atomic_int_add(k->inside, 1) != 0)
+      k->overlaps++;
+    if (!zkrc_lock_is_held(k->set[0]) || !zkrc_lock_is_held(k->set[1]))
+      k->overlaps++;
+    g_atomic_int_add(k->inside, -1);
+    k->rc = zkrc_lock_release_all(k->set, 2);
+    if (k->rc != ZKRC_OK)
+      return NULL;
+  }
+  return NULL;
+}
+
+/* Two threads (two sessions) asking for {a, b} and {b, a} again and again:
+ * every round completes (no deadlock until a timeout) and the sets are
+ * never held by both at once. */
+static void test_opposite_orders_complete_without_overlap(void) {
+  paths ps = new_paths("ml-opposite");
+  zkrc_session *s1 = zkt_session(), *s2 = zkt_session();
+  gint inside = 0;
+  asker k1 = {.set = {new_lock(s1, ps.p[0]), new_lock(s1, ps.p[1])},
+              .inside = &inside};
+  asker k2 = {.set = {new_lock(s2, ps.p[1]), new_lock(s2, ps.p[0])},
+              .inside = &inside};
+  GThread *t1 = g_thread_new("ab", ask_rounds, &k1);
+  GThread *t2 = g_thread_new("ba", ask_rounds, &k2);
+  g_thread_join(t1);
+  g_thread_join(t2);
+  ZKT_ASSERT_RC(ZKRC_OK, k1.rc);
+  ZKT_ASSERT_RC(ZKRC_OK, k2.rc);
+  CU_ASSERT_EQUAL(k1.rounds_done, N_ROUNDS);
+  CU_ASSERT_EQUAL(k2.rounds_done, N_ROUNDS);
+  CU_ASSERT_EQUAL(k1.overlaps + k2.overlaps, 0);
+  for (int i = 0; i < 2; i++) {
+    zkrc_lock_free(k1.set[i]);
+    zkrc_lock_free(k2.set[i]);
+  }
+  zkrc_session_close(s1);
+  zkrc_session_close(s2);
+  free_paths(&ps);
+}
+
+/* ------------------------------------------------------------ failures */
+
+typedef struct failing {
+  zkrc_lock *set[3];
+  int timeout_ms;
+  int rc;
+  int depth[3]; /* this thread's depth on each lock after the call */
+  int64_t took_ms;
+} failing;
+
+static gpointer ask_and_look(gpointer data) {
+  failing *f = data;
+  int64_t start = zkt_now_ms();
+  f->rc = zkrc_lock_acquire_all(f->set, 3, f->timeout_ms);
+  f->took_ms = zkt_now_ms() - start;
+  for (int i = 0; i < 3; i++)
+    f->depth[i] = zkrc_lock_depth(f->set[i]);
+  return NULL;
+}
+
+/* b is held elsewhere: a is taken, b times out at the set's deadline, and
+ * a is given back; c is never asked for.  No node of ours is left. */
+static void test_timeout_gives_back_what_was_taken(void) {
+  paths ps = new_paths("ml-timeout");
+  zkrc_session *s = zkt_session(), *other = zkt_session();
+  zkrc_lock *theirs = new_lock(other, ps.p[1]);
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_lock_acquire(theirs, 5000));
+  failing f = {.set = {new_lock(s, ps.p[2]), new_lock(s, ps.p[1]),
+                       new_lock(s, ps.p[0])},
+               .timeout_ms = 600};
+  g_thread_join(g_thread_new("asker", ask_and_look, &f));
+  ZKT_ASSERT_RC(ZKRC_ETIMEDOUT, f.rc);
+  CU_ASSERT(f.took_ms >= 600);
+  CU_ASSERT(f.took_ms < 600 + 1500);
+  for (int i = 0; i < 3; i++)
+    CU_ASSERT_EQUAL(f.depth[i], 0);
+  zhandle_t *zh = zkt_raw();
+  CU_ASSERT_EQUAL(zkt_nodes_left(zh, ps.p[0]), 0);
+  CU_ASSERT_EQUAL(zkt_child_count(zh, ps.p[1]), 1); /* theirs only */
+  CU_ASSERT(zkt_child_count(zh, ps.p[2]) <= 0);
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_lock_release(theirs));
+  zookeeper_close(zh);
+  for (int i = 0; i < 3; i++)
+    zkrc_lock_free(f.set[i]);
+  zkrc_lock_free(theirs);
+  zkrc_session_close(s);
+  zkrc_session_close(other);
+  free_paths(&ps);
+}
+
+/* ZKRC_NO_WAIT: c is held elsewhere; a and b are given back at once. */
+static void test_no_wait_fails_when_one_is_held(void) {
+  paths ps = new_paths("ml-nowait");
+  zkrc_session *s = zkt_session(), *other = zkt_session();
+  zkrc_lock *theirs = new_lock(other, ps.p[2]);
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_lock_acquire(theirs, 5000));
+  failing f = {.set = {new_lock(s, ps.p[0]), new_lock(s, ps.p[1]),
+                       new_lock(s, ps.p[2])},
+               .timeout_ms = ZKRC_NO_WAIT};
+  g_thread_join(g_thread_new("asker", ask_and_look, &f));
+  ZKT_ASSERT_RC(ZKRC_ELOCKED, f.rc);
+  for (int i = 0; i < 3; i++)
+    CU_ASSERT_EQUAL(f.depth[i], 0);
+  zhandle_t *zh = zkt_raw();
+  CU_ASSERT_EQUAL(zkt_nodes_left(zh, ps.p[0]), 0);
+  CU_ASSERT_EQUAL(zkt_nodes_left(zh, ps.p[1]), 0);
+  CU_ASSERT_EQUAL(zkt_child_count(zh, ps.p[2]), 1);
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_lock_release(theirs));
+  zookeeper_close(zh);
+  for (int i = 0; i < 3; i++)
+    zkrc_lock_free(f.set[i]);
+  zkrc_lock_free(theirs);
+  zkrc_session_close(s);
+  zkrc_session_close(other);
+  free_paths(&ps);
+}
+
+/* Told when lock a is lost. */
+typedef struct loss {
+  GMutex mu;
+  GCond cond;
+  int lost;
+} loss;
+
+static void on_a_event(zkrc_lock *lk, const zkrc_lock_event_info *info,
+                       void *arg) {
+  loss *l = arg;
+  g_mutex_lock(&l->mu);
+  if (info->event == ZKRC_LOCK_LOST)
+    l->lost = 1;
+  g_cond_broadcast(&l->cond);
+  g_mutex_unlock(&l->mu);
+}
+
+/* a (on its own session) is taken, then lost while b is awaited: when b
+ * comes, the set is not held, and b is given back. */
+static void test_lock_lost_meanwhile_fails_the_set(void) {
+  paths ps = new_paths("ml-lost");
+  zkrc_session *sa = zkt_session(), *sb = zkt_session(),
+               *other = zkt_session();
+  loss l = {.lost = 0};
+  g_mutex_init(&l.mu);
+  g_cond_init(&l.cond);
+  zkrc_lock_options o;
+  zkrc_lock_options_init(&o);
+  o.on_event = on_a_event;
+  o.event_arg = &l;
+  zkrc_lock *a = NULL;
+  CU_ASSERT_EQUAL_FATAL(zkrc_lock_new(&a, sa, ps.p[0], &o), ZKRC_OK);
+  zkrc_lock *theirs = new_lock(other, ps.p[1]);
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_lock_acquire(theirs, 5000));
+  failing f = {.set = {a, new_lock(sb, ps.p[1]), new_lock(sb, ps.p[2])},
+               .timeout_ms = 20000};
+  GThread *t = g_thread_new("asker", ask_and_look, &f);
+  zhandle_t *zh = zkt_raw();
+  CU_ASSERT_FATAL(zkt_wait_children(zh, ps.p[1], 2, 5000));
+  zkt_expire(sa);
+  g_mutex_lock(&l.mu);
+  gint64 end = g_get_monotonic_time() + 10 * G_TIME_SPAN_SECOND;
+  while (!l.lost && g_cond_wait_until(&l.cond, &l.mu, end))
+    ;
+  int lost = l.lost;
+  g_mutex_unlock(&l.mu);
+  CU_ASSERT(lost);
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_lock_release(theirs));
+  g_thread_join(t);
+  ZKT_ASSERT_RC(ZKRC_ELOCKLOST, f.rc);
+  for (int i = 0; i < 3; i++)
+    CU_ASSERT_EQUAL(f.depth[i], 0);
+  CU_ASSERT_EQUAL(zkt_nodes_left(zh, ps.p[1]), 0);
+  CU_ASSERT_EQUAL(zkt_nodes_left(zh, ps.p[2]), 0);
+  zookeeper_close(zh);
+  for (int i = 0; i < 3; i++)
+    zkrc_lock_free(f.set[i]);
+  zkrc_lock_free(theirs);
+  zkrc_session_close(sa);
+  zkrc_session_close(sb);
+  zkrc_session_close(other);
+  g_cond_clear(&l.cond);
+  g_mutex_clear(&l.mu);
+  free_paths(&ps);
+}
+
+/* ---------------------------------------------------------- reentrancy */
+
+static void test_locks_already_held_count_once_more(void) {
+  paths ps = new_paths("ml-reentrant");
+  zkrc_session *s = zkt_session();
+  zkrc_lock *a = new_lock(s, ps.p[0]), *b = new_lock(s, ps.p[1]);
+  zkrc_lock *set[] = {a, b};
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_lock_acquire(a, 5000));
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_lock_acquire_all(set, 2, 5000));
+  CU_ASSERT_EQUAL(zkrc_lock_depth(a), 2);
+  CU_ASSERT_EQUAL(zkrc_lock_depth(b), 1);
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_lock_release_all(set, 2));
+  CU_ASSERT_EQUAL(zkrc_lock_depth(a), 1);
+  CU_ASSERT_EQUAL(zkrc_lock_depth(b), 0);
+  CU_ASSERT(zkrc_lock_is_held(a));
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_lock_release(a));
+  zkrc_lock_free(a);
+  zkrc_lock_free(b);
+  zkrc_session_close(s);
+  free_paths(&ps);
+}
+
+/* ----------------------------------------------------------- bad input */
+
+static void test_bad_sets_are_refused_and_change_nothing(void) {
+  paths ps = new_paths("ml-bad");
+  zkrc_session *s = zkt_session();
+  zkrc_lock *a = new_lock(s, ps.p[0]), *b = new_lock(s, ps.p[1]),
+            *a_again = new_lock(s, ps.p[0]);
+  zkrc_lock *good[] = {a, b}, *with_null[] = {a, NULL},
+            *same_path[] = {a, b, a_again};
+  ZKT_ASSERT_RC(ZKRC_EINVAL, zkrc_lock_acquire_all(NULL, 2, 1000));
+  ZKT_ASSERT_RC(ZKRC_EINVAL, zkrc_lock_acquire_all(good, 0, 1000));
+  ZKT_ASSERT_RC(ZKRC_EINVAL,
+                zkrc_lock_acquire_all(good, ZKRC_MULTILOCK_MAX + 1, 1000));
+  ZKT_ASSERT_RC(ZKRC_EINVAL, zkrc_lock_acquire_all(with_null, 2, 1000));
+  ZKT_ASSERT_RC(ZKRC_EINVAL, zkrc_lock_acquire_all(same_path, 3, 1000));
+  ZKT_ASSERT_RC(ZKRC_EINVAL, zkrc_lock_acquire_all(good, 2, -5));
+  zhandle_t *zh = zkt_raw();
+  CU_ASSERT_EQUAL(zkt_exists(zh, ps.p[0]), 0); /* nothing was sent */
+  CU_ASSERT_EQUAL(zkt_exists(zh, ps.p[1]), 0);
+
+  /* Releasing a set the thread does not wholly hold releases nothing. */
+  ZKT_ASSERT_RC(ZKRC_ENOTOWNER, zkrc_lock_release_all(good, 2));
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_lock_acquire(a, 5000));
+  ZKT_ASSERT_RC(ZKRC_ENOTOWNER, zkrc_lock_release_all(good, 2));
+  CU_ASSERT_EQUAL(zkrc_lock_depth(a), 1);
+  CU_ASSERT(zkrc_lock_is_held(a));
+  ZKT_ASSERT_RC(ZKRC_EINVAL, zkrc_lock_release_all(same_path, 3));
+  CU_ASSERT_EQUAL(zkrc_lock_depth(a), 1);
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_lock_release(a));
+  zookeeper_close(zh);
+  zkrc_lock_free(a);
+  zkrc_lock_free(b);
+  zkrc_lock_free(a_again);
+  zkrc_session_close(s);
+  free_paths(&ps);
+}
+
+static void add_suites(void) {
+  ZKT_SUITE("multilock",
+            {"acquire_all_holds_every_lock", test_acquire_all_holds_every_lock},
+            {"locks_are_taken_in_path_order",
+             test_locks_are_taken_in_path_order},
+            {"opposite_orders_complete_without_overlap",
+             test_opposite_orders_complete_without_overlap},
+            {"timeout_gives_back_what_was_taken",
+             test_timeout_gives_back_what_was_taken},
+            {"no_wait_fails_when_one_is_held",
+             test_no_wait_fails_when_one_is_held},
+            {"lock_lost_meanwhile_fails_the_set",
+             test_lock_lost_meanwhile_fails_the_set},
+            {"locks_already_held_count_once_more",
+             test_locks_already_held_count_once_more},
+            {"bad_sets_are_refused_and_change_nothing",
+             test_bad_sets_are_refused_and_change_nothing});
+}
+
+int main(void) { return zkt_run("test_multilock", add_suites); }
