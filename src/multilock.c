@@ -113,3 +113,224 @@ int zkrc_lock_release_all(zkrc_lock *const *locks, size_t count) {
   g_free(sorted);
   return rc;
 }
+
+/* ------------------------------------------------------ non-blocking */
+
+typedef enum set_state {
+  SET_PENDING,
+  SET_DECIDED, /* the outcome is known; a cancel comes too late */
+  SET_HELD,
+  SET_ENDED
+} set_state;
+
+/* Lock order: the set's mutex before a lock's (zkrc_lock_hold_cancel()
+ * is called under it, so that the hold it cancels cannot be freed
+ * meanwhile: its completion needs the set's mutex first). */
+struct zkrc_lock_set_hold {
+  GMutex mu;
+  zkrc_lock **locks;      /* in the order they are taken */
+  zkrc_lock_hold **holds; /* holds[0..next) are acquired */
+  size_t count;
+  size_t next;             /* the lock being acquired */
+  zkrc_lock_hold *pending; /* its hold, once known and not yet answered */
+  gboolean answered;       /* its completion has come */
+  gboolean canceled;
+  set_state state;
+  int timeout_ms;
+  int64_t deadline_us;
+  zkrc_lock_set_acquired_fn done;
+  void *arg;
+};
+
+static void set_free(zkrc_lock_set_hold *set) {
+  g_mutex_clear(&set->mu);
+  g_free(set->locks);
+  g_free(set->holds);
+  g_free(set);
+}
+
+/* The acquisition failed: give back what was taken, tell, free.  A cancel
+ * that was accepted (it returned ZKRC_OK) is what the owner hears of,
+ * whatever else failed meanwhile. */
+static void set_fail(zkrc_lock_set_hold *set, int status, int zk_error,
+                     zkrc_lock *failed) {
+  g_mutex_lock(&set->mu);
+  if (set->canceled) {
+    status = ZKRC_ECANCELED;
+    zk_error = 0;
+    failed = NULL;
+  }
+  set->state = SET_ENDED;
+  size_t taken = set->next;
+  g_mutex_unlock(&set->mu);
+  while (taken > 0)
+    (void)zkrc_lock_hold_release(set->holds[--taken]);
+  zkrc_lock_set_acquired_info info = {status, zk_error, failed};
+  set->done(set, &info, set->arg);
+  set_free(set);
+}
+
+static void member_done(zkrc_lock *lk, zkrc_lock_hold *hold,
+                        const zkrc_lock_acquired_info *info, void *arg);
+
+/* Start acquiring set->locks[set->next]; a failure to start is returned
+ * (no completion will come for it). */
+static int start_next(zkrc_lock_set_hold *set) {
+  g_mutex_lock(&set->mu);
+  size_t i = set->next;
+  int wait = set->timeout_ms;
+  if (wait > 0 && (wait = remaining_ms(set->deadline_us)) == 0) {
+    g_mutex_unlock(&set->mu);
+    return ZKRC_ETIMEDOUT;
+  }
+  set->answered = FALSE;
+  set->pending = NULL;
+  g_mutex_unlock(&set->mu);
+  zkrc_lock_hold *h = NULL;
+  int rc = zkrc_lock_acquire_async(set->locks[i], wait, member_done, set, &h);
+  if (rc != ZKRC_OK)
+    return rc;
+  g_mutex_lock(&set->mu);
+  if (!set->answered) { /* else h may be gone already */
+    set->pending = h;
+    if (set->canceled) /* canceled before the hold was known */
+      (void)zkrc_lock_hold_cancel(h);
+  }
+  g_mutex_unlock(&set->mu);
+  return ZKRC_OK;
+}
+
+/* All answered: held only if none was lost meanwhile. */
+static void set_complete(zkrc_lock_set_hold *set) {
+  for (size_t i = 0; i < set->count; i++)
+    if (!zkrc_lock_hold_is_held(set->holds[i])) {
+      set_fail(set, ZKRC_ELOCKLOST, 0, NULL);
+      return;
+    }
+  g_mutex_lock(&set->mu);
+  set->state = SET_HELD;
+  g_mutex_unlock(&set->mu);
+  zkrc_lock_set_acquired_info info = {ZKRC_OK, 0, NULL};
+  set->done(set, &info, set->arg);
+}
+
+static void member_done(zkrc_lock *lk, zkrc_lock_hold *hold,
+                        const zkrc_lock_acquired_info *info, void *arg) {
+  zkrc_lock_set_hold *set = arg;
+  g_mutex_lock(&set->mu);
+  set->answered = TRUE;
+  set->pending = NULL;
+  if (info->status == ZKRC_OK)
+    set->holds[set->next++] = hold;
+  gboolean canceled = set->canceled, all = set->next == set->count;
+  if (!canceled && (info->status != ZKRC_OK || all))
+    set->state = SET_DECIDED;
+  g_mutex_unlock(&set->mu);
+  if (canceled || info->status != ZKRC_OK) {
+    set_fail(set, info->status, info->zk_error, lk);
+  } else if (all) {
+    set_complete(set);
+  } else {
+    int rc = start_next(set);
+    if (rc != ZKRC_OK)
+      set_fail(set, rc, 0, set->locks[set->next]);
+  }
+}
+
+int zkrc_lock_acquire_all_async(zkrc_lock *const *locks, size_t count,
+                                int timeout_ms, zkrc_lock_set_acquired_fn done,
+                                void *arg, zkrc_lock_set_hold **out) {
+  if (done == NULL || (timeout_ms < 0 && timeout_ms != ZKRC_WAIT_FOREVER))
+    return zkrc__fail(ZKRC_EINVAL);
+  zkrc_lock **sorted = canonical_order(locks, count);
+  if (sorted == NULL)
+    return zkrc__fail(ZKRC_EINVAL);
+  zkrc_lock_set_hold *set = g_new0(zkrc_lock_set_hold, 1);
+  g_mutex_init(&set->mu);
+  set->locks = sorted;
+  set->holds = g_new0(zkrc_lock_hold *, count);
+  set->count = count;
+  set->timeout_ms = timeout_ms;
+  set->deadline_us =
+      g_get_monotonic_time() + (int64_t)MAX(timeout_ms, 0) * 1000;
+  set->done = done;
+  set->arg = arg;
+  if (out)
+    *out = set; /* before the first completion can run */
+  int rc = start_next(set);
+  if (rc != ZKRC_OK) {
+    if (out)
+      *out = NULL;
+    set_free(set);
+    return zkrc__fail(rc);
+  }
+  return ZKRC_OK;
+}
+
+int zkrc_lock_set_hold_cancel(zkrc_lock_set_hold *set) {
+  if (set == NULL)
+    return zkrc__fail(ZKRC_EINVAL);
+  g_mutex_lock(&set->mu);
+  int rc = ZKRC_OK;
+  if (set->state != SET_PENDING || set->canceled) {
+    rc = ZKRC_ESTATE;
+  } else {
+    set->canceled = TRUE;
+    if (set->pending) /* valid: its completion needs this mutex first */
+      (void)zkrc_lock_hold_cancel(set->pending);
+  }
+  g_mutex_unlock(&set->mu);
+  return rc == ZKRC_OK ? ZKRC_OK : zkrc__fail(rc);
+}
+
+int zkrc_lock_set_hold_release(zkrc_lock_set_hold *set) {
+  if (set == NULL)
+    return zkrc__fail(ZKRC_EINVAL);
+  g_mutex_lock(&set->mu);
+  gboolean held = set->state == SET_HELD;
+  if (held)
+    set->state = SET_ENDED;
+  g_mutex_unlock(&set->mu);
+  if (!held)
+    return zkrc__fail(ZKRC_ESTATE);
+  int rc = ZKRC_OK;
+  for (size_t i = set->count; i > 0; i--) {
+    int released = zkrc_lock_hold_release(set->holds[i - 1]);
+    if (released != ZKRC_OK && rc == ZKRC_OK)
+      rc = released;
+  }
+  set_free(set);
+  return rc == ZKRC_OK ? ZKRC_OK : zkrc__fail(rc);
+}
+
+int zkrc_lock_set_hold_is_held(zkrc_lock_set_hold *set) {
+  if (set == NULL)
+    return 0;
+  g_mutex_lock(&set->mu);
+  int held = set->state == SET_HELD;
+  for (size_t i = 0; held && i < set->count; i++)
+    held = zkrc_lock_hold_is_held(set->holds[i]);
+  g_mutex_unlock(&set->mu);
+  return held;
+}
+
+size_t zkrc_lock_set_hold_count(zkrc_lock_set_hold *set) {
+  return set ? set->count : 0;
+}
+
+zkrc_lock_hold *zkrc_lock_set_hold_member(zkrc_lock_set_hold *set, size_t i) {
+  if (set == NULL || i >= set->count)
+    return NULL;
+  g_mutex_lock(&set->mu);
+  zkrc_lock_hold *h = set->state == SET_HELD ? set->holds[i] : NULL;
+  g_mutex_unlock(&set->mu);
+  return h;
+}
+
+zkrc_lock *zkrc_lock_set_hold_lock(zkrc_lock_set_hold *set, size_t i) {
+  return set && i < set->count ? set->locks[i] : NULL;
+}
+
+void *zkrc_lock_set_hold_arg(zkrc_lock_set_hold *set) {
+  return set ? set->arg : NULL;
+}

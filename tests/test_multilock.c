@@ -95,8 +95,7 @@ static gpointer ask_once(gpointer data) {
  * would hold b while waiting for a, and, against {a, b}, deadlock. */
 static void test_locks_are_taken_in_path_order(void) {
   paths ps = new_paths("ml-order");
-  zkrc_session *s1 = zkt_session(), *s2 = zkt_session(),
-               *s3 = zkt_session();
+  zkrc_session *s1 = zkt_session(), *s2 = zkt_session(), *s3 = zkt_session();
   zkrc_lock *blocker = new_lock(s3, ps.p[0]);
   ZKT_ASSERT_RC(ZKRC_OK, zkrc_lock_acquire(blocker, 5000));
   asker backwards = {.set = {new_lock(s1, ps.p[1]), new_lock(s1, ps.p[0])}};
@@ -201,9 +200,9 @@ static void test_timeout_gives_back_what_was_taken(void) {
   zkrc_session *s = zkt_session(), *other = zkt_session();
   zkrc_lock *theirs = new_lock(other, ps.p[1]);
   ZKT_ASSERT_RC(ZKRC_OK, zkrc_lock_acquire(theirs, 5000));
-  failing f = {.set = {new_lock(s, ps.p[2]), new_lock(s, ps.p[1]),
-                       new_lock(s, ps.p[0])},
-               .timeout_ms = 600};
+  failing f = {
+      .set = {new_lock(s, ps.p[2]), new_lock(s, ps.p[1]), new_lock(s, ps.p[0])},
+      .timeout_ms = 600};
   g_thread_join(g_thread_new("asker", ask_and_look, &f));
   ZKT_ASSERT_RC(ZKRC_ETIMEDOUT, f.rc);
   CU_ASSERT(f.took_ms >= 600);
@@ -230,9 +229,9 @@ static void test_no_wait_fails_when_one_is_held(void) {
   zkrc_session *s = zkt_session(), *other = zkt_session();
   zkrc_lock *theirs = new_lock(other, ps.p[2]);
   ZKT_ASSERT_RC(ZKRC_OK, zkrc_lock_acquire(theirs, 5000));
-  failing f = {.set = {new_lock(s, ps.p[0]), new_lock(s, ps.p[1]),
-                       new_lock(s, ps.p[2])},
-               .timeout_ms = ZKRC_NO_WAIT};
+  failing f = {
+      .set = {new_lock(s, ps.p[0]), new_lock(s, ps.p[1]), new_lock(s, ps.p[2])},
+      .timeout_ms = ZKRC_NO_WAIT};
   g_thread_join(g_thread_new("asker", ask_and_look, &f));
   ZKT_ASSERT_RC(ZKRC_ELOCKED, f.rc);
   for (int i = 0; i < 3; i++)
@@ -272,8 +271,7 @@ static void on_a_event(zkrc_lock *lk, const zkrc_lock_event_info *info,
  * comes, the set is not held, and b is given back. */
 static void test_lock_lost_meanwhile_fails_the_set(void) {
   paths ps = new_paths("ml-lost");
-  zkrc_session *sa = zkt_session(), *sb = zkt_session(),
-               *other = zkt_session();
+  zkrc_session *sa = zkt_session(), *sb = zkt_session(), *other = zkt_session();
   loss l = {.lost = 0};
   g_mutex_init(&l.mu);
   g_cond_init(&l.cond);
@@ -376,23 +374,226 @@ static void test_bad_sets_are_refused_and_change_nothing(void) {
   free_paths(&ps);
 }
 
+/* -------------------------------------------------------- non-blocking */
+
+/* Wait (at most 5 s) until no node is left under @p path: released holds
+ * delete theirs in the background. */
+typedef struct where {
+  zhandle_t *zh;
+  const char *path;
+} where;
+
+static int none_left(void *arg) {
+  where *w = arg;
+  return zkt_nodes_left(w->zh, w->path) == 0;
+}
+
+static int no_nodes_left(zhandle_t *zh, const char *path) {
+  where w = {zh, path};
+  return zkt_wait_for(none_left, &w, 5000);
+}
+
+/* What a set's completion told, and what it saw when it ran. */
+typedef struct outcome {
+  GMutex mu;
+  GCond cond;
+  int called;
+  int status;
+  zkrc_lock *failed;
+  int held;      /* zkrc_lock_set_hold_is_held() in the callback */
+  int sorted;    /* the set's locks came in path order */
+  int tokens_ok; /* every member hold had a token */
+  zkrc_lock_set_hold *set;
+} outcome;
+
+static void outcome_init(outcome *o) {
+  memset(o, 0, sizeof *o);
+  g_mutex_init(&o->mu);
+  g_cond_init(&o->cond);
+}
+
+static void outcome_clear(outcome *o) {
+  g_cond_clear(&o->cond);
+  g_mutex_clear(&o->mu);
+}
+
+static void on_set_done(zkrc_lock_set_hold *set,
+                        const zkrc_lock_set_acquired_info *info, void *arg) {
+  outcome *o = arg;
+  int held = zkrc_lock_set_hold_is_held(set);
+  int sorted = 1, tokens_ok = 1;
+  for (size_t i = 0; i < zkrc_lock_set_hold_count(set); i++) {
+    if (i > 0 && strcmp(zkrc_lock_path(zkrc_lock_set_hold_lock(set, i - 1)),
+                        zkrc_lock_path(zkrc_lock_set_hold_lock(set, i))) >= 0)
+      sorted = 0;
+    if (zkrc_lock_hold_token(zkrc_lock_set_hold_member(set, i)) <= 0)
+      tokens_ok = 0;
+  }
+  g_mutex_lock(&o->mu);
+  o->called++;
+  o->status = info->status;
+  o->failed = info->failed;
+  o->held = held;
+  o->sorted = sorted;
+  o->tokens_ok = tokens_ok;
+  o->set = info->status == ZKRC_OK ? set : NULL;
+  g_cond_broadcast(&o->cond);
+  g_mutex_unlock(&o->mu);
+}
+
+/* Wait (at most 15 s) for the completion; returns how many came. */
+static int wait_outcome(outcome *o) {
+  gint64 end = g_get_monotonic_time() + 15 * G_TIME_SPAN_SECOND;
+  g_mutex_lock(&o->mu);
+  while (o->called == 0 && g_cond_wait_until(&o->cond, &o->mu, end))
+    ;
+  int called = o->called;
+  g_mutex_unlock(&o->mu);
+  return called;
+}
+
+static void test_async_acquires_all_and_releases(void) {
+  paths ps = new_paths("ml-async");
+  zkrc_session *s = zkt_session();
+  zkrc_lock *set[] = {new_lock(s, ps.p[2]), new_lock(s, ps.p[0]),
+                      new_lock(s, ps.p[1])};
+  outcome o;
+  outcome_init(&o);
+  zkrc_lock_set_hold *h = NULL;
+  ZKT_ASSERT_RC(ZKRC_OK,
+                zkrc_lock_acquire_all_async(set, 3, 5000, on_set_done, &o, &h));
+  CU_ASSERT_PTR_NOT_NULL(h);
+  CU_ASSERT_EQUAL_FATAL(wait_outcome(&o), 1);
+  ZKT_ASSERT_RC(ZKRC_OK, o.status);
+  CU_ASSERT(o.held);
+  CU_ASSERT(o.sorted);
+  CU_ASSERT(o.tokens_ok);
+  CU_ASSERT_PTR_EQUAL(o.set, h);
+  CU_ASSERT_PTR_EQUAL(zkrc_lock_set_hold_arg(h), &o);
+  ZKT_ASSERT_RC(ZKRC_ESTATE, zkrc_lock_set_hold_cancel(h));
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_lock_set_hold_release(h));
+  zhandle_t *zh = zkt_raw();
+  for (int i = 0; i < 3; i++)
+    CU_ASSERT(no_nodes_left(zh, ps.p[i]));
+  zookeeper_close(zh);
+  for (int i = 0; i < 3; i++)
+    zkrc_lock_free(set[i]);
+  zkrc_session_close(s);
+  outcome_clear(&o);
+  free_paths(&ps);
+}
+
+static void test_async_timeout_gives_back_what_was_taken(void) {
+  paths ps = new_paths("ml-async-timeout");
+  zkrc_session *s = zkt_session(), *other = zkt_session();
+  zkrc_lock *theirs = new_lock(other, ps.p[1]);
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_lock_acquire(theirs, 5000));
+  zkrc_lock *set[] = {new_lock(s, ps.p[1]), new_lock(s, ps.p[0])};
+  outcome o;
+  outcome_init(&o);
+  int64_t start = zkt_now_ms();
+  ZKT_ASSERT_RC(
+      ZKRC_OK, zkrc_lock_acquire_all_async(set, 2, 600, on_set_done, &o, NULL));
+  CU_ASSERT_EQUAL_FATAL(wait_outcome(&o), 1);
+  int64_t took = zkt_now_ms() - start;
+  ZKT_ASSERT_RC(ZKRC_ETIMEDOUT, o.status);
+  CU_ASSERT_PTR_EQUAL(o.failed, set[0]); /* the lock on ps.p[1] */
+  CU_ASSERT(took >= 600 && took < 600 + 1500);
+  zhandle_t *zh = zkt_raw();
+  CU_ASSERT(zkt_wait_children(zh, ps.p[1], 1, 5000)); /* theirs only */
+  CU_ASSERT(no_nodes_left(zh, ps.p[0]));
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_lock_release(theirs));
+  zookeeper_close(zh);
+  for (int i = 0; i < 2; i++)
+    zkrc_lock_free(set[i]);
+  zkrc_lock_free(theirs);
+  zkrc_session_close(s);
+  zkrc_session_close(other);
+  outcome_clear(&o);
+  free_paths(&ps);
+}
+
+static void test_async_cancel_gives_back_what_was_taken(void) {
+  paths ps = new_paths("ml-async-cancel");
+  zkrc_session *s = zkt_session(), *other = zkt_session();
+  zkrc_lock *theirs = new_lock(other, ps.p[1]);
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_lock_acquire(theirs, 5000));
+  zkrc_lock *set[] = {new_lock(s, ps.p[0]), new_lock(s, ps.p[1])};
+  outcome o;
+  outcome_init(&o);
+  zkrc_lock_set_hold *h = NULL;
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_lock_acquire_all_async(set, 2, ZKRC_WAIT_FOREVER,
+                                                     on_set_done, &o, &h));
+  zhandle_t *zh = zkt_raw();
+  CU_ASSERT_FATAL(zkt_wait_children(zh, ps.p[1], 2, 5000)); /* a is ours */
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_lock_set_hold_cancel(h));
+  CU_ASSERT_EQUAL_FATAL(wait_outcome(&o), 1);
+  ZKT_ASSERT_RC(ZKRC_ECANCELED, o.status);
+  CU_ASSERT(zkt_wait_children(zh, ps.p[1], 1, 5000));
+  CU_ASSERT(no_nodes_left(zh, ps.p[0]));
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_lock_release(theirs));
+  zookeeper_close(zh);
+  for (int i = 0; i < 2; i++)
+    zkrc_lock_free(set[i]);
+  zkrc_lock_free(theirs);
+  zkrc_session_close(s);
+  zkrc_session_close(other);
+  outcome_clear(&o);
+  free_paths(&ps);
+}
+
+static void test_async_bad_sets_are_refused(void) {
+  paths ps = new_paths("ml-async-bad");
+  zkrc_session *s = zkt_session();
+  zkrc_lock *a = new_lock(s, ps.p[0]), *a_again = new_lock(s, ps.p[0]);
+  zkrc_lock *same_path[] = {a, a_again}, *one[] = {a};
+  outcome o;
+  outcome_init(&o);
+  zkrc_lock_set_hold *h = (zkrc_lock_set_hold *)&o; /* must be left alone */
+  ZKT_ASSERT_RC(ZKRC_EINVAL,
+                zkrc_lock_acquire_all_async(one, 1, 1000, NULL, &o, &h));
+  ZKT_ASSERT_RC(ZKRC_EINVAL, zkrc_lock_acquire_all_async(same_path, 2, 1000,
+                                                         on_set_done, &o, &h));
+  ZKT_ASSERT_RC(ZKRC_EINVAL,
+                zkrc_lock_acquire_all_async(one, 1, -7, on_set_done, &o, &h));
+  CU_ASSERT_PTR_EQUAL(h, (zkrc_lock_set_hold *)&o);
+  ZKT_ASSERT_RC(ZKRC_EINVAL, zkrc_lock_set_hold_cancel(NULL));
+  ZKT_ASSERT_RC(ZKRC_EINVAL, zkrc_lock_set_hold_release(NULL));
+  CU_ASSERT_EQUAL(zkrc_lock_set_hold_is_held(NULL), 0);
+  CU_ASSERT_PTR_NULL(zkrc_lock_set_hold_member(NULL, 0));
+  zhandle_t *zh = zkt_raw();
+  CU_ASSERT_EQUAL(zkt_exists(zh, ps.p[0]), 0); /* nothing was sent */
+  zookeeper_close(zh);
+  CU_ASSERT_EQUAL(o.called, 0);
+  zkrc_lock_free(a);
+  zkrc_lock_free(a_again);
+  zkrc_session_close(s);
+  outcome_clear(&o);
+  free_paths(&ps);
+}
+
 static void add_suites(void) {
-  ZKT_SUITE("multilock",
-            {"acquire_all_holds_every_lock", test_acquire_all_holds_every_lock},
-            {"locks_are_taken_in_path_order",
-             test_locks_are_taken_in_path_order},
-            {"opposite_orders_complete_without_overlap",
-             test_opposite_orders_complete_without_overlap},
-            {"timeout_gives_back_what_was_taken",
-             test_timeout_gives_back_what_was_taken},
-            {"no_wait_fails_when_one_is_held",
-             test_no_wait_fails_when_one_is_held},
-            {"lock_lost_meanwhile_fails_the_set",
-             test_lock_lost_meanwhile_fails_the_set},
-            {"locks_already_held_count_once_more",
-             test_locks_already_held_count_once_more},
-            {"bad_sets_are_refused_and_change_nothing",
-             test_bad_sets_are_refused_and_change_nothing});
+  ZKT_SUITE(
+      "multilock",
+      {"acquire_all_holds_every_lock", test_acquire_all_holds_every_lock},
+      {"locks_are_taken_in_path_order", test_locks_are_taken_in_path_order},
+      {"opposite_orders_complete_without_overlap",
+       test_opposite_orders_complete_without_overlap},
+      {"timeout_gives_back_what_was_taken",
+       test_timeout_gives_back_what_was_taken},
+      {"no_wait_fails_when_one_is_held", test_no_wait_fails_when_one_is_held},
+      {"lock_lost_meanwhile_fails_the_set",
+       test_lock_lost_meanwhile_fails_the_set},
+      {"locks_already_held_count_once_more",
+       test_locks_already_held_count_once_more},
+      {"bad_sets_are_refused_and_change_nothing",
+       test_bad_sets_are_refused_and_change_nothing},
+      {"async_acquires_all_and_releases", test_async_acquires_all_and_releases},
+      {"async_timeout_gives_back_what_was_taken",
+       test_async_timeout_gives_back_what_was_taken},
+      {"async_cancel_gives_back_what_was_taken",
+       test_async_cancel_gives_back_what_was_taken},
+      {"async_bad_sets_are_refused", test_async_bad_sets_are_refused});
 }
 
 int main(void) { return zkt_run("test_multilock", add_suites); }

@@ -79,6 +79,99 @@ int zkrc_lock_acquire_all(zkrc_lock *const *locks, size_t count,
  */
 int zkrc_lock_release_all(zkrc_lock *const *locks, size_t count);
 
+/* ---------------------------------------------------------------------
+ * Non-blocking: a set hold.
+ *
+ * zkrc_lock_acquire_all_async() takes the set for a set hold (not for a
+ * thread), one non-blocking hold (zkrc_lock_hold) per lock, one after the
+ * other in the order of their paths, and tells once how it ended.  The
+ * completion runs on the executor of the session of the lock that decided
+ * it (the last one acquired, or the one that failed); when all the locks
+ * share a session, on that session's executor.
+ * --------------------------------------------------------------------- */
+
+typedef struct zkrc_lock_set_hold zkrc_lock_set_hold;
+
+/** How a set's acquisition ended; valid only during the callback. */
+typedef struct zkrc_lock_set_acquired_info {
+  /** ZKRC_OK: every lock is held now (checked when the callback runs);
+   *  release them with zkrc_lock_set_hold_release().  Otherwise the
+   *  acquisition failed and the set hold is freed when the callback
+   *  returns, what it took given back (nodes deleted as by
+   *  zkrc_lock_hold_release()): the failure of the lock that failed, as
+   *  zkrc_lock_acquired_info tells it (ZKRC_ETIMEDOUT, ZKRC_ELOCKED,
+   *  ZKRC_ECANCELED, ...), or ZKRC_ELOCKLOST when a lock of the set was
+   *  lost before the last one was acquired. */
+  int status;
+  /** The ZooKeeper code behind a failure, or ZOK. */
+  int zk_error;
+  /** The lock that failed (NULL on success or for ZKRC_ELOCKLOST). */
+  zkrc_lock *failed;
+} zkrc_lock_set_acquired_info;
+
+/** Told once how a set's acquisition ended (see above). */
+typedef void (*zkrc_lock_set_acquired_fn)(
+    zkrc_lock_set_hold *set, const zkrc_lock_set_acquired_info *info,
+    void *arg);
+
+/**
+ * Start acquiring every lock of @p locks, all or nothing, in the order of
+ * their paths; returns at once.  @p done is called exactly once (see
+ * above), never from inside this call.
+ *
+ * @param locks, count, timeout_ms  as for zkrc_lock_acquire_all(); the
+ *                    array is copied, the locks must outlive the set hold.
+ * @param set         if not NULL, receives the set hold (to cancel it, or
+ *                    to release it once acquired); valid until the failure
+ *                    callback returns or until zkrc_lock_set_hold_release().
+ * @return ZKRC_OK (the callback will come); ZKRC_EINVAL (as for
+ *         zkrc_lock_acquire_all(), or NULL @p done); ZKRC_ENOMEM; or the
+ *         first lock's refusal to start (ZKRC_ECLOSED, ZKRC_ECANCELED).
+ *         On an error no callback comes and nothing was sent.
+ * Events about a member's hold (the lock's on_event, info->hold) carry the
+ * set hold as zkrc_lock_hold_arg(info->hold).
+ * Threading: any thread, including an executor's (it never blocks).
+ */
+int zkrc_lock_acquire_all_async(zkrc_lock *const *locks, size_t count,
+                                int timeout_ms, zkrc_lock_set_acquired_fn done,
+                                void *arg, zkrc_lock_set_hold **set);
+
+/**
+ * Cancel a pending acquisition: the completion comes with ZKRC_ECANCELED
+ * once what was taken is given back (unless the outcome had already been
+ * decided: then this returns ZKRC_ESTATE and that completion comes).
+ * @return ZKRC_OK; ZKRC_ESTATE; ZKRC_EINVAL.  Does not block.
+ */
+int zkrc_lock_set_hold_cancel(zkrc_lock_set_hold *set);
+
+/**
+ * Release an acquired set: every member hold is released (nodes deleted in
+ * the background) and @p set is freed.
+ * @return ZKRC_OK; ZKRC_ELOCKLOST (one of them had been lost; all are
+ *         released and freed all the same); ZKRC_ESTATE (not acquired:
+ *         cancel it instead); ZKRC_EINVAL.
+ */
+int zkrc_lock_set_hold_release(zkrc_lock_set_hold *set);
+
+/** Non-zero while every lock of @p set is held (see
+ *  zkrc_lock_hold_is_held()); 0 for NULL. */
+int zkrc_lock_set_hold_is_held(zkrc_lock_set_hold *set);
+
+/** How many locks the set has; 0 for NULL. */
+size_t zkrc_lock_set_hold_count(zkrc_lock_set_hold *set);
+
+/** The member hold of the @p i-th lock in the order they are taken (by
+ *  path), for its token (zkrc_lock_hold_token()) or lock; NULL before the
+ *  set is acquired, or when @p i is out of range. */
+zkrc_lock_hold *zkrc_lock_set_hold_member(zkrc_lock_set_hold *set, size_t i);
+
+/** The @p i-th lock of the set in the order they are taken (by path);
+ *  NULL when @p i is out of range. */
+zkrc_lock *zkrc_lock_set_hold_lock(zkrc_lock_set_hold *set, size_t i);
+
+/** The @p arg given to zkrc_lock_acquire_all_async(); NULL for NULL. */
+void *zkrc_lock_set_hold_arg(zkrc_lock_set_hold *set);
+
 #ifdef __cplusplus
 }
 #endif
