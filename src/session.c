@@ -87,9 +87,14 @@ void zkrc__session_unref_recipe(zkrc_session *s) {
 
 /* When the application freed its recipes before closing, wait a little for
  * the references that are about to go by themselves (requests in flight,
- * contenders finishing a delete, callbacks queued): the last reference then
- * goes in zkrc_session_close() itself, which joins the session's threads,
- * so nothing of the session outlives the call. */
+ * contenders finishing a delete): the last reference then goes in
+ * zkrc_session_close() itself, which joins the session's threads, so
+ * nothing of the session outlives the call.  Not for calls still queued on
+ * the executor: on an executor of the application's (a GLib main context,
+ * a file descriptor's loop) they run only when the application's loop
+ * does, maybe on the very thread that is closing (waiting for them stalled
+ * every close with a listener for the whole 2 s); the last of them drops
+ * the last reference.  The default executor's were run before. */
 #define CLOSE_SETTLE_MS 2000
 
 static void wait_for_transient_refs(zkrc_session *s) {
@@ -98,7 +103,8 @@ static void wait_for_transient_refs(zkrc_session *s) {
   g_mutex_lock(&s->mu);
   /* Recipe objects still alive keep references (and their contenders do):
    * the session then ends with the last of them, later. */
-  while (g_atomic_int_get(&s->recipes) == 0 && g_atomic_int_get(&s->refs) > 1 &&
+  while (g_atomic_int_get(&s->recipes) == 0 &&
+         g_atomic_int_get(&s->refs) - g_atomic_int_get(&s->posted) > 1 &&
          g_cond_wait_until(&s->cond, &s->mu, deadline))
     ;
   g_mutex_unlock(&s->mu);

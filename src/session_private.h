@@ -40,6 +40,11 @@ struct zkrc_session {
   gint refs;
   gint recipes; /* references held by recipe objects (locks, elections) */
   gint closing_waiters; /* zkrc_session_close() waiting for references */
+  /* Calls posted to the executor that have not run yet (each holds a
+   * reference).  On an executor of the application's, they may wait for
+   * the very thread that is closing the session: close does not wait for
+   * them. */
+  gint posted;
 
   char *hosts; /* NULL for an adopted handle that must not be reopened */
   zkrc_session_options opts;

@@ -158,6 +158,7 @@ typedef struct posted_call {
 static void posted_call_run(void *data) {
   posted_call *pc = data;
   pc->fn(pc->arg);
+  g_atomic_int_add(&pc->s->posted, -1);
   zkrc__session_unref(pc->s);
   g_free(pc);
 }
@@ -165,6 +166,7 @@ static void posted_call_run(void *data) {
 void zkrc__session_post(zkrc_session *s, zkrc_callback_fn fn, void *arg) {
   posted_call *pc = g_new(posted_call, 1);
   pc->s = zkrc__session_ref(s);
+  g_atomic_int_inc(&s->posted);
   pc->fn = fn;
   pc->arg = arg;
   s->executor.post(s->executor.ctx, posted_call_run, pc);

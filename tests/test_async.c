@@ -1363,6 +1363,48 @@ static void test_election_on_glib_loop(void) {
   g_free(path);
 }
 
+/* What a session listener on the loop heard. */
+typedef struct heard {
+  int closed;
+  int events;
+} heard;
+
+static void on_session_heard(zkrc_session *s, zkrc_session_event ev,
+                             void *arg) {
+  heard *h = arg;
+  check_thread();
+  h->events++;
+  if (ev == ZKRC_SESSION_EVENT_CLOSED)
+    h->closed++;
+}
+
+static int heard_closed(void *arg) { return ((heard *)arg)->closed > 0; }
+
+/* Closing a session that has a listener, from the thread that runs its
+ * GLib executor, returns at once: it does not wait for the CLOSED call it
+ * queued on that loop (which only this thread can run; it used to stall
+ * every close for 2 s).  The listener hears CLOSED once, when the loop
+ * runs, and the session goes then. */
+static void test_close_with_listener_on_loop_is_prompt(void) {
+  loop lp;
+  loop_init(&lp);
+  zkrc_session *s = loop_session(&lp);
+  heard h = {0, 0};
+  ZKT_ASSERT_RC(ZKRC_OK,
+                zkrc_session_add_listener(s, on_session_heard, &h, NULL));
+  int64_t start = zkt_now_ms();
+  zkrc_session_close(s);
+  int64_t took = zkt_now_ms() - start;
+  printf("\n    close with a listener on the loop took %" PRId64 " ms ", took);
+  CU_ASSERT(took < 1000);
+  CU_ASSERT_EQUAL(h.closed, 0); /* queued on this thread's loop */
+  CU_ASSERT(loop_run_until(&lp, heard_closed, &h, slow(5000)));
+  loop_run_for(&lp, 100);
+  CU_ASSERT_EQUAL(h.closed, 1);
+  loop_clear(&lp);
+  CU_ASSERT_EQUAL(g_atomic_int_get(&wrong_thread), 0);
+}
+
 /* ================================================================ main */
 
 static void add_suites(void) {
@@ -1380,7 +1422,9 @@ static void add_suites(void) {
             {"fd executor keeps order", test_fd_executor_keeps_order},
             {"fd executor runs everything on its thread",
              test_fd_executor_runs_everything_on_its_thread},
-            {"election on a GLib loop", test_election_on_glib_loop});
+            {"election on a GLib loop", test_election_on_glib_loop},
+            {"close with a listener on the loop is prompt",
+             test_close_with_listener_on_loop_is_prompt});
 }
 
 int main(void) { return zkt_run("test_async", add_suites); }

@@ -204,9 +204,11 @@ int zkrc_session_adopt(zkrc_session **out, zhandle_t *zh, const char *hosts,
  * and release the caller's reference.  With the default executor, returns
  * once every callback posted until then (CLOSED included) has run, so the
  * caller may free what its listeners use; with an executor of your own,
- * such callbacks may still be queued there.  When every recipe built on
- * the session was freed before, the session's threads have exited when
- * this returns (it waits up to 2 s for requests still in flight).
+ * such callbacks may still be queued there (close does not wait for your
+ * loop to run them).  When every recipe built on the session was freed
+ * before, the session's threads have exited when this returns (it waits
+ * up to 2 s for requests still in flight), or, with an executor of your
+ * own that still holds calls of the session, when the last of them ran.
  * Recipes still open on the session fail later calls with ZKRC_ECLOSED
  * and must still be freed; the memory of the session goes when the last of
  * them is freed.
