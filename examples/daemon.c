@@ -214,14 +214,24 @@ static void on_session(zkrc_session *s, zkrc_session_event ev, void *arg) {
   }
 }
 
-/* SIGTERM, SIGINT: step down before anything else, then leave the loop. */
+/* The election is gone (our node with it), after its last events. */
+static void on_election_freed(void *data) {
+  instance *d = data;
+  g_main_loop_quit(d->loop);
+}
+
+/* SIGTERM, SIGINT: step down before anything else, then leave the loop
+ * once the election has told its REVOKED and deleted our node (without
+ * blocking the loop that delivers them). */
 static gboolean on_signal(gpointer data) {
   instance *d = data;
+  if (d->election == NULL) /* a second signal */
+    return G_SOURCE_REMOVE;
   say("stopping%s",
       zkrc_election_is_leader(d->election) ? ": stepping down" : "");
   stop_work(d); /* no write after this point */
-  zkrc_election_leave(d->election);
-  g_main_loop_quit(d->loop);
+  zkrc_election_free_async(d->election, on_election_freed, d);
+  d->election = NULL;
   return G_SOURCE_REMOVE;
 }
 
@@ -310,7 +320,7 @@ int main(int argc, char **argv) {
     g_main_loop_unref(d.loop);
   }
 
-  zkrc_election_free(d.election); /* our node is gone when it returns */
+  zkrc_election_free(d.election); /* after a failure; NULL after a signal */
   zkrc_session_close(session);
   zkrc_glib_executor_clear(&executor); /* runs what the session posted last */
   say("stopped");

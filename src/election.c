@@ -36,6 +36,13 @@ struct zkrc_election {
   int64_t told_token;
   int64_t token;
   char *node;
+  /* zkrc_election_free_async() was called: no new event is posted, and
+   * `freed` is told once the last round ended and what was queued before
+   * has run. */
+  gboolean detached;
+  int rounds_live; /* rounds whose contender has not ended yet */
+  zkrc_election_freed_fn freed;
+  void *freed_arg;
 };
 
 struct round {
@@ -119,7 +126,7 @@ static void election_event_run(zkrc__recipe_event *ev) {
 
 static void post_event_locked(zkrc_election *e, zkrc_election_event ev,
                               int reason, int zk_error) {
-  if (e->on_event == NULL)
+  if (e->on_event == NULL || e->detached)
     return;
   election_event_call *call =
       zkrc__recipe_event_new(sizeof *call, election_event_run, NULL);
@@ -189,10 +196,14 @@ static gboolean worth_rejoining(int err) {
          err == ZKRC_ELOCKLOST;
 }
 
+static void post_freed_locked(zkrc_election *e);
+
 static void on_ended_locked(zkrc__stake *st, int err, int zk_rc) {
   round *r = (round *)st;
   zkrc_election *e = r->e;
   r->ended = TRUE;
+  if (--e->rounds_live == 0 && e->detached)
+    post_freed_locked(e);
   if (e->current == r) {
     revoke_locked(e, err == ZKRC_OK ? ZKRC_ELOCKLOST : err, zk_rc);
     e->current = NULL;
@@ -242,6 +253,7 @@ static void start_round_locked(zkrc_election *e) {
   };
   r->c = zkrc__contender_new(&cfg);
   e->current = r;
+  e->rounds_live++;
   zkrc__session_run_on_worker(e->r.q.session, start_task, r);
 }
 
@@ -346,6 +358,42 @@ void zkrc_election_free(zkrc_election *e) {
   if (old)
     round_unref(old);
   election_unref(e);
+}
+
+/* The last call of a detached election: after everything queued before it
+ * (a REVOKED of the leave among it), tell the application, which may free
+ * what the callbacks use; nothing is told after. */
+static void freed_run(zkrc__recipe_event *ev) {
+  zkrc_election *e = (zkrc_election *)ev->r;
+  g_mutex_lock(&e->r.mu);
+  e->r.freeing = TRUE; /* drop anything queued behind us */
+  g_mutex_unlock(&e->r.mu);
+  e->freed(e->freed_arg);
+}
+
+static void post_freed_locked(zkrc_election *e) {
+  zkrc__recipe_event *ev = zkrc__recipe_event_new(sizeof *ev, freed_run, NULL);
+  zkrc__recipe_post(&e->r, ev, NULL);
+}
+
+int zkrc_election_free_async(zkrc_election *e, zkrc_election_freed_fn freed,
+                             void *arg) {
+  if (e == NULL || freed == NULL)
+    return zkrc__fail(ZKRC_EINVAL);
+  g_mutex_lock(&e->r.mu);
+  e->joined = FALSE;
+  round *old = end_round_locked(e, ZKRC_OK); /* REVOKED, if we led */
+  e->detached = TRUE;
+  e->freed = freed;
+  e->freed_arg = arg;
+  /* The end of the last round alive (our node deleted: this one's, or a
+   * left or resigned one's still on its way) posts `freed`. */
+  if (e->rounds_live == 0)
+    post_freed_locked(e);
+  g_mutex_unlock(&e->r.mu);
+  withdraw_round(old);
+  election_unref(e); /* the application's reference */
+  return ZKRC_OK;
 }
 
 /* leader_lease_left_locked, taking e->r.mu; 0 for a NULL @p e.  The lease

@@ -1405,6 +1405,83 @@ static void test_close_with_listener_on_loop_is_prompt(void) {
   CU_ASSERT_EQUAL(g_atomic_int_get(&wrong_thread), 0);
 }
 
+/* A voter whose election is freed with zkrc_election_free_async(). */
+typedef struct leaving {
+  voter v;
+  zhandle_t *zh;
+  const char *path;
+  int revoked_before_freed; /* REVOKED had come when `freed` ran */
+  int freed;
+  int nodes_at_freed; /* children of the election's path then */
+} leaving;
+
+static void on_freed(void *arg) {
+  check_thread();
+  leaving *l = arg;
+  l->freed++;
+  l->revoked_before_freed = l->v.revoked;
+  l->nodes_at_freed = children_now(l->zh, l->path);
+}
+
+static int leaving_freed(void *arg) { return ((leaving *)arg)->freed > 0; }
+
+/* Freed without blocking: the REVOKED of the leadership the application
+ * was told of still comes (zkrc_election_free() drops it), then `freed`,
+ * once our node is gone; nothing after.  Whether the leave came before
+ * (the daemon's pattern) or the free leaves by itself. */
+static void free_async_case(int leave_first) {
+  loop lp;
+  loop_init(&lp);
+  leaving l;
+  memset(&l, 0, sizeof l);
+  l.zh = zkt_raw();
+  char *path = zkt_path("async-free");
+  l.path = path;
+  l.v.s = loop_session(&lp);
+  zkrc_election_options o;
+  zkrc_election_options_init(&o);
+  o.on_event = on_vote;
+  o.event_arg = &l.v;
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_election_new(&l.v.e, l.v.s, path, &o));
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_election_join(l.v.e));
+  CU_ASSERT_FATAL(loop_run_until(&lp, voter_elected, &l.v, slow(10000)));
+  if (leave_first)
+    ZKT_ASSERT_RC(ZKRC_OK, zkrc_election_leave(l.v.e));
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_election_free_async(l.v.e, on_freed, &l));
+  CU_ASSERT_EQUAL(l.v.revoked, 0); /* queued on this thread's loop */
+  CU_ASSERT(loop_run_until(&lp, leaving_freed, &l, slow(10000)));
+  loop_run_for(&lp, 100);
+  CU_ASSERT_EQUAL(l.freed, 1);
+  CU_ASSERT_EQUAL(l.revoked_before_freed, 1);
+  CU_ASSERT_EQUAL(l.v.revoked, 1);
+  ZKT_ASSERT_RC(ZKRC_OK, l.v.revoke_reason);
+  CU_ASSERT_EQUAL(l.v.failed, 0);
+  CU_ASSERT(l.nodes_at_freed <= 0);
+  zkrc_session_close(l.v.s);
+  loop_clear(&lp);
+  CU_ASSERT_EQUAL(g_atomic_int_get(&wrong_thread), 0);
+  zookeeper_close(l.zh);
+  g_free(path);
+}
+
+static void test_free_async_after_leave_tells_revoked(void) {
+  free_async_case(1);
+}
+
+static void test_free_async_alone_tells_revoked(void) { free_async_case(0); }
+
+static void test_free_async_bad_input(void) {
+  ZKT_ASSERT_RC(ZKRC_EINVAL, zkrc_election_free_async(NULL, on_freed, NULL));
+  zkrc_session *s = zkt_session();
+  char *path = zkt_path("async-free-bad");
+  zkrc_election *e = NULL;
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_election_new(&e, s, path, NULL));
+  ZKT_ASSERT_RC(ZKRC_EINVAL, zkrc_election_free_async(e, NULL, NULL));
+  zkrc_election_free(e); /* still whole: the refused call changed nothing */
+  zkrc_session_close(s);
+  g_free(path);
+}
+
 /* ================================================================ main */
 
 static void add_suites(void) {
@@ -1424,7 +1501,12 @@ static void add_suites(void) {
              test_fd_executor_runs_everything_on_its_thread},
             {"election on a GLib loop", test_election_on_glib_loop},
             {"close with a listener on the loop is prompt",
-             test_close_with_listener_on_loop_is_prompt});
+             test_close_with_listener_on_loop_is_prompt},
+            {"free_async after leave tells revoked",
+             test_free_async_after_leave_tells_revoked},
+            {"free_async alone tells revoked",
+             test_free_async_alone_tells_revoked},
+            {"free_async bad input", test_free_async_bad_input});
 }
 
 int main(void) { return zkt_run("test_async", add_suites); }

@@ -347,6 +347,9 @@ static void test_three_instances_fail_over(void) {
   int64_t term_ms = at - t_term;
   CU_ASSERT(t2 > t1);
   CU_ASSERT(lines_with(l1, "stopping: stepping down") == 1);
+  /* It hears its own step-down before it stops (the REVOKED of the
+   * leave, which a blocking free would drop). */
+  CU_ASSERT(lines_with(l1, "revoked (resigned)") == 1);
   CU_ASSERT(lines_with(l1, "stopped") == 1);
   CU_ASSERT(wait_written(log, t2, 4));
 

@@ -143,10 +143,35 @@ int zkrc_election_leave(zkrc_election *e);
 /**
  * Leave (if joined) and free.  When the connection is up, returns once our
  * node is deleted (also when its create was still in flight), waiting at
- * most the session timeout.  NULL is ignored.
+ * most the session timeout.  Events still queued on the executor (the
+ * REVOKED of a leave just before, say) are dropped, never delivered: the
+ * caller may free what its callback uses as soon as this returns.  To hear
+ * them, use zkrc_election_free_async().  NULL is ignored.
  * Threading: any thread, not from this election's own callback.
  */
 void zkrc_election_free(zkrc_election *e);
+
+/** Told that a zkrc_election_free_async() has finished. */
+typedef void (*zkrc_election_freed_fn)(void *arg);
+
+/**
+ * Leave (if joined) and free, without blocking: every event posted before
+ * this call is still delivered (the REVOKED of a leadership the
+ * application was told of, for one), none after it, and then @p freed runs
+ * on the session's executor, once our node is deleted (or, when the
+ * connection is down, once the library has handed its deletion to the
+ * session).  After @p freed returns the election is gone; from this call
+ * on, use @p e only in the callbacks that are still to come.  For an event
+ * loop (a GLib main context, say) that must not block in
+ * zkrc_election_free(), and for a daemon that must hear its REVOKED.
+ *
+ * @return ZKRC_OK (@p freed will run); ZKRC_EINVAL (NULL @p e or
+ *         @p freed; nothing changes).
+ * Threading: any thread, including the executor's (also from this
+ * election's own callback).  Call it once, instead of zkrc_election_free().
+ */
+int zkrc_election_free_async(zkrc_election *e, zkrc_election_freed_fn freed,
+                             void *arg);
 
 /**
  * Non-zero while this participant leads and its session's lease
