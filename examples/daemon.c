@@ -61,8 +61,12 @@ static void G_GNUC_PRINTF(1, 2) say(const char *fmt, ...) {
   g_date_time_unref(now);
 }
 
-static void zookeeper_log(const char *line, void *arg) {
-  say("zookeeper: %s", line);
+/* Log lines of zkrecipes and of the ZooKeeper client, with their level
+ * (a daemon under systemd could hand them to sd_journal_print as is). */
+static void library_log(zkrc_log_level level, zkrc_log_origin origin,
+                        const char *line, void *arg) {
+  say("%s %s: %s", origin == ZKRC_LOG_ZOOKEEPER ? "zookeeper" : "zkrecipes",
+      zkrc_log_level_name(level), line);
 }
 
 /* ------------------------------------------------------------------------
@@ -277,9 +281,10 @@ int main(int argc, char **argv) {
   my_id = d.id = id;
   d.log_path = log_path;
 
-  /* The ZooKeeper client's warnings go to our log, with our timestamps. */
+  /* Warnings and errors of zkrecipes and the ZooKeeper client go to our
+   * log, with our timestamps. */
   zkrc_log_set_level(ZKRC_LOG_WARN);
-  zkrc_log_set_handler(zookeeper_log, NULL);
+  zkrc_log_set_handler(library_log, NULL);
 
   /* Every zkrecipes callback of this session runs on the default main
    * context, the one g_main_loop_run() iterates below. */

@@ -20,6 +20,7 @@
 
 #include <string.h>
 
+#include "log_internal.h"
 #include "queue_private.h"
 
 const struct String_vector zkrc__q_no_children = {0, NULL};
@@ -206,11 +207,25 @@ gboolean zkrc__q_begin_reply(req *r) {
 
 void zkrc__q_emit_locked(zkrc__contender *c, out_kind kind, int value,
                          int zk_rc) {
-  outbox_item *item = g_new(outbox_item, 1);
+  outbox_item *item = g_new0(outbox_item, 1);
   item->kind = kind;
   item->value = value;
   item->zk_rc = zk_rc;
   g_queue_push_tail(&c->outbox, item);
+}
+
+/* The library's line about a contender that ended other than by its
+ * owner's wish: a held node lost is news (WARN); a wait that failed, or a
+ * session the application closed, less so.  (No mutex held here.) */
+static void log_end(zkrc__contender *c, const outbox_item *item) {
+  if (item->value == ZKRC_OK || item->value == ZKRC_ECANCELED)
+    return;
+  gboolean lost = item->front && item->value != ZKRC_ECLOSED;
+  zkrc__log(lost ? ZKRC_LOG_WARN : ZKRC_LOG_INFO, "%s: %s %s: %s (%s)", c->dir,
+            lost ? "lost the node" : "gave up",
+            item->node ? item->node : "(not created)",
+            zkrc_strerror(item->value),
+            item->zk_rc ? zerror(item->zk_rc) : "no ZooKeeper error");
 }
 
 /* Deliver queued calls to the owner, in order, one thread at a time.  Every
@@ -249,9 +264,11 @@ void zkrc__q_deliver(zkrc__contender *c) {
         c->ops->connection(c, (zkrc_session_event)item->value, c->ops_arg);
       break;
     case OUT_ENDED:
+      log_end(c, item);
       c->ops->ended(c, item->value, item->zk_rc, c->ops_arg);
       break;
     }
+    g_free(item->node);
     g_free(item);
     g_mutex_lock(&c->mu);
   }
@@ -281,12 +298,16 @@ void zkrc__q_cancel_watches_locked(zkrc__contender *c) {
 void zkrc__q_end_locked(zkrc__contender *c, int err, int zk_rc, gboolean reap) {
   if (c->state == C_ENDED)
     return;
+  gboolean front = c->state == C_FRONT;
   c->state = C_ENDED;
   c->epoch++;
   zkrc__q_cancel_watches_locked(c);
   if (reap)
     zkrc__q_reap_leftovers_locked(c);
   zkrc__q_emit_locked(c, OUT_ENDED, err, zk_rc);
+  outbox_item *ended = g_queue_peek_tail(&c->outbox);
+  ended->front = front;
+  ended->node = c->name_known ? g_strdup(c->name) : NULL;
 }
 
 void zkrc__q_end_with(zkrc__contender *c, int err, int zk_rc) {
@@ -348,7 +369,10 @@ static void retry_later(zkrc__contender *c) {
   c->retries++;
   c->retry_timer = zkrc__session_timer(c->s, ms, retry_fired,
                                        zkrc__contender_ref(c), target_unref);
+  int reason = c->retry_reason;
   g_mutex_unlock(&c->mu);
+  zkrc__log(ZKRC_LOG_INFO, "%s: retrying in %d ms after %s", c->dir, ms,
+            zerror(reason));
 }
 
 /* ------------------------------------------------------- session events */

@@ -164,6 +164,7 @@ step zkrc__q_after_failure_locked(zkrc__contender *c, int rc) {
   if (!zkrc__session_connected(c->s, c->generation))
     return STEP_NONE;
   c->retry_step = STEP_RECOVER;
+  c->retry_reason = rc;
   return STEP_RETRY_LATER;
 }
 

@@ -101,6 +101,7 @@ static void create_done(int rc, const char *value, const struct Stat *stat,
     } else {
       /* Someone keeps removing the directory: do not race them flat out. */
       c->retry_step = STEP_SEND_CREATE;
+      c->retry_reason = ZNONODE;
       next = STEP_RETRY_LATER;
     }
   } else if (zkrc__q_connection_trouble(rc) || zkrc__q_session_gone(rc)) {

@@ -63,6 +63,10 @@ typedef struct outbox_item {
   out_kind kind;
   int value; /* session event, or error */
   int zk_rc;
+  /* OUT_ENDED: for the log line, whether we were at the front, and our
+   * node's name (or NULL) */
+  gboolean front;
+  char *node;
 } outbox_item;
 
 struct zkrc__contender {
@@ -101,6 +105,7 @@ struct zkrc__contender {
   int retries;     /* retries since the last success: the backoff */
   int failures;    /* passing failures in a row: the bound */
   step retry_step; /* what a pending retry will do */
+  int retry_reason; /* the ZooKeeper code that made us retry */
   GSource *retry_timer;
   /* At the front by the listing, but the session has no lease yet: waits
    * for ZKRC__SESSION_EVENT_LEASED (or the session's end). */

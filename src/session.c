@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "call.h"
+#include "log_internal.h"
 #include "session_private.h"
 #include "util.h"
 #include "zkrecipes.h"
@@ -271,9 +272,11 @@ int zkrc_session_new(zkrc_session **out, const char *hosts,
   if (o.listener) /* before connecting, so it hears the first CONNECTED */
     zkrc_session_add_listener(s, o.listener, o.listener_arg, NULL);
   int err = ZKRC_OK;
+  zkrc__log_defer_begin(); /* zookeeper_init2 logs with our mutex held */
   g_mutex_lock(&s->mu);
   zkrc__session_open_locked(s, &err);
   g_mutex_unlock(&s->mu);
+  zkrc__log_flush(zkrc__log_defer_end());
   if (err != ZKRC_OK) {
     s->closing = TRUE;
     zkrc__session_unref(s);

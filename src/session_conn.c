@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "call.h"
+#include "log_internal.h"
 #include "session_private.h"
 #include "util.h"
 #include "zkrecipes.h"
@@ -67,10 +68,12 @@ void zkrc__session_retire(zkrc_session *s, zkrc_session_event why) {
     return;
   }
   int err = ZKRC_OK;
+  zkrc__log_defer_begin(); /* zookeeper_init2 logs with our mutex held */
   g_mutex_lock(&s->mu);
   if (!s->closing)
     zkrc__session_open_locked(s, &err);
   g_mutex_unlock(&s->mu);
+  zkrc__log_flush(zkrc__log_defer_end());
 }
 
 /* Worker thread: the handle of @p generation reported a session state.
@@ -175,6 +178,7 @@ static void add_remembered_auths(zkrc_session *s, zhandle_t *zh) {
 static gboolean reopen_fired(gpointer data) {
   zkrc_session *s = data;
   int err = ZKRC_OK;
+  zkrc__log_defer_begin(); /* zookeeper_init2 logs with our mutex held */
   g_mutex_lock(&s->mu);
   if (s->reopen_timer == g_main_current_source()) {
     g_source_unref(s->reopen_timer);
@@ -183,6 +187,7 @@ static gboolean reopen_fired(gpointer data) {
       zkrc__session_open_locked(s, &err);
   }
   g_mutex_unlock(&s->mu);
+  zkrc__log_flush(zkrc__log_defer_end());
   return G_SOURCE_REMOVE;
 }
 
@@ -217,6 +222,9 @@ void zkrc__session_open_locked(zkrc_session *s, int *err) {
   c->generation = ++s->last_generation;
   zkrc__lease_handle_opened_locked(s);
   errno = 0;
+  zkrc__log_before_open();
+  /* It logs from this thread, with the session's mutex held: the callers
+   * defer the lines to after they let it go (zkrc__log_defer_begin). */
   c->zh = zookeeper_init2(s->hosts, zkrc__session_global_watcher,
                           s->opts.session_timeout_ms, NULL, c, 0,
                           zkrc__log_trampoline);

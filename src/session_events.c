@@ -5,6 +5,7 @@
  */
 #include "config.h"
 
+#include "log_internal.h"
 #include "session_private.h"
 #include "util.h"
 #include "zkrecipes.h"
@@ -110,8 +111,29 @@ void zkrc__session_notify_observers(zkrc_session *s, zkrc_session_event ev,
   g_ptr_array_free(copy, TRUE);
 }
 
+/* The library's line about a session event: the worse the news, the
+ * higher the level (quiet by default: only losses are told). */
+static void log_session_event(zkrc_session *s, zkrc_session_event ev) {
+  static const zkrc_log_level levels[] = {
+      [ZKRC_SESSION_EVENT_CONNECTED] = ZKRC_LOG_INFO,
+      [ZKRC_SESSION_EVENT_SUSPENDED] = ZKRC_LOG_WARN,
+      [ZKRC_SESSION_EVENT_RECONNECTED] = ZKRC_LOG_NOTICE,
+      [ZKRC_SESSION_EVENT_LOST] = ZKRC_LOG_WARN,
+      [ZKRC_SESSION_EVENT_EXPIRED] = ZKRC_LOG_WARN,
+      [ZKRC_SESSION_EVENT_AUTH_FAILED] = ZKRC_LOG_ERROR,
+      [ZKRC_SESSION_EVENT_CLOSED] = ZKRC_LOG_INFO,
+  };
+  if ((unsigned)ev >= G_N_ELEMENTS(levels) || !zkrc__log_enabled(levels[ev]))
+    return;
+  int64_t id = zkrc_session_id(s);
+  zkrc__log(levels[ev], "session 0x%" G_GINT64_MODIFIER "x (%s): %s", id,
+            s->hosts ? s->hosts : "adopted handle",
+            zkrc_session_event_name(ev));
+}
+
 void zkrc__session_announce(zkrc_session *s, zkrc_session_event ev,
                             uint64_t generation) {
+  log_session_event(s, ev);
   zkrc__session_notify_observers(s, ev, generation);
   post_to_listeners(s, ev);
 }

@@ -40,8 +40,6 @@ typedef struct zkrc_conn {
   void *app_context;
 } zkrc_conn;
 
-/* Log trampoline given to every handle (log.c). */
-void zkrc__log_trampoline(const char *message);
 
 /* Reference counting: recipes keep the session's memory alive. */
 zkrc_session *zkrc__session_ref(zkrc_session *s);

@@ -1,9 +1,18 @@
 /*
- * zkrecipes/log.h - where the ZooKeeper client's log lines go.
+ * zkrecipes/log.h - where log lines go: the library's own and the
+ * ZooKeeper client's.
  *
- * The ZooKeeper C client writes its log to stderr unless told otherwise.  A
- * daemon wants those lines in its own log, and a test wants silence, so every
- * handle zkrecipes opens sends its lines to one process-wide hook.
+ * Every line comes with a level, numbered as syslog's priorities (ERROR is
+ * LOG_ERR, WARN LOG_WARNING, ...), so that a daemon can hand it to
+ * syslog(3) or sd_journal_print(3) as it is, and with its origin: the
+ * library itself (session state, holds and leaderships lost, retries and
+ * their reason) or the ZooKeeper client, whose lines are mapped to the
+ * same levels and rate-limited (while the servers are down it would
+ * otherwise write dozens of lines a second).
+ *
+ * Quiet by default: lines less severe than ZKRC_LOG_WARN are not produced,
+ * and the others go to stderr.  zkrc_log_set_level() asks for more;
+ * zkrc_log_set_handler() sends them elsewhere.
  *
  * Licensed under the Apache License, Version 2.0 (see COPYING).
  */
@@ -14,44 +23,69 @@
 extern "C" {
 #endif
 
-/**
- * Receives one formatted log line of the ZooKeeper client (no trailing
- * newline).  Called on whichever thread the ZooKeeper client logs from,
- * including its I/O and completion threads: keep it short and non-blocking,
- * and do not call zkrecipes or ZooKeeper functions from it.
- */
-typedef void (*zkrc_log_fn)(const char *line, void *arg);
+/** How severe a line is: the values of syslog's LOG_ERR .. LOG_DEBUG. */
+typedef enum zkrc_log_level {
+  ZKRC_LOG_ERROR = 3,  /**< something failed for good (a session lost) */
+  ZKRC_LOG_WARN = 4,   /**< a hold lost, a connection dropped */
+  ZKRC_LOG_NOTICE = 5, /**< normal but significant (reconnected) */
+  ZKRC_LOG_INFO = 6,   /**< a session connected, a retry */
+  ZKRC_LOG_DEBUG = 7
+} zkrc_log_level;
+
+/** Who wrote a line. */
+typedef enum zkrc_log_origin {
+  ZKRC_LOG_LIBRARY = 0,  /**< zkrecipes itself */
+  ZKRC_LOG_ZOOKEEPER = 1 /**< the ZooKeeper C client (its text as is) */
+} zkrc_log_origin;
 
 /**
- * Send the ZooKeeper client's log lines of every handle zkrecipes opens (and
- * of handles adopted afterwards) to @p fn.  NULL silences them.  The default,
- * before any call, writes them to stderr.
- *
+ * Receives one log line (no trailing newline; valid during the call).
+ * Called on whichever thread logs, including the ZooKeeper client's I/O
+ * and completion threads and the library's own, never with a zkrecipes
+ * mutex held, but maybe with one of the ZooKeeper client's: keep it short
+ * and non-blocking, and call no zkrecipes or ZooKeeper function from it.
+ */
+typedef void (*zkrc_log_fn)(zkrc_log_level level, zkrc_log_origin origin,
+                            const char *line, void *arg);
+
+/**
+ * Send every log line (of every session, process-wide) to @p fn; NULL
+ * silences them.  The default, before any call, writes them to stderr.
  * Threading: any thread; takes effect for lines logged after it returns.
- * Ownership: @p arg stays the caller's; it must outlive its use as the hook.
+ * Ownership: @p arg stays the caller's; it must outlive its use.
  */
 void zkrc_log_set_handler(zkrc_log_fn fn, void *arg);
 
-/** Verbosity of the ZooKeeper client's log (process-wide). */
-typedef enum zkrc_log_level {
-  ZKRC_LOG_ERROR = 1,
-  ZKRC_LOG_WARN = 2,
-  ZKRC_LOG_INFO = 3,
-  ZKRC_LOG_DEBUG = 4
-} zkrc_log_level;
-
 /**
- * Set the ZooKeeper client's log level (it is one global of that client, so
- * this affects handles opened without zkrecipes too).  zkrecipes leaves the
- * client's own default (INFO) alone unless this is called.
+ * Produce the lines at least as severe as @p level (process-wide; default
+ * ZKRC_LOG_WARN).  It also sets the ZooKeeper client's own level, which is
+ * one global of that client (so it affects handles opened without
+ * zkrecipes too); until this is called, zkrecipes sets the client to WARN
+ * when it opens its first handle.  A value out of range is ignored.
  * Threading: any thread.
  */
 void zkrc_log_set_level(zkrc_log_level level);
 
+/** The current level (see zkrc_log_set_level()). */
+zkrc_log_level zkrc_log_get_level(void);
+
+/** "error", "warn", "notice", "info", "debug"; "unknown" otherwise.
+ *  A static string. */
+const char *zkrc_log_level_name(zkrc_log_level level);
+
 /**
- * Honour the environment variable ZKR_LOG: unset or "0" silences the
- * ZooKeeper client, "1" or "warn" logs warnings and errors to stderr, "debug"
- * everything.  Test programs and the command-line tools call this first.
+ * How many of the ZooKeeper client's lines may pass in a burst, and then
+ * per second (process-wide; defaults 20 and 5).  What is held back is
+ * counted and said in one WARN line of the library when lines pass
+ * again.  @p per_second 0 turns the limit off.  Negative values are
+ * ignored.  Threading: any thread.
+ */
+void zkrc_log_set_rate_limit(int burst, int per_second);
+
+/**
+ * Honour the environment variable ZKR_LOG: unset, empty or "0" silences
+ * every line; "1" or "warn" logs warnings and errors to stderr; "info" and
+ * "debug" more.  Test programs and the command-line tools call this first.
  * Threading: any thread; call before opening sessions.
  */
 void zkrc_log_from_env(void);

@@ -1,0 +1,253 @@
+/*
+ * Log lines (zkrecipes/log.h) against a real single-member ensemble: each
+ * line carries a syslog level and its origin; the library tells its own
+ * significant events (a session's state, a hold lost); the ZooKeeper
+ * client's lines are mapped to levels and rate-limited; and a program that
+ * configures nothing prints none of the client's INFO lines.
+ */
+#include "config.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <syslog.h>
+#include <unistd.h>
+
+#include <glib.h>
+
+#include "testutil.h"
+
+#define MINIMAL TOP_BUILDDIR "/examples/zkr-minimal"
+
+/* Every line the handler got. */
+typedef struct logged {
+  zkrc_log_level level;
+  zkrc_log_origin origin;
+  char *text;
+} logged;
+
+static GMutex mu;
+static GCond cond;
+static GPtrArray *lines;
+
+static void record(zkrc_log_level level, zkrc_log_origin origin,
+                   const char *line, void *arg) {
+  logged *l = g_new(logged, 1);
+  l->level = level;
+  l->origin = origin;
+  l->text = g_strdup(line);
+  g_mutex_lock(&mu);
+  g_ptr_array_add(lines, l);
+  g_cond_broadcast(&cond);
+  g_mutex_unlock(&mu);
+}
+
+static void logged_free(gpointer p) {
+  logged *l = p;
+  g_free(l->text);
+  g_free(l);
+}
+
+static void start_recording(zkrc_log_level level) {
+  g_mutex_lock(&mu);
+  if (lines)
+    g_ptr_array_free(lines, TRUE);
+  lines = g_ptr_array_new_with_free_func(logged_free);
+  g_mutex_unlock(&mu);
+  zkrc_log_set_rate_limit(20, 5);
+  zkrc_log_set_level(level);
+  zkrc_log_set_handler(record, NULL);
+}
+
+static void stop_recording(void) {
+  zkrc_log_from_env(); /* what every test program starts with */
+  zkrc_log_set_rate_limit(20, 5);
+}
+
+/* Lines from @p origin at @p level (0: any) containing @p what (and
+ * @p what2, if not NULL). */
+static int count_lines(zkrc_log_origin origin, zkrc_log_level level,
+                       const char *what, const char *what2) {
+  int n = 0;
+  for (guint i = 0; i < lines->len; i++) {
+    logged *l = g_ptr_array_index(lines, i);
+    if (l->origin == origin && (level == 0 || l->level == level) &&
+        strstr(l->text, what) && (what2 == NULL || strstr(l->text, what2)))
+      n++;
+  }
+  return n;
+}
+
+/* Wait (at most @p timeout_ms) for such a line. */
+static int wait_line(zkrc_log_origin origin, zkrc_log_level level,
+                     const char *what, const char *what2, int timeout_ms) {
+  gint64 end = g_get_monotonic_time() + (gint64)timeout_ms * 1000;
+  g_mutex_lock(&mu);
+  int n;
+  while ((n = count_lines(origin, level, what, what2)) == 0 &&
+         g_cond_wait_until(&cond, &mu, end))
+    ;
+  g_mutex_unlock(&mu);
+  return n;
+}
+
+/* ---------------------------------------------------------- the levels */
+
+static void test_levels_are_syslog_priorities(void) {
+  CU_ASSERT_EQUAL(ZKRC_LOG_ERROR, LOG_ERR);
+  CU_ASSERT_EQUAL(ZKRC_LOG_WARN, LOG_WARNING);
+  CU_ASSERT_EQUAL(ZKRC_LOG_NOTICE, LOG_NOTICE);
+  CU_ASSERT_EQUAL(ZKRC_LOG_INFO, LOG_INFO);
+  CU_ASSERT_EQUAL(ZKRC_LOG_DEBUG, LOG_DEBUG);
+  CU_ASSERT_STRING_EQUAL(zkrc_log_level_name(ZKRC_LOG_WARN), "warn");
+  CU_ASSERT_STRING_EQUAL(zkrc_log_level_name(ZKRC_LOG_NOTICE), "notice");
+  CU_ASSERT_STRING_EQUAL(zkrc_log_level_name((zkrc_log_level)42), "unknown");
+  zkrc_log_set_level(ZKRC_LOG_INFO);
+  zkrc_log_set_level((zkrc_log_level)0); /* out of range: ignored */
+  zkrc_log_set_level((zkrc_log_level)8);
+  CU_ASSERT_EQUAL(zkrc_log_get_level(), ZKRC_LOG_INFO);
+  stop_recording();
+}
+
+/* At INFO: the client's lines come as its own, with the level it gave
+ * them; the library says that the session connected and closed. */
+static void test_lines_carry_level_and_origin(void) {
+  start_recording(ZKRC_LOG_INFO);
+  zkrc_session *s = zkt_session();
+  int64_t id = zkrc_session_id(s);
+  char *hex = g_strdup_printf("0x%" G_GINT64_MODIFIER "x", id);
+  zkrc_session_close(s);
+  g_mutex_lock(&mu);
+  CU_ASSERT(count_lines(ZKRC_LOG_ZOOKEEPER, ZKRC_LOG_INFO, "ZOO_INFO@", NULL) >
+            0);
+  CU_ASSERT_EQUAL(
+      count_lines(ZKRC_LOG_ZOOKEEPER, ZKRC_LOG_WARN, "ZOO_INFO@", NULL), 0);
+  CU_ASSERT_EQUAL(
+      count_lines(ZKRC_LOG_LIBRARY, ZKRC_LOG_INFO, hex, ": connected"), 1);
+  CU_ASSERT_EQUAL(
+      count_lines(ZKRC_LOG_LIBRARY, ZKRC_LOG_INFO, ": closed", NULL), 1);
+  g_mutex_unlock(&mu);
+  g_free(hex);
+  stop_recording();
+}
+
+/* At the default level (WARN), a held lock lost to an expiry is told as a
+ * warning naming the lock; nothing of INFO is produced. */
+static void test_lost_hold_is_a_warning(void) {
+  start_recording(ZKRC_LOG_WARN);
+  char *path = zkt_path("log-lost");
+  zkrc_session *s = zkt_session();
+  zkrc_lock *lk = NULL;
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_lock_new(&lk, s, path, NULL));
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_lock_acquire(lk, 5000));
+  zkt_expire(s);
+  CU_ASSERT(wait_line(ZKRC_LOG_LIBRARY, ZKRC_LOG_WARN, path, "lost the node",
+                      10000) == 1);
+  CU_ASSERT(wait_line(ZKRC_LOG_LIBRARY, ZKRC_LOG_WARN, ": expired", NULL,
+                      10000) == 1);
+  zkrc_lock_release(lk);
+  zkrc_lock_free(lk);
+  zkrc_session_close(s);
+  g_mutex_lock(&mu);
+  for (guint i = 0; i < lines->len; i++)
+    CU_ASSERT(((logged *)g_ptr_array_index(lines, i))->level <= ZKRC_LOG_WARN);
+  g_mutex_unlock(&mu);
+  g_free(path);
+  stop_recording();
+}
+
+/* A port where nothing listens: every connection attempt is refused. */
+static int refusing_port(int *fd) {
+  *fd = socket(AF_INET, SOCK_STREAM, 0);
+  struct sockaddr_in a = {.sin_family = AF_INET,
+                          .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+  socklen_t len = sizeof a;
+  if (*fd < 0 || bind(*fd, (struct sockaddr *)&a, sizeof a) != 0 ||
+      getsockname(*fd, (struct sockaddr *)&a, &len) != 0)
+    return -1;
+  return ntohs(a.sin_port);
+}
+
+/* While no server answers, the client logs a line for every attempt; the
+ * limit lets a burst of 3 through, then 2 a second, and says how many it
+ * held back. */
+static void test_client_flood_is_rate_limited(void) {
+  int fd;
+  int port = refusing_port(&fd);
+  CU_ASSERT_FATAL(port > 0);
+  start_recording(ZKRC_LOG_DEBUG);
+  zkrc_log_set_rate_limit(3, 2);
+  char *hosts = g_strdup_printf("127.0.0.1:%d", port);
+  zkrc_session_options o;
+  zkrc_session_options_init(&o);
+  o.session_timeout_ms = 4000;
+  o.connect_timeout_ms = 3000;
+  zkrc_session *s = NULL;
+  int64_t start = zkt_now_ms();
+  CU_ASSERT_NOT_EQUAL(zkrc_session_connect(&s, hosts, &o), ZKRC_OK);
+  int64_t took = zkt_now_ms() - start;
+  CU_ASSERT(
+      wait_line(ZKRC_LOG_LIBRARY, ZKRC_LOG_WARN, "held back", NULL, 5000) > 0);
+  int64_t elapsed = zkt_now_ms() - start;
+  g_mutex_lock(&mu);
+  int passed = count_lines(ZKRC_LOG_ZOOKEEPER, 0, "", NULL);
+  unsigned long held = 0;
+  for (guint i = 0; i < lines->len; i++) {
+    logged *l = g_ptr_array_index(lines, i);
+    unsigned long n;
+    if (l->origin == ZKRC_LOG_LIBRARY &&
+        sscanf(l->text, "%lu lines of the ZooKeeper client", &n) == 1)
+      held += n;
+  }
+  g_mutex_unlock(&mu);
+  printf("\n    %" G_GINT64_FORMAT " ms without a server: %d client lines "
+         "passed, %lu held back ",
+         took, passed, held);
+  CU_ASSERT(held > 0);
+  CU_ASSERT(passed <= 3 + 2 * (int)(elapsed / 1000 + 1));
+  close(fd);
+  g_free(hosts);
+  stop_recording();
+}
+
+/* The README's minimal program, configuring no log at all, prints none of
+ * the client's INFO lines (it used to print a dozen). */
+static void test_quiet_by_default(void) {
+  char *env[] = {g_strdup_printf("ZKR_SERVERS=%s", zkt_hosts()), NULL};
+  char *argv[] = {MINIMAL, NULL};
+  zkrc_spawn_options o;
+  zkrc_spawn_options_init(&o);
+  o.pipe_stdout = 1;
+  o.pipe_stderr = 1;
+  o.extra_env = env;
+  zkrc_child c;
+  CU_ASSERT_EQUAL_FATAL(zkrc_spawn(&c, argv, &o), 0);
+  GString *err = g_string_new(NULL), *out = g_string_new(NULL);
+  char buf[4096];
+  ssize_t n;
+  while ((n = read(c.err_fd, buf, sizeof buf)) > 0)
+    g_string_append_len(err, buf, n);
+  while ((n = read(c.out_fd, buf, sizeof buf)) > 0)
+    g_string_append_len(out, buf, n);
+  CU_ASSERT_EQUAL(zkrc_child_wait(&c, 20000), 0);
+  zkrc_child_close(&c);
+  CU_ASSERT_PTR_NOT_NULL(strstr(out->str, "held with token"));
+  CU_ASSERT_PTR_NULL(strstr(err->str, "ZOO_INFO"));
+  if (strstr(err->str, "ZOO_INFO"))
+    printf("\n    stderr: %s", err->str);
+  g_string_free(err, TRUE);
+  g_string_free(out, TRUE);
+  g_free(env[0]);
+}
+
+static void add_suites(void) {
+  ZKT_SUITE("log",
+            {"levels are syslog priorities", test_levels_are_syslog_priorities},
+            {"lines carry level and origin", test_lines_carry_level_and_origin},
+            {"lost hold is a warning", test_lost_hold_is_a_warning},
+            {"client flood is rate limited", test_client_flood_is_rate_limited},
+            {"quiet by default", test_quiet_by_default});
+}
+
+int main(void) { return zkt_run("test_log", add_suites); }
