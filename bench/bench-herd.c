@@ -27,8 +27,8 @@ static void herd_settle(const char *impl, int64_t ephemerals, int64_t watches,
       return;
     if (now_ns() > deadline)
       fatal("%s herd: the queue did not settle (ephemerals %" PRId64
-            " on member 0, want %" PRId64 "; watches %" PRId64
-            ", want %" PRId64 ")",
+            " on member 0, want %" PRId64 "; watches %" PRId64 ", want %" PRId64
+            ")",
             impl, s->ephemerals[0], ephemerals, s->watches, watches);
     sleep_ms(10);
   }
@@ -41,8 +41,8 @@ static void herd_run(const char *impl) {
   snprintf(count, sizeof count, "%d", n);
   proc *p;
   if (strcmp(impl, "zkrecipes") == 0 || strcmp(impl, "naive") == 0) {
-    const char *args[] = {"herd", impl[0] == 'z' ? "zkr" : "naive", hosts,
-                          path, count, NULL};
+    const char *args[] = {
+        "herd", impl[0] == 'z' ? "zkr" : "naive", hosts, path, count, NULL};
     p = worker_start(impl, args);
   } else {
     const char *args[] = {"herd", hosts, path, count, NULL};

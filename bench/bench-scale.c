@@ -31,8 +31,8 @@ void scale_waiters(void) {
            total, procs, opt.scale_sessions, opt.scale_holds);
   proc **w = g_new0(proc *, procs);
   for (int i = 0; i < procs; i++) {
-    const char *args[] = {"waiters", hosts, path, sessions, holds, marker,
-                          NULL};
+    const char *args[] = {"waiters", hosts,  path, sessions,
+                          holds,     marker, NULL};
     char *name = g_strdup_printf("waiters %d", i);
     w[i] = worker_start(name, args);
     g_free(name);

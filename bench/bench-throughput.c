@@ -52,8 +52,8 @@ static void record_loop(const char *impl, const char *line) {
 
 /* A worker that warms up, says "ready", runs on the start line, and
  * prints one "done" line; the counters are taken around the run. */
-static char *run_worker_once(const char *name, const char *const *args,
-                             snap *a, snap *b) {
+static char *run_worker_once(const char *name, const char *const *args, snap *a,
+                             snap *b) {
   proc *p = worker_start(name, args);
   g_free(proc_expect(p, "ready", START_MS));
   snap_take(a);
@@ -87,8 +87,8 @@ static void uncontended_round(int round, proc *curator, proc *kazoo) {
       const char *args[] = {"seq", hosts, path, secs, NULL};
       line = run_worker_once("limit seq", args, &a, &b);
     } else if (strcmp(impl, "zkrecipes") == 0 || strcmp(impl, "naive") == 0) {
-      const char *args[] = {"loop", impl[0] == 'z' ? "zkr" : "naive", hosts,
-                            path, secs, NULL};
+      const char *args[] = {
+          "loop", impl[0] == 'z' ? "zkr" : "naive", hosts, path, secs, NULL};
       line = run_worker_once(impl, args, &a, &b);
     } else {
       /* The peer warms up on the command before it starts timing: the
@@ -119,8 +119,8 @@ static void pipelined_round(int round) {
   snap a, b;
   char *line = run_worker_once("limit pipe", args, &a, &b);
   double rate = need_field("limit pipe", line, "ops_per_sec");
-  record("limit", "zookeeper", "pipelined creates/s (500 in flight)",
-         "ops/s", rate);
+  record("limit", "zookeeper", "pipelined creates/s (500 in flight)", "ops/s",
+         rate);
   progress("  pipelined creates   %8.1f ops/s", rate);
   g_free(line);
   g_free(path);
@@ -129,7 +129,8 @@ static void pipelined_round(int round) {
 /* ----------------------------------------------------------- contended */
 
 typedef struct cycle {
-  int64_t a, h, r, d; /* us: acquire called, acquired, release called, released */
+  int64_t a, h, r,
+      d; /* us: acquire called, acquired, release called, released */
 } cycle;
 
 static int compare_cycle_held(const void *x, const void *y) {
@@ -191,14 +192,14 @@ static void analyze_contended(const char *impl, GArray *cycles,
   record("contended", impl, "handoffs/s", "ops/s", rate);
   record("contended", impl, "wait p50", "ms", quantile(wait, n, 0.50));
   record("contended", impl, "wait p99", "ms", quantile(wait, n, 0.99));
-  record("contended", impl, "handoff p50 (release called -> next holds)",
-         "ms", quantile(gap, gaps, 0.50));
+  record("contended", impl, "handoff p50 (release called -> next holds)", "ms",
+         quantile(gap, gaps, 0.50));
   record("contended", impl, "  release's delete p50", "ms",
          quantile(del, gaps, 0.50));
   record("contended", impl, "  next holds after delete confirmed p50", "ms",
          quantile(wake, gaps, 0.50));
-  record("contended", impl, "violations (marker + overlapping holds)",
-         "count", marker_violations + overlaps);
+  record("contended", impl, "violations (marker + overlapping holds)", "count",
+         marker_violations + overlaps);
   progress("  contended   %-9s %8.1f handoffs/s  (wait p50 %.1f ms, handoff "
            "p50 %.2f ms, %d violations)",
            impl, rate, quantile(wait, n, 0.50), quantile(gap, gaps, 0.50),
@@ -257,8 +258,8 @@ static void contended_round(int round, proc *curator, proc *kazoo) {
     int violations = 0;
     snap a, b;
     if (strcmp(impl, "zkrecipes") == 0 || strcmp(impl, "naive") == 0) {
-      contended_workers(impl[0] == 'z' ? "zkr" : "naive", path, marker,
-                        cycles, &violations, &a, &b);
+      contended_workers(impl[0] == 'z' ? "zkr" : "naive", path, marker, cycles,
+                        &violations, &a, &b);
     } else {
       /* The peer's threads warm up (one acquisition each) after the
        * command: the counters include those too. */
@@ -322,8 +323,8 @@ void run_throughput(void) {
              opt.seconds);
     uncontended_round(r, curator, kazoo);
     pipelined_round(r);
-    progress("round %d of %d: contended, %d sessions, %d s each", r,
-             opt.rounds, opt.contenders, opt.seconds);
+    progress("round %d of %d: contended, %d sessions, %d s each", r, opt.rounds,
+             opt.contenders, opt.seconds);
     contended_round(r, curator, kazoo);
   }
   if (curator) {

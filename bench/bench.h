@@ -82,7 +82,6 @@ typedef struct options {
   const char *worker, *java, *curator_cp, *python, *kazoo_peer;
 } options;
 
-
 /* The options (zkr-bench.c) and the run's state. */
 extern options opt;
 extern zkrc_ensemble *ensemble; /* NULL with -s */
@@ -100,7 +99,8 @@ void cleanup(void);
 
 int64_t now_ns(void);
 void sleep_ms(int ms);
-void fatal(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
+void fatal(const char *fmt, ...)
+    __attribute__((format(printf, 1, 2), noreturn));
 /* Progress on stderr, with the time since the start. */
 void progress(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Nearest-rank quantile of @p n values (sorted in place). */
@@ -151,14 +151,13 @@ int64_t client_packets(const snap *a, const snap *b);
 
 typedef struct metric {
   char *workload, *impl, *figure, *unit;
-  GArray *values; /* double, one per round */
+  GArray *values;       /* double, one per round */
   const char *ref_impl; /* ratio to this implementation's same figure */
 } metric;
 extern GPtrArray *metrics;
 void record(const char *workload, const char *impl, const char *figure,
             const char *unit, double v);
-metric *metric_find(const char *workload, const char *impl,
-                    const char *figure);
+metric *metric_find(const char *workload, const char *impl, const char *figure);
 double metric_median(const metric *m);
 double median_of_fig(const char *workload, const char *impl,
                      const char *figure);

@@ -256,8 +256,8 @@ static zhandle_t *raw_connect(const char *hosts, raw_conn *rc) {
   g_mutex_init(&rc->mu);
   g_cond_init(&rc->cond);
   rc->state = 0;
-  zhandle_t *zh = zookeeper_init2(hosts, raw_session_watcher, session_ms,
-                                  NULL, rc, 0, quiet_zk_log ? quiet_log : NULL);
+  zhandle_t *zh = zookeeper_init2(hosts, raw_session_watcher, session_ms, NULL,
+                                  rc, 0, quiet_zk_log ? quiet_log : NULL);
   if (zh == NULL)
     die(EXIT_CONNECT, "zookeeper_init %s: %s", hosts, strerror(errno));
   /* By default the client resolves every host of HOSTS again on each turn
@@ -567,8 +567,8 @@ static const lock_impl *find_impl(const char *name) {
 
 /* ----------------------------------------------- uncontended, contended */
 
-static int mode_loop(const lock_impl *impl, const char *hosts,
-                     const char *path, long seconds) {
+static int mode_loop(const lock_impl *impl, const char *hosts, const char *path,
+                     long seconds) {
   bench_lock *l = impl->open(hosts, path, "bench-loop");
   impl->acquire(l); /* warm-up: the first one creates the directory */
   impl->release(l);
@@ -617,14 +617,14 @@ static int mode_contend(const lock_impl *impl, const char *hosts,
     now = done;
   }
   size_t ops = times.n / 4;
-  say("done ops=%zu secs=%.3f violations=%d", ops,
-      (double)(now - start) / 1e9, violations);
+  say("done ops=%zu secs=%.3f violations=%d", ops, (double)(now - start) / 1e9,
+      violations);
   GString *line = g_string_new("ops");
   for (size_t i = 0; i < times.n; i += 4)
-    g_string_append_printf(line, " %" PRId64 ",%" PRId64 ",%" PRId64
-                           ",%" PRId64, times.v[i] / 1000,
-                           times.v[i + 1] / 1000, times.v[i + 2] / 1000,
-                           times.v[i + 3] / 1000);
+    g_string_append_printf(line,
+                           " %" PRId64 ",%" PRId64 ",%" PRId64 ",%" PRId64,
+                           times.v[i] / 1000, times.v[i + 1] / 1000,
+                           times.v[i + 2] / 1000, times.v[i + 3] / 1000);
   say_gstring(line);
   g_string_free(line, TRUE);
   impl->close(l);
@@ -679,8 +679,8 @@ static void expect_command(const char *want) {
     die(EXIT_USAGE, "expected the command \"%s\", got \"%s\"", want, line);
 }
 
-static int mode_herd(const lock_impl *impl, const char *hosts,
-                     const char *path, long n) {
+static int mode_herd(const lock_impl *impl, const char *hosts, const char *path,
+                     long n) {
   GAsyncQueue *holders = g_async_queue_new();
   herd_waiter *w = g_new0(herd_waiter, n + 1);
   for (long i = 0; i <= n; i++) {
@@ -705,8 +705,8 @@ static int mode_herd(const lock_impl *impl, const char *hosts,
     if (released == 0) {
       impl->release(w[0].l);
     } else {
-      herd_waiter *holder = g_async_queue_timeout_pop(
-          holders, (guint64)peer_timeout_ms * 1000);
+      herd_waiter *holder =
+          g_async_queue_timeout_pop(holders, (guint64)peer_timeout_ms * 1000);
       if (holder == NULL)
         die(EXIT_TIMEOUT, "nobody acquired the lock in time");
       herd_release_waiter(holder);
@@ -819,8 +819,7 @@ static int mode_waiters(const char *hosts, const char *path, long sessions,
   for (long i = 0; i < ws.total; i++)
     g_string_append_printf(line, " %" PRId64 ",%" PRId64 ",%" PRId64,
                            ws.records[i].held / 1000,
-                           ws.records[i].releasing / 1000,
-                           ws.records[i].token);
+                           ws.records[i].releasing / 1000, ws.records[i].token);
   say_gstring(line);
   g_string_free(line, TRUE);
   for (long i = 0; i < sessions; i++) {
@@ -918,9 +917,8 @@ static int mode_locks(const char *hosts, const char *prefix, long n,
     ls.in_flight++;
     g_mutex_unlock(&ls.mu);
     if ((rc = zkrc_lock_new(&locks[i], s, path, NULL)) != ZKRC_OK ||
-        (rc = zkrc_lock_acquire_async(locks[i], peer_timeout_ms,
-                                      lock_acquired, &ls, &holds[i])) !=
-            ZKRC_OK)
+        (rc = zkrc_lock_acquire_async(locks[i], peer_timeout_ms, lock_acquired,
+                                      &ls, &holds[i])) != ZKRC_OK)
       die(EXIT_ERROR, "lock %s: %s", path, zkrc_strerror(rc));
   }
   locks_wait_below(&ls, 1, deadline);
@@ -958,8 +956,7 @@ static GCond revoked_cond;
 static gboolean revoked;
 
 static void on_election_event(zkrc_election *e,
-                              const zkrc_election_event_info *info,
-                              void *arg) {
+                              const zkrc_election_event_info *info, void *arg) {
   say("%s %" PRId64 " %s", zkrc_election_event_name(info->event),
       peer_now_ns() / 1000, info->node ? info->node : "-");
   if (info->event == ZKRC_ELECTION_REVOKED) {

@@ -85,11 +85,31 @@ static unsigned next_rand(unsigned bound) {
 }
 
 /* Pieces the targets care about. */
-static const char *const pieces[] = {
-    "/", ".", "..", "-", "0", "9", "lock-", "__lock__", "latch-", "\n", "",
-    "zookeeper", "0000000001", "-000000001", "-2147483648", "2147483647",
-    "\xc2\x80", "\xef\xbf\xbf", "\xf0\x9f\x98\x80", "\xed\xa0\x80", "\xc0\xaf",
-    "\x7f", "\x1f", "_c_", "\xff"};
+static const char *const pieces[] = {"/",
+                                     ".",
+                                     "..",
+                                     "-",
+                                     "0",
+                                     "9",
+                                     "lock-",
+                                     "__lock__",
+                                     "latch-",
+                                     "\n",
+                                     "",
+                                     "zookeeper",
+                                     "0000000001",
+                                     "-000000001",
+                                     "-2147483648",
+                                     "2147483647",
+                                     "\xc2\x80",
+                                     "\xef\xbf\xbf",
+                                     "\xf0\x9f\x98\x80",
+                                     "\xed\xa0\x80",
+                                     "\xc0\xaf",
+                                     "\x7f",
+                                     "\x1f",
+                                     "_c_",
+                                     "\xff"};
 #define NPIECES (sizeof pieces / sizeof pieces[0])
 
 static size_t mutate(unsigned char *buf, size_t n) {
@@ -119,7 +139,8 @@ static size_t mutate(unsigned char *buf, size_t n) {
     }
     default: /* repeat a range */
       if (n && n * 2 <= FUZZ_MAX_INPUT) {
-        size_t from = next_rand((unsigned)n), len = 1 + next_rand((unsigned)(n - from));
+        size_t from = next_rand((unsigned)n),
+               len = 1 + next_rand((unsigned)(n - from));
         memmove(buf + at + len, buf + at, n - at);
         /* the source may overlap the gap just opened */
         memmove(buf + at, buf + (from < at ? from : from + len), len);
@@ -137,7 +158,8 @@ int main(int argc, char **argv) {
       add_path(argv[i]);
   } else {
     char dir[4096];
-    snprintf(dir, sizeof dir, "%s/fuzz/corpus/%s", TOP_SRCDIR, fuzz_target_name);
+    snprintf(dir, sizeof dir, "%s/fuzz/corpus/%s", TOP_SRCDIR,
+             fuzz_target_name);
     add_path(dir);
   }
   if (ncorpus == 0) {

@@ -169,7 +169,7 @@ static int64_t monotonic_ms(void) { return g_get_monotonic_time() / 1000; }
 static void await_end(pid_t pid, int64_t deadline) {
   int fd = pidfd_open(pid, 0);
   if (fd < 0 && errno == ESRCH)
-    return; /* already reaped, or not ours: waitpid will tell */
+    return;     /* already reaped, or not ours: waitpid will tell */
   if (fd < 0) { /* no pidfd here (old kernel, seccomp): no event to wait on,
                    so look every 5 ms, without reaping (WNOWAIT) */
     siginfo_t info;
@@ -200,7 +200,7 @@ int zkrc_child_wait(zkrc_child *child, int timeout_ms) {
   while ((r = waitpid(child->pid, &status, WNOHANG)) < 0 && errno == EINTR)
     ;
   if (r < 0)
-    return -1; /* not ours, or reaped by someone else */
+    return -1;  /* not ours, or reaped by someone else */
   if (r == 0) { /* the deadline passed */
     if (getpgid(child->pid) == child->pid)
       kill(-child->pid, SIGKILL);

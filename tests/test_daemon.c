@@ -128,9 +128,11 @@ static int lines_with(instance *in, const char *what) {
 static instance *start_instance(const char *id, const char *path,
                                 const char *log) {
   const char *timeout = G_STRINGIFY(ZKT_SESSION_TIMEOUT_MS);
-  const char *argv[] = {DAEMON_PROGRAM, "--id", id, "--servers", zkt_hosts(),
-                        "--election", path, "--log", log, "--interval",
-                        INTERVAL_MS, "--session-timeout", timeout, NULL};
+  const char *argv[] = {DAEMON_PROGRAM, "--id",      id,
+                        "--servers",    zkt_hosts(), "--election",
+                        path,           "--log",     log,
+                        "--interval",   INTERVAL_MS, "--session-timeout",
+                        timeout,        NULL};
   /* The instance dies with us even if we are SIGKILLed. */
   zkrc_spawn_options o;
   zkrc_spawn_options_init(&o);
@@ -508,8 +510,8 @@ static void test_bad_arguments(void) {
   /* No --id: a clear message, exit status 2, nothing started. */
   char *out = NULL, *err = NULL;
   int status = -1;
-  const char *argv[] = {DAEMON_PROGRAM, "--servers", "127.0.0.1:1", "--log",
-                        "/nonexistent/x", NULL};
+  const char *argv[] = {DAEMON_PROGRAM, "--servers",      "127.0.0.1:1",
+                        "--log",        "/nonexistent/x", NULL};
   CU_ASSERT_FATAL(g_spawn_sync(NULL, (char **)argv, NULL, 0, NULL, NULL, &out,
                                &err, &status, NULL));
   CU_ASSERT(WIFEXITED(status) && WEXITSTATUS(status) == 2);

@@ -172,8 +172,8 @@ static char *peer_expect(peer *p, const char *kw, int timeout_ms) {
     }
     int64_t left = deadline - zkt_now_ms();
     if (left <= 0 || peer_fill(p, (int)left) < 0) {
-      char *what = g_strdup_printf("no \"%s\" line within %d ms", kw,
-                                   timeout_ms);
+      char *what =
+          g_strdup_printf("no \"%s\" line within %d ms", kw, timeout_ms);
       peer_report(p, what);
       g_free(what);
       return NULL;
@@ -237,8 +237,7 @@ static int peer_finish(peer *p, int timeout_ms) {
     pid_t r = waitpid(p->pid, &status, WNOHANG);
     if (r == p->pid) {
       p->pid = 0;
-      result = WIFEXITED(status) ? WEXITSTATUS(status)
-                                 : 128 + WTERMSIG(status);
+      result = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
       break;
     }
     if ((r < 0 && errno != EINTR) || zkt_now_ms() >= deadline) {
@@ -271,12 +270,12 @@ static peer *start_argv(const char *name, const char *const *head, int nhead,
 }
 
 /* A CuratorPeer: curator_peer(name, mode, path, args..., NULL). */
-static peer *curator_peer(const char *name, const char *mode,
-                          const char *path, ...) {
+static peer *curator_peer(const char *name, const char *mode, const char *path,
+                          ...) {
   /* Start-up flags: a short-lived JVM on two cores. */
   static const char *const head[] = {
-      JAVA_PROG, "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
-      "-cp", CURATOR_PEER_CLASSPATH, "CuratorPeer"};
+      JAVA_PROG, "-XX:+UseSerialGC",     "-XX:TieredStopAtLevel=1",
+      "-cp",     CURATOR_PEER_CLASSPATH, "CuratorPeer"};
   va_list ap;
   va_start(ap, path);
   peer *p = start_argv(name, head, G_N_ELEMENTS(head), mode, path, ap);
@@ -349,8 +348,8 @@ static void holder_send(holder *h, holder_cmd cmd) {
 /* The result of the last command, waiting at most @p timeout_ms (0: do not
  * wait); NO_RESULT when none yet. */
 static int holder_result(holder *h, int timeout_ms) {
-  gpointer r = g_async_queue_timeout_pop(h->results,
-                                         (guint64)timeout_ms * 1000);
+  gpointer r =
+      g_async_queue_timeout_pop(h->results, (guint64)timeout_ms * 1000);
   if (r == NULL && timeout_ms > 0)
     fprintf(stderr, "\nthe holder thread gave no result within %d ms\n",
             timeout_ms);
@@ -517,9 +516,10 @@ static void shared_counter(const char *foreign_kind) {
     for (int k = 0; k < 4; k++)
       CU_ASSERT_EQUAL(per_id[k], COUNT_ITERATIONS);
     if (switches < 20)
-      fprintf(stderr, "\nthe lock passed between %s and zkrecipes only %d "
-              "times: the processes did not contend\n", foreign_kind,
-              switches);
+      fprintf(stderr,
+              "\nthe lock passed between %s and zkrecipes only %d "
+              "times: the processes did not contend\n",
+              foreign_kind, switches);
     CU_ASSERT_TRUE(switches >= 20);
     if (getenv("ZKT_VERBOSE"))
       fprintf(stderr, "\n%s: %d hand-overs between implementations\n",
@@ -789,12 +789,10 @@ static void test_kazoo_fair_queue(void) {
 /* ------------------------------------------------------------------ main */
 
 static void add_suites(void) {
-  ZKT_SUITE("curator",
-            {"shared_counter", test_curator_shared_counter},
+  ZKT_SUITE("curator", {"shared_counter", test_curator_shared_counter},
             {"mutex_both_ways", test_curator_mutex_both_ways},
             {"latch_election", test_curator_latch_election});
-  ZKT_SUITE("kazoo",
-            {"shared_counter", test_kazoo_shared_counter},
+  ZKT_SUITE("kazoo", {"shared_counter", test_kazoo_shared_counter},
             {"blocks_both_ways", test_kazoo_blocks_both_ways},
             {"fair_queue", test_kazoo_fair_queue});
 }

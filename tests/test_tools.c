@@ -61,11 +61,11 @@ extern char **environ;
 /* ------------------------------------------------------------ processes */
 
 typedef struct proc {
-  pid_t pid;    /* 0 once reaped */
-  int pidfd;    /* readable once the process exited; -1 if unsupported */
+  pid_t pid; /* 0 once reaped */
+  int pidfd; /* readable once the process exited; -1 if unsupported */
   int out_fd, err_fd;
   GString *out, *err;
-  int status;   /* as a shell reports it, once reaped */
+  int status; /* as a shell reports it, once reaped */
 } proc;
 
 static GPtrArray *procs;     /* every proc started, until freed */
@@ -165,7 +165,8 @@ static proc *proc_start(const char *const *argv) {
   sigemptyset(&mask);
   posix_spawnattr_setsigdefault(&attr, &defaults);
   posix_spawnattr_setsigmask(&attr, &mask);
-  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK);
+  posix_spawnattr_setflags(&attr,
+                           POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK);
   pid_t pid;
   int rc = posix_spawn(&pid, argv[0], &fa, &attr, (char *const *)argv, environ);
   posix_spawn_file_actions_destroy(&fa);
@@ -343,8 +344,10 @@ static char *wait_value(proc *p, const char *key, int nth, int timeout_ms) {
       drain(p->out_fd, p->out);
       v = value_of(p->out->str, key, nth);
       if (v == NULL)
-        fprintf(stderr, "\nno %s= (#%d) from process; stdout:\n%s\n"
-                "stderr:\n%s\n", key, nth, p->out->str, p->err->str);
+        fprintf(stderr,
+                "\nno %s= (#%d) from process; stdout:\n%s\n"
+                "stderr:\n%s\n",
+                key, nth, p->out->str, p->err->str);
       return v;
     }
     proc_pump(p, (int)left);
@@ -479,8 +482,9 @@ static void test_lock_conflict(void) {
   char *touch = g_strdup_printf("touch '%s'", marker);
   zhandle_t *zh = zkt_raw();
 
-  const char *hold[] = {"--id", "holder", path, "--",  "sh", "-c",
-                        "echo pid=$$; exec sleep 30", NULL};
+  const char *hold[] = {
+      "--id", "holder", path, "--", "sh", "-c", "echo pid=$$; exec sleep 30",
+      NULL};
   proc *a = tool_start(ZKR_LOCK, hold);
   CU_ASSERT_FATAL(command_pid(a) > 0);
 
@@ -490,8 +494,8 @@ static void test_lock_conflict(void) {
   /* At once: the holder keeps it for 30 s (5 s: a loaded machine). */
   CU_ASSERT(zkt_now_ms() - t0 < 5000);
 
-  const char *waits[] = {"-w", "0.5", "-E", "7", path, "--", "sh", "-c",
-                         touch, NULL};
+  const char *waits[] = {"-w", "0.5", "-E", "7",   path,
+                         "--", "sh",  "-c", touch, NULL};
   t0 = zkt_now_ms();
   CU_ASSERT_EQUAL(tool_run(ZKR_LOCK, waits, NULL), 7);
   int64_t waited = zkt_now_ms() - t0;
@@ -503,12 +507,12 @@ static void test_lock_conflict(void) {
   CU_ASSERT_FALSE(g_file_test(marker, G_FILE_TEST_EXISTS));
 
   /* Two waiters queue behind the holder, in order. */
-  const char *w1[] = {"--id", "waiter1", "-w", "30", path, "--", "sh", "-c",
-                      touch, NULL};
+  const char *w1[] = {"--id", "waiter1", "-w", "30",  path,
+                      "--",   "sh",      "-c", touch, NULL};
   proc *b = tool_start(ZKR_LOCK, w1);
   CU_ASSERT_FATAL(wait_children(zh, path, 2));
-  const char *w2[] = {"--id", "waiter2", "-w", "30", path, "--", "sh", "-c",
-                      touch, NULL};
+  const char *w2[] = {"--id", "waiter2", "-w", "30",  path,
+                      "--",   "sh",      "-c", touch, NULL};
   proc *c = tool_start(ZKR_LOCK, w2);
   CU_ASSERT_FATAL(wait_children(zh, path, 3));
   proc *h;
@@ -564,8 +568,8 @@ static void test_lock_environment(void) {
                        "token=$ZKR_FENCING_TOKEN id=$ZKR_PARTICIPANT_ID "
                        "fds=$(ls /proc/self/fd | tr '\\n' ,); "
                        "echo pid=$$; exec sleep 30";
-  const char *args[] = {"--id", "env-test", path, "--", "sh", "-c", script,
-                        NULL};
+  const char *args[] = {"--id", "env-test", path,   "--",
+                        "sh",   "-c",       script, NULL};
   int64_t tokens[2] = {0, 0};
   for (int run = 0; run < 2; run++) {
     proc *p = tool_start(ZKR_LOCK, args);
@@ -611,8 +615,8 @@ static void test_lock_holder_killed(void) {
   proc *a = tool_start(ZKR_LOCK, hold);
   pid_t cmd = command_pid(a);
   CU_ASSERT_FATAL(cmd > 0);
-  const char *wait[] = {"-w", "20", path, "--", "sh", "-c", "echo got-it",
-                        NULL};
+  const char *wait[] = {"-w", "20", path,          "--",
+                        "sh", "-c", "echo got-it", NULL};
   proc *b = tool_start(ZKR_LOCK, wait);
   CU_ASSERT_FATAL(wait_children(zh, path, 2));
 
@@ -667,8 +671,8 @@ static void test_lock_lost_grace(void) {
   const char *script = "trap 'echo got-usr1' USR1; trap '' TERM; "
                        "(trap '' USR1; exec sleep 30) & echo pid=$$ bg=$!; "
                        "while :; do sleep 0.1; done";
-  const char *args[] = {"-v", "-k", "USR1", "-g", "0.5", path,
-                        "--", "sh", "-c", script,  NULL};
+  const char *args[] = {"-v", "-k", "USR1", "-g",   "0.5", path,
+                        "--", "sh", "-c",   script, NULL};
   proc *a = tool_start(ZKR_LOCK, args);
   pid_t cmd = command_pid(a);
   CU_ASSERT_FATAL(cmd > 0);
@@ -727,10 +731,10 @@ static void test_lock_signals_and_status(void) {
 
 static proc *start_candidate(const char *path, const char *id,
                              const char *log) {
-  char *script = g_strdup_printf(
-      "echo \"$ZKR_PARTICIPANT_ID $ZKR_LEADER_TOKEN\" >> '%s'; "
-      "echo pid=$$ token=$ZKR_LEADER_TOKEN; exec sleep 30",
-      log);
+  char *script =
+      g_strdup_printf("echo \"$ZKR_PARTICIPANT_ID $ZKR_LEADER_TOKEN\" >> '%s'; "
+                      "echo pid=$$ token=$ZKR_LEADER_TOKEN; exec sleep 30",
+                      log);
   const char *args[] = {"--id", id, path, "--", "sh", "-c", script, NULL};
   proc *p = tool_start(ZKR_ELECT, args);
   g_free(script);
@@ -861,8 +865,8 @@ static void test_elect_command_exits(void) {
   char *go = tmp_file("go");
   char *script = g_strdup_printf(
       "echo pid=$$; while [ ! -e '%s' ]; do sleep 0.05; done; exit 4", go);
-  const char *first[] = {"--id", "quitter", "-r", "30", path, "--",
-                         "sh", "-c", script, NULL};
+  const char *first[] = {"--id", "quitter", "-r", "30",   path,
+                         "--",   "sh",      "-c", script, NULL};
   proc *a = tool_start(ZKR_ELECT, first);
   CU_ASSERT_FATAL(command_pid(a) > 0);
   char *log = tmp_file("takeover");
@@ -902,8 +906,8 @@ static void test_elect_watch(void) {
 
   clientid_t id;
   CU_ASSERT_FATAL(session_of(w, &id));
-  char *first = g_strdup_printf("session 0x%llx ",
-                                (unsigned long long)id.client_id);
+  char *first =
+      g_strdup_printf("session 0x%llx ", (unsigned long long)id.client_id);
   CU_ASSERT_EQUAL_FATAL(
       zkrc_ensemble_expire_session(zkt_ensemble(), &id, 10000), 0);
   /* Its next session: a second "session" line. */
@@ -918,11 +922,11 @@ static void test_elect_watch(void) {
   proc *b = start_candidate(path, "watched-B", log);
   CU_ASSERT_FATAL(wait_children(zh, path, 2));
   kill(a->pid, SIGTERM);
-  CU_ASSERT_TRUE(proc_wait_text(w, 0, "\nwatched-A\nwatched-B\n",
-                                START_TIMEOUT));
+  CU_ASSERT_TRUE(
+      proc_wait_text(w, 0, "\nwatched-A\nwatched-B\n", START_TIMEOUT));
   kill(b->pid, SIGTERM);
-  CU_ASSERT_TRUE(proc_wait_text(w, 0, "\nwatched-A\nwatched-B\n\n",
-                                START_TIMEOUT));
+  CU_ASSERT_TRUE(
+      proc_wait_text(w, 0, "\nwatched-A\nwatched-B\n\n", START_TIMEOUT));
   CU_ASSERT_EQUAL(proc_wait(a, EXIT_TIMEOUT), 128 + SIGTERM);
   CU_ASSERT_EQUAL(proc_wait(b, EXIT_TIMEOUT), 128 + SIGTERM);
   kill(w->pid, SIGINT);
@@ -963,8 +967,7 @@ static void test_usage_and_paths(void) {
       {ZKR_ELECT, {"--leader", "--watch", "/p", NULL}, EXIT_USAGE},
       {ZKR_ELECT, {"-r", "x", "/p", "--", "true", NULL}, EXIT_USAGE},
       {ZKR_LOCK, {"--server-tick", "0", "/p", "--", "true", NULL}, EXIT_USAGE},
-      {ZKR_ELECT, {"--server-tick", "x", "/p", "--", "true", NULL},
-       EXIT_USAGE},
+      {ZKR_ELECT, {"--server-tick", "x", "/p", "--", "true", NULL}, EXIT_USAGE},
       {ZKR_LOCK, {"relative", "--", "true", NULL}, EXIT_BAD_PATH},
       {ZKR_LOCK, {"/a//b", "--", "true", NULL}, EXIT_BAD_PATH},
       {ZKR_LOCK, {"--holders", "/zookeeper/x", NULL}, EXIT_BAD_PATH},
@@ -981,8 +984,8 @@ static void test_usage_and_paths(void) {
     int status = proc_wait(p, EXIT_TIMEOUT);
     if (status != cases[i].status)
       fprintf(stderr, "\ncase %zu (%s %s): status %d, expected %d\n", i,
-              cases[i].tool, cases[i].args[0] ? cases[i].args[0] : "",
-              status, cases[i].status);
+              cases[i].tool, cases[i].args[0] ? cases[i].args[0] : "", status,
+              cases[i].status);
     CU_ASSERT_EQUAL(status, cases[i].status);
     const char *name = strstr(cases[i].tool, "zkr-");
     char *prefix = g_strdup_printf("%s: ", name);
@@ -999,8 +1002,8 @@ static void test_unreachable_help_env(void) {
   cleanup_processes();
   const char *tools[] = {ZKR_LOCK, ZKR_ELECT};
   for (int i = 0; i < 2; i++) {
-    const char *argv[] = {tools[i], "-s", "127.0.0.1:1", "-t", "1000",
-                          "/zkt/unreachable", "--", "true", NULL};
+    const char *argv[] = {tools[i],           "-s", "127.0.0.1:1", "-t", "1000",
+                          "/zkt/unreachable", "--", "true",        NULL};
     int64_t t0 = zkt_now_ms();
     proc *p = proc_start(argv);
     CU_ASSERT_EQUAL(proc_wait(p, EXIT_TIMEOUT), EXIT_UNAVAILABLE);
@@ -1076,8 +1079,8 @@ static char *other_members(void) {
 /* Start @p tool with "-s HOSTS -t 4000 --server-tick 200", then @p args. */
 static proc *start_on(const char *tool, const char *hosts,
                       const char *const *args) {
-  const char *argv[32] = {tool, "-s", hosts, "-t", PART_SESSION_ARG,
-                          "--server-tick", TICK_ARG};
+  const char *argv[32] = {
+      tool, "-s", hosts, "-t", PART_SESSION_ARG, "--server-tick", TICK_ARG};
   int n = 7;
   for (int i = 0; args[i] && n < 31; i++)
     argv[n++] = args[i];
@@ -1129,9 +1132,10 @@ static void partition_case(const char *tool, const char *holder_flag,
   CU_ASSERT_FATAL(cmd > 0);
   CU_ASSERT_FATAL(zkt_wait_for(file_has_line, ticks, START_TIMEOUT));
   char *starter = g_strdup_printf("date +%%s%%N > '%s'; echo pid=$$; "
-                                  "exec sleep 60", start);
-  const char *wait[] = {waiter_flag, "60", path, "--", "sh", "-c", starter,
-                        NULL};
+                                  "exec sleep 60",
+                                  start);
+  const char *wait[] = {waiter_flag, "60", path,    "--",
+                        "sh",        "-c", starter, NULL};
   proc *b = start_on(tool, others, waiter_flag ? wait : wait + 2);
   CU_ASSERT_FATAL(wait_children(zh, path, 2));
   int pidfd = (int)syscall(SYS_pidfd_open, cmd, 0);
@@ -1149,8 +1153,8 @@ static void partition_case(const char *tool, const char *holder_flag,
   CU_ASSERT(death > 0 && death < started);
   printf(" (%s: cut to death %.0f ms, last tick %.0f ms and death %.0f ms "
          "before the successor's start) ",
-         strstr(tool, "zkr-"), (death - cut) / 1e6,
-         (started - last_tick) / 1e6, (started - death) / 1e6);
+         strstr(tool, "zkr-"), (death - cut) / 1e6, (started - last_tick) / 1e6,
+         (started - death) / 1e6);
   CU_ASSERT_EQUAL(proc_wait(a, PART_TIMEOUT), EXIT_LOST);
   CU_ASSERT_EQUAL(zkrc_proxy_blackhole(e, 0, 0), 0);
   cleanup_processes();
@@ -1180,7 +1184,10 @@ static void test_tool_killed_group_dies(void) {
   const char *tools[] = {ZKR_LOCK, ZKR_ELECT};
   for (int i = 0; i < 2; i++) {
     char *path = zkt_path("tools-guard");
-    const char *args[] = {path, "--", "sh", "-c",
+    const char *args[] = {path,
+                          "--",
+                          "sh",
+                          "-c",
                           "trap '' TERM; sleep 4711 & echo pid=$$ bg=$!; wait",
                           NULL};
     proc *a = tool_start(tools[i], args);
@@ -1271,10 +1278,10 @@ static void test_lock_stop_ignored_tstp(void) {
   char *path = zkt_path("tools-tstp-ignored");
   char *fifo = tmp_file("fifo");
   CU_ASSERT_FATAL(mkfifo(fifo, 0600) == 0);
-  char *script = g_strdup_printf(
-      "trap '' TSTP; echo pid=$$; exec 3<>'%s'; while :; do "
-      "read -t 0.02 -u 3; done",
-      fifo);
+  char *script =
+      g_strdup_printf("trap '' TSTP; echo pid=$$; exec 3<>'%s'; while :; do "
+                      "read -t 0.02 -u 3; done",
+                      fifo);
   const char *args[] = {"-v", path, "--", "bash", "-c", script, NULL};
   proc *a = tool_start(ZKR_LOCK, args);
   pid_t cmd = command_pid(a);
@@ -1350,8 +1357,8 @@ static void test_elect_lost_after_stop_signal(void) {
   char *path = zkt_path("tools-equit");
   const char *script = "trap 'echo got-term' TERM; echo pid=$$; "
                        "while :; do sleep 0.1; done";
-  const char *args[] = {"-v", "-g", "0.5", path, "--", "sh", "-c", script,
-                        NULL};
+  const char *args[] = {"-v", "-g", "0.5",  path, "--",
+                        "sh", "-c", script, NULL};
   proc *a = tool_start(ZKR_ELECT, args);
   pid_t cmd = command_pid(a);
   CU_ASSERT_FATAL(cmd > 0);
@@ -1376,19 +1383,18 @@ static void add_suites(void) {
             {"holder_killed", test_lock_holder_killed},
             {"lost", test_lock_lost}, {"lost_grace", test_lock_lost_grace},
             {"signals_and_status", test_lock_signals_and_status});
-  ZKT_SUITE("zkr-elect", {"failover", test_elect_failover},
-            {"lost", test_elect_lost},
-            {"command_exits", test_elect_command_exits},
-            {"watch", test_elect_watch});
-  ZKT_SUITE("held means held", {"partition_lock", test_partition_lock},
-            {"partition_elect", test_partition_elect},
-            {"tool_killed_group_dies", test_tool_killed_group_dies},
-            {"lock_stop_continue", test_lock_stop_continue},
-            {"lock_stop_ignored_tstp", test_lock_stop_ignored_tstp},
-            {"lock_nonblock_no_answer", test_lock_nonblock_no_answer},
-            {"no_read_permission", test_no_read_permission},
-            {"elect_lost_after_stop_signal",
-             test_elect_lost_after_stop_signal});
+  ZKT_SUITE(
+      "zkr-elect", {"failover", test_elect_failover}, {"lost", test_elect_lost},
+      {"command_exits", test_elect_command_exits}, {"watch", test_elect_watch});
+  ZKT_SUITE(
+      "held means held", {"partition_lock", test_partition_lock},
+      {"partition_elect", test_partition_elect},
+      {"tool_killed_group_dies", test_tool_killed_group_dies},
+      {"lock_stop_continue", test_lock_stop_continue},
+      {"lock_stop_ignored_tstp", test_lock_stop_ignored_tstp},
+      {"lock_nonblock_no_answer", test_lock_nonblock_no_answer},
+      {"no_read_permission", test_no_read_permission},
+      {"elect_lost_after_stop_signal", test_elect_lost_after_stop_signal});
   ZKT_SUITE("usage", {"usage_and_paths", test_usage_and_paths},
             {"unreachable_help_env", test_unreachable_help_env});
 }
