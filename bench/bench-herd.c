@@ -63,7 +63,9 @@ static void herd_run(const char *impl) {
   double ping_rate = (double)client_packets(&idle0, &idle1) /
                      ((double)(idle1.at - idle0.at) / 1e9);
 
-  snap a, q, b;
+  /* b: the last settled queue (the loop below runs at least once; zeroed
+   * since cppcheck cannot see that). */
+  snap a, q, b = {0};
   snap_take(&a);
   /* At a: the first holder's node, and (naive only) its watch. */
   int64_t other_watches = a.watches - holder_watch;

@@ -430,7 +430,7 @@ static int start_store(const char *journal, int *port) {
   char line[128];
   size_t len = 0;
   int64_t deadline = fenced_now_us() + 10 * 1000000LL;
-  while (len < sizeof line - 1 && memchr(line, '\n', len) == NULL) {
+  while (len < sizeof line - 1 && (len == 0 || line[len - 1] != '\n')) {
     if (fenced_wait_fd(store.rep, POLLIN, deadline) <= 0)
       return -1;
     ssize_t r = read(store.rep, line + len, 1);

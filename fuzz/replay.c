@@ -35,18 +35,21 @@ static void add_file(const char *path) {
     perror(path);
     exit(2);
   }
-  unsigned char *buf = malloc(FUZZ_MAX_INPUT);
-  if (buf == NULL)
-    exit(2);
-  size_t n = fread(buf, 1, FUZZ_MAX_INPUT, f);
-  fclose(f);
+  /* Room for the entry first, so that no failure leaves a buffer behind. */
   if (ncorpus == corpus_cap) {
     corpus_cap = corpus_cap ? 2 * corpus_cap : 64;
     corpus = realloc(corpus, corpus_cap * sizeof *corpus);
     if (corpus == NULL)
       exit(2);
   }
-  corpus[ncorpus++] = (input){buf, n};
+  unsigned char *buf = malloc(FUZZ_MAX_INPUT);
+  if (buf == NULL)
+    exit(2);
+  size_t n = fread(buf, 1, FUZZ_MAX_INPUT, f);
+  fclose(f);
+  corpus[ncorpus].data = buf;
+  corpus[ncorpus].size = n;
+  ncorpus++;
 }
 
 static void add_path(const char *path) {
