@@ -38,6 +38,11 @@ void zkrc__sleep_ms(int ms);
 
 /* ---- process.c ---------------------------------------------------------- */
 
+/** In a forked child, before exec (async-signal-safe): every signal's
+ *  disposition to the default and an empty signal mask, whatever the test
+ *  process had. */
+void zkrc__default_signals(void);
+
 /**
  * Fork and exec @p argv[0] (an absolute path) with @p argv, in directory
  * @p cwd, stdin from /dev/null and stdout and stderr on @p out_fd.  The child

@@ -51,19 +51,19 @@ void zkrc__close_from(int lowest) {
     close(fd);
 }
 
-/* Signals whose disposition or mask the test process may have changed (a
- * self-pipe handler, SIGPIPE ignored, signals blocked for signalfd...):
- * ignored dispositions and the mask survive exec, so reset them, or SIGTERM
- * might not stop the member. */
-static void reset_signals(void) {
-  static const int signals[] = {SIGHUP,  SIGINT,  SIGQUIT, SIGTERM, SIGPIPE,
-                                SIGCHLD, SIGUSR1, SIGUSR2, SIGALRM};
+/* The test process may have changed signal dispositions or its mask (a
+ * self-pipe handler, SIGPIPE ignored, signals blocked for signalfd; a shell
+ * that started it in the background ignores SIGINT and SIGQUIT): ignored
+ * dispositions and the mask survive exec, so reset them all, or SIGTERM
+ * might not stop a member, nor SIGINT a tool under test. */
+void zkrc__default_signals(void) {
   struct sigaction dfl;
   memset(&dfl, 0, sizeof dfl);
   dfl.sa_handler = SIG_DFL;
   sigemptyset(&dfl.sa_mask);
-  for (size_t i = 0; i < sizeof signals / sizeof signals[0]; i++)
-    sigaction(signals[i], &dfl, NULL);
+  /* SIGKILL, SIGSTOP and the C library's own signals refuse: harmless. */
+  for (int sig = 1; sig < NSIG; sig++)
+    sigaction(sig, &dfl, NULL);
   sigset_t none;
   sigemptyset(&none);
   sigprocmask(SIG_SETMASK, &none, NULL);
@@ -89,7 +89,7 @@ static _Noreturn void child_exec(char *const argv[], const char *cwd,
   /* Our own process group: a ^C in the terminal reaches the harness, which
    * then stops the members in order. */
   setpgid(0, 0);
-  reset_signals();
+  zkrc__default_signals();
 
   int null_fd = open("/dev/null", O_RDONLY);
   if (null_fd < 0)
