@@ -3,10 +3,11 @@
  * as built (tools/zkr-lock, tools/zkr-elect) against the program's real
  * one-member ensemble.
  *
- * Every tool process is started with posix_spawn (this process has
- * threads), its stdout and stderr captured through pipes, and its exit
- * awaited through a pidfd: output and exit are events, and every wait has a
- * deadline.  The shell commands the tools run print their pid ("pid=N"),
+ * Every tool process is started with the testing library's zkrc_spawn
+ * (the child dies with this program and gets default signal dispositions),
+ * stdin at its end, stdout and stderr captured through pipes; output is
+ * awaited with poll and the exit with zkrc_child_wait: both are events,
+ * and every wait has a deadline.  The shell commands the tools run print their pid ("pid=N"),
  * which is registered, so that whatever happens every tool, every command
  * and every command's process group is SIGKILLed and reaped (the tools'
  * commands run in process groups of their own).  Where nothing announces a
@@ -22,7 +23,6 @@
 #include <inttypes.h>
 #include <poll.h>
 #include <signal.h>
-#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,8 +36,6 @@
 #include <glib/gstdio.h>
 
 #include "testutil.h"
-
-extern char **environ;
 
 #define ZKR_LOCK TOP_BUILDDIR "/tools/zkr-lock"
 #define ZKR_ELECT TOP_BUILDDIR "/tools/zkr-elect"
@@ -61,9 +59,8 @@ extern char **environ;
 /* ------------------------------------------------------------ processes */
 
 typedef struct proc {
-  pid_t pid; /* 0 once reaped */
-  int pidfd; /* readable once the process exited; -1 if unsupported */
-  int out_fd, err_fd;
+  zkrc_child child;     /* child.pid: 0 once reaped */
+  int out_eof, err_eof; /* the pipe's writers are all gone */
   GString *out, *err;
   int status; /* as a shell reports it, once reaped */
 } proc;
@@ -83,24 +80,24 @@ static void kill_registered(void) {
 }
 
 static void proc_kill(proc *p) {
-  if (p->pid <= 0)
+  if (p->child.pid <= 0)
     return;
-  kill(p->pid, SIGKILL);
-  int st;
-  while (waitpid(p->pid, &st, 0) < 0 && errno == EINTR)
-    ;
-  p->status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-  p->pid = 0;
+  kill(p->child.pid, SIGKILL);
+  p->status = zkrc_child_wait(&p->child, EXIT_TIMEOUT);
+}
+
+/* Send @p sig to the tool, unless it has been reaped (kill(0, sig) would
+ * reach our own process group). */
+static void proc_signal(proc *p, int sig) {
+  if (p->child.pid > 0)
+    kill(p->child.pid, sig);
 }
 
 static void proc_free(proc *p) {
   if (p == NULL)
     return;
   proc_kill(p);
-  if (p->pidfd >= 0)
-    close(p->pidfd);
-  close(p->out_fd);
-  close(p->err_fd);
+  zkrc_child_close(&p->child);
   g_string_free(p->out, TRUE);
   g_string_free(p->err, TRUE);
   if (procs)
@@ -147,45 +144,23 @@ static char *tmp_file(const char *name) {
   return g_strdup_printf("%s/%s-%d", tmp_dir, name, ++n);
 }
 
-/* Start @p argv (NULL-terminated) with stdout and stderr captured, stdin
- * /dev/null, only descriptors 0-2, default signal dispositions. */
+/* Start @p argv (NULL-terminated; argv[0] a path) with stdout and stderr
+ * captured, stdin at its end (a pipe closed at once: reads see EOF, as from
+ * /dev/null), only descriptors 0-2, default signal dispositions. */
 static proc *proc_start(const char *const *argv) {
-  int out[2], err[2];
-  CU_ASSERT_FATAL(pipe2(out, O_CLOEXEC) == 0 && pipe2(err, O_CLOEXEC) == 0);
-  posix_spawn_file_actions_t fa;
-  posix_spawn_file_actions_init(&fa);
-  posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-  posix_spawn_file_actions_adddup2(&fa, out[1], 1);
-  posix_spawn_file_actions_adddup2(&fa, err[1], 2);
-  posix_spawn_file_actions_addclosefrom_np(&fa, 3);
-  posix_spawnattr_t attr;
-  posix_spawnattr_init(&attr);
-  sigset_t defaults, mask;
-  sigfillset(&defaults); /* what this program ignores or catches: default */
-  sigemptyset(&mask);
-  posix_spawnattr_setsigdefault(&attr, &defaults);
-  posix_spawnattr_setsigmask(&attr, &mask);
-  posix_spawnattr_setflags(&attr,
-                           POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK);
-  pid_t pid;
-  int rc = posix_spawn(&pid, argv[0], &fa, &attr, (char *const *)argv, environ);
-  posix_spawn_file_actions_destroy(&fa);
-  posix_spawnattr_destroy(&attr);
-  close(out[1]);
-  close(err[1]);
-  if (rc != 0) {
-    close(out[0]);
-    close(err[0]);
-    fprintf(stderr, "posix_spawn %s: %s\n", argv[0], strerror(rc));
-    CU_FAIL_FATAL("posix_spawn failed");
-  }
+  zkrc_spawn_options o;
+  zkrc_spawn_options_init(&o);
+  o.pipe_stdin = o.pipe_stdout = o.pipe_stderr = 1;
   proc *p = g_new0(proc, 1);
-  p->pid = pid;
-  p->pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
-  p->out_fd = out[0];
-  p->err_fd = err[0];
-  fcntl(p->out_fd, F_SETFL, O_NONBLOCK);
-  fcntl(p->err_fd, F_SETFL, O_NONBLOCK);
+  if (zkrc_spawn(&p->child, (char *const *)argv, &o) != 0) {
+    fprintf(stderr, "zkrc_spawn %s: %s\n", argv[0], strerror(errno));
+    g_free(p);
+    CU_FAIL_FATAL("zkrc_spawn failed");
+  }
+  close(p->child.in_fd);
+  p->child.in_fd = -1;
+  fcntl(p->child.out_fd, F_SETFL, O_NONBLOCK);
+  fcntl(p->child.err_fd, F_SETFL, O_NONBLOCK);
   p->out = g_string_new(NULL);
   p->err = g_string_new(NULL);
   if (procs == NULL)
@@ -215,59 +190,51 @@ static proc *tool_start(const char *tool, const char *const *args) {
   return proc_start(argv);
 }
 
-static void drain(int fd, GString *into) {
+/* Read what @p fd has (non-blocking); *eof once its writers are gone. */
+static void drain(int fd, GString *into, int *eof) {
   char buf[4096];
   ssize_t n;
   while ((n = read(fd, buf, sizeof buf)) > 0)
     g_string_append_len(into, buf, n);
+  if (n == 0)
+    *eof = 1;
 }
 
-/* Reap if it exited.  Returns 1 when it has been reaped. */
-static int proc_reaped(proc *p) {
-  if (p->pid <= 0)
-    return 1;
-  int st;
-  if (waitpid(p->pid, &st, WNOHANG) != p->pid)
-    return 0;
-  p->status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-  p->pid = 0;
-  return 1;
+static void proc_drain(proc *p) {
+  drain(p->child.out_fd, p->out, &p->out_eof);
+  drain(p->child.err_fd, p->err, &p->err_eof);
 }
 
-/* Wait up to @p ms for output or the exit, and read what there is. */
+/* Its output has ended: the tool and whatever inherited its stdout and
+ * stderr (its commands) are gone, so no text can come any more. */
+static int proc_output_ended(const proc *p) { return p->out_eof && p->err_eof; }
+
+/* Wait up to @p ms for output, and read what there is. */
 static void proc_pump(proc *p, int ms) {
-  struct pollfd pfds[3] = {{p->out_fd, POLLIN, 0},
-                           {p->err_fd, POLLIN, 0},
-                           {p->pid > 0 ? p->pidfd : -1, POLLIN, 0}};
-  if (p->pid > 0 && p->pidfd < 0 && ms > 20)
-    ms = 20; /* no pidfd: look at the process now and then */
-  if (poll(pfds, 3, ms) < 0 && errno != EINTR)
+  struct pollfd pfds[2] = {{p->out_eof ? -1 : p->child.out_fd, POLLIN, 0},
+                           {p->err_eof ? -1 : p->child.err_fd, POLLIN, 0}};
+  if (poll(pfds, 2, proc_output_ended(p) ? 0 : ms) < 0 && errno != EINTR)
     CU_FAIL("poll failed");
-  drain(p->out_fd, p->out);
-  drain(p->err_fd, p->err);
+  proc_drain(p);
 }
 
 /* Wait until the process exits; its status, or -1 (then it is killed)
- * after @p timeout_ms. */
+ * after @p timeout_ms.  Its output is read afterwards: the tools print far
+ * less than a pipe holds (64 KiB), so none blocks on a full pipe. */
 static int proc_wait(proc *p, int timeout_ms) {
-  int64_t deadline = zkt_now_ms() + timeout_ms;
-  while (!proc_reaped(p)) {
-    int64_t left = deadline - zkt_now_ms();
-    if (left <= 0) {
-      fprintf(stderr, "\nprocess %d did not exit in %d ms; stderr:\n%s\n",
-              (int)p->pid, timeout_ms, p->err->str);
-      proc_kill(p);
-      return -1;
-    }
-    proc_pump(p, (int)left);
-  }
-  drain(p->out_fd, p->out);
-  drain(p->err_fd, p->err);
+  if (p->child.pid <= 0)
+    return p->status;
+  pid_t pid = p->child.pid;
+  p->status = zkrc_child_wait(&p->child, timeout_ms);
+  proc_drain(p);
+  if (p->status < 0)
+    fprintf(stderr, "\nprocess %d did not exit in %d ms; stderr:\n%s\n",
+            (int)pid, timeout_ms, p->err->str);
   return p->status;
 }
 
 /* Wait until @p needle appears in stdout (@p on_stderr: stderr).  Gives up
- * at the deadline or when the process exited without printing it. */
+ * at the deadline or when the output ended without it. */
 static int proc_wait_text(proc *p, int on_stderr, const char *needle,
                           int timeout_ms) {
   GString *buf = on_stderr ? p->err : p->out;
@@ -276,14 +243,13 @@ static int proc_wait_text(proc *p, int on_stderr, const char *needle,
     if (strstr(buf->str, needle))
       return 1;
     int64_t left = deadline - zkt_now_ms();
-    int exited = proc_reaped(p);
-    if (left <= 0 || exited) {
-      drain(p->out_fd, p->out);
-      drain(p->err_fd, p->err);
+    int ended = proc_output_ended(p);
+    if (left <= 0 || ended) {
+      proc_drain(p);
       if (strstr(buf->str, needle))
         return 1;
       fprintf(stderr, "\nno '%s' from process (%s); stdout:\n%s\nstderr:\n%s\n",
-              needle, exited ? "it exited" : "timeout", p->out->str,
+              needle, ended ? "its output ended" : "timeout", p->out->str,
               p->err->str);
       return 0;
     }
@@ -340,8 +306,8 @@ static char *wait_value(proc *p, const char *key, int nth, int timeout_ms) {
       return v;
     g_free(v);
     int64_t left = deadline - zkt_now_ms();
-    if (left <= 0 || proc_reaped(p)) {
-      drain(p->out_fd, p->out);
+    if (left <= 0 || proc_output_ended(p)) {
+      proc_drain(p);
       v = value_of(p->out->str, key, nth);
       if (v == NULL)
         fprintf(stderr,
@@ -533,16 +499,16 @@ static void test_lock_conflict(void) {
   proc_free(h);
 
   /* A waiter stopped by a signal gives up: 128+15, nothing run. */
-  kill(c->pid, SIGTERM);
+  proc_signal(c, SIGTERM);
   CU_ASSERT_EQUAL(proc_wait(c, EXIT_TIMEOUT), 128 + SIGTERM);
   CU_ASSERT(wait_children(zh, path, 2));
-  kill(b->pid, SIGINT);
+  proc_signal(b, SIGINT);
   CU_ASSERT_EQUAL(proc_wait(b, EXIT_TIMEOUT), 128 + SIGINT);
   CU_ASSERT(wait_children(zh, path, 1));
   CU_ASSERT_FALSE(g_file_test(marker, G_FILE_TEST_EXISTS));
 
   /* SIGTERM goes to the command; its death by it is the status. */
-  kill(a->pid, SIGTERM);
+  proc_signal(a, SIGTERM);
   CU_ASSERT_EQUAL(proc_wait(a, EXIT_TIMEOUT), 128 + SIGTERM);
   CU_ASSERT(wait_children(zh, path, 0));
   CU_ASSERT_EQUAL(tool_run(ZKR_LOCK, nowait, NULL), 0);
@@ -589,7 +555,7 @@ static void test_lock_environment(void) {
     tokens[run] = g_ascii_strtoll(token, NULL, 10);
     CU_ASSERT(tokens[run] > 0);
     CU_ASSERT_EQUAL(zkt_czxid(zh, node), tokens[run]);
-    kill(p->pid, SIGTERM);
+    proc_signal(p, SIGTERM);
     CU_ASSERT_EQUAL(proc_wait(p, EXIT_TIMEOUT), 128 + SIGTERM);
     CU_ASSERT_FALSE(zkt_exists(zh, node));
     g_free(lpath);
@@ -621,7 +587,7 @@ static void test_lock_holder_killed(void) {
   CU_ASSERT_FATAL(wait_children(zh, path, 2));
 
   int64_t t0 = zkt_now_ms();
-  kill(a->pid, SIGKILL);
+  proc_signal(a, SIGKILL);
   CU_ASSERT_EQUAL(proc_wait(a, EXIT_TIMEOUT), 128 + SIGKILL);
   CU_ASSERT_TRUE(proc_wait_text(b, 0, "got-it", TOOL_SESSION_MS + 4000));
   int64_t took = zkt_now_ms() - t0;
@@ -710,7 +676,7 @@ static void test_lock_signals_and_status(void) {
   const char *args[] = {path, "--", "sh", "-c", script, NULL};
   proc *a = tool_start(ZKR_LOCK, args);
   CU_ASSERT_FATAL(command_pid(a) > 0);
-  kill(a->pid, SIGINT);
+  proc_signal(a, SIGINT);
   CU_ASSERT_EQUAL(proc_wait(a, EXIT_TIMEOUT), 3);
   CU_ASSERT_PTR_NOT_NULL(strstr(a->out->str, "got-int"));
 
@@ -773,7 +739,7 @@ static void test_elect_failover(void) {
   g_free(id);
   CU_ASSERT_STRING_EQUAL(b->out->str, ""); /* B waits */
 
-  kill(a->pid, SIGTERM);
+  proc_signal(a, SIGTERM);
   CU_ASSERT_EQUAL(proc_wait(a, EXIT_TIMEOUT), 128 + SIGTERM);
   CU_ASSERT_FATAL(command_pid(b) > 0);
   CU_ASSERT_EQUAL(leader_of(path, &id), 0);
@@ -790,7 +756,7 @@ static void test_elect_failover(void) {
   g_strfreev(lines);
   g_free(text);
 
-  kill(b->pid, SIGTERM);
+  proc_signal(b, SIGTERM);
   CU_ASSERT_EQUAL(proc_wait(b, EXIT_TIMEOUT), 128 + SIGTERM);
   CU_ASSERT_EQUAL(leader_of(path, &id), EXIT_NO_LEADER);
   g_free(id);
@@ -832,7 +798,7 @@ static void test_elect_lost(void) {
   g_free(t1);
   g_free(t2);
   CU_ASSERT_PTR_NOT_NULL(strstr(a->err->str, "lost"));
-  kill(a->pid, SIGTERM);
+  proc_signal(a, SIGTERM);
   CU_ASSERT_EQUAL(proc_wait(a, EXIT_TIMEOUT), 0); /* the trap's exit 0 */
   proc_free(a);
 
@@ -880,7 +846,7 @@ static void test_elect_command_exits(void) {
   CU_ASSERT_STRING_EQUAL(id, "taker\n");
   g_free(id);
   /* A waits out its rejoin delay; a stop signal ends it at once. */
-  kill(a->pid, SIGTERM);
+  proc_signal(a, SIGTERM);
   CU_ASSERT_EQUAL(proc_wait(a, EXIT_TIMEOUT), 128 + SIGTERM);
   cleanup_processes();
   zookeeper_close(zh);
@@ -921,15 +887,15 @@ static void test_elect_watch(void) {
 
   proc *b = start_candidate(path, "watched-B", log);
   CU_ASSERT_FATAL(wait_children(zh, path, 2));
-  kill(a->pid, SIGTERM);
+  proc_signal(a, SIGTERM);
   CU_ASSERT_TRUE(
       proc_wait_text(w, 0, "\nwatched-A\nwatched-B\n", START_TIMEOUT));
-  kill(b->pid, SIGTERM);
+  proc_signal(b, SIGTERM);
   CU_ASSERT_TRUE(
       proc_wait_text(w, 0, "\nwatched-A\nwatched-B\n\n", START_TIMEOUT));
   CU_ASSERT_EQUAL(proc_wait(a, EXIT_TIMEOUT), 128 + SIGTERM);
   CU_ASSERT_EQUAL(proc_wait(b, EXIT_TIMEOUT), 128 + SIGTERM);
-  kill(w->pid, SIGINT);
+  proc_signal(w, SIGINT);
   CU_ASSERT_EQUAL(proc_wait(w, EXIT_TIMEOUT), 0);
   CU_ASSERT_STRING_EQUAL(w->out->str, "\nwatched-A\nwatched-B\n\n");
   cleanup_processes();
@@ -1245,19 +1211,20 @@ static void test_lock_stop_continue(void) {
   proc *a = tool_start(ZKR_LOCK, args);
   pid_t cmd = command_pid(a);
   CU_ASSERT_FATAL(cmd > 0);
-  void *cmd_arg = (void *)(intptr_t)cmd, *tool_arg = (void *)(intptr_t)a->pid;
-  kill(a->pid, SIGTSTP);
+  void *cmd_arg = (void *)(intptr_t)cmd,
+       *tool_arg = (void *)(intptr_t)a->child.pid;
+  proc_signal(a, SIGTSTP);
   CU_ASSERT_TRUE(zkt_wait_for(is_stopped, cmd_arg, 5000));
   CU_ASSERT_TRUE(zkt_wait_for(is_stopped, tool_arg, 5000));
-  kill(a->pid, SIGCONT);
+  proc_signal(a, SIGCONT);
   CU_ASSERT_TRUE(zkt_wait_for(is_running, cmd_arg, 5000));
 
-  kill(a->pid, SIGTSTP);
+  proc_signal(a, SIGTSTP);
   CU_ASSERT_TRUE(zkt_wait_for(is_stopped, cmd_arg, 5000));
   CU_ASSERT_TRUE(zkt_wait_for(is_stopped, tool_arg, 5000));
   int64_t frozen_tick = last_number(ticks);
   CU_ASSERT(wait_children(zh, path, 0)); /* the servers expired it */
-  kill(a->pid, SIGCONT);
+  proc_signal(a, SIGCONT);
   CU_ASSERT_EQUAL(proc_wait(a, EXIT_TIMEOUT), EXIT_LOST);
   CU_ASSERT_TRUE(zkt_wait_for(group_gone, cmd_arg, 5000));
   CU_ASSERT_EQUAL(last_number(ticks), frozen_tick); /* not one more tick */
@@ -1286,13 +1253,14 @@ static void test_lock_stop_ignored_tstp(void) {
   proc *a = tool_start(ZKR_LOCK, args);
   pid_t cmd = command_pid(a);
   CU_ASSERT_FATAL(cmd > 0);
-  void *cmd_arg = (void *)(intptr_t)cmd, *tool_arg = (void *)(intptr_t)a->pid;
-  kill(a->pid, SIGTSTP);
+  void *cmd_arg = (void *)(intptr_t)cmd,
+       *tool_arg = (void *)(intptr_t)a->child.pid;
+  proc_signal(a, SIGTSTP);
   CU_ASSERT_TRUE(zkt_wait_for(is_stopped, cmd_arg, 5000));
   CU_ASSERT_TRUE(zkt_wait_for(is_stopped, tool_arg, 5000));
-  kill(a->pid, SIGCONT);
+  proc_signal(a, SIGCONT);
   CU_ASSERT_TRUE(zkt_wait_for(is_running, cmd_arg, 5000));
-  kill(a->pid, SIGTERM); /* forwarded: bash ends, zkr-lock with it */
+  proc_signal(a, SIGTERM); /* forwarded: bash ends, zkr-lock with it */
   CU_ASSERT(proc_wait(a, EXIT_TIMEOUT) >= 0);
   cleanup_processes();
   g_free(script);
@@ -1364,7 +1332,7 @@ static void test_elect_lost_after_stop_signal(void) {
   CU_ASSERT_FATAL(cmd > 0);
   clientid_t id;
   CU_ASSERT_FATAL(session_of(a, &id));
-  kill(a->pid, SIGTERM);
+  proc_signal(a, SIGTERM);
   CU_ASSERT_TRUE(proc_wait_text(a, 0, "got-term", EXIT_TIMEOUT));
   CU_ASSERT_EQUAL_FATAL(
       zkrc_ensemble_expire_session(zkt_ensemble(), &id, 10000), 0);
