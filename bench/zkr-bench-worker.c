@@ -5,9 +5,9 @@
  *   zkr-bench-worker seq      HOSTS DIR SECONDS
  *   zkr-bench-worker pipe     HOSTS DIR SECONDS WINDOW
  *   zkr-bench-worker loop     IMPL HOSTS PATH SECONDS
- *   zkr-bench-worker contend  IMPL HOSTS PATH SECONDS MARKER
+ *   zkr-bench-worker contend  IMPL HOSTS PATH SECONDS
  *   zkr-bench-worker herd     IMPL HOSTS PATH N
- *   zkr-bench-worker waiters  HOSTS PATH SESSIONS HOLDS MARKER
+ *   zkr-bench-worker waiters  HOSTS PATH SESSIONS HOLDS
  *   zkr-bench-worker locks    HOSTS PREFIX N WINDOW
  *   zkr-bench-worker elect    HOSTS PATH ID
  *
@@ -23,11 +23,11 @@
  *   cycle_p50_us=C cycle_p99_us=D" (seq: "acquire" is the create).
  *
  * contend: one contender of the contended workload: warm up, "ready", wait
- *   for a line, then for SECONDS: acquire; create MARKER with O_EXCL (it
- *   exists: someone else is inside too, a violation) and remove it; release.
- *   Prints "done ops=N secs=S violations=V" and "ops A,H,R,D ..." with the
- *   CLOCK_MONOTONIC times (us) of every cycle: acquire called, acquired,
- *   release called, released.
+ *   for a line, then for SECONDS: acquire; release.  Prints "done ops=N
+ *   secs=S" and "ops A,H,R,D ..." with the CLOCK_MONOTONIC times (us) of
+ *   every cycle: acquire called, acquired, release called, released.
+ *   zkr-bench judges the holds of all contenders (from acquired to release
+ *   called) with the tests' checker, tests/holds.h.
  *
  * herd: N+1 sessions on one lock: "ready"; "hold" makes session 0 acquire
  *   ("held"); "queue" makes the N others wait for it, each in a thread
@@ -36,9 +36,9 @@
  *   the next line (or end of input).
  *
  * waiters: SESSIONS sessions with HOLDS non-blocking acquisitions each on
- *   one lock: "ready", wait for a line, start them all; each holder checks
- *   MARKER as in contend and releases at once.  Prints "done n=N
- *   violations=V failures=F" and "ops H,R,TOKEN ...".
+ *   one lock: "ready", wait for a line, start them all; each holder
+ *   releases at once.  Prints "done n=N failures=F" and "ops H,R,TOKEN ..."
+ *   (R 0: that acquisition failed), judged as in contend.
  *
  * locks: one session acquires N different locks PREFIX/lock-<i> without
  *   blocking, at most WINDOW acquisitions in flight (0: all at once), and
@@ -213,20 +213,6 @@ static long resident_bytes(void) {
   if (n != 2)
     die(EXIT_ERROR, "cannot parse /proc/self/statm");
   return resident * sysconf(_SC_PAGESIZE);
-}
-
-/* The mutual-exclusion check done inside every critical section: a marker
- * file that only the holder may create.  Returns 1 when someone else's
- * marker was there (a violation), else 0 (the marker is gone again). */
-static int marker_check(const char *marker) {
-  int fd = open(marker, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0600);
-  if (fd < 0 && errno == EEXIST)
-    return 1;
-  if (fd < 0)
-    die(EXIT_ERROR, "create %s: %s", marker, strerror(errno));
-  if (close(fd) != 0 || unlink(marker) != 0)
-    die(EXIT_ERROR, "remove %s: %s", marker, strerror(errno));
-  return 0;
 }
 
 /* ------------------------------------------------- plain ZooKeeper handles */
@@ -593,11 +579,10 @@ static int mode_loop(const lock_impl *impl, const char *hosts, const char *path,
 }
 
 static int mode_contend(const lock_impl *impl, const char *hosts,
-                        const char *path, long seconds, const char *marker) {
+                        const char *path, long seconds) {
   char *id = g_strdup_printf("bench-contend-%d", (int)getpid());
   bench_lock *l = impl->open(hosts, path, id);
-  impl->acquire(l); /* warm-up, checked like the others */
-  int violations = marker_check(marker);
+  impl->acquire(l); /* warm-up */
   impl->release(l);
   ready_and_wait();
   samples times = {0}; /* 4 per cycle */
@@ -606,7 +591,6 @@ static int mode_contend(const lock_impl *impl, const char *hosts,
   while (now < end) {
     impl->acquire(l);
     int64_t held = peer_now_ns();
-    violations += marker_check(marker);
     int64_t releasing = peer_now_ns();
     impl->release(l);
     int64_t done = peer_now_ns();
@@ -617,8 +601,7 @@ static int mode_contend(const lock_impl *impl, const char *hosts,
     now = done;
   }
   size_t ops = times.n / 4;
-  say("done ops=%zu secs=%.3f violations=%d", ops, (double)(now - start) / 1e9,
-      violations);
+  say("done ops=%zu secs=%.3f", ops, (double)(now - start) / 1e9);
   GString *line = g_string_new("ops");
   for (size_t i = 0; i < times.n; i += 4)
     g_string_append_printf(line,
@@ -737,8 +720,6 @@ typedef struct waiters_state {
   GMutex mu;
   GCond cond;
   long total, done, failures;
-  int violations;
-  const char *marker;
   hold_record *records;
 } waiters_state;
 
@@ -754,10 +735,8 @@ static void waiter_acquired(zkrc_lock *lk, zkrc_lock_hold *hold,
   waiter_ctx *ctx = arg;
   waiters_state *ws = ctx->ws;
   hold_record *rec = &ws->records[ctx->index];
-  int violation = 0;
   rec->held = peer_now_ns();
   if (status == ZKRC_OK) {
-    violation = marker_check(ws->marker);
     rec->releasing = peer_now_ns();
     rec->token = token;
     int rc = zkrc_lock_hold_release(hold);
@@ -768,7 +747,6 @@ static void waiter_acquired(zkrc_lock *lk, zkrc_lock_hold *hold,
             zkrc_strerror(status));
   }
   g_mutex_lock(&ws->mu);
-  ws->violations += violation;
   ws->failures += status != ZKRC_OK;
   ws->done++;
   g_cond_broadcast(&ws->cond);
@@ -776,8 +754,8 @@ static void waiter_acquired(zkrc_lock *lk, zkrc_lock_hold *hold,
 }
 
 static int mode_waiters(const char *hosts, const char *path, long sessions,
-                        long holds, const char *marker) {
-  waiters_state ws = {.total = sessions * holds, .marker = marker};
+                        long holds) {
+  waiters_state ws = {.total = sessions * holds};
   g_mutex_init(&ws.mu);
   g_cond_init(&ws.cond);
   ws.records = g_new0(hold_record, ws.total);
@@ -813,8 +791,8 @@ static int mode_waiters(const char *hosts, const char *path, long sessions,
           ws.total);
   g_mutex_unlock(&ws.mu);
   int64_t end = peer_now_ns();
-  say("done n=%ld secs=%.3f violations=%d failures=%ld", ws.total,
-      (double)(end - start) / 1e9, ws.violations, ws.failures);
+  say("done n=%ld secs=%.3f failures=%ld", ws.total,
+      (double)(end - start) / 1e9, ws.failures);
   GString *line = g_string_new("ops");
   for (long i = 0; i < ws.total; i++)
     g_string_append_printf(line, " %" PRId64 ",%" PRId64 ",%" PRId64,
@@ -1049,9 +1027,9 @@ static const char usage_text[] =
     "usage: zkr-bench-worker seq HOSTS DIR SECONDS\n"
     "       zkr-bench-worker pipe HOSTS DIR SECONDS WINDOW\n"
     "       zkr-bench-worker loop IMPL HOSTS PATH SECONDS\n"
-    "       zkr-bench-worker contend IMPL HOSTS PATH SECONDS MARKER\n"
+    "       zkr-bench-worker contend IMPL HOSTS PATH SECONDS\n"
     "       zkr-bench-worker herd IMPL HOSTS PATH N\n"
-    "       zkr-bench-worker waiters HOSTS PATH SESSIONS HOLDS MARKER\n"
+    "       zkr-bench-worker waiters HOSTS PATH SESSIONS HOLDS\n"
     "       zkr-bench-worker locks HOSTS PREFIX N WINDOW\n"
     "       zkr-bench-worker elect HOSTS PATH ID\n"
     "IMPL: zkr (zkrecipes) or naive (every waiter watches the directory)\n";
@@ -1078,9 +1056,9 @@ static int run(int argc, char **argv) {
   if (strcmp(mode, "pipe") == 0 && argc == 6)
     return mode_pipe(argv[2], argv[3], number_arg(argv, 4),
                      number_arg(argv, 5));
-  if (strcmp(mode, "waiters") == 0 && argc == 7)
+  if (strcmp(mode, "waiters") == 0 && argc == 6)
     return mode_waiters(argv[2], argv[3], number_arg(argv, 4),
-                        number_arg(argv, 5), argv[6]);
+                        number_arg(argv, 5));
   if (strcmp(mode, "locks") == 0 && argc == 6)
     return mode_locks(argv[2], argv[3], number_arg(argv, 4),
                       strcmp(argv[5], "0") == 0 ? 0 : number_arg(argv, 5));
@@ -1091,8 +1069,8 @@ static int run(int argc, char **argv) {
     return usage();
   if (strcmp(mode, "loop") == 0 && argc == 6)
     return mode_loop(impl, argv[3], argv[4], number_arg(argv, 5));
-  if (strcmp(mode, "contend") == 0 && argc == 7)
-    return mode_contend(impl, argv[3], argv[4], number_arg(argv, 5), argv[6]);
+  if (strcmp(mode, "contend") == 0 && argc == 6)
+    return mode_contend(impl, argv[3], argv[4], number_arg(argv, 5));
   if (strcmp(mode, "herd") == 0 && argc == 6)
     return mode_herd(impl, argv[3], argv[4], number_arg(argv, 5));
   return usage();
