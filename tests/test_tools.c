@@ -151,12 +151,13 @@ static proc *proc_start(const char *const *argv) {
   zkrc_spawn_options o;
   zkrc_spawn_options_init(&o);
   o.pipe_stdin = o.pipe_stdout = o.pipe_stderr = 1;
-  proc *p = g_new0(proc, 1);
-  if (zkrc_spawn(&p->child, (char *const *)argv, &o) != 0) {
+  zkrc_child child;
+  int rc = zkrc_spawn(&child, (char *const *)argv, &o);
+  if (rc != 0)
     fprintf(stderr, "zkrc_spawn %s: %s\n", argv[0], strerror(errno));
-    g_free(p);
-    CU_FAIL_FATAL("zkrc_spawn failed");
-  }
+  CU_ASSERT_EQUAL_FATAL(rc, 0);
+  proc *p = g_new0(proc, 1);
+  p->child = child;
   close(p->child.in_fd);
   p->child.in_fd = -1;
   fcntl(p->child.out_fd, F_SETFL, O_NONBLOCK);
