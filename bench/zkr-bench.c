@@ -429,9 +429,11 @@ int main(int argc, char **argv) {
       "created}_watch_count.\n"
       "- herd: %d waiters queue behind a holder, then each release waits "
       "until the servers show\n  the queue settled.  Requests per "
-      "acquisition = all requests from each waiter's create\n  to its "
-      "delete (plus the first holder's delete), minus pings measured in an "
-      "idle\n  window, divided by %d.\n",
+      "acquisition = all client packets from each waiter's create\n  to its "
+      "delete (plus the first holder's delete), divided by %d, with what "
+      "the\n  sessions sent meanwhile to stay alive (lease renewals, pings: "
+      "one round of them,\n  about +1 per acquisition, or none); their idle "
+      "rate is shown beside it, not\n  subtracted.\n",
       opt.contenders, opt.contenders, opt.herd_waiters, opt.herd_waiters);
   if (opt.csv)
     write_csv(opt.csv);
