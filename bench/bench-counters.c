@@ -40,7 +40,6 @@ static const char *const notification_keys[] = {
     "zk_sum_node_deleted_watch_count", "zk_sum_node_changed_watch_count",
     "zk_sum_node_children_watch_count", "zk_sum_node_created_watch_count"};
 
-
 /* Sum the counters over the members (fatal when one does not answer). */
 void snap_take(snap *s) {
   memset(s, 0, sizeof *s);

@@ -68,8 +68,8 @@ zhandle_t *watch_zh;
 
 static void quiet_zk_log(const char *message) { (void)message; }
 
-static void dwatch_session(zhandle_t *zh, int type, int state,
-                           const char *path, void *ctx) {
+static void dwatch_session(zhandle_t *zh, int type, int state, const char *path,
+                           void *ctx) {
   g_mutex_lock(&dwatch.mu);
   if (type == ZOO_SESSION_EVENT)
     dwatch.state = state;
@@ -164,8 +164,8 @@ static void failover_wait(elector *next) {
   int64_t deadline = now_ns() + (int64_t)STEP_MS * 1000000;
   while (!next->elected) {
     char *line = proc_try_line(next->p, 1000);
-    if (line && (g_str_has_prefix(line, "error") ||
-                 g_str_has_prefix(line, "timeout")))
+    if (line &&
+        (g_str_has_prefix(line, "error") || g_str_has_prefix(line, "timeout")))
       fatal("%s: %s", next->p->name, line);
     if (line)
       elector_note(next, line);
@@ -186,8 +186,7 @@ static void election_run(const char *impl) {
   for (int rep = 0; rep < opt.election_reps; rep++) {
     elector next = elector_start(impl, path, index++);
     if (next.elected)
-      fatal("%s: a second participant was elected while the first led",
-            impl);
+      fatal("%s: a second participant was elected while the first led", impl);
     /* The servers expire a session a timeout after its last packet; an
      * idle client pings every third of the timeout.  Kill at a random
      * point between two pings, the same way for every implementation (the

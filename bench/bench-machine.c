@@ -111,22 +111,21 @@ void describe_machine(const char *data_dir) {
   }
   g_free(zk);
   char *load = loadavg();
-  g_string_append_printf(machine,
-                         "date:       %s\n"
-                         "machine:    %s, %ld CPUs, %s RAM, kernel %s\n"
-                         "data dirs:  %s on %s\n"
-                         "ensemble:   %s\n"
-                         "ZooKeeper:  %s\n"
-                         "Java:       %s; Curator: %s\n"
-                         "Python:     %s\n"
-                         "load avg:   %s at the start",
-                         date, cpu, sysconf(_SC_NPROCESSORS_ONLN), mem,
-                         u.release, data_dir, fs,
-                         ensemble ? "local, 3 members, fsync on, "
-                                    "tickTime 200 ms"
-                                  : hosts,
-                         zk_version ? zk_version : "?", java_version,
-                         curator, py_version, load);
+  g_string_append_printf(
+      machine,
+      "date:       %s\n"
+      "machine:    %s, %ld CPUs, %s RAM, kernel %s\n"
+      "data dirs:  %s on %s\n"
+      "ensemble:   %s\n"
+      "ZooKeeper:  %s\n"
+      "Java:       %s; Curator: %s\n"
+      "Python:     %s\n"
+      "load avg:   %s at the start",
+      date, cpu, sysconf(_SC_NPROCESSORS_ONLN), mem, u.release, data_dir, fs,
+      ensemble ? "local, 3 members, fsync on, "
+                 "tickTime 200 ms"
+               : hosts,
+      zk_version ? zk_version : "?", java_version, curator, py_version, load);
   g_free(date);
   g_free(cpu);
   g_free(mem);

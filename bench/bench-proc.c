@@ -9,7 +9,6 @@
 
 /* ----------------------------------------------------------- processes */
 
-
 GPtrArray *live_procs;
 
 void proc_kill(proc *p) {
@@ -34,8 +33,7 @@ void proc_free(proc *p) {
 
 /* Start @p argv with pipes on its stdin and stdout (its stderr is ours);
  * it dies with us (the testing library's spawn). */
-proc *proc_start(const char *name, char *const *argv,
-                 char *const *extra_env) {
+proc *proc_start(const char *name, char *const *argv, char *const *extra_env) {
   zkrc_spawn_options o;
   zkrc_spawn_options_init(&o);
   o.pipe_stdin = o.pipe_stdout = 1;
@@ -185,8 +183,7 @@ proc *worker_start(const char *name, const char *const *args) {
 }
 
 /* A peer: Curator (java) or kazoo (python) in MODE with ARGS. */
-proc *peer_start(const char *impl, const char *const *args,
-                        int session_ms) {
+proc *peer_start(const char *impl, const char *const *args, int session_ms) {
   GPtrArray *argv = g_ptr_array_new();
   if (strcmp(impl, "curator") == 0) {
     g_ptr_array_add(argv, (char *)opt.java);

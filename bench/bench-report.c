@@ -69,11 +69,12 @@ void evaluate_targets(void) {
     double notes = metric_median(h);
     add_target("herd: exactly 1 notification per release",
                fabs(notes - 1.0) < 1e-9, "%.3f", notes);
-    double mine = median_of_fig("herd", "zkrecipes", "requests per acquisition");
+    double mine =
+        median_of_fig("herd", "zkrecipes", "requests per acquisition");
     double cur = median_of_fig("herd", "curator", "requests per acquisition");
     double kaz = median_of_fig("herd", "kazoo", "requests per acquisition");
-    gboolean fewer = (!opt.with_curator || mine < cur) &&
-                     (!opt.with_kazoo || mine < kaz);
+    gboolean fewer =
+        (!opt.with_curator || mine < cur) && (!opt.with_kazoo || mine < kaz);
     add_target("herd: fewer requests per acquisition than Curator and kazoo",
                opt.with_curator || opt.with_kazoo ? fewer : -1,
                "%.2f vs Curator %.2f, kazoo %.2f", mine, cur, kaz);
@@ -92,13 +93,13 @@ void evaluate_targets(void) {
     double v = metric_median(sv), f = metric_median(sf);
     snprintf(figure, sizeof figure, "%ld waiters: total time", total);
     add_target(what, v == 0 && f == 0,
-               "%ld acquired in %.1f s, %.0f violations, %.0f failures",
-               total, median_of_fig("scale", "zkrecipes", figure), v, f);
-    snprintf(figure, sizeof figure,
-             "%d locks, all at once: RSS per held lock", opt.scale_locks);
+               "%ld acquired in %.1f s, %.0f violations, %.0f failures", total,
+               median_of_fig("scale", "zkrecipes", figure), v, f);
+    snprintf(figure, sizeof figure, "%d locks, all at once: RSS per held lock",
+             opt.scale_locks);
     double b = median_of_fig("scale", "zkrecipes", figure);
-    snprintf(figure, sizeof figure,
-             "%d locks, 64 at a time: RSS per held lock", opt.scale_locks);
+    snprintf(figure, sizeof figure, "%d locks, 64 at a time: RSS per held lock",
+             opt.scale_locks);
     double w = median_of_fig("scale", "zkrecipes", figure);
     snprintf(what, sizeof what,
              "<= 2 KiB RSS per held lock, %d held, acquired 64 at a time",
@@ -147,8 +148,8 @@ void print_table(FILE *out) {
       if (used >= sizeof rounds)
         break;
     }
-    fprintf(out, "%-11s %-9s %-45s %10s %-5s %8s  %s\n", m->workload,
-            m->impl, m->figure, med, m->unit, ratio, rounds);
+    fprintf(out, "%-11s %-9s %-45s %10s %-5s %8s  %s\n", m->workload, m->impl,
+            m->figure, med, m->unit, ratio, rounds);
   }
 }
 
@@ -157,7 +158,9 @@ void print_targets(FILE *out) {
   for (guint i = 0; i < targets->len; i++) {
     target *t = g_ptr_array_index(targets, i);
     fprintf(out, "%-70s %-44s %s\n", t->what, t->measured,
-            t->met < 0 ? "n/a" : t->met ? "yes" : "NO");
+            t->met < 0 ? "n/a"
+            : t->met   ? "yes"
+                       : "NO");
   }
 }
 
@@ -185,7 +188,9 @@ void write_csv(const char *file) {
   for (guint i = 0; i < targets->len; i++) {
     target *t = g_ptr_array_index(targets, i);
     fprintf(f, "target,,\"%s\",,\"%s\",%s,,\n", t->what, t->measured,
-            t->met < 0 ? "n/a" : t->met ? "met" : "not met");
+            t->met < 0 ? "n/a"
+            : t->met   ? "met"
+                       : "not met");
   }
   if (fclose(f) != 0)
     fatal("%s: %s", file, strerror(errno));

@@ -9,7 +9,6 @@
 
 /* ------------------------------------------------------------- results */
 
-
 GPtrArray *metrics;
 
 static metric *metric_get(const char *workload, const char *impl,
@@ -31,13 +30,13 @@ static metric *metric_get(const char *workload, const char *impl,
 }
 
 void record(const char *workload, const char *impl, const char *figure,
-                   const char *unit, double v) {
+            const char *unit, double v) {
   metric *m = metric_get(workload, impl, figure, unit);
   g_array_append_val(m->values, v);
 }
 
 metric *metric_find(const char *workload, const char *impl,
-                           const char *figure) {
+                    const char *figure) {
   for (guint i = 0; i < metrics->len; i++) {
     metric *m = g_ptr_array_index(metrics, i);
     if (!strcmp(m->workload, workload) && !strcmp(m->impl, impl) &&
@@ -53,7 +52,7 @@ double metric_median(const metric *m) {
 }
 
 double median_of_fig(const char *workload, const char *impl,
-                            const char *figure) {
+                     const char *figure) {
   return metric_median(metric_find(workload, impl, figure));
 }
 

@@ -9,20 +9,26 @@
 
 /* --------------------------------------------------------------- scale */
 
-typedef struct hold_time {
-  int64_t h, r, token;
-} hold_time;
-
-static int compare_hold_time(const void *x, const void *y) {
-  const hold_time *a = x, *b = y;
-  return a->h < b->h ? -1 : a->h > b->h;
+/* Worker @p who's "ops H,R,TOKEN ..." line into @p holds (R 0: that
+ * acquisition failed, counted apart: no hold). */
+static void parse_holds(const char *name, int who, const char *ops,
+                        bench_holds *holds) {
+  for (const char *p = ops + 3; *p == ' ';) {
+    int64_t h, r, token;
+    int used = 0;
+    if (sscanf(p, " %" SCNd64 ",%" SCNd64 ",%" SCNd64 "%n", &h, &r, &token,
+               &used) != 3)
+      fatal("%s: bad ops line", name);
+    if (r != 0)
+      bench_holds_add(holds, who, token, h, r);
+    p += used;
+  }
 }
 
 void scale_waiters(void) {
   int procs = opt.scale_procs;
   long total = (long)procs * opt.scale_sessions * opt.scale_holds;
   char *path = znode("scale/waiters");
-  char *marker = marker_file("scale");
   char sessions[16], holds[16];
   snprintf(sessions, sizeof sessions, "%d", opt.scale_sessions);
   snprintf(holds, sizeof holds, "%d", opt.scale_holds);
@@ -31,8 +37,7 @@ void scale_waiters(void) {
            total, procs, opt.scale_sessions, opt.scale_holds);
   proc **w = g_new0(proc *, procs);
   for (int i = 0; i < procs; i++) {
-    const char *args[] = {"waiters", hosts, path, sessions, holds, marker,
-                          NULL};
+    const char *args[] = {"waiters", hosts, path, sessions, holds, NULL};
     char *name = g_strdup_printf("waiters %d", i);
     w[i] = worker_start(name, args);
     g_free(name);
@@ -42,22 +47,13 @@ void scale_waiters(void) {
   int64_t start = now_ns();
   for (int i = 0; i < procs; i++)
     proc_send(w[i], "go");
-  int violations = 0, failures = 0;
-  GArray *times = g_array_new(FALSE, FALSE, sizeof(hold_time));
+  int failures = 0;
+  bench_holds *held = bench_holds_new();
   for (int i = 0; i < procs; i++) {
     char *done = proc_expect(w[i], "done", 600000);
-    violations += (int)need_field(w[i]->name, done, "violations");
     failures += (int)need_field(w[i]->name, done, "failures");
     char *ops = proc_line(w[i], STEP_MS);
-    for (const char *p = ops + 3; *p == ' ';) {
-      hold_time t;
-      int used = 0;
-      if (sscanf(p, " %" SCNd64 ",%" SCNd64 ",%" SCNd64 "%n", &t.h, &t.r,
-                 &t.token, &used) != 3)
-        fatal("%s: bad ops line", w[i]->name);
-      g_array_append_val(times, t);
-      p += used;
-    }
+    parse_holds(w[i]->name, i, ops, held);
     g_free(ops);
     g_free(done);
   }
@@ -66,29 +62,21 @@ void scale_waiters(void) {
     proc_finish(w[i], STEP_MS);
   /* Holds must not overlap, and the fencing tokens must grow with every
    * handoff (the queue order is the creation order). */
-  hold_time *t = (hold_time *)(void *)times->data;
-  qsort(t, times->len, sizeof *t, compare_hold_time);
-  int overlaps = 0, token_disorder = 0;
-  for (guint i = 0; i + 1 < times->len; i++) {
-    overlaps += t[i + 1].h < t[i].r;
-    token_disorder += t[i + 1].token <= t[i].token;
-  }
+  int overlaps, token_disorder;
+  bench_holds_check(held, TRUE, &overlaps, &token_disorder);
+  bench_holds_free(held);
   char figure[64];
   snprintf(figure, sizeof figure, "%ld waiters: total time", total);
   record("scale", "zkrecipes", figure, "s", secs);
   snprintf(figure, sizeof figure, "%ld waiters: acquisitions/s", total);
   record("scale", "zkrecipes", figure, "ops/s", (double)total / secs);
   snprintf(figure, sizeof figure, "%ld waiters: violations", total);
-  record("scale", "zkrecipes", figure, "count",
-         violations + overlaps + token_disorder);
+  record("scale", "zkrecipes", figure, "count", overlaps + token_disorder);
   snprintf(figure, sizeof figure, "%ld waiters: failed acquisitions", total);
   record("scale", "zkrecipes", figure, "count", failures);
-  progress("  %ld waiters done in %.1f s: %d marker violations, %d overlaps, "
-           "%d tokens out of order, %d failures",
-           total, secs, violations, overlaps, token_disorder, failures);
-  g_array_free(times, TRUE);
-  unlink(marker);
-  g_free(marker);
+  progress("  %ld waiters done in %.1f s: %d overlaps, %d tokens out of "
+           "order, %d failures",
+           total, secs, overlaps, token_disorder, failures);
   g_free(path);
   g_free(w);
 }

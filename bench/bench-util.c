@@ -21,7 +21,6 @@ void sleep_ms(int ms) {
     ;
 }
 
-
 void fatal(const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
@@ -84,7 +83,6 @@ double need_field(const char *who, const char *line, const char *key) {
     fatal("%s: no %s in \"%.200s\"", who, key, line);
   return v;
 }
-
 
 /* --------------------------------------------------------------- paths */
 

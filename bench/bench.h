@@ -20,9 +20,9 @@
  *    is subtracted.
  *
  * The parts: zkr-bench.c (options, set-up, main), bench-util.c,
- * bench-proc.c, bench-counters.c, bench-results.c, the workloads
- * (bench-throughput.c, bench-herd.c, bench-scale.c, bench-election.c),
- * bench-report.c and bench-machine.c.  One process, one thread: the state
+ * bench-proc.c, bench-counters.c, bench-results.c, bench-holds.c (the
+ * exclusion check), the workloads (bench-throughput.c, bench-herd.c,
+ * bench-scale.c, bench-election.c), bench-report.c and bench-machine.c.  One process, one thread: the state
  * below is plain globals.
  *
  * Licensed under the Apache License, Version 2.0 (see COPYING).
@@ -82,7 +82,6 @@ typedef struct options {
   const char *worker, *java, *curator_cp, *python, *kazoo_peer;
 } options;
 
-
 /* The options (zkr-bench.c) and the run's state. */
 extern options opt;
 extern zkrc_ensemble *ensemble; /* NULL with -s */
@@ -100,7 +99,8 @@ void cleanup(void);
 
 int64_t now_ns(void);
 void sleep_ms(int ms);
-void fatal(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
+void fatal(const char *fmt, ...)
+    __attribute__((format(printf, 1, 2), noreturn));
 /* Progress on stderr, with the time since the start. */
 void progress(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Nearest-rank quantile of @p n values (sorted in place). */
@@ -151,19 +151,35 @@ int64_t client_packets(const snap *a, const snap *b);
 
 typedef struct metric {
   char *workload, *impl, *figure, *unit;
-  GArray *values; /* double, one per round */
+  GArray *values;       /* double, one per round */
   const char *ref_impl; /* ratio to this implementation's same figure */
 } metric;
 extern GPtrArray *metrics;
 void record(const char *workload, const char *impl, const char *figure,
             const char *unit, double v);
-metric *metric_find(const char *workload, const char *impl,
-                    const char *figure);
+metric *metric_find(const char *workload, const char *impl, const char *figure);
 double metric_median(const metric *m);
 double median_of_fig(const char *workload, const char *impl,
                      const char *figure);
 double metric_ratio(const metric *m);
 void set_reference(const char *workload, const char *ref);
+
+/* --------------------------------------------------------- bench-holds.c */
+
+/* The holds the participants reported (from "told it holds" to "release
+ * called", microseconds of CLOCK_MONOTONIC), judged by the tests' checker
+ * (tests/holds.h): no two overlap, and the fencing tokens rise. */
+typedef struct bench_holds bench_holds;
+bench_holds *bench_holds_new(void);
+/* @p who: the participant (for messages); @p token: -1 when it has none. */
+void bench_holds_add(bench_holds *h, int who, int64_t token, int64_t held_us,
+                     int64_t releasing_us);
+/* The overlapping pairs and the tokens out of order (rising from grant to
+ * grant with @p tokens_in_grant_order, else only from a hold to those that
+ * began after it ended; no token, no check).  Prints each on stderr. */
+void bench_holds_check(bench_holds *h, gboolean tokens_in_grant_order,
+                       int *overlaps, int *token_disorder);
+void bench_holds_free(bench_holds *h);
 
 /* ------------------------------------------------------------- workloads */
 

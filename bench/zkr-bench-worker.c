@@ -5,9 +5,9 @@
  *   zkr-bench-worker seq      HOSTS DIR SECONDS
  *   zkr-bench-worker pipe     HOSTS DIR SECONDS WINDOW
  *   zkr-bench-worker loop     IMPL HOSTS PATH SECONDS
- *   zkr-bench-worker contend  IMPL HOSTS PATH SECONDS MARKER
+ *   zkr-bench-worker contend  IMPL HOSTS PATH SECONDS
  *   zkr-bench-worker herd     IMPL HOSTS PATH N
- *   zkr-bench-worker waiters  HOSTS PATH SESSIONS HOLDS MARKER
+ *   zkr-bench-worker waiters  HOSTS PATH SESSIONS HOLDS
  *   zkr-bench-worker locks    HOSTS PREFIX N WINDOW
  *   zkr-bench-worker elect    HOSTS PATH ID
  *
@@ -23,11 +23,11 @@
  *   cycle_p50_us=C cycle_p99_us=D" (seq: "acquire" is the create).
  *
  * contend: one contender of the contended workload: warm up, "ready", wait
- *   for a line, then for SECONDS: acquire; create MARKER with O_EXCL (it
- *   exists: someone else is inside too, a violation) and remove it; release.
- *   Prints "done ops=N secs=S violations=V" and "ops A,H,R,D ..." with the
- *   CLOCK_MONOTONIC times (us) of every cycle: acquire called, acquired,
- *   release called, released.
+ *   for a line, then for SECONDS: acquire; release.  Prints "done ops=N
+ *   secs=S" and "ops A,H,R,D ..." with the CLOCK_MONOTONIC times (us) of
+ *   every cycle: acquire called, acquired, release called, released.
+ *   zkr-bench judges the holds of all contenders (from acquired to release
+ *   called) with the tests' checker, tests/holds.h.
  *
  * herd: N+1 sessions on one lock: "ready"; "hold" makes session 0 acquire
  *   ("held"); "queue" makes the N others wait for it, each in a thread
@@ -36,9 +36,9 @@
  *   the next line (or end of input).
  *
  * waiters: SESSIONS sessions with HOLDS non-blocking acquisitions each on
- *   one lock: "ready", wait for a line, start them all; each holder checks
- *   MARKER as in contend and releases at once.  Prints "done n=N
- *   violations=V failures=F" and "ops H,R,TOKEN ...".
+ *   one lock: "ready", wait for a line, start them all; each holder
+ *   releases at once.  Prints "done n=N failures=F" and "ops H,R,TOKEN ..."
+ *   (R 0: that acquisition failed), judged as in contend.
  *
  * locks: one session acquires N different locks PREFIX/lock-<i> without
  *   blocking, at most WINDOW acquisitions in flight (0: all at once), and
@@ -215,20 +215,6 @@ static long resident_bytes(void) {
   return resident * sysconf(_SC_PAGESIZE);
 }
 
-/* The mutual-exclusion check done inside every critical section: a marker
- * file that only the holder may create.  Returns 1 when someone else's
- * marker was there (a violation), else 0 (the marker is gone again). */
-static int marker_check(const char *marker) {
-  int fd = open(marker, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0600);
-  if (fd < 0 && errno == EEXIST)
-    return 1;
-  if (fd < 0)
-    die(EXIT_ERROR, "create %s: %s", marker, strerror(errno));
-  if (close(fd) != 0 || unlink(marker) != 0)
-    die(EXIT_ERROR, "remove %s: %s", marker, strerror(errno));
-  return 0;
-}
-
 /* ------------------------------------------------- plain ZooKeeper handles */
 
 static void quiet_log(const char *message) { (void)message; }
@@ -256,8 +242,8 @@ static zhandle_t *raw_connect(const char *hosts, raw_conn *rc) {
   g_mutex_init(&rc->mu);
   g_cond_init(&rc->cond);
   rc->state = 0;
-  zhandle_t *zh = zookeeper_init2(hosts, raw_session_watcher, session_ms,
-                                  NULL, rc, 0, quiet_zk_log ? quiet_log : NULL);
+  zhandle_t *zh = zookeeper_init2(hosts, raw_session_watcher, session_ms, NULL,
+                                  rc, 0, quiet_zk_log ? quiet_log : NULL);
   if (zh == NULL)
     die(EXIT_CONNECT, "zookeeper_init %s: %s", hosts, strerror(errno));
   /* By default the client resolves every host of HOSTS again on each turn
@@ -567,8 +553,8 @@ static const lock_impl *find_impl(const char *name) {
 
 /* ----------------------------------------------- uncontended, contended */
 
-static int mode_loop(const lock_impl *impl, const char *hosts,
-                     const char *path, long seconds) {
+static int mode_loop(const lock_impl *impl, const char *hosts, const char *path,
+                     long seconds) {
   bench_lock *l = impl->open(hosts, path, "bench-loop");
   impl->acquire(l); /* warm-up: the first one creates the directory */
   impl->release(l);
@@ -593,11 +579,10 @@ static int mode_loop(const lock_impl *impl, const char *hosts,
 }
 
 static int mode_contend(const lock_impl *impl, const char *hosts,
-                        const char *path, long seconds, const char *marker) {
+                        const char *path, long seconds) {
   char *id = g_strdup_printf("bench-contend-%d", (int)getpid());
   bench_lock *l = impl->open(hosts, path, id);
-  impl->acquire(l); /* warm-up, checked like the others */
-  int violations = marker_check(marker);
+  impl->acquire(l); /* warm-up */
   impl->release(l);
   ready_and_wait();
   samples times = {0}; /* 4 per cycle */
@@ -606,7 +591,6 @@ static int mode_contend(const lock_impl *impl, const char *hosts,
   while (now < end) {
     impl->acquire(l);
     int64_t held = peer_now_ns();
-    violations += marker_check(marker);
     int64_t releasing = peer_now_ns();
     impl->release(l);
     int64_t done = peer_now_ns();
@@ -617,14 +601,13 @@ static int mode_contend(const lock_impl *impl, const char *hosts,
     now = done;
   }
   size_t ops = times.n / 4;
-  say("done ops=%zu secs=%.3f violations=%d", ops,
-      (double)(now - start) / 1e9, violations);
+  say("done ops=%zu secs=%.3f", ops, (double)(now - start) / 1e9);
   GString *line = g_string_new("ops");
   for (size_t i = 0; i < times.n; i += 4)
-    g_string_append_printf(line, " %" PRId64 ",%" PRId64 ",%" PRId64
-                           ",%" PRId64, times.v[i] / 1000,
-                           times.v[i + 1] / 1000, times.v[i + 2] / 1000,
-                           times.v[i + 3] / 1000);
+    g_string_append_printf(line,
+                           " %" PRId64 ",%" PRId64 ",%" PRId64 ",%" PRId64,
+                           times.v[i] / 1000, times.v[i + 1] / 1000,
+                           times.v[i + 2] / 1000, times.v[i + 3] / 1000);
   say_gstring(line);
   g_string_free(line, TRUE);
   impl->close(l);
@@ -679,8 +662,8 @@ static void expect_command(const char *want) {
     die(EXIT_USAGE, "expected the command \"%s\", got \"%s\"", want, line);
 }
 
-static int mode_herd(const lock_impl *impl, const char *hosts,
-                     const char *path, long n) {
+static int mode_herd(const lock_impl *impl, const char *hosts, const char *path,
+                     long n) {
   GAsyncQueue *holders = g_async_queue_new();
   herd_waiter *w = g_new0(herd_waiter, n + 1);
   for (long i = 0; i <= n; i++) {
@@ -705,8 +688,8 @@ static int mode_herd(const lock_impl *impl, const char *hosts,
     if (released == 0) {
       impl->release(w[0].l);
     } else {
-      herd_waiter *holder = g_async_queue_timeout_pop(
-          holders, (guint64)peer_timeout_ms * 1000);
+      herd_waiter *holder =
+          g_async_queue_timeout_pop(holders, (guint64)peer_timeout_ms * 1000);
       if (holder == NULL)
         die(EXIT_TIMEOUT, "nobody acquired the lock in time");
       herd_release_waiter(holder);
@@ -737,8 +720,6 @@ typedef struct waiters_state {
   GMutex mu;
   GCond cond;
   long total, done, failures;
-  int violations;
-  const char *marker;
   hold_record *records;
 } waiters_state;
 
@@ -754,10 +735,8 @@ static void waiter_acquired(zkrc_lock *lk, zkrc_lock_hold *hold,
   waiter_ctx *ctx = arg;
   waiters_state *ws = ctx->ws;
   hold_record *rec = &ws->records[ctx->index];
-  int violation = 0;
   rec->held = peer_now_ns();
   if (status == ZKRC_OK) {
-    violation = marker_check(ws->marker);
     rec->releasing = peer_now_ns();
     rec->token = token;
     int rc = zkrc_lock_hold_release(hold);
@@ -768,7 +747,6 @@ static void waiter_acquired(zkrc_lock *lk, zkrc_lock_hold *hold,
             zkrc_strerror(status));
   }
   g_mutex_lock(&ws->mu);
-  ws->violations += violation;
   ws->failures += status != ZKRC_OK;
   ws->done++;
   g_cond_broadcast(&ws->cond);
@@ -776,8 +754,8 @@ static void waiter_acquired(zkrc_lock *lk, zkrc_lock_hold *hold,
 }
 
 static int mode_waiters(const char *hosts, const char *path, long sessions,
-                        long holds, const char *marker) {
-  waiters_state ws = {.total = sessions * holds, .marker = marker};
+                        long holds) {
+  waiters_state ws = {.total = sessions * holds};
   g_mutex_init(&ws.mu);
   g_cond_init(&ws.cond);
   ws.records = g_new0(hold_record, ws.total);
@@ -813,14 +791,13 @@ static int mode_waiters(const char *hosts, const char *path, long sessions,
           ws.total);
   g_mutex_unlock(&ws.mu);
   int64_t end = peer_now_ns();
-  say("done n=%ld secs=%.3f violations=%d failures=%ld", ws.total,
-      (double)(end - start) / 1e9, ws.violations, ws.failures);
+  say("done n=%ld secs=%.3f failures=%ld", ws.total,
+      (double)(end - start) / 1e9, ws.failures);
   GString *line = g_string_new("ops");
   for (long i = 0; i < ws.total; i++)
     g_string_append_printf(line, " %" PRId64 ",%" PRId64 ",%" PRId64,
                            ws.records[i].held / 1000,
-                           ws.records[i].releasing / 1000,
-                           ws.records[i].token);
+                           ws.records[i].releasing / 1000, ws.records[i].token);
   say_gstring(line);
   g_string_free(line, TRUE);
   for (long i = 0; i < sessions; i++) {
@@ -918,9 +895,8 @@ static int mode_locks(const char *hosts, const char *prefix, long n,
     ls.in_flight++;
     g_mutex_unlock(&ls.mu);
     if ((rc = zkrc_lock_new(&locks[i], s, path, NULL)) != ZKRC_OK ||
-        (rc = zkrc_lock_acquire_async(locks[i], peer_timeout_ms,
-                                      lock_acquired, &ls, &holds[i])) !=
-            ZKRC_OK)
+        (rc = zkrc_lock_acquire_async(locks[i], peer_timeout_ms, lock_acquired,
+                                      &ls, &holds[i])) != ZKRC_OK)
       die(EXIT_ERROR, "lock %s: %s", path, zkrc_strerror(rc));
   }
   locks_wait_below(&ls, 1, deadline);
@@ -958,8 +934,7 @@ static GCond revoked_cond;
 static gboolean revoked;
 
 static void on_election_event(zkrc_election *e,
-                              const zkrc_election_event_info *info,
-                              void *arg) {
+                              const zkrc_election_event_info *info, void *arg) {
   say("%s %" PRId64 " %s", zkrc_election_event_name(info->event),
       peer_now_ns() / 1000, info->node ? info->node : "-");
   if (info->event == ZKRC_ELECTION_REVOKED) {
@@ -1052,9 +1027,9 @@ static const char usage_text[] =
     "usage: zkr-bench-worker seq HOSTS DIR SECONDS\n"
     "       zkr-bench-worker pipe HOSTS DIR SECONDS WINDOW\n"
     "       zkr-bench-worker loop IMPL HOSTS PATH SECONDS\n"
-    "       zkr-bench-worker contend IMPL HOSTS PATH SECONDS MARKER\n"
+    "       zkr-bench-worker contend IMPL HOSTS PATH SECONDS\n"
     "       zkr-bench-worker herd IMPL HOSTS PATH N\n"
-    "       zkr-bench-worker waiters HOSTS PATH SESSIONS HOLDS MARKER\n"
+    "       zkr-bench-worker waiters HOSTS PATH SESSIONS HOLDS\n"
     "       zkr-bench-worker locks HOSTS PREFIX N WINDOW\n"
     "       zkr-bench-worker elect HOSTS PATH ID\n"
     "IMPL: zkr (zkrecipes) or naive (every waiter watches the directory)\n";
@@ -1081,9 +1056,9 @@ static int run(int argc, char **argv) {
   if (strcmp(mode, "pipe") == 0 && argc == 6)
     return mode_pipe(argv[2], argv[3], number_arg(argv, 4),
                      number_arg(argv, 5));
-  if (strcmp(mode, "waiters") == 0 && argc == 7)
+  if (strcmp(mode, "waiters") == 0 && argc == 6)
     return mode_waiters(argv[2], argv[3], number_arg(argv, 4),
-                        number_arg(argv, 5), argv[6]);
+                        number_arg(argv, 5));
   if (strcmp(mode, "locks") == 0 && argc == 6)
     return mode_locks(argv[2], argv[3], number_arg(argv, 4),
                       strcmp(argv[5], "0") == 0 ? 0 : number_arg(argv, 5));
@@ -1094,8 +1069,8 @@ static int run(int argc, char **argv) {
     return usage();
   if (strcmp(mode, "loop") == 0 && argc == 6)
     return mode_loop(impl, argv[3], argv[4], number_arg(argv, 5));
-  if (strcmp(mode, "contend") == 0 && argc == 7)
-    return mode_contend(impl, argv[3], argv[4], number_arg(argv, 5), argv[6]);
+  if (strcmp(mode, "contend") == 0 && argc == 6)
+    return mode_contend(impl, argv[3], argv[4], number_arg(argv, 5));
   if (strcmp(mode, "herd") == 0 && argc == 6)
     return mode_herd(impl, argv[3], argv[4], number_arg(argv, 5));
   return usage();

@@ -185,8 +185,8 @@ static void usage(FILE *out) {
           "programs\n"
           "  -h, --help\n",
           opt.rounds, opt.seconds, opt.contenders, opt.herd_waiters,
-          opt.scale_procs, opt.scale_sessions, opt.scale_holds,
-          opt.scale_locks, opt.election_reps);
+          opt.scale_procs, opt.scale_sessions, opt.scale_holds, opt.scale_locks,
+          opt.election_reps);
 }
 
 static int positive(const char *what, const char *s) {
@@ -222,9 +222,20 @@ static void parse_only(const char *list) {
 
 static void parse_options(int argc, char **argv) {
   enum {
-    O_HERD = 256, O_SCALE_WAITERS, O_SCALE_LOCKS, O_ELECTION_REPS, O_CSV,
-    O_ONLY, O_NO_CURATOR, O_NO_KAZOO, O_QUICK, O_WORKER, O_JAVA, O_CP,
-    O_PYTHON, O_KAZOO_PEER
+    O_HERD = 256,
+    O_SCALE_WAITERS,
+    O_SCALE_LOCKS,
+    O_ELECTION_REPS,
+    O_CSV,
+    O_ONLY,
+    O_NO_CURATOR,
+    O_NO_KAZOO,
+    O_QUICK,
+    O_WORKER,
+    O_JAVA,
+    O_CP,
+    O_PYTHON,
+    O_KAZOO_PEER
   };
   static const struct option longopts[] = {
       {"hosts", required_argument, NULL, 's'},
@@ -251,12 +262,24 @@ static void parse_options(int argc, char **argv) {
   int c;
   while ((c = getopt_long(argc, argv, "s:d:r:t:c:h", longopts, NULL)) != -1) {
     switch (c) {
-    case 's': opt.hosts = optarg; break;
-    case 'd': opt.base_dir = optarg; break;
-    case 'r': opt.rounds = positive("rounds", optarg); break;
-    case 't': opt.seconds = positive("seconds", optarg); break;
-    case 'c': opt.contenders = positive("contenders", optarg); break;
-    case O_HERD: opt.herd_waiters = positive("herd", optarg); break;
+    case 's':
+      opt.hosts = optarg;
+      break;
+    case 'd':
+      opt.base_dir = optarg;
+      break;
+    case 'r':
+      opt.rounds = positive("rounds", optarg);
+      break;
+    case 't':
+      opt.seconds = positive("seconds", optarg);
+      break;
+    case 'c':
+      opt.contenders = positive("contenders", optarg);
+      break;
+    case O_HERD:
+      opt.herd_waiters = positive("herd", optarg);
+      break;
     case O_SCALE_WAITERS:
       if (sscanf(optarg, "%d,%d,%d", &opt.scale_procs, &opt.scale_sessions,
                  &opt.scale_holds) != 3 ||
@@ -266,14 +289,24 @@ static void parse_options(int argc, char **argv) {
         exit(2);
       }
       break;
-    case O_SCALE_LOCKS: opt.scale_locks = positive("scale-locks", optarg); break;
+    case O_SCALE_LOCKS:
+      opt.scale_locks = positive("scale-locks", optarg);
+      break;
     case O_ELECTION_REPS:
       opt.election_reps = positive("election-reps", optarg);
       break;
-    case O_CSV: opt.csv = optarg; break;
-    case O_ONLY: parse_only(optarg); break;
-    case O_NO_CURATOR: opt.with_curator = FALSE; break;
-    case O_NO_KAZOO: opt.with_kazoo = FALSE; break;
+    case O_CSV:
+      opt.csv = optarg;
+      break;
+    case O_ONLY:
+      parse_only(optarg);
+      break;
+    case O_NO_CURATOR:
+      opt.with_curator = FALSE;
+      break;
+    case O_NO_KAZOO:
+      opt.with_kazoo = FALSE;
+      break;
     case O_QUICK:
       opt.rounds = 1;
       opt.seconds = 2;
@@ -285,13 +318,27 @@ static void parse_options(int argc, char **argv) {
       opt.scale_locks = 1000;
       opt.election_reps = 1;
       break;
-    case O_WORKER: opt.worker = optarg; break;
-    case O_JAVA: opt.java = optarg; break;
-    case O_CP: opt.curator_cp = optarg; break;
-    case O_PYTHON: opt.python = optarg; break;
-    case O_KAZOO_PEER: opt.kazoo_peer = optarg; break;
-    case 'h': usage(stdout); exit(0);
-    default: usage(stderr); exit(2);
+    case O_WORKER:
+      opt.worker = optarg;
+      break;
+    case O_JAVA:
+      opt.java = optarg;
+      break;
+    case O_CP:
+      opt.curator_cp = optarg;
+      break;
+    case O_PYTHON:
+      opt.python = optarg;
+      break;
+    case O_KAZOO_PEER:
+      opt.kazoo_peer = optarg;
+      break;
+    case 'h':
+      usage(stdout);
+      exit(0);
+    default:
+      usage(stderr);
+      exit(2);
     }
   }
   if (optind != argc) {
@@ -343,8 +390,9 @@ int main(int argc, char **argv) {
     run_election();
 
   char *load = loadavg();
-  g_string_append_printf(machine, ", %s at the end (2 cores: > 2 means "
-                                  "others were running too)",
+  g_string_append_printf(machine,
+                         ", %s at the end (2 cores: > 2 means "
+                         "others were running too)",
                          load);
   g_free(load);
   double total = (double)(now_ns() - run_start_ns) / 1e9;
@@ -372,17 +420,20 @@ int main(int argc, char **argv) {
       "holder's release call to the next holder's return from acquire;\n"
       "  split into the release's delete (until the servers confirm it) and "
       "what follows.\n"
-      "  violations = marker file found (O_EXCL) + holds overlapping in time "
-      "(CLOCK_MONOTONIC).\n"
+      "  violations = holds overlapping in time (CLOCK_MONOTONIC; the tests' "
+      "checker,\n  tests/holds.h) + Curator's and kazoo's own marker file "
+      "found (O_EXCL).\n"
       "- requests/notifications: the servers' own mntr counters summed over "
       "the members:\n  zk_packets_received minus this program's mntr "
       "packets; notifications =\n  zk_sum_node_{deleted,changed,children,"
       "created}_watch_count.\n"
       "- herd: %d waiters queue behind a holder, then each release waits "
       "until the servers show\n  the queue settled.  Requests per "
-      "acquisition = all requests from each waiter's create\n  to its "
-      "delete (plus the first holder's delete), minus pings measured in an "
-      "idle\n  window, divided by %d.\n",
+      "acquisition = all client packets from each waiter's create\n  to its "
+      "delete (plus the first holder's delete), divided by %d, with what "
+      "the\n  sessions sent meanwhile to stay alive (lease renewals, pings: "
+      "one round of them,\n  about +1 per acquisition, or none); their idle "
+      "rate is shown beside it, not\n  subtracted.\n",
       opt.contenders, opt.contenders, opt.herd_waiters, opt.herd_waiters);
   if (opt.csv)
     write_csv(opt.csv);

@@ -256,8 +256,8 @@ static void measure_library_partitions(void) {
   GArray *noticed = g_array_new(FALSE, FALSE, sizeof(int64_t));
   GArray *left_at_cut = g_array_new(FALSE, FALSE, sizeof(int));
   int overlaps = 0;
-  zkrc_session *succ_s =
-      lib_session(zkrc_ensemble_direct_connect_string(ensemble), LIB_TIMEOUT_MS);
+  zkrc_session *succ_s = lib_session(
+      zkrc_ensemble_direct_connect_string(ensemble), LIB_TIMEOUT_MS);
   for (int i = 0; i < opt.partitions; i++) {
     int proxy = i % zkrc_ensemble_size(ensemble);
     char path[64];
@@ -265,9 +265,8 @@ static void measure_library_partitions(void) {
     told t = {.lost_at = 0};
     g_mutex_init(&t.mu);
     g_cond_init(&t.cond);
-    zkrc_session *hold_s =
-        lib_session(zkrc_ensemble_member_address(ensemble, proxy),
-                    LIB_TIMEOUT_MS);
+    zkrc_session *hold_s = lib_session(
+        zkrc_ensemble_member_address(ensemble, proxy), LIB_TIMEOUT_MS);
     /* A holder whose session is older than its first lease (the one from
      * its creation), as a daemon's is: the lease under test is one the
      * renewals made. */
@@ -309,8 +308,8 @@ static void measure_library_partitions(void) {
     }
   }
   zkrc_session_close(succ_s);
-  printf("library holder, session timeout %d ms, tick %d ms:\n",
-         LIB_TIMEOUT_MS, TICK_MS);
+  printf("library holder, session timeout %d ms, tick %d ms:\n", LIB_TIMEOUT_MS,
+         TICK_MS);
   int lo = INT_MAX, hi = 0;
   for (guint i = 0; i < left_at_cut->len; i++) {
     lo = MIN(lo, g_array_index(left_at_cut, int, i));
@@ -382,17 +381,40 @@ static void measure_cli_partitions(void) {
     snprintf(path, sizeof path, "/zkr-lease/cli/p%d", i);
     int hfd = open(held_fifo, O_RDONLY | O_NONBLOCK);
     int sfd = open(succ_fifo, O_RDONLY | O_NONBLOCK);
-    char *holder_argv[] = {ZKR_LOCK, "-s",
-                           (char *)zkrc_ensemble_member_address(ensemble, proxy),
-                           "-t", timeout, "--server-tick", tick, "-g", "1",
-                           path, "--", "/bin/sh", "-c", held_cmd, NULL};
+    char *holder_argv[] = {
+        ZKR_LOCK,
+        "-s",
+        (char *)zkrc_ensemble_member_address(ensemble, proxy),
+        "-t",
+        timeout,
+        "--server-tick",
+        tick,
+        "-g",
+        "1",
+        path,
+        "--",
+        "/bin/sh",
+        "-c",
+        held_cmd,
+        NULL};
     zkrc_child holder = spawn(holder_argv);
     if (wait_fd(hfd, FALSE, 20000) == 0) /* "up": it runs, holding */
       fatal("zkr-lock partition: the holder's command did not start");
-    char *succ_argv[] = {ZKR_LOCK, "-s",
+    char *succ_argv[] = {ZKR_LOCK,
+                         "-s",
                          (char *)zkrc_ensemble_direct_connect_string(ensemble),
-                         "-t", timeout, "--server-tick", tick, "-w", "60",
-                         path, "--", "/bin/sh", "-c", succ_cmd, NULL};
+                         "-t",
+                         timeout,
+                         "--server-tick",
+                         tick,
+                         "-w",
+                         "60",
+                         path,
+                         "--",
+                         "/bin/sh",
+                         "-c",
+                         succ_cmd,
+                         NULL};
     zkrc_child succ = spawn(succ_argv);
     if (!wait_nodes(probe, path, 2, 20000))
       fatal("zkr-lock partition: no successor queued");
@@ -459,13 +481,26 @@ static void parse(int argc, char **argv) {
   while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
     int v = optarg ? atoi(optarg) : 0;
     switch (c) {
-    case 'r': opt.idle_rounds = v; break;
-    case 'S': opt.idle_seconds = MAX(v, 1); break;
-    case 'k': opt.sessions = MAX(v, 1); break;
-    case 'p': opt.partitions = v; break;
-    case 'c': opt.cli_partitions = v; break;
-    case 'h': usage(0); break;
-    default: usage(2);
+    case 'r':
+      opt.idle_rounds = v;
+      break;
+    case 'S':
+      opt.idle_seconds = MAX(v, 1);
+      break;
+    case 'k':
+      opt.sessions = MAX(v, 1);
+      break;
+    case 'p':
+      opt.partitions = v;
+      break;
+    case 'c':
+      opt.cli_partitions = v;
+      break;
+    case 'h':
+      usage(0);
+      break;
+    default:
+      usage(2);
     }
   }
 }

@@ -183,7 +183,8 @@ static int journal_recover(const char *path) {
 
 /* ------------------------------------------------------------ requests */
 
-static void echo_line(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void echo_line(const char *fmt, ...)
+    __attribute__((format(printf, 1, 2)));
 static void echo_line(const char *fmt, ...) {
   if (!echo)
     return;

@@ -68,8 +68,8 @@ static void say(int fd, const char *who, const char *fmt, ...)
 static void say(int fd, const char *who, const char *fmt, ...) {
   char buf[1024];
   int64_t us = fenced_now_us() - t0_us;
-  int n = snprintf(buf, sizeof buf, "%4" PRId64 ".%03d s  %-5s  ",
-                   us / 1000000, (int)(us / 1000 % 1000), who);
+  int n = snprintf(buf, sizeof buf, "%4" PRId64 ".%03d s  %-5s  ", us / 1000000,
+                   (int)(us / 1000 % 1000), who);
   va_list ap;
   va_start(ap, fmt);
   n += vsnprintf(buf + n, sizeof buf - (size_t)n - 1, fmt, ap);
@@ -408,13 +408,20 @@ static char *store_program(void) {
 static int start_store(const char *journal, int *port) {
   char *program = store_program();
   if (program == NULL) {
-    fprintf(stderr, "fencing-demo: fenced-store not found (set FENCED_STORE)\n");
+    fprintf(stderr,
+            "fencing-demo: fenced-store not found (set FENCED_STORE)\n");
     return -1;
   }
   char t0[32];
   snprintf(t0, sizeof t0, "%" PRId64, t0_us);
-  char *argv[] = {program, "--echo", "--t0", t0, "--journal", (char *)journal,
-                  no_fencing ? "--no-fencing" : NULL, NULL};
+  char *argv[] = {program,
+                  "--echo",
+                  "--t0",
+                  t0,
+                  "--journal",
+                  (char *)journal,
+                  no_fencing ? "--no-fencing" : NULL,
+                  NULL};
   int rc = spawn(&store, argv, 1);
   free(program);
   if (rc != 0)
@@ -423,7 +430,7 @@ static int start_store(const char *journal, int *port) {
   char line[128];
   size_t len = 0;
   int64_t deadline = fenced_now_us() + 10 * 1000000LL;
-  while (len < sizeof line - 1 && memchr(line, '\n', len) == NULL) {
+  while (len < sizeof line - 1 && (len == 0 || line[len - 1] != '\n')) {
     if (fenced_wait_fd(store.rep, POLLIN, deadline) <= 0)
       return -1;
     ssize_t r = read(store.rep, line + len, 1);
@@ -447,8 +454,9 @@ static int start_client(child *ch, const char *hosts, const char *path,
   char port_s[16], t0[32];
   snprintf(port_s, sizeof port_s, "%d", port);
   snprintf(t0, sizeof t0, "%" PRId64, t0_us);
-  char *argv[] = {self,          "client", (char *)ch->name, (char *)hosts,
-                  (char *)path, port_s,   t0,               NULL};
+  char *argv[] = {
+      self, "client", (char *)ch->name, (char *)hosts, (char *)path, port_s,
+      t0,   NULL};
   return spawn(ch, argv, 0);
 }
 
@@ -473,7 +481,8 @@ static int the_story(const char *hosts, const char *path, int port) {
   int timeout_ms = atoi(got + strlen("ready "));
 
   if (step(&client_a, "acquire", "acquired", got, sizeof got) != 0 ||
-      step(&client_a, "write written by A, first", "wrote", got, sizeof got) != 0)
+      step(&client_a, "write written by A, first", "wrote", got, sizeof got) !=
+          0)
     return -1;
   ok_a1 = strcmp(got, "wrote OK") == 0;
 

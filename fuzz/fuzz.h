@@ -20,10 +20,10 @@ extern const char *const fuzz_target_name;
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 /* Report a broken property and abort (libFuzzer saves the input). */
-#define FUZZ_CHECK(cond, ...)                                                 \
-  do {                                                                        \
-    if (!(cond))                                                              \
-      fuzz_fail(__FILE__, __LINE__, #cond, __VA_ARGS__);                      \
+#define FUZZ_CHECK(cond, ...)                                                  \
+  do {                                                                         \
+    if (!(cond))                                                               \
+      fuzz_fail(__FILE__, __LINE__, #cond, __VA_ARGS__);                       \
   } while (0)
 void fuzz_fail(const char *file, int line, const char *cond, const char *fmt,
                ...) __attribute__((noreturn, format(printf, 4, 5)));

@@ -83,8 +83,8 @@ static void check_listing(char **names, int count,
     int32_t lib = 0, want = 0;
     parses[i] = zkrc__contender_seq(names[i], markers, &lib);
     int expected = oracle_seq(names[i], markers, &want);
-    FUZZ_CHECK(parses[i] == expected, "\"%s\": library %s, oracle %s",
-               names[i], parses[i] ? "parses" : "ignores",
+    FUZZ_CHECK(parses[i] == expected, "\"%s\": library %s, oracle %s", names[i],
+               parses[i] ? "parses" : "ignores",
                expected ? "parses" : "ignores");
     FUZZ_CHECK(!parses[i] || lib == want, "\"%s\": library seq %d, oracle %d",
                names[i], (int)lib, (int)want);
@@ -98,20 +98,21 @@ static void check_listing(char **names, int count,
   for (guint i = 0; i < sorted->len; i++) {
     zkrc__contender_entry *e = &g_array_index(sorted, zkrc__contender_entry, i);
     int32_t again;
-    FUZZ_CHECK(zkrc__contender_seq(e->name, markers, &again) &&
-                   again == e->seq,
+    FUZZ_CHECK(zkrc__contender_seq(e->name, markers, &again) && again == e->seq,
                "sorted entry \"%s\" (seq %d) does not parse back", e->name,
                (int)e->seq);
     if (i > 0) {
       zkrc__contender_entry *p =
           &g_array_index(sorted, zkrc__contender_entry, i - 1);
-      FUZZ_CHECK(p->seq < e->seq || (p->seq == e->seq && strcmp(p->name, e->name) <= 0),
+      FUZZ_CHECK(p->seq < e->seq ||
+                     (p->seq == e->seq && strcmp(p->name, e->name) <= 0),
                  "out of order: (%d, \"%s\") before (%d, \"%s\")", (int)p->seq,
                  p->name, (int)e->seq, e->name);
     }
   }
   /* The same multiset of names. */
-  char **mine = g_new0(char *, parsed_count + 1), **theirs = g_new0(char *, parsed_count + 1);
+  char **mine = g_new0(char *, parsed_count + 1),
+       **theirs = g_new0(char *, parsed_count + 1);
   for (int i = 0, j = 0; i < count; i++)
     if (parses[i])
       mine[j++] = names[i];
@@ -128,11 +129,14 @@ static void check_listing(char **names, int count,
   for (int i = 0; i < count; i++) {
     int idx = zkrc__contenders_find(sorted, names[i]);
     if (!parses[i]) {
-      FUZZ_CHECK(idx == -1, "\"%s\" is no contender but found at %d", names[i], idx);
+      FUZZ_CHECK(idx == -1, "\"%s\" is no contender but found at %d", names[i],
+                 idx);
       continue;
     }
-    FUZZ_CHECK(idx >= 0 && (guint)idx < sorted->len, "\"%s\" not found", names[i]);
-    zkrc__contender_entry *e = &g_array_index(sorted, zkrc__contender_entry, idx);
+    FUZZ_CHECK(idx >= 0 && (guint)idx < sorted->len, "\"%s\" not found",
+               names[i]);
+    zkrc__contender_entry *e =
+        &g_array_index(sorted, zkrc__contender_entry, idx);
     FUZZ_CHECK(strcmp(e->name, names[i]) == 0 && e->seq == seqs[i],
                "find(\"%s\") gave \"%s\"", names[i], e->name);
     for (int j = 0; j < idx; j++)

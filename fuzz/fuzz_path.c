@@ -161,11 +161,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     copy[size] = '\0';
     const char *why2 = "unset";
     int rc2 = zkrc_path_validate(copy, &why2);
-    FUZZ_CHECK(rc2 == rc && (why2 == why || (why && why2 && !strcmp(why, why2))),
+    FUZZ_CHECK(rc2 == rc &&
+                   (why2 == why || (why && why2 && !strcmp(why, why2))),
                "zkrc_path_validate %d (%s) vs zkrc_path_validate_n %d (%s)",
                rc2, why2 ? why2 : "-", rc, why ? why : "-");
     free(copy);
   }
-  FUZZ_CHECK(zkrc_path_validate_n(NULL, size, NULL) == ZKRC_EINVAL, "NULL path");
+  FUZZ_CHECK(zkrc_path_validate_n(NULL, size, NULL) == ZKRC_EINVAL,
+             "NULL path");
   return 0;
 }

@@ -35,18 +35,21 @@ static void add_file(const char *path) {
     perror(path);
     exit(2);
   }
-  unsigned char *buf = malloc(FUZZ_MAX_INPUT);
-  if (buf == NULL)
-    exit(2);
-  size_t n = fread(buf, 1, FUZZ_MAX_INPUT, f);
-  fclose(f);
+  /* Room for the entry first, so that no failure leaves a buffer behind. */
   if (ncorpus == corpus_cap) {
     corpus_cap = corpus_cap ? 2 * corpus_cap : 64;
     corpus = realloc(corpus, corpus_cap * sizeof *corpus);
     if (corpus == NULL)
       exit(2);
   }
-  corpus[ncorpus++] = (input){buf, n};
+  unsigned char *buf = malloc(FUZZ_MAX_INPUT);
+  if (buf == NULL)
+    exit(2);
+  size_t n = fread(buf, 1, FUZZ_MAX_INPUT, f);
+  fclose(f);
+  corpus[ncorpus].data = buf;
+  corpus[ncorpus].size = n;
+  ncorpus++;
 }
 
 static void add_path(const char *path) {
@@ -85,11 +88,31 @@ static unsigned next_rand(unsigned bound) {
 }
 
 /* Pieces the targets care about. */
-static const char *const pieces[] = {
-    "/", ".", "..", "-", "0", "9", "lock-", "__lock__", "latch-", "\n", "",
-    "zookeeper", "0000000001", "-000000001", "-2147483648", "2147483647",
-    "\xc2\x80", "\xef\xbf\xbf", "\xf0\x9f\x98\x80", "\xed\xa0\x80", "\xc0\xaf",
-    "\x7f", "\x1f", "_c_", "\xff"};
+static const char *const pieces[] = {"/",
+                                     ".",
+                                     "..",
+                                     "-",
+                                     "0",
+                                     "9",
+                                     "lock-",
+                                     "__lock__",
+                                     "latch-",
+                                     "\n",
+                                     "",
+                                     "zookeeper",
+                                     "0000000001",
+                                     "-000000001",
+                                     "-2147483648",
+                                     "2147483647",
+                                     "\xc2\x80",
+                                     "\xef\xbf\xbf",
+                                     "\xf0\x9f\x98\x80",
+                                     "\xed\xa0\x80",
+                                     "\xc0\xaf",
+                                     "\x7f",
+                                     "\x1f",
+                                     "_c_",
+                                     "\xff"};
 #define NPIECES (sizeof pieces / sizeof pieces[0])
 
 static size_t mutate(unsigned char *buf, size_t n) {
@@ -119,7 +142,8 @@ static size_t mutate(unsigned char *buf, size_t n) {
     }
     default: /* repeat a range */
       if (n && n * 2 <= FUZZ_MAX_INPUT) {
-        size_t from = next_rand((unsigned)n), len = 1 + next_rand((unsigned)(n - from));
+        size_t from = next_rand((unsigned)n),
+               len = 1 + next_rand((unsigned)(n - from));
         memmove(buf + at + len, buf + at, n - at);
         /* the source may overlap the gap just opened */
         memmove(buf + at, buf + (from < at ? from : from + len), len);
@@ -137,7 +161,8 @@ int main(int argc, char **argv) {
       add_path(argv[i]);
   } else {
     char dir[4096];
-    snprintf(dir, sizeof dir, "%s/fuzz/corpus/%s", TOP_SRCDIR, fuzz_target_name);
+    snprintf(dir, sizeof dir, "%s/fuzz/corpus/%s", TOP_SRCDIR,
+             fuzz_target_name);
     add_path(dir);
   }
   if (ncorpus == 0) {

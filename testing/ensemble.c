@@ -35,24 +35,33 @@
 /* The server's jars in Debian's layout (/usr/share/java); the first two are
  * required. */
 static const char *const server_jars[] = {
-  "zookeeper", "zookeeper-jute", "netty-handler", "netty-common",
-  "netty-buffer", "netty-transport", "netty-codec", "netty-resolver",
-  "netty-transport-native-epoll", "netty-transport-native-unix-common",
-  "slf4j-api", "slf4j-simple", "metrics-core", "commons-cli", "snappy-java",
+    "zookeeper",
+    "zookeeper-jute",
+    "netty-handler",
+    "netty-common",
+    "netty-buffer",
+    "netty-transport",
+    "netty-codec",
+    "netty-resolver",
+    "netty-transport-native-epoll",
+    "netty-transport-native-unix-common",
+    "slf4j-api",
+    "slf4j-simple",
+    "metrics-core",
+    "commons-cli",
+    "snappy-java",
 };
 #define REQUIRED_JARS 2
 #define JAR_DIR "/usr/share/java"
 
-static int env_flag(const char *name)
-{
+static int env_flag(const char *name) {
   const char *value = getenv(name);
   return value && *value && strcmp(value, "0") != 0;
 }
 
 /* ---- options ------------------------------------------------------------ */
 
-void zkrc_ensemble_options_init(zkrc_ensemble_options *opts)
-{
+void zkrc_ensemble_options_init(zkrc_ensemble_options *opts) {
   memset(opts, 0, sizeof *opts);
   opts->size = sizeof *opts;
   opts->members = 1;
@@ -63,12 +72,11 @@ void zkrc_ensemble_options_init(zkrc_ensemble_options *opts)
 /* Copy @p in (NULL: defaults) with zeros replaced by defaults.  -1 when an
  * option is out of range. */
 static int normalize_options(const zkrc_ensemble_options *in,
-                             zkrc_ensemble_options *out)
-{
+                             zkrc_ensemble_options *out) {
   zkrc_ensemble_options_init(out);
   if (in && in->size == 0) {
     fprintf(stderr, "zkrecipes-testing: ensemble options not initialised "
-            "(zkrc_ensemble_options_init)\n");
+                    "(zkrc_ensemble_options_init)\n");
     return -1;
   }
   if (in) /* what the caller's version of the struct has; defaults after */
@@ -77,8 +85,10 @@ static int normalize_options(const zkrc_ensemble_options *in,
   if (out->members == 0)
     out->members = 1;
   if (out->members < 1 || out->members > ZKRC__MAX_MEMBERS) {
-    fprintf(stderr, "zkrecipes-testing: an ensemble has 1 to %d members, "
-            "not %d\n", ZKRC__MAX_MEMBERS, out->members);
+    fprintf(stderr,
+            "zkrecipes-testing: an ensemble has 1 to %d members, "
+            "not %d\n",
+            ZKRC__MAX_MEMBERS, out->members);
     return -1;
   }
   if (out->tick_ms <= 0)
@@ -94,16 +104,17 @@ static int normalize_options(const zkrc_ensemble_options *in,
 
 /* ---- setting up --------------------------------------------------------- */
 
-static char *default_class_path(void)
-{
+static char *default_class_path(void) {
   GString *cp = g_string_new(NULL);
   for (size_t i = 0; i < sizeof server_jars / sizeof server_jars[0]; i++) {
     char *jar = g_strdup_printf(JAR_DIR "/%s.jar", server_jars[i]);
     if (access(jar, R_OK) == 0) {
       g_string_append_printf(cp, "%s%s", cp->len ? ":" : "", jar);
     } else if (i < REQUIRED_JARS) {
-      fprintf(stderr, "zkrecipes-testing: %s not found: install the "
-              "`zookeeper` package or set ZKR_ZOOKEEPER_CLASSPATH\n", jar);
+      fprintf(stderr,
+              "zkrecipes-testing: %s not found: install the "
+              "`zookeeper` package or set ZKR_ZOOKEEPER_CLASSPATH\n",
+              jar);
       g_free(jar);
       g_string_free(cp, TRUE);
       return NULL;
@@ -113,15 +124,16 @@ static char *default_class_path(void)
   return g_string_free(cp, FALSE);
 }
 
-static int find_server(zkrc_ensemble *e)
-{
+static int find_server(zkrc_ensemble *e) {
   const char *java = getenv("ZKR_JAVA");
   if (!java || !*java)
     java = "java";
   char *path = zkrc__find_program(java);
   if (!path) {
-    fprintf(stderr, "zkrecipes-testing: %s not found: install Java or set "
-            "ZKR_JAVA\n", java);
+    fprintf(stderr,
+            "zkrecipes-testing: %s not found: install Java or set "
+            "ZKR_JAVA\n",
+            java);
     return -1;
   }
   /* Same allocator for everything freed in ensemble_free(). */
@@ -133,16 +145,17 @@ static int find_server(zkrc_ensemble *e)
   return e->class_path ? 0 : -1;
 }
 
-static int make_ensemble_dir(zkrc_ensemble *e, const char *base)
-{
+static int make_ensemble_dir(zkrc_ensemble *e, const char *base) {
   if (!base || !*base)
     base = getenv("TMPDIR");
   if (!base || !*base)
     base = "/tmp";
   char *template = g_strdup_printf("%s/zkr-ensemble-XXXXXX", base);
   if (!mkdtemp(template)) {
-    fprintf(stderr, "zkrecipes-testing: cannot create a directory in %s: "
-            "%s\n", base, strerror(errno));
+    fprintf(stderr,
+            "zkrecipes-testing: cannot create a directory in %s: "
+            "%s\n",
+            base, strerror(errno));
     g_free(template);
     return -1;
   }
@@ -161,8 +174,7 @@ static int make_ensemble_dir(zkrc_ensemble *e, const char *base)
   return 0;
 }
 
-static void ensemble_free(zkrc_ensemble *e)
-{
+static void ensemble_free(zkrc_ensemble *e) {
   for (int i = 0; i < ZKRC__MAX_MEMBERS; i++)
     zkrc__member_free(&e->members[i]);
   g_free(e->dir);
@@ -174,11 +186,10 @@ static void ensemble_free(zkrc_ensemble *e)
   g_free(e);
 }
 
-static zkrc_ensemble *ensemble_new(const zkrc_ensemble_options *opts)
-{
+static zkrc_ensemble *ensemble_new(const zkrc_ensemble_options *opts) {
   zkrc_ensemble *e = g_new0(zkrc_ensemble, 1);
   e->opts = *opts;
-  e->opts.base_dir = NULL;   /* the caller's string: not ours to keep */
+  e->opts.base_dir = NULL; /* the caller's string: not ours to keep */
   e->size = opts->members;
   e->keep_dir = env_flag("ZKR_ENSEMBLE_KEEP");
   e->log_to_stderr = env_flag("ZKR_ENSEMBLE_LOG");
@@ -190,15 +201,13 @@ static zkrc_ensemble *ensemble_new(const zkrc_ensemble_options *opts)
   return e;
 }
 
-static void member_ports(zkrc__member *m, int *ports)
-{
+static void member_ports(zkrc__member *m, int *ports) {
   ports[0] = m->client_port;
   ports[1] = m->peer_port;
   ports[2] = m->election_port;
 }
 
-static void release_member_ports(zkrc_ensemble *e)
-{
+static void release_member_ports(zkrc_ensemble *e) {
   for (int i = 0; i < e->size; i++) {
     int ports[3];
     member_ports(&e->members[i], ports);
@@ -208,8 +217,7 @@ static void release_member_ports(zkrc_ensemble *e)
   }
 }
 
-static int choose_ports(zkrc_ensemble *e)
-{
+static int choose_ports(zkrc_ensemble *e) {
   int ports[3 * ZKRC__MAX_MEMBERS];
   if (zkrc__reserve_ports(3 * e->size, ports) != 0)
     return -1;
@@ -224,15 +232,13 @@ static int choose_ports(zkrc_ensemble *e)
 /* ---- waiting ------------------------------------------------------------ */
 
 /* Sleep the poll interval, but not past @p deadline. */
-static void pause_until_next_poll(int64_t deadline)
-{
+static void pause_until_next_poll(int64_t deadline) {
   int64_t left = deadline - zkrc__now_ms();
   if (left > 0)
     zkrc__sleep_ms(left < POLL_INTERVAL_MS ? (int)left : POLL_INTERVAL_MS);
 }
 
-zkrc__member_view zkrc__view_member(zkrc_ensemble *e, int i)
-{
+zkrc__member_view zkrc__view_member(zkrc_ensemble *e, int i) {
   zkrc__member_view v;
   pthread_mutex_lock(&e->lock);
   zkrc__member *m = &e->members[i];
@@ -244,10 +250,9 @@ zkrc__member_view zkrc__view_member(zkrc_ensemble *e, int i)
 }
 
 static void report_failed_member(const zkrc_ensemble *e, const zkrc__member *m,
-                                 const char *what)
-{
-  fprintf(stderr, "zkrecipes-testing: member %d (127.0.0.1:%d) %s\n",
-          m->index, m->client_port, what);
+                                 const char *what) {
+  fprintf(stderr, "zkrecipes-testing: member %d (127.0.0.1:%d) %s\n", m->index,
+          m->client_port, what);
   if (!e->log_to_stderr)
     zkrc__print_tail(m->log_path, LOG_TAIL_LINES, "  | ");
 }
@@ -257,8 +262,7 @@ typedef enum start_result { STARTED, START_FAILED, PORT_TAKEN } start_result;
 
 /* Whether every member serves under the leader a quorum agrees on: what
  * zkrc_ensemble_wait_serving() waits for, for each of them. */
-static int all_serving_in_quorum(zkrc_ensemble *e, int64_t deadline)
-{
+static int all_serving_in_quorum(zkrc_ensemble *e, int64_t deadline) {
   zkrc__quorum_look look;
   zkrc__look_at_quorum(e, deadline, &look);
   for (int i = 0; i < e->size; i++)
@@ -270,9 +274,8 @@ static int all_serving_in_quorum(zkrc_ensemble *e, int64_t deadline)
 /* Wait until every member serves (first each on its own word, then all in
  * one agreeing quorum).  A member that exits fails the start - or asks for
  * new ports if its log says a port was taken. */
-static start_result wait_all_serving(zkrc_ensemble *e, int64_t deadline)
-{
-  int serving[ZKRC__MAX_MEMBERS] = { 0 };
+static start_result wait_all_serving(zkrc_ensemble *e, int64_t deadline) {
+  int serving[ZKRC__MAX_MEMBERS] = {0};
   int count = 0;
   for (;;) {
     for (int i = 0; i < e->size; i++) {
@@ -297,19 +300,20 @@ static start_result wait_all_serving(zkrc_ensemble *e, int64_t deadline)
       break;
     pause_until_next_poll(deadline);
   }
-  fprintf(stderr, "zkrecipes-testing: the ensemble did not serve within %d "
-          "ms\n", e->opts.start_timeout_ms);
+  fprintf(stderr,
+          "zkrecipes-testing: the ensemble did not serve within %d "
+          "ms\n",
+          e->opts.start_timeout_ms);
   if (count == e->size)
     fprintf(stderr, "zkrecipes-testing: every member answers, but no "
-            "leader has a quorum of them in its epoch\n");
+                    "leader has a quorum of them in its epoch\n");
   for (int i = 0; i < e->size; i++)
     if (!serving[i])
       report_failed_member(e, &e->members[i], "is not serving");
   return START_FAILED;
 }
 
-static void kill_all_members(zkrc_ensemble *e)
-{
+static void kill_all_members(zkrc_ensemble *e) {
   pthread_mutex_lock(&e->lock);
   /* Signal them all first: they then die in parallel. */
   for (int i = 0; i < e->size; i++) {
@@ -321,8 +325,7 @@ static void kill_all_members(zkrc_ensemble *e)
   pthread_mutex_unlock(&e->lock);
 }
 
-static start_result start_members(zkrc_ensemble *e, int64_t deadline)
-{
+static start_result start_members(zkrc_ensemble *e, int64_t deadline) {
   if (choose_ports(e) != 0)
     return START_FAILED;
   for (int i = 0; i < e->size; i++) {
@@ -339,8 +342,7 @@ static start_result start_members(zkrc_ensemble *e, int64_t deadline)
   return wait_all_serving(e, deadline);
 }
 
-static char *join_addresses(const zkrc_ensemble *e, int direct)
-{
+static char *join_addresses(const zkrc_ensemble *e, int direct) {
   GString *s = g_string_new(NULL);
   for (int i = 0; i < e->size; i++) {
     const zkrc__member *m = &e->members[i];
@@ -351,8 +353,7 @@ static char *join_addresses(const zkrc_ensemble *e, int direct)
   return g_string_free(s, FALSE);
 }
 
-static int start_proxies(zkrc_ensemble *e)
-{
+static int start_proxies(zkrc_ensemble *e) {
   int targets[ZKRC__MAX_MEMBERS];
   for (int i = 0; i < e->size; i++)
     targets[i] = e->members[i].client_port;
@@ -360,8 +361,7 @@ static int start_proxies(zkrc_ensemble *e)
   return e->proxies ? 0 : -1;
 }
 
-static void set_addresses(zkrc_ensemble *e)
-{
+static void set_addresses(zkrc_ensemble *e) {
   for (int i = 0; i < e->size; i++) {
     zkrc__member *m = &e->members[i];
     int port = e->proxies ? zkrc__proxy_port(e->proxies, i) : m->client_port;
@@ -372,8 +372,7 @@ static void set_addresses(zkrc_ensemble *e)
 }
 
 /* Everything up to the members: directory, reaper, member directories. */
-static int prepare(zkrc_ensemble *e, const char *base_dir)
-{
+static int prepare(zkrc_ensemble *e, const char *base_dir) {
   if (find_server(e) != 0 || make_ensemble_dir(e, base_dir) != 0)
     return -1;
   if (zkrc__reaper_start(&e->reaper, e->dir, e->keep_dir) != 0)
@@ -385,8 +384,8 @@ static int prepare(zkrc_ensemble *e, const char *base_dir)
   return 0;
 }
 
-int zkrc_ensemble_start(zkrc_ensemble **out, const zkrc_ensemble_options *opts)
-{
+int zkrc_ensemble_start(zkrc_ensemble **out,
+                        const zkrc_ensemble_options *opts) {
   zkrc_ensemble_options o;
   *out = NULL;
   if (normalize_options(opts, &o) != 0)
@@ -402,7 +401,7 @@ int zkrc_ensemble_start(zkrc_ensemble **out, const zkrc_ensemble_options *opts)
     /* Someone took a port between our probe and the JVM's bind: start
      * over on new ports. */
     fprintf(stderr, "zkrecipes-testing: a port was taken meanwhile; "
-            "starting again on new ports\n");
+                    "starting again on new ports\n");
     kill_all_members(e);
     release_member_ports(e);
     for (int i = 0; i < e->size; i++)
@@ -421,8 +420,7 @@ int zkrc_ensemble_start(zkrc_ensemble **out, const zkrc_ensemble_options *opts)
   return 0;
 }
 
-void zkrc_ensemble_stop(zkrc_ensemble *e)
-{
+void zkrc_ensemble_stop(zkrc_ensemble *e) {
   if (!e)
     return;
   /* Proxies first: clients lose their connections at once instead of
@@ -446,38 +444,29 @@ void zkrc_ensemble_stop(zkrc_ensemble *e)
 
 /* ---- queries ------------------------------------------------------------ */
 
-static int valid_index(const zkrc_ensemble *e, int i)
-{
+static int valid_index(const zkrc_ensemble *e, int i) {
   return e && i >= 0 && i < e->size;
 }
 
-int zkrc_ensemble_size(const zkrc_ensemble *e)
-{
-  return e ? e->size : 0;
-}
+int zkrc_ensemble_size(const zkrc_ensemble *e) { return e ? e->size : 0; }
 
-const char *zkrc_ensemble_connect_string(const zkrc_ensemble *e)
-{
+const char *zkrc_ensemble_connect_string(const zkrc_ensemble *e) {
   return e ? e->connect_string : NULL;
 }
 
-const char *zkrc_ensemble_direct_connect_string(const zkrc_ensemble *e)
-{
+const char *zkrc_ensemble_direct_connect_string(const zkrc_ensemble *e) {
   return e ? e->direct_connect_string : NULL;
 }
 
-const char *zkrc_ensemble_member_address(const zkrc_ensemble *e, int i)
-{
+const char *zkrc_ensemble_member_address(const zkrc_ensemble *e, int i) {
   return valid_index(e, i) ? e->members[i].address : NULL;
 }
 
-int zkrc_ensemble_member_port(const zkrc_ensemble *e, int i)
-{
+int zkrc_ensemble_member_port(const zkrc_ensemble *e, int i) {
   return valid_index(e, i) ? e->members[i].client_port : -1;
 }
 
-int zkrc_ensemble_member_pid(const zkrc_ensemble *e, int i)
-{
+int zkrc_ensemble_member_pid(const zkrc_ensemble *e, int i) {
   if (!valid_index(e, i))
     return -1;
   /* The lock is not const; the API promises a read-only look. */
@@ -495,8 +484,7 @@ int zkrc_ensemble_member_pid(const zkrc_ensemble *e, int i)
 typedef int (*member_action)(zkrc_ensemble *e, zkrc__member *m);
 
 /* Run @p action on member @p i under the lock. */
-static int with_member(zkrc_ensemble *e, int i, member_action action)
-{
+static int with_member(zkrc_ensemble *e, int i, member_action action) {
   if (!valid_index(e, i))
     return -1;
   pthread_mutex_lock(&e->lock);
@@ -507,26 +495,25 @@ static int with_member(zkrc_ensemble *e, int i, member_action action)
   return rc;
 }
 
-static int kill_action(zkrc_ensemble *e, zkrc__member *m)
-{
+static int kill_action(zkrc_ensemble *e, zkrc__member *m) {
   if (m->pid <= 0)
     return -1;
   zkrc__member_kill(e, m);
   return 0;
 }
 
-static int restart_action(zkrc_ensemble *e, zkrc__member *m)
-{
+static int restart_action(zkrc_ensemble *e, zkrc__member *m) {
   if (m->pid > 0) {
-    fprintf(stderr, "zkrecipes-testing: member %d is running; kill or stop "
-            "it before restarting it\n", m->index);
+    fprintf(stderr,
+            "zkrecipes-testing: member %d is running; kill or stop "
+            "it before restarting it\n",
+            m->index);
     return -1;
   }
   return zkrc__member_spawn(e, m);
 }
 
-static int pause_action(zkrc_ensemble *e, zkrc__member *m)
-{
+static int pause_action(zkrc_ensemble *e, zkrc__member *m) {
   if (m->pid <= 0)
     return -1;
   if (m->paused)
@@ -537,7 +524,7 @@ static int pause_action(zkrc_ensemble *e, zkrc__member *m)
    * when we return. */
   int rc = zkrc__wait_stopped(m->pid, 5000);
   if (rc < 0) {
-    zkrc__reaper_forget(&e->reaper, m->pid);   /* it died; reaped */
+    zkrc__reaper_forget(&e->reaper, m->pid); /* it died; reaped */
     m->pid = -1;
     return -1;
   }
@@ -545,49 +532,42 @@ static int pause_action(zkrc_ensemble *e, zkrc__member *m)
   return rc == 1 ? 0 : -1;
 }
 
-static int resume_action(zkrc_ensemble *e, zkrc__member *m)
-{
+static int resume_action(zkrc_ensemble *e, zkrc__member *m) {
   if (m->pid <= 0 || kill(m->pid, SIGCONT) != 0)
     return -1;
   m->paused = 0;
   return 0;
 }
 
-int zkrc_ensemble_kill(zkrc_ensemble *e, int i)
-{
+int zkrc_ensemble_kill(zkrc_ensemble *e, int i) {
   return with_member(e, i, kill_action);
 }
 
-int zkrc_ensemble_stop_member(zkrc_ensemble *e, int i)
-{
+int zkrc_ensemble_stop_member(zkrc_ensemble *e, int i) {
   return with_member(e, i, zkrc__member_terminate);
 }
 
-int zkrc_ensemble_restart(zkrc_ensemble *e, int i)
-{
+int zkrc_ensemble_restart(zkrc_ensemble *e, int i) {
   return with_member(e, i, restart_action);
 }
 
-int zkrc_ensemble_pause(zkrc_ensemble *e, int i)
-{
+int zkrc_ensemble_pause(zkrc_ensemble *e, int i) {
   return with_member(e, i, pause_action);
 }
 
-int zkrc_ensemble_resume(zkrc_ensemble *e, int i)
-{
+int zkrc_ensemble_resume(zkrc_ensemble *e, int i) {
   return with_member(e, i, resume_action);
 }
 
 /* ---- asking members ----------------------------------------------------- */
 
-int zkrc_ensemble_wait_serving(zkrc_ensemble *e, int i, int timeout_ms)
-{
+int zkrc_ensemble_wait_serving(zkrc_ensemble *e, int i, int timeout_ms) {
   if (!e || i < -1 || i >= e->size)
     return -1;
   int64_t deadline = zkrc__now_ms() + (timeout_ms > 0 ? timeout_ms : 0);
   for (;;) {
     if (i >= 0 && zkrc_ensemble_member_pid(e, i) < 0)
-      return -1;   /* not running: it cannot come to serve */
+      return -1; /* not running: it cannot come to serve */
     zkrc__quorum_look look;
     zkrc__look_at_quorum(e, deadline, &look);
     if (i == -1 ? look.leader >= 0 : look.serving[i])
@@ -598,8 +578,7 @@ int zkrc_ensemble_wait_serving(zkrc_ensemble *e, int i, int timeout_ms)
   }
 }
 
-int zkrc_ensemble_leader(zkrc_ensemble *e)
-{
+int zkrc_ensemble_leader(zkrc_ensemble *e) {
   if (!e)
     return -1;
   zkrc__quorum_look look;
@@ -608,8 +587,7 @@ int zkrc_ensemble_leader(zkrc_ensemble *e)
 }
 
 int zkrc_ensemble_four_letter(zkrc_ensemble *e, int i, const char *cmd,
-                              char **out)
-{
+                              char **out) {
   if (out)
     *out = NULL;
   if (!valid_index(e, i) || !cmd || !out)
@@ -620,8 +598,7 @@ int zkrc_ensemble_four_letter(zkrc_ensemble *e, int i, const char *cmd,
   return zkrc__four_letter(v.port, cmd, FOUR_LETTER_TIMEOUT_MS, out);
 }
 
-int64_t zkrc_ensemble_mntr_sum(zkrc_ensemble *e, const char *key)
-{
+int64_t zkrc_ensemble_mntr_sum(zkrc_ensemble *e, const char *key) {
   if (!e || !key)
     return -1;
   int64_t sum = 0;
@@ -648,8 +625,7 @@ typedef struct session_watch {
 } session_watch;
 
 static void session_watcher(zhandle_t *zh, int type, int state,
-                            const char *path, void *context)
-{
+                            const char *path, void *context) {
   session_watch *w = context;
   if (type != ZOO_SESSION_EVENT)
     return;
@@ -659,14 +635,11 @@ static void session_watcher(zhandle_t *zh, int type, int state,
   pthread_mutex_unlock(&w->lock);
 }
 
-static void silent_log(const char *message)
-{
-}
+static void silent_log(const char *message) {}
 
 /* Wait until the handle is connected or the session known to be gone.
  * 0, or -1 on timeout or failed authentication. */
-static int wait_connected(session_watch *w, int timeout_ms)
-{
+static int wait_connected(session_watch *w, int timeout_ms) {
   struct timespec deadline;
   clock_gettime(CLOCK_MONOTONIC, &deadline);
   deadline.tv_sec += timeout_ms / 1000;
@@ -680,8 +653,8 @@ static int wait_connected(session_watch *w, int timeout_ms)
   while (w->state != ZOO_CONNECTED_STATE &&
          w->state != ZOO_EXPIRED_SESSION_STATE &&
          w->state != ZOO_AUTH_FAILED_STATE && !timed_out)
-    timed_out = pthread_cond_timedwait(&w->changed, &w->lock, &deadline) ==
-                ETIMEDOUT;
+    timed_out =
+        pthread_cond_timedwait(&w->changed, &w->lock, &deadline) == ETIMEDOUT;
   int state = w->state;
   pthread_mutex_unlock(&w->lock);
   /* Expired already: what we were asked for has happened. */
@@ -690,8 +663,7 @@ static int wait_connected(session_watch *w, int timeout_ms)
              : -1;
 }
 
-static int session_watch_init(session_watch *w)
-{
+static int session_watch_init(session_watch *w) {
   pthread_condattr_t attr;
   if (pthread_condattr_init(&attr) != 0)
     return -1;
@@ -710,15 +682,14 @@ static int session_watch_init(session_watch *w)
  * close it.  Returns the state the servers answered with (CONNECTED: the
  * close just killed the session, or tried to; EXPIRED: it is dead), or -1. */
 static int take_over_and_close(zkrc_ensemble *e, const clientid_t *id,
-                               int timeout_ms)
-{
+                               int timeout_ms) {
   session_watch w;
   if (session_watch_init(&w) != 0)
     return -1;
   /* Directly to the members: a fault in a proxy must not get in the way. */
-  zhandle_t *zh = zookeeper_init2(e->direct_connect_string, session_watcher,
-                                  10000, id, &w, 0,
-                                  e->log_to_stderr ? NULL : silent_log);
+  zhandle_t *zh =
+      zookeeper_init2(e->direct_connect_string, session_watcher, 10000, id, &w,
+                      0, e->log_to_stderr ? NULL : silent_log);
   int state = -1;
   if (zh) {
     if (wait_connected(&w, timeout_ms) == 0) {
@@ -734,8 +705,7 @@ static int take_over_and_close(zkrc_ensemble *e, const clientid_t *id,
 }
 
 int zkrc_ensemble_expire_session(zkrc_ensemble *e, const clientid_t *id,
-                                 int timeout_ms)
-{
+                                 int timeout_ms) {
   if (!e || !id || id->client_id == 0)
     return -1;
   /* Taking the session over makes the servers drop its owner's connection;
@@ -757,39 +727,35 @@ int zkrc_ensemble_expire_session(zkrc_ensemble *e, const clientid_t *id,
     if (state != ZOO_CONNECTED_STATE)
       break;
   }
-  fprintf(stderr, "zkrecipes-testing: could not expire session 0x%llx "
-          "within %d ms\n", (unsigned long long)id->client_id, timeout_ms);
+  fprintf(stderr,
+          "zkrecipes-testing: could not expire session 0x%llx "
+          "within %d ms\n",
+          (unsigned long long)id->client_id, timeout_ms);
   return -1;
 }
 
 /* ---- proxies ------------------------------------------------------------ */
 
-static zkrc__proxies *proxies_of(zkrc_ensemble *e, int i)
-{
+static zkrc__proxies *proxies_of(zkrc_ensemble *e, int i) {
   return valid_index(e, i) ? e->proxies : NULL;
 }
 
-int zkrc_proxy_drop_all(zkrc_ensemble *e, int i)
-{
+int zkrc_proxy_drop_all(zkrc_ensemble *e, int i) {
   return zkrc__proxy_drop_all(proxies_of(e, i), i);
 }
 
-int zkrc_proxy_drop_after_next_request(zkrc_ensemble *e, int i)
-{
+int zkrc_proxy_drop_after_next_request(zkrc_ensemble *e, int i) {
   return zkrc__proxy_drop_after_next_request(proxies_of(e, i), i);
 }
 
-int zkrc_proxy_delay(zkrc_ensemble *e, int i, int ms)
-{
+int zkrc_proxy_delay(zkrc_ensemble *e, int i, int ms) {
   return zkrc__proxy_delay(proxies_of(e, i), i, ms);
 }
 
-int zkrc_proxy_blackhole(zkrc_ensemble *e, int i, int ms)
-{
+int zkrc_proxy_blackhole(zkrc_ensemble *e, int i, int ms) {
   return zkrc__proxy_blackhole(proxies_of(e, i), i, ms);
 }
 
-int zkrc_proxy_refuse(zkrc_ensemble *e, int i, int refuse)
-{
+int zkrc_proxy_refuse(zkrc_ensemble *e, int i, int refuse) {
   return zkrc__proxy_refuse(proxies_of(e, i), i, refuse);
 }

@@ -24,8 +24,7 @@ static int remove_entries(int dir_fd, int depth);
 
 /* Remove entry @p name of directory @p dir_fd, recursing into directories. */
 static int remove_entry(int dir_fd, const char *name, unsigned char type,
-                        int depth)
-{
+                        int depth) {
   if (type == DT_UNKNOWN) {
     struct stat st;
     if (fstatat(dir_fd, name, &st, AT_SYMLINK_NOFOLLOW) != 0)
@@ -35,24 +34,22 @@ static int remove_entry(int dir_fd, const char *name, unsigned char type,
   if (type != DT_DIR)
     return unlinkat(dir_fd, name, 0) == 0 || errno == ENOENT ? 0 : -1;
 
-  int sub = openat(dir_fd, name,
-                   O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  int sub =
+      openat(dir_fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
   if (sub < 0)
     return errno == ENOENT ? 0 : -1;
   int rc = remove_entries(sub, depth + 1);
   close(sub);
   if (rc != 0)
     return -1;
-  return unlinkat(dir_fd, name, AT_REMOVEDIR) == 0 || errno == ENOENT ? 0
-                                                                        : -1;
+  return unlinkat(dir_fd, name, AT_REMOVEDIR) == 0 || errno == ENOENT ? 0 : -1;
 }
 
 /* One pass over the directory's entries with getdents64(), which - unlike
  * readdir() - allocates nothing.  Returns how many entries were found, or
  * -1.  Removing entries while reading may make the kernel skip some, so the
  * caller repeats until a pass finds none. */
-static int remove_pass(int dir_fd, int depth)
-{
+static int remove_pass(int dir_fd, int depth) {
   char buf[2048] __attribute__((aligned(8)));
   int found = 0;
   if (lseek(dir_fd, 0, SEEK_SET) < 0)
@@ -75,8 +72,7 @@ static int remove_pass(int dir_fd, int depth)
   }
 }
 
-static int remove_entries(int dir_fd, int depth)
-{
+static int remove_entries(int dir_fd, int depth) {
   if (depth > MAX_TREE_DEPTH) {
     errno = ELOOP;
     return -1;
@@ -90,8 +86,7 @@ static int remove_entries(int dir_fd, int depth)
   return -1;
 }
 
-int zkrc__remove_tree(const char *path)
-{
+int zkrc__remove_tree(const char *path) {
   int fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
   if (fd < 0) {
     if (errno == ENOENT)
@@ -112,8 +107,7 @@ int zkrc__remove_tree(const char *path)
 
 /* Read at most the last @p max bytes of @p path; malloc'ed, NUL-terminated,
  * or NULL. */
-static char *read_end(const char *path, size_t max)
-{
+static char *read_end(const char *path, size_t max) {
   int fd = open(path, O_RDONLY | O_CLOEXEC);
   if (fd < 0)
     return NULL;
@@ -141,8 +135,7 @@ static char *read_end(const char *path, size_t max)
   return buf;
 }
 
-void zkrc__print_tail(const char *path, int max_lines, const char *prefix)
-{
+void zkrc__print_tail(const char *path, int max_lines, const char *prefix) {
   char *text = read_end(path, 64 * 1024);
   if (!text) {
     fprintf(stderr, "%s(cannot read %s)\n", prefix, path);
@@ -169,16 +162,14 @@ void zkrc__print_tail(const char *path, int max_lines, const char *prefix)
   free(text);
 }
 
-int zkrc__file_contains(const char *path, const char *needle)
-{
+int zkrc__file_contains(const char *path, const char *needle) {
   char *text = read_end(path, 1024 * 1024);
   int found = text && strstr(text, needle) != NULL;
   free(text);
   return found;
 }
 
-int zkrc__write_file(const char *path, const char *text)
-{
+int zkrc__write_file(const char *path, const char *text) {
   int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) {
     fprintf(stderr, "zkrecipes-testing: cannot create %s: %s\n", path,

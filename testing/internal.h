@@ -38,6 +38,11 @@ void zkrc__sleep_ms(int ms);
 
 /* ---- process.c ---------------------------------------------------------- */
 
+/** In a forked child, before exec (async-signal-safe): every signal's
+ *  disposition to the default and an empty signal mask, whatever the test
+ *  process had. */
+void zkrc__default_signals(void);
+
 /**
  * Fork and exec @p argv[0] (an absolute path) with @p argv, in directory
  * @p cwd, stdin from /dev/null and stdout and stderr on @p out_fd.  The child
@@ -78,8 +83,8 @@ void zkrc__close_from(int lowest);
 
 /** The parent's end of the link to one ensemble's reaper process. */
 typedef struct zkrc__reaper {
-  pid_t pid;   /* -1 when not started */
-  int fd;      /* our end of the socket pair; -1 when closed */
+  pid_t pid; /* -1 when not started */
+  int fd;    /* our end of the socket pair; -1 when closed */
 } zkrc__reaper;
 
 /**
@@ -172,33 +177,33 @@ int zkrc__proxy_refuse(zkrc__proxies *p, int i, int refuse);
 
 /** One member of the ensemble. */
 typedef struct zkrc__member {
-  int index;            /* 0-based; its myid is index + 1 */
-  pid_t pid;            /* -1 when not running */
-  int paused;           /* SIGSTOPped by zkrc_ensemble_pause() */
+  int index;  /* 0-based; its myid is index + 1 */
+  pid_t pid;  /* -1 when not running */
+  int paused; /* SIGSTOPped by zkrc_ensemble_pause() */
   int client_port;
   int peer_port;
   int election_port;
-  char *dir;            /* ENSEMBLE_DIR/mI: cwd, config and log */
-  char *data_dir;       /* ENSEMBLE_DIR/mI/data */
-  char *config_path;    /* ENSEMBLE_DIR/mI/zoo.cfg */
-  char *log_path;       /* ENSEMBLE_DIR/mI/member.log */
-  char address[32];     /* "127.0.0.1:port" for clients (proxy if any) */
+  char *dir;         /* ENSEMBLE_DIR/mI: cwd, config and log */
+  char *data_dir;    /* ENSEMBLE_DIR/mI/data */
+  char *config_path; /* ENSEMBLE_DIR/mI/zoo.cfg */
+  char *log_path;    /* ENSEMBLE_DIR/mI/member.log */
+  char address[32];  /* "127.0.0.1:port" for clients (proxy if any) */
 } zkrc__member;
 
 /** What every member of an ensemble shares. */
 struct zkrc_ensemble {
   zkrc_ensemble_options opts;
   int size;
-  char *dir;                  /* the ensemble directory */
-  int keep_dir;               /* ZKR_ENSEMBLE_KEEP=1 */
-  int log_to_stderr;          /* ZKR_ENSEMBLE_LOG=1 */
-  char *java;                 /* absolute path of java */
+  char *dir;         /* the ensemble directory */
+  int keep_dir;      /* ZKR_ENSEMBLE_KEEP=1 */
+  int log_to_stderr; /* ZKR_ENSEMBLE_LOG=1 */
+  char *java;        /* absolute path of java */
   char *class_path;
   zkrc__member members[ZKRC__MAX_MEMBERS];
   char *connect_string;
   char *direct_connect_string;
   zkrc__reaper reaper;
-  zkrc__proxies *proxies;     /* NULL without with_proxies */
+  zkrc__proxies *proxies; /* NULL without with_proxies */
   /* Guards members[].pid and .paused and the reaper link, so that members
    * may be controlled from any thread. */
   pthread_mutex_t lock;
@@ -242,8 +247,8 @@ int zkrc__member_serving(int client_port, int timeout_ms, char *mode,
 
 /** Snapshot of member @p i, for asking it questions without the lock. */
 typedef struct zkrc__member_view {
-  int running;   /* a process, not paused */
-  int port;      /* its client port */
+  int running; /* a process, not paused */
+  int port;    /* its client port */
 } zkrc__member_view;
 
 /** Take the snapshot (under e->lock; notices a member that exited). */
@@ -266,7 +271,7 @@ typedef struct zkrc__quorum_look {
    *  recorded that epoch and that it counts as synced, it makes a majority
    *  of all members.  Single member: 0 when it answers "standalone". */
   int leader;
-  int64_t epoch;   /**< that leader's epoch; -1 without one */
+  int64_t epoch; /**< that leader's epoch; -1 without one */
   /** Members serving under that leader: the leader itself, and running
    *  followers in its epoch, unless more claim to follow it than it counts
    *  as synced (then some claim is stale and none is trusted). */

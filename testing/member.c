@@ -26,8 +26,7 @@
 /* How long a SIGKILLed member may take to die. */
 #define KILL_WAIT_MS 10000
 
-static int make_dir(const char *path)
-{
+static int make_dir(const char *path) {
   if (mkdir(path, 0755) != 0 && errno != EEXIST) {
     fprintf(stderr, "zkrecipes-testing: cannot create %s: %s\n", path,
             strerror(errno));
@@ -36,8 +35,7 @@ static int make_dir(const char *path)
   return 0;
 }
 
-int zkrc__member_init(zkrc_ensemble *e, zkrc__member *m, int index)
-{
+int zkrc__member_init(zkrc_ensemble *e, zkrc__member *m, int index) {
   memset(m, 0, sizeof *m);
   m->index = index;
   m->pid = -1;
@@ -50,8 +48,7 @@ int zkrc__member_init(zkrc_ensemble *e, zkrc__member *m, int index)
   return 0;
 }
 
-void zkrc__member_free(zkrc__member *m)
-{
+void zkrc__member_free(zkrc__member *m) {
   g_free(m->dir);
   g_free(m->data_dir);
   g_free(m->config_path);
@@ -59,8 +56,7 @@ void zkrc__member_free(zkrc__member *m)
   m->dir = m->data_dir = m->config_path = m->log_path = NULL;
 }
 
-void zkrc__member_wipe(zkrc__member *m)
-{
+void zkrc__member_wipe(zkrc__member *m) {
   if (zkrc__remove_tree(m->data_dir) != 0)
     fprintf(stderr, "zkrecipes-testing: cannot remove %s: %s\n", m->data_dir,
             strerror(errno));
@@ -68,8 +64,7 @@ void zkrc__member_wipe(zkrc__member *m)
   unlink(m->log_path);
 }
 
-int zkrc__member_configure(const zkrc_ensemble *e, const zkrc__member *m)
-{
+int zkrc__member_configure(const zkrc_ensemble *e, const zkrc__member *m) {
   const zkrc_ensemble_options *o = &e->opts;
   GString *cfg = g_string_new(NULL);
   g_string_append_printf(cfg,
@@ -110,8 +105,7 @@ int zkrc__member_configure(const zkrc_ensemble *e, const zkrc__member *m)
 
 /* Append a printf-formatted argument to @p argv. */
 static void __attribute__((format(printf, 2, 3)))
-add_arg(GPtrArray *argv, const char *fmt, ...)
-{
+add_arg(GPtrArray *argv, const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
   g_ptr_array_add(argv, g_strdup_vprintf(fmt, ap));
@@ -120,8 +114,7 @@ add_arg(GPtrArray *argv, const char *fmt, ...)
 
 /* The JVM's command line.  Every string is owned by the returned array
  * (g_strfreev). */
-static char **java_argv(const zkrc_ensemble *e, const zkrc__member *m)
-{
+static char **java_argv(const zkrc_ensemble *e, const zkrc__member *m) {
   const zkrc_ensemble_options *o = &e->opts;
   GPtrArray *a = g_ptr_array_new();
   add_arg(a, "%s", e->java);
@@ -130,7 +123,7 @@ static char **java_argv(const zkrc_ensemble *e, const zkrc__member *m)
   add_arg(a, "-Xms32m");
   add_arg(a, "-XX:+UseSerialGC");
   add_arg(a, "-XX:TieredStopAtLevel=1");
-  add_arg(a, "-XX:-UsePerfData");   /* no /tmp/hsperfdata_USER */
+  add_arg(a, "-XX:-UsePerfData"); /* no /tmp/hsperfdata_USER */
   add_arg(a, "-XX:+ExitOnOutOfMemoryError");
   add_arg(a, "-Djava.net.preferIPv4Stack=true");
   add_arg(a, "-Dzookeeper.admin.enableServer=false");
@@ -154,8 +147,7 @@ static char **java_argv(const zkrc_ensemble *e, const zkrc__member *m)
 }
 
 /* Where the member's output goes: its log file, or our stderr. */
-static int open_output(const zkrc_ensemble *e, const zkrc__member *m)
-{
+static int open_output(const zkrc_ensemble *e, const zkrc__member *m) {
   if (e->log_to_stderr)
     return fcntl(2, F_DUPFD_CLOEXEC, 3);
   int fd = open(m->log_path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
@@ -165,8 +157,7 @@ static int open_output(const zkrc_ensemble *e, const zkrc__member *m)
   return fd;
 }
 
-int zkrc__member_spawn(zkrc_ensemble *e, zkrc__member *m)
-{
+int zkrc__member_spawn(zkrc_ensemble *e, zkrc__member *m) {
   if (m->pid > 0)
     return 0;
   int out = open_output(e, m);
@@ -174,9 +165,9 @@ int zkrc__member_spawn(zkrc_ensemble *e, zkrc__member *m)
     return -1;
   if (!e->log_to_stderr) {
     char banner[96];
-    int len = snprintf(banner, sizeof banner,
-                       "=== zkrecipes-testing: starting member %d ===\n",
-                       m->index);
+    int len =
+        snprintf(banner, sizeof banner,
+                 "=== zkrecipes-testing: starting member %d ===\n", m->index);
     ssize_t unused = write(out, banner, (size_t)len);
     (void)unused;
   }
@@ -193,15 +184,13 @@ int zkrc__member_spawn(zkrc_ensemble *e, zkrc__member *m)
 }
 
 /* The member is gone: forget it. */
-static void member_gone(zkrc_ensemble *e, zkrc__member *m)
-{
+static void member_gone(zkrc_ensemble *e, zkrc__member *m) {
   zkrc__reaper_forget(&e->reaper, m->pid);
   m->pid = -1;
   m->paused = 0;
 }
 
-void zkrc__member_kill(zkrc_ensemble *e, zkrc__member *m)
-{
+void zkrc__member_kill(zkrc_ensemble *e, zkrc__member *m) {
   if (m->pid <= 0)
     return;
   if (kill(m->pid, SIGKILL) != 0 && errno != ESRCH)
@@ -213,8 +202,7 @@ void zkrc__member_kill(zkrc_ensemble *e, zkrc__member *m)
   member_gone(e, m);
 }
 
-int zkrc__member_terminate(zkrc_ensemble *e, zkrc__member *m)
-{
+int zkrc__member_terminate(zkrc_ensemble *e, zkrc__member *m) {
   if (m->pid <= 0)
     return -1;
   if (kill(m->pid, SIGTERM) != 0 && errno != ESRCH)
@@ -224,8 +212,10 @@ int zkrc__member_terminate(zkrc_ensemble *e, zkrc__member *m)
   if (m->paused)
     kill(m->pid, SIGCONT);
   if (zkrc__wait_exit(m->pid, TERMINATE_WAIT_MS) != 1) {
-    fprintf(stderr, "zkrecipes-testing: member %d ignored SIGTERM for %d "
-            "ms; killing it\n", m->index, TERMINATE_WAIT_MS);
+    fprintf(stderr,
+            "zkrecipes-testing: member %d ignored SIGTERM for %d "
+            "ms; killing it\n",
+            m->index, TERMINATE_WAIT_MS);
     zkrc__member_kill(e, m);
     return 0;
   }
@@ -233,8 +223,7 @@ int zkrc__member_terminate(zkrc_ensemble *e, zkrc__member *m)
   return 0;
 }
 
-int zkrc__member_reap_if_exited(zkrc_ensemble *e, zkrc__member *m)
-{
+int zkrc__member_reap_if_exited(zkrc_ensemble *e, zkrc__member *m) {
   int status = 0;
   if (m->pid <= 0 || !zkrc__has_exited(m->pid, &status))
     return 0;
@@ -243,8 +232,7 @@ int zkrc__member_reap_if_exited(zkrc_ensemble *e, zkrc__member *m)
 }
 
 int zkrc__member_serving(int client_port, int timeout_ms, char *mode,
-                         size_t mode_size)
-{
+                         size_t mode_size) {
   char *answer = NULL;
   if (zkrc__four_letter(client_port, "srvr", timeout_ms, &answer) != 0)
     return 0;

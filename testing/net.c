@@ -35,16 +35,14 @@ static pthread_mutex_t held_lock = PTHREAD_MUTEX_INITIALIZER;
 /* Lowest port below the ephemeral range we pick from. */
 #define FIXED_PORT_LOW 20000
 
-static int is_held(int port)
-{
+static int is_held(int port) {
   for (int i = 0; i < MAX_HELD_PORTS; i++)
     if (held_ports[i] == port)
       return 1;
   return 0;
 }
 
-static int hold(int port)
-{
+static int hold(int port) {
   for (int i = 0; i < MAX_HELD_PORTS; i++) {
     if (held_ports[i] == 0) {
       held_ports[i] = port;
@@ -56,8 +54,7 @@ static int hold(int port)
 
 /* First port of the kernel's ephemeral range (outgoing connections take
  * their local port from it); 32768 when it cannot be read. */
-static int ephemeral_low(void)
-{
+static int ephemeral_low(void) {
   int low = 32768, high = 60999;
   FILE *f = fopen("/proc/sys/net/ipv4/ip_local_port_range", "re");
   if (f) {
@@ -70,8 +67,7 @@ static int ephemeral_low(void)
 
 /* A socket bound to 127.0.0.1:@p port (0: any), or -1.  No SO_REUSEADDR:
  * a port with connections in TIME_WAIT is passed over too. */
-static int bind_loopback(int port)
-{
+static int bind_loopback(int port) {
   int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (fd < 0)
     return -1;
@@ -87,8 +83,7 @@ static int bind_loopback(int port)
   return fd;
 }
 
-static int bound_port(int fd)
-{
+static int bound_port(int fd) {
   struct sockaddr_in addr;
   socklen_t len = sizeof addr;
   if (getsockname(fd, (struct sockaddr *)&addr, &len) != 0)
@@ -98,8 +93,7 @@ static int bound_port(int fd)
 
 /* Probe one candidate: returns a socket bound to it (to keep it while the
  * others are chosen), or -1. */
-static int probe_port(int low, int high, int *port)
-{
+static int probe_port(int low, int high, int *port) {
   int candidate = 0;
   if (high - low > 100)
     candidate = g_random_int_range(low, high);
@@ -115,8 +109,7 @@ static int probe_port(int low, int high, int *port)
   return fd;
 }
 
-int zkrc__reserve_ports(int count, int *ports)
-{
+int zkrc__reserve_ports(int count, int *ports) {
   int fds[3 * ZKRC__MAX_MEMBERS + 8];
   if (count <= 0 || count > (int)(sizeof fds / sizeof fds[0]))
     return -1;
@@ -147,8 +140,7 @@ int zkrc__reserve_ports(int count, int *ports)
   return rc;
 }
 
-void zkrc__release_ports(const int *ports, int count)
-{
+void zkrc__release_ports(const int *ports, int count) {
   pthread_mutex_lock(&held_lock);
   for (int i = 0; i < count; i++) {
     for (int j = 0; ports[i] != 0 && j < MAX_HELD_PORTS; j++) {
@@ -168,13 +160,12 @@ void zkrc__release_ports(const int *ports, int count)
 
 /* poll() one descriptor until @p deadline.  Returns 1 when ready, 0 on
  * timeout, -1 on error. */
-static int wait_fd(int fd, short events, int64_t deadline)
-{
+static int wait_fd(int fd, short events, int64_t deadline) {
   for (;;) {
     int64_t left = deadline - zkrc__now_ms();
     if (left <= 0)
       return 0;
-    struct pollfd pfd = { fd, events, 0 };
+    struct pollfd pfd = {fd, events, 0};
     int n = poll(&pfd, 1, (int)left);
     if (n > 0)
       return 1;
@@ -185,10 +176,9 @@ static int wait_fd(int fd, short events, int64_t deadline)
 
 /* Connect to @p addr without blocking past @p deadline. */
 static int connect_by(const struct sockaddr *addr, socklen_t len,
-                      int64_t deadline)
-{
-  int fd = socket(addr->sa_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK,
-                  0);
+                      int64_t deadline) {
+  int fd =
+      socket(addr->sa_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
   if (fd < 0)
     return -1;
   if (connect(fd, addr, len) == 0)
@@ -206,8 +196,7 @@ static int connect_by(const struct sockaddr *addr, socklen_t len,
   return fd;
 }
 
-static int connect_loopback(int port, int64_t deadline)
-{
+static int connect_loopback(int port, int64_t deadline) {
   struct sockaddr_in addr;
   memset(&addr, 0, sizeof addr);
   addr.sin_family = AF_INET;
@@ -217,8 +206,7 @@ static int connect_loopback(int port, int64_t deadline)
 }
 
 /* Connect to "HOST:PORT" (a name, an IPv4 address or [IPv6]). */
-static int connect_host_port(const char *host_port, int64_t deadline)
-{
+static int connect_host_port(const char *host_port, int64_t deadline) {
   const char *colon = strrchr(host_port, ':');
   if (colon == NULL || colon == host_port || colon[1] == '\0')
     return -1;
@@ -227,7 +215,7 @@ static int connect_host_port(const char *host_port, int64_t deadline)
     memmove(host, host + 1, strlen(host) - 2);
     host[strlen(host) - 2] = '\0';
   }
-  struct addrinfo hints = { .ai_socktype = SOCK_STREAM }, *res = NULL;
+  struct addrinfo hints = {.ai_socktype = SOCK_STREAM}, *res = NULL;
   int fd = -1;
   if (getaddrinfo(host, colon + 1, &hints, &res) == 0) {
     for (struct addrinfo *a = res; a != NULL && fd < 0; a = a->ai_next)
@@ -238,8 +226,7 @@ static int connect_host_port(const char *host_port, int64_t deadline)
   return fd;
 }
 
-static int send_all(int fd, const char *data, size_t len, int64_t deadline)
-{
+static int send_all(int fd, const char *data, size_t len, int64_t deadline) {
   size_t done = 0;
   while (done < len) {
     ssize_t n = send(fd, data + done, len - done, MSG_NOSIGNAL);
@@ -256,8 +243,7 @@ static int send_all(int fd, const char *data, size_t len, int64_t deadline)
 }
 
 /* Read to end-of-file; the answer is malloc'ed into *out. */
-static int read_to_eof(int fd, int64_t deadline, char **out)
-{
+static int read_to_eof(int fd, int64_t deadline, char **out) {
   size_t cap = 4096, len = 0;
   char *buf = malloc(cap);
   if (!buf)
@@ -297,8 +283,7 @@ static int read_to_eof(int fd, int64_t deadline, char **out)
 
 /* Send @p cmd on @p fd (connected, or -1) and read the whole answer. */
 static int ask_four_letter(int fd, const char *cmd, int64_t deadline,
-                           char **out)
-{
+                           char **out) {
   if (fd < 0)
     return -1;
   int rc = send_all(fd, cmd, strlen(cmd), deadline);
@@ -308,22 +293,20 @@ static int ask_four_letter(int fd, const char *cmd, int64_t deadline,
   return rc;
 }
 
-int zkrc__four_letter(int port, const char *cmd, int timeout_ms, char **out)
-{
+int zkrc__four_letter(int port, const char *cmd, int timeout_ms, char **out) {
   *out = NULL;
   int64_t deadline = zkrc__now_ms() + timeout_ms;
   return ask_four_letter(connect_loopback(port, deadline), cmd, deadline, out);
 }
 
 int zkrc_four_letter(const char *host_port, const char *cmd, int timeout_ms,
-                     char **out)
-{
+                     char **out) {
   if (out == NULL)
     return -1;
   *out = NULL;
   if (host_port == NULL || cmd == NULL || timeout_ms < 0)
     return -1;
   int64_t deadline = zkrc__now_ms() + timeout_ms;
-  return ask_four_letter(connect_host_port(host_port, deadline), cmd,
-                         deadline, out);
+  return ask_four_letter(connect_host_port(host_port, deadline), cmd, deadline,
+                         out);
 }

@@ -28,22 +28,19 @@
 
 extern char **environ;
 
-int64_t zkrc__now_ms(void)
-{
+int64_t zkrc__now_ms(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-void zkrc__sleep_ms(int ms)
-{
-  struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000L };
+void zkrc__sleep_ms(int ms) {
+  struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
   while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
   }
 }
 
-void zkrc__close_from(int lowest)
-{
+void zkrc__close_from(int lowest) {
 #ifdef SYS_close_range
   if (syscall(SYS_close_range, (unsigned)lowest, ~0U, 0) == 0)
     return;
@@ -54,28 +51,26 @@ void zkrc__close_from(int lowest)
     close(fd);
 }
 
-/* Signals whose disposition or mask the test process may have changed (a
- * self-pipe handler, SIGPIPE ignored, signals blocked for signalfd...):
- * ignored dispositions and the mask survive exec, so reset them, or SIGTERM
- * might not stop the member. */
-static void reset_signals(void)
-{
-  static const int signals[] = { SIGHUP, SIGINT, SIGQUIT, SIGTERM, SIGPIPE,
-                                 SIGCHLD, SIGUSR1, SIGUSR2, SIGALRM };
+/* The test process may have changed signal dispositions or its mask (a
+ * self-pipe handler, SIGPIPE ignored, signals blocked for signalfd; a shell
+ * that started it in the background ignores SIGINT and SIGQUIT): ignored
+ * dispositions and the mask survive exec, so reset them all, or SIGTERM
+ * might not stop a member, nor SIGINT a tool under test. */
+void zkrc__default_signals(void) {
   struct sigaction dfl;
   memset(&dfl, 0, sizeof dfl);
   dfl.sa_handler = SIG_DFL;
   sigemptyset(&dfl.sa_mask);
-  for (size_t i = 0; i < sizeof signals / sizeof signals[0]; i++)
-    sigaction(signals[i], &dfl, NULL);
+  /* SIGKILL, SIGSTOP and the C library's own signals refuse: harmless. */
+  for (int sig = 1; sig < NSIG; sig++)
+    sigaction(sig, &dfl, NULL);
   sigset_t none;
   sigemptyset(&none);
   sigprocmask(SIG_SETMASK, &none, NULL);
 }
 
 /* Report errno @p err to the parent through @p err_fd and exit. */
-static _Noreturn void child_fail(int err_fd, int err)
-{
+static _Noreturn void child_fail(int err_fd, int err) {
   ssize_t unused = write(err_fd, &err, sizeof err);
   (void)unused;
   _exit(127);
@@ -84,8 +79,7 @@ static _Noreturn void child_fail(int err_fd, int err)
 /* In the child: async-signal-safe calls only.  @p err_fd is >= 3 and
  * close-on-exec, so a successful exec closes it and the parent reads EOF. */
 static _Noreturn void child_exec(char *const argv[], const char *cwd,
-                                 int out_fd, int err_fd, pid_t parent)
-{
+                                 int out_fd, int err_fd, pid_t parent) {
   /* Die with the thread that forked us.  The parent may already be gone by
    * the time the death signal is armed: check. */
   if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0)
@@ -95,7 +89,7 @@ static _Noreturn void child_exec(char *const argv[], const char *cwd,
   /* Our own process group: a ^C in the terminal reaches the harness, which
    * then stops the members in order. */
   setpgid(0, 0);
-  reset_signals();
+  zkrc__default_signals();
 
   int null_fd = open("/dev/null", O_RDONLY);
   if (null_fd < 0)
@@ -118,8 +112,7 @@ static _Noreturn void child_exec(char *const argv[], const char *cwd,
 
 /* Move @p fd to a number >= 3 (close-on-exec), so the child's dup2 onto 0-2
  * cannot clobber it even when the test process closed its stdio. */
-static int fd_above_stdio(int fd)
-{
+static int fd_above_stdio(int fd) {
   if (fd >= 3)
     return fd;
   int moved = fcntl(fd, F_DUPFD_CLOEXEC, 3);
@@ -127,8 +120,7 @@ static int fd_above_stdio(int fd)
   return moved;
 }
 
-pid_t zkrc__spawn(char *const argv[], const char *cwd, int out_fd)
-{
+pid_t zkrc__spawn(char *const argv[], const char *cwd, int out_fd) {
   int err_pipe[2];
   if (pipe2(err_pipe, O_CLOEXEC) != 0) {
     fprintf(stderr, "zkrecipes-testing: pipe: %s\n", strerror(errno));
@@ -139,9 +131,12 @@ pid_t zkrc__spawn(char *const argv[], const char *cwd, int out_fd)
   int out = fcntl(out_fd, F_DUPFD_CLOEXEC, 3);
   if (err_read < 0 || err_write < 0 || out < 0) {
     fprintf(stderr, "zkrecipes-testing: fcntl: %s\n", strerror(errno));
-    if (err_read >= 0) close(err_read);
-    if (err_write >= 0) close(err_write);
-    if (out >= 0) close(out);
+    if (err_read >= 0)
+      close(err_read);
+    if (err_write >= 0)
+      close(err_write);
+    if (out >= 0)
+      close(out);
     return -1;
   }
 
@@ -174,8 +169,7 @@ pid_t zkrc__spawn(char *const argv[], const char *cwd, int out_fd)
   return pid;
 }
 
-int zkrc__has_exited(pid_t pid, int *status)
-{
+int zkrc__has_exited(pid_t pid, int *status) {
   int st = 0;
   pid_t r;
   do {
@@ -190,8 +184,7 @@ int zkrc__has_exited(pid_t pid, int *status)
 /* A pidfd becomes readable when the process exits: no polling needed.
  * Returns -1 when the kernel (or valgrind) has no pidfd_open; that is
  * remembered, so it is asked only once. */
-static int open_pidfd(pid_t pid)
-{
+static int open_pidfd(pid_t pid) {
 #ifdef SYS_pidfd_open
   static atomic_int unsupported;
   if (atomic_load(&unsupported))
@@ -206,8 +199,7 @@ static int open_pidfd(pid_t pid)
 #endif
 }
 
-int zkrc__wait_exit(pid_t pid, int timeout_ms)
-{
+int zkrc__wait_exit(pid_t pid, int timeout_ms) {
   int64_t deadline = zkrc__now_ms() + timeout_ms;
   int pidfd = open_pidfd(pid);
   for (;;) {
@@ -220,7 +212,7 @@ int zkrc__wait_exit(pid_t pid, int timeout_ms)
     if (left <= 0)
       break;
     if (pidfd >= 0) {
-      struct pollfd pfd = { pidfd, POLLIN, 0 };
+      struct pollfd pfd = {pidfd, POLLIN, 0};
       if (poll(&pfd, 1, (int)left) < 0 && errno != EINTR) {
         close(pidfd);
         pidfd = -1;
@@ -234,8 +226,7 @@ int zkrc__wait_exit(pid_t pid, int timeout_ms)
   return 0;
 }
 
-int zkrc__wait_stopped(pid_t pid, int timeout_ms)
-{
+int zkrc__wait_stopped(pid_t pid, int timeout_ms) {
   int64_t deadline = zkrc__now_ms() + timeout_ms;
   for (;;) {
     int st = 0;
@@ -243,7 +234,7 @@ int zkrc__wait_stopped(pid_t pid, int timeout_ms)
     if (r == pid && WIFSTOPPED(st))
       return 1;
     if (r == pid || (r < 0 && errno != EINTR))
-      return -1;   /* exited (now reaped), or not our child */
+      return -1; /* exited (now reaped), or not our child */
     if (zkrc__now_ms() >= deadline)
       return 0;
     /* A group stop of a JVM takes well under a millisecond. */
@@ -251,8 +242,7 @@ int zkrc__wait_stopped(pid_t pid, int timeout_ms)
   }
 }
 
-char *zkrc__find_program(const char *name)
-{
+char *zkrc__find_program(const char *name) {
   if (strchr(name, '/'))
     return access(name, X_OK) == 0 ? realpath(name, NULL) : NULL;
   const char *path = getenv("PATH");

@@ -49,19 +49,19 @@
 typedef struct chunk {
   struct chunk *next;
   int64_t ready_ms;
-  size_t len;   /* bytes in data */
-  size_t sent;  /* of which already sent */
+  size_t len;  /* bytes in data */
+  size_t sent; /* of which already sent */
   size_t cap;
   char data[];
 } chunk;
 
 /* Where a byte stream stands in ZooKeeper's packet framing. */
 typedef struct framer {
-  uint64_t packets;        /* packets started so far; 0: the handshake */
-  uint32_t body_left;      /* bytes of the current packet still to pass */
-  unsigned char head[8];   /* start of the next packet: length, xid */
+  uint64_t packets;      /* packets started so far; 0: the handshake */
+  uint32_t body_left;    /* bytes of the current packet still to pass */
+  unsigned char head[8]; /* start of the next packet: length, xid */
   size_t head_len;
-  size_t head_want;        /* 4 until the length is known, then 4-8 */
+  size_t head_want; /* 4 until the length is known, then 4-8 */
 } framer;
 
 /* One direction of a connection. */
@@ -69,22 +69,22 @@ typedef struct flow {
   chunk *first, *last;
   size_t queued;
   framer framer;
-  int eof;                 /* the source side closed */
-  int64_t eof_ready_ms;    /* when to pass the close on (delay) */
-  int write_blocked;       /* the last send() would block: wait POLLOUT */
+  int eof;              /* the source side closed */
+  int64_t eof_ready_ms; /* when to pass the close on (delay) */
+  int write_blocked;    /* the last send() would block: wait POLLOUT */
 } flow;
 
 typedef struct conn {
   struct conn *next;
   int client_fd;
-  int server_fd;           /* -1 until the upstream connect is started */
-  int server_connecting;   /* the non-blocking connect is in progress */
-  flow up;                 /* client -> member */
-  flow down;               /* member -> client */
-  int doomed;              /* swallow the member's reply to doomed_xid */
+  int server_fd;         /* -1 until the upstream connect is started */
+  int server_connecting; /* the non-blocking connect is in progress */
+  flow up;               /* client -> member */
+  flow down;             /* member -> client */
+  int doomed;            /* swallow the member's reply to doomed_xid */
   int32_t doomed_xid;
-  int cut;                 /* that reply came: close once the rest is out */
-  int dead;                /* close at the end of this round */
+  int cut;  /* that reply came: close once the rest is out */
+  int dead; /* close at the end of this round */
 } conn;
 
 typedef struct proxy {
@@ -93,20 +93,20 @@ typedef struct proxy {
   int target_port;
   conn *conns;
   int conn_count;
-  int64_t accept_paused_until_ms;   /* after EMFILE: no busy accept loop */
+  int64_t accept_paused_until_ms; /* after EMFILE: no busy accept loop */
   /* The faults, written by the control functions under the lock. */
   int delay_ms;
   int64_t blackhole_until_ms;
   int refuse;
-  int armed;                        /* drop_after_next_request */
+  int armed; /* drop_after_next_request */
   int drop_requested;
 } proxy;
 
 /* What a pollfd entry stands for. */
 typedef struct poll_ref {
   proxy *proxy;
-  conn *conn;               /* NULL: the proxy's listener */
-  int is_server;            /* the conn's member side */
+  conn *conn;    /* NULL: the proxy's listener */
+  int is_server; /* the conn's member side */
 } poll_ref;
 
 struct zkrc__proxies {
@@ -114,8 +114,8 @@ struct zkrc__proxies {
   proxy proxies[ZKRC__MAX_MEMBERS];
   pthread_mutex_t lock;
   pthread_cond_t applied_cond;
-  uint64_t requested;       /* control calls made ... */
-  uint64_t applied;         /* ... and applied by the thread */
+  uint64_t requested; /* control calls made ... */
+  uint64_t applied;   /* ... and applied by the thread */
   int stopping;
   int wake_read, wake_write;
   pthread_t thread;
@@ -128,23 +128,20 @@ struct zkrc__proxies {
 
 /* ---- sockets ------------------------------------------------------------ */
 
-static void set_nodelay(int fd)
-{
+static void set_nodelay(int fd) {
   /* ZooKeeper packets are small: Nagle would add 40 ms to each. */
   int one = 1;
   setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
 }
 
 /* Close with an RST rather than a FIN. */
-static void close_with_reset(int fd)
-{
-  struct linger lg = { 1, 0 };
+static void close_with_reset(int fd) {
+  struct linger lg = {1, 0};
   setsockopt(fd, SOL_SOCKET, SO_LINGER, &lg, sizeof lg);
   close(fd);
 }
 
-static int listen_loopback(int *port)
-{
+static int listen_loopback(int *port) {
   int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
   if (fd < 0)
     return -1;
@@ -167,8 +164,7 @@ static int listen_loopback(int *port)
 
 /* Start the non-blocking connect to the member.  0, or -1 when it failed
  * at once. */
-static int start_upstream(conn *c, int target_port)
-{
+static int start_upstream(conn *c, int target_port) {
   int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
   if (fd < 0)
     return -1;
@@ -188,20 +184,18 @@ static int start_upstream(conn *c, int target_port)
   return -1;
 }
 
-static void finish_upstream(conn *c)
-{
+static void finish_upstream(conn *c) {
   int err = 0;
   socklen_t len = sizeof err;
   if (getsockopt(c->server_fd, SOL_SOCKET, SO_ERROR, &err, &len) != 0 ||
       err != 0)
-    c->dead = 1;   /* member down: the client sees its connection close */
+    c->dead = 1; /* member down: the client sees its connection close */
   c->server_connecting = 0;
 }
 
 /* ---- queues ------------------------------------------------------------- */
 
-static void flow_clear(flow *f)
-{
+static void flow_clear(flow *f) {
   while (f->first) {
     chunk *next = f->first->next;
     free(f->first);
@@ -213,8 +207,7 @@ static void flow_clear(flow *f)
 
 /* Queue @p len bytes to be sent at @p ready_ms.  Returns -1 when out of
  * memory. */
-static int flow_push(flow *f, const void *data, size_t len, int64_t ready_ms)
-{
+static int flow_push(flow *f, const void *data, size_t len, int64_t ready_ms) {
   if (len == 0)
     return 0;
   chunk *last = f->last;
@@ -241,8 +234,7 @@ static int flow_push(flow *f, const void *data, size_t len, int64_t ready_ms)
 
 /* Send what is due.  Sets write_blocked when the socket is full, and
  * c->dead when the peer is gone. */
-static void flow_send(conn *c, flow *f, int fd, int64_t now)
-{
+static void flow_send(conn *c, flow *f, int fd, int64_t now) {
   f->write_blocked = 0;
   while (f->first && f->first->ready_ms <= now) {
     chunk *ch = f->first;
@@ -271,18 +263,16 @@ static void flow_send(conn *c, flow *f, int fd, int64_t now)
 
 /* ---- framing ------------------------------------------------------------ */
 
-static uint32_t read_be32(const unsigned char *p)
-{
+static uint32_t read_be32(const unsigned char *p) {
   return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 |
          (uint32_t)p[3];
 }
 
 /* A packet's start is known (length and, when the body has 4 bytes, xid).
  * Returns 1 when the packet must be swallowed and the connection cut. */
-static int inspect_packet(proxy *p, conn *c, int upstream, const framer *fr)
-{
+static int inspect_packet(proxy *p, conn *c, int upstream, const framer *fr) {
   if (fr->packets == 0 || fr->head_len < 8)
-    return 0;   /* the handshake, or no room for an xid */
+    return 0; /* the handshake, or no room for an xid */
   int32_t xid = (int32_t)read_be32(fr->head + 4);
   if (upstream) {
     /* Negative xids are pings, auth, set-watches: not requests. */
@@ -300,8 +290,7 @@ static int inspect_packet(proxy *p, conn *c, int upstream, const framer *fr)
  * (towards the other side), queueing them at @p ready_ms. */
 static void frame_and_queue(proxy *p, conn *c, flow *f, int upstream,
                             const unsigned char *data, size_t len,
-                            int64_t ready_ms)
-{
+                            int64_t ready_ms) {
   framer *fr = &f->framer;
   while (len > 0 && !c->dead) {
     if (fr->body_left > 0) {
@@ -328,7 +317,7 @@ static void frame_and_queue(proxy *p, conn *c, flow *f, int upstream,
     if (fr->head_len < fr->head_want)
       continue;
     if (inspect_packet(p, c, upstream, fr)) {
-      c->cut = 1;   /* drop this reply and everything after it */
+      c->cut = 1; /* drop this reply and everything after it */
       return;
     }
     if (flow_push(f, fr->head, fr->head_len, ready_ms) != 0)
@@ -342,13 +331,11 @@ static void frame_and_queue(proxy *p, conn *c, flow *f, int upstream,
 
 /* ---- connections -------------------------------------------------------- */
 
-static int blackholed(const proxy *p, int64_t now)
-{
+static int blackholed(const proxy *p, int64_t now) {
   return now < p->blackhole_until_ms;
 }
 
-static void conn_free(conn *c)
-{
+static void conn_free(conn *c) {
   close(c->client_fd);
   if (c->server_fd >= 0)
     close(c->server_fd);
@@ -357,8 +344,7 @@ static void conn_free(conn *c)
   free(c);
 }
 
-static void close_all_conns(proxy *p)
-{
+static void close_all_conns(proxy *p) {
   while (p->conns) {
     conn *next = p->conns->next;
     conn_free(p->conns);
@@ -367,14 +353,12 @@ static void close_all_conns(proxy *p)
   p->conn_count = 0;
 }
 
-static void framer_init(framer *fr)
-{
+static void framer_init(framer *fr) {
   memset(fr, 0, sizeof *fr);
   fr->head_want = 4;
 }
 
-static void accept_clients(proxy *p, int64_t now)
-{
+static void accept_clients(proxy *p, int64_t now) {
   for (int i = 0; i < 16; i++) {
     int fd = accept4(p->listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
     if (fd < 0) {
@@ -384,7 +368,7 @@ static void accept_clients(proxy *p, int64_t now)
                 strerror(errno));
         p->accept_paused_until_ms = now + 100;
       }
-      return;   /* EAGAIN, or a connection that died in the backlog */
+      return; /* EAGAIN, or a connection that died in the backlog */
     }
     if (p->refuse || p->conn_count >= MAX_CONNS) {
       close_with_reset(fd);
@@ -407,8 +391,7 @@ static void accept_clients(proxy *p, int64_t now)
 }
 
 /* Read what one side sent and queue it for the other. */
-static void read_side(proxy *p, conn *c, int from_server, int64_t now)
-{
+static void read_side(proxy *p, conn *c, int from_server, int64_t now) {
   unsigned char buf[READ_SIZE];
   int fd = from_server ? c->server_fd : c->client_fd;
   flow *f = from_server ? &c->down : &c->up;
@@ -424,8 +407,7 @@ static void read_side(proxy *p, conn *c, int from_server, int64_t now)
 }
 
 static int wants_read(const proxy *p, const conn *c, int from_server,
-                      int64_t now)
-{
+                      int64_t now) {
   const flow *f = from_server ? &c->down : &c->up;
   if (blackholed(p, now) || c->cut || f->eof || f->queued >= MAX_QUEUED)
     return 0;
@@ -434,8 +416,7 @@ static int wants_read(const proxy *p, const conn *c, int from_server,
 
 /* One round of work on a connection: connect, send what is due, decide
  * whether it is finished. */
-static void pump_conn(proxy *p, conn *c, int64_t now)
-{
+static void pump_conn(proxy *p, conn *c, int64_t now) {
   if (c->dead || blackholed(p, now))
     return;
   if (c->server_fd < 0 && start_upstream(c, p->target_port) != 0) {
@@ -450,15 +431,14 @@ static void pump_conn(proxy *p, conn *c, int64_t now)
    * before has been passed on. */
   if (c->up.eof && now >= c->up.eof_ready_ms &&
       (!c->up.first || c->server_connecting))
-    c->dead = 1;   /* (a member that does not accept gets nothing) */
+    c->dead = 1; /* (a member that does not accept gets nothing) */
   if (c->down.eof && !c->down.first && now >= c->down.eof_ready_ms)
     c->dead = 1;
   if (c->cut && !c->down.first)
     c->dead = 1;
 }
 
-static void reap_dead_conns(proxy *p)
-{
+static void reap_dead_conns(proxy *p) {
   conn **link = &p->conns;
   while (*link) {
     conn *c = *link;
@@ -475,8 +455,7 @@ static void reap_dead_conns(proxy *p)
 /* ---- the thread --------------------------------------------------------- */
 
 static int add_pollfd(zkrc__proxies *ps, int fd, short events, proxy *p,
-                      conn *c, int is_server)
-{
+                      conn *c, int is_server) {
   if (ps->nfds == ps->cap) {
     size_t cap = ps->cap ? ps->cap * 2 : 64;
     struct pollfd *pfds = realloc(ps->pfds, cap * sizeof *pfds);
@@ -489,14 +468,13 @@ static int add_pollfd(zkrc__proxies *ps, int fd, short events, proxy *p,
     ps->refs = refs;
     ps->cap = cap;
   }
-  ps->pfds[ps->nfds] = (struct pollfd){ fd, events, 0 };
-  ps->refs[ps->nfds] = (poll_ref){ p, c, is_server };
+  ps->pfds[ps->nfds] = (struct pollfd){fd, events, 0};
+  ps->refs[ps->nfds] = (poll_ref){p, c, is_server};
   ps->nfds++;
   return 0;
 }
 
-static void build_poll_set(zkrc__proxies *ps, int64_t now)
-{
+static void build_poll_set(zkrc__proxies *ps, int64_t now) {
   ps->nfds = 0;
   add_pollfd(ps, ps->wake_read, POLLIN, NULL, NULL, 0);
   for (int i = 0; i < ps->count; i++) {
@@ -519,8 +497,7 @@ static void build_poll_set(zkrc__proxies *ps, int64_t now)
   }
 }
 
-static void handle_events(zkrc__proxies *ps, int64_t now)
-{
+static void handle_events(zkrc__proxies *ps, int64_t now) {
   for (size_t i = 0; i < ps->nfds; i++) {
     short revents = ps->pfds[i].revents;
     poll_ref *ref = &ps->refs[i];
@@ -544,8 +521,7 @@ static void handle_events(zkrc__proxies *ps, int64_t now)
 }
 
 /* Apply control calls.  Called with the lock held. */
-static void apply_requests(zkrc__proxies *ps)
-{
+static void apply_requests(zkrc__proxies *ps) {
   for (int i = 0; i < ps->count; i++) {
     proxy *p = &ps->proxies[i];
     if (p->drop_requested || p->refuse) {
@@ -559,15 +535,13 @@ static void apply_requests(zkrc__proxies *ps)
   }
 }
 
-static int64_t earlier(int64_t a, int64_t b)
-{
+static int64_t earlier(int64_t a, int64_t b) {
   return a < 0 || (b >= 0 && b < a) ? b : a;
 }
 
 /* Milliseconds until the next timed event (a delayed chunk or close, the end
  * of a blackhole or of an accept pause), or -1: none. */
-static int next_timeout(zkrc__proxies *ps, int64_t now)
-{
+static int next_timeout(zkrc__proxies *ps, int64_t now) {
   int64_t next = -1;
   for (int i = 0; i < ps->count; i++) {
     proxy *p = &ps->proxies[i];
@@ -578,7 +552,7 @@ static int next_timeout(zkrc__proxies *ps, int64_t now)
       continue;
     }
     for (conn *c = p->conns; c; c = c->next) {
-      const flow *flows[2] = { &c->up, &c->down };
+      const flow *flows[2] = {&c->up, &c->down};
       for (int k = 0; k < 2; k++) {
         const flow *f = flows[k];
         if (f->first && f->first->ready_ms > now)
@@ -594,8 +568,7 @@ static int next_timeout(zkrc__proxies *ps, int64_t now)
   return wait > 60000 ? 60000 : (int)(wait < 1 ? 1 : wait);
 }
 
-static void *proxy_thread(void *arg)
-{
+static void *proxy_thread(void *arg) {
   zkrc__proxies *ps = arg;
   pthread_mutex_lock(&ps->lock);
   for (;;) {
@@ -640,8 +613,7 @@ typedef enum fault {
   FAULT_REFUSE
 } fault;
 
-static void set_fault(proxy *p, fault what, int value)
-{
+static void set_fault(proxy *p, fault what, int value) {
   switch (what) {
   case FAULT_DROP_ALL:
     p->drop_requested = 1;
@@ -661,8 +633,7 @@ static void set_fault(proxy *p, fault what, int value)
   }
 }
 
-static void wake_thread(zkrc__proxies *ps)
-{
+static void wake_thread(zkrc__proxies *ps) {
   char byte = 1;
   /* A full pipe is fine: the thread is woken already. */
   ssize_t unused = write(ps->wake_write, &byte, 1);
@@ -670,8 +641,7 @@ static void wake_thread(zkrc__proxies *ps)
 }
 
 /* Set a fault and wait until the thread has seen it. */
-static int control(zkrc__proxies *ps, int i, fault what, int value)
-{
+static int control(zkrc__proxies *ps, int i, fault what, int value) {
   if (!ps || i < 0 || i >= ps->count)
     return -1;
   struct timespec deadline;
@@ -694,40 +664,33 @@ static int control(zkrc__proxies *ps, int i, fault what, int value)
   return rc;
 }
 
-int zkrc__proxy_drop_all(zkrc__proxies *ps, int i)
-{
+int zkrc__proxy_drop_all(zkrc__proxies *ps, int i) {
   return control(ps, i, FAULT_DROP_ALL, 0);
 }
 
-int zkrc__proxy_drop_after_next_request(zkrc__proxies *ps, int i)
-{
+int zkrc__proxy_drop_after_next_request(zkrc__proxies *ps, int i) {
   return control(ps, i, FAULT_DROP_AFTER_NEXT_REQUEST, 0);
 }
 
-int zkrc__proxy_delay(zkrc__proxies *ps, int i, int ms)
-{
+int zkrc__proxy_delay(zkrc__proxies *ps, int i, int ms) {
   return control(ps, i, FAULT_DELAY, ms);
 }
 
-int zkrc__proxy_blackhole(zkrc__proxies *ps, int i, int ms)
-{
+int zkrc__proxy_blackhole(zkrc__proxies *ps, int i, int ms) {
   return control(ps, i, FAULT_BLACKHOLE, ms);
 }
 
-int zkrc__proxy_refuse(zkrc__proxies *ps, int i, int refuse)
-{
+int zkrc__proxy_refuse(zkrc__proxies *ps, int i, int refuse) {
   return control(ps, i, FAULT_REFUSE, refuse);
 }
 
-int zkrc__proxy_port(const zkrc__proxies *ps, int i)
-{
+int zkrc__proxy_port(const zkrc__proxies *ps, int i) {
   return ps && i >= 0 && i < ps->count ? ps->proxies[i].port : -1;
 }
 
 /* ---- start and stop ----------------------------------------------------- */
 
-static int init_sync(zkrc__proxies *ps)
-{
+static int init_sync(zkrc__proxies *ps) {
   pthread_condattr_t attr;
   if (pthread_condattr_init(&attr) != 0)
     return -1;
@@ -744,8 +707,7 @@ static int init_sync(zkrc__proxies *ps)
   return 0;
 }
 
-zkrc__proxies *zkrc__proxies_start(int count, const int *target_ports)
-{
+zkrc__proxies *zkrc__proxies_start(int count, const int *target_ports) {
   if (count < 1 || count > ZKRC__MAX_MEMBERS)
     return NULL;
   zkrc__proxies *ps = calloc(1, sizeof *ps);
@@ -774,8 +736,7 @@ zkrc__proxies *zkrc__proxies_start(int count, const int *target_ports)
     p->target_port = target_ports[i];
     p->listen_fd = listen_loopback(&p->port);
     if (p->listen_fd < 0) {
-      fprintf(stderr, "zkrecipes-testing: proxy listen: %s\n",
-              strerror(errno));
+      fprintf(stderr, "zkrecipes-testing: proxy listen: %s\n", strerror(errno));
       zkrc__proxies_stop(ps);
       return NULL;
     }
@@ -790,8 +751,7 @@ zkrc__proxies *zkrc__proxies_start(int count, const int *target_ports)
   return ps;
 }
 
-void zkrc__proxies_stop(zkrc__proxies *ps)
-{
+void zkrc__proxies_stop(zkrc__proxies *ps) {
   if (!ps)
     return;
   if (ps->thread_started) {

@@ -50,16 +50,14 @@
 /* Bound of one four-letter word within a look. */
 #define LOOK_REQUEST_TIMEOUT_MS 1000
 
-int zkrc__poll_timeout(int64_t deadline)
-{
+int zkrc__poll_timeout(int64_t deadline) {
   int64_t left = deadline - zkrc__now_ms();
   if (left <= 0)
     return 0;
   return left < LOOK_REQUEST_TIMEOUT_MS ? (int)left : LOOK_REQUEST_TIMEOUT_MS;
 }
 
-int zkrc__mntr_value(const char *answer, const char *key, int64_t *value)
-{
+int zkrc__mntr_value(const char *answer, const char *key, int64_t *value) {
   size_t key_len = strlen(key);
   for (const char *line = answer; line && *line;) {
     if (strncmp(line, key, key_len) == 0 && line[key_len] == '\t') {
@@ -78,8 +76,7 @@ int zkrc__mntr_value(const char *answer, const char *key, int64_t *value)
   return 0;
 }
 
-int zkrc_mntr_value(const char *answer, const char *key, int64_t *value)
-{
+int zkrc_mntr_value(const char *answer, const char *key, int64_t *value) {
   if (answer == NULL || key == NULL || value == NULL)
     return 0;
   return zkrc__mntr_value(answer, key, value);
@@ -89,15 +86,14 @@ int zkrc_mntr_value(const char *answer, const char *key, int64_t *value)
 
 /* One read of a member's currentEpoch file. */
 typedef struct epoch_file {
-  int64_t value;   /* -1: absent or unreadable */
-  dev_t dev;       /* which file: each write renames a new one in place */
+  int64_t value; /* -1: absent or unreadable */
+  dev_t dev;     /* which file: each write renames a new one in place */
   ino_t ino;
   struct timespec mtime;
 } epoch_file;
 
-static epoch_file read_epoch_file(const zkrc__member *m)
-{
-  epoch_file f = { .value = -1 };
+static epoch_file read_epoch_file(const zkrc__member *m) {
+  epoch_file f = {.value = -1};
   char path[4096];
   snprintf(path, sizeof path, "%s/version-2/currentEpoch", m->data_dir);
   int fd = open(path, O_RDONLY | O_CLOEXEC);
@@ -123,8 +119,7 @@ static epoch_file read_epoch_file(const zkrc__member *m)
 }
 
 /* The value when @p a and @p b are the same file, else -1. */
-static int64_t stable_epoch(const epoch_file *a, const epoch_file *b)
-{
+static int64_t stable_epoch(const epoch_file *a, const epoch_file *b) {
   if (a->value < 0 || a->value != b->value || a->dev != b->dev ||
       a->ino != b->ino || a->mtime.tv_sec != b->mtime.tv_sec ||
       a->mtime.tv_nsec != b->mtime.tv_nsec)
@@ -136,15 +131,14 @@ static int64_t stable_epoch(const epoch_file *a, const epoch_file *b)
 
 /* What one member said in one look. */
 typedef struct member_word {
-  int answered;         /* running, not paused, `srvr` gave a Mode */
-  char mode[16];        /* "leader", "follower", "standalone", ... */
-  int64_t zxid_epoch;   /* high 32 bits of its Zxid; -1 when absent */
+  int answered;       /* running, not paused, `srvr` gave a Mode */
+  char mode[16];      /* "leader", "follower", "standalone", ... */
+  int64_t zxid_epoch; /* high 32 bits of its Zxid; -1 when absent */
 } member_word;
 
 /* The text after "@p key: " in a `srvr` answer, up to the end of line. */
 static int srvr_field(const char *answer, const char *key, char *out,
-                      size_t size)
-{
+                      size_t size) {
   char prefix[32];
   snprintf(prefix, sizeof prefix, "%s: ", key);
   const char *line = strstr(answer, prefix);
@@ -159,9 +153,8 @@ static int srvr_field(const char *answer, const char *key, char *out,
   return 1;
 }
 
-static member_word ask_srvr(zkrc_ensemble *e, int i, int64_t deadline)
-{
-  member_word w = { .zxid_epoch = -1 };
+static member_word ask_srvr(zkrc_ensemble *e, int i, int64_t deadline) {
+  member_word w = {.zxid_epoch = -1};
   zkrc__member_view v = zkrc__view_member(e, i);
   char *answer = NULL;
   if (!v.running ||
@@ -182,8 +175,7 @@ static member_word ask_srvr(zkrc_ensemble *e, int i, int64_t deadline)
 }
 
 /* The leader's count of synced followers, or -1. */
-static int64_t synced_followers(zkrc_ensemble *e, int i, int64_t deadline)
-{
+static int64_t synced_followers(zkrc_ensemble *e, int i, int64_t deadline) {
   zkrc__member_view v = zkrc__view_member(e, i);
   char *answer = NULL;
   int64_t count = -1;
@@ -198,8 +190,7 @@ static int64_t synced_followers(zkrc_ensemble *e, int i, int64_t deadline)
 
 /* The member claiming leadership in the highest epoch; -1 when none, or
  * when two claim the same epoch (never in a sound ensemble). */
-static int leading_claimant(const member_word *words, int n)
-{
+static int leading_claimant(const member_word *words, int n) {
   int best = -1, tie = 0;
   for (int i = 0; i < n; i++) {
     if (!words[i].answered || strcmp(words[i].mode, "leader") != 0)
@@ -217,8 +208,7 @@ static int leading_claimant(const member_word *words, int n)
 /* ---- the verdict -------------------------------------------------------- */
 
 static void look_at_single(zkrc_ensemble *e, int64_t deadline,
-                           zkrc__quorum_look *look)
-{
+                           zkrc__quorum_look *look) {
   member_word w = ask_srvr(e, 0, deadline);
   if (w.answered && strcmp(w.mode, "standalone") == 0) {
     look->leader = 0;
@@ -230,8 +220,7 @@ static void look_at_single(zkrc_ensemble *e, int64_t deadline,
  * and the epochs that stayed put during the look. */
 static void judge(int n, const member_word *words, const int64_t *epochs,
                   int64_t newest, int claimant, int64_t synced,
-                  zkrc__quorum_look *look)
-{
+                  zkrc__quorum_look *look) {
   if (claimant < 0 || synced < 0)
     return;
   int64_t epoch = words[claimant].zxid_epoch;
@@ -249,7 +238,7 @@ static void judge(int n, const member_word *words, const int64_t *epochs,
   look->epoch = epoch;
   look->serving[claimant] = 1;
   if (claims > synced)
-    return;   /* someone's claim is stale: trust none until it is gone */
+    return; /* someone's claim is stale: trust none until it is gone */
   for (int i = 0; i < n; i++)
     look->serving[i] |= words[i].answered &&
                         strcmp(words[i].mode, "follower") == 0 &&
@@ -257,8 +246,7 @@ static void judge(int n, const member_word *words, const int64_t *epochs,
 }
 
 void zkrc__look_at_quorum(zkrc_ensemble *e, int64_t deadline,
-                          zkrc__quorum_look *look)
-{
+                          zkrc__quorum_look *look) {
   memset(look, 0, sizeof *look);
   look->leader = -1;
   look->epoch = -1;
@@ -277,8 +265,7 @@ void zkrc__look_at_quorum(zkrc_ensemble *e, int64_t deadline,
   for (int i = 0; i < n; i++)
     words[i] = ask_srvr(e, i, deadline);
   int claimant = leading_claimant(words, n);
-  int64_t synced = claimant >= 0 ? synced_followers(e, claimant, deadline)
-                                 : -1;
+  int64_t synced = claimant >= 0 ? synced_followers(e, claimant, deadline) : -1;
   int64_t epochs[ZKRC__MAX_MEMBERS];
   int64_t newest = -1;
   for (int i = 0; i < n; i++) {

@@ -33,7 +33,7 @@
 
 /* One message on the link; 8 bytes, so each is written atomically. */
 typedef struct reaper_msg {
-  char op;          /* 'W'atch pid, 'F'orget pid, 'B'ye */
+  char op; /* 'W'atch pid, 'F'orget pid, 'B'ye */
   char pad[3];
   int32_t pid;
 } reaper_msg;
@@ -45,16 +45,14 @@ typedef struct reaper_msg {
  * the directory anyway. */
 #define REAPER_KILL_WAIT_MS 10000
 
-static void reaper_log(const char *text)
-{
+static void reaper_log(const char *text) {
   ssize_t unused = write(2, text, strlen(text));
   (void)unused;
 }
 
 /* "/proc/PID/" + @p file into @p path (size 64), without snprintf: the
  * reaper sticks to async-signal-safe calls. */
-static void proc_path(char *path, pid_t pid, const char *file)
-{
+static void proc_path(char *path, pid_t pid, const char *file) {
   char digits[16];
   int len = 0;
   for (int v = pid; v > 0 && len < (int)sizeof digits; v /= 10)
@@ -73,8 +71,7 @@ static void proc_path(char *path, pid_t pid, const char *file)
 
 /* Read up to @p size - 1 bytes of /proc/PID/@p file into @p buf.  Returns
  * the length, or -1. */
-static ssize_t read_proc(pid_t pid, const char *file, char *buf, size_t size)
-{
+static ssize_t read_proc(pid_t pid, const char *file, char *buf, size_t size) {
   char path[64];
   proc_path(path, pid, file);
   int fd = open(path, O_RDONLY | O_CLOEXEC);
@@ -93,8 +90,7 @@ static ssize_t read_proc(pid_t pid, const char *file, char *buf, size_t size)
 /* Whether @p pid still runs a member of this ensemble: its command line
  * names a config file under @p dir.  Guards against killing an unrelated
  * process that reused the pid. */
-static int runs_member_of(pid_t pid, const char *dir)
-{
+static int runs_member_of(pid_t pid, const char *dir) {
   char cmdline[8192];
   ssize_t n = read_proc(pid, "cmdline", cmdline, sizeof cmdline);
   return n > 0 && memmem(cmdline, (size_t)n, dir, strlen(dir)) != NULL;
@@ -102,8 +98,7 @@ static int runs_member_of(pid_t pid, const char *dir)
 
 /* 1 while @p pid exists and is not a zombie (a zombie is dead enough: its
  * files are closed, and whoever inherited it will reap it). */
-static int still_alive(pid_t pid)
-{
+static int still_alive(pid_t pid) {
   if (kill(pid, 0) != 0)
     return errno != ESRCH;
   char stat[512];
@@ -114,8 +109,7 @@ static int still_alive(pid_t pid)
   return !(paren && paren[1] == ' ' && (paren[2] == 'Z' || paren[2] == 'X'));
 }
 
-static void kill_members(const pid_t *pids, int count, const char *dir)
-{
+static void kill_members(const pid_t *pids, int count, const char *dir) {
   for (int i = 0; i < count; i++) {
     if (runs_member_of(pids[i], dir))
       kill(pids[i], SIGKILL);
@@ -132,8 +126,7 @@ static void kill_members(const pid_t *pids, int count, const char *dir)
 }
 
 /* Read one whole message; 0 at end-of-file or on error. */
-static int read_msg(int fd, reaper_msg *msg)
-{
+static int read_msg(int fd, reaper_msg *msg) {
   size_t got = 0;
   while (got < sizeof *msg) {
     ssize_t n = read(fd, (char *)msg + got, sizeof *msg - got);
@@ -146,8 +139,7 @@ static int read_msg(int fd, reaper_msg *msg)
   return 1;
 }
 
-static _Noreturn void reaper_main(const char *dir, int keep_dir)
-{
+static _Noreturn void reaper_main(const char *dir, int keep_dir) {
   pid_t pids[REAPER_MAX_PIDS];
   int count = 0;
   reaper_msg msg;
@@ -183,16 +175,15 @@ static _Noreturn void reaper_main(const char *dir, int keep_dir)
 
 /* In the forked child: become a quiet, signal-proof process holding only the
  * link (as fd 3) and stderr. */
-static _Noreturn void reaper_child(int link_fd, const char *dir, int keep_dir)
-{
+static _Noreturn void reaper_child(int link_fd, const char *dir, int keep_dir) {
   /* The terminal's ^C and timeout(1)'s SIGTERM go to the whole process
    * group; the reaper must survive them to do its job. */
   struct sigaction ign;
   memset(&ign, 0, sizeof ign);
   ign.sa_handler = SIG_IGN;
   sigemptyset(&ign.sa_mask);
-  static const int signals[] = { SIGHUP, SIGINT, SIGQUIT, SIGTERM, SIGPIPE,
-                                 SIGUSR1, SIGUSR2, SIGALRM };
+  static const int signals[] = {SIGHUP,  SIGINT,  SIGQUIT, SIGTERM,
+                                SIGPIPE, SIGUSR1, SIGUSR2, SIGALRM};
   for (size_t i = 0; i < sizeof signals / sizeof signals[0]; i++)
     sigaction(signals[i], &ign, NULL);
   sigset_t none;
@@ -210,8 +201,7 @@ static _Noreturn void reaper_child(int link_fd, const char *dir, int keep_dir)
   reaper_main(dir, keep_dir);
 }
 
-int zkrc__reaper_start(zkrc__reaper *r, const char *dir, int keep_dir)
-{
+int zkrc__reaper_start(zkrc__reaper *r, const char *dir, int keep_dir) {
   int link[2];
   r->pid = -1;
   r->fd = -1;
@@ -248,8 +238,7 @@ int zkrc__reaper_start(zkrc__reaper *r, const char *dir, int keep_dir)
   return 0;
 }
 
-static void reaper_send(zkrc__reaper *r, char op, pid_t pid)
-{
+static void reaper_send(zkrc__reaper *r, char op, pid_t pid) {
   if (r->fd < 0)
     return;
   reaper_msg msg;
@@ -261,22 +250,21 @@ static void reaper_send(zkrc__reaper *r, char op, pid_t pid)
     n = send(r->fd, &msg, sizeof msg, MSG_NOSIGNAL);
   } while (n < 0 && errno == EINTR);
   if (n != (ssize_t)sizeof msg)
-    fprintf(stderr, "zkrecipes-testing: the reaper is gone (%s); members "
-            "may outlive a crash\n", n < 0 ? strerror(errno) : "short write");
+    fprintf(stderr,
+            "zkrecipes-testing: the reaper is gone (%s); members "
+            "may outlive a crash\n",
+            n < 0 ? strerror(errno) : "short write");
 }
 
-void zkrc__reaper_watch(zkrc__reaper *r, pid_t pid)
-{
+void zkrc__reaper_watch(zkrc__reaper *r, pid_t pid) {
   reaper_send(r, 'W', pid);
 }
 
-void zkrc__reaper_forget(zkrc__reaper *r, pid_t pid)
-{
+void zkrc__reaper_forget(zkrc__reaper *r, pid_t pid) {
   reaper_send(r, 'F', pid);
 }
 
-void zkrc__reaper_finish(zkrc__reaper *r)
-{
+void zkrc__reaper_finish(zkrc__reaper *r) {
   if (r->fd >= 0) {
     reaper_send(r, 'B', 0);
     close(r->fd);

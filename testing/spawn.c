@@ -1,7 +1,8 @@
 /*
  * testing/spawn.c - child processes for tests and benchmarks: pipes, an
  * environment, and a parent-death signal, so that nothing outlives the
- * program that started it.
+ * program that started it; default signal dispositions, so that a child
+ * behaves the same whatever the test process ignores or blocks.
  *
  * Licensed under the Apache License, Version 2.0 (see COPYING).
  */
@@ -20,7 +21,7 @@
 
 #include <glib.h>
 
-#include "zkrecipes/testing.h"
+#include "internal.h"
 
 void zkrc_spawn_options_init(zkrc_spawn_options *o) {
   memset(o, 0, sizeof *o);
@@ -70,6 +71,7 @@ static void become_child(pid_t parent, child_ends ends, int new_group,
     _exit(127); /* the parent is already gone */
   if (new_group && setpgid(0, 0) != 0)
     _exit(127);
+  zkrc__default_signals(); /* not the test's SIGPIPE ignored, nor its mask */
   if ((ends.in >= 0 && dup2(ends.in, STDIN_FILENO) < 0) ||
       (ends.out >= 0 && dup2(ends.out, STDOUT_FILENO) < 0) ||
       (ends.err >= 0 && dup2(ends.err, STDERR_FILENO) < 0))
@@ -169,7 +171,7 @@ static int64_t monotonic_ms(void) { return g_get_monotonic_time() / 1000; }
 static void await_end(pid_t pid, int64_t deadline) {
   int fd = pidfd_open(pid, 0);
   if (fd < 0 && errno == ESRCH)
-    return; /* already reaped, or not ours: waitpid will tell */
+    return;     /* already reaped, or not ours: waitpid will tell */
   if (fd < 0) { /* no pidfd here (old kernel, seccomp): no event to wait on,
                    so look every 5 ms, without reaping (WNOWAIT) */
     siginfo_t info;
@@ -200,7 +202,7 @@ int zkrc_child_wait(zkrc_child *child, int timeout_ms) {
   while ((r = waitpid(child->pid, &status, WNOHANG)) < 0 && errno == EINTR)
     ;
   if (r < 0)
-    return -1; /* not ours, or reaped by someone else */
+    return -1;  /* not ours, or reaped by someone else */
   if (r == 0) { /* the deadline passed */
     if (getpgid(child->pid) == child->pid)
       kill(-child->pid, SIGKILL);

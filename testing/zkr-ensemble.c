@@ -25,82 +25,85 @@
 #define EXIT_USAGE 2
 
 static const char usage_text[] =
-  "Usage: zkr-ensemble start [OPTIONS]\n"
-  "       zkr-ensemble run [OPTIONS] -- COMMAND [ARG...]\n"
-  "       zkr-ensemble --help | --version\n"
-  "\n"
-  "Runs a local ZooKeeper ensemble (the installed server, on free loopback\n"
-  "ports, data in a temporary directory that is removed afterwards).\n"
-  "\n"
-  "  start   Start the ensemble and print its connect string as the first\n"
-  "          line of standard output.  Then run until SIGINT or SIGTERM.\n"
-  "          When standard input is not a terminal, read commands from it,\n"
-  "          one per line (below), answering each on standard output; end of\n"
-  "          input on a pipe or socket means `quit'.\n"
-  "  run     Start the ensemble, run COMMAND with ZKR_SERVERS set to the\n"
-  "          connect string, stop the ensemble when COMMAND exits, and exit\n"
-  "          with COMMAND's status (128+N when killed by signal N).  SIGINT\n"
-  "          and SIGTERM are passed on to COMMAND.\n"
-  "\n"
-  "Options:\n"
-  "  -n, --members N            members, 1 to 5 (default 1)\n"
-  "  -t, --tick MS              tickTime in ms (default 200)\n"
-  "  -p, --proxies              put a fault proxy in front of each member;\n"
-  "                             the connect string names the proxies\n"
-  "  -F, --no-fsync             members do not fsync (faster; not for\n"
-  "                             measuring)\n"
-  "  -s, --max-session-timeout MS\n"
-  "                             maxSessionTimeout (default 20 ticks)\n"
-  "  -w, --timeout MS           how long to wait for the ensemble to serve\n"
-  "                             (default 60000)\n"
-  "  -d, --dir DIR              where to create the ensemble's directory\n"
-  "                             (default $TMPDIR or /tmp)\n"
-  "  -h, --help                 show this help and exit\n"
-  "  -V, --version              show the version and exit\n"
-  "\n"
-  "Commands of `start' (I is a member index from 0; answers are `ok',\n"
-  "`error: ...' or a value):\n"
-  "  kill I | stop I | restart I | pause I | resume I\n"
-  "                     SIGKILL / SIGTERM and wait / start again with its\n"
-  "                     data / SIGSTOP / SIGCONT member I\n"
-  "  wait I [MS]        wait until member I serves in the quorum (I = -1:\n"
-  "                     until a quorum agrees on a leader); default 30000 ms\n"
-  "  leader             index of the leader a quorum agrees on, or -1 (none\n"
-  "                     yet; never a deposed leader that still claims to be)\n"
-  "  pid I | port I | address I\n"
-  "                     member I's pid (-1: not running), client port, and\n"
-  "                     address for clients (its proxy's, if any)\n"
-  "  connect | direct   the connect string; the one naming members directly\n"
-  "  4lw I WORD         send four-letter word WORD to member I; the answer\n"
-  "                     is its text followed by an empty line.  Shorthands:\n"
-  "                     srvr I, mntr I, stat I, cons I, wchc I, wchp I, ...\n"
-  "  mntr-sum KEY       sum of mntr value KEY over the running members\n"
-  "  expire SESSION PASSWD\n"
-  "                     expire a session (id and password in hex, as the\n"
-  "                     client's clientid_t holds them)\n"
-  "  drop I             proxy I: close every connection now\n"
-  "  drop-next I        proxy I: swallow the reply to the next request and\n"
-  "                     close that connection\n"
-  "  delay I MS         proxy I: delay traffic by MS (0 ends it)\n"
-  "  blackhole I MS     proxy I: pass nothing for MS\n"
-  "  refuse I 1|0       proxy I: refuse connections, or stop refusing\n"
-  "  quit               stop the ensemble and exit\n"
-  "\n"
-  "Environment: ZKR_ENSEMBLE_LOG=1 sends the members' logs to stderr;\n"
-  "ZKR_ENSEMBLE_KEEP=1 keeps the directory; ZKR_JAVA and\n"
-  "ZKR_ZOOKEEPER_CLASSPATH choose the server.\n"
-  "\n"
-  "Exit status: 0 (start), COMMAND's status (run), 1 when the ensemble could\n"
-  "not start, 2 on bad usage.\n";
+    "Usage: zkr-ensemble start [OPTIONS]\n"
+    "       zkr-ensemble run [OPTIONS] -- COMMAND [ARG...]\n"
+    "       zkr-ensemble --help | --version\n"
+    "\n"
+    "Runs a local ZooKeeper ensemble (the installed server, on free loopback\n"
+    "ports, data in a temporary directory that is removed afterwards).\n"
+    "\n"
+    "  start   Start the ensemble and print its connect string as the first\n"
+    "          line of standard output.  Then run until SIGINT or SIGTERM.\n"
+    "          When standard input is not a terminal, read commands from it,\n"
+    "          one per line (below), answering each on standard output; end "
+    "of\n"
+    "          input on a pipe or socket means `quit'.\n"
+    "  run     Start the ensemble, run COMMAND with ZKR_SERVERS set to the\n"
+    "          connect string, stop the ensemble when COMMAND exits, and exit\n"
+    "          with COMMAND's status (128+N when killed by signal N).  SIGINT\n"
+    "          and SIGTERM are passed on to COMMAND.\n"
+    "\n"
+    "Options:\n"
+    "  -n, --members N            members, 1 to 5 (default 1)\n"
+    "  -t, --tick MS              tickTime in ms (default 200)\n"
+    "  -p, --proxies              put a fault proxy in front of each member;\n"
+    "                             the connect string names the proxies\n"
+    "  -F, --no-fsync             members do not fsync (faster; not for\n"
+    "                             measuring)\n"
+    "  -s, --max-session-timeout MS\n"
+    "                             maxSessionTimeout (default 20 ticks)\n"
+    "  -w, --timeout MS           how long to wait for the ensemble to serve\n"
+    "                             (default 60000)\n"
+    "  -d, --dir DIR              where to create the ensemble's directory\n"
+    "                             (default $TMPDIR or /tmp)\n"
+    "  -h, --help                 show this help and exit\n"
+    "  -V, --version              show the version and exit\n"
+    "\n"
+    "Commands of `start' (I is a member index from 0; answers are `ok',\n"
+    "`error: ...' or a value):\n"
+    "  kill I | stop I | restart I | pause I | resume I\n"
+    "                     SIGKILL / SIGTERM and wait / start again with its\n"
+    "                     data / SIGSTOP / SIGCONT member I\n"
+    "  wait I [MS]        wait until member I serves in the quorum (I = -1:\n"
+    "                     until a quorum agrees on a leader); default 30000 "
+    "ms\n"
+    "  leader             index of the leader a quorum agrees on, or -1 (none\n"
+    "                     yet; never a deposed leader that still claims to "
+    "be)\n"
+    "  pid I | port I | address I\n"
+    "                     member I's pid (-1: not running), client port, and\n"
+    "                     address for clients (its proxy's, if any)\n"
+    "  connect | direct   the connect string; the one naming members directly\n"
+    "  4lw I WORD         send four-letter word WORD to member I; the answer\n"
+    "                     is its text followed by an empty line.  Shorthands:\n"
+    "                     srvr I, mntr I, stat I, cons I, wchc I, wchp I, ...\n"
+    "  mntr-sum KEY       sum of mntr value KEY over the running members\n"
+    "  expire SESSION PASSWD\n"
+    "                     expire a session (id and password in hex, as the\n"
+    "                     client's clientid_t holds them)\n"
+    "  drop I             proxy I: close every connection now\n"
+    "  drop-next I        proxy I: swallow the reply to the next request and\n"
+    "                     close that connection\n"
+    "  delay I MS         proxy I: delay traffic by MS (0 ends it)\n"
+    "  blackhole I MS     proxy I: pass nothing for MS\n"
+    "  refuse I 1|0       proxy I: refuse connections, or stop refusing\n"
+    "  quit               stop the ensemble and exit\n"
+    "\n"
+    "Environment: ZKR_ENSEMBLE_LOG=1 sends the members' logs to stderr;\n"
+    "ZKR_ENSEMBLE_KEEP=1 keeps the directory; ZKR_JAVA and\n"
+    "ZKR_ZOOKEEPER_CLASSPATH choose the server.\n"
+    "\n"
+    "Exit status: 0 (start), COMMAND's status (run), 1 when the ensemble "
+    "could\n"
+    "not start, 2 on bad usage.\n";
 
 /* ---- signals ------------------------------------------------------------ */
 
 /* SIGINT, SIGTERM, SIGHUP and SIGCHLD arrive as a byte on this pipe, so the
  * main loop can poll() for them along with standard input. */
-static int signal_pipe[2] = { -1, -1 };
+static int signal_pipe[2] = {-1, -1};
 
-static void on_signal(int sig)
-{
+static void on_signal(int sig) {
   int saved = errno;
   unsigned char byte = (unsigned char)sig;
   ssize_t unused = write(signal_pipe[1], &byte, 1);
@@ -108,8 +111,7 @@ static void on_signal(int sig)
   errno = saved;
 }
 
-static int catch_signals(void)
-{
+static int catch_signals(void) {
   if (pipe2(signal_pipe, O_CLOEXEC | O_NONBLOCK) != 0) {
     perror("zkr-ensemble: pipe");
     return -1;
@@ -119,7 +121,7 @@ static int catch_signals(void)
   sa.sa_handler = on_signal;
   sigemptyset(&sa.sa_mask);
   sa.sa_flags = SA_RESTART;
-  static const int signals[] = { SIGINT, SIGTERM, SIGHUP, SIGCHLD };
+  static const int signals[] = {SIGINT, SIGTERM, SIGHUP, SIGCHLD};
   for (size_t i = 0; i < sizeof signals / sizeof signals[0]; i++) {
     if (sigaction(signals[i], &sa, NULL) != 0) {
       perror("zkr-ensemble: sigaction");
@@ -132,29 +134,25 @@ static int catch_signals(void)
 }
 
 /* The next signal number on the pipe, or 0. */
-static int next_signal(void)
-{
+static int next_signal(void) {
   unsigned char byte;
   return read(signal_pipe[0], &byte, 1) == 1 ? byte : 0;
 }
 
 /* ---- options ------------------------------------------------------------ */
 
-static void print_version(void)
-{
+static void print_version(void) {
   printf("zkr-ensemble (%s) %s\n", PACKAGE_NAME, PACKAGE_VERSION);
 }
 
-static void usage_error(const char *fmt, const char *arg)
-{
+static void usage_error(const char *fmt, const char *arg) {
   fprintf(stderr, "zkr-ensemble: ");
   fprintf(stderr, fmt, arg);
   fprintf(stderr, "\nTry `zkr-ensemble --help'.\n");
   exit(EXIT_USAGE);
 }
 
-static int parse_int(const char *text, int min, int max, const char *what)
-{
+static int parse_int(const char *text, int min, int max, const char *what) {
   char *end;
   errno = 0;
   long v = strtol(text, &end, 10);
@@ -165,23 +163,22 @@ static int parse_int(const char *text, int min, int max, const char *what)
 
 /* Parse the options after the subcommand; returns the index of the first
  * argument after them. */
-static int parse_options(int argc, char **argv, zkrc_ensemble_options *opts)
-{
+static int parse_options(int argc, char **argv, zkrc_ensemble_options *opts) {
   static const struct option longopts[] = {
-    { "members", required_argument, NULL, 'n' },
-    { "tick", required_argument, NULL, 't' },
-    { "proxies", no_argument, NULL, 'p' },
-    { "no-fsync", no_argument, NULL, 'F' },
-    { "max-session-timeout", required_argument, NULL, 's' },
-    { "timeout", required_argument, NULL, 'w' },
-    { "dir", required_argument, NULL, 'd' },
-    { "help", no_argument, NULL, 'h' },
-    { "version", no_argument, NULL, 'V' },
-    { NULL, 0, NULL, 0 },
+      {"members", required_argument, NULL, 'n'},
+      {"tick", required_argument, NULL, 't'},
+      {"proxies", no_argument, NULL, 'p'},
+      {"no-fsync", no_argument, NULL, 'F'},
+      {"max-session-timeout", required_argument, NULL, 's'},
+      {"timeout", required_argument, NULL, 'w'},
+      {"dir", required_argument, NULL, 'd'},
+      {"help", no_argument, NULL, 'h'},
+      {"version", no_argument, NULL, 'V'},
+      {NULL, 0, NULL, 0},
   };
   zkrc_ensemble_options_init(opts);
   optind = 1;
-  opterr = 0;   /* our messages name the program, not the subcommand */
+  opterr = 0; /* our messages name the program, not the subcommand */
   int c;
   /* '+': stop at the first non-option, which starts run's COMMAND. */
   while ((c = getopt_long(argc, argv, "+:n:t:pFs:w:d:hV", longopts, NULL)) !=
@@ -204,8 +201,8 @@ static int parse_options(int argc, char **argv, zkrc_ensemble_options *opts)
           parse_int(optarg, 1, INT_MAX, "bad --max-session-timeout: %s");
       break;
     case 'w':
-      opts->start_timeout_ms = parse_int(optarg, 1, INT_MAX,
-                                         "bad --timeout: %s");
+      opts->start_timeout_ms =
+          parse_int(optarg, 1, INT_MAX, "bad --timeout: %s");
       break;
     case 'd':
       opts->base_dir = optarg;
@@ -230,8 +227,7 @@ static int parse_options(int argc, char **argv, zkrc_ensemble_options *opts)
 /* ---- the commands of `start' -------------------------------------------- */
 
 /* Split @p line into at most @p max words (in place). */
-static int split_words(char *line, char **words, int max)
-{
+static int split_words(char *line, char **words, int max) {
   int n = 0;
   for (char *save = NULL, *w = strtok_r(line, " \t\r", &save); w && n < max;
        w = strtok_r(NULL, " \t\r", &save))
@@ -240,25 +236,19 @@ static int split_words(char *line, char **words, int max)
 }
 
 /* A member index, or -2 (after answering with an error) when bad. */
-static int member_arg(zkrc_ensemble *e, const char *text, int allow_all)
-{
+static int member_arg(zkrc_ensemble *e, const char *text, int allow_all) {
   char *end;
   long i = text ? strtol(text, &end, 10) : -2;
-  if (!text || *end || i < (allow_all ? -1 : 0) ||
-      i >= zkrc_ensemble_size(e)) {
+  if (!text || *end || i < (allow_all ? -1 : 0) || i >= zkrc_ensemble_size(e)) {
     printf("error: bad member index: %s\n", text ? text : "(none)");
     return -2;
   }
   return (int)i;
 }
 
-static void answer_rc(int rc)
-{
-  puts(rc == 0 ? "ok" : "error: failed");
-}
+static void answer_rc(int rc) { puts(rc == 0 ? "ok" : "error: failed"); }
 
-static int is_four_letter_word(const char *w)
-{
+static int is_four_letter_word(const char *w) {
   if (strlen(w) != 4)
     return 0;
   for (int i = 0; i < 4; i++)
@@ -267,8 +257,7 @@ static int is_four_letter_word(const char *w)
   return 1;
 }
 
-static void answer_four_letter(zkrc_ensemble *e, int i, const char *word)
-{
+static void answer_four_letter(zkrc_ensemble *e, int i, const char *word) {
   char *text = NULL;
   if (zkrc_ensemble_four_letter(e, i, word, &text) != 0) {
     puts("error: no answer");
@@ -284,8 +273,7 @@ static void answer_four_letter(zkrc_ensemble *e, int i, const char *word)
 }
 
 /* Hex @p text into @p out (exactly @p size bytes).  0 or -1. */
-static int parse_hex(const char *text, unsigned char *out, size_t size)
-{
+static int parse_hex(const char *text, unsigned char *out, size_t size) {
   if (strlen(text) != 2 * size)
     return -1;
   for (size_t i = 0; i < size; i++) {
@@ -299,8 +287,7 @@ static int parse_hex(const char *text, unsigned char *out, size_t size)
   return 0;
 }
 
-static void answer_expire(zkrc_ensemble *e, char **w, int n)
-{
+static void answer_expire(zkrc_ensemble *e, char **w, int n) {
   clientid_t id;
   memset(&id, 0, sizeof id);
   char *end;
@@ -318,16 +305,18 @@ static void answer_expire(zkrc_ensemble *e, char **w, int n)
 }
 
 /* Member commands taking just an index. */
-static int member_command(zkrc_ensemble *e, char **w, int n)
-{
+static int member_command(zkrc_ensemble *e, char **w, int n) {
   static const struct {
     const char *name;
     int (*fn)(zkrc_ensemble *, int);
   } table[] = {
-    { "kill", zkrc_ensemble_kill },       { "stop", zkrc_ensemble_stop_member },
-    { "restart", zkrc_ensemble_restart }, { "pause", zkrc_ensemble_pause },
-    { "resume", zkrc_ensemble_resume },   { "drop", zkrc_proxy_drop_all },
-    { "drop-next", zkrc_proxy_drop_after_next_request },
+      {"kill", zkrc_ensemble_kill},
+      {"stop", zkrc_ensemble_stop_member},
+      {"restart", zkrc_ensemble_restart},
+      {"pause", zkrc_ensemble_pause},
+      {"resume", zkrc_ensemble_resume},
+      {"drop", zkrc_proxy_drop_all},
+      {"drop-next", zkrc_proxy_drop_after_next_request},
   };
   for (size_t k = 0; k < sizeof table / sizeof table[0]; k++) {
     if (strcmp(w[0], table[k].name) != 0)
@@ -341,15 +330,14 @@ static int member_command(zkrc_ensemble *e, char **w, int n)
 }
 
 /* Proxy commands taking an index and a number. */
-static int proxy_command(zkrc_ensemble *e, char **w, int n)
-{
+static int proxy_command(zkrc_ensemble *e, char **w, int n) {
   static const struct {
     const char *name;
     int (*fn)(zkrc_ensemble *, int, int);
   } table[] = {
-    { "delay", zkrc_proxy_delay },
-    { "blackhole", zkrc_proxy_blackhole },
-    { "refuse", zkrc_proxy_refuse },
+      {"delay", zkrc_proxy_delay},
+      {"blackhole", zkrc_proxy_blackhole},
+      {"refuse", zkrc_proxy_refuse},
   };
   for (size_t k = 0; k < sizeof table / sizeof table[0]; k++) {
     if (strcmp(w[0], table[k].name) != 0)
@@ -368,8 +356,7 @@ static int proxy_command(zkrc_ensemble *e, char **w, int n)
   return 0;
 }
 
-static void answer_value_of(zkrc_ensemble *e, char **w, int n)
-{
+static void answer_value_of(zkrc_ensemble *e, char **w, int n) {
   int i = member_arg(e, n > 1 ? w[1] : NULL, 0);
   if (i < 0)
     return;
@@ -381,8 +368,7 @@ static void answer_value_of(zkrc_ensemble *e, char **w, int n)
     printf("%s\n", zkrc_ensemble_member_address(e, i));
 }
 
-static void answer_wait(zkrc_ensemble *e, char **w, int n)
-{
+static void answer_wait(zkrc_ensemble *e, char **w, int n) {
   int i = member_arg(e, n > 1 ? w[1] : NULL, 1);
   if (i < -1)
     return;
@@ -400,8 +386,7 @@ static void answer_wait(zkrc_ensemble *e, char **w, int n)
 }
 
 /* Answer one command line.  Returns 1 when it was `quit'. */
-static int run_command(zkrc_ensemble *e, char *line)
-{
+static int run_command(zkrc_ensemble *e, char *line) {
   char *w[4];
   int n = split_words(line, w, 4);
   if (n == 0 || w[0][0] == '#')
@@ -447,24 +432,22 @@ static int run_command(zkrc_ensemble *e, char *line)
 
 /* Standard input as a command source. */
 typedef struct command_input {
-  int fd;              /* -1: not reading */
-  int eof_quits;       /* a pipe or socket: its end means quit */
+  int fd;        /* -1: not reading */
+  int eof_quits; /* a pipe or socket: its end means quit */
   char buf[4096];
   size_t len;
 } command_input;
 
-static void command_input_init(command_input *in)
-{
+static void command_input_init(command_input *in) {
   struct stat st;
   in->len = 0;
   in->fd = isatty(0) ? -1 : 0;
-  in->eof_quits = fstat(0, &st) == 0 && (S_ISFIFO(st.st_mode) ||
-                                         S_ISSOCK(st.st_mode));
+  in->eof_quits =
+      fstat(0, &st) == 0 && (S_ISFIFO(st.st_mode) || S_ISSOCK(st.st_mode));
 }
 
 /* Read what is there and run each complete line.  Returns 1 to quit. */
-static int read_commands(zkrc_ensemble *e, command_input *in)
-{
+static int read_commands(zkrc_ensemble *e, command_input *in) {
   ssize_t n = read(in->fd, in->buf + in->len, sizeof in->buf - 1 - in->len);
   if (n < 0 && (errno == EINTR || errno == EAGAIN))
     return 0;
@@ -478,7 +461,7 @@ static int read_commands(zkrc_ensemble *e, command_input *in)
     *nl = '\0';
     int quit = run_command(e, line);
     if (fflush(stdout) != 0 || ferror(stdout))
-      return 1;   /* nobody reads our answers any more */
+      return 1; /* nobody reads our answers any more */
     if (quit)
       return 1;
     line = nl + 1;
@@ -493,8 +476,7 @@ static int read_commands(zkrc_ensemble *e, command_input *in)
   return 0;
 }
 
-static int cmd_start(int argc, char **argv)
-{
+static int cmd_start(int argc, char **argv) {
   zkrc_ensemble_options opts;
   int first = parse_options(argc, argv, &opts);
   if (first < argc)
@@ -510,8 +492,7 @@ static int cmd_start(int argc, char **argv)
   command_input in;
   command_input_init(&in);
   for (int quit = 0; !quit;) {
-    struct pollfd pfds[2] = { { signal_pipe[0], POLLIN, 0 },
-                              { in.fd, POLLIN, 0 } };
+    struct pollfd pfds[2] = {{signal_pipe[0], POLLIN, 0}, {in.fd, POLLIN, 0}};
     if (poll(pfds, in.fd >= 0 ? 2 : 1, -1) < 0) {
       if (errno == EINTR)
         continue;
@@ -519,7 +500,7 @@ static int cmd_start(int argc, char **argv)
       break;
     }
     for (int sig; (sig = next_signal());)
-      quit |= sig != SIGCHLD;   /* members are watched by the library */
+      quit |= sig != SIGCHLD; /* members are watched by the library */
     if (!quit && in.fd >= 0 && pfds[1].revents)
       quit = read_commands(e, &in);
   }
@@ -529,8 +510,7 @@ static int cmd_start(int argc, char **argv)
 
 /* ---- run ---------------------------------------------------------------- */
 
-static pid_t spawn_command(char **argv)
-{
+static pid_t spawn_command(char **argv) {
   pid_t pid = fork();
   if (pid != 0)
     return pid;
@@ -544,19 +524,17 @@ static pid_t spawn_command(char **argv)
 
 /* Wait for COMMAND, passing SIGINT/SIGTERM/SIGHUP on.  Returns its exit
  * status as a shell reports it. */
-static int wait_command(pid_t pid)
-{
+static int wait_command(pid_t pid) {
   for (;;) {
     int status;
     pid_t r = waitpid(pid, &status, WNOHANG);
     if (r == pid)
-      return WIFEXITED(status) ? WEXITSTATUS(status)
-                               : 128 + WTERMSIG(status);
+      return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
     if (r < 0 && errno != EINTR) {
       perror("zkr-ensemble: waitpid");
       return 1;
     }
-    struct pollfd pfd = { signal_pipe[0], POLLIN, 0 };
+    struct pollfd pfd = {signal_pipe[0], POLLIN, 0};
     if (poll(&pfd, 1, -1) < 0 && errno != EINTR) {
       perror("zkr-ensemble: poll");
       return 1;
@@ -567,8 +545,7 @@ static int wait_command(pid_t pid)
   }
 }
 
-static int cmd_run(int argc, char **argv)
-{
+static int cmd_run(int argc, char **argv) {
   zkrc_ensemble_options opts;
   int first = parse_options(argc, argv, &opts);
   /* getopt_long consumed a "--" ending the options. */
@@ -595,8 +572,7 @@ static int cmd_run(int argc, char **argv)
   return status;
 }
 
-int main(int argc, char **argv)
-{
+int main(int argc, char **argv) {
   if (argc < 2)
     usage_error("%s", "missing subcommand: start or run");
   const char *sub = argv[1];

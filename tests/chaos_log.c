@@ -43,8 +43,11 @@ void chaos_log_holds(const char *text, int instance, int64_t died,
         sscanf(lines[i], "%*d ACQ %d %63s %" SCNd64 " %" SCNd64 " %d", &n, s1,
                &token, &d, &zk) == 5 &&
         strcmp(s1, "ZKRC_OK") == 0) {
-      zkt_hold h = {.instance = instance, .n = n, .token = token,
-                      .asked = t - d, .acquired = t};
+      zkt_hold h = {.instance = instance,
+                    .n = n,
+                    .token = token,
+                    .asked = t - d,
+                    .acquired = t};
       for (guint j = 0; j < lost_early->len; j++)
         if (g_array_index(lost_early, int64_t, j) == token)
           h.lost = t;

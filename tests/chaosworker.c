@@ -59,8 +59,8 @@ static int64_t lost_token = -2;
 /* Election mode: what the callback was last told, under leader_mu. */
 static pthread_mutex_t leader_mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t leader_cv; /* on CLOCK_MONOTONIC: main() */
-static int leader_n;         /* leaderships told so far */
-static int64_t leader_token; /* the token of the latest one */
+static int leader_n;             /* leaderships told so far */
+static int64_t leader_token;     /* the token of the latest one */
 
 static void on_term(int sig) {
   (void)sig;
@@ -275,7 +275,8 @@ static int hold_and_write(recipe *r, int port, const char *key, int instance,
     }
     set_phase(CHAOS_WRITING);
     /* Asked for the record only: the write goes out whatever it says. */
-    int held = r->lk ? zkrc_lock_is_held(r->lk) : zkrc_election_is_leader(r->el);
+    int held =
+        r->lk ? zkrc_lock_is_held(r->lk) : zkrc_election_is_leader(r->el);
     store_write(port, key, instance, n, k, token, held);
     progress();
   }

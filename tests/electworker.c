@@ -183,7 +183,10 @@ static void reply_leader(void) {
   char *id = NULL;
   int rc = zkrc_election_leader_id(election, &id, 5000);
   emit("leader %s %" PRId64,
-       rc != ZKRC_OK ? zkrc_err_name(rc) : id ? id : "-", mono_us());
+       rc != ZKRC_OK ? zkrc_err_name(rc)
+       : id          ? id
+                     : "-",
+       mono_us());
   free(id);
 }
 

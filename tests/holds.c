@@ -32,8 +32,11 @@ void zkt_checker_clear(zkt_checker *c) {
 
 zkt_hold *zkt_hold_add(GArray *holds, int instance, int64_t token,
                        int64_t acquired, int64_t end) {
-  zkt_hold h = {.instance = instance, .token = token, .asked = acquired,
-                .acquired = acquired, .end = MAX(end, acquired)};
+  zkt_hold h = {.instance = instance,
+                .token = token,
+                .asked = acquired,
+                .acquired = acquired,
+                .end = MAX(end, acquired)};
   for (guint i = 0; i < holds->len; i++)
     h.n += g_array_index(holds, zkt_hold, i).instance == instance;
   h.n++;
@@ -41,8 +44,7 @@ zkt_hold *zkt_hold_add(GArray *holds, int instance, int64_t token,
   return &g_array_index(holds, zkt_hold, holds->len - 1);
 }
 
-static void violation(zkt_checker *c, const char *fmt, ...)
-    G_GNUC_PRINTF(2, 3);
+static void violation(zkt_checker *c, const char *fmt, ...) G_GNUC_PRINTF(2, 3);
 static void violation(zkt_checker *c, const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);

@@ -83,16 +83,16 @@ typedef struct zkt_checker {
   /* Optional: called for every overlapping pair (@p a granted first,
    * @p excuse NULL when nothing excused it), e.g. to print the holders'
    * lines around it. */
-  void (*on_overlap)(const zkt_hold *a, const zkt_hold *b,
-                     const char *excuse, void *ctx);
+  void (*on_overlap)(const zkt_hold *a, const zkt_hold *b, const char *excuse,
+                     void *ctx);
   void *ctx;
   /* Output */
-  GPtrArray *violations; /* of char *: one line each */
+  GPtrArray *violations;                    /* of char *: one line each */
   int overlap_violations, token_violations; /* violations, by rule */
   int overlaps, overlapping_holds;
   int excused_frozen, excused_closed; /* overlapping pairs, by excuse */
-  int excused_own;           /* ... excused by zkt_hold.excuse */
-  int64_t worst_excused_own; /* the longest of those (µs) */
+  int excused_own;                    /* ... excused by zkt_hold.excuse */
+  int64_t worst_excused_own;          /* the longest of those (µs) */
   /* The smallest gap between the end of every earlier hold and a grant
    * that overlapped none (µs; G_MAXINT64 when there was none). */
   int64_t closest;

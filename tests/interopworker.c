@@ -226,9 +226,14 @@ static int loop(zkrc_lock *lk, long seconds) {
     return code;
   size_t cap = 1 << 16, n = 0;
   int64_t *acq = malloc(cap * sizeof *acq), *cyc = malloc(cap * sizeof *cyc);
+  if (!acq || !cyc) {
+    free(acq);
+    free(cyc);
+    return EXIT_ERROR;
+  }
   int64_t start = peer_now_ns(), now = start;
   int64_t end = start + seconds * 1000000000;
-  while (acq && cyc && now < end) {
+  while (now < end) {
     if (n == cap) {
       cap *= 2;
       int64_t *a = realloc(acq, cap * sizeof *acq);
@@ -253,8 +258,6 @@ static int loop(zkrc_lock *lk, long seconds) {
     n++;
     now = done;
   }
-  if (!acq || !cyc)
-    code = EXIT_ERROR;
   if (code == EXIT_OK) {
     double secs = (double)(now - start) / 1e9;
     say("done ops=%zu secs=%.3f ops_per_sec=%.1f acquire_p50_us=%ld "

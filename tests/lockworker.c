@@ -127,8 +127,7 @@ static int run_hold(const char *hosts, const char *path) {
   }
   int64_t token = 0;
   zkrc_lock_token(lk, &token);
-  printf("held %" PRId64 " %" PRIx64 "\n", token,
-         (uint64_t)zkrc_session_id(s));
+  printf("held %" PRId64 " %" PRIx64 "\n", token, (uint64_t)zkrc_session_id(s));
   fflush(stdout);
   char line[64];
   (void)!fgets(line, sizeof line, stdin); /* a line, or EOF */
@@ -145,7 +144,8 @@ int main(int argc, char **argv) {
                      argc > 6 ? argv[6] : NULL);
   if (argc == 4 && strcmp(argv[1], "hold") == 0)
     return run_hold(argv[2], argv[3]);
-  fprintf(stderr, "usage: lockworker count HOSTS PATH N COUNTERFILE [TOKENLOG]\n"
-                  "       lockworker hold HOSTS PATH\n");
+  fprintf(stderr,
+          "usage: lockworker count HOSTS PATH N COUNTERFILE [TOKENLOG]\n"
+          "       lockworker hold HOSTS PATH\n");
   return 2;
 }

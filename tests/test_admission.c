@@ -25,7 +25,8 @@
 /* Our mutex and election markers, and the read-write dialects: Curator's
  * InterProcessReadWriteLock and kazoo's ReadLock / WriteLock. */
 static const zkrc__marker mutex_markers[] = {
-    {"lock-", ZKRC__CLAIM_EXCLUSIVE}, {"__lock__", ZKRC__CLAIM_EXCLUSIVE},
+    {"lock-", ZKRC__CLAIM_EXCLUSIVE},
+    {"__lock__", ZKRC__CLAIM_EXCLUSIVE},
     {NULL, 0}};
 static const zkrc__marker rw_markers[] = {
     {"__READ__", ZKRC__CLAIM_SHARED},  {"__WRIT__", ZKRC__CLAIM_EXCLUSIVE},
@@ -36,64 +37,126 @@ typedef struct admission_case {
   const char *what;
   const char *listing[8]; /* NULL-terminated */
   const char *me;
-  int rw;                 /* readers_writers, else exclusive */
+  int rw; /* readers_writers, else exclusive */
   zkrc__verdict_kind kind;
-  const char *watch;      /* WAIT: the node to watch */
+  const char *watch; /* WAIT: the node to watch */
   int position;
 } admission_case;
 
 static const admission_case cases[] = {
-    {"alone: admitted", {"_c_a-lock-0000000007", NULL},
-     "_c_a-lock-0000000007", 0, ZKRC__ADMITTED, NULL, 0},
+    {"alone: admitted",
+     {"_c_a-lock-0000000007", NULL},
+     "_c_a-lock-0000000007",
+     0,
+     ZKRC__ADMITTED,
+     NULL,
+     0},
     {"third in line: watches the second",
      {"_c_c-lock-0000000003", "_c_a-lock-0000000001", "_c_b-lock-0000000002",
       NULL},
-     "_c_c-lock-0000000003", 0, ZKRC__WAIT, "_c_b-lock-0000000002", 2},
+     "_c_c-lock-0000000003",
+     0,
+     ZKRC__WAIT,
+     "_c_b-lock-0000000002",
+     2},
     {"our node gone: absent",
-     {"_c_a-lock-0000000001", NULL}, "_c_z-lock-0000000009", 0, ZKRC__ABSENT,
-     NULL, -1},
-    {"empty directory: absent", {NULL}, "_c_z-lock-0000000009", 0,
-     ZKRC__ABSENT, NULL, -1},
+     {"_c_a-lock-0000000001", NULL},
+     "_c_z-lock-0000000009",
+     0,
+     ZKRC__ABSENT,
+     NULL,
+     -1},
+    {"empty directory: absent",
+     {NULL},
+     "_c_z-lock-0000000009",
+     0,
+     ZKRC__ABSENT,
+     NULL,
+     -1},
     {"foreign and malformed names are not contenders",
      {"keep", "_c_x-lock-12", "_c_y-lock-00000000x1", "config0000000001",
       "_c_w-lock--0000000001", "_c_me-lock-0000000005", NULL},
-     "_c_me-lock-0000000005", 0, ZKRC__ADMITTED, NULL, 0},
+     "_c_me-lock-0000000005",
+     0,
+     ZKRC__ADMITTED,
+     NULL,
+     0},
     {"kazoo's and Curator's nodes are ordered together",
-     {"9f2c__lock__0000000004", "_c_me-lock-0000000006",
-      "_c_q-lock-0000000005", NULL},
-     "_c_me-lock-0000000006", 0, ZKRC__WAIT, "_c_q-lock-0000000005", 2},
+     {"9f2c__lock__0000000004", "_c_me-lock-0000000006", "_c_q-lock-0000000005",
+      NULL},
+     "_c_me-lock-0000000006",
+     0,
+     ZKRC__WAIT,
+     "_c_q-lock-0000000005",
+     2},
     {"past the wrap: negative sequences come first",
      {"_c_old-lock-2147483647", "_c_me-lock--2147483648", NULL},
-     "_c_me-lock--2147483648", 0, ZKRC__ADMITTED, NULL, 0},
+     "_c_me-lock--2147483648",
+     0,
+     ZKRC__ADMITTED,
+     NULL,
+     0},
     {"past the wrap: behind a negative sequence",
-     {"_c_a-lock--2147483647", "_c_me-lock-0000000001",
-      "_c_b-lock--2147483648", NULL},
-     "_c_me-lock-0000000001", 0, ZKRC__WAIT, "_c_a-lock--2147483647", 2},
+     {"_c_a-lock--2147483647", "_c_me-lock-0000000001", "_c_b-lock--2147483648",
+      NULL},
+     "_c_me-lock-0000000001",
+     0,
+     ZKRC__WAIT,
+     "_c_a-lock--2147483647",
+     2},
     {"duplicates count once",
      {"_c_a-lock-0000000001", "_c_a-lock-0000000001", "_c_me-lock-0000000002",
       NULL},
-     "_c_me-lock-0000000002", 0, ZKRC__WAIT, "_c_a-lock-0000000001", 1},
+     "_c_me-lock-0000000002",
+     0,
+     ZKRC__WAIT,
+     "_c_a-lock-0000000001",
+     1},
     {"readers ahead of a reader: admitted",
      {"_c_a-__READ__0000000001", "_c_b-__READ__0000000002",
       "_c_me-__READ__0000000003", NULL},
-     "_c_me-__READ__0000000003", 1, ZKRC__ADMITTED, NULL, 2},
+     "_c_me-__READ__0000000003",
+     1,
+     ZKRC__ADMITTED,
+     NULL,
+     2},
     {"a reader waits for the nearest writer ahead",
      {"_c_a-__READ__0000000001", "_c_w-__WRIT__0000000002",
       "_c_b-__READ__0000000003", "_c_me-__READ__0000000004", NULL},
-     "_c_me-__READ__0000000004", 1, ZKRC__WAIT, "_c_w-__WRIT__0000000002", 3},
+     "_c_me-__READ__0000000004",
+     1,
+     ZKRC__WAIT,
+     "_c_w-__WRIT__0000000002",
+     3},
     {"a writer waits for the contender just before it",
      {"_c_a-__READ__0000000001", "_c_b-__READ__0000000002",
       "_c_me-__WRIT__0000000003", NULL},
-     "_c_me-__WRIT__0000000003", 1, ZKRC__WAIT, "_c_b-__READ__0000000002", 2},
+     "_c_me-__WRIT__0000000003",
+     1,
+     ZKRC__WAIT,
+     "_c_b-__READ__0000000002",
+     2},
     {"a writer first in line: admitted",
      {"_c_me-__WRIT__0000000001", "_c_b-__READ__0000000002", NULL},
-     "_c_me-__WRIT__0000000001", 1, ZKRC__ADMITTED, NULL, 0},
+     "_c_me-__WRIT__0000000001",
+     1,
+     ZKRC__ADMITTED,
+     NULL,
+     0},
     {"kazoo's reader behind our mutex node waits for it",
      {"_c_m-lock-0000000001", "ab12__rlock__0000000002", NULL},
-     "ab12__rlock__0000000002", 1, ZKRC__WAIT, "_c_m-lock-0000000001", 1},
+     "ab12__rlock__0000000002",
+     1,
+     ZKRC__WAIT,
+     "_c_m-lock-0000000001",
+     1},
     {"a reader behind kazoo's write lock waits for it",
      {"ab12__lock__0000000001", "_c_me-__READ__0000000002", NULL},
-     "_c_me-__READ__0000000002", 1, ZKRC__WAIT, "ab12__lock__0000000001", 1},
+     "_c_me-__READ__0000000002",
+     1,
+     ZKRC__WAIT,
+     "ab12__lock__0000000001",
+     1},
 };
 
 static void test_table(void) {
@@ -102,11 +165,10 @@ static void test_table(void) {
     int count = 0;
     while (c->listing[count])
       count++;
-    zkrc__verdict v = zkrc__admit((char *const *)c->listing, count,
-                                  c->rw ? rw_markers : mutex_markers, c->me,
-                                  c->rw ? zkrc__policy_readers_writers
-                                        : zkrc__policy_exclusive,
-                                  NULL);
+    zkrc__verdict v = zkrc__admit(
+        (char *const *)c->listing, count, c->rw ? rw_markers : mutex_markers,
+        c->me, c->rw ? zkrc__policy_readers_writers : zkrc__policy_exclusive,
+        NULL);
     gboolean ok = v.kind == c->kind && v.position == c->position &&
                   g_strcmp0(v.watch, c->watch) == 0;
     if (!ok)
@@ -139,23 +201,41 @@ static const zkrc__marker lease_markers[] = {{"-lease-", ZKRC__CLAIM_SHARED},
 static const permits_case permits_cases[] = {
     {"one of two permits taken: admitted",
      {"_c_a-lease-0000000001", "_c_me-lease-0000000002", NULL},
-     "_c_me-lease-0000000002", 2, ZKRC__ADMITTED, 1},
+     "_c_me-lease-0000000002",
+     2,
+     ZKRC__ADMITTED,
+     1},
     {"both permits taken: watch the directory, no single node",
      {"_c_b-lease-0000000002", "_c_a-lease-0000000001",
       "_c_me-lease-0000000003", NULL},
-     "_c_me-lease-0000000003", 2, ZKRC__WAIT_CHILDREN, 2},
+     "_c_me-lease-0000000003",
+     2,
+     ZKRC__WAIT_CHILDREN,
+     2},
     {"one permit: a mutex's front is admitted",
      {"_c_me-lease-0000000004", "_c_z-lease-0000000005", NULL},
-     "_c_me-lease-0000000004", 1, ZKRC__ADMITTED, 0},
+     "_c_me-lease-0000000004",
+     1,
+     ZKRC__ADMITTED,
+     0},
     {"past the wrap: the negative sequence holds the permit",
      {"_c_old-lease-2147483647", "_c_me-lease--2147483648", NULL},
-     "_c_me-lease--2147483648", 1, ZKRC__ADMITTED, 0},
+     "_c_me-lease--2147483648",
+     1,
+     ZKRC__ADMITTED,
+     0},
     {"foreign names take no permit",
      {"config", "_c_x-lock-0000000001", "_c_me-lease-0000000009", NULL},
-     "_c_me-lease-0000000009", 1, ZKRC__ADMITTED, 0},
+     "_c_me-lease-0000000009",
+     1,
+     ZKRC__ADMITTED,
+     0},
     {"our lease gone: absent",
-     {"_c_a-lease-0000000001", NULL}, "_c_me-lease-0000000002", 3,
-     ZKRC__ABSENT, -1},
+     {"_c_a-lease-0000000001", NULL},
+     "_c_me-lease-0000000002",
+     3,
+     ZKRC__ABSENT,
+     -1},
 };
 
 static void test_permits(void) {
@@ -167,11 +247,11 @@ static void test_permits(void) {
     zkrc__verdict v =
         zkrc__admit((char *const *)c->listing, count, lease_markers, c->me,
                     zkrc__policy_permits, &c->permits);
-    gboolean ok = v.kind == c->kind && v.position == c->position &&
-                  v.watch == NULL;
+    gboolean ok =
+        v.kind == c->kind && v.position == c->position && v.watch == NULL;
     if (!ok)
-      fprintf(stderr, "\n  case \"%s\": kind %d position %d\n", c->what,
-              v.kind, v.position);
+      fprintf(stderr, "\n  case \"%s\": kind %d position %d\n", c->what, v.kind,
+              v.position);
     CU_ASSERT_TRUE(ok);
   }
   /* A waiter for a permit lists and watches the directory, once. */
@@ -212,8 +292,7 @@ static void random_listing(GRand *rng, listing *l, gboolean readers) {
     else
       snprintf(digits, sizeof digits, "%010d", seq);
     l->names[i] = g_strdup_printf("_c_%02d-%s%s", i,
-                                  writer ? "__WRIT__" : "__READ__",
-                                  digits);
+                                  writer ? "__WRIT__" : "__READ__", digits);
   }
   for (int i = l->n - 1; i > 0; i--) { /* shuffle the listing */
     int j = g_rand_int_range(rng, 0, i + 1);
@@ -231,8 +310,8 @@ static void check_properties(listing *l, zkrc__policy_fn policy,
   int watches[MAX_N];
   gboolean in[MAX_N];
   for (int i = 0; i < l->n; i++) {
-    zkrc__verdict v = zkrc__admit(l->names, l->n, rw_markers, l->names[i],
-                                  policy, NULL);
+    zkrc__verdict v =
+        zkrc__admit(l->names, l->n, rw_markers, l->names[i], policy, NULL);
     int me = index_of(l->names[i]);
     /* Expected: exclusive claims admitted only first in line; shared ones
      * when no exclusive claim is ahead. */
@@ -264,9 +343,9 @@ static void test_random_listings_keep_the_properties(void) {
     listing l;
     gboolean readers = r % 2 == 1;
     random_listing(rng, &l, readers);
-    check_properties(&l, readers ? zkrc__policy_readers_writers
-                                 : zkrc__policy_exclusive,
-                     readers, &failures);
+    check_properties(
+        &l, readers ? zkrc__policy_readers_writers : zkrc__policy_exclusive,
+        readers, &failures);
     for (int i = 0; i < l.n; i++)
       g_free(l.names[i]);
   }
@@ -332,59 +411,89 @@ typedef struct move_case {
 static const move_case moves[] = {
     {"admitted in the queue: take the front",
      {"_c_me-lock-0000000001", "_c_b-lock-0000000002", NULL},
-     "_c_me-lock-0000000001", &queued, ZKRC__MOVE_TAKE_FRONT},
+     "_c_me-lock-0000000001",
+     &queued,
+     ZKRC__MOVE_TAKE_FRONT},
     {"admitted at the front, its own watch lost: arm it again",
-     {"_c_me-lock-0000000001", NULL}, "_c_me-lock-0000000001",
-     &front_own_lost, ZKRC__MOVE_ARM_OWN_WATCH},
+     {"_c_me-lock-0000000001", NULL},
+     "_c_me-lock-0000000001",
+     &front_own_lost,
+     ZKRC__MOVE_ARM_OWN_WATCH},
     {"admitted at the front, its own watch armed: stay",
-     {"_c_me-lock-0000000001", NULL}, "_c_me-lock-0000000001",
-     &front_own_armed, ZKRC__MOVE_STAY},
+     {"_c_me-lock-0000000001", NULL},
+     "_c_me-lock-0000000001",
+     &front_own_armed,
+     ZKRC__MOVE_STAY},
     {"admitted at the front, no own watch wanted: stay",
-     {"_c_me-lock-0000000001", NULL}, "_c_me-lock-0000000001", &front,
+     {"_c_me-lock-0000000001", NULL},
+     "_c_me-lock-0000000001",
+     &front,
      ZKRC__MOVE_STAY},
     {"a holder overtaken by a sequence past the wrap: lost, its node goes",
      {"_c_me-lock-2147483647", "_c_w-lock--2147483648", NULL},
-     "_c_me-lock-2147483647", &front, ZKRC__MOVE_LOST_OVERTAKEN},
+     "_c_me-lock-2147483647",
+     &front,
+     ZKRC__MOVE_LOST_OVERTAKEN},
     {"a holder behind a node made by hand (kazoo's): lost",
      {"_c_me-lock-0000000005", "9f2c__lock__0000000004", NULL},
-     "_c_me-lock-0000000005", &front_own_armed, ZKRC__MOVE_LOST_OVERTAKEN},
+     "_c_me-lock-0000000005",
+     &front_own_armed,
+     ZKRC__MOVE_LOST_OVERTAKEN},
     {"a holder whose node was deleted: lost",
-     {"_c_a-lock-0000000002", NULL}, "_c_me-lock-0000000001", &front,
+     {"_c_a-lock-0000000002", NULL},
+     "_c_me-lock-0000000001",
+     &front,
      ZKRC__MOVE_LOST_DELETED},
-    {"a holder in an empty directory: lost", {NULL},
-     "_c_me-lock-0000000001", &front, ZKRC__MOVE_LOST_DELETED},
+    {"a holder in an empty directory: lost",
+     {NULL},
+     "_c_me-lock-0000000001",
+     &front,
+     ZKRC__MOVE_LOST_DELETED},
     {"behind: watch the predecessor",
      {"_c_me-lock-0000000002", "_c_a-lock-0000000001", NULL},
-     "_c_me-lock-0000000002", &queued, ZKRC__MOVE_WATCH_PRED},
+     "_c_me-lock-0000000002",
+     &queued,
+     ZKRC__MOVE_WATCH_PRED},
     {"behind a duplicated name: watch it",
-     {"_c_a-lock-0000000001", "_c_a-lock-0000000001",
-      "_c_me-lock-0000000002", NULL},
-     "_c_me-lock-0000000002", &queued, ZKRC__MOVE_WATCH_PRED},
+     {"_c_a-lock-0000000001", "_c_a-lock-0000000001", "_c_me-lock-0000000002",
+      NULL},
+     "_c_me-lock-0000000002",
+     &queued,
+     ZKRC__MOVE_WATCH_PRED},
     {"behind, not allowed to read predecessors: list and watch the directory",
      {"_c_a-lock-0000000001", "_c_me-lock-0000000002", NULL},
-     "_c_me-lock-0000000002", &queued_dir, ZKRC__MOVE_WATCH_DIR},
+     "_c_me-lock-0000000002",
+     &queued_dir,
+     ZKRC__MOVE_WATCH_DIR},
     {"behind, and the listing watched the directory: wait",
      {"_c_a-lock-0000000001", "_c_me-lock-0000000002", NULL},
-     "_c_me-lock-0000000002", &queued_dir_watched, ZKRC__MOVE_WAIT},
+     "_c_me-lock-0000000002",
+     &queued_dir_watched,
+     ZKRC__MOVE_WAIT},
     {"our node gone before the front: create it again",
-     {"_c_a-lock-0000000001", NULL}, "_c_me-lock-0000000002", &queued,
+     {"_c_a-lock-0000000001", NULL},
+     "_c_me-lock-0000000002",
+     &queued,
      ZKRC__MOVE_CREATE},
     {"only foreign and malformed names: create again",
      {"keep", "_c_x-lock-12", "_c_me-lock-00000000x2", NULL},
-     "_c_me-lock-0000000002", &queued_dir, ZKRC__MOVE_CREATE},
+     "_c_me-lock-0000000002",
+     &queued_dir,
+     ZKRC__MOVE_CREATE},
     {"admitted past the wrap, with the directory watched: take the front",
      {"_c_old-lock-2147483647", "_c_me-lock--2147483648", NULL},
-     "_c_me-lock--2147483648", &queued_dir_watched, ZKRC__MOVE_TAKE_FRONT},
+     "_c_me-lock--2147483648",
+     &queued_dir_watched,
+     ZKRC__MOVE_TAKE_FRONT},
 };
 
 static zkrc__listing_move move_after(const move_case *m) {
   int count = 0;
   while (m->listing[count])
     count++;
-  zkrc__verdict v = zkrc__admit((char *const *)m->listing, count,
-                                mutex_markers, m->me, zkrc__policy_exclusive,
-                                NULL);
-  zkrc__listing_facts f = {v.kind,         m->st->at_front,
+  zkrc__verdict v = zkrc__admit((char *const *)m->listing, count, mutex_markers,
+                                m->me, zkrc__policy_exclusive, NULL);
+  zkrc__listing_facts f = {v.kind,           m->st->at_front,
                            m->st->watch_own, m->st->own_watched,
                            m->st->watch_dir, m->st->dir_watched};
   return zkrc__listing_decide(&f);
@@ -394,8 +503,8 @@ static void test_moves_after_a_listing(void) {
   for (size_t i = 0; i < G_N_ELEMENTS(moves); i++) {
     zkrc__listing_move got = move_after(&moves[i]);
     if (got != moves[i].move)
-      fprintf(stderr, "\n  case \"%s\": move %d, expected %d\n",
-              moves[i].what, got, moves[i].move);
+      fprintf(stderr, "\n  case \"%s\": move %d, expected %d\n", moves[i].what,
+              got, moves[i].move);
     CU_ASSERT_EQUAL(got, moves[i].move);
     CU_ASSERT_EQUAL(move_after(&moves[i]), got); /* pure */
   }
@@ -478,8 +587,7 @@ static void test_moves_after_a_recheck(void) {
 }
 
 static void add_suites(void) {
-  ZKT_SUITE("admission", {"table", test_table},
-            {"N permits", test_permits},
+  ZKT_SUITE("admission", {"table", test_table}, {"N permits", test_permits},
             {"random listings keep the properties",
              test_random_listings_keep_the_properties},
             {"broken policies are caught", test_broken_policies_are_caught},

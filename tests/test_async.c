@@ -399,7 +399,7 @@ typedef struct queue_run {
   slot sl[QUEUED];
   int order[QUEUED]; /* indexes in completion order */
   int n;
-  GArray *holds; /* of zkt_hold: each turn, for the shared checker */
+  GArray *holds;   /* of zkt_hold: each turn, for the shared checker */
   int not_front;   /* completions whose node was not first on the servers */
   int wrong_count; /* completions that saw predecessors' nodes still there */
   int release_failed;

@@ -90,26 +90,25 @@ typedef enum fault_kind {
   F_PARTITION_CLIENTS, /* every proxy black-holed past the timeout */
   F_KILL_LEADER,
   F_KILL_FOLLOWER,
-  F_PAUSE_MEMBER,      /* one member frozen past the timeout */
+  F_PAUSE_MEMBER, /* one member frozen past the timeout */
   F_RESTART_STORE,
   F_KINDS
 } fault_kind;
 
 static const char *const fault_names[F_KINDS] = {
-    "kill-client",     "pause-holder",      "pause-waiter",
-    "pause-short",     "expire-holder",     "drop-all",
-    "drop-after-next", "blackhole-short",   "blackhole-long",
-    "partition-clients", "kill-leader",     "kill-follower",
-    "pause-member",    "restart-store"};
+    "kill-client",    "pause-holder",      "pause-waiter",    "pause-short",
+    "expire-holder",  "drop-all",          "drop-after-next", "blackhole-short",
+    "blackhole-long", "partition-clients", "kill-leader",     "kill-follower",
+    "pause-member",   "restart-store"};
 
 /* One round of the schedule: every kind, the ones that make stale writes
  * more than once. */
 static const fault_kind round_kinds[] = {
-    F_KILL_CLIENT,     F_PAUSE_HOLDER,      F_PAUSE_WAITER,  F_PAUSE_SHORT,
-    F_EXPIRE_HOLDER,   F_DROP_ALL,          F_DROP_AFTER_NEXT,
-    F_BLACKHOLE_SHORT, F_BLACKHOLE_LONG,    F_PARTITION_CLIENTS,
-    F_KILL_LEADER,     F_KILL_FOLLOWER,     F_PAUSE_MEMBER,  F_RESTART_STORE,
-    F_PAUSE_HOLDER,    F_PAUSE_HOLDER,      F_EXPIRE_HOLDER, F_KILL_CLIENT};
+    F_KILL_CLIENT,    F_PAUSE_HOLDER,      F_PAUSE_WAITER,    F_PAUSE_SHORT,
+    F_EXPIRE_HOLDER,  F_DROP_ALL,          F_DROP_AFTER_NEXT, F_BLACKHOLE_SHORT,
+    F_BLACKHOLE_LONG, F_PARTITION_CLIENTS, F_KILL_LEADER,     F_KILL_FOLLOWER,
+    F_PAUSE_MEMBER,   F_RESTART_STORE,     F_PAUSE_HOLDER,    F_PAUSE_HOLDER,
+    F_EXPIRE_HOLDER,  F_KILL_CLIENT};
 #define ROUND_LEN ((int)(sizeof round_kinds / sizeof round_kinds[0]))
 
 /* What happened to a worker instance, from the schedule's side. */
@@ -121,8 +120,8 @@ typedef struct worker {
   int instance;
   pid_t pid; /* -1 once reaped */
   int64_t started, ended;
-  int status;         /* exit status, 128+signal, or -1 while running */
-  gboolean killed;    /* by a fault or the watchdog */
+  int status;      /* exit status, 128+signal, or -1 while running */
+  gboolean killed; /* by a fault or the watchdog */
   gboolean paused;
   int64_t excused_until; /* watchdog: frozen until then */
   char *log;
@@ -130,11 +129,11 @@ typedef struct worker {
 
 static struct {
   int clients, seconds;
-  gboolean elect;              /* election workers instead of lock ones */
-  const char *ignore_lost;     /* NULL, or ignore-lost=MS for the control */
-  gboolean linger_always;      /* holders hold until told LOST, always */
-  const char *store_flag;      /* NULL, or --no-fencing for the control */
-  const fault_kind *kinds;     /* one round of the schedule */
+  gboolean elect;          /* election workers instead of lock ones */
+  const char *ignore_lost; /* NULL, or ignore-lost=MS for the control */
+  gboolean linger_always;  /* holders hold until told LOST, always */
+  const char *store_flag;  /* NULL, or --no-fencing for the control */
+  const fault_kind *kinds; /* one round of the schedule */
   int nkinds;
   guint32 seed;
   GRand *rng;
@@ -143,8 +142,8 @@ static struct {
   chaos_slot *slots;
   int store_port, store_out;
   pid_t store_pid;
-  GPtrArray *workers;           /* every instance, by instance number */
-  worker *live[MAX_CLIENTS];    /* the current worker of each position */
+  GPtrArray *workers;        /* every instance, by instance number */
+  worker *live[MAX_CLIENTS]; /* the current worker of each position */
   gboolean shutting_down;
   int injected[F_KINDS], skipped[F_KINDS];
   int holder_pauses_with_writes_left;
@@ -209,8 +208,8 @@ static void spawn_worker(int position) {
   char inst[16], port[16];
   snprintf(inst, sizeof inst, "%d", instance);
   snprintf(port, sizeof port, "%d", C.store_port);
-  char *argv[11] = {WORKER, inst, (char *)zkt_hosts(), C.lock_path, port,
-                    "k", w->log, C.status_path, NULL};
+  char *argv[11] = {WORKER, inst,   (char *)zkt_hosts(), C.lock_path, port,
+                    "k",    w->log, C.status_path,       NULL};
   int argc = 8;
   if (C.elect)
     argv[argc++] = "elect";
@@ -248,8 +247,9 @@ static int read_store_port(int fd) {
 static void start_store(int port) {
   char port_s[16];
   snprintf(port_s, sizeof port_s, "%d", port);
-  char *argv[] = {STORE, "--port", port_s, "--journal", C.journal,
-                  (char *)C.store_flag, NULL};
+  char *argv[] = {STORE,       "--port",  port_s,
+                  "--journal", C.journal, (char *)C.store_flag,
+                  NULL};
   if (C.store_out >= 0)
     close(C.store_out);
   C.store_pid = start_child(argv, &C.store_out);
@@ -307,12 +307,13 @@ static void dump_stacks(worker *w) {
   char *out = g_strdup_printf("%s/w%d.stacks", C.dir, w->instance);
   char pid[16];
   snprintf(pid, sizeof pid, "%d", (int)w->pid);
-  char *argv[] = {"timeout", "-s", "KILL", "30",  "gdb", "-batch", "-p", pid,
-                  "-ex",     "thread apply all bt", NULL};
+  char *argv[] = {"timeout", "-s", "KILL", "30",  "gdb",
+                  "-batch",  "-p", pid,    "-ex", "thread apply all bt",
+                  NULL};
   gchar *text = NULL;
   if (g_spawn_sync(NULL, argv, NULL,
-                   G_SPAWN_SEARCH_PATH | G_SPAWN_STDERR_TO_DEV_NULL, NULL,
-                   NULL, &text, NULL, NULL, NULL) &&
+                   G_SPAWN_SEARCH_PATH | G_SPAWN_STDERR_TO_DEV_NULL, NULL, NULL,
+                   &text, NULL, NULL, NULL) &&
       text)
     g_file_set_contents(out, text, -1, NULL);
   note("watchdog: stacks of w%d in %s", w->instance, out);
@@ -539,8 +540,8 @@ static gboolean inject(fault_kind kind) {
     if (w == NULL)
       return FALSE;
     clientid_t id;
-    id.client_id = __atomic_load_n(&C.slots[w->instance].session_id,
-                                   __ATOMIC_ACQUIRE);
+    id.client_id =
+        __atomic_load_n(&C.slots[w->instance].session_id, __ATOMIC_ACQUIRE);
     memcpy(id.passwd, C.slots[w->instance].passwd, sizeof id.passwd);
     if (id.client_id == 0)
       return FALSE;
@@ -561,7 +562,8 @@ static gboolean inject(fault_kind kind) {
     CU_ASSERT_EQUAL(zkrc_proxy_drop_all(e, proxy), 0);
     return TRUE;
   case F_DROP_AFTER_NEXT:
-    note("drop-after-next: proxy %d loses the reply to its next request", proxy);
+    note("drop-after-next: proxy %d loses the reply to its next request",
+         proxy);
     CU_ASSERT_EQUAL(zkrc_proxy_drop_after_next_request(e, proxy), 0);
     return TRUE;
   case F_BLACKHOLE_SHORT:
@@ -666,8 +668,8 @@ static void stop_workers(void) {
       if (waitpid(w->pid, &status, WNOHANG) == w->pid) {
         mark_exit(w, status);
       } else if (chaos_now_us() > deadline) {
-        violation("worker w%d did not exit within %d s of SIGTERM",
-                  w->instance, WATCHDOG_MS / 1000 + 5);
+        violation("worker w%d did not exit within %d s of SIGTERM", w->instance,
+                  WATCHDOG_MS / 1000 + 5);
         kill_worker(w, TRUE);
       } else {
         g_usleep(10000);
@@ -710,7 +712,8 @@ static struct {
 
 static void count_result(GHashTable *t, const char *name) {
   gpointer v = g_hash_table_lookup(t, name);
-  g_hash_table_replace(t, g_strdup(name), GINT_TO_POINTER(GPOINTER_TO_INT(v) + 1));
+  g_hash_table_replace(t, g_strdup(name),
+                       GINT_TO_POINTER(GPOINTER_TO_INT(v) + 1));
 }
 
 static gboolean paused_between(int instance, int64_t a, int64_t b) {
@@ -771,7 +774,8 @@ static void parse_worker(worker *w, worker_log *wl) {
       if (!paused_between(w->instance, t - d, t)) {
         R.max_write = MAX(R.max_write, d);
         if (d > (int64_t)(WRITE_TIMEOUT_MS + SLACK_MS) * 1000)
-          violation("w%d: a store write took %.1f s", w->instance, (double)d / 1e6);
+          violation("w%d: a store write took %.1f s", w->instance,
+                    (double)d / 1e6);
       }
     } else if (strcmp(what, "REL") == 0 &&
                sscanf(lines[i], "%*d REL %d %63s %" SCNd64, &n, s1, &d) == 3 &&
@@ -824,13 +828,15 @@ static void check_journal(GPtrArray *logs, GHashTable *hold_tokens) {
     violation("the store left no journal");
     return;
   }
-  GHashTable *by_value = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
+  GHashTable *by_value =
+      g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
   gchar **lines = g_strsplit(text, "\n", -1);
   int64_t highest = -1;
   for (int i = 0; lines[i]; i++) {
     int64_t t, token, logged_highest = -1;
     char what[16], key[80], value[80];
-    if (sscanf(lines[i], "%" SCNd64 " %15s %79s %" SCNd64, &t, what, key, &token) != 4)
+    if (sscanf(lines[i], "%" SCNd64 " %15s %79s %" SCNd64, &t, what, key,
+               &token) != 4)
       continue;
     decision *d = g_new0(decision, 1);
     d->token = token;
@@ -838,8 +844,9 @@ static void check_journal(GPtrArray *logs, GHashTable *hold_tokens) {
         sscanf(lines[i], "%*d ACCEPT %*s %*d %79s", value) == 1) {
       d->accept = TRUE;
       if (token < highest) {
-        violation("the store accepted the stale token %" PRId64 " after %"
-                  PRId64 " (journal line %d)", token, highest, i + 1);
+        violation("the store accepted the stale token %" PRId64
+                  " after %" PRId64 " (journal line %d)",
+                  token, highest, i + 1);
         R.stale_accepted++;
       }
       highest = MAX(highest, token);
@@ -849,11 +856,12 @@ static void check_journal(GPtrArray *logs, GHashTable *hold_tokens) {
                       &logged_highest, value) == 2) {
       if (token >= highest)
         violation("the store refused token %" PRId64 ", not stale (highest "
-                  "accepted %" PRId64 ", journal line %d)", token, highest, i + 1);
+                  "accepted %" PRId64 ", journal line %d)",
+                  token, highest, i + 1);
       if (logged_highest != highest)
         violation("the store believed the highest token was %" PRId64 " but "
-                  "its journal says %" PRId64 " (line %d)", logged_highest,
-                  highest, i + 1);
+                  "its journal says %" PRId64 " (line %d)",
+                  logged_highest, highest, i + 1);
       R.refused++;
     } else {
       g_free(d);
@@ -869,7 +877,8 @@ static void check_journal(GPtrArray *logs, GHashTable *hold_tokens) {
       int64_t *ht = g_hash_table_lookup(hold_tokens, hk);
       if (ht == NULL || *ht != token)
         violation("journal line %d: %s wrote token %" PRId64 ", which is not "
-                  "its hold's token", i + 1, value, token);
+                  "its hold's token",
+                  i + 1, value, token);
       g_free(hk);
     }
     g_hash_table_replace(by_value, g_strdup(value), d);
@@ -886,10 +895,12 @@ static void check_journal(GPtrArray *logs, GHashTable *hold_tokens) {
       decision *d = g_hash_table_lookup(by_value, value);
       if (strcmp(r->result, "OK") == 0) {
         if (d == NULL || !d->accept)
-          violation("%s was answered OK but the journal has no acceptance", value);
+          violation("%s was answered OK but the journal has no acceptance",
+                    value);
       } else if (strcmp(r->result, "REFUSED") == 0) {
         if (d == NULL || d->accept)
-          violation("%s was answered REFUSED but the journal has no refusal", value);
+          violation("%s was answered REFUSED but the journal has no refusal",
+                    value);
         else if (r->held)
           note_thought_held(r);
         else
@@ -919,7 +930,7 @@ static void check_holds(GPtrArray *all) {
   zkt_margin_stats(c.lost_margins, &R.margin_min, &R.margin_median);
   R.cut_margins = (int)c.partition_margins->len;
   zkt_margin_stats(c.partition_margins, &R.cut_margin_min,
-                     &R.cut_margin_median);
+                   &R.cut_margin_median);
   zkt_checker_clear(&c);
 }
 
@@ -947,7 +958,8 @@ static void analyse(void) {
   R.acq_results = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
   GPtrArray *logs = g_ptr_array_new();
   GPtrArray *all_holds = g_ptr_array_new();
-  GHashTable *hold_tokens = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+  GHashTable *hold_tokens =
+      g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
   for (guint i = 0; i < C.workers->len; i++) {
     worker *w = g_ptr_array_index(C.workers, i);
     worker_log *wl = g_new0(worker_log, 1);
@@ -961,8 +973,8 @@ static void analyse(void) {
                strcmp(h->rel, "ZKRC_ENOTLEADER") == 0)
         R.released_lost++;
       g_ptr_array_add(all_holds, h);
-      g_hash_table_insert(hold_tokens, g_strdup_printf("%d.%d", h->instance, h->n),
-                          &h->token);
+      g_hash_table_insert(
+          hold_tokens, g_strdup_printf("%d.%d", h->instance, h->n), &h->token);
     }
   }
   R.holds = (int)all_holds->len;
@@ -1040,7 +1052,8 @@ static void print_summary(double seconds) {
          "workers excluded)\n",
          (double)R.max_acq / 1e6, (double)R.max_write / 1e6,
          (double)R.max_rel / 1e6);
-  printf("chaos: lock nodes left after every session ended: %d\n", R.left_nodes);
+  printf("chaos: lock nodes left after every session ended: %d\n",
+         R.left_nodes);
   printf("chaos: violations: %d\n%s", C.nviolations, C.violations->str);
   g_string_free(f, TRUE);
 }
@@ -1161,7 +1174,8 @@ static void run_chaos(void) {
   stop_store();
 
   /* 6: once every session is gone (the killed workers' expire), no node. */
-  zhandle_t *zh = zkt_raw_to(zkrc_ensemble_direct_connect_string(zkt_ensemble()));
+  zhandle_t *zh =
+      zkt_raw_to(zkrc_ensemble_direct_connect_string(zkt_ensemble()));
   nodes_gone ng = {zh, C.lock_path};
   zkt_wait_for(no_nodes_left, &ng, 3 * SESSION_MS + 5000);
   R.left_nodes = MAX(zkt_child_count(zh, C.lock_path), 0);
@@ -1214,7 +1228,8 @@ static void test_checker_catches_a_store_without_fencing(void) {
   setup(FALSE, 1, "--no-fencing", pauses, (int)G_N_ELEMENTS(pauses));
   run_chaos();
   printf("chaos: control (store without fencing): %d stale writes accepted, "
-         "%d violations reported\n", R.stale_accepted, C.nviolations);
+         "%d violations reported\n",
+         R.stale_accepted, C.nviolations);
   CU_ASSERT(C.holder_pauses_with_writes_left >= 1);
   CU_ASSERT(R.stale_accepted >= 1);
   CU_ASSERT_EQUAL(R.refused, 0);
@@ -1239,7 +1254,8 @@ static void test_checker_catches_a_holder_ignoring_lost(void) {
   C.linger_always = TRUE;
   run_chaos();
   printf("chaos: control (holders acting on LOST 4 s late): %d violations "
-         "reported\n", C.nviolations);
+         "reported\n",
+         C.nviolations);
   CU_ASSERT(C.nviolations >= 1);
   CU_ASSERT(strstr(C.violations->str, "two holders at once") != NULL);
   CU_ASSERT_EQUAL(R.stale_accepted, 0);
@@ -1252,8 +1268,7 @@ static void add_suites(void) {
   /* For the workers (set before any thread exists). */
   setenv("CHAOS_SESSION_MS", G_STRINGIFY(SESSION_MS), 1);
   setenv("CHAOS_ACQUIRE_MS", G_STRINGIFY(ACQUIRE_MS), 1);
-  ZKT_SUITE("chaos",
-            {"lock chaos keeps the promises", test_lock_chaos},
+  ZKT_SUITE("chaos", {"lock chaos keeps the promises", test_lock_chaos},
             {"election chaos keeps the promises", test_election_chaos},
             {"checker catches a store without fencing",
              test_checker_catches_a_store_without_fencing},

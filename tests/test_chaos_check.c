@@ -66,9 +66,13 @@ static outcome check(const char *w0, const char *w1, int pause_from,
   for (guint i = 0; i < c.violations->len; i++)
     printf("  reported: %s\n", (char *)g_ptr_array_index(c.violations, i));
   int64_t median;
-  outcome o = {(int)c.violations->len, c.overlaps, c.excused_frozen,
-               c.excused_closed, (int)c.lost_margins->len,
-               (int)c.partition_margins->len, 0};
+  outcome o = {(int)c.violations->len,
+               c.overlaps,
+               c.excused_frozen,
+               c.excused_closed,
+               (int)c.lost_margins->len,
+               (int)c.partition_margins->len,
+               0};
   zkt_margin_stats(c.lost_margins, &o.margin_min, &median);
   zkt_checker_clear(&c);
   g_ptr_array_free(all, TRUE);
@@ -275,22 +279,21 @@ static void test_hold_log_is_read_and_judged(void) {
 }
 
 static void add_suites(void) {
-  ZKT_SUITE("chaos checker",
-            {"partitioned holder told late is caught",
-             test_partitioned_holder_told_late_is_caught},
-            {"holder never told is caught", test_holder_never_told_is_caught},
-            {"holder told in time passes", test_holder_told_in_time_passes},
-            {"frozen holder is excused", test_frozen_holder_is_excused},
-            {"pause after the successor excuses nothing",
-             test_pause_after_the_successor_excuses_nothing},
-            {"operator close is excused", test_operator_close_is_excused},
-            {"leaders revoked late are caught",
-             test_leaders_revoked_late_are_caught},
-            {"tokens must grow", test_tokens_must_grow},
-            {"lost before acquire returned held nothing",
-             test_lost_before_acquire_returned_held_nothing});
-  ZKT_SUITE("plain holds",
-            {"plain handovers pass", test_plain_handovers_pass},
+  ZKT_SUITE(
+      "chaos checker",
+      {"partitioned holder told late is caught",
+       test_partitioned_holder_told_late_is_caught},
+      {"holder never told is caught", test_holder_never_told_is_caught},
+      {"holder told in time passes", test_holder_told_in_time_passes},
+      {"frozen holder is excused", test_frozen_holder_is_excused},
+      {"pause after the successor excuses nothing",
+       test_pause_after_the_successor_excuses_nothing},
+      {"operator close is excused", test_operator_close_is_excused},
+      {"leaders revoked late are caught", test_leaders_revoked_late_are_caught},
+      {"tokens must grow", test_tokens_must_grow},
+      {"lost before acquire returned held nothing",
+       test_lost_before_acquire_returned_held_nothing});
+  ZKT_SUITE("plain holds", {"plain handovers pass", test_plain_handovers_pass},
             {"plain overlap is caught", test_plain_overlap_is_caught},
             {"own excuse is counted, not reported",
              test_own_excuse_is_counted_not_reported},

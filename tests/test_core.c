@@ -16,11 +16,11 @@
 /* ---------------------------------------------------------------- errors */
 
 static void test_every_error_has_name_and_message(void) {
-#define CHECK_ERR(name, value, msg)                                          \
-  CU_ASSERT_STRING_EQUAL(zkrc_err_name(ZKRC_##name), "ZKRC_" #name);         \
-  CU_ASSERT_STRING_EQUAL(zkrc_strerror(ZKRC_##name), msg);                   \
-  /* never one of ZooKeeper's own codes (ZOO_ERRORS: -1..-15, -100..-199) */ \
-  CU_ASSERT(ZKRC_##name <= -1000);                                            \
+#define CHECK_ERR(name, value, msg)                                            \
+  CU_ASSERT_STRING_EQUAL(zkrc_err_name(ZKRC_##name), "ZKRC_" #name);           \
+  CU_ASSERT_STRING_EQUAL(zkrc_strerror(ZKRC_##name), msg);                     \
+  /* never one of ZooKeeper's own codes (ZOO_ERRORS: -1..-15, -100..-199) */   \
+  CU_ASSERT(ZKRC_##name <= -1000);                                             \
   CU_ASSERT_STRING_EQUAL(zerror(ZKRC_##name), "unknown error");
   ZKRC_ERRNO_MAP(CHECK_ERR)
 #undef CHECK_ERR
@@ -45,8 +45,8 @@ static void test_zookeeper_codes_map_to_ours(void) {
 /* ----------------------------------------------------------------- paths */
 
 static void test_valid_paths_pass(void) {
-  const char *ok[] = {"/a", "/locks/job-1", "/a/b/c", "/x.y", "/..a",
-                      "/a../b", "/zookeeper2", "/ünïcode/ok"};
+  const char *ok[] = {"/a",   "/locks/job-1", "/a/b/c",      "/x.y",
+                      "/..a", "/a../b",       "/zookeeper2", "/ünïcode/ok"};
   for (size_t i = 0; i < G_N_ELEMENTS(ok); i++) {
     const char *why = "unset";
     int rc = zkrc_path_validate(ok[i], &why);
@@ -58,10 +58,22 @@ static void test_valid_paths_pass(void) {
 }
 
 static void test_invalid_paths_are_refused_with_a_reason(void) {
-  const char *bad[] = {"",      "a",        "a/b",       "/",   "/a/",
-                       "//a",   "/a//b",    "/.",        "/a/.", "/a/../b",
-                       "/..",   "/zookeeper", "/zookeeper/x", "/a\001b",
-                       "/a\177", "/\xff\xfe",
+  const char *bad[] = {"",
+                       "a",
+                       "a/b",
+                       "/",
+                       "/a/",
+                       "//a",
+                       "/a//b",
+                       "/.",
+                       "/a/.",
+                       "/a/../b",
+                       "/..",
+                       "/zookeeper",
+                       "/zookeeper/x",
+                       "/a\001b",
+                       "/a\177",
+                       "/\xff\xfe",
                        "/a\xc2\x85" /* U+0085, a C1 control */,
                        "/\xee\x80\x80" /* U+E000, private use */,
                        "/\xef\xbf\xbf" /* U+FFFF */,
@@ -100,31 +112,38 @@ static void test_contender_names_are_recognised(void) {
       "_c_0f8e2c1a-4a8b-4c47-9a0e-6f1a2b3c4d5e-lock-0000000042",
       zkrc__lock_markers, &seq));
   CU_ASSERT_EQUAL(seq, 42);
-  CU_ASSERT_TRUE(zkrc__contender_seq("3f2a__lock__0000000007",
-                                     zkrc__lock_markers, &seq));
+  CU_ASSERT_TRUE(
+      zkrc__contender_seq("3f2a__lock__0000000007", zkrc__lock_markers, &seq));
   CU_ASSERT_EQUAL(seq, 7);
-  CU_ASSERT_TRUE(zkrc__contender_seq("lock-2147483647", zkrc__lock_markers,
-                                     &seq));
+  CU_ASSERT_TRUE(
+      zkrc__contender_seq("lock-2147483647", zkrc__lock_markers, &seq));
   CU_ASSERT_EQUAL(seq, INT32_MAX);
   /* After 2^31 creations the server's counter is negative. */
-  CU_ASSERT_TRUE(zkrc__contender_seq("x-lock--2147483648", zkrc__lock_markers,
-                                     &seq));
+  CU_ASSERT_TRUE(
+      zkrc__contender_seq("x-lock--2147483648", zkrc__lock_markers, &seq));
   CU_ASSERT_EQUAL(seq, INT32_MIN);
-  CU_ASSERT_TRUE(zkrc__contender_seq("x-lock--000000001", zkrc__lock_markers,
-                                     &seq));
+  CU_ASSERT_TRUE(
+      zkrc__contender_seq("x-lock--000000001", zkrc__lock_markers, &seq));
   CU_ASSERT_EQUAL(seq, -1);
-  CU_ASSERT_TRUE(zkrc__contender_seq("_c_x-latch-0000000003",
-                                     zkrc__latch_markers, &seq));
+  CU_ASSERT_TRUE(
+      zkrc__contender_seq("_c_x-latch-0000000003", zkrc__latch_markers, &seq));
   CU_ASSERT_EQUAL(seq, 3);
 }
 
 static void test_other_children_are_ignored(void) {
   int32_t seq;
   const char *not_contenders[] = {
-      "lock-",         "lock-12",          "lock-00000000001", "lock-abcdefghij",
-      "readme",        "x-lock-000000004x", "lock-2147483648", "lock--0000000000",
+      "lock-",
+      "lock-12",
+      "lock-00000000001",
+      "lock-abcdefghij",
+      "readme",
+      "x-lock-000000004x",
+      "lock-2147483648",
+      "lock--0000000000",
       "lock--0000000001" /* not how %010d writes -1 */,
-      "x-latch-0000000001" /* a latch is not a lock contender */, ""};
+      "x-latch-0000000001" /* a latch is not a lock contender */,
+      ""};
   for (size_t i = 0; i < G_N_ELEMENTS(not_contenders); i++)
     CU_ASSERT_FALSE(
         zkrc__contender_seq(not_contenders[i], zkrc__lock_markers, &seq));
@@ -132,10 +151,11 @@ static void test_other_children_are_ignored(void) {
 }
 
 static void test_contenders_sort_by_signed_sequence(void) {
-  char *names[] = {"b-lock-0000000010", "junk", "a__lock__0000000002",
-                   "c-lock--000000005", "d-lock-0000000001", "e-lock-x"};
-  GArray *sorted = zkrc__contenders_sorted(names, G_N_ELEMENTS(names),
-                                           zkrc__lock_markers);
+  char *names[] = {"b-lock-0000000010",   "junk",
+                   "a__lock__0000000002", "c-lock--000000005",
+                   "d-lock-0000000001",   "e-lock-x"};
+  GArray *sorted =
+      zkrc__contenders_sorted(names, G_N_ELEMENTS(names), zkrc__lock_markers);
   CU_ASSERT_EQUAL_FATAL(sorted->len, 4);
   const char *expect[] = {"c-lock--000000005", "d-lock-0000000001",
                           "a__lock__0000000002", "b-lock-0000000010"};
@@ -334,32 +354,34 @@ static void test_last_zk_error_is_per_thread(void) {
 }
 
 static void add_suites(void) {
-  ZKT_SUITE("errors", {"every error has a name and a message",
-                       test_every_error_has_name_and_message},
-            {"ZooKeeper codes map to ours", test_zookeeper_codes_map_to_ours},
-            {"last ZooKeeper error is per thread",
-             test_last_zk_error_is_per_thread});
-  ZKT_SUITE("paths", {"valid paths pass", test_valid_paths_pass},
-            {"invalid paths are refused with a reason",
-             test_invalid_paths_are_refused_with_a_reason},
-            {"embedded NUL and length limit",
-             test_embedded_nul_and_length_limit});
-  ZKT_SUITE("names",
-            {"contender names are recognised",
-             test_contender_names_are_recognised},
-            {"other children are ignored", test_other_children_are_ignored},
-            {"contenders sort by signed sequence",
-             test_contenders_sort_by_signed_sequence},
-            {"protected prefix has Curator's form",
-             test_protected_prefix_has_curators_form});
-  ZKT_SUITE("bad input",
-            {"session refuses bad arguments", test_session_refuses_bad_arguments},
-            {"failed session start returns", test_failed_session_start_returns},
-            {"unreachable servers fail within the timeout",
-             test_unreachable_servers_fail_within_the_timeout},
-            {"recipes refuse bad arguments", test_recipes_refuse_bad_arguments},
-            {"closed session refuses new work",
-             test_closed_session_refuses_new_recipes});
+  ZKT_SUITE(
+      "errors",
+      {"every error has a name and a message",
+       test_every_error_has_name_and_message},
+      {"ZooKeeper codes map to ours", test_zookeeper_codes_map_to_ours},
+      {"last ZooKeeper error is per thread", test_last_zk_error_is_per_thread});
+  ZKT_SUITE(
+      "paths", {"valid paths pass", test_valid_paths_pass},
+      {"invalid paths are refused with a reason",
+       test_invalid_paths_are_refused_with_a_reason},
+      {"embedded NUL and length limit", test_embedded_nul_and_length_limit});
+  ZKT_SUITE(
+      "names",
+      {"contender names are recognised", test_contender_names_are_recognised},
+      {"other children are ignored", test_other_children_are_ignored},
+      {"contenders sort by signed sequence",
+       test_contenders_sort_by_signed_sequence},
+      {"protected prefix has Curator's form",
+       test_protected_prefix_has_curators_form});
+  ZKT_SUITE(
+      "bad input",
+      {"session refuses bad arguments", test_session_refuses_bad_arguments},
+      {"failed session start returns", test_failed_session_start_returns},
+      {"unreachable servers fail within the timeout",
+       test_unreachable_servers_fail_within_the_timeout},
+      {"recipes refuse bad arguments", test_recipes_refuse_bad_arguments},
+      {"closed session refuses new work",
+       test_closed_session_refuses_new_recipes});
 }
 
 int main(void) { return zkt_run("test_core", add_suites); }

@@ -62,7 +62,7 @@ enum { REC_ELECTED, REC_REVOKED, REC_FAILED, REC_SESSION };
 
 typedef struct rec {
   int kind;
-  int value;     /* REVOKED, FAILED: reason; SESSION: the session event */
+  int value; /* REVOKED, FAILED: reason; SESSION: the session event */
   int64_t token;
   int64_t t_us;
   char *node;
@@ -72,7 +72,7 @@ typedef struct member {
   char id[64];
   zkrc_session *s;
   zkrc_election *e;
-  GArray *recs; /* of rec, guarded by rec_mu */
+  GArray *recs;      /* of rec, guarded by rec_mu */
   int expect_failed; /* else a FAILED event fails the test */
 } member;
 
@@ -323,34 +323,34 @@ static int wait_participants(zkrc_election *e, const char *want,
   return zkt_wait_for(participants_are, &w, timeout_ms);
 }
 
-#define ASSERT_PARTICIPANTS(e, want)                                          \
-  do {                                                                        \
-    char *have_ = participants_of(e);                                         \
-    if (strcmp(have_, (want)) != 0)                                           \
-      fprintf(stderr, "\nparticipants: \"%s\", expected \"%s\"\n", have_,     \
-              (want));                                                        \
-    CU_ASSERT_STRING_EQUAL(have_, (want));                                    \
-    g_free(have_);                                                            \
+#define ASSERT_PARTICIPANTS(e, want)                                           \
+  do {                                                                         \
+    char *have_ = participants_of(e);                                          \
+    if (strcmp(have_, (want)) != 0)                                            \
+      fprintf(stderr, "\nparticipants: \"%s\", expected \"%s\"\n", have_,      \
+              (want));                                                         \
+    CU_ASSERT_STRING_EQUAL(have_, (want));                                     \
+    g_free(have_);                                                             \
   } while (0)
 
 /* ============================================== electworker processes */
 
 typedef struct wline {
-  char **w;    /* the line's words */
-  int n;       /* how many */
-  int64_t t;   /* the worker's timestamp (last word), µs */
+  char **w;  /* the line's words */
+  int n;     /* how many */
+  int64_t t; /* the worker's timestamp (last word), µs */
 } wline;
 
 typedef struct worker {
   char *id;
   pid_t pid;
-  int in_fd;          /* its stdin, -1 once closed */
+  int in_fd; /* its stdin, -1 once closed */
   GThread *reader;
-  GPtrArray *lines;   /* of wline*, guarded by wmu */
-  gboolean eof;       /* its stdout ended */
+  GPtrArray *lines; /* of wline*, guarded by wmu */
+  gboolean eof;     /* its stdout ended */
   gboolean reaped;
-  int status;         /* once reaped: exit status, or 128 + signal */
-  int64_t gone_us;    /* when it was reaped */
+  int status;      /* once reaped: exit status, or 128 + signal */
+  int64_t gone_us; /* when it was reaped */
 } worker;
 
 static GMutex wmu;
@@ -719,9 +719,9 @@ static GArray *leaderships(GPtrArray *ws, int *bad) {
         cur.excuse = cur.token == last_token ? regained_excuse : NULL;
         last_token = cur.token;
       } else if (is(l, "revoked")) {
-        gboolean resigned = !open && out->len > mine &&
-                            g_array_index(out, zkt_hold, out->len - 1).token ==
-                                word_i64(l, 2);
+        gboolean resigned =
+            !open && out->len > mine &&
+            g_array_index(out, zkt_hold, out->len - 1).token == word_i64(l, 2);
         if (!resigned && (!open || word_i64(l, 2) != cur.token)) {
           fprintf(stderr, "\n%s: revoked without matching elected\n", w->id);
           (*bad)++;
@@ -793,8 +793,7 @@ static void print_overlap(const zkt_hold *a, const zkt_hold *b,
  * leader elected again with the same token after a reconnection
  * (revoke_on_suspend); overlaps are judged too unless @p tokens_only (a
  * test that measures them).  Returns the violations (printed). */
-static int check_leaderships(GArray *iv, zkt_checker *c,
-                             gboolean tokens_only) {
+static int check_leaderships(GArray *iv, zkt_checker *c, gboolean tokens_only) {
   zkt_checker_init(c, NULL, NULL);
   c->tokens_in_grant_order = TRUE;
   c->tokens_only = tokens_only;
@@ -849,8 +848,8 @@ static int take_over(const clientid_t *cid, takeover *t, zhandle_t **out) {
   t->state = 0;
   g_mutex_unlock(&wmu);
   log_callback_fn log = getenv("ZKR_LOG") ? NULL : quiet_log;
-  zhandle_t *zh = zookeeper_init2(direct_hosts(), takeover_watcher, 10000,
-                                  cid, t, 0, log);
+  zhandle_t *zh =
+      zookeeper_init2(direct_hosts(), takeover_watcher, 10000, cid, t, 0, log);
   CU_ASSERT_PTR_NOT_NULL_FATAL(zh);
   int64_t deadline = g_get_monotonic_time() + 5 * G_TIME_SPAN_SECOND;
   g_mutex_lock(&wmu);
@@ -1216,7 +1215,7 @@ static void test_token_increases_on_every_change(void) {
     CU_ASSERT_FATAL(wait_children(zh, path, i + 1, 10000));
   }
   enum { RESIGN, LEAVE_JOIN, EXPIRE };
-  static const int how[] = {RESIGN, LEAVE_JOIN, EXPIRE, RESIGN,
+  static const int how[] = {RESIGN, LEAVE_JOIN, EXPIRE,     RESIGN,
                             EXPIRE, RESIGN,     LEAVE_JOIN, RESIGN};
   int elected[3] = {0, 0, 0};
   int cur = 0; /* the leader: leadership goes round in join order */
@@ -1262,8 +1261,8 @@ static void test_token_increases_on_every_change(void) {
     }
     ZKT_ASSERT_RC(ZKRC_ENOTLEADER, zkrc_election_token(m[cur]->e, &token));
     /* Back in the queue, at its end, before the next change. */
-    char *queue = g_strdup_printf("m%d m%d m%d", (cur + 1) % 3, (cur + 2) % 3,
-                                  cur);
+    char *queue =
+        g_strdup_printf("m%d m%d m%d", (cur + 1) % 3, (cur + 2) % 3, cur);
     CU_ASSERT_FATAL(wait_participants(m[0]->e, queue, 15000));
     g_free(queue);
     cur = (cur + 1) % 3;
@@ -1319,8 +1318,10 @@ static void test_no_node_left_after_close(void) {
       continue;
     }
     if (left != 2 - i)
-      fprintf(stderr, "\nfree of m%d returned after %.1f ms leaving %d "
-              "nodes\n", i, took / 1000.0, left);
+      fprintf(stderr,
+              "\nfree of m%d returned after %.1f ms leaving %d "
+              "nodes\n",
+              i, took / 1000.0, left);
     CU_ASSERT_EQUAL(left, 2 - i);
   }
 
@@ -1329,10 +1330,10 @@ static void test_no_node_left_after_close(void) {
    * (a container) alive, so that its cversion counts our creates. */
   char *dir = g_strdup_printf("%s-inflight", path);
   char *keep = g_strdup_printf("%s/keep", dir);
-  CU_ASSERT_EQUAL_FATAL(zoo_create(zh, dir, NULL, -1, &ZOO_OPEN_ACL_UNSAFE,
-                                   0, NULL, 0), ZOK);
-  CU_ASSERT_EQUAL_FATAL(zoo_create(zh, keep, NULL, -1, &ZOO_OPEN_ACL_UNSAFE,
-                                   0, NULL, 0), ZOK);
+  CU_ASSERT_EQUAL_FATAL(
+      zoo_create(zh, dir, NULL, -1, &ZOO_OPEN_ACL_UNSAFE, 0, NULL, 0), ZOK);
+  CU_ASSERT_EQUAL_FATAL(
+      zoo_create(zh, keep, NULL, -1, &ZOO_OPEN_ACL_UNSAFE, 0, NULL, 0), ZOK);
   zkrc_session *s = zkt_session();
   int left = 0, created[2] = {0, 0};
   int64_t slowest = 0;
@@ -1393,9 +1394,9 @@ static void test_bad_input_gets_clear_errors(void) {
   ZKT_ASSERT_RC(ZKRC_EINVAL, zkrc_election_new(NULL, s, path, NULL));
   ZKT_ASSERT_RC(ZKRC_EINVAL, zkrc_election_new(&e, NULL, path, NULL));
   CU_ASSERT_PTR_NULL(e);
-  static const char *const bad_paths[] = {
-      "", "relative", "/", "/ends/", "/a//b", "/a/./b", "/a/../b",
-      "/zookeeper/x", "/a\001b"};
+  static const char *const bad_paths[] = {"",        "relative",     "/",
+                                          "/ends/",  "/a//b",        "/a/./b",
+                                          "/a/../b", "/zookeeper/x", "/a\001b"};
   for (size_t i = 0; i < G_N_ELEMENTS(bad_paths); i++)
     ZKT_ASSERT_RC(ZKRC_EINVAL, zkrc_election_new(&e, s, bad_paths[i], NULL));
   ZKT_ASSERT_RC(ZKRC_EINVAL, zkrc_election_new(&e, s, NULL, NULL));
@@ -1565,7 +1566,8 @@ static void test_rejoin_after_expiry(void) {
   /* ... and its new ZooKeeper session creates nothing.  No event marks
    * "would have rejoined by now"; give a rejoin 500 ms to show up. */
   CU_ASSERT(member_wait_nth(a, REC_SESSION, ZKRC_SESSION_EVENT_CONNECTED,
-                            connects + 1, 10000).kind >= 0);
+                            connects + 1, 10000)
+                .kind >= 0);
   g_usleep(500 * 1000);
   ASSERT_PARTICIPANTS(b->e, "b");
   /* Joining again by hand works. */
@@ -1677,8 +1679,8 @@ static void test_revoke_on_suspend(void) {
   zhandle_t *zh = zkt_raw_to(direct_hosts());
   CU_ASSERT_FATAL(wait_children(zh, path, 2, 10000));
   int64_t sid_a = zkrc_session_id(a->s), sid_c = zkrc_session_id(c->s);
-  int reconnects = member_count_of(c, REC_SESSION,
-                                   ZKRC_SESSION_EVENT_RECONNECTED);
+  int reconnects =
+      member_count_of(c, REC_SESSION, ZKRC_SESSION_EVENT_RECONNECTED);
 
   CU_ASSERT_EQUAL(zkrc_proxy_drop_all(zkt_ensemble(), 0), 0);
   rec revoked = member_wait_nth(a, REC_REVOKED, 0, 1, 10000);
@@ -1694,7 +1696,8 @@ static void test_revoke_on_suspend(void) {
   CU_ASSERT_EQUAL(member_count(b, REC_ELECTED), 0);
   /* Without the option: no event at all, still leading afterwards. */
   CU_ASSERT(member_wait_nth(c, REC_SESSION, ZKRC_SESSION_EVENT_RECONNECTED,
-                            reconnects + 1, 10000).kind >= 0);
+                            reconnects + 1, 10000)
+                .kind >= 0);
   CU_ASSERT_EQUAL(member_count(c, REC_REVOKED), 0);
   CU_ASSERT_EQUAL(member_count(c, REC_ELECTED), 1);
   CU_ASSERT_EQUAL(zkrc_session_id(c->s), sid_c);
@@ -1736,7 +1739,7 @@ static void test_node_deleted_while_disconnected_is_not_elected_again(void) {
   rec again = member_wait_elected(a, 2, 10000);
   CU_ASSERT_FATAL(again.kind >= 0);
   CU_ASSERT_EQUAL(zkrc_session_id(a->s), sid); /* back within the lease */
-  CU_ASSERT(again.token > first.token); /* a new node, not the old one */
+  CU_ASSERT(again.token > first.token);        /* a new node, not the old one */
   CU_ASSERT_TRUE(zkrc_election_is_leader(a->e));
   member_free(a);
   zookeeper_close(zh);
@@ -1791,8 +1794,7 @@ static void test_resign_while_disconnected_returns(void) {
   GThread *t = g_thread_new("resign", resign_thread, call);
   int64_t deadline = g_get_monotonic_time() + 5 * G_TIME_SPAN_SECOND;
   g_mutex_lock(&call->mu);
-  while (!call->returned &&
-         g_cond_wait_until(&call->cond, &call->mu, deadline))
+  while (!call->returned && g_cond_wait_until(&call->cond, &call->mu, deadline))
     ;
   gboolean returned = call->returned;
   g_mutex_unlock(&call->mu);
@@ -1888,14 +1890,16 @@ static void test_paused_leader_is_revoked_first_on_resume(void) {
     CU_ASSERT_EQUAL(word_i64(st, 1), 0); /* not leader */
     wline *thaw = line_at(leader, i_thaw);
     if (word_i64(thaw, 2) || word_i64(thaw, 3))
-      fprintf(stderr, "\nafter the freeze is_leader() said 1: first=%s, "
-              "%s of %s calls in %s ms\n", word(thaw, 2), word(thaw, 3),
-              word(thaw, 4), "300");
+      fprintf(stderr,
+              "\nafter the freeze is_leader() said 1: first=%s, "
+              "%s of %s calls in %s ms\n",
+              word(thaw, 2), word(thaw, 3), word(thaw, 4), "300");
     CU_ASSERT_EQUAL(word_i64(thaw, 2), 0);
     CU_ASSERT_EQUAL(word_i64(thaw, 3), 0);
     printf("\n    freeze %" PRId64 " ms: revoked %s %.1f ms after SIGCONT, "
-           "status %+.1f ms ", word_i64(thaw, 1), word(rev, 1),
-           delays[rep] / 1000.0, (st->t - t_cont) / 1000.0);
+           "status %+.1f ms ",
+           word_i64(thaw, 1), word(rev, 1), delays[rep] / 1000.0,
+           (st->t - t_cont) / 1000.0);
 
     /* It rejoins (new session, at the back) before the next round. */
     CU_ASSERT(worker_wait(leader, "session", from, 10000) >= 0);
@@ -2139,8 +2143,9 @@ static void test_one_leader_after_quorum_returns(void) {
   CU_ASSERT_EQUAL_FATAL(zkrc_ensemble_stop_member(quorum_ensemble, other), 0);
   /* Every session is lost after its timeout; the leader is revoked. */
   for (int i = 0; i < 3; i++)
-    CU_ASSERT(member_wait_nth(m[i], REC_SESSION, ZKRC_SESSION_EVENT_LOST, 1,
-                              15000).kind >= 0);
+    CU_ASSERT(
+        member_wait_nth(m[i], REC_SESSION, ZKRC_SESSION_EVENT_LOST, 1, 15000)
+            .kind >= 0);
   rec revoked = member_wait_nth(first, REC_REVOKED, 0, 1, 5000);
   CU_ASSERT(revoked.kind >= 0);
   CU_ASSERT(revoked.value == ZKRC_ESESSIONLOST ||
@@ -2150,8 +2155,8 @@ static void test_one_leader_after_quorum_returns(void) {
 
   CU_ASSERT_EQUAL(zkrc_ensemble_restart(quorum_ensemble, zl), 0);
   CU_ASSERT_EQUAL(zkrc_ensemble_restart(quorum_ensemble, other), 0);
-  CU_ASSERT_EQUAL_FATAL(
-      zkrc_ensemble_wait_serving(quorum_ensemble, -1, 60000), 0);
+  CU_ASSERT_EQUAL_FATAL(zkrc_ensemble_wait_serving(quorum_ensemble, -1, 60000),
+                        0);
   int64_t t_serving = zkt_now_ms();
 
   /* A new leader; once every participant is queued again (the nodes of
@@ -2205,32 +2210,30 @@ static void add_suites(void) {
   /* Runs before testutil's own exit cleanup (atexit order). */
   atexit(cleanup_at_exit);
   zkt_configure(1, 1);
-  ZKT_SUITE("election",
-            {"bad input gets clear errors", test_bad_input_gets_clear_errors},
-            {"leadership follows join order",
-             test_leadership_follows_join_order},
-            {"middle participant leaving elects nobody",
-             test_middle_participant_leaving_elects_nobody},
-            {"token increases on every change",
-             test_token_increases_on_every_change},
-            {"no node left after close", test_no_node_left_after_close},
-            {"rejoin after expiry", test_rejoin_after_expiry},
-            {"revoke_on_suspend", test_revoke_on_suspend},
-            {"node deleted while disconnected is not elected again",
-             test_node_deleted_while_disconnected_is_not_elected_again},
-            {"resign while disconnected returns",
-             test_resign_while_disconnected_returns});
-  ZKT_SUITE("election-processes",
-            {"one leader over twenty changes",
-             test_one_leader_over_twenty_changes},
-            {"expiry overlap is fenced", test_expiry_overlap_is_fenced},
-            {"paused leader is revoked first on resume",
-             test_paused_leader_is_revoked_first_on_resume},
-            {"failover time after SIGKILL", test_failover_time_after_sigkill},
-            {"resign handover", test_resign_handover});
-  ZKT_SUITE("election-quorum",
-            {"one leader after quorum returns",
-             test_one_leader_after_quorum_returns});
+  ZKT_SUITE(
+      "election",
+      {"bad input gets clear errors", test_bad_input_gets_clear_errors},
+      {"leadership follows join order", test_leadership_follows_join_order},
+      {"middle participant leaving elects nobody",
+       test_middle_participant_leaving_elects_nobody},
+      {"token increases on every change", test_token_increases_on_every_change},
+      {"no node left after close", test_no_node_left_after_close},
+      {"rejoin after expiry", test_rejoin_after_expiry},
+      {"revoke_on_suspend", test_revoke_on_suspend},
+      {"node deleted while disconnected is not elected again",
+       test_node_deleted_while_disconnected_is_not_elected_again},
+      {"resign while disconnected returns",
+       test_resign_while_disconnected_returns});
+  ZKT_SUITE(
+      "election-processes",
+      {"one leader over twenty changes", test_one_leader_over_twenty_changes},
+      {"expiry overlap is fenced", test_expiry_overlap_is_fenced},
+      {"paused leader is revoked first on resume",
+       test_paused_leader_is_revoked_first_on_resume},
+      {"failover time after SIGKILL", test_failover_time_after_sigkill},
+      {"resign handover", test_resign_handover});
+  ZKT_SUITE("election-quorum", {"one leader after quorum returns",
+                                test_one_leader_after_quorum_returns});
 }
 
 int main(void) { return zkt_run("test_election", add_suites); }

@@ -39,19 +39,15 @@
 #define CATCH_UP_TIMEOUT 30000
 #define CLEANUP_TIMEOUT 20000
 
-static int verbose;   /* ZKR_ENSEMBLE_LOG=1: let the client log too */
+static int verbose; /* ZKR_ENSEMBLE_LOG=1: let the client log too */
 
 /* ---- helpers: time, directories, processes ------------------------------ */
 
-static gint64 now_ms(void)
-{
-  return g_get_monotonic_time() / 1000;
-}
+static gint64 now_ms(void) { return g_get_monotonic_time() / 1000; }
 
 /* A fresh base directory for one ensemble, so the test can see that the
  * ensemble's own directory is gone afterwards. */
-static char *make_base_dir(void)
-{
+static char *make_base_dir(void) {
   const char *tmp = getenv("TMPDIR");
   if (!tmp || !*tmp)
     tmp = "/tmp";
@@ -63,8 +59,7 @@ static char *make_base_dir(void)
   return base;
 }
 
-static int dir_is_empty(const char *path)
-{
+static int dir_is_empty(const char *path) {
   DIR *d = opendir(path);
   if (!d)
     return 0;
@@ -78,14 +73,10 @@ static int dir_is_empty(const char *path)
   return empty;
 }
 
-static int process_gone(int pid)
-{
-  return kill(pid, 0) != 0 && errno == ESRCH;
-}
+static int process_gone(int pid) { return kill(pid, 0) != 0 && errno == ESRCH; }
 
 /* Record the members' pids before a teardown. */
-static int member_pids(zkrc_ensemble *e, int *pids)
-{
+static int member_pids(zkrc_ensemble *e, int *pids) {
   int n = zkrc_ensemble_size(e);
   for (int i = 0; i < n; i++)
     pids[i] = zkrc_ensemble_member_pid(e, i);
@@ -94,8 +85,7 @@ static int member_pids(zkrc_ensemble *e, int *pids)
 
 /* Stop @p e and check that its members are gone and @p base is empty (then
  * remove @p base). */
-static void stop_and_check_gone(zkrc_ensemble *e, char *base)
-{
+static void stop_and_check_gone(zkrc_ensemble *e, char *base) {
   int pids[5];
   int n = member_pids(e, pids);
   zkrc_ensemble_stop(e);
@@ -115,18 +105,15 @@ typedef struct client {
   zhandle_t *zh;
   GMutex lock;
   GCond changed;
-  int state;      /* the last session state */
-  int connects;   /* times it became connected */
-  int losses;     /* times it went from connected to connecting */
+  int state;    /* the last session state */
+  int connects; /* times it became connected */
+  int losses;   /* times it went from connected to connecting */
 } client;
 
-static void quiet_log(const char *message)
-{
-}
+static void quiet_log(const char *message) {}
 
-static void client_watcher(zhandle_t *zh, int type, int state,
-                           const char *path, void *context)
-{
+static void client_watcher(zhandle_t *zh, int type, int state, const char *path,
+                           void *context) {
   client *c = context;
   if (type != ZOO_SESSION_EVENT)
     return;
@@ -140,11 +127,13 @@ static void client_watcher(zhandle_t *zh, int type, int state,
   g_mutex_unlock(&c->lock);
 }
 
-typedef enum client_event { STATE_IS, CONNECTS_AT_LEAST, LOSSES_AT_LEAST }
-    client_event;
+typedef enum client_event {
+  STATE_IS,
+  CONNECTS_AT_LEAST,
+  LOSSES_AT_LEAST
+} client_event;
 
-static int client_reached(const client *c, client_event what, int value)
-{
+static int client_reached(const client *c, client_event what, int value) {
   switch (what) {
   case STATE_IS:
     return c->state == value;
@@ -157,8 +146,8 @@ static int client_reached(const client *c, client_event what, int value)
 }
 
 /* Wait until the client's session events reach @p what/@p value. */
-static int client_wait(client *c, client_event what, int value, int timeout_ms)
-{
+static int client_wait(client *c, client_event what, int value,
+                       int timeout_ms) {
   gint64 deadline = g_get_monotonic_time() + (gint64)timeout_ms * 1000;
   g_mutex_lock(&c->lock);
   while (!client_reached(c, what, value) &&
@@ -169,24 +158,21 @@ static int client_wait(client *c, client_event what, int value, int timeout_ms)
   return reached;
 }
 
-static int client_state(client *c)
-{
+static int client_state(client *c) {
   g_mutex_lock(&c->lock);
   int state = c->state;
   g_mutex_unlock(&c->lock);
   return state;
 }
 
-static int client_losses(client *c)
-{
+static int client_losses(client *c) {
   g_mutex_lock(&c->lock);
   int losses = c->losses;
   g_mutex_unlock(&c->lock);
   return losses;
 }
 
-static void client_close(client *c)
-{
+static void client_close(client *c) {
   if (!c)
     return;
   if (c->zh)
@@ -197,13 +183,12 @@ static void client_close(client *c)
 }
 
 /* A client of @p hosts, connected (NULL when it could not connect). */
-static client *client_open(const char *hosts, int session_timeout_ms)
-{
+static client *client_open(const char *hosts, int session_timeout_ms) {
   client *c = g_new0(client, 1);
   g_mutex_init(&c->lock);
   g_cond_init(&c->changed);
-  c->zh = zookeeper_init2(hosts, client_watcher, session_timeout_ms, NULL, c,
-                          0, verbose ? NULL : quiet_log);
+  c->zh = zookeeper_init2(hosts, client_watcher, session_timeout_ms, NULL, c, 0,
+                          verbose ? NULL : quiet_log);
   if (!c->zh || !client_wait(c, CONNECTS_AT_LEAST, 1, CONNECT_TIMEOUT)) {
     client_close(c);
     return NULL;
@@ -212,15 +197,13 @@ static client *client_open(const char *hosts, int session_timeout_ms)
 }
 
 static int create_node(client *c, const char *path, const char *value,
-                       int flags)
-{
+                       int flags) {
   return zoo_create(c->zh, path, value, value ? (int)strlen(value) : -1,
                     &ZOO_OPEN_ACL_UNSAFE, flags, NULL, 0);
 }
 
 /* Whether @p path holds @p value, as @p c sees it. */
-static int node_has(client *c, const char *path, const char *value)
-{
+static int node_has(client *c, const char *path, const char *value) {
   char buf[128];
   int len = sizeof buf - 1;
   if (zoo_get(c->zh, path, 0, buf, &len, NULL) != ZOK || len < 0)
@@ -231,8 +214,7 @@ static int node_has(client *c, const char *path, const char *value)
 
 /* Poll until zoo_exists(@p path) on @p c gives @p want (ZOK or ZNONODE). */
 static int eventually_exists(client *c, const char *path, int want,
-                             int timeout_ms)
-{
+                             int timeout_ms) {
   gint64 deadline = now_ms() + timeout_ms;
   for (;;) {
     if (zoo_exists(c->zh, path, 0, NULL) == want)
@@ -246,8 +228,7 @@ static int eventually_exists(client *c, const char *path, int want,
 /* ---- helpers: the ensemble ---------------------------------------------- */
 
 static zkrc_ensemble *start_ensemble(int members, int with_proxies,
-                                     char **base)
-{
+                                     char **base) {
   zkrc_ensemble_options opts;
   zkrc_ensemble_options_init(&opts);
   opts.members = members;
@@ -263,21 +244,19 @@ static zkrc_ensemble *start_ensemble(int members, int with_proxies,
 
 /* Mode of member @p i from `srvr` ("leader", "follower", "standalone"), or
  * "" (caller frees). */
-static char *member_mode(zkrc_ensemble *e, int i)
-{
+static char *member_mode(zkrc_ensemble *e, int i) {
   char *answer = NULL;
   if (zkrc_ensemble_four_letter(e, i, "srvr", &answer) != 0)
     return g_strdup("");
   const char *line = strstr(answer, "Mode: ");
-  char *mode = line ? g_strndup(line + 6, strcspn(line + 6, "\n"))
-                    : g_strdup("");
+  char *mode =
+      line ? g_strndup(line + 6, strcspn(line + 6, "\n")) : g_strdup("");
   free(answer);
   return mode;
 }
 
 /* Integer value of `mntr` key @p key on member @p i, or -1. */
-static long long member_mntr(zkrc_ensemble *e, int i, const char *key)
-{
+static long long member_mntr(zkrc_ensemble *e, int i, const char *key) {
   char *answer = NULL;
   if (zkrc_ensemble_four_letter(e, i, "mntr", &answer) != 0)
     return -1;
@@ -291,8 +270,7 @@ static long long member_mntr(zkrc_ensemble *e, int i, const char *key)
 
 /* Poll until `mntr` key @p key on member @p i has @p value. */
 static int eventually_mntr(zkrc_ensemble *e, int i, const char *key,
-                           long long value, int timeout_ms)
-{
+                           long long value, int timeout_ms) {
   gint64 deadline = now_ms() + timeout_ms;
   for (;;) {
     if (member_mntr(e, i, key) == value)
@@ -305,8 +283,7 @@ static int eventually_mntr(zkrc_ensemble *e, int i, const char *key,
 
 /* Poll until some member leads and it is not @p not_this one; its index,
  * or -1. */
-static int wait_new_leader(zkrc_ensemble *e, int not_this, int timeout_ms)
-{
+static int wait_new_leader(zkrc_ensemble *e, int not_this, int timeout_ms) {
   gint64 deadline = now_ms() + timeout_ms;
   for (;;) {
     int leader = zkrc_ensemble_leader(e);
@@ -321,8 +298,7 @@ static int wait_new_leader(zkrc_ensemble *e, int not_this, int timeout_ms)
 /* ======================================================================== */
 /* One member                                                                */
 
-static void test_single_member(void)
-{
+static void test_single_member(void) {
   char *base;
   zkrc_ensemble *e = start_ensemble(1, 0, &base);
   CU_ASSERT_FATAL(e != NULL);
@@ -358,14 +334,13 @@ static void test_single_member(void)
   stop_and_check_gone(e, base);
 }
 
-static void test_bad_options(void)
-{
+static void test_bad_options(void) {
   zkrc_ensemble_options opts;
   zkrc_ensemble_options_init(&opts);
   opts.members = 6;
   fprintf(stderr, "(an expected error follows) ");
   static char sentinel;
-  zkrc_ensemble *e = (zkrc_ensemble *)&sentinel;   /* start resets it */
+  zkrc_ensemble *e = (zkrc_ensemble *)&sentinel; /* start resets it */
   CU_ASSERT_EQUAL(zkrc_ensemble_start(&e, &opts), -1);
   CU_ASSERT_PTR_NULL(e);
   /* Options that were never initialised (no size) are refused too. */
@@ -387,14 +362,12 @@ static zkrc_ensemble *three;
 static char *three_base;
 static int killed_leader = -1;
 
-static int three_init(void)
-{
+static int three_init(void) {
   three = start_ensemble(3, 0, &three_base);
   return three ? 0 : -1;
 }
 
-static int three_cleanup(void)
-{
+static int three_cleanup(void) {
   if (three)
     zkrc_ensemble_stop(three);
   three = NULL;
@@ -406,8 +379,7 @@ static int three_cleanup(void)
   return 0;
 }
 
-static void test_three_create_get(void)
-{
+static void test_three_create_get(void) {
   CU_ASSERT_FATAL(three != NULL);
   CU_ASSERT_EQUAL(zkrc_ensemble_size(three), 3);
   client *c = client_open(zkrc_ensemble_connect_string(three), 4000);
@@ -426,8 +398,7 @@ static void test_three_create_get(void)
   }
 }
 
-static void test_three_four_letter_words(void)
-{
+static void test_three_four_letter_words(void) {
   CU_ASSERT_FATAL(three != NULL);
   int leaders = 0, followers = 0;
   for (int i = 0; i < 3; i++) {
@@ -447,8 +418,8 @@ static void test_three_four_letter_words(void)
   char *wchp = NULL, *wchc = NULL;
   CU_ASSERT_EQUAL(zkrc_ensemble_four_letter(three, 0, "wchp", &wchp), 0);
   CU_ASSERT_EQUAL(zkrc_ensemble_four_letter(three, 0, "wchc", &wchc), 0);
-  char *session = g_strdup_printf("0x%llx",
-      (unsigned long long)zoo_client_id(c->zh)->client_id);
+  char *session = g_strdup_printf(
+      "0x%llx", (unsigned long long)zoo_client_id(c->zh)->client_id);
   CU_ASSERT(wchp && strstr(wchp, "/watched") != NULL);
   CU_ASSERT(wchc && strstr(wchc, session) != NULL);
   g_free(session);
@@ -462,8 +433,7 @@ static void test_three_four_letter_words(void)
   CU_ASSERT_PTR_NULL(out);
 }
 
-static void test_three_kill_leader(void)
-{
+static void test_three_kill_leader(void) {
   CU_ASSERT_FATAL(three != NULL);
   client *c = client_open(zkrc_ensemble_connect_string(three), 4000);
   CU_ASSERT_FATAL(c != NULL);
@@ -475,7 +445,7 @@ static void test_three_kill_leader(void)
   CU_ASSERT_EQUAL(zkrc_ensemble_kill(three, leader), 0);
   CU_ASSERT(process_gone(pid));
   CU_ASSERT_EQUAL(zkrc_ensemble_member_pid(three, leader), -1);
-  CU_ASSERT_EQUAL(zkrc_ensemble_kill(three, leader), -1);   /* not running */
+  CU_ASSERT_EQUAL(zkrc_ensemble_kill(three, leader), -1); /* not running */
   CU_ASSERT_EQUAL(zkrc_ensemble_wait_serving(three, leader, 1000), -1);
   killed_leader = leader;
 
@@ -488,14 +458,13 @@ static void test_three_kill_leader(void)
   client_close(c);
 }
 
-static void test_three_restart_member(void)
-{
+static void test_three_restart_member(void) {
   CU_ASSERT_FATAL(three != NULL && killed_leader >= 0);
   int i = killed_leader;
   CU_ASSERT_EQUAL(zkrc_ensemble_restart(three, i), 0);
   CU_ASSERT(zkrc_ensemble_member_pid(three, i) > 0);
   fprintf(stderr, "(an expected error follows) ");
-  CU_ASSERT_EQUAL(zkrc_ensemble_restart(three, i), -1);   /* running */
+  CU_ASSERT_EQUAL(zkrc_ensemble_restart(three, i), -1); /* running */
   CU_ASSERT_EQUAL_FATAL(zkrc_ensemble_wait_serving(three, i, ELECTION_TIMEOUT),
                         0);
   char *mode = member_mode(three, i);
@@ -512,8 +481,7 @@ static void test_three_restart_member(void)
 /* Pause a follower past the session timeout of a client connected only to
  * it: the others serve on and expire that session; after resume the member
  * serves again, has caught up, and tells the client its session expired. */
-static void test_three_pause_resume(void)
-{
+static void test_three_pause_resume(void) {
   CU_ASSERT_FATAL(three != NULL);
   CU_ASSERT_EQUAL_FATAL(zkrc_ensemble_wait_serving(three, -1, 30000), 0);
   int leader = zkrc_ensemble_leader(three);
@@ -522,15 +490,14 @@ static void test_three_pause_resume(void)
   int other = (leader + 2) % 3;
 
   client *victim = client_open(zkrc_ensemble_member_address(three, f), 1200);
-  client *observer = client_open(zkrc_ensemble_member_address(three, other),
-                                 4000);
+  client *observer =
+      client_open(zkrc_ensemble_member_address(three, other), 4000);
   CU_ASSERT_FATAL(victim != NULL && observer != NULL);
-  CU_ASSERT_EQUAL(create_node(victim, "/paused-eph", "x", ZOO_EPHEMERAL),
-                  ZOK);
+  CU_ASSERT_EQUAL(create_node(victim, "/paused-eph", "x", ZOO_EPHEMERAL), ZOK);
   CU_ASSERT(eventually_exists(observer, "/paused-eph", ZOK, CATCH_UP_TIMEOUT));
 
   CU_ASSERT_EQUAL_FATAL(zkrc_ensemble_pause(three, f), 0);
-  CU_ASSERT_EQUAL(zkrc_ensemble_pause(three, f), 0);   /* idempotent */
+  CU_ASSERT_EQUAL(zkrc_ensemble_pause(three, f), 0); /* idempotent */
   /* The victim's server went silent. */
   CU_ASSERT(client_wait(victim, LOSSES_AT_LEAST, 1, 5000));
   /* The ensemble still serves... */
@@ -564,8 +531,7 @@ static void test_three_pause_resume(void)
  * epoch; the harness must name the new leader all along (or -1 while
  * undecided), never the deposed one, and must not say the resumed member
  * serves before it follows the new leader. */
-static void depose_leader_and_resume(void)
-{
+static void depose_leader_and_resume(void) {
   CU_ASSERT_EQUAL_FATAL(zkrc_ensemble_wait_serving(three, -1, ELECTION_TIMEOUT),
                         0);
   int old = zkrc_ensemble_leader(three);
@@ -580,9 +546,10 @@ static void depose_leader_and_resume(void)
   int named = zkrc_ensemble_leader(three);
   char *claim = member_mode(three, old);
   /* Not asserted (the window is short): whether the test hit it. */
-  fprintf(stderr, "(right after resume the old leader %d answered \"%s\"; "
-          "leader() named %d; the new leader is %d) ", old, claim, named,
-          next);
+  fprintf(stderr,
+          "(right after resume the old leader %d answered \"%s\"; "
+          "leader() named %d; the new leader is %d) ",
+          old, claim, named, next);
   g_free(claim);
   CU_ASSERT_NOT_EQUAL(named, old);
   CU_ASSERT(named == next || named == -1);
@@ -602,15 +569,13 @@ static void depose_leader_and_resume(void)
 /* Twice: the election favours the highest member id, so one of the two
  * rounds deposes a leader with a lower index than its successor's (a naive
  * scan in index order meets the deposed one first). */
-static void test_three_deposed_leader(void)
-{
+static void test_three_deposed_leader(void) {
   CU_ASSERT_FATAL(three != NULL);
   depose_leader_and_resume();
   depose_leader_and_resume();
 }
 
-static void test_three_expire_session(void)
-{
+static void test_three_expire_session(void) {
   CU_ASSERT_FATAL(three != NULL);
   client *c = client_open(zkrc_ensemble_connect_string(three), 4000);
   client *observer = client_open(zkrc_ensemble_connect_string(three), 4000);
@@ -624,8 +589,7 @@ static void test_three_expire_session(void)
   client_close(observer);
 }
 
-static void test_three_teardown(void)
-{
+static void test_three_teardown(void) {
   CU_ASSERT_FATAL(three != NULL);
   stop_and_check_gone(three, three_base);
   three = NULL;
@@ -638,14 +602,12 @@ static void test_three_teardown(void)
 static zkrc_ensemble *proxied;
 static char *proxied_base;
 
-static int proxy_init(void)
-{
+static int proxy_init(void) {
   proxied = start_ensemble(1, 1, &proxied_base);
   return proxied ? 0 : -1;
 }
 
-static int proxy_cleanup(void)
-{
+static int proxy_cleanup(void) {
   if (proxied)
     zkrc_ensemble_stop(proxied);
   proxied = NULL;
@@ -657,18 +619,17 @@ static int proxy_cleanup(void)
   return 0;
 }
 
-static void test_proxy_addresses(void)
-{
+static void test_proxy_addresses(void) {
   CU_ASSERT_FATAL(proxied != NULL);
   const char *via = zkrc_ensemble_connect_string(proxied);
   const char *direct = zkrc_ensemble_direct_connect_string(proxied);
   CU_ASSERT_STRING_NOT_EQUAL(via, direct);
   CU_ASSERT_STRING_EQUAL(via, zkrc_ensemble_member_address(proxied, 0));
-  char *expected = g_strdup_printf("127.0.0.1:%d",
-                                   zkrc_ensemble_member_port(proxied, 0));
+  char *expected =
+      g_strdup_printf("127.0.0.1:%d", zkrc_ensemble_member_port(proxied, 0));
   CU_ASSERT_STRING_EQUAL(direct, expected);
   g_free(expected);
-  CU_ASSERT_EQUAL(zkrc_proxy_drop_all(proxied, 1), -1);   /* bad index */
+  CU_ASSERT_EQUAL(zkrc_proxy_drop_all(proxied, 1), -1); /* bad index */
   client *c = client_open(via, 4000);
   CU_ASSERT_FATAL(c != NULL);
   CU_ASSERT_EQUAL(create_node(c, "/proxied", "v", 0), ZOK);
@@ -676,8 +637,7 @@ static void test_proxy_addresses(void)
   client_close(c);
 }
 
-static void test_proxy_drop_all(void)
-{
+static void test_proxy_drop_all(void) {
   CU_ASSERT_FATAL(proxied != NULL);
   client *c = client_open(zkrc_ensemble_connect_string(proxied), 4000);
   CU_ASSERT_FATAL(c != NULL);
@@ -690,12 +650,11 @@ static void test_proxy_drop_all(void)
   client_close(c);
 }
 
-static void test_proxy_drop_after_next_request(void)
-{
+static void test_proxy_drop_after_next_request(void) {
   CU_ASSERT_FATAL(proxied != NULL);
   client *c = client_open(zkrc_ensemble_connect_string(proxied), 4000);
-  client *direct = client_open(zkrc_ensemble_direct_connect_string(proxied),
-                               4000);
+  client *direct =
+      client_open(zkrc_ensemble_direct_connect_string(proxied), 4000);
   CU_ASSERT_FATAL(c != NULL && direct != NULL);
   CU_ASSERT_EQUAL(zkrc_proxy_drop_after_next_request(proxied, 0), 0);
   /* The create takes effect, but its reply never comes. */
@@ -709,21 +668,19 @@ static void test_proxy_drop_after_next_request(void)
 }
 
 /* Round trip of one exists() in ms. */
-static gint64 round_trip_ms(client *c)
-{
+static gint64 round_trip_ms(client *c) {
   gint64 start = now_ms();
   CU_ASSERT_EQUAL(zoo_exists(c->zh, "/", 0, NULL), ZOK);
   return now_ms() - start;
 }
 
-static void test_proxy_delay(void)
-{
+static void test_proxy_delay(void) {
   CU_ASSERT_FATAL(proxied != NULL);
   client *c = client_open(zkrc_ensemble_connect_string(proxied), 4000);
   CU_ASSERT_FATAL(c != NULL);
   CU_ASSERT_EQUAL(zkrc_proxy_delay(proxied, 0, 300), 0);
   gint64 slow = round_trip_ms(c);
-  CU_ASSERT(slow >= 590);   /* 300 ms each way */
+  CU_ASSERT(slow >= 590); /* 300 ms each way */
   CU_ASSERT_EQUAL(zkrc_proxy_delay(proxied, 0, 0), 0);
   gint64 fast = round_trip_ms(c);
   CU_ASSERT(fast < 300);
@@ -731,8 +688,7 @@ static void test_proxy_delay(void)
   client_close(c);
 }
 
-static void test_proxy_blackhole(void)
-{
+static void test_proxy_blackhole(void) {
   CU_ASSERT_FATAL(proxied != NULL);
   client *c = client_open(zkrc_ensemble_connect_string(proxied), 1500);
   CU_ASSERT_FATAL(c != NULL);
@@ -746,16 +702,14 @@ static void test_proxy_blackhole(void)
   while ((state = client_state(c)) != ZOO_CONNECTED_STATE &&
          state != ZOO_EXPIRED_SESSION_STATE && now_ms() < deadline)
     client_wait(c, STATE_IS, ZOO_CONNECTED_STATE, 200);
-  CU_ASSERT(state == ZOO_CONNECTED_STATE ||
-            state == ZOO_EXPIRED_SESSION_STATE);
+  CU_ASSERT(state == ZOO_CONNECTED_STATE || state == ZOO_EXPIRED_SESSION_STATE);
   client_close(c);
   client *d = client_open(zkrc_ensemble_connect_string(proxied), 4000);
   CU_ASSERT_PTR_NOT_NULL(d);
   client_close(d);
 }
 
-static void test_proxy_refuse(void)
-{
+static void test_proxy_refuse(void) {
   CU_ASSERT_FATAL(proxied != NULL);
   client *c = client_open(zkrc_ensemble_connect_string(proxied), 6000);
   CU_ASSERT_FATAL(c != NULL);
@@ -769,8 +723,7 @@ static void test_proxy_refuse(void)
   client_close(c);
 }
 
-static void test_proxy_teardown(void)
-{
+static void test_proxy_teardown(void) {
   CU_ASSERT_FATAL(proxied != NULL);
   /* A client still connected through the proxy must not hold things up. */
   client *c = client_open(zkrc_ensemble_connect_string(proxied), 4000);
@@ -792,8 +745,7 @@ typedef struct crash_report {
 } crash_report;
 
 /* The child: start an ensemble, report it, wait to be killed. */
-static _Noreturn void crash_child(int report_fd, const char *base)
-{
+static _Noreturn void crash_child(int report_fd, const char *base) {
   zkrc_ensemble_options opts;
   zkrc_ensemble_options_init(&opts);
   opts.members = 2;
@@ -801,7 +753,7 @@ static _Noreturn void crash_child(int report_fd, const char *base)
   opts.with_proxies = 1;
   opts.base_dir = base;
   zkrc_ensemble *e;
-  crash_report report = { 0, { 0 } };
+  crash_report report = {0, {0}};
   if (zkrc_ensemble_start(&e, &opts) == 0)
     report.count = member_pids(e, report.pids);
   if (write(report_fd, &report, sizeof report) != (ssize_t)sizeof report)
@@ -812,23 +764,20 @@ static _Noreturn void crash_child(int report_fd, const char *base)
   _exit(0);
 }
 
-static int read_report(int fd, crash_report *report, int timeout_ms)
-{
-  struct pollfd pfd = { fd, POLLIN, 0 };
+static int read_report(int fd, crash_report *report, int timeout_ms) {
+  struct pollfd pfd = {fd, POLLIN, 0};
   if (poll(&pfd, 1, timeout_ms) != 1)
     return -1;
   return read(fd, report, sizeof *report) == (ssize_t)sizeof *report ? 0 : -1;
 }
 
 /* As subreaper we inherit the orphaned members and reaper: reap them. */
-static void reap_orphans(void)
-{
+static void reap_orphans(void) {
   while (waitpid(-1, NULL, WNOHANG) > 0) {
   }
 }
 
-static int all_gone(const crash_report *report, const char *base)
-{
+static int all_gone(const crash_report *report, const char *base) {
   reap_orphans();
   for (int i = 0; i < report->count; i++)
     if (!process_gone(report->pids[i]))
@@ -836,8 +785,7 @@ static int all_gone(const crash_report *report, const char *base)
   return dir_is_empty(base);
 }
 
-static void test_crash_cleanup(void)
-{
+static void test_crash_cleanup(void) {
   char *base = make_base_dir();
   CU_ASSERT_FATAL(base != NULL);
   int fds[2];
@@ -853,12 +801,12 @@ static void test_crash_cleanup(void)
     crash_child(fds[1], base);
   }
   close(fds[1]);
-  crash_report report = { 0, { 0 } };
+  crash_report report = {0, {0}};
   int got = read_report(fds[0], &report, 90000);
   close(fds[0]);
   CU_ASSERT_EQUAL(got, 0);
   CU_ASSERT_EQUAL(report.count, 2);
-  CU_ASSERT(dir_is_empty(base) == 0);   /* the ensemble is there */
+  CU_ASSERT(dir_is_empty(base) == 0); /* the ensemble is there */
 
   /* The crash. */
   kill(child, SIGKILL);
@@ -883,8 +831,7 @@ static void test_crash_cleanup(void)
 
 /* Run zkr-ensemble with @p args (NULL-terminated), stdin and stdout on
  * pipes when the fds are not NULL. */
-static pid_t spawn_command(const char *const *args, int *in_fd, int *out_fd)
-{
+static pid_t spawn_command(const char *const *args, int *in_fd, int *out_fd) {
   zkrc_spawn_options o;
   zkrc_spawn_options_init(&o);
   o.pipe_stdin = in_fd != NULL;
@@ -900,8 +847,7 @@ static pid_t spawn_command(const char *const *args, int *in_fd, int *out_fd)
 
 /* Exit status of @p pid within @p timeout_ms (128+N when killed by N), or
  * -1 on timeout (the process is then killed). */
-static int wait_status(pid_t pid, int timeout_ms)
-{
+static int wait_status(pid_t pid, int timeout_ms) {
   gint64 deadline = now_ms() + timeout_ms;
   for (;;) {
     int status;
@@ -918,13 +864,12 @@ static int wait_status(pid_t pid, int timeout_ms)
 }
 
 /* One line from @p fd within @p timeout_ms (without its newline), or NULL. */
-static char *read_line(int fd, int timeout_ms)
-{
+static char *read_line(int fd, int timeout_ms) {
   GString *line = g_string_new(NULL);
   gint64 deadline = now_ms() + timeout_ms;
   for (;;) {
     gint64 left = deadline - now_ms();
-    struct pollfd pfd = { fd, POLLIN, 0 };
+    struct pollfd pfd = {fd, POLLIN, 0};
     char ch;
     if (left <= 0 || poll(&pfd, 1, (int)left) != 1 || read(fd, &ch, 1) != 1)
       break;
@@ -937,22 +882,20 @@ static char *read_line(int fd, int timeout_ms)
 }
 
 /* Suite init: the command must have been built (make -C testing). */
-static int command_init(void)
-{
+static int command_init(void) {
   if (access(ZKR_ENSEMBLE_BIN, X_OK) == 0)
     return 0;
   fprintf(stderr, "%s is missing: build testing/ first\n", ZKR_ENSEMBLE_BIN);
   return -1;
 }
 
-static void test_command_usage(void)
-{
-  const char *help[] = { ZKR_ENSEMBLE_BIN, "--help", NULL };
-  const char *version[] = { ZKR_ENSEMBLE_BIN, "--version", NULL };
-  const char *bad[] = { ZKR_ENSEMBLE_BIN, "start", "--bogus", NULL };
-  const char *bad_n[] = { ZKR_ENSEMBLE_BIN, "start", "-n", "6", NULL };
-  const char *no_cmd[] = { ZKR_ENSEMBLE_BIN, "run", "-n", "1", "--", NULL };
-  const char *none[] = { ZKR_ENSEMBLE_BIN, NULL };
+static void test_command_usage(void) {
+  const char *help[] = {ZKR_ENSEMBLE_BIN, "--help", NULL};
+  const char *version[] = {ZKR_ENSEMBLE_BIN, "--version", NULL};
+  const char *bad[] = {ZKR_ENSEMBLE_BIN, "start", "--bogus", NULL};
+  const char *bad_n[] = {ZKR_ENSEMBLE_BIN, "start", "-n", "6", NULL};
+  const char *no_cmd[] = {ZKR_ENSEMBLE_BIN, "run", "-n", "1", "--", NULL};
+  const char *none[] = {ZKR_ENSEMBLE_BIN, NULL};
   int out;
   pid_t pid = spawn_command(help, NULL, &out);
   char *first = read_line(out, 10000);
@@ -976,31 +919,35 @@ static void test_command_usage(void)
   CU_ASSERT_EQUAL(wait_status(spawn_command(none, NULL, NULL), 10000), 2);
 }
 
-static void test_command_run(void)
-{
+static void test_command_run(void) {
   const char *args[] = {
-    ZKR_ENSEMBLE_BIN, "run", "-n", "1", "--no-fsync", "--", "/bin/sh", "-c",
-    "case \"$ZKR_SERVERS\" in 127.0.0.1:*) exit 7;; *) exit 1;; esac", NULL
-  };
+      ZKR_ENSEMBLE_BIN,
+      "run",
+      "-n",
+      "1",
+      "--no-fsync",
+      "--",
+      "/bin/sh",
+      "-c",
+      "case \"$ZKR_SERVERS\" in 127.0.0.1:*) exit 7;; *) exit 1;; esac",
+      NULL};
   CU_ASSERT_EQUAL(wait_status(spawn_command(args, NULL, NULL), 90000), 7);
-  const char *killed[] = { ZKR_ENSEMBLE_BIN, "run", "--no-fsync", "--",
-                           "/bin/sh", "-c", "kill -TERM $$", NULL };
+  const char *killed[] = {ZKR_ENSEMBLE_BIN, "run", "--no-fsync",    "--",
+                          "/bin/sh",        "-c",  "kill -TERM $$", NULL};
   CU_ASSERT_EQUAL(wait_status(spawn_command(killed, NULL, NULL), 90000),
                   128 + SIGTERM);
 }
 
 /* Send @p command and return the first line of the answer. */
-static char *ask(int in, int out, const char *command)
-{
+static char *ask(int in, int out, const char *command) {
   if (write(in, command, strlen(command)) != (ssize_t)strlen(command))
     return NULL;
   return read_line(out, 30000);
 }
 
-static void test_command_start_stdin(void)
-{
-  const char *args[] = { ZKR_ENSEMBLE_BIN, "start", "--no-fsync", "--proxies",
-                         NULL };
+static void test_command_start_stdin(void) {
+  const char *args[] = {ZKR_ENSEMBLE_BIN, "start", "--no-fsync", "--proxies",
+                        NULL};
   int in, out;
   pid_t pid = spawn_command(args, &in, &out);
   CU_ASSERT_FATAL(pid > 0);
@@ -1047,12 +994,11 @@ static void test_command_start_stdin(void)
 
 /* Does @p pid (any process, not only a child) end within @p timeout_ms?
  * A pidfd becomes readable when its process ends. */
-static int process_ends_within(pid_t pid, int timeout_ms)
-{
+static int process_ends_within(pid_t pid, int timeout_ms) {
   int fd = pidfd_open(pid, 0);
   if (fd < 0)
     return errno == ESRCH; /* gone already */
-  struct pollfd p = { fd, POLLIN, 0 };
+  struct pollfd p = {fd, POLLIN, 0};
   int r;
   while ((r = poll(&p, 1, timeout_ms)) < 0 && errno == EINTR)
     ;
@@ -1061,8 +1007,7 @@ static int process_ends_within(pid_t pid, int timeout_ms)
 }
 
 /* Everything @p fd yields until its end (at most 10 s). */
-static char *read_all(int fd)
-{
+static char *read_all(int fd) {
   GString *all = g_string_new(NULL);
   char *line;
   while ((line = read_line(fd, 10000)) != NULL) {
@@ -1074,11 +1019,10 @@ static char *read_all(int fd)
 
 /* Pipes both ways and an extra variable: the child reads what we wrote and
  * sees the variable; its exit status comes back. */
-static void test_spawn_pipes_env_status(void)
-{
-  char *env[] = { "ZKR_SPAWN_TEST=forty-two", NULL };
-  char *argv[] = { "sh", "-c",
-                   "read x; echo \"$x $ZKR_SPAWN_TEST\"; exit 3", NULL };
+static void test_spawn_pipes_env_status(void) {
+  char *env[] = {"ZKR_SPAWN_TEST=forty-two", NULL};
+  char *argv[] = {"sh", "-c", "read x; echo \"$x $ZKR_SPAWN_TEST\"; exit 3",
+                  NULL};
   zkrc_spawn_options o;
   zkrc_spawn_options_init(&o);
   o.pipe_stdin = o.pipe_stdout = 1;
@@ -1098,15 +1042,15 @@ static void test_spawn_pipes_env_status(void)
 
 /* The child inherits no descriptor of ours beyond 0, 1 and 2: an open
  * pipe of the test (as a ZooKeeper socket would be) does not reach it. */
-static void test_spawn_closes_other_descriptors(void)
-{
+static void test_spawn_closes_other_descriptors(void) {
   int keep[2];
   CU_ASSERT_EQUAL_FATAL(pipe(keep), 0); /* no O_CLOEXEC on purpose */
   /* The shell says whether it has either descriptor open. */
   char *script = g_strdup_printf(
       "for fd in %d %d; do [ -e /proc/$$/fd/$fd ] && echo $fd; done; "
-      "echo end", keep[0], keep[1]);
-  char *argv[] = { "sh", "-c", script, NULL };
+      "echo end",
+      keep[0], keep[1]);
+  char *argv[] = {"sh", "-c", script, NULL};
   zkrc_spawn_options o;
   zkrc_spawn_options_init(&o);
   o.pipe_stdout = 1;
@@ -1124,9 +1068,8 @@ static void test_spawn_closes_other_descriptors(void)
 
 /* A child past its deadline is killed with its process group (a grandchild
  * too) and reaped; bad arguments are refused with EINVAL. */
-static void test_spawn_wait_deadline_and_bad_input(void)
-{
-  char *argv[] = { "sh", "-c", "sleep 4711 & echo $!; wait", NULL };
+static void test_spawn_wait_deadline_and_bad_input(void) {
+  char *argv[] = {"sh", "-c", "sleep 4711 & echo $!; wait", NULL};
   zkrc_spawn_options o;
   zkrc_spawn_options_init(&o);
   o.pipe_stdout = 1;
@@ -1148,7 +1091,7 @@ static void test_spawn_wait_deadline_and_bad_input(void)
 
   zkrc_spawn_options bad;
   memset(&bad, 0, sizeof bad); /* not initialised: no size */
-  char *empty[] = { NULL };
+  char *empty[] = {NULL};
   errno = 0;
   CU_ASSERT_EQUAL(zkrc_spawn(&c, argv, &bad), -1);
   CU_ASSERT_EQUAL(errno, EINVAL);
@@ -1158,7 +1101,7 @@ static void test_spawn_wait_deadline_and_bad_input(void)
   CU_ASSERT_EQUAL(zkrc_child_wait(NULL, 0), -1);
   CU_ASSERT_EQUAL(zkrc_child_wait(&c, 0), -1); /* nothing to wait for */
   /* A program that cannot be executed: a child that exits 127. */
-  char *missing[] = { "/nonexistent/zkr-no-such-program", NULL };
+  char *missing[] = {"/nonexistent/zkr-no-such-program", NULL};
   CU_ASSERT_EQUAL_FATAL(zkrc_spawn(&c, missing, NULL), 0);
   CU_ASSERT_EQUAL(zkrc_child_wait(&c, 10000), 127);
 }
@@ -1168,8 +1111,7 @@ static void test_spawn_wait_deadline_and_bad_input(void)
 
 static int fds_at_start;
 
-static int count_open_fds(void)
-{
+static int count_open_fds(void) {
   DIR *d = opendir("/proc/self/fd");
   if (!d)
     return -1;
@@ -1181,8 +1123,7 @@ static int count_open_fds(void)
 }
 
 /* Everything above closed what it opened: sockets, pipes, pidfds... */
-static void test_no_descriptor_leaked(void)
-{
+static void test_no_descriptor_leaked(void) {
   CU_ASSERT_EQUAL(count_open_fds(), fds_at_start);
 }
 
@@ -1194,8 +1135,7 @@ typedef struct test_entry {
 } test_entry;
 
 static int add_suite(const char *name, CU_InitializeFunc init,
-                     CU_CleanupFunc cleanup, const test_entry *tests)
-{
+                     CU_CleanupFunc cleanup, const test_entry *tests) {
   CU_pSuite suite = CU_add_suite(name, init, cleanup);
   if (!suite)
     return -1;
@@ -1207,8 +1147,7 @@ static int add_suite(const char *name, CU_InitializeFunc init,
 
 /* All tests, or as testutil's zkt_run() does, only ZKT_ONLY="suite" or
  * ZKT_ONLY="suite:test" (with the suite's setup and teardown). */
-static void run_selected_tests(void)
-{
+static void run_selected_tests(void) {
   const char *only = getenv("ZKT_ONLY");
   if (!only || !*only) {
     CU_basic_run_tests();
@@ -1226,65 +1165,64 @@ static void run_selected_tests(void)
   g_strfreev(parts);
 }
 
-int main(void)
-{
+int main(void) {
   const char *log = getenv("ZKR_ENSEMBLE_LOG");
   verbose = log && strcmp(log, "1") == 0;
   if (!verbose)
     zoo_set_debug_level(ZOO_LOG_LEVEL_ERROR);
   fds_at_start = count_open_fds();
   static const test_entry single[] = {
-    { "one member: create/get, srvr, mntr, teardown", test_single_member },
-    { "bad options", test_bad_options },
-    { NULL, NULL },
+      {"one member: create/get, srvr, mntr, teardown", test_single_member},
+      {"bad options", test_bad_options},
+      {NULL, NULL},
   };
   static const test_entry three_tests[] = {
-    { "create/get on every member", test_three_create_get },
-    { "four-letter words", test_three_four_letter_words },
-    { "kill the leader: a new one is elected", test_three_kill_leader },
-    { "restart the killed member: follower with its data",
-      test_three_restart_member },
-    { "pause a follower past a session timeout, resume",
-      test_three_pause_resume },
-    { "pause the leader until a new one leads, resume: never named again",
-      test_three_deposed_leader },
-    { "expire a session on demand", test_three_expire_session },
-    { "teardown leaves no process and no directory", test_three_teardown },
-    { NULL, NULL },
+      {"create/get on every member", test_three_create_get},
+      {"four-letter words", test_three_four_letter_words},
+      {"kill the leader: a new one is elected", test_three_kill_leader},
+      {"restart the killed member: follower with its data",
+       test_three_restart_member},
+      {"pause a follower past a session timeout, resume",
+       test_three_pause_resume},
+      {"pause the leader until a new one leads, resume: never named again",
+       test_three_deposed_leader},
+      {"expire a session on demand", test_three_expire_session},
+      {"teardown leaves no process and no directory", test_three_teardown},
+      {NULL, NULL},
   };
   static const test_entry proxy_tests[] = {
-    { "addresses and traffic", test_proxy_addresses },
-    { "drop_all: reconnect with the same session", test_proxy_drop_all },
-    { "drop_after_next_request: loss, but the create happened",
-      test_proxy_drop_after_next_request },
-    { "delay", test_proxy_delay },
-    { "blackhole: the client disconnects", test_proxy_blackhole },
-    { "refuse", test_proxy_refuse },
-    { "teardown with a client connected", test_proxy_teardown },
-    { NULL, NULL },
+      {"addresses and traffic", test_proxy_addresses},
+      {"drop_all: reconnect with the same session", test_proxy_drop_all},
+      {"drop_after_next_request: loss, but the create happened",
+       test_proxy_drop_after_next_request},
+      {"delay", test_proxy_delay},
+      {"blackhole: the client disconnects", test_proxy_blackhole},
+      {"refuse", test_proxy_refuse},
+      {"teardown with a client connected", test_proxy_teardown},
+      {NULL, NULL},
   };
   static const test_entry crash_tests[] = {
-    { "members and directory gone after the test process is SIGKILLed",
-      test_crash_cleanup },
-    { NULL, NULL },
+      {"members and directory gone after the test process is SIGKILLed",
+       test_crash_cleanup},
+      {NULL, NULL},
   };
   static const test_entry command_tests[] = {
-    { "usage", test_command_usage },
-    { "run: ZKR_SERVERS and the exit status", test_command_run },
-    { "start: commands on stdin, EOF quits", test_command_start_stdin },
-    { NULL, NULL },
+      {"usage", test_command_usage},
+      {"run: ZKR_SERVERS and the exit status", test_command_run},
+      {"start: commands on stdin, EOF quits", test_command_start_stdin},
+      {NULL, NULL},
   };
   static const test_entry spawn_tests[] = {
-    { "pipes, environment and exit status", test_spawn_pipes_env_status },
-    { "no descriptor of ours reaches the child",
-      test_spawn_closes_other_descriptors },
-    { "deadline kills the group; bad input is EINVAL",
-      test_spawn_wait_deadline_and_bad_input },
-    { NULL, NULL },
+      {"pipes, environment and exit status", test_spawn_pipes_env_status},
+      {"no descriptor of ours reaches the child",
+       test_spawn_closes_other_descriptors},
+      {"deadline kills the group; bad input is EINVAL",
+       test_spawn_wait_deadline_and_bad_input},
+      {NULL, NULL},
   };
   static const test_entry fd_tests[] = {
-    { "no descriptor leaked", test_no_descriptor_leaked },
-    { NULL, NULL },
+      {"no descriptor leaked", test_no_descriptor_leaked},
+      {NULL, NULL},
   };
 
   if (CU_initialize_registry() != CUE_SUCCESS)
@@ -1301,8 +1239,8 @@ int main(void)
   }
   CU_basic_set_mode(CU_BRM_VERBOSE);
   run_selected_tests();
-  unsigned failed = CU_get_number_of_failures() +
-                    CU_get_number_of_suites_failed();
+  unsigned failed =
+      CU_get_number_of_failures() + CU_get_number_of_suites_failed();
   unsigned ran = CU_get_number_of_tests_run();
   CU_cleanup_registry();
   return failed || ran == 0 ? 1 : 0;

@@ -172,8 +172,8 @@ static char *peer_expect(peer *p, const char *kw, int timeout_ms) {
     }
     int64_t left = deadline - zkt_now_ms();
     if (left <= 0 || peer_fill(p, (int)left) < 0) {
-      char *what = g_strdup_printf("no \"%s\" line within %d ms", kw,
-                                   timeout_ms);
+      char *what =
+          g_strdup_printf("no \"%s\" line within %d ms", kw, timeout_ms);
       peer_report(p, what);
       g_free(what);
       return NULL;
@@ -237,8 +237,7 @@ static int peer_finish(peer *p, int timeout_ms) {
     pid_t r = waitpid(p->pid, &status, WNOHANG);
     if (r == p->pid) {
       p->pid = 0;
-      result = WIFEXITED(status) ? WEXITSTATUS(status)
-                                 : 128 + WTERMSIG(status);
+      result = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
       break;
     }
     if ((r < 0 && errno != EINTR) || zkt_now_ms() >= deadline) {
@@ -271,12 +270,12 @@ static peer *start_argv(const char *name, const char *const *head, int nhead,
 }
 
 /* A CuratorPeer: curator_peer(name, mode, path, args..., NULL). */
-static peer *curator_peer(const char *name, const char *mode,
-                          const char *path, ...) {
+static G_GNUC_NULL_TERMINATED peer *
+curator_peer(const char *name, const char *mode, const char *path, ...) {
   /* Start-up flags: a short-lived JVM on two cores. */
   static const char *const head[] = {
-      JAVA_PROG, "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
-      "-cp", CURATOR_PEER_CLASSPATH, "CuratorPeer"};
+      JAVA_PROG, "-XX:+UseSerialGC",     "-XX:TieredStopAtLevel=1",
+      "-cp",     CURATOR_PEER_CLASSPATH, "CuratorPeer"};
   va_list ap;
   va_start(ap, path);
   peer *p = start_argv(name, head, G_N_ELEMENTS(head), mode, path, ap);
@@ -284,8 +283,8 @@ static peer *curator_peer(const char *name, const char *mode,
   return p;
 }
 
-static peer *kazoo_peer(const char *name, const char *mode, const char *path,
-                        ...) {
+static G_GNUC_NULL_TERMINATED peer *
+kazoo_peer(const char *name, const char *mode, const char *path, ...) {
   static const char *const head[] = {DEBIAN_PYTHON3, KAZOO_PEER};
   va_list ap;
   va_start(ap, path);
@@ -294,8 +293,8 @@ static peer *kazoo_peer(const char *name, const char *mode, const char *path,
   return p;
 }
 
-static peer *zkrc_worker(const char *name, const char *mode, const char *path,
-                         ...) {
+static G_GNUC_NULL_TERMINATED peer *
+zkrc_worker(const char *name, const char *mode, const char *path, ...) {
   static const char *const head[] = {INTEROP_WORKER};
   va_list ap;
   va_start(ap, path);
@@ -349,8 +348,8 @@ static void holder_send(holder *h, holder_cmd cmd) {
 /* The result of the last command, waiting at most @p timeout_ms (0: do not
  * wait); NO_RESULT when none yet. */
 static int holder_result(holder *h, int timeout_ms) {
-  gpointer r = g_async_queue_timeout_pop(h->results,
-                                         (guint64)timeout_ms * 1000);
+  gpointer r =
+      g_async_queue_timeout_pop(h->results, (guint64)timeout_ms * 1000);
   if (r == NULL && timeout_ms > 0)
     fprintf(stderr, "\nthe holder thread gave no result within %d ms\n",
             timeout_ms);
@@ -459,12 +458,15 @@ static void shared_counter(const char *foreign_kind) {
     foreign_ids[i] = g_strdup_printf("%s-%d", foreign_kind, i + 1);
     ids[i] = foreign_ids[i];
     if (strcmp(foreign_kind, "curator") == 0)
-      peers[i] = curator_peer(ids[i], "count", path, ids[i], n, counter, NULL);
+      peers[i] =
+          curator_peer(ids[i], "count", path, ids[i], n, counter, (char *)NULL);
     else
-      peers[i] = kazoo_peer(ids[i], "count", path, ids[i], n, counter, NULL);
+      peers[i] =
+          kazoo_peer(ids[i], "count", path, ids[i], n, counter, (char *)NULL);
   }
   for (int i = 2; i < 4; i++)
-    peers[i] = zkrc_worker(ids[i], "count", path, ids[i], n, counter, NULL);
+    peers[i] =
+        zkrc_worker(ids[i], "count", path, ids[i], n, counter, (char *)NULL);
 
   /* Start together: each has warmed up and waits for "go". */
   gboolean ok = TRUE;
@@ -517,9 +519,10 @@ static void shared_counter(const char *foreign_kind) {
     for (int k = 0; k < 4; k++)
       CU_ASSERT_EQUAL(per_id[k], COUNT_ITERATIONS);
     if (switches < 20)
-      fprintf(stderr, "\nthe lock passed between %s and zkrecipes only %d "
-              "times: the processes did not contend\n", foreign_kind,
-              switches);
+      fprintf(stderr,
+              "\nthe lock passed between %s and zkrecipes only %d "
+              "times: the processes did not contend\n",
+              foreign_kind, switches);
     CU_ASSERT_TRUE(switches >= 20);
     if (getenv("ZKT_VERBOSE"))
       fprintf(stderr, "\n%s: %d hand-overs between implementations\n",
@@ -552,7 +555,8 @@ static void test_curator_mutex_both_ways(void) {
   zhandle_t *zh = zkt_raw();
   zkrc_session *s = zkt_session();
   zkrc_lock *lk = new_lock(s, path, "zkrc-A");
-  peer *cur = curator_peer("curator", "shell", path, "curator-peer", NULL);
+  peer *cur =
+      curator_peer("curator", "shell", path, "curator-peer", (char *)NULL);
   CU_ASSERT_PTR_NOT_NULL_FATAL(cur);
   holder *h = holder_new(lk);
 
@@ -647,7 +651,8 @@ static void test_curator_latch_election(void) {
   ZKT_ASSERT_RC(ZKRC_OK, zkrc_election_new(&e, s, path, &o));
 
   /* Curator joins first and leads. */
-  peer *cur = curator_peer("curator-latch", "latch", path, "curator-L", NULL);
+  peer *cur =
+      curator_peer("curator-latch", "latch", path, "curator-L", (char *)NULL);
   CU_ASSERT_PTR_NOT_NULL_FATAL(cur);
   char *node = peer_expect(cur, "joined", START_MS);
   CU_ASSERT_PTR_NOT_NULL(node);
@@ -711,7 +716,7 @@ static void test_kazoo_blocks_both_ways(void) {
   zkrc_session *s = zkt_session();
   zkrc_lock *lk = new_lock(s, path, "zkrc-T");
 
-  peer *k = kazoo_peer("kazoo", "hold", path, "kazoo-1", NULL);
+  peer *k = kazoo_peer("kazoo", "hold", path, "kazoo-1", (char *)NULL);
   CU_ASSERT_PTR_NOT_NULL_FATAL(k);
   char *node = peer_expect(k, "acquired", START_MS);
   CU_ASSERT_PTR_NOT_NULL(node ? strstr(node, "__lock__") : NULL);
@@ -723,7 +728,7 @@ static void test_kazoo_blocks_both_ways(void) {
   CU_ASSERT_EQUAL(peer_finish(k, STEP_MS), 0);
 
   ZKT_ASSERT_RC(ZKRC_OK, zkrc_lock_acquire(lk, ZKRC_NO_WAIT));
-  k = kazoo_peer("kazoo", "hold", path, "kazoo-2", "0", NULL);
+  k = kazoo_peer("kazoo", "hold", path, "kazoo-2", "0", (char *)NULL);
   CU_ASSERT_PTR_NOT_NULL_FATAL(k);
   char *line = peer_next(k, START_MS);
   assert_str("timeout", line, "kazoo's try-once acquisition");
@@ -748,12 +753,12 @@ static void test_kazoo_fair_queue(void) {
   zkrc_lock *lk = new_lock(s, path, "zkrc-W");
   holder *h = holder_new(lk);
 
-  peer *k1 = kazoo_peer("kazoo-1", "hold", path, "kazoo-1", NULL);
+  peer *k1 = kazoo_peer("kazoo-1", "hold", path, "kazoo-1", (char *)NULL);
   CU_ASSERT_PTR_NOT_NULL_FATAL(k1);
   g_free(peer_expect(k1, "acquired", START_MS));
   holder_send(h, HOLDER_ACQUIRE);
   CU_ASSERT_TRUE(wait_children(zh, path, 2));
-  peer *k2 = kazoo_peer("kazoo-2", "hold", path, "kazoo-2", NULL);
+  peer *k2 = kazoo_peer("kazoo-2", "hold", path, "kazoo-2", (char *)NULL);
   CU_ASSERT_PTR_NOT_NULL_FATAL(k2);
   CU_ASSERT_TRUE(wait_children(zh, path, 3));
 
@@ -789,12 +794,10 @@ static void test_kazoo_fair_queue(void) {
 /* ------------------------------------------------------------------ main */
 
 static void add_suites(void) {
-  ZKT_SUITE("curator",
-            {"shared_counter", test_curator_shared_counter},
+  ZKT_SUITE("curator", {"shared_counter", test_curator_shared_counter},
             {"mutex_both_ways", test_curator_mutex_both_ways},
             {"latch_election", test_curator_latch_election});
-  ZKT_SUITE("kazoo",
-            {"shared_counter", test_kazoo_shared_counter},
+  ZKT_SUITE("kazoo", {"shared_counter", test_kazoo_shared_counter},
             {"blocks_both_ways", test_kazoo_blocks_both_ways},
             {"fair_queue", test_kazoo_fair_queue});
 }

@@ -35,9 +35,9 @@ static void test_parameters(void) {
   zkrc__lease_params p;
   zkrc__lease_params_init(&p, 4000, 200);
   CU_ASSERT_EQUAL(p.timeout_us, 4000 * MS);
-  CU_ASSERT_EQUAL(p.relay_us, 120 * MS);          /* 0.6 tick */
-  CU_ASSERT_EQUAL(p.drift_us, 4 * MS + 10 * MS);  /* 0.1% + 10 ms */
-  CU_ASSERT_EQUAL(p.period_us, 1200 * MS);        /* 0.3 timeout */
+  CU_ASSERT_EQUAL(p.relay_us, 120 * MS);         /* 0.6 tick */
+  CU_ASSERT_EQUAL(p.drift_us, 4 * MS + 10 * MS); /* 0.1% + 10 ms */
+  CU_ASSERT_EQUAL(p.period_us, 1200 * MS);       /* 0.3 timeout */
   /* No tick given: ZooKeeper's default, at most half the timeout. */
   zkrc__lease_params_init(&p, 10000, 0);
   CU_ASSERT_EQUAL(p.relay_us, 1200 * MS);
@@ -191,8 +191,8 @@ static int64_t simulate(GRand *rng, const zkrc__lease_params *p, int tick_ms) {
     /* The follower forwards it, the leader answers, the follower passes
      * the answer on (the follower must still be alive then), and the
      * answer travels back to us. */
-    int64_t answered = there + g_rand_int_range(rng, 50, slow ? 300 * MS
-                                                              : 5 * MS);
+    int64_t answered =
+        there + g_rand_int_range(rng, 50, slow ? 300 * MS : 5 * MS);
     if (answered >= dies)
       break; /* never answered; the client sends no more */
     int64_t replied = answered + g_rand_int_range(rng, 50, MS);
@@ -249,7 +249,7 @@ static int broken_promises(int runs, int timeout_ms, int tick_ms,
 }
 
 static void test_simulated_servers_never_expire_a_leased_session(void) {
-  static const int cases[][2] = {{2000, 200}, {4000, 200}, {1000, 500},
+  static const int cases[][2] = {{2000, 200},  {4000, 200},   {1000, 500},
                                  {4000, 2000}, {10000, 2000}, {400, 200}};
   for (size_t i = 0; i < G_N_ELEMENTS(cases); i++) {
     int64_t closest;
@@ -283,8 +283,7 @@ static void test_simulation_catches_too_short_a_relay(void) {
 }
 
 static void add_suites(void) {
-  ZKT_SUITE("lease",
-            {"parameters", test_parameters},
+  ZKT_SUITE("lease", {"parameters", test_parameters},
             {"new session starts from its opening",
              test_new_session_starts_from_its_opening},
             {"extended from the renewal before",

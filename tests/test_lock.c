@@ -34,8 +34,8 @@ static zkrc_lock *new_lock(zkrc_session *s, const char *path) {
  * pipe to its stdin and from its stdout. */
 typedef struct worker {
   pid_t pid;
-  FILE *out;  /* its stdout */
-  int in_fd;  /* its stdin */
+  FILE *out; /* its stdout */
+  int in_fd; /* its stdin */
 } worker;
 
 static worker start_worker(char **argv) {
@@ -88,8 +88,9 @@ static void test_eight_processes_never_overlap(void) {
   snprintf(iterations, sizeof iterations, "%d", ITERATIONS);
   worker w[PROCS];
   for (int i = 0; i < PROCS; i++) {
-    char *argv[] = {NULL, "count", (char *)zkt_hosts(), path, iterations,
-                    counter, holds, NULL};
+    char *argv[] = {NULL,  "count",    (char *)zkt_hosts(),
+                    path,  iterations, counter,
+                    holds, NULL};
     w[i] = start_worker(argv);
   }
   for (int i = 0; i < PROCS; i++)
@@ -117,8 +118,8 @@ typedef struct waiter {
   int index;
   GMutex *mu;
   GCond *cond;
-  int *holder;        /* index of the thread holding, or -1 */
-  int *release_turn;  /* index allowed to release */
+  int *holder;       /* index of the thread holding, or -1 */
+  int *release_turn; /* index allowed to release */
   int failed;
 } waiter;
 
@@ -155,7 +156,8 @@ static int watches_reached(void *arg) {
  * the directory. */
 static void check_only_predecessors_watched(const char *path, int nodes) {
   char *wchp = NULL;
-  CU_ASSERT_EQUAL_FATAL(zkrc_ensemble_four_letter(zkt_ensemble(), 0, "wchp", &wchp), 0);
+  CU_ASSERT_EQUAL_FATAL(
+      zkrc_ensemble_four_letter(zkt_ensemble(), 0, "wchp", &wchp), 0);
   int watched_paths = 0, sessions = 0;
   gboolean dir_watched = FALSE;
   char **lines = g_strsplit(wchp, "\n", -1);
@@ -206,7 +208,8 @@ static void test_one_release_wakes_one_waiter(void) {
   /* Release one by one: each release delivers exactly one watch event (to
    * the next waiter) and removes exactly one watch on the servers. */
   int bad_events = 0, bad_watches = 0, out_of_order = 0;
-  int64_t packets_before = zkrc_ensemble_mntr_sum(zkt_ensemble(), "zk_packets_received");
+  int64_t packets_before =
+      zkrc_ensemble_mntr_sum(zkt_ensemble(), "zk_packets_received");
   for (int i = 0; i <= WAITERS; i++) {
     guint64 events_before = zkrc__watch_events_delivered();
     int64_t watches = watch_count();
@@ -535,7 +538,8 @@ static void test_expired_holder_is_told_and_cannot_write(void) {
   /* The holder that lost its lock cannot write. */
   zoo_op_t set;
   zoo_set_op_init(&set, data, "v2", 2, -1, NULL);
-  ZKT_ASSERT_RC(ZKRC_ELOCKLOST, zkrc_lock_fenced_multi(lk, 1, &set, NULL, 5000));
+  ZKT_ASSERT_RC(ZKRC_ELOCKLOST,
+                zkrc_lock_fenced_multi(lk, 1, &set, NULL, 5000));
   zhandle_t *zh = zkt_raw();
   char buf[8];
   int len = sizeof buf;
@@ -582,7 +586,8 @@ static void test_deleted_node_makes_the_holder_lose(void) {
   CU_ASSERT_EQUAL(wait_lost(&ev, 10000), 1);
   CU_ASSERT_EQUAL(ev.reason, ZKRC_ELOCKLOST);
   CU_ASSERT_FALSE(zkrc_lock_is_held(lk));
-  ZKT_ASSERT_RC(ZKRC_ELOCKLOST, zkrc_lock_fenced_multi(lk, 0, NULL, NULL, 1000));
+  ZKT_ASSERT_RC(ZKRC_ELOCKLOST,
+                zkrc_lock_fenced_multi(lk, 0, NULL, NULL, 1000));
   ZKT_ASSERT_RC(ZKRC_ELOCKLOST, zkrc_lock_release(lk));
   free(node);
   zookeeper_close(zh);
@@ -680,7 +685,8 @@ static void test_participants_are_listed_in_queue_order(void) {
   CU_ASSERT_FATAL(zkt_wait_children(zh, path, 2, 5000));
   /* Someone else's non-contender child is ignored. */
   char *junk = g_strdup_printf("%s/readme", path);
-  CU_ASSERT_EQUAL(zoo_create(zh, junk, "x", 1, &ZOO_OPEN_ACL_UNSAFE, 0, NULL, 0), ZOK);
+  CU_ASSERT_EQUAL(
+      zoo_create(zh, junk, "x", 1, &ZOO_OPEN_ACL_UNSAFE, 0, NULL, 0), ZOK);
   CU_ASSERT_EQUAL(zkrc_lock_participants(b, &ids, &n, 5000), ZKRC_OK);
   CU_ASSERT_EQUAL_FATAL(n, 2);
   CU_ASSERT_STRING_EQUAL(ids[0], "first");
@@ -739,29 +745,30 @@ static void test_free_while_another_thread_waits(void) {
 }
 
 static void add_suites(void) {
-  ZKT_SUITE("lock",
-            {"eight processes never overlap", test_eight_processes_never_overlap},
-            {"one release wakes one waiter", test_one_release_wakes_one_waiter},
-            {"reentrancy is per thread", test_reentrancy_is_per_thread},
-            {"release by another thread is refused",
-             test_release_by_another_thread_is_refused},
-            {"timeout and try leave no node", test_timeout_and_try_leave_no_node},
-            {"tokens increase across holders and re-creation",
-             test_tokens_increase_across_holders_and_recreation},
-            {"killed holder's successor gets it within the timeout",
-             test_killed_holders_successor_gets_it_within_the_timeout},
-            {"expired holder is told and cannot write",
-             test_expired_holder_is_told_and_cannot_write},
-            {"deleted node makes the holder lose",
-             test_deleted_node_makes_the_holder_lose},
-            {"waiter returns an error on expiry",
-             test_waiter_returns_an_error_on_expiry},
-            {"directory is a container removed when empty",
-             test_directory_is_a_container_removed_when_empty},
-            {"participants are listed in queue order",
-             test_participants_are_listed_in_queue_order},
-            {"free while another thread waits",
-             test_free_while_another_thread_waits});
+  ZKT_SUITE(
+      "lock",
+      {"eight processes never overlap", test_eight_processes_never_overlap},
+      {"one release wakes one waiter", test_one_release_wakes_one_waiter},
+      {"reentrancy is per thread", test_reentrancy_is_per_thread},
+      {"release by another thread is refused",
+       test_release_by_another_thread_is_refused},
+      {"timeout and try leave no node", test_timeout_and_try_leave_no_node},
+      {"tokens increase across holders and re-creation",
+       test_tokens_increase_across_holders_and_recreation},
+      {"killed holder's successor gets it within the timeout",
+       test_killed_holders_successor_gets_it_within_the_timeout},
+      {"expired holder is told and cannot write",
+       test_expired_holder_is_told_and_cannot_write},
+      {"deleted node makes the holder lose",
+       test_deleted_node_makes_the_holder_lose},
+      {"waiter returns an error on expiry",
+       test_waiter_returns_an_error_on_expiry},
+      {"directory is a container removed when empty",
+       test_directory_is_a_container_removed_when_empty},
+      {"participants are listed in queue order",
+       test_participants_are_listed_in_queue_order},
+      {"free while another thread waits",
+       test_free_while_another_thread_waits});
 }
 
 int main(void) { return zkt_run("test_lock", add_suites); }

@@ -57,7 +57,8 @@ static void test_lost_create_reply_leaves_no_duplicate(void) {
   zkrc_lock *lk = new_lock(s, path, NULL);
   int proxy = proxy_of(s);
   CU_ASSERT_FATAL(proxy >= 0);
-  CU_ASSERT_EQUAL_FATAL(zkrc_proxy_drop_after_next_request(zkt_ensemble(), proxy), 0);
+  CU_ASSERT_EQUAL_FATAL(
+      zkrc_proxy_drop_after_next_request(zkt_ensemble(), proxy), 0);
   /* The create reaches the servers; its reply never reaches us. */
   ZKT_ASSERT_RC(ZKRC_OK, zkrc_lock_acquire(lk, 15000));
   CU_ASSERT_EQUAL(zkt_child_count(zh, path), 1); /* found, not duplicated */
@@ -98,7 +99,8 @@ static void test_lost_create_reply_while_others_hold(void) {
   zkrc_lock *lk = new_lock(s, path, NULL);
   int proxy = proxy_of(s);
   CU_ASSERT_FATAL(proxy >= 0);
-  CU_ASSERT_EQUAL_FATAL(zkrc_proxy_drop_after_next_request(zkt_ensemble(), proxy), 0);
+  CU_ASSERT_EQUAL_FATAL(
+      zkrc_proxy_drop_after_next_request(zkt_ensemble(), proxy), 0);
   bg_acquire b = {lk, -999};
   GThread *t = g_thread_new("waiter", acquire_release, &b);
   /* Recovered into the queue: two nodes, never three. */
@@ -176,8 +178,10 @@ static void test_dropped_connection_suspends_then_reconnects(void) {
   CU_ASSERT_FATAL(proxy >= 0);
   zkrc_proxy_drop_all(zkt_ensemble(), proxy);
   CU_ASSERT_EQUAL(wait_events(&le, 2, 10000), 2);
-  CU_ASSERT_EQUAL(g_array_index(le.seen, zkrc_lock_event, 0), ZKRC_LOCK_SUSPENDED);
-  CU_ASSERT_EQUAL(g_array_index(le.seen, zkrc_lock_event, 1), ZKRC_LOCK_RECONNECTED);
+  CU_ASSERT_EQUAL(g_array_index(le.seen, zkrc_lock_event, 0),
+                  ZKRC_LOCK_SUSPENDED);
+  CU_ASSERT_EQUAL(g_array_index(le.seen, zkrc_lock_event, 1),
+                  ZKRC_LOCK_RECONNECTED);
   CU_ASSERT_TRUE(zkrc_lock_is_held(lk));
   /* Still ours, server side too: a fenced write goes through. */
   ZKT_ASSERT_RC(ZKRC_OK, zkrc_lock_fenced_multi(lk, 0, NULL, NULL, 5000));
@@ -289,10 +293,14 @@ static void test_deadline_holds_while_the_network_stalls(void) {
 
 static pid_t spawn_counter(const char *path, const char *iterations,
                            const char *counter, const char *holds) {
-  char *argv[] = {WORKER, "count",
+  char *argv[] = {WORKER,
+                  "count",
                   (char *)zkrc_ensemble_direct_connect_string(zkt_ensemble()),
-                  (char *)path, (char *)iterations, (char *)counter,
-                  (char *)holds, NULL};
+                  (char *)path,
+                  (char *)iterations,
+                  (char *)counter,
+                  (char *)holds,
+                  NULL};
   char *env[] = {"ZKT_WORKER_TIMEOUT_MS=4000", NULL};
   zkrc_spawn_options o;
   zkrc_spawn_options_init(&o);
@@ -347,8 +355,7 @@ static void test_leader_killed_while_eight_contend(void) {
   CU_ASSERT_EQUAL(total, PROCS * ITERATIONS);
   /* No two holds at once, tokens rising from hold to hold (holds.h). */
   int violations = -1;
-  CU_ASSERT_EQUAL(zkt_check_hold_log(holds, &violations),
-                  PROCS * ITERATIONS);
+  CU_ASSERT_EQUAL(zkt_check_hold_log(holds, &violations), PROCS * ITERATIONS);
   CU_ASSERT_EQUAL(violations, 0);
   /* Bring the member back for whatever runs next. */
   CU_ASSERT_EQUAL(zkrc_ensemble_restart(zkt_ensemble(), leader), 0);

@@ -74,11 +74,18 @@ static gpointer contend(gpointer data) {
 
 /* ------------------------------------------------ non-contender children */
 
-static const char *const junk[] = {
-    "junk",            "lock-",            "lock-12",
-    "lock-000000000x", "x-lock-abc",       "__lock__",
-    "latch-0000000001", "lock-00000000001", "lock-9999999999",
-    "lock--2147483649", "lock-+000000001", "lock- 000000001"};
+static const char *const junk[] = {"junk",
+                                   "lock-",
+                                   "lock-12",
+                                   "lock-000000000x",
+                                   "x-lock-abc",
+                                   "__lock__",
+                                   "latch-0000000001",
+                                   "lock-00000000001",
+                                   "lock-9999999999",
+                                   "lock--2147483649",
+                                   "lock-+000000001",
+                                   "lock- 000000001"};
 #define NJUNK ((int)G_N_ELEMENTS(junk))
 
 static void test_children_that_are_not_contenders_are_ignored(void) {
@@ -215,7 +222,8 @@ static char **queue_of(zhandle_t *zh, const char *path) {
   /* Same length of sequence suffix for every lock node: sort by it. */
   for (guint i = 1; i < names->len; i++)
     for (guint j = i; j > 0; j--) {
-      const char *x = g_ptr_array_index(names, j - 1), *y = g_ptr_array_index(names, j);
+      const char *x = g_ptr_array_index(names, j - 1),
+                 *y = g_ptr_array_index(names, j);
       if (strcmp(x + strlen(x) - 10, y + strlen(y) - 10) <= 0)
         break;
       names->pdata[j - 1] = (gpointer)y;

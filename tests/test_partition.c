@@ -45,7 +45,7 @@
 typedef enum kind { BLOCKING, NONBLOCKING, ELECTION } kind;
 
 static const char *kind_name(kind k) {
-  return k == BLOCKING ? "blocking hold"
+  return k == BLOCKING      ? "blocking hold"
          : k == NONBLOCKING ? "non-blocking hold"
                             : "election";
 }
@@ -62,8 +62,8 @@ static zkrc_session *holder_session(int timeout_ms, zkrc_session_listener_fn fn,
   o.listener_arg = arg;
   zkrc_session *s = NULL;
   CU_ASSERT_EQUAL_FATAL(
-      zkrc_session_connect(
-          &s, zkrc_ensemble_member_address(zkt_ensemble(), 0), &o),
+      zkrc_session_connect(&s, zkrc_ensemble_member_address(zkt_ensemble(), 0),
+                           &o),
       ZKRC_OK);
   return s;
 }
@@ -111,21 +111,21 @@ typedef struct trial {
   int64_t lost_at;      /* the holder was told LOST / REVOKED */
   int lost_reason;
   int lost_count;
-  int held_at_event;    /* is_held / is_leader inside that callback */
-  int lease_at_event;   /* *_lease_remaining inside that callback */
-  int64_t suspended_at; /* the holder was told SUSPENDED (or, leading with
+  int held_at_event;       /* is_held / is_leader inside that callback */
+  int lease_at_event;      /* *_lease_remaining inside that callback */
+  int64_t suspended_at;    /* the holder was told SUSPENDED (or, leading with
                          * revoke_on_suspend, REVOKED for ZKRC_ECONNLOSS) */
   int64_t session_back_at; /* its session was told RECONNECTED */
-  int64_t back_at;      /* it was told RECONNECTED (ELECTED again) */
-  int held_at_back;     /* is_held / is_leader inside that callback */
-  int lease_at_back;    /* *_lease_remaining inside that callback */
+  int64_t back_at;         /* it was told RECONNECTED (ELECTED again) */
+  int held_at_back;        /* is_held / is_leader inside that callback */
+  int lease_at_back;       /* *_lease_remaining inside that callback */
   int back_count;
-  int suspended_count;  /* SUSPENDED (REVOKED for ZKRC_ECONNLOSS) told */
+  int suspended_count; /* SUSPENDED (REVOKED for ZKRC_ECONNLOSS) told */
   int session_drops, session_backs; /* its session's SUSPENDED, RECONNECTED */
-  int64_t succ_at;      /* the successor was told it holds / leads */
+  int64_t succ_at; /* the successor was told it holds / leads */
   int succ_status;
   zkrc_lock_hold *succ_hold;
-  int64_t gone_at;      /* the servers deleted the holder's node */
+  int64_t gone_at; /* the servers deleted the holder's node */
 } trial;
 
 static void trial_init(trial *t, kind k) {
@@ -333,9 +333,9 @@ static void holder_take(trial *t, zkrc_session *s, const char *path,
     ZKT_ASSERT_RC(ZKRC_OK, zkrc_lock_acquire(t->lk, 10000));
     return;
   }
-  CU_ASSERT_EQUAL_FATAL(zkrc_lock_acquire_async(t->lk, 10000, holder_granted,
-                                                t, &t->hold),
-                        ZKRC_OK);
+  CU_ASSERT_EQUAL_FATAL(
+      zkrc_lock_acquire_async(t->lk, 10000, holder_granted, t, &t->hold),
+      ZKRC_OK);
   int64_t deadline = g_get_monotonic_time() + 10 * G_USEC_PER_SEC;
   g_mutex_lock(&t->mu);
   while (t->granted == 1 && g_cond_wait_until(&t->cond, &t->mu, deadline))
@@ -371,9 +371,9 @@ static void successor_wait(trial *t, zkrc_session *s, zhandle_t *zh,
     CU_ASSERT_EQUAL_FATAL(zkrc_election_join(*se), ZKRC_OK);
   } else {
     CU_ASSERT_EQUAL_FATAL(zkrc_lock_new(slk, s, path, NULL), ZKRC_OK);
-    CU_ASSERT_EQUAL_FATAL(zkrc_lock_acquire_async(*slk, 30000,
-                                                  successor_granted, t, NULL),
-                          ZKRC_OK);
+    CU_ASSERT_EQUAL_FATAL(
+        zkrc_lock_acquire_async(*slk, 30000, successor_granted, t, NULL),
+        ZKRC_OK);
   }
   CU_ASSERT_FATAL(zkt_wait_children(zh, path, 2, 10000));
 }
@@ -382,11 +382,11 @@ static void successor_wait(trial *t, zkrc_session *s, zhandle_t *zh,
 
 /* What one partition showed, in ms. */
 typedef struct margins {
-  double cut_to_lost;   /* from the cut to the holder's LOST / REVOKED */
-  double lost_to_dead;  /* from it to the servers' deletion of its node */
-  double lost_to_succ;  /* from it to the successor's being told */
-  double late;          /* the LOST after the deadline the lease showed */
-  int healthy_min;      /* the smallest remaining lease while healthy */
+  double cut_to_lost;  /* from the cut to the holder's LOST / REVOKED */
+  double lost_to_dead; /* from it to the servers' deletion of its node */
+  double lost_to_succ; /* from it to the successor's being told */
+  double late;         /* the LOST after the deadline the lease showed */
+  int healthy_min;     /* the smallest remaining lease while healthy */
 } margins;
 
 /* Sample is_held and the lease every 10 ms for @p ms while healthy: held,

@@ -144,8 +144,9 @@ static void lost_create_reply_then_give_up(give_up how) {
     ZKT_ASSERT_RC(ZKRC_ETIMEDOUT, zkrc_lock_acquire(lk, 100));
   } else if (how == BY_CANCEL) {
     zkrc_lock_hold *h = NULL;
-    CU_ASSERT_EQUAL(zkrc_lock_acquire_async(lk, ZKRC_WAIT_FOREVER, on_acquired,
-                                            &done, &h), ZKRC_OK);
+    CU_ASSERT_EQUAL(
+        zkrc_lock_acquire_async(lk, ZKRC_WAIT_FOREVER, on_acquired, &done, &h),
+        ZKRC_OK);
     /* The create reached the servers; its (lost) reply is still on its
      * way back through the slow proxy: give up now. */
     CU_ASSERT(zkt_wait_for(created_in, &cd, 10000));
@@ -282,7 +283,8 @@ static void delete_followers(zkrc_session *s, zhandle_t *zh, const char *path) {
  * (a deleted node means rejoin), none is told FAILED.  (Each used to count
  * every create of its life against a budget of ten, and gave up with
  * ZKRC_ENONODE the next time it found the directory gone.) */
-static void test_participants_survive_a_directory_deleted_again_and_again(void) {
+static void
+test_participants_survive_a_directory_deleted_again_and_again(void) {
   enum { N = 3, KICKS = 12, DELETIONS = 3 };
   char *path = zkt_path("deleted-dir");
   zhandle_t *zh = direct();
@@ -332,8 +334,8 @@ static void test_participants_survive_a_directory_deleted_again_and_again(void) 
 /* A chroot that does not exist: the lock's directory cannot be made; the
  * header names the error, and it comes at once. */
 static void test_missing_chroot_is_a_prompt_enonode(void) {
-  char *hosts = g_strdup_printf("%s/zkt-no-such-chroot-%d", zkt_hosts(),
-                                (int)getpid());
+  char *hosts =
+      g_strdup_printf("%s/zkt-no-such-chroot-%d", zkt_hosts(), (int)getpid());
   zkrc_session_options o;
   zkrc_session_options_init(&o);
   o.session_timeout_ms = 4000;
@@ -348,8 +350,8 @@ static void test_missing_chroot_is_a_prompt_enonode(void) {
   outcome done;
   outcome_init(&done);
   int64_t t1 = zkt_now_ms();
-  CU_ASSERT_EQUAL(
-      zkrc_lock_acquire_async(lk, 10000, on_acquired, &done, NULL), ZKRC_OK);
+  CU_ASSERT_EQUAL(zkrc_lock_acquire_async(lk, 10000, on_acquired, &done, NULL),
+                  ZKRC_OK);
   ZKT_ASSERT_RC(ZKRC_ENONODE, outcome_wait(&done, 10000));
   int64_t took_async = zkt_now_ms() - t1;
   printf("(%" PRId64 " ms, non-blocking %" PRId64 " ms) ", took, took_async);
@@ -410,7 +412,7 @@ typedef struct votes {
 static void record_vote(zkrc_election *e, const zkrc_election_event_info *info,
                         void *arg) {
   votes *v = arg;
-  int64_t t = info->event == ZKRC_ELECTION_ELECTED ? info->token
+  int64_t t = info->event == ZKRC_ELECTION_ELECTED   ? info->token
               : info->event == ZKRC_ELECTION_REVOKED ? -info->token
                                                      : 0;
   g_array_append_val(v->tokens, t);
@@ -478,8 +480,8 @@ static void test_a_lost_leadership_queued_is_not_told(void) {
 
 typedef struct closer {
   zkrc_session *s;
-  outcome first;      /* the first completion came */
-  gboolean inside;    /* close from inside that completion */
+  outcome first;   /* the first completion came */
+  gboolean inside; /* close from inside that completion */
 } closer;
 
 static void close_on_first(zkrc_lock *lk, zkrc_lock_hold *hold,
@@ -570,9 +572,9 @@ static void test_recipes_on_a_dead_session_fail_at_once(void) {
   ZKT_ASSERT_RC(ZKRC_ECLOSED, zkrc_lock_acquire(before, ZKRC_WAIT_FOREVER));
   outcome done;
   outcome_init(&done);
-  ZKT_ASSERT_RC(ZKRC_ECLOSED, zkrc_lock_acquire_async(
-                                  before, ZKRC_WAIT_FOREVER, on_acquired,
-                                  &done, NULL));
+  ZKT_ASSERT_RC(ZKRC_ECLOSED,
+                zkrc_lock_acquire_async(before, ZKRC_WAIT_FOREVER, on_acquired,
+                                        &done, NULL));
   zkrc_election *e = NULL;
   ZKT_ASSERT_RC(ZKRC_ECLOSED, zkrc_election_new(&e, s, path, NULL));
   ZKT_ASSERT_RC(ZKRC_ECLOSED, zkrc_election_join(joined));
@@ -667,8 +669,8 @@ static void log_session(zkrc_session *s, zkrc_session_event ev, void *arg) {
   g_mutex_lock(&l->mu);
   /* Expired, or lost: with the name gone, the client cannot even reach a
    * server to hear that it expired; its lease runs out instead. */
-  l->expired += ev == ZKRC_SESSION_EVENT_EXPIRED ||
-                ev == ZKRC_SESSION_EVENT_LOST;
+  l->expired +=
+      ev == ZKRC_SESSION_EVENT_EXPIRED || ev == ZKRC_SESSION_EVENT_LOST;
   l->closed += ev == ZKRC_SESSION_EVENT_CLOSED;
   l->connected += ev == ZKRC_SESSION_EVENT_CONNECTED;
   g_cond_broadcast(&l->cond);
@@ -687,13 +689,13 @@ static gboolean wait_count(session_log *l, int *field, int n, int timeout_ms) {
   return reached;
 }
 
-#define CHILD_CHECK(cond, code)                                               \
-  do {                                                                        \
-    if (!(cond)) {                                                            \
-      fprintf(stderr, "\nnames child: %s: failed (line %d)\n", #cond,         \
-              __LINE__);                                                      \
-      return code;                                                            \
-    }                                                                         \
+#define CHILD_CHECK(cond, code)                                                \
+  do {                                                                         \
+    if (!(cond)) {                                                             \
+      fprintf(stderr, "\nnames child: %s: failed (line %d)\n", #cond,          \
+              __LINE__);                                                       \
+      return code;                                                             \
+    }                                                                          \
   } while (0)
 
 /* Runs in a child (its own mount namespace); returns 0, 77 when it lacked
@@ -752,7 +754,8 @@ static int names_child(void *arg) {
 }
 
 static void test_names_that_do_not_resolve_are_tried_again(void) {
-  const char *direct_hosts = zkrc_ensemble_direct_connect_string(zkt_ensemble());
+  const char *direct_hosts =
+      zkrc_ensemble_direct_connect_string(zkt_ensemble());
   names n;
   n.dir = g_dir_make_tmp("zkt-names-XXXXXX", NULL);
   CU_ASSERT_PTR_NOT_NULL_FATAL(n.dir);
@@ -782,25 +785,25 @@ static void test_names_that_do_not_resolve_are_tried_again(void) {
 
 static void add_suites(void) {
   zkt_configure(1, 1);
-  ZKT_SUITE("promises",
-            {"lost create reply then timeout",
-             test_lost_create_reply_then_timeout},
-            {"lost create reply then cancel", test_lost_create_reply_then_cancel},
-            {"lost create reply then leave", test_lost_create_reply_then_leave},
-            {"participants survive a directory deleted again and again",
-             test_participants_survive_a_directory_deleted_again_and_again},
-            {"missing chroot is a prompt ENONODE",
-             test_missing_chroot_is_a_prompt_enonode},
-            {"free cancels a grant still queued",
-             test_free_cancels_a_grant_still_queued},
-            {"a lost leadership queued is not told",
-             test_a_lost_leadership_queued_is_not_told},
-            {"close with replies in flight", test_close_with_replies_in_flight},
-            {"close inside a completion", test_close_inside_a_completion},
-            {"recipes on a dead session fail at once",
-             test_recipes_on_a_dead_session_fail_at_once},
-            {"names that do not resolve are tried again",
-             test_names_that_do_not_resolve_are_tried_again});
+  ZKT_SUITE(
+      "promises",
+      {"lost create reply then timeout", test_lost_create_reply_then_timeout},
+      {"lost create reply then cancel", test_lost_create_reply_then_cancel},
+      {"lost create reply then leave", test_lost_create_reply_then_leave},
+      {"participants survive a directory deleted again and again",
+       test_participants_survive_a_directory_deleted_again_and_again},
+      {"missing chroot is a prompt ENONODE",
+       test_missing_chroot_is_a_prompt_enonode},
+      {"free cancels a grant still queued",
+       test_free_cancels_a_grant_still_queued},
+      {"a lost leadership queued is not told",
+       test_a_lost_leadership_queued_is_not_told},
+      {"close with replies in flight", test_close_with_replies_in_flight},
+      {"close inside a completion", test_close_inside_a_completion},
+      {"recipes on a dead session fail at once",
+       test_recipes_on_a_dead_session_fail_at_once},
+      {"names that do not resolve are tried again",
+       test_names_that_do_not_resolve_are_tried_again});
 }
 
 int main(void) { return zkt_run("test_promises", add_suites); }

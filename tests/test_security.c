@@ -87,8 +87,8 @@ static zhandle_t *raw_as(const char *cred) {
   auth_wait w = {.rc = -1};
   g_mutex_init(&w.mu);
   g_cond_init(&w.cond);
-  CU_ASSERT_EQUAL_FATAL(zoo_add_auth(zh, "digest", cred, (int)strlen(cred),
-                                     auth_done, &w), ZOK);
+  CU_ASSERT_EQUAL_FATAL(
+      zoo_add_auth(zh, "digest", cred, (int)strlen(cred), auth_done, &w), ZOK);
   int64_t deadline = g_get_monotonic_time() + 10 * G_TIME_SPAN_SECOND;
   g_mutex_lock(&w.mu);
   while (!w.done && g_cond_wait_until(&w.cond, &w.mu, deadline))
@@ -187,7 +187,8 @@ static void test_creator_acl_keeps_others_out(void) {
     CU_ASSERT_EQUAL(zoo_set_acl(zh, path, -1, &ZOO_OPEN_ACL_UNSAFE), ZNOAUTH);
     char *fake = g_strdup_printf("%s/_c_intruder-lock-", path);
     CU_ASSERT_EQUAL(zoo_create(zh, fake, "x", 1, &ZOO_OPEN_ACL_UNSAFE,
-                               ZOO_EPHEMERAL_SEQUENTIAL, NULL, 0), ZNOAUTH);
+                               ZOO_EPHEMERAL_SEQUENTIAL, NULL, 0),
+                    ZNOAUTH);
     g_free(fake);
     zookeeper_close(zh);
 
@@ -199,7 +200,8 @@ static void test_creator_acl_keeps_others_out(void) {
     CU_ASSERT_EQUAL(zkrc_last_zk_error(), ZNOAUTH);
     CU_ASSERT(zkt_now_ms() - start < 4000); /* refused, not timed out */
     char **ids = NULL;
-    ZKT_ASSERT_RC(ZKRC_ENOAUTH, zkrc_lock_participants(other, &ids, NULL, 5000));
+    ZKT_ASSERT_RC(ZKRC_ENOAUTH,
+                  zkrc_lock_participants(other, &ids, NULL, 5000));
     CU_ASSERT_PTR_NULL(ids);
     zkrc_lock_free(other);
     zkrc_session_close(s);
@@ -277,7 +279,8 @@ static void test_waiter_without_read_access_still_gets_the_lock(void) {
   acl_list dir_acl;
   acl_for(&dir_acl, ZOO_PERM_ALL, ALICE, BOB);
   zhandle_t *admin = zkt_raw();
-  CU_ASSERT_EQUAL_FATAL(zoo_create(admin, path, NULL, -1, &dir_acl.v, 0, NULL, 0), ZOK);
+  CU_ASSERT_EQUAL_FATAL(
+      zoo_create(admin, path, NULL, -1, &dir_acl.v, 0, NULL, 0), ZOK);
 
   zkrc_session *alice = session_as(ALICE), *bob = session_as(BOB);
   zkrc_lock *la = new_lock(alice, path, &ZOO_CREATOR_ALL_ACL);
@@ -288,7 +291,8 @@ static void test_waiter_without_read_access_still_gets_the_lock(void) {
   CU_ASSERT_EQUAL_FATAL(zkrc_lock_node(la, &alice_node), ZKRC_OK);
   zkrc_lock_token(la, &alice_token);
 
-  int64_t watches_before = zkrc_ensemble_mntr_sum(zkt_ensemble(), "zk_watch_count");
+  int64_t watches_before =
+      zkrc_ensemble_mntr_sum(zkt_ensemble(), "zk_watch_count");
   bg_acquire b = {lb, 10000, -999, 0, 0};
   GThread *t = g_thread_new("bob", acquire_then_hold, &b);
   zhandle_t *bob_raw = raw_as(BOB);
@@ -306,7 +310,8 @@ static void test_waiter_without_read_access_still_gets_the_lock(void) {
   CU_ASSERT(zkt_wait_for(watch_count_above, &watches_before, 10000));
   /* ... and waits quietly: no request loop against the refusal.  Each
    * session only pings (every third of its timeout) meanwhile. */
-  int64_t before = zkrc_ensemble_mntr_sum(zkt_ensemble(), "zk_packets_received");
+  int64_t before =
+      zkrc_ensemble_mntr_sum(zkt_ensemble(), "zk_packets_received");
   g_usleep(G_USEC_PER_SEC); /* measuring a rate: this sleep is the window */
   int64_t packets =
       zkrc_ensemble_mntr_sum(zkt_ensemble(), "zk_packets_received") - before;
@@ -394,8 +399,8 @@ static void test_unreadable_directory_fails_at_once(void) {
   dir_acl.entries[1].id.id = "anyone";
   dir_acl.v.count = 2;
   zhandle_t *alice = raw_as(ALICE);
-  CU_ASSERT_EQUAL_FATAL(zoo_create(alice, path, NULL, -1, &dir_acl.v, 0,
-                                   NULL, 0), ZOK);
+  CU_ASSERT_EQUAL_FATAL(
+      zoo_create(alice, path, NULL, -1, &dir_acl.v, 0, NULL, 0), ZOK);
   zkrc_session *s = zkt_session();
   zkrc_lock *lk = new_lock(s, path, NULL);
 
@@ -406,8 +411,9 @@ static void test_unreadable_directory_fails_at_once(void) {
   async_result r = {.status = 1};
   g_mutex_init(&r.mu);
   g_cond_init(&r.cond);
-  CU_ASSERT_EQUAL(zkrc_lock_acquire_async(lk, ZKRC_WAIT_FOREVER, on_acquired,
-                                          &r, NULL), ZKRC_OK);
+  CU_ASSERT_EQUAL(
+      zkrc_lock_acquire_async(lk, ZKRC_WAIT_FOREVER, on_acquired, &r, NULL),
+      ZKRC_OK);
   ZKT_ASSERT_RC(ZKRC_ENOAUTH, wait_async(&r, 10000));
   zkrc_election_options eo;
   zkrc_election_options_init(&eo);
@@ -422,7 +428,8 @@ static void test_unreadable_directory_fails_at_once(void) {
   CU_ASSERT_EQUAL(zkt_nodes_left(alice, path), 0);
   int64_t packets = packets_received() - before;
   printf("(4 refused attempts: %" PRId64 " ms, %" PRId64 " requests to the "
-         "servers) ", took, packets);
+         "servers) ",
+         took, packets);
   /* Each attempt: a create, a listing, a delete, a watch on its own node
    * at most; plus the session's lease renewals meanwhile. */
   CU_ASSERT(packets < 40);
@@ -466,7 +473,8 @@ static void test_credentials_survive_session_expiry(void) {
   acl_list dir_acl;
   acl_for(&dir_acl, ZOO_PERM_ALL, ALICE, NULL);
   zhandle_t *admin = zkt_raw();
-  CU_ASSERT_EQUAL_FATAL(zoo_create(admin, path, NULL, -1, &dir_acl.v, 0, NULL, 0), ZOK);
+  CU_ASSERT_EQUAL_FATAL(
+      zoo_create(admin, path, NULL, -1, &dir_acl.v, 0, NULL, 0), ZOK);
   zkrc_session *s = session_as(ALICE);
   zkrc_lock *lk = new_lock(s, path, &ZOO_CREATOR_ALL_ACL);
   ZKT_ASSERT_RC(ZKRC_OK, zkrc_lock_acquire(lk, 5000));
@@ -476,7 +484,8 @@ static void test_credentials_survive_session_expiry(void) {
   g_mutex_init(&ns.mu);
   g_cond_init(&ns.cond);
   unsigned long listener = 0;
-  CU_ASSERT_EQUAL(zkrc_session_add_listener(s, count_new_sessions, &ns, &listener), 0);
+  CU_ASSERT_EQUAL(
+      zkrc_session_add_listener(s, count_new_sessions, &ns, &listener), 0);
   int64_t old_id = zkrc_session_id(s);
   zkt_expire(s);
   /* The session reopens by itself (a new ZooKeeper session). */
@@ -509,17 +518,17 @@ static void test_credentials_survive_session_expiry(void) {
 }
 
 static void add_suites(void) {
-  ZKT_SUITE("security",
-            {"creator-only ACL keeps others out",
-             test_creator_acl_keeps_others_out},
-            {"creator ACL needs an authenticated session",
-             test_creator_acl_needs_an_authenticated_session},
-            {"waiter without read access still gets the lock",
-             test_waiter_without_read_access_still_gets_the_lock},
-            {"unreadable directory fails at once",
-             test_unreadable_directory_fails_at_once},
-            {"credentials survive session expiry",
-             test_credentials_survive_session_expiry});
+  ZKT_SUITE(
+      "security",
+      {"creator-only ACL keeps others out", test_creator_acl_keeps_others_out},
+      {"creator ACL needs an authenticated session",
+       test_creator_acl_needs_an_authenticated_session},
+      {"waiter without read access still gets the lock",
+       test_waiter_without_read_access_still_gets_the_lock},
+      {"unreadable directory fails at once",
+       test_unreadable_directory_fails_at_once},
+      {"credentials survive session expiry",
+       test_credentials_survive_session_expiry});
 }
 
 int main(void) { return zkt_run("test_security", add_suites); }

@@ -148,7 +148,8 @@ static void test_expiry_opens_a_new_session(void) {
   zkt_expire(s);
   int expired = wait_event(&r, ZKRC_SESSION_EVENT_EXPIRED, before, 10000);
   CU_ASSERT(expired >= 0);
-  int connected = wait_event(&r, ZKRC_SESSION_EVENT_CONNECTED, expired + 1, 10000);
+  int connected =
+      wait_event(&r, ZKRC_SESSION_EVENT_CONNECTED, expired + 1, 10000);
   CU_ASSERT(connected > expired);
   CU_ASSERT_EQUAL(zkrc_session_wait_connected(s, 5000), ZKRC_OK);
   CU_ASSERT(zkrc_session_id(s) != 0 && zkrc_session_id(s) != first);
@@ -180,9 +181,10 @@ static void test_dropped_connection_is_suspended_then_reconnected(void) {
   CU_ASSERT_EQUAL(zkrc_proxy_drop_all(zkt_ensemble(), 0), 0);
   int suspended = wait_event(&r, ZKRC_SESSION_EVENT_SUSPENDED, before, 10000);
   CU_ASSERT(suspended >= 0);
-  int back = wait_event(&r, ZKRC_SESSION_EVENT_RECONNECTED, suspended + 1, 10000);
+  int back =
+      wait_event(&r, ZKRC_SESSION_EVENT_RECONNECTED, suspended + 1, 10000);
   CU_ASSERT(back > suspended);
-  CU_ASSERT_EQUAL(zkrc_session_id(s), id); /* the same session */
+  CU_ASSERT_EQUAL(zkrc_session_id(s), id);        /* the same session */
   CU_ASSERT(zkrc_session_lease_remaining(s) > 0); /* back within the lease */
   /* Nothing else was reported in between: no loss, no expiry. */
   for (int i = before; i < recorded(&r); i++)
@@ -245,8 +247,8 @@ static void test_partition_is_lost_before_the_servers_expire(void) {
   /* An ephemeral node of the session, watched from outside the proxy: its
    * deletion is the moment the servers expired the session. */
   char *path = zkt_path("lease");
-  zhandle_t *zh = zkt_raw_to(
-      zkrc_ensemble_direct_connect_string(zkt_ensemble()));
+  zhandle_t *zh =
+      zkt_raw_to(zkrc_ensemble_direct_connect_string(zkt_ensemble()));
   CU_ASSERT_EQUAL_FATAL(zoo_create(zh, "/zkt", NULL, -1, &ZOO_OPEN_ACL_UNSAFE,
                                    0, NULL, 0) == ZOK ||
                             zoo_exists(zh, "/zkt", 0, NULL) == ZOK,
@@ -297,8 +299,7 @@ static void test_partition_is_lost_before_the_servers_expire(void) {
    * handle long before it could connect): within a round trip and 0.6
    * ticks. */
   int64_t until = g_get_monotonic_time() + 2 * (int64_t)timeout * 1000;
-  while (zkrc_session_lease_remaining(s) == 0 &&
-         g_get_monotonic_time() < until)
+  while (zkrc_session_lease_remaining(s) == 0 && g_get_monotonic_time() < until)
     g_usleep(5000);
   CU_ASSERT(zkrc_session_lease_remaining(s) > 0);
   zkrc_session_close(s);
@@ -376,7 +377,8 @@ static void test_removed_listener_hears_nothing(void) {
   /* A second listener is the witness that an event was delivered. */
   recorder witness;
   recorder_init(&witness);
-  CU_ASSERT_EQUAL(zkrc_session_add_listener(s, record, &witness, NULL), ZKRC_OK);
+  CU_ASSERT_EQUAL(zkrc_session_add_listener(s, record, &witness, NULL),
+                  ZKRC_OK);
   zkrc_session_close(s);
   CU_ASSERT(wait_event(&witness, ZKRC_SESSION_EVENT_CLOSED, 0, 5000) >= 0);
   CU_ASSERT_EQUAL(recorded(&r), 0);
@@ -396,11 +398,13 @@ static int read_node(zhandle_t *zh, void *arg) {
 
 static void test_authentication_survives_a_new_session(void) {
   zkrc_session *s = zkt_session();
-  ZKT_ASSERT_RC(ZKRC_OK, zkrc_session_add_auth(s, "digest", "alice:secret", 5000));
+  ZKT_ASSERT_RC(ZKRC_OK,
+                zkrc_session_add_auth(s, "digest", "alice:secret", 5000));
   char *path = zkt_path("auth");
   zhandle_t *zh = zkt_raw();
   zoo_create(zh, "/zkt", NULL, -1, &ZOO_OPEN_ACL_UNSAFE, 0, NULL, 0);
-  CU_ASSERT_EQUAL(zkrc_session_with_handle(s, create_with_creator_acl, path), ZOK);
+  CU_ASSERT_EQUAL(zkrc_session_with_handle(s, create_with_creator_acl, path),
+                  ZOK);
   /* Someone else cannot read it ... */
   CU_ASSERT_EQUAL(read_node(zh, path), ZNOAUTH);
   /* ... and we still can after our session expired and was replaced. */
@@ -472,25 +476,25 @@ static void test_frozen_process_reports_loss_promptly(void) {
 
 static void add_suites(void) {
   zkt_configure(1, 1);
-  ZKT_SUITE("session",
-            {"connect reports connected", test_connect_reports_connected},
-            {"extreme timeouts are clamped", test_extreme_timeouts_are_clamped},
-            {"expiry opens a new session", test_expiry_opens_a_new_session},
-            {"no_reopen stays closed after expiry",
-             test_no_reopen_stays_closed_after_expiry},
-            {"dropped connection is suspended then reconnected",
-             test_dropped_connection_is_suspended_then_reconnected},
-            {"partition is lost before the servers expire it",
-             test_partition_is_lost_before_the_servers_expire},
-            {"adopted handle is used and its watcher kept",
-             test_adopted_handle_is_used_and_its_watcher_kept},
-            {"close removes ephemeral nodes at once",
-             test_close_removes_ephemeral_nodes_at_once},
-            {"removed listener hears nothing", test_removed_listener_hears_nothing},
-            {"authentication survives a new session",
-             test_authentication_survives_a_new_session},
-            {"frozen process reports loss promptly",
-             test_frozen_process_reports_loss_promptly});
+  ZKT_SUITE(
+      "session", {"connect reports connected", test_connect_reports_connected},
+      {"extreme timeouts are clamped", test_extreme_timeouts_are_clamped},
+      {"expiry opens a new session", test_expiry_opens_a_new_session},
+      {"no_reopen stays closed after expiry",
+       test_no_reopen_stays_closed_after_expiry},
+      {"dropped connection is suspended then reconnected",
+       test_dropped_connection_is_suspended_then_reconnected},
+      {"partition is lost before the servers expire it",
+       test_partition_is_lost_before_the_servers_expire},
+      {"adopted handle is used and its watcher kept",
+       test_adopted_handle_is_used_and_its_watcher_kept},
+      {"close removes ephemeral nodes at once",
+       test_close_removes_ephemeral_nodes_at_once},
+      {"removed listener hears nothing", test_removed_listener_hears_nothing},
+      {"authentication survives a new session",
+       test_authentication_survives_a_new_session},
+      {"frozen process reports loss promptly",
+       test_frozen_process_reports_loss_promptly});
 }
 
 int main(void) { return zkt_run("test_session", add_suites); }

@@ -3,10 +3,11 @@
  * as built (tools/zkr-lock, tools/zkr-elect) against the program's real
  * one-member ensemble.
  *
- * Every tool process is started with posix_spawn (this process has
- * threads), its stdout and stderr captured through pipes, and its exit
- * awaited through a pidfd: output and exit are events, and every wait has a
- * deadline.  The shell commands the tools run print their pid ("pid=N"),
+ * Every tool process is started with the testing library's zkrc_spawn
+ * (the child dies with this program and gets default signal dispositions),
+ * stdin at its end, stdout and stderr captured through pipes; output is
+ * awaited with poll and the exit with zkrc_child_wait: both are events,
+ * and every wait has a deadline.  The shell commands the tools run print their pid ("pid=N"),
  * which is registered, so that whatever happens every tool, every command
  * and every command's process group is SIGKILLed and reaped (the tools'
  * commands run in process groups of their own).  Where nothing announces a
@@ -22,7 +23,6 @@
 #include <inttypes.h>
 #include <poll.h>
 #include <signal.h>
-#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,8 +36,6 @@
 #include <glib/gstdio.h>
 
 #include "testutil.h"
-
-extern char **environ;
 
 #define ZKR_LOCK TOP_BUILDDIR "/tools/zkr-lock"
 #define ZKR_ELECT TOP_BUILDDIR "/tools/zkr-elect"
@@ -61,11 +59,10 @@ extern char **environ;
 /* ------------------------------------------------------------ processes */
 
 typedef struct proc {
-  pid_t pid;    /* 0 once reaped */
-  int pidfd;    /* readable once the process exited; -1 if unsupported */
-  int out_fd, err_fd;
+  zkrc_child child;     /* child.pid: 0 once reaped */
+  int out_eof, err_eof; /* the pipe's writers are all gone */
   GString *out, *err;
-  int status;   /* as a shell reports it, once reaped */
+  int status; /* as a shell reports it, once reaped */
 } proc;
 
 static GPtrArray *procs;     /* every proc started, until freed */
@@ -83,24 +80,24 @@ static void kill_registered(void) {
 }
 
 static void proc_kill(proc *p) {
-  if (p->pid <= 0)
+  if (p->child.pid <= 0)
     return;
-  kill(p->pid, SIGKILL);
-  int st;
-  while (waitpid(p->pid, &st, 0) < 0 && errno == EINTR)
-    ;
-  p->status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-  p->pid = 0;
+  kill(p->child.pid, SIGKILL);
+  p->status = zkrc_child_wait(&p->child, EXIT_TIMEOUT);
+}
+
+/* Send @p sig to the tool, unless it has been reaped (kill(0, sig) would
+ * reach our own process group). */
+static void proc_signal(proc *p, int sig) {
+  if (p->child.pid > 0)
+    kill(p->child.pid, sig);
 }
 
 static void proc_free(proc *p) {
   if (p == NULL)
     return;
   proc_kill(p);
-  if (p->pidfd >= 0)
-    close(p->pidfd);
-  close(p->out_fd);
-  close(p->err_fd);
+  zkrc_child_close(&p->child);
   g_string_free(p->out, TRUE);
   g_string_free(p->err, TRUE);
   if (procs)
@@ -147,44 +144,24 @@ static char *tmp_file(const char *name) {
   return g_strdup_printf("%s/%s-%d", tmp_dir, name, ++n);
 }
 
-/* Start @p argv (NULL-terminated) with stdout and stderr captured, stdin
- * /dev/null, only descriptors 0-2, default signal dispositions. */
+/* Start @p argv (NULL-terminated; argv[0] a path) with stdout and stderr
+ * captured, stdin at its end (a pipe closed at once: reads see EOF, as from
+ * /dev/null), only descriptors 0-2, default signal dispositions. */
 static proc *proc_start(const char *const *argv) {
-  int out[2], err[2];
-  CU_ASSERT_FATAL(pipe2(out, O_CLOEXEC) == 0 && pipe2(err, O_CLOEXEC) == 0);
-  posix_spawn_file_actions_t fa;
-  posix_spawn_file_actions_init(&fa);
-  posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-  posix_spawn_file_actions_adddup2(&fa, out[1], 1);
-  posix_spawn_file_actions_adddup2(&fa, err[1], 2);
-  posix_spawn_file_actions_addclosefrom_np(&fa, 3);
-  posix_spawnattr_t attr;
-  posix_spawnattr_init(&attr);
-  sigset_t defaults, mask;
-  sigfillset(&defaults); /* what this program ignores or catches: default */
-  sigemptyset(&mask);
-  posix_spawnattr_setsigdefault(&attr, &defaults);
-  posix_spawnattr_setsigmask(&attr, &mask);
-  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK);
-  pid_t pid;
-  int rc = posix_spawn(&pid, argv[0], &fa, &attr, (char *const *)argv, environ);
-  posix_spawn_file_actions_destroy(&fa);
-  posix_spawnattr_destroy(&attr);
-  close(out[1]);
-  close(err[1]);
-  if (rc != 0) {
-    close(out[0]);
-    close(err[0]);
-    fprintf(stderr, "posix_spawn %s: %s\n", argv[0], strerror(rc));
-    CU_FAIL_FATAL("posix_spawn failed");
-  }
+  zkrc_spawn_options o;
+  zkrc_spawn_options_init(&o);
+  o.pipe_stdin = o.pipe_stdout = o.pipe_stderr = 1;
+  zkrc_child child;
+  int rc = zkrc_spawn(&child, (char *const *)argv, &o);
+  if (rc != 0)
+    fprintf(stderr, "zkrc_spawn %s: %s\n", argv[0], strerror(errno));
+  CU_ASSERT_EQUAL_FATAL(rc, 0);
   proc *p = g_new0(proc, 1);
-  p->pid = pid;
-  p->pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
-  p->out_fd = out[0];
-  p->err_fd = err[0];
-  fcntl(p->out_fd, F_SETFL, O_NONBLOCK);
-  fcntl(p->err_fd, F_SETFL, O_NONBLOCK);
+  p->child = child;
+  close(p->child.in_fd);
+  p->child.in_fd = -1;
+  fcntl(p->child.out_fd, F_SETFL, O_NONBLOCK);
+  fcntl(p->child.err_fd, F_SETFL, O_NONBLOCK);
   p->out = g_string_new(NULL);
   p->err = g_string_new(NULL);
   if (procs == NULL)
@@ -214,59 +191,51 @@ static proc *tool_start(const char *tool, const char *const *args) {
   return proc_start(argv);
 }
 
-static void drain(int fd, GString *into) {
+/* Read what @p fd has (non-blocking); *eof once its writers are gone. */
+static void drain(int fd, GString *into, int *eof) {
   char buf[4096];
   ssize_t n;
   while ((n = read(fd, buf, sizeof buf)) > 0)
     g_string_append_len(into, buf, n);
+  if (n == 0)
+    *eof = 1;
 }
 
-/* Reap if it exited.  Returns 1 when it has been reaped. */
-static int proc_reaped(proc *p) {
-  if (p->pid <= 0)
-    return 1;
-  int st;
-  if (waitpid(p->pid, &st, WNOHANG) != p->pid)
-    return 0;
-  p->status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-  p->pid = 0;
-  return 1;
+static void proc_drain(proc *p) {
+  drain(p->child.out_fd, p->out, &p->out_eof);
+  drain(p->child.err_fd, p->err, &p->err_eof);
 }
 
-/* Wait up to @p ms for output or the exit, and read what there is. */
+/* Its output has ended: the tool and whatever inherited its stdout and
+ * stderr (its commands) are gone, so no text can come any more. */
+static int proc_output_ended(const proc *p) { return p->out_eof && p->err_eof; }
+
+/* Wait up to @p ms for output, and read what there is. */
 static void proc_pump(proc *p, int ms) {
-  struct pollfd pfds[3] = {{p->out_fd, POLLIN, 0},
-                           {p->err_fd, POLLIN, 0},
-                           {p->pid > 0 ? p->pidfd : -1, POLLIN, 0}};
-  if (p->pid > 0 && p->pidfd < 0 && ms > 20)
-    ms = 20; /* no pidfd: look at the process now and then */
-  if (poll(pfds, 3, ms) < 0 && errno != EINTR)
+  struct pollfd pfds[2] = {{p->out_eof ? -1 : p->child.out_fd, POLLIN, 0},
+                           {p->err_eof ? -1 : p->child.err_fd, POLLIN, 0}};
+  if (poll(pfds, 2, proc_output_ended(p) ? 0 : ms) < 0 && errno != EINTR)
     CU_FAIL("poll failed");
-  drain(p->out_fd, p->out);
-  drain(p->err_fd, p->err);
+  proc_drain(p);
 }
 
 /* Wait until the process exits; its status, or -1 (then it is killed)
- * after @p timeout_ms. */
+ * after @p timeout_ms.  Its output is read afterwards: the tools print far
+ * less than a pipe holds (64 KiB), so none blocks on a full pipe. */
 static int proc_wait(proc *p, int timeout_ms) {
-  int64_t deadline = zkt_now_ms() + timeout_ms;
-  while (!proc_reaped(p)) {
-    int64_t left = deadline - zkt_now_ms();
-    if (left <= 0) {
-      fprintf(stderr, "\nprocess %d did not exit in %d ms; stderr:\n%s\n",
-              (int)p->pid, timeout_ms, p->err->str);
-      proc_kill(p);
-      return -1;
-    }
-    proc_pump(p, (int)left);
-  }
-  drain(p->out_fd, p->out);
-  drain(p->err_fd, p->err);
+  if (p->child.pid <= 0)
+    return p->status;
+  pid_t pid = p->child.pid;
+  p->status = zkrc_child_wait(&p->child, timeout_ms);
+  proc_drain(p);
+  if (p->status < 0)
+    fprintf(stderr, "\nprocess %d did not exit in %d ms; stderr:\n%s\n",
+            (int)pid, timeout_ms, p->err->str);
   return p->status;
 }
 
 /* Wait until @p needle appears in stdout (@p on_stderr: stderr).  Gives up
- * at the deadline or when the process exited without printing it. */
+ * at the deadline or when the output ended without it. */
 static int proc_wait_text(proc *p, int on_stderr, const char *needle,
                           int timeout_ms) {
   GString *buf = on_stderr ? p->err : p->out;
@@ -275,14 +244,13 @@ static int proc_wait_text(proc *p, int on_stderr, const char *needle,
     if (strstr(buf->str, needle))
       return 1;
     int64_t left = deadline - zkt_now_ms();
-    int exited = proc_reaped(p);
-    if (left <= 0 || exited) {
-      drain(p->out_fd, p->out);
-      drain(p->err_fd, p->err);
+    int ended = proc_output_ended(p);
+    if (left <= 0 || ended) {
+      proc_drain(p);
       if (strstr(buf->str, needle))
         return 1;
       fprintf(stderr, "\nno '%s' from process (%s); stdout:\n%s\nstderr:\n%s\n",
-              needle, exited ? "it exited" : "timeout", p->out->str,
+              needle, ended ? "its output ended" : "timeout", p->out->str,
               p->err->str);
       return 0;
     }
@@ -339,12 +307,14 @@ static char *wait_value(proc *p, const char *key, int nth, int timeout_ms) {
       return v;
     g_free(v);
     int64_t left = deadline - zkt_now_ms();
-    if (left <= 0 || proc_reaped(p)) {
-      drain(p->out_fd, p->out);
+    if (left <= 0 || proc_output_ended(p)) {
+      proc_drain(p);
       v = value_of(p->out->str, key, nth);
       if (v == NULL)
-        fprintf(stderr, "\nno %s= (#%d) from process; stdout:\n%s\n"
-                "stderr:\n%s\n", key, nth, p->out->str, p->err->str);
+        fprintf(stderr,
+                "\nno %s= (#%d) from process; stdout:\n%s\n"
+                "stderr:\n%s\n",
+                key, nth, p->out->str, p->err->str);
       return v;
     }
     proc_pump(p, (int)left);
@@ -479,8 +449,9 @@ static void test_lock_conflict(void) {
   char *touch = g_strdup_printf("touch '%s'", marker);
   zhandle_t *zh = zkt_raw();
 
-  const char *hold[] = {"--id", "holder", path, "--",  "sh", "-c",
-                        "echo pid=$$; exec sleep 30", NULL};
+  const char *hold[] = {
+      "--id", "holder", path, "--", "sh", "-c", "echo pid=$$; exec sleep 30",
+      NULL};
   proc *a = tool_start(ZKR_LOCK, hold);
   CU_ASSERT_FATAL(command_pid(a) > 0);
 
@@ -490,8 +461,8 @@ static void test_lock_conflict(void) {
   /* At once: the holder keeps it for 30 s (5 s: a loaded machine). */
   CU_ASSERT(zkt_now_ms() - t0 < 5000);
 
-  const char *waits[] = {"-w", "0.5", "-E", "7", path, "--", "sh", "-c",
-                         touch, NULL};
+  const char *waits[] = {"-w", "0.5", "-E", "7",   path,
+                         "--", "sh",  "-c", touch, NULL};
   t0 = zkt_now_ms();
   CU_ASSERT_EQUAL(tool_run(ZKR_LOCK, waits, NULL), 7);
   int64_t waited = zkt_now_ms() - t0;
@@ -503,12 +474,12 @@ static void test_lock_conflict(void) {
   CU_ASSERT_FALSE(g_file_test(marker, G_FILE_TEST_EXISTS));
 
   /* Two waiters queue behind the holder, in order. */
-  const char *w1[] = {"--id", "waiter1", "-w", "30", path, "--", "sh", "-c",
-                      touch, NULL};
+  const char *w1[] = {"--id", "waiter1", "-w", "30",  path,
+                      "--",   "sh",      "-c", touch, NULL};
   proc *b = tool_start(ZKR_LOCK, w1);
   CU_ASSERT_FATAL(wait_children(zh, path, 2));
-  const char *w2[] = {"--id", "waiter2", "-w", "30", path, "--", "sh", "-c",
-                      touch, NULL};
+  const char *w2[] = {"--id", "waiter2", "-w", "30",  path,
+                      "--",   "sh",      "-c", touch, NULL};
   proc *c = tool_start(ZKR_LOCK, w2);
   CU_ASSERT_FATAL(wait_children(zh, path, 3));
   proc *h;
@@ -529,16 +500,16 @@ static void test_lock_conflict(void) {
   proc_free(h);
 
   /* A waiter stopped by a signal gives up: 128+15, nothing run. */
-  kill(c->pid, SIGTERM);
+  proc_signal(c, SIGTERM);
   CU_ASSERT_EQUAL(proc_wait(c, EXIT_TIMEOUT), 128 + SIGTERM);
   CU_ASSERT(wait_children(zh, path, 2));
-  kill(b->pid, SIGINT);
+  proc_signal(b, SIGINT);
   CU_ASSERT_EQUAL(proc_wait(b, EXIT_TIMEOUT), 128 + SIGINT);
   CU_ASSERT(wait_children(zh, path, 1));
   CU_ASSERT_FALSE(g_file_test(marker, G_FILE_TEST_EXISTS));
 
   /* SIGTERM goes to the command; its death by it is the status. */
-  kill(a->pid, SIGTERM);
+  proc_signal(a, SIGTERM);
   CU_ASSERT_EQUAL(proc_wait(a, EXIT_TIMEOUT), 128 + SIGTERM);
   CU_ASSERT(wait_children(zh, path, 0));
   CU_ASSERT_EQUAL(tool_run(ZKR_LOCK, nowait, NULL), 0);
@@ -564,8 +535,8 @@ static void test_lock_environment(void) {
                        "token=$ZKR_FENCING_TOKEN id=$ZKR_PARTICIPANT_ID "
                        "fds=$(ls /proc/self/fd | tr '\\n' ,); "
                        "echo pid=$$; exec sleep 30";
-  const char *args[] = {"--id", "env-test", path, "--", "sh", "-c", script,
-                        NULL};
+  const char *args[] = {"--id", "env-test", path,   "--",
+                        "sh",   "-c",       script, NULL};
   int64_t tokens[2] = {0, 0};
   for (int run = 0; run < 2; run++) {
     proc *p = tool_start(ZKR_LOCK, args);
@@ -585,7 +556,7 @@ static void test_lock_environment(void) {
     tokens[run] = g_ascii_strtoll(token, NULL, 10);
     CU_ASSERT(tokens[run] > 0);
     CU_ASSERT_EQUAL(zkt_czxid(zh, node), tokens[run]);
-    kill(p->pid, SIGTERM);
+    proc_signal(p, SIGTERM);
     CU_ASSERT_EQUAL(proc_wait(p, EXIT_TIMEOUT), 128 + SIGTERM);
     CU_ASSERT_FALSE(zkt_exists(zh, node));
     g_free(lpath);
@@ -611,13 +582,13 @@ static void test_lock_holder_killed(void) {
   proc *a = tool_start(ZKR_LOCK, hold);
   pid_t cmd = command_pid(a);
   CU_ASSERT_FATAL(cmd > 0);
-  const char *wait[] = {"-w", "20", path, "--", "sh", "-c", "echo got-it",
-                        NULL};
+  const char *wait[] = {"-w", "20", path,          "--",
+                        "sh", "-c", "echo got-it", NULL};
   proc *b = tool_start(ZKR_LOCK, wait);
   CU_ASSERT_FATAL(wait_children(zh, path, 2));
 
   int64_t t0 = zkt_now_ms();
-  kill(a->pid, SIGKILL);
+  proc_signal(a, SIGKILL);
   CU_ASSERT_EQUAL(proc_wait(a, EXIT_TIMEOUT), 128 + SIGKILL);
   CU_ASSERT_TRUE(proc_wait_text(b, 0, "got-it", TOOL_SESSION_MS + 4000));
   int64_t took = zkt_now_ms() - t0;
@@ -667,8 +638,8 @@ static void test_lock_lost_grace(void) {
   const char *script = "trap 'echo got-usr1' USR1; trap '' TERM; "
                        "(trap '' USR1; exec sleep 30) & echo pid=$$ bg=$!; "
                        "while :; do sleep 0.1; done";
-  const char *args[] = {"-v", "-k", "USR1", "-g", "0.5", path,
-                        "--", "sh", "-c", script,  NULL};
+  const char *args[] = {"-v", "-k", "USR1", "-g",   "0.5", path,
+                        "--", "sh", "-c",   script, NULL};
   proc *a = tool_start(ZKR_LOCK, args);
   pid_t cmd = command_pid(a);
   CU_ASSERT_FATAL(cmd > 0);
@@ -706,7 +677,7 @@ static void test_lock_signals_and_status(void) {
   const char *args[] = {path, "--", "sh", "-c", script, NULL};
   proc *a = tool_start(ZKR_LOCK, args);
   CU_ASSERT_FATAL(command_pid(a) > 0);
-  kill(a->pid, SIGINT);
+  proc_signal(a, SIGINT);
   CU_ASSERT_EQUAL(proc_wait(a, EXIT_TIMEOUT), 3);
   CU_ASSERT_PTR_NOT_NULL(strstr(a->out->str, "got-int"));
 
@@ -727,10 +698,10 @@ static void test_lock_signals_and_status(void) {
 
 static proc *start_candidate(const char *path, const char *id,
                              const char *log) {
-  char *script = g_strdup_printf(
-      "echo \"$ZKR_PARTICIPANT_ID $ZKR_LEADER_TOKEN\" >> '%s'; "
-      "echo pid=$$ token=$ZKR_LEADER_TOKEN; exec sleep 30",
-      log);
+  char *script =
+      g_strdup_printf("echo \"$ZKR_PARTICIPANT_ID $ZKR_LEADER_TOKEN\" >> '%s'; "
+                      "echo pid=$$ token=$ZKR_LEADER_TOKEN; exec sleep 30",
+                      log);
   const char *args[] = {"--id", id, path, "--", "sh", "-c", script, NULL};
   proc *p = tool_start(ZKR_ELECT, args);
   g_free(script);
@@ -769,7 +740,7 @@ static void test_elect_failover(void) {
   g_free(id);
   CU_ASSERT_STRING_EQUAL(b->out->str, ""); /* B waits */
 
-  kill(a->pid, SIGTERM);
+  proc_signal(a, SIGTERM);
   CU_ASSERT_EQUAL(proc_wait(a, EXIT_TIMEOUT), 128 + SIGTERM);
   CU_ASSERT_FATAL(command_pid(b) > 0);
   CU_ASSERT_EQUAL(leader_of(path, &id), 0);
@@ -786,7 +757,7 @@ static void test_elect_failover(void) {
   g_strfreev(lines);
   g_free(text);
 
-  kill(b->pid, SIGTERM);
+  proc_signal(b, SIGTERM);
   CU_ASSERT_EQUAL(proc_wait(b, EXIT_TIMEOUT), 128 + SIGTERM);
   CU_ASSERT_EQUAL(leader_of(path, &id), EXIT_NO_LEADER);
   g_free(id);
@@ -828,7 +799,7 @@ static void test_elect_lost(void) {
   g_free(t1);
   g_free(t2);
   CU_ASSERT_PTR_NOT_NULL(strstr(a->err->str, "lost"));
-  kill(a->pid, SIGTERM);
+  proc_signal(a, SIGTERM);
   CU_ASSERT_EQUAL(proc_wait(a, EXIT_TIMEOUT), 0); /* the trap's exit 0 */
   proc_free(a);
 
@@ -861,8 +832,8 @@ static void test_elect_command_exits(void) {
   char *go = tmp_file("go");
   char *script = g_strdup_printf(
       "echo pid=$$; while [ ! -e '%s' ]; do sleep 0.05; done; exit 4", go);
-  const char *first[] = {"--id", "quitter", "-r", "30", path, "--",
-                         "sh", "-c", script, NULL};
+  const char *first[] = {"--id", "quitter", "-r", "30",   path,
+                         "--",   "sh",      "-c", script, NULL};
   proc *a = tool_start(ZKR_ELECT, first);
   CU_ASSERT_FATAL(command_pid(a) > 0);
   char *log = tmp_file("takeover");
@@ -876,7 +847,7 @@ static void test_elect_command_exits(void) {
   CU_ASSERT_STRING_EQUAL(id, "taker\n");
   g_free(id);
   /* A waits out its rejoin delay; a stop signal ends it at once. */
-  kill(a->pid, SIGTERM);
+  proc_signal(a, SIGTERM);
   CU_ASSERT_EQUAL(proc_wait(a, EXIT_TIMEOUT), 128 + SIGTERM);
   cleanup_processes();
   zookeeper_close(zh);
@@ -902,8 +873,8 @@ static void test_elect_watch(void) {
 
   clientid_t id;
   CU_ASSERT_FATAL(session_of(w, &id));
-  char *first = g_strdup_printf("session 0x%llx ",
-                                (unsigned long long)id.client_id);
+  char *first =
+      g_strdup_printf("session 0x%llx ", (unsigned long long)id.client_id);
   CU_ASSERT_EQUAL_FATAL(
       zkrc_ensemble_expire_session(zkt_ensemble(), &id, 10000), 0);
   /* Its next session: a second "session" line. */
@@ -917,15 +888,15 @@ static void test_elect_watch(void) {
 
   proc *b = start_candidate(path, "watched-B", log);
   CU_ASSERT_FATAL(wait_children(zh, path, 2));
-  kill(a->pid, SIGTERM);
-  CU_ASSERT_TRUE(proc_wait_text(w, 0, "\nwatched-A\nwatched-B\n",
-                                START_TIMEOUT));
-  kill(b->pid, SIGTERM);
-  CU_ASSERT_TRUE(proc_wait_text(w, 0, "\nwatched-A\nwatched-B\n\n",
-                                START_TIMEOUT));
+  proc_signal(a, SIGTERM);
+  CU_ASSERT_TRUE(
+      proc_wait_text(w, 0, "\nwatched-A\nwatched-B\n", START_TIMEOUT));
+  proc_signal(b, SIGTERM);
+  CU_ASSERT_TRUE(
+      proc_wait_text(w, 0, "\nwatched-A\nwatched-B\n\n", START_TIMEOUT));
   CU_ASSERT_EQUAL(proc_wait(a, EXIT_TIMEOUT), 128 + SIGTERM);
   CU_ASSERT_EQUAL(proc_wait(b, EXIT_TIMEOUT), 128 + SIGTERM);
-  kill(w->pid, SIGINT);
+  proc_signal(w, SIGINT);
   CU_ASSERT_EQUAL(proc_wait(w, EXIT_TIMEOUT), 0);
   CU_ASSERT_STRING_EQUAL(w->out->str, "\nwatched-A\nwatched-B\n\n");
   cleanup_processes();
@@ -963,8 +934,7 @@ static void test_usage_and_paths(void) {
       {ZKR_ELECT, {"--leader", "--watch", "/p", NULL}, EXIT_USAGE},
       {ZKR_ELECT, {"-r", "x", "/p", "--", "true", NULL}, EXIT_USAGE},
       {ZKR_LOCK, {"--server-tick", "0", "/p", "--", "true", NULL}, EXIT_USAGE},
-      {ZKR_ELECT, {"--server-tick", "x", "/p", "--", "true", NULL},
-       EXIT_USAGE},
+      {ZKR_ELECT, {"--server-tick", "x", "/p", "--", "true", NULL}, EXIT_USAGE},
       {ZKR_LOCK, {"relative", "--", "true", NULL}, EXIT_BAD_PATH},
       {ZKR_LOCK, {"/a//b", "--", "true", NULL}, EXIT_BAD_PATH},
       {ZKR_LOCK, {"--holders", "/zookeeper/x", NULL}, EXIT_BAD_PATH},
@@ -981,8 +951,8 @@ static void test_usage_and_paths(void) {
     int status = proc_wait(p, EXIT_TIMEOUT);
     if (status != cases[i].status)
       fprintf(stderr, "\ncase %zu (%s %s): status %d, expected %d\n", i,
-              cases[i].tool, cases[i].args[0] ? cases[i].args[0] : "",
-              status, cases[i].status);
+              cases[i].tool, cases[i].args[0] ? cases[i].args[0] : "", status,
+              cases[i].status);
     CU_ASSERT_EQUAL(status, cases[i].status);
     const char *name = strstr(cases[i].tool, "zkr-");
     char *prefix = g_strdup_printf("%s: ", name);
@@ -999,8 +969,8 @@ static void test_unreachable_help_env(void) {
   cleanup_processes();
   const char *tools[] = {ZKR_LOCK, ZKR_ELECT};
   for (int i = 0; i < 2; i++) {
-    const char *argv[] = {tools[i], "-s", "127.0.0.1:1", "-t", "1000",
-                          "/zkt/unreachable", "--", "true", NULL};
+    const char *argv[] = {tools[i],           "-s", "127.0.0.1:1", "-t", "1000",
+                          "/zkt/unreachable", "--", "true",        NULL};
     int64_t t0 = zkt_now_ms();
     proc *p = proc_start(argv);
     CU_ASSERT_EQUAL(proc_wait(p, EXIT_TIMEOUT), EXIT_UNAVAILABLE);
@@ -1076,8 +1046,8 @@ static char *other_members(void) {
 /* Start @p tool with "-s HOSTS -t 4000 --server-tick 200", then @p args. */
 static proc *start_on(const char *tool, const char *hosts,
                       const char *const *args) {
-  const char *argv[32] = {tool, "-s", hosts, "-t", PART_SESSION_ARG,
-                          "--server-tick", TICK_ARG};
+  const char *argv[32] = {
+      tool, "-s", hosts, "-t", PART_SESSION_ARG, "--server-tick", TICK_ARG};
   int n = 7;
   for (int i = 0; args[i] && n < 31; i++)
     argv[n++] = args[i];
@@ -1129,9 +1099,10 @@ static void partition_case(const char *tool, const char *holder_flag,
   CU_ASSERT_FATAL(cmd > 0);
   CU_ASSERT_FATAL(zkt_wait_for(file_has_line, ticks, START_TIMEOUT));
   char *starter = g_strdup_printf("date +%%s%%N > '%s'; echo pid=$$; "
-                                  "exec sleep 60", start);
-  const char *wait[] = {waiter_flag, "60", path, "--", "sh", "-c", starter,
-                        NULL};
+                                  "exec sleep 60",
+                                  start);
+  const char *wait[] = {waiter_flag, "60", path,    "--",
+                        "sh",        "-c", starter, NULL};
   proc *b = start_on(tool, others, waiter_flag ? wait : wait + 2);
   CU_ASSERT_FATAL(wait_children(zh, path, 2));
   int pidfd = (int)syscall(SYS_pidfd_open, cmd, 0);
@@ -1149,8 +1120,8 @@ static void partition_case(const char *tool, const char *holder_flag,
   CU_ASSERT(death > 0 && death < started);
   printf(" (%s: cut to death %.0f ms, last tick %.0f ms and death %.0f ms "
          "before the successor's start) ",
-         strstr(tool, "zkr-"), (death - cut) / 1e6,
-         (started - last_tick) / 1e6, (started - death) / 1e6);
+         strstr(tool, "zkr-"), (death - cut) / 1e6, (started - last_tick) / 1e6,
+         (started - death) / 1e6);
   CU_ASSERT_EQUAL(proc_wait(a, PART_TIMEOUT), EXIT_LOST);
   CU_ASSERT_EQUAL(zkrc_proxy_blackhole(e, 0, 0), 0);
   cleanup_processes();
@@ -1180,7 +1151,10 @@ static void test_tool_killed_group_dies(void) {
   const char *tools[] = {ZKR_LOCK, ZKR_ELECT};
   for (int i = 0; i < 2; i++) {
     char *path = zkt_path("tools-guard");
-    const char *args[] = {path, "--", "sh", "-c",
+    const char *args[] = {path,
+                          "--",
+                          "sh",
+                          "-c",
                           "trap '' TERM; sleep 4711 & echo pid=$$ bg=$!; wait",
                           NULL};
     proc *a = tool_start(tools[i], args);
@@ -1238,19 +1212,20 @@ static void test_lock_stop_continue(void) {
   proc *a = tool_start(ZKR_LOCK, args);
   pid_t cmd = command_pid(a);
   CU_ASSERT_FATAL(cmd > 0);
-  void *cmd_arg = (void *)(intptr_t)cmd, *tool_arg = (void *)(intptr_t)a->pid;
-  kill(a->pid, SIGTSTP);
+  void *cmd_arg = (void *)(intptr_t)cmd,
+       *tool_arg = (void *)(intptr_t)a->child.pid;
+  proc_signal(a, SIGTSTP);
   CU_ASSERT_TRUE(zkt_wait_for(is_stopped, cmd_arg, 5000));
   CU_ASSERT_TRUE(zkt_wait_for(is_stopped, tool_arg, 5000));
-  kill(a->pid, SIGCONT);
+  proc_signal(a, SIGCONT);
   CU_ASSERT_TRUE(zkt_wait_for(is_running, cmd_arg, 5000));
 
-  kill(a->pid, SIGTSTP);
+  proc_signal(a, SIGTSTP);
   CU_ASSERT_TRUE(zkt_wait_for(is_stopped, cmd_arg, 5000));
   CU_ASSERT_TRUE(zkt_wait_for(is_stopped, tool_arg, 5000));
   int64_t frozen_tick = last_number(ticks);
   CU_ASSERT(wait_children(zh, path, 0)); /* the servers expired it */
-  kill(a->pid, SIGCONT);
+  proc_signal(a, SIGCONT);
   CU_ASSERT_EQUAL(proc_wait(a, EXIT_TIMEOUT), EXIT_LOST);
   CU_ASSERT_TRUE(zkt_wait_for(group_gone, cmd_arg, 5000));
   CU_ASSERT_EQUAL(last_number(ticks), frozen_tick); /* not one more tick */
@@ -1271,21 +1246,22 @@ static void test_lock_stop_ignored_tstp(void) {
   char *path = zkt_path("tools-tstp-ignored");
   char *fifo = tmp_file("fifo");
   CU_ASSERT_FATAL(mkfifo(fifo, 0600) == 0);
-  char *script = g_strdup_printf(
-      "trap '' TSTP; echo pid=$$; exec 3<>'%s'; while :; do "
-      "read -t 0.02 -u 3; done",
-      fifo);
+  char *script =
+      g_strdup_printf("trap '' TSTP; echo pid=$$; exec 3<>'%s'; while :; do "
+                      "read -t 0.02 -u 3; done",
+                      fifo);
   const char *args[] = {"-v", path, "--", "bash", "-c", script, NULL};
   proc *a = tool_start(ZKR_LOCK, args);
   pid_t cmd = command_pid(a);
   CU_ASSERT_FATAL(cmd > 0);
-  void *cmd_arg = (void *)(intptr_t)cmd, *tool_arg = (void *)(intptr_t)a->pid;
-  kill(a->pid, SIGTSTP);
+  void *cmd_arg = (void *)(intptr_t)cmd,
+       *tool_arg = (void *)(intptr_t)a->child.pid;
+  proc_signal(a, SIGTSTP);
   CU_ASSERT_TRUE(zkt_wait_for(is_stopped, cmd_arg, 5000));
   CU_ASSERT_TRUE(zkt_wait_for(is_stopped, tool_arg, 5000));
-  kill(a->pid, SIGCONT);
+  proc_signal(a, SIGCONT);
   CU_ASSERT_TRUE(zkt_wait_for(is_running, cmd_arg, 5000));
-  kill(a->pid, SIGTERM); /* forwarded: bash ends, zkr-lock with it */
+  proc_signal(a, SIGTERM); /* forwarded: bash ends, zkr-lock with it */
   CU_ASSERT(proc_wait(a, EXIT_TIMEOUT) >= 0);
   cleanup_processes();
   g_free(script);
@@ -1350,14 +1326,14 @@ static void test_elect_lost_after_stop_signal(void) {
   char *path = zkt_path("tools-equit");
   const char *script = "trap 'echo got-term' TERM; echo pid=$$; "
                        "while :; do sleep 0.1; done";
-  const char *args[] = {"-v", "-g", "0.5", path, "--", "sh", "-c", script,
-                        NULL};
+  const char *args[] = {"-v", "-g", "0.5",  path, "--",
+                        "sh", "-c", script, NULL};
   proc *a = tool_start(ZKR_ELECT, args);
   pid_t cmd = command_pid(a);
   CU_ASSERT_FATAL(cmd > 0);
   clientid_t id;
   CU_ASSERT_FATAL(session_of(a, &id));
-  kill(a->pid, SIGTERM);
+  proc_signal(a, SIGTERM);
   CU_ASSERT_TRUE(proc_wait_text(a, 0, "got-term", EXIT_TIMEOUT));
   CU_ASSERT_EQUAL_FATAL(
       zkrc_ensemble_expire_session(zkt_ensemble(), &id, 10000), 0);
@@ -1376,19 +1352,18 @@ static void add_suites(void) {
             {"holder_killed", test_lock_holder_killed},
             {"lost", test_lock_lost}, {"lost_grace", test_lock_lost_grace},
             {"signals_and_status", test_lock_signals_and_status});
-  ZKT_SUITE("zkr-elect", {"failover", test_elect_failover},
-            {"lost", test_elect_lost},
-            {"command_exits", test_elect_command_exits},
-            {"watch", test_elect_watch});
-  ZKT_SUITE("held means held", {"partition_lock", test_partition_lock},
-            {"partition_elect", test_partition_elect},
-            {"tool_killed_group_dies", test_tool_killed_group_dies},
-            {"lock_stop_continue", test_lock_stop_continue},
-            {"lock_stop_ignored_tstp", test_lock_stop_ignored_tstp},
-            {"lock_nonblock_no_answer", test_lock_nonblock_no_answer},
-            {"no_read_permission", test_no_read_permission},
-            {"elect_lost_after_stop_signal",
-             test_elect_lost_after_stop_signal});
+  ZKT_SUITE(
+      "zkr-elect", {"failover", test_elect_failover}, {"lost", test_elect_lost},
+      {"command_exits", test_elect_command_exits}, {"watch", test_elect_watch});
+  ZKT_SUITE(
+      "held means held", {"partition_lock", test_partition_lock},
+      {"partition_elect", test_partition_elect},
+      {"tool_killed_group_dies", test_tool_killed_group_dies},
+      {"lock_stop_continue", test_lock_stop_continue},
+      {"lock_stop_ignored_tstp", test_lock_stop_ignored_tstp},
+      {"lock_nonblock_no_answer", test_lock_nonblock_no_answer},
+      {"no_read_permission", test_no_read_permission},
+      {"elect_lost_after_stop_signal", test_elect_lost_after_stop_signal});
   ZKT_SUITE("usage", {"usage_and_paths", test_usage_and_paths},
             {"unreachable_help_env", test_unreachable_help_env});
 }

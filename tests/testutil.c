@@ -252,7 +252,8 @@ int zkt_wait_children(zhandle_t *zh, const char *path, int count,
 void zkt_expire(zkrc_session *s) {
   clientid_t id;
   CU_ASSERT_EQUAL_FATAL(zkrc_session_client_id(s, &id), ZKRC_OK);
-  CU_ASSERT_EQUAL_FATAL(zkrc_ensemble_expire_session(zkt_ensemble(), &id, 10000), 0);
+  CU_ASSERT_EQUAL_FATAL(
+      zkrc_ensemble_expire_session(zkt_ensemble(), &id, 10000), 0);
 }
 
 /* ------------------------------------------------------------ children */
@@ -279,9 +280,11 @@ pid_t zkt_spawn(int (*fn)(void *arg), void *arg) {
 static void sync_signal_copy(void) {
   /* What the signal handler may read without locks: a plain array. */
   child_count = 0;
-  for (guint i = 0; children && i < children->len && i < G_N_ELEMENTS(child_pids); i++)
+  for (guint i = 0;
+       children && i < children->len && i < G_N_ELEMENTS(child_pids); i++)
     child_pids[i] = g_array_index(children, pid_t, i);
-  child_count = children ? (sig_atomic_t)MIN(children->len, G_N_ELEMENTS(child_pids)) : 0;
+  child_count =
+      children ? (sig_atomic_t)MIN(children->len, G_N_ELEMENTS(child_pids)) : 0;
 }
 
 void zkt_track_child(pid_t pid) {
@@ -409,8 +412,8 @@ int zkt_run(const char *program, void (*add_suites)(void)) {
   } else {
     CU_basic_run_tests();
   }
-  unsigned failed = CU_get_number_of_failures() +
-                    CU_get_number_of_tests_failed();
+  unsigned failed =
+      CU_get_number_of_failures() + CU_get_number_of_tests_failed();
   unsigned ran = CU_get_number_of_tests_run();
   CU_cleanup_registry();
   printf("%s: %u tests run, %s\n", program, ran,

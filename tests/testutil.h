@@ -117,20 +117,20 @@ typedef struct zkt_test {
   void (*fn)(void);
 } zkt_test;
 void zkt_add_suite(const char *name, const zkt_test *tests, int count);
-#define ZKT_SUITE(name, ...)                                                 \
-  do {                                                                       \
-    static const zkt_test zkt_tests_[] = {__VA_ARGS__};                      \
-    zkt_add_suite(name, zkt_tests_,                                          \
-                  (int)(sizeof zkt_tests_ / sizeof zkt_tests_[0]));          \
+#define ZKT_SUITE(name, ...)                                                   \
+  do {                                                                         \
+    static const zkt_test zkt_tests_[] = {__VA_ARGS__};                        \
+    zkt_add_suite(name, zkt_tests_,                                            \
+                  (int)(sizeof zkt_tests_ / sizeof zkt_tests_[0]));            \
   } while (0)
 
 /* CU_ASSERT_EQUAL that prints both values and names the zkrecipes codes. */
-#define ZKT_ASSERT_RC(expected, actual)                                      \
-  do {                                                                       \
-    int zkt_e_ = (expected), zkt_a_ = (actual);                              \
-    if (zkt_e_ != zkt_a_)                                                    \
-      zkt_report_rc(__FILE__, __LINE__, #actual, zkt_e_, zkt_a_);            \
-    CU_ASSERT_EQUAL(zkt_e_, zkt_a_);                                         \
+#define ZKT_ASSERT_RC(expected, actual)                                        \
+  do {                                                                         \
+    int zkt_e_ = (expected), zkt_a_ = (actual);                                \
+    if (zkt_e_ != zkt_a_)                                                      \
+      zkt_report_rc(__FILE__, __LINE__, #actual, zkt_e_, zkt_a_);              \
+    CU_ASSERT_EQUAL(zkt_e_, zkt_a_);                                           \
   } while (0)
 void zkt_report_rc(const char *file, int line, const char *expr, int expected,
                    int actual);

@@ -134,8 +134,7 @@ static pid_t fork_command(char *const *argv, char *const *env,
   fflush(NULL);
   pid_t pid = fork();
   if (pid == 0)
-    exec_child(!o->foreground, o, parent, errpipe[1], keep, n_keep, argv,
-               envp);
+    exec_child(!o->foreground, o, parent, errpipe[1], keep, n_keep, argv, envp);
   int fork_errno = errno;
   if (pid > 0 && !o->foreground)
     setpgid(pid, pid); /* also here: no window where kill(-pid) misses */

@@ -185,7 +185,8 @@ int tool_common_option(tool_options *o, int c, const char *arg,
 
 int tool_split_command(int argc, char **argv, int first, int command_wanted) {
   if (first >= argc)
-    tool_usage_error("missing %s", command_wanted ? "PATH and COMMAND" : "PATH");
+    tool_usage_error("missing %s",
+                     command_wanted ? "PATH and COMMAND" : "PATH");
   int i = first + 1;
   if (!command_wanted) {
     if (i < argc)
@@ -236,9 +237,9 @@ static int signal_pipe[2] = {-1, -1};
 static int wake_pipe[2] = {-1, -1};
 
 /* SIGTSTP and SIGCONT too: ^Z and `fg' must reach COMMAND's group. */
-static const int caught_signals[] = {SIGINT,  SIGTERM, SIGHUP,  SIGQUIT,
-                                     SIGUSR1, SIGUSR2, SIGCHLD, SIGTSTP,
-                                     SIGCONT};
+static const int caught_signals[] = {SIGINT,  SIGTERM, SIGHUP,
+                                     SIGQUIT, SIGUSR1, SIGUSR2,
+                                     SIGCHLD, SIGTSTP, SIGCONT};
 #define N_CAUGHT (sizeof caught_signals / sizeof caught_signals[0])
 
 /* What COMMAND gets back: the dispositions and mask we started with (an
@@ -471,8 +472,8 @@ int tool_connect(const tool_options *o, int no_reopen, zkrc_session **out) {
   int64_t deadline = tool_now_ms() + o->session_timeout_ms;
   while (zkrc_session_get_state(s) != ZKRC_SESSION_CONNECTED) {
     if (tool_now_ms() >= deadline) {
-      tool_error("no ZooKeeper server of %s answered within %d ms",
-                 o->servers, o->session_timeout_ms);
+      tool_error("no ZooKeeper server of %s answered within %d ms", o->servers,
+                 o->session_timeout_ms);
       zkrc_session_close(s);
       return TOOL_EXIT_UNAVAILABLE;
     }

@@ -60,17 +60,17 @@ enum {
 
 /* getopt_long entries and short letters of the shared options. */
 #define TOOL_COMMON_SHORTOPTS "s:t:k:g:vhV"
-#define TOOL_COMMON_LONGOPTS                                                  \
-  {"servers", required_argument, NULL, 's'},                                  \
-      {"session-timeout", required_argument, NULL, 't'},                      \
-      {"lost-signal", required_argument, NULL, 'k'},                          \
-      {"grace", required_argument, NULL, 'g'},                                \
-      {"verbose", no_argument, NULL, 'v'},                                    \
-      {"help", no_argument, NULL, 'h'},                                       \
-      {"version", no_argument, NULL, 'V'},                                    \
-      {"id", required_argument, NULL, TOOL_OPT_ID},                           \
-      {"foreground", no_argument, NULL, TOOL_OPT_FOREGROUND},                 \
-      {"server-tick", required_argument, NULL, TOOL_OPT_SERVER_TICK}
+#define TOOL_COMMON_LONGOPTS                                                   \
+  {"servers", required_argument, NULL, 's'},                                   \
+      {"session-timeout", required_argument, NULL, 't'},                       \
+      {"lost-signal", required_argument, NULL, 'k'},                           \
+      {"grace", required_argument, NULL, 'g'},                                 \
+      {"verbose", no_argument, NULL, 'v'}, {"help", no_argument, NULL, 'h'},   \
+      {"version", no_argument, NULL, 'V'},                                     \
+      {"id", required_argument, NULL, TOOL_OPT_ID},                            \
+      {"foreground", no_argument, NULL, TOOL_OPT_FOREGROUND}, {                \
+    "server-tick", required_argument, NULL, TOOL_OPT_SERVER_TICK               \
+  }
 
 /* Set the program name (for messages) and the defaults. */
 void tool_options_init(tool_options *o, const char *program);
@@ -187,16 +187,16 @@ int tool_fail(const char *what, int err);
 
 /* COMMAND under supervision (tools/child.c). */
 typedef struct tool_child {
-  pid_t pid;        /* 0 when not running (or reaped) */
-  pid_t group;      /* its process group, when it has its own; else 0 */
-  int status;       /* once reaped: its status as a shell reports it */
-  int64_t kill_at;  /* stopping: when to send SIGKILL (-1: not stopping) */
-  int stop_signal;  /* the signal it was stopped with (0: not stopped) */
-  int64_t deadline; /* the lease's last known deadline (-1: none yet) */
+  pid_t pid;         /* 0 when not running (or reaped) */
+  pid_t group;       /* its process group, when it has its own; else 0 */
+  int status;        /* once reaped: its status as a shell reports it */
+  int64_t kill_at;   /* stopping: when to send SIGKILL (-1: not stopping) */
+  int stop_signal;   /* the signal it was stopped with (0: not stopped) */
+  int64_t deadline;  /* the lease's last known deadline (-1: none yet) */
   int lease_ran_out; /* stopped because the lease was running out */
-  int killed;       /* SIGKILL sent: nothing more to send */
-  pid_t guardian;   /* kills the group should we die (0: none) */
-  int guardian_fd;  /* our end of the guardian's pipe */
+  int killed;        /* SIGKILL sent: nothing more to send */
+  pid_t guardian;    /* kills the group should we die (0: none) */
+  int guardian_fd;   /* our end of the guardian's pipe */
 } tool_child;
 
 /* Start argv[0] (PATH searched) with the environment plus @p env

@@ -34,7 +34,8 @@ static const char usage_text[] =
     "Join the leader election ELECTIONPATH (zkrecipes; the protocol of Apache\n"
     "Curator's LeaderLatch) and run COMMAND whenever this participant leads.\n"
     "\n"
-    "When leadership is lost while COMMAND runs (the ZooKeeper session expired\n"
+    "When leadership is lost while COMMAND runs (the ZooKeeper session "
+    "expired\n"
     "or its lease ran out, or our node was deleted), COMMAND gets the lost\n"
     "signal (SIGTERM), then SIGKILL after the grace period; zkr-elect then\n"
     "waits to be elected again (it rejoins by itself) and runs COMMAND anew,\n"
@@ -46,12 +47,14 @@ static const char usage_text[] =
     "zkr-elect exits with status 76.\n"
     "\n"
     "When COMMAND exits by itself while leading, zkr-elect steps down: it\n"
-    "leaves the election so that another participant takes over, rejoins after\n"
+    "leaves the election so that another participant takes over, rejoins "
+    "after\n"
     "the rejoin delay, and runs COMMAND again when elected again (a service\n"
     "that fails moves to another host; alone, it is restarted after the\n"
     "delay).  With --once it leaves and exits with COMMAND's status instead.\n"
     "\n"
-    "SIGINT, SIGTERM, SIGHUP and SIGQUIT stop zkr-elect: they are passed on to\n"
+    "SIGINT, SIGTERM, SIGHUP and SIGQUIT stop zkr-elect: they are passed on "
+    "to\n"
     "a running COMMAND, and once it has exited zkr-elect leaves the election\n"
     "(the next participant is elected at once) and exits with COMMAND's\n"
     "status; with no COMMAND running it exits with 128+N.  SIGUSR1, SIGUSR2,\n"
@@ -73,7 +76,8 @@ static const char usage_text[] =
     "                             127.0.0.1:2181)\n"
     "  -t, --session-timeout MS   session timeout in ms (default 10000); also\n"
     "                             how long to wait for a server to answer\n"
-    "      --id ID                our participant id, shown as the leader's id\n"
+    "      --id ID                our participant id, shown as the leader's "
+    "id\n"
     "                             (default HOSTNAME:PID)\n"
     "      --once                 run COMMAND at most once, then exit\n"
     "  -r, --rejoin-delay SECONDS after COMMAND exited by itself, wait this\n"
@@ -115,11 +119,7 @@ static const char usage_text[] =
     "  126  COMMAND could not be run; 127 COMMAND was not found\n"
     "  128+N  stopped by signal N while COMMAND was not running\n";
 
-enum {
-  OPT_ONCE = TOOL_OPT_FIRST_FREE,
-  OPT_LEADER,
-  OPT_WATCH
-};
+enum { OPT_ONCE = TOOL_OPT_FIRST_FREE, OPT_LEADER, OPT_WATCH };
 
 typedef struct elect_cli {
   tool_options o;
@@ -145,8 +145,8 @@ static void parse_args(elect_cli *cli, int argc, char **argv) {
   cli->rejoin_delay_ms = 1000;
   opterr = 0;
   int c;
-  while ((c = getopt_long(argc, argv, "+:" TOOL_COMMON_SHORTOPTS "r:",
-                          longopts, NULL)) != -1) {
+  while ((c = getopt_long(argc, argv, "+:" TOOL_COMMON_SHORTOPTS "r:", longopts,
+                          NULL)) != -1) {
     if (tool_common_option(&cli->o, c, optarg, usage_text))
       continue;
     switch (c) {
@@ -192,8 +192,8 @@ static int flush_stdout(void) {
 
 static int print_leader(elect_cli *cli, zkrc_session *s) {
   char *id = NULL;
-  int err = zkrc_election_query_leader(s, cli->path, &id,
-                                       cli->o.session_timeout_ms);
+  int err =
+      zkrc_election_query_leader(s, cli->path, &id, cli->o.session_timeout_ms);
   if (err != ZKRC_OK)
     return tool_fail("cannot ask for the leader", err);
   if (id == NULL) {
@@ -291,16 +291,16 @@ typedef struct runner {
   elect_cli *cli;
   zkrc_session *s;
   zkrc_election *e;
-  int leading;         /* per the events so far */
+  int leading; /* per the events so far */
   int64_t token;
   char *node;
-  tool_child child;    /* child.pid > 0 while COMMAND runs */
-  int lost;            /* COMMAND is being stopped: leadership lost */
-  int quit_signal;     /* a stop signal arrived */
-  int failed;          /* the election failed: the exit status, else 0 */
-  int64_t rejoin_at;   /* -1, or when to join again */
-  int64_t start_at;    /* -1, or when to look at the lease again */
-  int done;            /* leave the loop with status */
+  tool_child child;  /* child.pid > 0 while COMMAND runs */
+  int lost;          /* COMMAND is being stopped: leadership lost */
+  int quit_signal;   /* a stop signal arrived */
+  int failed;        /* the election failed: the exit status, else 0 */
+  int64_t rejoin_at; /* -1, or when to join again */
+  int64_t start_at;  /* -1, or when to look at the lease again */
+  int done;          /* leave the loop with status */
   int status;
 } runner;
 
@@ -384,8 +384,8 @@ static void handle_signal(runner *r, const tool_signal *sig) {
     if (!running)
       finish(r, 128 + sig->signo);
   }
-  int lease_ok = !r->lost && zkrc_election_lease_remaining(r->e) >
-                                 2 * TOOL_KILL_MARGIN_MS;
+  int lease_ok =
+      !r->lost && zkrc_election_lease_remaining(r->e) > 2 * TOOL_KILL_MARGIN_MS;
   tool_child_forward(&r->child, sig, &r->cli->o, lease_ok);
 }
 
@@ -422,8 +422,7 @@ static void handle_event(runner *r, tool_event *ev) {
     g_free(r->node);
     r->node = ev->node;
     ev->node = NULL;
-  } else if (ev->kind == TOOL_EV_ELECTION &&
-             ev->code == ZKRC_ELECTION_FAILED) {
+  } else if (ev->kind == TOOL_EV_ELECTION && ev->code == ZKRC_ELECTION_FAILED) {
     election_failed(r, ev->reason);
   } else if (ev->kind == TOOL_EV_ELECTION) {
     tool_verbose("revoked: %s", zkrc_strerror(ev->reason));
@@ -472,9 +471,9 @@ static int keep_within_lease(runner *r) {
       r->lost || !r->leading ? 0 : zkrc_election_lease_remaining(r->e);
   int timeout = tool_ms_until(r->start_at, tool_ms_until(r->rejoin_at, -1));
   timeout = tool_child_timeout(&r->child, timeout);
-  timeout = tool_child_lease(&r->child, remaining,
-                             zkrc_session_lease_floor(r->s), &r->cli->o,
-                             timeout);
+  timeout =
+      tool_child_lease(&r->child, remaining, zkrc_session_lease_floor(r->s),
+                       &r->cli->o, timeout);
   if (r->child.pid > 0 && r->child.lease_ran_out)
     r->lost = 1; /* (an ended command's flag is stale) */
   return timeout;

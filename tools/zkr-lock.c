@@ -79,7 +79,8 @@ static const char usage_text[] =
     "      --foreground           keep COMMAND in zkr-lock's process group\n"
     "      --holders              print the contenders of LOCKPATH in queue\n"
     "                             order, the holder first: one line each,\n"
-    "                             \"ID<TAB>NODE\"; nothing when there are none\n"
+    "                             \"ID<TAB>NODE\"; nothing when there are "
+    "none\n"
     "  -v, --verbose              report progress on stderr, including the\n"
     "                             session id and password (hex)\n"
     "  -h, --help                 show this help and exit\n"
@@ -270,8 +271,7 @@ static int signals_while_waiting(lock_cli *cli, acquirer *a) {
       tool_child_forward(&none, &sig, &cli->o, 1);
       continue;
     }
-    tool_verbose("signal %s while waiting: giving up",
-                 sigabbrev_np(sig.signo));
+    tool_verbose("signal %s while waiting: giving up", sigabbrev_np(sig.signo));
     cancel_acquisition(a);
     return 128 + sig.signo;
   }
@@ -336,9 +336,9 @@ static void supervise_once(supervision *sv) {
   /* The session's lease is the lock's while we hold it (our thread does
    * not: zkrc_lock_lease_remaining is the acquiring thread's). */
   int remaining = sv->lost ? 0 : zkrc_session_lease_remaining(sv->s);
-  int timeout = tool_child_lease(&sv->child, remaining,
-                                 zkrc_session_lease_floor(sv->s), &sv->cli->o,
-                                 tool_child_timeout(&sv->child, -1));
+  int timeout =
+      tool_child_lease(&sv->child, remaining, zkrc_session_lease_floor(sv->s),
+                       &sv->cli->o, tool_child_timeout(&sv->child, -1));
   if (sv->child.lease_ran_out)
     sv->lost = 1;
   tool_wait(timeout);
@@ -377,8 +377,8 @@ static int ready_to_start(supervision *sv) {
     if (tool_lease_allows_start(remaining, zkrc_session_lease_floor(sv->s),
                                 &sv->cli->o))
       return 1;
-    tool_verbose("lease of %s too short (%d ms): COMMAND waits",
-                 sv->cli->path, remaining);
+    tool_verbose("lease of %s too short (%d ms): COMMAND waits", sv->cli->path,
+                 remaining);
     tool_wait(100);
   }
 }
@@ -434,8 +434,7 @@ static int lock_and_run(lock_cli *cli, zkrc_session *s) {
   int64_t token = 0;
   char *node = NULL;
   int status = 0, lost_early = 0;
-  int held =
-      wait_for_lock(cli, s, &a, &token, &node, &status, &lost_early);
+  int held = wait_for_lock(cli, s, &a, &token, &node, &status, &lost_early);
   g_thread_join(thread);
   if (held && lost_early) {
     tool_error("lock %s lost before COMMAND could start", cli->path);
