@@ -21,9 +21,12 @@
 /* -------------------------------------------------------- ref counting */
 
 #ifdef ZKRC_TSAN
-/* Pull src/tsan_glib.c into every program that uses a session. */
+/* Pull src/tsan_glib.c and src/tsan_zookeeper.c into every program that
+ * uses a session. */
 extern int zkrc__tsan_glib;
 int *zkrc__tsan_glib_used = &zkrc__tsan_glib;
+extern int zkrc__tsan_zookeeper;
+int *zkrc__tsan_zookeeper_used = &zkrc__tsan_zookeeper;
 #endif
 
 zkrc_session *zkrc__session_ref(zkrc_session *s) {

@@ -17,23 +17,12 @@
 #ifdef ZKRC_TSAN
 
 #define _GNU_SOURCE 1
-#include <dlfcn.h>
-
 #include <glib.h>
 #include <sanitizer/tsan_interface.h>
 
-int zkrc__tsan_glib = 1;
+#include "tsan_real.h"
 
-/* GLib's own definition of @p name (the next one after ours), looked up
- * once; threads racing to look it up store the same value, atomically. */
-#define REAL(name, ret, args)                                                  \
-  typedef ret(*name##_fn) args;                                                \
-  static name##_fn real_##name;                                                \
-  name##_fn found_##name = __atomic_load_n(&real_##name, __ATOMIC_ACQUIRE);    \
-  if (found_##name == NULL) {                                                  \
-    found_##name = (name##_fn)dlsym(RTLD_NEXT, #name);                         \
-    __atomic_store_n(&real_##name, found_##name, __ATOMIC_RELEASE);            \
-  }
+int zkrc__tsan_glib = 1;
 
 /* ------------------------------------------------------------- mutexes */
 
