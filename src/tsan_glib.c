@@ -17,6 +17,8 @@
 #ifdef ZKRC_TSAN
 
 #define _GNU_SOURCE 1
+#include <stdlib.h>
+
 #include <glib.h>
 #include <sanitizer/tsan_interface.h>
 
@@ -139,6 +141,43 @@ void g_source_set_ready_time(GSource *source, gint64 ready_time) {
   REAL(g_source_set_ready_time, void, (GSource *, gint64));
   __tsan_release(source);
   found_g_source_set_ready_time(source, ready_time);
+}
+
+/* ------------------------------------------------------ slice allocator */
+
+/* GLib's slice allocator takes pages from posix_memalign and carves them
+ * into slices that it hands to any thread, under locks of its own; TSan
+ * takes a page's allocation for a write by the thread that happened to
+ * need it, so the first read of a slice that another thread got from the
+ * page (a GPtrArray's length) was reported.  A block GLib allocates is
+ * allocated without that write.  TSan's own posix_memalign (which this one
+ * calls) is a weak definition, so every caller in the program gets this
+ * one. */
+int __interceptor_posix_memalign(void **out, size_t alignment, size_t size);
+void __tsan_ignore_thread_begin(void);
+void __tsan_ignore_thread_end(void);
+
+/* Whether the code at @p addr is GLib's own. */
+static gboolean from_glib(const void *addr) {
+  static void *glib_base;
+  void *base = __atomic_load_n(&glib_base, __ATOMIC_ACQUIRE);
+  Dl_info info;
+  if (base == NULL) {
+    if (dladdr((void *)g_main_context_dispatch, &info) == 0)
+      return FALSE;
+    base = info.dli_fbase;
+    __atomic_store_n(&glib_base, base, __ATOMIC_RELEASE);
+  }
+  return dladdr(addr, &info) != 0 && info.dli_fbase == base;
+}
+
+int posix_memalign(void **out, size_t alignment, size_t size) {
+  if (!from_glib(__builtin_return_address(0)))
+    return __interceptor_posix_memalign(out, alignment, size);
+  __tsan_ignore_thread_begin(); /* an allocation now resets the block */
+  int rc = __interceptor_posix_memalign(out, alignment, size);
+  __tsan_ignore_thread_end();
+  return rc;
 }
 
 #endif /* ZKRC_TSAN */
