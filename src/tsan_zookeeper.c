@@ -161,8 +161,8 @@ static void string_done(int rc, const char *value, const void *p) {
   in_callback--;
 }
 
-static void string_stat_done(int rc, const char *value,
-                             const struct Stat *stat, const void *p) {
+static void string_stat_done(int rc, const char *value, const struct Stat *stat,
+                             const void *p) {
   handoff h = handoff_take(p);
   in_callback++;
   h.fn.string_stat(rc, value, stat, h.data);
@@ -175,7 +175,7 @@ static void string_stat_done(int rc, const char *value,
 #define WRAP_COMPLETION(kind, fn, data, tramp)                                 \
   handoff *h = NULL;                                                           \
   if ((fn) != NULL && !from_client(__builtin_return_address(0))) {             \
-    h = handoff_new((any_completion){.kind = (fn)}, (data));                       \
+    h = handoff_new((any_completion){.kind = (fn)}, (data));                   \
     (fn) = (tramp);                                                            \
     (data) = h;                                                                \
   }
@@ -311,8 +311,8 @@ zhandle_t *zookeeper_init(const char *host, watcher_fn fn, int recv_timeout,
   REAL(zookeeper_init, zhandle_t *,
        (const char *, watcher_fn, int, const clientid_t *, void *, int));
   global *g = global_new(fn, context, NULL);
-  zhandle_t *zh = found_zookeeper_init(host, global_call, recv_timeout,
-                                       clientid, g, flags);
+  zhandle_t *zh =
+      found_zookeeper_init(host, global_call, recv_timeout, clientid, g, flags);
   if (zh == NULL) {
     int saved = errno;
     free(g);
@@ -322,8 +322,8 @@ zhandle_t *zookeeper_init(const char *host, watcher_fn fn, int recv_timeout,
 }
 
 zhandle_t *zookeeper_init2(const char *host, watcher_fn fn, int recv_timeout,
-                           const clientid_t *clientid, void *context,
-                           int flags, log_callback_fn log_callback) {
+                           const clientid_t *clientid, void *context, int flags,
+                           log_callback_fn log_callback) {
   REAL(zookeeper_init2, zhandle_t *,
        (const char *, watcher_fn, int, const clientid_t *, void *, int,
         log_callback_fn));
@@ -381,11 +381,11 @@ int zoo_acreate(zhandle_t *zh, const char *path, const char *value,
                 int valuelen, const struct ACL_vector *acl, int mode,
                 string_completion_t completion, const void *data) {
   REAL(zoo_acreate, int,
-       (zhandle_t *, const char *, const char *, int,
-        const struct ACL_vector *, int, string_completion_t, const void *));
+       (zhandle_t *, const char *, const char *, int, const struct ACL_vector *,
+        int, string_completion_t, const void *));
   WRAP_COMPLETION(string, completion, data, string_done);
-  int rc = found_zoo_acreate(zh, path, value, valuelen, acl, mode, completion,
-                             data);
+  int rc =
+      found_zoo_acreate(zh, path, value, valuelen, acl, mode, completion, data);
   handoff_after(h, rc);
   return rc;
 }
@@ -394,12 +394,11 @@ int zoo_acreate2(zhandle_t *zh, const char *path, const char *value,
                  int valuelen, const struct ACL_vector *acl, int mode,
                  string_stat_completion_t completion, const void *data) {
   REAL(zoo_acreate2, int,
-       (zhandle_t *, const char *, const char *, int,
-        const struct ACL_vector *, int, string_stat_completion_t,
-        const void *));
+       (zhandle_t *, const char *, const char *, int, const struct ACL_vector *,
+        int, string_stat_completion_t, const void *));
   WRAP_COMPLETION(string_stat, completion, data, string_stat_done);
-  int rc = found_zoo_acreate2(zh, path, value, valuelen, acl, mode,
-                              completion, data);
+  int rc = found_zoo_acreate2(zh, path, value, valuelen, acl, mode, completion,
+                              data);
   handoff_after(h, rc);
   return rc;
 }
@@ -480,8 +479,7 @@ int zoo_awexists(zhandle_t *zh, const char *path, watcher_fn watcher,
         const void *));
   WRAP_WATCHER(zh, watcher, watcher_ctx);
   WRAP_COMPLETION(stat, completion, data, stat_done);
-  int rc = found_zoo_awexists(zh, path, watcher, watcher_ctx, completion,
-                              data);
+  int rc = found_zoo_awexists(zh, path, watcher, watcher_ctx, completion, data);
   handoff_after(h, rc);
   return rc;
 }
@@ -527,15 +525,14 @@ int zoo_awget_children(zhandle_t *zh, const char *path, watcher_fn watcher,
         const void *));
   WRAP_WATCHER(zh, watcher, watcher_ctx);
   WRAP_COMPLETION(strings, completion, data, strings_done);
-  int rc = found_zoo_awget_children(zh, path, watcher, watcher_ctx,
-                                    completion, data);
+  int rc = found_zoo_awget_children(zh, path, watcher, watcher_ctx, completion,
+                                    data);
   handoff_after(h, rc);
   return rc;
 }
 
 int zoo_aget_children2(zhandle_t *zh, const char *path, int watch,
-                       strings_stat_completion_t completion,
-                       const void *data) {
+                       strings_stat_completion_t completion, const void *data) {
   REAL(zoo_aget_children2, int,
        (zhandle_t *, const char *, int, strings_stat_completion_t,
         const void *));
@@ -546,16 +543,15 @@ int zoo_aget_children2(zhandle_t *zh, const char *path, int watch,
 }
 
 int zoo_awget_children2(zhandle_t *zh, const char *path, watcher_fn watcher,
-                        void *watcher_ctx,
-                        strings_stat_completion_t completion,
+                        void *watcher_ctx, strings_stat_completion_t completion,
                         const void *data) {
   REAL(zoo_awget_children2, int,
        (zhandle_t *, const char *, watcher_fn, void *,
         strings_stat_completion_t, const void *));
   WRAP_WATCHER(zh, watcher, watcher_ctx);
   WRAP_COMPLETION(strings_stat, completion, data, strings_stat_done);
-  int rc = found_zoo_awget_children2(zh, path, watcher, watcher_ctx,
-                                     completion, data);
+  int rc = found_zoo_awget_children2(zh, path, watcher, watcher_ctx, completion,
+                                     data);
   handoff_after(h, rc);
   return rc;
 }
