@@ -366,8 +366,9 @@ int zookeeper_close(zhandle_t *zh) {
   global *g = global_of(zh);
   int rc = found_zookeeper_close(zh);
   /* The client calls nothing of the handle's after it returns (it has
-   * joined its threads), unless it was called from one of the handle's
-   * callbacks: then what is ours is left. */
+   * joined its threads), unless it was called from inside a callback, on
+   * the completion thread that it cannot join: then what is ours is left
+   * (a leak, in a TSan build only). */
   if (in_callback == 0) {
     globals_free(g);
     watches_forget(zh);
