@@ -22,9 +22,12 @@
 /* -------------------------------------------------------- ref counting */
 
 #ifdef ZKRC_TSAN
-/* Pull src/tsan_glib.c into every program that uses a session. */
+/* Pull src/tsan_glib.c and src/tsan_zookeeper.c into every program that
+ * uses a session. */
 extern int zkrc__tsan_glib;
 int *zkrc__tsan_glib_used = &zkrc__tsan_glib;
+extern int zkrc__tsan_zookeeper;
+int *zkrc__tsan_zookeeper_used = &zkrc__tsan_zookeeper;
 #endif
 
 zkrc_session *zkrc__session_ref(zkrc_session *s) {
@@ -340,12 +343,15 @@ int zkrc_session_adopt(zkrc_session **out, zhandle_t *zh, const char *hosts,
   c->session = s;
   c->zh = zh;
   c->generation = ++s->last_generation;
+  zoo_set_log_callback(zh, zkrc__log_trampoline);
+
+  /* Our watcher may run on the client's thread as soon as it is
+   * installed, before zoo_set_watcher has returned the application's: it
+   * reads them under the mutex. */
+  g_mutex_lock(&s->mu);
   c->app_context = (void *)zoo_get_context(zh);
   zoo_set_context(zh, c);
   c->app_watcher = zoo_set_watcher(zh, zkrc__session_global_watcher);
-  zoo_set_log_callback(zh, zkrc__log_trampoline);
-
-  g_mutex_lock(&s->mu);
   s->conn = c;
   zkrc__lease_handle_opened_locked(s);
   s->opened_us = 0; /* unknown: the lease starts with the renewals */

@@ -164,8 +164,12 @@ void zkrc__session_global_watcher(zhandle_t *zh, int type, int state,
     sc->zk_state = state;
     zkrc__session_run_on_worker(c->session, handle_state_change, sc);
   }
-  if (c->app_watcher)
-    c->app_watcher(zh, type, state, path, c->app_context);
+  g_mutex_lock(&c->session->mu); /* see zkrc_session_adopt */
+  watcher_fn app_watcher = c->app_watcher;
+  void *app_context = c->app_context;
+  g_mutex_unlock(&c->session->mu);
+  if (app_watcher)
+    app_watcher(zh, type, state, path, app_context);
 }
 
 static void add_remembered_auths(zkrc_session *s, zhandle_t *zh) {

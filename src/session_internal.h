@@ -35,7 +35,8 @@ typedef struct zkrc_conn {
    * mutex); zookeeper_close() waits for them. */
   int users;
   gboolean retired;
-  /* For adopted handles: the application's watcher, called after ours. */
+  /* For adopted handles: the application's watcher, called after ours, and
+   * its context (set and read under the session mutex). */
   watcher_fn app_watcher;
   void *app_context;
 } zkrc_conn;

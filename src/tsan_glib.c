@@ -17,23 +17,14 @@
 #ifdef ZKRC_TSAN
 
 #define _GNU_SOURCE 1
-#include <dlfcn.h>
+#include <stdlib.h>
 
 #include <glib.h>
 #include <sanitizer/tsan_interface.h>
 
-int zkrc__tsan_glib = 1;
+#include "tsan_real.h"
 
-/* GLib's own definition of @p name (the next one after ours), looked up
- * once; threads racing to look it up store the same value, atomically. */
-#define REAL(name, ret, args)                                                  \
-  typedef ret(*name##_fn) args;                                                \
-  static name##_fn real_##name;                                                \
-  name##_fn found_##name = __atomic_load_n(&real_##name, __ATOMIC_ACQUIRE);    \
-  if (found_##name == NULL) {                                                  \
-    found_##name = (name##_fn)dlsym(RTLD_NEXT, #name);                         \
-    __atomic_store_n(&real_##name, found_##name, __ATOMIC_RELEASE);            \
-  }
+int zkrc__tsan_glib = 1;
 
 /* ------------------------------------------------------------- mutexes */
 
@@ -150,6 +141,43 @@ void g_source_set_ready_time(GSource *source, gint64 ready_time) {
   REAL(g_source_set_ready_time, void, (GSource *, gint64));
   __tsan_release(source);
   found_g_source_set_ready_time(source, ready_time);
+}
+
+/* ------------------------------------------------------ slice allocator */
+
+/* GLib's slice allocator takes pages from posix_memalign and carves them
+ * into slices that it hands to any thread, under locks of its own; TSan
+ * takes a page's allocation for a write by the thread that happened to
+ * need it, so the first read of a slice that another thread got from the
+ * page (a GPtrArray's length) was reported.  A block GLib allocates is
+ * allocated without that write.  TSan's own posix_memalign (which this one
+ * calls) is a weak definition, so every caller in the program gets this
+ * one. */
+int __interceptor_posix_memalign(void **out, size_t alignment, size_t size);
+void __tsan_ignore_thread_begin(void);
+void __tsan_ignore_thread_end(void);
+
+/* Whether the code at @p addr is GLib's own. */
+static gboolean from_glib(const void *addr) {
+  static void *glib_base;
+  void *base = __atomic_load_n(&glib_base, __ATOMIC_ACQUIRE);
+  Dl_info info;
+  if (base == NULL) {
+    if (dladdr((void *)g_main_context_dispatch, &info) == 0)
+      return FALSE;
+    base = info.dli_fbase;
+    __atomic_store_n(&glib_base, base, __ATOMIC_RELEASE);
+  }
+  return dladdr(addr, &info) != 0 && info.dli_fbase == base;
+}
+
+int posix_memalign(void **out, size_t alignment, size_t size) {
+  if (!from_glib(__builtin_return_address(0)))
+    return __interceptor_posix_memalign(out, alignment, size);
+  __tsan_ignore_thread_begin(); /* an allocation now resets the block */
+  int rc = __interceptor_posix_memalign(out, alignment, size);
+  __tsan_ignore_thread_end();
+  return rc;
 }
 
 #endif /* ZKRC_TSAN */
