@@ -20,9 +20,8 @@
 static int fenced_write(zkrc_lock *lock, const char *path, const char *value) {
   zoo_op_t op;
   char created[256];
-  zoo_create_op_init(&op, path, value, (int)strlen(value),
-                     &ZOO_OPEN_ACL_UNSAFE, ZOO_EPHEMERAL, created,
-                     sizeof created);
+  zoo_create_op_init(&op, path, value, (int)strlen(value), &ZOO_OPEN_ACL_UNSAFE,
+                     ZOO_EPHEMERAL, created, sizeof created);
   return zkrc_lock_fenced_multi(lock, 1, &op, NULL, 5000);
 }
 

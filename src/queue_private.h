@@ -99,12 +99,12 @@ struct zkrc__contender {
   gboolean create_unknown; /* a create's reply was lost */
   gboolean recover_needed; /* a request was lost with the connection */
   gboolean parent_missing;
-  int parent_rc;   /* how creating our directory went */
-  int root_rc;     /* how creating its topmost ancestor went */
-  int attempts;    /* creates sent since the last one that succeeded */
-  int retries;     /* retries since the last success: the backoff */
-  int failures;    /* passing failures in a row: the bound */
-  step retry_step; /* what a pending retry will do */
+  int parent_rc;    /* how creating our directory went */
+  int root_rc;      /* how creating its topmost ancestor went */
+  int attempts;     /* creates sent since the last one that succeeded */
+  int retries;      /* retries since the last success: the backoff */
+  int failures;     /* passing failures in a row: the bound */
+  step retry_step;  /* what a pending retry will do */
   int retry_reason; /* the ZooKeeper code that made us retry */
   GSource *retry_timer;
   /* At the front by the listing, but the session has no lease yet: waits

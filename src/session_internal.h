@@ -41,7 +41,6 @@ typedef struct zkrc_conn {
   void *app_context;
 } zkrc_conn;
 
-
 /* Reference counting: recipes keep the session's memory alive. */
 zkrc_session *zkrc__session_ref(zkrc_session *s);
 void zkrc__session_unref(zkrc_session *s);

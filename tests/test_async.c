@@ -1495,18 +1495,17 @@ static void add_suites(void) {
       {"cancel", test_cancel}, {"timeout and try", test_timeout_and_try},
       {"expiry reaches every hold once", test_expiry_reaches_every_hold_once},
       {"free cancels pending holds", test_free_cancels_pending_holds});
-  ZKT_SUITE("executors",
-            {"fd executor keeps order", test_fd_executor_keeps_order},
-            {"fd executor runs everything on its thread",
-             test_fd_executor_runs_everything_on_its_thread},
-            {"election on a GLib loop", test_election_on_glib_loop},
-            {"close with a listener on the loop is prompt",
-             test_close_with_listener_on_loop_is_prompt},
-            {"free_async after leave tells revoked",
-             test_free_async_after_leave_tells_revoked},
-            {"free_async alone tells revoked",
-             test_free_async_alone_tells_revoked},
-            {"free_async bad input", test_free_async_bad_input});
+  ZKT_SUITE(
+      "executors", {"fd executor keeps order", test_fd_executor_keeps_order},
+      {"fd executor runs everything on its thread",
+       test_fd_executor_runs_everything_on_its_thread},
+      {"election on a GLib loop", test_election_on_glib_loop},
+      {"close with a listener on the loop is prompt",
+       test_close_with_listener_on_loop_is_prompt},
+      {"free_async after leave tells revoked",
+       test_free_async_after_leave_tells_revoked},
+      {"free_async alone tells revoked", test_free_async_alone_tells_revoked},
+      {"free_async bad input", test_free_async_bad_input});
 }
 
 int main(void) { return zkt_run("test_async", add_suites); }
