@@ -1,0 +1,568 @@
+/*
+ * The read-write lock against a real single-member ensemble: readers share,
+ * a writer excludes readers, writers and the mutex (and they it), a reader
+ * behind a writer is admitted when it releases, a writer is not overtaken by
+ * later readers, per-thread reentrancy on both sides, downgrade, upgrade
+ * refused at once, fencing tokens, deadlines, and no node left behind.
+ *
+ * Each participant of another "process" is a thread with its own session
+ * (parties below): it acquires a side, reports on a shared board what it
+ * holds (the board counts an overlap a writer would make), and holds until
+ * the test lets it go.  Tests wait for the board's or the servers' events,
+ * each bounded in time.
+ */
+#include "config.h"
+
+#include <string.h>
+
+#include <glib.h>
+
+#include "testutil.h"
+
+/* ------------------------------------------------------------ helpers */
+
+static zkrc_rwlock *new_rwlock(zkrc_session *s, const char *path) {
+  zkrc_rwlock *rw = NULL;
+  CU_ASSERT_EQUAL_FATAL(zkrc_rwlock_new(&rw, s, path, NULL), ZKRC_OK);
+  return rw;
+}
+
+/* What every party of a test reports, under one mutex. */
+typedef struct board {
+  GMutex mu;
+  GCond cond;
+  int readers_in, writers_in; /* holding now */
+  int overlaps; /* a writer with anyone else, or a reader with a writer */
+} board;
+
+typedef struct party {
+  board *b;
+  zkrc_lock *side;
+  gboolean writer;
+  int timeout_ms;
+  GThread *t;
+  /* Reported under b->mu. */
+  gboolean done; /* its acquisition returned */
+  int rc;
+  int64_t token;
+  gboolean go; /* the test lets it release */
+} party;
+
+static gpointer party_run(gpointer data) {
+  party *p = data;
+  board *b = p->b;
+  int rc = zkrc_lock_acquire(p->side, p->timeout_ms);
+  int64_t token = 0;
+  if (rc == ZKRC_OK)
+    zkrc_lock_token(p->side, &token);
+  g_mutex_lock(&b->mu);
+  p->done = TRUE;
+  p->rc = rc;
+  p->token = token;
+  if (rc == ZKRC_OK) {
+    b->overlaps += p->writer ? b->readers_in + b->writers_in : b->writers_in;
+    *(p->writer ? &b->writers_in : &b->readers_in) += 1;
+  }
+  g_cond_broadcast(&b->cond);
+  int64_t until = g_get_monotonic_time() + 30 * G_TIME_SPAN_SECOND;
+  while (rc == ZKRC_OK && !p->go && g_cond_wait_until(&b->cond, &b->mu, until))
+    ;
+  if (rc == ZKRC_OK)
+    *(p->writer ? &b->writers_in : &b->readers_in) -= 1;
+  g_mutex_unlock(&b->mu);
+  if (rc == ZKRC_OK)
+    zkrc_lock_release(p->side);
+  return NULL;
+}
+
+static void party_start(party *p, board *b, zkrc_lock *side, gboolean writer,
+                        int timeout_ms) {
+  *p =
+      (party){.b = b, .side = side, .writer = writer, .timeout_ms = timeout_ms};
+  p->t = g_thread_new("party", party_run, p);
+}
+
+/* Wait until @p p's acquisition returned, at most @p ms; TRUE if it did. */
+static gboolean party_done(party *p, int ms) {
+  int64_t until = g_get_monotonic_time() + ms * G_TIME_SPAN_MILLISECOND;
+  g_mutex_lock(&p->b->mu);
+  while (!p->done && g_cond_wait_until(&p->b->cond, &p->b->mu, until))
+    ;
+  gboolean done = p->done;
+  g_mutex_unlock(&p->b->mu);
+  return done;
+}
+
+static gboolean party_is_done(party *p) {
+  g_mutex_lock(&p->b->mu);
+  gboolean done = p->done;
+  g_mutex_unlock(&p->b->mu);
+  return done;
+}
+
+/* Let @p p release and wait for its thread. */
+static void party_finish(party *p) {
+  g_mutex_lock(&p->b->mu);
+  p->go = TRUE;
+  g_cond_broadcast(&p->b->cond);
+  g_mutex_unlock(&p->b->mu);
+  g_thread_join(p->t);
+}
+
+static void board_init(board *b) {
+  memset(b, 0, sizeof *b);
+  g_mutex_init(&b->mu);
+  g_cond_init(&b->cond);
+}
+
+static void board_clear(board *b) {
+  g_mutex_clear(&b->mu);
+  g_cond_clear(&b->cond);
+}
+
+/* ------------------------------------------------------- sharing, order */
+
+static void test_readers_share(void) {
+  char *path = zkt_path("rw-share");
+  zkrc_session *s[3] = {zkt_session(), zkt_session(), zkt_session()};
+  zkrc_rwlock *rw[3];
+  zhandle_t *zh = zkt_raw();
+  for (int i = 0; i < 3; i++) {
+    rw[i] = new_rwlock(s[i], path);
+    ZKT_ASSERT_RC(ZKRC_OK,
+                  zkrc_lock_acquire(zkrc_rwlock_reader(rw[i]), ZKRC_NO_WAIT));
+  }
+  for (int i = 0; i < 3; i++)
+    CU_ASSERT_TRUE(zkrc_lock_is_held(zkrc_rwlock_reader(rw[i])));
+  CU_ASSERT_EQUAL(zkt_child_count(zh, path), 3);
+  for (int i = 0; i < 3; i++) {
+    ZKT_ASSERT_RC(ZKRC_OK, zkrc_lock_release(zkrc_rwlock_reader(rw[i])));
+    zkrc_rwlock_free(rw[i]);
+    zkrc_session_close(s[i]);
+  }
+  CU_ASSERT_EQUAL(zkt_nodes_left(zh, path), 0);
+  zookeeper_close(zh);
+  g_free(path);
+}
+
+/* Nobody gets in beside a writer, a mutex holder excludes both sides, and
+ * a reader excludes writers and the mutex. */
+static void test_writer_and_mutex_exclude(void) {
+  char *path = zkt_path("rw-exclude");
+  zkrc_session *s1 = zkt_session(), *s2 = zkt_session();
+  zkrc_rwlock *a = new_rwlock(s1, path), *b = new_rwlock(s2, path);
+  zkrc_lock *mutex = NULL;
+  CU_ASSERT_EQUAL_FATAL(zkrc_lock_new(&mutex, s2, path, NULL), ZKRC_OK);
+  zhandle_t *zh = zkt_raw();
+  zkrc_lock *ar = zkrc_rwlock_reader(a), *aw = zkrc_rwlock_writer(a);
+  zkrc_lock *br = zkrc_rwlock_reader(b), *bw = zkrc_rwlock_writer(b);
+
+  CU_ASSERT_EQUAL_FATAL(zkrc_lock_acquire(aw, 5000), ZKRC_OK);
+  ZKT_ASSERT_RC(ZKRC_ELOCKED, zkrc_lock_acquire(br, ZKRC_NO_WAIT));
+  ZKT_ASSERT_RC(ZKRC_ELOCKED, zkrc_lock_acquire(bw, ZKRC_NO_WAIT));
+  ZKT_ASSERT_RC(ZKRC_ELOCKED, zkrc_lock_acquire(mutex, ZKRC_NO_WAIT));
+  CU_ASSERT_EQUAL(zkt_child_count(zh, path), 1);
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_lock_release(aw));
+
+  CU_ASSERT_EQUAL_FATAL(zkrc_lock_acquire(ar, 5000), ZKRC_OK);
+  ZKT_ASSERT_RC(ZKRC_ELOCKED, zkrc_lock_acquire(bw, ZKRC_NO_WAIT));
+  ZKT_ASSERT_RC(ZKRC_ELOCKED, zkrc_lock_acquire(mutex, ZKRC_NO_WAIT));
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_lock_release(ar));
+
+  CU_ASSERT_EQUAL_FATAL(zkrc_lock_acquire(mutex, 5000), ZKRC_OK);
+  ZKT_ASSERT_RC(ZKRC_ELOCKED, zkrc_lock_acquire(ar, ZKRC_NO_WAIT));
+  ZKT_ASSERT_RC(ZKRC_ELOCKED, zkrc_lock_acquire(aw, ZKRC_NO_WAIT));
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_lock_release(mutex));
+
+  CU_ASSERT_EQUAL(zkt_nodes_left(zh, path), 0);
+  zookeeper_close(zh);
+  zkrc_lock_free(mutex);
+  zkrc_rwlock_free(a);
+  zkrc_rwlock_free(b);
+  zkrc_session_close(s1);
+  zkrc_session_close(s2);
+  g_free(path);
+}
+
+/* Two readers queued behind a writer are both admitted, together, by its
+ * release; none of them before. */
+static void test_readers_behind_a_writer_enter_at_its_release(void) {
+  char *path = zkt_path("rw-behind");
+  zkrc_session *s[3] = {zkt_session(), zkt_session(), zkt_session()};
+  zkrc_rwlock *rw[3];
+  for (int i = 0; i < 3; i++)
+    rw[i] = new_rwlock(s[i], path);
+  zhandle_t *zh = zkt_raw();
+  board b;
+  board_init(&b);
+  party w, r1, r2;
+  party_start(&w, &b, zkrc_rwlock_writer(rw[0]), TRUE, 10000);
+  CU_ASSERT_FATAL(party_done(&w, 10000));
+  ZKT_ASSERT_RC(ZKRC_OK, w.rc);
+  party_start(&r1, &b, zkrc_rwlock_reader(rw[1]), FALSE, 20000);
+  party_start(&r2, &b, zkrc_rwlock_reader(rw[2]), FALSE, 20000);
+  CU_ASSERT(zkt_wait_children(zh, path, 3, 10000)); /* both queued */
+  CU_ASSERT_FALSE(party_is_done(&r1) || party_is_done(&r2));
+  party_finish(&w);
+  CU_ASSERT(party_done(&r1, 10000) && party_done(&r2, 10000));
+  ZKT_ASSERT_RC(ZKRC_OK, r1.rc);
+  ZKT_ASSERT_RC(ZKRC_OK, r2.rc);
+  g_mutex_lock(&b.mu);
+  CU_ASSERT_EQUAL(b.readers_in, 2); /* at the same time */
+  CU_ASSERT_EQUAL(b.overlaps, 0);
+  g_mutex_unlock(&b.mu);
+  party_finish(&r1);
+  party_finish(&r2);
+  CU_ASSERT_EQUAL(zkt_nodes_left(zh, path), 0);
+  board_clear(&b);
+  zookeeper_close(zh);
+  for (int i = 0; i < 3; i++) {
+    zkrc_rwlock_free(rw[i]);
+    zkrc_session_close(s[i]);
+  }
+  g_free(path);
+}
+
+/* A writer waiting behind a reader is not overtaken by readers that come
+ * after it: they wait for it, and it holds before them. */
+static void test_a_waiting_writer_is_not_starved(void) {
+  char *path = zkt_path("rw-fair");
+  zkrc_session *s[3] = {zkt_session(), zkt_session(), zkt_session()};
+  zkrc_rwlock *rw[3];
+  for (int i = 0; i < 3; i++)
+    rw[i] = new_rwlock(s[i], path);
+  zhandle_t *zh = zkt_raw();
+  board b;
+  board_init(&b);
+  party r1, w, r2;
+  party_start(&r1, &b, zkrc_rwlock_reader(rw[0]), FALSE, 10000);
+  CU_ASSERT_FATAL(party_done(&r1, 10000));
+  party_start(&w, &b, zkrc_rwlock_writer(rw[1]), TRUE, 20000);
+  CU_ASSERT(zkt_wait_children(zh, path, 2, 10000));
+  /* A later reader: a reader holds, but the writer is ahead of it. */
+  ZKT_ASSERT_RC(ZKRC_ELOCKED,
+                zkrc_lock_acquire(zkrc_rwlock_reader(rw[2]), ZKRC_NO_WAIT));
+  party_start(&r2, &b, zkrc_rwlock_reader(rw[2]), FALSE, 20000);
+  CU_ASSERT(zkt_wait_children(zh, path, 3, 10000));
+  party_finish(&r1);
+  CU_ASSERT(party_done(&w, 10000));
+  ZKT_ASSERT_RC(ZKRC_OK, w.rc);
+  CU_ASSERT_FALSE(party_is_done(&r2)); /* still behind the writer */
+  party_finish(&w);
+  CU_ASSERT(party_done(&r2, 10000));
+  ZKT_ASSERT_RC(ZKRC_OK, r2.rc);
+  party_finish(&r2);
+  CU_ASSERT(w.token > r1.token && r2.token > w.token);
+  CU_ASSERT_EQUAL(b.overlaps, 0);
+  CU_ASSERT_EQUAL(zkt_nodes_left(zh, path), 0);
+  board_clear(&b);
+  zookeeper_close(zh);
+  for (int i = 0; i < 3; i++) {
+    zkrc_rwlock_free(rw[i]);
+    zkrc_session_close(s[i]);
+  }
+  g_free(path);
+}
+
+/* ------------------------------------------ reentrancy, down- and upgrade */
+
+static void test_reentrancy_on_both_sides(void) {
+  char *path = zkt_path("rw-reentrant");
+  zkrc_session *s = zkt_session();
+  zkrc_rwlock *rw = new_rwlock(s, path);
+  zkrc_lock *r = zkrc_rwlock_reader(rw), *w = zkrc_rwlock_writer(rw);
+  zhandle_t *zh = zkt_raw();
+  for (int depth = 1; depth <= 3; depth++) {
+    ZKT_ASSERT_RC(ZKRC_OK, zkrc_lock_acquire(r, 5000));
+    CU_ASSERT_EQUAL(zkrc_lock_depth(r), depth);
+  }
+  CU_ASSERT_EQUAL(zkt_child_count(zh, path), 1); /* one node for three */
+  for (int depth = 3; depth >= 1; depth--)
+    ZKT_ASSERT_RC(ZKRC_OK, zkrc_lock_release(r));
+  ZKT_ASSERT_RC(ZKRC_ENOTOWNER, zkrc_lock_release(r));
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_lock_acquire(w, 5000));
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_lock_acquire(w, 5000));
+  CU_ASSERT_EQUAL(zkrc_lock_depth(w), 2);
+  CU_ASSERT_EQUAL(zkt_child_count(zh, path), 1);
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_lock_release(w));
+  CU_ASSERT_TRUE(zkrc_lock_is_held(w));
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_lock_release(w));
+  CU_ASSERT_FALSE(zkrc_lock_is_held(w));
+  CU_ASSERT_EQUAL(zkt_nodes_left(zh, path), 0);
+  zookeeper_close(zh);
+  zkrc_rwlock_free(rw);
+  zkrc_session_close(s);
+  g_free(path);
+}
+
+/* Write side, then read side (at once), then the write side released: the
+ * thread reads on, other readers join, writers stay out. */
+static void test_downgrade(void) {
+  char *path = zkt_path("rw-downgrade");
+  zkrc_session *s1 = zkt_session(), *s2 = zkt_session();
+  zkrc_rwlock *a = new_rwlock(s1, path), *b = new_rwlock(s2, path);
+  zkrc_lock *ar = zkrc_rwlock_reader(a), *aw = zkrc_rwlock_writer(a);
+  zhandle_t *zh = zkt_raw();
+  CU_ASSERT_EQUAL_FATAL(zkrc_lock_acquire(aw, 5000), ZKRC_OK);
+  int64_t start = zkt_now_ms();
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_lock_acquire(ar, 5000));
+  CU_ASSERT(zkt_now_ms() - start < 2000); /* admitted, not timed out */
+  CU_ASSERT_EQUAL(zkt_child_count(zh, path), 2);
+  int64_t wtoken = 0, rtoken = 0;
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_lock_token(aw, &wtoken));
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_lock_token(ar, &rtoken));
+  CU_ASSERT(rtoken > wtoken);
+  ZKT_ASSERT_RC(ZKRC_ELOCKED,
+                zkrc_lock_acquire(zkrc_rwlock_reader(b), ZKRC_NO_WAIT));
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_lock_release(aw));
+  CU_ASSERT_TRUE(zkrc_lock_is_held(ar));
+  CU_ASSERT_FALSE(zkrc_lock_is_held(aw));
+  ZKT_ASSERT_RC(ZKRC_ELOCKED,
+                zkrc_lock_acquire(zkrc_rwlock_writer(b), ZKRC_NO_WAIT));
+  ZKT_ASSERT_RC(ZKRC_OK,
+                zkrc_lock_acquire(zkrc_rwlock_reader(b), ZKRC_NO_WAIT));
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_lock_release(zkrc_rwlock_reader(b)));
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_lock_release(ar));
+  CU_ASSERT_EQUAL(zkt_nodes_left(zh, path), 0);
+  zookeeper_close(zh);
+  zkrc_rwlock_free(a);
+  zkrc_rwlock_free(b);
+  zkrc_session_close(s1);
+  zkrc_session_close(s2);
+  g_free(path);
+}
+
+/* A writer queued behind ours before the downgrade would hold beside our
+ * reader once our writer goes: the downgrade fails at once, leaving
+ * everything as it was. */
+static void test_downgrade_behind_another_writer_fails_at_once(void) {
+  char *path = zkt_path("rw-downgrade-behind");
+  zkrc_session *s1 = zkt_session(), *s2 = zkt_session();
+  zkrc_rwlock *a = new_rwlock(s1, path), *b = new_rwlock(s2, path);
+  zkrc_lock *ar = zkrc_rwlock_reader(a), *aw = zkrc_rwlock_writer(a);
+  zhandle_t *zh = zkt_raw();
+  board brd;
+  board_init(&brd);
+  CU_ASSERT_EQUAL_FATAL(zkrc_lock_acquire(aw, 5000), ZKRC_OK);
+  party w2;
+  party_start(&w2, &brd, zkrc_rwlock_writer(b), TRUE, 20000);
+  CU_ASSERT(zkt_wait_children(zh, path, 2, 10000));
+  int64_t start = zkt_now_ms();
+  ZKT_ASSERT_RC(ZKRC_EDEADLK, zkrc_lock_acquire(ar, 5000));
+  CU_ASSERT(zkt_now_ms() - start < 2000);
+  CU_ASSERT_EQUAL(zkt_child_count(zh, path), 2); /* its node is gone */
+  CU_ASSERT_TRUE(zkrc_lock_is_held(aw));
+  CU_ASSERT_FALSE(zkrc_lock_is_held(ar));
+  CU_ASSERT_FALSE(party_is_done(&w2));
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_lock_release(aw));
+  CU_ASSERT(party_done(&w2, 10000));
+  ZKT_ASSERT_RC(ZKRC_OK, w2.rc);
+  party_finish(&w2);
+  CU_ASSERT_EQUAL(zkt_nodes_left(zh, path), 0);
+  board_clear(&brd);
+  zookeeper_close(zh);
+  zkrc_rwlock_free(a);
+  zkrc_rwlock_free(b);
+  zkrc_session_close(s1);
+  zkrc_session_close(s2);
+  g_free(path);
+}
+
+/* Read side held, write side asked: refused at once, nothing changed. */
+static void test_upgrade_fails_at_once(void) {
+  char *path = zkt_path("rw-upgrade");
+  zkrc_session *s = zkt_session();
+  zkrc_rwlock *rw = new_rwlock(s, path);
+  zkrc_lock *r = zkrc_rwlock_reader(rw), *w = zkrc_rwlock_writer(rw);
+  zhandle_t *zh = zkt_raw();
+  CU_ASSERT_EQUAL_FATAL(zkrc_lock_acquire(r, 5000), ZKRC_OK);
+  int64_t start = zkt_now_ms();
+  ZKT_ASSERT_RC(ZKRC_EDEADLK, zkrc_lock_acquire(w, ZKRC_WAIT_FOREVER));
+  ZKT_ASSERT_RC(ZKRC_EDEADLK, zkrc_lock_acquire(w, ZKRC_NO_WAIT));
+  CU_ASSERT(zkt_now_ms() - start < 200); /* nothing sent */
+  CU_ASSERT_STRING_EQUAL(zkrc_err_name(ZKRC_EDEADLK), "ZKRC_EDEADLK");
+  CU_ASSERT_EQUAL(zkt_child_count(zh, path), 1);
+  CU_ASSERT_TRUE(zkrc_lock_is_held(r));
+  CU_ASSERT_EQUAL(zkrc_lock_depth(r), 1);
+  CU_ASSERT_FALSE(zkrc_lock_is_held(w));
+  ZKT_ASSERT_RC(ZKRC_ENOTOWNER, zkrc_lock_release(w));
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_lock_release(r));
+  /* Released, the write side is ours to take. */
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_lock_acquire(w, 5000));
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_lock_release(w));
+  CU_ASSERT_EQUAL(zkt_nodes_left(zh, path), 0);
+  zookeeper_close(zh);
+  zkrc_rwlock_free(rw);
+  zkrc_session_close(s);
+  g_free(path);
+}
+
+/* ------------------------------------------------- tokens and deadlines */
+
+/* A writer's token exceeds every token admitted before it; readers
+ * admitted together have tokens between their writers'. */
+static void test_tokens_order_writers_after_readers(void) {
+  char *path = zkt_path("rw-tokens");
+  zkrc_session *s1 = zkt_session(), *s2 = zkt_session();
+  zkrc_rwlock *a = new_rwlock(s1, path), *b = new_rwlock(s2, path);
+  int64_t w1 = 0, r1 = 0, r2 = 0, w2 = 0;
+  CU_ASSERT_EQUAL_FATAL(zkrc_lock_acquire(zkrc_rwlock_writer(a), 5000),
+                        ZKRC_OK);
+  zkrc_lock_token(zkrc_rwlock_writer(a), &w1);
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_lock_release(zkrc_rwlock_writer(a)));
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_lock_acquire(zkrc_rwlock_reader(b), 5000));
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_lock_acquire(zkrc_rwlock_reader(a), 5000));
+  zkrc_lock_token(zkrc_rwlock_reader(b), &r1);
+  zkrc_lock_token(zkrc_rwlock_reader(a), &r2);
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_lock_release(zkrc_rwlock_reader(a)));
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_lock_release(zkrc_rwlock_reader(b)));
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_lock_acquire(zkrc_rwlock_writer(b), 5000));
+  zkrc_lock_token(zkrc_rwlock_writer(b), &w2);
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_lock_release(zkrc_rwlock_writer(b)));
+  CU_ASSERT(w1 > 0 && r1 > w1 && r2 > w1 && w2 > r1 && w2 > r2);
+  zkrc_rwlock_free(a);
+  zkrc_rwlock_free(b);
+  zkrc_session_close(s1);
+  zkrc_session_close(s2);
+  g_free(path);
+}
+
+/* Behind a writer, a reader's and a writer's deadlines are honoured and
+ * their nodes are gone when the calls return. */
+static void test_deadline_leaves_no_node(void) {
+  char *path = zkt_path("rw-deadline");
+  zkrc_session *s1 = zkt_session(), *s2 = zkt_session();
+  zkrc_rwlock *a = new_rwlock(s1, path), *b = new_rwlock(s2, path);
+  zhandle_t *zh = zkt_raw();
+  CU_ASSERT_EQUAL_FATAL(zkrc_lock_acquire(zkrc_rwlock_writer(a), 5000),
+                        ZKRC_OK);
+  for (int side = 0; side < 2; side++) {
+    zkrc_lock *lk = side ? zkrc_rwlock_writer(b) : zkrc_rwlock_reader(b);
+    int64_t start = zkt_now_ms();
+    ZKT_ASSERT_RC(ZKRC_ETIMEDOUT, zkrc_lock_acquire(lk, 400));
+    int64_t took = zkt_now_ms() - start;
+    CU_ASSERT(took >= 400 && took < 900);
+    CU_ASSERT_EQUAL(zkt_child_count(zh, path), 1);
+    CU_ASSERT_FALSE(zkrc_lock_is_held(lk));
+  }
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_lock_release(zkrc_rwlock_writer(a)));
+  CU_ASSERT_EQUAL(zkt_nodes_left(zh, path), 0);
+  zookeeper_close(zh);
+  zkrc_rwlock_free(a);
+  zkrc_rwlock_free(b);
+  zkrc_session_close(s1);
+  zkrc_session_close(s2);
+  g_free(path);
+}
+
+/* ------------------------------------------------- non-blocking, free */
+
+typedef struct async_probe {
+  GMutex mu;
+  GCond cond;
+  gboolean called;
+  int status;
+  int64_t token;
+} async_probe;
+
+static void async_done(zkrc_lock *lk, zkrc_lock_hold *hold,
+                       const zkrc_lock_acquired_info *info, void *arg) {
+  async_probe *p = arg;
+  g_mutex_lock(&p->mu);
+  p->called = TRUE;
+  p->status = info->status;
+  p->token = info->token;
+  g_cond_broadcast(&p->cond);
+  g_mutex_unlock(&p->mu);
+}
+
+/* A non-blocking read hold waits for a writer and holds at its release;
+ * zkrc_rwlock_free() releases what is held. */
+static void test_async_reader_and_free(void) {
+  char *path = zkt_path("rw-async");
+  zkrc_session *s1 = zkt_session(), *s2 = zkt_session();
+  zkrc_rwlock *a = new_rwlock(s1, path), *b = new_rwlock(s2, path);
+  zhandle_t *zh = zkt_raw();
+  CU_ASSERT_EQUAL_FATAL(zkrc_lock_acquire(zkrc_rwlock_writer(a), 5000),
+                        ZKRC_OK);
+  async_probe p;
+  memset(&p, 0, sizeof p);
+  g_mutex_init(&p.mu);
+  g_cond_init(&p.cond);
+  zkrc_lock_hold *hold = NULL;
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_lock_acquire_async(zkrc_rwlock_reader(b), 10000,
+                                                 async_done, &p, &hold));
+  CU_ASSERT(zkt_wait_children(zh, path, 2, 10000));
+  g_mutex_lock(&p.mu);
+  CU_ASSERT_FALSE(p.called);
+  g_mutex_unlock(&p.mu);
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_lock_release(zkrc_rwlock_writer(a)));
+  int64_t until = g_get_monotonic_time() + 10 * G_TIME_SPAN_SECOND;
+  g_mutex_lock(&p.mu);
+  while (!p.called && g_cond_wait_until(&p.cond, &p.mu, until))
+    ;
+  CU_ASSERT_TRUE(p.called);
+  ZKT_ASSERT_RC(ZKRC_OK, p.status);
+  CU_ASSERT(p.token > 0);
+  g_mutex_unlock(&p.mu);
+  CU_ASSERT_TRUE(zkrc_lock_hold_is_held(hold));
+  /* Another reader shares with it; a writer does not. */
+  ZKT_ASSERT_RC(ZKRC_OK,
+                zkrc_lock_acquire(zkrc_rwlock_reader(a), ZKRC_NO_WAIT));
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_lock_release(zkrc_rwlock_reader(a)));
+  ZKT_ASSERT_RC(ZKRC_ELOCKED,
+                zkrc_lock_acquire(zkrc_rwlock_writer(a), ZKRC_NO_WAIT));
+  zkrc_rwlock_free(b); /* releases the hold */
+  CU_ASSERT_EQUAL(zkt_nodes_left(zh, path), 0);
+  g_mutex_clear(&p.mu);
+  g_cond_clear(&p.cond);
+  zookeeper_close(zh);
+  zkrc_rwlock_free(a);
+  zkrc_session_close(s1);
+  zkrc_session_close(s2);
+  g_free(path);
+}
+
+static void test_bad_input(void) {
+  zkrc_session *s = zkt_session();
+  zkrc_rwlock *rw = (zkrc_rwlock *)1;
+  ZKT_ASSERT_RC(ZKRC_EINVAL, zkrc_rwlock_new(&rw, s, "no-slash", NULL));
+  CU_ASSERT_PTR_NULL(rw);
+  zkrc_rwlock_options o;
+  memset(&o, 0, sizeof o); /* never initialized */
+  ZKT_ASSERT_RC(ZKRC_EINVAL, zkrc_rwlock_new(&rw, s, "/rw-bad", &o));
+  ZKT_ASSERT_RC(ZKRC_EINVAL, zkrc_rwlock_new(NULL, s, "/rw-bad", NULL));
+  ZKT_ASSERT_RC(ZKRC_EINVAL, zkrc_rwlock_new(&rw, NULL, "/rw-bad", NULL));
+  CU_ASSERT_PTR_NULL(zkrc_rwlock_reader(NULL));
+  CU_ASSERT_PTR_NULL(zkrc_rwlock_writer(NULL));
+  zkrc_rwlock_free(NULL);
+  zkrc_rwlock_options_init(&o);
+  o.participant_id = "rw-test";
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_rwlock_new(&rw, s, "/rw-bad", &o));
+  zkrc_lock_free(zkrc_rwlock_reader(rw)); /* ignored: the rwlock owns it */
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_lock_acquire(zkrc_rwlock_reader(rw), 5000));
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_lock_release(zkrc_rwlock_reader(rw)));
+  zkrc_rwlock_free(rw);
+  zkrc_session_close(s);
+}
+
+static void add_suites(void) {
+  ZKT_SUITE(
+      "rwlock", {"readers share", test_readers_share},
+      {"writer and mutex exclude", test_writer_and_mutex_exclude},
+      {"readers behind a writer enter at its release",
+       test_readers_behind_a_writer_enter_at_its_release},
+      {"a waiting writer is not starved", test_a_waiting_writer_is_not_starved},
+      {"reentrancy on both sides", test_reentrancy_on_both_sides},
+      {"downgrade", test_downgrade},
+      {"downgrade behind another writer fails at once",
+       test_downgrade_behind_another_writer_fails_at_once},
+      {"upgrade fails at once", test_upgrade_fails_at_once},
+      {"tokens order writers after readers",
+       test_tokens_order_writers_after_readers},
+      {"deadline leaves no node", test_deadline_leaves_no_node},
+      {"async reader and free", test_async_reader_and_free},
+      {"bad input", test_bad_input});
+}
+
+int main(void) { return zkt_run("test_rwlock", add_suites); }
