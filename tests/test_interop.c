@@ -25,284 +25,11 @@
 #include <glib.h>
 #include <glib/gstdio.h>
 
+#include "interop_peers.h"
 #include "testutil.h"
-
-#define KAZOO_PEER TOP_SRCDIR "/tests/peers/kazoo_peer.py"
-#define INTEROP_WORKER TOP_BUILDDIR "/tests/interopworker"
-
-/* How long a JVM (or Python) may take to start and connect. */
-#define START_MS 30000
-/* How long any other single step may take. */
-#define STEP_MS 10000
 
 /* Iterations of each process in the shared-counter tests. */
 #define COUNT_ITERATIONS 50
-
-/* ------------------------------------------------------------------ peers */
-
-typedef struct peer {
-  char *name; /* for messages */
-  pid_t pid;  /* 0 once reaped */
-  int in_fd;  /* its stdin, -1 once closed */
-  int out_fd; /* its stdout */
-  GString *partial;
-  GQueue lines; /* complete lines not consumed yet (char *) */
-  gboolean eof;
-} peer;
-
-static GPtrArray *live_peers; /* every peer not yet reaped */
-
-static void peer_kill(peer *p) {
-  if (p->pid > 0) {
-    kill(p->pid, SIGKILL);
-    while (waitpid(p->pid, NULL, 0) < 0 && errno == EINTR)
-      ;
-    p->pid = 0;
-  }
-}
-
-/* Kill every peer left over (by a failed test, or at exit). */
-static void kill_live_peers(void) {
-  for (guint i = 0; live_peers && i < live_peers->len; i++)
-    peer_kill(g_ptr_array_index(live_peers, i));
-}
-
-static void peer_free(peer *p) {
-  if (p == NULL)
-    return;
-  peer_kill(p);
-  g_ptr_array_remove(live_peers, p);
-  if (p->in_fd >= 0)
-    close(p->in_fd);
-  close(p->out_fd);
-  g_string_free(p->partial, TRUE);
-  g_queue_clear_full(&p->lines, g_free);
-  g_free(p->name);
-  g_free(p);
-}
-
-/* Start @p argv (argv[0] looked up in PATH) with pipes on its stdin and
- * stdout; its stderr is ours.  NULL (and a failed assertion) on failure. */
-static peer *peer_start(const char *name, char **argv) {
-  /* It dies with us; no ZooKeeper socket or other peer's pipe leaks in. */
-  zkrc_spawn_options o;
-  zkrc_spawn_options_init(&o);
-  o.pipe_stdin = o.pipe_stdout = 1;
-  zkrc_child c;
-  if (zkrc_spawn(&c, argv, &o) != 0) {
-    CU_FAIL("cannot start the peer");
-    return NULL;
-  }
-  if (live_peers == NULL) {
-    live_peers = g_ptr_array_new();
-    atexit(kill_live_peers); /* runs before testutil stops the ensemble */
-  }
-  peer *p = g_new0(peer, 1);
-  p->name = g_strdup(name);
-  p->pid = c.pid;
-  p->in_fd = c.in_fd;
-  p->out_fd = c.out_fd;
-  p->partial = g_string_new(NULL);
-  g_queue_init(&p->lines);
-  g_ptr_array_add(live_peers, p);
-  return p;
-}
-
-/* Read what the peer wrote within @p timeout_ms into complete lines.
- * Returns 1 if something was read, 0 on timeout, -1 at end of output. */
-static int peer_fill(peer *p, int timeout_ms) {
-  if (p->eof)
-    return -1;
-  struct pollfd pfd = {.fd = p->out_fd, .events = POLLIN};
-  int r = poll(&pfd, 1, timeout_ms);
-  if (r < 0 && errno == EINTR)
-    return 0;
-  if (r <= 0)
-    return r < 0 ? -1 : 0;
-  char buf[4096];
-  ssize_t n = read(p->out_fd, buf, sizeof buf);
-  if (n < 0 && errno == EINTR)
-    return 0;
-  if (n <= 0) {
-    p->eof = TRUE;
-    return -1;
-  }
-  for (ssize_t i = 0; i < n; i++) {
-    if (buf[i] == '\n') {
-      g_queue_push_tail(&p->lines, g_strdup(p->partial->str));
-      g_string_truncate(p->partial, 0);
-    } else {
-      g_string_append_c(p->partial, buf[i]);
-    }
-  }
-  return 1;
-}
-
-/* Does @p line start with the word @p kw?  Sets *rest to what follows. */
-static gboolean line_is(const char *line, const char *kw, const char **rest) {
-  size_t n = strlen(kw);
-  if (strncmp(line, kw, n) != 0 || (line[n] != '\0' && line[n] != ' '))
-    return FALSE;
-  if (rest)
-    *rest = line[n] ? line + n + 1 : line + n;
-  return TRUE;
-}
-
-static void peer_report(peer *p, const char *what) {
-  fprintf(stderr, "\npeer %s: %s; unread lines:", p->name, what);
-  for (GList *l = p->lines.head; l; l = l->next)
-    fprintf(stderr, " [%s]", (char *)l->data);
-  fprintf(stderr, "%s\n", p->eof ? " (its output has ended)" : "");
-}
-
-/* Wait at most @p timeout_ms for a line starting with the word @p kw (other
- * lines stay queued, in order) and return what follows the word (g_free
- * it), or NULL. */
-static char *peer_expect(peer *p, const char *kw, int timeout_ms) {
-  int64_t deadline = zkt_now_ms() + timeout_ms;
-  for (;;) {
-    for (GList *l = p->lines.head; l; l = l->next) {
-      const char *rest;
-      if (line_is(l->data, kw, &rest)) {
-        char *out = g_strdup(rest);
-        g_free(l->data);
-        g_queue_delete_link(&p->lines, l);
-        return out;
-      }
-    }
-    int64_t left = deadline - zkt_now_ms();
-    if (left <= 0 || peer_fill(p, (int)left) < 0) {
-      char *what = g_strdup_printf("no \"%s\" line within %d ms", kw,
-                                   timeout_ms);
-      peer_report(p, what);
-      g_free(what);
-      return NULL;
-    }
-  }
-}
-
-/* The peer's next line (any), or NULL after @p timeout_ms. */
-static char *peer_next(peer *p, int timeout_ms) {
-  int64_t deadline = zkt_now_ms() + timeout_ms;
-  while (g_queue_is_empty(&p->lines)) {
-    int64_t left = deadline - zkt_now_ms();
-    if (left <= 0 || peer_fill(p, (int)left) < 0) {
-      peer_report(p, "no line in time");
-      return NULL;
-    }
-  }
-  return g_queue_pop_head(&p->lines);
-}
-
-/* Has the peer written a line starting with @p kw by now?  (Reads what is
- * there without waiting; consumes nothing.) */
-static gboolean peer_said(peer *p, const char *kw) {
-  while (peer_fill(p, 0) > 0)
-    ;
-  for (GList *l = p->lines.head; l; l = l->next)
-    if (line_is(l->data, kw, NULL))
-      return TRUE;
-  return FALSE;
-}
-
-static gboolean peer_send(peer *p, const char *line) {
-  GString *s = g_string_new(line);
-  g_string_append_c(s, '\n');
-  ssize_t n = p->in_fd >= 0 ? write(p->in_fd, s->str, s->len) : -1;
-  gboolean ok = n == (ssize_t)s->len;
-  g_string_free(s, TRUE);
-  if (!ok)
-    peer_report(p, "could not send a command");
-  return ok;
-}
-
-/* Send @p cmd and return the rest of the reply line starting with @p kw. */
-static char *peer_ask(peer *p, const char *cmd, const char *kw) {
-  return peer_send(p, cmd) ? peer_expect(p, kw, STEP_MS) : NULL;
-}
-
-/* Close the peer's stdin and wait for it to exit: its exit status (0..255),
- * 128+signal, or -1 when it did not exit within @p timeout_ms (it is then
- * killed).  Frees the peer. */
-static int peer_finish(peer *p, int timeout_ms) {
-  if (p == NULL)
-    return -1;
-  if (p->in_fd >= 0) {
-    close(p->in_fd);
-    p->in_fd = -1;
-  }
-  int64_t deadline = zkt_now_ms() + timeout_ms;
-  int status = 0, result = -1;
-  for (;;) {
-    pid_t r = waitpid(p->pid, &status, WNOHANG);
-    if (r == p->pid) {
-      p->pid = 0;
-      result = WIFEXITED(status) ? WEXITSTATUS(status)
-                                 : 128 + WTERMSIG(status);
-      break;
-    }
-    if ((r < 0 && errno != EINTR) || zkt_now_ms() >= deadline) {
-      peer_report(p, "did not exit in time");
-      break;
-    }
-    /* Drain its output so that it never blocks writing. */
-    peer_fill(p, 10);
-  }
-  peer_free(p);
-  return result;
-}
-
-/* argv builders: NULL-terminated argument lists after the mode. */
-
-static peer *start_argv(const char *name, const char *const *head, int nhead,
-                        const char *mode, const char *path, va_list ap) {
-  GPtrArray *argv = g_ptr_array_new();
-  for (int i = 0; i < nhead; i++)
-    g_ptr_array_add(argv, (char *)head[i]);
-  g_ptr_array_add(argv, (char *)mode);
-  g_ptr_array_add(argv, (char *)zkt_hosts());
-  g_ptr_array_add(argv, (char *)path);
-  for (const char *a; (a = va_arg(ap, const char *)) != NULL;)
-    g_ptr_array_add(argv, (char *)a);
-  g_ptr_array_add(argv, NULL);
-  peer *p = peer_start(name, (char **)argv->pdata);
-  g_ptr_array_free(argv, TRUE);
-  return p;
-}
-
-/* A CuratorPeer: curator_peer(name, mode, path, args..., NULL). */
-static peer *curator_peer(const char *name, const char *mode,
-                          const char *path, ...) {
-  /* Start-up flags: a short-lived JVM on two cores. */
-  static const char *const head[] = {
-      JAVA_PROG, "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
-      "-cp", CURATOR_PEER_CLASSPATH, "CuratorPeer"};
-  va_list ap;
-  va_start(ap, path);
-  peer *p = start_argv(name, head, G_N_ELEMENTS(head), mode, path, ap);
-  va_end(ap);
-  return p;
-}
-
-static peer *kazoo_peer(const char *name, const char *mode, const char *path,
-                        ...) {
-  static const char *const head[] = {DEBIAN_PYTHON3, KAZOO_PEER};
-  va_list ap;
-  va_start(ap, path);
-  peer *p = start_argv(name, head, G_N_ELEMENTS(head), mode, path, ap);
-  va_end(ap);
-  return p;
-}
-
-static peer *zkrc_worker(const char *name, const char *mode, const char *path,
-                         ...) {
-  static const char *const head[] = {INTEROP_WORKER};
-  va_list ap;
-  va_start(ap, path);
-  peer *p = start_argv(name, head, G_N_ELEMENTS(head), mode, path, ap);
-  va_end(ap);
-  return p;
-}
 
 /* ------------------------------------------------- an in-process holder */
 
@@ -349,8 +76,8 @@ static void holder_send(holder *h, holder_cmd cmd) {
 /* The result of the last command, waiting at most @p timeout_ms (0: do not
  * wait); NO_RESULT when none yet. */
 static int holder_result(holder *h, int timeout_ms) {
-  gpointer r = g_async_queue_timeout_pop(h->results,
-                                         (guint64)timeout_ms * 1000);
+  gpointer r =
+      g_async_queue_timeout_pop(h->results, (guint64)timeout_ms * 1000);
   if (r == NULL && timeout_ms > 0)
     fprintf(stderr, "\nthe holder thread gave no result within %d ms\n",
             timeout_ms);
@@ -517,9 +244,10 @@ static void shared_counter(const char *foreign_kind) {
     for (int k = 0; k < 4; k++)
       CU_ASSERT_EQUAL(per_id[k], COUNT_ITERATIONS);
     if (switches < 20)
-      fprintf(stderr, "\nthe lock passed between %s and zkrecipes only %d "
-              "times: the processes did not contend\n", foreign_kind,
-              switches);
+      fprintf(stderr,
+              "\nthe lock passed between %s and zkrecipes only %d "
+              "times: the processes did not contend\n",
+              foreign_kind, switches);
     CU_ASSERT_TRUE(switches >= 20);
     if (getenv("ZKT_VERBOSE"))
       fprintf(stderr, "\n%s: %d hand-overs between implementations\n",
@@ -789,12 +517,10 @@ static void test_kazoo_fair_queue(void) {
 /* ------------------------------------------------------------------ main */
 
 static void add_suites(void) {
-  ZKT_SUITE("curator",
-            {"shared_counter", test_curator_shared_counter},
+  ZKT_SUITE("curator", {"shared_counter", test_curator_shared_counter},
             {"mutex_both_ways", test_curator_mutex_both_ways},
             {"latch_election", test_curator_latch_election});
-  ZKT_SUITE("kazoo",
-            {"shared_counter", test_kazoo_shared_counter},
+  ZKT_SUITE("kazoo", {"shared_counter", test_kazoo_shared_counter},
             {"blocks_both_ways", test_kazoo_blocks_both_ways},
             {"fair_queue", test_kazoo_fair_queue});
 }

@@ -9,8 +9,8 @@
  *
  * Protocol (wire-compatible with Apache Curator's InterProcessReadWriteLock):
  * the lock is a directory node; a reader creates an ephemeral sequential
- * child "_c_<uuid>-__READ__<sequence>", a writer "_c_<uuid>-__WRIT__<sequence>",
- * holding its participant id.  Contenders are ordered by sequence, read as
+ * child "_c_<uuid>-__READ__<sequence>", a writer
+ * "_c_<uuid>-__WRIT__<sequence>", holding its participant id.  Contenders are ordered by sequence, read as
  * a signed 32-bit number, whatever their dialect: Curator's readers and
  * writers, kazoo's ReadLock ("__rlock__", shared) and WriteLock ("__lock__",
  * exclusive), and our mutex's "lock-" nodes (exclusive), so that a
@@ -23,13 +23,14 @@
  *    like the mutex.  Fair: a writer is not overtaken by readers that came
  *    after it (they wait for it), so a stream of readers cannot starve it.
  *
- * Other clients: Curator's readers and writers and ours exclude each other
- * both ways.  kazoo only counts kazoo's names: a kazoo WriteLock does not
- * wait for our (or Curator's) readers, and a kazoo ReadLock does not wait
- * for our writers; do not mix kazoo with us on the exclusive side.  Curator
- * does not order our mutex's or kazoo's nodes correctly (it sorts names it
- * does not know as text), so neither mix a zkrc_lock with Curator's
- * read-write lock on one path.
+ * Other clients.  Curator's readers and writers and ours exclude each other
+ * both ways.  kazoo counts only the names it is told: create its locks with
+ * extra_lock_patterns, ReadLock(path, id, extra_lock_patterns=["__WRIT__",
+ * "-lock-"]) and WriteLock(path, id, extra_lock_patterns=["__READ__",
+ * "__WRIT__", "-lock-"]), and they exclude ours both ways too (without
+ * them, a kazoo writer ignores our readers).  Curator orders names it does
+ * not know (our mutex's, kazoo's) as text, not by sequence, so do not mix a
+ * zkrc_lock or kazoo with Curator's read-write lock on one path.
  *
  * Threads.  Ownership of each side is per thread, as for zkrc_lock: the
  * thread that acquired a side may acquire it again (a count, nothing sent)

@@ -9,6 +9,11 @@
  *         timeout).  Prints "acquired NODE" or "timeout" (exit 3).  Then
  *         reads commands: "participants" prints the queue; any other line,
  *         or end of input, releases ("released") and exits 0.
+ *   rhold CONNECT PATH ID [TIMEOUT_MS]
+ *   whold CONNECT PATH ID [TIMEOUT_MS]
+ *         As hold, on the read (rhold) or write (whold) side of an
+ *         InterProcessReadWriteLock whose nodes hold ID; prints "acquired"
+ *         (without the node, which Curator does not give out).
  *   shell CONNECT PATH ID
  *         One mutex driven by commands: "acquire [TIMEOUT_MS]" ("acquired
  *         NODE" / "timeout"), "release" ("released" / "error not held"),
@@ -103,6 +108,7 @@ import org.apache.curator.framework.recipes.leader.LeaderLatch;
 import org.apache.curator.framework.recipes.leader.LeaderLatchListener;
 import org.apache.curator.framework.recipes.leader.Participant;
 import org.apache.curator.framework.recipes.locks.InterProcessMutex;
+import org.apache.curator.framework.recipes.locks.InterProcessReadWriteLock;
 import org.apache.curator.retry.RetryNTimes;
 import org.apache.zookeeper.KeeperException;
 
@@ -263,6 +269,23 @@ public final class CuratorPeer {
     while (in.next().equals("participants"))
       out.println(participants(client, m));
     release(m);
+    return EXIT_OK;
+  }
+
+  /** hold on a side of an InterProcessReadWriteLock (rhold, whold). */
+  static int rwHold(CuratorFramework client, Commands in, String path,
+                    String id, boolean write, long timeoutMs) throws Exception {
+    InterProcessReadWriteLock rw = new InterProcessReadWriteLock(
+        client, path, id.getBytes(StandardCharsets.UTF_8));
+    InterProcessMutex side = write ? rw.writeLock() : rw.readLock();
+    if (!side.acquire(timeoutMs, TimeUnit.MILLISECONDS)) {
+      out.println("timeout");
+      return EXIT_TIMEOUT;
+    }
+    out.println("acquired");
+    in.next(); /* any line, or end of input */
+    side.release();
+    out.println("released");
     return EXIT_OK;
   }
 
@@ -724,9 +747,11 @@ public final class CuratorPeer {
     long lifetime = envLong("ZKR_PEER_LIFETIME_S", 300);
     switch (mode) {
     case "hold":
+    case "rhold":
+    case "whold":
     case "shell":
     case "latch":
-      if (a.length != 4 && !(mode.equals("hold") && a.length == 5))
+      if (a.length != 4 && !(mode.endsWith("hold") && a.length == 5))
         usage();
       break;
     case "count":
@@ -748,7 +773,7 @@ public final class CuratorPeer {
     default:
       usage();
     }
-    long holdTimeout = mode.equals("hold") && a.length == 5
+    long holdTimeout = mode.endsWith("hold") && a.length == 5
                            ? parseNumber("TIMEOUT_MS", a[4], 0)
                            : peerTimeoutMs;
     startWatchdog(lifetime);
@@ -758,6 +783,10 @@ public final class CuratorPeer {
       switch (mode) {
       case "hold":
         return hold(client, in, path, a[3], holdTimeout);
+      case "rhold":
+      case "whold":
+        return rwHold(client, in, path, a[3], mode.equals("whold"),
+                      holdTimeout);
       case "shell":
         return shell(client, in, path, a[3]);
       case "count":
