@@ -76,8 +76,8 @@ static void holder_send(holder *h, holder_cmd cmd) {
 /* The result of the last command, waiting at most @p timeout_ms (0: do not
  * wait); NO_RESULT when none yet. */
 static int holder_result(holder *h, int timeout_ms) {
-  gpointer r =
-      g_async_queue_timeout_pop(h->results, (guint64)timeout_ms * 1000);
+  gpointer r = g_async_queue_timeout_pop(h->results,
+                                         (guint64)timeout_ms * 1000);
   if (r == NULL && timeout_ms > 0)
     fprintf(stderr, "\nthe holder thread gave no result within %d ms\n",
             timeout_ms);
@@ -244,10 +244,9 @@ static void shared_counter(const char *foreign_kind) {
     for (int k = 0; k < 4; k++)
       CU_ASSERT_EQUAL(per_id[k], COUNT_ITERATIONS);
     if (switches < 20)
-      fprintf(stderr,
-              "\nthe lock passed between %s and zkrecipes only %d "
-              "times: the processes did not contend\n",
-              foreign_kind, switches);
+      fprintf(stderr, "\nthe lock passed between %s and zkrecipes only %d "
+              "times: the processes did not contend\n", foreign_kind,
+              switches);
     CU_ASSERT_TRUE(switches >= 20);
     if (getenv("ZKT_VERBOSE"))
       fprintf(stderr, "\n%s: %d hand-overs between implementations\n",
@@ -517,10 +516,12 @@ static void test_kazoo_fair_queue(void) {
 /* ------------------------------------------------------------------ main */
 
 static void add_suites(void) {
-  ZKT_SUITE("curator", {"shared_counter", test_curator_shared_counter},
+  ZKT_SUITE("curator",
+            {"shared_counter", test_curator_shared_counter},
             {"mutex_both_ways", test_curator_mutex_both_ways},
             {"latch_election", test_curator_latch_election});
-  ZKT_SUITE("kazoo", {"shared_counter", test_kazoo_shared_counter},
+  ZKT_SUITE("kazoo",
+            {"shared_counter", test_kazoo_shared_counter},
             {"blocks_both_ways", test_kazoo_blocks_both_ways},
             {"fair_queue", test_kazoo_fair_queue});
 }

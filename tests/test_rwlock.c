@@ -17,6 +17,7 @@
 
 #include <glib.h>
 
+#include "holds.h"
 #include "testutil.h"
 
 /* ------------------------------------------------------------ helpers */
@@ -455,6 +456,116 @@ static void test_deadline_leaves_no_node(void) {
   g_free(path);
 }
 
+/* ------------------------------------------------------ many sessions */
+
+enum { CLIENTS = 5, ROUNDS = 12 };
+
+/* A shared resource that reveals a violation: writers read, pause and
+ * write the counter back plus one; readers check it does not move while
+ * they hold.  (Atomics only so that a violation is a wrong number, not
+ * undefined behaviour.) */
+typedef struct resource {
+  gint counter, writes, moved, failures;
+} resource;
+
+typedef struct client {
+  const char *path;
+  resource *res;
+  int id;
+  GArray *holds; /* of zkt_hold */
+} client;
+
+static void use_resource(resource *res, gboolean writer) {
+  gint before = g_atomic_int_get(&res->counter);
+  g_usleep(2000); /* the work inside the hold */
+  if (writer) {
+    g_atomic_int_set(&res->counter, before + 1);
+    g_atomic_int_inc(&res->writes);
+  } else if (g_atomic_int_get(&res->counter) != before) {
+    g_atomic_int_inc(&res->moved);
+  }
+}
+
+static gpointer client_run(gpointer data) {
+  client *c = data;
+  zkrc_session *s = zkt_session();
+  zkrc_rwlock *rw = NULL;
+  if (zkrc_rwlock_new(&rw, s, c->path, NULL) != ZKRC_OK) {
+    g_atomic_int_inc(&c->res->failures);
+    zkrc_session_close(s);
+    return NULL;
+  }
+  for (int i = 0; i < ROUNDS; i++) {
+    gboolean writer = (i + c->id) % 3 == 0;
+    zkrc_lock *side = writer ? zkrc_rwlock_writer(rw) : zkrc_rwlock_reader(rw);
+    int64_t token = 0;
+    if (zkrc_lock_acquire(side, 20000) != ZKRC_OK ||
+        zkrc_lock_token(side, &token) != ZKRC_OK) {
+      g_atomic_int_inc(&c->res->failures);
+      continue;
+    }
+    int64_t acquired = zkt_hold_now_us();
+    use_resource(c->res, writer);
+    zkt_hold_add(c->holds, c->id, token, acquired, zkt_hold_now_us())->shared =
+        !writer;
+    if (zkrc_lock_release(side) != ZKRC_OK)
+      g_atomic_int_inc(&c->res->failures);
+  }
+  zkrc_rwlock_free(rw);
+  zkrc_session_close(s);
+  return NULL;
+}
+
+/* Pairs of readers that held at the same time. */
+static int readers_together(GArray *all) {
+  int pairs = 0;
+  for (guint i = 0; i < all->len; i++)
+    for (guint j = i + 1; j < all->len; j++) {
+      zkt_hold *a = &g_array_index(all, zkt_hold, i);
+      zkt_hold *b = &g_array_index(all, zkt_hold, j);
+      pairs += a->shared && b->shared && a->acquired < b->end &&
+               b->acquired < a->end;
+    }
+  return pairs;
+}
+
+/* Five sessions take either side for a dozen rounds each: no writer
+ * overlaps anyone and tokens rise past every ended hold (holds.h's
+ * checker), the counter moves under no reader and loses no write, no node
+ * is left. */
+static void test_many_sessions_keep_the_rule(void) {
+  char *path = zkt_path("rw-many");
+  resource res = {0};
+  client clients[CLIENTS];
+  GThread *threads[CLIENTS];
+  for (int i = 0; i < CLIENTS; i++) {
+    clients[i] =
+        (client){path, &res, i, g_array_new(FALSE, TRUE, sizeof(zkt_hold))};
+    threads[i] = g_thread_new("client", client_run, &clients[i]);
+  }
+  GArray *all = g_array_new(FALSE, TRUE, sizeof(zkt_hold));
+  for (int i = 0; i < CLIENTS; i++) {
+    g_thread_join(threads[i]);
+    g_array_append_vals(all, clients[i].holds->data, clients[i].holds->len);
+    g_array_free(clients[i].holds, TRUE);
+  }
+  zkt_checker c;
+  zkt_checker_init(&c, NULL, NULL);
+  CU_ASSERT_EQUAL(zkt_check_hold_array(&c, all), 0);
+  CU_ASSERT_EQUAL(all->len, CLIENTS * ROUNDS);
+  CU_ASSERT_EQUAL(res.failures, 0);
+  CU_ASSERT_EQUAL(res.moved, 0);
+  CU_ASSERT_EQUAL(res.counter, res.writes);
+  printf("(%u holds, %d writes, %d reader pairs held together) ", all->len,
+         res.writes, readers_together(all));
+  zkt_checker_clear(&c);
+  g_array_free(all, TRUE);
+  zhandle_t *zh = zkt_raw();
+  CU_ASSERT_EQUAL(zkt_nodes_left(zh, path), 0);
+  zookeeper_close(zh);
+  g_free(path);
+}
+
 /* ------------------------------------------------- non-blocking, free */
 
 typedef struct async_probe {
@@ -561,6 +672,7 @@ static void add_suites(void) {
       {"tokens order writers after readers",
        test_tokens_order_writers_after_readers},
       {"deadline leaves no node", test_deadline_leaves_no_node},
+      {"many sessions keep the rule", test_many_sessions_keep_the_rule},
       {"async reader and free", test_async_reader_and_free},
       {"bad input", test_bad_input});
 }
