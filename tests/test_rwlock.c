@@ -3,7 +3,8 @@
  * a writer excludes readers, writers and the mutex (and they it), a reader
  * behind a writer is admitted when it releases, a writer is not overtaken by
  * later readers, per-thread reentrancy on both sides, downgrade, upgrade
- * refused at once, fencing tokens, deadlines, and no node left behind.
+ * refused at once, fencing tokens, deadlines, loss told on the side that
+ * held, and no node left behind.
  *
  * Each participant of another "process" is a thread with its own session
  * (parties below): it acquires a side, reports on a shared board what it
@@ -566,6 +567,62 @@ static void test_many_sessions_keep_the_rule(void) {
   g_free(path);
 }
 
+/* ------------------------------------------------------------ loss */
+
+typedef struct lost_probe {
+  GMutex mu;
+  GCond cond;
+  zkrc_lock *side; /* the side the LOST was about */
+  int lost, reason;
+} lost_probe;
+
+static void on_side_event(zkrc_lock *lk, const zkrc_lock_event_info *info,
+                          void *arg) {
+  lost_probe *p = arg;
+  g_mutex_lock(&p->mu);
+  if (info->event == ZKRC_LOCK_LOST) {
+    p->lost++;
+    p->side = lk;
+    p->reason = info->reason;
+  }
+  g_cond_broadcast(&p->cond);
+  g_mutex_unlock(&p->mu);
+}
+
+/* A reader whose session expires is told LOST about its side, and the
+ * write side (not held) hears nothing. */
+static void test_expired_reader_is_told(void) {
+  char *path = zkt_path("rw-lost");
+  zkrc_session *s = zkt_session();
+  lost_probe p = {0};
+  g_mutex_init(&p.mu);
+  g_cond_init(&p.cond);
+  zkrc_rwlock_options o;
+  zkrc_rwlock_options_init(&o);
+  o.on_event = on_side_event;
+  o.event_arg = &p;
+  zkrc_rwlock *rw = NULL;
+  CU_ASSERT_EQUAL_FATAL(zkrc_rwlock_new(&rw, s, path, &o), ZKRC_OK);
+  zkrc_lock *r = zkrc_rwlock_reader(rw);
+  CU_ASSERT_EQUAL_FATAL(zkrc_lock_acquire(r, 5000), ZKRC_OK);
+  zkt_expire(s);
+  int64_t until = g_get_monotonic_time() + 10 * G_TIME_SPAN_SECOND;
+  g_mutex_lock(&p.mu);
+  while (p.lost == 0 && g_cond_wait_until(&p.cond, &p.mu, until))
+    ;
+  CU_ASSERT_EQUAL(p.lost, 1);
+  CU_ASSERT_PTR_EQUAL(p.side, r);
+  CU_ASSERT(p.reason == ZKRC_ESESSIONEXPIRED || p.reason == ZKRC_ELOCKLOST);
+  g_mutex_unlock(&p.mu);
+  CU_ASSERT_FALSE(zkrc_lock_is_held(r));
+  ZKT_ASSERT_RC(ZKRC_ELOCKLOST, zkrc_lock_release(r));
+  zkrc_rwlock_free(rw);
+  zkrc_session_close(s);
+  g_mutex_clear(&p.mu);
+  g_cond_clear(&p.cond);
+  g_free(path);
+}
+
 /* ------------------------------------------------- non-blocking, free */
 
 typedef struct async_probe {
@@ -673,6 +730,7 @@ static void add_suites(void) {
        test_tokens_order_writers_after_readers},
       {"deadline leaves no node", test_deadline_leaves_no_node},
       {"many sessions keep the rule", test_many_sessions_keep_the_rule},
+      {"expired reader is told", test_expired_reader_is_told},
       {"async reader and free", test_async_reader_and_free},
       {"bad input", test_bad_input});
 }
