@@ -122,48 +122,83 @@ static void board_clear(board *b) {
   g_cond_clear(&b->cond);
 }
 
+/* ------------------------------------------------------------ fixture */
+
+enum { MAX_SESSIONS = 3 };
+
+/* What most tests need: @p n sessions with a read-write lock each, all on
+ * one path, a plain handle to look at the servers, and a board. */
+typedef struct fixture {
+  char *path;
+  int n;
+  zkrc_session *s[MAX_SESSIONS];
+  zkrc_rwlock *rw[MAX_SESSIONS];
+  zhandle_t *zh;
+  board b;
+} fixture;
+
+static void fixture_open(fixture *f, const char *tag, int n) {
+  memset(f, 0, sizeof *f);
+  f->path = zkt_path(tag);
+  f->n = n;
+  for (int i = 0; i < n; i++) {
+    f->s[i] = zkt_session();
+    f->rw[i] = new_rwlock(f->s[i], f->path);
+  }
+  f->zh = zkt_raw();
+  board_init(&f->b);
+}
+
+/* Asserts that no node is left under the path, then frees everything. */
+static void fixture_close(fixture *f) {
+  CU_ASSERT_EQUAL(zkt_nodes_left(f->zh, f->path), 0);
+  for (int i = 0; i < f->n; i++) {
+    zkrc_rwlock_free(f->rw[i]);
+    zkrc_session_close(f->s[i]);
+  }
+  zookeeper_close(f->zh);
+  board_clear(&f->b);
+  g_free(f->path);
+}
+
+/* Session @p i's read side and write side. */
+static zkrc_lock *reader(fixture *f, int i) {
+  return zkrc_rwlock_reader(f->rw[i]);
+}
+static zkrc_lock *writer(fixture *f, int i) {
+  return zkrc_rwlock_writer(f->rw[i]);
+}
+
 /* ------------------------------------------------------- sharing, order */
 
 static void test_readers_share(void) {
-  char *path = zkt_path("rw-share");
-  zkrc_session *s[3] = {zkt_session(), zkt_session(), zkt_session()};
-  zkrc_rwlock *rw[3];
-  zhandle_t *zh = zkt_raw();
-  for (int i = 0; i < 3; i++) {
-    rw[i] = new_rwlock(s[i], path);
-    ZKT_ASSERT_RC(ZKRC_OK,
-                  zkrc_lock_acquire(zkrc_rwlock_reader(rw[i]), ZKRC_NO_WAIT));
-  }
+  fixture f;
+  fixture_open(&f, "rw-share", 3);
   for (int i = 0; i < 3; i++)
-    CU_ASSERT_TRUE(zkrc_lock_is_held(zkrc_rwlock_reader(rw[i])));
-  CU_ASSERT_EQUAL(zkt_child_count(zh, path), 3);
-  for (int i = 0; i < 3; i++) {
-    ZKT_ASSERT_RC(ZKRC_OK, zkrc_lock_release(zkrc_rwlock_reader(rw[i])));
-    zkrc_rwlock_free(rw[i]);
-    zkrc_session_close(s[i]);
-  }
-  CU_ASSERT_EQUAL(zkt_nodes_left(zh, path), 0);
-  zookeeper_close(zh);
-  g_free(path);
+    ZKT_ASSERT_RC(ZKRC_OK, zkrc_lock_acquire(reader(&f, i), ZKRC_NO_WAIT));
+  for (int i = 0; i < 3; i++)
+    CU_ASSERT_TRUE(zkrc_lock_is_held(reader(&f, i)));
+  CU_ASSERT_EQUAL(zkt_child_count(f.zh, f.path), 3);
+  for (int i = 0; i < 3; i++)
+    ZKT_ASSERT_RC(ZKRC_OK, zkrc_lock_release(reader(&f, i)));
+  fixture_close(&f);
 }
 
 /* Nobody gets in beside a writer, a mutex holder excludes both sides, and
  * a reader excludes writers and the mutex. */
 static void test_writer_and_mutex_exclude(void) {
-  char *path = zkt_path("rw-exclude");
-  zkrc_session *s1 = zkt_session(), *s2 = zkt_session();
-  zkrc_rwlock *a = new_rwlock(s1, path), *b = new_rwlock(s2, path);
+  fixture f;
+  fixture_open(&f, "rw-exclude", 2);
   zkrc_lock *mutex = NULL;
-  CU_ASSERT_EQUAL_FATAL(zkrc_lock_new(&mutex, s2, path, NULL), ZKRC_OK);
-  zhandle_t *zh = zkt_raw();
-  zkrc_lock *ar = zkrc_rwlock_reader(a), *aw = zkrc_rwlock_writer(a);
-  zkrc_lock *br = zkrc_rwlock_reader(b), *bw = zkrc_rwlock_writer(b);
+  CU_ASSERT_EQUAL_FATAL(zkrc_lock_new(&mutex, f.s[1], f.path, NULL), ZKRC_OK);
+  zkrc_lock *ar = reader(&f, 0), *aw = writer(&f, 0);
+  zkrc_lock *br = reader(&f, 1), *bw = writer(&f, 1);
 
   CU_ASSERT_EQUAL_FATAL(zkrc_lock_acquire(aw, 5000), ZKRC_OK);
   ZKT_ASSERT_RC(ZKRC_ELOCKED, zkrc_lock_acquire(br, ZKRC_NO_WAIT));
   ZKT_ASSERT_RC(ZKRC_ELOCKED, zkrc_lock_acquire(bw, ZKRC_NO_WAIT));
   ZKT_ASSERT_RC(ZKRC_ELOCKED, zkrc_lock_acquire(mutex, ZKRC_NO_WAIT));
-  CU_ASSERT_EQUAL(zkt_child_count(zh, path), 1);
+  CU_ASSERT_EQUAL(zkt_child_count(f.zh, f.path), 1);
   ZKT_ASSERT_RC(ZKRC_OK, zkrc_lock_release(aw));
 
   CU_ASSERT_EQUAL_FATAL(zkrc_lock_acquire(ar, 5000), ZKRC_OK);
@@ -175,77 +210,50 @@ static void test_writer_and_mutex_exclude(void) {
   ZKT_ASSERT_RC(ZKRC_ELOCKED, zkrc_lock_acquire(ar, ZKRC_NO_WAIT));
   ZKT_ASSERT_RC(ZKRC_ELOCKED, zkrc_lock_acquire(aw, ZKRC_NO_WAIT));
   ZKT_ASSERT_RC(ZKRC_OK, zkrc_lock_release(mutex));
-
-  CU_ASSERT_EQUAL(zkt_nodes_left(zh, path), 0);
-  zookeeper_close(zh);
   zkrc_lock_free(mutex);
-  zkrc_rwlock_free(a);
-  zkrc_rwlock_free(b);
-  zkrc_session_close(s1);
-  zkrc_session_close(s2);
-  g_free(path);
+  fixture_close(&f);
 }
 
 /* Two readers queued behind a writer are both admitted, together, by its
  * release; none of them before. */
 static void test_readers_behind_a_writer_enter_at_its_release(void) {
-  char *path = zkt_path("rw-behind");
-  zkrc_session *s[3] = {zkt_session(), zkt_session(), zkt_session()};
-  zkrc_rwlock *rw[3];
-  for (int i = 0; i < 3; i++)
-    rw[i] = new_rwlock(s[i], path);
-  zhandle_t *zh = zkt_raw();
-  board b;
-  board_init(&b);
+  fixture f;
+  fixture_open(&f, "rw-behind", 3);
   party w, r1, r2;
-  party_start(&w, &b, zkrc_rwlock_writer(rw[0]), TRUE, 10000);
+  party_start(&w, &f.b, writer(&f, 0), TRUE, 10000);
   CU_ASSERT_FATAL(party_done(&w, 10000));
   ZKT_ASSERT_RC(ZKRC_OK, w.rc);
-  party_start(&r1, &b, zkrc_rwlock_reader(rw[1]), FALSE, 20000);
-  party_start(&r2, &b, zkrc_rwlock_reader(rw[2]), FALSE, 20000);
-  CU_ASSERT(zkt_wait_children(zh, path, 3, 10000)); /* both queued */
+  party_start(&r1, &f.b, reader(&f, 1), FALSE, 20000);
+  party_start(&r2, &f.b, reader(&f, 2), FALSE, 20000);
+  CU_ASSERT(zkt_wait_children(f.zh, f.path, 3, 10000)); /* both queued */
   CU_ASSERT_FALSE(party_is_done(&r1) || party_is_done(&r2));
   party_finish(&w);
   CU_ASSERT(party_done(&r1, 10000) && party_done(&r2, 10000));
   ZKT_ASSERT_RC(ZKRC_OK, r1.rc);
   ZKT_ASSERT_RC(ZKRC_OK, r2.rc);
-  g_mutex_lock(&b.mu);
-  CU_ASSERT_EQUAL(b.readers_in, 2); /* at the same time */
-  CU_ASSERT_EQUAL(b.overlaps, 0);
-  g_mutex_unlock(&b.mu);
+  g_mutex_lock(&f.b.mu);
+  CU_ASSERT_EQUAL(f.b.readers_in, 2); /* at the same time */
+  CU_ASSERT_EQUAL(f.b.overlaps, 0);
+  g_mutex_unlock(&f.b.mu);
   party_finish(&r1);
   party_finish(&r2);
-  CU_ASSERT_EQUAL(zkt_nodes_left(zh, path), 0);
-  board_clear(&b);
-  zookeeper_close(zh);
-  for (int i = 0; i < 3; i++) {
-    zkrc_rwlock_free(rw[i]);
-    zkrc_session_close(s[i]);
-  }
-  g_free(path);
+  fixture_close(&f);
 }
 
 /* A writer waiting behind a reader is not overtaken by readers that come
  * after it: they wait for it, and it holds before them. */
 static void test_a_waiting_writer_is_not_starved(void) {
-  char *path = zkt_path("rw-fair");
-  zkrc_session *s[3] = {zkt_session(), zkt_session(), zkt_session()};
-  zkrc_rwlock *rw[3];
-  for (int i = 0; i < 3; i++)
-    rw[i] = new_rwlock(s[i], path);
-  zhandle_t *zh = zkt_raw();
-  board b;
-  board_init(&b);
+  fixture f;
+  fixture_open(&f, "rw-fair", 3);
   party r1, w, r2;
-  party_start(&r1, &b, zkrc_rwlock_reader(rw[0]), FALSE, 10000);
+  party_start(&r1, &f.b, reader(&f, 0), FALSE, 10000);
   CU_ASSERT_FATAL(party_done(&r1, 10000));
-  party_start(&w, &b, zkrc_rwlock_writer(rw[1]), TRUE, 20000);
-  CU_ASSERT(zkt_wait_children(zh, path, 2, 10000));
+  party_start(&w, &f.b, writer(&f, 1), TRUE, 20000);
+  CU_ASSERT(zkt_wait_children(f.zh, f.path, 2, 10000));
   /* A later reader: a reader holds, but the writer is ahead of it. */
-  ZKT_ASSERT_RC(ZKRC_ELOCKED,
-                zkrc_lock_acquire(zkrc_rwlock_reader(rw[2]), ZKRC_NO_WAIT));
-  party_start(&r2, &b, zkrc_rwlock_reader(rw[2]), FALSE, 20000);
-  CU_ASSERT(zkt_wait_children(zh, path, 3, 10000));
+  ZKT_ASSERT_RC(ZKRC_ELOCKED, zkrc_lock_acquire(reader(&f, 2), ZKRC_NO_WAIT));
+  party_start(&r2, &f.b, reader(&f, 2), FALSE, 20000);
+  CU_ASSERT(zkt_wait_children(f.zh, f.path, 3, 10000));
   party_finish(&r1);
   CU_ASSERT(party_done(&w, 10000));
   ZKT_ASSERT_RC(ZKRC_OK, w.rc);
@@ -255,104 +263,76 @@ static void test_a_waiting_writer_is_not_starved(void) {
   ZKT_ASSERT_RC(ZKRC_OK, r2.rc);
   party_finish(&r2);
   CU_ASSERT(w.token > r1.token && r2.token > w.token);
-  CU_ASSERT_EQUAL(b.overlaps, 0);
-  CU_ASSERT_EQUAL(zkt_nodes_left(zh, path), 0);
-  board_clear(&b);
-  zookeeper_close(zh);
-  for (int i = 0; i < 3; i++) {
-    zkrc_rwlock_free(rw[i]);
-    zkrc_session_close(s[i]);
-  }
-  g_free(path);
+  CU_ASSERT_EQUAL(f.b.overlaps, 0);
+  fixture_close(&f);
 }
 
 /* ------------------------------------------ reentrancy, down- and upgrade */
 
 static void test_reentrancy_on_both_sides(void) {
-  char *path = zkt_path("rw-reentrant");
-  zkrc_session *s = zkt_session();
-  zkrc_rwlock *rw = new_rwlock(s, path);
-  zkrc_lock *r = zkrc_rwlock_reader(rw), *w = zkrc_rwlock_writer(rw);
-  zhandle_t *zh = zkt_raw();
+  fixture f;
+  fixture_open(&f, "rw-reentrant", 1);
+  zkrc_lock *r = reader(&f, 0), *w = writer(&f, 0);
   for (int depth = 1; depth <= 3; depth++) {
     ZKT_ASSERT_RC(ZKRC_OK, zkrc_lock_acquire(r, 5000));
     CU_ASSERT_EQUAL(zkrc_lock_depth(r), depth);
   }
-  CU_ASSERT_EQUAL(zkt_child_count(zh, path), 1); /* one node for three */
+  CU_ASSERT_EQUAL(zkt_child_count(f.zh, f.path), 1); /* one node for three */
   for (int depth = 3; depth >= 1; depth--)
     ZKT_ASSERT_RC(ZKRC_OK, zkrc_lock_release(r));
   ZKT_ASSERT_RC(ZKRC_ENOTOWNER, zkrc_lock_release(r));
   ZKT_ASSERT_RC(ZKRC_OK, zkrc_lock_acquire(w, 5000));
   ZKT_ASSERT_RC(ZKRC_OK, zkrc_lock_acquire(w, 5000));
   CU_ASSERT_EQUAL(zkrc_lock_depth(w), 2);
-  CU_ASSERT_EQUAL(zkt_child_count(zh, path), 1);
+  CU_ASSERT_EQUAL(zkt_child_count(f.zh, f.path), 1);
   ZKT_ASSERT_RC(ZKRC_OK, zkrc_lock_release(w));
   CU_ASSERT_TRUE(zkrc_lock_is_held(w));
   ZKT_ASSERT_RC(ZKRC_OK, zkrc_lock_release(w));
   CU_ASSERT_FALSE(zkrc_lock_is_held(w));
-  CU_ASSERT_EQUAL(zkt_nodes_left(zh, path), 0);
-  zookeeper_close(zh);
-  zkrc_rwlock_free(rw);
-  zkrc_session_close(s);
-  g_free(path);
+  fixture_close(&f);
 }
 
 /* Write side, then read side (at once), then the write side released: the
  * thread reads on, other readers join, writers stay out. */
 static void test_downgrade(void) {
-  char *path = zkt_path("rw-downgrade");
-  zkrc_session *s1 = zkt_session(), *s2 = zkt_session();
-  zkrc_rwlock *a = new_rwlock(s1, path), *b = new_rwlock(s2, path);
-  zkrc_lock *ar = zkrc_rwlock_reader(a), *aw = zkrc_rwlock_writer(a);
-  zhandle_t *zh = zkt_raw();
+  fixture f;
+  fixture_open(&f, "rw-downgrade", 2);
+  zkrc_lock *ar = reader(&f, 0), *aw = writer(&f, 0);
   CU_ASSERT_EQUAL_FATAL(zkrc_lock_acquire(aw, 5000), ZKRC_OK);
   int64_t start = zkt_now_ms();
   ZKT_ASSERT_RC(ZKRC_OK, zkrc_lock_acquire(ar, 5000));
   CU_ASSERT(zkt_now_ms() - start < 2000); /* admitted, not timed out */
-  CU_ASSERT_EQUAL(zkt_child_count(zh, path), 2);
+  CU_ASSERT_EQUAL(zkt_child_count(f.zh, f.path), 2);
   int64_t wtoken = 0, rtoken = 0;
   ZKT_ASSERT_RC(ZKRC_OK, zkrc_lock_token(aw, &wtoken));
   ZKT_ASSERT_RC(ZKRC_OK, zkrc_lock_token(ar, &rtoken));
   CU_ASSERT(rtoken > wtoken);
-  ZKT_ASSERT_RC(ZKRC_ELOCKED,
-                zkrc_lock_acquire(zkrc_rwlock_reader(b), ZKRC_NO_WAIT));
+  ZKT_ASSERT_RC(ZKRC_ELOCKED, zkrc_lock_acquire(reader(&f, 1), ZKRC_NO_WAIT));
   ZKT_ASSERT_RC(ZKRC_OK, zkrc_lock_release(aw));
   CU_ASSERT_TRUE(zkrc_lock_is_held(ar));
   CU_ASSERT_FALSE(zkrc_lock_is_held(aw));
-  ZKT_ASSERT_RC(ZKRC_ELOCKED,
-                zkrc_lock_acquire(zkrc_rwlock_writer(b), ZKRC_NO_WAIT));
-  ZKT_ASSERT_RC(ZKRC_OK,
-                zkrc_lock_acquire(zkrc_rwlock_reader(b), ZKRC_NO_WAIT));
-  ZKT_ASSERT_RC(ZKRC_OK, zkrc_lock_release(zkrc_rwlock_reader(b)));
+  ZKT_ASSERT_RC(ZKRC_ELOCKED, zkrc_lock_acquire(writer(&f, 1), ZKRC_NO_WAIT));
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_lock_acquire(reader(&f, 1), ZKRC_NO_WAIT));
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_lock_release(reader(&f, 1)));
   ZKT_ASSERT_RC(ZKRC_OK, zkrc_lock_release(ar));
-  CU_ASSERT_EQUAL(zkt_nodes_left(zh, path), 0);
-  zookeeper_close(zh);
-  zkrc_rwlock_free(a);
-  zkrc_rwlock_free(b);
-  zkrc_session_close(s1);
-  zkrc_session_close(s2);
-  g_free(path);
+  fixture_close(&f);
 }
 
 /* A writer queued behind ours before the downgrade would hold beside our
  * reader once our writer goes: the downgrade fails at once, leaving
  * everything as it was. */
 static void test_downgrade_behind_another_writer_fails_at_once(void) {
-  char *path = zkt_path("rw-downgrade-behind");
-  zkrc_session *s1 = zkt_session(), *s2 = zkt_session();
-  zkrc_rwlock *a = new_rwlock(s1, path), *b = new_rwlock(s2, path);
-  zkrc_lock *ar = zkrc_rwlock_reader(a), *aw = zkrc_rwlock_writer(a);
-  zhandle_t *zh = zkt_raw();
-  board brd;
-  board_init(&brd);
+  fixture f;
+  fixture_open(&f, "rw-downgrade-behind", 2);
+  zkrc_lock *ar = reader(&f, 0), *aw = writer(&f, 0);
   CU_ASSERT_EQUAL_FATAL(zkrc_lock_acquire(aw, 5000), ZKRC_OK);
   party w2;
-  party_start(&w2, &brd, zkrc_rwlock_writer(b), TRUE, 20000);
-  CU_ASSERT(zkt_wait_children(zh, path, 2, 10000));
+  party_start(&w2, &f.b, writer(&f, 1), TRUE, 20000);
+  CU_ASSERT(zkt_wait_children(f.zh, f.path, 2, 10000));
   int64_t start = zkt_now_ms();
   ZKT_ASSERT_RC(ZKRC_EDEADLK, zkrc_lock_acquire(ar, 5000));
   CU_ASSERT(zkt_now_ms() - start < 2000);
-  CU_ASSERT_EQUAL(zkt_child_count(zh, path), 2); /* its node is gone */
+  CU_ASSERT_EQUAL(zkt_child_count(f.zh, f.path), 2); /* its node is gone */
   CU_ASSERT_TRUE(zkrc_lock_is_held(aw));
   CU_ASSERT_FALSE(zkrc_lock_is_held(ar));
   CU_ASSERT_FALSE(party_is_done(&w2));
@@ -360,30 +340,21 @@ static void test_downgrade_behind_another_writer_fails_at_once(void) {
   CU_ASSERT(party_done(&w2, 10000));
   ZKT_ASSERT_RC(ZKRC_OK, w2.rc);
   party_finish(&w2);
-  CU_ASSERT_EQUAL(zkt_nodes_left(zh, path), 0);
-  board_clear(&brd);
-  zookeeper_close(zh);
-  zkrc_rwlock_free(a);
-  zkrc_rwlock_free(b);
-  zkrc_session_close(s1);
-  zkrc_session_close(s2);
-  g_free(path);
+  fixture_close(&f);
 }
 
 /* Read side held, write side asked: refused at once, nothing changed. */
 static void test_upgrade_fails_at_once(void) {
-  char *path = zkt_path("rw-upgrade");
-  zkrc_session *s = zkt_session();
-  zkrc_rwlock *rw = new_rwlock(s, path);
-  zkrc_lock *r = zkrc_rwlock_reader(rw), *w = zkrc_rwlock_writer(rw);
-  zhandle_t *zh = zkt_raw();
+  fixture f;
+  fixture_open(&f, "rw-upgrade", 1);
+  zkrc_lock *r = reader(&f, 0), *w = writer(&f, 0);
   CU_ASSERT_EQUAL_FATAL(zkrc_lock_acquire(r, 5000), ZKRC_OK);
   int64_t start = zkt_now_ms();
   ZKT_ASSERT_RC(ZKRC_EDEADLK, zkrc_lock_acquire(w, ZKRC_WAIT_FOREVER));
   ZKT_ASSERT_RC(ZKRC_EDEADLK, zkrc_lock_acquire(w, ZKRC_NO_WAIT));
   CU_ASSERT(zkt_now_ms() - start < 200); /* nothing sent */
   CU_ASSERT_STRING_EQUAL(zkrc_err_name(ZKRC_EDEADLK), "ZKRC_EDEADLK");
-  CU_ASSERT_EQUAL(zkt_child_count(zh, path), 1);
+  CU_ASSERT_EQUAL(zkt_child_count(f.zh, f.path), 1);
   CU_ASSERT_TRUE(zkrc_lock_is_held(r));
   CU_ASSERT_EQUAL(zkrc_lock_depth(r), 1);
   CU_ASSERT_FALSE(zkrc_lock_is_held(w));
@@ -392,69 +363,54 @@ static void test_upgrade_fails_at_once(void) {
   /* Released, the write side is ours to take. */
   ZKT_ASSERT_RC(ZKRC_OK, zkrc_lock_acquire(w, 5000));
   ZKT_ASSERT_RC(ZKRC_OK, zkrc_lock_release(w));
-  CU_ASSERT_EQUAL(zkt_nodes_left(zh, path), 0);
-  zookeeper_close(zh);
-  zkrc_rwlock_free(rw);
-  zkrc_session_close(s);
-  g_free(path);
+  fixture_close(&f);
 }
 
 /* ------------------------------------------------- tokens and deadlines */
 
+/* The token of a hold of @p side, acquired and released again. */
+static int64_t token_of_a_hold(zkrc_lock *side) {
+  int64_t token = 0;
+  CU_ASSERT_EQUAL_FATAL(zkrc_lock_acquire(side, 5000), ZKRC_OK);
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_lock_token(side, &token));
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_lock_release(side));
+  return token;
+}
+
 /* A writer's token exceeds every token admitted before it; readers
  * admitted together have tokens between their writers'. */
 static void test_tokens_order_writers_after_readers(void) {
-  char *path = zkt_path("rw-tokens");
-  zkrc_session *s1 = zkt_session(), *s2 = zkt_session();
-  zkrc_rwlock *a = new_rwlock(s1, path), *b = new_rwlock(s2, path);
-  int64_t w1 = 0, r1 = 0, r2 = 0, w2 = 0;
-  CU_ASSERT_EQUAL_FATAL(zkrc_lock_acquire(zkrc_rwlock_writer(a), 5000),
-                        ZKRC_OK);
-  zkrc_lock_token(zkrc_rwlock_writer(a), &w1);
-  ZKT_ASSERT_RC(ZKRC_OK, zkrc_lock_release(zkrc_rwlock_writer(a)));
-  ZKT_ASSERT_RC(ZKRC_OK, zkrc_lock_acquire(zkrc_rwlock_reader(b), 5000));
-  ZKT_ASSERT_RC(ZKRC_OK, zkrc_lock_acquire(zkrc_rwlock_reader(a), 5000));
-  zkrc_lock_token(zkrc_rwlock_reader(b), &r1);
-  zkrc_lock_token(zkrc_rwlock_reader(a), &r2);
-  ZKT_ASSERT_RC(ZKRC_OK, zkrc_lock_release(zkrc_rwlock_reader(a)));
-  ZKT_ASSERT_RC(ZKRC_OK, zkrc_lock_release(zkrc_rwlock_reader(b)));
-  ZKT_ASSERT_RC(ZKRC_OK, zkrc_lock_acquire(zkrc_rwlock_writer(b), 5000));
-  zkrc_lock_token(zkrc_rwlock_writer(b), &w2);
-  ZKT_ASSERT_RC(ZKRC_OK, zkrc_lock_release(zkrc_rwlock_writer(b)));
+  fixture f;
+  fixture_open(&f, "rw-tokens", 2);
+  int64_t w1 = token_of_a_hold(writer(&f, 0)), r1 = 0, r2 = 0;
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_lock_acquire(reader(&f, 1), 5000));
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_lock_acquire(reader(&f, 0), 5000));
+  zkrc_lock_token(reader(&f, 1), &r1);
+  zkrc_lock_token(reader(&f, 0), &r2);
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_lock_release(reader(&f, 0)));
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_lock_release(reader(&f, 1)));
+  int64_t w2 = token_of_a_hold(writer(&f, 1));
   CU_ASSERT(w1 > 0 && r1 > w1 && r2 > w1 && w2 > r1 && w2 > r2);
-  zkrc_rwlock_free(a);
-  zkrc_rwlock_free(b);
-  zkrc_session_close(s1);
-  zkrc_session_close(s2);
-  g_free(path);
+  fixture_close(&f);
 }
 
 /* Behind a writer, a reader's and a writer's deadlines are honoured and
  * their nodes are gone when the calls return. */
 static void test_deadline_leaves_no_node(void) {
-  char *path = zkt_path("rw-deadline");
-  zkrc_session *s1 = zkt_session(), *s2 = zkt_session();
-  zkrc_rwlock *a = new_rwlock(s1, path), *b = new_rwlock(s2, path);
-  zhandle_t *zh = zkt_raw();
-  CU_ASSERT_EQUAL_FATAL(zkrc_lock_acquire(zkrc_rwlock_writer(a), 5000),
-                        ZKRC_OK);
+  fixture f;
+  fixture_open(&f, "rw-deadline", 2);
+  CU_ASSERT_EQUAL_FATAL(zkrc_lock_acquire(writer(&f, 0), 5000), ZKRC_OK);
   for (int side = 0; side < 2; side++) {
-    zkrc_lock *lk = side ? zkrc_rwlock_writer(b) : zkrc_rwlock_reader(b);
+    zkrc_lock *lk = side ? writer(&f, 1) : reader(&f, 1);
     int64_t start = zkt_now_ms();
     ZKT_ASSERT_RC(ZKRC_ETIMEDOUT, zkrc_lock_acquire(lk, 400));
     int64_t took = zkt_now_ms() - start;
     CU_ASSERT(took >= 400 && took < 900);
-    CU_ASSERT_EQUAL(zkt_child_count(zh, path), 1);
+    CU_ASSERT_EQUAL(zkt_child_count(f.zh, f.path), 1);
     CU_ASSERT_FALSE(zkrc_lock_is_held(lk));
   }
-  ZKT_ASSERT_RC(ZKRC_OK, zkrc_lock_release(zkrc_rwlock_writer(a)));
-  CU_ASSERT_EQUAL(zkt_nodes_left(zh, path), 0);
-  zookeeper_close(zh);
-  zkrc_rwlock_free(a);
-  zkrc_rwlock_free(b);
-  zkrc_session_close(s1);
-  zkrc_session_close(s2);
-  g_free(path);
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_lock_release(writer(&f, 0)));
+  fixture_close(&f);
 }
 
 /* ------------------------------------------------------ many sessions */
@@ -647,24 +603,21 @@ static void async_done(zkrc_lock *lk, zkrc_lock_hold *hold,
 /* A non-blocking read hold waits for a writer and holds at its release;
  * zkrc_rwlock_free() releases what is held. */
 static void test_async_reader_and_free(void) {
-  char *path = zkt_path("rw-async");
-  zkrc_session *s1 = zkt_session(), *s2 = zkt_session();
-  zkrc_rwlock *a = new_rwlock(s1, path), *b = new_rwlock(s2, path);
-  zhandle_t *zh = zkt_raw();
-  CU_ASSERT_EQUAL_FATAL(zkrc_lock_acquire(zkrc_rwlock_writer(a), 5000),
-                        ZKRC_OK);
+  fixture f;
+  fixture_open(&f, "rw-async", 2);
+  CU_ASSERT_EQUAL_FATAL(zkrc_lock_acquire(writer(&f, 0), 5000), ZKRC_OK);
   async_probe p;
   memset(&p, 0, sizeof p);
   g_mutex_init(&p.mu);
   g_cond_init(&p.cond);
   zkrc_lock_hold *hold = NULL;
-  ZKT_ASSERT_RC(ZKRC_OK, zkrc_lock_acquire_async(zkrc_rwlock_reader(b), 10000,
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_lock_acquire_async(reader(&f, 1), 10000,
                                                  async_done, &p, &hold));
-  CU_ASSERT(zkt_wait_children(zh, path, 2, 10000));
+  CU_ASSERT(zkt_wait_children(f.zh, f.path, 2, 10000));
   g_mutex_lock(&p.mu);
   CU_ASSERT_FALSE(p.called);
   g_mutex_unlock(&p.mu);
-  ZKT_ASSERT_RC(ZKRC_OK, zkrc_lock_release(zkrc_rwlock_writer(a)));
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_lock_release(writer(&f, 0)));
   int64_t until = g_get_monotonic_time() + 10 * G_TIME_SPAN_SECOND;
   g_mutex_lock(&p.mu);
   while (!p.called && g_cond_wait_until(&p.cond, &p.mu, until))
@@ -675,20 +628,14 @@ static void test_async_reader_and_free(void) {
   g_mutex_unlock(&p.mu);
   CU_ASSERT_TRUE(zkrc_lock_hold_is_held(hold));
   /* Another reader shares with it; a writer does not. */
-  ZKT_ASSERT_RC(ZKRC_OK,
-                zkrc_lock_acquire(zkrc_rwlock_reader(a), ZKRC_NO_WAIT));
-  ZKT_ASSERT_RC(ZKRC_OK, zkrc_lock_release(zkrc_rwlock_reader(a)));
-  ZKT_ASSERT_RC(ZKRC_ELOCKED,
-                zkrc_lock_acquire(zkrc_rwlock_writer(a), ZKRC_NO_WAIT));
-  zkrc_rwlock_free(b); /* releases the hold */
-  CU_ASSERT_EQUAL(zkt_nodes_left(zh, path), 0);
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_lock_acquire(reader(&f, 0), ZKRC_NO_WAIT));
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_lock_release(reader(&f, 0)));
+  ZKT_ASSERT_RC(ZKRC_ELOCKED, zkrc_lock_acquire(writer(&f, 0), ZKRC_NO_WAIT));
+  zkrc_rwlock_free(f.rw[1]); /* releases the hold (no node left: below) */
+  f.rw[1] = NULL;
+  fixture_close(&f);
   g_mutex_clear(&p.mu);
   g_cond_clear(&p.cond);
-  zookeeper_close(zh);
-  zkrc_rwlock_free(a);
-  zkrc_session_close(s1);
-  zkrc_session_close(s2);
-  g_free(path);
 }
 
 static void test_bad_input(void) {
