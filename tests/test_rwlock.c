@@ -124,7 +124,7 @@ static void board_clear(board *b) {
 
 /* ------------------------------------------------------------ fixture */
 
-enum { MAX_SESSIONS = 3 };
+enum { MAX_SESSIONS = 4 };
 
 /* What most tests need: @p n sessions with a read-write lock each, all on
  * one path, a plain handle to look at the servers, and a board. */
@@ -263,6 +263,73 @@ static void test_a_waiting_writer_is_not_starved(void) {
   ZKT_ASSERT_RC(ZKRC_OK, r2.rc);
   party_finish(&r2);
   CU_ASSERT(w.token > r1.token && r2.token > w.token);
+  CU_ASSERT_EQUAL(f.b.overlaps, 0);
+  fixture_close(&f);
+}
+
+/* How many sessions watch the readers' and the writers' nodes of @p dir
+ * (the servers' wchp), and whether anyone watches @p dir itself. */
+typedef struct watchers {
+  int on_readers, on_writers;
+  gboolean on_dir;
+} watchers;
+
+static watchers watchers_of(const char *dir) {
+  watchers w = {0, 0, FALSE};
+  char *wchp = NULL;
+  if (zkrc_ensemble_four_letter(zkt_ensemble(), 0, "wchp", &wchp) != 0)
+    return w;
+  char **lines = g_strsplit(wchp, "\n", -1);
+  int *count = NULL;
+  for (char **l = lines; *l; l++) {
+    if ((*l)[0] == '/') {
+      gboolean ours = g_str_has_prefix(*l, dir) && (*l)[strlen(dir)] == '/';
+      w.on_dir |= strcmp(*l, dir) == 0;
+      count = !ours                    ? NULL
+              : strstr(*l, "__WRIT__") ? &w.on_writers
+              : strstr(*l, "__READ__") ? &w.on_readers
+                                       : NULL;
+    } else if (count && g_strstrip(*l)[0] == '0') {
+      (*count)++; /* one line per watching session: "0x..." */
+    }
+  }
+  g_strfreev(lines);
+  g_free(wchp);
+  return w;
+}
+
+static int writer_watched_by_two(void *arg) {
+  watchers w = watchers_of(arg);
+  return w.on_writers == 2 && w.on_readers == 1;
+}
+
+/* Reader 0 holds, a writer waits for it, readers 2 and 3 wait for the
+ * writer: the writer watches reader 0's node only, both readers the
+ * writer's node only, nobody the directory or a reader behind; the
+ * writer's turn comes at reader 0's release, theirs at the writer's. */
+static void test_waiting_readers_watch_only_the_writer(void) {
+  fixture f;
+  fixture_open(&f, "rw-watches", 4);
+  party r0, w, r2, r3;
+  party_start(&r0, &f.b, reader(&f, 0), FALSE, 10000);
+  CU_ASSERT_FATAL(party_done(&r0, 10000));
+  party_start(&w, &f.b, writer(&f, 1), TRUE, 20000);
+  CU_ASSERT(zkt_wait_children(f.zh, f.path, 2, 10000));
+  party_start(&r2, &f.b, reader(&f, 2), FALSE, 20000);
+  party_start(&r3, &f.b, reader(&f, 3), FALSE, 20000);
+  CU_ASSERT(zkt_wait_for(writer_watched_by_two, f.path, 10000));
+  watchers seen = watchers_of(f.path);
+  CU_ASSERT_EQUAL(seen.on_writers, 2);
+  CU_ASSERT_EQUAL(seen.on_readers, 1);
+  CU_ASSERT_FALSE(seen.on_dir);
+  party_finish(&r0);
+  CU_ASSERT(party_done(&w, 10000));
+  ZKT_ASSERT_RC(ZKRC_OK, w.rc);
+  CU_ASSERT_FALSE(party_is_done(&r2) || party_is_done(&r3));
+  party_finish(&w);
+  CU_ASSERT(party_done(&r2, 10000) && party_done(&r3, 10000));
+  party_finish(&r2);
+  party_finish(&r3);
   CU_ASSERT_EQUAL(f.b.overlaps, 0);
   fixture_close(&f);
 }
@@ -668,6 +735,8 @@ static void add_suites(void) {
       {"readers behind a writer enter at its release",
        test_readers_behind_a_writer_enter_at_its_release},
       {"a waiting writer is not starved", test_a_waiting_writer_is_not_starved},
+      {"waiting readers watch only the writer",
+       test_waiting_readers_watch_only_the_writer},
       {"reentrancy on both sides", test_reentrancy_on_both_sides},
       {"downgrade", test_downgrade},
       {"downgrade behind another writer fails at once",
