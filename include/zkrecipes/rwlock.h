@@ -29,8 +29,10 @@
  * "-lock-"]) and WriteLock(path, id, extra_lock_patterns=["__READ__",
  * "__WRIT__", "-lock-"]), and they exclude ours both ways too (without
  * them, a kazoo writer ignores our readers).  Curator orders names it does
- * not know (our mutex's, kazoo's) as text, not by sequence, so do not mix a
- * zkrc_lock or kazoo with Curator's read-write lock on one path.
+ * not know as text, not by sequence: its InterProcessMutex does not wait
+ * for readers and writers, nor its read-write lock for our mutex or kazoo,
+ * so do not mix Curator's mutex or read-write lock with other kinds of
+ * contenders on one path (ours see all of them correctly).
  *
  * Threads.  Ownership of each side is per thread, as for zkrc_lock: the
  * thread that acquired a side may acquire it again (a count, nothing sent)
