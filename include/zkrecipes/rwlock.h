@@ -44,8 +44,9 @@
  *    once unless another writer queued behind our writer before the reader
  *    node was made: that writer would hold while our reader does as soon as
  *    our writer goes, and our reader cannot pass it, so the acquisition
- *    fails at once with ZKRC_EDEADLK (nothing changed: release the write
- *    side and acquire the read side anew).  Then release the write side:
+ *    fails with ZKRC_EDEADLK as soon as its first look at the queue shows
+ *    it, without waiting (its node deleted, nothing else changed: release
+ *    the write side and acquire the read side anew).  Then release the write side:
  *    the thread keeps the read side, and no writer got in between.
  *  - Upgrade: a thread that holds (or lost without releasing) the read side
  *    and asks for the write side it does not hold fails at once with
