@@ -5,13 +5,18 @@
  * extra_lock_patterns for the other dialects (kazoo_peer.py rhold / whold),
  * both ways: their writer stops our readers, writers and mutex, ours stops
  * theirs; readers of every dialect share; a reader waiting for a writer of
- * the other implementation enters at its release.
+ * the other implementation enters at its release; and Curator's and our
+ * readers and writers on one shared counter, which no reader sees move and
+ * no writer loses an update of.
  */
 #include "config.h"
 
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <glib.h>
+#include <glib/gstdio.h>
 
 #include "interop_peers.h"
 #include "testutil.h"
@@ -159,8 +164,108 @@ static void both_ways(const char *kind) {
 static void test_curator_both_ways(void) { both_ways("curator"); }
 static void test_kazoo_both_ways(void) { both_ways("kazoo"); }
 
+/* ------------------------------------------------ a shared counter */
+
+/* Rounds of each participant; every third one writes. */
+#define COUNT_ROUNDS 30
+
+typedef struct counter_client {
+  const char *path, *file;
+  int writes, moved, failures;
+} counter_client;
+
+static int read_counter(const char *file) {
+  char *text = NULL;
+  int value = g_file_get_contents(file, &text, NULL, NULL) ? atoi(text) : 0;
+  g_free(text);
+  return value;
+}
+
+/* Our participant: the rounds CuratorPeer's rwcount runs, on our sides. */
+static gpointer counter_client_run(gpointer data) {
+  counter_client *c = data;
+  zkrc_session *s = zkt_session();
+  zkrc_rwlock *rw = NULL;
+  c->failures += zkrc_rwlock_new(&rw, s, c->path, NULL) != ZKRC_OK;
+  for (int i = 0; rw && i < COUNT_ROUNDS; i++) {
+    gboolean write = i % 3 == 0;
+    zkrc_lock *side = write ? zkrc_rwlock_writer(rw) : zkrc_rwlock_reader(rw);
+    if (zkrc_lock_acquire(side, 30000) != ZKRC_OK) {
+      c->failures++;
+      continue;
+    }
+    int value = read_counter(c->file);
+    g_usleep(1000); /* widen the window a violation would need */
+    if (write) {
+      char text[16];
+      snprintf(text, sizeof text, "%d", value + 1);
+      c->failures += !g_file_set_contents(c->file, text, -1, NULL);
+      c->writes++;
+    } else {
+      c->moved += read_counter(c->file) != value;
+    }
+    c->failures += zkrc_lock_release(side) != ZKRC_OK;
+  }
+  zkrc_rwlock_free(rw);
+  zkrc_session_close(s);
+  return NULL;
+}
+
+/* Two Curator processes and two of our sessions, each reading and writing
+ * the counter under the read-write lock: the counter ends at the number
+ * of writes, and no reader saw it move. */
+static void test_curator_shared_counter(void) {
+  kill_live_peers();
+  char *path = zkt_path("curator-rwcount");
+  char *dir = g_dir_make_tmp("zkt-interop-XXXXXX", NULL);
+  CU_ASSERT_PTR_NOT_NULL_FATAL(dir);
+  char *file = g_build_filename(dir, "counter", NULL);
+  char rounds[16];
+  snprintf(rounds, sizeof rounds, "%d", COUNT_ROUNDS);
+  peer *peers[2];
+  for (int i = 0; i < 2; i++) {
+    peers[i] = curator_peer(i ? "curator-2" : "curator-1", "rwcount", path,
+                            i ? "curator-2" : "curator-1", rounds, file, NULL);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(peers[i]);
+  }
+  for (int i = 0; i < 2; i++)
+    g_free(peer_expect(peers[i], "ready", START_MS));
+  for (int i = 0; i < 2; i++)
+    peer_send(peers[i], "go");
+  counter_client ours[2] = {{path, file, 0, 0, 0}, {path, file, 0, 0, 0}};
+  GThread *threads[2];
+  for (int i = 0; i < 2; i++)
+    threads[i] = g_thread_new("counter", counter_client_run, &ours[i]);
+  int writes = 0, moved = 0;
+  for (int i = 0; i < 2; i++) {
+    char *done = peer_expect(peers[i], "done", 12 * STEP_MS);
+    int n = 0, w = -1, m = -1;
+    CU_ASSERT(done && sscanf(done, "%d writes=%d moved=%d", &n, &w, &m) == 3);
+    writes += w;
+    moved += m;
+    g_free(done);
+    CU_ASSERT_EQUAL(peer_finish(peers[i], STEP_MS), 0);
+  }
+  for (int i = 0; i < 2; i++) {
+    g_thread_join(threads[i]);
+    CU_ASSERT_EQUAL(ours[i].failures, 0);
+    writes += ours[i].writes;
+    moved += ours[i].moved;
+  }
+  printf("(%d writes, %d reads saw the counter move) ", writes, moved);
+  CU_ASSERT_EQUAL(writes, 4 * ((COUNT_ROUNDS + 2) / 3));
+  CU_ASSERT_EQUAL(read_counter(file), writes);
+  CU_ASSERT_EQUAL(moved, 0);
+  g_unlink(file);
+  g_rmdir(dir);
+  g_free(file);
+  g_free(dir);
+  g_free(path);
+}
+
 static void add_suites(void) {
   ZKT_SUITE("rwlock interop", {"curator both ways", test_curator_both_ways},
+            {"curator shared counter", test_curator_shared_counter},
             {"kazoo both ways", test_kazoo_both_ways});
 }
 
