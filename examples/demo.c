@@ -6,6 +6,9 @@
  *      fencing token: strictly increasing.
  *   2. Three participants elect a leader; the leader resigns twice and the
  *      leadership moves down the queue, each leader with a higher token.
+ *   3. A read-write lock: a writer holds, a thread downgrades to reading
+ *      (takes the read side, lets the write side go), another reader joins
+ *      it, and a thread that reads cannot upgrade (ZKRC_EDEADLK, at once).
  *
  * Run it with `make demo` (which starts a local 3-member ensemble), or
  * against your own servers: ZKR_SERVERS=host:2181 ./zkr-demo
@@ -81,6 +84,43 @@ static void election_demo(zkrc_session *s) {
     zkrc_election_free(members[i]);
 }
 
+static zkrc_rwlock *rwlock;
+
+static void *second_reader(void *arg) {
+  zkrc_lock *reader = zkrc_rwlock_reader(rwlock);
+  int rc = zkrc_lock_acquire(reader, 10000);
+  int64_t token = 0;
+  zkrc_lock_token(reader, &token);
+  printf("  another thread reads too (%s, token %" PRId64 ")\n",
+         zkrc_strerror(rc), token);
+  if (rc == ZKRC_OK)
+    zkrc_lock_release(reader);
+  return arg;
+}
+
+static void rwlock_demo(zkrc_session *s) {
+  printf("3. A read-write lock on /demo/rwlock:\n");
+  zkrc_rwlock_new(&rwlock, s, "/demo/rwlock", NULL);
+  zkrc_lock *reader = zkrc_rwlock_reader(rwlock);
+  zkrc_lock *writer = zkrc_rwlock_writer(rwlock);
+  int64_t token = 0;
+  if (zkrc_lock_acquire(writer, 10000) == ZKRC_OK) {
+    zkrc_lock_token(writer, &token);
+    printf("  the main thread writes (token %" PRId64 ")\n", token);
+    zkrc_lock_acquire(reader, 10000); /* downgrade: admitted at once */
+    zkrc_lock_release(writer);
+    zkrc_lock_token(reader, &token);
+    printf("  ... and now only reads (token %" PRId64 ")\n", token);
+    pthread_t t;
+    pthread_create(&t, NULL, second_reader, NULL);
+    pthread_join(t, NULL);
+    printf("  asking for the write side while reading: %s\n",
+           zkrc_err_name(zkrc_lock_acquire(writer, 10000)));
+    zkrc_lock_release(reader);
+  }
+  zkrc_rwlock_free(rwlock);
+}
+
 int main(void) {
   const char *hosts = getenv("ZKR_SERVERS");
   if (hosts == NULL)
@@ -102,6 +142,7 @@ int main(void) {
   zkrc_lock_free(lock);
 
   election_demo(session);
+  rwlock_demo(session);
   zkrc_session_close(session);
   printf("Done: every node the demo created is gone with it.\n");
   return 0;

@@ -9,6 +9,7 @@
  *   zkrecipes/session.h   sessions that survive expiry, the lease, listeners
  *   zkrecipes/participants.h  the contenders of a lock or an election, listed
  *   zkrecipes/lock.h      the fair, fenced, per-thread reentrant lock
+ *   zkrecipes/rwlock.h    the read-write lock, whose sides are locks
  *   zkrecipes/election.h  leader election on the same contender queue
  *
  * The event-loop adapters (zkrecipes/glib.h) and the test harness
@@ -40,6 +41,7 @@
 #include <zkrecipes/participants.h>
 #include <zkrecipes/lock.h>
 #include <zkrecipes/multilock.h>
+#include <zkrecipes/rwlock.h>
 #include <zkrecipes/election.h>
 
 #ifdef __cplusplus

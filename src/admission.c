@@ -37,8 +37,10 @@ zkrc__verdict zkrc__policy_readers_writers(const zkrc__rank *queue, int n,
                                            int me, const void *arg) {
   if (queue[me].claim == ZKRC__CLAIM_EXCLUSIVE)
     return zkrc__policy_exclusive(queue, n, me, arg);
+  const char *excused = arg;
   for (int i = me - 1; i >= 0; i--)
-    if (queue[i].claim == ZKRC__CLAIM_EXCLUSIVE)
+    if (queue[i].claim == ZKRC__CLAIM_EXCLUSIVE &&
+        g_strcmp0(queue[i].name, excused) != 0)
       return wait_for(queue, i, me, n);
   return admitted(me, n);
 }

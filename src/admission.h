@@ -65,7 +65,9 @@ zkrc__verdict zkrc__policy_exclusive(const zkrc__rank *queue, int n, int me,
  * is ahead of it, and watches the nearest exclusive claim ahead otherwise;
  * an exclusive claim is admitted first in line and watches the contender
  * just before it.  (Readers behind a released writer are all admitted:
- * each of them watched it.) */
+ * each of them watched it.)  @p arg: NULL, or the name (a const char *) of
+ * one exclusive claim that does not stop a shared claim: the writer node a
+ * downgrading thread holds itself. */
 zkrc__verdict zkrc__policy_readers_writers(const zkrc__rank *queue, int n,
                                            int me, const void *arg);
 

@@ -33,6 +33,7 @@ void zkrc__holder_unref(holder *h) {
   if (!g_atomic_int_dec_and_test(&h->refs))
     return;
   g_free(h->node);
+  g_free(h->excused);
   zkrc__recipe_stake_free(&h->lk->r, h->c, h);
 }
 
@@ -144,7 +145,8 @@ static const zkrc__stake_ops holder_stake_ops = {
 };
 
 holder *zkrc__lock_new_participant_locked(zkrc_lock *lk, uint64_t thread,
-                                          const zkrc__hold_client *client) {
+                                          const zkrc__hold_client *client,
+                                          const char *excused) {
   holder *h = g_new0(holder, 1);
   h->refs = 2; /* the caller's and the contender's */
   h->lk = zkrc__lock_ref(lk);
@@ -153,11 +155,13 @@ holder *zkrc__lock_new_participant_locked(zkrc_lock *lk, uint64_t thread,
   h->thread = thread;
   h->client = client;
   h->state = H_WAITING;
+  h->excused = g_strdup(excused);
   zkrc__contender_config cfg = {
       .queue = &lk->r.q,
-      .marker = "lock-",
+      .marker = lk->marker,
       .markers = zkrc__lock_markers,
-      .policy = zkrc__policy_exclusive,
+      .policy = lk->policy,
+      .policy_arg = h->excused,
       .watch_own_node = lk->on_event != NULL,
       .ops = &zkrc__stake_contender_ops,
       .ops_arg = &h->st,

@@ -63,9 +63,20 @@ static void thread_hold_ended(holder *h, int err) {
     h->state = H_FAILED;
 }
 
+/* A downgrade waits for nobody but its own writer: another writer ahead of
+ * it waits for that one, which its thread would release only after this
+ * acquisition returns.  Fail at once rather than deadlock. */
+static void thread_hold_behind(holder *h) {
+  if (h->excused && h->state == H_WAITING) {
+    h->state = H_FAILED;
+    h->end_err = ZKRC_EDEADLK;
+  }
+}
+
 static gboolean thread_hold_may_tell(const holder *h) { return TRUE; }
 
 static const zkrc__hold_client thread_client = {
+    .behind = thread_hold_behind,
     .ended = thread_hold_ended,
     .may_tell = thread_hold_may_tell,
 };
@@ -83,8 +94,11 @@ static void finalize_lock(zkrc__recipe *r) {
 
 static void configure_lock(zkrc__recipe *r, const void *opts) {
   const zkrc_lock_options *o = opts;
-  ((zkrc_lock *)r)->on_event = o->on_event;
-  ((zkrc_lock *)r)->event_arg = o->event_arg;
+  zkrc_lock *lk = (zkrc_lock *)r;
+  lk->on_event = o->on_event;
+  lk->event_arg = o->event_arg;
+  lk->marker = "lock-";
+  lk->policy = zkrc__policy_exclusive;
 }
 
 ZKRC__RECIPE_KIND(lock_kind, zkrc_lock, zkrc_lock_options, configure_lock,
@@ -95,12 +109,43 @@ int zkrc_lock_new(zkrc_lock **out, zkrc_session *s, const char *path,
   return zkrc__recipe_create((void **)out, &lock_kind, s, path, opts);
 }
 
+int zkrc__lock_new_member(zkrc_lock **out, zkrc_session *s, const char *path,
+                          const zkrc_lock_options *opts, const char *marker,
+                          zkrc__policy_fn policy) {
+  int err = zkrc__recipe_create((void **)out, &lock_kind, s, path, opts);
+  if (err == ZKRC_OK) {
+    (*out)->marker = marker;
+    (*out)->policy = policy;
+  }
+  return err;
+}
+
 /* The calling thread's stake, or NULL. */
 static holder *thread_holder_locked(zkrc_lock *lk, uint64_t thread) {
   return lk->holders ? g_hash_table_lookup(lk->holders, &thread) : NULL;
 }
 
 /* ------------------------------------------------------------ acquire */
+
+/* What the calling thread holds on a read-write lock's other side: asked
+ * before taking this side's mutex, so that the two sides' mutexes are never
+ * held together (only the thread itself changes whether it holds a side).
+ * Returns whether it has a hold there (held, or lost and not released);
+ * *@p writer_node receives the name of its node when @p other is the write
+ * side and the hold stands (g_free it), else NULL. */
+static gboolean other_side_held(zkrc_lock *other, uint64_t me,
+                                char **writer_node) {
+  *writer_node = NULL;
+  if (other == NULL)
+    return FALSE;
+  g_mutex_lock(&other->r.mu);
+  holder *h = thread_holder_locked(other, me);
+  gboolean held = h && (h->state == H_HELD || h->state == H_LOST);
+  if (held && !other->shared && h->state == H_HELD && h->node)
+    *writer_node = g_path_get_basename(h->node);
+  g_mutex_unlock(&other->r.mu);
+  return held;
+}
 
 /* Wait while the holder is queued.  Returns ZKRC_OK once it holds the lock,
  * or why it stopped waiting. */
@@ -140,27 +185,28 @@ int zkrc_lock_acquire(zkrc_lock *lk, int timeout_ms) {
       timeout_ms == ZKRC_NO_WAIT ? zkrc_session_timeout(lk->r.q.session)
                                  : timeout_ms);
   uint64_t me = current_thread_number();
+  char *own_writer = NULL;
+  gboolean other_held = other_side_held(lk->other, me, &own_writer);
   g_mutex_lock(&lk->r.mu);
-  if (lk->r.freeing) {
-    g_mutex_unlock(&lk->r.mu);
-    return zkrc__fail(ZKRC_ECANCELED);
-  }
-  holder *h = thread_holder_locked(lk, me);
-  if (h) {
-    int err = h->state == H_LOST    ? ZKRC_ELOCKLOST
-              : h->count == INT_MAX ? ZKRC_EOVERFLOW
-                                    : ZKRC_OK;
+  holder *h = lk->r.freeing ? NULL : thread_holder_locked(lk, me);
+  int err = lk->r.freeing ? ZKRC_ECANCELED
+            : h           ? (h->state == H_LOST    ? ZKRC_ELOCKLOST
+                             : h->count == INT_MAX ? ZKRC_EOVERFLOW
+                                                   : ZKRC_OK)
+            /* an upgrade: only our own release could admit it */
+            : other_held && !lk->shared             ? ZKRC_EDEADLK
+            : zkrc__session_closed(lk->r.q.session) ? ZKRC_ECLOSED
+                                                    : ZKRC_OK;
+  if (h || err != ZKRC_OK) {
     if (err == ZKRC_OK)
       h->count++;
     g_mutex_unlock(&lk->r.mu);
+    g_free(own_writer);
     return zkrc__fail(err);
   }
-  if (zkrc__session_closed(lk->r.q.session)) {
-    g_mutex_unlock(&lk->r.mu);
-    return zkrc__fail(ZKRC_ECLOSED);
-  }
   /* the table's reference */
-  h = zkrc__lock_new_participant_locked(lk, me, &thread_client);
+  h = zkrc__lock_new_participant_locked(lk, me, &thread_client, own_writer);
+  g_free(own_writer);
   if (lk->holders == NULL)
     lk->holders = g_hash_table_new(g_int64_hash, g_int64_equal);
   g_hash_table_insert(lk->holders, &h->thread, h);
@@ -170,7 +216,7 @@ int zkrc_lock_acquire(zkrc_lock *lk, int timeout_ms) {
   zkrc__contender_start(h->c);
 
   g_mutex_lock(&lk->r.mu);
-  int err = wait_turn_locked(lk, h, timeout_ms, deadline);
+  err = wait_turn_locked(lk, h, timeout_ms, deadline);
   int zk_rc = h->end_zk;
   if (err == ZKRC_OK)
     h->count = 1;
@@ -360,6 +406,11 @@ int zkrc_lock_fenced_multi(zkrc_lock *lk, int count, const zoo_op_t *ops,
 /* --------------------------------------------------------------- free */
 
 void zkrc_lock_free(zkrc_lock *lk) {
+  if (lk && lk->other == NULL)
+    zkrc__lock_free(lk);
+}
+
+void zkrc__lock_free(zkrc_lock *lk) {
   if (lk == NULL)
     return;
   zkrc__recipe_lock_for_free(&lk->r);

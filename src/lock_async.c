@@ -164,7 +164,7 @@ int zkrc_lock_acquire_async(zkrc_lock *lk, int timeout_ms,
     g_mutex_unlock(&lk->r.mu);
     return zkrc__fail(err);
   }
-  holder *h = zkrc__lock_new_participant_locked(lk, 0, &async_client);
+  holder *h = zkrc__lock_new_participant_locked(lk, 0, &async_client, NULL);
   h->no_wait = timeout_ms == ZKRC_NO_WAIT;
   h->done = done;
   h->done_arg = arg;

@@ -59,6 +59,10 @@ struct zkrc_lock_hold {
   zkrc__contender *c;
   hstate state;
   int count; /* a thread's reentrancy count */
+  /* A read side's thread hold taken while its thread holds the write side
+   * (a downgrade): the name of that writer node, which does not stop it
+   * (the policy's argument); NULL otherwise. */
+  char *excused;
   gboolean behind;
   gboolean ended;
   int end_err;
@@ -87,6 +91,17 @@ struct zkrc_lock {
    * ones and releases acquired ones, for zkrc_lock_free() (lk->mu held). */
   void (*drop_async)(zkrc_lock *lk);
   int inside; /* threads inside zkrc_lock_acquire() */
+
+  /* Which member of the lock family this object is: a mutex ("lock-",
+   * policy exclusive) or a side of a read-write lock (rwlock.c: "__READ__"
+   * or "__WRIT__", policy readers_writers).  Set at creation. */
+  const char *marker;
+  zkrc__policy_fn policy;
+  /* A read-write lock's side: the other side (owned, like this one, by the
+   * zkrc_rwlock; alive while this one is), and whether this is the read
+   * side.  NULL for a mutex. */
+  zkrc_lock *other;
+  gboolean shared;
 };
 
 zkrc_lock *zkrc__lock_ref(zkrc_lock *lk);
@@ -95,9 +110,21 @@ holder *zkrc__holder_ref(holder *h);
 void zkrc__holder_unref(holder *h);
 
 /* A new participant of @p client with its contender (not started);
- * references: one for the caller, one for the contender. */
+ * references: one for the caller, one for the contender.  @p excused: a
+ * downgrade's own writer node name (copied), or NULL. */
 holder *zkrc__lock_new_participant_locked(zkrc_lock *lk, uint64_t thread,
-                                          const zkrc__hold_client *client);
+                                          const zkrc__hold_client *client,
+                                          const char *excused);
+
+/* A side of a read-write lock (rwlock.c): a lock object whose nodes carry
+ * @p marker and are admitted by @p policy; arguments as zkrc_lock_new(). */
+int zkrc__lock_new_member(zkrc_lock **out, zkrc_session *s, const char *path,
+                          const zkrc_lock_options *opts, const char *marker,
+                          zkrc__policy_fn policy);
+
+/* Free a lock object, also a read-write lock's side (zkrc_lock_free()
+ * ignores those: their zkrc_rwlock frees them). */
+void zkrc__lock_free(zkrc_lock *lk);
 
 /* Microseconds left of a held hold's lease (0 when not held, or when its
  * session's lease ran out); lk->mu held. */

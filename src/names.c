@@ -5,9 +5,17 @@
 
 #include "names.h"
 
-const zkrc__marker zkrc__lock_markers[] = {{"lock-", ZKRC__CLAIM_EXCLUSIVE},
-                                           {"__lock__", ZKRC__CLAIM_EXCLUSIVE},
-                                           {NULL, ZKRC__CLAIM_EXCLUSIVE}};
+/* One table for the whole lock family, so that a mutex, readers and writers
+ * of every dialect on one path exclude each other: a mutex (policy
+ * exclusive) waits for whoever is ahead, whatever it claims; a reader waits
+ * for a mutex node as for a writer. */
+const zkrc__marker zkrc__lock_markers[] = {
+    {"lock-", ZKRC__CLAIM_EXCLUSIVE},    /* our mutex, InterProcessMutex */
+    {"__lock__", ZKRC__CLAIM_EXCLUSIVE}, /* kazoo Lock and WriteLock */
+    {"__WRIT__", ZKRC__CLAIM_EXCLUSIVE}, /* InterProcessReadWriteLock */
+    {"__READ__", ZKRC__CLAIM_SHARED},    /* InterProcessReadWriteLock */
+    {"__rlock__", ZKRC__CLAIM_SHARED},   /* kazoo ReadLock */
+    {NULL, ZKRC__CLAIM_EXCLUSIVE}};
 const zkrc__marker zkrc__latch_markers[] = {{"latch-", ZKRC__CLAIM_EXCLUSIVE},
                                             {NULL, ZKRC__CLAIM_EXCLUSIVE}};
 

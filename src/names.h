@@ -31,8 +31,11 @@ typedef struct zkrc__marker {
   zkrc__claim claim;
 } zkrc__marker;
 
-/* Markers of the lock (Curator InterProcessMutex, kazoo Lock) and of the
- * election (Curator LeaderLatch). */
+/* Markers of the lock family: the mutex (ours, Curator InterProcessMutex,
+ * kazoo Lock: exclusive) and the read-write lock (Curator
+ * InterProcessReadWriteLock's "__WRIT__" and "__READ__", kazoo WriteLock's
+ * "__lock__" and ReadLock's "__rlock__"); and of the election (Curator
+ * LeaderLatch). */
 extern const zkrc__marker zkrc__lock_markers[];
 extern const zkrc__marker zkrc__latch_markers[];
 

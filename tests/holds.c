@@ -184,7 +184,8 @@ static void check_tokens(zkt_checker *c, GPtrArray *all, guint i,
   g_hash_table_insert(tokens, &b->token, b);
   for (guint j = 0; j < i; j++) {
     zkt_hold *a = g_ptr_array_index(all, j);
-    if (a->end <= b->acquired && a->token >= b->token && b->token != -1)
+    if (a->end <= b->acquired && a->token >= b->token && b->token != -1 &&
+        !(a->shared && b->shared))
       token_violation(c, a, b, "not above that of the ended hold");
   }
 }
@@ -201,7 +202,7 @@ int zkt_check_holds(zkt_checker *c, GPtrArray *all) {
       check_tokens(c, all, i, tokens);
     for (guint j = 0; j < i && !c->tokens_only; j++) {
       zkt_hold *a = g_ptr_array_index(all, j);
-      if (a->end > b->acquired)
+      if (a->end > b->acquired && !(a->shared && b->shared))
         judge_overlap(c, a, b);
     }
     if (i > 0 && b->acquired >= max_end)

@@ -58,6 +58,10 @@ typedef struct zkt_hold {
   /* Not NULL: why this hold may still last when a later one is granted
    * (an overlap the test itself causes, explained where it is set). */
   const char *excuse;
+  /* A read-write lock's reader: it may overlap other shared holds (not an
+   * exclusive one), and the tokens of two shared holds may come in any
+   * order (readers admitted together hear of it in any order). */
+  gboolean shared;
   gboolean counted_overlap;
 } zkt_hold;
 

@@ -22,12 +22,10 @@
 #include "queue_decide.h"
 #include "testutil.h"
 
-/* Our mutex and election markers, and the read-write dialects: Curator's
- * InterProcessReadWriteLock and kazoo's ReadLock / WriteLock. */
-static const zkrc__marker mutex_markers[] = {
-    {"lock-", ZKRC__CLAIM_EXCLUSIVE},
-    {"__lock__", ZKRC__CLAIM_EXCLUSIVE},
-    {NULL, 0}};
+/* The table cases use the lock family's markers as the library does
+ * (zkrc__lock_markers: our mutex, Curator's InterProcessMutex and
+ * InterProcessReadWriteLock, kazoo's Lock, ReadLock and WriteLock); the
+ * random listings these read-write dialects. */
 static const zkrc__marker rw_markers[] = {
     {"__READ__", ZKRC__CLAIM_SHARED},  {"__WRIT__", ZKRC__CLAIM_EXCLUSIVE},
     {"__rlock__", ZKRC__CLAIM_SHARED}, {"__lock__", ZKRC__CLAIM_EXCLUSIVE},
@@ -157,7 +155,85 @@ static const admission_case cases[] = {
      ZKRC__WAIT,
      "ab12__lock__0000000001",
      1},
+    {"a reader behind our mutex node waits for it",
+     {"_c_m-lock-0000000001", "_c_r-__READ__0000000002",
+      "_c_me-__READ__0000000003", NULL},
+     "_c_me-__READ__0000000003",
+     1,
+     ZKRC__WAIT,
+     "_c_m-lock-0000000001",
+     2},
+    {"a reader ahead of a mutex node is admitted",
+     {"_c_me-__READ__0000000001", "_c_m-lock-0000000002", NULL},
+     "_c_me-__READ__0000000001",
+     1,
+     ZKRC__ADMITTED,
+     NULL,
+     0},
+    {"our mutex behind readers waits for the one just before it",
+     {"_c_a-__READ__0000000001", "ab12__rlock__0000000002",
+      "_c_me-lock-0000000003", NULL},
+     "_c_me-lock-0000000003",
+     0,
+     ZKRC__WAIT,
+     "ab12__rlock__0000000002",
+     2},
+    {"our mutex behind a writer of each dialect waits for the nearest",
+     {"_c_w-__WRIT__0000000001", "ab12__lock__0000000002",
+      "_c_me-lock-0000000004", NULL},
+     "_c_me-lock-0000000004",
+     0,
+     ZKRC__WAIT,
+     "ab12__lock__0000000002",
+     2},
+    {"readers of both dialects past the wrap are admitted together",
+     {"_c_a-__READ__2147483647", "ab12__rlock__-2147483648",
+      "_c_me-__READ__-2147483647", NULL},
+     "_c_me-__READ__-2147483647",
+     1,
+     ZKRC__ADMITTED,
+     NULL,
+     1},
+    {"a writer past the wrap is ahead of a reader before it",
+     {"_c_me-__READ__2147483647", "_c_w-__WRIT__-2147483648", NULL},
+     "_c_me-__READ__2147483647",
+     1,
+     ZKRC__WAIT,
+     "_c_w-__WRIT__-2147483648",
+     1},
 };
+
+/* A downgrade: the thread's own writer (the policy's argument) does not
+ * stop its reader; any other exclusive claim still does. */
+static void test_downgrade_excuses_only_our_writer(void) {
+  const char *alone[] = {"_c_w-__WRIT__0000000001", "_c_b-__READ__0000000002",
+                         "_c_me-__READ__0000000003"};
+  zkrc__verdict v = zkrc__admit(
+      (char *const *)alone, 3, zkrc__lock_markers, "_c_me-__READ__0000000003",
+      zkrc__policy_readers_writers, "_c_w-__WRIT__0000000001");
+  CU_ASSERT_EQUAL(v.kind, ZKRC__ADMITTED);
+  /* Without the excuse, the same reader waits for that writer. */
+  v = zkrc__admit((char *const *)alone, 3, zkrc__lock_markers,
+                  "_c_me-__READ__0000000003", zkrc__policy_readers_writers,
+                  NULL);
+  CU_ASSERT_EQUAL(v.kind, ZKRC__WAIT);
+  CU_ASSERT_STRING_EQUAL(v.watch, "_c_w-__WRIT__0000000001");
+  /* Another writer queued between ours and the reader stops it. */
+  const char *between[] = {"_c_w-__WRIT__0000000001", "ab12__lock__0000000002",
+                           "_c_me-__READ__0000000003"};
+  v = zkrc__admit((char *const *)between, 3, zkrc__lock_markers,
+                  "_c_me-__READ__0000000003", zkrc__policy_readers_writers,
+                  "_c_w-__WRIT__0000000001");
+  CU_ASSERT_EQUAL(v.kind, ZKRC__WAIT);
+  CU_ASSERT_STRING_EQUAL(v.watch, "ab12__lock__0000000002");
+  /* The excuse is for a shared claim only: a writer still waits. */
+  const char *writer[] = {"_c_w-__WRIT__0000000001",
+                          "_c_me-__WRIT__0000000002"};
+  v = zkrc__admit((char *const *)writer, 2, zkrc__lock_markers,
+                  "_c_me-__WRIT__0000000002", zkrc__policy_readers_writers,
+                  "_c_w-__WRIT__0000000001");
+  CU_ASSERT_EQUAL(v.kind, ZKRC__WAIT);
+}
 
 static void test_table(void) {
   for (size_t i = 0; i < G_N_ELEMENTS(cases); i++) {
@@ -166,9 +242,8 @@ static void test_table(void) {
     while (c->listing[count])
       count++;
     zkrc__verdict v = zkrc__admit(
-        (char *const *)c->listing, count, c->rw ? rw_markers : mutex_markers,
-        c->me, c->rw ? zkrc__policy_readers_writers : zkrc__policy_exclusive,
-        NULL);
+        (char *const *)c->listing, count, zkrc__lock_markers, c->me,
+        c->rw ? zkrc__policy_readers_writers : zkrc__policy_exclusive, NULL);
     gboolean ok = v.kind == c->kind && v.position == c->position &&
                   g_strcmp0(v.watch, c->watch) == 0;
     if (!ok)
@@ -177,9 +252,8 @@ static void test_table(void) {
     CU_ASSERT_TRUE(ok);
     /* Pure: asked again, the same answer. */
     zkrc__verdict again = zkrc__admit(
-        (char *const *)c->listing, count, c->rw ? rw_markers : mutex_markers,
-        c->me, c->rw ? zkrc__policy_readers_writers : zkrc__policy_exclusive,
-        NULL);
+        (char *const *)c->listing, count, zkrc__lock_markers, c->me,
+        c->rw ? zkrc__policy_readers_writers : zkrc__policy_exclusive, NULL);
     CU_ASSERT(again.kind == v.kind && again.watch == v.watch);
   }
 }
@@ -491,8 +565,9 @@ static zkrc__listing_move move_after(const move_case *m) {
   int count = 0;
   while (m->listing[count])
     count++;
-  zkrc__verdict v = zkrc__admit((char *const *)m->listing, count, mutex_markers,
-                                m->me, zkrc__policy_exclusive, NULL);
+  zkrc__verdict v =
+      zkrc__admit((char *const *)m->listing, count, zkrc__lock_markers, m->me,
+                  zkrc__policy_exclusive, NULL);
   zkrc__listing_facts f = {v.kind,           m->st->at_front,
                            m->st->watch_own, m->st->own_watched,
                            m->st->watch_dir, m->st->dir_watched};
@@ -587,7 +662,10 @@ static void test_moves_after_a_recheck(void) {
 }
 
 static void add_suites(void) {
-  ZKT_SUITE("admission", {"table", test_table}, {"N permits", test_permits},
+  ZKT_SUITE("admission", {"table", test_table},
+            {"a downgrade excuses only our writer",
+             test_downgrade_excuses_only_our_writer},
+            {"N permits", test_permits},
             {"random listings keep the properties",
              test_random_listings_keep_the_properties},
             {"broken policies are caught", test_broken_policies_are_caught},

@@ -197,6 +197,30 @@ static void test_plain_handovers_pass(void) {
   g_array_free(holds, TRUE);
 }
 
+/* Shared holds (readers) may overlap each other, and their tokens come in
+ * any order; a writer overlapping a reader is caught, and so is a writer
+ * whose token is not above those of the holds that ended before it. */
+static void test_shared_holds(void) {
+  GArray *holds = g_array_new(FALSE, TRUE, sizeof(zkt_hold));
+  zkt_hold_add(holds, 0, 6, 1 * S, 3 * S)->shared = TRUE;
+  zkt_hold_add(holds, 1, 5, 2 * S, 4 * S)->shared = TRUE;
+  /* After reader 0 ended, with a lower token: readers come in any order. */
+  zkt_hold_add(holds, 2, 4, 3 * S + S / 2, 4 * S + S / 5)->shared = TRUE;
+  zkt_checker c;
+  CU_ASSERT_EQUAL(check_plain(holds, FALSE, &c), 0);
+  CU_ASSERT_EQUAL(c.overlaps, 0);
+  zkt_checker_clear(&c);
+  /* A writer granted while reader 2 holds; a writer whose token is not
+   * above those of the three readers and of the first writer. */
+  zkt_hold_add(holds, 3, 9, 4 * S + S / 10, 5 * S);
+  zkt_hold_add(holds, 4, 3, 6 * S, 7 * S);
+  CU_ASSERT_EQUAL(check_plain(holds, FALSE, &c), 1 + 4);
+  CU_ASSERT_EQUAL(c.overlap_violations, 1);
+  CU_ASSERT_EQUAL(c.token_violations, 4);
+  zkt_checker_clear(&c);
+  g_array_free(holds, TRUE);
+}
+
 static void test_plain_overlap_is_caught(void) {
   GArray *holds = g_array_new(FALSE, TRUE, sizeof(zkt_hold));
   zkt_hold_add(holds, 0, 5, 1 * S, 2 * S);
@@ -295,6 +319,7 @@ static void add_suites(void) {
        test_lost_before_acquire_returned_held_nothing});
   ZKT_SUITE("plain holds", {"plain handovers pass", test_plain_handovers_pass},
             {"plain overlap is caught", test_plain_overlap_is_caught},
+            {"shared holds", test_shared_holds},
             {"own excuse is counted, not reported",
              test_own_excuse_is_counted_not_reported},
             {"grant order tokens", test_grant_order_tokens},

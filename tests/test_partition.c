@@ -3,7 +3,8 @@
  * through one member's fault proxy, a successor connected to the other
  * members directly and waiting, and the proxy black-holed.  For each recipe
  * - a blocking hold (zkrc_lock_acquire), a non-blocking hold
- * (zkrc_lock_acquire_async) and a leadership (zkrc_election) - the holder
+ * (zkrc_lock_acquire_async), a leadership (zkrc_election) and a read hold
+ * (zkrc_rwlock's read side, a writer waiting behind it) - the holder
  * must be told LOST / REVOKED before the successor is told it holds or leads
  * (both timed with g_get_monotonic_time() in this one process), is_held /
  * is_leader must read 0 from the moment that event is delivered (and stay
@@ -42,11 +43,12 @@
  * takes at least twice this, which makes the re-check visible in time. */
 #define COMEBACK_DELAY_MS 100
 
-typedef enum kind { BLOCKING, NONBLOCKING, ELECTION } kind;
+typedef enum kind { BLOCKING, NONBLOCKING, ELECTION, READER } kind;
 
 static const char *kind_name(kind k) {
   return k == BLOCKING      ? "blocking hold"
          : k == NONBLOCKING ? "non-blocking hold"
+         : k == READER      ? "read hold"
                             : "election";
 }
 
@@ -104,7 +106,10 @@ typedef struct trial {
   kind k;
   GMutex mu;
   GCond cond;
-  zkrc_lock *lk;        /* the holder's lock (BLOCKING, NONBLOCKING) */
+  zkrc_lock *lk;        /* the holder's lock (BLOCKING, NONBLOCKING), or
+                         * its read-write lock's read side (READER) */
+  zkrc_rwlock *rw;      /* the holder's read-write lock (READER) */
+  zkrc_rwlock *succ_rw; /* the successor's, whose writer waits (READER) */
   zkrc_lock_hold *hold; /* the holder's non-blocking hold */
   zkrc_election *e;     /* the holder's participant (ELECTION) */
   int granted;          /* the holder's own async completion: 1 until */
@@ -294,15 +299,15 @@ static void node_gone(zhandle_t *zh, int type, int state, const char *path,
  * application asks (the blocking hold from the thread that took it: the
  * test's). */
 static int held_now(trial *t) {
-  return t->k == BLOCKING      ? zkrc_lock_is_held(t->lk)
-         : t->k == NONBLOCKING ? zkrc_lock_hold_is_held(t->hold)
-                               : zkrc_election_is_leader(t->e);
+  return t->k == NONBLOCKING ? zkrc_lock_hold_is_held(t->hold)
+         : t->k == ELECTION  ? zkrc_election_is_leader(t->e)
+                             : zkrc_lock_is_held(t->lk); /* a thread's */
 }
 
 static int lease_now(trial *t) {
-  return t->k == BLOCKING      ? zkrc_lock_lease_remaining(t->lk)
-         : t->k == NONBLOCKING ? zkrc_lock_hold_lease_remaining(t->hold)
-                               : zkrc_election_lease_remaining(t->e);
+  return t->k == NONBLOCKING ? zkrc_lock_hold_lease_remaining(t->hold)
+         : t->k == ELECTION  ? zkrc_election_lease_remaining(t->e)
+                             : zkrc_lock_lease_remaining(t->lk);
 }
 
 /* ------------------------------------------------------- taking it, first */
@@ -321,6 +326,17 @@ static void holder_take(trial *t, zkrc_session *s, const char *path,
     CU_ASSERT_EQUAL_FATAL(zkrc_election_new(&t->e, s, path, &o), ZKRC_OK);
     CU_ASSERT_EQUAL_FATAL(zkrc_election_join(t->e), ZKRC_OK);
     ZKT_ASSERT_RC(ZKRC_OK, zkrc_election_wait_leader(t->e, 10000));
+    return;
+  }
+  if (t->k == READER) {
+    zkrc_rwlock_options o;
+    zkrc_rwlock_options_init(&o);
+    o.on_event = holder_lock_event;
+    o.event_arg = t;
+    o.participant_id = "holder";
+    CU_ASSERT_EQUAL_FATAL(zkrc_rwlock_new(&t->rw, s, path, &o), ZKRC_OK);
+    t->lk = zkrc_rwlock_reader(t->rw);
+    ZKT_ASSERT_RC(ZKRC_OK, zkrc_lock_acquire(t->lk, 10000));
     return;
   }
   zkrc_lock_options o;
@@ -369,6 +385,13 @@ static void successor_wait(trial *t, zkrc_session *s, zhandle_t *zh,
     o.participant_id = "successor";
     CU_ASSERT_EQUAL_FATAL(zkrc_election_new(se, s, path, &o), ZKRC_OK);
     CU_ASSERT_EQUAL_FATAL(zkrc_election_join(*se), ZKRC_OK);
+  } else if (t->k == READER) {
+    CU_ASSERT_EQUAL_FATAL(zkrc_rwlock_new(&t->succ_rw, s, path, NULL),
+                          ZKRC_OK);
+    CU_ASSERT_EQUAL_FATAL(
+        zkrc_lock_acquire_async(zkrc_rwlock_writer(t->succ_rw), 30000,
+                                successor_granted, t, NULL),
+        ZKRC_OK);
   } else {
     CU_ASSERT_EQUAL_FATAL(zkrc_lock_new(slk, s, path, NULL), ZKRC_OK);
     CU_ASSERT_EQUAL_FATAL(
@@ -454,7 +477,9 @@ static int a_new_session(void *arg) {
 static void finish_trial(trial *tp, zkrc_election *se, zkrc_lock *slk,
                          zkrc_session *hs, zkrc_session *ss, zhandle_t *zh) {
   zkrc_election_free(tp->e);
-  zkrc_lock_free(tp->lk);
+  zkrc_lock_free(tp->lk); /* (ignored for a read-write lock's side) */
+  zkrc_rwlock_free(tp->rw);
+  zkrc_rwlock_free(tp->succ_rw);
   zkrc_election_free(se);
   zkrc_lock_free(slk);
   zkrc_session_close(hs);
@@ -509,7 +534,7 @@ static void run_partition(kind k, margins *m) {
   CU_ASSERT(tp->lost_reason == ZKRC_ESESSIONLOST ||
             tp->lost_reason == ZKRC_ESESSIONEXPIRED);
   /* is_held / is_leader and the lease said 0 in the callback itself... */
-  if (k != BLOCKING) {
+  if (k != BLOCKING && k != READER) {
     CU_ASSERT_EQUAL(tp->held_at_event, 0);
     CU_ASSERT_EQUAL(tp->lease_at_event, 0);
   }
@@ -534,7 +559,7 @@ static void run_partition(kind k, margins *m) {
   CU_ASSERT_EQUAL(held_now(tp), 0);
   CU_ASSERT_EQUAL(lease_now(tp), 0);
   CU_ASSERT_EQUAL(tp->lost_count, 1); /* told once */
-  if (k == BLOCKING)
+  if (k == BLOCKING || k == READER)
     ZKT_ASSERT_RC(ZKRC_ELOCKLOST, zkrc_lock_release(tp->lk));
   else if (k == NONBLOCKING)
     ZKT_ASSERT_RC(ZKRC_ELOCKLOST, zkrc_lock_hold_release(tp->hold));
@@ -699,6 +724,10 @@ static void test_leader_is_revoked_before_the_successor_leads(void) {
   partitions(ELECTION);
 }
 
+static void test_reader_is_lost_before_the_waiting_writer_holds(void) {
+  partitions(READER);
+}
+
 static void add_suites(void) {
   zkt_configure(3, 1);
   ZKT_SUITE("partition",
@@ -708,6 +737,8 @@ static void add_suites(void) {
              test_nonblocking_hold_is_lost_before_the_successor_holds},
             {"leader is revoked before the successor leads",
              test_leader_is_revoked_before_the_successor_leads},
+            {"reader is lost before the waiting writer holds",
+             test_reader_is_lost_before_the_waiting_writer_holds},
             {"blocking hold survives a connection that comes back",
              test_blocking_hold_survives_a_connection_that_comes_back},
             {"non-blocking hold survives a connection that comes back",

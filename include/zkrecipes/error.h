@@ -53,7 +53,10 @@ extern "C" {
   XX(ESTATE, -1020, "the object is not in a state that allows this call")      \
   XX(ENOTLEADER, -1021, "this participant is not the leader")                  \
   XX(EBADNODE, -1022, "a node has a name or content zkrecipes cannot use")     \
-  XX(EOVERFLOW, -1023, "a counter would overflow")
+  XX(EOVERFLOW, -1023, "a counter would overflow")                             \
+  XX(EDEADLK, -1024,                                                           \
+     "would deadlock: only a release by the calling thread could grant it "    \
+     "(a read-write lock's upgrade, or a downgrade behind another writer)")
 
 /** The error codes. */
 typedef enum zkrc_errno {

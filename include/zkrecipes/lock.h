@@ -5,8 +5,11 @@
  * lock is a directory node; every contender creates an ephemeral sequential
  * child "_c_<uuid>-lock-<sequence>" holding its participant id.  The lowest
  * sequence holds the lock; every other contender watches only the contender
- * just before it, so one release wakes one waiter.  Children whose names do
- * not end in "lock-<n>" or "__lock__<n>" (kazoo's form) are ignored.  The
+ * just before it, so one release wakes one waiter.  The read-write lock's
+ * readers and writers on the same path (zkrecipes/rwlock.h: "__READ__<n>",
+ * "__WRIT__<n>", and kazoo's "__rlock__<n>") are contenders too, so that the
+ * mutex excludes them and they it.  Children whose names end in none of
+ * these, "lock-<n>" or "__lock__<n>" (kazoo's form) are ignored.  The
  * directory and its missing ancestors are created as container nodes, which
  * the servers remove once empty.
  *
@@ -134,7 +137,8 @@ int zkrc_lock_new(zkrc_lock **out, zkrc_session *s, const char *path,
  * (their completion still runs, after this returns: do not use @p lk in
  * it); acquired ones are released in the background and freed, so their
  * pointers are invalid on return.  NULL is
- * ignored.  Do not use @p lk afterwards.
+ * ignored, and so is a read-write lock's side (zkrc_rwlock_free() frees
+ * it).  Do not use @p lk afterwards.
  * Threading: any thread, not from this lock's own event callback.
  */
 void zkrc_lock_free(zkrc_lock *lk);
@@ -155,8 +159,11 @@ void zkrc_lock_free(zkrc_lock *lk);
  *         ZKRC_ESESSIONEXPIRED / ZKRC_ESESSIONLOST: the session died while
  *         waiting.  ZKRC_ECANCELED: zkrc_lock_free() was called meanwhile.
  *         ZKRC_ELOCKLOST: this thread's earlier hold was lost and has not
- *         been released yet.  ZKRC_ENOAUTH: the ACL of the directory forbids
- *         it (creating, or reading the queue: at once, not retried).
+ *         been released yet.  ZKRC_EDEADLK: only on a read-write lock's
+ *         side (zkrecipes/rwlock.h), at once: an upgrade, or a downgrade
+ *         behind another writer.  ZKRC_ENOAUTH: the ACL of the directory
+ *         forbids it (creating, or reading the queue: at once, not
+ *         retried).
  *         ZKRC_ENONODE: the directory cannot be made because the session's
  *         chroot (the "/path" after the hosts) does not exist.
  *         ZKRC_ECLOSED: the session was closed, or is dead for good (expired

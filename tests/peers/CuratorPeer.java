@@ -1,6 +1,7 @@
 /*
  * CuratorPeer: an Apache Curator 5 participant (InterProcessMutex,
- * LeaderLatch) for zkrecipes' interoperability tests and benchmark.
+ * InterProcessReadWriteLock, LeaderLatch) for zkrecipes' interoperability
+ * tests and benchmark.
  *
  *   java -cp DIR:JARS CuratorPeer MODE CONNECT PATH ARGS...
  *
@@ -9,6 +10,18 @@
  *         timeout).  Prints "acquired NODE" or "timeout" (exit 3).  Then
  *         reads commands: "participants" prints the queue; any other line,
  *         or end of input, releases ("released") and exits 0.
+ *   rhold CONNECT PATH ID [TIMEOUT_MS]
+ *   whold CONNECT PATH ID [TIMEOUT_MS]
+ *         As hold, on the read (rhold) or write (whold) side of an
+ *         InterProcessReadWriteLock whose nodes hold ID; prints "acquired"
+ *         (without the node, which Curator does not give out).
+ *   rwcount CONNECT PATH ID N COUNTERFILE
+ *         An InterProcessReadWriteLock on a shared counter: warm up, "ready",
+ *         wait for a line, then N rounds, round i on the write side when
+ *         i % 3 == 0 (read the integer in COUNTERFILE, sleep 1 ms, write it
+ *         + 1) and on the read side otherwise (read it, sleep 1 ms, read it
+ *         again: it must not have moved).  Prints "done N writes=W
+ *         moved=M" (M: reads that saw the counter move under them).
  *   shell CONNECT PATH ID
  *         One mutex driven by commands: "acquire [TIMEOUT_MS]" ("acquired
  *         NODE" / "timeout"), "release" ("released" / "error not held"),
@@ -103,6 +116,7 @@ import org.apache.curator.framework.recipes.leader.LeaderLatch;
 import org.apache.curator.framework.recipes.leader.LeaderLatchListener;
 import org.apache.curator.framework.recipes.leader.Participant;
 import org.apache.curator.framework.recipes.locks.InterProcessMutex;
+import org.apache.curator.framework.recipes.locks.InterProcessReadWriteLock;
 import org.apache.curator.retry.RetryNTimes;
 import org.apache.zookeeper.KeeperException;
 
@@ -266,6 +280,52 @@ public final class CuratorPeer {
     return EXIT_OK;
   }
 
+  /** hold on a side of an InterProcessReadWriteLock (rhold, whold). */
+  static int rwHold(CuratorFramework client, Commands in, String path,
+                    String id, boolean write, long timeoutMs) throws Exception {
+    InterProcessReadWriteLock rw = new InterProcessReadWriteLock(
+        client, path, id.getBytes(StandardCharsets.UTF_8));
+    InterProcessMutex side = write ? rw.writeLock() : rw.readLock();
+    if (!side.acquire(timeoutMs, TimeUnit.MILLISECONDS)) {
+      out.println("timeout");
+      return EXIT_TIMEOUT;
+    }
+    out.println("acquired");
+    in.next(); /* any line, or end of input */
+    side.release();
+    out.println("released");
+    return EXIT_OK;
+  }
+
+  static int rwCount(CuratorFramework client, Commands in, String path,
+                     String id, long n, String counterFile) throws Exception {
+    InterProcessReadWriteLock rw = new InterProcessReadWriteLock(
+        client, path, id.getBytes(StandardCharsets.UTF_8));
+    Path file = Paths.get(counterFile);
+    warmUp(rw.writeLock());
+    waitForGo(in);
+    long writes = 0, moved = 0;
+    for (long i = 0; i < n; i++) {
+      boolean write = i % 3 == 0;
+      InterProcessMutex side = write ? rw.writeLock() : rw.readLock();
+      if (!side.acquire(peerTimeoutMs, TimeUnit.MILLISECONDS)) {
+        out.println("timeout");
+        return EXIT_TIMEOUT;
+      }
+      int value = readCounter(file);
+      Thread.sleep(1); /* widen the window a violation would need */
+      if (write) {
+        Files.write(file, Integer.toString(value + 1).getBytes(StandardCharsets.UTF_8));
+        writes++;
+      } else if (readCounter(file) != value) {
+        moved++;
+      }
+      side.release();
+    }
+    out.println("done " + n + " writes=" + writes + " moved=" + moved);
+    return EXIT_OK;
+  }
+
   static int shell(CuratorFramework client, Commands in, String path, String id)
       throws Exception {
     Mutex m = new Mutex(client, path, id);
@@ -293,7 +353,7 @@ public final class CuratorPeer {
 
   /* Warm-up: load the lock's classes and open the paths once, so that the
    * first measured or contended acquisition is not the JVM's first. */
-  static void warmUp(Mutex m) throws Exception {
+  static void warmUp(InterProcessMutex m) throws Exception {
     if (!m.acquire(peerTimeoutMs, TimeUnit.MILLISECONDS))
       throw new Exit(EXIT_TIMEOUT, "warm-up acquisition timed out");
     m.release();
@@ -688,8 +748,10 @@ public final class CuratorPeer {
   static void usage() throws Exit {
     throw new Exit(EXIT_USAGE,
                    "usage: CuratorPeer hold CONNECT PATH ID [TIMEOUT_MS]\n"
+                       + "       CuratorPeer rhold|whold CONNECT PATH ID [TIMEOUT_MS]\n"
                        + "       CuratorPeer shell CONNECT PATH ID\n"
                        + "       CuratorPeer count CONNECT PATH ID N COUNTERFILE\n"
+                       + "       CuratorPeer rwcount CONNECT PATH ID N COUNTERFILE\n"
                        + "       CuratorPeer loop CONNECT PATH SECONDS [ID]\n"
                        + "       CuratorPeer latch CONNECT PATH ID\n"
                        + "       CuratorPeer bench CONNECT\n"
@@ -724,12 +786,15 @@ public final class CuratorPeer {
     long lifetime = envLong("ZKR_PEER_LIFETIME_S", 300);
     switch (mode) {
     case "hold":
+    case "rhold":
+    case "whold":
     case "shell":
     case "latch":
-      if (a.length != 4 && !(mode.equals("hold") && a.length == 5))
+      if (a.length != 4 && !(mode.endsWith("hold") && a.length == 5))
         usage();
       break;
     case "count":
+    case "rwcount":
       if (a.length != 6)
         usage();
       parseNumber("N", a[4], 0);
@@ -748,7 +813,7 @@ public final class CuratorPeer {
     default:
       usage();
     }
-    long holdTimeout = mode.equals("hold") && a.length == 5
+    long holdTimeout = mode.endsWith("hold") && a.length == 5
                            ? parseNumber("TIMEOUT_MS", a[4], 0)
                            : peerTimeoutMs;
     startWatchdog(lifetime);
@@ -758,10 +823,16 @@ public final class CuratorPeer {
       switch (mode) {
       case "hold":
         return hold(client, in, path, a[3], holdTimeout);
+      case "rhold":
+      case "whold":
+        return rwHold(client, in, path, a[3], mode.equals("whold"),
+                      holdTimeout);
       case "shell":
         return shell(client, in, path, a[3]);
       case "count":
         return count(client, in, path, a[3], Long.parseLong(a[4]), a[5]);
+      case "rwcount":
+        return rwCount(client, in, path, a[3], Long.parseLong(a[4]), a[5]);
       case "loop":
         return loop(client, in, path, a.length == 5 ? a[4] : "curator-loop",
                     Long.parseLong(a[3]));

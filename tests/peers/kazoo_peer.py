@@ -3,6 +3,8 @@
 and benchmark.  Run it with Debian's /usr/bin/python3 (python3-kazoo).
 
   kazoo_peer.py hold  CONNECT PATH ID [TIMEOUT_MS]
+  kazoo_peer.py rhold CONNECT PATH ID [TIMEOUT_MS]
+  kazoo_peer.py whold CONNECT PATH ID [TIMEOUT_MS]
   kazoo_peer.py shell CONNECT PATH ID
   kazoo_peer.py count CONNECT PATH ID N COUNTERFILE
   kazoo_peer.py loop  CONNECT PATH SECONDS [ID]
@@ -20,6 +22,11 @@ The lock is client.Lock(PATH, ID, extra_lock_patterns=["-lock-"]): kazoo's
 own nodes are "<uuid hex>__lock__<seq>"; the extra pattern makes it count
 Curator's and zkrecipes' "_c_<uuid>-lock-<seq>" nodes as contenders too.
 The node data is ID.
+
+rhold and whold are hold on a ReadLock ("__rlock__" nodes, shared) and a
+WriteLock ("__lock__", exclusive), with extra_lock_patterns that make them
+count the other dialects' nodes: the ReadLock waits for "__WRIT__" and
+"-lock-" nodes too, the WriteLock for "__READ__", "__WRIT__" and "-lock-".
 
 Environment: ZKR_PEER_TIMEOUT_MS, ZKR_PEER_SESSION_MS, ZKR_PEER_LIFETIME_S as
 for CuratorPeer.  kazoo's log is silenced so that stdout carries only the
@@ -39,6 +46,7 @@ EXIT_OK, EXIT_USAGE, EXIT_TIMEOUT, EXIT_CONNECT, EXIT_ERROR = 0, 2, 3, 4, 5
 EXIT_NO_COMMAND, EXIT_WATCHDOG = 6, 124
 
 USAGE = """usage: kazoo_peer.py hold CONNECT PATH ID [TIMEOUT_MS]
+       kazoo_peer.py rhold|whold CONNECT PATH ID [TIMEOUT_MS]
        kazoo_peer.py shell CONNECT PATH ID
        kazoo_peer.py count CONNECT PATH ID N COUNTERFILE
        kazoo_peer.py loop CONNECT PATH SECONDS [ID]
@@ -130,14 +138,21 @@ def connect(hosts):
 class Mutex:
     """A kazoo Lock that counts "-lock-" nodes as contenders."""
 
-    def __init__(self, client, path, ident):
+    # The kinds of lock: its factory and the other dialects it counts.
+    KINDS = {"mutex": ("Lock", ["-lock-"]),
+             "read": ("ReadLock", ["__WRIT__", "-lock-"]),
+             "write": ("WriteLock", ["__READ__", "__WRIT__", "-lock-"])}
+
+    def __init__(self, client, path, ident, kind="mutex"):
         from kazoo.recipe.lock import Lock
+        factory, patterns = self.KINDS[kind]
+        make = getattr(client, factory)
         if "extra_lock_patterns" in inspect.signature(Lock.__init__).parameters:
-            self.lock = client.Lock(path, ident, extra_lock_patterns=["-lock-"])
+            self.lock = make(path, ident, extra_lock_patterns=patterns)
         else:  # kazoo < 2.7.1: Curator's and zkrecipes' nodes go unseen
             print("kazoo_peer: this kazoo has no extra_lock_patterns: "
                   "not interoperable", file=sys.stderr)
-            self.lock = client.Lock(path, ident)
+            self.lock = make(path, ident)
         self.path = path
         self.held = False
 
@@ -190,8 +205,8 @@ def release_and_say(m):
     say("released")
 
 
-def hold(client, cmds, path, ident, timeout_s):
-    m = Mutex(client, path, ident)
+def hold(client, cmds, path, ident, timeout_s, kind="mutex"):
+    m = Mutex(client, path, ident, kind)
     if not acquire_and_say(m, timeout_s):
         return EXIT_TIMEOUT
     while cmds.next() == "participants":
@@ -507,8 +522,8 @@ def run(argv):
     mode, hosts, path = argv[0], argv[1], argv[2]
     check_path(path)
     timeout_s = PEER_TIMEOUT_S
-    if mode in ("hold", "shell"):
-        if len(argv) != 4 and not (mode == "hold" and len(argv) == 5):
+    if mode in ("hold", "rhold", "whold", "shell"):
+        if len(argv) != 4 and not (mode.endswith("hold") and len(argv) == 5):
             raise Exit(EXIT_USAGE, USAGE)
         if len(argv) == 5:
             timeout_s = number("TIMEOUT_MS", argv[4], 0) / 1000.0
@@ -531,8 +546,9 @@ def run(argv):
     cmds = Commands()
     client = connect(hosts)
     try:
-        if mode == "hold":
-            return hold(client, cmds, path, argv[3], timeout_s)
+        if mode.endswith("hold"):
+            kind = {"hold": "mutex", "rhold": "read", "whold": "write"}[mode]
+            return hold(client, cmds, path, argv[3], timeout_s, kind)
         if mode == "shell":
             return shell(client, cmds, path, argv[3])
         if mode == "count":
