@@ -570,6 +570,94 @@ static void test_lock_environment(void) {
   g_free(path);
 }
 
+/* Several LOCKPATHs are one all-or-nothing set: with one of them busy,
+ * -n fails, runs nothing and leaves no node on the free one; once free,
+ * COMMAND gets every lock's path, node and token, numbered in the order
+ * given (the unnumbered ones are the first's), the nodes existing while it
+ * runs. */
+static void test_lock_several_paths(void) {
+  cleanup_processes();
+  char *a = zkt_path("tools-multi-a"), *b = zkt_path("tools-multi-b");
+  zhandle_t *zh = zkt_raw();
+  const char *hold_b[] = {b,   "--", "sh", "-c", "echo pid=$$; exec sleep 30",
+                          NULL};
+  proc *holder = tool_start(ZKR_LOCK, hold_b);
+  CU_ASSERT_FATAL(command_pid(holder) > 0);
+  char *marker = tmp_file("multi-ran");
+  char *touch = g_strdup_printf("touch '%s'", marker);
+  const char *busy[] = {"-n", a, b, "--", "sh", "-c", touch, NULL};
+  CU_ASSERT_EQUAL(tool_run(ZKR_LOCK, busy, NULL), EXIT_NOT_ACQUIRED);
+  CU_ASSERT_FALSE(g_file_test(marker, G_FILE_TEST_EXISTS));
+  CU_ASSERT(wait_children(zh, a, 0));
+  proc_signal(holder, SIGTERM);
+  CU_ASSERT_EQUAL(proc_wait(holder, EXIT_TIMEOUT), 128 + SIGTERM);
+
+  const char *script =
+      "echo count=$ZKR_LOCK_COUNT p1=$ZKR_LOCK_PATH_1 p2=$ZKR_LOCK_PATH_2 "
+      "n1=$ZKR_LOCK_NODE_1 n2=$ZKR_LOCK_NODE_2 t1=$ZKR_FENCING_TOKEN_1 "
+      "t2=$ZKR_FENCING_TOKEN_2 t=$ZKR_FENCING_TOKEN p=$ZKR_LOCK_PATH; "
+      "echo pid=$$; exec sleep 30";
+  const char *both[] = {b, a, "--", "sh", "-c", script, NULL};
+  proc *p = tool_start(ZKR_LOCK, both);
+  CU_ASSERT_FATAL(command_pid(p) > 0);
+  const char *keys[] = {"count", "p1", "p2", "n1", "n2", "t1", "t2", "t", "p"};
+  char *v[9];
+  for (int i = 0; i < 9; i++)
+    v[i] = value_of(p->out->str, keys[i], 0);
+  CU_ASSERT_STRING_EQUAL(v[0] ? v[0] : "", "2");
+  CU_ASSERT_STRING_EQUAL(v[1] ? v[1] : "", b);
+  CU_ASSERT_STRING_EQUAL(v[2] ? v[2] : "", a);
+  CU_ASSERT(v[3] && g_str_has_prefix(v[3], b) && zkt_exists(zh, v[3]));
+  CU_ASSERT(v[4] && g_str_has_prefix(v[4], a) && zkt_exists(zh, v[4]));
+  CU_ASSERT(v[3] && v[5] &&
+            zkt_czxid(zh, v[3]) == g_ascii_strtoll(v[5], NULL, 10));
+  CU_ASSERT(v[4] && v[6] &&
+            zkt_czxid(zh, v[4]) == g_ascii_strtoll(v[6], NULL, 10));
+  CU_ASSERT_STRING_EQUAL(v[7] ? v[7] : "", v[5] ? v[5] : "-");
+  CU_ASSERT_STRING_EQUAL(v[8] ? v[8] : "", b);
+  proc_signal(p, SIGTERM);
+  CU_ASSERT_EQUAL(proc_wait(p, EXIT_TIMEOUT), 128 + SIGTERM);
+  CU_ASSERT(wait_children(zh, a, 0));
+  CU_ASSERT(wait_children(zh, b, 0));
+  for (int i = 0; i < 9; i++)
+    g_free(v[i]);
+  proc_free(p);
+  proc_free(holder);
+  zookeeper_close(zh);
+  g_free(touch);
+  g_free(marker);
+  g_free(a);
+  g_free(b);
+}
+
+/* --shared takes the read side, -x the write side of the read-write lock:
+ * while a reader runs, another reader runs too, a writer and a plain lock
+ * are refused (-n); once it is gone, a writer runs. */
+static void test_lock_shared_exclusive(void) {
+  cleanup_processes();
+  char *path = zkt_path("tools-rw");
+  const char *reader[] = {
+      "--shared", path, "--", "sh", "-c", "echo pid=$$; exec sleep 30", NULL};
+  proc *r = tool_start(ZKR_LOCK, reader);
+  CU_ASSERT_FATAL(command_pid(r) > 0);
+  const char *reader2[] = {"-n", "--shared", path, "--", "true", NULL};
+  CU_ASSERT_EQUAL(tool_run(ZKR_LOCK, reader2, NULL), 0);
+  const char *writer[] = {"-n", "-x", path, "--", "true", NULL};
+  CU_ASSERT_EQUAL(tool_run(ZKR_LOCK, writer, NULL), EXIT_NOT_ACQUIRED);
+  const char *mutex[] = {"-n", path, "--", "true", NULL};
+  CU_ASSERT_EQUAL(tool_run(ZKR_LOCK, mutex, NULL), EXIT_NOT_ACQUIRED);
+  proc *h;
+  const char *holders[] = {"--holders", path, NULL};
+  CU_ASSERT_EQUAL(tool_run(ZKR_LOCK, holders, &h), 0);
+  CU_ASSERT_PTR_NOT_NULL(strstr(h->out->str, "__READ__"));
+  proc_free(h);
+  proc_signal(r, SIGTERM);
+  CU_ASSERT_EQUAL(proc_wait(r, EXIT_TIMEOUT), 128 + SIGTERM);
+  CU_ASSERT_EQUAL(tool_run(ZKR_LOCK, writer, NULL), 0);
+  proc_free(r);
+  g_free(path);
+}
+
 /* A SIGKILLed zkr-lock cannot release: its lock goes with its session,
  * after the session timeout, and a waiter gets it within timeout + 2 s.
  * Its command, which it could not stop, got the parent-death signal. */
@@ -928,7 +1016,9 @@ static void test_usage_and_paths(void) {
       {ZKR_LOCK, {"-E", "256", "/p", "--", "true", NULL}, EXIT_USAGE},
       {ZKR_LOCK, {"-k", "NOSUCH", "/p", "--", "true", NULL}, EXIT_USAGE},
       {ZKR_LOCK, {"-w", NULL}, EXIT_USAGE},
-      {ZKR_LOCK, {"--holders", "/p", "extra", NULL}, EXIT_USAGE},
+      {ZKR_LOCK, {"--holders", "/p", "extra", NULL}, EXIT_BAD_PATH},
+      {ZKR_LOCK, {"/p", "/p", "--", "true", NULL}, EXIT_USAGE},
+      {ZKR_LOCK, {"/p", "/q", "--", NULL}, EXIT_USAGE},
       {ZKR_ELECT, {NULL}, EXIT_USAGE},
       {ZKR_ELECT, {"/p", NULL}, EXIT_USAGE},
       {ZKR_ELECT, {"--leader", "--watch", "/p", NULL}, EXIT_USAGE},
@@ -1349,6 +1439,8 @@ static void add_suites(void) {
   ZKT_SUITE("zkr-lock", {"exclusion", test_lock_exclusion},
             {"conflict", test_lock_conflict},
             {"environment", test_lock_environment},
+            {"several paths", test_lock_several_paths},
+            {"shared and exclusive", test_lock_shared_exclusive},
             {"holder_killed", test_lock_holder_killed},
             {"lost", test_lock_lost}, {"lost_grace", test_lock_lost_grace},
             {"signals_and_status", test_lock_signals_and_status});

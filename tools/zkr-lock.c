@@ -28,13 +28,20 @@
 
 static const char usage_text[] =
     "Usage: zkr-lock [OPTIONS] LOCKPATH [--] COMMAND [ARG...]\n"
-    "       zkr-lock [OPTIONS] --holders LOCKPATH\n"
+    "       zkr-lock [OPTIONS] LOCKPATH... -- COMMAND [ARG...]\n"
+    "       zkr-lock [OPTIONS] --holders LOCKPATH...\n"
     "       zkr-lock --help | --version\n"
     "\n"
     "Acquire the ZooKeeper lock LOCKPATH (a zkrecipes lock: fair, fenced, the\n"
     "protocol of Apache Curator's InterProcessMutex and kazoo's Lock), run\n"
     "COMMAND while holding it, release it when COMMAND exits, and exit with\n"
     "COMMAND's status (128+N when it was killed by signal N).\n"
+    "\n"
+    "Several LOCKPATHs (then -- before COMMAND) are taken all or nothing,\n"
+    "in the order of their paths whatever order they are given in, so that\n"
+    "two commands asking for the same locks in different orders cannot\n"
+    "deadlock; -w and -n apply to the whole set, and losing any of them is\n"
+    "losing the set.\n"
     "\n"
     "If the lock is lost while COMMAND runs (the ZooKeeper session expired,\n"
     "its lease ran out, or the lock node was deleted), COMMAND gets the lost\n"
@@ -65,6 +72,12 @@ static const char usage_text[] =
     "                             connected (fractions allowed; 0 means -n);\n"
     "                             default: no limit\n"
     "  -n, --nonblock             do not wait: fail if another holder has it\n"
+    "      --shared               take the read side of the read-write lock\n"
+    "                             on LOCKPATH (Curator's\n"
+    "                             InterProcessReadWriteLock): shared with\n"
+    "                             other readers, excluded by writers\n"
+    "  -x, --exclusive            take its write side: alone (readers,\n"
+    "                             writers and plain locks all exclude it)\n"
     "  -E, --conflict-exit-code CODE\n"
     "                             exit status when the lock was not acquired\n"
     "                             (-n, -w), 0 to 255 (default 1)\n"
@@ -88,13 +101,16 @@ static const char usage_text[] =
     "\n"
     "Environment:\n"
     "  ZKR_SERVERS      default server list\n"
-    "  ZKR_LOG          ZooKeeper client log on stderr: 1 or warn, debug\n"
-    "                   (default: silent)\n"
+    "  ZKR_LOG          log of zkrecipes and the ZooKeeper client on stderr:\n"
+    "                   1 or warn, info, debug (default: silent)\n"
     "COMMAND also gets:\n"
-    "  ZKR_LOCK_PATH       LOCKPATH\n"
+    "  ZKR_LOCK_PATH       LOCKPATH (the first one given)\n"
     "  ZKR_LOCK_NODE       full path of our lock node\n"
     "  ZKR_FENCING_TOKEN   the fencing token: the node's czxid, in decimal;\n"
     "                      larger for every later holder\n"
+    "  ZKR_LOCK_COUNT      how many locks are held (N)\n"
+    "  ZKR_LOCK_PATH_I, ZKR_LOCK_NODE_I, ZKR_FENCING_TOKEN_I\n"
+    "                      the same for the I-th LOCKPATH given, 1 to N\n"
     "  ZKR_PARTICIPANT_ID  the participant id (--id, or HOSTNAME:PID)\n"
     "\n"
     "Exit status:\n"
@@ -113,17 +129,66 @@ static const char usage_text[] =
     "  126  COMMAND could not be run; 127 COMMAND was not found\n"
     "  128+N  interrupted by signal N while waiting for the lock\n";
 
-enum { OPT_HOLDERS = TOOL_OPT_FIRST_FREE };
+enum { OPT_HOLDERS = TOOL_OPT_FIRST_FREE, OPT_SHARED };
+
+/* Which lock on each LOCKPATH: the mutex, or a side of the read-write
+ * lock (flock's words). */
+typedef enum lock_mode { MODE_MUTEX, MODE_SHARED, MODE_EXCLUSIVE } lock_mode;
 
 typedef struct lock_cli {
   tool_options o;
   int wait_ms; /* ZKRC_WAIT_FOREVER, ZKRC_NO_WAIT or ms */
   int conflict_code;
   int holders;
-  const char *path;
+  lock_mode mode;
+  const char *path; /* for messages: the path, or the paths joined */
+  char **paths;     /* the LOCKPATHs, as given */
+  int n_paths;
   char **command;
   char *id; /* the participant id */
 } lock_cli;
+
+/* Do the arguments [from, to) all look like lock paths (absolute)? */
+static int all_paths(char **argv, int from, int to) {
+  for (int i = from; i < to; i++)
+    if (argv[i][0] != '/')
+      return 0;
+  return 1;
+}
+
+/* LOCKPATH... and COMMAND: one path then [--] COMMAND, as flock(1) and
+ * before; several paths only with -- before COMMAND (or --holders): the
+ * first -- ends them when everything before it is a path (a COMMAND with
+ * a -- of its own, given without one before it, stays a COMMAND unless it
+ * is an absolute path). */
+static void split_paths(lock_cli *cli, int argc, char **argv, int first) {
+  int dashes = first + 1;
+  while (dashes < argc && strcmp(argv[dashes], "--") != 0)
+    dashes++;
+  int several = cli->holders ? argc - first > 1
+                             : dashes < argc && all_paths(argv, first, dashes);
+  if (!several) {
+    int cmd = tool_split_command(argc, argv, first, !cli->holders);
+    cli->paths = argv + first;
+    cli->n_paths = 1;
+    cli->command = cmd < argc ? argv + cmd : NULL;
+  } else {
+    int end = cli->holders ? argc : dashes;
+    if (!cli->holders && dashes + 1 >= argc)
+      tool_usage_error("missing COMMAND after --");
+    cli->paths = argv + first;
+    cli->n_paths = end - first;
+    cli->command = cli->holders ? NULL : argv + dashes + 1;
+  }
+  if (cli->n_paths > ZKRC_MULTILOCK_MAX)
+    tool_usage_error("at most %d LOCKPATHs", ZKRC_MULTILOCK_MAX);
+  for (int i = 0; i < cli->n_paths; i++)
+    for (int j = 0; j < i; j++)
+      if (strcmp(cli->paths[i], cli->paths[j]) == 0)
+        tool_usage_error("LOCKPATH given twice: %s", cli->paths[i]);
+  cli->path = cli->n_paths == 1 ? cli->paths[0]
+                                : g_strjoinv(" ", cli->paths); /* lives on */
+}
 
 static void parse_args(lock_cli *cli, int argc, char **argv) {
   static const struct option longopts[] = {
@@ -133,6 +198,8 @@ static void parse_args(lock_cli *cli, int argc, char **argv) {
       {"nonblock", no_argument, NULL, 'n'},
       {"conflict-exit-code", required_argument, NULL, 'E'},
       {"holders", no_argument, NULL, OPT_HOLDERS},
+      {"shared", no_argument, NULL, OPT_SHARED},
+      {"exclusive", no_argument, NULL, 'x'},
       {NULL, 0, NULL, 0},
   };
   tool_options_init(&cli->o, "zkr-lock");
@@ -141,7 +208,7 @@ static void parse_args(lock_cli *cli, int argc, char **argv) {
   opterr = 0; /* our own messages */
   int c;
   /* '+': stop at LOCKPATH; what follows it belongs to COMMAND. */
-  while ((c = getopt_long(argc, argv, "+:" TOOL_COMMON_SHORTOPTS "w:nE:",
+  while ((c = getopt_long(argc, argv, "+:" TOOL_COMMON_SHORTOPTS "w:nE:x",
                           longopts, NULL)) != -1) {
     if (tool_common_option(&cli->o, c, optarg, usage_text))
       continue;
@@ -158,15 +225,19 @@ static void parse_args(lock_cli *cli, int argc, char **argv) {
     case OPT_HOLDERS:
       cli->holders = 1;
       break;
+    case OPT_SHARED:
+      cli->mode = MODE_SHARED;
+      break;
+    case 'x':
+      cli->mode = MODE_EXCLUSIVE;
+      break;
     case ':':
       tool_usage_error("option %s needs a value", argv[optind - 1]);
     default:
       tool_usage_error("unknown option: %s", argv[optind - 1]);
     }
   }
-  int cmd = tool_split_command(argc, argv, optind, !cli->holders);
-  cli->path = argv[optind];
-  cli->command = cmd < argc ? argv + cmd : NULL;
+  split_paths(cli, argc, argv, optind);
 }
 
 /* --------------------------------------------------------------- holders */
@@ -187,32 +258,44 @@ static int print_holders(zkrc_session *s, const char *path, int timeout_ms) {
   return TOOL_EXIT_OK;
 }
 
+static int print_all_holders(lock_cli *cli, zkrc_session *s) {
+  int status = TOOL_EXIT_OK;
+  for (int i = 0; i < cli->n_paths && status == TOOL_EXIT_OK; i++)
+    status = print_holders(s, cli->paths[i], zkrc_session_timeout(s));
+  return status;
+}
+
 /* ---------------------------------------------------------- acquisition */
 
 /* The acquiring thread and the main thread, which may give up meanwhile by
  * freeing the lock.  The mutex keeps the acquirer off a freed lock. */
 typedef struct acquirer {
   GMutex mu;
-  zkrc_lock *lk;
+  int n;            /* locks, one per LOCKPATH, in the order given */
+  zkrc_lock **lk;   /* each a mutex or a side of rw[i] */
+  zkrc_rwlock **rw; /* NULL entries for mutexes */
+  int64_t *tokens;  /* once held: each lock's token and node */
+  char **nodes;
   int wait_ms;
   int cancelled;
 } acquirer;
 
+/* One lock, or all of them at once (in the order of their paths: no
+ * deadlock with another zkr-lock asking for them in another order). */
 static gpointer acquire_main(gpointer data) {
   acquirer *a = data;
-  int rc = zkrc_lock_acquire(a->lk, a->wait_ms);
+  int rc = a->n == 1 ? zkrc_lock_acquire(a->lk[0], a->wait_ms)
+                     : zkrc_lock_acquire_all(a->lk, (size_t)a->n, a->wait_ms);
   tool_event ev = {.kind = TOOL_EV_ACQUIRED, .code = rc};
   g_mutex_lock(&a->mu);
-  if (!a->cancelled && rc == ZKRC_OK) {
-    /* Token and node are per thread: ask from the holding thread. */
-    int err = zkrc_lock_token(a->lk, &ev.token);
-    if (err == ZKRC_OK)
-      err = zkrc_lock_node(a->lk, &ev.node);
-    ev.code = err;
+  /* Tokens and nodes are per thread: ask from the holding thread. */
+  for (int i = 0; i < a->n && !a->cancelled && ev.code == ZKRC_OK; i++) {
+    ev.code = zkrc_lock_token(a->lk[i], &a->tokens[i]);
+    if (ev.code == ZKRC_OK)
+      ev.code = zkrc_lock_node(a->lk[i], &a->nodes[i]);
   }
   g_mutex_unlock(&a->mu);
   tool_post_event(&ev);
-  free(ev.node);
   return NULL;
 }
 
@@ -253,11 +336,21 @@ static int not_acquired_status(lock_cli *cli, zkrc_session *s, int err) {
 }
 
 /* Give up waiting: free the lock under the acquirer's mutex. */
+static void free_locks(acquirer *a) {
+  for (int i = 0; i < a->n; i++) {
+    if (a->rw[i])
+      zkrc_rwlock_free(a->rw[i]);
+    else if (a->lk[i])
+      zkrc_lock_free(a->lk[i]);
+    a->rw[i] = NULL;
+    a->lk[i] = NULL;
+  }
+}
+
 static void cancel_acquisition(acquirer *a) {
   g_mutex_lock(&a->mu);
   a->cancelled = 1;
-  zkrc_lock_free(a->lk); /* the acquirer returns ZKRC_ECANCELED */
-  a->lk = NULL;
+  free_locks(a); /* the acquirer returns ZKRC_ECANCELED */
   g_mutex_unlock(&a->mu);
 }
 
@@ -279,13 +372,12 @@ static int signals_while_waiting(lock_cli *cli, acquirer *a) {
 }
 
 /* Wait for the acquiring thread's verdict while answering signals.  Returns
- * 1 with *token and *node set when the lock is held; else 0 with the exit
+ * 1 when the locks are held (a->tokens, a->nodes set); else 0 with the exit
  * status in *status (which -E may make 0).  A LOST that overtook the
  * verdict (the callback thread posts it, the acquirer its result) sets
  * *lost_early: the hold is gone before COMMAND could start. */
 static int wait_for_lock(lock_cli *cli, zkrc_session *s, acquirer *a,
-                         int64_t *token, char **node, int *status,
-                         int *lost_early) {
+                         int *status, int *lost_early) {
   for (;;) {
     tool_wait(-1);
     if ((*status = signals_while_waiting(cli, a)) != 0)
@@ -300,11 +392,8 @@ static int wait_for_lock(lock_cli *cli, zkrc_session *s, acquirer *a,
         tool_event_clear(&ev);
         continue;
       }
-      if (ev.code == ZKRC_OK) {
-        *token = ev.token;
-        *node = ev.node;
+      if (ev.code == ZKRC_OK)
         return 1;
-      }
       tool_event_clear(&ev);
       *status = not_acquired_status(cli, s, ev.code);
       return 0;
@@ -384,25 +473,38 @@ static int ready_to_start(supervision *sv) {
 }
 
 /* Run COMMAND while the lock is held.  Returns zkr-lock's exit status. */
-static int run_locked(lock_cli *cli, zkrc_session *s, int64_t token,
-                      const char *node) {
-  char *env[5];
-  int k = 0;
-  env[k++] = g_strdup_printf("ZKR_LOCK_PATH=%s", cli->path);
-  env[k++] = g_strdup_printf("ZKR_LOCK_NODE=%s", node);
-  env[k++] = g_strdup_printf("ZKR_FENCING_TOKEN=%" PRId64, token);
-  env[k++] = g_strdup_printf("ZKR_PARTICIPANT_ID=%s", cli->id);
-  env[k] = NULL;
+/* COMMAND's environment: the first lock's path, node and token as with
+ * one lock, the count, and each lock's numbered from 1 (g_strfreev). */
+static char **command_env(lock_cli *cli, const acquirer *a) {
+  GPtrArray *env = g_ptr_array_new();
+  g_ptr_array_add(env, g_strdup_printf("ZKR_LOCK_PATH=%s", cli->paths[0]));
+  g_ptr_array_add(env, g_strdup_printf("ZKR_LOCK_NODE=%s", a->nodes[0]));
+  g_ptr_array_add(env,
+                  g_strdup_printf("ZKR_FENCING_TOKEN=%" PRId64, a->tokens[0]));
+  g_ptr_array_add(env, g_strdup_printf("ZKR_LOCK_COUNT=%d", a->n));
+  for (int i = 0; i < a->n; i++) {
+    g_ptr_array_add(
+        env, g_strdup_printf("ZKR_LOCK_PATH_%d=%s", i + 1, cli->paths[i]));
+    g_ptr_array_add(env,
+                    g_strdup_printf("ZKR_LOCK_NODE_%d=%s", i + 1, a->nodes[i]));
+    g_ptr_array_add(env, g_strdup_printf("ZKR_FENCING_TOKEN_%d=%" PRId64, i + 1,
+                                         a->tokens[i]));
+  }
+  g_ptr_array_add(env, g_strdup_printf("ZKR_PARTICIPANT_ID=%s", cli->id));
+  g_ptr_array_add(env, NULL);
+  return (char **)g_ptr_array_free(env, FALSE);
+}
+
+static int run_locked(lock_cli *cli, zkrc_session *s, const acquirer *a) {
+  char **env = command_env(cli, a);
   supervision sv = {.cli = cli, .s = s};
   if (!ready_to_start(&sv)) {
-    for (int i = 0; i < k; i++)
-      g_free(env[i]);
+    g_strfreev(env);
     tool_error("lock %s lost before COMMAND could start", cli->path);
     return TOOL_EXIT_LOST;
   }
   int status = tool_child_start(&sv.child, cli->command, env, &cli->o);
-  for (int i = 0; i < k; i++)
-    g_free(env[i]);
+  g_strfreev(env);
   if (status != 0)
     return status;
   tool_verbose("running %s (pid %d)", cli->command[0], (int)sv.child.pid);
@@ -416,41 +518,71 @@ static int run_locked(lock_cli *cli, zkrc_session *s, int64_t token,
 
 /* ----------------------------------------------------------------- main */
 
+/* The lock on @p path the command line asks for: a mutex, or a side of a
+ * read-write lock (then *rw owns it). */
+static int new_lock(lock_cli *cli, zkrc_session *s, const char *path,
+                    zkrc_lock **lk, zkrc_rwlock **rw) {
+  *rw = NULL;
+  if (cli->mode == MODE_MUTEX) {
+    zkrc_lock_options lo;
+    zkrc_lock_options_init(&lo);
+    lo.participant_id = cli->id;
+    lo.on_event = on_lock_event;
+    return zkrc_lock_new(lk, s, path, &lo);
+  }
+  zkrc_rwlock_options ro;
+  zkrc_rwlock_options_init(&ro);
+  ro.participant_id = cli->id;
+  ro.on_event = on_lock_event;
+  int err = zkrc_rwlock_new(rw, s, path, &ro);
+  if (err == ZKRC_OK)
+    *lk = cli->mode == MODE_SHARED ? zkrc_rwlock_reader(*rw)
+                                   : zkrc_rwlock_writer(*rw);
+  return err;
+}
+
+static void acquirer_clear(acquirer *a) {
+  free_locks(a);
+  for (int i = 0; i < a->n; i++)
+    free(a->nodes[i]);
+  g_free(a->lk);
+  g_free(a->rw);
+  g_free(a->tokens);
+  g_free(a->nodes);
+  g_mutex_clear(&a->mu);
+}
+
 static int lock_and_run(lock_cli *cli, zkrc_session *s) {
-  zkrc_lock_options lo;
-  zkrc_lock_options_init(&lo);
-  lo.participant_id = cli->id;
-  lo.on_event = on_lock_event;
-  acquirer a;
+  acquirer a = {.n = cli->n_paths, .wait_ms = cli->wait_ms};
   g_mutex_init(&a.mu);
-  a.wait_ms = cli->wait_ms;
-  a.cancelled = 0;
-  int err = zkrc_lock_new(&a.lk, s, cli->path, &lo);
-  if (err != ZKRC_OK) {
-    g_mutex_clear(&a.mu);
-    return tool_fail("cannot create the lock", err);
+  a.lk = g_new0(zkrc_lock *, a.n);
+  a.rw = g_new0(zkrc_rwlock *, a.n);
+  a.tokens = g_new0(int64_t, a.n);
+  a.nodes = g_new0(char *, a.n);
+  for (int i = 0; i < a.n; i++) {
+    int err = new_lock(cli, s, cli->paths[i], &a.lk[i], &a.rw[i]);
+    if (err != ZKRC_OK) {
+      acquirer_clear(&a);
+      return tool_fail("cannot create the lock", err);
+    }
   }
   GThread *thread = g_thread_new("zkr-lock-acquire", acquire_main, &a);
-  int64_t token = 0;
-  char *node = NULL;
   int status = 0, lost_early = 0;
-  int held = wait_for_lock(cli, s, &a, &token, &node, &status, &lost_early);
+  int held = wait_for_lock(cli, s, &a, &status, &lost_early);
   g_thread_join(thread);
   if (held && lost_early) {
     tool_error("lock %s lost before COMMAND could start", cli->path);
     status = TOOL_EXIT_LOST;
   } else if (held) {
-    tool_verbose("acquired %s: node %s, fencing token %" PRId64, cli->path,
-                 node, token);
-    status = run_locked(cli, s, token, node);
+    for (int i = 0; i < a.n; i++)
+      tool_verbose("acquired %s: node %s, fencing token %" PRId64,
+                   cli->paths[i], a.nodes[i], a.tokens[i]);
+    status = run_locked(cli, s, &a);
   }
-  free(node);
-  if (a.lk) {
-    zkrc_lock_free(a.lk); /* releases: the next waiter wakes */
-    if (held && status != TOOL_EXIT_LOST)
-      tool_verbose("released %s", cli->path);
-  }
-  g_mutex_clear(&a.mu);
+  /* Freeing releases: the next waiter wakes. */
+  if (held && !a.cancelled && status != TOOL_EXIT_LOST)
+    tool_verbose("released %s", cli->path);
+  acquirer_clear(&a);
   return status;
 }
 
@@ -458,7 +590,8 @@ int main(int argc, char **argv) {
   lock_cli cli;
   memset(&cli, 0, sizeof cli);
   parse_args(&cli, argc, argv);
-  tool_check_path(cli.path);
+  for (int i = 0; i < cli.n_paths; i++)
+    tool_check_path(cli.paths[i]);
   if (tool_runtime_init() != 0)
     return TOOL_EXIT_OSERR;
   zkrc_session *s;
@@ -467,8 +600,7 @@ int main(int argc, char **argv) {
   if (status != 0)
     return status;
   cli.id = tool_participant_id(&cli.o);
-  status = cli.holders ? print_holders(s, cli.path, zkrc_session_timeout(s))
-                       : lock_and_run(&cli, s);
+  status = cli.holders ? print_all_holders(&cli, s) : lock_and_run(&cli, s);
   zkrc_session_close(s);
   g_free(cli.id);
   return status;
