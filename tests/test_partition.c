@@ -386,8 +386,7 @@ static void successor_wait(trial *t, zkrc_session *s, zhandle_t *zh,
     CU_ASSERT_EQUAL_FATAL(zkrc_election_new(se, s, path, &o), ZKRC_OK);
     CU_ASSERT_EQUAL_FATAL(zkrc_election_join(*se), ZKRC_OK);
   } else if (t->k == READER) {
-    CU_ASSERT_EQUAL_FATAL(zkrc_rwlock_new(&t->succ_rw, s, path, NULL),
-                          ZKRC_OK);
+    CU_ASSERT_EQUAL_FATAL(zkrc_rwlock_new(&t->succ_rw, s, path, NULL), ZKRC_OK);
     CU_ASSERT_EQUAL_FATAL(
         zkrc_lock_acquire_async(zkrc_rwlock_writer(t->succ_rw), 30000,
                                 successor_granted, t, NULL),
