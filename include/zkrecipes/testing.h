@@ -362,7 +362,9 @@ void zkrc_spawn_options_init(zkrc_spawn_options *o);
  * or is killed leaves no child behind.  Spawn from a thread that lives as
  * long as the child should (the main thread, in a test).  The child
  * inherits no descriptor but 0, 1 and 2; our ends of its pipes are
- * close-on-exec, so no other child inherits them.  Safe in a process with
+ * close-on-exec, so no other child inherits them.  It starts with every
+ * signal at its default disposition and none blocked, whatever the
+ * spawning thread ignored or blocked.  Safe in a process with
  * threads (the child runs only async-signal-safe calls before exec).
  * @param child  filled in on success (pid, and the pipes asked for, -1
  *               otherwise); on failure pid is 0 and every fd is -1.
