@@ -65,8 +65,9 @@ static void close_all_but(const int *keep, int n_keep) {
 /* In the child, between fork() and exec: async-signal-safe calls only (the
  * parent has threads).  execvpe() of glibc searches PATH without malloc. */
 static void __attribute__((noreturn))
-exec_child(int own_group, const tool_options *o, pid_t parent, int err_fd,
-           const int *keep, int n_keep, char *const *argv, char *const *envp) {
+exec_child(int own_group, const tool_options *o, pid_t parent, int go_fd,
+           int err_fd, const int *keep, int n_keep, char *const *argv,
+           char *const *envp) {
   int e = 0;
   if (own_group && setpgid(0, 0) != 0)
     e = errno;
@@ -74,6 +75,16 @@ exec_child(int own_group, const tool_options *o, pid_t parent, int err_fd,
    * guardian kills the rest of its group). */
   if (e == 0 && prctl(PR_SET_PDEATHSIG, o->lost_signal) != 0)
     e = errno;
+  /* Run only once the parent has put the guardian in our group: a parent
+   * killed before that would leave COMMAND's group unguarded.  EOF
+   * without the byte: the parent is gone. */
+  char go = 0;
+  ssize_t got;
+  do
+    got = read(go_fd, &go, 1);
+  while (got < 0 && errno == EINTR);
+  if (e == 0 && got != 1)
+    e = ESRCH;
   if (e == 0 && getppid() != parent)
     e = ESRCH; /* already gone */
   close_all_but(keep, n_keep);
@@ -113,13 +124,22 @@ static void reap(pid_t pid, int *status) {
     *status = shell_status(st);
 }
 
-/* Fork and exec COMMAND.  Returns its pid, or 0 after a message with the
- * exit status in *status. */
+/* Fork COMMAND's process, which waits for release_command() before it
+ * execs (so that its guardian can be in place first).  Returns its pid
+ * with the two ends release_command() needs in fds[] (go, exec result), or
+ * 0 after a message with the exit status in *status. */
 static pid_t fork_command(char *const *argv, char *const *env,
-                          const tool_options *o, int *status) {
-  int errpipe[2];
+                          const tool_options *o, int *status, int fds[2]) {
+  int errpipe[2], gopipe[2];
   if (pipe2(errpipe, O_CLOEXEC) != 0) {
     tool_error("pipe: %s", strerror(errno));
+    *status = TOOL_EXIT_OSERR;
+    return 0;
+  }
+  if (pipe2(gopipe, O_CLOEXEC) != 0) {
+    tool_error("pipe: %s", strerror(errno));
+    close(errpipe[0]);
+    close(errpipe[1]);
     *status = TOOL_EXIT_OSERR;
     return 0;
   }
@@ -134,29 +154,42 @@ static pid_t fork_command(char *const *argv, char *const *env,
   fflush(NULL);
   pid_t pid = fork();
   if (pid == 0)
-    exec_child(!o->foreground, o, parent, errpipe[1], keep, n_keep, argv, envp);
+    exec_child(!o->foreground, o, parent, gopipe[0], errpipe[1], keep, n_keep,
+               argv, envp);
   int fork_errno = errno;
   if (pid > 0 && !o->foreground)
     setpgid(pid, pid); /* also here: no window where kill(-pid) misses */
   pthread_sigmask(SIG_SETMASK, &saved, NULL);
   close(errpipe[1]);
+  close(gopipe[0]);
   g_free(keep);
   g_free(envp);
   if (pid < 0) {
     close(errpipe[0]);
+    close(gopipe[1]);
     tool_error("fork: %s", strerror(fork_errno));
     *status = TOOL_EXIT_OSERR;
     return 0;
   }
-  int e = exec_result(errpipe[0]);
-  close(errpipe[0]);
-  if (e != 0) {
-    reap(pid, NULL);
-    tool_error("cannot run %s: %s", argv[0], strerror(e));
-    *status = e == ENOENT ? TOOL_EXIT_NOT_FOUND : TOOL_EXIT_CANNOT_RUN;
-    return 0;
-  }
+  fds[0] = gopipe[1];
+  fds[1] = errpipe[0];
   return pid;
+}
+
+/* Let the forked COMMAND exec and wait for the outcome: 0 once it runs;
+ * else, after a message, the exit status (COMMAND has been reaped). */
+static int release_command(pid_t pid, const char *name, const int fds[2]) {
+  char go = 'g';
+  ssize_t unused = write(fds[0], &go, 1); /* EPIPE: it died; see below */
+  (void)unused;
+  close(fds[0]);
+  int e = exec_result(fds[1]);
+  close(fds[1]);
+  if (e == 0)
+    return 0;
+  reap(pid, NULL);
+  tool_error("cannot run %s: %s", name, strerror(e));
+  return e == ENOENT ? TOOL_EXIT_NOT_FOUND : TOOL_EXIT_CANNOT_RUN;
 }
 
 /* ------------------------------------------------------------ guardian */
@@ -236,14 +269,20 @@ int tool_child_start(tool_child *c, char *const *argv, char *const *env,
   c->kill_at = -1;
   c->deadline = -1;
   c->guardian_fd = -1;
-  int status = 0;
-  pid_t pid = fork_command(argv, env, o, &status);
+  int status = 0, fds[2];
+  pid_t pid = fork_command(argv, env, o, &status, fds);
   if (pid == 0)
     return status;
   c->pid = pid;
   c->group = o->foreground ? 0 : pid;
   if (c->group > 0)
-    start_guardian(c);
+    start_guardian(c); /* before COMMAND runs */
+  status = release_command(pid, argv[0], fds);
+  if (status != 0) {
+    end_guardian(c, 0);
+    c->pid = 0;
+    return status;
+  }
   tool_runtime_set_live_child(c);
   return 0;
 }
