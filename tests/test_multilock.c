@@ -483,63 +483,72 @@ static void test_async_acquires_all_and_releases(void) {
   free_paths(&ps);
 }
 
-static void test_async_timeout_gives_back_what_was_taken(void) {
-  paths ps = new_paths("ml-async-timeout");
-  zkrc_session *s = zkt_session(), *other = zkt_session();
-  zkrc_lock *theirs = new_lock(other, ps.p[1]);
-  ZKT_ASSERT_RC(ZKRC_OK, zkrc_lock_acquire(theirs, 5000));
-  zkrc_lock *set[] = {new_lock(s, ps.p[1]), new_lock(s, ps.p[0])};
+/* The second path held by another session, and our set of both (listed
+ * second path first) with its outcome. */
+typedef struct second_held {
+  paths ps;
+  zkrc_session *s, *other;
+  zkrc_lock *theirs;
+  zkrc_lock *set[2]; /* ours on ps.p[1], then on ps.p[0] */
   outcome o;
-  outcome_init(&o);
-  int64_t start = zkt_now_ms();
-  ZKT_ASSERT_RC(
-      ZKRC_OK, zkrc_lock_acquire_all_async(set, 2, 600, on_set_done, &o, NULL));
-  CU_ASSERT_EQUAL_FATAL(wait_outcome(&o), 1);
-  int64_t took = zkt_now_ms() - start;
-  ZKT_ASSERT_RC(ZKRC_ETIMEDOUT, o.status);
-  CU_ASSERT_PTR_EQUAL(o.failed, set[0]); /* the lock on ps.p[1] */
-  CU_ASSERT(took >= 600 && took < 600 + 1500);
-  zhandle_t *zh = zkt_raw();
-  CU_ASSERT(zkt_wait_children(zh, ps.p[1], 1, 5000)); /* theirs only */
-  CU_ASSERT(no_nodes_left(zh, ps.p[0]));
-  ZKT_ASSERT_RC(ZKRC_OK, zkrc_lock_release(theirs));
-  zookeeper_close(zh);
+  zhandle_t *zh;
+} second_held;
+
+static void second_held_open(second_held *f, const char *tag) {
+  f->ps = new_paths(tag);
+  f->s = zkt_session();
+  f->other = zkt_session();
+  f->theirs = new_lock(f->other, f->ps.p[1]);
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_lock_acquire(f->theirs, 5000));
+  f->set[0] = new_lock(f->s, f->ps.p[1]);
+  f->set[1] = new_lock(f->s, f->ps.p[0]);
+  outcome_init(&f->o);
+  f->zh = zkt_raw();
+}
+
+/* What a failed set leaves: their node alone on the second path, none of
+ * ours on the first; then everything closed. */
+static void second_held_close(second_held *f) {
+  CU_ASSERT(zkt_wait_children(f->zh, f->ps.p[1], 1, 5000));
+  CU_ASSERT(no_nodes_left(f->zh, f->ps.p[0]));
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_lock_release(f->theirs));
+  zookeeper_close(f->zh);
   for (int i = 0; i < 2; i++)
-    zkrc_lock_free(set[i]);
-  zkrc_lock_free(theirs);
-  zkrc_session_close(s);
-  zkrc_session_close(other);
-  outcome_clear(&o);
-  free_paths(&ps);
+    zkrc_lock_free(f->set[i]);
+  zkrc_lock_free(f->theirs);
+  zkrc_session_close(f->s);
+  zkrc_session_close(f->other);
+  outcome_clear(&f->o);
+  free_paths(&f->ps);
+}
+
+static void test_async_timeout_gives_back_what_was_taken(void) {
+  second_held f;
+  second_held_open(&f, "ml-async-timeout");
+  int64_t start = zkt_now_ms();
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_lock_acquire_all_async(f.set, 2, 600, on_set_done,
+                                                     &f.o, NULL));
+  CU_ASSERT_EQUAL_FATAL(wait_outcome(&f.o), 1);
+  int64_t took = zkt_now_ms() - start;
+  ZKT_ASSERT_RC(ZKRC_ETIMEDOUT, f.o.status);
+  CU_ASSERT_PTR_EQUAL(f.o.failed, f.set[0]); /* the lock on ps.p[1] */
+  CU_ASSERT(took >= 600 && took < 600 + 1500);
+  second_held_close(&f);
 }
 
 static void test_async_cancel_gives_back_what_was_taken(void) {
-  paths ps = new_paths("ml-async-cancel");
-  zkrc_session *s = zkt_session(), *other = zkt_session();
-  zkrc_lock *theirs = new_lock(other, ps.p[1]);
-  ZKT_ASSERT_RC(ZKRC_OK, zkrc_lock_acquire(theirs, 5000));
-  zkrc_lock *set[] = {new_lock(s, ps.p[0]), new_lock(s, ps.p[1])};
-  outcome o;
-  outcome_init(&o);
+  second_held f;
+  second_held_open(&f, "ml-async-cancel");
   zkrc_lock_set_hold *h = NULL;
-  ZKT_ASSERT_RC(ZKRC_OK, zkrc_lock_acquire_all_async(set, 2, ZKRC_WAIT_FOREVER,
-                                                     on_set_done, &o, &h));
-  zhandle_t *zh = zkt_raw();
-  CU_ASSERT_FATAL(zkt_wait_children(zh, ps.p[1], 2, 5000)); /* a is ours */
+  ZKT_ASSERT_RC(ZKRC_OK,
+                zkrc_lock_acquire_all_async(f.set, 2, ZKRC_WAIT_FOREVER,
+                                            on_set_done, &f.o, &h));
+  /* The first path is ours; we queue on the second. */
+  CU_ASSERT_FATAL(zkt_wait_children(f.zh, f.ps.p[1], 2, 5000));
   ZKT_ASSERT_RC(ZKRC_OK, zkrc_lock_set_hold_cancel(h));
-  CU_ASSERT_EQUAL_FATAL(wait_outcome(&o), 1);
-  ZKT_ASSERT_RC(ZKRC_ECANCELED, o.status);
-  CU_ASSERT(zkt_wait_children(zh, ps.p[1], 1, 5000));
-  CU_ASSERT(no_nodes_left(zh, ps.p[0]));
-  ZKT_ASSERT_RC(ZKRC_OK, zkrc_lock_release(theirs));
-  zookeeper_close(zh);
-  for (int i = 0; i < 2; i++)
-    zkrc_lock_free(set[i]);
-  zkrc_lock_free(theirs);
-  zkrc_session_close(s);
-  zkrc_session_close(other);
-  outcome_clear(&o);
-  free_paths(&ps);
+  CU_ASSERT_EQUAL_FATAL(wait_outcome(&f.o), 1);
+  ZKT_ASSERT_RC(ZKRC_ECANCELED, f.o.status);
+  second_held_close(&f);
 }
 
 static void test_async_bad_sets_are_refused(void) {
