@@ -4,6 +4,8 @@
  */
 #include "config.h"
 
+#include <pthread.h>
+
 #include <zookeeper/zookeeper.h>
 
 #include "session_internal.h"
@@ -33,9 +35,14 @@ static gboolean is_open_acl(const struct ACL_vector *acl) {
   return acl == NULL || acl == &ZOO_OPEN_ACL_UNSAFE;
 }
 
+static void fill_open_acl(void) { open_acl.v = ZOO_OPEN_ACL_UNSAFE; }
+
 zkrc__acl *zkrc__acl_new(const struct ACL_vector *acl) {
   if (is_open_acl(acl)) {
-    open_acl.v = ZOO_OPEN_ACL_UNSAFE; /* the same value every time */
+    /* Filled once (ZOO_OPEN_ACL_UNSAFE is no compile-time constant):
+     * threads creating recipes at once must not write it together. */
+    static pthread_once_t filled = PTHREAD_ONCE_INIT;
+    pthread_once(&filled, fill_open_acl);
     return &open_acl;
   }
   zkrc__acl *copy = g_new0(zkrc__acl, 1);
