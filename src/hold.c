@@ -44,11 +44,22 @@ typedef struct lock_event_call {
   zkrc_lock_event_info info;
 } lock_event_call;
 
+/* None after zkrc_lock_free(), and none about a non-blocking hold its
+ * owner released meanwhile: that hold (and what zkrc_lock_hold_arg() gives,
+ * a multi-lock's set for one) may be gone. */
+static gboolean event_wanted(zkrc_lock *lk, holder *hold) {
+  g_mutex_lock(&lk->r.mu);
+  gboolean wanted =
+      !lk->r.freeing && (hold == NULL || hold->state != H_RELEASED);
+  g_mutex_unlock(&lk->r.mu);
+  return wanted;
+}
+
 static void lock_event_run(zkrc__recipe_event *ev) {
   lock_event_call *call = (lock_event_call *)ev;
   zkrc_lock *lk = (zkrc_lock *)ev->r;
   call->info.node = ev->node;
-  if (!zkrc__recipe_freeing(ev->r)) /* none after zkrc_lock_free() */
+  if (event_wanted(lk, call->info.hold))
     lk->on_event(lk, &call->info, lk->event_arg);
 }
 

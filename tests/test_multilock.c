@@ -551,6 +551,93 @@ static void test_async_cancel_gives_back_what_was_taken(void) {
   second_held_close(&f);
 }
 
+/* A held set whose session expires: one LOST per member.  An application
+ * that releases the set on the first (finding it with
+ * zkrc_lock_hold_arg(info->hold), as the header says) gets no second one
+ * naming the freed set: a released hold is told nothing more. */
+typedef struct lost_watch {
+  GMutex mu;
+  GCond cond;
+  zkrc_lock_set_hold *set; /* NULL once released */
+  int lost_events;
+  int after_release; /* LOST events delivered after the set was released */
+} lost_watch;
+
+static void on_member_event(zkrc_lock *lk, const zkrc_lock_event_info *info,
+                            void *arg) {
+  lost_watch *w = arg;
+  if (info->event != ZKRC_LOCK_LOST)
+    return;
+  g_mutex_lock(&w->mu);
+  w->lost_events++;
+  zkrc_lock_set_hold *set = w->set;
+  if (set && zkrc_lock_hold_arg(info->hold) == (void *)set) {
+    w->set = NULL;
+    g_mutex_unlock(&w->mu);
+    ZKT_ASSERT_RC(ZKRC_ELOCKLOST, zkrc_lock_set_hold_release(set));
+    g_mutex_lock(&w->mu);
+  } else {
+    w->after_release++;
+  }
+  g_cond_broadcast(&w->cond);
+  g_mutex_unlock(&w->mu);
+}
+
+typedef struct reopened {
+  zkrc_session *s;
+  int64_t old_id;
+} reopened;
+
+static int session_reopened(void *arg) {
+  reopened *r = arg;
+  int64_t id = zkrc_session_id(r->s);
+  return id != 0 && id != r->old_id;
+}
+
+static void test_no_member_event_after_set_release(void) {
+  paths ps = new_paths("ml-lost-events");
+  zkrc_session *s = zkt_session();
+  lost_watch w = {.set = NULL};
+  g_mutex_init(&w.mu);
+  g_cond_init(&w.cond);
+  zkrc_lock_options lo;
+  zkrc_lock_options_init(&lo);
+  lo.on_event = on_member_event;
+  lo.event_arg = &w;
+  zkrc_lock *set[2] = {NULL, NULL};
+  for (int i = 0; i < 2; i++)
+    CU_ASSERT_EQUAL_FATAL(zkrc_lock_new(&set[i], s, ps.p[i], &lo), ZKRC_OK);
+  outcome o;
+  outcome_init(&o);
+  zkrc_lock_set_hold *h = NULL;
+  ZKT_ASSERT_RC(ZKRC_OK,
+                zkrc_lock_acquire_all_async(set, 2, 5000, on_set_done, &o, &h));
+  CU_ASSERT_EQUAL_FATAL(wait_outcome(&o), 1);
+  ZKT_ASSERT_RC(ZKRC_OK, o.status);
+  g_mutex_lock(&w.mu);
+  w.set = h;
+  g_mutex_unlock(&w.mu);
+  reopened r = {s, zkrc_session_id(s)};
+  zkt_expire(s);
+  gint64 end = g_get_monotonic_time() + 15 * G_TIME_SPAN_SECOND;
+  g_mutex_lock(&w.mu);
+  while (w.lost_events < 1 && g_cond_wait_until(&w.cond, &w.mu, end))
+    ;
+  g_mutex_unlock(&w.mu);
+  /* Both LOSTs were posted when the expiry was announced, before the new
+   * session: once it is there, closing runs whatever is still queued. */
+  CU_ASSERT(zkt_wait_for(session_reopened, &r, 15000));
+  zkrc_session_close(s);
+  CU_ASSERT_EQUAL(w.lost_events, 1);
+  CU_ASSERT_EQUAL(w.after_release, 0);
+  for (int i = 0; i < 2; i++)
+    zkrc_lock_free(set[i]);
+  outcome_clear(&o);
+  g_cond_clear(&w.cond);
+  g_mutex_clear(&w.mu);
+  free_paths(&ps);
+}
+
 static void test_async_bad_sets_are_refused(void) {
   paths ps = new_paths("ml-async-bad");
   zkrc_session *s = zkt_session();
@@ -602,7 +689,9 @@ static void add_suites(void) {
        test_async_timeout_gives_back_what_was_taken},
       {"async_cancel_gives_back_what_was_taken",
        test_async_cancel_gives_back_what_was_taken},
-      {"async_bad_sets_are_refused", test_async_bad_sets_are_refused});
+      {"async_bad_sets_are_refused", test_async_bad_sets_are_refused},
+      {"no_member_event_after_set_release",
+       test_no_member_event_after_set_release});
 }
 
 int main(void) { return zkt_run("test_multilock", add_suites); }
