@@ -10,6 +10,7 @@
 
 #include <glib.h>
 
+#include "log_internal.h"
 #include "util.h"
 #include "zkrecipes/error.h"
 #include "zkrecipes/multilock.h"
@@ -127,6 +128,10 @@ typedef enum set_state {
  * is called under it, so that the hold it cancels cannot be freed
  * meanwhile: its completion needs the set's mutex first). */
 struct zkrc_lock_set_hold {
+  /* The owner's reference (dropped when a failed outcome has been told, or
+   * by the release), and start_next's while it runs: a member's completion
+   * may end the set on another thread meanwhile. */
+  gint refs;
   GMutex mu;
   zkrc_lock **locks;      /* in the order they are taken */
   zkrc_lock_hold **holds; /* holds[0..next) are acquired */
@@ -134,6 +139,7 @@ struct zkrc_lock_set_hold {
   size_t next;             /* the lock being acquired */
   zkrc_lock_hold *pending; /* its hold, once known and not yet answered */
   gboolean answered;       /* its completion has come */
+  unsigned attempt;        /* start_next calls so far: whose hold is known */
   gboolean canceled;
   set_state state;
   int timeout_ms;
@@ -142,7 +148,14 @@ struct zkrc_lock_set_hold {
   void *arg;
 };
 
-static void set_free(zkrc_lock_set_hold *set) {
+static zkrc_lock_set_hold *set_ref(zkrc_lock_set_hold *set) {
+  g_atomic_int_inc(&set->refs);
+  return set;
+}
+
+static void set_unref(zkrc_lock_set_hold *set) {
+  if (!g_atomic_int_dec_and_test(&set->refs))
+    return;
   g_mutex_clear(&set->mu);
   g_free(set->locks);
   g_free(set->holds);
@@ -167,37 +180,47 @@ static void set_fail(zkrc_lock_set_hold *set, int status, int zk_error,
     (void)zkrc_lock_hold_release(set->holds[--taken]);
   zkrc_lock_set_acquired_info info = {status, zk_error, failed};
   set->done(set, &info, set->arg);
-  set_free(set);
+  set_unref(set); /* the owner's */
 }
 
 static void member_done(zkrc_lock *lk, zkrc_lock_hold *hold,
                         const zkrc_lock_acquired_info *info, void *arg);
 
 /* Start acquiring set->locks[set->next]; a failure to start is returned
- * (no completion will come for it). */
+ * (no completion will come for it).  The member's completion may run on
+ * another thread before this returns, and may even end the set: this
+ * call keeps it alive, and stores the new hold only if no completion
+ * came since (the attempt is still the latest, unanswered). */
 static int start_next(zkrc_lock_set_hold *set) {
+  set_ref(set);
   g_mutex_lock(&set->mu);
   size_t i = set->next;
   int wait = set->timeout_ms;
-  if (wait > 0 && (wait = remaining_ms(set->deadline_us)) == 0) {
-    g_mutex_unlock(&set->mu);
-    return ZKRC_ETIMEDOUT;
-  }
+  int rc = ZKRC_OK;
+  if (set->canceled)
+    rc = ZKRC_ECANCELED;
+  else if (wait > 0 && (wait = remaining_ms(set->deadline_us)) == 0)
+    rc = ZKRC_ETIMEDOUT;
+  unsigned attempt = ++set->attempt;
   set->answered = FALSE;
   set->pending = NULL;
   g_mutex_unlock(&set->mu);
   zkrc_lock_hold *h = NULL;
-  int rc = zkrc_lock_acquire_async(set->locks[i], wait, member_done, set, &h);
-  if (rc != ZKRC_OK)
-    return rc;
-  g_mutex_lock(&set->mu);
-  if (!set->answered) { /* else h may be gone already */
-    set->pending = h;
-    if (set->canceled) /* canceled before the hold was known */
-      (void)zkrc_lock_hold_cancel(h);
+  if (rc == ZKRC_OK)
+    rc = zkrc_lock_acquire_async(set->locks[i], wait, member_done, set, &h);
+  if (rc == ZKRC_OK) {
+    zkrc__log_defer_begin(); /* a cancel may send a delete, which logs */
+    g_mutex_lock(&set->mu);
+    if (set->attempt == attempt && !set->answered) {
+      set->pending = h; /* its completion needs this mutex first */
+      if (set->canceled) /* canceled before the hold was known */
+        (void)zkrc_lock_hold_cancel(h);
+    }
+    g_mutex_unlock(&set->mu);
+    zkrc__log_flush(zkrc__log_defer_end());
   }
-  g_mutex_unlock(&set->mu);
-  return ZKRC_OK;
+  set_unref(set);
+  return rc;
 }
 
 /* All answered: held only if none was lost meanwhile. */
@@ -246,6 +269,7 @@ int zkrc_lock_acquire_all_async(zkrc_lock *const *locks, size_t count,
   if (sorted == NULL)
     return zkrc__fail(ZKRC_EINVAL);
   zkrc_lock_set_hold *set = g_new0(zkrc_lock_set_hold, 1);
+  set->refs = 1;
   g_mutex_init(&set->mu);
   set->locks = sorted;
   set->holds = g_new0(zkrc_lock_hold *, count);
@@ -261,7 +285,7 @@ int zkrc_lock_acquire_all_async(zkrc_lock *const *locks, size_t count,
   if (rc != ZKRC_OK) {
     if (out)
       *out = NULL;
-    set_free(set);
+    set_unref(set);
     return zkrc__fail(rc);
   }
   return ZKRC_OK;
@@ -270,6 +294,7 @@ int zkrc_lock_acquire_all_async(zkrc_lock *const *locks, size_t count,
 int zkrc_lock_set_hold_cancel(zkrc_lock_set_hold *set) {
   if (set == NULL)
     return zkrc__fail(ZKRC_EINVAL);
+  zkrc__log_defer_begin(); /* the cancel sends a delete, which logs */
   g_mutex_lock(&set->mu);
   int rc = ZKRC_OK;
   if (set->state != SET_PENDING || set->canceled) {
@@ -280,6 +305,7 @@ int zkrc_lock_set_hold_cancel(zkrc_lock_set_hold *set) {
       (void)zkrc_lock_hold_cancel(set->pending);
   }
   g_mutex_unlock(&set->mu);
+  zkrc__log_flush(zkrc__log_defer_end());
   return rc == ZKRC_OK ? ZKRC_OK : zkrc__fail(rc);
 }
 
@@ -299,7 +325,7 @@ int zkrc_lock_set_hold_release(zkrc_lock_set_hold *set) {
     if (released != ZKRC_OK && rc == ZKRC_OK)
       rc = released;
   }
-  set_free(set);
+  set_unref(set); /* the owner's */
   return rc == ZKRC_OK ? ZKRC_OK : zkrc__fail(rc);
 }
 
