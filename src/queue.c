@@ -432,7 +432,29 @@ static void on_session_event(zkrc_session *s, zkrc_session_event ev,
 
 /* ---------------------------------------------------------------- steps */
 
+static void perform(zkrc__contender *c, step st);
+
+/* The client logs some requests from the thread that sends them (at
+ * DEBUG), which may hold a recipe's mutex (a release withdraws under its
+ * lock's): what it logs while we send goes out from the session's worker
+ * instead, never from under a mutex of ours. */
+static void send_logging_later_begin(void) { zkrc__log_defer_begin(); }
+
+static void send_logging_later_end(zkrc__contender *c) {
+  void *lines = zkrc__log_defer_end();
+  if (lines)
+    zkrc__session_run_on_worker(c->s, zkrc__log_flush, lines);
+}
+
 void zkrc__q_perform(zkrc__contender *c, step st) {
+  if (st == STEP_NONE)
+    return;
+  send_logging_later_begin();
+  perform(c, st);
+  send_logging_later_end(c);
+}
+
+static void perform(zkrc__contender *c, step st) {
   switch (st) {
   case STEP_NONE:
     break;
@@ -481,7 +503,9 @@ void zkrc__contender_start(zkrc__contender *c) {
     zkrc__q_end_later(c, ZKRC_ECLOSED);
     return;
   }
+  send_logging_later_begin();
   zkrc__q_send_create(c);
+  send_logging_later_end(c);
 }
 
 /* -------------------------------------------------------------- queries */

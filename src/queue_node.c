@@ -285,7 +285,7 @@ void zkrc__contender_withdraw(zkrc__contender *c) {
   if (end_now)
     zkrc__q_end_later(c, ZKRC_OK);
   else if (next == STEP_DELETE)
-    zkrc__q_send_delete(c);
+    zkrc__q_perform(c, STEP_DELETE); /* maybe under the owner's mutex */
 }
 
 gboolean zkrc__contender_deleting(zkrc__contender *c) {
