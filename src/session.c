@@ -358,6 +358,7 @@ int zkrc_session_adopt(zkrc_session **out, zhandle_t *zh, const char *hosts,
   gboolean connected = zoo_state(zh) == ZOO_CONNECTED_STATE;
   if (connected) {
     c->session_id = zoo_client_id(zh)->client_id;
+    s->last_session_id = c->session_id;
     s->negotiated_timeout_ms = zoo_recv_timeout(zh);
   }
   int timeout_ms = s->negotiated_timeout_ms;

@@ -84,6 +84,7 @@ static int apply_state_locked(zkrc_session *s, zkrc_conn *c, int zk_state,
     gboolean new_session = c->session_id == 0;
     zkrc_session_state before = s->state;
     c->session_id = client_id;
+    s->last_session_id = client_id;
     s->negotiated_timeout_ms = recv_timeout;
     s->state = ZKRC_SESSION_CONNECTED;
     g_cond_broadcast(&s->cond);

@@ -125,7 +125,9 @@ static void log_session_event(zkrc_session *s, zkrc_session_event ev) {
   };
   if ((unsigned)ev >= G_N_ELEMENTS(levels) || !zkrc__log_enabled(levels[ev]))
     return;
-  int64_t id = zkrc_session_id(s);
+  g_mutex_lock(&s->mu);
+  int64_t id = s->last_session_id; /* an expired one's handle is gone */
+  g_mutex_unlock(&s->mu);
   zkrc__log(levels[ev], "session 0x%" G_GINT64_MODIFIER "x (%s): %s", id,
             s->hosts ? s->hosts : "adopted handle",
             zkrc_session_event_name(ev));

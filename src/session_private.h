@@ -45,6 +45,9 @@ struct zkrc_session {
    * the very thread that is closing the session: close does not wait for
    * them. */
   gint posted;
+  /* The id of the latest ZooKeeper session (kept after its handle is
+   * retired, for the log lines about its end); under mu. */
+  int64_t last_session_id;
 
   char *hosts; /* NULL for an adopted handle that must not be reopened */
   zkrc_session_options opts;
