@@ -589,6 +589,18 @@ static void test_lock_several_paths(void) {
   CU_ASSERT_EQUAL(tool_run(ZKR_LOCK, busy, NULL), EXIT_NOT_ACQUIRED);
   CU_ASSERT_FALSE(g_file_test(marker, G_FILE_TEST_EXISTS));
   CU_ASSERT(wait_children(zh, a, 0));
+  /* Waiting for the set (holding a, queued on b), ^C gives up: 130, the
+   * node on a given back, nothing run. */
+  const char *waits[] = {a, b, "--", "sh", "-c", touch, NULL};
+  proc *w = tool_start(ZKR_LOCK, waits);
+  CU_ASSERT(wait_children(zh, a, 1));
+  CU_ASSERT(wait_children(zh, b, 2));
+  proc_signal(w, SIGINT);
+  CU_ASSERT_EQUAL(proc_wait(w, EXIT_TIMEOUT), 128 + SIGINT);
+  proc_free(w);
+  CU_ASSERT(wait_children(zh, a, 0));
+  CU_ASSERT(wait_children(zh, b, 1));
+  CU_ASSERT_FALSE(g_file_test(marker, G_FILE_TEST_EXISTS));
   proc_signal(holder, SIGTERM);
   CU_ASSERT_EQUAL(proc_wait(holder, EXIT_TIMEOUT), 128 + SIGTERM);
 

@@ -278,6 +278,8 @@ typedef struct acquirer {
   char **nodes;
   int wait_ms;
   int cancelled;
+  zkrc_session *s;
+  int session_closed; /* by a cancel of several locks: not to close again */
 } acquirer;
 
 /* One lock, or all of them at once (in the order of their paths: no
@@ -347,11 +349,21 @@ static void free_locks(acquirer *a) {
   }
 }
 
+/* Give up waiting.  One lock: free it (the acquirer returns
+ * ZKRC_ECANCELED and touches it no more).  Several: the acquirer is inside
+ * zkrc_lock_acquire_all(), which goes on using the other locks (it gives
+ * back those it took), so they must stay: close the session instead, which
+ * ends the wait with ZKRC_ECLOSED; the locks are freed after the join. */
 static void cancel_acquisition(acquirer *a) {
   g_mutex_lock(&a->mu);
   a->cancelled = 1;
-  free_locks(a); /* the acquirer returns ZKRC_ECANCELED */
+  if (a->n == 1)
+    free_locks(a);
   g_mutex_unlock(&a->mu);
+  if (a->n > 1) {
+    a->session_closed = 1;
+    zkrc_session_close(a->s);
+  }
 }
 
 /* Signals while waiting: a stop signal gives up (returns 128+N); ^Z stops
@@ -552,8 +564,10 @@ static void acquirer_clear(acquirer *a) {
   g_mutex_clear(&a->mu);
 }
 
-static int lock_and_run(lock_cli *cli, zkrc_session *s) {
-  acquirer a = {.n = cli->n_paths, .wait_ms = cli->wait_ms};
+/* Returns the exit status; *session_closed when the session was closed
+ * here (the caller must not close it again). */
+static int lock_and_run(lock_cli *cli, zkrc_session *s, int *session_closed) {
+  acquirer a = {.n = cli->n_paths, .wait_ms = cli->wait_ms, .s = s};
   g_mutex_init(&a.mu);
   a.lk = g_new0(zkrc_lock *, a.n);
   a.rw = g_new0(zkrc_rwlock *, a.n);
@@ -582,6 +596,7 @@ static int lock_and_run(lock_cli *cli, zkrc_session *s) {
   /* Freeing releases: the next waiter wakes. */
   if (held && !a.cancelled && status != TOOL_EXIT_LOST)
     tool_verbose("released %s", cli->path);
+  *session_closed = a.session_closed;
   acquirer_clear(&a);
   return status;
 }
@@ -600,8 +615,11 @@ int main(int argc, char **argv) {
   if (status != 0)
     return status;
   cli.id = tool_participant_id(&cli.o);
-  status = cli.holders ? print_all_holders(&cli, s) : lock_and_run(&cli, s);
-  zkrc_session_close(s);
+  int closed = 0;
+  status =
+      cli.holders ? print_all_holders(&cli, s) : lock_and_run(&cli, s, &closed);
+  if (!closed)
+    zkrc_session_close(s);
   g_free(cli.id);
   return status;
 }
