@@ -98,8 +98,8 @@ void zkrc__log_before_open(void) {
 }
 
 void zkrc_log_set_rate_limit(int burst, int per_second) {
-  if (burst < 0 || per_second < 0)
-    return;
+  if (burst < 0 || per_second < 0 || (burst == 0 && per_second > 0))
+    return; /* a bucket of 0 would hold back every line, never saying so */
   g_mutex_lock(&log_mutex);
   bucket.burst = burst;
   bucket.per_second = per_second;

@@ -156,8 +156,10 @@ typedef void (*zkrc_election_freed_fn)(void *arg);
 
 /**
  * Leave (if joined) and free, without blocking: every event posted before
- * this call is still delivered (the REVOKED of a leadership the
- * application was told of, for one), none after it, and then @p freed runs
+ * this call is still delivered if it is still true when it runs (the
+ * REVOKED of a leadership the application was told of, for one; not an
+ * ELECTED of a leadership this call ended), none after it, and then
+ * @p freed runs
  * on the session's executor, once our node is deleted (or, when the
  * connection is down, once the library has handed its deletion to the
  * session).  After @p freed returns the election is gone; from this call
@@ -168,7 +170,8 @@ typedef void (*zkrc_election_freed_fn)(void *arg);
  * @return ZKRC_OK (@p freed will run); ZKRC_EINVAL (NULL @p e or
  *         @p freed; nothing changes).
  * Threading: any thread, including the executor's (also from this
- * election's own callback).  Call it once, instead of zkrc_election_free().
+ * election's own callback), while the session's executor is alive.  Call
+ * it once, instead of zkrc_election_free().
  */
 int zkrc_election_free_async(zkrc_election *e, zkrc_election_freed_fn freed,
                              void *arg);

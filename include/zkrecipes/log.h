@@ -77,8 +77,8 @@ const char *zkrc_log_level_name(zkrc_log_level level);
  * How many of the ZooKeeper client's lines may pass in a burst, and then
  * per second (process-wide; defaults 20 and 5).  What is held back is
  * counted and said in one WARN line of the library when lines pass
- * again.  @p per_second 0 turns the limit off.  Negative values are
- * ignored.  Threading: any thread.
+ * again.  @p per_second 0 turns the limit off.  Negative values, and a
+ * burst of 0 with a rate, are ignored.  Threading: any thread.
  */
 void zkrc_log_set_rate_limit(int burst, int per_second);
 

@@ -87,7 +87,14 @@ int zkrc_lock_release_all(zkrc_lock *const *locks, size_t count);
  * other in the order of their paths, and tells once how it ended.  The
  * completion runs on the executor of the session of the lock that decided
  * it (the last one acquired, or the one that failed); when all the locks
- * share a session, on that session's executor.
+ * share a session, on that session's executor.  With locks of several
+ * sessions, completions and member events run on several executors: a
+ * failure's completion frees the set when it returns, so cancel such a set
+ * only where that completion cannot be running (on the same executor as
+ * all its sessions, or before its outcome can come).
+ *
+ * Free a lock of the set (zkrc_lock_free()) only once the set is released,
+ * or its failure told: the set holds the lock's holds.
  * --------------------------------------------------------------------- */
 
 typedef struct zkrc_lock_set_hold zkrc_lock_set_hold;
