@@ -10,7 +10,6 @@
 
 #include <glib.h>
 
-#include "log_internal.h"
 #include "util.h"
 #include "zkrecipes/error.h"
 #include "zkrecipes/multilock.h"
@@ -209,15 +208,13 @@ static int start_next(zkrc_lock_set_hold *set) {
   if (rc == ZKRC_OK)
     rc = zkrc_lock_acquire_async(set->locks[i], wait, member_done, set, &h);
   if (rc == ZKRC_OK) {
-    zkrc__log_defer_begin(); /* a cancel may send a delete, which logs */
     g_mutex_lock(&set->mu);
     if (set->attempt == attempt && !set->answered) {
-      set->pending = h; /* its completion needs this mutex first */
+      set->pending = h;  /* its completion needs this mutex first */
       if (set->canceled) /* canceled before the hold was known */
         (void)zkrc_lock_hold_cancel(h);
     }
     g_mutex_unlock(&set->mu);
-    zkrc__log_flush(zkrc__log_defer_end());
   }
   set_unref(set);
   return rc;
@@ -294,7 +291,6 @@ int zkrc_lock_acquire_all_async(zkrc_lock *const *locks, size_t count,
 int zkrc_lock_set_hold_cancel(zkrc_lock_set_hold *set) {
   if (set == NULL)
     return zkrc__fail(ZKRC_EINVAL);
-  zkrc__log_defer_begin(); /* the cancel sends a delete, which logs */
   g_mutex_lock(&set->mu);
   int rc = ZKRC_OK;
   if (set->state != SET_PENDING || set->canceled) {
@@ -305,7 +301,6 @@ int zkrc_lock_set_hold_cancel(zkrc_lock_set_hold *set) {
       (void)zkrc_lock_hold_cancel(set->pending);
   }
   g_mutex_unlock(&set->mu);
-  zkrc__log_flush(zkrc__log_defer_end());
   return rc == ZKRC_OK ? ZKRC_OK : zkrc__fail(rc);
 }
 

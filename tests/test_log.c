@@ -147,8 +147,8 @@ static void test_lost_hold_is_a_warning(void) {
   CU_ASSERT(wait_line(ZKRC_LOG_LIBRARY, ZKRC_LOG_WARN, path, "lost the node",
                       10000) == 1);
   /* It names the session that expired (its handle is gone by then). */
-  CU_ASSERT(wait_line(ZKRC_LOG_LIBRARY, ZKRC_LOG_WARN, hex, ": expired",
-                      10000) == 1);
+  CU_ASSERT(
+      wait_line(ZKRC_LOG_LIBRARY, ZKRC_LOG_WARN, hex, ": expired", 10000) == 1);
   g_free(hex);
   zkrc_lock_release(lk);
   zkrc_lock_free(lk);
@@ -245,13 +245,94 @@ static void test_quiet_by_default(void) {
   g_free(env[0]);
 }
 
+/* The log hook never runs with a zkrecipes mutex held.  At DEBUG the
+ * ZooKeeper client logs every request it sends ("Sending request ...")
+ * from the sending thread; zkrc_election_resign() withdraws its node
+ * under the election's mutex and zkrc_lock_set_hold_cancel() cancels a
+ * member under the set's: no line may reach the hook on this thread
+ * inside those calls (the queue hands them to the session's worker). */
+static _Thread_local int inside_call;
+static gint lines_inside;
+
+static void record_inside(zkrc_log_level level, zkrc_log_origin origin,
+                          const char *line, void *arg) {
+  if (inside_call)
+    g_atomic_int_inc(&lines_inside);
+  record(level, origin, line, arg);
+}
+
+static void on_set_done(zkrc_lock_set_hold *set,
+                        const zkrc_lock_set_acquired_info *info, void *arg) {
+  g_mutex_lock(&mu);
+  *(int *)arg = info->status == ZKRC_OK ? 1 : 2;
+  g_cond_broadcast(&cond);
+  g_mutex_unlock(&mu);
+}
+
+static void test_no_line_under_a_mutex(void) {
+  start_recording(ZKRC_LOG_DEBUG);
+  zkrc_log_set_rate_limit(0, 0); /* every line */
+  zkrc_log_set_handler(record_inside, NULL);
+  zkrc_session *s = zkt_session(), *other = zkt_session();
+  char *epath = zkt_path("log-under-elect");
+  zkrc_election *e = NULL;
+  CU_ASSERT_EQUAL_FATAL(zkrc_election_new(&e, s, epath, NULL), ZKRC_OK);
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_election_join(e));
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_election_wait_leader(e, 5000));
+  inside_call = 1;
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_election_resign(e));
+  inside_call = 0;
+  int in_resign = g_atomic_int_get(&lines_inside);
+
+  char *a = zkt_path("log-under-a"), *b = zkt_path("log-under-b");
+  zkrc_lock *theirs = NULL, *la = NULL, *lb = NULL;
+  CU_ASSERT_EQUAL_FATAL(zkrc_lock_new(&theirs, other, b, NULL), ZKRC_OK);
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_lock_acquire(theirs, 5000));
+  CU_ASSERT_EQUAL_FATAL(zkrc_lock_new(&la, s, a, NULL), ZKRC_OK);
+  CU_ASSERT_EQUAL_FATAL(zkrc_lock_new(&lb, s, b, NULL), ZKRC_OK);
+  zkrc_lock *set[] = {la, lb};
+  int done = 0;
+  zkrc_lock_set_hold *h = NULL;
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_lock_acquire_all_async(set, 2, ZKRC_WAIT_FOREVER,
+                                                     on_set_done, &done, &h));
+  zhandle_t *zh = zkt_raw();
+  CU_ASSERT_FATAL(zkt_wait_children(zh, b, 2, 5000));
+  inside_call = 1;
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_lock_set_hold_cancel(h));
+  inside_call = 0;
+  int in_cancel = g_atomic_int_get(&lines_inside) - in_resign;
+  CU_ASSERT_EQUAL(in_resign, 0);
+  CU_ASSERT_EQUAL(in_cancel, 0);
+  /* The client did log them, elsewhere. */
+  g_mutex_lock(&mu);
+  CU_ASSERT(
+      count_lines(ZKRC_LOG_ZOOKEEPER, ZKRC_LOG_DEBUG, "ZOO_DEBUG@", NULL) > 0);
+  gint64 end = g_get_monotonic_time() + 10 * G_TIME_SPAN_SECOND;
+  while (done == 0 && g_cond_wait_until(&cond, &mu, end))
+    ;
+  CU_ASSERT_EQUAL(done, 2); /* canceled */
+  g_mutex_unlock(&mu);
+  zookeeper_close(zh);
+  zkrc_lock_free(la);
+  zkrc_lock_free(lb);
+  zkrc_lock_free(theirs);
+  zkrc_election_free(e);
+  zkrc_session_close(s);
+  zkrc_session_close(other);
+  stop_recording();
+  g_free(a);
+  g_free(b);
+  g_free(epath);
+}
+
 static void add_suites(void) {
   ZKT_SUITE("log",
             {"levels are syslog priorities", test_levels_are_syslog_priorities},
             {"lines carry level and origin", test_lines_carry_level_and_origin},
             {"lost hold is a warning", test_lost_hold_is_a_warning},
             {"client flood is rate limited", test_client_flood_is_rate_limited},
-            {"quiet by default", test_quiet_by_default});
+            {"quiet by default", test_quiet_by_default},
+            {"no line under a mutex", test_no_line_under_a_mutex});
 }
 
 int main(void) { return zkt_run("test_log", add_suites); }
