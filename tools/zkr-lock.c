@@ -29,6 +29,7 @@
 static const char usage_text[] =
     "Usage: zkr-lock [OPTIONS] LOCKPATH [--] COMMAND [ARG...]\n"
     "       zkr-lock [OPTIONS] LOCKPATH... -- COMMAND [ARG...]\n"
+    "       zkr-lock [OPTIONS] LOCKPATH [LOCKPATH... --]\n"
     "       zkr-lock [OPTIONS] --holders LOCKPATH...\n"
     "       zkr-lock --help | --version\n"
     "\n"
@@ -36,6 +37,10 @@ static const char usage_text[] =
     "protocol of Apache Curator's InterProcessMutex and kazoo's Lock), run\n"
     "COMMAND while holding it, release it when COMMAND exits, and exit with\n"
     "COMMAND's status (128+N when it was killed by signal N).\n"
+    "\n"
+    "Without COMMAND (as `etcdctl lock NAME'), hold the lock until SIGINT or\n"
+    "SIGTERM (then release it and exit 0), after printing \"NODE<TAB>TOKEN\"\n"
+    "for each lock on standard output; exit 75 if it is lost meanwhile.\n"
     "\n"
     "Several LOCKPATHs (then -- before COMMAND) are taken all or nothing,\n"
     "in the order of their paths whatever order they are given in, so that\n"
@@ -169,18 +174,21 @@ static void split_paths(lock_cli *cli, int argc, char **argv, int first) {
     dashes++;
   int several = cli->holders ? argc - first > 1
                              : dashes < argc && all_paths(argv, first, dashes);
-  if (!several) {
+  if (first >= argc)
+    tool_usage_error("missing LOCKPATH");
+  /* LOCKPATH alone, or LOCKPATH... --: hold until signalled. */
+  int hold_only =
+      !cli->holders && (argc - first == 1 || (dashes == argc - 1 && several));
+  if (!several && !hold_only) {
     int cmd = tool_split_command(argc, argv, first, !cli->holders);
     cli->paths = argv + first;
     cli->n_paths = 1;
     cli->command = cmd < argc ? argv + cmd : NULL;
   } else {
-    int end = cli->holders ? argc : dashes;
-    if (!cli->holders && dashes + 1 >= argc)
-      tool_usage_error("missing COMMAND after --");
+    int end = cli->holders || (argc - first == 1) ? argc : dashes;
     cli->paths = argv + first;
     cli->n_paths = end - first;
-    cli->command = cli->holders ? NULL : argv + dashes + 1;
+    cli->command = cli->holders || hold_only ? NULL : argv + dashes + 1;
   }
   if (cli->n_paths > ZKRC_MULTILOCK_MAX)
     tool_usage_error("at most %d LOCKPATHs", ZKRC_MULTILOCK_MAX);
@@ -530,6 +538,39 @@ static int run_locked(lock_cli *cli, zkrc_session *s, const acquirer *a) {
   return sv.lost ? TOOL_EXIT_LOST : sv.child.status;
 }
 
+/* No COMMAND: print each lock's node and token, then hold until SIGINT or
+ * SIGTERM (0) or until a lock is lost (75). */
+static int hold_until_signalled(lock_cli *cli, zkrc_session *s,
+                                const acquirer *a) {
+  for (int i = 0; i < a->n; i++)
+    printf("%s\t%" PRId64 "\n", a->nodes[i], a->tokens[i]);
+  if (fflush(stdout) != 0 || ferror(stdout)) {
+    tool_error("standard output: %s", strerror(errno));
+    return TOOL_EXIT_IOERR;
+  }
+  for (;;) {
+    tool_wait(-1);
+    tool_signal sig;
+    while (tool_next_signal(&sig))
+      if (is_stop_signal(sig.signo)) {
+        tool_verbose("signal %s: releasing %s", sigabbrev_np(sig.signo),
+                     cli->path);
+        return TOOL_EXIT_OK;
+      }
+    tool_event ev;
+    while (tool_next_event(&ev)) {
+      int lost = ev.kind == TOOL_EV_LOCK && ev.code == ZKRC_LOCK_LOST;
+      int reason = ev.reason;
+      tool_event_clear(&ev);
+      if (lost) {
+        tool_error("lock %s lost (%s)", cli->path, zkrc_strerror(reason));
+        return TOOL_EXIT_LOST;
+      }
+    }
+    (void)s;
+  }
+}
+
 /* ----------------------------------------------------------------- main */
 
 /* The lock on @p path the command line asks for: a mutex, or a side of a
@@ -593,7 +634,8 @@ static int lock_and_run(lock_cli *cli, zkrc_session *s, int *session_closed) {
     for (int i = 0; i < a.n; i++)
       tool_verbose("acquired %s: node %s, fencing token %" PRId64,
                    cli->paths[i], a.nodes[i], a.tokens[i]);
-    status = run_locked(cli, s, &a);
+    status = cli->command ? run_locked(cli, s, &a)
+                          : hold_until_signalled(cli, s, &a);
   }
   /* Freeing releases: the next waiter wakes. */
   if (held && !a.cancelled && status != TOOL_EXIT_LOST)
