@@ -57,7 +57,9 @@ static const char usage_text[] =
     "to\n"
     "a running COMMAND, and once it has exited zkr-elect leaves the election\n"
     "(the next participant is elected at once) and exits with COMMAND's\n"
-    "status; with no COMMAND running it exits with 128+N.  SIGUSR1, SIGUSR2,\n"
+    "status; with no COMMAND running it exits with 128+N.  After SIGTERM\n"
+    "(how supervisors stop a service) a clean step-down exits 0 instead.\n"
+    "SIGUSR1, SIGUSR2,\n"
     "SIGTSTP (then zkr-elect stops too) and SIGCONT are passed on to\n"
     "COMMAND.  COMMAND runs in a process group of its own unless\n"
     "--foreground; should zkr-elect die, COMMAND gets the lost signal and a\n"
@@ -106,8 +108,10 @@ static const char usage_text[] =
     "  ZKR_PARTICIPANT_ID  our participant id\n"
     "\n"
     "Exit status:\n"
-    "  COMMAND's status (128+N when killed by signal N) after a stop signal,\n"
-    "  or with --once\n"
+    "  0    stopped by SIGTERM, having stepped down cleanly (COMMAND ended\n"
+    "       with 0 or by that SIGTERM, or was not running)\n"
+    "  COMMAND's status (128+N when killed by signal N) after another stop\n"
+    "  signal, or with --once\n"
     "  2    bad usage\n"
     "  3    --leader: there is no leader\n"
     "  65   invalid ELECTIONPATH\n"
@@ -117,7 +121,8 @@ static const char usage_text[] =
     "  75   --once: leadership was lost while COMMAND ran\n"
     "  76   ZooKeeper refused or failed; the election failed for good\n"
     "  126  COMMAND could not be run; 127 COMMAND was not found\n"
-    "  128+N  stopped by signal N while COMMAND was not running\n";
+    "  128+N  stopped by signal N (not SIGTERM) while COMMAND was not\n"
+    "       running\n";
 
 enum { OPT_ONCE = TOOL_OPT_FIRST_FREE, OPT_LEADER, OPT_WATCH };
 
@@ -335,6 +340,15 @@ static void step_down(runner *r, int command_status) {
   r->rejoin_at = tool_now_ms() + r->cli->rejoin_delay_ms;
 }
 
+/* The status after the operator's stop signal: SIGTERM is the normal way
+ * to stop a service (systemd, supervisors), so stepping down cleanly on it
+ * is a success (0) when COMMAND ended well or by that SIGTERM; other stop
+ * signals, and a COMMAND that failed, keep their status. */
+static int stopped_status(const runner *r, int command_status) {
+  int clean = command_status == 0 || command_status == 128 + SIGTERM;
+  return r->quit_signal == SIGTERM && clean ? TOOL_EXIT_OK : command_status;
+}
+
 static void command_exited(runner *r) {
   int status = r->child.status;
   tool_verbose("COMMAND exited with status %d", status);
@@ -352,7 +366,7 @@ static void command_exited(runner *r) {
     return; /* the election rejoins by itself */
   }
   if (r->quit_signal) {
-    finish(r, status);
+    finish(r, stopped_status(r, status));
     return;
   }
   step_down(r, status);
@@ -381,8 +395,8 @@ static void handle_signal(runner *r, const tool_signal *sig) {
   int running = r->child.pid > 0;
   if (is_stop_signal(sig->signo) && !r->quit_signal) {
     r->quit_signal = sig->signo;
-    if (!running)
-      finish(r, 128 + sig->signo);
+    if (!running) /* a candidate, or between two terms */
+      finish(r, stopped_status(r, 128 + sig->signo));
   }
   int lease_ok =
       !r->lost && zkrc_election_lease_remaining(r->e) > 2 * TOOL_KILL_MARGIN_MS;
