@@ -74,7 +74,8 @@ int zkrc__queue_list(zkrc_session *s, const char *dir,
     } else if (err == ZKRC_OK && read->rc == ZOK) {
       zkrc_participant p = {
           strdup(read->value ? read->value : ""),
-          strdup(g_array_index(sorted, zkrc__contender_entry, i).name)};
+          strdup(g_array_index(sorted, zkrc__contender_entry, i).name),
+          read->stat.czxid, read->stat.ctime};
       g_array_append_val(out, p);
     } else if (err == ZKRC_OK && read->rc != ZNONODE) {
       /* A node that left meanwhile is simply not listed. */

@@ -1011,8 +1011,56 @@ static void test_elect_command_exits(void) {
   g_free(path);
 }
 
-/* --watch prints the leader now (none: an empty line) and at each change,
- * also after its session expired (it watches again on the new one). */
+/* The ID column of --watch's "TIME<TAB>ID<TAB>TOKEN" lines, one per line
+ * (g_free): "" where nobody led.  Each line's time parses as ISO 8601 and
+ * never goes back, and the tokens grow (*well_formed). */
+static char *watch_ids(const char *out, int *well_formed) {
+  GString *ids = g_string_new(NULL);
+  char **lines = g_strsplit(out, "\n", -1);
+  GDateTime *last = NULL;
+  int64_t last_token = 0;
+  *well_formed = 1;
+  for (int i = 0; lines[i] && lines[i][0]; i++) {
+    char **f = g_strsplit(lines[i], "\t", 3);
+    GDateTime *t =
+        g_strv_length(f) == 3 ? g_date_time_new_from_iso8601(f[0], NULL) : NULL;
+    int64_t token = t ? g_ascii_strtoll(f[2], NULL, 10) : 0;
+    if (t == NULL || (last && g_date_time_compare(last, t) > 0) ||
+        (f[1][0] != '\0') != (token > 0) || (token && token <= last_token))
+      *well_formed = 0;
+    if (token)
+      last_token = token;
+    g_string_append_printf(ids, "%s\n", t ? f[1] : "?");
+    if (last)
+      g_date_time_unref(last);
+    last = t;
+    g_strfreev(f);
+  }
+  if (last)
+    g_date_time_unref(last);
+  g_strfreev(lines);
+  return g_string_free(ids, FALSE);
+}
+
+/* Wait until the IDs --watch printed are @p want. */
+static int watch_shows(proc *w, const char *want) {
+  int64_t deadline = zkt_now_ms() + START_TIMEOUT;
+  for (;;) {
+    int ok;
+    char *ids = watch_ids(w->out->str, &ok);
+    int done = strcmp(ids, want) == 0;
+    g_free(ids);
+    if (done)
+      return ok;
+    if (zkt_now_ms() >= deadline || proc_output_ended(w))
+      return 0;
+    proc_pump(w, (int)(deadline - zkt_now_ms()));
+  }
+}
+
+/* --watch prints the leader now (none: empty ID and token) and at each
+ * change, with the time and the leader's token, also after its session
+ * expired (it watches again on the new one). */
 static void test_elect_watch(void) {
   cleanup_processes();
   char *path = zkt_path("tools-watch");
@@ -1020,10 +1068,10 @@ static void test_elect_watch(void) {
   zhandle_t *zh = zkt_raw();
   const char *args[] = {"-v", "--watch", path, NULL};
   proc *w = tool_start(ZKR_ELECT, args);
-  CU_ASSERT_FATAL(proc_wait_text(w, 0, "\n", START_TIMEOUT));
+  CU_ASSERT_FATAL(watch_shows(w, "\n"));
   proc *a = start_candidate(path, "watched-A", log);
   CU_ASSERT_FATAL(command_pid(a) > 0);
-  CU_ASSERT_TRUE(proc_wait_text(w, 0, "\nwatched-A\n", START_TIMEOUT));
+  CU_ASSERT_TRUE(watch_shows(w, "\nwatched-A\n"));
 
   clientid_t id;
   CU_ASSERT_FATAL(session_of(w, &id));
@@ -1043,16 +1091,36 @@ static void test_elect_watch(void) {
   proc *b = start_candidate(path, "watched-B", log);
   CU_ASSERT_FATAL(wait_children(zh, path, 2));
   proc_signal(a, SIGTERM);
-  CU_ASSERT_TRUE(
-      proc_wait_text(w, 0, "\nwatched-A\nwatched-B\n", START_TIMEOUT));
+  CU_ASSERT_TRUE(watch_shows(w, "\nwatched-A\nwatched-B\n"));
+  /* Its node leads; its command has logged its token once it runs. */
+  CU_ASSERT_FATAL(command_pid(b) > 0);
   proc_signal(b, SIGTERM);
-  CU_ASSERT_TRUE(
-      proc_wait_text(w, 0, "\nwatched-A\nwatched-B\n\n", START_TIMEOUT));
+  CU_ASSERT_TRUE(watch_shows(w, "\nwatched-A\nwatched-B\n\n"));
   CU_ASSERT_EQUAL(proc_wait(a, EXIT_TIMEOUT), 0);
   CU_ASSERT_EQUAL(proc_wait(b, EXIT_TIMEOUT), 0);
   proc_signal(w, SIGINT);
   CU_ASSERT_EQUAL(proc_wait(w, EXIT_TIMEOUT), 0);
-  CU_ASSERT_STRING_EQUAL(w->out->str, "\nwatched-A\nwatched-B\n\n");
+  int ok;
+  char *ids = watch_ids(w->out->str, &ok);
+  CU_ASSERT_STRING_EQUAL(ids, "\nwatched-A\nwatched-B\n\n");
+  CU_ASSERT(ok);
+  g_free(ids);
+  /* The tokens are the leaders' own (what their commands got). */
+  char *text = read_file(log);
+  char **runs = g_strsplit(text ? text : "", "\n", -1);
+  for (int i = 0; i < 2; i++) {
+    char **f = g_strsplit(runs[i] ? runs[i] : "", " ", 2);
+    char *line = g_strdup_printf("\t%s\t%s\n", f[0] ? f[0] : "-",
+                                 f[0] && f[1] ? f[1] : "-");
+    CU_ASSERT_PTR_NOT_NULL(strstr(w->out->str, line));
+    if (strstr(w->out->str, line) == NULL)
+      fprintf(stderr, "\nno \"%s\" in --watch's output:\n%s", line,
+              w->out->str);
+    g_free(line);
+    g_strfreev(f);
+  }
+  g_strfreev(runs);
+  g_free(text);
   cleanup_processes();
   zookeeper_close(zh);
   g_free(log);

@@ -67,8 +67,9 @@ static const char usage_text[] =
     "\n"
     "  --leader   print the current leader's id and exit (status 3 when there\n"
     "             is none)\n"
-    "  --watch    print the leader's id now and again at each change of\n"
-    "             leader, one line each (an empty line: no leader), until\n"
+    "  --watch    print \"TIME<TAB>ID<TAB>TOKEN\" (UTC; the leader's id and\n"
+    "             fencing token, both empty when nobody leads) now and\n"
+    "             again at each change of leader, one line each, until\n"
     "             interrupted (then status 0).  Changes closer together than\n"
     "             a round trip to ZooKeeper may show as one.\n"
     "\n"
@@ -211,11 +212,12 @@ static int print_leader(elect_cli *cli, zkrc_session *s) {
 }
 
 /* Look at the election (setting a watch first, so that no change after
- * the look goes unnoticed).  Returns ZKRC_OK with the leader's node name
- * and id (NULL, NULL: none), or an error. */
+ * the look goes unnoticed).  Returns ZKRC_OK with the leader's node name,
+ * id and token (NULL, NULL, 0: none), or an error. */
 static int look_at_leader(elect_cli *cli, zkrc_session *s, char **node,
-                          char **id) {
+                          char **id, int64_t *token) {
   *node = *id = NULL;
+  *token = 0;
   int err = tool_watch_children(s, cli->path);
   if (err != ZKRC_OK)
     return err;
@@ -227,9 +229,23 @@ static int look_at_leader(elect_cli *cli, zkrc_session *s, char **node,
   if (n > 0) {
     *node = g_strdup(v[0].node);
     *id = g_strdup(v[0].id);
+    *token = v[0].token;
   }
   zkrc_participants_free(v, n);
   return ZKRC_OK;
+}
+
+/* "TIME<TAB>ID<TAB>TOKEN": when the change was seen (UTC, ISO 8601), the
+ * leader's id and fencing token; both empty when nobody leads. */
+static void print_watch_line(const char *id, int64_t token) {
+  GDateTime *now = g_date_time_new_now_utc();
+  char *when = g_date_time_format_iso8601(now);
+  g_date_time_unref(now);
+  if (id)
+    printf("%s\t%s\t%" PRId64 "\n", when, id, token);
+  else
+    printf("%s\t\t\n", when);
+  g_free(when);
 }
 
 static int watch_leader(elect_cli *cli, zkrc_session *s) {
@@ -239,7 +255,8 @@ static int watch_leader(elect_cli *cli, zkrc_session *s) {
   for (;;) {
     if (stale || (retry_at >= 0 && tool_now_ms() >= retry_at)) {
       char *node, *id;
-      int err = look_at_leader(cli, s, &node, &id);
+      int64_t token;
+      int err = look_at_leader(cli, s, &node, &id, &token);
       if (err != ZKRC_OK) {
         tool_verbose("cannot read %s (%s); trying again", cli->path,
                      zkrc_strerror(err));
@@ -248,7 +265,7 @@ static int watch_leader(elect_cli *cli, zkrc_session *s) {
         stale = 0;
         retry_at = -1;
         if (!printed || g_strcmp0(node, shown) != 0) {
-          printf("%s\n", id ? id : "");
+          print_watch_line(id, token);
           int status = flush_stdout();
           if (status != 0) {
             g_free(node);

@@ -9,6 +9,7 @@
 #define ZKRECIPES_PARTICIPANTS_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -24,6 +25,12 @@ void zkrc_strv_free(char **strv);
 typedef struct zkrc_participant {
   char *id;   /**< its node's data: the participant id */
   char *node; /**< its node's name (last path component) */
+  /** Its fencing token: the zxid that created its node (czxid), what the
+   *  participant got as its token once it held or led. */
+  int64_t token;
+  /** When its node was created, ms since the epoch (the servers' clock):
+   *  since when it takes part. */
+  int64_t ctime_ms;
 } zkrc_participant;
 
 /** Free a list from zkrc_lock_list() / zkrc_election_list() (NULL ok). */
