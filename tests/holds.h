@@ -81,6 +81,10 @@ typedef struct zkt_checker {
    * holder granted again the token it had, with no grant between (an
    * election's leader that took its session back). */
   gboolean tokens_in_grant_order;
+  /* Optional, set after init: how many holds may run at once (a
+   * semaphore's N); a grant while that many run is judged against each of
+   * them.  0 or 1: one at a time (readers beside readers aside). */
+  int capacity;
   /* Optional: judge the tokens only, not the overlaps (a test that
    * provokes overlaps to measure them). */
   gboolean tokens_only;
