@@ -323,11 +323,28 @@ int zkrc_semaphore_acquire_async(zkrc_semaphore *sem, int timeout_ms,
 
 /* ------------------------------------------------------ blocking form */
 
+/* How long a failed blocking acquisition may overrun its deadline waiting
+ * for its completion, which comes once its nodes are confirmed deleted: a
+ * round trip on a healthy connection.  On a stalled one the client has not
+ * noticed yet, the caller must not wait for it (zkrc_lock_acquire()'s
+ * grace, lock.c); the deletes complete in the background, or the reaper
+ * finishes them. */
+#define ABANDON_GRACE_MS 500
+
+/* One blocking acquisition's rendezvous with its completion (under
+ * sem->mu); two references: the caller's and the completion's. */
 typedef struct waiter {
+  gint refs;
   gboolean done;
+  gboolean abandoned; /* the caller returned: a late grant is released */
   int status;
   zkrc_semaphore_lease *lease;
 } waiter;
+
+static void waiter_unref(waiter *w) {
+  if (g_atomic_int_dec_and_test(&w->refs))
+    g_free(w);
+}
 
 static void blocking_done(zkrc_semaphore *sem, zkrc_semaphore_lease *lease,
                           int status, int64_t token, void *arg) {
@@ -336,8 +353,12 @@ static void blocking_done(zkrc_semaphore *sem, zkrc_semaphore_lease *lease,
   w->done = TRUE;
   w->status = status;
   w->lease = lease;
+  gboolean unwanted = w->abandoned && status == ZKRC_OK;
   g_cond_broadcast(&sem->cond);
   g_mutex_unlock(&sem->mu);
+  if (unwanted) /* granted after its caller gave up: give it back */
+    zkrc_semaphore_lease_release(lease);
+  waiter_unref(w);
 }
 
 int zkrc_semaphore_acquire(zkrc_semaphore *sem, int timeout_ms,
@@ -346,20 +367,29 @@ int zkrc_semaphore_acquire(zkrc_semaphore *sem, int timeout_ms,
     *out = NULL;
   if (sem == NULL || out == NULL || !zkrc__timeout_valid(timeout_ms))
     return zkrc__fail(ZKRC_EINVAL);
-  waiter w = {FALSE, ZKRC_OK, NULL};
+  /* A try may wait for the mutex up to a session timeout (see below). */
+  int64_t deadline = zkrc__deadline_after(
+      timeout_ms == ZKRC_NO_WAIT ? zkrc_session_timeout(sem->s) : timeout_ms);
+  if (deadline != ZKRC__NEVER)
+    deadline += (int64_t)ABANDON_GRACE_MS * 1000;
+  waiter *w = g_new0(waiter, 1);
+  w->refs = 2;
   sem_ref(sem); /* its mutex outlives a concurrent free until we return */
   int err =
-      zkrc_semaphore_acquire_async(sem, timeout_ms, blocking_done, &w, NULL);
-  if (err == ZKRC_OK) {
-    /* The acquisition's own deadline (lock_async.c's timers) ends it; a
-     * failed one's nodes are deleted or handed to the reaper by then. */
+      zkrc_semaphore_acquire_async(sem, timeout_ms, blocking_done, w, NULL);
+  if (err != ZKRC_OK) {
+    waiter_unref(w); /* no completion comes */
+  } else {
+    /* The acquisition's own deadline (lock_async.c's timers) ends it. */
     g_mutex_lock(&sem->mu);
-    while (!w.done)
-      g_cond_wait(&sem->cond, &sem->mu);
+    while (!w->done && zkrc__cond_wait_until(&sem->cond, &sem->mu, deadline))
+      ;
+    w->abandoned = !w->done;
+    err = w->done ? w->status : ZKRC_ETIMEDOUT;
+    *out = w->done ? w->lease : NULL;
     g_mutex_unlock(&sem->mu);
-    err = w.status;
-    *out = w.lease;
   }
+  waiter_unref(w);
   sem_unref(sem);
   return zkrc__fail(err);
 }

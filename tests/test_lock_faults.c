@@ -2,6 +2,7 @@
  * The lock under faults, on a 3-member ensemble with a fault proxy in front
  * of every member: a create whose reply is lost, dropped and stalled
  * connections, and the ensemble's leader killed while clients contend.
+ * The semaphore's lease pool and waiters under the same faults.
  */
 #include "config.h"
 
@@ -369,6 +370,159 @@ static void test_leader_killed_while_eight_contend(void) {
   g_free(path);
 }
 
+/* ------------------------------------------------------------ semaphore */
+
+/* From src/lock_internal.h, whose type names ("holder") clash with this
+ * file's. */
+int zkrc__lock_new_permits(zkrc_lock **out, zkrc_session *s, const char *path,
+                           const zkrc_lock_options *opts, int permits);
+void zkrc__lock_free(zkrc_lock *lk);
+
+/* A semaphore's lease pool (the lock member semaphore.c takes leases
+ * from) whose create reply is lost finds its lease node by its protected
+ * name: one node, not two (Curator's CURATOR-315 leaked one). */
+static void test_lost_lease_create_reply_leaves_no_duplicate(void) {
+  char *path = zkt_path("lost-lease-create");
+  zhandle_t *zh = direct();
+  zkt_make_path(zh, path);
+  zkrc_session *s = zkt_session();
+  zkrc_lock *pool = NULL;
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc__lock_new_permits(&pool, s, path, NULL, 2));
+  int proxy = proxy_of(s);
+  CU_ASSERT_FATAL(proxy >= 0);
+  CU_ASSERT_EQUAL_FATAL(
+      zkrc_proxy_drop_after_next_request(zkt_ensemble(), proxy), 0);
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_lock_acquire(pool, 15000));
+  CU_ASSERT_EQUAL(zkt_child_count(zh, path), 1); /* found, not duplicated */
+  char *node = NULL;
+  CU_ASSERT_EQUAL(zkrc_lock_node(pool, &node), ZKRC_OK);
+  CU_ASSERT(node && strstr(node, "-lease-"));
+  free(node);
+  CU_ASSERT_EQUAL(zkrc_lock_release(pool), ZKRC_OK);
+  CU_ASSERT_EQUAL(zkt_nodes_left(zh, path), 0);
+  zkrc__lock_free(pool);
+  zkrc_session_close(s);
+  zookeeper_close(zh);
+  g_free(path);
+}
+
+typedef struct sem_nodes {
+  zhandle_t *zh;
+  char *locks, *leases;
+  int on_locks, on_leases;
+} sem_nodes;
+
+static sem_nodes sem_nodes_of(zhandle_t *zh, const char *path) {
+  sem_nodes n = {zh, g_strconcat(path, "/locks", NULL),
+                 g_strconcat(path, "/leases", NULL), 0, 0};
+  return n;
+}
+
+/* @p arg's directories hold exactly the counts it names (a directory
+ * gone counts as empty). */
+static int sem_nodes_are(void *arg) {
+  sem_nodes *n = arg;
+  return MAX(zkt_child_count(n->zh, n->locks), 0) == n->on_locks &&
+         MAX(zkt_child_count(n->zh, n->leases), 0) == n->on_leases;
+}
+
+static gboolean sem_wait_nodes(sem_nodes *n, int locks, int leases,
+                               int timeout_ms) {
+  n->on_locks = locks;
+  n->on_leases = leases;
+  return zkt_wait_for(sem_nodes_are, n, timeout_ms);
+}
+
+typedef struct bg_lease {
+  zkrc_semaphore *sem;
+  int timeout_ms;
+  int rc;
+  int64_t took_ms;
+} bg_lease;
+
+static gpointer lease_acquire_release(gpointer data) {
+  bg_lease *b = data;
+  zkrc_semaphore_lease *lease = NULL;
+  int64_t start = zkt_now_ms();
+  b->rc = zkrc_semaphore_acquire(b->sem, b->timeout_ms, &lease);
+  b->took_ms = zkt_now_ms() - start;
+  if (b->rc == ZKRC_OK)
+    b->rc = zkrc_semaphore_lease_release(lease);
+  return NULL;
+}
+
+/* N=1 held.  A waiter (holding the internal mutex, watching the leases)
+ * whose connection drops keeps its two nodes (no duplicate after the
+ * reconnection) and is admitted at the holder's release; nothing is left. */
+static void test_semaphore_waiter_survives_a_dropped_connection(void) {
+  char *path = zkt_path("sem-drop");
+  zhandle_t *zh = direct();
+  sem_nodes n = sem_nodes_of(zh, path);
+  zkrc_session *holder_s = zkt_session(), *s = zkt_session_with(4000, 0);
+  zkrc_semaphore *holder = NULL, *sem = NULL;
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_semaphore_new(&holder, holder_s, path, 1, NULL));
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_semaphore_new(&sem, s, path, 1, NULL));
+  zkrc_semaphore_lease *held = NULL;
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_semaphore_acquire(holder, 5000, &held));
+  bg_lease b = {sem, 20000, -999, 0};
+  GThread *t = g_thread_new("waiter", lease_acquire_release, &b);
+  CU_ASSERT_FATAL(sem_wait_nodes(&n, 1, 2, 10000));
+  int proxy = proxy_of(s);
+  CU_ASSERT(proxy >= 0);
+  zkrc_proxy_drop_all(zkt_ensemble(), proxy);
+  CU_ASSERT_EQUAL(zkrc_session_wait_connected(s, 10000), ZKRC_OK);
+  CU_ASSERT(sem_nodes_are(&n)); /* one mutex node, two leases: no more */
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_semaphore_lease_release(held));
+  g_thread_join(t);
+  ZKT_ASSERT_RC(ZKRC_OK, b.rc);
+  CU_ASSERT(sem_wait_nodes(&n, 0, 0, 10000));
+  zkrc_semaphore_free(holder);
+  zkrc_semaphore_free(sem);
+  zkrc_session_close(holder_s);
+  zkrc_session_close(s);
+  zookeeper_close(zh);
+  g_free(n.locks);
+  g_free(n.leases);
+  g_free(path);
+}
+
+/* N=1 held.  A waiter whose network stalls past its deadline returns
+ * ZKRC_ETIMEDOUT at the deadline (not when the network is back), and its
+ * lease and mutex nodes are gone once the connection is back (CURATOR-462
+ * leaked them). */
+static void test_semaphore_deadline_while_the_network_stalls(void) {
+  char *path = zkt_path("sem-stall");
+  zhandle_t *zh = direct();
+  sem_nodes n = sem_nodes_of(zh, path);
+  zkrc_session *holder_s = zkt_session(), *s = zkt_session_with(6000, 0);
+  zkrc_semaphore *holder = NULL, *sem = NULL;
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_semaphore_new(&holder, holder_s, path, 1, NULL));
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_semaphore_new(&sem, s, path, 1, NULL));
+  zkrc_semaphore_lease *held = NULL;
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_semaphore_acquire(holder, 5000, &held));
+  bg_lease b = {sem, 1500, -999, 0};
+  GThread *t = g_thread_new("waiter", lease_acquire_release, &b);
+  CU_ASSERT_FATAL(sem_wait_nodes(&n, 1, 2, 10000));
+  int proxy = proxy_of(s);
+  CU_ASSERT(proxy >= 0);
+  CU_ASSERT_EQUAL(zkrc_proxy_blackhole(zkt_ensemble(), proxy, 3000), 0);
+  g_thread_join(t);
+  ZKT_ASSERT_RC(ZKRC_ETIMEDOUT, b.rc);
+  CU_ASSERT(b.took_ms >= 1500 && b.took_ms < 2500);
+  printf("(timed out after %" PRId64 " ms) ", b.took_ms);
+  CU_ASSERT(sem_wait_nodes(&n, 0, 1, 15000)); /* only the holder's lease */
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_semaphore_lease_release(held));
+  CU_ASSERT(sem_wait_nodes(&n, 0, 0, 10000));
+  zkrc_semaphore_free(holder);
+  zkrc_semaphore_free(sem);
+  zkrc_session_close(holder_s);
+  zkrc_session_close(s);
+  zookeeper_close(zh);
+  g_free(n.locks);
+  g_free(n.leases);
+  g_free(path);
+}
+
 static void add_suites(void) {
   zkt_configure(3, 1);
   ZKT_SUITE("lock faults",
@@ -385,7 +539,13 @@ static void add_suites(void) {
             {"deadline holds while the network stalls",
              test_deadline_holds_while_the_network_stalls},
             {"leader killed while eight contend",
-             test_leader_killed_while_eight_contend});
+             test_leader_killed_while_eight_contend},
+            {"lost lease create reply leaves no duplicate",
+             test_lost_lease_create_reply_leaves_no_duplicate},
+            {"semaphore waiter survives a dropped connection",
+             test_semaphore_waiter_survives_a_dropped_connection},
+            {"semaphore deadline while the network stalls",
+             test_semaphore_deadline_while_the_network_stalls});
 }
 
 int main(void) { return zkt_run("test_lock_faults", add_suites); }

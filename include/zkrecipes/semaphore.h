@@ -147,8 +147,12 @@ void zkrc_semaphore_free(zkrc_semaphore *sem);
  *         (zkrc_semaphore_free() meanwhile); ZKRC_ESESSIONEXPIRED,
  *         ZKRC_ESESSIONLOST, ZKRC_ECLOSED, ZKRC_ENOAUTH, ... as for
  *         zkrc_lock_acquire(); ZKRC_EINVAL (NULL, bad timeout: nothing sent).
- *         On failure the nodes this acquisition made are deleted, or will be
- *         as soon as the connection is back.
+ *         On failure the nodes this acquisition made have been deleted
+ *         before returning when the connection is up (confirming that may
+ *         take up to 0.5 s past the deadline); when it is down or stalled,
+ *         the call returns then anyway and the deletes complete in the
+ *         background as soon as the connection is back (or the session's
+ *         expiry removes the nodes).
  * Threading: any thread but the one that runs the session's executor (the
  * acquisition's steps complete there).
  */
