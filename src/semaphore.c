@@ -83,6 +83,8 @@ static void sem_unref(zkrc_semaphore *sem) {
   g_free(sem);
 }
 
+static void sem_unref_posted(void *sem) { sem_unref(sem); }
+
 static zkrc_semaphore_lease *lease_ref(zkrc_semaphore_lease *l) {
   g_atomic_int_inc(&l->refs);
   return l;
@@ -497,5 +499,9 @@ void zkrc_semaphore_free(zkrc_semaphore *sem) {
   zkrc__lock_free(sem->pool);
   zkrc__lock_free(sem->mutex);
   g_list_free_full(held, (GDestroyNotify)lease_unref);
-  sem_unref(sem);
+  /* A pool event posted before the free may still be on its way to
+   * pool_event(), which reads sem: drop our reference behind it, on the
+   * executor, which runs posted calls in order (events posted after the
+   * free are dropped by the lock, unseen). */
+  zkrc__session_post(sem->s, sem_unref_posted, sem);
 }
