@@ -475,6 +475,22 @@ char *zkrc_semaphore_lease_node(zkrc_semaphore_lease *l) {
   return node;
 }
 
+int zkrc_semaphore_list(zkrc_session *s, const char *path,
+                        zkrc_participant **list, size_t *count,
+                        int timeout_ms) {
+  if (list)
+    *list = NULL;
+  if (count)
+    *count = 0;
+  if (zkrc_path_validate(path, NULL) != ZKRC_OK)
+    return zkrc__fail(ZKRC_EINVAL);
+  char *leases = child_path(path, "leases");
+  int err = zkrc__queue_list_checked(s, leases, zkrc__lease_markers, timeout_ms,
+                                     list, count);
+  g_free(leases);
+  return err;
+}
+
 /* ----------------------------------------------------------------- free */
 
 void zkrc_semaphore_free(zkrc_semaphore *sem) {

@@ -333,6 +333,14 @@ static void test_waiter_admitted_at_release_without_herd(void) {
   CU_ASSERT(zkt_wait_for(settled, &sp, 10000));
   CU_ASSERT_EQUAL(watchers_of(leases).on_children, 0);
   CU_ASSERT_FALSE(party_is_done(&p[2]) || party_is_done(&p[3]));
+  zkrc_participant *list = NULL;
+  size_t count = 0;
+  ZKT_ASSERT_RC(ZKRC_OK,
+                zkrc_semaphore_list(f.s[0], f.path, &list, &count, 5000));
+  CU_ASSERT_EQUAL(count, 3); /* two holders and the mutex's holder */
+  for (size_t i = 0; i < count; i++)
+    CU_ASSERT(strstr(list[i].node, "-lease-") != NULL);
+  zkrc_participants_free(list, count);
   guint64 events_before = zkrc__watch_events_delivered();
   party_finish(&p[0]);
   CU_ASSERT(party_done(&p[2], 10000));
@@ -571,6 +579,16 @@ static void test_bad_input(void) {
   CU_ASSERT_EQUAL(zkrc_semaphore_lease_remaining(NULL), 0);
   CU_ASSERT_PTR_NULL(zkrc_semaphore_lease_node(NULL));
   zkrc_semaphore_free(NULL);
+  zkrc_participant *list = NULL;
+  size_t count = 7;
+  ZKT_ASSERT_RC(ZKRC_EINVAL,
+                zkrc_semaphore_list(s, "bad", &list, &count, 1000));
+  ZKT_ASSERT_RC(ZKRC_EINVAL,
+                zkrc_semaphore_list(NULL, path, &list, &count, 1000));
+  ZKT_ASSERT_RC(ZKRC_EINVAL, zkrc_semaphore_list(s, path, &list, &count, -4));
+  CU_ASSERT_EQUAL(count, 0);
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_semaphore_list(s, path, &list, &count, 5000));
+  CU_ASSERT_EQUAL(count, 0); /* no such path yet: empty */
   zhandle_t *zh = zkt_raw();
   CU_ASSERT_FALSE(zkt_exists(zh, path)); /* nothing was sent */
   zkrc_semaphore_free(sem);

@@ -55,6 +55,7 @@
 #include <stdint.h>
 
 #include <zkrecipes/lock.h>
+#include <zkrecipes/participants.h>
 #include <zkrecipes/session.h>
 
 #ifdef __cplusplus
@@ -185,6 +186,23 @@ char *zkrc_semaphore_lease_node(zkrc_semaphore_lease *lease);
 
 /** The semaphore's N. */
 int zkrc_semaphore_max_leases(zkrc_semaphore *sem);
+
+/**
+ * Every lease node of the semaphore at @p path (under PATH/leases), in
+ * queue order, with node names and participant ids (node data), asked of
+ * the servers; Curator's leases included.  The first N hold their lease;
+ * at most one more (the internal mutex's holder) waits for one.  No
+ * semaphore object needed (for tools and monitoring).  A path that does not
+ * exist yet yields an empty list.
+ *
+ * @param list   receives a malloc'ed array; free it with
+ *               zkrc_participants_free().  NULL when empty.
+ * @return ZKRC_OK; ZKRC_EINVAL (NULL, invalid path, bad timeout: nothing
+ *         sent); ZKRC_ETIMEDOUT; ZKRC_ECONNLOSS; ZKRC_ECLOSED; ZKRC_ENOAUTH.
+ * Threading: any thread but the session's callback thread.
+ */
+int zkrc_semaphore_list(zkrc_session *s, const char *path,
+                        zkrc_participant **list, size_t *count, int timeout_ms);
 
 /* ------------------------------------------------------------------------
  * Non-blocking acquisition, for event loops.
