@@ -35,7 +35,13 @@ static gboolean is_open_acl(const struct ACL_vector *acl) {
 
 zkrc__acl *zkrc__acl_new(const struct ACL_vector *acl) {
   if (is_open_acl(acl)) {
-    open_acl.v = ZOO_OPEN_ACL_UNSAFE; /* the same value every time */
+    /* Filled once: recipes are created on many threads at once (the same
+     * value every time, but unsynchronised writes are a data race). */
+    static gsize filled;
+    if (g_once_init_enter(&filled)) {
+      open_acl.v = ZOO_OPEN_ACL_UNSAFE;
+      g_once_init_leave(&filled, 1);
+    }
     return &open_acl;
   }
   zkrc__acl *copy = g_new0(zkrc__acl, 1);
