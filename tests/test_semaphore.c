@@ -521,12 +521,16 @@ static void test_async_cancel_and_free(void) {
   ZKT_ASSERT_RC(ZKRC_OK, a.status);
   CU_ASSERT(a.token > 0);
   CU_ASSERT_EQUAL(zkrc_semaphore_lease_token(a.lease), a.token);
+  ZKT_ASSERT_RC(ZKRC_ESTATE, zkrc_semaphore_lease_cancel(a.lease)); /* held */
   char *node = zkrc_semaphore_lease_node(a.lease);
   CU_ASSERT(node && strstr(node, "/leases/_c_") && strstr(node, "-lease-"));
   free(node);
   ZKT_ASSERT_RC(ZKRC_OK, zkrc_semaphore_acquire_async(
                              f.sem[0], 20000, async_done, &b, &pending));
   CU_ASSERT(zkt_wait_children(f.zh, leases, 2, 10000));
+  /* not held yet: cancel it, do not release it */
+  ZKT_ASSERT_RC(ZKRC_ESTATE, zkrc_semaphore_lease_release(pending));
+  CU_ASSERT_FALSE(zkrc_semaphore_lease_is_held(pending));
   ZKT_ASSERT_RC(ZKRC_OK, zkrc_semaphore_lease_cancel(pending));
   CU_ASSERT(async_wait(&b, 1));
   ZKT_ASSERT_RC(ZKRC_ECANCELED, b.status);

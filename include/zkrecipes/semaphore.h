@@ -166,7 +166,9 @@ int zkrc_semaphore_acquire(zkrc_semaphore *sem, int timeout_ms,
  * soon as the connection is back, or the expiry removes it), the waiter
  * that watches the leases looks again, and @p lease is freed.
  * @return ZKRC_OK; ZKRC_ELOCKLOST (it had been lost; freed all the same);
- *         ZKRC_EINVAL (NULL).  Threading: any thread; does not block.
+ *         ZKRC_ESTATE (not acquired yet: cancel it instead; nothing
+ *         changes); ZKRC_EINVAL (NULL).  Threading: any thread; does not
+ *         block.
  */
 int zkrc_semaphore_lease_release(zkrc_semaphore_lease *lease);
 
