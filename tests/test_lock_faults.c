@@ -523,6 +523,138 @@ static void test_semaphore_deadline_while_the_network_stalls(void) {
   g_free(path);
 }
 
+/* Six sessions loop on one of two leases while the ensemble's leader is
+ * killed: never more than two holds at once, where a hold ends at its
+ * release or at its LOST event (holds.h's checker with capacity 2), and
+ * every round is served. */
+enum { SEM_CLIENTS = 6, SEM_ROUNDS = 30, SEM_PERMITS = 2 };
+
+typedef struct sem_client {
+  const char *path;
+  int id;
+  GArray *holds; /* of zkt_hold */
+  gint *rounds_done;
+  int failures;
+  GMutex mu;
+  zkrc_semaphore_lease *current; /* under mu */
+  int64_t lost_us;               /* when current was told LOST; 0: not */
+} sem_client;
+
+static void sem_client_event(zkrc_semaphore *sem,
+                             const zkrc_semaphore_event_info *info, void *arg) {
+  sem_client *c = arg;
+  g_mutex_lock(&c->mu);
+  if (info->event == ZKRC_LOCK_LOST && info->lease == c->current &&
+      c->lost_us == 0)
+    c->lost_us = zkt_hold_now_us();
+  g_mutex_unlock(&c->mu);
+}
+
+static gpointer sem_client_run(gpointer data) {
+  sem_client *c = data;
+  zkrc_session *s = zkt_session();
+  zkrc_semaphore_options o;
+  zkrc_semaphore_options_init(&o);
+  o.on_event = sem_client_event;
+  o.event_arg = c;
+  zkrc_semaphore *sem = NULL;
+  c->failures += zkrc_semaphore_new(&sem, s, c->path, SEM_PERMITS, &o) != 0;
+  for (int i = 0; sem && i < SEM_ROUNDS; i++) {
+    zkrc_semaphore_lease *lease = NULL;
+    if (zkrc_semaphore_acquire(sem, 30000, &lease) != ZKRC_OK) {
+      c->failures++;
+      continue;
+    }
+    int64_t acquired = zkt_hold_now_us();
+    int64_t token = zkrc_semaphore_lease_token(lease);
+    g_mutex_lock(&c->mu);
+    c->current = lease;
+    c->lost_us = 0;
+    g_mutex_unlock(&c->mu);
+    g_usleep(5000); /* the work inside the lease */
+    int64_t released = zkt_hold_now_us();
+    g_mutex_lock(&c->mu);
+    int64_t lost = c->lost_us;
+    c->current = NULL;
+    g_mutex_unlock(&c->mu);
+    zkrc_semaphore_lease_release(lease);
+    zkt_hold *h = zkt_hold_add(c->holds, c->id, token, acquired,
+                               lost ? MIN(lost, released) : released);
+    h->lost = lost;
+    h->released = released;
+    g_atomic_int_inc(c->rounds_done);
+  }
+  zkrc_semaphore_free(sem);
+  zkrc_session_close(s);
+  return NULL;
+}
+
+static int rounds_at_least(void *arg) {
+  gint *done = arg;
+  return g_atomic_int_get(done) >= SEM_CLIENTS * SEM_ROUNDS / 3;
+}
+
+static void test_semaphore_leader_killed_while_six_contend(void) {
+  CU_ASSERT_PTR_NOT_NULL_FATAL(zkt_ensemble()); /* before the threads */
+  char *path = zkt_path("sem-leader-dies");
+  gint rounds_done = 0;
+  sem_client clients[SEM_CLIENTS];
+  GThread *threads[SEM_CLIENTS];
+  for (int i = 0; i < SEM_CLIENTS; i++) {
+    clients[i] =
+        (sem_client){.path = path,
+                     .id = i,
+                     .holds = g_array_new(FALSE, TRUE, sizeof(zkt_hold)),
+                     .rounds_done = &rounds_done};
+    g_mutex_init(&clients[i].mu);
+    threads[i] = g_thread_new("sem-client", sem_client_run, &clients[i]);
+  }
+  CU_ASSERT(zkt_wait_for(rounds_at_least, &rounds_done, 60000));
+  int leader = zkrc_ensemble_leader(zkt_ensemble());
+  CU_ASSERT_FATAL(leader >= 0);
+  CU_ASSERT_EQUAL(zkrc_ensemble_kill(zkt_ensemble(), leader), 0);
+  GArray *all = g_array_new(FALSE, TRUE, sizeof(zkt_hold));
+  int failures = 0, lost = 0;
+  for (int i = 0; i < SEM_CLIENTS; i++) {
+    g_thread_join(threads[i]);
+    failures += clients[i].failures;
+    for (guint j = 0; j < clients[i].holds->len; j++)
+      lost += g_array_index(clients[i].holds, zkt_hold, j).lost != 0;
+    g_array_append_vals(all, clients[i].holds->data, clients[i].holds->len);
+    g_array_free(clients[i].holds, TRUE);
+    g_mutex_clear(&clients[i].mu);
+  }
+  zkt_checker c;
+  zkt_checker_init(&c, NULL, NULL);
+  c.capacity = SEM_PERMITS;
+  CU_ASSERT_EQUAL(zkt_check_hold_array(&c, all), 0);
+  /* The control: two did hold at once (one at a time would see overlaps). */
+  zkt_checker one;
+  zkt_checker_init(&one, NULL, NULL);
+  GPtrArray *ptrs = g_ptr_array_new();
+  for (guint i = 0; i < all->len; i++)
+    g_ptr_array_add(ptrs, &g_array_index(all, zkt_hold, i));
+  zkt_check_holds(&one, ptrs);
+  CU_ASSERT(one.overlaps > 0);
+  CU_ASSERT_EQUAL(failures, 0);
+  CU_ASSERT_EQUAL(all->len, SEM_CLIENTS * SEM_ROUNDS);
+  printf("(%u leases, %d lost, %d pairs held together, none by three) ",
+         all->len, lost, one.overlaps);
+  g_ptr_array_free(ptrs, TRUE);
+  zkt_checker_clear(&one);
+  zkt_checker_clear(&c);
+  g_array_free(all, TRUE);
+  CU_ASSERT_EQUAL(zkrc_ensemble_restart(zkt_ensemble(), leader), 0);
+  CU_ASSERT_EQUAL(zkrc_ensemble_wait_serving(zkt_ensemble(), leader, 30000), 0);
+  zhandle_t *zh = direct();
+  sem_nodes n = sem_nodes_of(zh, path);
+  CU_ASSERT(sem_wait_nodes(&n, 0, 0, 15000));
+  zookeeper_close(zh);
+  g_free(n.locks);
+  g_free(n.leases);
+  g_free(path);
+}
+
 static void add_suites(void) {
   zkt_configure(3, 1);
   ZKT_SUITE("lock faults",
@@ -545,7 +677,9 @@ static void add_suites(void) {
             {"semaphore waiter survives a dropped connection",
              test_semaphore_waiter_survives_a_dropped_connection},
             {"semaphore deadline while the network stalls",
-             test_semaphore_deadline_while_the_network_stalls});
+             test_semaphore_deadline_while_the_network_stalls},
+            {"semaphore leader killed while six contend",
+             test_semaphore_leader_killed_while_six_contend});
 }
 
 int main(void) { return zkt_run("test_lock_faults", add_suites); }

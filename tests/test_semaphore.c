@@ -243,7 +243,6 @@ static void test_never_more_than_n(void) {
   CU_ASSERT_EQUAL(zkt_check_hold_array(&c, all), 0);
   zkt_checker control;
   zkt_checker_init(&control, NULL, NULL);
-  control.tokens_only = FALSE;
   GPtrArray *ptrs = g_ptr_array_new();
   for (guint i = 0; i < all->len; i++)
     g_ptr_array_add(ptrs, &g_array_index(all, zkt_hold, i));
