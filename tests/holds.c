@@ -240,6 +240,18 @@ int zkt_check_hold_array(zkt_checker *c, GArray *holds) {
   return n;
 }
 
+int zkt_overlapping_pairs(GArray *holds) {
+  int pairs = 0;
+  for (guint i = 0; i < holds->len; i++)
+    for (guint j = i + 1; j < holds->len; j++) {
+      const zkt_hold *a = &g_array_index(holds, zkt_hold, i);
+      const zkt_hold *b = &g_array_index(holds, zkt_hold, j);
+      pairs += a->acquired < b->end && b->acquired < a->end &&
+               !(a->shared && b->shared);
+    }
+  return pairs;
+}
+
 int zkt_read_hold_log(const char *file, GArray *holds) {
   FILE *f = fopen(file, "r");
   if (f == NULL)

@@ -131,6 +131,12 @@ int zkt_check_holds(zkt_checker *c, GPtrArray *all);
  * the number of violations. */
 int zkt_check_hold_array(zkt_checker *c, GArray *holds);
 
+/* How many pairs of @p holds (of zkt_hold) overlapped in time, readers
+ * beside readers aside: what a one-at-a-time checker would call overlaps.
+ * The control of a test that allows several holds at once (capacity):
+ * that they did happen. */
+int zkt_overlapping_pairs(GArray *holds);
+
 /* The holds a process wrote to @p file, one a line: "WHO TOKEN ACQUIRED
  * END" (decimal; times of CLOCK_MONOTONIC in microseconds, as
  * zkt_hold_now_us() reads it), appended to @p holds.  Returns how many,

@@ -30,29 +30,9 @@ static char *child(const char *path, const char *name) {
   return g_strconcat(path, "/", name, NULL);
 }
 
-/* Nodes left under the semaphore's two directories. */
-static int semaphore_nodes(zhandle_t *zh, const char *path) {
-  char *locks = child(path, "locks"), *leases = child(path, "leases");
-  int n = zkt_nodes_left(zh, locks) + zkt_nodes_left(zh, leases);
-  g_free(locks);
-  g_free(leases);
-  return n;
-}
-
-typedef struct nodes_probe {
-  zhandle_t *zh;
-  const char *path;
-} nodes_probe;
-
-static int no_nodes(void *arg) {
-  nodes_probe *p = arg;
-  return semaphore_nodes(p->zh, p->path) == 0;
-}
-
 /* Our releases delete in the background: wait for them, at most STEP_MS. */
 static gboolean nodes_gone(zhandle_t *zh, const char *path) {
-  nodes_probe p = {zh, path};
-  return zkt_wait_for(no_nodes, &p, STEP_MS);
+  return zkt_wait_semaphore_empty(zh, path, STEP_MS);
 }
 
 /* A blocking acquisition on a thread of its own. */
