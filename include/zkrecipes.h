@@ -10,6 +10,7 @@
  *   zkrecipes/participants.h  the contenders of a lock or an election, listed
  *   zkrecipes/lock.h      the fair, fenced, per-thread reentrant lock
  *   zkrecipes/rwlock.h    the read-write lock, whose sides are locks
+ *   zkrecipes/semaphore.h the counting semaphore (Curator's V2 protocol)
  *   zkrecipes/election.h  leader election on the same contender queue
  *
  * The event-loop adapters (zkrecipes/glib.h) and the test harness
@@ -42,6 +43,7 @@
 #include <zkrecipes/lock.h>
 #include <zkrecipes/multilock.h>
 #include <zkrecipes/rwlock.h>
+#include <zkrecipes/semaphore.h>
 #include <zkrecipes/election.h>
 
 #ifdef __cplusplus

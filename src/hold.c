@@ -170,9 +170,10 @@ holder *zkrc__lock_new_participant_locked(zkrc_lock *lk, uint64_t thread,
   zkrc__contender_config cfg = {
       .queue = &lk->r.q,
       .marker = lk->marker,
-      .markers = zkrc__lock_markers,
+      .markers = lk->markers,
       .policy = lk->policy,
-      .policy_arg = h->excused,
+      /* a downgrade's own writer, or a semaphore's number of leases */
+      .policy_arg = lk->permits > 0 ? (const void *)&lk->permits : h->excused,
       .watch_own_node = lk->on_event != NULL,
       .ops = &zkrc__stake_contender_ops,
       .ops_arg = &h->st,

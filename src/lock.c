@@ -99,6 +99,7 @@ static void configure_lock(zkrc__recipe *r, const void *opts) {
   lk->event_arg = o->event_arg;
   lk->marker = "lock-";
   lk->policy = zkrc__policy_exclusive;
+  lk->markers = zkrc__lock_markers;
 }
 
 ZKRC__RECIPE_KIND(lock_kind, zkrc_lock, zkrc_lock_options, configure_lock,
@@ -116,6 +117,17 @@ int zkrc__lock_new_member(zkrc_lock **out, zkrc_session *s, const char *path,
   if (err == ZKRC_OK) {
     (*out)->marker = marker;
     (*out)->policy = policy;
+  }
+  return err;
+}
+
+int zkrc__lock_new_permits(zkrc_lock **out, zkrc_session *s, const char *path,
+                           const zkrc_lock_options *opts, int permits) {
+  int err =
+      zkrc__lock_new_member(out, s, path, opts, "lease-", zkrc__policy_permits);
+  if (err == ZKRC_OK) {
+    (*out)->markers = zkrc__lease_markers;
+    (*out)->permits = permits;
   }
   return err;
 }
@@ -329,7 +341,8 @@ const char *zkrc_lock_path(zkrc_lock *lk) { return lk ? lk->r.q.dir : NULL; }
 
 int zkrc_lock_participants(zkrc_lock *lk, char ***ids, size_t *count,
                            int timeout_ms) {
-  return zkrc__recipe_participants(lk ? &lk->r : NULL, zkrc__lock_markers, ids,
+  return zkrc__recipe_participants(lk ? &lk->r : NULL,
+                                   lk ? lk->markers : zkrc__lock_markers, ids,
                                    count, timeout_ms);
 }
 

@@ -97,6 +97,13 @@ struct zkrc_lock {
    * or "__WRIT__", policy readers_writers).  Set at creation. */
   const char *marker;
   zkrc__policy_fn policy;
+  /* The names that count as contenders: the lock family's
+   * (zkrc__lock_markers), or a semaphore's leases (zkrc__lease_markers). */
+  const zkrc__marker *markers;
+  /* A semaphore's leases (semaphore.c): how many are admitted (the
+   * permits policy's argument, which lives as long as the contenders that
+   * read it); 0 for every other member. */
+  int permits;
   /* A read-write lock's side: the other side (owned, like this one, by the
    * zkrc_rwlock; alive while this one is), and whether this is the read
    * side.  NULL for a mutex. */
@@ -121,6 +128,12 @@ holder *zkrc__lock_new_participant_locked(zkrc_lock *lk, uint64_t thread,
 int zkrc__lock_new_member(zkrc_lock **out, zkrc_session *s, const char *path,
                           const zkrc_lock_options *opts, const char *marker,
                           zkrc__policy_fn policy);
+
+/* A semaphore's lease pool (semaphore.c): a lock object whose nodes carry
+ * "lease-", count among zkrc__lease_markers only, and of which the first
+ * @p permits (>= 1) in line are admitted (zkrc__policy_permits). */
+int zkrc__lock_new_permits(zkrc_lock **out, zkrc_session *s, const char *path,
+                           const zkrc_lock_options *opts, int permits);
 
 /* Free a lock object, also a read-write lock's side (zkrc_lock_free()
  * ignores those: their zkrc_rwlock frees them). */

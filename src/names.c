@@ -18,6 +18,8 @@ const zkrc__marker zkrc__lock_markers[] = {
     {NULL, ZKRC__CLAIM_EXCLUSIVE}};
 const zkrc__marker zkrc__latch_markers[] = {{"latch-", ZKRC__CLAIM_EXCLUSIVE},
                                             {NULL, ZKRC__CLAIM_EXCLUSIVE}};
+const zkrc__marker zkrc__lease_markers[] = {{"lease-", ZKRC__CLAIM_SHARED},
+                                            {NULL, ZKRC__CLAIM_EXCLUSIVE}};
 
 /* "%010d" of an int32: ten digits; or, negative, '-' and nine digits (the
  * width of 10 counts the sign), or '-' and ten when nine are not enough

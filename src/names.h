@@ -38,6 +38,9 @@ typedef struct zkrc__marker {
  * LeaderLatch). */
 extern const zkrc__marker zkrc__lock_markers[];
 extern const zkrc__marker zkrc__latch_markers[];
+/* The leases of a semaphore (Curator InterProcessSemaphoreV2's "lease-"
+ * under "<path>/leases"): all alike, admitted by count (policy permits). */
+extern const zkrc__marker zkrc__lease_markers[];
 
 /* Parse the sequence number of @p name if it ends with one of @p markers
  * followed by a well-formed sequence.  Returns the marker (and sets *seq),

@@ -190,6 +190,21 @@ static void check_tokens(zkt_checker *c, GPtrArray *all, guint i,
   }
 }
 
+/* Does @p a (granted before @p b) still run when @p b is granted, other
+ * than as a reader beside a reader? */
+static gboolean runs_with(const zkt_hold *a, const zkt_hold *b) {
+  return a->end > b->acquired && !(a->shared && b->shared);
+}
+
+/* How many holds granted before the @p i-th of sorted @p all still run
+ * when it is granted. */
+static int running_at(GPtrArray *all, guint i) {
+  int n = 0;
+  for (guint j = 0; j < i; j++)
+    n += runs_with(g_ptr_array_index(all, j), g_ptr_array_index(all, i));
+  return n;
+}
+
 int zkt_check_holds(zkt_checker *c, GPtrArray *all) {
   g_ptr_array_sort(all, by_acquired);
   GHashTable *tokens = g_hash_table_new(g_int64_hash, g_int64_equal);
@@ -200,10 +215,10 @@ int zkt_check_holds(zkt_checker *c, GPtrArray *all) {
       check_grant_order(c, all, i);
     else
       check_tokens(c, all, i, tokens);
-    for (guint j = 0; j < i && !c->tokens_only; j++) {
-      zkt_hold *a = g_ptr_array_index(all, j);
-      if (a->end > b->acquired && !(a->shared && b->shared))
-        judge_overlap(c, a, b);
+    if (!c->tokens_only && running_at(all, i) >= MAX(c->capacity, 1)) {
+      for (guint j = 0; j < i; j++)
+        if (runs_with(g_ptr_array_index(all, j), b))
+          judge_overlap(c, g_ptr_array_index(all, j), b);
     }
     if (i > 0 && b->acquired >= max_end)
       c->closest = MIN(c->closest, b->acquired - max_end);
@@ -223,6 +238,18 @@ int zkt_check_hold_array(zkt_checker *c, GArray *holds) {
     fprintf(stderr, "\n%s\n", (char *)g_ptr_array_index(c->violations, i));
   g_ptr_array_free(all, TRUE);
   return n;
+}
+
+int zkt_overlapping_pairs(GArray *holds) {
+  int pairs = 0;
+  for (guint i = 0; i < holds->len; i++)
+    for (guint j = i + 1; j < holds->len; j++) {
+      const zkt_hold *a = &g_array_index(holds, zkt_hold, i);
+      const zkt_hold *b = &g_array_index(holds, zkt_hold, j);
+      pairs += a->acquired < b->end && b->acquired < a->end &&
+               !(a->shared && b->shared);
+    }
+  return pairs;
 }
 
 int zkt_read_hold_log(const char *file, GArray *holds) {

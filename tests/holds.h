@@ -81,6 +81,10 @@ typedef struct zkt_checker {
    * holder granted again the token it had, with no grant between (an
    * election's leader that took its session back). */
   gboolean tokens_in_grant_order;
+  /* Optional, set after init: how many holds may run at once (a
+   * semaphore's N); a grant while that many run is judged against each of
+   * them.  0 or 1: one at a time (readers beside readers aside). */
+  int capacity;
   /* Optional: judge the tokens only, not the overlaps (a test that
    * provokes overlaps to measure them). */
   gboolean tokens_only;
@@ -126,6 +130,12 @@ int zkt_check_holds(zkt_checker *c, GPtrArray *all);
  * excuse but the holds' own, the violations printed on stderr.  Returns
  * the number of violations. */
 int zkt_check_hold_array(zkt_checker *c, GArray *holds);
+
+/* How many pairs of @p holds (of zkt_hold) overlapped in time, readers
+ * beside readers aside: what a one-at-a-time checker would call overlaps.
+ * The control of a test that allows several holds at once (capacity):
+ * that they did happen. */
+int zkt_overlapping_pairs(GArray *holds);
 
 /* The holds a process wrote to @p file, one a line: "WHO TOKEN ACQUIRED
  * END" (decimal; times of CLOCK_MONOTONIC in microseconds, as

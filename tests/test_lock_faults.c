@@ -2,6 +2,7 @@
  * The lock under faults, on a 3-member ensemble with a fault proxy in front
  * of every member: a create whose reply is lost, dropped and stalled
  * connections, and the ensemble's leader killed while clients contend.
+ * The semaphore's lease pool and waiters under the same faults.
  */
 #include "config.h"
 
@@ -369,6 +370,291 @@ static void test_leader_killed_while_eight_contend(void) {
   g_free(path);
 }
 
+/* ------------------------------------------------------------ semaphore */
+
+/* From src/lock_internal.h, whose type names ("holder") clash with this
+ * file's. */
+int zkrc__lock_new_permits(zkrc_lock **out, zkrc_session *s, const char *path,
+                           const zkrc_lock_options *opts, int permits);
+void zkrc__lock_free(zkrc_lock *lk);
+
+/* A semaphore's lease pool (the lock member semaphore.c takes leases
+ * from) whose create reply is lost finds its lease node by its protected
+ * name: one node, not two (Curator's CURATOR-315 leaked one). */
+static void test_lost_lease_create_reply_leaves_no_duplicate(void) {
+  char *path = zkt_path("lost-lease-create");
+  zhandle_t *zh = direct();
+  zkt_make_path(zh, path);
+  zkrc_session *s = zkt_session();
+  zkrc_lock *pool = NULL;
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc__lock_new_permits(&pool, s, path, NULL, 2));
+  int proxy = proxy_of(s);
+  CU_ASSERT_FATAL(proxy >= 0);
+  CU_ASSERT_EQUAL_FATAL(
+      zkrc_proxy_drop_after_next_request(zkt_ensemble(), proxy), 0);
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_lock_acquire(pool, 15000));
+  CU_ASSERT_EQUAL(zkt_child_count(zh, path), 1); /* found, not duplicated */
+  char *node = NULL;
+  CU_ASSERT_EQUAL(zkrc_lock_node(pool, &node), ZKRC_OK);
+  CU_ASSERT(node && strstr(node, "-lease-"));
+  free(node);
+  CU_ASSERT_EQUAL(zkrc_lock_release(pool), ZKRC_OK);
+  CU_ASSERT_EQUAL(zkt_nodes_left(zh, path), 0);
+  zkrc__lock_free(pool);
+  zkrc_session_close(s);
+  zookeeper_close(zh);
+  g_free(path);
+}
+
+typedef struct sem_nodes {
+  zhandle_t *zh;
+  char *locks, *leases;
+  int on_locks, on_leases;
+} sem_nodes;
+
+static sem_nodes sem_nodes_of(zhandle_t *zh, const char *path) {
+  sem_nodes n = {zh, g_strconcat(path, "/locks", NULL),
+                 g_strconcat(path, "/leases", NULL), 0, 0};
+  return n;
+}
+
+/* @p arg's directories hold exactly the counts it names (a directory
+ * gone counts as empty). */
+static int sem_nodes_are(void *arg) {
+  sem_nodes *n = arg;
+  return MAX(zkt_child_count(n->zh, n->locks), 0) == n->on_locks &&
+         MAX(zkt_child_count(n->zh, n->leases), 0) == n->on_leases;
+}
+
+static gboolean sem_wait_nodes(sem_nodes *n, int locks, int leases,
+                               int timeout_ms) {
+  n->on_locks = locks;
+  n->on_leases = leases;
+  return zkt_wait_for(sem_nodes_are, n, timeout_ms);
+}
+
+typedef struct bg_lease {
+  zkrc_semaphore *sem;
+  int timeout_ms;
+  int rc;
+  int64_t took_ms;
+} bg_lease;
+
+static gpointer lease_acquire_release(gpointer data) {
+  bg_lease *b = data;
+  zkrc_semaphore_lease *lease = NULL;
+  int64_t start = zkt_now_ms();
+  b->rc = zkrc_semaphore_acquire(b->sem, b->timeout_ms, &lease);
+  b->took_ms = zkt_now_ms() - start;
+  if (b->rc == ZKRC_OK)
+    b->rc = zkrc_semaphore_lease_release(lease);
+  return NULL;
+}
+
+/* N=1 on one path: a holder that holds the lease, and a waiter's
+ * semaphore on a session of its own (timeout @p session_ms), whose
+ * acquisition runs on a thread; the servers seen through a direct handle. */
+typedef struct sem_pair {
+  char *path;
+  zhandle_t *zh;
+  sem_nodes n;
+  zkrc_session *holder_s, *s;
+  zkrc_semaphore *holder, *sem;
+  zkrc_semaphore_lease *held;
+  bg_lease b;
+  GThread *t;
+} sem_pair;
+
+/* Open the pair and start the waiter (deadline @p wait_ms); returns once
+ * it waits for the lease, holding the internal mutex. */
+static void sem_pair_open(sem_pair *p, const char *tag, int session_ms,
+                          int wait_ms) {
+  p->path = zkt_path(tag);
+  p->zh = direct();
+  p->n = sem_nodes_of(p->zh, p->path);
+  p->holder_s = zkt_session();
+  p->s = zkt_session_with(session_ms, 0);
+  ZKT_ASSERT_RC(ZKRC_OK,
+                zkrc_semaphore_new(&p->holder, p->holder_s, p->path, 1, NULL));
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_semaphore_new(&p->sem, p->s, p->path, 1, NULL));
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_semaphore_acquire(p->holder, 5000, &p->held));
+  p->b = (bg_lease){p->sem, wait_ms, -999, 0};
+  p->t = g_thread_new("waiter", lease_acquire_release, &p->b);
+  CU_ASSERT_FATAL(sem_wait_nodes(&p->n, 1, 2, 10000));
+}
+
+/* The holder releases; asserts that nothing is left, then frees all. */
+static void sem_pair_close(sem_pair *p) {
+  if (p->held)
+    ZKT_ASSERT_RC(ZKRC_OK, zkrc_semaphore_lease_release(p->held));
+  CU_ASSERT(sem_wait_nodes(&p->n, 0, 0, 10000));
+  zkrc_semaphore_free(p->holder);
+  zkrc_semaphore_free(p->sem);
+  zkrc_session_close(p->holder_s);
+  zkrc_session_close(p->s);
+  zookeeper_close(p->zh);
+  g_free(p->n.locks);
+  g_free(p->n.leases);
+  g_free(p->path);
+}
+
+/* A waiter (holding the internal mutex, watching the leases) whose
+ * connection drops keeps its two nodes (no duplicate after the
+ * reconnection) and is admitted at the holder's release; nothing is left. */
+static void test_semaphore_waiter_survives_a_dropped_connection(void) {
+  sem_pair p;
+  sem_pair_open(&p, "sem-drop", 4000, 20000);
+  int proxy = proxy_of(p.s);
+  CU_ASSERT(proxy >= 0);
+  zkrc_proxy_drop_all(zkt_ensemble(), proxy);
+  CU_ASSERT_EQUAL(zkrc_session_wait_connected(p.s, 10000), ZKRC_OK);
+  CU_ASSERT(sem_nodes_are(&p.n)); /* one mutex node, two leases: no more */
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_semaphore_lease_release(p.held));
+  p.held = NULL;
+  g_thread_join(p.t);
+  ZKT_ASSERT_RC(ZKRC_OK, p.b.rc);
+  sem_pair_close(&p);
+}
+
+/* A waiter whose network stalls past its deadline returns ZKRC_ETIMEDOUT
+ * at the deadline (plus the 0.5 s grace, not when the network is back),
+ * and its lease and mutex nodes are gone once the connection is back
+ * (CURATOR-462 leaked them). */
+static void test_semaphore_deadline_while_the_network_stalls(void) {
+  sem_pair p;
+  sem_pair_open(&p, "sem-stall", 6000, 1500);
+  int proxy = proxy_of(p.s);
+  CU_ASSERT(proxy >= 0);
+  CU_ASSERT_EQUAL(zkrc_proxy_blackhole(zkt_ensemble(), proxy, 3000), 0);
+  g_thread_join(p.t);
+  ZKT_ASSERT_RC(ZKRC_ETIMEDOUT, p.b.rc);
+  CU_ASSERT(p.b.took_ms >= 1500 && p.b.took_ms < 2500);
+  printf("(timed out after %" PRId64 " ms) ", p.b.took_ms);
+  CU_ASSERT(sem_wait_nodes(&p.n, 0, 1, 15000)); /* only the holder's lease */
+  sem_pair_close(&p);
+}
+
+/* Six sessions loop on one of two leases while the ensemble's leader is
+ * killed: never more than two holds at once, where a hold ends at its
+ * release or at its LOST event (holds.h's checker with capacity 2), and
+ * every round is served. */
+enum { SEM_CLIENTS = 6, SEM_ROUNDS = 30, SEM_PERMITS = 2 };
+
+typedef struct sem_client {
+  const char *path;
+  int id;
+  GArray *holds; /* of zkt_hold */
+  gint *rounds_done;
+  int failures;
+  GMutex mu;
+  zkrc_semaphore_lease *current; /* under mu */
+  int64_t lost_us;               /* when current was told LOST; 0: not */
+} sem_client;
+
+static void sem_client_event(zkrc_semaphore *sem,
+                             const zkrc_semaphore_event_info *info, void *arg) {
+  sem_client *c = arg;
+  g_mutex_lock(&c->mu);
+  if (info->event == ZKRC_LOCK_LOST && info->lease == c->current &&
+      c->lost_us == 0)
+    c->lost_us = zkt_hold_now_us();
+  g_mutex_unlock(&c->mu);
+}
+
+static gpointer sem_client_run(gpointer data) {
+  sem_client *c = data;
+  zkrc_session *s = zkt_session();
+  zkrc_semaphore_options o;
+  zkrc_semaphore_options_init(&o);
+  o.on_event = sem_client_event;
+  o.event_arg = c;
+  zkrc_semaphore *sem = NULL;
+  c->failures += zkrc_semaphore_new(&sem, s, c->path, SEM_PERMITS, &o) != 0;
+  for (int i = 0; sem && i < SEM_ROUNDS; i++) {
+    zkrc_semaphore_lease *lease = NULL;
+    if (zkrc_semaphore_acquire(sem, 30000, &lease) != ZKRC_OK) {
+      c->failures++;
+      continue;
+    }
+    int64_t acquired = zkt_hold_now_us();
+    int64_t token = zkrc_semaphore_lease_token(lease);
+    g_mutex_lock(&c->mu);
+    c->current = lease;
+    c->lost_us = 0;
+    g_mutex_unlock(&c->mu);
+    g_usleep(5000); /* the work inside the lease */
+    int64_t released = zkt_hold_now_us();
+    g_mutex_lock(&c->mu);
+    int64_t lost = c->lost_us;
+    c->current = NULL;
+    g_mutex_unlock(&c->mu);
+    zkrc_semaphore_lease_release(lease);
+    zkt_hold *h = zkt_hold_add(c->holds, c->id, token, acquired,
+                               lost ? MIN(lost, released) : released);
+    h->lost = lost;
+    h->released = released;
+    g_atomic_int_inc(c->rounds_done);
+  }
+  zkrc_semaphore_free(sem);
+  zkrc_session_close(s);
+  return NULL;
+}
+
+static int rounds_at_least(void *arg) {
+  gint *done = arg;
+  return g_atomic_int_get(done) >= SEM_CLIENTS * SEM_ROUNDS / 3;
+}
+
+static void test_semaphore_leader_killed_while_six_contend(void) {
+  CU_ASSERT_PTR_NOT_NULL_FATAL(zkt_ensemble()); /* before the threads */
+  char *path = zkt_path("sem-leader-dies");
+  gint rounds_done = 0;
+  sem_client clients[SEM_CLIENTS];
+  GThread *threads[SEM_CLIENTS];
+  for (int i = 0; i < SEM_CLIENTS; i++) {
+    clients[i] =
+        (sem_client){.path = path,
+                     .id = i,
+                     .holds = g_array_new(FALSE, TRUE, sizeof(zkt_hold)),
+                     .rounds_done = &rounds_done};
+    g_mutex_init(&clients[i].mu);
+    threads[i] = g_thread_new("sem-client", sem_client_run, &clients[i]);
+  }
+  CU_ASSERT(zkt_wait_for(rounds_at_least, &rounds_done, 60000));
+  int leader = zkrc_ensemble_leader(zkt_ensemble());
+  CU_ASSERT_FATAL(leader >= 0);
+  CU_ASSERT_EQUAL(zkrc_ensemble_kill(zkt_ensemble(), leader), 0);
+  GArray *all = g_array_new(FALSE, TRUE, sizeof(zkt_hold));
+  int failures = 0, lost = 0;
+  for (int i = 0; i < SEM_CLIENTS; i++) {
+    g_thread_join(threads[i]);
+    failures += clients[i].failures;
+    for (guint j = 0; j < clients[i].holds->len; j++)
+      lost += g_array_index(clients[i].holds, zkt_hold, j).lost != 0;
+    g_array_append_vals(all, clients[i].holds->data, clients[i].holds->len);
+    g_array_free(clients[i].holds, TRUE);
+    g_mutex_clear(&clients[i].mu);
+  }
+  zkt_checker c;
+  zkt_checker_init(&c, NULL, NULL);
+  c.capacity = SEM_PERMITS;
+  CU_ASSERT_EQUAL(zkt_check_hold_array(&c, all), 0);
+  int together = zkt_overlapping_pairs(all);
+  CU_ASSERT(together > 0); /* two did hold at once: the control */
+  CU_ASSERT_EQUAL(failures, 0);
+  CU_ASSERT_EQUAL(all->len, SEM_CLIENTS * SEM_ROUNDS);
+  printf("(%u leases, %d lost, %d pairs held together, none by three) ",
+         all->len, lost, together);
+  zkt_checker_clear(&c);
+  g_array_free(all, TRUE);
+  CU_ASSERT_EQUAL(zkrc_ensemble_restart(zkt_ensemble(), leader), 0);
+  CU_ASSERT_EQUAL(zkrc_ensemble_wait_serving(zkt_ensemble(), leader, 30000), 0);
+  zhandle_t *zh = direct();
+  CU_ASSERT(zkt_wait_semaphore_empty(zh, path, 15000));
+  zookeeper_close(zh);
+  g_free(path);
+}
+
 static void add_suites(void) {
   zkt_configure(3, 1);
   ZKT_SUITE("lock faults",
@@ -385,7 +671,15 @@ static void add_suites(void) {
             {"deadline holds while the network stalls",
              test_deadline_holds_while_the_network_stalls},
             {"leader killed while eight contend",
-             test_leader_killed_while_eight_contend});
+             test_leader_killed_while_eight_contend},
+            {"lost lease create reply leaves no duplicate",
+             test_lost_lease_create_reply_leaves_no_duplicate},
+            {"semaphore waiter survives a dropped connection",
+             test_semaphore_waiter_survives_a_dropped_connection},
+            {"semaphore deadline while the network stalls",
+             test_semaphore_deadline_while_the_network_stalls},
+            {"semaphore leader killed while six contend",
+             test_semaphore_leader_killed_while_six_contend});
 }
 
 int main(void) { return zkt_run("test_lock_faults", add_suites); }

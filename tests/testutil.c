@@ -208,6 +208,30 @@ int zkt_nodes_left(zhandle_t *zh, const char *path) {
   return n;
 }
 
+int zkt_semaphore_nodes_left(zhandle_t *zh, const char *path) {
+  char *locks = g_strconcat(path, "/locks", NULL);
+  char *leases = g_strconcat(path, "/leases", NULL);
+  int a = zkt_nodes_left(zh, locks), b = zkt_nodes_left(zh, leases);
+  g_free(locks);
+  g_free(leases);
+  return a < 0 || b < 0 ? -1 : a + b;
+}
+
+typedef struct semaphore_probe {
+  zhandle_t *zh;
+  const char *path;
+} semaphore_probe;
+
+static int semaphore_empty(void *arg) {
+  semaphore_probe *p = arg;
+  return zkt_semaphore_nodes_left(p->zh, p->path) == 0;
+}
+
+int zkt_wait_semaphore_empty(zhandle_t *zh, const char *path, int timeout_ms) {
+  semaphore_probe p = {zh, path};
+  return zkt_wait_for(semaphore_empty, &p, timeout_ms);
+}
+
 int zkt_exists(zhandle_t *zh, const char *path) {
   struct Stat st;
   return zoo_exists(zh, path, 0, &st) == ZOK;

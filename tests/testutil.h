@@ -69,6 +69,12 @@ int zkt_child_count(zhandle_t *zh, const char *path);
  * sync first; each one is named on stderr): 0 also when @p path is gone,
  * as a lock directory (a container) is once empty; -1 on error. */
 int zkt_nodes_left(zhandle_t *zh, const char *path);
+/* Nodes left under a semaphore's two directories, @p path/locks and
+ * @p path/leases (zkt_nodes_left() of each), and waiting until there are
+ * none (releases delete in the background) at most @p timeout_ms:
+ * non-zero when it happened. */
+int zkt_semaphore_nodes_left(zhandle_t *zh, const char *path);
+int zkt_wait_semaphore_empty(zhandle_t *zh, const char *path, int timeout_ms);
 /* Does @p path exist? */
 int zkt_exists(zhandle_t *zh, const char *path);
 /* The czxid of @p path (0 if missing). */

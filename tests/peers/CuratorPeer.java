@@ -1,7 +1,7 @@
 /*
  * CuratorPeer: an Apache Curator 5 participant (InterProcessMutex,
- * InterProcessReadWriteLock, LeaderLatch) for zkrecipes' interoperability
- * tests and benchmark.
+ * InterProcessReadWriteLock, InterProcessSemaphoreV2, LeaderLatch) for
+ * zkrecipes' interoperability tests and benchmark.
  *
  *   java -cp DIR:JARS CuratorPeer MODE CONNECT PATH ARGS...
  *
@@ -22,6 +22,17 @@
  *         + 1) and on the read side otherwise (read it, sleep 1 ms, read it
  *         again: it must not have moved).  Prints "done N writes=W
  *         moved=M" (M: reads that saw the counter move under them).
+ *   shold CONNECT PATH ID N [TIMEOUT_MS]
+ *         As hold, for one lease of an InterProcessSemaphoreV2 of N leases
+ *         whose nodes hold ID: "acquired NODE" (the lease node's name) or
+ *         "timeout" (exit 3); any line, or end of input, returns the lease
+ *         ("released").
+ *   scount CONNECT PATH ID N ROUNDS SLOTDIR
+ *         An InterProcessSemaphoreV2 of N leases: warm up, "ready", wait for
+ *         a line, then ROUNDS times: acquire a lease, create one of the files
+ *         SLOTDIR/slot-0 .. slot-(N-1) exclusively (O_EXCL; when all N exist,
+ *         more than N are inside: a violation), sleep 2 ms, remove it,
+ *         return the lease.  Prints "done ROUNDS violations=V".
  *   shell CONNECT PATH ID
  *         One mutex driven by commands: "acquire [TIMEOUT_MS]" ("acquired
  *         NODE" / "timeout"), "release" ("released" / "error not held"),
@@ -117,6 +128,8 @@ import org.apache.curator.framework.recipes.leader.LeaderLatchListener;
 import org.apache.curator.framework.recipes.leader.Participant;
 import org.apache.curator.framework.recipes.locks.InterProcessMutex;
 import org.apache.curator.framework.recipes.locks.InterProcessReadWriteLock;
+import org.apache.curator.framework.recipes.locks.InterProcessSemaphoreV2;
+import org.apache.curator.framework.recipes.locks.Lease;
 import org.apache.curator.retry.RetryNTimes;
 import org.apache.zookeeper.KeeperException;
 
@@ -294,6 +307,71 @@ public final class CuratorPeer {
     in.next(); /* any line, or end of input */
     side.release();
     out.println("released");
+    return EXIT_OK;
+  }
+
+  static InterProcessSemaphoreV2 semaphore(CuratorFramework client, String path,
+                                           String id, int n) {
+    InterProcessSemaphoreV2 sem = new InterProcessSemaphoreV2(client, path, n);
+    sem.setNodeData(id.getBytes(StandardCharsets.UTF_8));
+    return sem;
+  }
+
+  /** hold one lease of an InterProcessSemaphoreV2 (shold). */
+  static int semHold(CuratorFramework client, Commands in, String path,
+                     String id, int n, long timeoutMs) throws Exception {
+    InterProcessSemaphoreV2 sem = semaphore(client, path, id, n);
+    Lease lease = sem.acquire(timeoutMs, TimeUnit.MILLISECONDS);
+    if (lease == null) {
+      out.println("timeout");
+      return EXIT_TIMEOUT;
+    }
+    out.println("acquired " + lease.getNodeName());
+    in.next(); /* any line, or end of input */
+    sem.returnLease(lease);
+    out.println("released");
+    return EXIT_OK;
+  }
+
+  /* Take one of the n slot files of dir; null when all are taken. */
+  static Path takeSlot(Path dir, int n) throws IOException {
+    for (int k = 0; k < n; k++) {
+      Path slot = dir.resolve("slot-" + k);
+      try {
+        return Files.createFile(slot);
+      } catch (FileAlreadyExistsException e) {
+        /* taken: try the next */
+      }
+    }
+    return null;
+  }
+
+  static int semCount(CuratorFramework client, Commands in, String path,
+                      String id, int n, long rounds, String slotDir)
+      throws Exception {
+    InterProcessSemaphoreV2 sem = semaphore(client, path, id, n);
+    Path dir = Paths.get(slotDir);
+    Lease warm = sem.acquire(peerTimeoutMs, TimeUnit.MILLISECONDS);
+    if (warm == null)
+      throw new Exit(EXIT_TIMEOUT, "warm-up acquisition timed out");
+    sem.returnLease(warm);
+    waitForGo(in);
+    long violations = 0;
+    for (long i = 0; i < rounds; i++) {
+      Lease lease = sem.acquire(peerTimeoutMs, TimeUnit.MILLISECONDS);
+      if (lease == null) {
+        out.println("timeout");
+        return EXIT_TIMEOUT;
+      }
+      Path slot = takeSlot(dir, n);
+      if (slot == null)
+        violations++;
+      Thread.sleep(2); /* the work inside the lease */
+      if (slot != null)
+        Files.delete(slot);
+      sem.returnLease(lease);
+    }
+    out.println("done " + rounds + " violations=" + violations);
     return EXIT_OK;
   }
 
@@ -749,6 +827,8 @@ public final class CuratorPeer {
     throw new Exit(EXIT_USAGE,
                    "usage: CuratorPeer hold CONNECT PATH ID [TIMEOUT_MS]\n"
                        + "       CuratorPeer rhold|whold CONNECT PATH ID [TIMEOUT_MS]\n"
+                       + "       CuratorPeer shold CONNECT PATH ID N [TIMEOUT_MS]\n"
+                       + "       CuratorPeer scount CONNECT PATH ID N ROUNDS SLOTDIR\n"
                        + "       CuratorPeer shell CONNECT PATH ID\n"
                        + "       CuratorPeer count CONNECT PATH ID N COUNTERFILE\n"
                        + "       CuratorPeer rwcount CONNECT PATH ID N COUNTERFILE\n"
@@ -799,6 +879,17 @@ public final class CuratorPeer {
         usage();
       parseNumber("N", a[4], 0);
       break;
+    case "shold":
+      if (a.length != 5 && a.length != 6)
+        usage();
+      parseNumber("N", a[4], 1);
+      break;
+    case "scount":
+      if (a.length != 7)
+        usage();
+      parseNumber("N", a[4], 1);
+      parseNumber("ROUNDS", a[5], 0);
+      break;
     case "loop":
       if (a.length != 4 && a.length != 5)
         usage();
@@ -827,6 +918,13 @@ public final class CuratorPeer {
       case "whold":
         return rwHold(client, in, path, a[3], mode.equals("whold"),
                       holdTimeout);
+      case "shold":
+        return semHold(client, in, path, a[3], Integer.parseInt(a[4]),
+                       a.length == 6 ? parseNumber("TIMEOUT_MS", a[5], 0)
+                                     : peerTimeoutMs);
+      case "scount":
+        return semCount(client, in, path, a[3], Integer.parseInt(a[4]),
+                        Long.parseLong(a[5]), a[6]);
       case "shell":
         return shell(client, in, path, a[3]);
       case "count":

@@ -1,0 +1,523 @@
+/*
+ * The semaphore (zkrecipes/semaphore.h): Curator InterProcessSemaphoreV2's
+ * protocol as two members of the lock family on the contender queue,
+ * rather than a queue of its own:
+ *
+ *  - the internal mutex, a lock object on "<path>/locks" ("lock-" nodes,
+ *    policy exclusive: Curator's InterProcessMutex and ours exclude each
+ *    other there);
+ *  - the lease pool, a lock object on "<path>/leases" ("lease-" nodes,
+ *    policy permits with N: the first N in line are admitted, and a waiter
+ *    lists and watches the directory).
+ *
+ * An acquisition is a non-blocking hold of the mutex, then (once it holds)
+ * a non-blocking hold of the pool under what is left of the deadline;
+ * when the pool hold completes, either way, the mutex hold is released.
+ * So only the mutex's holder watches the leases.  The queue does the rest:
+ * the create with the listing pipelined behind it, protected names found
+ * again after a lost reply, nodes of failed holds deleted or handed to the
+ * session's reaper, held means held (the lease's loss on the lease).
+ *
+ * Both steps complete on the session's executor (lock_async.c); the
+ * blocking acquisition waits for the completion on sem->cond.
+ *
+ * Lock order: sem->mu is taken before the member locks' mutexes (the
+ * non-blocking lock calls made under it), never after: the lock calls
+ * complete and tell events on the executor, with no lock mutex held.
+ */
+#include "config.h"
+
+#include <string.h>
+
+#include "lock_internal.h"
+#include "util.h"
+#include "zkrecipes/semaphore.h"
+
+typedef enum lease_state {
+  L_MUTEX, /* waiting for the internal mutex */
+  L_LEASE, /* holds the mutex, waits for a lease */
+  L_HELD,  /* holds a lease */
+  L_DONE   /* failed, or released */
+} lease_state;
+
+struct zkrc_semaphore_lease {
+  gint refs;
+  zkrc_semaphore *sem; /* referenced */
+  /* Guarded by sem->mu. */
+  lease_state state;
+  zkrc_lock_hold *mhold; /* the internal mutex's hold, until released */
+  zkrc_lock_hold *lhold; /* the pool's hold, once asked for */
+  gboolean cancelled;
+  int64_t deadline; /* ZKRC__NEVER: none */
+  gboolean no_wait;
+  zkrc_semaphore_acquired_fn done;
+  void *arg;
+};
+
+struct zkrc_semaphore {
+  gint refs;
+  GMutex mu;
+  GCond cond;
+  zkrc_session *s; /* used only before the free */
+  zkrc_lock *mutex, *pool;
+  int max_leases;
+  zkrc_semaphore_event_fn on_event;
+  void *event_arg;
+  GHashTable *live; /* leases not freed yet (a reference each) */
+  gboolean freeing;
+};
+
+/* ------------------------------------------------------------ lifetime */
+
+static zkrc_semaphore *sem_ref(zkrc_semaphore *sem) {
+  g_atomic_int_inc(&sem->refs);
+  return sem;
+}
+
+static void sem_unref(zkrc_semaphore *sem) {
+  if (!g_atomic_int_dec_and_test(&sem->refs))
+    return;
+  g_hash_table_destroy(sem->live);
+  g_mutex_clear(&sem->mu);
+  g_cond_clear(&sem->cond);
+  g_free(sem);
+}
+
+static void sem_unref_posted(void *sem) { sem_unref(sem); }
+
+static zkrc_semaphore_lease *lease_ref(zkrc_semaphore_lease *l) {
+  g_atomic_int_inc(&l->refs);
+  return l;
+}
+
+static void lease_unref(zkrc_semaphore_lease *l) {
+  if (!g_atomic_int_dec_and_test(&l->refs))
+    return;
+  sem_unref(l->sem);
+  g_free(l);
+}
+
+/* Forget a lease that failed or was released (sem->mu held); the set's
+ * reference is dropped by the caller, after letting the mutex go. */
+static gboolean forget_locked(zkrc_semaphore_lease *l) {
+  l->state = L_DONE;
+  return g_hash_table_remove(l->sem->live, l);
+}
+
+void zkrc_semaphore_options_init(zkrc_semaphore_options *opts) {
+  zkrc__recipe_options_init(opts, sizeof *opts);
+}
+
+/* --------------------------------------------------------------- events */
+
+/* The pool's lock events, told as the lease's. */
+static void pool_event(zkrc_lock *lk, const zkrc_lock_event_info *info,
+                       void *arg) {
+  zkrc_semaphore *sem = arg;
+  zkrc_semaphore_lease *l = zkrc_lock_hold_arg(info->hold);
+  g_mutex_lock(&sem->mu);
+  gboolean live = !sem->freeing && l && g_hash_table_contains(sem->live, l) &&
+                  l->lhold == info->hold;
+  if (live)
+    lease_ref(l);
+  g_mutex_unlock(&sem->mu);
+  if (!live)
+    return;
+  zkrc_semaphore_event_info out = {
+      .event = info->event,
+      .reason = info->reason,
+      .zk_error = info->zk_error,
+      .token = info->token,
+      .lease = l,
+  };
+  sem->on_event(sem, &out, sem->event_arg);
+  lease_unref(l);
+}
+
+/* --------------------------------------------------------------- create */
+
+/* "<path>/<child>" (g_free it). */
+static char *child_path(const char *path, const char *child) {
+  return strcmp(path, "/") == 0 ? g_strconcat("/", child, NULL)
+                                : g_strconcat(path, "/", child, NULL);
+}
+
+/* The member locks' options, from the caller's semaphore options. */
+static gboolean member_options(zkrc_lock_options *out,
+                               zkrc_semaphore_options *o,
+                               const zkrc_semaphore_options *given) {
+  zkrc_semaphore_options_init(o);
+  if (!zkrc__options_take(o, sizeof *o, given))
+    return FALSE;
+  zkrc_lock_options_init(out);
+  out->participant_id = o->participant_id;
+  out->acl = o->acl;
+  return TRUE;
+}
+
+int zkrc_semaphore_new(zkrc_semaphore **out, zkrc_session *s, const char *path,
+                       int max_leases, const zkrc_semaphore_options *opts) {
+  if (out)
+    *out = NULL;
+  zkrc_semaphore_options o;
+  zkrc_lock_options lo;
+  if (out == NULL || s == NULL || max_leases < 1 ||
+      zkrc_path_validate(path, NULL) != ZKRC_OK ||
+      !member_options(&lo, &o, opts))
+    return zkrc__fail(ZKRC_EINVAL);
+  zkrc_semaphore *sem = g_new0(zkrc_semaphore, 1);
+  sem->refs = 1;
+  g_mutex_init(&sem->mu);
+  g_cond_init(&sem->cond);
+  sem->s = s;
+  sem->max_leases = max_leases;
+  sem->on_event = o.on_event;
+  sem->event_arg = o.event_arg;
+  sem->live = g_hash_table_new(g_direct_hash, g_direct_equal);
+  char *locks = child_path(path, "locks");
+  char *leases = child_path(path, "leases");
+  int err = zkrc__lock_new_member(&sem->mutex, s, locks, &lo, "lock-",
+                                  zkrc__policy_exclusive);
+  if (o.on_event) {
+    lo.on_event = pool_event;
+    lo.event_arg = sem;
+  }
+  if (err == ZKRC_OK)
+    err = zkrc__lock_new_permits(&sem->pool, s, leases, &lo, max_leases);
+  g_free(locks);
+  g_free(leases);
+  if (err != ZKRC_OK) {
+    zkrc__lock_free(sem->mutex);
+    sem_unref(sem);
+    return zkrc__fail(err);
+  }
+  *out = sem;
+  return ZKRC_OK;
+}
+
+int zkrc_semaphore_max_leases(zkrc_semaphore *sem) {
+  return sem ? sem->max_leases : 0;
+}
+
+/* ---------------------------------------------------------- acquisition */
+
+/* Tell the owner that the acquisition of @p l failed with @p status and
+ * drop it.  Called with sem->mu held; returns with it released. */
+static void fail_unlock(zkrc_semaphore_lease *l, int status) {
+  zkrc_semaphore *sem = l->sem;
+  gboolean ours = forget_locked(l);
+  g_mutex_unlock(&sem->mu);
+  l->done(sem, NULL, status, 0, l->arg);
+  if (ours)
+    lease_unref(l); /* the set's */
+}
+
+/* Let the internal mutex go (sem->mu held).  Not once the semaphore is
+ * being freed: zkrc_lock_free() released it then. */
+static void release_mutex_locked(zkrc_semaphore_lease *l) {
+  if (l->mhold && !l->sem->freeing)
+    zkrc_lock_hold_release(l->mhold);
+  l->mhold = NULL;
+}
+
+/* The pool's hold completed: the mutex goes either way. */
+static void lease_done(zkrc_lock *lk, zkrc_lock_hold *hold,
+                       const zkrc_lock_acquired_info *info, void *arg) {
+  zkrc_semaphore_lease *l = arg;
+  zkrc_semaphore *sem = l->sem;
+  g_mutex_lock(&sem->mu);
+  release_mutex_locked(l);
+  int status = info->status;
+  if (status == ZKRC_OK && sem->freeing)
+    status = ZKRC_ECANCELED; /* zkrc_lock_free() released it */
+  if (status != ZKRC_OK) {
+    l->lhold = NULL; /* freed after this callback (lock_async.c) */
+    fail_unlock(l, status);
+  } else {
+    l->state = L_HELD;
+    g_mutex_unlock(&sem->mu);
+    l->done(sem, l, ZKRC_OK, info->token, l->arg);
+  }
+  lease_unref(l); /* this callback's */
+}
+
+/* Milliseconds to give the pool's hold: what is left of the deadline
+ * (0 when nothing is), ZKRC_NO_WAIT or ZKRC_WAIT_FOREVER. */
+static int pool_timeout(const zkrc_semaphore_lease *l) {
+  if (l->no_wait)
+    return ZKRC_NO_WAIT;
+  if (l->deadline == ZKRC__NEVER)
+    return ZKRC_WAIT_FOREVER;
+  return zkrc__ms_left(l->deadline);
+}
+
+/* The internal mutex's hold completed: ask for a lease, or give up. */
+static void mutex_done(zkrc_lock *lk, zkrc_lock_hold *hold,
+                       const zkrc_lock_acquired_info *info, void *arg) {
+  zkrc_semaphore_lease *l = arg;
+  zkrc_semaphore *sem = l->sem;
+  g_mutex_lock(&sem->mu);
+  int status = info->status;
+  l->mhold = NULL; /* a failed hold is freed after this callback */
+  if (status == ZKRC_OK) {
+    l->mhold = hold;
+    l->state = L_LEASE;
+    int ms = pool_timeout(l);
+    status = sem->freeing || l->cancelled ? ZKRC_ECANCELED
+             : ms == 0 && !l->no_wait     ? ZKRC_ETIMEDOUT
+                                          : ZKRC_OK;
+    if (status == ZKRC_OK) {
+      zkrc_lock_hold *lh = NULL;
+      status =
+          zkrc_lock_acquire_async(sem->pool, ms, lease_done, lease_ref(l), &lh);
+      if (status == ZKRC_OK)
+        l->lhold = lh; /* lease_done waits for sem->mu */
+      else
+        lease_unref(l);
+    }
+    if (status != ZKRC_OK)
+      release_mutex_locked(l);
+  }
+  if (status != ZKRC_OK)
+    fail_unlock(l, status);
+  else
+    g_mutex_unlock(&sem->mu);
+  lease_unref(l); /* this callback's */
+}
+
+int zkrc_semaphore_acquire_async(zkrc_semaphore *sem, int timeout_ms,
+                                 zkrc_semaphore_acquired_fn done, void *arg,
+                                 zkrc_semaphore_lease **pending) {
+  if (pending)
+    *pending = NULL;
+  if (sem == NULL || done == NULL || !zkrc__timeout_valid(timeout_ms))
+    return zkrc__fail(ZKRC_EINVAL);
+  zkrc_semaphore_lease *l = g_new0(zkrc_semaphore_lease, 1);
+  l->refs = 2; /* the set's and the mutex callback's */
+  l->sem = sem_ref(sem);
+  l->state = L_MUTEX;
+  l->no_wait = timeout_ms == ZKRC_NO_WAIT;
+  l->deadline = zkrc__deadline_after(timeout_ms);
+  l->done = done;
+  l->arg = arg;
+  /* A try does not wait for leases, but the mutex's holders keep it only
+   * while they look: wait for it at most a session timeout. */
+  int ms = l->no_wait ? zkrc_session_timeout(sem->s) : timeout_ms;
+  g_mutex_lock(&sem->mu);
+  int err = sem->freeing ? ZKRC_ECANCELED : ZKRC_OK;
+  zkrc_lock_hold *mh = NULL;
+  if (err == ZKRC_OK)
+    err = zkrc_lock_acquire_async(sem->mutex, ms, mutex_done, l, &mh);
+  if (err == ZKRC_OK) {
+    l->mhold = mh; /* mutex_done waits for sem->mu */
+    g_hash_table_add(sem->live, l);
+    if (pending)
+      *pending = l;
+  }
+  g_mutex_unlock(&sem->mu);
+  if (err != ZKRC_OK) {
+    lease_unref(l);
+    lease_unref(l);
+    return zkrc__fail(err);
+  }
+  return ZKRC_OK;
+}
+
+/* ------------------------------------------------------ blocking form */
+
+/* How long a failed blocking acquisition may overrun its deadline waiting
+ * for its completion, which comes once its nodes are confirmed deleted: a
+ * round trip on a healthy connection.  On a stalled one the client has not
+ * noticed yet, the caller must not wait for it (zkrc_lock_acquire()'s
+ * grace, lock.c); the deletes complete in the background, or the reaper
+ * finishes them. */
+#define ABANDON_GRACE_MS 500
+
+/* One blocking acquisition's rendezvous with its completion (under
+ * sem->mu); two references: the caller's and the completion's. */
+typedef struct waiter {
+  gint refs;
+  gboolean done;
+  gboolean abandoned; /* the caller returned: a late grant is released */
+  int status;
+  zkrc_semaphore_lease *lease;
+} waiter;
+
+static void waiter_unref(waiter *w) {
+  if (g_atomic_int_dec_and_test(&w->refs))
+    g_free(w);
+}
+
+static void blocking_done(zkrc_semaphore *sem, zkrc_semaphore_lease *lease,
+                          int status, int64_t token, void *arg) {
+  waiter *w = arg;
+  g_mutex_lock(&sem->mu);
+  w->done = TRUE;
+  w->status = status;
+  w->lease = lease;
+  gboolean unwanted = w->abandoned && status == ZKRC_OK;
+  g_cond_broadcast(&sem->cond);
+  g_mutex_unlock(&sem->mu);
+  if (unwanted) /* granted after its caller gave up: give it back */
+    zkrc_semaphore_lease_release(lease);
+  waiter_unref(w);
+}
+
+int zkrc_semaphore_acquire(zkrc_semaphore *sem, int timeout_ms,
+                           zkrc_semaphore_lease **out) {
+  if (out)
+    *out = NULL;
+  if (sem == NULL || out == NULL || !zkrc__timeout_valid(timeout_ms))
+    return zkrc__fail(ZKRC_EINVAL);
+  /* A try may wait for the mutex up to a session timeout (see below). */
+  int64_t deadline = zkrc__deadline_after(
+      timeout_ms == ZKRC_NO_WAIT ? zkrc_session_timeout(sem->s) : timeout_ms);
+  if (deadline != ZKRC__NEVER)
+    deadline += (int64_t)ABANDON_GRACE_MS * 1000;
+  waiter *w = g_new0(waiter, 1);
+  w->refs = 2;
+  sem_ref(sem); /* its mutex outlives a concurrent free until we return */
+  int err =
+      zkrc_semaphore_acquire_async(sem, timeout_ms, blocking_done, w, NULL);
+  if (err != ZKRC_OK) {
+    waiter_unref(w); /* no completion comes */
+  } else {
+    /* The acquisition's own deadline (lock_async.c's timers) ends it. */
+    g_mutex_lock(&sem->mu);
+    while (!w->done && zkrc__cond_wait_until(&sem->cond, &sem->mu, deadline))
+      ;
+    w->abandoned = !w->done;
+    err = w->done ? w->status : ZKRC_ETIMEDOUT;
+    *out = w->done ? w->lease : NULL;
+    g_mutex_unlock(&sem->mu);
+  }
+  waiter_unref(w);
+  sem_unref(sem);
+  return zkrc__fail(err);
+}
+
+/* -------------------------------------------------------------- a lease */
+
+int zkrc_semaphore_lease_release(zkrc_semaphore_lease *l) {
+  if (l == NULL)
+    return zkrc__fail(ZKRC_EINVAL);
+  zkrc_semaphore *sem = l->sem;
+  g_mutex_lock(&sem->mu);
+  if (l->state != L_HELD) {
+    g_mutex_unlock(&sem->mu);
+    return zkrc__fail(ZKRC_ESTATE);
+  }
+  int err = sem->freeing ? ZKRC_OK : zkrc_lock_hold_release(l->lhold);
+  l->lhold = NULL;
+  gboolean ours = forget_locked(l);
+  g_mutex_unlock(&sem->mu);
+  if (ours)
+    lease_unref(l);
+  return zkrc__fail(err);
+}
+
+int zkrc_semaphore_lease_cancel(zkrc_semaphore_lease *l) {
+  if (l == NULL)
+    return zkrc__fail(ZKRC_EINVAL);
+  zkrc_semaphore *sem = l->sem;
+  g_mutex_lock(&sem->mu);
+  int err = ZKRC_ESTATE;
+  if (l->state == L_MUTEX && !l->cancelled) {
+    /* Granted already and on its way: mutex_done gives it up. */
+    if (zkrc_lock_hold_cancel(l->mhold) != ZKRC_OK)
+      l->cancelled = TRUE;
+    err = ZKRC_OK;
+  } else if (l->state == L_LEASE && l->lhold) {
+    err = zkrc_lock_hold_cancel(l->lhold);
+  }
+  g_mutex_unlock(&sem->mu);
+  return zkrc__fail(err);
+}
+
+/* @p ask about @p l's pool hold while it is held (else 0). */
+static int ask_held(zkrc_semaphore_lease *l, int (*ask)(zkrc_lock_hold *)) {
+  if (l == NULL)
+    return 0;
+  g_mutex_lock(&l->sem->mu);
+  int answer =
+      l->state == L_HELD && l->lhold && !l->sem->freeing ? ask(l->lhold) : 0;
+  g_mutex_unlock(&l->sem->mu);
+  return answer;
+}
+
+int zkrc_semaphore_lease_is_held(zkrc_semaphore_lease *l) {
+  return ask_held(l, zkrc_lock_hold_is_held);
+}
+
+int zkrc_semaphore_lease_remaining(zkrc_semaphore_lease *l) {
+  return ask_held(l, zkrc_lock_hold_lease_remaining);
+}
+
+int64_t zkrc_semaphore_lease_token(zkrc_semaphore_lease *l) {
+  if (l == NULL)
+    return 0;
+  g_mutex_lock(&l->sem->mu);
+  int64_t token = l->state == L_HELD && l->lhold && !l->sem->freeing
+                      ? zkrc_lock_hold_token(l->lhold)
+                      : 0;
+  g_mutex_unlock(&l->sem->mu);
+  return token;
+}
+
+char *zkrc_semaphore_lease_node(zkrc_semaphore_lease *l) {
+  if (l == NULL)
+    return NULL;
+  g_mutex_lock(&l->sem->mu);
+  char *node = l->state == L_HELD && l->lhold && !l->sem->freeing
+                   ? zkrc_lock_hold_node(l->lhold)
+                   : NULL;
+  g_mutex_unlock(&l->sem->mu);
+  return node;
+}
+
+int zkrc_semaphore_list(zkrc_session *s, const char *path,
+                        zkrc_participant **list, size_t *count,
+                        int timeout_ms) {
+  if (list)
+    *list = NULL;
+  if (count)
+    *count = 0;
+  if (zkrc_path_validate(path, NULL) != ZKRC_OK)
+    return zkrc__fail(ZKRC_EINVAL);
+  char *leases = child_path(path, "leases");
+  int err = zkrc__queue_list_checked(s, leases, zkrc__lease_markers, timeout_ms,
+                                     list, count);
+  g_free(leases);
+  return err;
+}
+
+/* ----------------------------------------------------------------- free */
+
+void zkrc_semaphore_free(zkrc_semaphore *sem) {
+  if (sem == NULL)
+    return;
+  /* From here on no callback touches the member locks' holds: freeing the
+   * locks cancels the pending ones (their completions fail the leases)
+   * and releases the held ones. */
+  g_mutex_lock(&sem->mu);
+  sem->freeing = TRUE;
+  GList *held = NULL;
+  GList *all = g_hash_table_get_keys(sem->live);
+  for (GList *it = all; it; it = it->next) {
+    zkrc_semaphore_lease *l = it->data;
+    if (l->state == L_HELD) {
+      forget_locked(l);
+      held = g_list_prepend(held, l);
+    }
+  }
+  g_list_free(all);
+  g_mutex_unlock(&sem->mu);
+  zkrc__lock_free(sem->pool);
+  zkrc__lock_free(sem->mutex);
+  g_list_free_full(held, (GDestroyNotify)lease_unref);
+  /* A pool event posted before the free may still be on its way to
+   * pool_event(), which reads sem: drop our reference behind it, on the
+   * executor, which runs posted calls in order (events posted after the
+   * free are dropped by the lock, unseen). */
+  zkrc__session_post(sem->s, sem_unref_posted, sem);
+}
