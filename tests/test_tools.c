@@ -694,6 +694,50 @@ static void test_lock_hold_without_command(void) {
   g_free(b);
 }
 
+/* --limit 2: two commands run at once on one path, a third is refused
+ * (-n); --holders lists the two leases; when one ends, the third runs. */
+static void test_lock_limit(void) {
+  cleanup_processes();
+  char *path = zkt_path("tools-limit");
+  const char *hold[] = {"--limit",
+                        "2",
+                        path,
+                        "--",
+                        "sh",
+                        "-c",
+                        "echo pid=$$ token=$ZKR_FENCING_TOKEN; exec sleep 30",
+                        NULL};
+  proc *p1 = tool_start(ZKR_LOCK, hold);
+  CU_ASSERT_FATAL(command_pid(p1) > 0);
+  proc *p2 = tool_start(ZKR_LOCK, hold);
+  CU_ASSERT_FATAL(command_pid(p2) > 0);
+  const char *third[] = {"-n", "--limit", "2", path, "--", "true", NULL};
+  CU_ASSERT_EQUAL(tool_run(ZKR_LOCK, third, NULL), EXIT_NOT_ACQUIRED);
+  proc *h;
+  const char *holders[] = {"--limit", "2", "--holders", path, NULL};
+  CU_ASSERT_EQUAL(tool_run(ZKR_LOCK, holders, &h), 0);
+  char **lines = g_strsplit(h->out->str, "\n", -1);
+  CU_ASSERT_EQUAL(g_strv_length(lines), 3); /* 2 lines and "" */
+  for (int i = 0; i < 2 && lines[i]; i++)
+    CU_ASSERT_PTR_NOT_NULL(strstr(lines[i], "-lease-"));
+  g_strfreev(lines);
+  proc_free(h);
+  char *t1 = value_of(p1->out->str, "token", 0);
+  char *t2 = value_of(p2->out->str, "token", 0);
+  CU_ASSERT(t1 && t2 && g_ascii_strtoll(t1, NULL, 10) > 0 &&
+            g_ascii_strtoll(t2, NULL, 10) > 0 && strcmp(t1, t2) != 0);
+  g_free(t1);
+  g_free(t2);
+  proc_signal(p1, SIGTERM);
+  CU_ASSERT_EQUAL(proc_wait(p1, EXIT_TIMEOUT), 128 + SIGTERM);
+  CU_ASSERT_EQUAL(tool_run(ZKR_LOCK, third, NULL), 0);
+  proc_signal(p2, SIGTERM);
+  CU_ASSERT_EQUAL(proc_wait(p2, EXIT_TIMEOUT), 128 + SIGTERM);
+  proc_free(p1);
+  proc_free(p2);
+  g_free(path);
+}
+
 /* --shared takes the read side, -x the write side of the read-write lock:
  * while a reader runs, another reader runs too, a writer and a plain lock
  * are refused (-n); once it is gone, a writer runs. */
@@ -1150,6 +1194,9 @@ static void test_usage_and_paths(void) {
       {ZKR_LOCK, {"-w", NULL}, EXIT_USAGE},
       {ZKR_LOCK, {"--holders", "/p", "extra", NULL}, EXIT_BAD_PATH},
       {ZKR_LOCK, {"/p", "/p", "--", "true", NULL}, EXIT_USAGE},
+      {ZKR_LOCK, {"--limit", "0", "/p", "--", "true", NULL}, EXIT_USAGE},
+      {ZKR_LOCK, {"--limit", "2", "-x", "/p", "--", "true", NULL}, EXIT_USAGE},
+      {ZKR_LOCK, {"--limit", "2", "/p", "/q", "--", "true", NULL}, EXIT_USAGE},
       {ZKR_ELECT, {NULL}, EXIT_USAGE},
       {ZKR_ELECT, {"/p", NULL}, EXIT_USAGE},
       {ZKR_ELECT, {"--leader", "--watch", "/p", NULL}, EXIT_USAGE},
@@ -1572,6 +1619,7 @@ static void add_suites(void) {
             {"environment", test_lock_environment},
             {"several paths", test_lock_several_paths},
             {"shared and exclusive", test_lock_shared_exclusive},
+            {"limit", test_lock_limit},
             {"hold without a command", test_lock_hold_without_command},
             {"holder_killed", test_lock_holder_killed},
             {"lost", test_lock_lost}, {"lost_grace", test_lock_lost_grace},

@@ -17,6 +17,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -83,6 +84,10 @@ static const char usage_text[] =
     "                             on LOCKPATH (Curator's\n"
     "                             InterProcessReadWriteLock): shared with\n"
     "                             other readers, excluded by writers\n"
+    "      --limit N              take one of N leases of the semaphore on\n"
+    "                             LOCKPATH (Curator's\n"
+    "                             InterProcessSemaphoreV2), like consul lock\n"
+    "                             -n: at most N commands run at once\n"
     "  -x, --exclusive            take its write side: alone (readers,\n"
     "                             writers and plain locks all exclude it)\n"
     "  -E, --conflict-exit-code CODE\n"
@@ -136,7 +141,7 @@ static const char usage_text[] =
     "  126  COMMAND could not be run; 127 COMMAND was not found\n"
     "  128+N  interrupted by signal N while waiting for the lock\n";
 
-enum { OPT_HOLDERS = TOOL_OPT_FIRST_FREE, OPT_SHARED };
+enum { OPT_HOLDERS = TOOL_OPT_FIRST_FREE, OPT_SHARED, OPT_LIMIT };
 
 /* Which lock on each LOCKPATH: the mutex, or a side of the read-write
  * lock (flock's words). */
@@ -148,6 +153,7 @@ typedef struct lock_cli {
   int conflict_code;
   int holders;
   lock_mode mode;
+  int limit;        /* --limit N: one of N leases of a semaphore; 0: a lock */
   const char *path; /* for messages: the path, or the paths joined */
   char **paths;     /* the LOCKPATHs, as given */
   int n_paths;
@@ -209,6 +215,7 @@ static void parse_args(lock_cli *cli, int argc, char **argv) {
       {"conflict-exit-code", required_argument, NULL, 'E'},
       {"holders", no_argument, NULL, OPT_HOLDERS},
       {"shared", no_argument, NULL, OPT_SHARED},
+      {"limit", required_argument, NULL, OPT_LIMIT},
       {"exclusive", no_argument, NULL, 'x'},
       {NULL, 0, NULL, 0},
   };
@@ -241,6 +248,9 @@ static void parse_args(lock_cli *cli, int argc, char **argv) {
     case 'x':
       cli->mode = MODE_EXCLUSIVE;
       break;
+    case OPT_LIMIT:
+      cli->limit = tool_parse_int(optarg, 1, INT_MAX, "--limit");
+      break;
     case ':':
       tool_usage_error("option %s needs a value", argv[optind - 1]);
     default:
@@ -248,19 +258,30 @@ static void parse_args(lock_cli *cli, int argc, char **argv) {
     }
   }
   split_paths(cli, argc, argv, optind);
+  if (cli->limit && cli->mode != MODE_MUTEX)
+    tool_usage_error("--limit excludes --shared and -x");
+  if (cli->limit && cli->n_paths > 1)
+    tool_usage_error("--limit takes one LOCKPATH");
 }
 
 /* --------------------------------------------------------------- holders */
 
-static int print_holders(zkrc_session *s, const char *path, int timeout_ms) {
+static int print_holders(zkrc_session *s, const char *path, int limit,
+                         int timeout_ms) {
   zkrc_participant *v;
   size_t n;
-  int err = zkrc_lock_list(s, path, &v, &n, timeout_ms);
+  /* A semaphore's holders are its lease nodes, under path/leases. */
+  char *leases = limit ? g_strdup_printf("%s/leases", path) : NULL;
+  int err = limit ? zkrc_semaphore_list(s, path, &v, &n, timeout_ms)
+                  : zkrc_lock_list(s, path, &v, &n, timeout_ms);
+  if (leases)
+    path = leases;
   if (err != ZKRC_OK)
     return tool_fail("cannot list the contenders", err);
   for (size_t i = 0; i < n; i++)
     printf("%s\t%s/%s\n", v[i].id, path, v[i].node);
   zkrc_participants_free(v, n);
+  g_free(leases);
   if (fflush(stdout) != 0 || ferror(stdout)) {
     tool_error("standard output: %s", strerror(errno));
     return TOOL_EXIT_IOERR;
@@ -271,7 +292,8 @@ static int print_holders(zkrc_session *s, const char *path, int timeout_ms) {
 static int print_all_holders(lock_cli *cli, zkrc_session *s) {
   int status = TOOL_EXIT_OK;
   for (int i = 0; i < cli->n_paths && status == TOOL_EXIT_OK; i++)
-    status = print_holders(s, cli->paths[i], zkrc_session_timeout(s));
+    status =
+        print_holders(s, cli->paths[i], cli->limit, zkrc_session_timeout(s));
   return status;
 }
 
@@ -281,10 +303,12 @@ static int print_all_holders(lock_cli *cli, zkrc_session *s) {
  * freeing the lock.  The mutex keeps the acquirer off a freed lock. */
 typedef struct acquirer {
   GMutex mu;
-  int n;            /* locks, one per LOCKPATH, in the order given */
-  zkrc_lock **lk;   /* each a mutex or a side of rw[i] */
-  zkrc_rwlock **rw; /* NULL entries for mutexes */
-  int64_t *tokens;  /* once held: each lock's token and node */
+  int n;               /* locks, one per LOCKPATH, in the order given */
+  zkrc_lock **lk;      /* each a mutex or a side of rw[i] */
+  zkrc_rwlock **rw;    /* NULL entries for mutexes */
+  zkrc_semaphore *sem; /* --limit: instead of lk[0] */
+  zkrc_semaphore_lease *lease;
+  int64_t *tokens; /* once held: each lock's token and node */
   char **nodes;
   int wait_ms;
   int cancelled;
@@ -292,10 +316,32 @@ typedef struct acquirer {
   int session_closed; /* by a cancel of several locks: not to close again */
 } acquirer;
 
+/* --limit: one lease of the semaphore.  A cancel frees the semaphore
+ * under a->mu: the acquisition then returns ZKRC_ECANCELED. */
+static void acquire_lease(acquirer *a) {
+  zkrc_semaphore_lease *lease = NULL;
+  int rc = zkrc_semaphore_acquire(a->sem, a->wait_ms, &lease);
+  tool_event ev = {.kind = TOOL_EV_ACQUIRED, .code = rc};
+  g_mutex_lock(&a->mu);
+  if (!a->cancelled && rc == ZKRC_OK) {
+    a->lease = lease;
+    a->tokens[0] = zkrc_semaphore_lease_token(lease);
+    a->nodes[0] = zkrc_semaphore_lease_node(lease);
+    if (a->nodes[0] == NULL)
+      ev.code = ZKRC_ELOCKLOST; /* lost at once */
+  }
+  g_mutex_unlock(&a->mu);
+  tool_post_event(&ev);
+}
+
 /* One lock, or all of them at once (in the order of their paths: no
  * deadlock with another zkr-lock asking for them in another order). */
 static gpointer acquire_main(gpointer data) {
   acquirer *a = data;
+  if (a->sem) {
+    acquire_lease(a);
+    return NULL;
+  }
   int rc = a->n == 1 ? zkrc_lock_acquire(a->lk[0], a->wait_ms)
                      : zkrc_lock_acquire_all(a->lk, (size_t)a->n, a->wait_ms);
   tool_event ev = {.kind = TOOL_EV_ACQUIRED, .code = rc};
@@ -309,6 +355,17 @@ static gpointer acquire_main(gpointer data) {
   g_mutex_unlock(&a->mu);
   tool_post_event(&ev);
   return NULL;
+}
+
+static void on_lease_event(zkrc_semaphore *sem,
+                           const zkrc_semaphore_event_info *info, void *arg) {
+  (void)sem;
+  (void)arg;
+  tool_event ev = {.kind = TOOL_EV_LOCK,
+                   .code = (int)info->event,
+                   .reason = info->reason,
+                   .token = info->token};
+  tool_post_event(&ev);
 }
 
 static void on_lock_event(zkrc_lock *lk, const zkrc_lock_event_info *info,
@@ -349,6 +406,11 @@ static int not_acquired_status(lock_cli *cli, zkrc_session *s, int err) {
 
 /* Give up waiting: free the lock under the acquirer's mutex. */
 static void free_locks(acquirer *a) {
+  if (a->sem) {
+    zkrc_semaphore_free(a->sem); /* releases the lease, if held */
+    a->sem = NULL;
+    a->lease = NULL;
+  }
   for (int i = 0; i < a->n; i++) {
     if (a->rw[i])
       zkrc_rwlock_free(a->rw[i]);
@@ -609,6 +671,14 @@ static void acquirer_clear(acquirer *a) {
 
 /* Returns the exit status; *session_closed when the session was closed
  * here (the caller must not close it again). */
+static int new_semaphore(lock_cli *cli, zkrc_session *s, acquirer *a) {
+  zkrc_semaphore_options so;
+  zkrc_semaphore_options_init(&so);
+  so.participant_id = cli->id;
+  so.on_event = on_lease_event;
+  return zkrc_semaphore_new(&a->sem, s, cli->paths[0], cli->limit, &so);
+}
+
 static int lock_and_run(lock_cli *cli, zkrc_session *s, int *session_closed) {
   acquirer a = {.n = cli->n_paths, .wait_ms = cli->wait_ms, .s = s};
   g_mutex_init(&a.mu);
@@ -617,7 +687,8 @@ static int lock_and_run(lock_cli *cli, zkrc_session *s, int *session_closed) {
   a.tokens = g_new0(int64_t, a.n);
   a.nodes = g_new0(char *, a.n);
   for (int i = 0; i < a.n; i++) {
-    int err = new_lock(cli, s, cli->paths[i], &a.lk[i], &a.rw[i]);
+    int err = cli->limit ? new_semaphore(cli, s, &a)
+                         : new_lock(cli, s, cli->paths[i], &a.lk[i], &a.rw[i]);
     if (err != ZKRC_OK) {
       acquirer_clear(&a);
       return tool_fail("cannot create the lock", err);
