@@ -28,19 +28,25 @@ void zkt_configure(int members, int with_proxies) {
   cfg_proxies = with_proxies;
 }
 
+/* Started once, also when test threads ask for it first at the same time
+ * (each would otherwise start an ensemble of its own). */
 zkrc_ensemble *zkt_ensemble(void) {
-  if (ensemble)
-    return ensemble;
-  zkrc_ensemble_options o;
-  zkrc_ensemble_options_init(&o);
-  o.members = cfg_members;
-  o.with_proxies = cfg_proxies;
-  o.no_fsync = 1;
-  if (zkrc_ensemble_start(&ensemble, &o) != 0) {
-    fprintf(stderr, "testutil: the ZooKeeper ensemble did not start\n");
-    exit(2);
+  static GMutex starting;
+  g_mutex_lock(&starting);
+  if (ensemble == NULL) {
+    zkrc_ensemble_options o;
+    zkrc_ensemble_options_init(&o);
+    o.members = cfg_members;
+    o.with_proxies = cfg_proxies;
+    o.no_fsync = 1;
+    if (zkrc_ensemble_start(&ensemble, &o) != 0) {
+      fprintf(stderr, "testutil: the ZooKeeper ensemble did not start\n");
+      exit(2);
+    }
   }
-  return ensemble;
+  zkrc_ensemble *e = ensemble;
+  g_mutex_unlock(&starting);
+  return e;
 }
 
 const char *zkt_hosts(void) {
@@ -48,8 +54,9 @@ const char *zkt_hosts(void) {
 }
 
 char *zkt_path(const char *tag) {
-  static int n;
-  return g_strdup_printf("/zkt/%s-%d-%d", tag, (int)getpid(), ++n);
+  static gint n; /* test threads may ask at once */
+  return g_strdup_printf("/zkt/%s-%d-%d", tag, (int)getpid(),
+                         g_atomic_int_add(&n, 1) + 1);
 }
 
 zkrc_session *zkt_session_with(int timeout_ms, int no_reopen) {
