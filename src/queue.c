@@ -32,6 +32,12 @@ zkrc__contender *zkrc__contender_ref(zkrc__contender *c) {
   return c;
 }
 
+static void outbox_item_free(gpointer p) {
+  outbox_item *item = p;
+  g_free(item->node);
+  g_free(item);
+}
+
 void zkrc__contender_unref(zkrc__contender *c) {
   if (c == NULL || !g_atomic_int_dec_and_test(&c->refs))
     return;
@@ -41,7 +47,7 @@ void zkrc__contender_unref(zkrc__contender *c) {
   zkrc__acl_unref(c->acl);
   g_free(c->prefix);
   g_free(c->path);
-  g_queue_clear_full(&c->outbox, g_free);
+  g_queue_clear_full(&c->outbox, outbox_item_free);
   g_mutex_clear(&c->mu);
   zkrc__session_unref(c->s);
   g_free(c);
@@ -268,8 +274,7 @@ void zkrc__q_deliver(zkrc__contender *c) {
       c->ops->ended(c, item->value, item->zk_rc, c->ops_arg);
       break;
     }
-    g_free(item->node);
-    g_free(item);
+    outbox_item_free(item);
     g_mutex_lock(&c->mu);
   }
   c->delivering = FALSE;
