@@ -1461,6 +1461,18 @@ static int is_running(void *arg) {
   return st != 'T' && st != '?';
 }
 
+/* ^Z to the tool stops it and its command @p cmd; SIGCONT continues the
+ * command. */
+static void stop_then_continue(proc *a, pid_t cmd) {
+  void *cmd_arg = (void *)(intptr_t)cmd,
+       *tool_arg = (void *)(intptr_t)a->child.pid;
+  proc_signal(a, SIGTSTP);
+  CU_ASSERT_TRUE(zkt_wait_for(is_stopped, cmd_arg, 5000));
+  CU_ASSERT_TRUE(zkt_wait_for(is_stopped, tool_arg, 5000));
+  proc_signal(a, SIGCONT);
+  CU_ASSERT_TRUE(zkt_wait_for(is_running, cmd_arg, 5000));
+}
+
 /* ^Z (SIGTSTP) stops the command's group and zkr-lock; SIGCONT continues
  * both.  Stopped past the lease (the servers expired the session
  * meanwhile), the command is not continued but killed: status 75. */
@@ -1482,11 +1494,7 @@ static void test_lock_stop_continue(void) {
   CU_ASSERT_FATAL(cmd > 0);
   void *cmd_arg = (void *)(intptr_t)cmd,
        *tool_arg = (void *)(intptr_t)a->child.pid;
-  proc_signal(a, SIGTSTP);
-  CU_ASSERT_TRUE(zkt_wait_for(is_stopped, cmd_arg, 5000));
-  CU_ASSERT_TRUE(zkt_wait_for(is_stopped, tool_arg, 5000));
-  proc_signal(a, SIGCONT);
-  CU_ASSERT_TRUE(zkt_wait_for(is_running, cmd_arg, 5000));
+  stop_then_continue(a, cmd);
 
   proc_signal(a, SIGTSTP);
   CU_ASSERT_TRUE(zkt_wait_for(is_stopped, cmd_arg, 5000));
@@ -1522,13 +1530,7 @@ static void test_lock_stop_ignored_tstp(void) {
   proc *a = tool_start(ZKR_LOCK, args);
   pid_t cmd = command_pid(a);
   CU_ASSERT_FATAL(cmd > 0);
-  void *cmd_arg = (void *)(intptr_t)cmd,
-       *tool_arg = (void *)(intptr_t)a->child.pid;
-  proc_signal(a, SIGTSTP);
-  CU_ASSERT_TRUE(zkt_wait_for(is_stopped, cmd_arg, 5000));
-  CU_ASSERT_TRUE(zkt_wait_for(is_stopped, tool_arg, 5000));
-  proc_signal(a, SIGCONT);
-  CU_ASSERT_TRUE(zkt_wait_for(is_running, cmd_arg, 5000));
+  stop_then_continue(a, cmd);
   proc_signal(a, SIGTERM); /* forwarded: bash ends, zkr-lock with it */
   CU_ASSERT(proc_wait(a, EXIT_TIMEOUT) >= 0);
   cleanup_processes();
