@@ -1,7 +1,8 @@
 /*
- * Several locks at once, all or nothing, in the global order of their
- * paths (zkrecipes/multilock.h).  Built only on the public lock calls:
- * each lock keeps its own queue, events and lease.
+ * Several locks (and semaphore leases) at once, all or nothing, in the
+ * global order of their paths (zkrecipes/multilock.h).  Built only on the
+ * public lock and semaphore calls: each member keeps its own queue, events
+ * and lease.
  */
 #include "config.h"
 
@@ -40,17 +41,7 @@ static zkrc_lock **canonical_order(zkrc_lock *const *locks, size_t count) {
   return sorted;
 }
 
-/* Release, last first, the @p taken locks this call acquired; returns
- * @p err, the failure being reported, with its ZooKeeper code (which the
- * releases may have overwritten). */
-static int give_back(zkrc_lock **sorted, size_t taken, int err) {
-  int zk_rc = zkrc_last_zk_error();
-  while (taken > 0)
-    (void)zkrc_lock_release(sorted[--taken]);
-  return zkrc__fail_zk(err, zk_rc);
-}
-
-/* The timeout left for the next lock: what remains of @p deadline_us (a
+/* The timeout left for the next member: what remains of @p deadline_us (a
  * monotonic time), at least 1 ms while any remains; 0 when none does. */
 static int remaining_ms(int64_t deadline_us) {
   int64_t left = deadline_us - g_get_monotonic_time();
@@ -60,58 +51,240 @@ static int remaining_ms(int64_t deadline_us) {
   return ms > G_MAXINT ? G_MAXINT : (int)ms;
 }
 
-/* Acquire the sorted set; returns how many locks were taken through
- * @p taken, and the first failure. */
-static int take_in_order(zkrc_lock **sorted, size_t count, int timeout_ms,
-                         size_t *taken) {
+/* ------------------------------------------------------------ blocking */
+
+/* A member of a blocking set: a lock (held by the calling thread) or one
+ * lease of a semaphore (held by the set). */
+typedef struct member {
+  zkrc_lock *lock;
+  zkrc_semaphore *sem;
+  zkrc_semaphore_lease *lease; /* while held */
+} member;
+
+static const char *member_path(const member *m) {
+  return m->lock ? zkrc_lock_path(m->lock) : zkrc_semaphore_path(m->sem);
+}
+
+static int member_by_path(const void *a, const void *b) {
+  return strcmp(member_path(a), member_path(b));
+}
+
+static int member_take(member *m, int timeout_ms) {
+  if (m->lock)
+    return zkrc_lock_acquire(m->lock, timeout_ms);
+  return zkrc_semaphore_acquire(m->sem, timeout_ms, &m->lease);
+}
+
+static int member_give(member *m) {
+  if (m->lock)
+    return zkrc_lock_release(m->lock);
+  int rc = zkrc_semaphore_lease_release(m->lease);
+  m->lease = NULL;
+  return rc;
+}
+
+static int member_is_held(const member *m) {
+  return m->lock ? zkrc_lock_is_held(m->lock)
+                 : zkrc_semaphore_lease_is_held(m->lease);
+}
+
+/* Give back, last first, the @p taken members this call acquired; returns
+ * @p err, the failure being reported, with its ZooKeeper code (which the
+ * releases may have overwritten). */
+static int give_back(member *m, size_t taken, int err) {
+  int zk_rc = zkrc_last_zk_error();
+  while (taken > 0)
+    (void)member_give(&m[--taken]);
+  return zkrc__fail_zk(err, zk_rc);
+}
+
+/* Acquire the sorted members under one deadline, all or nothing. */
+static int take_all(member *m, size_t count, int timeout_ms) {
   int64_t deadline =
       timeout_ms > 0 ? g_get_monotonic_time() + (int64_t)timeout_ms * 1000 : 0;
-  for (*taken = 0; *taken < count; (*taken)++) {
+  for (size_t taken = 0; taken < count; taken++) {
     int wait = timeout_ms;
     if (timeout_ms > 0 && (wait = remaining_ms(deadline)) == 0)
-      return zkrc__fail(ZKRC_ETIMEDOUT);
-    int rc = zkrc_lock_acquire(sorted[*taken], wait);
+      return give_back(m, taken, ZKRC_ETIMEDOUT);
+    int rc = member_take(&m[taken], wait);
     if (rc != ZKRC_OK)
-      return rc;
+      return give_back(m, taken, rc);
   }
-  /* Every lock answered; were the first ones kept while the last were
+  /* Every member answered; were the first ones kept while the last were
    * awaited? */
   for (size_t i = 0; i < count; i++)
-    if (!zkrc_lock_is_held(sorted[i]))
-      return zkrc__fail(ZKRC_ELOCKLOST);
+    if (!member_is_held(&m[i]))
+      return give_back(m, count, ZKRC_ELOCKLOST);
   return ZKRC_OK;
+}
+
+/* Release the members last first; the first failure, or ZKRC_OK. */
+static int give_all(member *m, size_t count) {
+  int rc = ZKRC_OK;
+  for (size_t i = count; i > 0; i--) {
+    int released = member_give(&m[i - 1]);
+    if (released != ZKRC_OK && rc == ZKRC_OK)
+      rc = released;
+  }
+  return rc;
+}
+
+/* ZKRC_OK when the calling thread holds every lock among the members. */
+static int thread_owns_locks(const member *m, size_t count) {
+  for (size_t i = 0; i < count; i++)
+    if (m[i].lock && zkrc_lock_depth(m[i].lock) == 0)
+      return zkrc__fail(ZKRC_ENOTOWNER);
+  return ZKRC_OK;
+}
+
+/* The sorted set as members (g_free them); NULL as canonical_order(). */
+static member *lock_members(zkrc_lock *const *locks, size_t count) {
+  zkrc_lock **sorted = canonical_order(locks, count);
+  if (sorted == NULL)
+    return NULL;
+  member *m = g_new0(member, count);
+  for (size_t i = 0; i < count; i++)
+    m[i].lock = sorted[i];
+  g_free(sorted);
+  return m;
 }
 
 int zkrc_lock_acquire_all(zkrc_lock *const *locks, size_t count,
                           int timeout_ms) {
   if (timeout_ms < 0 && timeout_ms != ZKRC_WAIT_FOREVER)
     return zkrc__fail(ZKRC_EINVAL);
-  zkrc_lock **sorted = canonical_order(locks, count);
-  if (sorted == NULL)
+  member *m = lock_members(locks, count);
+  if (m == NULL)
     return zkrc__fail(ZKRC_EINVAL);
-  size_t taken;
-  int rc = take_in_order(sorted, count, timeout_ms, &taken);
-  if (rc != ZKRC_OK)
-    rc = give_back(sorted, taken, rc);
-  g_free(sorted);
+  int rc = take_all(m, count, timeout_ms);
+  g_free(m);
   return rc;
 }
 
 int zkrc_lock_release_all(zkrc_lock *const *locks, size_t count) {
-  zkrc_lock **sorted = canonical_order(locks, count);
-  if (sorted == NULL)
+  member *m = lock_members(locks, count);
+  if (m == NULL)
     return zkrc__fail(ZKRC_EINVAL);
-  int rc = ZKRC_OK;
-  for (size_t i = 0; i < count && rc == ZKRC_OK; i++)
-    if (zkrc_lock_depth(sorted[i]) == 0)
-      rc = zkrc__fail(ZKRC_ENOTOWNER);
-  for (size_t i = count; rc != ZKRC_ENOTOWNER && i > 0; i--) {
-    int released = zkrc_lock_release(sorted[i - 1]);
-    if (released != ZKRC_OK && rc == ZKRC_OK)
-      rc = released;
-  }
-  g_free(sorted);
+  int rc = thread_owns_locks(m, count);
+  if (rc == ZKRC_OK)
+    rc = give_all(m, count);
+  g_free(m);
   return rc;
+}
+
+/* ------------------------------------------------- mixed set (object) */
+
+struct zkrc_multilock {
+  member *members; /* sorted by path as they are added */
+  size_t count;
+  gboolean held;
+};
+
+int zkrc_multilock_new(zkrc_multilock **out) {
+  if (out == NULL)
+    return zkrc__fail(ZKRC_EINVAL);
+  *out = g_new0(zkrc_multilock, 1);
+  return ZKRC_OK;
+}
+
+/* Insert @p add in path order; ZKRC_EINVAL if its path is there already. */
+static int add_member(zkrc_multilock *ml, member add) {
+  if (ml->held)
+    return zkrc__fail(ZKRC_ESTATE);
+  if (ml->count == ZKRC_MULTILOCK_MAX)
+    return zkrc__fail(ZKRC_EINVAL);
+  size_t at = 0;
+  while (at < ml->count && member_by_path(&ml->members[at], &add) < 0)
+    at++;
+  if (at < ml->count && member_by_path(&ml->members[at], &add) == 0)
+    return zkrc__fail(ZKRC_EINVAL);
+  ml->members = g_renew(member, ml->members, ml->count + 1);
+  memmove(&ml->members[at + 1], &ml->members[at],
+          (ml->count - at) * sizeof *ml->members);
+  ml->members[at] = add;
+  ml->count++;
+  return ZKRC_OK;
+}
+
+int zkrc_multilock_add_lock(zkrc_multilock *ml, zkrc_lock *lock) {
+  if (ml == NULL || lock == NULL)
+    return zkrc__fail(ZKRC_EINVAL);
+  return add_member(ml, (member){.lock = lock});
+}
+
+int zkrc_multilock_add_semaphore(zkrc_multilock *ml, zkrc_semaphore *sem) {
+  if (ml == NULL || sem == NULL)
+    return zkrc__fail(ZKRC_EINVAL);
+  return add_member(ml, (member){.sem = sem});
+}
+
+int zkrc_multilock_acquire(zkrc_multilock *ml, int timeout_ms) {
+  if (ml == NULL || (timeout_ms < 0 && timeout_ms != ZKRC_WAIT_FOREVER))
+    return zkrc__fail(ZKRC_EINVAL);
+  if (ml->held || ml->count == 0)
+    return zkrc__fail(ZKRC_ESTATE);
+  int rc = take_all(ml->members, ml->count, timeout_ms);
+  ml->held = rc == ZKRC_OK;
+  return rc;
+}
+
+int zkrc_multilock_release(zkrc_multilock *ml) {
+  if (ml == NULL)
+    return zkrc__fail(ZKRC_EINVAL);
+  if (!ml->held)
+    return zkrc__fail(ZKRC_ESTATE);
+  int rc = thread_owns_locks(ml->members, ml->count);
+  if (rc != ZKRC_OK)
+    return rc;
+  ml->held = FALSE;
+  rc = give_all(ml->members, ml->count);
+  return rc == ZKRC_OK ? ZKRC_OK : zkrc__fail(rc);
+}
+
+int zkrc_multilock_is_held(zkrc_multilock *ml) {
+  if (ml == NULL || !ml->held)
+    return 0;
+  for (size_t i = 0; i < ml->count; i++)
+    if (!member_is_held(&ml->members[i]))
+      return 0;
+  return 1;
+}
+
+size_t zkrc_multilock_count(zkrc_multilock *ml) { return ml ? ml->count : 0; }
+
+const char *zkrc_multilock_path(zkrc_multilock *ml, size_t i) {
+  return ml && i < ml->count ? member_path(&ml->members[i]) : NULL;
+}
+
+int64_t zkrc_multilock_token(zkrc_multilock *ml, size_t i) {
+  if (ml == NULL || !ml->held || i >= ml->count)
+    return 0;
+  member *m = &ml->members[i];
+  int64_t token = 0;
+  if (m->lock)
+    return zkrc_lock_token(m->lock, &token) == ZKRC_OK ? token : 0;
+  return zkrc_semaphore_lease_token(m->lease);
+}
+
+char *zkrc_multilock_node(zkrc_multilock *ml, size_t i) {
+  if (ml == NULL || !ml->held || i >= ml->count)
+    return NULL;
+  member *m = &ml->members[i];
+  char *node = NULL;
+  if (m->lock)
+    return zkrc_lock_node(m->lock, &node) == ZKRC_OK ? node : NULL;
+  return zkrc_semaphore_lease_node(m->lease);
+}
+
+void zkrc_multilock_free(zkrc_multilock *ml) {
+  if (ml == NULL)
+    return;
+  if (ml->held && zkrc_multilock_release(ml) != ZKRC_OK)
+    for (size_t i = 0; i < ml->count; i++) /* another thread's locks */
+      if (ml->members[i].lease)
+        (void)member_give(&ml->members[i]);
+  g_free(ml->members);
+  g_free(ml);
 }
 
 /* ------------------------------------------------------ non-blocking */

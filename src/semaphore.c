@@ -60,6 +60,7 @@ struct zkrc_semaphore {
   GCond cond;
   zkrc_session *s; /* used only before the free */
   zkrc_lock *mutex, *pool;
+  char *path; /* its directory */
   int max_leases;
   zkrc_semaphore_event_fn on_event;
   void *event_arg;
@@ -78,6 +79,7 @@ static void sem_unref(zkrc_semaphore *sem) {
   if (!g_atomic_int_dec_and_test(&sem->refs))
     return;
   g_hash_table_destroy(sem->live);
+  g_free(sem->path);
   g_mutex_clear(&sem->mu);
   g_cond_clear(&sem->cond);
   g_free(sem);
@@ -170,6 +172,7 @@ int zkrc_semaphore_new(zkrc_semaphore **out, zkrc_session *s, const char *path,
   g_mutex_init(&sem->mu);
   g_cond_init(&sem->cond);
   sem->s = s;
+  sem->path = g_strdup(path);
   sem->max_leases = max_leases;
   sem->on_event = o.on_event;
   sem->event_arg = o.event_arg;
@@ -197,6 +200,10 @@ int zkrc_semaphore_new(zkrc_semaphore **out, zkrc_session *s, const char *path,
 
 int zkrc_semaphore_max_leases(zkrc_semaphore *sem) {
   return sem ? sem->max_leases : 0;
+}
+
+const char *zkrc_semaphore_path(zkrc_semaphore *sem) {
+  return sem ? sem->path : NULL;
 }
 
 /* ---------------------------------------------------------- acquisition */

@@ -3,7 +3,8 @@
  * single-member ensemble: all or nothing, taken in the order of their
  * paths whatever the caller's order (so that opposite orders cannot
  * deadlock), one deadline, nothing left behind on failure, a lock lost
- * meanwhile fails the set, and bad sets refused before anything is sent.
+ * meanwhile fails the set, and bad sets refused before anything is sent;
+ * mixed sets of locks and semaphore leases (zkrc_multilock) likewise.
  */
 #include "config.h"
 
@@ -668,6 +669,229 @@ static void test_async_bad_sets_are_refused(void) {
   free_paths(&ps);
 }
 
+/* ------------------------------------------- mixed sets (zkrc_multilock) */
+
+static zkrc_semaphore *new_semaphore(zkrc_session *s, const char *path, int n) {
+  zkrc_semaphore *sem = NULL;
+  CU_ASSERT_EQUAL_FATAL(zkrc_semaphore_new(&sem, s, path, n, NULL), ZKRC_OK);
+  return sem;
+}
+
+/* A lock, a lease of a one-lease semaphore and a read-write lock's writer,
+ * added in no particular order: all held together (others are refused
+ * each), listed in path order with their tokens and nodes, and gone from
+ * the servers after the release. */
+static void test_mixed_set_holds_locks_and_leases(void) {
+  paths ps = new_paths("ml-mixed");
+  zkrc_session *s = zkt_session(), *other = zkt_session();
+  zkrc_lock *a = new_lock(s, ps.p[0]);
+  zkrc_semaphore *b = new_semaphore(s, ps.p[1], 1);
+  zkrc_rwlock *c = NULL;
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_rwlock_new(&c, s, ps.p[2], NULL));
+  zkrc_multilock *ml = NULL;
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_multilock_new(&ml));
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_multilock_add_lock(ml, zkrc_rwlock_writer(c)));
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_multilock_add_semaphore(ml, b));
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_multilock_add_lock(ml, a));
+  CU_ASSERT_EQUAL(zkrc_multilock_count(ml), 3);
+  for (size_t i = 0; i < 3; i++)
+    CU_ASSERT_STRING_EQUAL(zkrc_multilock_path(ml, i), ps.p[i]);
+  CU_ASSERT_EQUAL(zkrc_multilock_token(ml, 0), 0); /* not held yet */
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_multilock_acquire(ml, 5000));
+  CU_ASSERT(zkrc_multilock_is_held(ml));
+  zhandle_t *zh = zkt_raw();
+  for (size_t i = 0; i < 3; i++) {
+    char *node = zkrc_multilock_node(ml, i);
+    CU_ASSERT_FATAL(node != NULL);
+    CU_ASSERT(g_str_has_prefix(node, ps.p[i]));
+    CU_ASSERT_EQUAL(zkrc_multilock_token(ml, i), zkt_czxid(zh, node));
+    free(node);
+  }
+  zkrc_lock *their_a = new_lock(other, ps.p[0]);
+  ZKT_ASSERT_RC(ZKRC_ELOCKED, zkrc_lock_acquire(their_a, ZKRC_NO_WAIT));
+  zkrc_semaphore *their_b = new_semaphore(other, ps.p[1], 1);
+  zkrc_semaphore_lease *lease = NULL;
+  ZKT_ASSERT_RC(ZKRC_ELOCKED,
+                zkrc_semaphore_acquire(their_b, ZKRC_NO_WAIT, &lease));
+  zkrc_rwlock *their_c = NULL;
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_rwlock_new(&their_c, other, ps.p[2], NULL));
+  ZKT_ASSERT_RC(ZKRC_ELOCKED,
+                zkrc_lock_acquire(zkrc_rwlock_reader(their_c), ZKRC_NO_WAIT));
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_multilock_release(ml));
+  CU_ASSERT(!zkrc_multilock_is_held(ml));
+  CU_ASSERT_EQUAL(zkt_nodes_left(zh, ps.p[0]), 0);
+  CU_ASSERT(zkt_wait_semaphore_empty(zh, ps.p[1], 5000));
+  CU_ASSERT_EQUAL(zkt_nodes_left(zh, ps.p[2]), 0);
+  zookeeper_close(zh);
+  zkrc_multilock_free(ml);
+  zkrc_lock_free(a);
+  zkrc_lock_free(their_a);
+  zkrc_semaphore_free(b);
+  zkrc_semaphore_free(their_b);
+  zkrc_rwlock_free(c);
+  zkrc_rwlock_free(their_c);
+  zkrc_session_close(s);
+  zkrc_session_close(other);
+  free_paths(&ps);
+}
+
+/* The semaphore (whose path comes last) has its one lease held elsewhere:
+ * the lock taken first is given back at the set's deadline, and no node
+ * of ours is left. */
+static void test_mixed_timeout_gives_back_the_lock(void) {
+  paths ps = new_paths("ml-mixto");
+  zkrc_session *s = zkt_session(), *other = zkt_session();
+  zkrc_semaphore *theirs = new_semaphore(other, ps.p[1], 1);
+  zkrc_semaphore_lease *their_lease = NULL;
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_semaphore_acquire(theirs, 5000, &their_lease));
+  zkrc_lock *a = new_lock(s, ps.p[0]);
+  zkrc_semaphore *b = new_semaphore(s, ps.p[1], 1);
+  zkrc_multilock *ml = NULL;
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_multilock_new(&ml));
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_multilock_add_semaphore(ml, b));
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_multilock_add_lock(ml, a));
+  int64_t start = zkt_now_ms();
+  ZKT_ASSERT_RC(ZKRC_ETIMEDOUT, zkrc_multilock_acquire(ml, 600));
+  int64_t took = zkt_now_ms() - start;
+  CU_ASSERT(took >= 600);
+  CU_ASSERT(took < 600 + 1500);
+  CU_ASSERT(!zkrc_multilock_is_held(ml));
+  CU_ASSERT_EQUAL(zkrc_lock_depth(a), 0);
+  ZKT_ASSERT_RC(ZKRC_ESTATE, zkrc_multilock_release(ml));
+  zhandle_t *zh = zkt_raw();
+  CU_ASSERT_EQUAL(zkt_nodes_left(zh, ps.p[0]), 0);
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_semaphore_lease_release(their_lease));
+  CU_ASSERT(zkt_wait_semaphore_empty(zh, ps.p[1], 5000));
+  zookeeper_close(zh);
+  zkrc_multilock_free(ml);
+  zkrc_lock_free(a);
+  zkrc_semaphore_free(b);
+  zkrc_semaphore_free(theirs);
+  zkrc_session_close(s);
+  zkrc_session_close(other);
+  free_paths(&ps);
+}
+
+/* A thread taking a mixed set {lock, one-lease semaphore} in rounds. */
+typedef struct mixed_asker {
+  zkrc_session *s;
+  const char *lock_path, *sem_path;
+  gboolean semaphore_first; /* the order it adds them in */
+  gint *inside;
+  int rc, overlaps, rounds_done;
+} mixed_asker;
+
+static gpointer mixed_rounds(gpointer data) {
+  mixed_asker *k = data;
+  zkrc_lock *lk = NULL;
+  zkrc_semaphore *sem = NULL;
+  zkrc_multilock *ml = NULL;
+  k->rc = zkrc_lock_new(&lk, k->s, k->lock_path, NULL);
+  if (k->rc == ZKRC_OK)
+    k->rc = zkrc_semaphore_new(&sem, k->s, k->sem_path, 1, NULL);
+  if (k->rc == ZKRC_OK)
+    k->rc = zkrc_multilock_new(&ml);
+  if (k->rc == ZKRC_OK)
+    k->rc = k->semaphore_first ? zkrc_multilock_add_semaphore(ml, sem)
+                               : zkrc_multilock_add_lock(ml, lk);
+  if (k->rc == ZKRC_OK)
+    k->rc = k->semaphore_first ? zkrc_multilock_add_lock(ml, lk)
+                               : zkrc_multilock_add_semaphore(ml, sem);
+  for (k->rounds_done = 0; k->rc == ZKRC_OK && k->rounds_done < N_ROUNDS;
+       k->rounds_done++) {
+    if ((k->rc = zkrc_multilock_acquire(ml, 10000)) != ZKRC_OK)
+      break;
+    if (g_atomic_int_add(k->inside, 1) != 0 || !zkrc_multilock_is_held(ml))
+      k->overlaps++;
+    g_atomic_int_add(k->inside, -1);
+    k->rc = zkrc_multilock_release(ml);
+  }
+  zkrc_multilock_free(ml);
+  zkrc_semaphore_free(sem);
+  zkrc_lock_free(lk);
+  return NULL;
+}
+
+/* Two sessions adding {lock, semaphore} in opposite orders, round after
+ * round: every round completes (no deadlock) and never both at once. */
+static void test_mixed_opposite_orders_complete_without_overlap(void) {
+  paths ps = new_paths("ml-mixord");
+  gint inside = 0;
+  mixed_asker k[2];
+  for (int i = 0; i < 2; i++)
+    k[i] = (mixed_asker){.s = zkt_session(),
+                         .lock_path = ps.p[0],
+                         .sem_path = ps.p[1],
+                         .semaphore_first = i == 1,
+                         .inside = &inside};
+  GThread *t[2];
+  for (int i = 0; i < 2; i++)
+    t[i] = g_thread_new("mixed", mixed_rounds, &k[i]);
+  for (int i = 0; i < 2; i++) {
+    g_thread_join(t[i]);
+    ZKT_ASSERT_RC(ZKRC_OK, k[i].rc);
+    CU_ASSERT_EQUAL(k[i].rounds_done, N_ROUNDS);
+    CU_ASSERT_EQUAL(k[i].overlaps, 0);
+  }
+  zhandle_t *zh = zkt_raw();
+  CU_ASSERT_EQUAL(zkt_nodes_left(zh, ps.p[0]), 0);
+  CU_ASSERT(zkt_wait_semaphore_empty(zh, ps.p[1], 5000));
+  zookeeper_close(zh);
+  for (int i = 0; i < 2; i++)
+    zkrc_session_close(k[i].s);
+  free_paths(&ps);
+}
+
+static gpointer release_elsewhere(gpointer data) {
+  return GINT_TO_POINTER(zkrc_multilock_release(data));
+}
+
+/* Misuse is refused with a named error and changes nothing. */
+static void test_mixed_misuse_is_refused(void) {
+  paths ps = new_paths("ml-mixbad");
+  zkrc_session *s = zkt_session();
+  zkrc_lock *a = new_lock(s, ps.p[0]);
+  zkrc_lock *a_again = new_lock(s, ps.p[0]);
+  zkrc_semaphore *b = new_semaphore(s, ps.p[1], 2);
+  zkrc_semaphore *on_a = new_semaphore(s, ps.p[0], 2);
+  zkrc_multilock *ml = NULL;
+  ZKT_ASSERT_RC(ZKRC_EINVAL, zkrc_multilock_new(NULL));
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_multilock_new(&ml));
+  ZKT_ASSERT_RC(ZKRC_EINVAL, zkrc_multilock_add_lock(NULL, a));
+  ZKT_ASSERT_RC(ZKRC_EINVAL, zkrc_multilock_add_lock(ml, NULL));
+  ZKT_ASSERT_RC(ZKRC_EINVAL, zkrc_multilock_add_semaphore(ml, NULL));
+  ZKT_ASSERT_RC(ZKRC_ESTATE, zkrc_multilock_acquire(ml, 1000)); /* empty */
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_multilock_add_lock(ml, a));
+  ZKT_ASSERT_RC(ZKRC_EINVAL, zkrc_multilock_add_lock(ml, a_again));
+  ZKT_ASSERT_RC(ZKRC_EINVAL, zkrc_multilock_add_semaphore(ml, on_a));
+  CU_ASSERT_EQUAL(zkrc_multilock_count(ml), 1);
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_multilock_add_semaphore(ml, b));
+  ZKT_ASSERT_RC(ZKRC_EINVAL, zkrc_multilock_acquire(ml, -5));
+  ZKT_ASSERT_RC(ZKRC_ESTATE, zkrc_multilock_release(ml)); /* not held */
+  zhandle_t *zh = zkt_raw();
+  CU_ASSERT_EQUAL(zkt_exists(zh, ps.p[0]), 0); /* nothing was sent */
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_multilock_acquire(ml, 5000));
+  ZKT_ASSERT_RC(ZKRC_ESTATE, zkrc_multilock_acquire(ml, 5000));
+  ZKT_ASSERT_RC(ZKRC_ESTATE, zkrc_multilock_add_lock(ml, a_again));
+  /* Another thread does not hold the lock: it cannot release the set. */
+  GThread *t = g_thread_new("other", release_elsewhere, ml);
+  ZKT_ASSERT_RC(ZKRC_ENOTOWNER, GPOINTER_TO_INT(g_thread_join(t)));
+  CU_ASSERT(zkrc_multilock_is_held(ml));
+  CU_ASSERT_EQUAL(zkt_child_count(zh, ps.p[0]), 1);
+  /* Freeing a held set releases it. */
+  zkrc_multilock_free(ml);
+  CU_ASSERT_EQUAL(zkrc_lock_depth(a), 0);
+  CU_ASSERT_EQUAL(zkt_nodes_left(zh, ps.p[0]), 0);
+  CU_ASSERT(zkt_wait_semaphore_empty(zh, ps.p[1], 5000));
+  zookeeper_close(zh);
+  zkrc_lock_free(a);
+  zkrc_lock_free(a_again);
+  zkrc_semaphore_free(b);
+  zkrc_semaphore_free(on_a);
+  zkrc_session_close(s);
+  free_paths(&ps);
+}
+
 static void add_suites(void) {
   ZKT_SUITE(
       "multilock",
@@ -691,7 +915,14 @@ static void add_suites(void) {
        test_async_cancel_gives_back_what_was_taken},
       {"async_bad_sets_are_refused", test_async_bad_sets_are_refused},
       {"no_member_event_after_set_release",
-       test_no_member_event_after_set_release});
+       test_no_member_event_after_set_release},
+      {"mixed_set_holds_locks_and_leases",
+       test_mixed_set_holds_locks_and_leases},
+      {"mixed_timeout_gives_back_the_lock",
+       test_mixed_timeout_gives_back_the_lock},
+      {"mixed_opposite_orders_complete_without_overlap",
+       test_mixed_opposite_orders_complete_without_overlap},
+      {"mixed_misuse_is_refused", test_mixed_misuse_is_refused});
 }
 
 int main(void) { return zkt_run("test_multilock", add_suites); }

@@ -738,6 +738,69 @@ static void test_lock_limit(void) {
   g_free(path);
 }
 
+/* --limit with several paths: one lease of each semaphore, all or nothing
+ * (a multi-lock of leases): COMMAND gets each lease's path, node and token
+ * in the order the paths were given; while it runs, both semaphores (one
+ * lease each) are full; a set that cannot be completed gives back what it
+ * took; after COMMAND, no lease is left. */
+static void test_lock_limit_several_paths(void) {
+  cleanup_processes();
+  char *a = zkt_path("tools-limits-a"), *b = zkt_path("tools-limits-b");
+  const char *hold[] = {
+      "--limit",
+      "1",
+      b,
+      a,
+      "--",
+      "sh",
+      "-c",
+      "echo count=$ZKR_LOCK_COUNT p1=$ZKR_LOCK_PATH_1 n1=$ZKR_LOCK_NODE_1 "
+      "t1=$ZKR_FENCING_TOKEN_1 n2=$ZKR_LOCK_NODE_2 t2=$ZKR_FENCING_TOKEN_2; "
+      "exec sleep 30",
+      NULL};
+  proc *p = tool_start(ZKR_LOCK, hold);
+  char *t2 = wait_value(p, "t2", 0, START_TIMEOUT);
+  CU_ASSERT_FATAL(t2 != NULL);
+  char *count = value_of(p->out->str, "count", 0);
+  char *p1 = value_of(p->out->str, "p1", 0);
+  char *n1 = value_of(p->out->str, "n1", 0),
+       *n2 = value_of(p->out->str, "n2", 0);
+  char *t1 = value_of(p->out->str, "t1", 0);
+  CU_ASSERT_STRING_EQUAL(count, "2");
+  CU_ASSERT_STRING_EQUAL(p1, b); /* the order given, not the path order */
+  char *b_leases = g_strdup_printf("%s/leases/", b);
+  char *a_leases = g_strdup_printf("%s/leases/", a);
+  CU_ASSERT(g_str_has_prefix(n1, b_leases));
+  CU_ASSERT(g_str_has_prefix(n2, a_leases));
+  zhandle_t *zh = zkt_raw();
+  CU_ASSERT_EQUAL(zkt_czxid(zh, n1), g_ascii_strtoll(t1, NULL, 10));
+  CU_ASSERT_EQUAL(zkt_czxid(zh, n2), g_ascii_strtoll(t2, NULL, 10));
+  const char *full_a[] = {"-n", "--limit", "1", a, "--", "true", NULL};
+  CU_ASSERT_EQUAL(tool_run(ZKR_LOCK, full_a, NULL), EXIT_NOT_ACQUIRED);
+  /* c is free, a is not: the set {a, c} is refused and c given back. */
+  char *c = zkt_path("tools-limits-c");
+  const char *a_and_c[] = {"-n", "--limit", "1", c, a, "--", "true", NULL};
+  CU_ASSERT_EQUAL(tool_run(ZKR_LOCK, a_and_c, NULL), EXIT_NOT_ACQUIRED);
+  CU_ASSERT(zkt_wait_semaphore_empty(zh, c, EXIT_TIMEOUT));
+  proc_signal(p, SIGTERM);
+  CU_ASSERT_EQUAL(proc_wait(p, EXIT_TIMEOUT), 128 + SIGTERM);
+  CU_ASSERT(zkt_wait_semaphore_empty(zh, a, EXIT_TIMEOUT));
+  CU_ASSERT(zkt_wait_semaphore_empty(zh, b, EXIT_TIMEOUT));
+  zookeeper_close(zh);
+  proc_free(p);
+  g_free(count);
+  g_free(p1);
+  g_free(n1);
+  g_free(n2);
+  g_free(t1);
+  g_free(t2);
+  g_free(a_leases);
+  g_free(b_leases);
+  g_free(a);
+  g_free(b);
+  g_free(c);
+}
+
 /* --shared takes the read side, -x the write side of the read-write lock:
  * while a reader runs, another reader runs too, a writer and a plain lock
  * are refused (-n); once it is gone, a writer runs. */
@@ -1196,7 +1259,6 @@ static void test_usage_and_paths(void) {
       {ZKR_LOCK, {"/p", "/p", "--", "true", NULL}, EXIT_USAGE},
       {ZKR_LOCK, {"--limit", "0", "/p", "--", "true", NULL}, EXIT_USAGE},
       {ZKR_LOCK, {"--limit", "2", "-x", "/p", "--", "true", NULL}, EXIT_USAGE},
-      {ZKR_LOCK, {"--limit", "2", "/p", "/q", "--", "true", NULL}, EXIT_USAGE},
       {ZKR_ELECT, {NULL}, EXIT_USAGE},
       {ZKR_ELECT, {"/p", NULL}, EXIT_USAGE},
       {ZKR_ELECT, {"--leader", "--watch", "/p", NULL}, EXIT_USAGE},
@@ -1622,6 +1684,7 @@ static void add_suites(void) {
             {"several paths", test_lock_several_paths},
             {"shared and exclusive", test_lock_shared_exclusive},
             {"limit", test_lock_limit},
+            {"limit several paths", test_lock_limit_several_paths},
             {"hold without a command", test_lock_hold_without_command},
             {"holder_killed", test_lock_holder_killed},
             {"lost", test_lock_lost}, {"lost_grace", test_lock_lost_grace},

@@ -87,7 +87,8 @@ static const char usage_text[] =
     "      --limit N              take one of N leases of the semaphore on\n"
     "                             LOCKPATH (Curator's\n"
     "                             InterProcessSemaphoreV2), like consul lock\n"
-    "                             -n: at most N commands run at once\n"
+    "                             -n: at most N commands run at once (one\n"
+    "                             lease of each, with several LOCKPATHs)\n"
     "  -x, --exclusive            take its write side: alone (readers,\n"
     "                             writers and plain locks all exclude it)\n"
     "  -E, --conflict-exit-code CODE\n"
@@ -260,8 +261,6 @@ static void parse_args(lock_cli *cli, int argc, char **argv) {
   split_paths(cli, argc, argv, optind);
   if (cli->limit && cli->mode != MODE_MUTEX)
     tool_usage_error("--limit excludes --shared and -x");
-  if (cli->limit && cli->n_paths > 1)
-    tool_usage_error("--limit takes one LOCKPATH");
 }
 
 /* --------------------------------------------------------------- holders */
@@ -303,24 +302,26 @@ static int print_all_holders(lock_cli *cli, zkrc_session *s) {
  * freeing the lock.  The mutex keeps the acquirer off a freed lock. */
 typedef struct acquirer {
   GMutex mu;
-  int n;               /* locks, one per LOCKPATH, in the order given */
-  zkrc_lock **lk;      /* each a mutex or a side of rw[i] */
-  zkrc_rwlock **rw;    /* NULL entries for mutexes */
-  zkrc_semaphore *sem; /* --limit: instead of lk[0] */
-  zkrc_semaphore_lease *lease;
-  int64_t *tokens; /* once held: each lock's token and node */
+  int n;                       /* locks, one per LOCKPATH, in the order given */
+  zkrc_lock **lk;              /* each a mutex or a side of rw[i] */
+  zkrc_rwlock **rw;            /* NULL entries for mutexes */
+  zkrc_semaphore **sem;        /* --limit: one per LOCKPATH, instead of lk */
+  zkrc_semaphore_lease *lease; /* --limit, one LOCKPATH */
+  zkrc_multilock *ml;          /* several LOCKPATHs */
+  int64_t *tokens;             /* once held: each lock's token and node */
   char **nodes;
   int wait_ms;
   int cancelled;
   zkrc_session *s;
   int session_closed; /* by a cancel of several locks: not to close again */
+  lock_cli *cli;
 } acquirer;
 
 /* --limit: one lease of the semaphore.  A cancel frees the semaphore
  * under a->mu: the acquisition then returns ZKRC_ECANCELED. */
 static void acquire_lease(acquirer *a) {
   zkrc_semaphore_lease *lease = NULL;
-  int rc = zkrc_semaphore_acquire(a->sem, a->wait_ms, &lease);
+  int rc = zkrc_semaphore_acquire(a->sem[0], a->wait_ms, &lease);
   tool_event ev = {.kind = TOOL_EV_ACQUIRED, .code = rc};
   g_mutex_lock(&a->mu);
   if (!a->cancelled && rc == ZKRC_OK) {
@@ -334,24 +335,45 @@ static void acquire_lease(acquirer *a) {
   tool_post_event(&ev);
 }
 
-/* One lock, or all of them at once (in the order of their paths: no
- * deadlock with another zkr-lock asking for them in another order). */
+/* Several LOCKPATHs: all of them at once, in the order of their paths (no
+ * deadlock with another zkr-lock asking for them in another order).  The
+ * tokens and nodes are kept in the order the paths were given. */
+static void acquire_set(acquirer *a, lock_cli *cli) {
+  int rc = zkrc_multilock_acquire(a->ml, a->wait_ms);
+  tool_event ev = {.kind = TOOL_EV_ACQUIRED, .code = rc};
+  g_mutex_lock(&a->mu);
+  /* Tokens and nodes of locks are per thread: ask from the holding one. */
+  for (size_t j = 0; j < (size_t)a->n && !a->cancelled && rc == ZKRC_OK; j++)
+    for (int i = 0; i < a->n; i++)
+      if (strcmp(cli->paths[i], zkrc_multilock_path(a->ml, j)) == 0) {
+        a->tokens[i] = zkrc_multilock_token(a->ml, j);
+        a->nodes[i] = zkrc_multilock_node(a->ml, j);
+        if (a->nodes[i] == NULL)
+          ev.code = ZKRC_ELOCKLOST; /* lost at once */
+      }
+  g_mutex_unlock(&a->mu);
+  tool_post_event(&ev);
+}
+
+/* One lock or lease, or a set of them. */
 static gpointer acquire_main(gpointer data) {
   acquirer *a = data;
+  if (a->ml) {
+    acquire_set(a, a->cli);
+    return NULL;
+  }
   if (a->sem) {
     acquire_lease(a);
     return NULL;
   }
-  int rc = a->n == 1 ? zkrc_lock_acquire(a->lk[0], a->wait_ms)
-                     : zkrc_lock_acquire_all(a->lk, (size_t)a->n, a->wait_ms);
+  int rc = zkrc_lock_acquire(a->lk[0], a->wait_ms);
   tool_event ev = {.kind = TOOL_EV_ACQUIRED, .code = rc};
   g_mutex_lock(&a->mu);
   /* Tokens and nodes are per thread: ask from the holding thread. */
-  for (int i = 0; i < a->n && !a->cancelled && ev.code == ZKRC_OK; i++) {
-    ev.code = zkrc_lock_token(a->lk[i], &a->tokens[i]);
-    if (ev.code == ZKRC_OK)
-      ev.code = zkrc_lock_node(a->lk[i], &a->nodes[i]);
-  }
+  if (!a->cancelled && ev.code == ZKRC_OK)
+    ev.code = zkrc_lock_token(a->lk[0], &a->tokens[0]);
+  if (!a->cancelled && ev.code == ZKRC_OK)
+    ev.code = zkrc_lock_node(a->lk[0], &a->nodes[0]);
   g_mutex_unlock(&a->mu);
   tool_post_event(&ev);
   return NULL;
@@ -406,11 +428,15 @@ static int not_acquired_status(lock_cli *cli, zkrc_session *s, int err) {
 
 /* Give up waiting: free the lock under the acquirer's mutex. */
 static void free_locks(acquirer *a) {
-  if (a->sem) {
-    zkrc_semaphore_free(a->sem); /* releases the lease, if held */
-    a->sem = NULL;
-    a->lease = NULL;
+  /* The set first: it refers to the members.  From this thread it releases
+   * the leases; the locks (the acquiring thread's) go with their objects. */
+  zkrc_multilock_free(a->ml);
+  a->ml = NULL;
+  for (int i = 0; a->sem && i < a->n; i++) {
+    zkrc_semaphore_free(a->sem[i]); /* releases the lease, if held */
+    a->sem[i] = NULL;
   }
+  a->lease = NULL;
   for (int i = 0; i < a->n; i++) {
     if (a->rw[i])
       zkrc_rwlock_free(a->rw[i]);
@@ -664,6 +690,7 @@ static void acquirer_clear(acquirer *a) {
     free(a->nodes[i]);
   g_free(a->lk);
   g_free(a->rw);
+  g_free(a->sem);
   g_free(a->tokens);
   g_free(a->nodes);
   g_mutex_clear(&a->mu);
@@ -671,28 +698,42 @@ static void acquirer_clear(acquirer *a) {
 
 /* Returns the exit status; *session_closed when the session was closed
  * here (the caller must not close it again). */
-static int new_semaphore(lock_cli *cli, zkrc_session *s, acquirer *a) {
+static int new_semaphore(lock_cli *cli, zkrc_session *s, const char *path,
+                         zkrc_semaphore **sem) {
   zkrc_semaphore_options so;
   zkrc_semaphore_options_init(&so);
   so.participant_id = cli->id;
   so.on_event = on_lease_event;
-  return zkrc_semaphore_new(&a->sem, s, cli->paths[0], cli->limit, &so);
+  return zkrc_semaphore_new(sem, s, path, cli->limit, &so);
+}
+
+/* Several LOCKPATHs: one set of them all. */
+static int new_set(acquirer *a) {
+  int err = zkrc_multilock_new(&a->ml);
+  for (int i = 0; i < a->n && err == ZKRC_OK; i++)
+    err = a->sem ? zkrc_multilock_add_semaphore(a->ml, a->sem[i])
+                 : zkrc_multilock_add_lock(a->ml, a->lk[i]);
+  return err;
 }
 
 static int lock_and_run(lock_cli *cli, zkrc_session *s, int *session_closed) {
-  acquirer a = {.n = cli->n_paths, .wait_ms = cli->wait_ms, .s = s};
+  acquirer a = {.n = cli->n_paths, .wait_ms = cli->wait_ms, .s = s, .cli = cli};
   g_mutex_init(&a.mu);
   a.lk = g_new0(zkrc_lock *, a.n);
   a.rw = g_new0(zkrc_rwlock *, a.n);
+  if (cli->limit)
+    a.sem = g_new0(zkrc_semaphore *, a.n);
   a.tokens = g_new0(int64_t, a.n);
   a.nodes = g_new0(char *, a.n);
-  for (int i = 0; i < a.n; i++) {
-    int err = cli->limit ? new_semaphore(cli, s, &a)
-                         : new_lock(cli, s, cli->paths[i], &a.lk[i], &a.rw[i]);
-    if (err != ZKRC_OK) {
-      acquirer_clear(&a);
-      return tool_fail("cannot create the lock", err);
-    }
+  int err = ZKRC_OK;
+  for (int i = 0; i < a.n && err == ZKRC_OK; i++)
+    err = cli->limit ? new_semaphore(cli, s, cli->paths[i], &a.sem[i])
+                     : new_lock(cli, s, cli->paths[i], &a.lk[i], &a.rw[i]);
+  if (err == ZKRC_OK && a.n > 1)
+    err = new_set(&a);
+  if (err != ZKRC_OK) {
+    acquirer_clear(&a);
+    return tool_fail("cannot create the lock", err);
   }
   GThread *thread = g_thread_new("zkr-lock-acquire", acquire_main, &a);
   int status = 0, lost_early = 0;

@@ -30,6 +30,7 @@
 #include <stddef.h>
 
 #include <zkrecipes/lock.h>
+#include <zkrecipes/semaphore.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -178,6 +179,100 @@ zkrc_lock *zkrc_lock_set_hold_lock(zkrc_lock_set_hold *set, size_t i);
 
 /** The @p arg given to zkrc_lock_acquire_all_async(); NULL for NULL. */
 void *zkrc_lock_set_hold_arg(zkrc_lock_set_hold *set);
+
+/* ---------------------------------------------------------------------
+ * Mixed sets: locks and semaphore leases, all or nothing.
+ *
+ * A zkrc_multilock names a set whose members are locks (zkrecipes/lock.h,
+ * including either side of a read-write lock, zkrecipes/rwlock.h) and
+ * semaphores (zkrecipes/semaphore.h: one lease of each).  It is taken and
+ * given back as zkrc_lock_acquire_all() / zkrc_lock_release_all() do: in
+ * the order of the members' paths (a semaphore's path is its directory),
+ * under one deadline, all or nothing, so that callers naming the same
+ * members in different orders cannot deadlock.  The locks are held by the
+ * calling thread (reentrant as zkrc_lock_acquire() is); the leases by the
+ * multilock object, which keeps them until zkrc_multilock_release().
+ *
+ * Threading: a multilock object is used by one thread at a time, and is
+ * released by the thread that acquired it (its locks are that thread's).
+ * Not from a session's callback thread or executor.
+ * --------------------------------------------------------------------- */
+
+typedef struct zkrc_multilock zkrc_multilock;
+
+/**
+ * Create an empty set.
+ * @return ZKRC_OK; ZKRC_EINVAL (NULL @p out).  Free with
+ *         zkrc_multilock_free().
+ */
+int zkrc_multilock_new(zkrc_multilock **out);
+
+/**
+ * Add a lock to the set (not owned: it must outlive the set).
+ * @return ZKRC_OK; ZKRC_EINVAL (NULL argument, a member on the same path
+ *         already, ZKRC_MULTILOCK_MAX members already); ZKRC_ESTATE (the
+ *         set is held).  Nothing changes on an error.
+ */
+int zkrc_multilock_add_lock(zkrc_multilock *ml, zkrc_lock *lock);
+
+/**
+ * Add one lease of a semaphore to the set (not owned: the semaphore must
+ * outlive the set).
+ * @return as for zkrc_multilock_add_lock().
+ */
+int zkrc_multilock_add_semaphore(zkrc_multilock *ml, zkrc_semaphore *sem);
+
+/**
+ * Acquire every member, all or nothing, in the order of their paths.
+ *
+ * @param timeout_ms  as for zkrc_lock_acquire_all().
+ * @return ZKRC_OK: every lock is held by the calling thread and every lease
+ *         by @p ml.  ZKRC_ESTATE: @p ml is held already, or empty.
+ *         ZKRC_EINVAL: NULL, bad timeout.  ZKRC_ELOCKLOST: a member was
+ *         lost before the last one was acquired.  Otherwise the first
+ *         member's failure (ZKRC_ETIMEDOUT, ZKRC_ELOCKED, ...).  On every
+ *         failure what the call took has been given back (nodes deleted as
+ *         by a failed zkrc_lock_acquire() / zkrc_semaphore_acquire()).
+ */
+int zkrc_multilock_acquire(zkrc_multilock *ml, int timeout_ms);
+
+/**
+ * Release every member, last first: one level of the thread's hold on each
+ * lock, and each lease (its node deleted in the background).
+ * @return ZKRC_OK; ZKRC_ESTATE (not held); ZKRC_ENOTOWNER (the calling
+ *         thread is not the one that acquired it: nothing is released);
+ *         ZKRC_ELOCKLOST (a member had been lost; all are released all the
+ *         same); ZKRC_EINVAL (NULL).
+ */
+int zkrc_multilock_release(zkrc_multilock *ml);
+
+/** Non-zero while @p ml is acquired and every member is held (locks by
+ *  the calling thread's view, see zkrc_lock_is_held()); 0 for NULL. */
+int zkrc_multilock_is_held(zkrc_multilock *ml);
+
+/** How many members @p ml has; 0 for NULL. */
+size_t zkrc_multilock_count(zkrc_multilock *ml);
+
+/** The path of the @p i-th member in the order they are taken (by path);
+ *  owned by the member; NULL when out of range. */
+const char *zkrc_multilock_path(zkrc_multilock *ml, size_t i);
+
+/** The fencing token of the @p i-th member (in path order) while @p ml is
+ *  held: the lock's token (zkrc_lock_token()) or the lease's
+ *  (zkrc_semaphore_lease_token()); 0 when not held or out of range. */
+int64_t zkrc_multilock_token(zkrc_multilock *ml, size_t i);
+
+/** Full path of the @p i-th member's node while held, malloc'ed (free it);
+ *  NULL otherwise. */
+char *zkrc_multilock_node(zkrc_multilock *ml, size_t i);
+
+/**
+ * Free the set: if it is held, it is released first (by the calling
+ * thread, which must be the one that acquired it; otherwise its leases are
+ * released and its locks are left to their holder).  The members are not
+ * freed.  NULL is ignored.
+ */
+void zkrc_multilock_free(zkrc_multilock *ml);
 
 #ifdef __cplusplus
 }

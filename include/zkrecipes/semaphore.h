@@ -189,6 +189,9 @@ char *zkrc_semaphore_lease_node(zkrc_semaphore_lease *lease);
 /** The semaphore's N. */
 int zkrc_semaphore_max_leases(zkrc_semaphore *sem);
 
+/** The semaphore's directory path (owned by it); NULL for NULL. */
+const char *zkrc_semaphore_path(zkrc_semaphore *sem);
+
 /**
  * Every lease node of the semaphore at @p path (under PATH/leases), in
  * queue order, with node names and participant ids (node data), asked of
