@@ -704,6 +704,38 @@ static int take_over_and_close(zkrc_ensemble *e, const clientid_t *id,
   return state;
 }
 
+/* ZooKeeperServer.generatePasswd(): new java.util.Random(id ^ superSecret)
+ * .nextBytes(16 bytes), superSecret being the constant 0xB3415C00.
+ * java.util.Random is a 48-bit linear congruential generator whose
+ * algorithm Java specifies exactly. */
+#define JAVA_RANDOM_MULTIPLIER 0x5DEECE66DULL
+#define JAVA_RANDOM_MASK ((1ULL << 48) - 1)
+#define ZOOKEEPER_SUPER_SECRET 0xB3415C00ULL
+
+static int32_t java_random_next_int(uint64_t *seed) {
+  *seed = (*seed * JAVA_RANDOM_MULTIPLIER + 0xB) & JAVA_RANDOM_MASK;
+  return (int32_t)(uint32_t)(*seed >> 16);
+}
+
+void zkrc_ensemble_session_password(int64_t session_id, char passwd[16]) {
+  uint64_t seed = ((uint64_t)session_id ^ ZOOKEEPER_SUPER_SECRET);
+  seed = (seed ^ JAVA_RANDOM_MULTIPLIER) & JAVA_RANDOM_MASK;
+  for (int i = 0; i < 16;) { /* nextBytes: 4 bytes per int, low first */
+    uint32_t rnd = (uint32_t)java_random_next_int(&seed);
+    for (int n = 0; n < 4 && i < 16; n++, rnd >>= 8)
+      passwd[i++] = (char)(rnd & 0xff);
+  }
+}
+
+int zkrc_ensemble_expire_session_id(zkrc_ensemble *e, int64_t session_id,
+                                    int timeout_ms) {
+  clientid_t id;
+  memset(&id, 0, sizeof id);
+  id.client_id = session_id;
+  zkrc_ensemble_session_password(session_id, id.passwd);
+  return zkrc_ensemble_expire_session(e, &id, timeout_ms);
+}
+
 int zkrc_ensemble_expire_session(zkrc_ensemble *e, const clientid_t *id,
                                  int timeout_ms) {
   if (!e || !id || id->client_id == 0)

@@ -78,9 +78,9 @@ static const char usage_text[] =
     "                     is its text followed by an empty line.  Shorthands:\n"
     "                     srvr I, mntr I, stat I, cons I, wchc I, wchp I, ...\n"
     "  mntr-sum KEY       sum of mntr value KEY over the running members\n"
-    "  expire SESSION PASSWD\n"
-    "                     expire a session (id and password in hex, as the\n"
-    "                     client's clientid_t holds them)\n"
+    "  expire SESSION [PASSWD]\n"
+    "                     expire a session (id and password in hex; without\n"
+    "                     the password, the one the servers derive from the id)\n"
     "  drop I             proxy I: close every connection now\n"
     "  drop-next I        proxy I: swallow the reply to the next request and\n"
     "                     close that connection\n"
@@ -296,11 +296,14 @@ static void answer_expire(zkrc_ensemble *e, char **w, int n) {
     hex += 2;
   errno = 0;
   id.client_id = (int64_t)strtoull(hex, &end, 16);
-  if (n != 3 || !*hex || *end || errno ||
-      parse_hex(w[2], (unsigned char *)id.passwd, sizeof id.passwd) != 0) {
-    puts("error: usage: expire SESSION_ID_HEX PASSWORD_HEX (16 bytes)");
+  if (n < 2 || n > 3 || !*hex || *end || errno ||
+      (n == 3 &&
+       parse_hex(w[2], (unsigned char *)id.passwd, sizeof id.passwd) != 0)) {
+    puts("error: usage: expire SESSION_ID_HEX [PASSWORD_HEX (16 bytes)]");
     return;
   }
+  if (n == 2) /* the servers derive it from the id */
+    zkrc_ensemble_session_password(id.client_id, id.passwd);
   answer_rc(zkrc_ensemble_expire_session(e, &id, 10000));
 }
 

@@ -589,6 +589,30 @@ static void test_three_expire_session(void) {
   client_close(observer);
 }
 
+/* The servers' session password follows from the session id (so a test
+ * can expire a session it knows only by id): the derived password is the
+ * one the servers gave, for several sessions; expiring by id works. */
+static void test_three_expire_session_by_id(void) {
+  CU_ASSERT_FATAL(three != NULL);
+  client *c[3];
+  for (int i = 0; i < 3; i++) {
+    c[i] = client_open(zkrc_ensemble_connect_string(three), 4000);
+    CU_ASSERT_FATAL(c[i] != NULL);
+    const clientid_t *id = zoo_client_id(c[i]->zh);
+    char derived[16];
+    zkrc_ensemble_session_password(id->client_id, derived);
+    CU_ASSERT_EQUAL(memcmp(derived, id->passwd, sizeof derived), 0);
+  }
+  CU_ASSERT_EQUAL(create_node(c[0], "/expire-id-eph", "x", ZOO_EPHEMERAL), ZOK);
+  CU_ASSERT_EQUAL(zkrc_ensemble_expire_session_id(
+                      three, zoo_client_id(c[0]->zh)->client_id, 10000),
+                  0);
+  CU_ASSERT(client_wait(c[0], STATE_IS, ZOO_EXPIRED_SESSION_STATE, 20000));
+  CU_ASSERT(eventually_exists(c[1], "/expire-id-eph", ZNONODE, 10000));
+  for (int i = 0; i < 3; i++)
+    client_close(c[i]);
+}
+
 static void test_three_teardown(void) {
   CU_ASSERT_FATAL(three != NULL);
   stop_and_check_gone(three, three_base);
@@ -1187,6 +1211,7 @@ int main(void) {
       {"pause the leader until a new one leads, resume: never named again",
        test_three_deposed_leader},
       {"expire a session on demand", test_three_expire_session},
+      {"expire a session by its id", test_three_expire_session_by_id},
       {"teardown leaves no process and no directory", test_three_teardown},
       {NULL, NULL},
   };

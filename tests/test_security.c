@@ -22,21 +22,6 @@
 
 /* ------------------------------------------------------------ helpers */
 
-/* "user:base64(sha1(user:password))", the id of a digest ACL entry. */
-static char *digest_id(const char *cred) {
-  guint8 sha[20];
-  gsize len = sizeof sha;
-  GChecksum *c = g_checksum_new(G_CHECKSUM_SHA1);
-  g_checksum_update(c, (const guchar *)cred, (gssize)strlen(cred));
-  g_checksum_get_digest(c, sha, &len);
-  g_checksum_free(c);
-  char *b64 = g_base64_encode(sha, len);
-  const char *colon = strchr(cred, ':');
-  char *id = g_strdup_printf("%.*s:%s", (int)(colon - cred), cred, b64);
-  g_free(b64);
-  return id;
-}
-
 /* An ACL granting @p perms to each digest credential given (NULL-ended). */
 typedef struct acl_list {
   struct ACL_vector v;
@@ -49,7 +34,7 @@ static void acl_for(acl_list *a, int perms, const char *cred1,
   memset(a, 0, sizeof *a);
   const char *creds[] = {cred1, cred2};
   for (int i = 0; i < 2 && creds[i]; i++) {
-    a->ids[i] = digest_id(creds[i]);
+    a->ids[i] = zkt_digest_id(creds[i]);
     a->entries[i].perms = perms;
     a->entries[i].id.scheme = "digest";
     a->entries[i].id.id = a->ids[i];
@@ -161,7 +146,7 @@ static void test_creator_acl_keeps_others_out(void) {
   /* The directory and the node carry alice's creator-only ACL. */
   struct ACL_vector acl;
   struct Stat st;
-  char *alice_id = digest_id(ALICE);
+  char *alice_id = zkt_digest_id(ALICE);
   const char *checked[] = {path, node};
   for (int i = 0; i < 2; i++) {
     CU_ASSERT_EQUAL_FATAL(zoo_get_acl(alice_raw, checked[i], &acl, &st), ZOK);

@@ -48,6 +48,7 @@
 #define EXIT_UNAVAILABLE 69
 #define EXIT_LOST 75
 #define EXIT_ZOOKEEPER 76
+#define EXIT_NOPERM 77
 #define EXIT_NOT_FOUND 127
 
 /* Session timeout given to the tools (-t), and the bounds of the waits. */
@@ -358,24 +359,20 @@ static int group_gone(void *arg) {
   return kill(-pgid, 0) != 0 && errno == ESRCH;
 }
 
-/* The session a -v tool printed: "session 0x<id> password <hex>". */
+/* The session a -v tool printed ("session 0x<id> timeout <ms> ms"; never
+ * its password, which the servers derive from the id:
+ * zkrc_ensemble_session_password()). */
 static int session_of(proc *p, clientid_t *id) {
   if (!proc_wait_text(p, 1, " timeout ", START_TIMEOUT))
     return 0;
   const char *line = strstr(p->err->str, "session 0x");
   unsigned long long sid;
-  char hex[33];
-  if (line == NULL ||
-      sscanf(line, "session 0x%llx password %32s", &sid, hex) != 2 ||
-      strlen(hex) != 32)
+  if (line == NULL || sscanf(line, "session 0x%llx timeout ", &sid) != 1 ||
+      strstr(line, "password") != NULL)
     return 0;
   memset(id, 0, sizeof *id);
   id->client_id = (int64_t)sid;
-  for (int i = 0; i < 16; i++) {
-    unsigned v;
-    sscanf(hex + 2 * i, "%2x", &v);
-    id->passwd[i] = (char)v;
-  }
+  zkrc_ensemble_session_password(id->client_id, id->passwd);
   return 1;
 }
 
@@ -1336,6 +1333,83 @@ static void test_unreachable_help_env(void) {
   g_unsetenv("ZKR_SERVERS");
 }
 
+/* ----------------------------------------------- digest authentication */
+
+#define AUTH_ALICE "alice:alice-secret"
+
+/* A directory only alice (digest) may use: every permission, no one else
+ * any. */
+static char *alice_only_dir(zhandle_t *zh) {
+  char *path = zkt_path("tools-auth");
+  zkt_make_path(zh, "/zkt");
+  char *id = zkt_digest_id(AUTH_ALICE);
+  struct ACL alice = {ZOO_PERM_ALL, {"digest", id}};
+  struct ACL_vector acl = {1, &alice};
+  CU_ASSERT_EQUAL_FATAL(zoo_create(zh, path, "", 0, &acl, 0, NULL, 0), ZOK);
+  g_free(id);
+  return path;
+}
+
+/* A file holding @p text (g_free the name). */
+static char *file_with(const char *name, const char *text) {
+  char *file = tmp_file(name);
+  CU_ASSERT_FATAL(g_file_set_contents(file, text, -1, NULL));
+  return file;
+}
+
+/* Digest credentials from --auth-file, $ZKR_AUTH_FILE or $ZKR_AUTH open a
+ * directory whose ACL admits alice only; without them, or with the wrong
+ * password, the tools exit 77 (EX_NOPERM) at once; an unreadable or
+ * malformed file is refused before anything is sent; COMMAND does not
+ * inherit $ZKR_AUTH; -v shows the session id but no password. */
+static void test_auth(void) {
+  cleanup_processes();
+  zhandle_t *zh = zkt_raw();
+  char *dir = alice_only_dir(zh);
+  char *good = file_with("auth-good", AUTH_ALICE "\n");
+  char *wrong = file_with("auth-wrong", "alice:not-her-secret\n");
+  char *malformed = file_with("auth-malformed", "alice\n");
+  char *missing = tmp_file("auth-missing");
+  const char *show = "echo auth=${ZKR_AUTH-unset}";
+  const char *none[] = {dir, "--", "true", NULL};
+  CU_ASSERT_EQUAL(tool_run(ZKR_LOCK, none, NULL), EXIT_NOPERM);
+  const char *with_file[] = {"-v", "--auth-file", good, dir, "--",
+                             "sh",  "-c",          show, NULL};
+  proc *p;
+  CU_ASSERT_EQUAL(tool_run(ZKR_LOCK, with_file, &p), 0);
+  CU_ASSERT_PTR_NOT_NULL(strstr(p->out->str, "auth=unset"));
+  CU_ASSERT_PTR_NOT_NULL(strstr(p->err->str, "session 0x"));
+  CU_ASSERT_PTR_NULL(strstr(p->err->str, "password"));
+  proc_free(p);
+  const char *with_wrong[] = {"--auth-file", wrong, dir, "--", "true", NULL};
+  CU_ASSERT_EQUAL(tool_run(ZKR_LOCK, with_wrong, NULL), EXIT_NOPERM);
+  const char *bad_files[] = {malformed, missing};
+  for (int i = 0; i < 2; i++) {
+    const char *args[] = {"--auth-file", bad_files[i], dir, "--", "true", NULL};
+    CU_ASSERT_EQUAL(tool_run(ZKR_LOCK, args, &p), EXIT_NOPERM);
+    CU_ASSERT_PTR_NOT_NULL(strstr(p->err->str, "credentials"));
+    proc_free(p);
+  }
+  g_setenv("ZKR_AUTH", AUTH_ALICE, TRUE);
+  const char *from_env[] = {dir, "--", "sh", "-c", show, NULL};
+  CU_ASSERT_EQUAL(tool_run(ZKR_LOCK, from_env, &p), 0);
+  CU_ASSERT_PTR_NOT_NULL(strstr(p->out->str, "auth=unset"));
+  proc_free(p);
+  g_unsetenv("ZKR_AUTH");
+  g_setenv("ZKR_AUTH_FILE", good, TRUE);
+  const char *elect[] = {"--once", dir, "--", "true", NULL};
+  CU_ASSERT_EQUAL(tool_run(ZKR_ELECT, elect, NULL), 0);
+  g_unsetenv("ZKR_AUTH_FILE");
+  CU_ASSERT_EQUAL(tool_run(ZKR_ELECT, elect, NULL), EXIT_NOPERM);
+  zookeeper_close(zh);
+  char *files[] = {good, wrong, malformed, missing};
+  for (int i = 0; i < 4; i++) {
+    (void)g_unlink(files[i]);
+    g_free(files[i]);
+  }
+  g_free(dir);
+}
+
 /* ------------------------------------------------ held means held (#12) */
 
 /* The partition tests' session timeout: the example. */
@@ -1629,7 +1703,7 @@ static void test_lock_nonblock_no_answer(void) {
 }
 
 /* A directory whose ACL allows create but not read: zkr-lock and zkr-elect
- * exit 76 (not a wait without end). */
+ * exit 77 (EX_NOPERM; not a wait without end). */
 static void test_no_read_permission(void) {
   cleanup_processes();
   zhandle_t *zh = zkt_raw();
@@ -1643,7 +1717,7 @@ static void test_no_read_permission(void) {
     CU_ASSERT_EQUAL_FATAL(zoo_create(zh, path, "", 0, &acl, 0, NULL, 0), ZOK);
     const char *args[] = {path, "--", "true", NULL};
     proc *p;
-    CU_ASSERT_EQUAL(tool_run(tools[i], args, &p), EXIT_ZOOKEEPER);
+    CU_ASSERT_EQUAL(tool_run(tools[i], args, &p), EXIT_NOPERM);
     proc_free(p);
     g_free(path);
   }
@@ -1702,6 +1776,7 @@ static void add_suites(void) {
       {"no_read_permission", test_no_read_permission},
       {"elect_lost_after_stop_signal", test_elect_lost_after_stop_signal});
   ZKT_SUITE("usage", {"usage_and_paths", test_usage_and_paths},
+            {"auth", test_auth},
             {"unreachable_help_env", test_unreachable_help_env});
 }
 

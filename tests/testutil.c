@@ -456,3 +456,17 @@ int zkt_run(const char *program, void (*add_suites)(void)) {
   }
   return failed || ran == 0 ? 1 : 0;
 }
+
+char *zkt_digest_id(const char *cred) {
+  guint8 sha[20];
+  gsize len = sizeof sha;
+  GChecksum *c = g_checksum_new(G_CHECKSUM_SHA1);
+  g_checksum_update(c, (const guchar *)cred, (gssize)strlen(cred));
+  g_checksum_get_digest(c, sha, &len);
+  g_checksum_free(c);
+  char *b64 = g_base64_encode(sha, len);
+  const char *colon = strchr(cred, ':');
+  char *id = g_strdup_printf("%.*s:%s", (int)(colon - cred), cred, b64);
+  g_free(b64);
+  return id;
+}

@@ -75,6 +75,9 @@ int zkt_nodes_left(zhandle_t *zh, const char *path);
  * non-zero when it happened. */
 int zkt_semaphore_nodes_left(zhandle_t *zh, const char *path);
 int zkt_wait_semaphore_empty(zhandle_t *zh, const char *path, int timeout_ms);
+/* "user:base64(sha1(user:password))": the id of a digest ACL entry for
+ * the credentials "user:password" (g_free it). */
+char *zkt_digest_id(const char *cred);
 /* Does @p path exist? */
 int zkt_exists(zhandle_t *zh, const char *path);
 /* The czxid of @p path (0 if missing). */

@@ -86,6 +86,12 @@ void tool_options_init(tool_options *o, const char *name) {
   o->session_timeout_ms = DEFAULT_SESSION_TIMEOUT_MS;
   o->lost_signal = SIGTERM;
   o->grace_ms = DEFAULT_GRACE_MS;
+  env = getenv("ZKR_AUTH_FILE");
+  o->auth_file = env && *env ? env : NULL;
+  env = getenv("ZKR_AUTH");
+  if (env && *env)
+    o->auth_env = g_strdup(env);
+  unsetenv("ZKR_AUTH"); /* a secret: not for COMMAND */
 }
 
 char *tool_participant_id(const tool_options *o) {
@@ -178,6 +184,9 @@ int tool_common_option(tool_options *o, int c, const char *arg,
   case TOOL_OPT_SERVER_TICK:
     o->server_tick_ms = tool_parse_int(arg, 1, 3600000,
                                        "the servers' tick (--server-tick, ms)");
+    return 1;
+  case TOOL_OPT_AUTH_FILE:
+    o->auth_file = arg;
     return 1;
   }
   return 0;
@@ -449,8 +458,60 @@ static int is_stop_signal(int sig) {
   return sig == SIGINT || sig == SIGTERM || sig == SIGHUP || sig == SIGQUIT;
 }
 
-int tool_connect(const tool_options *o, int no_reopen, zkrc_session **out) {
-  *out = NULL;
+/* ------------------------------------------------------ authentication */
+
+/* Wipe and free credentials. */
+static void forget_credentials(char *cred) {
+  if (cred) {
+    memset(cred, 0, strlen(cred));
+    g_free(cred);
+  }
+}
+
+/* The digest credentials "USER:PASSWORD" to authenticate with: the first
+ * line of --auth-file (or $ZKR_AUTH_FILE), else $ZKR_AUTH; NULL with
+ * *status 0 when there are none; NULL with the exit status in *status
+ * when the file cannot be read or holds no USER:PASSWORD. */
+static char *credentials(const tool_options *o, int *status) {
+  *status = 0;
+  if (o->auth_file == NULL)
+    return o->auth_env ? g_strdup(o->auth_env) : NULL;
+  char *text = NULL;
+  GError *error = NULL;
+  if (!g_file_get_contents(o->auth_file, &text, NULL, &error)) {
+    tool_error("cannot read the credentials: %s", error->message);
+    g_error_free(error);
+    *status = TOOL_EXIT_NOPERM;
+    return NULL;
+  }
+  text[strcspn(text, "\r\n")] = '\0';
+  const char *colon = strchr(text, ':');
+  if (colon == NULL || colon == text || colon[1] == '\0') {
+    tool_error("%s: no credentials: its first line must be USER:PASSWORD",
+               o->auth_file);
+    forget_credentials(text);
+    *status = TOOL_EXIT_NOPERM;
+    return NULL;
+  }
+  return text;
+}
+
+/* Authenticate the session (digest), waiting at most @p timeout_ms for
+ * the servers' answer. */
+static int authenticate(zkrc_session *s, const char *cred, int timeout_ms) {
+  int err = zkrc_session_add_auth(s, "digest", cred, timeout_ms);
+  if (err == ZKRC_OK) {
+    tool_verbose("authenticated (digest) as %.*s", (int)strcspn(cred, ":"),
+                 cred);
+    return 0;
+  }
+  return tool_fail("cannot authenticate", err);
+}
+
+/* Open a session and wait until it is connected, at most the session
+ * timeout; 0 with *out set, or the exit status. */
+static int open_session(const tool_options *o, int no_reopen,
+                        zkrc_session **out) {
   zkrc_session_options so;
   zkrc_session_options_init(&so);
   so.session_timeout_ms = o->session_timeout_ms;
@@ -489,20 +550,36 @@ int tool_connect(const tool_options *o, int no_reopen, zkrc_session **out) {
     while (tool_next_event(&ev))
       tool_event_clear(&ev); /* only session events so far */
   }
+  *out = s;
+  return 0;
+}
+
+int tool_connect(const tool_options *o, int no_reopen, zkrc_session **out) {
+  *out = NULL;
+  int status = 0;
+  char *cred = credentials(o, &status);
+  zkrc_session *s = NULL;
+  if (status == 0)
+    status = open_session(o, no_reopen, &s);
+  if (status == 0 && cred)
+    status = authenticate(s, cred, o->session_timeout_ms);
+  forget_credentials(cred);
+  if (status != 0) {
+    zkrc_session_close(s);
+    return status;
+  }
   tool_print_session(s);
   *out = s;
   return 0;
 }
 
 void tool_print_session(zkrc_session *s) {
-  clientid_t id;
-  if (!verbose || zkrc_session_client_id(s, &id) != ZKRC_OK)
-    return;
-  char hex[2 * sizeof id.passwd + 1];
-  for (size_t i = 0; i < sizeof id.passwd; i++)
-    snprintf(hex + 2 * i, 3, "%02x", (unsigned char)id.passwd[i]);
-  tool_verbose("session 0x%llx password %s timeout %d ms",
-               (unsigned long long)id.client_id, hex, zkrc_session_timeout(s));
+  /* The id only: the password would let whoever reads the log take the
+   * session over. */
+  if (verbose)
+    tool_verbose("session 0x%llx timeout %d ms",
+                 (unsigned long long)zkrc_session_id(s),
+                 zkrc_session_timeout(s));
 }
 
 int tool_fail(const char *what, int err) {
@@ -515,6 +592,9 @@ int tool_fail(const char *what, int err) {
     return TOOL_EXIT_UNAVAILABLE;
   case ZKRC_ENOMEM:
     return TOOL_EXIT_OSERR;
+  case ZKRC_EAUTHFAILED:
+  case ZKRC_ENOAUTH:
+    return TOOL_EXIT_NOPERM;
   default:
     return TOOL_EXIT_ZOOKEEPER;
   }

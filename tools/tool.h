@@ -31,6 +31,8 @@ enum {
   TOOL_EXIT_IOERR = 74,       /* EX_IOERR: standard output failed */
   TOOL_EXIT_LOST = 75,        /* EX_TEMPFAIL: lock or leadership lost */
   TOOL_EXIT_ZOOKEEPER = 76,   /* EX_PROTOCOL: ZooKeeper refused or failed */
+  TOOL_EXIT_NOPERM = 77,      /* EX_NOPERM: credentials refused, or the
+                                 ACL forbids what was asked */
   TOOL_EXIT_CANNOT_RUN = 126, /* COMMAND found but not executable */
   TOOL_EXIT_NOT_FOUND = 127   /* COMMAND not found */
 };
@@ -48,6 +50,10 @@ typedef struct tool_options {
   int foreground;         /* --foreground: COMMAND in our process group */
   int server_tick_ms;     /* --server-tick: the servers' tickTime (0: the
                              library's assumption) */
+  const char *auth_file;  /* --auth-file, else $ZKR_AUTH_FILE: digest
+                             credentials "USER:PASSWORD", first line */
+  char *auth_env;         /* $ZKR_AUTH, taken out of the environment (so
+                             that COMMAND does not inherit it); NULL: none */
 } tool_options;
 
 /* Long-only option values, above any short option character. */
@@ -55,6 +61,7 @@ enum {
   TOOL_OPT_ID = 256,
   TOOL_OPT_FOREGROUND,
   TOOL_OPT_SERVER_TICK,
+  TOOL_OPT_AUTH_FILE,
   TOOL_OPT_FIRST_FREE /* the tools number theirs from here */
 };
 
@@ -68,8 +75,9 @@ enum {
       {"verbose", no_argument, NULL, 'v'}, {"help", no_argument, NULL, 'h'},   \
       {"version", no_argument, NULL, 'V'},                                     \
       {"id", required_argument, NULL, TOOL_OPT_ID},                            \
-      {"foreground", no_argument, NULL, TOOL_OPT_FOREGROUND}, {                \
-    "server-tick", required_argument, NULL, TOOL_OPT_SERVER_TICK               \
+      {"foreground", no_argument, NULL, TOOL_OPT_FOREGROUND},                  \
+      {"server-tick", required_argument, NULL, TOOL_OPT_SERVER_TICK}, {        \
+    "auth-file", required_argument, NULL, TOOL_OPT_AUTH_FILE                   \
   }
 
 /* Set the program name (for messages) and the defaults. */

@@ -273,6 +273,23 @@ int zkrc_mntr_value(const char *answer, const char *key, int64_t *value);
 int zkrc_ensemble_expire_session(zkrc_ensemble *e, const clientid_t *id,
                                  int timeout_ms);
 
+/**
+ * The password the servers gave session @p session_id.  ZooKeeper's
+ * servers derive it from the id and a fixed constant
+ * (ZooKeeperServer.generatePasswd), so a test can expire the session of a
+ * process that shows only its session id (zkr-lock -v prints the id, never
+ * the password).  Threading: any thread; pure.
+ */
+void zkrc_ensemble_session_password(int64_t session_id, char passwd[16]);
+
+/**
+ * zkrc_ensemble_expire_session() knowing only the session's id (its
+ * password from zkrc_ensemble_session_password()).
+ * @return as zkrc_ensemble_expire_session().
+ */
+int zkrc_ensemble_expire_session_id(zkrc_ensemble *e, int64_t session_id,
+                                    int timeout_ms);
+
 /* ------------------------------------------------------------------------
  * Fault proxy: a loopback TCP proxy in front of one member.  With
  * zkrc_ensemble_options.with_proxies, member i has proxy i.  One thread of
