@@ -12,6 +12,7 @@
  *   zkrecipes/rwlock.h    the read-write lock, whose sides are locks
  *   zkrecipes/semaphore.h the counting semaphore (Curator's V2 protocol)
  *   zkrecipes/election.h  leader election on the same contender queue
+ *   zkrecipes/stats.h     statistics, and their Prometheus text format
  *
  * The event-loop adapters (zkrecipes/glib.h) and the test harness
  * (zkrecipes/testing.h, in libzkrecipes-testing) are separate on purpose:
@@ -45,6 +46,7 @@
 #include <zkrecipes/rwlock.h>
 #include <zkrecipes/semaphore.h>
 #include <zkrecipes/election.h>
+#include <zkrecipes/stats.h>
 
 #ifdef __cplusplus
 extern "C" {

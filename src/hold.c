@@ -102,6 +102,7 @@ static void on_front_locked(zkrc__stake *st, zkrc__contender *c) {
     h->state = H_HELD;
     h->token = zkrc__contender_czxid(c);
     h->node = zkrc__contender_path(c);
+    zkrc__lock_stat_front_locked(h);
     if (h->client->front)
       h->client->front(h);
     g_cond_broadcast(&h->lk->r.cond);
@@ -133,6 +134,7 @@ static void on_ended_locked(zkrc__stake *st, int err, int zk_rc) {
   h->end_zk = zk_rc;
   if (h->state == H_HELD) {
     h->state = H_LOST;
+    zkrc__lock_stat_lost_locked(h);
     /* (A non-blocking hold whose grant is still on its way learns of the
      * loss from its completion instead.) */
     if (h->client->may_tell(h))
@@ -166,6 +168,7 @@ holder *zkrc__lock_new_participant_locked(zkrc_lock *lk, uint64_t thread,
   h->thread = thread;
   h->client = client;
   h->state = H_WAITING;
+  h->asked_us = g_get_monotonic_time();
   h->excused = g_strdup(excused);
   zkrc__contender_config cfg = {
       .queue = &lk->r.q,

@@ -89,6 +89,7 @@ static void finalize_lock(zkrc__recipe *r) {
     g_hash_table_destroy(lk->holders);
   if (lk->holds)
     g_hash_table_destroy(lk->holds);
+  g_free(lk->stats);
   g_free(lk);
 }
 
@@ -184,6 +185,8 @@ static int wait_turn_locked(zkrc_lock *lk, holder *h, int timeout_ms,
  * looks next sees the lock free.  Called and returns with lk->r.mu held. */
 static void withdraw_locked(zkrc_lock *lk, holder *h, int grace_ms) {
   g_hash_table_remove(lk->holders, &h->thread);
+  if (h->state == H_HELD || h->state == H_LOST)
+    zkrc__lock_stat_released_locked(h);
   h->state = H_RELEASED;
   zkrc__recipe_withdraw_locked(&lk->r, h->c, &h->ended, grace_ms);
 }
@@ -230,10 +233,12 @@ int zkrc_lock_acquire(zkrc_lock *lk, int timeout_ms) {
   g_mutex_lock(&lk->r.mu);
   err = wait_turn_locked(lk, h, timeout_ms, deadline);
   int zk_rc = h->end_zk;
-  if (err == ZKRC_OK)
+  if (err == ZKRC_OK) {
     h->count = 1;
-  else
+  } else {
+    zkrc__lock_stat_gave_up_locked(lk, err);
     withdraw_locked(lk, h, ABANDON_GRACE_MS);
+  }
   lk->inside--;
   g_cond_broadcast(&lk->r.cond);
   g_mutex_unlock(&lk->r.mu);
@@ -386,8 +391,9 @@ int zkrc_lock_fenced_multi(zkrc_lock *lk, int count, const zoo_op_t *ops,
       rc = ZSESSIONEXPIRED; /* our node belonged to an earlier session */
       zkrc__call_fail_unsent(call, rc);
     } else {
-      rc = zoo_amulti(conn->zh, call->op_count, call->ops, call->results,
-                      zkrc__call_multi_done, call);
+      rc = zkrc__sent(conn->session,
+                      zoo_amulti(conn->zh, call->op_count, call->ops,
+                                 call->results, zkrc__call_multi_done, call));
       if (rc != ZOK)
         zkrc__call_fail_unsent(call, rc);
     }

@@ -73,6 +73,8 @@ static void complete_locked(holder *h, int status, int zk_error) {
     g_source_unref(h->timer);
     h->timer = NULL;
   }
+  if (status != ZKRC_OK)
+    zkrc__lock_stat_gave_up_locked(h->lk, status);
   completion *done = g_new0(completion, 1);
   done->h = zkrc__holder_ref(h);
   done->info.status = status;
@@ -210,6 +212,7 @@ int zkrc_lock_hold_release(zkrc_lock_hold *h) {
     return zkrc__fail(ZKRC_ESTATE);
   }
   int err = h->state == H_LOST ? ZKRC_ELOCKLOST : ZKRC_OK;
+  zkrc__lock_stat_released_locked(h);
   h->state = H_RELEASED;
   gboolean ours = lk->holds && g_hash_table_remove(lk->holds, h);
   zkrc__contender *c = h->c;

@@ -18,6 +18,7 @@
 
 #include "queue.h"
 #include "recipe.h"
+#include "stats_internal.h"
 #include "zkrecipes.h"
 
 typedef enum hstate {
@@ -29,8 +30,6 @@ typedef enum hstate {
                  * cancel, try); its node is being deleted */
   H_RELEASED    /* given up by its owner; the contender is finishing */
 } hstate;
-
-typedef struct zkrc_lock_hold holder;
 
 /* Who owns a hold: what the core tells it, with lk->mu held (it must not
  * block; it may let lk->mu go and take it again only where noted). */
@@ -69,6 +68,8 @@ struct zkrc_lock_hold {
   int end_zk;
   int64_t token;
   char *node;
+  int64_t asked_us; /* when it joined the queue (statistics) */
+  int64_t held_us;  /* when it got the lock */
 
   /* Non-blocking holds only. */
   gboolean no_wait;
@@ -109,6 +110,7 @@ struct zkrc_lock {
    * side.  NULL for a mutex. */
   zkrc_lock *other;
   gboolean shared;
+  zkrc__lock_stats *stats; /* from the first outcome (stats.c); owned */
 };
 
 zkrc_lock *zkrc__lock_ref(zkrc_lock *lk);

@@ -148,8 +148,9 @@ static void send_parents(zkrc__contender *c, zhandle_t *zh, req *top,
                                : i == 0 ? root_done
                                         : zkrc__ignore_string_done;
     req *r = is_dir ? last : i == 0 ? top : NULL;
-    if (zoo_acreate(zh, path->str, NULL, -1, zkrc__acl_vector(c->acl),
-                    ZOO_CONTAINER, done, r) != ZOK &&
+    if (zkrc__sent(c->s, zoo_acreate(zh, path->str, NULL, -1,
+                                     zkrc__acl_vector(c->acl), ZOO_CONTAINER,
+                                     done, r)) != ZOK &&
         r)
       zkrc__q_req_free(r); /* not sent: no completion will free it */
   }
@@ -187,15 +188,19 @@ void zkrc__q_send_create(zkrc__contender *c) {
   if (parents)
     send_parents(c, conn->zh, on_root, on_parent);
   char *create_path = g_strdup_printf("%s/%s%s", c->dir, c->prefix, c->marker);
-  int rc = zoo_acreate2(conn->zh, create_path, c->data, c->data_len,
-                        zkrc__acl_vector(c->acl), ZOO_EPHEMERAL_SEQUENTIAL,
-                        create_done, on_create);
+  int rc = zkrc__sent(conn->session,
+                      zoo_acreate2(conn->zh, create_path, c->data, c->data_len,
+                                   zkrc__acl_vector(c->acl),
+                                   ZOO_EPHEMERAL_SEQUENTIAL, create_done,
+                                   on_create));
   g_free(create_path);
   /* Pipelined: the server answers this after the create, so the listing
    * includes our node. */
-  int rc2 = rc == ZOK ? zoo_aget_children(conn->zh, c->dir, 0, children_done,
-                                          on_children)
-                      : rc;
+  int rc2 = rc == ZOK
+                ? zkrc__sent(conn->session,
+                             zoo_aget_children(conn->zh, c->dir, 0,
+                                               children_done, on_children))
+                : rc;
   zkrc__conn_unuse(conn);
   if (rc != ZOK) {
     /* Nothing was sent: the handle is going away; its events resume us. */
@@ -250,7 +255,8 @@ void zkrc__q_send_delete(zkrc__contender *c) {
   req *r = zkrc__q_req_new_locked(c);
   char *path = g_strdup(c->path);
   g_mutex_unlock(&c->mu);
-  int rc = zoo_adelete(conn->zh, path, -1, delete_done, r);
+  int rc = zkrc__sent(conn->session,
+                      zoo_adelete(conn->zh, path, -1, delete_done, r));
   zkrc__conn_unuse(conn);
   g_free(path);
   if (rc != ZOK) { /* nothing sent: as above, the reaper and the worker */

@@ -37,8 +37,9 @@ static void send_watching_get_unlock(zkrc__contender *c, char *path,
     return;
   }
   r->on_reply = on_reply;
-  int rc = zoo_awget(conn->zh, path, zkrc__watch_dispatch, r->watch,
-                     watching_get_done, r);
+  int rc =
+      zkrc__sent(conn->session, zoo_awget(conn->zh, path, zkrc__watch_dispatch,
+                                          r->watch, watching_get_done, r));
   zkrc__conn_unuse(conn);
   g_free(path);
   if (rc != ZOK)
@@ -153,8 +154,9 @@ void zkrc__q_watch_dir(zkrc__contender *c) {
   g_mutex_unlock(&c->mu);
   if (r == NULL)
     return;
-  int rc = zoo_awget_children(conn->zh, c->dir, zkrc__watch_dispatch, r->watch,
-                              dir_children_done, r);
+  int rc = zkrc__sent(conn->session,
+                      zoo_awget_children(conn->zh, c->dir, zkrc__watch_dispatch,
+                                         r->watch, dir_children_done, r));
   zkrc__conn_unuse(conn);
   if (rc != ZOK)
     dir_children_done(ZCONNECTIONLOSS, &zkrc__q_no_children, r);
@@ -262,7 +264,8 @@ void zkrc__q_fetch_own_stat(zkrc__contender *c) {
   req *r = zkrc__q_req_new_locked(c);
   char *path = g_strdup(c->path);
   g_mutex_unlock(&c->mu);
-  int rc = zoo_aexists(conn->zh, path, 0, recover_stat_done, r);
+  int rc = zkrc__sent(conn->session,
+                      zoo_aexists(conn->zh, path, 0, recover_stat_done, r));
   zkrc__conn_unuse(conn);
   g_free(path);
   if (rc != ZOK)
@@ -327,7 +330,9 @@ void zkrc__q_recover(zkrc__contender *c) {
   zkrc__q_drop_watch_locked(&c->dir_watch);
   req *r = zkrc__q_req_new_locked(c);
   g_mutex_unlock(&c->mu);
-  int rc = zoo_aget_children(conn->zh, c->dir, 0, recover_children_done, r);
+  int rc =
+      zkrc__sent(conn->session, zoo_aget_children(conn->zh, c->dir, 0,
+                                                  recover_children_done, r));
   zkrc__conn_unuse(conn);
   if (rc != ZOK)
     recover_children_done(ZCONNECTIONLOSS, &zkrc__q_no_children, r);
@@ -378,10 +383,14 @@ void zkrc__q_recheck(zkrc__contender *c) {
   req *on_children = zkrc__q_req_new_locked(c);
   char *path = g_strdup(c->path);
   g_mutex_unlock(&c->mu);
-  int rc = zoo_aexists(conn->zh, path, 0, recheck_stat_done, on_stat);
-  int rc2 = rc == ZOK ? zoo_aget_children(conn->zh, c->dir, 0,
-                                          recheck_children_done, on_children)
-                      : rc;
+  int rc = zkrc__sent(conn->session, zoo_aexists(conn->zh, path, 0,
+                                                 recheck_stat_done, on_stat));
+  int rc2 =
+      rc == ZOK
+          ? zkrc__sent(conn->session,
+                       zoo_aget_children(conn->zh, c->dir, 0,
+                                         recheck_children_done, on_children))
+          : rc;
   zkrc__conn_unuse(conn);
   g_free(path);
   if (rc != ZOK)

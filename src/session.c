@@ -534,8 +534,9 @@ int zkrc_session_add_auth(zkrc_session *s, const char *scheme, const char *cred,
   if (c == NULL) /* between sessions: the next one gets it at its start */
     return ZKRC_OK;
   zkrc__call *call = zkrc__call_new();
-  int rc = zoo_add_auth(c->zh, scheme, cred, (int)strlen(cred),
-                        zkrc__call_void_done, call);
+  int rc = zkrc__sent(c->session,
+                      zoo_add_auth(c->zh, scheme, cred, (int)strlen(cred),
+                                   zkrc__call_void_done, call));
   zkrc__conn_unuse(c);
   if (rc != ZOK)
     zkrc__call_fail_unsent(call, rc);

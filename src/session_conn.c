@@ -55,8 +55,10 @@ void zkrc__session_retire(zkrc_session *s, zkrc_session_event why) {
   gboolean reopen = !s->closing && !s->opts.no_reopen && s->hosts != NULL &&
                     why != ZKRC_SESSION_EVENT_AUTH_FAILED;
   s->state = reopen ? ZKRC_SESSION_CONNECTING : ZKRC_SESSION_CLOSED;
-  if (why == ZKRC_SESSION_EVENT_EXPIRED)
+  if (why == ZKRC_SESSION_EVENT_EXPIRED) {
+    s->n_expiries++;
     zkrc__reaper_forget_locked(s, c->generation);
+  }
   g_cond_broadcast(&s->cond);
   g_mutex_unlock(&s->mu);
 
@@ -88,16 +90,21 @@ static int apply_state_locked(zkrc_session *s, zkrc_conn *c, int zk_state,
     s->negotiated_timeout_ms = recv_timeout;
     s->state = ZKRC_SESSION_CONNECTED;
     g_cond_broadcast(&s->cond);
-    if (new_session)
+    if (new_session) {
+      s->n_sessions++;
       return ZKRC_SESSION_EVENT_CONNECTED;
-    return before == ZKRC_SESSION_SUSPENDED ? ZKRC_SESSION_EVENT_RECONNECTED
-                                            : -1;
+    }
+    if (before != ZKRC_SESSION_SUSPENDED)
+      return -1;
+    s->n_reconnects++;
+    return ZKRC_SESSION_EVENT_RECONNECTED;
   }
   if (zk_state == ZOO_CONNECTING_STATE || zk_state == ZOO_ASSOCIATING_STATE ||
       zk_state == ZOO_NOTCONNECTED_STATE) {
     if (s->state != ZKRC_SESSION_CONNECTED)
       return -1;
     s->state = ZKRC_SESSION_SUSPENDED;
+    s->n_suspensions++;
     g_cond_broadcast(&s->cond);
     return ZKRC_SESSION_EVENT_SUSPENDED;
   }
@@ -176,7 +183,8 @@ void zkrc__session_global_watcher(zhandle_t *zh, int type, int state,
 static void add_remembered_auths(zkrc_session *s, zhandle_t *zh) {
   for (guint i = 0; i < s->auths->len; i++) {
     auth_entry *a = g_ptr_array_index(s->auths, i);
-    zoo_add_auth(zh, a->scheme, a->cred, (int)strlen(a->cred), NULL, NULL);
+    zkrc__sent(s, zoo_add_auth(zh, a->scheme, a->cred, (int)strlen(a->cred),
+                               NULL, NULL));
   }
 }
 
@@ -266,7 +274,8 @@ void zkrc__session_drain(zkrc_session *s, zkrc_conn *c) {
     return;
   int ms = zkrc_session_timeout(s);
   zkrc__call *marker = zkrc__call_new();
-  if (zoo_async(c->zh, "/", zkrc__call_string_done, marker) != ZOK)
+  if (zkrc__sent(c->session,
+                 zoo_async(c->zh, "/", zkrc__call_string_done, marker)) != ZOK)
     zkrc__call_fail_unsent(marker, ZCONNECTIONLOSS);
   zkrc__call_wait(marker, zkrc__deadline_after(MIN(ms, CLOSE_DRAIN_MS)));
   zkrc__call_unref(marker);

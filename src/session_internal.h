@@ -41,6 +41,11 @@ typedef struct zkrc_conn {
   void *app_context;
 } zkrc_conn;
 
+/* Count a request sent to the servers on @p s when @p rc (the zoo_a*
+ * call's result) says it was queued; returns @p rc.  For the statistics
+ * (zkrc_session_get_stats). */
+int zkrc__sent(zkrc_session *s, int rc);
+
 /* Reference counting: recipes keep the session's memory alive. */
 zkrc_session *zkrc__session_ref(zkrc_session *s);
 void zkrc__session_unref(zkrc_session *s);

@@ -152,7 +152,7 @@ static void send_renewal(zkrc_session *s, gboolean any_state) {
   g_mutex_unlock(&s->mu);
   /* Before the request leaves: the lease may only count from earlier. */
   r->sent = g_get_monotonic_time();
-  int rc = zoo_async(c->zh, "/", renewal_done, r);
+  int rc = zkrc__sent(c->session, zoo_async(c->zh, "/", renewal_done, r));
   zkrc__conn_unuse(c);
   if (rc != ZOK)
     renewal_done(ZCONNECTIONLOSS, NULL, r);

@@ -95,6 +95,11 @@ struct zkrc_session {
   gboolean notifying; /* the worker is calling observers */
   GPtrArray *auths;   /* of auth_entry* */
   GPtrArray *reap;    /* of reap_entry* */
+
+  /* Statistics (zkrc_session_get_stats): events counted under mu by the
+   * worker; requests counted where they are sent, atomically. */
+  uint64_t n_sessions, n_suspensions, n_reconnects, n_expiries;
+  uint64_t n_requests;
 };
 
 /* ---- Threads (session_worker.c) -------------------------------------- */

@@ -1374,7 +1374,7 @@ static void test_auth(void) {
   const char *none[] = {dir, "--", "true", NULL};
   CU_ASSERT_EQUAL(tool_run(ZKR_LOCK, none, NULL), EXIT_NOPERM);
   const char *with_file[] = {"-v", "--auth-file", good, dir, "--",
-                             "sh",  "-c",          show, NULL};
+                             "sh", "-c",          show, NULL};
   proc *p;
   CU_ASSERT_EQUAL(tool_run(ZKR_LOCK, with_file, &p), 0);
   CU_ASSERT_PTR_NOT_NULL(strstr(p->out->str, "auth=unset"));

@@ -1,0 +1,165 @@
+/*
+ * zkrecipes/stats.h - statistics a daemon can export: per session and per
+ * lock, readable through the API, and formatted as Prometheus' text
+ * exposition format by one call.
+ *
+ * Everything here is counted by the library as it works; reading it sends
+ * nothing to the servers.  Counters only grow (they start at 0 when the
+ * object is created); gauges say how things are now.
+ *
+ * Durations (how long acquisitions waited, how long holds were held) are
+ * kept as histograms of fixed buckets whose bounds double from 0.1 ms to
+ * about 3.5 minutes: ZKRC_HISTOGRAM_BUCKETS counters, 4 bytes each, per
+ * histogram, allocated with the lock's first acquisition.  Percentiles are
+ * estimated from them as Prometheus' histogram_quantile() does (linear
+ * within the bucket), so they are exact to within a factor of 2; the
+ * Prometheus output exports the buckets themselves, which aggregate across
+ * processes.
+ *
+ * Room to grow: each stats struct is filled up to the size the caller
+ * passes (sizeof of the struct it was compiled with), so fields can be
+ * added at the end without breaking programs built against an older
+ * header.
+ */
+#ifndef ZKRECIPES_STATS_H
+#define ZKRECIPES_STATS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <zkrecipes/lock.h>
+#include <zkrecipes/session.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/** Buckets of a histogram: bound(i) = 0.0001 s * 2^i for i < 22, then
+ *  +Inf. */
+#define ZKRC_HISTOGRAM_BUCKETS 23
+
+/** A histogram of durations. */
+typedef struct zkrc_histogram {
+  /** How many durations were recorded, and their sum in seconds. */
+  uint64_t count;
+  double sum_seconds;
+  /** buckets[i]: durations in (bound(i-1), bound(i)] (not cumulative). */
+  uint64_t buckets[ZKRC_HISTOGRAM_BUCKETS];
+} zkrc_histogram;
+
+/** The upper bound, in seconds, of bucket @p i (INFINITY for the last);
+ *  NAN when @p i is out of range.  Threading: any; pure. */
+double zkrc_histogram_bound(int i);
+
+/**
+ * Estimate the @p q quantile (0 <= q <= 1; 0.5 the median, 0.99 the 99th
+ * percentile) of @p h, in seconds: the bucket holding it, interpolated
+ * linearly (as Prometheus' histogram_quantile()).  A quantile in the last
+ * (+Inf) bucket is reported as the bound below it.
+ * @return the estimate; NAN for NULL, an empty histogram or a bad @p q.
+ * Threading: any; pure.
+ */
+double zkrc_histogram_quantile(const zkrc_histogram *h, double q);
+
+/* ------------------------------------------------------------- session */
+
+/** What a session object has seen since it was created. */
+typedef struct zkrc_session_stats {
+  /** ZooKeeper sessions established (1 for the first, one more after
+   *  each expiry the object recovered from). */
+  uint64_t sessions;
+  /** Connections lost (SUSPENDED) and got back with the session intact
+   *  (RECONNECTED). */
+  uint64_t suspensions;
+  uint64_t reconnects;
+  /** ZooKeeper sessions that expired under this object. */
+  uint64_t expiries;
+  /** Requests the library sent to the servers (creates, reads, deletes,
+   *  multis, lease renewals, authentications; not the ZooKeeper client's
+   *  own pings). */
+  uint64_t requests;
+  /** Now: the state (zkrc_session_state) and how long, in ms, the
+   *  session's lease certainly lasts (zkrc_session_lease_remaining()). */
+  int state;
+  int lease_remaining_ms;
+} zkrc_session_stats;
+
+/**
+ * Read @p s's statistics into @p out, filling its first @p size bytes
+ * (pass sizeof *out).
+ * @return ZKRC_OK; ZKRC_EINVAL (NULL, or @p size smaller than the first
+ *         field).  Also after the session was closed (then state is
+ *         ZKRC_SESSION_CLOSED).  Threading: any thread.
+ */
+int zkrc_session_get_stats(zkrc_session *s, zkrc_session_stats *out,
+                           size_t size);
+
+/* ---------------------------------------------------------------- lock */
+
+/** What a lock object has seen since it was created: its threads' holds
+ *  and its non-blocking holds (zkrecipes/lock.h), and the same for a side
+ *  of a read-write lock (zkrecipes/rwlock.h).  A reentrant acquisition
+ *  (by a thread that already holds the lock) is not counted again. */
+typedef struct zkrc_lock_stats {
+  /** Acquisitions that got the lock. */
+  uint64_t acquisitions;
+  /** Acquisitions that gave up at their deadline (ZKRC_ETIMEDOUT). */
+  uint64_t timeouts;
+  /** Tries (ZKRC_NO_WAIT) that found it held (ZKRC_ELOCKED). */
+  uint64_t refusals;
+  /** Acquisitions that ended otherwise: session lost or expired,
+   *  cancelled, freed, refused by an ACL, ... */
+  uint64_t failures;
+  /** Holds lost (told ZKRC_LOCK_LOST) and holds released by their owner
+   *  (a lost hold is released too). */
+  uint64_t lost;
+  uint64_t releases;
+  /** Now: holds of this object waiting in the queue, and holding. */
+  uint32_t waiting;
+  uint32_t holding;
+  /** How long acquisitions that got the lock waited, and how long
+   *  released holds were held (from the grant to the release). */
+  zkrc_histogram wait;
+  zkrc_histogram hold;
+} zkrc_lock_stats;
+
+/**
+ * Read @p lk's statistics into @p out, filling its first @p size bytes
+ * (pass sizeof *out).
+ * @return ZKRC_OK; ZKRC_EINVAL (NULL, @p size too small).
+ * Threading: any thread; takes the lock object's mutex briefly.
+ */
+int zkrc_lock_get_stats(zkrc_lock *lk, zkrc_lock_stats *out, size_t size);
+
+/* ---------------------------------------------------------- Prometheus */
+
+/**
+ * Everything above for @p sessions and @p locks, in Prometheus' text
+ * exposition format (version 0.0.4), ready to serve at /metrics:
+ *
+ *   zkrecipes_session_sessions_total{session="NAME"} 1
+ *   ...
+ *   zkrecipes_lock_wait_seconds_bucket{path="/locks/a",kind="mutex",
+ *                                      le="0.0001"} 0
+ *   ...
+ *
+ * Sessions are labelled session="<id in hex>" of their current ZooKeeper
+ * session (0x0 while there is none; a new session after an expiry starts
+ * new series), locks path="<directory>" and
+ * kind="mutex" | "read" | "write" (the sides of a read-write lock).  Label
+ * values are escaped as the format requires.
+ *
+ * @param sessions, n_sessions  sessions to describe (may be 0 / NULL).
+ * @param locks, n_locks        locks to describe (may be 0 / NULL).
+ * @return the text, malloc'ed (free it with free()); NULL when a pointer
+ *         in the arrays is NULL, or out of memory.
+ * Threading: any thread.
+ */
+char *zkrc_stats_prometheus(zkrc_session *const *sessions, size_t n_sessions,
+                            zkrc_lock *const *locks, size_t n_locks);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* ZKRECIPES_STATS_H */

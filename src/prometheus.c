@@ -1,0 +1,242 @@
+/*
+ * zkrc_stats_prometheus() (zkrecipes/stats.h): the statistics in
+ * Prometheus' text exposition format, version 0.0.4.  Each metric family
+ * is written once (its HELP and TYPE lines, then one sample per session
+ * or lock), as the format requires.
+ */
+#include "config.h"
+
+#include <inttypes.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <glib.h>
+
+#include "lock_internal.h"
+#include "stats_internal.h"
+#include "zkrecipes/stats.h"
+
+/* A label value escaped as the format asks: backslash, double quote and
+ * line feed. */
+static void append_label_value(GString *out, const char *v) {
+  for (; *v; v++) {
+    if (*v == '\\' || *v == '"')
+      g_string_append_c(out, '\\');
+    if (*v == '\n')
+      g_string_append(out, "\\n");
+    else
+      g_string_append_c(out, *v);
+  }
+}
+
+/* A number as the format writes it: integers plainly, +Inf, NaN. */
+static void append_number(GString *out, double v) {
+  if (isinf(v))
+    g_string_append(out, v > 0 ? "+Inf" : "-Inf");
+  else if (isnan(v))
+    g_string_append(out, "NaN");
+  else if (v == floor(v) && fabs(v) < 1e15)
+    g_string_append_printf(out, "%.0f", v);
+  else
+    g_string_append_printf(out, "%.9g", v);
+}
+
+static void family(GString *out, const char *name, const char *type,
+                   const char *help) {
+  g_string_append_printf(out, "# HELP %s %s\n# TYPE %s %s\n", name, help, name,
+                         type);
+}
+
+/* ------------------------------------------------------------ sessions */
+
+typedef struct session_row {
+  char label[40]; /* session="0x..." */
+  zkrc_session_stats st;
+} session_row;
+
+static void session_sample(GString *out, const char *name, const session_row *r,
+                           double v) {
+  g_string_append_printf(out, "%s{%s} ", name, r->label);
+  append_number(out, v);
+  g_string_append_c(out, '\n');
+}
+
+typedef struct session_metric {
+  const char *name, *type, *help;
+  size_t offset; /* of a uint64_t in zkrc_session_stats, or SIZE_MAX */
+} session_metric;
+
+#define SESSION_COUNTER(field, help)                                           \
+  {                                                                            \
+    "zkrecipes_session_" #field "_total", "counter", help,                     \
+        offsetof(zkrc_session_stats, field)                                    \
+  }
+
+static const session_metric session_metrics[] = {
+    SESSION_COUNTER(sessions, "ZooKeeper sessions established."),
+    SESSION_COUNTER(suspensions, "Connections lost with the session alive."),
+    SESSION_COUNTER(reconnects, "Connections regained with the session."),
+    SESSION_COUNTER(expiries, "ZooKeeper sessions expired."),
+    SESSION_COUNTER(requests, "Requests sent to the servers (no pings)."),
+};
+
+static void write_sessions(GString *out, const session_row *rows, size_t n) {
+  if (n == 0)
+    return;
+  for (size_t m = 0; m < G_N_ELEMENTS(session_metrics); m++) {
+    const session_metric *sm = &session_metrics[m];
+    family(out, sm->name, sm->type, sm->help);
+    for (size_t i = 0; i < n; i++) {
+      uint64_t v;
+      memcpy(&v, (const char *)&rows[i].st + sm->offset, sizeof v);
+      session_sample(out, sm->name, &rows[i], (double)v);
+    }
+  }
+  family(out, "zkrecipes_session_connected", "gauge",
+         "1 while the session is connected.");
+  for (size_t i = 0; i < n; i++)
+    session_sample(out, "zkrecipes_session_connected", &rows[i],
+                   rows[i].st.state == ZKRC_SESSION_CONNECTED);
+  family(out, "zkrecipes_session_lease_remaining_seconds", "gauge",
+         "How long the session certainly lasts from now.");
+  for (size_t i = 0; i < n; i++)
+    session_sample(out, "zkrecipes_session_lease_remaining_seconds", &rows[i],
+                   rows[i].st.lease_remaining_ms / 1000.0);
+}
+
+/* --------------------------------------------------------------- locks */
+
+typedef struct lock_row {
+  GString *labels; /* path="...",kind="..." */
+  zkrc_lock_stats st;
+} lock_row;
+
+static void lock_sample(GString *out, const char *name, const char *suffix,
+                        const lock_row *r, const char *extra, double v) {
+  g_string_append_printf(out, "%s%s{%s%s} ", name, suffix, r->labels->str,
+                         extra ? extra : "");
+  append_number(out, v);
+  g_string_append_c(out, '\n');
+}
+
+typedef struct lock_metric {
+  const char *name, *type, *help;
+  size_t offset; /* of a uint64_t in zkrc_lock_stats */
+} lock_metric;
+
+#define LOCK_COUNTER(field, help)                                              \
+  {                                                                            \
+    "zkrecipes_lock_" #field "_total", "counter", help,                        \
+        offsetof(zkrc_lock_stats, field)                                       \
+  }
+
+static const lock_metric lock_metrics[] = {
+    LOCK_COUNTER(acquisitions, "Acquisitions that got the lock."),
+    LOCK_COUNTER(timeouts, "Acquisitions that gave up at their deadline."),
+    LOCK_COUNTER(refusals, "Tries that found the lock held."),
+    LOCK_COUNTER(failures, "Acquisitions that failed otherwise."),
+    LOCK_COUNTER(lost, "Holds lost."),
+    LOCK_COUNTER(releases, "Holds released by their owner."),
+};
+
+static void write_histogram(GString *out, const char *name, const char *help,
+                            const lock_row *rows, size_t n, size_t offset) {
+  family(out, name, "histogram", help);
+  for (size_t i = 0; i < n; i++) {
+    const zkrc_histogram *h =
+        (const zkrc_histogram *)((const char *)&rows[i].st + offset);
+    uint64_t cumulative = 0;
+    for (int b = 0; b < ZKRC_HISTOGRAM_BUCKETS; b++) {
+      cumulative += h->buckets[b];
+      GString *le = g_string_new(",le=\"");
+      append_number(le, zkrc_histogram_bound(b));
+      g_string_append_c(le, '"');
+      lock_sample(out, name, "_bucket", &rows[i], le->str, (double)cumulative);
+      g_string_free(le, TRUE);
+    }
+    lock_sample(out, name, "_sum", &rows[i], NULL, h->sum_seconds);
+    lock_sample(out, name, "_count", &rows[i], NULL, (double)h->count);
+  }
+}
+
+static void write_locks(GString *out, const lock_row *rows, size_t n) {
+  if (n == 0)
+    return;
+  for (size_t m = 0; m < G_N_ELEMENTS(lock_metrics); m++) {
+    const lock_metric *lm = &lock_metrics[m];
+    family(out, lm->name, lm->type, lm->help);
+    for (size_t i = 0; i < n; i++) {
+      uint64_t v;
+      memcpy(&v, (const char *)&rows[i].st + lm->offset, sizeof v);
+      lock_sample(out, lm->name, "", &rows[i], NULL, (double)v);
+    }
+  }
+  family(out, "zkrecipes_lock_waiting", "gauge",
+         "Holds of this process waiting in the queue.");
+  for (size_t i = 0; i < n; i++)
+    lock_sample(out, "zkrecipes_lock_waiting", "", &rows[i], NULL,
+                rows[i].st.waiting);
+  family(out, "zkrecipes_lock_holding", "gauge",
+         "Holds of this process holding the lock.");
+  for (size_t i = 0; i < n; i++)
+    lock_sample(out, "zkrecipes_lock_holding", "", &rows[i], NULL,
+                rows[i].st.holding);
+  write_histogram(out, "zkrecipes_lock_wait_seconds",
+                  "How long acquisitions that got the lock waited.", rows, n,
+                  offsetof(zkrc_lock_stats, wait));
+  write_histogram(out, "zkrecipes_lock_hold_seconds",
+                  "How long released holds were held.", rows, n,
+                  offsetof(zkrc_lock_stats, hold));
+}
+
+/* ------------------------------------------------------------------ all */
+
+static gboolean read_sessions(zkrc_session *const *s, size_t n,
+                              session_row *rows) {
+  for (size_t i = 0; i < n; i++) {
+    if (s[i] == NULL)
+      return FALSE;
+    (void)zkrc_session_get_stats(s[i], &rows[i].st, sizeof rows[i].st);
+    int64_t id = zkrc_session_id(s[i]);
+    g_snprintf(rows[i].label, sizeof rows[i].label, "session=\"0x%" PRIx64 "\"",
+               (uint64_t)id);
+  }
+  return TRUE;
+}
+
+static gboolean read_locks(zkrc_lock *const *locks, size_t n, lock_row *rows) {
+  for (size_t i = 0; i < n; i++) {
+    if (locks[i] == NULL)
+      return FALSE;
+    (void)zkrc_lock_get_stats(locks[i], &rows[i].st, sizeof rows[i].st);
+    rows[i].labels = g_string_new("path=\"");
+    append_label_value(rows[i].labels, zkrc_lock_path(locks[i]));
+    g_string_append_printf(rows[i].labels, "\",kind=\"%s\"",
+                           zkrc__lock_kind(locks[i]));
+  }
+  return TRUE;
+}
+
+char *zkrc_stats_prometheus(zkrc_session *const *sessions, size_t n_sessions,
+                            zkrc_lock *const *locks, size_t n_locks) {
+  if ((n_sessions && sessions == NULL) || (n_locks && locks == NULL))
+    return NULL;
+  session_row *srows = g_new0(session_row, n_sessions);
+  lock_row *lrows = g_new0(lock_row, n_locks);
+  char *text = NULL;
+  if (read_sessions(sessions, n_sessions, srows) &&
+      read_locks(locks, n_locks, lrows)) {
+    GString *out = g_string_new(NULL);
+    write_sessions(out, srows, n_sessions);
+    write_locks(out, lrows, n_locks);
+    text = strdup(out->str);
+    g_string_free(out, TRUE);
+  }
+  for (size_t i = 0; i < n_locks; i++)
+    if (lrows[i].labels)
+      g_string_free(lrows[i].labels, TRUE);
+  g_free(srows);
+  g_free(lrows);
+  return text;
+}

@@ -1,0 +1,188 @@
+/*
+ * Statistics (zkrecipes/stats.h): histograms, the session's counters and
+ * the lock's.  The lock's are counted by the hold core and its two
+ * clients (hold.c, lock.c, lock_async.c) through the zkrc__lock_stat_*
+ * functions, always with the lock object's mutex held; the session's
+ * events under the session mutex, its requests atomically where they are
+ * sent (zkrc__sent).
+ */
+#include "config.h"
+
+#include <math.h>
+#include <string.h>
+
+#include "lock_internal.h"
+#include "session_private.h"
+#include "stats_internal.h"
+#include "util.h"
+#include "zkrecipes/stats.h"
+
+/* ----------------------------------------------------------- histogram */
+
+#define FIRST_BOUND_S 0.0001
+
+double zkrc_histogram_bound(int i) {
+  if (i < 0 || i >= ZKRC_HISTOGRAM_BUCKETS)
+    return NAN;
+  if (i == ZKRC_HISTOGRAM_BUCKETS - 1)
+    return INFINITY;
+  return ldexp(FIRST_BOUND_S, i);
+}
+
+/* The bucket of a duration of @p us microseconds. */
+static int bucket_of(int64_t us) {
+  double s = (double)us / 1e6;
+  int i = 0;
+  while (i < ZKRC_HISTOGRAM_BUCKETS - 1 && s > zkrc_histogram_bound(i))
+    i++;
+  return i;
+}
+
+static void record(zkrc__histogram *h, int64_t us) {
+  if (us < 0)
+    us = 0;
+  h->count++;
+  h->sum_us += (uint64_t)us;
+  h->buckets[bucket_of(us)]++;
+}
+
+static void export_histogram(const zkrc__histogram *h, zkrc_histogram *out) {
+  out->count = h->count;
+  out->sum_seconds = (double)h->sum_us / 1e6;
+  for (int i = 0; i < ZKRC_HISTOGRAM_BUCKETS; i++)
+    out->buckets[i] = h->buckets[i];
+}
+
+double zkrc_histogram_quantile(const zkrc_histogram *h, double q) {
+  if (h == NULL || h->count == 0 || !(q >= 0.0 && q <= 1.0))
+    return NAN;
+  double rank = q * (double)h->count;
+  uint64_t below = 0;
+  for (int i = 0; i < ZKRC_HISTOGRAM_BUCKETS; i++) {
+    uint64_t in = h->buckets[i];
+    if (in == 0 || (double)(below + in) < rank) {
+      below += in;
+      continue;
+    }
+    double low = i == 0 ? 0.0 : zkrc_histogram_bound(i - 1);
+    if (i == ZKRC_HISTOGRAM_BUCKETS - 1)
+      return low; /* +Inf: the bound below it */
+    double high = zkrc_histogram_bound(i);
+    return low + (high - low) * ((rank - (double)below) / (double)in);
+  }
+  return zkrc_histogram_bound(ZKRC_HISTOGRAM_BUCKETS - 2);
+}
+
+/* ------------------------------------------------------------- session */
+
+int zkrc__sent(zkrc_session *s, int rc) {
+  if (rc == ZOK && s)
+    __atomic_fetch_add(&s->n_requests, 1, __ATOMIC_RELAXED);
+  return rc;
+}
+
+/* Copy the first @p size bytes of @p full (of @p full_size) to @p out. */
+static int give(void *out, const void *full, size_t full_size, size_t size,
+                size_t min_size) {
+  if (out == NULL || size < min_size)
+    return zkrc__fail(ZKRC_EINVAL);
+  memcpy(out, full, size < full_size ? size : full_size);
+  return ZKRC_OK;
+}
+
+int zkrc_session_get_stats(zkrc_session *s, zkrc_session_stats *out,
+                           size_t size) {
+  if (s == NULL)
+    return zkrc__fail(ZKRC_EINVAL);
+  zkrc_session_stats st = {0};
+  g_mutex_lock(&s->mu);
+  st.sessions = s->n_sessions;
+  st.suspensions = s->n_suspensions;
+  st.reconnects = s->n_reconnects;
+  st.expiries = s->n_expiries;
+  g_mutex_unlock(&s->mu);
+  st.requests = __atomic_load_n(&s->n_requests, __ATOMIC_RELAXED);
+  st.state = (int)zkrc_session_get_state(s);
+  st.lease_remaining_ms = zkrc_session_lease_remaining(s);
+  return give(out, &st, sizeof st, size, sizeof st.sessions);
+}
+
+/* ---------------------------------------------------------------- lock */
+
+static zkrc__lock_stats *stats_locked(zkrc_lock *lk) {
+  if (lk->stats == NULL)
+    lk->stats = g_new0(zkrc__lock_stats, 1);
+  return lk->stats;
+}
+
+void zkrc__lock_stat_front_locked(holder *h) {
+  int64_t now = g_get_monotonic_time();
+  zkrc__lock_stats *st = stats_locked(h->lk);
+  st->acquisitions++;
+  record(&st->wait, now - h->asked_us);
+  h->held_us = now;
+}
+
+void zkrc__lock_stat_lost_locked(holder *h) { stats_locked(h->lk)->lost++; }
+
+void zkrc__lock_stat_released_locked(holder *h) {
+  zkrc__lock_stats *st = stats_locked(h->lk);
+  st->releases++;
+  record(&st->hold, g_get_monotonic_time() - h->held_us);
+}
+
+void zkrc__lock_stat_gave_up_locked(zkrc_lock *lk, int err) {
+  zkrc__lock_stats *st = stats_locked(lk);
+  if (err == ZKRC_ETIMEDOUT)
+    st->timeouts++;
+  else if (err == ZKRC_ELOCKED)
+    st->refusals++;
+  else
+    st->failures++;
+}
+
+/* Count the holds of @p table (a set or a map of holder*) by state. */
+static void count_states(GHashTable *table, uint32_t *waiting,
+                         uint32_t *holding) {
+  if (table == NULL)
+    return;
+  GHashTableIter it;
+  gpointer key, value;
+  g_hash_table_iter_init(&it, table);
+  while (g_hash_table_iter_next(&it, &key, &value)) {
+    holder *h = value ? value : key;
+    *waiting += h->state == H_WAITING;
+    *holding += h->state == H_HELD;
+  }
+}
+
+int zkrc_lock_get_stats(zkrc_lock *lk, zkrc_lock_stats *out, size_t size) {
+  if (lk == NULL)
+    return zkrc__fail(ZKRC_EINVAL);
+  zkrc_lock_stats st;
+  memset(&st, 0, sizeof st);
+  g_mutex_lock(&lk->r.mu);
+  const zkrc__lock_stats *in = lk->stats;
+  if (in) {
+    st.acquisitions = in->acquisitions;
+    st.timeouts = in->timeouts;
+    st.refusals = in->refusals;
+    st.failures = in->failures;
+    st.lost = in->lost;
+    st.releases = in->releases;
+    export_histogram(&in->wait, &st.wait);
+    export_histogram(&in->hold, &st.hold);
+  }
+  count_states(lk->holders, &st.waiting, &st.holding);
+  count_states(lk->holds, &st.waiting, &st.holding);
+  g_mutex_unlock(&lk->r.mu);
+  return give(out, &st, sizeof st, size, sizeof st.acquisitions);
+}
+
+const char *zkrc__lock_kind(zkrc_lock *lk) {
+  if (lk->permits > 0)
+    return "lease";
+  if (lk->other)
+    return lk->shared ? "read" : "write";
+  return "mutex";
+}

@@ -1,0 +1,42 @@
+/*
+ * What the lock's files count for zkrecipes/stats.h (stats.c).  Every
+ * zkrc__lock_stat_* function is called with the lock object's mutex held.
+ */
+#ifndef ZKRC_STATS_INTERNAL_H
+#define ZKRC_STATS_INTERNAL_H
+
+#include <stdint.h>
+
+#include "zkrecipes/stats.h"
+
+/* A histogram as kept: 4-byte buckets (they wrap after 2^32 samples in
+ * one bucket; the count and the sum do not). */
+typedef struct zkrc__histogram {
+  uint64_t count;
+  uint64_t sum_us;
+  uint32_t buckets[ZKRC_HISTOGRAM_BUCKETS];
+} zkrc__histogram;
+
+/* A lock object's counters, allocated with its first outcome. */
+typedef struct zkrc__lock_stats {
+  uint64_t acquisitions, timeouts, refusals, failures, lost, releases;
+  zkrc__histogram wait, hold;
+} zkrc__lock_stats;
+
+typedef struct zkrc_lock_hold holder;
+
+/* The hold got the lock: an acquisition, and how long it waited (since
+ * holder.asked_us); holder.held_us is set. */
+void zkrc__lock_stat_front_locked(holder *h);
+/* A held hold was lost. */
+void zkrc__lock_stat_lost_locked(holder *h);
+/* Its owner released a held (or lost) hold: how long it was held. */
+void zkrc__lock_stat_released_locked(holder *h);
+/* An acquisition of @p lk ended without the lock, with @p err. */
+void zkrc__lock_stat_gave_up_locked(zkrc_lock *lk, int err);
+
+/* "mutex", "read", "write" or "lease": which member of the lock family
+ * @p lk is (for labels). */
+const char *zkrc__lock_kind(zkrc_lock *lk);
+
+#endif /* ZKRC_STATS_INTERNAL_H */
