@@ -187,8 +187,7 @@ static void add_data(JsonBuilder *b, const char *data) {
 }
 
 static void add_contender(JsonBuilder *b, const ls_queue *q,
-                          const ls_contender *c, int position,
-                          int64_t now_ms) {
+                          const ls_contender *c, int position, int64_t now_ms) {
   json_builder_begin_object(b);
   add_int(b, "position", position);
   add_string(b, "role", c->role);

@@ -206,10 +206,10 @@ typedef struct zk_batch {
 static int send_batch(zhandle_t *zh, void *arg) {
   zk_batch *b = arg;
   for (int i = 0; i < b->n; i++) {
-    int rc = b->children ? zoo_aget_children(zh, b->paths[i], 0,
-                                             children_done, b->ops[i])
-                         : zoo_aexists(zh, b->paths[i], 0, exists_done,
-                                       b->ops[i]);
+    int rc =
+        b->children
+            ? zoo_aget_children(zh, b->paths[i], 0, children_done, b->ops[i])
+            : zoo_aexists(zh, b->paths[i], 0, exists_done, b->ops[i]);
     if (rc != ZOK)
       op_finish(b->ops[i], rc); /* no completion will come */
   }
@@ -329,9 +329,8 @@ static int64_t deadline_after(int ms) {
  * answer is fatal. */
 static void zk_failed(ls_run *r, const char *path, int zk_rc) {
   int err = zkrc_from_zk_error(zk_rc);
-  int unavailable = zk_rc == ZOPERATIONTIMEOUT ||
-                    zk_rc == ZCONNECTIONLOSS || zk_rc == ZSESSIONEXPIRED ||
-                    zk_rc == ZCLOSING;
+  int unavailable = zk_rc == ZOPERATIONTIMEOUT || zk_rc == ZCONNECTIONLOSS ||
+                    zk_rc == ZSESSIONEXPIRED || zk_rc == ZCLOSING;
   if (unavailable) {
     tool_error("%s: no answer from the servers within %d ms (%s)", path,
                r->timeout_ms, zerror(zk_rc));
@@ -447,8 +446,7 @@ static const char *recipe_name(family fam, const ls_queue *q) {
 
 /* The queue of @p fam: the recipe at @p path, its nodes in @p dir.  Adds
  * it to r->queues when it has contenders; returns whether it did. */
-static int add_queue(ls_run *r, family fam, const char *path,
-                     const char *dir) {
+static int add_queue(ls_run *r, family fam, const char *path, const char *dir) {
   zkrc_participant *v = NULL;
   size_t n = 0;
   int err = library_list(r, fam, path, &v, &n);
