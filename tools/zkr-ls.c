@@ -83,8 +83,8 @@ static const char usage_text[] =
     "  65   invalid PATH\n"
     "  69   no ZooKeeper server answered within the session timeout\n"
     "  74   writing standard output failed\n"
-    "  76   ZooKeeper refused or failed (not authorized, ...); what could\n"
-    "       be read is listed\n";
+    "  76   ZooKeeper refused or failed (not authorized, ...): what could\n"
+    "       be read is listed; the session expired: nothing is\n";
 
 /* A PATH that does not exist. */
 #define EXIT_NO_NODE 1
@@ -325,21 +325,35 @@ static int64_t deadline_after(int ms) {
   return g_get_monotonic_time() + (int64_t)ms * 1000;
 }
 
+/* The session can no longer read (no server answers, or it expired):
+ * stop, with what the other tools say then. */
+static void stop_with(ls_run *r, int status) {
+  r->fatal = 1;
+  r->status = status;
+}
+
 /* A ZooKeeper failure on @p path: said, and noted as the exit status; no
- * answer is fatal. */
+ * answer, or the session's end, stops the listing. */
 static void zk_failed(ls_run *r, const char *path, int zk_rc) {
-  int err = zkrc_from_zk_error(zk_rc);
-  int unavailable = zk_rc == ZOPERATIONTIMEOUT || zk_rc == ZCONNECTIONLOSS ||
-                    zk_rc == ZSESSIONEXPIRED || zk_rc == ZCLOSING;
-  if (unavailable) {
+  if (zk_rc == ZOPERATIONTIMEOUT || zk_rc == ZCONNECTIONLOSS ||
+      zk_rc == ZCLOSING) {
     tool_error("%s: no answer from the servers within %d ms (%s)", path,
                r->timeout_ms, zerror(zk_rc));
-    r->fatal = 1;
-    note_status(r, TOOL_EXIT_UNAVAILABLE);
-    return;
+    return stop_with(r, TOOL_EXIT_UNAVAILABLE);
   }
-  tool_error("%s: %s", path, zkrc_strerror(err));
+  tool_error("%s: %s", path, zkrc_strerror(zkrc_from_zk_error(zk_rc)));
+  if (zk_rc == ZSESSIONEXPIRED || zk_rc == ZINVALIDSTATE)
+    return stop_with(r, TOOL_EXIT_ZOOKEEPER);
   note_status(r, TOOL_EXIT_ZOOKEEPER);
+}
+
+/* The same for a recipe's error (from the library's lists). */
+static void recipe_failed(ls_run *r, const char *path, int err) {
+  int status = tool_fail(path, err);
+  if (status == TOOL_EXIT_UNAVAILABLE || err == ZKRC_ESESSIONEXPIRED ||
+      err == ZKRC_ECLOSED)
+    return stop_with(r, status);
+  note_status(r, status);
 }
 
 static int compare_names(const void *a, const void *b) {
@@ -451,8 +465,7 @@ static int add_queue(ls_run *r, family fam, const char *path, const char *dir) {
   size_t n = 0;
   int err = library_list(r, fam, path, &v, &n);
   if (err != ZKRC_OK) {
-    note_status(r, tool_fail(path, err));
-    r->fatal = r->status == TOOL_EXIT_UNAVAILABLE;
+    recipe_failed(r, path, err);
     return 0;
   }
   int64_t *owners = g_new0(int64_t, n ? n : 1);
