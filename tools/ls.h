@@ -1,7 +1,8 @@
 /*
  * tools/ls.h - what zkr-ls finds (the queues of contenders on the servers)
- * and how it prints them: zkr-ls.c reads, ls_output.c prints, as aligned
- * text or as JSON (json-glib).  Internal to zkr-ls.
+ * and how it prints them: zkr-ls.c reads (the raw reads in ls_zk.c),
+ * ls_output.c prints, as aligned text or as JSON (json-glib).  Internal to
+ * zkr-ls.
  *
  * Licensed under the Apache License, Version 2.0 (see COPYING).
  */
@@ -12,6 +13,8 @@
 #include <stdio.h>
 
 #include <glib.h>
+
+#include "zkrecipes.h"
 
 /* Whether a contender holds: a semaphore's leases do not say (the number
  * of leases, N, is known to the participants only). */
@@ -50,5 +53,21 @@ int ls_print_text(FILE *out, const GPtrArray *queues, int64_t now_ms);
 
 /* The same as one JSON document (see zkr-ls(1)). */
 int ls_print_json(FILE *out, const GPtrArray *queues, int64_t now_ms);
+
+/* ------------------------------------------------- raw reads (ls_zk.c) */
+
+/* The children of @p path, sorted by bytes (*names: g_strfreev; NULL on
+ * failure), waiting at most @p timeout_ms.  Returns the ZooKeeper result:
+ * ZOK, ZNONODE, ZNOAUTH, ...; ZOPERATIONTIMEOUT when no answer came in
+ * time; ZCONNECTIONLOSS when the session has no handle now. */
+int ls_zk_children(zkrc_session *s, const char *path, int timeout_ms,
+                   char ***names);
+
+/* The session owning each of the @p n nodes @p paths (ephemeralOwner; 0
+ * for a node no session owns, -1 for one that does not exist), all asked
+ * at once and awaited at most @p timeout_ms together.  Returns ZOK, or the
+ * first failure other than ZNONODE. */
+int ls_zk_owners(zkrc_session *s, char **paths, int n, int timeout_ms,
+                 int64_t *owners);
 
 #endif /* ZKR_LS_H */
