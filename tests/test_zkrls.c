@@ -408,6 +408,110 @@ static void test_rwlock_roles(void) {
   g_free(path);
 }
 
+/* kazoo's ReadLock holding ahead of a zkrecipes writer: one read-write
+ * lock of two dialects, the kazoo reader ("__rlock__") holding, the
+ * writer waiting. */
+static void test_kazoo_reader(void) {
+  if (!g_file_test(DEBIAN_PYTHON3, G_FILE_TEST_IS_EXECUTABLE)) {
+    zkt_skip("no " DEBIAN_PYTHON3 " for the kazoo peer");
+    return;
+  }
+  kill_live_peers();
+  char *path = zkt_path("ls-kazoo-rw");
+  zhandle_t *zh = zkt_raw();
+  peer *k = kazoo_peer("kazoo", "rhold", path, "kazoo-reader", (char *)NULL);
+  CU_ASSERT_PTR_NOT_NULL_FATAL(k);
+  g_free(peer_expect(k, "acquired", START_MS));
+  zkrc_session *s = zkt_session();
+  zkrc_rwlock *rw = new_rwlock(s, path, "zkrc-writer");
+  queue_on(zkrc_rwlock_writer(rw), zh, path, 2);
+
+  ls_run *r = run_ls((const char *[]){"--json", path, NULL});
+  expect_status(r, 0);
+  JsonParser *p = parse(r);
+  JsonObject *q = queue_at(queues_of(p), 0);
+  assert_member(q, "recipe", "rwlock");
+  CU_ASSERT_EQUAL_FATAL(contender_count(q), 2);
+  JsonObject *c0 = contender_at(q, 0), *c1 = contender_at(q, 1);
+  assert_member(c0, "role", "reader");
+  assert_member(c0, "kind", "read");
+  assert_member(c0, "dialect", "kazoo");
+  assert_member(c0, "data", "kazoo-reader");
+  CU_ASSERT_PTR_NOT_NULL(
+      strstr(json_object_get_string_member(c0, "node"), "__rlock__"));
+  char *sid = session_hex(s);
+  assert_contender(c1, zh, path, "waiter", "zkrc-writer", sid);
+  assert_member(c1, "kind", "write");
+
+  g_free(sid);
+  g_object_unref(p);
+  ls_run_free(r);
+  zkrc_rwlock_free(rw);
+  g_free(peer_ask(k, "release", "released"));
+  CU_ASSERT_EQUAL(peer_finish(k, STEP_MS), 0);
+  zkrc_session_close(s);
+  zookeeper_close(zh);
+  g_free(path);
+}
+
+/* Create a contender node by hand: "_c_<name>-lock-<seq>" under @p dir
+ * with @p data (@p len bytes), ephemeral or not; its path (g_free). */
+static char *make_node(zhandle_t *zh, const char *dir, const char *name,
+                       const char *data, int len, int ephemeral) {
+  char *prefix = g_strdup_printf("%s/_c_%s-lock-", dir, name);
+  char made[1024];
+  int rc = zoo_create(zh, prefix, data, len, &ZOO_OPEN_ACL_UNSAFE,
+                      ZOO_SEQUENCE | (ephemeral ? ZOO_EPHEMERAL : 0), made,
+                      (int)sizeof made);
+  g_free(prefix);
+  CU_ASSERT_EQUAL_FATAL(rc, ZOK);
+  return g_strdup(made);
+}
+
+/* Participant data that needs escaping comes back intact from --json
+ * (quotes, a newline, a tab; bytes that are not UTF-8 in data_base64),
+ * is escaped C-style in the table, and a node no session owns (not
+ * ephemeral) has no session. */
+static void test_data_escaping(void) {
+  char *path = zkt_path("ls-data");
+  zhandle_t *zh = zkt_raw();
+  zkt_make_path(zh, path);
+  static const char quoted[] = "he said \"hi\"\n\tand left";
+  static const char binary[] = "\xff\xfe-bytes";
+  char *n1 = make_node(zh, path, "quoted", quoted, (int)strlen(quoted), 0);
+  char *n2 = make_node(zh, path, "binary", binary, (int)strlen(binary), 1);
+
+  ls_run *r = run_ls((const char *[]){"--json", path, NULL});
+  expect_status(r, 0);
+  JsonParser *p = parse(r);
+  JsonObject *q = queue_at(queues_of(p), 0);
+  CU_ASSERT_EQUAL_FATAL(contender_count(q), 2);
+  JsonObject *c0 = contender_at(q, 0), *c1 = contender_at(q, 1);
+  assert_member(c0, "data", quoted);
+  CU_ASSERT_TRUE(json_object_get_null_member(c0, "session"));
+  CU_ASSERT_TRUE(json_object_get_null_member(c1, "data"));
+  char *b64 = g_base64_encode((const guchar *)binary, strlen(binary));
+  assert_member(c1, "data_base64", b64);
+  g_free(b64);
+  g_object_unref(p);
+  ls_run_free(r);
+
+  r = run_ls((const char *[]){path, NULL});
+  expect_status(r, 0);
+  CU_ASSERT_PTR_NOT_NULL(
+      strstr(r->out->str, "  -  ")); /* the persistent node's session */
+  CU_ASSERT_PTR_NOT_NULL(
+      strstr(r->out->str, "  he said \\\"hi\\\"\\n\\tand left\n"));
+  CU_ASSERT_PTR_NOT_NULL(strstr(r->out->str, "  \\377\\376-bytes\n"));
+  ls_run_free(r);
+
+  CU_ASSERT_EQUAL(zoo_delete(zh, n1, -1), ZOK); /* it outlives us else */
+  g_free(n2);
+  g_free(n1);
+  zookeeper_close(zh);
+  g_free(path);
+}
+
 typedef struct gone_check {
   zhandle_t *zh;
   const char *path;
@@ -577,6 +681,8 @@ static void add_suites(void) {
   ZKT_SUITE("zkr-ls", {"mutex queue, --json", test_mutex_queue_json},
             {"mutex queue, text", test_mutex_queue_text},
             {"kazoo holder", test_kazoo_holder},
+            {"kazoo reader, zkrecipes writer", test_kazoo_reader},
+            {"data escaping", test_data_escaping},
             {"rwlock roles", test_rwlock_roles}, {"recursive", test_recursive},
             {"bad path", test_bad_path}, {"missing node", test_missing_node},
             {"unreachable servers", test_unreachable});
