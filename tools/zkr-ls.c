@@ -308,18 +308,16 @@ static void assign_roles(ls_queue *q, family fam) {
   }
 }
 
+/* A lock family's queue with a reader or a writer node is a read-write
+ * lock's. */
 static const char *recipe_name(family fam, const ls_queue *q) {
   if (fam == FAMILY_LATCH)
     return "election";
   if (fam == FAMILY_LEASE)
     return "semaphore";
-  for (guint i = 0; i < q->contenders->len; i++) {
-    const char *kind =
-        marker_of(g_array_index(q->contenders, ls_contender, i).node, fam)
-            ->kind;
-    if (strcmp(kind, "mutex") != 0)
+  for (guint i = 0; i < q->contenders->len; i++)
+    if (strcmp(g_array_index(q->contenders, ls_contender, i).kind, "mutex"))
       return "rwlock";
-  }
   return "lock";
 }
 
