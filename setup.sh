@@ -12,7 +12,7 @@ cd "$(dirname "$0")"
 # Build tools and libraries; the ZooKeeper server, Java and the peers used
 # by the interoperability tests and the benchmark (Curator and kazoo).
 packages="build-essential autoconf automake libtool pkg-config
-  libzookeeper-mt-dev libglib2.0-dev libcunit1-dev
+  libzookeeper-mt-dev libglib2.0-dev libjson-glib-dev libcunit1-dev
   zookeeper default-jdk-headless libcurator-recipes-java python3-kazoo
   procps valgrind clang libclang-rt-14-dev clang-format cppcheck"
 
