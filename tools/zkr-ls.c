@@ -66,6 +66,9 @@ static const char usage_text[] =
     "                             (PATH itself included), depth first,\n"
     "                             children in byte order; PATH may be /\n"
     "      --json                 one JSON document instead (see zkr-ls(1))\n"
+    "      --auth-file FILE       authenticate (digest) with the "
+    "USER:PASSWORD\n"
+    "                             on FILE's first line (also $ZKR_AUTH_FILE)\n"
     "  -v, --verbose              report progress on stderr\n"
     "  -h, --help                 show this help and exit\n"
     "  -V, --version              show the version and exit\n"
@@ -74,6 +77,9 @@ static const char usage_text[] =
     "  ZKR_SERVERS      default server list\n"
     "  ZKR_LOG          log of zkrecipes and the ZooKeeper client on stderr:\n"
     "                   1 or warn, info, debug (default: silent)\n"
+    "  ZKR_AUTH_FILE    default for --auth-file\n"
+    "  ZKR_AUTH         digest credentials USER:PASSWORD when there is no\n"
+    "                   auth file\n"
     "\n"
     "Exit status:\n"
     "  0    listed\n"
@@ -82,8 +88,10 @@ static const char usage_text[] =
     "  65   invalid PATH\n"
     "  69   no ZooKeeper server answered within the session timeout\n"
     "  74   writing standard output failed\n"
-    "  76   ZooKeeper refused or failed (not authorized, ...): what could\n"
-    "       be read is listed; the session expired: nothing is\n";
+    "  76   ZooKeeper failed a read: what could be read is listed; the\n"
+    "       session expired: nothing is\n"
+    "  77   credentials refused, or an ACL forbids a read (what could be\n"
+    "       read is listed)\n";
 
 /* A PATH that does not exist. */
 #define EXIT_NO_NODE 1
@@ -104,6 +112,7 @@ static void parse_args(ls_cli *cli, int argc, char **argv) {
       {"session-timeout", required_argument, NULL, 't'},
       {"recursive", no_argument, NULL, 'r'},
       {"json", no_argument, NULL, OPT_JSON},
+      {"auth-file", required_argument, NULL, TOOL_OPT_AUTH_FILE},
       {"verbose", no_argument, NULL, 'v'},
       {"help", no_argument, NULL, 'h'},
       {"version", no_argument, NULL, 'V'},
