@@ -996,6 +996,21 @@ static void test_elect_failover(void) {
   CU_ASSERT_STRING_EQUAL(id, "cand-A\n");
   g_free(id);
   CU_ASSERT_STRING_EQUAL(b->out->str, ""); /* B waits */
+  /* --holders: the participants in line, the leader first. */
+  const char *holders[] = {"--holders", path, NULL};
+  proc *h;
+  CU_ASSERT_EQUAL(tool_run(ZKR_ELECT, holders, &h), 0);
+  char **in_line = g_strsplit(h->out->str, "\n", -1);
+  CU_ASSERT_EQUAL_FATAL(g_strv_length(in_line), 3); /* 2 lines and "" */
+  CU_ASSERT(g_str_has_prefix(in_line[0], "cand-A\t"));
+  CU_ASSERT(g_str_has_prefix(in_line[1], "cand-B\t"));
+  for (int i = 0; i < 2; i++) {
+    const char *node = strchr(in_line[i], '\t') + 1;
+    CU_ASSERT(g_str_has_prefix(node, path));
+    CU_ASSERT(zkt_exists(zh, node));
+  }
+  g_strfreev(in_line);
+  proc_free(h);
 
   proc_signal(a, SIGTERM);
   CU_ASSERT_EQUAL(proc_wait(a, EXIT_TIMEOUT), 0 /* a clean step-down */);
@@ -1259,6 +1274,7 @@ static void test_usage_and_paths(void) {
       {ZKR_ELECT, {NULL}, EXIT_USAGE},
       {ZKR_ELECT, {"/p", NULL}, EXIT_USAGE},
       {ZKR_ELECT, {"--leader", "--watch", "/p", NULL}, EXIT_USAGE},
+      {ZKR_ELECT, {"--holders", "--watch", "/p", NULL}, EXIT_USAGE},
       {ZKR_ELECT, {"-r", "x", "/p", "--", "true", NULL}, EXIT_USAGE},
       {ZKR_LOCK, {"--server-tick", "0", "/p", "--", "true", NULL}, EXIT_USAGE},
       {ZKR_ELECT, {"--server-tick", "x", "/p", "--", "true", NULL}, EXIT_USAGE},

@@ -29,6 +29,7 @@ static const char usage_text[] =
     "Usage: zkr-elect [OPTIONS] ELECTIONPATH [--] COMMAND [ARG...]\n"
     "       zkr-elect [OPTIONS] --leader ELECTIONPATH\n"
     "       zkr-elect [OPTIONS] --watch ELECTIONPATH\n"
+    "       zkr-elect [OPTIONS] --holders ELECTIONPATH\n"
     "       zkr-elect --help | --version\n"
     "\n"
     "Join the leader election ELECTIONPATH (zkrecipes; the protocol of Apache\n"
@@ -67,6 +68,9 @@ static const char usage_text[] =
     "\n"
     "  --leader   print the current leader's id and exit (status 3 when there\n"
     "             is none)\n"
+    "  --holders  print the participants in line, the leader first, one per\n"
+    "             line: \"ID<TAB>NODE\" (as zkr-lock --holders); nothing when\n"
+    "             there are none\n"
     "  --watch    print \"TIME<TAB>ID<TAB>TOKEN\" (UTC; the leader's id and\n"
     "             fencing token, both empty when nobody leads) now and\n"
     "             again at each change of leader, one line each, until\n"
@@ -132,13 +136,14 @@ static const char usage_text[] =
     "  128+N  stopped by signal N (not SIGTERM) while COMMAND was not\n"
     "       running\n";
 
-enum { OPT_ONCE = TOOL_OPT_FIRST_FREE, OPT_LEADER, OPT_WATCH };
+enum { OPT_ONCE = TOOL_OPT_FIRST_FREE, OPT_LEADER, OPT_WATCH, OPT_HOLDERS };
 
 typedef struct elect_cli {
   tool_options o;
   int once;
   int leader_query;
   int watch;
+  int holders;
   int rejoin_delay_ms;
   const char *path;
   char **command;
@@ -151,6 +156,7 @@ static void parse_args(elect_cli *cli, int argc, char **argv) {
       {"once", no_argument, NULL, OPT_ONCE},
       {"leader", no_argument, NULL, OPT_LEADER},
       {"watch", no_argument, NULL, OPT_WATCH},
+      {"holders", no_argument, NULL, OPT_HOLDERS},
       {"rejoin-delay", required_argument, NULL, 'r'},
       {NULL, 0, NULL, 0},
   };
@@ -172,6 +178,9 @@ static void parse_args(elect_cli *cli, int argc, char **argv) {
     case OPT_WATCH:
       cli->watch = 1;
       break;
+    case OPT_HOLDERS:
+      cli->holders = 1;
+      break;
     case 'r':
       cli->rejoin_delay_ms = tool_parse_seconds(optarg, "--rejoin-delay");
       break;
@@ -181,9 +190,9 @@ static void parse_args(elect_cli *cli, int argc, char **argv) {
       tool_usage_error("unknown option: %s", argv[optind - 1]);
     }
   }
-  if (cli->leader_query && cli->watch)
-    tool_usage_error("--leader and --watch exclude each other");
-  int query = cli->leader_query || cli->watch;
+  if (cli->leader_query + cli->watch + cli->holders > 1)
+    tool_usage_error("--leader, --watch and --holders exclude each other");
+  int query = cli->leader_query || cli->watch || cli->holders;
   int cmd = tool_split_command(argc, argv, optind, !query);
   cli->path = argv[optind];
   cli->command = cmd < argc ? argv + cmd : NULL;
@@ -215,6 +224,19 @@ static int print_leader(elect_cli *cli, zkrc_session *s) {
   }
   printf("%s\n", id);
   free(id);
+  return flush_stdout();
+}
+
+/* The participants in line, the leader first: "ID<TAB>NODE" each. */
+static int print_holders(elect_cli *cli, zkrc_session *s) {
+  zkrc_participant *v;
+  size_t n;
+  int err = zkrc_election_list(s, cli->path, &v, &n, cli->o.session_timeout_ms);
+  if (err != ZKRC_OK)
+    return tool_fail("cannot list the participants", err);
+  for (size_t i = 0; i < n; i++)
+    printf("%s\t%s/%s\n", v[i].id, cli->path, v[i].node);
+  zkrc_participants_free(v, n);
   return flush_stdout();
 }
 
@@ -566,7 +588,7 @@ int main(int argc, char **argv) {
     return TOOL_EXIT_OSERR;
   zkrc_session *s;
   /* A new session after an expiry only matters to a participant. */
-  int status = tool_connect(&cli.o, cli.leader_query, &s);
+  int status = tool_connect(&cli.o, cli.leader_query || cli.holders, &s);
   if (status != 0)
     return status;
   cli.id = tool_participant_id(&cli.o);
@@ -574,6 +596,8 @@ int main(int argc, char **argv) {
     status = print_leader(&cli, s);
   else if (cli.watch)
     status = watch_leader(&cli, s);
+  else if (cli.holders)
+    status = print_holders(&cli, s);
   else
     status = run_elected(&cli, s);
   zkrc_session_close(s);
