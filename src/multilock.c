@@ -11,6 +11,7 @@
 
 #include <glib.h>
 
+#include "multilock_internal.h"
 #include "util.h"
 #include "zkrecipes/error.h"
 #include "zkrecipes/multilock.h"
@@ -41,9 +42,7 @@ static zkrc_lock **canonical_order(zkrc_lock *const *locks, size_t count) {
   return sorted;
 }
 
-/* The timeout left for the next member: what remains of @p deadline_us (a
- * monotonic time), at least 1 ms while any remains; 0 when none does. */
-static int remaining_ms(int64_t deadline_us) {
+int zkrc__remaining_ms(int64_t deadline_us) {
   int64_t left = deadline_us - g_get_monotonic_time();
   if (left <= 0)
     return 0;
@@ -53,20 +52,14 @@ static int remaining_ms(int64_t deadline_us) {
 
 /* ------------------------------------------------------------ blocking */
 
-/* A member of a blocking set: a lock (held by the calling thread) or one
- * lease of a semaphore (held by the set). */
-typedef struct member {
-  zkrc_lock *lock;
-  zkrc_semaphore *sem;
-  zkrc_semaphore_lease *lease; /* while held */
-} member;
+typedef zkrc__member member;
 
-static const char *member_path(const member *m) {
+const char *zkrc__member_path(const member *m) {
   return m->lock ? zkrc_lock_path(m->lock) : zkrc_semaphore_path(m->sem);
 }
 
 static int member_by_path(const void *a, const void *b) {
-  return strcmp(member_path(a), member_path(b));
+  return strcmp(zkrc__member_path(a), zkrc__member_path(b));
 }
 
 static int member_take(member *m, int timeout_ms) {
@@ -104,7 +97,7 @@ static int take_all(member *m, size_t count, int timeout_ms) {
       timeout_ms > 0 ? g_get_monotonic_time() + (int64_t)timeout_ms * 1000 : 0;
   for (size_t taken = 0; taken < count; taken++) {
     int wait = timeout_ms;
-    if (timeout_ms > 0 && (wait = remaining_ms(deadline)) == 0)
+    if (timeout_ms > 0 && (wait = zkrc__remaining_ms(deadline)) == 0)
       return give_back(m, taken, ZKRC_ETIMEDOUT);
     int rc = member_take(&m[taken], wait);
     if (rc != ZKRC_OK)
@@ -137,8 +130,7 @@ static int thread_owns_locks(const member *m, size_t count) {
   return ZKRC_OK;
 }
 
-/* The sorted set as members (g_free them); NULL as canonical_order(). */
-static member *lock_members(zkrc_lock *const *locks, size_t count) {
+member *zkrc__lock_members(zkrc_lock *const *locks, size_t count) {
   zkrc_lock **sorted = canonical_order(locks, count);
   if (sorted == NULL)
     return NULL;
@@ -153,7 +145,7 @@ int zkrc_lock_acquire_all(zkrc_lock *const *locks, size_t count,
                           int timeout_ms) {
   if (timeout_ms < 0 && timeout_ms != ZKRC_WAIT_FOREVER)
     return zkrc__fail(ZKRC_EINVAL);
-  member *m = lock_members(locks, count);
+  member *m = zkrc__lock_members(locks, count);
   if (m == NULL)
     return zkrc__fail(ZKRC_EINVAL);
   int rc = take_all(m, count, timeout_ms);
@@ -162,7 +154,7 @@ int zkrc_lock_acquire_all(zkrc_lock *const *locks, size_t count,
 }
 
 int zkrc_lock_release_all(zkrc_lock *const *locks, size_t count) {
-  member *m = lock_members(locks, count);
+  member *m = zkrc__lock_members(locks, count);
   if (m == NULL)
     return zkrc__fail(ZKRC_EINVAL);
   int rc = thread_owns_locks(m, count);
@@ -253,7 +245,7 @@ int zkrc_multilock_is_held(zkrc_multilock *ml) {
 size_t zkrc_multilock_count(zkrc_multilock *ml) { return ml ? ml->count : 0; }
 
 const char *zkrc_multilock_path(zkrc_multilock *ml, size_t i) {
-  return ml && i < ml->count ? member_path(&ml->members[i]) : NULL;
+  return ml && i < ml->count ? zkrc__member_path(&ml->members[i]) : NULL;
 }
 
 int64_t zkrc_multilock_token(zkrc_multilock *ml, size_t i) {
@@ -287,244 +279,7 @@ void zkrc_multilock_free(zkrc_multilock *ml) {
   g_free(ml);
 }
 
-/* ------------------------------------------------------ non-blocking */
-
-typedef enum set_state {
-  SET_PENDING,
-  SET_DECIDED, /* the outcome is known; a cancel comes too late */
-  SET_HELD,
-  SET_ENDED
-} set_state;
-
-/* Lock order: the set's mutex before a lock's (zkrc_lock_hold_cancel()
- * is called under it, so that the hold it cancels cannot be freed
- * meanwhile: its completion needs the set's mutex first). */
-struct zkrc_lock_set_hold {
-  /* The owner's reference (dropped when a failed outcome has been told, or
-   * by the release), and start_next's while it runs: a member's completion
-   * may end the set on another thread meanwhile. */
-  gint refs;
-  GMutex mu;
-  zkrc_lock **locks;      /* in the order they are taken */
-  zkrc_lock_hold **holds; /* holds[0..next) are acquired */
-  size_t count;
-  size_t next;             /* the lock being acquired */
-  zkrc_lock_hold *pending; /* its hold, once known and not yet answered */
-  gboolean answered;       /* its completion has come */
-  unsigned attempt;        /* start_next calls so far: whose hold is known */
-  gboolean canceled;
-  set_state state;
-  int timeout_ms;
-  int64_t deadline_us;
-  zkrc_lock_set_acquired_fn done;
-  void *arg;
-};
-
-static zkrc_lock_set_hold *set_ref(zkrc_lock_set_hold *set) {
-  g_atomic_int_inc(&set->refs);
-  return set;
-}
-
-static void set_unref(zkrc_lock_set_hold *set) {
-  if (!g_atomic_int_dec_and_test(&set->refs))
-    return;
-  g_mutex_clear(&set->mu);
-  g_free(set->locks);
-  g_free(set->holds);
-  g_free(set);
-}
-
-/* The acquisition failed: give back what was taken, tell, free.  A cancel
- * that was accepted (it returned ZKRC_OK) is what the owner hears of,
- * whatever else failed meanwhile. */
-static void set_fail(zkrc_lock_set_hold *set, int status, int zk_error,
-                     zkrc_lock *failed) {
-  g_mutex_lock(&set->mu);
-  if (set->canceled) {
-    status = ZKRC_ECANCELED;
-    zk_error = 0;
-    failed = NULL;
-  }
-  set->state = SET_ENDED;
-  size_t taken = set->next;
-  g_mutex_unlock(&set->mu);
-  while (taken > 0)
-    (void)zkrc_lock_hold_release(set->holds[--taken]);
-  zkrc_lock_set_acquired_info info = {status, zk_error, failed};
-  set->done(set, &info, set->arg);
-  set_unref(set); /* the owner's */
-}
-
-static void member_done(zkrc_lock *lk, zkrc_lock_hold *hold,
-                        const zkrc_lock_acquired_info *info, void *arg);
-
-/* Start acquiring set->locks[set->next]; a failure to start is returned
- * (no completion will come for it).  The member's completion may run on
- * another thread before this returns, and may even end the set: this
- * call keeps it alive, and stores the new hold only if no completion
- * came since (the attempt is still the latest, unanswered). */
-static int start_next(zkrc_lock_set_hold *set) {
-  set_ref(set);
-  g_mutex_lock(&set->mu);
-  size_t i = set->next;
-  int wait = set->timeout_ms;
-  int rc = ZKRC_OK;
-  if (set->canceled)
-    rc = ZKRC_ECANCELED;
-  else if (wait > 0 && (wait = remaining_ms(set->deadline_us)) == 0)
-    rc = ZKRC_ETIMEDOUT;
-  unsigned attempt = ++set->attempt;
-  set->answered = FALSE;
-  set->pending = NULL;
-  g_mutex_unlock(&set->mu);
-  zkrc_lock_hold *h = NULL;
-  if (rc == ZKRC_OK)
-    rc = zkrc_lock_acquire_async(set->locks[i], wait, member_done, set, &h);
-  if (rc == ZKRC_OK) {
-    g_mutex_lock(&set->mu);
-    if (set->attempt == attempt && !set->answered) {
-      set->pending = h;  /* its completion needs this mutex first */
-      if (set->canceled) /* canceled before the hold was known */
-        (void)zkrc_lock_hold_cancel(h);
-    }
-    g_mutex_unlock(&set->mu);
-  }
-  set_unref(set);
-  return rc;
-}
-
-/* All answered: held only if none was lost meanwhile. */
-static void set_complete(zkrc_lock_set_hold *set) {
-  for (size_t i = 0; i < set->count; i++)
-    if (!zkrc_lock_hold_is_held(set->holds[i])) {
-      set_fail(set, ZKRC_ELOCKLOST, 0, NULL);
-      return;
-    }
-  g_mutex_lock(&set->mu);
-  set->state = SET_HELD;
-  g_mutex_unlock(&set->mu);
-  zkrc_lock_set_acquired_info info = {ZKRC_OK, 0, NULL};
-  set->done(set, &info, set->arg);
-}
-
-static void member_done(zkrc_lock *lk, zkrc_lock_hold *hold,
-                        const zkrc_lock_acquired_info *info, void *arg) {
-  zkrc_lock_set_hold *set = arg;
-  g_mutex_lock(&set->mu);
-  set->answered = TRUE;
-  set->pending = NULL;
-  if (info->status == ZKRC_OK)
-    set->holds[set->next++] = hold;
-  gboolean canceled = set->canceled, all = set->next == set->count;
-  if (!canceled && (info->status != ZKRC_OK || all))
-    set->state = SET_DECIDED;
-  g_mutex_unlock(&set->mu);
-  if (canceled || info->status != ZKRC_OK) {
-    set_fail(set, info->status, info->zk_error, lk);
-  } else if (all) {
-    set_complete(set);
-  } else {
-    int rc = start_next(set);
-    if (rc != ZKRC_OK)
-      set_fail(set, rc, 0, set->locks[set->next]);
-  }
-}
-
-int zkrc_lock_acquire_all_async(zkrc_lock *const *locks, size_t count,
-                                int timeout_ms, zkrc_lock_set_acquired_fn done,
-                                void *arg, zkrc_lock_set_hold **out) {
-  if (done == NULL || (timeout_ms < 0 && timeout_ms != ZKRC_WAIT_FOREVER))
-    return zkrc__fail(ZKRC_EINVAL);
-  zkrc_lock **sorted = canonical_order(locks, count);
-  if (sorted == NULL)
-    return zkrc__fail(ZKRC_EINVAL);
-  zkrc_lock_set_hold *set = g_new0(zkrc_lock_set_hold, 1);
-  set->refs = 1;
-  g_mutex_init(&set->mu);
-  set->locks = sorted;
-  set->holds = g_new0(zkrc_lock_hold *, count);
-  set->count = count;
-  set->timeout_ms = timeout_ms;
-  set->deadline_us =
-      g_get_monotonic_time() + (int64_t)MAX(timeout_ms, 0) * 1000;
-  set->done = done;
-  set->arg = arg;
-  if (out)
-    *out = set; /* before the first completion can run */
-  int rc = start_next(set);
-  if (rc != ZKRC_OK) {
-    if (out)
-      *out = NULL;
-    set_unref(set);
-    return zkrc__fail(rc);
-  }
-  return ZKRC_OK;
-}
-
-int zkrc_lock_set_hold_cancel(zkrc_lock_set_hold *set) {
-  if (set == NULL)
-    return zkrc__fail(ZKRC_EINVAL);
-  g_mutex_lock(&set->mu);
-  int rc = ZKRC_OK;
-  if (set->state != SET_PENDING || set->canceled) {
-    rc = ZKRC_ESTATE;
-  } else {
-    set->canceled = TRUE;
-    if (set->pending) /* valid: its completion needs this mutex first */
-      (void)zkrc_lock_hold_cancel(set->pending);
-  }
-  g_mutex_unlock(&set->mu);
-  return rc == ZKRC_OK ? ZKRC_OK : zkrc__fail(rc);
-}
-
-int zkrc_lock_set_hold_release(zkrc_lock_set_hold *set) {
-  if (set == NULL)
-    return zkrc__fail(ZKRC_EINVAL);
-  g_mutex_lock(&set->mu);
-  gboolean held = set->state == SET_HELD;
-  if (held)
-    set->state = SET_ENDED;
-  g_mutex_unlock(&set->mu);
-  if (!held)
-    return zkrc__fail(ZKRC_ESTATE);
-  int rc = ZKRC_OK;
-  for (size_t i = set->count; i > 0; i--) {
-    int released = zkrc_lock_hold_release(set->holds[i - 1]);
-    if (released != ZKRC_OK && rc == ZKRC_OK)
-      rc = released;
-  }
-  set_unref(set); /* the owner's */
-  return rc == ZKRC_OK ? ZKRC_OK : zkrc__fail(rc);
-}
-
-int zkrc_lock_set_hold_is_held(zkrc_lock_set_hold *set) {
-  if (set == NULL)
-    return 0;
-  g_mutex_lock(&set->mu);
-  int held = set->state == SET_HELD;
-  for (size_t i = 0; held && i < set->count; i++)
-    held = zkrc_lock_hold_is_held(set->holds[i]);
-  g_mutex_unlock(&set->mu);
-  return held;
-}
-
-size_t zkrc_lock_set_hold_count(zkrc_lock_set_hold *set) {
-  return set ? set->count : 0;
-}
-
-zkrc_lock_hold *zkrc_lock_set_hold_member(zkrc_lock_set_hold *set, size_t i) {
-  if (set == NULL || i >= set->count)
-    return NULL;
-  g_mutex_lock(&set->mu);
-  zkrc_lock_hold *h = set->state == SET_HELD ? set->holds[i] : NULL;
-  g_mutex_unlock(&set->mu);
-  return h;
-}
-
-zkrc_lock *zkrc_lock_set_hold_lock(zkrc_lock_set_hold *set, size_t i) {
-  return set && i < set->count ? set->locks[i] : NULL;
-}
-
-void *zkrc_lock_set_hold_arg(zkrc_lock_set_hold *set) {
-  return set ? set->arg : NULL;
+const member *zkrc__multilock_members(zkrc_multilock *ml, size_t *count) {
+  *count = ml ? ml->count : 0;
+  return ml ? ml->members : NULL;
 }

@@ -892,6 +892,147 @@ static void test_mixed_misuse_is_refused(void) {
   free_paths(&ps);
 }
 
+static void on_mixed_done(zkrc_lock_set_hold *set,
+                          const zkrc_lock_set_acquired_info *info, void *arg) {
+  outcome *o = arg;
+  int held = zkrc_lock_set_hold_is_held(set);
+  int tokens_ok = 1;
+  for (size_t i = 0; i < zkrc_lock_set_hold_count(set); i++)
+    if (zkrc_lock_set_hold_token(set, i) <= 0)
+      tokens_ok = 0;
+  g_mutex_lock(&o->mu);
+  o->called++;
+  o->status = info->status;
+  o->failed = info->failed;
+  o->held = held;
+  o->tokens_ok = tokens_ok;
+  o->set = info->status == ZKRC_OK ? set : NULL;
+  g_cond_broadcast(&o->cond);
+  g_mutex_unlock(&o->mu);
+}
+
+static gpointer release_set_elsewhere(gpointer data) {
+  return GINT_TO_POINTER(zkrc_lock_set_hold_release(data));
+}
+
+/* A mixed set, non-blocking: a lock, a one-lease semaphore whose lease is
+ * held elsewhere, and a writer side, in path order.  The lock is taken,
+ * the lease awaited, the writer not asked for yet; once the lease is free
+ * the set completes held, with every member's token (the lease's from its
+ * node); the set hold (not a thread) holds them, so another thread
+ * releases them; nothing is left.  The multilock object was freed right
+ * after the start (the set copied its members). */
+static void test_mixed_async_acquires_and_releases(void) {
+  paths ps = new_paths("ml-mixasync");
+  zkrc_session *s = zkt_session(), *other = zkt_session();
+  zkrc_semaphore *theirs = new_semaphore(other, ps.p[1], 1);
+  zkrc_semaphore_lease *their_lease = NULL;
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_semaphore_acquire(theirs, 5000, &their_lease));
+  zkrc_lock *a = new_lock(s, ps.p[0]);
+  zkrc_semaphore *b = new_semaphore(s, ps.p[1], 1);
+  zkrc_rwlock *c = NULL;
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_rwlock_new(&c, s, ps.p[2], NULL));
+  zkrc_multilock *ml = NULL;
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_multilock_new(&ml));
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_multilock_add_lock(ml, zkrc_rwlock_writer(c)));
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_multilock_add_semaphore(ml, b));
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_multilock_add_lock(ml, a));
+  outcome o;
+  outcome_init(&o);
+  zkrc_lock_set_hold *h = NULL;
+  ZKT_ASSERT_RC(ZKRC_OK,
+                zkrc_multilock_acquire_async(ml, 10000, on_mixed_done, &o, &h));
+  zkrc_multilock_free(ml);
+  zhandle_t *zh = zkt_raw();
+  char *leases = g_strdup_printf("%s/leases", ps.p[1]);
+  CU_ASSERT_FATAL(zkt_wait_children(zh, leases, 2, 5000)); /* ours waits */
+  CU_ASSERT_EQUAL(zkt_child_count(zh, ps.p[0]), 1);        /* a is ours */
+  CU_ASSERT(zkt_child_count(zh, ps.p[2]) <= 0);            /* c not yet */
+  CU_ASSERT_EQUAL(o.called, 0);
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_semaphore_lease_release(their_lease));
+  CU_ASSERT_EQUAL_FATAL(wait_outcome(&o), 1);
+  ZKT_ASSERT_RC(ZKRC_OK, o.status);
+  CU_ASSERT(o.held);
+  CU_ASSERT(o.tokens_ok);
+  CU_ASSERT_PTR_EQUAL(o.set, h);
+  CU_ASSERT_PTR_NOT_NULL(zkrc_lock_set_hold_member(h, 0));
+  CU_ASSERT_PTR_NULL(zkrc_lock_set_hold_member(h, 1));
+  CU_ASSERT_PTR_NULL(zkrc_lock_set_hold_lock(h, 1));
+  zkrc_semaphore_lease *lease = zkrc_lock_set_hold_lease(h, 1);
+  CU_ASSERT_FATAL(lease != NULL);
+  char *node = zkrc_semaphore_lease_node(lease);
+  CU_ASSERT_EQUAL(zkrc_lock_set_hold_token(h, 1), zkt_czxid(zh, node));
+  free(node);
+  GThread *t = g_thread_new("releaser", release_set_elsewhere, h);
+  ZKT_ASSERT_RC(ZKRC_OK, GPOINTER_TO_INT(g_thread_join(t)));
+  CU_ASSERT(no_nodes_left(zh, ps.p[0]));
+  CU_ASSERT(zkt_wait_semaphore_empty(zh, ps.p[1], 5000));
+  CU_ASSERT(no_nodes_left(zh, ps.p[2]));
+  zookeeper_close(zh);
+  g_free(leases);
+  zkrc_lock_free(a);
+  zkrc_semaphore_free(b);
+  zkrc_semaphore_free(theirs);
+  zkrc_rwlock_free(c);
+  zkrc_session_close(s);
+  zkrc_session_close(other);
+  outcome_clear(&o);
+  free_paths(&ps);
+}
+
+/* Cancelled while it waits for a lease: ZKRC_ECANCELED (no failed lock:
+ * the member was a semaphore), the lock it took given back, only their
+ * lease left. */
+static void test_mixed_async_cancel_gives_back_the_lock(void) {
+  paths ps = new_paths("ml-mixcancel");
+  zkrc_session *s = zkt_session(), *other = zkt_session();
+  zkrc_semaphore *theirs = new_semaphore(other, ps.p[1], 1);
+  zkrc_semaphore_lease *their_lease = NULL;
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_semaphore_acquire(theirs, 5000, &their_lease));
+  zkrc_lock *a = new_lock(s, ps.p[0]);
+  zkrc_semaphore *b = new_semaphore(s, ps.p[1], 1);
+  zkrc_multilock *ml = NULL;
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_multilock_new(&ml));
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_multilock_add_semaphore(ml, b));
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_multilock_add_lock(ml, a));
+  outcome o;
+  outcome_init(&o);
+  zkrc_lock_set_hold *h = NULL;
+  ZKT_ASSERT_RC(ZKRC_OK,
+                zkrc_multilock_acquire_async(ml, 10000, on_mixed_done, &o, &h));
+  zhandle_t *zh = zkt_raw();
+  char *leases = g_strdup_printf("%s/leases", ps.p[1]);
+  CU_ASSERT_FATAL(zkt_wait_children(zh, leases, 2, 5000));
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_lock_set_hold_cancel(h));
+  CU_ASSERT_EQUAL_FATAL(wait_outcome(&o), 1);
+  ZKT_ASSERT_RC(ZKRC_ECANCELED, o.status);
+  CU_ASSERT_PTR_NULL(o.failed);
+  CU_ASSERT(no_nodes_left(zh, ps.p[0]));
+  CU_ASSERT(zkt_wait_children(zh, leases, 1, 5000)); /* theirs */
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_semaphore_lease_release(their_lease));
+  CU_ASSERT(zkt_wait_semaphore_empty(zh, ps.p[1], 5000));
+  ZKT_ASSERT_RC(ZKRC_EINVAL, zkrc_multilock_acquire_async(
+                                 NULL, 1000, on_mixed_done, &o, NULL));
+  zkrc_multilock *empty = NULL;
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_multilock_new(&empty));
+  ZKT_ASSERT_RC(ZKRC_ESTATE, zkrc_multilock_acquire_async(
+                                 empty, 1000, on_mixed_done, &o, NULL));
+  ZKT_ASSERT_RC(ZKRC_EINVAL,
+                zkrc_multilock_acquire_async(ml, 1000, NULL, &o, NULL));
+  CU_ASSERT_EQUAL(o.called, 1); /* no completion for the refused ones */
+  zkrc_multilock_free(empty);
+  zookeeper_close(zh);
+  g_free(leases);
+  zkrc_multilock_free(ml);
+  zkrc_lock_free(a);
+  zkrc_semaphore_free(b);
+  zkrc_semaphore_free(theirs);
+  zkrc_session_close(s);
+  zkrc_session_close(other);
+  outcome_clear(&o);
+  free_paths(&ps);
+}
+
 static void add_suites(void) {
   ZKT_SUITE(
       "multilock",
@@ -922,7 +1063,11 @@ static void add_suites(void) {
        test_mixed_timeout_gives_back_the_lock},
       {"mixed_opposite_orders_complete_without_overlap",
        test_mixed_opposite_orders_complete_without_overlap},
-      {"mixed_misuse_is_refused", test_mixed_misuse_is_refused});
+      {"mixed_misuse_is_refused", test_mixed_misuse_is_refused},
+      {"mixed_async_acquires_and_releases",
+       test_mixed_async_acquires_and_releases},
+      {"mixed_async_cancel_gives_back_the_lock",
+       test_mixed_async_cancel_gives_back_the_lock});
 }
 
 int main(void) { return zkt_run("test_multilock", add_suites); }

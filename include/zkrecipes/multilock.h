@@ -113,7 +113,8 @@ typedef struct zkrc_lock_set_acquired_info {
   int status;
   /** The ZooKeeper code behind a failure, or ZOK. */
   int zk_error;
-  /** The lock that failed (NULL on success or for ZKRC_ELOCKLOST). */
+  /** The lock that failed (NULL on success, for ZKRC_ELOCKLOST, and when
+   *  the member that failed is a semaphore's lease). */
   zkrc_lock *failed;
 } zkrc_lock_set_acquired_info;
 
@@ -170,11 +171,22 @@ size_t zkrc_lock_set_hold_count(zkrc_lock_set_hold *set);
 
 /** The member hold of the @p i-th lock in the order they are taken (by
  *  path), for its token (zkrc_lock_hold_token()) or lock; NULL before the
- *  set is acquired, or when @p i is out of range. */
+ *  set is acquired, when @p i is out of range, or when that member is a
+ *  semaphore's lease. */
 zkrc_lock_hold *zkrc_lock_set_hold_member(zkrc_lock_set_hold *set, size_t i);
 
+/** The lease of the @p i-th member (in path order) when it is a semaphore
+ *  (see zkrc_multilock_acquire_async()); NULL otherwise, or before the set
+ *  is acquired.  Owned by the set: released with it. */
+zkrc_semaphore_lease *zkrc_lock_set_hold_lease(zkrc_lock_set_hold *set,
+                                               size_t i);
+
+/** The fencing token of the @p i-th member (in path order), lock or lease,
+ *  while the set is held; 0 otherwise. */
+int64_t zkrc_lock_set_hold_token(zkrc_lock_set_hold *set, size_t i);
+
 /** The @p i-th lock of the set in the order they are taken (by path);
- *  NULL when @p i is out of range. */
+ *  NULL when @p i is out of range or that member is a semaphore. */
 zkrc_lock *zkrc_lock_set_hold_lock(zkrc_lock_set_hold *set, size_t i);
 
 /** The @p arg given to zkrc_lock_acquire_all_async(); NULL for NULL. */
@@ -265,6 +277,25 @@ int64_t zkrc_multilock_token(zkrc_multilock *ml, size_t i);
 /** Full path of the @p i-th member's node while held, malloc'ed (free it);
  *  NULL otherwise. */
 char *zkrc_multilock_node(zkrc_multilock *ml, size_t i);
+
+/**
+ * The non-blocking form: start acquiring every member of @p ml, all or
+ * nothing, in path order, as a set hold (see zkrc_lock_acquire_all_async():
+ * the same completion, cancel, release and accessors).  Each lock is taken
+ * as a non-blocking hold (zkrc_lock_acquire_async()), each semaphore as a
+ * lease (zkrc_semaphore_acquire_async()), so the set belongs to the set
+ * hold, not to a thread: any thread may release it.  The members are
+ * copied: @p ml may be changed or freed meanwhile, but the locks and
+ * semaphores must outlive the set hold.  A semaphore member's events reach
+ * its own on_event (zkrc_semaphore_options), not the set.
+ * @return ZKRC_OK (the callback will come); ZKRC_EINVAL (NULL, bad
+ *         timeout); ZKRC_ESTATE (no member); or the first member's refusal
+ *         to start.  On an error no callback comes.
+ * Threading: any thread, including an executor's (it never blocks).
+ */
+int zkrc_multilock_acquire_async(zkrc_multilock *ml, int timeout_ms,
+                                 zkrc_lock_set_acquired_fn done, void *arg,
+                                 zkrc_lock_set_hold **set);
 
 /**
  * Free the set: if it is held, it is released first (by the calling

@@ -1,0 +1,35 @@
+/*
+ * What the multi-lock's two files share (multilock.c: blocking sets and
+ * the zkrc_multilock object; multilock_async.c: set holds).
+ */
+#ifndef ZKRC_MULTILOCK_INTERNAL_H
+#define ZKRC_MULTILOCK_INTERNAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "zkrecipes/multilock.h"
+
+/* A member of a set: a lock, or one lease of a semaphore. */
+typedef struct zkrc__member {
+  zkrc_lock *lock;
+  zkrc_semaphore *sem;
+  zkrc_semaphore_lease *lease; /* a blocking set's, while held */
+} zkrc__member;
+
+/* Its path: the lock's, or the semaphore's directory. */
+const char *zkrc__member_path(const zkrc__member *m);
+
+/* @p locks as members in the order they are taken (sorted by path; g_free
+ * them); NULL (nothing allocated) when the set is not one that can be
+ * taken: a NULL lock, an empty or oversized set, or one path twice. */
+zkrc__member *zkrc__lock_members(zkrc_lock *const *locks, size_t count);
+
+/* The members of @p ml, in path order, and how many (owned by @p ml). */
+const zkrc__member *zkrc__multilock_members(zkrc_multilock *ml, size_t *count);
+
+/* The timeout left for the next member: what remains of @p deadline_us (a
+ * monotonic time), at least 1 ms while any remains; 0 when none does. */
+int zkrc__remaining_ms(int64_t deadline_us);
+
+#endif /* ZKRC_MULTILOCK_INTERNAL_H */
