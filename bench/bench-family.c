@@ -15,10 +15,10 @@
 #include "bench.h"
 
 /* The workloads: the figures. */
-#define RW_READERS 8      /* plus one writer */
+#define RW_READERS 8 /* plus one writer */
 #define SEM_CLIENTS 8
 #define SEM_LEASES 2
-#define HOLD_MS 1         /* the writer's and each lease holder's hold */
+#define HOLD_MS 1 /* the writer's and each lease holder's hold */
 
 static const char *const family_impls[] = {"zkrecipes", "curator"};
 
@@ -82,8 +82,7 @@ static void rwlock_run(const char *impl, int round, proc *curator) {
   double violations = need_field(impl, done, "violations");
   double w50 = need_field(impl, done, "writer_wait_p50_us") / 1000;
   double w99 = need_field(impl, done, "writer_wait_p99_us") / 1000;
-  family_record("rwlock", impl, "reader acquisitions/s", "ops/s",
-                reads / secs);
+  family_record("rwlock", impl, "reader acquisitions/s", "ops/s", reads / secs);
   family_record("rwlock", impl, "reader wait p50", "ms",
                 need_field(impl, done, "reader_wait_p50_us") / 1000);
   family_record("rwlock", impl, "writer acquisitions/s", "ops/s",
@@ -92,8 +91,7 @@ static void rwlock_run(const char *impl, int round, proc *curator) {
   family_record("rwlock", impl, "writer wait p99", "ms", w99);
   family_record("rwlock", impl, "requests per acquisition (mntr)", "count",
                 (double)client_packets(&a, &b) / (reads + writes));
-  family_record("rwlock", impl, "notifications per acquisition (mntr)",
-                "count",
+  family_record("rwlock", impl, "notifications per acquisition (mntr)", "count",
                 (double)(b.notifications - a.notifications) / (reads + writes));
   family_record("rwlock", impl, "violations (in-process check)", "count",
                 violations);

@@ -1,7 +1,8 @@
 /*
  * zkr-bench: what its parts share.  zkrecipes' lock against the ensemble's
  * own limit, Apache Curator's InterProcessMutex, kazoo's Lock and a naive
- * "herd" lock, on the same ensemble and the same workloads, in one run.
+ * "herd" lock, and zkrecipes' read-write lock and semaphore against
+ * Curator's, on the same ensemble and the same workloads, in one run.
  * See --help, and bench/RESULTS.md for what the figures mean.
  *
  * How it measures:

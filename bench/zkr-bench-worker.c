@@ -1207,7 +1207,8 @@ static int mode_family(const char *hosts, const char *path, long seconds,
       zkrc_semaphore_options o;
       zkrc_semaphore_options_init(&o);
       o.participant_id = id;
-      must("semaphore", zkrc_semaphore_new(&c[i].sem, c[i].s, path, leases, &o));
+      must("semaphore",
+           zkrc_semaphore_new(&c[i].sem, c[i].s, path, leases, &o));
     } else {
       zkrc_rwlock_options o;
       zkrc_rwlock_options_init(&o);
@@ -1305,13 +1306,14 @@ static int run(int argc, char **argv) {
   if (strcmp(mode, "elect") == 0 && argc == 5)
     return mode_elect(argv[2], argv[3], argv[4]);
   if (strcmp(mode, "rwlock") == 0 && argc == 7)
-    return mode_family(argv[2], argv[3], number_arg(argv, 4),
-                       (int)number_arg(argv, 5), 0,
-                       strcmp(argv[6], "0") == 0 ? 0 : (int)number_arg(argv, 6));
+    return mode_family(
+        argv[2], argv[3], number_arg(argv, 4), (int)number_arg(argv, 5), 0,
+        strcmp(argv[6], "0") == 0 ? 0 : (int)number_arg(argv, 6));
   if (strcmp(mode, "semaphore") == 0 && argc == 8)
     return mode_family(argv[2], argv[3], number_arg(argv, 4),
                        (int)number_arg(argv, 5), (int)number_arg(argv, 6),
-                       strcmp(argv[7], "0") == 0 ? 0 : (int)number_arg(argv, 7));
+                       strcmp(argv[7], "0") == 0 ? 0
+                                                 : (int)number_arg(argv, 7));
   const lock_impl *impl = argc > 2 ? find_impl(argv[2]) : NULL;
   if (impl == NULL)
     return usage();

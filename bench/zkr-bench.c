@@ -1,7 +1,8 @@
 /*
  * zkr-bench: zkrecipes' lock against the ensemble's own limit, Apache
- * Curator's InterProcessMutex, kazoo's Lock and a naive "herd" lock, on the
- * same ensemble and the same workloads, in one run.  This file: the
+ * Curator's InterProcessMutex, kazoo's Lock and a naive "herd" lock (and
+ * the read-write lock and the semaphore against Curator's), on the same
+ * ensemble and the same workloads, in one run.  This file: the
  * options, setting up the ensemble and main; bench.h says how it measures
  * and what the other parts are.  See --help, and bench/RESULTS.md.
  *
@@ -150,8 +151,9 @@ static void usage(FILE *out) {
           "\n"
           "Measures zkrecipes' lock against the ensemble's limit, Apache "
           "Curator's\n"
-          "InterProcessMutex, kazoo's Lock and a naive herd lock, on one "
-          "ensemble,\n"
+          "InterProcessMutex, kazoo's Lock and a naive herd lock, and its "
+          "read-write lock\n"
+          "and semaphore against Curator's, on one ensemble,\n"
           "interleaved in rounds, and prints one table (medians; ratios are "
           "medians\n"
           "of per-round ratios) and whether the project's targets are met.\n"
