@@ -93,6 +93,9 @@ static void rwlock_run(const char *impl, int round, proc *curator) {
                 (double)client_packets(&a, &b) / (reads + writes));
   family_record("rwlock", impl, "notifications per acquisition (mntr)", "count",
                 (double)(b.notifications - a.notifications) / (reads + writes));
+  family_record("rwlock", impl, "  of which children watches (mntr)", "count",
+                (double)(b.child_notifications - a.child_notifications) /
+                    (reads + writes));
   family_record("rwlock", impl, "violations (in-process check)", "count",
                 violations);
   progress("  rwlock    %-9s %8.1f reader acquisitions/s, %.1f writes/s "
@@ -125,6 +128,9 @@ static void semaphore_run(const char *impl, int round, proc *curator) {
                 requests);
   family_record("semaphore", impl, "notifications per release (mntr)", "count",
                 notes);
+  family_record("semaphore", impl, "  of which children watches (mntr)",
+                "count",
+                (double)(b.child_notifications - a.child_notifications) / ops);
   family_record("semaphore", impl, "violations (in-process check)", "count",
                 violations);
   progress("  semaphore %-9s %8.1f acquisitions/s (%.2f requests and %.2f "

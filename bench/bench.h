@@ -141,6 +141,7 @@ typedef struct snap {
   int64_t at;
   int64_t fourlw; /* fourlw_sent after this snapshot */
   int64_t packets, notifications, watches;
+  int64_t child_notifications; /* of notifications: children watches */
   int64_t ephemerals[MAX_MEMBERS];
 } snap;
 
