@@ -57,6 +57,8 @@ void snap_take(snap *s) {
         fatal("member %d: no %s in mntr", i, notification_keys[k]);
       s->notifications += v;
     }
+    s->child_notifications +=
+        mntr_value(text, "zk_sum_node_children_watch_count");
     s->watches += mntr_value(text, "zk_watch_count");
     s->ephemerals[i] = mntr_value(text, "zk_ephemerals_count");
     g_free(text);

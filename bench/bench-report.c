@@ -30,6 +30,44 @@ static void add_target(const char *what, int met, const char *fmt, ...) {
   g_ptr_array_add(targets, t);
 }
 
+/* Issue 15: the read-write lock and the semaphore against Curator. */
+static void family_targets(void) {
+  const char *sem_goal = "semaphore acquisitions/s >= 1.5x Curator's";
+  metric *sem = metric_find("semaphore", "zkrecipes", "acquisitions/s");
+  if (sem && opt.with_curator) {
+    double r = metric_ratio(sem);
+    add_target(sem_goal, r >= 1.5, "%.2fx (%.0f vs %.0f acquisitions/s)", r,
+               metric_median(sem),
+               median_of_fig("semaphore", "curator", "acquisitions/s"));
+  } else {
+    add_target(sem_goal, -1, "not run");
+  }
+  const char *rw_goal = "rwlock reader acquisitions/s >= Curator's";
+  metric *rw = metric_find("rwlock", "zkrecipes", "reader acquisitions/s");
+  if (rw && opt.with_curator) {
+    double r = metric_ratio(rw);
+    add_target(rw_goal, r >= 1.0, "%.2fx (%.0f vs %.0f acquisitions/s)", r,
+               metric_median(rw),
+               median_of_fig("rwlock", "curator", "reader acquisitions/s"));
+  } else {
+    add_target(rw_goal, -1, "not run");
+  }
+  if (sem || rw) {
+    double worst = 0;
+    const char *const workloads[] = {"rwlock", "semaphore"};
+    const char *const impls[] = {"zkrecipes", "curator"};
+    for (size_t w = 0; w < 2; w++)
+      for (size_t i = 0; i < 2; i++) {
+        metric *v = metric_find(workloads[w], impls[i],
+                                "violations (in-process check)");
+        for (guint k = 0; v && k < v->values->len; k++)
+          worst = MAX(worst, g_array_index(v->values, double, k));
+      }
+    add_target("rwlock, semaphore: 0 exclusion violations (both, every round)",
+               worst == 0, "%.0f at most", worst);
+  }
+}
+
 void evaluate_targets(void) {
   targets = g_ptr_array_new();
   metric *u = metric_find("uncontended", "zkrecipes", "ops/s");
@@ -81,6 +119,7 @@ void evaluate_targets(void) {
   } else {
     add_target("herd: exactly 1 notification per release", -1, "not run");
   }
+  family_targets();
   char figure[64];
   long total = (long)opt.scale_procs * opt.scale_sessions * opt.scale_holds;
   snprintf(figure, sizeof figure, "%ld waiters: violations", total);

@@ -1,7 +1,8 @@
 /*
  * zkr-bench: what its parts share.  zkrecipes' lock against the ensemble's
  * own limit, Apache Curator's InterProcessMutex, kazoo's Lock and a naive
- * "herd" lock, on the same ensemble and the same workloads, in one run.
+ * "herd" lock, and zkrecipes' read-write lock and semaphore against
+ * Curator's, on the same ensemble and the same workloads, in one run.
  * See --help, and bench/RESULTS.md for what the figures mean.
  *
  * How it measures:
@@ -22,7 +23,7 @@
  * The parts: zkr-bench.c (options, set-up, main), bench-util.c,
  * bench-proc.c, bench-counters.c, bench-results.c, bench-holds.c (the
  * exclusion check), the workloads (bench-throughput.c, bench-herd.c,
- * bench-scale.c, bench-election.c), bench-report.c and bench-machine.c.  One process, one thread: the state
+ * bench-scale.c, bench-election.c, bench-family.c), bench-report.c and bench-machine.c.  One process, one thread: the state
  * below is plain globals.
  *
  * Licensed under the Apache License, Version 2.0 (see COPYING).
@@ -78,7 +79,7 @@ typedef struct options {
   int election_reps;
   int election_session_ms;
   gboolean with_curator, with_kazoo;
-  gboolean run_throughput, run_herd, run_scale, run_election;
+  gboolean run_throughput, run_herd, run_scale, run_election, run_family;
   const char *worker, *java, *curator_cp, *python, *kazoo_peer;
 } options;
 
@@ -140,6 +141,7 @@ typedef struct snap {
   int64_t at;
   int64_t fourlw; /* fourlw_sent after this snapshot */
   int64_t packets, notifications, watches;
+  int64_t child_notifications; /* of notifications: children watches */
   int64_t ephemerals[MAX_MEMBERS];
 } snap;
 
@@ -193,6 +195,7 @@ void scale_waiters(void);  /* bench-scale.c */
 void scale_locks(void);
 extern zhandle_t *watch_zh; /* bench-election.c */
 void run_election(void);
+void run_family(void); /* bench-family.c: the read-write lock, the semaphore */
 
 /* ------------------------------------------- bench-report.c, -machine.c */
 

@@ -10,6 +10,8 @@
  *   zkr-bench-worker waiters  HOSTS PATH SESSIONS HOLDS
  *   zkr-bench-worker locks    HOSTS PREFIX N WINDOW
  *   zkr-bench-worker elect    HOSTS PATH ID
+ *   zkr-bench-worker rwlock   HOSTS PATH SECONDS READERS HOLD_MS
+ *   zkr-bench-worker semaphore HOSTS PATH SECONDS CLIENTS N HOLD_MS
  *
  * IMPL is "zkr" (zkrecipes' lock) or "naive" (the herd lock below: every
  * waiter watches the whole children list).
@@ -51,6 +53,17 @@
  *   the queue; "elected T NODE" / "revoked T NODE" / "failed T NODE" as they
  *   happen (T: CLOCK_MONOTONIC in us); commands "resign" (then "rejoined"
  *   once our new node is queued behind the new leader), "quit".
+ *
+ * rwlock: READERS reader sessions and one writer session on one
+ *   zkrc_rwlock path, one thread each: readers loop acquire-read/release,
+ *   the writer acquire-write/hold HOLD_MS/release.  semaphore: CLIENTS
+ *   sessions loop acquire/hold HOLD_MS/release on an N-lease semaphore.
+ *   Each thread warms up (one cycle), then "ready"; the start line starts
+ *   them all for SECONDS; then "done secs=S violations=V" and, per side,
+ *   "[reader_|writer_]ops=N ..wait_p50_us=A ..wait_p99_us=B" (wait: from
+ *   acquire called to held; violations: holds that overlapped when they
+ *   must not, seen in-process).  The sessions close on the next line.
+ *   CuratorPeer's bench mode runs Curator's the same way.
  *
  * Exit codes: 0 done; 2 usage; 3 an acquisition timed out; 4 could not
  * connect; 5 any other error; 6 no command within the peer timeout; 124 the
@@ -1021,6 +1034,232 @@ static int mode_elect(const char *hosts, const char *path, const char *id) {
   return EXIT_OK;
 }
 
+/* --------------------------------------------- family: rwlock, semaphore */
+
+/* The read-write lock and the semaphore as CuratorPeer's bench mode runs
+ * Curator's ("rwlock" and "semaphore" commands): one process, one thread
+ * and one session per client, each warmed up (one acquisition) before
+ * "ready", all started together by the start line; each loops until
+ * SECONDS have passed since the start.  Per cycle a thread records how
+ * long its acquisition waited. */
+
+typedef struct family_run {
+  GMutex mu;
+  GCond cond;
+  int warmed;
+  gboolean go;
+  int64_t start_ns, end_ns;
+  int hold_ms; /* writers' and the semaphore holders' hold */
+  int leases;  /* the semaphore's N */
+  int readers_in, writers_in, leases_in; /* inside a hold (atomics) */
+  int violations;                        /* atomic */
+} family_run;
+
+typedef struct family_client {
+  family_run *run;
+  gboolean writer; /* rwlock: the write side, else the read side */
+  zkrc_session *s;
+  zkrc_rwlock *rw; /* or: */
+  zkrc_semaphore *sem;
+  samples waits; /* ns from acquire called to held, one per cycle */
+  int64_t finished_ns;
+  GThread *thread;
+} family_client;
+
+static zkrc_session *zkr_connect(const char *hosts) {
+  zkrc_session_options so;
+  zkrc_session_options_init(&so);
+  so.session_timeout_ms = session_ms;
+  so.connect_timeout_ms = peer_timeout_ms;
+  zkrc_session *s;
+  int rc = zkrc_session_connect(&s, hosts, &so);
+  if (rc != ZKRC_OK)
+    die(EXIT_CONNECT, "connect %s: %s", hosts, zkrc_strerror(rc));
+  return s;
+}
+
+static void must(const char *what, int rc) {
+  if (rc == ZKRC_ETIMEDOUT)
+    die(EXIT_TIMEOUT, "%s: timed out", what);
+  if (rc != ZKRC_OK)
+    die(EXIT_ERROR, "%s: %s", what, zkrc_strerror(rc));
+}
+
+static void hold_for(int ms) {
+  if (ms > 0)
+    g_usleep((gulong)ms * 1000);
+}
+
+/* One cycle of a read-write lock client, with the exclusion check (a
+ * writer holds alone, readers while no writer holds); returns when it
+ * held (ns). */
+static int64_t rw_cycle(family_client *c) {
+  family_run *r = c->run;
+  int64_t held;
+  if (c->writer) {
+    zkrc_lock *w = zkrc_rwlock_writer(c->rw);
+    must("acquire write", zkrc_lock_acquire(w, peer_timeout_ms));
+    held = peer_now_ns();
+    if (g_atomic_int_add(&r->writers_in, 1) != 0 ||
+        g_atomic_int_get(&r->readers_in) != 0)
+      g_atomic_int_inc(&r->violations);
+    hold_for(r->hold_ms);
+    g_atomic_int_add(&r->writers_in, -1);
+    must("release write", zkrc_lock_release(w));
+  } else {
+    zkrc_lock *rd = zkrc_rwlock_reader(c->rw);
+    must("acquire read", zkrc_lock_acquire(rd, peer_timeout_ms));
+    held = peer_now_ns();
+    g_atomic_int_inc(&r->readers_in);
+    if (g_atomic_int_get(&r->writers_in) != 0)
+      g_atomic_int_inc(&r->violations);
+    g_atomic_int_add(&r->readers_in, -1);
+    must("release read", zkrc_lock_release(rd));
+  }
+  return held;
+}
+
+/* One cycle of a semaphore client, with the check: at most N inside. */
+static int64_t sem_cycle(family_client *c) {
+  family_run *r = c->run;
+  zkrc_semaphore_lease *lease;
+  must("acquire lease",
+       zkrc_semaphore_acquire(c->sem, peer_timeout_ms, &lease));
+  int64_t held = peer_now_ns();
+  if (g_atomic_int_add(&r->leases_in, 1) >= r->leases)
+    g_atomic_int_inc(&r->violations);
+  hold_for(r->hold_ms);
+  g_atomic_int_add(&r->leases_in, -1);
+  must("release lease", zkrc_semaphore_lease_release(lease));
+  return held;
+}
+
+static int64_t family_cycle(family_client *c) {
+  return c->rw ? rw_cycle(c) : sem_cycle(c);
+}
+
+static gpointer family_thread(gpointer data) {
+  family_client *c = data;
+  family_run *r = c->run;
+  family_cycle(c); /* warm-up: the first ones create the directories */
+  g_mutex_lock(&r->mu);
+  r->warmed++;
+  g_cond_broadcast(&r->cond);
+  while (!r->go)
+    g_cond_wait(&r->cond, &r->mu);
+  g_mutex_unlock(&r->mu);
+  int64_t now = r->start_ns;
+  while (now < r->end_ns) {
+    int64_t held = family_cycle(c);
+    samples_add(&c->waits, held - now);
+    now = peer_now_ns();
+  }
+  c->finished_ns = now;
+  return NULL;
+}
+
+/* The waits of the clients whose writer flag is @p writers, in one array
+ * (g_free it); their count in *n. */
+static int64_t *family_waits(family_client *c, int clients, gboolean writers,
+                             size_t *n) {
+  *n = 0;
+  for (int i = 0; i < clients; i++)
+    if (c[i].writer == writers)
+      *n += c[i].waits.n;
+  int64_t *all = g_new(int64_t, *n + 1);
+  size_t k = 0;
+  for (int i = 0; i < clients; i++)
+    if (c[i].writer == writers) {
+      memcpy(all + k, c[i].waits.v, c[i].waits.n * sizeof *all);
+      k += c[i].waits.n;
+    }
+  return all;
+}
+
+/* The figures of one side, appended to @p line: "PREFIXops=N
+ * PREFIXwait_p50_us=A PREFIXwait_p99_us=B". */
+static void family_side(GString *line, family_client *c, int clients,
+                        gboolean writers, const char *prefix) {
+  size_t n;
+  int64_t *w = family_waits(c, clients, writers, &n);
+  long p50 = peer_quantile_us(w, n, 0.50), p99 = peer_quantile_us(w, n, 0.99);
+  g_string_append_printf(line, " %sops=%zu %swait_p50_us=%ld %swait_p99_us=%ld",
+                         prefix, n, prefix, p50, prefix, p99);
+  g_free(w);
+}
+
+/* rwlock (@p leases 0): @p clients readers and one writer; semaphore:
+ * @p clients clients of an N = @p leases semaphore.  Prints "done secs=S
+ * violations=V" and the sides' figures (rwlock: reader_ and writer_,
+ * semaphore: no prefix). */
+static int mode_family(const char *hosts, const char *path, long seconds,
+                       int clients, int leases, int hold_ms) {
+  family_run r = {.hold_ms = hold_ms, .leases = leases};
+  g_mutex_init(&r.mu);
+  g_cond_init(&r.cond);
+  int n = leases ? clients : clients + 1;
+  family_client *c = g_new0(family_client, n);
+  for (int i = 0; i < n; i++) {
+    c[i].run = &r;
+    c[i].s = zkr_connect(hosts);
+    char *id = g_strdup_printf("bench-family-%d-%d", (int)getpid(), i);
+    if (leases) {
+      zkrc_semaphore_options o;
+      zkrc_semaphore_options_init(&o);
+      o.participant_id = id;
+      must("semaphore",
+           zkrc_semaphore_new(&c[i].sem, c[i].s, path, leases, &o));
+    } else {
+      zkrc_rwlock_options o;
+      zkrc_rwlock_options_init(&o);
+      o.participant_id = id;
+      must("rwlock", zkrc_rwlock_new(&c[i].rw, c[i].s, path, &o));
+      c[i].writer = i == clients;
+    }
+    g_free(id);
+  }
+  for (int i = 0; i < n; i++)
+    c[i].thread = g_thread_new("family", family_thread, &c[i]);
+  g_mutex_lock(&r.mu);
+  while (r.warmed < n)
+    g_cond_wait(&r.cond, &r.mu);
+  g_mutex_unlock(&r.mu);
+  ready_and_wait();
+  g_mutex_lock(&r.mu);
+  r.start_ns = peer_now_ns();
+  r.end_ns = r.start_ns + seconds * 1000000000;
+  r.go = TRUE;
+  g_cond_broadcast(&r.cond);
+  g_mutex_unlock(&r.mu);
+  int64_t last = r.start_ns;
+  for (int i = 0; i < n; i++) {
+    g_thread_join(c[i].thread);
+    last = MAX(last, c[i].finished_ns);
+  }
+  GString *line = g_string_new(NULL);
+  g_string_printf(line, "done secs=%.3f violations=%d",
+                  (double)(last - r.start_ns) / 1e9, r.violations);
+  family_side(line, c, n, FALSE, leases ? "" : "reader_");
+  if (!leases)
+    family_side(line, c, n, TRUE, "writer_");
+  say_gstring(line);
+  g_string_free(line, TRUE);
+  /* The sessions close on the next line: zkr-bench reads the servers'
+   * counters first (a close is a request too). */
+  char cmd[64];
+  read_command(cmd, sizeof cmd);
+  for (int i = 0; i < n; i++) {
+    zkrc_rwlock_free(c[i].rw);
+    zkrc_semaphore_free(c[i].sem);
+    zkrc_session_close(c[i].s);
+    g_free(c[i].waits.v);
+  }
+  g_free(c);
+  g_mutex_clear(&r.mu);
+  g_cond_clear(&r.cond);
+  return EXIT_OK;
+}
+
 /* ------------------------------------------------------------------ main */
 
 static const char usage_text[] =
@@ -1032,6 +1271,8 @@ static const char usage_text[] =
     "       zkr-bench-worker waiters HOSTS PATH SESSIONS HOLDS\n"
     "       zkr-bench-worker locks HOSTS PREFIX N WINDOW\n"
     "       zkr-bench-worker elect HOSTS PATH ID\n"
+    "       zkr-bench-worker rwlock HOSTS PATH SECONDS READERS HOLD_MS\n"
+    "       zkr-bench-worker semaphore HOSTS PATH SECONDS CLIENTS N HOLD_MS\n"
     "IMPL: zkr (zkrecipes) or naive (every waiter watches the directory)\n";
 
 static int usage(void) {
@@ -1064,6 +1305,15 @@ static int run(int argc, char **argv) {
                       strcmp(argv[5], "0") == 0 ? 0 : number_arg(argv, 5));
   if (strcmp(mode, "elect") == 0 && argc == 5)
     return mode_elect(argv[2], argv[3], argv[4]);
+  if (strcmp(mode, "rwlock") == 0 && argc == 7)
+    return mode_family(
+        argv[2], argv[3], number_arg(argv, 4), (int)number_arg(argv, 5), 0,
+        strcmp(argv[6], "0") == 0 ? 0 : (int)number_arg(argv, 6));
+  if (strcmp(mode, "semaphore") == 0 && argc == 8)
+    return mode_family(argv[2], argv[3], number_arg(argv, 4),
+                       (int)number_arg(argv, 5), (int)number_arg(argv, 6),
+                       strcmp(argv[7], "0") == 0 ? 0
+                                                 : (int)number_arg(argv, 7));
   const lock_impl *impl = argc > 2 ? find_impl(argv[2]) : NULL;
   if (impl == NULL)
     return usage();

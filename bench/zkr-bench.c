@@ -1,7 +1,8 @@
 /*
  * zkr-bench: zkrecipes' lock against the ensemble's own limit, Apache
- * Curator's InterProcessMutex, kazoo's Lock and a naive "herd" lock, on the
- * same ensemble and the same workloads, in one run.  This file: the
+ * Curator's InterProcessMutex, kazoo's Lock and a naive "herd" lock (and
+ * the read-write lock and the semaphore against Curator's), on the same
+ * ensemble and the same workloads, in one run.  This file: the
  * options, setting up the ensemble and main; bench.h says how it measures
  * and what the other parts are.  See --help, and bench/RESULTS.md.
  *
@@ -49,6 +50,7 @@ options opt = {
     .run_herd = TRUE,
     .run_scale = TRUE,
     .run_election = TRUE,
+    .run_family = TRUE,
     .worker = BENCH_WORKER,
     .java = JAVA_PROG,
     .curator_cp = CURATOR_PEER_CLASSPATH,
@@ -149,8 +151,9 @@ static void usage(FILE *out) {
           "\n"
           "Measures zkrecipes' lock against the ensemble's limit, Apache "
           "Curator's\n"
-          "InterProcessMutex, kazoo's Lock and a naive herd lock, on one "
-          "ensemble,\n"
+          "InterProcessMutex, kazoo's Lock and a naive herd lock, and its "
+          "read-write lock\n"
+          "and semaphore against Curator's, on one ensemble,\n"
           "interleaved in rounds, and prints one table (medians; ratios are "
           "medians\n"
           "of per-round ratios) and whether the project's targets are met.\n"
@@ -176,7 +179,8 @@ static void usage(FILE *out) {
           "(default %d)\n"
           "      --csv FILE         also write the results as CSV\n"
           "      --only LIST        run only these workloads: "
-          "throughput,herd,scale,election\n"
+          "throughput,herd,scale,election,\n"
+          "                         family (read-write lock, semaphore)\n"
           "      --no-curator, --no-kazoo   leave that implementation out\n"
           "      --quick            a short smoke run (1 round of 2 s, small "
           "sizes)\n"
@@ -201,7 +205,8 @@ static int positive(const char *what, const char *s) {
 }
 
 static void parse_only(const char *list) {
-  opt.run_throughput = opt.run_herd = opt.run_scale = opt.run_election = FALSE;
+  opt.run_throughput = opt.run_herd = opt.run_scale = opt.run_election =
+      opt.run_family = FALSE;
   char **w = g_strsplit(list, ",", -1);
   for (char **p = w; *p; p++) {
     if (!strcmp(*p, "throughput"))
@@ -212,6 +217,8 @@ static void parse_only(const char *list) {
       opt.run_scale = TRUE;
     else if (!strcmp(*p, "election"))
       opt.run_election = TRUE;
+    else if (!strcmp(*p, "family"))
+      opt.run_family = TRUE;
     else {
       fprintf(stderr, "zkr-bench: unknown workload %s\n", *p);
       exit(2);
@@ -388,6 +395,8 @@ int main(int argc, char **argv) {
   }
   if (opt.run_election)
     run_election();
+  if (opt.run_family)
+    run_family();
 
   char *load = loadavg();
   g_string_append_printf(machine,
@@ -433,7 +442,13 @@ int main(int argc, char **argv) {
       "delete (plus the first holder's delete), divided by %d, with what "
       "the\n  sessions sent meanwhile to stay alive (lease renewals, pings: "
       "one round of them,\n  about +1 per acquisition, or none); their idle "
-      "rate is shown beside it, not\n  subtracted.\n",
+      "rate is shown beside it, not\n  subtracted.\n"
+      "- rwlock (8 readers loop acquire-read/release, 1 writer "
+      "acquire-write/hold 1 ms/release)\n  and semaphore (N=2, 8 clients "
+      "loop acquire/hold 1 ms/release): both implementations\n  as one "
+      "process, one thread and one session per client; wait = acquire "
+      "called -> held;\n  notifications per release = watch events / "
+      "releases (one release per acquisition).\n",
       opt.contenders, opt.contenders, opt.herd_waiters, opt.herd_waiters);
   if (opt.csv)
     write_csv(opt.csv);

@@ -70,6 +70,16 @@
  *         with the times of every cycle in microseconds of System.nanoTime()
  *         (CLOCK_MONOTONIC on Linux, comparable between processes):
  *         acquire called, acquired, release called, released.
+ *         "rwlock PATH SECONDS READERS HOLD_MS": READERS+1 clients, one
+ *         thread each, on one InterProcessReadWriteLock: READERS readers
+ *         loop acquire-read/release, the last client acquire-write/hold
+ *         HOLD_MS/release; "semaphore PATH SECONDS CLIENTS N HOLD_MS":
+ *         CLIENTS clients loop acquire/hold HOLD_MS/return on an
+ *         InterProcessSemaphoreV2 of N leases.  Both warm up (one cycle per
+ *         thread), print "ready", start on the next line, run for SECONDS
+ *         and print what zkr-bench-worker's rwlock and semaphore modes
+ *         print: "done secs=S violations=V" and per side
+ *         "[reader_|writer_]ops=N ..wait_p50_us=A ..wait_p99_us=B".
  *         Clients are opened on first use and kept; "quit" or end of input
  *         closes them and exits 0.
  *   herd  CONNECT PATH N
@@ -120,6 +130,7 @@ import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.CyclicBarrier;
 import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
 
 import org.apache.curator.framework.CuratorFramework;
 import org.apache.curator.framework.CuratorFrameworkFactory;
@@ -704,6 +715,178 @@ public final class CuratorPeer {
     out.println(line);
   }
 
+  /* ---------------------------------------------------- bench: family */
+
+  /** What the threads of one "rwlock" or "semaphore" run share. */
+  static final class FamilyRun {
+    final CountDownLatch warmed, go = new CountDownLatch(1);
+    final int holdMs, leases;
+    volatile long startNs, endNs;
+    final AtomicInteger readersIn = new AtomicInteger(),
+        writersIn = new AtomicInteger(), leasesIn = new AtomicInteger(),
+        violations = new AtomicInteger();
+
+    FamilyRun(int threads, int holdMs, int leases) {
+      this.warmed = new CountDownLatch(threads);
+      this.holdMs = holdMs;
+      this.leases = leases;
+    }
+  }
+
+  /** One client of "rwlock" (a reader or the writer) or "semaphore", as
+   *  zkr-bench-worker's rwlock and semaphore modes run ours: warm up (one
+   *  cycle), wait for the start, loop until the end; per cycle the wait
+   *  from acquire called to held. */
+  static final class FamilyClient extends Thread {
+    final FamilyRun run;
+    final InterProcessMutex side; /* rwlock */
+    final boolean writer;
+    final InterProcessSemaphoreV2 sem; /* semaphore */
+    long[] waits = new long[1 << 12];
+    int n;
+    long finishedNs;
+    Throwable error;
+
+    FamilyClient(FamilyRun run, InterProcessMutex side, boolean writer,
+                 InterProcessSemaphoreV2 sem) {
+      super("family");
+      this.run = run;
+      this.side = side;
+      this.writer = writer;
+      this.sem = sem;
+    }
+
+    static void holdFor(int ms) throws InterruptedException {
+      if (ms > 0)
+        Thread.sleep(ms);
+    }
+
+    /** One cycle, with the exclusion check; returns when it held. */
+    long cycle() throws Exception {
+      long held;
+      if (sem != null) {
+        Lease lease = sem.acquire(peerTimeoutMs, TimeUnit.MILLISECONDS);
+        if (lease == null)
+          throw new Exit(EXIT_TIMEOUT, "a lease acquisition timed out");
+        held = System.nanoTime();
+        if (run.leasesIn.getAndIncrement() >= run.leases)
+          run.violations.incrementAndGet();
+        holdFor(run.holdMs);
+        run.leasesIn.decrementAndGet();
+        sem.returnLease(lease);
+        return held;
+      }
+      if (!side.acquire(peerTimeoutMs, TimeUnit.MILLISECONDS))
+        throw new Exit(EXIT_TIMEOUT, "an acquisition timed out");
+      held = System.nanoTime();
+      if (writer) {
+        if (run.writersIn.getAndIncrement() != 0 || run.readersIn.get() != 0)
+          run.violations.incrementAndGet();
+        holdFor(run.holdMs);
+        run.writersIn.decrementAndGet();
+      } else {
+        run.readersIn.incrementAndGet();
+        if (run.writersIn.get() != 0)
+          run.violations.incrementAndGet();
+        run.readersIn.decrementAndGet();
+      }
+      side.release();
+      return held;
+    }
+
+    @Override
+    public void run() {
+      try {
+        cycle(); /* warm-up */
+        run.warmed.countDown();
+        if (!run.go.await(peerTimeoutMs, TimeUnit.MILLISECONDS))
+          throw new Exit(EXIT_NO_COMMAND, "no start");
+        long now = run.startNs;
+        while (now < run.endNs) {
+          long held = cycle();
+          if (n == waits.length)
+            waits = Arrays.copyOf(waits, 2 * n);
+          waits[n++] = held - now;
+          now = System.nanoTime();
+        }
+        finishedNs = now;
+      } catch (Throwable e) {
+        error = e;
+        run.warmed.countDown(); /* do not keep the others waiting */
+      }
+    }
+  }
+
+  /** " PREFIXops=N PREFIXwait_p50_us=A PREFIXwait_p99_us=B" of the
+   *  clients whose writer flag is @p writers. */
+  static String familySide(List<FamilyClient> threads, boolean writers,
+                           String prefix) {
+    int total = 0;
+    for (FamilyClient t : threads)
+      if (t.writer == writers)
+        total += t.n;
+    long[] all = new long[total];
+    int k = 0;
+    for (FamilyClient t : threads)
+      if (t.writer == writers) {
+        System.arraycopy(t.waits, 0, all, k, t.n);
+        k += t.n;
+      }
+    return String.format(" %sops=%d %swait_p50_us=%d %swait_p99_us=%d", prefix,
+                         total, prefix, percentileUs(all, total, 0.50), prefix,
+                         percentileUs(all, total, 0.99));
+  }
+
+  /** "rwlock" (@p leases 0: clients.size()-1 readers and one writer) or
+   *  "semaphore" (all clients on an N = @p leases semaphore). */
+  static void family(List<CuratorFramework> clients, Commands in, String path,
+                     long seconds, int leases, int holdMs) throws Exception {
+    int n = clients.size();
+    FamilyRun run = new FamilyRun(n, holdMs, leases);
+    List<FamilyClient> threads = new ArrayList<>();
+    for (int i = 0; i < n; i++) {
+      byte[] id = ("curator-family-" + i).getBytes(StandardCharsets.UTF_8);
+      if (leases > 0) {
+        InterProcessSemaphoreV2 sem =
+            new InterProcessSemaphoreV2(clients.get(i), path, leases);
+        sem.setNodeData(id);
+        threads.add(new FamilyClient(run, null, false, sem));
+      } else {
+        InterProcessReadWriteLock rw =
+            new InterProcessReadWriteLock(clients.get(i), path, id);
+        boolean writer = i == n - 1;
+        threads.add(new FamilyClient(run, writer ? rw.writeLock() : rw.readLock(),
+                                     writer, null));
+      }
+    }
+    for (FamilyClient t : threads)
+      t.start();
+    run.warmed.await();
+    for (FamilyClient t : threads)
+      if (t.error != null)
+        throw new Exception("warm-up: " + t.error);
+    out.println("ready");
+    in.next(); /* the start line */
+    run.startNs = System.nanoTime();
+    run.endNs = run.startNs + seconds * 1_000_000_000L;
+    run.go.countDown();
+    long last = run.startNs;
+    for (FamilyClient t : threads) {
+      t.join();
+      if (t.error != null)
+        throw t.error instanceof Exception ? (Exception) t.error
+                                           : new Exception(t.error);
+      last = Math.max(last, t.finishedNs);
+    }
+    StringBuilder line = new StringBuilder();
+    line.append(String.format("done secs=%.3f violations=%d",
+                              (last - run.startNs) / 1e9, run.violations.get()));
+    line.append(familySide(threads, false, leases > 0 ? "" : "reader_"));
+    if (leases == 0)
+      line.append(familySide(threads, true, "writer_"));
+    out.println(line);
+  }
+
   static int bench(String connect, Commands in) throws Exception {
     List<CuratorFramework> clients = new ArrayList<>();
     try {
@@ -724,6 +907,19 @@ public final class CuratorPeer {
           int n = (int) parseNumber("CLIENTS", w[3], 1);
           ensureClients(clients, connect, n);
           contend(clients.subList(0, n), w[1], seconds, w[4]);
+        } else if (w[0].equals("rwlock") && w.length == 5) {
+          long seconds = parseNumber("SECONDS", w[2], 1);
+          int readers = (int) parseNumber("READERS", w[3], 1);
+          int holdMs = (int) parseNumber("HOLD_MS", w[4], 0);
+          ensureClients(clients, connect, readers + 1);
+          family(clients.subList(0, readers + 1), in, w[1], seconds, 0, holdMs);
+        } else if (w[0].equals("semaphore") && w.length == 6) {
+          long seconds = parseNumber("SECONDS", w[2], 1);
+          int n = (int) parseNumber("CLIENTS", w[3], 1);
+          int leases = (int) parseNumber("N", w[4], 1);
+          int holdMs = (int) parseNumber("HOLD_MS", w[5], 0);
+          ensureClients(clients, connect, n);
+          family(clients.subList(0, n), in, w[1], seconds, leases, holdMs);
         } else {
           out.println("error unknown command: " + cmd);
         }
