@@ -79,6 +79,7 @@ static const session_metric session_metrics[] = {
     SESSION_COUNTER(reconnects, "Connections regained with the session."),
     SESSION_COUNTER(expiries, "ZooKeeper sessions expired."),
     SESSION_COUNTER(requests, "Requests sent to the servers (no pings)."),
+    SESSION_COUNTER(renewals, "Lease renewals (syncs), among the requests."),
 };
 
 static void write_sessions(GString *out, const session_row *rows, size_t n) {

@@ -154,7 +154,9 @@ static void send_renewal(zkrc_session *s, gboolean any_state) {
   r->sent = g_get_monotonic_time();
   int rc = zkrc__sent(c->session, zoo_async(c->zh, "/", renewal_done, r));
   zkrc__conn_unuse(c);
-  if (rc != ZOK)
+  if (rc == ZOK)
+    __atomic_fetch_add(&s->n_renewals, 1, __ATOMIC_RELAXED);
+  else
     renewal_done(ZCONNECTIONLOSS, NULL, r);
 }
 

@@ -100,6 +100,7 @@ struct zkrc_session {
    * worker; requests counted where they are sent, atomically. */
   uint64_t n_sessions, n_suspensions, n_reconnects, n_expiries;
   uint64_t n_requests;
+  uint64_t n_renewals; /* of n_requests: the lease's syncs (atomic) */
 };
 
 /* ---- Threads (session_worker.c) -------------------------------------- */

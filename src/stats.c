@@ -101,6 +101,7 @@ int zkrc_session_get_stats(zkrc_session *s, zkrc_session_stats *out,
   st.reconnects = s->n_reconnects;
   st.expiries = s->n_expiries;
   g_mutex_unlock(&s->mu);
+  st.renewals = __atomic_load_n(&s->n_renewals, __ATOMIC_RELAXED);
   st.requests = __atomic_load_n(&s->n_requests, __ATOMIC_RELAXED);
   st.state = (int)zkrc_session_get_state(s);
   st.lease_remaining_ms = zkrc_session_lease_remaining(s);

@@ -244,6 +244,44 @@ static void test_session_counts_sessions_requests_expiries(void) {
   g_free(path);
 }
 
+/* What a session sent besides its lease's renewals. */
+static uint64_t requests_but_renewals(zkrc_session *s) {
+  zkrc_session_stats st;
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_session_get_stats(s, &st, sizeof st));
+  return st.requests - st.renewals;
+}
+
+/* The two-party hand-over: the direct successor of the holder takes the
+ * front on its predecessor's deletion without listing again (nothing can
+ * be ahead of it), so its whole acquisition and release cost 4 requests:
+ * its create, the listing pipelined behind it, the watch on the holder,
+ * and its delete. */
+static void test_direct_successor_holds_without_a_listing(void) {
+  char *path = zkt_path("stats-handover");
+  zkrc_session *a = zkt_session(), *b = zkt_session();
+  zkrc_lock *la = NULL, *lb = NULL;
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_lock_new(&la, a, path, NULL));
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_lock_new(&lb, b, path, NULL));
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_lock_acquire(la, 5000));
+  uint64_t before = requests_but_renewals(b);
+  waiter w = {.lk = lb};
+  GThread *t = g_thread_new("successor", acquire_and_release, &w);
+  zhandle_t *zh = zkt_raw();
+  CU_ASSERT_FATAL(zkt_wait_children(zh, path, 2, 5000));
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_lock_release(la));
+  g_thread_join(t);
+  ZKT_ASSERT_RC(ZKRC_OK, w.rc);
+  CU_ASSERT_EQUAL(requests_but_renewals(b) - before, 4);
+  zkrc_lock_stats st = lock_stats(lb);
+  CU_ASSERT_EQUAL(st.acquisitions, 1);
+  zookeeper_close(zh);
+  zkrc_lock_free(la);
+  zkrc_lock_free(lb);
+  zkrc_session_close(a);
+  zkrc_session_close(b);
+  g_free(path);
+}
+
 /* -------------------------------------------------------- Prometheus */
 
 /* Check the text exposition format line by line: each family's HELP and
@@ -362,8 +400,11 @@ static void add_suites(void) {
              test_lock_counts_refusals_timeouts_waiters_and_losses},
             {"filled up to the caller's size",
              test_stats_fill_only_what_the_caller_has});
-  ZKT_SUITE("session", {"sessions, requests, expiries",
-                        test_session_counts_sessions_requests_expiries});
+  ZKT_SUITE("session",
+            {"sessions, requests, expiries",
+             test_session_counts_sessions_requests_expiries},
+            {"direct successor holds without a listing",
+             test_direct_successor_holds_without_a_listing});
   ZKT_SUITE("prometheus", {"text exposition", test_prometheus_text});
 }
 

@@ -78,6 +78,9 @@ typedef struct zkrc_session_stats {
    *  multis, lease renewals, authentications; not the ZooKeeper client's
    *  own pings). */
   uint64_t requests;
+  /** Of those, the lease's renewals (a sync each, zkrecipes/session.h):
+   *  the lease's own cost, sent also while nothing else happens. */
+  uint64_t renewals;
   /** Now: the state (zkrc_session_state) and how long, in ms, the
    *  session's lease certainly lasts (zkrc_session_lease_remaining()). */
   int state;
