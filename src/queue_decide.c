@@ -76,7 +76,6 @@ static void drop_dir_watch_locked(zkrc__contender *c) {
 static void wait_for_locked(zkrc__contender *c, const char *watch) {
   g_free(c->pred);
   c->pred = g_strdup(watch);
-  c->front_when_pred_goes = FALSE;
   c->state = C_WAITING;
   if (!c->behind_told) {
     c->behind_told = TRUE;
@@ -120,9 +119,6 @@ step zkrc__q_evaluate_locked(zkrc__contender *c,
     return STEP_NONE;
   case ZKRC__MOVE_WATCH_PRED:
     wait_for_locked(c, v.watch);
-    c->front_when_pred_goes =
-        zkrc__admitted_without(kids->data, kids->count, c->markers, c->name,
-                               c->policy, c->policy_arg, v.watch);
     return STEP_WATCH_PRED;
   case ZKRC__MOVE_WATCH_DIR:
     wait_for_locked(c, v.watch);
@@ -177,22 +173,8 @@ step zkrc__q_after_failure_locked(zkrc__contender *c, int rc) {
  * contender in the middle that gave up (someone is still ahead of us).  The
  * listing is fresh, so it also shows that our own node is still there. */
 step zkrc__q_relist_locked(zkrc__contender *c) {
-  c->front_when_pred_goes = FALSE;
   c->recover_needed = TRUE; /* recovery is exactly "list and evaluate" */
   return STEP_RECOVER;
-}
-
-/* Our predecessor left.  When the last listing showed that its departure
- * alone admits us (the two-party hand-over: it was the front and we were
- * next), take the front now: no node can have appeared ahead of ours
- * since, and the front is still checked against the session's ownership
- * and lease (become_front_locked).  Otherwise look again. */
-step zkrc__q_pred_gone_locked(zkrc__contender *c) {
-  if (!c->front_when_pred_goes || c->state != C_WAITING)
-    return zkrc__q_relist_locked(c);
-  c->front_when_pred_goes = FALSE;
-  drop_dir_watch_locked(c);
-  return become_front_locked(c);
 }
 
 /* ---------------------------------------------- re-check after reconnecting */

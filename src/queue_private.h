@@ -120,9 +120,6 @@ struct zkrc__contender {
   gboolean behind_told;
 
   char *pred; /* the contender just before us, as last listed */
-  /* By the last listing, pred's departure alone admits us: take the front
-   * when it goes, without listing again (zkrc__admitted_without()). */
-  gboolean front_when_pred_goes;
   /* Not allowed to read our predecessors (their ACL): the servers would
    * not even deliver a watch event on them (ZooKeeper checks READ before
    * delivering one, since CVE-2024-23944), so watch the directory's
@@ -178,9 +175,6 @@ step zkrc__q_evaluate_locked(zkrc__contender *c,
                              gboolean watched);
 step zkrc__q_after_failure_locked(zkrc__contender *c, int rc);
 step zkrc__q_relist_locked(zkrc__contender *c);
-/* Our predecessor left: take the front at once when the last listing said
- * its departure alone admits us, else look again (queue_decide.c). */
-step zkrc__q_pred_gone_locked(zkrc__contender *c);
 step zkrc__q_recheck_judge_locked(zkrc__contender *c, int rc,
                                   const struct String_vector *kids);
 

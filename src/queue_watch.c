@@ -66,7 +66,7 @@ static void pred_watch_fired(int type, const char *path, void *target,
   if (zkrc__q_take_fired_watch_locked(c, ctx, &c->pred_watch,
                                       c->state == C_WAITING)) {
     if (type == ZOO_DELETED_EVENT) {
-      next = zkrc__q_pred_gone_locked(c);
+      next = zkrc__q_relist_locked(c);
     } else if (type == ZOO_CHANGED_EVENT || type == ZOO_CREATED_EVENT) {
       next = STEP_WATCH_PRED; /* the watch was used up: set it again */
     }
@@ -87,7 +87,7 @@ static void pred_result(req *r, int rc) {
     } else if (rc == ZNONODE) { /* gone before we could watch it */
       if (c->pred_watch == r->watch)
         c->pred_watch = NULL;
-      next = zkrc__q_pred_gone_locked(c);
+      next = zkrc__q_relist_locked(c);
     } else if (rc == ZNOAUTH) {
       if (c->pred_watch == r->watch)
         c->pred_watch = NULL;

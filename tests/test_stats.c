@@ -251,12 +251,14 @@ static uint64_t requests_but_renewals(zkrc_session *s) {
   return st.requests - st.renewals;
 }
 
-/* The two-party hand-over: the direct successor of the holder takes the
- * front on its predecessor's deletion without listing again (nothing can
- * be ahead of it), so its whole acquisition and release cost 4 requests:
- * its create, the listing pipelined behind it, the watch on the holder,
- * and its delete. */
-static void test_direct_successor_holds_without_a_listing(void) {
+/* The two-party hand-over: the direct successor of the holder lists the
+ * directory again when the holder's node goes, before it says it holds:
+ * the listing is what shows that its own node is still there (an
+ * administrator may have deleted it meanwhile: test_malformed's "deleted
+ * waiter" test has two holders without it).  So its acquisition and
+ * release cost 5 requests: its create, the listing pipelined behind it,
+ * the watch on the holder, the listing after the hand-over, its delete. */
+static void test_direct_successor_lists_before_holding(void) {
   char *path = zkt_path("stats-handover");
   zkrc_session *a = zkt_session(), *b = zkt_session();
   zkrc_lock *la = NULL, *lb = NULL;
@@ -271,7 +273,7 @@ static void test_direct_successor_holds_without_a_listing(void) {
   ZKT_ASSERT_RC(ZKRC_OK, zkrc_lock_release(la));
   g_thread_join(t);
   ZKT_ASSERT_RC(ZKRC_OK, w.rc);
-  CU_ASSERT_EQUAL(requests_but_renewals(b) - before, 4);
+  CU_ASSERT_EQUAL(requests_but_renewals(b) - before, 5);
   zkrc_lock_stats st = lock_stats(lb);
   CU_ASSERT_EQUAL(st.acquisitions, 1);
   zookeeper_close(zh);
@@ -403,8 +405,8 @@ static void add_suites(void) {
   ZKT_SUITE("session",
             {"sessions, requests, expiries",
              test_session_counts_sessions_requests_expiries},
-            {"direct successor holds without a listing",
-             test_direct_successor_holds_without_a_listing});
+            {"direct successor lists before holding",
+             test_direct_successor_lists_before_holding});
   ZKT_SUITE("prometheus", {"text exposition", test_prometheus_text});
 }
 
