@@ -9,10 +9,12 @@
 set -eu
 cd "$(dirname "$0")"
 
-# Build tools and libraries; the ZooKeeper server, Java and the peers used
-# by the interoperability tests and the benchmark (Curator and kazoo).
-packages="build-essential autoconf automake libtool pkg-config
-  libzookeeper-mt-dev libglib2.0-dev libjson-glib-dev libcunit1-dev
+# Build tools and libraries (python3 makes the man3 pages); the ZooKeeper
+# server, Java and the peers used by the interoperability tests and the
+# benchmark (Curator and kazoo); groff and bash-completion for the tests of
+# the pages and of the tools' completion.
+packages="build-essential autoconf automake libtool pkg-config python3
+  libzookeeper-mt-dev libglib2.0-dev libjson-glib-dev libcunit1-dev groff-base bash-completion
   zookeeper default-jdk-headless libcurator-recipes-java python3-kazoo
   procps valgrind clang libclang-rt-14-dev clang-format cppcheck"
 
