@@ -448,13 +448,15 @@ static gboolean is_writer(worker *w) {
 
 /* A live worker in one of @p phases (a bit mask), and, with
  * @p writer_only, a read-write lock's writer; waiting for one at most
- * @p timeout_ms. */
+ * @p timeout_ms.  Looked for from a random position, so that no position
+ * (and, in a run of two recipes, neither recipe) is favoured. */
 static worker *worker_holding(unsigned phases, gboolean writer_only,
                               int timeout_ms) {
   int64_t deadline = chaos_now_us() + (int64_t)timeout_ms * 1000;
+  int start = g_rand_int_range(C.rng, 0, C.clients);
   do {
-    for (int p = 0; p < C.clients; p++) {
-      worker *w = C.live[p];
+    for (int i = 0; i < C.clients; i++) {
+      worker *w = C.live[(start + i) % C.clients];
       if (w && w->pid > 0 && !w->paused && (phases & (1u << phase_of(w))) &&
           (!writer_only || is_writer(w)))
         return w;
@@ -570,10 +572,12 @@ static gboolean inject(fault_kind kind) {
   case F_PAUSE_HOLDER: {
     /* Between two writes: when it wakes up, its next write carries the
      * token of a hold its expired session no longer has.  In a read-write
-     * lock run, a writer when one comes within 5 s (a reader's stale step
-     * is a read, which the store cannot refuse), else any holder. */
-    w = runs_mode(M_RWLOCK) ? worker_holding(1u << CHAOS_WORKING, TRUE, 5000)
-                            : NULL;
+     * lock run, every other time a writer when one comes within 5 s (a
+     * reader's stale step is a read, which the store cannot refuse), else
+     * any holder (a reader, a lease holder). */
+    w = runs_mode(M_RWLOCK) && C.injected[F_PAUSE_HOLDER] % 2 == 0
+            ? worker_holding(1u << CHAOS_WORKING, TRUE, 5000)
+            : NULL;
     if (w == NULL)
       w = worker_in(1u << CHAOS_WORKING, 5000);
     if (w == NULL)
