@@ -9,10 +9,15 @@
  * The workers' logs, one line per record, "<monotonic-us> WHAT args":
  *   START <pid>
  *   SESSION <event> <session-id-hex>
- *   ACQ <hold> <rc-name> <token> <duration-us> <zk>
+ *   ACQ <hold> <rc-name> <token> <duration-us> <zk> [read|write]
+ *       (the side, in a read-write lock run only: a reader's hold is
+ *        shared; with no side the hold is exclusive, or a lease)
  *   WRITE <hold> <k> <token> <held> <OK|REFUSED|ERR:<errno>> <duration-us>
  *         (<held>: what zkrc_lock_is_held() said just before the write; the
  *          worker writes whatever it says - a careless client on purpose)
+ *   READ <hold> <k> <token> <held> <seen-token|NONE|ERR:<errno>> <duration-us>
+ *         (a read-write lock's reader reads the writers' key instead of
+ *          writing; <seen-token>: the token the value was written with)
  *   REL <hold> <rc-name> <duration-us> <zk>
  *   LOCKEVENT <event> <reason-name> <token> <zk>
  *   (<zk>: ZooKeeper's own code behind a failure, zkrc_last_zk_error() or
@@ -22,7 +27,9 @@
  * In an election run (chaosworker ... elect), ELECTED is logged as
  * "ACQ <n> ZKRC_OK <token> 0 0" (n counts the leaderships), REVOKED as
  * "LOCKEVENT lost <reason> <token> <zk>" and a resignation as REL, so that
- * one checker (chaos_log.c, holds.c) reads both kinds of run.
+ * one checker (chaos_log.c, holds.c) reads both kinds of run.  In a
+ * semaphore run (... semaphore=N) each ACQ is a lease, LOCKEVENT lost its
+ * loss, REL its release.
  * The value a worker writes is "w<instance>.<hold>.<k>", which is how the
  * store's journal lines are matched to the writes.
  */
@@ -54,7 +61,7 @@ typedef struct chaos_slot {
   char passwd[16];     /* its password, for zkrc_ensemble_expire_session */
   int64_t progress_us; /* when the worker last finished a step */
   int32_t linger;      /* set by the test: hold on until told LOST */
-  int32_t spare;
+  int32_t shared;      /* the current or last hold is a reader's */
 } chaos_slot;
 
 /* Microseconds on the system-wide monotonic clock: comparable between the

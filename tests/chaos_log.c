@@ -36,18 +36,19 @@ void chaos_log_holds(const char *text, int instance, int64_t died,
   for (int i = 0; lines[i]; i++) {
     int64_t t, token, d;
     int n, zk;
-    char what[32], s1[64], s2[64];
+    char what[32], s1[64], s2[64], side[16] = "";
     if (sscanf(lines[i], "%" SCNd64 " %31s", &t, what) != 2)
       continue;
     if (strcmp(what, "ACQ") == 0 &&
-        sscanf(lines[i], "%*d ACQ %d %63s %" SCNd64 " %" SCNd64 " %d", &n, s1,
-               &token, &d, &zk) == 5 &&
+        sscanf(lines[i], "%*d ACQ %d %63s %" SCNd64 " %" SCNd64 " %d %15s", &n,
+               s1, &token, &d, &zk, side) >= 5 &&
         strcmp(s1, "ZKRC_OK") == 0) {
       zkt_hold h = {.instance = instance,
                     .n = n,
                     .token = token,
                     .asked = t - d,
-                    .acquired = t};
+                    .acquired = t,
+                    .shared = strcmp(side, "read") == 0};
       for (guint j = 0; j < lost_early->len; j++)
         if (g_array_index(lost_early, int64_t, j) == token)
           h.lost = t;

@@ -12,7 +12,8 @@
 #include "holds.h"
 
 /* Append to @p holds (of zkt_hold) the holds in one worker's log @p text:
- * the ACQ records that said ZKRC_OK, with their LOCKEVENT lost and REL.  A
+ * the ACQ records that said ZKRC_OK (shared when they name the read side),
+ * with their LOCKEVENT lost and REL.  A
  * hold with neither ends at @p died when non-zero (the worker was killed),
  * else at @p last_resort (the worker's end). */
 void chaos_log_holds(const char *text, int instance, int64_t died,

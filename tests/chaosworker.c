@@ -4,15 +4,28 @@
  *   chaosworker INSTANCE HOSTS PATH STOREPORT KEY LOGFILE STATUSFILE [OPTION...]
  *     OPTION: elect         take part in an election at PATH instead of
  *                           contending for a lock there
+ *             rwlock        contend for a read-write lock at PATH: each hold
+ *                           picks its side at random, the write side one
+ *                           time in three; a reader reads KEY instead of
+ *                           writing it
+ *             semaphore=N   take one of the N leases of a semaphore at PATH;
+ *                           a lease holder writes KEY.w<INSTANCE>, a key of
+ *                           its own (the live control of the capacity rule
+ *                           gives one worker N+1)
+ *             write-on-read-side  the control of the read-write lock's rule:
+ *                           every hold is a writer's (logged "write",
+ *                           writing KEY) taken on the read side, as an
+ *                           application that picked the wrong side would
  *             ignore-lost=MS  the control of the strict checker: act on
  *                           LOST / REVOKED only MS ms after being told (keep
  *                           claiming the hold meanwhile), as a careless
  *                           application would
  *
- * Loops until SIGTERM: get the lock (with a deadline) or wait to be elected,
- * write KEY to the fenced store CHAOS_WRITES times with the hold's fencing
- * token (pausing CHAOS_WORK_MS between writes, as if working), release the
- * lock or resign.  It never asks the library whether it still holds the
+ * Loops until SIGTERM: get the lock, a side of the read-write lock or a
+ * lease (with a deadline) or wait to be elected, write KEY to the fenced
+ * store CHAOS_WRITES times with the hold's fencing token (a reader reads it
+ * instead; pausing CHAOS_WORK_MS between steps, as if working), release or
+ * resign.  It never asks the library whether it still holds the
  * lock before writing - a careless client on purpose, so that a client
  * frozen or partitioned past its session timeout does send stale writes,
  * and the test can check that the store refuses them.  While the test sets
@@ -52,9 +65,11 @@ static int log_fd = -1;
 static chaos_slot *slot;
 static zkrc_session *session;
 static volatile sig_atomic_t stopping;
-static int ignore_lost_ms; /* the control: see above */
+static int ignore_lost_ms;     /* the control: see above */
+static int write_on_read_side; /* the read-write lock's control: above */
 /* The token of the hold (leadership) the worker was last told it lost. */
 static int64_t lost_token = -2;
+static unsigned side_seed; /* rand_r() state of the read-write lock's sides */
 
 /* Election mode: what the callback was last told, under leader_mu. */
 static pthread_mutex_t leader_mu = PTHREAD_MUTEX_INITIALIZER;
@@ -123,13 +138,25 @@ static void told_lost(const char *event, int reason, int64_t token, int zk) {
   __atomic_store_n(&lost_token, token, __ATOMIC_RELEASE);
 }
 
+static void lock_event(zkrc_lock_event event, int reason, int64_t token,
+                       int zk) {
+  if (event == ZKRC_LOCK_LOST)
+    told_lost("lost", reason, token, zk);
+  else
+    record("LOCKEVENT %s %s %" PRId64 " %d", zkrc_lock_event_name(event),
+           zkrc_err_name(reason), token, zk);
+}
+
+/* A lock's or a read-write lock side's events. */
 static void on_lock_event(zkrc_lock *lk, const zkrc_lock_event_info *info,
                           void *arg) {
-  if (info->event == ZKRC_LOCK_LOST)
-    told_lost("lost", info->reason, info->token, info->zk_error);
-  else
-    record("LOCKEVENT %s %s %" PRId64 " %d", zkrc_lock_event_name(info->event),
-           zkrc_err_name(info->reason), info->token, info->zk_error);
+  lock_event(info->event, info->reason, info->token, info->zk_error);
+}
+
+/* A lease's events: the same records as a lock's. */
+static void on_lease_event(zkrc_semaphore *sem,
+                           const zkrc_semaphore_event_info *info, void *arg) {
+  lock_event(info->event, info->reason, info->token, info->zk_error);
 }
 
 /* Election mode: ELECTED is the grant (an ACQ record, numbered here), and
@@ -180,13 +207,41 @@ static void store_write(int port, const char *key, int instance, int hold,
          chaos_now_us() - start);
 }
 
-/* The recipe the worker exercises: a lock or an election, behind the
- * same three steps. */
+/* A reader's step: read @p key and record the token its value was written
+ * with.  Readers do not write: the store fences writers by the highest
+ * token per key, and readers admitted together hold tokens in no
+ * particular order (zkrecipes/rwlock.h), so their writes would refuse each
+ * other.  What a read can show instead is a writer's data newer than the
+ * reader's own token - written while (or after) the reader was cut off -
+ * which the test counts. */
+static void store_read(int port, const char *key, int hold, int k,
+                       int64_t token, int held) {
+  char request[FENCED_MAX_LINE], reply[FENCED_MAX_LINE], result[64];
+  snprintf(request, sizeof request, "READ %s", key);
+  int64_t start = chaos_now_us(), seen;
+  if (fenced_request(port, request, reply, sizeof reply, 3000) != 0)
+    snprintf(result, sizeof result, "ERR:%d", errno);
+  else if (sscanf(reply, "VALUE %*s %" SCNd64, &seen) == 1)
+    snprintf(result, sizeof result, "%" PRId64, seen);
+  else if (strncmp(reply, "NONE ", 5) == 0)
+    snprintf(result, sizeof result, "NONE");
+  else
+    snprintf(result, sizeof result, "ERR:reply");
+  record("READ %d %d %" PRId64 " %d %s %" PRId64, hold, k, token, held, result,
+         chaos_now_us() - start);
+}
+
+/* The recipe the worker exercises: a lock, an election, a read-write lock
+ * or a semaphore, behind the same three steps. */
 typedef struct recipe {
-  zkrc_lock *lk;
+  zkrc_lock *lk; /* the lock, or the read-write lock's side of this hold */
   zkrc_election *el;
+  zkrc_rwlock *rw;
+  zkrc_semaphore *sem;
+  zkrc_semaphore_lease *lease; /* the semaphore's lease of this hold */
   int acquire_ms;
-  int last_n; /* election: the last leadership taken up */
+  int last_n;    /* election: the last leadership taken up */
+  int max_lease; /* semaphore: its N */
 } recipe;
 
 #define MIN(a, b) ((a) < (b) ? (a) : (b))
@@ -204,12 +259,31 @@ static void wait_leader_cv(int64_t until) {
  * below are then stale). */
 static int take(recipe *r, int attempt, int *n, int64_t *token) {
   int64_t start = chaos_now_us();
+  const char *side = "";
+  if (r->rw) { /* a writer one time in three */
+    int write = write_on_read_side || rand_r(&side_seed) % 3 == 0;
+    r->lk = write && !write_on_read_side ? zkrc_rwlock_writer(r->rw)
+                                         : zkrc_rwlock_reader(r->rw);
+    side = write ? " write" : " read";
+    slot->shared = !write;
+  }
   if (r->lk) {
     int rc = zkrc_lock_acquire(r->lk, r->acquire_ms);
     int zk = rc == ZKRC_OK ? 0 : zkrc_last_zk_error();
     *n = attempt;
     *token = 0;
     if (rc == ZKRC_OK && zkrc_lock_token(r->lk, token) != ZKRC_OK)
+      *token = -1;
+    record("ACQ %d %s %" PRId64 " %" PRId64 " %d%s", attempt, zkrc_err_name(rc),
+           *token, chaos_now_us() - start, zk, side);
+    return rc;
+  }
+  if (r->sem) {
+    int rc = zkrc_semaphore_acquire(r->sem, r->acquire_ms, &r->lease);
+    int zk = rc == ZKRC_OK ? 0 : zkrc_last_zk_error();
+    *n = attempt;
+    *token = rc == ZKRC_OK ? zkrc_semaphore_lease_token(r->lease) : 0;
+    if (rc == ZKRC_OK && *token == 0) /* lost already */
       *token = -1;
     record("ACQ %d %s %" PRId64 " %" PRId64 " %d", attempt, zkrc_err_name(rc),
            *token, chaos_now_us() - start, zk);
@@ -242,7 +316,13 @@ static int take(recipe *r, int attempt, int *n, int64_t *token) {
 /* Release the lock or resign.  A hold already lost is no error. */
 static int give_back(recipe *r, int n) {
   int64_t start = chaos_now_us();
-  int rc = r->lk ? zkrc_lock_release(r->lk) : zkrc_election_resign(r->el);
+  int rc;
+  if (r->sem) {
+    rc = zkrc_semaphore_lease_release(r->lease); /* frees it */
+    r->lease = NULL;
+  } else {
+    rc = r->lk ? zkrc_lock_release(r->lk) : zkrc_election_resign(r->el);
+  }
   int zk = rc == ZKRC_OK ? 0 : zkrc_last_zk_error();
   record("REL %d %s %" PRId64 " %d", n, zkrc_err_name(rc),
          chaos_now_us() - start, zk);
@@ -261,11 +341,28 @@ static void linger(int64_t token) {
   }
 }
 
-/* One hold: the writes, then the release. */
+static int still_held(recipe *r) {
+  if (r->sem)
+    return zkrc_semaphore_lease_is_held(r->lease);
+  return r->lk ? zkrc_lock_is_held(r->lk) : zkrc_election_is_leader(r->el);
+}
+
+/* One hold: the writes (a reader's reads), then the release.  A lease
+ * holder writes a key of its own: up to N leases run at once, with tokens
+ * in no order among them, so one key fenced by its highest token would
+ * refuse the writes of holders that legitimately hold beside a newer one.
+ * Its own key keeps the journal checks (every answer journaled, every
+ * write carrying its hold's token) and the timings; the capacity itself is
+ * the hold checker's to judge. */
 static int hold_and_write(recipe *r, int port, const char *key, int instance,
                           int n, int64_t token, int writes, int work_ms) {
   slot->hold = n;
   slot->token = token;
+  char own_key[FENCED_MAX_KEY + 1];
+  if (r->sem) {
+    snprintf(own_key, sizeof own_key, "%s.w%d", key, instance);
+    key = own_key;
+  }
   for (int k = 1; k <= writes; k++) {
     slot->writes_left = writes - k + 1;
     if (k > 1) {
@@ -275,9 +372,11 @@ static int hold_and_write(recipe *r, int port, const char *key, int instance,
     }
     set_phase(CHAOS_WRITING);
     /* Asked for the record only: the write goes out whatever it says. */
-    int held =
-        r->lk ? zkrc_lock_is_held(r->lk) : zkrc_election_is_leader(r->el);
-    store_write(port, key, instance, n, k, token, held);
+    int held = still_held(r);
+    if (r->rw && slot->shared)
+      store_read(port, key, n, k, token, held);
+    else
+      store_write(port, key, instance, n, k, token, held);
     progress();
   }
   slot->writes_left = 0;
@@ -287,10 +386,30 @@ static int hold_and_write(recipe *r, int port, const char *key, int instance,
   return rc;
 }
 
-static int make_recipe(recipe *r, int instance, const char *path, int elect) {
+/* Which recipe: chosen by the options. */
+enum mode { MODE_LOCK, MODE_ELECT, MODE_RWLOCK, MODE_SEMAPHORE };
+static const char *const mode_names[] = {"lock_new", "election", "rwlock_new",
+                                         "semaphore_new"};
+
+static int make_recipe(recipe *r, int instance, const char *path,
+                       enum mode mode) {
   static char id[32];
   snprintf(id, sizeof id, "w%d", instance);
-  if (elect) {
+  if (mode == MODE_RWLOCK) {
+    zkrc_rwlock_options ro;
+    zkrc_rwlock_options_init(&ro);
+    ro.participant_id = id;
+    ro.on_event = on_lock_event;
+    return zkrc_rwlock_new(&r->rw, session, path, &ro);
+  }
+  if (mode == MODE_SEMAPHORE) {
+    zkrc_semaphore_options so;
+    zkrc_semaphore_options_init(&so);
+    so.participant_id = id;
+    so.on_event = on_lease_event;
+    return zkrc_semaphore_new(&r->sem, session, path, r->max_lease, &so);
+  }
+  if (mode == MODE_ELECT) {
     zkrc_election_options eo;
     zkrc_election_options_init(&eo);
     eo.participant_id = id;
@@ -320,11 +439,12 @@ static void leave_election(recipe *r, int last_given_back) {
 }
 
 static int run(int instance, const char *hosts, const char *path, int port,
-               const char *key, int elect) {
+               const char *key, enum mode mode, int max_lease) {
   int session_ms = env_int("CHAOS_SESSION_MS", 2000);
   int writes = env_int("CHAOS_WRITES", 3);
   int work_ms = env_int("CHAOS_WORK_MS", 30);
-  recipe r = {.acquire_ms = env_int("CHAOS_ACQUIRE_MS", 8000)};
+  recipe r = {.acquire_ms = env_int("CHAOS_ACQUIRE_MS", 8000),
+              .max_lease = max_lease};
 
   zkrc_session_options so;
   zkrc_session_options_init(&so);
@@ -337,8 +457,8 @@ static int run(int instance, const char *hosts, const char *path, int port,
     return 4;
   }
   zkrc_session_add_listener(session, on_session, NULL, NULL);
-  if ((rc = make_recipe(&r, instance, path, elect)) != ZKRC_OK) {
-    record("EXIT 4 %s %s", elect ? "election" : "lock_new", zkrc_err_name(rc));
+  if ((rc = make_recipe(&r, instance, path, mode)) != ZKRC_OK) {
+    record("EXIT 4 %s %s", mode_names[mode], zkrc_err_name(rc));
     zkrc_election_free(r.el);
     zkrc_session_close(session);
     return 4;
@@ -362,7 +482,10 @@ static int run(int instance, const char *hosts, const char *path, int port,
   }
   if (r.el)
     leave_election(&r, last_given_back);
-  zkrc_lock_free(r.lk);
+  if (r.rw == NULL)
+    zkrc_lock_free(r.lk);
+  zkrc_rwlock_free(r.rw);
+  zkrc_semaphore_free(r.sem);
   zkrc_election_free(r.el);
   zkrc_session_close(session);
   set_phase(CHAOS_EXITED);
@@ -383,13 +506,22 @@ static chaos_slot *map_slot(const char *file, int instance) {
 int main(int argc, char **argv) {
   if (argc < 8) {
     fprintf(stderr, "usage: chaosworker INSTANCE HOSTS PATH STOREPORT KEY "
-                    "LOGFILE STATUSFILE [elect] [ignore-lost=MS]\n");
+                    "LOGFILE STATUSFILE [elect|rwlock|semaphore=N] "
+                    "[write-on-read-side] [ignore-lost=MS]\n");
     return 2;
   }
-  int elect = 0;
+  enum mode mode = MODE_LOCK;
+  int max_lease = 0;
   for (int i = 8; i < argc; i++) {
     if (strcmp(argv[i], "elect") == 0)
-      elect = 1;
+      mode = MODE_ELECT;
+    else if (strcmp(argv[i], "rwlock") == 0)
+      mode = MODE_RWLOCK;
+    else if (strncmp(argv[i], "semaphore=", 10) == 0 &&
+             (max_lease = atoi(argv[i] + 10)) >= 1)
+      mode = MODE_SEMAPHORE;
+    else if (strcmp(argv[i], "write-on-read-side") == 0)
+      write_on_read_side = 1;
     else if (strncmp(argv[i], "ignore-lost=", 12) == 0)
       ignore_lost_ms = atoi(argv[i] + 12);
     else
@@ -420,5 +552,7 @@ int main(int argc, char **argv) {
   sigaction(SIGTERM, &sa, NULL);
   signal(SIGPIPE, SIG_IGN);
   record("START %d", (int)getpid());
-  return run(instance, argv[2], argv[3], atoi(argv[4]), argv[5], elect);
+  side_seed = (unsigned)getpid() ^ (unsigned)chaos_now_us();
+  return run(instance, argv[2], argv[3], atoi(argv[4]), argv[5], mode,
+             max_lease);
 }

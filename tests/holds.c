@@ -78,62 +78,107 @@ static gint by_acquired(gconstpointer x, gconstpointer y) {
   return a->acquired < b->acquired ? -1 : a->acquired > b->acquired;
 }
 
-/* What excuses @p a still holding when @p b was told it holds, or NULL. */
-static const char *overlap_excuse(zkt_checker *c, zkt_hold *a, zkt_hold *b) {
-  if (spans_meet(c->pauses, a->instance, a->asked, b->acquired)) {
-    c->excused_frozen++;
-    return "frozen";
-  }
-  if (spans_meet(c->expiries, a->instance, a->asked, b->acquired)) {
-    c->excused_closed++;
-    return "closed by an operator";
-  }
-  if (a->excuse) {
-    c->excused_own++;
-    c->worst_excused_own = MAX(c->worst_excused_own, a->end - b->acquired);
-    return a->excuse;
-  }
-  return NULL;
+static const char FROZEN[] = "frozen";
+static const char CLOSED[] = "closed by an operator";
+
+/* What excuses @p a still holding when @p b was told it holds (FROZEN,
+ * CLOSED or the test's own zkt_hold.excuse), or NULL. */
+static const char *overlap_excuse(const zkt_checker *c, const zkt_hold *a,
+                                  const zkt_hold *b) {
+  if (spans_meet(c->pauses, a->instance, a->asked, b->acquired))
+    return FROZEN;
+  if (spans_meet(c->expiries, a->instance, a->asked, b->acquired))
+    return CLOSED;
+  return a->excuse;
 }
 
-/* @p a was still told it held when @p b was told it holds. */
-static void judge_overlap(zkt_checker *c, zkt_hold *a, zkt_hold *b) {
+static void count_excuse(zkt_checker *c, const zkt_hold *a, const zkt_hold *b,
+                         const char *excuse) {
+  if (excuse == NULL)
+    return;
+  if (excuse == FROZEN) {
+    c->excused_frozen++;
+  } else if (excuse == CLOSED) {
+    c->excused_closed++;
+  } else {
+    c->excused_own++;
+    c->worst_excused_own = MAX(c->worst_excused_own, a->end - b->acquired);
+  }
+}
+
+/* @p a was still told it held when @p b was told it holds, one of
+ * @p together holds (@p b included) with no excuse, more than
+ * c->capacity: a violation unless @p excuse. */
+static void judge_overlap(zkt_checker *c, zkt_hold *a, zkt_hold *b,
+                          const char *excuse, int together) {
   c->overlaps++;
   if (!a->counted_overlap) {
     a->counted_overlap = TRUE;
     c->overlapping_holds++;
   }
-  const char *excuse = overlap_excuse(c, a, b);
+  count_excuse(c, a, b, excuse);
   if (c->on_overlap)
     c->on_overlap(a, b, excuse, c->ctx);
   if (excuse)
     return;
-  char told[64], wa[80], wb[80];
+  char told[64], wa[80], wb[80], many[64];
   if (a->lost)
     g_snprintf(told, sizeof told, "told LOST %.3f s after",
                (double)(a->lost - b->acquired) / 1e6);
   else
     g_strlcpy(told, "never told LOST", sizeof told);
+  if (c->capacity > 1)
+    g_snprintf(many, sizeof many, "%d holders at once (at most %d)", together,
+               c->capacity);
+  else
+    g_strlcpy(many, "two holders at once", sizeof many);
   c->overlap_violations++;
   violation(c,
-            "two holders at once: %s (token %" PRId64 ", %s, release %s) "
+            "%s: %s (token %" PRId64 ", %s, release %s) "
             "still held %.3f s after %s was told it holds (token %" PRId64
             "), and was neither frozen nor closed by an operator",
-            who(a, wa, sizeof wa), a->token, told, a->rel[0] ? a->rel : "none",
-            (double)(a->end - b->acquired) / 1e6, who(b, wb, sizeof wb),
-            b->token);
+            many, who(a, wa, sizeof wa), a->token, told,
+            a->rel[0] ? a->rel : "none", (double)(a->end - b->acquired) / 1e6,
+            who(b, wb, sizeof wb), b->token);
+}
+
+/* Does @p a (granted before @p b) still run when @p b is granted, other
+ * than as a reader beside a reader?  (The compatibility of two holds: only
+ * shared ones may run together without counting against the capacity.) */
+static gboolean runs_with(const zkt_hold *a, const zkt_hold *b) {
+  return a->end > b->acquired && !(a->shared && b->shared);
+}
+
+/* The grant that a hold @p a (the @p i-th of sorted @p all) ended by LOST
+ * had to make room for: the first later one that could not run beside it
+ * (a writer's next grant, a reader's next writer) and that found the rest
+ * of the capacity taken (for a semaphore, the grant that would have been
+ * one too many had @p a still held).  NULL when there is none. */
+static zkt_hold *successor(const zkt_checker *c, GPtrArray *all, guint i) {
+  zkt_hold *a = g_ptr_array_index(all, i);
+  for (guint j = i + 1; j < all->len; j++) {
+    zkt_hold *b = g_ptr_array_index(all, j);
+    if (a->shared && b->shared)
+      continue;
+    int others = 0;
+    for (guint k = 0; k < j; k++)
+      others += k != i && runs_with(g_ptr_array_index(all, k), b);
+    if (others >= MAX(c->capacity, 1) - 1)
+      return b;
+  }
+  return NULL;
 }
 
 /* The margin of a hold ended by LOST that nothing excused: how long before
- * the next grant after it (sorted @p all, @p i its index) it was told. */
+ * its successor's grant it was told. */
 static void measure_margin(zkt_checker *c, GPtrArray *all, guint i) {
   zkt_hold *a = g_ptr_array_index(all, i);
   if (a->lost == 0 || a->lost != a->end || a->lost == a->acquired ||
       spans_meet(c->pauses, a->instance, a->asked, a->lost) ||
       spans_meet(c->expiries, a->instance, a->asked, a->lost))
     return;
-  if (i + 1 < all->len) {
-    zkt_hold *b = g_ptr_array_index(all, i + 1);
+  zkt_hold *b = successor(c, all, i);
+  if (b) {
     int64_t margin = b->acquired - a->lost;
     g_array_append_val(c->lost_margins, margin);
     if (spans_meet(c->partitions, a->instance, a->lost - 1, a->lost + 1))
@@ -190,19 +235,31 @@ static void check_tokens(zkt_checker *c, GPtrArray *all, guint i,
   }
 }
 
-/* Does @p a (granted before @p b) still run when @p b is granted, other
- * than as a reader beside a reader? */
-static gboolean runs_with(const zkt_hold *a, const zkt_hold *b) {
-  return a->end > b->acquired && !(a->shared && b->shared);
-}
-
-/* How many holds granted before the @p i-th of sorted @p all still run
- * when it is granted. */
-static int running_at(GPtrArray *all, guint i) {
-  int n = 0;
+/* The grant of the @p i-th hold of sorted @p all, against the holds
+ * granted before it that still run then.  With the capacity C (1: a
+ * mutex, a writer against everyone; N: a semaphore), at most C - 1 of them
+ * may run; the ones an excuse covers (frozen, closed by the operator, the
+ * test's own) do not count, since their holders could not have been told
+ * in time, and the others are then judged only when they still leave no
+ * room: a semaphore's holder is not blamed for a frozen co-holder. */
+static void judge_grant(zkt_checker *c, GPtrArray *all, guint i) {
+  zkt_hold *b = g_ptr_array_index(all, i);
+  int capacity = MAX(c->capacity, 1), running = 0, unexcused = 0;
   for (guint j = 0; j < i; j++)
-    n += runs_with(g_ptr_array_index(all, j), g_ptr_array_index(all, i));
-  return n;
+    if (runs_with(g_ptr_array_index(all, j), b)) {
+      running++;
+      unexcused += overlap_excuse(c, g_ptr_array_index(all, j), b) == NULL;
+    }
+  if (running < capacity)
+    return;
+  for (guint j = 0; j < i; j++) {
+    zkt_hold *a = g_ptr_array_index(all, j);
+    if (!runs_with(a, b))
+      continue;
+    const char *excuse = overlap_excuse(c, a, b);
+    if (excuse || unexcused >= capacity)
+      judge_overlap(c, a, b, excuse, unexcused + 1);
+  }
 }
 
 int zkt_check_holds(zkt_checker *c, GPtrArray *all) {
@@ -215,11 +272,8 @@ int zkt_check_holds(zkt_checker *c, GPtrArray *all) {
       check_grant_order(c, all, i);
     else
       check_tokens(c, all, i, tokens);
-    if (!c->tokens_only && running_at(all, i) >= MAX(c->capacity, 1)) {
-      for (guint j = 0; j < i; j++)
-        if (runs_with(g_ptr_array_index(all, j), b))
-          judge_overlap(c, g_ptr_array_index(all, j), b);
-    }
+    if (!c->tokens_only)
+      judge_grant(c, all, i);
     if (i > 0 && b->acquired >= max_end)
       c->closest = MIN(c->closest, b->acquired - max_end);
     max_end = MAX(max_end, b->end);

@@ -82,8 +82,11 @@ typedef struct zkt_checker {
    * election's leader that took its session back). */
   gboolean tokens_in_grant_order;
   /* Optional, set after init: how many holds may run at once (a
-   * semaphore's N); a grant while that many run is judged against each of
-   * them.  0 or 1: one at a time (readers beside readers aside). */
+   * semaphore's N); 0 or 1: one at a time (readers beside readers aside).
+   * The rule above, generalised: a grant while that many still run is a
+   * violation unless excuses cover enough of them to leave room - the
+   * excused ones do not count, and the others are reported only when they
+   * alone fill the capacity ("N+1 holders at once"). */
   int capacity;
   /* Optional: judge the tokens only, not the overlaps (a test that
    * provokes overlaps to measure them). */

@@ -1,10 +1,14 @@
 /*
- * The lock, then the election, under chaos: N client processes
- * (chaosworker) contend for one lock (take part in one election: a leader
- * is a holder) and write to a fenced store (examples/fenced-store.c) with their
- * fencing tokens, while a fault schedule kills, freezes and partitions
- * clients, drops and black-holes their connections, and kills, restarts and
- * freezes members of a 3-member ensemble (fault proxies in front of each).
+ * The lock, the election, then the read-write lock and the semaphore side
+ * by side, under chaos: N client processes (chaosworker) contend for one
+ * lock (take part in one election: a leader is a holder; half of them
+ * contend for a read-write lock, a writer one hold in three, the other half
+ * for a semaphore of two leases) and write to a fenced store
+ * (examples/fenced-store.c) with their fencing tokens (readers read; lease
+ * holders write keys of their own), while a fault schedule kills, freezes
+ * and partitions clients, drops and black-holes their connections, and
+ * kills, restarts and freezes members of a 3-member ensemble (fault proxies
+ * in front of each).
  * Afterwards the recorded history - the workers' logs, the store's journal,
  * the schedule - is checked:
  *
@@ -19,25 +23,32 @@
  *     token;
  *  4. held means held (holds.h states the rule): two holds overlapped
  *     in time only when the earlier holder was frozen or its session was
- *     closed by the operator; a holder partitioned from the ensemble, whose
- *     session the servers expired or whose member died or froze, was told
- *     LOST before anyone else was told it holds.  During partitions and
+ *     closed by the operator - for a read-write lock, a writer's hold with
+ *     any other, readers beside readers being fine; for the semaphore, more
+ *     than its two leases running at once; a holder partitioned from the
+ *     ensemble, whose session the servers expired or whose member died or
+ *     froze, was told LOST before anyone else was told it holds (before the
+ *     capacity was exceeded).  During partitions and
  *     member faults the workers keep holding until told LOST (their slot's
  *     linger flag), so that the lease, not a timely release, is what is
  *     tested.  test_chaos_check shows on synthetic logs that this check
- *     catches a partitioned holder told too late, and the control run
- *     "checker catches a holder ignoring LOST" shows it live;
+ *     catches a partitioned holder told too late, a writer beside readers
+ *     and three lease holders at once, and the control runs "checker
+ *     catches a holder ignoring LOST" and "... a lease over the limit" show
+ *     it live;
  *  5. no client hung: every acquisition, write and release returned within
  *     its deadline (plus a stated allowance for a loaded machine), and the
  *     parent's watchdog never had to kill a client;
- *  6. no lock node remains once all sessions are gone;
+ *  6. no lock node (read-write lock node, lease or semaphore mutex node)
+ *     remains once all sessions are gone;
  *  7. stale writes did happen (frozen holders wrote with old tokens), and
  *     every one of them was refused.
  *
  * CHAOS_SECONDS (default 60) is how long faults are injected, split evenly
- * between the lock run and the election run; the first full round of the
- * schedule (every kind of fault) always completes in each.  `make -C tests
- * chaos` runs them for 10 minutes (5 each).  CHAOS_CLIENTS (default 8),
+ * between the lock run, the election run and the read-write lock and
+ * semaphore run; the first full round of the schedule (every kind of
+ * fault, about 50 s) always completes in each.  `make -C tests chaos` runs
+ * them for 10 minutes (200 s each).  CHAOS_CLIENTS (default 8),
  * CHAOS_SEED (default: the time) and CHAOS_KEEP=1 (keep the logs) also
  * apply.  Loopback only.
  */
@@ -114,11 +125,19 @@ static const fault_kind round_kinds[] = {
 /* What happened to a worker instance, from the schedule's side. */
 typedef zkt_span span;
 
+/* The recipe the workers contend for. */
+typedef enum chaos_mode { M_LOCK, M_ELECT, M_RWLOCK, M_SEMAPHORE } chaos_mode;
+static const char *const mode_names[] = {"lock", "election", "read-write lock",
+                                         "semaphore"};
+/* The semaphore's N: two leases among the eight clients. */
+#define LEASES 2
+
 /* --------------------------------------------------------------- state */
 
 typedef struct worker {
   int instance;
-  pid_t pid; /* -1 once reaped */
+  chaos_mode mode; /* the recipe it contends for */
+  pid_t pid;       /* -1 once reaped */
   int64_t started, ended;
   int status;      /* exit status, 128+signal, or -1 while running */
   gboolean killed; /* by a fault or the watchdog */
@@ -129,7 +148,16 @@ typedef struct worker {
 
 static struct {
   int clients, seconds;
-  gboolean elect;          /* election workers instead of lock ones */
+  /* What the workers contend for: position p's workers for
+   * modes[p % nmodes], each recipe at paths[mode]. */
+  chaos_mode modes[2];
+  int nmodes;
+  char *paths[M_SEMAPHORE + 1];
+  /* The controls of the capacity rules, for the first position of their
+   * recipe: the semaphore's N there (0: LEASES, like the others), and
+   * whether the read-write lock's worker there writes on the read side. */
+  int first_leases;
+  gboolean first_writes_on_read_side;
   const char *ignore_lost; /* NULL, or ignore-lost=MS for the control */
   gboolean linger_always;  /* holders hold until told LOST, always */
   const char *store_flag;  /* NULL, or --no-fencing for the control */
@@ -138,7 +166,7 @@ static struct {
   guint32 seed;
   GRand *rng;
   int64_t t0;
-  char *dir, *status_path, *journal, *lock_path;
+  char *dir, *status_path, *journal;
   chaos_slot *slots;
   int store_port, store_out;
   pid_t store_pid;
@@ -198,21 +226,39 @@ static pid_t start_child(char *const argv[], int *out) {
   return c.pid;
 }
 
+static gboolean runs_mode(chaos_mode mode) {
+  for (int i = 0; i < C.nmodes; i++)
+    if (C.modes[i] == mode)
+      return TRUE;
+  return FALSE;
+}
+
 static void spawn_worker(int position) {
   int instance = (int)C.workers->len;
   CU_ASSERT_FATAL(instance < CHAOS_MAX_INSTANCES);
   worker *w = g_new0(worker, 1);
   w->instance = instance;
+  w->mode = C.modes[position % C.nmodes];
   w->status = -1;
   w->log = g_strdup_printf("%s/w%d.log", C.dir, instance);
   char inst[16], port[16];
   snprintf(inst, sizeof inst, "%d", instance);
   snprintf(port, sizeof port, "%d", C.store_port);
-  char *argv[11] = {WORKER, inst,   (char *)zkt_hosts(), C.lock_path, port,
-                    "k",    w->log, C.status_path,       NULL};
+  char leases[32];
+  snprintf(leases, sizeof leases, "semaphore=%d",
+           position < C.nmodes && C.first_leases ? C.first_leases : LEASES);
+  char *argv[11] = {WORKER,           inst,          (char *)zkt_hosts(),
+                    C.paths[w->mode], port,          "k",
+                    w->log,           C.status_path, NULL};
   int argc = 8;
-  if (C.elect)
+  if (w->mode == M_ELECT)
     argv[argc++] = "elect";
+  else if (w->mode == M_RWLOCK)
+    argv[argc++] = "rwlock";
+  else if (w->mode == M_SEMAPHORE)
+    argv[argc++] = leases;
+  if (w->mode == M_RWLOCK && position < C.nmodes && C.first_writes_on_read_side)
+    argv[argc++] = "write-on-read-side";
   if (C.ignore_lost)
     argv[argc++] = (char *)C.ignore_lost;
   C.slots[instance].linger = C.linger_always;
@@ -395,19 +441,33 @@ static int phase_of(worker *w) {
   return __atomic_load_n(&C.slots[w->instance].phase, __ATOMIC_ACQUIRE);
 }
 
-/* A live worker in one of @p phases (a bit mask), waiting for one at most
- * @p timeout_ms. */
-static worker *worker_in(unsigned phases, int timeout_ms) {
+static gboolean is_writer(worker *w) {
+  return w->mode == M_RWLOCK &&
+         !__atomic_load_n(&C.slots[w->instance].shared, __ATOMIC_ACQUIRE);
+}
+
+/* A live worker in one of @p phases (a bit mask), and, with
+ * @p writer_only, a read-write lock's writer; waiting for one at most
+ * @p timeout_ms.  Looked for from a random position, so that no position
+ * (and, in a run of two recipes, neither recipe) is favoured. */
+static worker *worker_holding(unsigned phases, gboolean writer_only,
+                              int timeout_ms) {
   int64_t deadline = chaos_now_us() + (int64_t)timeout_ms * 1000;
+  int start = g_rand_int_range(C.rng, 0, C.clients);
   do {
-    for (int p = 0; p < C.clients; p++) {
-      worker *w = C.live[p];
-      if (w && w->pid > 0 && !w->paused && (phases & (1u << phase_of(w))))
+    for (int i = 0; i < C.clients; i++) {
+      worker *w = C.live[(start + i) % C.clients];
+      if (w && w->pid > 0 && !w->paused && (phases & (1u << phase_of(w))) &&
+          (!writer_only || is_writer(w)))
         return w;
     }
     g_usleep(1000);
   } while (chaos_now_us() < deadline);
   return NULL;
+}
+
+static worker *worker_in(unsigned phases, int timeout_ms) {
+  return worker_holding(phases, FALSE, timeout_ms);
 }
 
 /* Freeze @p w for @p ms; returns its phase at the moment it stopped. */
@@ -511,8 +571,15 @@ static gboolean inject(fault_kind kind) {
     return TRUE;
   case F_PAUSE_HOLDER: {
     /* Between two writes: when it wakes up, its next write carries the
-     * token of a hold its expired session no longer has. */
-    w = worker_in(1u << CHAOS_WORKING, 5000);
+     * token of a hold its expired session no longer has.  In a read-write
+     * lock run, every other time a writer when one comes within 5 s (a
+     * reader's stale step is a read, which the store cannot refuse), else
+     * any holder (a reader, a lease holder). */
+    w = runs_mode(M_RWLOCK) && C.injected[F_PAUSE_HOLDER] % 2 == 0
+            ? worker_holding(1u << CHAOS_WORKING, TRUE, 5000)
+            : NULL;
+    if (w == NULL)
+      w = worker_in(1u << CHAOS_WORKING, 5000);
     if (w == NULL)
       return FALSE;
     int ms = SESSION_MS + 1500;
@@ -690,24 +757,38 @@ typedef struct wrec { /* a write as the worker saw it */
 } wrec;
 
 typedef struct worker_log {
+  worker *w;
   GArray *holds;  /* of zkt_hold */
   GArray *writes; /* of wrec */
 } worker_log;
 
-static struct {
-  int holds, writes, accepted, refused, failed_writes;
-  int refused_known_lost, refused_thought_held;
-  int thought_held_after_pause, thought_held_after_expiry;
-  int released_ok, released_lost;
-  int overlaps, overlapping_holds, late_accepted, stale_accepted;
+/* The holds of one recipe of the run, as the checker found them. */
+typedef struct recipe_stats {
+  int holds, released_ok, released_lost;
+  int overlaps, overlapping_holds;
   int excused_frozen, excused_closed; /* overlapping pairs, by excuse */
   int margins;                        /* holds ended by LOST, measured */
   int64_t margin_min, margin_median;  /* LOST to the successor's grant */
   int cut_margins;                    /* the same, LOST in a partition */
   int64_t cut_margin_min, cut_margin_median;
-  GHashTable *acq_results; /* rc name -> count */
-  int64_t max_acq, max_write, max_rel;
+  int writer_holds, reader_holds; /* M_RWLOCK: holds by side */
+  int reader_pairs;               /* M_RWLOCK: readers holding together */
+  int max_together;               /* the most holds running at one instant */
+  int violations;                 /* the checker's, for these holds */
   int left_nodes;
+} recipe_stats;
+
+static struct {
+  int writes, accepted, refused, failed_writes;
+  int refused_known_lost, refused_thought_held;
+  int thought_held_after_pause, thought_held_after_expiry;
+  int late_accepted, stale_accepted;
+  recipe_stats rec[M_SEMAPHORE + 1]; /* by mode */
+  int reads, failed_reads;           /* M_RWLOCK: readers' reads */
+  int newer_reads; /* ... that saw a writer's token above the reader's */
+  int newer_reads_thought_held; /* ... while the library said held */
+  GHashTable *acq_results;      /* rc name -> count */
+  int64_t max_acq, max_write, max_rel;
 } R;
 
 static void count_result(GHashTable *t, const char *name) {
@@ -730,6 +811,29 @@ static int64_t kill_time(int instance) {
     if (g_array_index(C.kills, span, i).instance == instance)
       return g_array_index(C.kills, span, i).start;
   return 0;
+}
+
+/* A reader's read with its hold's @p token: it took @p d µs, ending at
+ * @p t, and saw the value written with token @p seen ("NONE", "ERR:...").
+ * A token above the reader's means a writer was admitted after the
+ * reader's node was made (zkrecipes/rwlock.h): the reader had been cut off
+ * (frozen, closed, LOST) - counted; that it really had is the hold
+ * checker's to judge. */
+static void count_read(worker *w, int64_t token, int held, const char *seen,
+                       int64_t t, int64_t d) {
+  R.reads++;
+  if (strncmp(seen, "ERR", 3) == 0) {
+    R.failed_reads++;
+  } else if (strcmp(seen, "NONE") != 0 &&
+             g_ascii_strtoll(seen, NULL, 10) > token) {
+    R.newer_reads++;
+    R.newer_reads_thought_held += held;
+  }
+  if (!paused_between(w->instance, t - d, t)) {
+    R.max_write = MAX(R.max_write, d);
+    if (d > (int64_t)(WRITE_TIMEOUT_MS + SLACK_MS) * 1000)
+      violation("w%d: a store read took %.1f s", w->instance, (double)d / 1e6);
+  }
 }
 
 /* The holds (chaos_log_holds) and, for the other checks, the writes and
@@ -777,6 +881,10 @@ static void parse_worker(worker *w, worker_log *wl) {
           violation("w%d: a store write took %.1f s", w->instance,
                     (double)d / 1e6);
       }
+    } else if (strcmp(what, "READ") == 0 &&
+               sscanf(lines[i], "%*d READ %d %d %" SCNd64 " %d %23s %" SCNd64,
+                      &n, &k, &a, &held, s2, &d) == 6) {
+      count_read(w, a, held, s2, t, d);
     } else if (strcmp(what, "REL") == 0 &&
                sscanf(lines[i], "%*d REL %d %63s %" SCNd64, &n, s1, &d) == 3 &&
                !paused_between(w->instance, t - d, t)) {
@@ -830,14 +938,24 @@ static void check_journal(GPtrArray *logs, GHashTable *hold_tokens) {
   }
   GHashTable *by_value =
       g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
+  /* The highest token accepted, per key (a semaphore's holders have keys
+   * of their own). */
+  GHashTable *highest_of =
+      g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
   gchar **lines = g_strsplit(text, "\n", -1);
-  int64_t highest = -1;
   for (int i = 0; lines[i]; i++) {
     int64_t t, token, logged_highest = -1;
     char what[16], key[80], value[80];
     if (sscanf(lines[i], "%" SCNd64 " %15s %79s %" SCNd64, &t, what, key,
                &token) != 4)
       continue;
+    int64_t *top = g_hash_table_lookup(highest_of, key);
+    if (top == NULL) {
+      top = g_new(int64_t, 1);
+      *top = -1;
+      g_hash_table_insert(highest_of, g_strdup(key), top);
+    }
+    int64_t highest = *top;
     decision *d = g_new0(decision, 1);
     d->token = token;
     if (strcmp(what, "ACCEPT") == 0 &&
@@ -849,7 +967,7 @@ static void check_journal(GPtrArray *logs, GHashTable *hold_tokens) {
                   token, highest, i + 1);
         R.stale_accepted++;
       }
-      highest = MAX(highest, token);
+      highest = *top = MAX(highest, token);
       R.accepted++;
     } else if (strcmp(what, "REFUSE") == 0 &&
                sscanf(lines[i], "%*d REFUSE %*s %*d %" SCNd64 " %79s",
@@ -885,6 +1003,7 @@ static void check_journal(GPtrArray *logs, GHashTable *hold_tokens) {
   }
   g_strfreev(lines);
   g_free(text);
+  g_hash_table_destroy(highest_of);
 
   for (guint i = 0; i < logs->len; i++) {
     worker_log *wl = g_ptr_array_index(logs, i);
@@ -914,38 +1033,116 @@ static void check_journal(GPtrArray *logs, GHashTable *hold_tokens) {
   g_hash_table_destroy(by_value);
 }
 
-/* Checks 2 and 4 (holds.c) over every hold of every worker. */
-static void check_holds(GPtrArray *all) {
+typedef struct hold_edge {
+  int64_t t;
+  int delta; /* +1 a grant, -1 an end */
+} hold_edge;
+
+static gint by_time(gconstpointer x, gconstpointer y) {
+  const hold_edge *a = x, *b = y;
+  if (a->t != b->t)
+    return a->t < b->t ? -1 : 1;
+  return a->delta - b->delta; /* an end before a grant at the same time */
+}
+
+/* The most holds of @p all running at one instant, whatever their kind:
+ * the control that a semaphore's N and a read-write lock's readers did
+ * hold together. */
+static int most_at_once(GPtrArray *all) {
+  GArray *edges = g_array_new(FALSE, FALSE, sizeof(hold_edge));
+  for (guint i = 0; i < all->len; i++) {
+    zkt_hold *h = g_ptr_array_index(all, i);
+    if (h->end <= h->acquired)
+      continue;
+    hold_edge grant = {h->acquired, 1}, end = {h->end, -1};
+    g_array_append_val(edges, grant);
+    g_array_append_val(edges, end);
+  }
+  g_array_sort(edges, by_time);
+  int running = 0, most = 0;
+  for (guint i = 0; i < edges->len; i++) {
+    running += g_array_index(edges, hold_edge, i).delta;
+    most = MAX(most, running);
+  }
+  g_array_free(edges, TRUE);
+  return most;
+}
+
+/* A read-write lock's holds by side, and pairs of readers that held
+ * together (the control that the checker let readers share). */
+static void count_sides(GPtrArray *all, recipe_stats *st) {
+  for (guint i = 0; i < all->len; i++) {
+    zkt_hold *a = g_ptr_array_index(all, i);
+    if (!a->shared) {
+      st->writer_holds++;
+      continue;
+    }
+    st->reader_holds++;
+    for (guint j = i + 1; j < all->len; j++) {
+      zkt_hold *b = g_ptr_array_index(all, j);
+      st->reader_pairs +=
+          b->shared && a->acquired < b->end && b->acquired < a->end;
+    }
+  }
+}
+
+static chaos_mode mode_of_hold(const zkt_hold *h) {
+  return ((const worker *)h->owner)->mode;
+}
+
+/* Checks 2 and 4 (holds.c) over the holds of @p all of the workers of
+ * @p mode: for a read-write lock, a writer's hold beside no other hold
+ * (readers beside readers: zkt_hold.shared, from the ACQ record's side);
+ * for the semaphore, at most LEASES holds at once (the checker's
+ * capacity), with the same excuses as the lock's. */
+static void check_holds(GPtrArray *all, chaos_mode mode) {
+  recipe_stats *st = &R.rec[mode];
+  GPtrArray *mine = g_ptr_array_new();
+  for (guint i = 0; i < all->len; i++)
+    if (mode_of_hold(g_ptr_array_index(all, i)) == mode)
+      g_ptr_array_add(mine, g_ptr_array_index(all, i));
   zkt_checker c;
   zkt_checker_init(&c, C.pauses, C.expiries);
   c.partitions = C.partitions;
-  zkt_check_holds(&c, all);
+  if (mode == M_SEMAPHORE)
+    c.capacity = LEASES;
+  st->holds = (int)mine->len;
+  st->max_together = most_at_once(mine);
+  if (mode == M_RWLOCK)
+    count_sides(mine, st);
+  st->violations = zkt_check_holds(&c, mine);
   for (guint i = 0; i < c.violations->len; i++)
-    violation("%s", (char *)g_ptr_array_index(c.violations, i));
-  R.overlaps = c.overlaps;
-  R.overlapping_holds = c.overlapping_holds;
-  R.excused_frozen = c.excused_frozen;
-  R.excused_closed = c.excused_closed;
-  R.margins = (int)c.lost_margins->len;
-  zkt_margin_stats(c.lost_margins, &R.margin_min, &R.margin_median);
-  R.cut_margins = (int)c.partition_margins->len;
-  zkt_margin_stats(c.partition_margins, &R.cut_margin_min,
-                   &R.cut_margin_median);
+    violation("%s: %s", mode_names[mode],
+              (char *)g_ptr_array_index(c.violations, i));
+  st->overlaps = c.overlaps;
+  st->overlapping_holds = c.overlapping_holds;
+  st->excused_frozen = c.excused_frozen;
+  st->excused_closed = c.excused_closed;
+  st->margins = (int)c.lost_margins->len;
+  zkt_margin_stats(c.lost_margins, &st->margin_min, &st->margin_median);
+  st->cut_margins = (int)c.partition_margins->len;
+  zkt_margin_stats(c.partition_margins, &st->cut_margin_min,
+                   &st->cut_margin_median);
   zkt_checker_clear(&c);
+  g_ptr_array_free(mine, TRUE);
 }
 
-/* Writes the store accepted from a hold after a later hold had begun
- * (allowed: the store had not seen the higher token yet). */
+/* Writes the store accepted from a hold after a later hold (a writer's) of
+ * the same recipe had begun (allowed: the store had not seen the higher
+ * token yet).  Not counted for a semaphore, whose holders write keys of
+ * their own beside newer holds. */
 static void count_late_accepts(GPtrArray *logs, GPtrArray *all_holds) {
   for (guint i = 0; i < logs->len; i++) {
     worker_log *wl = g_ptr_array_index(logs, i);
-    for (guint j = 0; j < wl->writes->len; j++) {
+    chaos_mode mode = wl->w->mode;
+    for (guint j = 0; mode != M_SEMAPHORE && j < wl->writes->len; j++) {
       wrec *r = &g_array_index(wl->writes, wrec, j);
       if (strcmp(r->result, "OK") != 0)
         continue;
       for (guint h = 0; h < all_holds->len; h++) {
         zkt_hold *o = g_ptr_array_index(all_holds, h);
-        if (o->token > r->token && o->acquired < r->sent) {
+        if (o->token > r->token && o->acquired < r->sent && !o->shared &&
+            mode_of_hold(o) == mode) {
           R.late_accepted++;
           break;
         }
@@ -963,22 +1160,24 @@ static void analyse(void) {
   for (guint i = 0; i < C.workers->len; i++) {
     worker *w = g_ptr_array_index(C.workers, i);
     worker_log *wl = g_new0(worker_log, 1);
+    wl->w = w;
     parse_worker(w, wl);
     g_ptr_array_add(logs, wl);
     for (guint j = 0; wl->holds && j < wl->holds->len; j++) {
       zkt_hold *h = &g_array_index(wl->holds, zkt_hold, j);
+      h->owner = w;
       if (strcmp(h->rel, "ZKRC_OK") == 0)
-        R.released_ok++;
+        R.rec[w->mode].released_ok++;
       else if (strcmp(h->rel, "ZKRC_ELOCKLOST") == 0 ||
                strcmp(h->rel, "ZKRC_ENOTLEADER") == 0)
-        R.released_lost++;
+        R.rec[w->mode].released_lost++;
       g_ptr_array_add(all_holds, h);
       g_hash_table_insert(
           hold_tokens, g_strdup_printf("%d.%d", h->instance, h->n), &h->token);
     }
   }
-  R.holds = (int)all_holds->len;
-  check_holds(all_holds);
+  for (int i = 0; i < C.nmodes; i++)
+    check_holds(all_holds, C.modes[i]);
   check_journal(logs, hold_tokens);
   count_late_accepts(logs, all_holds);
   g_hash_table_destroy(hold_tokens);
@@ -992,12 +1191,49 @@ static void analyse(void) {
   g_ptr_array_free(logs, TRUE);
 }
 
+/* The holds of one recipe: how they ended, how they overlapped, how long
+ * before the next grant a holder was told LOST. */
+static void print_recipe(chaos_mode mode) {
+  const recipe_stats *st = &R.rec[mode];
+  const char *m = mode_names[mode];
+  printf("chaos: %s: holds %d (released OK %d, released ZKRC_ELOCKLOST %d, "
+         "ended by a kill %d); most running at once %d\n",
+         m, st->holds, st->released_ok, st->released_lost,
+         st->holds - st->released_ok - st->released_lost, st->max_together);
+  if (mode == M_RWLOCK)
+    printf("chaos: %s: writer holds %d, reader holds %d, pairs of readers "
+           "holding together %d\n",
+           m, st->writer_holds, st->reader_holds, st->reader_pairs);
+  printf("chaos: %s: holds still held (as their holder knew) when a hold "
+         "beyond the capacity (%d%s) began: %d, in %d pairs (excused: holder "
+         "frozen %d, session closed by the operator %d); violations %d\n",
+         m, mode == M_SEMAPHORE ? LEASES : 1,
+         mode == M_RWLOCK ? ", readers beside readers aside" : "",
+         st->overlapping_holds, st->overlaps, st->excused_frozen,
+         st->excused_closed, st->violations);
+  printf("chaos: %s: holds ended by LOST (not frozen, not closed by the "
+         "operator): %d; told LOST before the next grant by min %.3f s, "
+         "median %.3f s\n",
+         m, st->margins, (double)st->margin_min / 1e6,
+         (double)st->margin_median / 1e6);
+  printf("chaos: %s: of which told LOST while black-holed (a partition of "
+         "the holder): %d; before the next grant by min %.3f s, median "
+         "%.3f s\n",
+         m, st->cut_margins, (double)st->cut_margin_min / 1e6,
+         (double)st->cut_margin_median / 1e6);
+  printf("chaos: %s: nodes left after every session ended: %d\n", m,
+         st->left_nodes);
+}
+
 static void print_summary(double seconds) {
+  GString *f = g_string_new(NULL);
+  for (int i = 0; i < C.nmodes; i++)
+    g_string_append_printf(f, "%s%s", i ? " and " : "", mode_names[C.modes[i]]);
   printf("\nchaos: %s run: %d clients (%u instances), %.0f s, seed %u, "
          "session timeout %d ms, acquire deadline %d ms\n",
-         C.elect ? "election" : "lock", C.clients, C.workers->len, seconds,
-         C.seed, SESSION_MS, ACQUIRE_MS);
-  GString *f = g_string_new(NULL);
+         f->str, C.clients, C.workers->len, seconds, C.seed, SESSION_MS,
+         ACQUIRE_MS);
+  g_string_truncate(f, 0);
   int total = 0;
   for (int k = 0; k < F_KINDS; k++) {
     gboolean scheduled = FALSE;
@@ -1022,38 +1258,27 @@ static void print_summary(double seconds) {
   while (g_hash_table_iter_next(&it, &key, &value))
     g_string_append_printf(f, " %s %d", (char *)key, GPOINTER_TO_INT(value));
   printf("chaos: acquisitions:%s\n", f->str);
-  printf("chaos: holds %d (released OK %d, released ZKRC_ELOCKLOST %d, ended "
-         "by a kill %d)\n",
-         R.holds, R.released_ok, R.released_lost,
-         R.holds - R.released_ok - R.released_lost);
   printf("chaos: writes %d: accepted %d, refused as stale %d, failed (store "
          "down or timed out) %d\n",
          R.writes, R.accepted, R.refused, R.failed_writes);
   printf("chaos: refused stale writes seen by their writers: %d after the "
          "library had said the lock was lost, %d while it still said held "
-         "(%d just after their session was expired, %d just after a freeze)\n",
+         "(%d just after their session was expired, %d just after a freeze); "
+         "writes accepted from a superseded hold before its successor "
+         "wrote: %d\n",
          R.refused_known_lost, R.refused_thought_held,
-         R.thought_held_after_expiry, R.thought_held_after_pause);
-  printf("chaos: holds still held (as their holder knew) when a later hold "
-         "began: %d, in %d pairs (excused: holder frozen %d, session closed "
-         "by the operator %d); writes accepted from a superseded hold "
-         "before its successor wrote: %d\n",
-         R.overlapping_holds, R.overlaps, R.excused_frozen, R.excused_closed,
+         R.thought_held_after_expiry, R.thought_held_after_pause,
          R.late_accepted);
-  printf("chaos: holds ended by LOST (not frozen, not closed by the "
-         "operator): %d; told LOST before the next grant by min %.3f s, "
-         "median %.3f s\n",
-         R.margins, (double)R.margin_min / 1e6, (double)R.margin_median / 1e6);
-  printf("chaos: of which told LOST while black-holed (a partition of the "
-         "holder): %d; before the next grant by min %.3f s, median %.3f s\n",
-         R.cut_margins, (double)R.cut_margin_min / 1e6,
-         (double)R.cut_margin_median / 1e6);
+  if (runs_mode(M_RWLOCK))
+    printf("chaos: readers' reads %d (failed %d); saw a writer newer than "
+           "the reader's hold: %d (%d while the library still said held)\n",
+           R.reads, R.failed_reads, R.newer_reads, R.newer_reads_thought_held);
+  for (int i = 0; i < C.nmodes; i++)
+    print_recipe(C.modes[i]);
   printf("chaos: longest acquire %.2f s, write %.2f s, release %.2f s (frozen "
          "workers excluded)\n",
          (double)R.max_acq / 1e6, (double)R.max_write / 1e6,
          (double)R.max_rel / 1e6);
-  printf("chaos: lock nodes left after every session ended: %d\n",
-         R.left_nodes);
   printf("chaos: violations: %d\n%s", C.nviolations, C.violations->str);
   g_string_free(f, TRUE);
 }
@@ -1067,12 +1292,22 @@ static int env_int(const char *name, int fallback) {
 
 typedef struct nodes_gone {
   zhandle_t *zh;
-  const char *path;
 } nodes_gone;
+
+/* The nodes left of @p mode's recipe: a semaphore's under its two
+ * directories, the others' under their path. */
+static int nodes_left(zhandle_t *zh, chaos_mode mode) {
+  if (mode == M_SEMAPHORE)
+    return zkt_semaphore_nodes_left(zh, C.paths[mode]);
+  return zkt_child_count(zh, C.paths[mode]);
+}
 
 static int no_nodes_left(void *arg) {
   nodes_gone *ng = arg;
-  return zkt_child_count(ng->zh, ng->path) <= 0;
+  for (int i = 0; i < C.nmodes; i++)
+    if (nodes_left(ng->zh, C.modes[i]) > 0)
+      return FALSE;
+  return TRUE;
 }
 
 static void reset(void) {
@@ -1106,19 +1341,26 @@ static void reset(void) {
   g_free(C.dir);
   g_free(C.status_path);
   g_free(C.journal);
-  g_free(C.lock_path);
+  for (int m = 0; m <= M_SEMAPHORE; m++)
+    g_free(C.paths[m]);
   if (R.acq_results)
     g_hash_table_destroy(R.acq_results);
   memset(&C, 0, sizeof C);
   memset(&R, 0, sizeof R);
 }
 
-static void setup(gboolean elect, int seconds, const char *store_flag,
-                  const fault_kind *kinds, int nkinds) {
+static void setup(const chaos_mode *modes, int nmodes, int seconds,
+                  const char *store_flag, const fault_kind *kinds, int nkinds) {
+  static const char *const path_names[] = {"chaos", "chaos-election",
+                                           "chaos-rwlock", "chaos-semaphore"};
   static gboolean registered;
   reset();
-  C.clients = CLAMP(env_int("CHAOS_CLIENTS", 8), 1, MAX_CLIENTS);
-  C.elect = elect;
+  C.nmodes = nmodes;
+  for (int i = 0; i < nmodes; i++) {
+    C.modes[i] = modes[i];
+    C.paths[modes[i]] = zkt_path(path_names[modes[i]]);
+  }
+  C.clients = CLAMP(env_int("CHAOS_CLIENTS", 8), nmodes, MAX_CLIENTS);
   C.seconds = seconds;
   C.store_flag = store_flag;
   C.kinds = kinds;
@@ -1136,7 +1378,6 @@ static void setup(gboolean elect, int seconds, const char *store_flag,
   CU_ASSERT_FATAL(C.dir != NULL);
   C.status_path = g_build_filename(C.dir, "status", NULL);
   C.journal = g_build_filename(C.dir, "journal", NULL);
-  C.lock_path = zkt_path(elect ? "chaos-election" : "chaos");
   int fd = open(C.status_path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
   CU_ASSERT_FATAL(fd >= 0);
   size_t size = sizeof(chaos_slot) * CHAOS_MAX_INSTANCES;
@@ -1176,11 +1417,15 @@ static void run_chaos(void) {
   /* 6: once every session is gone (the killed workers' expire), no node. */
   zhandle_t *zh =
       zkt_raw_to(zkrc_ensemble_direct_connect_string(zkt_ensemble()));
-  nodes_gone ng = {zh, C.lock_path};
+  nodes_gone ng = {zh};
   zkt_wait_for(no_nodes_left, &ng, 3 * SESSION_MS + 5000);
-  R.left_nodes = MAX(zkt_child_count(zh, C.lock_path), 0);
-  if (R.left_nodes)
-    violation("%d lock node(s) left after every session ended", R.left_nodes);
+  for (int i = 0; i < C.nmodes; i++) {
+    recipe_stats *st = &R.rec[C.modes[i]];
+    st->left_nodes = MAX(nodes_left(zh, C.modes[i]), 0);
+    if (st->left_nodes)
+      violation("%d %s node(s) left after every session ended", st->left_nodes,
+                mode_names[C.modes[i]]);
+  }
   zookeeper_close(zh);
 
   analyse();
@@ -1194,13 +1439,20 @@ static void finish(gboolean keep) {
     remove_dir();
 }
 
-/* CHAOS_SECONDS is shared: half for the lock run, half for the election. */
+/* CHAOS_SECONDS is shared: a third for the lock run, a third for the
+ * election, a third for the read-write lock and the semaphore together.
+ * (Each run lasts at least the first full round of the schedule, about
+ * 50 s on a 2-core machine, so the default 60 s gives three such rounds:
+ * running the read-write lock and the semaphore side by side, under the
+ * same schedule, keeps `make check` one round longer, not two.) */
 static int run_seconds(void) {
-  return MAX(env_int("CHAOS_SECONDS", 60) / 2, 1);
+  return MAX(env_int("CHAOS_SECONDS", 60) / 3, 1);
 }
 
-static void test_chaos_keeps_the_promises(gboolean elect) {
-  setup(elect, run_seconds(), NULL, round_kinds, ROUND_LEN);
+static const chaos_mode lock_only[] = {M_LOCK};
+
+static void test_chaos_keeps_the_promises(const chaos_mode *modes, int nmodes) {
+  setup(modes, nmodes, run_seconds(), NULL, round_kinds, ROUND_LEN);
   run_chaos();
   CU_ASSERT_EQUAL(C.nviolations, 0);
   /* 7: the run must show fencing at work, not by luck. */
@@ -1209,15 +1461,45 @@ static void test_chaos_keeps_the_promises(gboolean elect) {
   CU_ASSERT(R.accepted >= 100);
   for (int k = 0; k < F_KINDS; k++)
     CU_ASSERT(C.injected[k] >= 1);
-  finish(C.nviolations > 0);
+  for (int i = 0; i < nmodes; i++) {
+    CU_ASSERT(R.rec[modes[i]].holds >= 10);
+    CU_ASSERT_EQUAL(R.rec[modes[i]].left_nodes, 0);
+  }
 }
 
-static void test_lock_chaos(void) { test_chaos_keeps_the_promises(FALSE); }
+static void test_lock_chaos(void) {
+  test_chaos_keeps_the_promises(lock_only, 1);
+  finish(C.nviolations > 0);
+}
 
 /* The same faults and checks for leaders: never two running leaders (from
  * ELECTED to REVOKED, resignation or death) unless the earlier one was
  * frozen or its session closed by the operator. */
-static void test_election_chaos(void) { test_chaos_keeps_the_promises(TRUE); }
+static void test_election_chaos(void) {
+  static const chaos_mode elect[] = {M_ELECT};
+  test_chaos_keeps_the_promises(elect, 1);
+  finish(C.nviolations > 0);
+}
+
+/* The same faults and checks, half the clients on a read-write lock
+ * (a writer one hold in three), half on a semaphore of LEASES leases, one
+ * schedule for both: no writer ever beside another holder, readers beside
+ * readers only; never more than LEASES running lease holders; the same
+ * excuses as the lock's (a frozen holder, a session closed by the
+ * operator), a holder cut off told LOST before the capacity is exceeded.
+ * The store fences the writers (the frozen ones' stale writes refused);
+ * readers only read, lease holders write keys of their own
+ * (chaosworker.c says why).  And the controls that the rules were not
+ * met by luck: readers did hold together, LEASES leases did run at once. */
+static void test_rwlock_and_semaphore_chaos(void) {
+  static const chaos_mode both[] = {M_RWLOCK, M_SEMAPHORE};
+  test_chaos_keeps_the_promises(both, 2);
+  CU_ASSERT(R.rec[M_RWLOCK].writer_holds >= 10);
+  CU_ASSERT(R.rec[M_RWLOCK].reader_pairs >= 1);
+  CU_ASSERT(R.reads >= 10);
+  CU_ASSERT(R.rec[M_SEMAPHORE].max_together >= LEASES);
+  finish(C.nviolations > 0);
+}
 
 /* The control experiment: the same clients against a store that ignores
  * the tokens.  Frozen holders' stale writes now go through, and the
@@ -1225,7 +1507,7 @@ static void test_election_chaos(void) { test_chaos_keeps_the_promises(TRUE); }
 static void test_checker_catches_a_store_without_fencing(void) {
   static const fault_kind pauses[] = {F_PAUSE_HOLDER, F_PAUSE_HOLDER,
                                       F_PAUSE_HOLDER};
-  setup(FALSE, 1, "--no-fencing", pauses, (int)G_N_ELEMENTS(pauses));
+  setup(lock_only, 1, 1, "--no-fencing", pauses, (int)G_N_ELEMENTS(pauses));
   run_chaos();
   printf("chaos: control (store without fencing): %d stale writes accepted, "
          "%d violations reported\n",
@@ -1247,7 +1529,7 @@ static void test_checker_catches_a_store_without_fencing(void) {
  * the store's fencing still refuses its stale writes. */
 static void test_checker_catches_a_holder_ignoring_lost(void) {
   static const fault_kind cuts[] = {F_PARTITION_CLIENTS, F_PARTITION_CLIENTS};
-  setup(FALSE, 1, NULL, cuts, (int)G_N_ELEMENTS(cuts));
+  setup(lock_only, 1, 1, NULL, cuts, (int)G_N_ELEMENTS(cuts));
   C.ignore_lost = "ignore-lost=4000";
   /* Held until told LOST, not just while the partition lasts: a holder
    * releasing as the partition ends would race its successor's grant. */
@@ -1263,6 +1545,37 @@ static void test_checker_catches_a_holder_ignoring_lost(void) {
   reset();
 }
 
+/* The controls of the capacity rules, live, in one run: one read-write
+ * lock client writes on the read side (logging its holds as a writer's,
+ * as an application that picked the wrong side would), so it holds beside
+ * readers; one semaphore client counts LEASES + 1 leases
+ * (zkrecipes/semaphore.h: each client admits itself by its own N), so it
+ * takes a lease beside LEASES holders.  The checker must report both.  No
+ * fault but restarts of the store. */
+static void test_checker_catches_a_wrong_side_and_a_lease_too_many(void) {
+  static const chaos_mode both[] = {M_RWLOCK, M_SEMAPHORE};
+  static const fault_kind quiet[] = {F_RESTART_STORE, F_RESTART_STORE};
+  setup(both, 2, 1, NULL, quiet, (int)G_N_ELEMENTS(quiet));
+  C.first_writes_on_read_side = TRUE;
+  C.first_leases = LEASES + 1;
+  run_chaos();
+  printf("chaos: control (a writer on the read side, a client counting %d "
+         "leases): %d and %d violations reported, most leases at once %d\n",
+         LEASES + 1, R.rec[M_RWLOCK].violations, R.rec[M_SEMAPHORE].violations,
+         R.rec[M_SEMAPHORE].max_together);
+  CU_ASSERT(R.rec[M_RWLOCK].violations >= 1);
+  CU_ASSERT(strstr(C.violations->str, "read-write lock: two holders at once") !=
+            NULL);
+  CU_ASSERT(R.rec[M_SEMAPHORE].max_together > LEASES);
+  /* (Only the first violations are kept as text, the read-write lock's
+   * first: the semaphore's are counted.) */
+  CU_ASSERT(R.rec[M_SEMAPHORE].violations >= 1);
+  CU_ASSERT_EQUAL(R.rec[M_RWLOCK].left_nodes, 0);
+  CU_ASSERT_EQUAL(R.rec[M_SEMAPHORE].left_nodes, 0);
+  finish(FALSE);
+  reset();
+}
+
 static void add_suites(void) {
   zkt_configure(3, 1);
   /* For the workers (set before any thread exists). */
@@ -1270,10 +1583,14 @@ static void add_suites(void) {
   setenv("CHAOS_ACQUIRE_MS", G_STRINGIFY(ACQUIRE_MS), 1);
   ZKT_SUITE("chaos", {"lock chaos keeps the promises", test_lock_chaos},
             {"election chaos keeps the promises", test_election_chaos},
+            {"read-write lock and semaphore chaos keep the promises",
+             test_rwlock_and_semaphore_chaos},
             {"checker catches a store without fencing",
              test_checker_catches_a_store_without_fencing},
             {"checker catches a holder ignoring LOST",
-             test_checker_catches_a_holder_ignoring_lost});
+             test_checker_catches_a_holder_ignoring_lost},
+            {"checker catches a wrong side and a lease too many",
+             test_checker_catches_a_wrong_side_and_a_lease_too_many});
 }
 
 int main(void) { return zkt_run("test_chaos", add_suites); }

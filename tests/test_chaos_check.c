@@ -13,6 +13,7 @@
 
 #include <inttypes.h>
 #include <stdio.h>
+#include <string.h>
 #include <unistd.h>
 
 #include <glib.h>
@@ -174,6 +175,138 @@ static void test_lost_before_acquire_returned_held_nothing(void) {
   CU_ASSERT_EQUAL(o.violations, 0);
 }
 
+/* ------------------------------ read-write locks and semaphores (capacity) */
+
+/* The holds of the logs @p logs (instance i for the i-th, none killed, all
+ * ending at 100 s) judged with @p capacity, instance 0 frozen from
+ * @p pause_from to @p pause_to (seconds; 0, 0: never).  The checker is
+ * kept in *c (clear it). */
+static int check_many(const char *const *logs, int n, int capacity,
+                      int pause_from, int pause_to, zkt_checker *c) {
+  GArray *holds = g_array_new(FALSE, TRUE, sizeof(zkt_hold));
+  for (int i = 0; i < n; i++)
+    chaos_log_holds(logs[i], i, 0, 100 * S, holds);
+  GArray *pauses = g_array_new(FALSE, FALSE, sizeof(zkt_span));
+  if (pause_to) {
+    zkt_span p = {0, (int64_t)pause_from * S, (int64_t)pause_to * S};
+    g_array_append_val(pauses, p);
+  }
+  zkt_checker_init(c, pauses, NULL);
+  c->capacity = capacity;
+  int violations = zkt_check_hold_array(c, holds); /* printed there */
+  c->pauses = NULL;
+  g_array_free(pauses, TRUE);
+  g_array_free(holds, TRUE);
+  return violations;
+}
+
+/* Read-write lock logs: the side is the ACQ record's last field. */
+static const char reader_1_to_5[] = "1000000 ACQ 1 ZKRC_OK 5 1000 0 read\n"
+                                    "1100000 READ 1 1 5 1 NONE 900\n"
+                                    "5000000 REL 1 ZKRC_OK 300 0\n";
+static const char reader_2_to_4[] = "2000000 ACQ 1 ZKRC_OK 6 1000 0 read\n"
+                                    "4000000 REL 1 ZKRC_OK 300 0\n";
+/* A writer told it holds at 3 s, while both readers still read. */
+static const char writer_at_3s[] = "3000000 ACQ 1 ZKRC_OK 7 2000000 0 write\n"
+                                   "3100000 WRITE 1 1 7 1 OK 900\n"
+                                   "3500000 REL 1 ZKRC_OK 300 0\n";
+static const char writer_at_6s[] = "6000000 ACQ 1 ZKRC_OK 7 5000000 0 write\n"
+                                   "6500000 REL 1 ZKRC_OK 300 0\n";
+
+static void test_readers_share_a_writer_does_not(void) {
+  zkt_checker c;
+  /* Two readers together, then a writer after both: no violation. */
+  const char *const fine[] = {reader_1_to_5, reader_2_to_4, writer_at_6s};
+  CU_ASSERT_EQUAL(check_many(fine, 3, 1, 0, 0, &c), 0);
+  CU_ASSERT_EQUAL(c.overlaps, 0);
+  zkt_checker_clear(&c);
+  /* A writer granted while the two readers hold: each is reported. */
+  const char *const bad[] = {reader_1_to_5, reader_2_to_4, writer_at_3s};
+  CU_ASSERT_EQUAL(check_many(bad, 3, 1, 0, 0, &c), 2);
+  CU_ASSERT_EQUAL(c.overlap_violations, 2);
+  CU_ASSERT(strstr(g_ptr_array_index(c.violations, 0), "two holders at once") !=
+            NULL);
+  zkt_checker_clear(&c);
+  /* The same log without sides: three exclusive holds overlapping. */
+  static const char plain[] = "3000000 ACQ 1 ZKRC_OK 7 2000000 0\n"
+                              "3500000 REL 1 ZKRC_OK 300 0\n";
+  const char *const no_sides[] = {"1000000 ACQ 1 ZKRC_OK 5 1000 0\n"
+                                  "5000000 REL 1 ZKRC_OK 300 0\n",
+                                  reader_2_to_4, plain};
+  CU_ASSERT_EQUAL(check_many(no_sides, 3, 1, 0, 0, &c), 3);
+  zkt_checker_clear(&c);
+}
+
+static void test_writer_beside_a_frozen_reader_is_excused(void) {
+  /* Reader 0 frozen from 2 s to 4 s (its session expired meanwhile); the
+   * writer is granted at 3 s, after reader 1 ended. */
+  static const char reader_2_to_2_5[] = "2000000 ACQ 1 ZKRC_OK 6 1000 0 read\n"
+                                        "2500000 REL 1 ZKRC_OK 300 0\n";
+  const char *const logs[] = {reader_1_to_5, reader_2_to_2_5, writer_at_3s};
+  zkt_checker c;
+  CU_ASSERT_EQUAL(check_many(logs, 3, 1, 2, 4, &c), 0);
+  CU_ASSERT_EQUAL(c.excused_frozen, 1);
+  zkt_checker_clear(&c);
+  /* Frozen only after the writer's grant: no excuse. */
+  CU_ASSERT_EQUAL(check_many(logs, 3, 1, 4, 5, &c), 1);
+  zkt_checker_clear(&c);
+}
+
+/* Semaphore logs, two leases: holders from 1 s to 5 s, 2 s to 6 s, and a
+ * third told it holds at 3 s. */
+static const char lease_1_to_5[] = "1000000 ACQ 1 ZKRC_OK 5 1000 0\n"
+                                   "1100000 WRITE 1 1 5 1 OK 900\n"
+                                   "5000000 REL 1 ZKRC_OK 300 0\n";
+static const char lease_2_to_6[] = "2000000 ACQ 1 ZKRC_OK 6 1000 0\n"
+                                   "6000000 REL 1 ZKRC_OK 300 0\n";
+static const char lease_at_3s[] = "3000000 ACQ 1 ZKRC_OK 7 2000000 0\n"
+                                  "3500000 REL 1 ZKRC_OK 300 0\n";
+
+static void test_n_plus_one_leases_are_caught(void) {
+  zkt_checker c;
+  const char *const two[] = {lease_1_to_5, lease_2_to_6};
+  CU_ASSERT_EQUAL(check_many(two, 2, 2, 0, 0, &c), 0);
+  CU_ASSERT_EQUAL(c.overlaps, 0);
+  zkt_checker_clear(&c);
+  const char *const three[] = {lease_1_to_5, lease_2_to_6, lease_at_3s};
+  CU_ASSERT_EQUAL(check_many(three, 3, 2, 0, 0, &c), 2);
+  CU_ASSERT_EQUAL(c.overlap_violations, 2);
+  CU_ASSERT(strstr(g_ptr_array_index(c.violations, 0),
+                   "3 holders at once (at most 2)") != NULL);
+  zkt_checker_clear(&c);
+  /* With room for three, the same holds pass. */
+  CU_ASSERT_EQUAL(check_many(three, 3, 3, 0, 0, &c), 0);
+  zkt_checker_clear(&c);
+}
+
+/* A lease holder partitioned and told LOST only after the third lease was
+ * granted is caught; told in time, it passes; frozen, it is excused - and
+ * then its co-holder, which held a lease of its own all along, is not
+ * blamed for the overlap. */
+static void test_lease_holders_cut_off_and_frozen(void) {
+  static const char late[] = "1000000 ACQ 1 ZKRC_OK 5 1000 0\n"
+                             "4000000 LOCKEVENT lost ZKRC_ELEASE 5 0\n"
+                             "4100000 REL 1 ZKRC_ELOCKLOST 300 0\n";
+  static const char in_time[] = "1000000 ACQ 1 ZKRC_OK 5 1000 0\n"
+                                "2900000 LOCKEVENT lost ZKRC_ELEASE 5 0\n"
+                                "4100000 REL 1 ZKRC_ELOCKLOST 300 0\n";
+  zkt_checker c;
+  const char *const cut[] = {late, lease_2_to_6, lease_at_3s};
+  CU_ASSERT_EQUAL(check_many(cut, 3, 2, 0, 0, &c), 2);
+  zkt_checker_clear(&c);
+  const char *const told[] = {in_time, lease_2_to_6, lease_at_3s};
+  CU_ASSERT_EQUAL(check_many(told, 3, 2, 0, 0, &c), 0);
+  CU_ASSERT_EQUAL(c.lost_margins->len, 1);
+  /* Measured to the third grant (the one it made room for), not to the
+   * second holder's, which needed no room. */
+  CU_ASSERT_EQUAL(g_array_index(c.lost_margins, int64_t, 0), S / 10);
+  zkt_checker_clear(&c);
+  CU_ASSERT_EQUAL(check_many(cut, 3, 2, 2, 4, &c), 0);
+  CU_ASSERT_EQUAL(c.excused_frozen, 1);
+  CU_ASSERT_EQUAL(c.overlaps, 1);
+  zkt_checker_clear(&c);
+}
+
 /* ---------------------------------------- holds the plain tests build */
 
 /* zkt_check_holds() over @p holds with the election's token rule (rising
@@ -317,6 +450,14 @@ static void add_suites(void) {
       {"tokens must grow", test_tokens_must_grow},
       {"lost before acquire returned held nothing",
        test_lost_before_acquire_returned_held_nothing});
+  ZKT_SUITE("capacity",
+            {"readers share, a writer does not",
+             test_readers_share_a_writer_does_not},
+            {"writer beside a frozen reader is excused",
+             test_writer_beside_a_frozen_reader_is_excused},
+            {"N+1 leases are caught", test_n_plus_one_leases_are_caught},
+            {"lease holders cut off and frozen",
+             test_lease_holders_cut_off_and_frozen});
   ZKT_SUITE("plain holds", {"plain handovers pass", test_plain_handovers_pass},
             {"plain overlap is caught", test_plain_overlap_is_caught},
             {"shared holds", test_shared_holds},
