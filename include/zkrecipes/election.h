@@ -104,6 +104,8 @@ typedef struct zkrc_election_options {
   int no_rejoin;
 } zkrc_election_options;
 
+/** Fill @p opts with the defaults (and its size: options that were not
+ *  initialized are refused with ZKRC_EINVAL).  Threading: any thread. */
 void zkrc_election_options_init(zkrc_election_options *opts);
 
 /**
