@@ -538,9 +538,6 @@ static void test_callbacks_run_on_the_loop_thread(void) {
   ZKT_ASSERT_RC(ZKRC_ELOCKLOST, zkrc_semaphore_lease_release(lease.lease));
   ZKT_ASSERT_RC(ZKRC_ELOCKLOST, zkrc_lock_set_hold_release(set.set));
   ZKT_ASSERT_RC(ZKRC_ELOCKLOST, zkrc_lock_hold_release(reader.hold));
-  printf("\n    %d callbacks, on the loop's thread; lost: lease %d, set "
-         "members %d, reader %d ",
-         cb_calls, lease.lost, member_events.lost, reader.lost);
 
   zkrc_semaphore_free(sem);
   zkrc_lock_free(members[0]);
@@ -548,6 +545,10 @@ static void test_callbacks_run_on_the_loop_thread(void) {
   zkrc_rwlock_free(rw);
   zkrc_session_close(s);
   loop_thread_stop(&lt);
+  /* Read once the loop thread is joined. */
+  printf("\n    %d callbacks; lost: lease %d, set "
+         "members %d, reader %d ",
+         cb_calls, lease.lost, member_events.lost, reader.lost);
   assert_threads(lt.self, 3 + 3);
   CU_ASSERT_FALSE(pthread_equal(lt.self, pthread_self()));
   CU_ASSERT_EQUAL(lease.calls + set.calls + reader.calls, 3);
