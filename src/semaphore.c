@@ -519,6 +519,9 @@ void zkrc_semaphore_free(zkrc_semaphore *sem) {
   }
   g_list_free(all);
   g_mutex_unlock(&sem->mu);
+  /* The member locks may hold the session's last references (it was
+   * closed before this free): keep it until our last use of it below. */
+  zkrc_session *s = zkrc__session_ref(sem->s);
   zkrc__lock_free(sem->pool);
   zkrc__lock_free(sem->mutex);
   g_list_free_full(held, (GDestroyNotify)lease_unref);
@@ -526,5 +529,6 @@ void zkrc_semaphore_free(zkrc_semaphore *sem) {
    * pool_event(), which reads sem: drop our reference behind it, on the
    * executor, which runs posted calls in order (events posted after the
    * free are dropped by the lock, unseen). */
-  zkrc__session_post(sem->s, sem_unref_posted, sem);
+  zkrc__session_post(s, sem_unref_posted, sem);
+  zkrc__session_unref(s);
 }

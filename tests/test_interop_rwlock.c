@@ -5,9 +5,9 @@
  * extra_lock_patterns for the other dialects (kazoo_peer.py rhold / whold),
  * both ways: their writer stops our readers, writers and mutex, ours stops
  * theirs; readers of every dialect share; a reader waiting for a writer of
- * the other implementation enters at its release; and Curator's and our
- * readers and writers on one shared counter, which no reader sees move and
- * no writer loses an update of.
+ * the other implementation enters at its release; and Curator's and our,
+ * then kazoo's and our readers and writers on one shared counter, which no
+ * reader sees move and no writer loses an update of.
  */
 #include "config.h"
 
@@ -211,39 +211,51 @@ static gpointer counter_client_run(gpointer data) {
   return NULL;
 }
 
-/* Two Curator processes and two of our sessions, each reading and writing
- * the counter under the read-write lock: the counter ends at the number
- * of writes, and no reader saw it move. */
-static void test_curator_shared_counter(void) {
+/* A foreign rwcount peer of @p kind ("curator" or "kazoo"). */
+static peer *counter_peer(const char *kind, const char *name, const char *path,
+                          const char *rounds, const char *file) {
+  if (strcmp(kind, "curator") == 0)
+    return curator_peer(name, "rwcount", path, name, rounds, file,
+                        (char *)NULL);
+  return kazoo_peer(name, "rwcount", path, name, rounds, file, (char *)NULL);
+}
+
+/* Two foreign processes of @p kind and two of our sessions, each reading
+ * and writing the counter under the read-write lock: the counter ends at
+ * the number of writes, and no reader saw it move. */
+static void shared_counter(const char *kind) {
   kill_live_peers();
-  char *path = zkt_path("curator-rwcount");
+  char *tag = g_strconcat(kind, "-rwcount", NULL);
+  char *path = zkt_path(tag);
   char *dir = g_dir_make_tmp("zkt-interop-XXXXXX", NULL);
   CU_ASSERT_PTR_NOT_NULL_FATAL(dir);
   char *file = g_build_filename(dir, "counter", NULL);
   char rounds[16];
   snprintf(rounds, sizeof rounds, "%d", COUNT_ROUNDS);
   peer *peers[2];
+  char *names[2];
   for (int i = 0; i < 2; i++) {
-    peers[i] =
-        curator_peer(i ? "curator-2" : "curator-1", "rwcount", path,
-                     i ? "curator-2" : "curator-1", rounds, file, (char *)NULL);
+    names[i] = g_strdup_printf("%s-%d", kind, i + 1);
+    peers[i] = counter_peer(kind, names[i], path, rounds, file);
     CU_ASSERT_PTR_NOT_NULL_FATAL(peers[i]);
   }
   for (int i = 0; i < 2; i++)
     g_free(peer_expect(peers[i], "ready", START_MS));
+  int64_t t0 = zkt_now_ms();
   for (int i = 0; i < 2; i++)
     peer_send(peers[i], "go");
   counter_client ours[2] = {{path, file, 0, 0, 0}, {path, file, 0, 0, 0}};
   GThread *threads[2];
   for (int i = 0; i < 2; i++)
     threads[i] = g_thread_new("counter", counter_client_run, &ours[i]);
-  int writes = 0, moved = 0;
+  int writes = 0, moved = 0, foreign_moved = 0;
   for (int i = 0; i < 2; i++) {
     char *done = peer_expect(peers[i], "done", 12 * STEP_MS);
     int n = 0, w = -1, m = -1;
     CU_ASSERT(done && sscanf(done, "%d writes=%d moved=%d", &n, &w, &m) == 3);
     writes += w;
     moved += m;
+    foreign_moved += m;
     g_free(done);
     CU_ASSERT_EQUAL(peer_finish(peers[i], STEP_MS), 0);
   }
@@ -253,21 +265,30 @@ static void test_curator_shared_counter(void) {
     writes += ours[i].writes;
     moved += ours[i].moved;
   }
-  printf("(%d writes, %d reads saw the counter move) ", writes, moved);
+  printf("(%d writes, %d reads saw the counter move, %d of them %s's; "
+         "%" G_GINT64_FORMAT " ms) ",
+         writes, moved, foreign_moved, kind, zkt_now_ms() - t0);
   CU_ASSERT_EQUAL(writes, 4 * ((COUNT_ROUNDS + 2) / 3));
   CU_ASSERT_EQUAL(read_counter(file), writes);
   CU_ASSERT_EQUAL(moved, 0);
+  for (int i = 0; i < 2; i++)
+    g_free(names[i]);
   g_unlink(file);
   g_rmdir(dir);
   g_free(file);
   g_free(dir);
   g_free(path);
+  g_free(tag);
 }
+
+static void test_curator_shared_counter(void) { shared_counter("curator"); }
+static void test_kazoo_shared_counter(void) { shared_counter("kazoo"); }
 
 static void add_suites(void) {
   ZKT_SUITE("rwlock interop", {"curator both ways", test_curator_both_ways},
             {"curator shared counter", test_curator_shared_counter},
-            {"kazoo both ways", test_kazoo_both_ways});
+            {"kazoo both ways", test_kazoo_both_ways},
+            {"kazoo shared counter", test_kazoo_shared_counter});
 }
 
 int main(void) { return zkt_run("test_interop_rwlock", add_suites); }

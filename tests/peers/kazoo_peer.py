@@ -7,6 +7,7 @@ and benchmark.  Run it with Debian's /usr/bin/python3 (python3-kazoo).
   kazoo_peer.py whold CONNECT PATH ID [TIMEOUT_MS]
   kazoo_peer.py shell CONNECT PATH ID
   kazoo_peer.py count CONNECT PATH ID N COUNTERFILE
+  kazoo_peer.py rwcount CONNECT PATH ID N COUNTERFILE
   kazoo_peer.py loop  CONNECT PATH SECONDS [ID]
   kazoo_peer.py bench CONNECT
   kazoo_peer.py herd  CONNECT PATH N
@@ -27,6 +28,16 @@ rhold and whold are hold on a ReadLock ("__rlock__" nodes, shared) and a
 WriteLock ("__lock__", exclusive), with extra_lock_patterns that make them
 count the other dialects' nodes: the ReadLock waits for "__WRIT__" and
 "-lock-" nodes too, the WriteLock for "__READ__", "__WRIT__" and "-lock-".
+rwcount is CuratorPeer's rwcount on that ReadLock and WriteLock (one of
+each, on one client): round i writes the counter when i % 3 == 0, reads it
+twice around a 1 ms sleep otherwise; "done N writes=W moved=M".
+
+kazoo before 2.9 (Debian's 2.8.0) has a ReadLock that also waits for an
+exclusive contender queued *behind* it (python-zk/kazoo#649: the reader
+and that writer then wait for each other until a timeout, with kazoo's own
+WriteLock as with any other).  With such a kazoo the ReadLock is given
+kazoo 2.9's rule (#650): it waits for the nearest exclusive contender
+ahead of it only.  Nothing else of kazoo is changed.
 
 Environment: ZKR_PEER_TIMEOUT_MS, ZKR_PEER_SESSION_MS, ZKR_PEER_LIFETIME_S as
 for CuratorPeer.  kazoo's log is silenced so that stdout carries only the
@@ -49,6 +60,7 @@ USAGE = """usage: kazoo_peer.py hold CONNECT PATH ID [TIMEOUT_MS]
        kazoo_peer.py rhold|whold CONNECT PATH ID [TIMEOUT_MS]
        kazoo_peer.py shell CONNECT PATH ID
        kazoo_peer.py count CONNECT PATH ID N COUNTERFILE
+       kazoo_peer.py rwcount CONNECT PATH ID N COUNTERFILE
        kazoo_peer.py loop CONNECT PATH SECONDS [ID]
        kazoo_peer.py bench CONNECT
        kazoo_peer.py herd CONNECT PATH N"""
@@ -135,6 +147,38 @@ def connect(hosts):
     return client
 
 
+def fixed_read_predecessor(lock, node):
+    """kazoo 2.9's ReadLock._get_predecessor (python-zk/kazoo#650): the
+    nearest exclusive contender *ahead* of our node.  kazoo 2.8's returns
+    the last exclusive contender of the whole directory, one queued behind
+    our reader too (python-zk/kazoo#649): the reader then waits for a
+    writer that waits for it, until a timeout.  Sequences are compared as
+    numbers (kazoo 2.9 compares their text, the same for these)."""
+    from kazoo.retry import ForceRetryError
+    ours = int(node[len(lock.prefix):])
+    found_self = False
+    ahead = []
+    for child in lock.client.get_children(lock.path):
+        match = lock._contenders_re.search(child)
+        if match is not None and int(match.group(1)) < ours:
+            ahead.append((int(match.group(1)), child))
+        if child == node:
+            found_self = True
+    if not found_self:  # our node is gone (a session lost meanwhile)
+        raise ForceRetryError()
+    return max(ahead)[1] if ahead else None
+
+
+def read_lock_waits_behind():
+    """Does this kazoo's ReadLock wait for writers behind it (#649)?"""
+    from kazoo import version
+    try:
+        major, minor = (int(x) for x in version.__version__.split(".")[:2])
+    except ValueError:
+        return False
+    return (major, minor) < (2, 9)
+
+
 class Mutex:
     """A kazoo Lock that counts "-lock-" nodes as contenders."""
 
@@ -153,6 +197,10 @@ class Mutex:
             print("kazoo_peer: this kazoo has no extra_lock_patterns: "
                   "not interoperable", file=sys.stderr)
             self.lock = make(path, ident)
+        if kind == "read" and read_lock_waits_behind():
+            lock = self.lock
+            lock._get_predecessor = (
+                lambda node: fixed_read_predecessor(lock, node))
         self.path = path
         self.held = False
 
@@ -274,6 +322,33 @@ def count(client, cmds, path, ident, n, counter_file):
             f.write(ident + "\n")
         m.release()
     say("done %d" % n)
+    return EXIT_OK
+
+
+def rwcount(client, cmds, path, ident, n, counter_file):
+    """The shared counter under the read-write lock: a writer's
+    read-sleep-write must not lose an update, a reader's read-sleep-read
+    must not see the counter move (counted in "moved")."""
+    reader = Mutex(client, path, ident, "read")
+    writer = Mutex(client, path, ident, "write")
+    warm_up_and_wait(writer, cmds)
+    writes = moved = 0
+    for i in range(n):
+        write = i % 3 == 0
+        side = writer if write else reader
+        if not side.acquire(PEER_TIMEOUT_S):
+            say("timeout")
+            return EXIT_TIMEOUT
+        value = read_counter(counter_file)
+        time.sleep(0.001)  # widen the window a violation would need
+        if write:
+            with open(counter_file, "w") as f:
+                f.write(str(value + 1))
+            writes += 1
+        elif read_counter(counter_file) != value:
+            moved += 1
+        side.release()
+    say("done %d writes=%d moved=%d" % (n, writes, moved))
     return EXIT_OK
 
 
@@ -527,7 +602,7 @@ def run(argv):
             raise Exit(EXIT_USAGE, USAGE)
         if len(argv) == 5:
             timeout_s = number("TIMEOUT_MS", argv[4], 0) / 1000.0
-    elif mode == "count":
+    elif mode in ("count", "rwcount"):
         if len(argv) != 6:
             raise Exit(EXIT_USAGE, USAGE)
         number("N", argv[4], 0)
@@ -553,6 +628,8 @@ def run(argv):
             return shell(client, cmds, path, argv[3])
         if mode == "count":
             return count(client, cmds, path, argv[3], int(argv[4]), argv[5])
+        if mode == "rwcount":
+            return rwcount(client, cmds, path, argv[3], int(argv[4]), argv[5])
         return loop(client, cmds, path, argv[4] if len(argv) == 5
                     else "kazoo-loop", int(argv[3]))
     finally:
