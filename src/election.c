@@ -13,6 +13,7 @@
 #include "names.h"
 #include "queue.h"
 #include "recipe.h"
+#include "stats_internal.h"
 #include "util.h"
 #include "zkrecipes.h"
 #include "zkrecipes/election.h"
@@ -43,6 +44,11 @@ struct zkrc_election {
   int rounds_live; /* rounds whose contender has not ended yet */
   zkrc_election_freed_fn freed;
   void *freed_arg;
+  /* Statistics: leaderships as acquisitions, resignations (and leaves) as
+   * releases, other revocations as losses; since when the current round
+   * waits, and since when we lead. */
+  zkrc__lock_stats stats;
+  int64_t round_us, led_us;
 };
 
 struct round {
@@ -150,8 +156,14 @@ static int64_t leader_lease_left_locked(zkrc_election *e) {
 
 /* Stop leading (if we do), telling the application why. */
 static void revoke_locked(zkrc_election *e, int reason, int zk_error) {
-  if (e->leader)
+  if (e->leader) {
     post_event_locked(e, ZKRC_ELECTION_REVOKED, reason, zk_error);
+    if (reason == ZKRC_OK)
+      e->stats.releases++;
+    else
+      e->stats.lost++;
+    zkrc__histogram_record(&e->stats.hold, g_get_monotonic_time() - e->led_us);
+  }
   e->leader = FALSE;
   e->suspended = FALSE;
   g_cond_broadcast(&e->r.cond);
@@ -166,6 +178,9 @@ static void on_front_locked(zkrc__stake *st, zkrc__contender *c) {
   zkrc_election *e = r->e;
   if (e->current == r && !e->leader) {
     e->leader = TRUE;
+    e->led_us = g_get_monotonic_time();
+    e->stats.acquisitions++;
+    zkrc__histogram_record(&e->stats.wait, e->led_us - e->round_us);
     e->token = zkrc__contender_czxid(c);
     g_free(e->node);
     e->node = zkrc__contender_path(c);
@@ -185,6 +200,8 @@ static void on_connection_locked(zkrc__stake *st, zkrc_session_event ev) {
       /* Same session, our node still first: we lead again. */
       e->suspended = FALSE;
       e->leader = TRUE;
+      e->led_us = g_get_monotonic_time();
+      e->stats.acquisitions++;
       post_event_locked(e, ZKRC_ELECTION_ELECTED, ZKRC_OK, ZOK);
       g_cond_broadcast(&e->r.cond);
     }
@@ -212,6 +229,7 @@ static void on_ended_locked(zkrc__stake *st, int err, int zk_rc) {
       start_round_locked(e);
     } else if (e->joined) {
       e->joined = FALSE;
+      e->stats.failures++;
       post_event_locked(e, ZKRC_ELECTION_FAILED, err, zk_rc);
     }
   }
@@ -254,6 +272,7 @@ static void start_round_locked(zkrc_election *e) {
   r->c = zkrc__contender_new(&cfg);
   e->current = r;
   e->rounds_live++;
+  e->round_us = g_get_monotonic_time();
   zkrc__session_run_on_worker(e->r.q.session, start_task, r);
 }
 
@@ -490,4 +509,16 @@ int zkrc_election_list(zkrc_session *s, const char *path,
                        zkrc_participant **list, size_t *count, int timeout_ms) {
   return zkrc__queue_list_checked(s, path, zkrc__latch_markers, timeout_ms,
                                   list, count);
+}
+
+int zkrc_election_get_stats(zkrc_election *e, zkrc_lock_stats *out,
+                            size_t size) {
+  if (e == NULL)
+    return zkrc__fail(ZKRC_EINVAL);
+  g_mutex_lock(&e->r.mu);
+  zkrc__lock_stats copy = e->stats;
+  uint32_t holding = e->leader ? 1 : 0;
+  uint32_t waiting = e->current && !e->leader ? 1 : 0;
+  g_mutex_unlock(&e->r.mu);
+  return zkrc__stats_give(&copy, waiting, holding, out, size);
 }

@@ -128,12 +128,13 @@ typedef struct lock_metric {
 
 #define LOCK_COUNTER(field, help)                                              \
   {                                                                            \
-    "zkrecipes_lock_" #field "_total", "counter", help,                        \
+    "zkrecipes_recipe_" #field "_total", "counter", help,                      \
         offsetof(zkrc_lock_stats, field)                                       \
   }
 
 static const lock_metric lock_metrics[] = {
-    LOCK_COUNTER(acquisitions, "Acquisitions that got the lock."),
+    LOCK_COUNTER(acquisitions,
+                 "Acquisitions that got the lock (lease, leadership)."),
     LOCK_COUNTER(timeouts, "Acquisitions that gave up at their deadline."),
     LOCK_COUNTER(refusals, "Tries that found the lock held."),
     LOCK_COUNTER(failures, "Acquisitions that failed otherwise."),
@@ -173,20 +174,20 @@ static void write_locks(GString *out, const lock_row *rows, size_t n) {
       lock_sample(out, lm->name, "", &rows[i], NULL, (double)v);
     }
   }
-  family(out, "zkrecipes_lock_waiting", "gauge",
-         "Holds of this process waiting in the queue.");
+  family(out, "zkrecipes_recipe_waiting", "gauge",
+         "This object's acquisitions waiting in the queue.");
   for (size_t i = 0; i < n; i++)
-    lock_sample(out, "zkrecipes_lock_waiting", "", &rows[i], NULL,
+    lock_sample(out, "zkrecipes_recipe_waiting", "", &rows[i], NULL,
                 rows[i].st.waiting);
-  family(out, "zkrecipes_lock_holding", "gauge",
-         "Holds of this process holding the lock.");
+  family(out, "zkrecipes_recipe_holding", "gauge",
+         "This object's holds (leases, leadership) held now.");
   for (size_t i = 0; i < n; i++)
-    lock_sample(out, "zkrecipes_lock_holding", "", &rows[i], NULL,
+    lock_sample(out, "zkrecipes_recipe_holding", "", &rows[i], NULL,
                 rows[i].st.holding);
-  write_histogram(out, "zkrecipes_lock_wait_seconds",
+  write_histogram(out, "zkrecipes_recipe_wait_seconds",
                   "How long acquisitions that got the lock waited.", rows, n,
                   offsetof(zkrc_lock_stats, wait));
-  write_histogram(out, "zkrecipes_lock_hold_seconds",
+  write_histogram(out, "zkrecipes_recipe_hold_seconds",
                   "How long released holds were held.", rows, n,
                   offsetof(zkrc_lock_stats, hold));
 }
@@ -206,35 +207,79 @@ static gboolean read_sessions(zkrc_session *const *s, size_t n,
   return TRUE;
 }
 
-static gboolean read_locks(zkrc_lock *const *locks, size_t n, lock_row *rows) {
-  for (size_t i = 0; i < n; i++) {
-    if (locks[i] == NULL)
-      return FALSE;
-    (void)zkrc_lock_get_stats(locks[i], &rows[i].st, sizeof rows[i].st);
-    rows[i].labels = g_string_new("path=\"");
-    append_label_value(rows[i].labels, zkrc_lock_path(locks[i]));
-    g_string_append_printf(rows[i].labels, "\",kind=\"%s\"",
-                           zkrc__lock_kind(locks[i]));
-  }
+/* One recipe row: its statistics and labels; FALSE for a NULL object. */
+typedef int (*get_stats_fn)(void *obj, zkrc_lock_stats *out, size_t size);
+
+static gboolean read_row(lock_row *row, void *obj, get_stats_fn get,
+                         const char *path, const char *kind) {
+  if (obj == NULL)
+    return FALSE;
+  (void)get(obj, &row->st, sizeof row->st);
+  row->labels = g_string_new("path=\"");
+  append_label_value(row->labels, path);
+  g_string_append_printf(row->labels, "\",kind=\"%s\"", kind);
   return TRUE;
 }
 
-char *zkrc_stats_prometheus(zkrc_session *const *sessions, size_t n_sessions,
-                            zkrc_lock *const *locks, size_t n_locks) {
-  if ((n_sessions && sessions == NULL) || (n_locks && locks == NULL))
+static int lock_stats(void *o, zkrc_lock_stats *out, size_t size) {
+  return zkrc_lock_get_stats(o, out, size);
+}
+static int semaphore_stats(void *o, zkrc_lock_stats *out, size_t size) {
+  return zkrc_semaphore_get_stats(o, out, size);
+}
+static int election_stats(void *o, zkrc_lock_stats *out, size_t size) {
+  return zkrc_election_get_stats(o, out, size);
+}
+
+/* Every recipe of @p src as rows (lock, semaphore, election order). */
+static gboolean read_recipes(const zkrc_stats_sources *src, lock_row *rows) {
+  size_t k = 0;
+  gboolean ok = TRUE;
+  for (size_t i = 0; ok && i < src->n_locks; i++, k++)
+    ok = read_row(&rows[k], src->locks[i], lock_stats,
+                  src->locks[i] ? zkrc_lock_path(src->locks[i]) : NULL,
+                  src->locks[i] ? zkrc__lock_kind(src->locks[i]) : NULL);
+  for (size_t i = 0; ok && i < src->n_semaphores; i++, k++)
+    ok = read_row(&rows[k], src->semaphores[i], semaphore_stats,
+                  zkrc_semaphore_path(src->semaphores[i]), "semaphore");
+  for (size_t i = 0; ok && i < src->n_elections; i++, k++)
+    ok = read_row(&rows[k], src->elections[i], election_stats,
+                  zkrc_election_path(src->elections[i]), "election");
+  return ok;
+}
+
+void zkrc_stats_sources_init(zkrc_stats_sources *src) {
+  if (src) {
+    memset(src, 0, sizeof *src);
+    src->size = sizeof *src;
+  }
+}
+
+/* Arrays NULL with a count above 0, or sources not initialized. */
+static gboolean sources_valid(const zkrc_stats_sources *src) {
+  return src && src->size == sizeof *src &&
+         (src->n_sessions == 0 || src->sessions) &&
+         (src->n_locks == 0 || src->locks) &&
+         (src->n_semaphores == 0 || src->semaphores) &&
+         (src->n_elections == 0 || src->elections);
+}
+
+char *zkrc_stats_prometheus(const zkrc_stats_sources *src) {
+  if (!sources_valid(src))
     return NULL;
-  session_row *srows = g_new0(session_row, n_sessions);
-  lock_row *lrows = g_new0(lock_row, n_locks);
+  size_t n_recipes = src->n_locks + src->n_semaphores + src->n_elections;
+  session_row *srows = g_new0(session_row, src->n_sessions);
+  lock_row *lrows = g_new0(lock_row, n_recipes);
   char *text = NULL;
-  if (read_sessions(sessions, n_sessions, srows) &&
-      read_locks(locks, n_locks, lrows)) {
+  if (read_sessions(src->sessions, src->n_sessions, srows) &&
+      read_recipes(src, lrows)) {
     GString *out = g_string_new(NULL);
-    write_sessions(out, srows, n_sessions);
-    write_locks(out, lrows, n_locks);
+    write_sessions(out, srows, src->n_sessions);
+    write_locks(out, lrows, n_recipes);
     text = strdup(out->str);
     g_string_free(out, TRUE);
   }
-  for (size_t i = 0; i < n_locks; i++)
+  for (size_t i = 0; i < n_recipes; i++)
     if (lrows[i].labels)
       g_string_free(lrows[i].labels, TRUE);
   g_free(srows);

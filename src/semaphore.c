@@ -30,6 +30,7 @@
 #include <string.h>
 
 #include "lock_internal.h"
+#include "stats_internal.h"
 #include "util.h"
 #include "zkrecipes/semaphore.h"
 
@@ -52,6 +53,7 @@ struct zkrc_semaphore_lease {
   gboolean no_wait;
   zkrc_semaphore_acquired_fn done;
   void *arg;
+  int64_t asked_us, held_us; /* statistics */
 };
 
 struct zkrc_semaphore {
@@ -66,6 +68,7 @@ struct zkrc_semaphore {
   void *event_arg;
   GHashTable *live; /* leases not freed yet (a reference each) */
   gboolean freeing;
+  zkrc__lock_stats stats; /* under mu; lost holds are the pool's */
 };
 
 /* ------------------------------------------------------------ lifetime */
@@ -212,6 +215,7 @@ const char *zkrc_semaphore_path(zkrc_semaphore *sem) {
  * drop it.  Called with sem->mu held; returns with it released. */
 static void fail_unlock(zkrc_semaphore_lease *l, int status) {
   zkrc_semaphore *sem = l->sem;
+  zkrc__stats_gave_up(&sem->stats, status);
   gboolean ours = forget_locked(l);
   g_mutex_unlock(&sem->mu);
   l->done(sem, NULL, status, 0, l->arg);
@@ -242,6 +246,9 @@ static void lease_done(zkrc_lock *lk, zkrc_lock_hold *hold,
     fail_unlock(l, status);
   } else {
     l->state = L_HELD;
+    l->held_us = g_get_monotonic_time();
+    sem->stats.acquisitions++;
+    zkrc__histogram_record(&sem->stats.wait, l->held_us - l->asked_us);
     g_mutex_unlock(&sem->mu);
     l->done(sem, l, ZKRC_OK, info->token, l->arg);
   }
@@ -303,6 +310,7 @@ int zkrc_semaphore_acquire_async(zkrc_semaphore *sem, int timeout_ms,
   l->refs = 2; /* the set's and the mutex callback's */
   l->sem = sem_ref(sem);
   l->state = L_MUTEX;
+  l->asked_us = g_get_monotonic_time();
   l->no_wait = timeout_ms == ZKRC_NO_WAIT;
   l->deadline = zkrc__deadline_after(timeout_ms);
   l->done = done;
@@ -416,6 +424,8 @@ int zkrc_semaphore_lease_release(zkrc_semaphore_lease *l) {
   }
   int err = sem->freeing ? ZKRC_OK : zkrc_lock_hold_release(l->lhold);
   l->lhold = NULL;
+  sem->stats.releases++;
+  zkrc__histogram_record(&sem->stats.hold, g_get_monotonic_time() - l->held_us);
   gboolean ours = forget_locked(l);
   g_mutex_unlock(&sem->mu);
   if (ours)
@@ -531,4 +541,29 @@ void zkrc_semaphore_free(zkrc_semaphore *sem) {
    * free are dropped by the lock, unseen). */
   zkrc__session_post(s, sem_unref_posted, sem);
   zkrc__session_unref(s);
+}
+
+/* ------------------------------------------------------------ statistics */
+
+int zkrc_semaphore_get_stats(zkrc_semaphore *sem, zkrc_lock_stats *out,
+                             size_t size) {
+  if (sem == NULL)
+    return zkrc__fail(ZKRC_EINVAL);
+  zkrc_lock_stats pool;
+  if (zkrc_lock_get_stats(sem->pool, &pool, sizeof pool) != ZKRC_OK)
+    memset(&pool, 0, sizeof pool);
+  uint32_t waiting = 0, holding = 0;
+  g_mutex_lock(&sem->mu);
+  zkrc__lock_stats copy = sem->stats;
+  GHashTableIter it;
+  gpointer key;
+  g_hash_table_iter_init(&it, sem->live);
+  while (g_hash_table_iter_next(&it, &key, NULL)) {
+    const zkrc_semaphore_lease *l = key;
+    waiting += l->state == L_MUTEX || l->state == L_LEASE;
+    holding += l->state == L_HELD;
+  }
+  g_mutex_unlock(&sem->mu);
+  copy.lost = pool.lost;
+  return zkrc__stats_give(&copy, waiting, holding, out, size);
 }

@@ -38,7 +38,7 @@ static int bucket_of(int64_t us) {
   return i;
 }
 
-static void record(zkrc__histogram *h, int64_t us) {
+void zkrc__histogram_record(zkrc__histogram *h, int64_t us) {
   if (us < 0)
     us = 0;
   h->count++;
@@ -120,7 +120,7 @@ void zkrc__lock_stat_front_locked(holder *h) {
   int64_t now = g_get_monotonic_time();
   zkrc__lock_stats *st = stats_locked(h->lk);
   st->acquisitions++;
-  record(&st->wait, now - h->asked_us);
+  zkrc__histogram_record(&st->wait, now - h->asked_us);
   h->held_us = now;
 }
 
@@ -129,17 +129,20 @@ void zkrc__lock_stat_lost_locked(holder *h) { stats_locked(h->lk)->lost++; }
 void zkrc__lock_stat_released_locked(holder *h) {
   zkrc__lock_stats *st = stats_locked(h->lk);
   st->releases++;
-  record(&st->hold, g_get_monotonic_time() - h->held_us);
+  zkrc__histogram_record(&st->hold, g_get_monotonic_time() - h->held_us);
 }
 
-void zkrc__lock_stat_gave_up_locked(zkrc_lock *lk, int err) {
-  zkrc__lock_stats *st = stats_locked(lk);
+void zkrc__stats_gave_up(zkrc__lock_stats *st, int err) {
   if (err == ZKRC_ETIMEDOUT)
     st->timeouts++;
   else if (err == ZKRC_ELOCKED)
     st->refusals++;
   else
     st->failures++;
+}
+
+void zkrc__lock_stat_gave_up_locked(zkrc_lock *lk, int err) {
+  zkrc__stats_gave_up(stats_locked(lk), err);
 }
 
 /* Count the holds of @p table (a set or a map of holder*) by state. */
@@ -157,13 +160,10 @@ static void count_states(GHashTable *table, uint32_t *waiting,
   }
 }
 
-int zkrc_lock_get_stats(zkrc_lock *lk, zkrc_lock_stats *out, size_t size) {
-  if (lk == NULL)
-    return zkrc__fail(ZKRC_EINVAL);
+int zkrc__stats_give(const zkrc__lock_stats *in, uint32_t waiting,
+                     uint32_t holding, zkrc_lock_stats *out, size_t size) {
   zkrc_lock_stats st;
   memset(&st, 0, sizeof st);
-  g_mutex_lock(&lk->r.mu);
-  const zkrc__lock_stats *in = lk->stats;
   if (in) {
     st.acquisitions = in->acquisitions;
     st.timeouts = in->timeouts;
@@ -174,10 +174,24 @@ int zkrc_lock_get_stats(zkrc_lock *lk, zkrc_lock_stats *out, size_t size) {
     export_histogram(&in->wait, &st.wait);
     export_histogram(&in->hold, &st.hold);
   }
-  count_states(lk->holders, &st.waiting, &st.holding);
-  count_states(lk->holds, &st.waiting, &st.holding);
-  g_mutex_unlock(&lk->r.mu);
+  st.waiting = waiting;
+  st.holding = holding;
   return give(out, &st, sizeof st, size, sizeof st.acquisitions);
+}
+
+int zkrc_lock_get_stats(zkrc_lock *lk, zkrc_lock_stats *out, size_t size) {
+  if (lk == NULL)
+    return zkrc__fail(ZKRC_EINVAL);
+  uint32_t waiting = 0, holding = 0;
+  g_mutex_lock(&lk->r.mu);
+  count_states(lk->holders, &waiting, &holding);
+  count_states(lk->holds, &waiting, &holding);
+  zkrc__lock_stats copy;
+  gboolean any = lk->stats != NULL;
+  if (any)
+    copy = *lk->stats;
+  g_mutex_unlock(&lk->r.mu);
+  return zkrc__stats_give(any ? &copy : NULL, waiting, holding, out, size);
 }
 
 const char *zkrc__lock_kind(zkrc_lock *lk) {

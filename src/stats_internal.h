@@ -17,11 +17,21 @@ typedef struct zkrc__histogram {
   uint32_t buckets[ZKRC_HISTOGRAM_BUCKETS];
 } zkrc__histogram;
 
-/* A lock object's counters, allocated with its first outcome. */
+/* A recipe object's counters (a lock's, allocated with its first
+ * outcome; a semaphore's and an election's, in the object). */
 typedef struct zkrc__lock_stats {
   uint64_t acquisitions, timeouts, refusals, failures, lost, releases;
   zkrc__histogram wait, hold;
 } zkrc__lock_stats;
+
+/* Record a duration of @p us microseconds (negative counts as 0). */
+void zkrc__histogram_record(zkrc__histogram *h, int64_t us);
+/* Count an acquisition that ended without the lock, with @p err. */
+void zkrc__stats_gave_up(zkrc__lock_stats *st, int err);
+/* The public view of @p in (NULL: all zero) and the gauges, into the
+ * first @p size bytes of @p out. */
+int zkrc__stats_give(const zkrc__lock_stats *in, uint32_t waiting,
+                     uint32_t holding, zkrc_lock_stats *out, size_t size);
 
 typedef struct zkrc_lock_hold holder;
 

@@ -1,6 +1,7 @@
 /*
  * Statistics (zkrecipes/stats.h): histograms and their quantiles on
- * in-memory input; a lock's counters, gauges and durations and a session's
+ * in-memory input; a lock's (a semaphore's, an election's) counters,
+ * gauges and durations and a session's
  * counters against a real single-member ensemble; and the Prometheus text
  * they are formatted as, parsed back line by line.
  */
@@ -205,6 +206,60 @@ static void test_stats_fill_only_what_the_caller_has(void) {
   g_free(path);
 }
 
+/* A semaphore's leases and an election's leaderships are counted as a
+ * lock's holds are. */
+static void test_semaphore_and_election_stats(void) {
+  char *path = zkt_path("stats-sem");
+  zkrc_session *s = zkt_session(), *other = zkt_session();
+  zkrc_semaphore *sem = NULL, *theirs = NULL;
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_semaphore_new(&sem, s, path, 1, NULL));
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_semaphore_new(&theirs, other, path, 1, NULL));
+  zkrc_semaphore_lease *lease = NULL, *none = NULL;
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_semaphore_acquire(sem, 5000, &lease));
+  ZKT_ASSERT_RC(ZKRC_ELOCKED,
+                zkrc_semaphore_acquire(theirs, ZKRC_NO_WAIT, &none));
+  ZKT_ASSERT_RC(ZKRC_ETIMEDOUT, zkrc_semaphore_acquire(theirs, 300, &none));
+  zkrc_lock_stats st;
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_semaphore_get_stats(sem, &st, sizeof st));
+  CU_ASSERT_EQUAL(st.acquisitions, 1);
+  CU_ASSERT_EQUAL(st.holding, 1);
+  CU_ASSERT_EQUAL(st.wait.count, 1);
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_semaphore_get_stats(theirs, &st, sizeof st));
+  CU_ASSERT_EQUAL(st.refusals, 1);
+  CU_ASSERT_EQUAL(st.timeouts, 1);
+  CU_ASSERT_EQUAL(st.acquisitions, 0);
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_semaphore_lease_release(lease));
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_semaphore_get_stats(sem, &st, sizeof st));
+  CU_ASSERT_EQUAL(st.releases, 1);
+  CU_ASSERT_EQUAL(st.hold.count, 1);
+  CU_ASSERT_EQUAL(st.holding, 0);
+  ZKT_ASSERT_RC(ZKRC_EINVAL, zkrc_semaphore_get_stats(NULL, &st, sizeof st));
+
+  char *el_path = zkt_path("stats-election");
+  zkrc_election *e = NULL;
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_election_new(&e, s, el_path, NULL));
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_election_join(e));
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_election_wait_leader(e, 5000));
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_election_get_stats(e, &st, sizeof st));
+  CU_ASSERT_EQUAL(st.acquisitions, 1);
+  CU_ASSERT_EQUAL(st.holding, 1);
+  CU_ASSERT_EQUAL(st.waiting, 0);
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_election_leave(e));
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_election_get_stats(e, &st, sizeof st));
+  CU_ASSERT_EQUAL(st.releases, 1);
+  CU_ASSERT_EQUAL(st.lost, 0);
+  CU_ASSERT_EQUAL(st.holding, 0);
+  CU_ASSERT_EQUAL(st.hold.count, 1);
+  ZKT_ASSERT_RC(ZKRC_EINVAL, zkrc_election_get_stats(NULL, &st, sizeof st));
+  zkrc_election_free(e);
+  zkrc_semaphore_free(sem);
+  zkrc_semaphore_free(theirs);
+  zkrc_session_close(s);
+  zkrc_session_close(other);
+  g_free(path);
+  g_free(el_path);
+}
+
 /* ----------------------------------------------------------- session */
 
 static int has_second_session(void *arg) {
@@ -353,36 +408,81 @@ static void test_prometheus_text(void) {
   }
   zkrc_lock *reader = zkrc_rwlock_reader(rw);
   ZKT_ASSERT_RC(ZKRC_OK, zkrc_lock_acquire(reader, 5000));
+  char *sem_path = zkt_path("stats-prom-sem");
+  char *el_path = zkt_path("stats-prom-el");
+  zkrc_semaphore *sem = NULL;
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_semaphore_new(&sem, s, sem_path, 2, NULL));
+  zkrc_semaphore_lease *lease = NULL;
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_semaphore_acquire(sem, 5000, &lease));
+  zkrc_election *e = NULL;
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_election_new(&e, s, el_path, NULL));
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_election_join(e));
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_election_wait_leader(e, 5000));
   zkrc_lock *locks[] = {lk, reader};
-  char *text = zkrc_stats_prometheus(&s, 1, locks, 2);
+  zkrc_stats_sources src;
+  zkrc_stats_sources_init(&src);
+  src.sessions = &s;
+  src.n_sessions = 1;
+  src.locks = locks;
+  src.n_locks = 2;
+  src.semaphores = &sem;
+  src.n_semaphores = 1;
+  src.elections = &e;
+  src.n_elections = 1;
+  char *text = zkrc_stats_prometheus(&src);
   CU_ASSERT_FATAL(text != NULL);
   check_exposition(text);
   char *want = g_strdup_printf(
-      "zkrecipes_lock_acquisitions_total{path=\"%s\",kind=\"mutex\"} 2\n",
+      "zkrecipes_recipe_acquisitions_total{path=\"%s\",kind=\"mutex\"} 2\n",
       path);
   CU_ASSERT_PTR_NOT_NULL(strstr(text, want));
   g_free(want);
   want = g_strdup_printf(
-      "zkrecipes_lock_holding{path=\"%s\",kind=\"read\"} 1\n", rw_path);
+      "zkrecipes_recipe_holding{path=\"%s\",kind=\"read\"} 1\n", rw_path);
   CU_ASSERT_PTR_NOT_NULL(strstr(text, want));
   g_free(want);
-  want = g_strdup_printf("zkrecipes_lock_wait_seconds_count{path=\"%s\","
+  want = g_strdup_printf("zkrecipes_recipe_wait_seconds_count{path=\"%s\","
                          "kind=\"mutex\"} 2\n",
                          path);
   CU_ASSERT_PTR_NOT_NULL(strstr(text, want));
   g_free(want);
   CU_ASSERT_PTR_NOT_NULL(strstr(text, "zkrecipes_session_sessions_total{"
                                       "session=\"0x"));
-  CU_ASSERT_PTR_NOT_NULL(strstr(text, "# TYPE zkrecipes_lock_hold_seconds "
+  CU_ASSERT_PTR_NOT_NULL(strstr(text, "# TYPE zkrecipes_recipe_hold_seconds "
                                       "histogram\n"));
+  want = g_strdup_printf("zkrecipes_recipe_acquisitions_total{path=\"%s\","
+                         "kind=\"semaphore\"} 1\n",
+                         sem_path);
+  CU_ASSERT_PTR_NOT_NULL(strstr(text, want));
+  g_free(want);
+  want = g_strdup_printf(
+      "zkrecipes_recipe_holding{path=\"%s\",kind=\"election\"} 1\n", el_path);
+  CU_ASSERT_PTR_NOT_NULL(strstr(text, want));
+  g_free(want);
   free(text);
   zkrc_lock *with_null[] = {lk, NULL};
-  CU_ASSERT_PTR_NULL(zkrc_stats_prometheus(NULL, 0, with_null, 2));
-  CU_ASSERT_PTR_NULL(zkrc_stats_prometheus(NULL, 1, NULL, 0));
-  text = zkrc_stats_prometheus(NULL, 0, NULL, 0);
+  zkrc_stats_sources bad;
+  zkrc_stats_sources_init(&bad);
+  bad.locks = with_null;
+  bad.n_locks = 2;
+  CU_ASSERT_PTR_NULL(zkrc_stats_prometheus(&bad));
+  zkrc_stats_sources_init(&bad);
+  bad.n_sessions = 1; /* and no array */
+  CU_ASSERT_PTR_NULL(zkrc_stats_prometheus(&bad));
+  CU_ASSERT_PTR_NULL(zkrc_stats_prometheus(NULL));
+  bad.size = 0; /* not initialized */
+  bad.n_sessions = 0;
+  CU_ASSERT_PTR_NULL(zkrc_stats_prometheus(&bad));
+  zkrc_stats_sources_init(&bad);
+  text = zkrc_stats_prometheus(&bad);
   CU_ASSERT_PTR_NOT_NULL(text);
   CU_ASSERT_STRING_EQUAL(text ? text : "-", "");
   free(text);
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_semaphore_lease_release(lease));
+  zkrc_semaphore_free(sem);
+  zkrc_election_free(e);
+  g_free(sem_path);
+  g_free(el_path);
   ZKT_ASSERT_RC(ZKRC_OK, zkrc_lock_release(reader));
   zkrc_lock_free(lk);
   zkrc_rwlock_free(rw);
@@ -401,7 +501,8 @@ static void add_suites(void) {
             {"refusals, timeouts, waiters and losses",
              test_lock_counts_refusals_timeouts_waiters_and_losses},
             {"filled up to the caller's size",
-             test_stats_fill_only_what_the_caller_has});
+             test_stats_fill_only_what_the_caller_has},
+            {"semaphore and election", test_semaphore_and_election_stats});
   ZKT_SUITE("session",
             {"sessions, requests, expiries",
              test_session_counts_sessions_requests_expiries},

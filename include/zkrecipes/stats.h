@@ -3,6 +3,10 @@
  * lock, readable through the API, and formatted as Prometheus' text
  * exposition format by one call.
  *
+ * A recipe's statistics are one struct, zkrc_lock_stats, for every
+ * recipe: a lock (or a side of a read-write lock), a semaphore (its
+ * leases), an election (its leaderships).
+ *
  * Everything here is counted by the library as it works; reading it sends
  * nothing to the servers.  Counters only grow (they start at 0 when the
  * object is created); gauges say how things are now.
@@ -27,7 +31,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <zkrecipes/election.h>
 #include <zkrecipes/lock.h>
+#include <zkrecipes/semaphore.h>
 #include <zkrecipes/session.h>
 
 #ifdef __cplusplus
@@ -134,32 +140,74 @@ typedef struct zkrc_lock_stats {
  */
 int zkrc_lock_get_stats(zkrc_lock *lk, zkrc_lock_stats *out, size_t size);
 
-/* ---------------------------------------------------------- Prometheus */
+/**
+ * A semaphore's statistics, as zkrc_lock_get_stats() gives a lock's:
+ * acquisitions are leases granted, their wait runs from the call to the
+ * grant (the internal mutex's wait included), releases and the hold time
+ * are the leases released, lost the leases lost; waiting and holding count
+ * this object's leases.
+ * @return ZKRC_OK; ZKRC_EINVAL (NULL, @p size too small).
+ * Threading: any thread.
+ */
+int zkrc_semaphore_get_stats(zkrc_semaphore *sem, zkrc_lock_stats *out,
+                             size_t size);
 
 /**
- * Everything above for @p sessions and @p locks, in Prometheus' text
+ * An election's statistics, as zkrc_lock_get_stats() gives a lock's:
+ * acquisitions are the leaderships this participant got (their wait runs
+ * from the start of its turn in the queue to ELECTED), releases the
+ * leaderships it gave up (resign, leave, free), lost the ones revoked
+ * otherwise (the lease ran out, the session expired, the connection was
+ * dropped with revoke_on_suspend), failures the FAILED events; holding is
+ * 1 while it leads, waiting 1 while it is in the queue and does not.
+ * @return ZKRC_OK; ZKRC_EINVAL (NULL, @p size too small).
+ * Threading: any thread.
+ */
+int zkrc_election_get_stats(zkrc_election *e, zkrc_lock_stats *out,
+                            size_t size);
+
+/* ---------------------------------------------------------- Prometheus */
+
+/** What zkrc_stats_prometheus() describes: arrays of objects (not owned;
+ *  each may be NULL with its count 0).  Initialize with
+ *  zkrc_stats_sources_init() (room to grow: kinds may be added). */
+typedef struct zkrc_stats_sources {
+  size_t size; /**< set by zkrc_stats_sources_init() */
+  zkrc_session *const *sessions;
+  size_t n_sessions;
+  zkrc_lock *const *locks;
+  size_t n_locks;
+  zkrc_semaphore *const *semaphores;
+  size_t n_semaphores;
+  zkrc_election *const *elections;
+  size_t n_elections;
+} zkrc_stats_sources;
+
+/** Empty sources, with their size.  Threading: any thread. */
+void zkrc_stats_sources_init(zkrc_stats_sources *src);
+
+/**
+ * Everything above for the objects of @p src, in Prometheus' text
  * exposition format (version 0.0.4), ready to serve at /metrics:
  *
- *   zkrecipes_session_sessions_total{session="NAME"} 1
- *   ...
- *   zkrecipes_lock_wait_seconds_bucket{path="/locks/a",kind="mutex",
- *                                      le="0.0001"} 0
+ *   zkrecipes_session_requests_total{session="0x1000..."} 42
+ *   zkrecipes_recipe_acquisitions_total{path="/locks/a",kind="mutex"} 7
+ *   zkrecipes_recipe_wait_seconds_bucket{path="/locks/a",kind="mutex",
+ *                                        le="0.0016"} 5
  *   ...
  *
  * Sessions are labelled session="<id in hex>" of their current ZooKeeper
  * session (0x0 while there is none; a new session after an expiry starts
- * new series), locks path="<directory>" and
- * kind="mutex" | "read" | "write" (the sides of a read-write lock).  Label
- * values are escaped as the format requires.
+ * new series); recipes path="<directory>" and kind="mutex" | "read" |
+ * "write" (the sides of a read-write lock) | "semaphore" | "election".
+ * Label values are escaped as the format requires.
  *
- * @param sessions, n_sessions  sessions to describe (may be 0 / NULL).
- * @param locks, n_locks        locks to describe (may be 0 / NULL).
- * @return the text, malloc'ed (free it with free()); NULL when a pointer
- *         in the arrays is NULL, or out of memory.
+ * @return the text, malloc'ed (free it with free()); NULL for NULL or
+ *         uninitialized @p src, a NULL object in its arrays, or an array
+ *         NULL with a count above 0.
  * Threading: any thread.
  */
-char *zkrc_stats_prometheus(zkrc_session *const *sessions, size_t n_sessions,
-                            zkrc_lock *const *locks, size_t n_locks);
+char *zkrc_stats_prometheus(const zkrc_stats_sources *src);
 
 #ifdef __cplusplus
 }
