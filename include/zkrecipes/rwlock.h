@@ -28,7 +28,12 @@
  * extra_lock_patterns, ReadLock(path, id, extra_lock_patterns=["__WRIT__",
  * "-lock-"]) and WriteLock(path, id, extra_lock_patterns=["__READ__",
  * "__WRIT__", "-lock-"]), and they exclude ours both ways too (without
- * them, a kazoo writer ignores our readers).  Curator orders names it does
+ * them, a kazoo writer ignores our readers).  kazoo before 2.9 (Debian 12
+ * ships 2.8) has a ReadLock bug (python-zk/kazoo#649): a kazoo reader waits
+ * for the last exclusive node in the directory, even one queued behind it,
+ * so it can deadlock with any writer that comes after it, kazoo's own
+ * included; our readers and writers are not affected, but a kazoo reader
+ * mixed with writers can wait until its timeout.  Curator orders names it does
  * not know as text, not by sequence: its InterProcessMutex does not wait
  * for readers and writers, nor its read-write lock for our mutex or kazoo,
  * so do not mix Curator's mutex or read-write lock with other kinds of
