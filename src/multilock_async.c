@@ -3,7 +3,10 @@
  * taken one after the other in path order, each with its own
  * non-blocking acquisition - a lock hold (zkrc_lock_acquire_async) or a
  * semaphore lease (zkrc_semaphore_acquire_async) - and the outcome told
- * once.  Built only on those public calls.
+ * once.  Built on those public calls, and on one internal one: the set
+ * keeps a reference on each lock hold it took, so that a member lock freed
+ * against the header's advice (zkrc_lock_free() releases and frees its
+ * holds) leaves a released hold behind, not a dangling pointer.
  *
  * Lock order: the set's mutex before a member's (zkrc_lock_hold_cancel()
  * and zkrc_semaphore_lease_cancel() are called under it, so that what
@@ -16,6 +19,7 @@
 
 #include <glib.h>
 
+#include "lock_internal.h"
 #include "multilock_internal.h"
 #include "util.h"
 #include "zkrecipes/error.h"
@@ -62,6 +66,9 @@ static zkrc_lock_set_hold *set_ref(zkrc_lock_set_hold *set) {
 static void set_unref(zkrc_lock_set_hold *set) {
   if (!g_atomic_int_dec_and_test(&set->refs))
     return;
+  for (size_t i = 0; i < set->count; i++)
+    if (set->held[i].hold)
+      zkrc__holder_unref(set->held[i].hold);
   g_mutex_clear(&set->mu);
   g_free(set->members);
   g_free(set->held);
@@ -134,8 +141,11 @@ static void member_answered(zkrc_lock_set_hold *set, int status, int zk_error,
   set->answered = TRUE;
   set->pending = (taken){NULL, NULL};
   zkrc_lock *failed = set->members[set->next].lock;
-  if (status == ZKRC_OK)
+  if (status == ZKRC_OK) {
+    if (t.hold)
+      zkrc__holder_ref(t.hold); /* the set's, until it is freed */
     set->held[set->next++] = t;
+  }
   gboolean canceled = set->canceled, all = set->next == set->count;
   if (!canceled && (status != ZKRC_OK || all))
     set->state = SET_DECIDED;

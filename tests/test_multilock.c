@@ -1033,6 +1033,29 @@ static void test_mixed_async_cancel_gives_back_the_lock(void) {
   free_paths(&ps);
 }
 
+/* Against the header's advice, a member lock already taken is freed while
+ * the set waits for the next: its hold is given back, and when the set's
+ * last member comes the set fails with ZKRC_ELOCKLOST, once, leaving no
+ * node (and no dangling hold: valgrind). */
+static void test_async_member_freed_meanwhile_fails_the_set(void) {
+  second_held f;
+  second_held_open(&f, "ml-freed");
+  zkrc_lock_set_hold *h = NULL;
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_lock_acquire_all_async(f.set, 2, 10000,
+                                                     on_set_done, &f.o, &h));
+  CU_ASSERT_FATAL(zkt_wait_children(f.zh, f.ps.p[1], 2, 5000)); /* waits */
+  CU_ASSERT_EQUAL(zkt_child_count(f.zh, f.ps.p[0]), 1);         /* took a */
+  zkrc_lock_free(f.set[1]);            /* ours on the first path, taken */
+  f.set[1] = new_lock(f.s, f.ps.p[0]); /* for second_held_close */
+  CU_ASSERT(zkt_wait_children(f.zh, f.ps.p[0], -1, 5000) ||
+            zkt_child_count(f.zh, f.ps.p[0]) == 0);
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_lock_release(f.theirs));
+  CU_ASSERT_EQUAL_FATAL(wait_outcome(&f.o), 1);
+  ZKT_ASSERT_RC(ZKRC_ELOCKLOST, f.o.status);
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_lock_acquire(f.theirs, 5000)); /* given back */
+  second_held_close(&f);
+}
+
 static void add_suites(void) {
   ZKT_SUITE(
       "multilock",
@@ -1055,6 +1078,8 @@ static void add_suites(void) {
       {"async_cancel_gives_back_what_was_taken",
        test_async_cancel_gives_back_what_was_taken},
       {"async_bad_sets_are_refused", test_async_bad_sets_are_refused},
+      {"async_member_freed_meanwhile_fails_the_set",
+       test_async_member_freed_meanwhile_fails_the_set},
       {"no_member_event_after_set_release",
        test_no_member_event_after_set_release},
       {"mixed_set_holds_locks_and_leases",

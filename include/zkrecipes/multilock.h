@@ -95,7 +95,10 @@ int zkrc_lock_release_all(zkrc_lock *const *locks, size_t count);
  * all its sessions, or before its outcome can come).
  *
  * Free a lock of the set (zkrc_lock_free()) only once the set is released,
- * or its failure told: the set holds the lock's holds.
+ * or its failure told: the set holds the lock's holds.  A lock freed
+ * earlier gives its hold back: a pending set then fails (ZKRC_ELOCKLOST,
+ * or ZKRC_ECANCELED when it was the member being acquired), an acquired
+ * one is no longer held.
  * --------------------------------------------------------------------- */
 
 typedef struct zkrc_lock_set_hold zkrc_lock_set_hold;
