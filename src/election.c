@@ -519,6 +519,8 @@ int zkrc_election_get_stats(zkrc_election *e, zkrc_lock_stats *out,
   zkrc__lock_stats copy = e->stats;
   uint32_t holding = e->leader ? 1 : 0;
   uint32_t waiting = e->current && !e->leader ? 1 : 0;
+  int listed = e->current ? zkrc__contender_listed(e->current->c) : 0;
   g_mutex_unlock(&e->r.mu);
-  return zkrc__stats_give(&copy, waiting, holding, out, size);
+  return zkrc__stats_give(&copy, waiting, holding, (uint32_t)MAX(listed, 0),
+                          out, size);
 }

@@ -184,6 +184,11 @@ static void write_locks(GString *out, const lock_row *rows, size_t n) {
   for (size_t i = 0; i < n; i++)
     lock_sample(out, "zkrecipes_recipe_holding", "", &rows[i], NULL,
                 rows[i].st.holding);
+  family(out, "zkrecipes_recipe_queue_length", "gauge",
+         "Contenders in the queue, as this object last listed it.");
+  for (size_t i = 0; i < n; i++)
+    lock_sample(out, "zkrecipes_recipe_queue_length", "", &rows[i], NULL,
+                rows[i].st.queue_length);
   write_histogram(out, "zkrecipes_recipe_wait_seconds",
                   "How long acquisitions that got the lock waited.", rows, n,
                   offsetof(zkrc_lock_stats, wait));

@@ -529,6 +529,13 @@ int64_t zkrc__contender_czxid(zkrc__contender *c) {
   return z;
 }
 
+int zkrc__contender_listed(zkrc__contender *c) {
+  g_mutex_lock(&c->mu);
+  int n = c->listed;
+  g_mutex_unlock(&c->mu);
+  return n;
+}
+
 uint64_t zkrc__contender_generation(zkrc__contender *c) {
   g_mutex_lock(&c->mu);
   uint64_t g = c->generation;

@@ -116,6 +116,9 @@ void zkrc__contender_unref(zkrc__contender *c);
  * ephemeral owner, valid once ops->front was called. */
 char *zkrc__contender_path(zkrc__contender *c);
 int64_t zkrc__contender_czxid(zkrc__contender *c);
+/* How many contenders its last listing of the directory held (0 before
+ * the first); for the statistics' queue length. */
+int zkrc__contender_listed(zkrc__contender *c);
 /* The ZooKeeper session generation our node belongs to (0 before create). */
 uint64_t zkrc__contender_generation(zkrc__contender *c);
 

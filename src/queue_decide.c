@@ -91,6 +91,7 @@ step zkrc__q_evaluate_locked(zkrc__contender *c,
                              gboolean watched) {
   zkrc__verdict v = zkrc__admit(kids->data, kids->count, c->markers, c->name,
                                 c->policy, c->policy_arg);
+  c->listed = v.contenders;
   c->retries = 0; /* a listing came back: the servers answer us */
   c->failures = 0;
   zkrc__listing_facts f = {

@@ -120,6 +120,7 @@ struct zkrc__contender {
   gboolean behind_told;
 
   char *pred; /* the contender just before us, as last listed */
+  int listed; /* contenders in the last listing (statistics) */
   /* Not allowed to read our predecessors (their ACL): the servers would
    * not even deliver a watch event on them (ZooKeeper checks READ before
    * delivering one, since CVE-2024-23944), so watch the directory's

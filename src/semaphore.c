@@ -565,5 +565,6 @@ int zkrc_semaphore_get_stats(zkrc_semaphore *sem, zkrc_lock_stats *out,
   }
   g_mutex_unlock(&sem->mu);
   copy.lost = pool.lost;
-  return zkrc__stats_give(&copy, waiting, holding, out, size);
+  return zkrc__stats_give(&copy, waiting, holding, pool.queue_length, out,
+                          size);
 }

@@ -21,7 +21,7 @@
  * is made with s->mu held, and no user code is called with any of them.
  *
  * Recipes built from others come first: a multi-lock's set hold
- * (multilock.c) and a semaphore (semaphore.c) take their own mutex before
+ * (multilock_async.c) and a semaphore (semaphore.c) take their own mutex before
  * their member locks' recipe mutexes, never after.  The two sides of a
  * read-write lock are never held together: a thread's hold on the other
  * side is read under that side's mutex before its own is taken.

@@ -145,9 +145,10 @@ void zkrc__lock_stat_gave_up_locked(zkrc_lock *lk, int err) {
   zkrc__stats_gave_up(stats_locked(lk), err);
 }
 
-/* Count the holds of @p table (a set or a map of holder*) by state. */
+/* Count the holds of @p table (a set or a map of holder*) by state, and
+ * the longest queue they last listed. */
 static void count_states(GHashTable *table, uint32_t *waiting,
-                         uint32_t *holding) {
+                         uint32_t *holding, uint32_t *listed) {
   if (table == NULL)
     return;
   GHashTableIter it;
@@ -157,11 +158,17 @@ static void count_states(GHashTable *table, uint32_t *waiting,
     holder *h = value ? value : key;
     *waiting += h->state == H_WAITING;
     *holding += h->state == H_HELD;
+    if (h->state == H_WAITING || h->state == H_HELD) {
+      int n = zkrc__contender_listed(h->c); /* recipe -> contender */
+      if (n > 0 && (uint32_t)n > *listed)
+        *listed = (uint32_t)n;
+    }
   }
 }
 
 int zkrc__stats_give(const zkrc__lock_stats *in, uint32_t waiting,
-                     uint32_t holding, zkrc_lock_stats *out, size_t size) {
+                     uint32_t holding, uint32_t queue_length,
+                     zkrc_lock_stats *out, size_t size) {
   zkrc_lock_stats st;
   memset(&st, 0, sizeof st);
   if (in) {
@@ -176,22 +183,24 @@ int zkrc__stats_give(const zkrc__lock_stats *in, uint32_t waiting,
   }
   st.waiting = waiting;
   st.holding = holding;
+  st.queue_length = queue_length;
   return give(out, &st, sizeof st, size, sizeof st.acquisitions);
 }
 
 int zkrc_lock_get_stats(zkrc_lock *lk, zkrc_lock_stats *out, size_t size) {
   if (lk == NULL)
     return zkrc__fail(ZKRC_EINVAL);
-  uint32_t waiting = 0, holding = 0;
+  uint32_t waiting = 0, holding = 0, listed = 0;
   g_mutex_lock(&lk->r.mu);
-  count_states(lk->holders, &waiting, &holding);
-  count_states(lk->holds, &waiting, &holding);
+  count_states(lk->holders, &waiting, &holding, &listed);
+  count_states(lk->holds, &waiting, &holding, &listed);
   zkrc__lock_stats copy;
   gboolean any = lk->stats != NULL;
   if (any)
     copy = *lk->stats;
   g_mutex_unlock(&lk->r.mu);
-  return zkrc__stats_give(any ? &copy : NULL, waiting, holding, out, size);
+  return zkrc__stats_give(any ? &copy : NULL, waiting, holding, listed, out,
+                          size);
 }
 
 const char *zkrc__lock_kind(zkrc_lock *lk) {

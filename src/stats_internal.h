@@ -31,7 +31,8 @@ void zkrc__stats_gave_up(zkrc__lock_stats *st, int err);
 /* The public view of @p in (NULL: all zero) and the gauges, into the
  * first @p size bytes of @p out. */
 int zkrc__stats_give(const zkrc__lock_stats *in, uint32_t waiting,
-                     uint32_t holding, zkrc_lock_stats *out, size_t size);
+                     uint32_t holding, uint32_t queue_length,
+                     zkrc_lock_stats *out, size_t size);
 
 typedef struct zkrc_lock_hold holder;
 

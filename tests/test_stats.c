@@ -124,6 +124,12 @@ static int has_lost_one(void *arg) {
   return zkrc_lock_get_stats(arg, &st, sizeof st) == ZKRC_OK && st.lost == 1;
 }
 
+static int has_listed_two(void *arg) {
+  zkrc_lock_stats st;
+  return zkrc_lock_get_stats(arg, &st, sizeof st) == ZKRC_OK &&
+         st.queue_length == 2;
+}
+
 /* Held elsewhere: a try is a refusal, a timed acquisition a timeout; a
  * waiting thread shows as waiting; the holder's loss is counted. */
 static void test_lock_counts_refusals_timeouts_waiters_and_losses(void) {
@@ -144,9 +150,11 @@ static void test_lock_counts_refusals_timeouts_waiters_and_losses(void) {
   GThread *t = g_thread_new("waiter", acquire_and_release, &w);
   zhandle_t *zh = zkt_raw();
   CU_ASSERT_FATAL(zkt_wait_children(zh, path, 2, 5000)); /* it queued */
+  CU_ASSERT(zkt_wait_for(has_listed_two, lk, 5000));     /* its listing came */
   st = lock_stats(lk);
   CU_ASSERT_EQUAL(st.waiting, 1);
   CU_ASSERT_EQUAL(st.holding, 0);
+  CU_ASSERT_EQUAL(st.queue_length, 2); /* theirs and ours */
 
   /* Their session expires: their hold is lost, ours gets the lock. */
   clientid_t id;
@@ -163,6 +171,7 @@ static void test_lock_counts_refusals_timeouts_waiters_and_losses(void) {
   CU_ASSERT_EQUAL(st.acquisitions, 1);
   CU_ASSERT_EQUAL(st.releases, 1);
   CU_ASSERT_EQUAL(st.waiting, 0);
+  CU_ASSERT_EQUAL(st.queue_length, 0); /* none of its holds is queued */
   CU_ASSERT(st.wait.sum_seconds > 0);
 
   zkrc_session_stats ss;

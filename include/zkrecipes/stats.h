@@ -130,6 +130,10 @@ typedef struct zkrc_lock_stats {
    *  released holds were held (from the grant to the release). */
   zkrc_histogram wait;
   zkrc_histogram hold;
+  /** Now: the queue's length (every contender of the directory, other
+   *  processes' and other clients' included) as this object's holds last
+   *  listed it; 0 when none of them is in the queue. */
+  uint32_t queue_length;
 } zkrc_lock_stats;
 
 /**
