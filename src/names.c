@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "names.h"
+#include "zkrecipes/participants.h"
 
 /* One table for the whole lock family, so that a mutex, readers and writers
  * of every dialect on one path exclude each other: a mutex (policy
@@ -61,6 +62,19 @@ const zkrc__marker *zkrc__contender_marker(const char *name,
     const char *at = last_occurrence(name, m->text);
     if (at && parse_sequence(at + strlen(m->text), seq))
       return m;
+  }
+  return NULL;
+}
+
+const char *zkrc_contender_marker(const char *name, int32_t *seq) {
+  const zkrc__marker *tables[] = {zkrc__lock_markers, zkrc__latch_markers,
+                                  zkrc__lease_markers};
+  int32_t ignored;
+  for (size_t i = 0; i < G_N_ELEMENTS(tables); i++) {
+    const zkrc__marker *m =
+        zkrc__contender_marker(name, tables[i], seq ? seq : &ignored);
+    if (m)
+      return m->text;
   }
   return NULL;
 }

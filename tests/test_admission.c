@@ -661,11 +661,33 @@ static void test_moves_after_a_recheck(void) {
   }
 }
 
+/* The public reading of names (for tools such as zkr-ls): the marker a
+ * contender's name ends with, and its sequence; NULL for anything else. */
+static void test_contender_marker(void) {
+  int32_t seq = 0;
+  CU_ASSERT_STRING_EQUAL(zkrc_contender_marker("_c_0f8f-lock-0000000042", &seq),
+                         "lock-");
+  CU_ASSERT_EQUAL(seq, 42);
+  CU_ASSERT_STRING_EQUAL(zkrc_contender_marker("ab12__rlock__0000000005", NULL),
+                         "__rlock__");
+  CU_ASSERT_STRING_EQUAL(
+      zkrc_contender_marker("_c_x-__WRIT__-2147483648", &seq), "__WRIT__");
+  CU_ASSERT_EQUAL(seq, INT32_MIN);
+  CU_ASSERT_STRING_EQUAL(zkrc_contender_marker("_c_x-latch-0000000001", NULL),
+                         "latch-");
+  CU_ASSERT_STRING_EQUAL(zkrc_contender_marker("_c_x-lease-0000000001", NULL),
+                         "lease-");
+  CU_ASSERT_PTR_NULL(zkrc_contender_marker("lock-12", NULL)); /* malformed */
+  CU_ASSERT_PTR_NULL(zkrc_contender_marker("leases", NULL));
+  CU_ASSERT_PTR_NULL(zkrc_contender_marker(NULL, NULL));
+}
+
 static void add_suites(void) {
   ZKT_SUITE("admission", {"table", test_table},
             {"a downgrade excuses only our writer",
              test_downgrade_excuses_only_our_writer},
             {"N permits", test_permits},
+            {"the public reading of names", test_contender_marker},
             {"random listings keep the properties",
              test_random_listings_keep_the_properties},
             {"broken policies are caught", test_broken_policies_are_caught},

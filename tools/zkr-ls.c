@@ -149,11 +149,12 @@ static void parse_args(ls_cli *cli, int argc, char **argv) {
 
 /* --------------------------------------------------------------- names */
 
-/* The contender node names zkr-ls knows, in the library's order (see
- * src/names.c: the first marker a name ends with, followed by the
- * sequence number, counts), by family: the lock family shares one queue
- * per path, an election's latch nodes another, a semaphore's leases one
- * under PATH/leases. */
+/* What each contender marker means for zkr-ls: the library reads the
+ * names (zkrc_contender_marker(): which marker a name ends with, followed
+ * by a well-formed sequence); this table only says, for each marker, the
+ * family whose queue it joins - the lock family shares one queue per path,
+ * an election's latch nodes another, a semaphore's leases one under
+ * PATH/leases - and how to show it. */
 typedef enum family { FAMILY_LOCK, FAMILY_LATCH, FAMILY_LEASE } family;
 
 typedef struct marker {
@@ -175,25 +176,12 @@ static const marker markers[] = {
 };
 #define N_MARKERS (sizeof markers / sizeof markers[0])
 
-/* Does @p s look like a server-appended sequence ("%010d" of an int32)?
- * The library checks it exactly; this only tells markers apart. */
-static int looks_like_sequence(const char *s) {
-  size_t n = strlen(s);
-  return (n == 10 || n == 11) && strspn(s, "-0123456789") == n;
-}
-
 /* The marker of @p name within family @p fam, or NULL. */
 static const marker *marker_of(const char *name, family fam) {
-  for (size_t i = 0; i < N_MARKERS; i++) {
-    if (markers[i].fam != fam)
-      continue;
-    const char *at = NULL;
-    for (const char *p = strstr(name, markers[i].text); p;
-         p = strstr(p + 1, markers[i].text))
-      at = p;
-    if (at && looks_like_sequence(at + strlen(markers[i].text)))
+  const char *text = zkrc_contender_marker(name, NULL);
+  for (size_t i = 0; text && i < N_MARKERS; i++)
+    if (markers[i].fam == fam && strcmp(markers[i].text, text) == 0)
       return &markers[i];
-  }
   return NULL;
 }
 

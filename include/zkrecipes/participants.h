@@ -36,6 +36,27 @@ typedef struct zkrc_participant {
 /** Free a list from zkrc_lock_list() / zkrc_election_list() (NULL ok). */
 void zkrc_participants_free(zkrc_participant *list, size_t count);
 
+/**
+ * Is @p name (a child of a recipe's directory) a contender, as the library
+ * itself reads names?  It is when it ends with one of the markers below
+ * followed by a sequence number the servers appended ("%010d" of a signed
+ * 32-bit counter):
+ *   "lock-"     our mutex, Curator's InterProcessMutex (exclusive)
+ *   "__lock__"  kazoo's Lock and WriteLock (exclusive)
+ *   "__WRIT__"  a write side: ours, Curator's (exclusive)
+ *   "__READ__"  a read side: ours, Curator's (shared)
+ *   "__rlock__" kazoo's ReadLock (shared)
+ *   "latch-"    an election: ours, Curator's LeaderLatch
+ *   "lease-"    a semaphore's lease: ours, Curator's V2 (under PATH/leases)
+ * For tools that show queues (zkr-ls): the order is that of @p seq, read
+ * as signed.
+ * @param seq  if not NULL, receives the sequence number.
+ * @return the marker (a static string, one of the above), or NULL when
+ *         @p name is not a contender (or is NULL).
+ * Threading: any thread; pure.
+ */
+const char *zkrc_contender_marker(const char *name, int32_t *seq);
+
 #ifdef __cplusplus
 }
 #endif
