@@ -48,7 +48,7 @@ struct zkrc_election {
    * releases, other revocations as losses; since when the current round
    * waits, and since when we lead. */
   zkrc__lock_stats stats;
-  int64_t round_us, led_us;
+  int64_t round_us, led_us, suspended_us;
 };
 
 struct round {
@@ -196,12 +196,14 @@ static void on_connection_locked(zkrc__stake *st, zkrc_session_event ev) {
     if (ev == ZKRC_SESSION_EVENT_SUSPENDED && e->leader) {
       revoke_locked(e, ZKRC_ECONNLOSS, ZCONNECTIONLOSS);
       e->suspended = TRUE;
+      e->suspended_us = g_get_monotonic_time();
     } else if (ev == ZKRC_SESSION_EVENT_RECONNECTED && e->suspended) {
       /* Same session, our node still first: we lead again. */
       e->suspended = FALSE;
       e->leader = TRUE;
       e->led_us = g_get_monotonic_time();
-      e->stats.acquisitions++;
+      e->stats.acquisitions++; /* its wait: since the suspension */
+      zkrc__histogram_record(&e->stats.wait, e->led_us - e->suspended_us);
       post_event_locked(e, ZKRC_ELECTION_ELECTED, ZKRC_OK, ZOK);
       g_cond_broadcast(&e->r.cond);
     }

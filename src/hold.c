@@ -135,6 +135,7 @@ static void on_ended_locked(zkrc__stake *st, int err, int zk_rc) {
   if (h->state == H_HELD) {
     h->state = H_LOST;
     zkrc__lock_stat_lost_locked(h);
+    g_cond_broadcast(&h->lk->r.cond); /* a thread granted but not yet awake */
     /* (A non-blocking hold whose grant is still on its way learns of the
      * loss from its completion instead.) */
     if (h->client->may_tell(h))

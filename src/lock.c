@@ -169,6 +169,10 @@ static int wait_turn_locked(zkrc_lock *lk, holder *h, int timeout_ms,
       return ZKRC_OK;
     if (h->state == H_FAILED)
       return h->end_err == ZKRC_OK ? ZKRC_ECANCELED : h->end_err;
+    /* Granted and lost before this thread woke up (a slow wake-up on a
+     * loaded machine, while the lease ran out): not held. */
+    if (h->state == H_LOST)
+      return h->end_err == ZKRC_OK ? ZKRC_ELOCKLOST : h->end_err;
     if (lk->r.freeing)
       return ZKRC_ECANCELED;
     if (timeout_ms == ZKRC_NO_WAIT && h->behind)
@@ -235,6 +239,7 @@ int zkrc_lock_acquire(zkrc_lock *lk, int timeout_ms) {
   int zk_rc = h->end_zk;
   if (err == ZKRC_OK) {
     h->count = 1;
+    zkrc__lock_stat_delivered_locked(h);
   } else {
     zkrc__lock_stat_gave_up_locked(lk, err);
     withdraw_locked(lk, h, ABANDON_GRACE_MS);

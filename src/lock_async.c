@@ -47,10 +47,13 @@ static void completion_run(void *data) {
     } else if (zkrc__holder_lease_left_locked(h) <= 0) {
       info->status = ZKRC_ESESSIONLOST; /* its loss is on its way */
     }
-    if (info->status != ZKRC_OK)
+    if (info->status != ZKRC_OK) {
       info->token = 0;
-    else
+      zkrc__lock_stat_gave_up_locked(lk, info->status);
+    } else {
       h->told = TRUE;
+      zkrc__lock_stat_delivered_locked(h);
+    }
     g_mutex_unlock(&lk->r.mu);
   }
   h->done(h->lk, h, info, h->done_arg);

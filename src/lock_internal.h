@@ -68,8 +68,9 @@ struct zkrc_lock_hold {
   int end_zk;
   int64_t token;
   char *node;
-  int64_t asked_us; /* when it joined the queue (statistics) */
-  int64_t held_us;  /* when it got the lock */
+  int64_t asked_us;   /* when it joined the queue (statistics) */
+  int64_t held_us;    /* when it got the lock */
+  gboolean delivered; /* its owner was told it holds (statistics) */
 
   /* Non-blocking holds only. */
   gboolean no_wait;

@@ -124,11 +124,15 @@ static void set_complete(zkrc_lock_set_hold *set) {
       set_fail(set, ZKRC_ELOCKLOST, 0, NULL);
       return;
     }
+  /* Once SET_HELD, another thread (or a member's event on another
+   * executor) may release and free the set: keep it until done returns. */
+  set_ref(set);
   g_mutex_lock(&set->mu);
   set->state = SET_HELD;
   g_mutex_unlock(&set->mu);
   zkrc_lock_set_acquired_info info = {ZKRC_OK, 0, NULL};
   set->done(set, &info, set->arg);
+  set_unref(set);
 }
 
 static int start_next(zkrc_lock_set_hold *set);

@@ -205,7 +205,7 @@ static gboolean read_sessions(zkrc_session *const *s, size_t n,
     if (s[i] == NULL)
       return FALSE;
     (void)zkrc_session_get_stats(s[i], &rows[i].st, sizeof rows[i].st);
-    int64_t id = zkrc_session_id(s[i]);
+    int64_t id = zkrc__session_label_id(s[i]);
     g_snprintf(rows[i].label, sizeof rows[i].label, "session=\"0x%" PRIx64 "\"",
                (uint64_t)id);
   }
@@ -253,6 +253,79 @@ static gboolean read_recipes(const zkrc_stats_sources *src, lock_row *rows) {
   return ok;
 }
 
+/* ------------------------------------------------- one series per label */
+
+/* Prometheus keeps one sample per series and silently drops duplicates, so
+ * objects that share their labels (two lock objects on one path, one in
+ * each session; a session listed twice) are summed into one row: counters,
+ * gauges and histograms added, the queue's length the longest seen. */
+static void add_histogram(zkrc_histogram *into, const zkrc_histogram *h) {
+  into->count += h->count;
+  into->sum_seconds += h->sum_seconds;
+  for (int b = 0; b < ZKRC_HISTOGRAM_BUCKETS; b++)
+    into->buckets[b] += h->buckets[b];
+}
+
+static void add_recipe_stats(zkrc_lock_stats *into, const zkrc_lock_stats *s) {
+  into->acquisitions += s->acquisitions;
+  into->timeouts += s->timeouts;
+  into->refusals += s->refusals;
+  into->failures += s->failures;
+  into->lost += s->lost;
+  into->releases += s->releases;
+  into->waiting += s->waiting;
+  into->holding += s->holding;
+  into->queue_length = MAX(into->queue_length, s->queue_length);
+  add_histogram(&into->wait, &s->wait);
+  add_histogram(&into->hold, &s->hold);
+}
+
+/* Merge rows with equal labels into the first of them; returns how many
+ * rows are left (the merged ones' labels freed). */
+static size_t merge_recipes(lock_row *rows, size_t n) {
+  size_t kept = 0;
+  for (size_t i = 0; i < n; i++) {
+    size_t j = 0;
+    while (j < kept && !g_string_equal(rows[j].labels, rows[i].labels))
+      j++;
+    if (j < kept) {
+      add_recipe_stats(&rows[j].st, &rows[i].st);
+      g_string_free(rows[i].labels, TRUE);
+    } else {
+      rows[kept++] = rows[i];
+    }
+  }
+  return kept;
+}
+
+static void add_session_stats(zkrc_session_stats *into,
+                              const zkrc_session_stats *s) {
+  into->sessions += s->sessions;
+  into->suspensions += s->suspensions;
+  into->reconnects += s->reconnects;
+  into->expiries += s->expiries;
+  into->requests += s->requests;
+  into->renewals += s->renewals;
+  if (s->state == ZKRC_SESSION_CONNECTED) /* connected if either is */
+    into->state = s->state;
+  into->lease_remaining_ms =
+      MAX(into->lease_remaining_ms, s->lease_remaining_ms);
+}
+
+static size_t merge_sessions(session_row *rows, size_t n) {
+  size_t kept = 0;
+  for (size_t i = 0; i < n; i++) {
+    size_t j = 0;
+    while (j < kept && strcmp(rows[j].label, rows[i].label) != 0)
+      j++;
+    if (j < kept)
+      add_session_stats(&rows[j].st, &rows[i].st);
+    else
+      rows[kept++] = rows[i];
+  }
+  return kept;
+}
+
 void zkrc_stats_sources_init(zkrc_stats_sources *src) {
   if (src) {
     memset(src, 0, sizeof *src);
@@ -278,8 +351,10 @@ char *zkrc_stats_prometheus(const zkrc_stats_sources *src) {
   char *text = NULL;
   if (read_sessions(src->sessions, src->n_sessions, srows) &&
       read_recipes(src, lrows)) {
+    size_t n_srows = merge_sessions(srows, src->n_sessions);
+    n_recipes = merge_recipes(lrows, n_recipes);
     GString *out = g_string_new(NULL);
-    write_sessions(out, srows, src->n_sessions);
+    write_sessions(out, srows, n_srows);
     write_locks(out, lrows, n_recipes);
     text = strdup(out->str);
     g_string_free(out, TRUE);

@@ -38,6 +38,7 @@ zkrc_session *zkrc__session_ref(zkrc_session *s) {
 static void free_auth(gpointer p) {
   auth_entry *a = p;
   g_free(a->scheme);
+  memset(a->cred, 0, strlen(a->cred)); /* a secret */
   g_free(a->cred);
   g_free(a);
 }

@@ -108,6 +108,14 @@ int zkrc_session_get_stats(zkrc_session *s, zkrc_session_stats *out,
   return give(out, &st, sizeof st, size, sizeof st.sessions);
 }
 
+int64_t zkrc__session_label_id(zkrc_session *s) {
+  g_mutex_lock(&s->mu);
+  int64_t id =
+      s->conn && s->conn->session_id ? s->conn->session_id : s->last_session_id;
+  g_mutex_unlock(&s->mu);
+  return id;
+}
+
 /* ---------------------------------------------------------------- lock */
 
 static zkrc__lock_stats *stats_locked(zkrc_lock *lk) {
@@ -117,16 +125,24 @@ static zkrc__lock_stats *stats_locked(zkrc_lock *lk) {
 }
 
 void zkrc__lock_stat_front_locked(holder *h) {
-  int64_t now = g_get_monotonic_time();
-  zkrc__lock_stats *st = stats_locked(h->lk);
-  st->acquisitions++;
-  zkrc__histogram_record(&st->wait, now - h->asked_us);
-  h->held_us = now;
+  h->held_us = g_get_monotonic_time();
 }
 
-void zkrc__lock_stat_lost_locked(holder *h) { stats_locked(h->lk)->lost++; }
+void zkrc__lock_stat_delivered_locked(holder *h) {
+  zkrc__lock_stats *st = stats_locked(h->lk);
+  st->acquisitions++;
+  zkrc__histogram_record(&st->wait, h->held_us - h->asked_us);
+  h->delivered = TRUE;
+}
+
+void zkrc__lock_stat_lost_locked(holder *h) {
+  if (h->delivered)
+    stats_locked(h->lk)->lost++;
+}
 
 void zkrc__lock_stat_released_locked(holder *h) {
+  if (!h->delivered)
+    return;
   zkrc__lock_stats *st = stats_locked(h->lk);
   st->releases++;
   zkrc__histogram_record(&st->hold, g_get_monotonic_time() - h->held_us);

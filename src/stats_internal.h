@@ -36,15 +36,22 @@ int zkrc__stats_give(const zkrc__lock_stats *in, uint32_t waiting,
 
 typedef struct zkrc_lock_hold holder;
 
-/* The hold got the lock: an acquisition, and how long it waited (since
- * holder.asked_us); holder.held_us is set. */
+/* The hold got to the front: holder.held_us is set (nothing counted yet:
+ * the grant may never reach its owner). */
 void zkrc__lock_stat_front_locked(holder *h);
-/* A held hold was lost. */
+/* Its owner was told it holds: an acquisition, and how long it waited
+ * (from holder.asked_us to the front). */
+void zkrc__lock_stat_delivered_locked(holder *h);
+/* A held hold was lost (counted if its owner had been told it held). */
 void zkrc__lock_stat_lost_locked(holder *h);
 /* Its owner released a held (or lost) hold: how long it was held. */
 void zkrc__lock_stat_released_locked(holder *h);
 /* An acquisition of @p lk ended without the lock, with @p err. */
 void zkrc__lock_stat_gave_up_locked(zkrc_lock *lk, int err);
+
+/* The id of @p s's current ZooKeeper session, or of its last one when it
+ * has none now (a stable label while it reconnects or after its close). */
+int64_t zkrc__session_label_id(zkrc_session *s);
 
 /* "mutex", "read", "write" or "lease": which member of the lock family
  * @p lk is (for labels). */

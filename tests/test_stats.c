@@ -358,6 +358,8 @@ static void check_exposition(const char *text) {
   GHashTable *types =
       g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
   double last_bucket = -1, inf_bucket = -1;
+  GHashTable *seen =
+      g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
   for (int i = 0; lines[i] && lines[i][0]; i++) {
     const char *l = lines[i];
     if (g_str_has_prefix(l, "# HELP "))
@@ -372,6 +374,9 @@ static void check_exposition(const char *text) {
     const char *brace = strchr(l, '{');
     const char *close = strstr(l, "} ");
     CU_ASSERT_FATAL(brace && close && close > brace);
+    char *series = g_strndup(l, (gsize)(close - l + 1));
+    CU_ASSERT_FALSE(g_hash_table_contains(seen, series)); /* one sample */
+    g_hash_table_add(seen, series);
     char *name = g_strndup(l, (gsize)(brace - l));
     char *family = g_strdup(name);
     const char *suffixes[] = {"_bucket", "_sum", "_count"};
@@ -397,6 +402,7 @@ static void check_exposition(const char *text) {
     g_free(family);
   }
   g_hash_table_destroy(types);
+  g_hash_table_destroy(seen);
   g_strfreev(lines);
 }
 
@@ -415,6 +421,13 @@ static void test_prometheus_text(void) {
     ZKT_ASSERT_RC(ZKRC_OK, zkrc_lock_acquire(lk, 5000));
     ZKT_ASSERT_RC(ZKRC_OK, zkrc_lock_release(lk));
   }
+  /* Another object on the same path (another session): its counts join
+   * the same series, which Prometheus must see once. */
+  zkrc_session *s2 = zkt_session();
+  zkrc_lock *lk2 = NULL;
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_lock_new(&lk2, s2, path, NULL));
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_lock_acquire(lk2, 5000));
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_lock_release(lk2));
   zkrc_lock *reader = zkrc_rwlock_reader(rw);
   ZKT_ASSERT_RC(ZKRC_OK, zkrc_lock_acquire(reader, 5000));
   char *sem_path = zkt_path("stats-prom-sem");
@@ -427,13 +440,13 @@ static void test_prometheus_text(void) {
   ZKT_ASSERT_RC(ZKRC_OK, zkrc_election_new(&e, s, el_path, NULL));
   ZKT_ASSERT_RC(ZKRC_OK, zkrc_election_join(e));
   ZKT_ASSERT_RC(ZKRC_OK, zkrc_election_wait_leader(e, 5000));
-  zkrc_lock *locks[] = {lk, reader};
+  zkrc_lock *locks[] = {lk, reader, lk2};
   zkrc_stats_sources src;
   zkrc_stats_sources_init(&src);
   src.sessions = &s;
   src.n_sessions = 1;
   src.locks = locks;
-  src.n_locks = 2;
+  src.n_locks = 3;
   src.semaphores = &sem;
   src.n_semaphores = 1;
   src.elections = &e;
@@ -442,7 +455,7 @@ static void test_prometheus_text(void) {
   CU_ASSERT_FATAL(text != NULL);
   check_exposition(text);
   char *want = g_strdup_printf(
-      "zkrecipes_recipe_acquisitions_total{path=\"%s\",kind=\"mutex\"} 2\n",
+      "zkrecipes_recipe_acquisitions_total{path=\"%s\",kind=\"mutex\"} 3\n",
       path);
   CU_ASSERT_PTR_NOT_NULL(strstr(text, want));
   g_free(want);
@@ -451,7 +464,7 @@ static void test_prometheus_text(void) {
   CU_ASSERT_PTR_NOT_NULL(strstr(text, want));
   g_free(want);
   want = g_strdup_printf("zkrecipes_recipe_wait_seconds_count{path=\"%s\","
-                         "kind=\"mutex\"} 2\n",
+                         "kind=\"mutex\"} 3\n",
                          path);
   CU_ASSERT_PTR_NOT_NULL(strstr(text, want));
   g_free(want);
@@ -493,6 +506,8 @@ static void test_prometheus_text(void) {
   g_free(sem_path);
   g_free(el_path);
   ZKT_ASSERT_RC(ZKRC_OK, zkrc_lock_release(reader));
+  zkrc_lock_free(lk2);
+  zkrc_session_close(s2);
   zkrc_lock_free(lk);
   zkrc_rwlock_free(rw);
   zkrc_session_close(s);

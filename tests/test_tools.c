@@ -1406,10 +1406,30 @@ static void test_auth(void) {
     CU_ASSERT_PTR_NOT_NULL(strstr(p->err->str, "credentials"));
     proc_free(p);
   }
+  g_setenv("ZKR_AUTH", "alice", TRUE); /* not USER:PASSWORD */
+  CU_ASSERT_EQUAL(tool_run(ZKR_LOCK, none, &p), EXIT_NOPERM);
+  CU_ASSERT_PTR_NOT_NULL(strstr(p->err->str, "ZKR_AUTH"));
+  proc_free(p);
   g_setenv("ZKR_AUTH", AUTH_ALICE, TRUE);
   const char *from_env[] = {dir, "--", "sh", "-c", show, NULL};
   CU_ASSERT_EQUAL(tool_run(ZKR_LOCK, from_env, &p), 0);
   CU_ASSERT_PTR_NOT_NULL(strstr(p->out->str, "auth=unset"));
+  proc_free(p);
+  /* Holding (no COMMAND): the secret is wiped from what
+   * /proc/PID/environ shows of the tool. */
+  const char *hold[] = {dir, NULL};
+  p = tool_start(ZKR_LOCK, hold);
+  CU_ASSERT_FATAL(proc_wait_text(p, 0, "\t", START_TIMEOUT));
+  char *environ_file = g_strdup_printf("/proc/%d/environ", (int)p->child.pid);
+  gchar *env_text = NULL;
+  gsize env_len = 0;
+  CU_ASSERT_FATAL(g_file_get_contents(environ_file, &env_text, &env_len, NULL));
+  /* (memmem: the file is NUL-separated strings) */
+  CU_ASSERT_PTR_NULL(memmem(env_text, env_len, "alice-secret", 12));
+  g_free(env_text);
+  g_free(environ_file);
+  proc_signal(p, SIGTERM);
+  CU_ASSERT_EQUAL(proc_wait(p, EXIT_TIMEOUT), 0);
   proc_free(p);
   g_unsetenv("ZKR_AUTH");
   g_setenv("ZKR_AUTH_FILE", good, TRUE);

@@ -88,10 +88,14 @@ void tool_options_init(tool_options *o, const char *name) {
   o->grace_ms = DEFAULT_GRACE_MS;
   env = getenv("ZKR_AUTH_FILE");
   o->auth_file = env && *env ? env : NULL;
-  env = getenv("ZKR_AUTH");
-  if (env && *env)
-    o->auth_env = g_strdup(env);
-  unsetenv("ZKR_AUTH"); /* a secret: not for COMMAND */
+  /* A secret: keep a copy, wipe the environment's (which
+   * /proc/PID/environ shows), and keep it from COMMAND. */
+  char *secret = getenv("ZKR_AUTH");
+  if (secret && *secret) {
+    o->auth_env = g_strdup(secret);
+    memset(secret, 0, strlen(secret));
+  }
+  unsetenv("ZKR_AUTH");
 }
 
 char *tool_participant_id(const tool_options *o) {
@@ -468,14 +472,31 @@ static void forget_credentials(char *cred) {
   }
 }
 
-/* The digest credentials "USER:PASSWORD" to authenticate with: the first
- * line of --auth-file (or $ZKR_AUTH_FILE), else $ZKR_AUTH; NULL with
- * *status 0 when there are none; NULL with the exit status in *status
- * when the file cannot be read or holds no USER:PASSWORD. */
-static char *credentials(const tool_options *o, int *status) {
+/* Is @p cred of the form USER:PASSWORD (both non-empty)? */
+static int well_formed(const char *cred) {
+  const char *colon = strchr(cred, ':');
+  return colon && colon != cred && colon[1] != '\0';
+}
+
+/* The digest credentials "USER:PASSWORD" to authenticate with (the
+ * caller's to wipe): the first line of --auth-file (or $ZKR_AUTH_FILE),
+ * else $ZKR_AUTH, whose copy in @p o is handed over; NULL with *status 0
+ * when there are none; NULL with the exit status in *status when the file
+ * cannot be read or they are not USER:PASSWORD. */
+static char *credentials(tool_options *o, int *status) {
   *status = 0;
-  if (o->auth_file == NULL)
-    return o->auth_env ? g_strdup(o->auth_env) : NULL;
+  char *from_env = o->auth_env;
+  o->auth_env = NULL;
+  if (o->auth_file == NULL) {
+    if (from_env && !well_formed(from_env)) {
+      tool_error("$ZKR_AUTH: no credentials: it must be USER:PASSWORD");
+      forget_credentials(from_env);
+      *status = TOOL_EXIT_NOPERM;
+      return NULL;
+    }
+    return from_env;
+  }
+  forget_credentials(from_env);
   char *text = NULL;
   GError *error = NULL;
   if (!g_file_get_contents(o->auth_file, &text, NULL, &error)) {
@@ -485,8 +506,7 @@ static char *credentials(const tool_options *o, int *status) {
     return NULL;
   }
   text[strcspn(text, "\r\n")] = '\0';
-  const char *colon = strchr(text, ':');
-  if (colon == NULL || colon == text || colon[1] == '\0') {
+  if (!well_formed(text)) {
     tool_error("%s: no credentials: its first line must be USER:PASSWORD",
                o->auth_file);
     forget_credentials(text);
@@ -554,7 +574,7 @@ static int open_session(const tool_options *o, int no_reopen,
   return 0;
 }
 
-int tool_connect(const tool_options *o, int no_reopen, zkrc_session **out) {
+int tool_connect(tool_options *o, int no_reopen, zkrc_session **out) {
   *out = NULL;
   int status = 0;
   char *cred = credentials(o, &status);

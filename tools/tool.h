@@ -178,7 +178,7 @@ void tool_session_listener(zkrc_session *s, zkrc_session_event ev, void *arg);
  * still answering signals meanwhile.  Returns 0 with *out set, or the exit
  * status to leave with (after a message): TOOL_EXIT_UNAVAILABLE, or 128+N
  * when interrupted by signal N. */
-int tool_connect(const tool_options *o, int no_reopen, zkrc_session **out);
+int tool_connect(tool_options *o, int no_reopen, zkrc_session **out);
 
 /* With -v: the session's id and password in hex, the way
  * `zkr-ensemble start' takes them ("expire ID PASSWD"). */

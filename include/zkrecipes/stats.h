@@ -97,8 +97,9 @@ typedef struct zkrc_session_stats {
  * Read @p s's statistics into @p out, filling its first @p size bytes
  * (pass sizeof *out).
  * @return ZKRC_OK; ZKRC_EINVAL (NULL, or @p size smaller than the first
- *         field).  Also after the session was closed (then state is
- *         ZKRC_SESSION_CLOSED).  Threading: any thread.
+ *         field).  After zkrc_session_close() only while a recipe object
+ *         built on the session is not freed yet (they keep it alive; then
+ *         state is ZKRC_SESSION_CLOSED).  Threading: any thread.
  */
 int zkrc_session_get_stats(zkrc_session *s, zkrc_session_stats *out,
                            size_t size);
