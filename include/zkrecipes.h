@@ -13,6 +13,7 @@
  *   zkrecipes/semaphore.h the counting semaphore (Curator's V2 protocol)
  *   zkrecipes/election.h  leader election on the same contender queue
  *   zkrecipes/stats.h     statistics, and their Prometheus text format
+ *   zkrecipes/shared.h    shared values and counters (compare-and-set)
  *
  * The event-loop adapters (zkrecipes/glib.h) and the test harness
  * (zkrecipes/testing.h, in libzkrecipes-testing) are separate on purpose:
@@ -47,6 +48,7 @@
 #include <zkrecipes/semaphore.h>
 #include <zkrecipes/election.h>
 #include <zkrecipes/stats.h>
+#include <zkrecipes/shared.h>
 
 #ifdef __cplusplus
 extern "C" {

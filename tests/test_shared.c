@@ -1,0 +1,192 @@
+/*
+ * Shared values and counters (zkrecipes/shared.h) against a real
+ * single-member ensemble: read with a seed, compare-and-set on the
+ * version, last-writer-wins set, counters in Curator SharedCount's format
+ * incremented concurrently (also with kazoo's Counter(support_curator)),
+ * and bad input refused with nothing sent.
+ */
+#include "config.h"
+
+#include <string.h>
+
+#include <glib.h>
+
+#include "testutil.h"
+#include "zkrecipes/shared.h"
+
+#define KAZOO_COUNTER TOP_SRCDIR "/tests/peers/kazoo_counter.py"
+
+/* Seeded on first read (parents made as well); read again, the same
+ * value and version; a compare-and-set at a stale version changes nothing
+ * (ZKRC_EBADVERSION); at the current one it writes and moves the version;
+ * set writes whatever the version. */
+static void test_value_compare_and_set(void) {
+  char *path = zkt_path("shared-value");
+  char *deep = g_strdup_printf("%s/a/b", path);
+  zkrc_session *s = zkt_session();
+  zkrc_versioned_value v;
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_shared_value_get(s, deep, "seed", 4, &v, 5000));
+  CU_ASSERT_EQUAL(v.len, 4);
+  CU_ASSERT_STRING_EQUAL(v.data, "seed");
+  CU_ASSERT_EQUAL(v.version, 0);
+  int32_t old = v.version, now = -5;
+  zkrc_versioned_value_clear(&v);
+  ZKT_ASSERT_RC(ZKRC_OK,
+                zkrc_shared_value_try_set(s, deep, old, "one", 3, &now, 5000));
+  CU_ASSERT_EQUAL(now, 1);
+  ZKT_ASSERT_RC(ZKRC_EBADVERSION,
+                zkrc_shared_value_try_set(s, deep, old, "two", 3, NULL, 5000));
+  /* At -1 (sent as a multi with a check): the node is at 1, so refused. */
+  ZKT_ASSERT_RC(ZKRC_EBADVERSION,
+                zkrc_shared_value_try_set(s, deep, -1, "two", 3, NULL, 5000));
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_shared_value_get(s, deep, NULL, 0, &v, 5000));
+  CU_ASSERT_STRING_EQUAL(v.data, "one");
+  CU_ASSERT_EQUAL(v.version, 1);
+  zkrc_versioned_value_clear(&v);
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_shared_value_set(s, deep, "three", 5, 5000));
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_shared_value_get(s, deep, "x", 1, &v, 5000));
+  CU_ASSERT_STRING_EQUAL(v.data, "three");
+  CU_ASSERT_EQUAL(v.version, 2);
+  zkrc_versioned_value_clear(&v);
+  char *missing = g_strdup_printf("%s/missing", path);
+  ZKT_ASSERT_RC(ZKRC_ENONODE,
+                zkrc_shared_value_get(s, missing, NULL, 0, &v, 5000));
+  CU_ASSERT_PTR_NULL(v.data);
+  zkrc_session_close(s);
+  g_free(missing);
+  g_free(deep);
+  g_free(path);
+}
+
+typedef struct adder {
+  zkrc_session *s;
+  const char *path;
+  int n, ok;
+} adder;
+
+static gpointer add_n(gpointer data) {
+  adder *a = data;
+  for (int i = 0; i < a->n; i++)
+    a->ok +=
+        zkrc_shared_count_add(a->s, a->path, 1, 1000, NULL, 20000) == ZKRC_OK;
+  return NULL;
+}
+
+/* Four sessions adding 1, 25 times each, at once: every add lands once
+ * (compare-and-set retried on conflicts): the counter ends at 100. */
+static void test_concurrent_adds_lose_nothing(void) {
+  char *path = zkt_path("shared-count");
+  adder a[4];
+  GThread *t[4];
+  for (int i = 0; i < 4; i++) {
+    a[i] = (adder){.s = zkt_session(), .path = path, .n = 25};
+    t[i] = g_thread_new("adder", add_n, &a[i]);
+  }
+  for (int i = 0; i < 4; i++) {
+    g_thread_join(t[i]);
+    CU_ASSERT_EQUAL(a[i].ok, 25);
+  }
+  int32_t value = -1;
+  ZKT_ASSERT_RC(ZKRC_OK,
+                zkrc_shared_count_get(a[0].s, path, 0, &value, NULL, 5000));
+  CU_ASSERT_EQUAL(value, 100);
+  for (int i = 0; i < 4; i++)
+    zkrc_session_close(a[i].s);
+  g_free(path);
+}
+
+/* Run kazoo_counter.py; its stdout's first line as a number (-1 on
+ * failure). */
+static long kazoo_counter(const char *path, const char *mode, const char *n) {
+  const char *argv[] = {
+      DEBIAN_PYTHON3, KAZOO_COUNTER, zkt_hosts(), path, mode, n, NULL};
+  zkrc_spawn_options o;
+  zkrc_spawn_options_init(&o);
+  o.pipe_stdout = 1;
+  zkrc_child child;
+  CU_ASSERT_EQUAL_FATAL(zkrc_spawn(&child, (char *const *)argv, &o), 0);
+  char buf[64] = "";
+  ssize_t got = 0, r;
+  while (got < (ssize_t)sizeof buf - 1 &&
+         (r = read(child.out_fd, buf + got, sizeof buf - 1 - (size_t)got)) > 0)
+    got += r;
+  int status = zkrc_child_wait(&child, 60000);
+  zkrc_child_close(&child);
+  CU_ASSERT_EQUAL(status, 0);
+  return status == 0 ? strtol(buf, NULL, 10) : -1;
+}
+
+/* kazoo's Counter(support_curator=True) and ours on one node: each reads
+ * what the other wrote, and their concurrent adds all land. */
+static void test_kazoo_counter_both_ways(void) {
+  char *path = zkt_path("shared-kazoo");
+  zkrc_session *s = zkt_session();
+  int32_t value = 0, version = 0;
+  ZKT_ASSERT_RC(ZKRC_OK,
+                zkrc_shared_count_get(s, path, 0, &value, &version, 5000));
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_shared_count_try_set(s, path, version, 42, 5000));
+  CU_ASSERT_EQUAL(kazoo_counter(path, "read", NULL), 42);
+  CU_ASSERT_EQUAL(kazoo_counter(path, "set", "-7"), -7);
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_shared_count_get(s, path, 0, &value, NULL, 5000));
+  CU_ASSERT_EQUAL(value, -7);
+  /* kazoo's write moved the version past ours (1): a stale compare fails. */
+  ZKT_ASSERT_RC(ZKRC_EBADVERSION,
+                zkrc_shared_count_try_set(s, path, 1, 0, 5000));
+  /* Concurrent adds: 30 by kazoo, 30 by us. */
+  adder a = {.s = s, .path = path, .n = 30};
+  ZKT_ASSERT_RC(ZKRC_OK,
+                zkrc_shared_count_get(s, path, 0, &value, &version, 5000));
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_shared_count_try_set(s, path, version, 0, 5000));
+  GThread *t = g_thread_new("adder", add_n, &a);
+  long kazoo_saw = kazoo_counter(path, "add", "30");
+  g_thread_join(t);
+  CU_ASSERT_EQUAL(a.ok, 30);
+  CU_ASSERT(kazoo_saw >= 30 && kazoo_saw <= 60);
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_shared_count_get(s, path, 0, &value, NULL, 5000));
+  CU_ASSERT_EQUAL(value, 60);
+  zkrc_session_close(s);
+  g_free(path);
+}
+
+/* Overflow is refused and writes nothing; a node that is not 4 bytes is
+ * not a counter; bad arguments are refused before anything is sent. */
+static void test_bad_input_changes_nothing(void) {
+  char *path = zkt_path("shared-bad");
+  zkrc_session *s = zkt_session();
+  int32_t value = 0, result = 0;
+  ZKT_ASSERT_RC(ZKRC_OK,
+                zkrc_shared_count_get(s, path, INT32_MAX, &value, NULL, 5000));
+  ZKT_ASSERT_RC(ZKRC_EOVERFLOW,
+                zkrc_shared_count_add(s, path, 1, 5, &result, 5000));
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_shared_count_get(s, path, 0, &value, NULL, 5000));
+  CU_ASSERT_EQUAL(value, INT32_MAX);
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_shared_value_set(s, path, "abc", 3, 5000));
+  ZKT_ASSERT_RC(ZKRC_EBADNODE,
+                zkrc_shared_count_get(s, path, 0, &value, NULL, 5000));
+  zkrc_versioned_value v;
+  ZKT_ASSERT_RC(ZKRC_EINVAL,
+                zkrc_shared_value_get(NULL, path, NULL, 0, &v, 5000));
+  ZKT_ASSERT_RC(ZKRC_EINVAL,
+                zkrc_shared_value_get(s, "no-slash", NULL, 0, &v, 5000));
+  ZKT_ASSERT_RC(ZKRC_EINVAL, zkrc_shared_value_get(s, "/", NULL, 0, &v, 5000));
+  ZKT_ASSERT_RC(ZKRC_EINVAL,
+                zkrc_shared_value_get(s, path, NULL, 0, NULL, 5000));
+  ZKT_ASSERT_RC(ZKRC_EINVAL, zkrc_shared_value_get(s, path, NULL, 0, &v, -5));
+  ZKT_ASSERT_RC(ZKRC_EINVAL, zkrc_shared_value_set(s, path, NULL, 3, 5000));
+  ZKT_ASSERT_RC(ZKRC_EINVAL,
+                zkrc_shared_count_add(s, path, 1, 0, &result, 5000));
+  ZKT_ASSERT_RC(ZKRC_EINVAL,
+                zkrc_shared_count_get(s, path, 0, NULL, NULL, 5000));
+  zkrc_versioned_value_clear(NULL);
+  zkrc_session_close(s);
+  g_free(path);
+}
+
+static void add_suites(void) {
+  ZKT_SUITE("shared", {"value compare-and-set", test_value_compare_and_set},
+            {"concurrent adds lose nothing", test_concurrent_adds_lose_nothing},
+            {"kazoo counter both ways", test_kazoo_counter_both_ways},
+            {"bad input changes nothing", test_bad_input_changes_nothing});
+}
+
+int main(void) { return zkt_run("test_shared", add_suites); }
