@@ -42,14 +42,6 @@ static zkrc_lock **canonical_order(zkrc_lock *const *locks, size_t count) {
   return sorted;
 }
 
-int zkrc__remaining_ms(int64_t deadline_us) {
-  int64_t left = deadline_us - g_get_monotonic_time();
-  if (left <= 0)
-    return 0;
-  int64_t ms = (left + 999) / 1000;
-  return ms > G_MAXINT ? G_MAXINT : (int)ms;
-}
-
 /* ------------------------------------------------------------ blocking */
 
 typedef zkrc__member member;
@@ -93,11 +85,10 @@ static int give_back(member *m, size_t taken, int err) {
 
 /* Acquire the sorted members under one deadline, all or nothing. */
 static int take_all(member *m, size_t count, int timeout_ms) {
-  int64_t deadline =
-      timeout_ms > 0 ? g_get_monotonic_time() + (int64_t)timeout_ms * 1000 : 0;
+  int64_t deadline = zkrc__deadline_after(timeout_ms);
   for (size_t taken = 0; taken < count; taken++) {
     int wait = timeout_ms;
-    if (timeout_ms > 0 && (wait = zkrc__remaining_ms(deadline)) == 0)
+    if (timeout_ms > 0 && (wait = zkrc__ms_left(deadline)) == 0)
       return give_back(m, taken, ZKRC_ETIMEDOUT);
     int rc = member_take(&m[taken], wait);
     if (rc != ZKRC_OK)

@@ -191,7 +191,7 @@ static int start_next(zkrc_lock_set_hold *set) {
   int rc = ZKRC_OK;
   if (set->canceled)
     rc = ZKRC_ECANCELED;
-  else if (wait > 0 && (wait = zkrc__remaining_ms(set->deadline_us)) == 0)
+  else if (wait > 0 && (wait = zkrc__ms_left(set->deadline_us)) == 0)
     rc = ZKRC_ETIMEDOUT;
   unsigned attempt = ++set->attempt;
   set->answered = FALSE;

@@ -28,8 +28,4 @@ zkrc__member *zkrc__lock_members(zkrc_lock *const *locks, size_t count);
 /* The members of @p ml, in path order, and how many (owned by @p ml). */
 const zkrc__member *zkrc__multilock_members(zkrc_multilock *ml, size_t *count);
 
-/* The timeout left for the next member: what remains of @p deadline_us (a
- * monotonic time), at least 1 ms while any remains; 0 when none does. */
-int zkrc__remaining_ms(int64_t deadline_us);
-
 #endif /* ZKRC_MULTILOCK_INTERNAL_H */
