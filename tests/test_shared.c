@@ -2,7 +2,8 @@
  * Shared values and counters (zkrecipes/shared.h) against a real
  * single-member ensemble: read with a seed, compare-and-set on the
  * version, last-writer-wins set, counters in Curator SharedCount's format
- * incremented concurrently (also with kazoo's Counter(support_curator)),
+ * incremented concurrently (also with kazoo's Counter(support_curator) and
+ * Curator's SharedCount),
  * and bad input refused with nothing sent.
  */
 #include "config.h"
@@ -11,6 +12,7 @@
 
 #include <glib.h>
 
+#include "interop_peers.h"
 #include "testutil.h"
 #include "zkrecipes/shared.h"
 
@@ -148,6 +150,44 @@ static void test_kazoo_counter_both_ways(void) {
   g_free(path);
 }
 
+/* Curator's SharedCount on our counter ("sharedcount" OP [N]): the value
+ * it printed at its end, or INT64_MIN when it failed. */
+static int64_t curator_count(const char *path, const char *op, const char *n) {
+  peer *p = curator_peer("curator", "sharedcount", path, op, n, (char *)NULL);
+  char *value = peer_expect(p, "value", 60000);
+  int64_t v = value ? g_ascii_strtoll(value, NULL, 10) : INT64_MIN;
+  g_free(value);
+  CU_ASSERT_EQUAL(peer_finish(p, 30000), 0);
+  return v;
+}
+
+/* Curator's SharedCount and ours on one node: each reads what the other
+ * wrote, and their concurrent adds all land. */
+static void test_curator_shared_count_both_ways(void) {
+  char *path = zkt_path("shared-curator");
+  zkrc_session *s = zkt_session();
+  int32_t value = 0, version = 0;
+  ZKT_ASSERT_RC(ZKRC_OK,
+                zkrc_shared_count_get(s, path, 0, &value, &version, 5000));
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_shared_count_try_set(s, path, version, 42, 5000));
+  CU_ASSERT_EQUAL(curator_count(path, "read", NULL), 42);
+  CU_ASSERT_EQUAL(curator_count(path, "set", "-7"), -7);
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_shared_count_get(s, path, 0, &value, NULL, 5000));
+  CU_ASSERT_EQUAL(value, -7);
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_shared_count_add(s, path, 7, 10, NULL, 5000));
+  /* Concurrent adds: 20 by Curator, 20 by us, from 0. */
+  adder a = {.s = s, .path = path, .n = 20};
+  GThread *t = g_thread_new("adder", add_n, &a);
+  int64_t curator_saw = curator_count(path, "add", "20");
+  g_thread_join(t);
+  CU_ASSERT_EQUAL(a.ok, 20);
+  CU_ASSERT(curator_saw >= 20 && curator_saw <= 40);
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_shared_count_get(s, path, 0, &value, NULL, 5000));
+  CU_ASSERT_EQUAL(value, 40);
+  zkrc_session_close(s);
+  g_free(path);
+}
+
 /* Overflow is refused and writes nothing; a node that is not 4 bytes is
  * not a counter; bad arguments are refused before anything is sent. */
 static void test_bad_input_changes_nothing(void) {
@@ -183,10 +223,12 @@ static void test_bad_input_changes_nothing(void) {
 }
 
 static void add_suites(void) {
-  ZKT_SUITE("shared", {"value compare-and-set", test_value_compare_and_set},
-            {"concurrent adds lose nothing", test_concurrent_adds_lose_nothing},
-            {"kazoo counter both ways", test_kazoo_counter_both_ways},
-            {"bad input changes nothing", test_bad_input_changes_nothing});
+  ZKT_SUITE(
+      "shared", {"value compare-and-set", test_value_compare_and_set},
+      {"concurrent adds lose nothing", test_concurrent_adds_lose_nothing},
+      {"kazoo counter both ways", test_kazoo_counter_both_ways},
+      {"curator shared count both ways", test_curator_shared_count_both_ways},
+      {"bad input changes nothing", test_bad_input_changes_nothing});
 }
 
 int main(void) { return zkt_run("test_shared", add_suites); }

@@ -141,6 +141,8 @@ import org.apache.curator.framework.recipes.locks.InterProcessMutex;
 import org.apache.curator.framework.recipes.locks.InterProcessReadWriteLock;
 import org.apache.curator.framework.recipes.locks.InterProcessSemaphoreV2;
 import org.apache.curator.framework.recipes.locks.Lease;
+import org.apache.curator.framework.recipes.shared.SharedCount;
+import org.apache.curator.framework.recipes.shared.VersionedValue;
 import org.apache.curator.retry.RetryNTimes;
 import org.apache.zookeeper.KeeperException;
 
@@ -491,6 +493,30 @@ public final class CuratorPeer {
     }
     out.println("done " + n);
     return EXIT_OK;
+  }
+
+  /* Curator's SharedCount on a zkrecipes counter (tests/test_shared.c):
+   * read it, set it, or add 1 N times by trySetCount (which reads again
+   * after a version conflict); then print "value V". */
+  static int sharedCount(CuratorFramework client, String path, String op,
+                         int arg) throws Exception {
+    SharedCount count = new SharedCount(client, path, 0);
+    count.start();
+    try {
+      if (op.equals("set")) {
+        count.setCount(arg);
+      } else if (op.equals("add")) {
+        for (int i = 0; i < arg; i++) {
+          VersionedValue<Integer> v = count.getVersionedValue();
+          while (!count.trySetCount(v, v.getValue() + 1))
+            v = count.getVersionedValue();
+        }
+      }
+      out.println("value " + count.getCount());
+      return EXIT_OK;
+    } finally {
+      count.close();
+    }
   }
 
   static long percentileUs(long[] nanos, int n, double p) {
@@ -1031,7 +1057,8 @@ public final class CuratorPeer {
                        + "       CuratorPeer loop CONNECT PATH SECONDS [ID]\n"
                        + "       CuratorPeer latch CONNECT PATH ID\n"
                        + "       CuratorPeer bench CONNECT\n"
-                       + "       CuratorPeer herd CONNECT PATH N");
+                       + "       CuratorPeer herd CONNECT PATH N\n"
+                       + "       CuratorPeer sharedcount CONNECT PATH read|set V|add N");
   }
 
   static void startWatchdog(long seconds) {
@@ -1091,6 +1118,13 @@ public final class CuratorPeer {
         usage();
       lifetime += parseNumber("SECONDS", a[3], 1);
       break;
+    case "sharedcount":
+      if (!(a.length == 4 && a[3].equals("read")) &&
+          !(a.length == 5 && (a[3].equals("set") || a[3].equals("add"))))
+        usage();
+      if (a.length == 5)
+        Long.parseLong(a[4]);
+      break;
     case "herd":
       if (a.length != 4)
         usage();
@@ -1130,6 +1164,9 @@ public final class CuratorPeer {
       case "loop":
         return loop(client, in, path, a.length == 5 ? a[4] : "curator-loop",
                     Long.parseLong(a[3]));
+      case "sharedcount":
+        return sharedCount(client, path, a[3],
+                           a.length == 5 ? Integer.parseInt(a[4]) : 0);
       default:
         return latch(client, in, path, a[3]);
       }
