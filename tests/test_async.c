@@ -28,6 +28,7 @@
 #include <glib.h>
 
 #include "holds.h"
+#include "glib_loop.h"
 #include "testutil.h"
 #include "zkrecipes/executor.h"
 #include "zkrecipes/glib.h"
@@ -52,67 +53,13 @@ static void check_thread(void) {
 
 /* ========================================================== the loop */
 
-/* A GMainContext iterated by the test's thread, with the GLib executor on
- * it (one executor may serve several sessions). */
-typedef struct loop {
-  GMainContext *ctx;
-  zkrc_executor ex;
-} loop;
-
+/* The loop (glib_loop.h), whose thread must run every callback. */
 static void loop_init(loop *lp) {
-  lp->ctx = g_main_context_new();
-  g_main_context_push_thread_default(lp->ctx);
-  zkrc_glib_executor_init(&lp->ex, lp->ctx);
+  loop_open(lp);
   expect_thread(g_thread_self());
 }
 
-/* After the sessions on it are closed. */
-static void loop_clear(loop *lp) {
-  zkrc_glib_executor_clear(&lp->ex); /* runs what is left, on this thread */
-  g_main_context_pop_thread_default(lp->ctx);
-  g_main_context_unref(lp->ctx);
-}
-
-static gboolean flag_set(gpointer data) {
-  *(gboolean *)data = TRUE;
-  return G_SOURCE_REMOVE;
-}
-
-/* Iterate the loop until @p done(@p arg) holds, at most @p timeout_ms.
- * Returns done's last answer. */
-static int loop_run_until(loop *lp, int (*done)(void *), void *arg,
-                          int timeout_ms) {
-  gboolean expired = FALSE;
-  GSource *t = g_timeout_source_new((guint)timeout_ms);
-  g_source_set_callback(t, flag_set, &expired, NULL);
-  g_source_attach(t, lp->ctx);
-  while (!done(arg) && !expired)
-    g_main_context_iteration(lp->ctx, TRUE);
-  g_source_destroy(t);
-  g_source_unref(t);
-  return done(arg);
-}
-
-static int never(void *arg) { return 0; }
-
-/* Iterate for @p ms: to see that nothing more arrives. */
-static void loop_run_for(loop *lp, int ms) {
-  loop_run_until(lp, never, NULL, ms);
-}
-
-static zkrc_session *loop_session(loop *lp) {
-  zkrc_session_options o;
-  zkrc_session_options_init(&o);
-  o.session_timeout_ms = ZKT_SESSION_TIMEOUT_MS;
-  o.connect_timeout_ms = 15000;
-  o.executor = &lp->ex;
-  zkrc_session *s = NULL;
-  int rc = zkrc_session_connect(&s, zkt_hosts(), &o);
-  ZKT_ASSERT_RC(ZKRC_OK, rc);
-  if (rc != ZKRC_OK)
-    CU_FAIL_FATAL("could not connect a session on the loop");
-  return s;
-}
+static zkrc_session *loop_session(loop *lp) { return loop_session_on(&lp->ex); }
 
 static zkrc_lock *new_lock(zkrc_session *s, const char *path,
                            zkrc_lock_event_fn on_event, void *arg) {

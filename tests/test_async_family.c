@@ -28,6 +28,7 @@
 
 #include <glib.h>
 
+#include "glib_loop.h"
 #include "testutil.h"
 #include "zkrecipes/glib.h"
 
@@ -132,63 +133,15 @@ static void assert_threads(pthread_t loop_thread, int min_calls) {
 
 /* ========================================================== the loop */
 
-typedef struct loop {
-  GMainContext *ctx;
-  zkrc_executor ex;
-} loop;
-
-/* A context iterated by the test's thread, the executor on it. */
+/* The loop (glib_loop.h), with the callbacks' threads recorded afresh. */
 static void loop_init(loop *lp) {
   reset_threads();
-  lp->ctx = g_main_context_new();
-  g_main_context_push_thread_default(lp->ctx);
-  zkrc_glib_executor_init(&lp->ex, lp->ctx);
+  loop_open(lp);
 }
 
-/* After the sessions on it are closed: runs what is left, here. */
-static void loop_clear(loop *lp) {
-  zkrc_glib_executor_clear(&lp->ex);
-  g_main_context_pop_thread_default(lp->ctx);
-  g_main_context_unref(lp->ctx);
-}
-
-static gboolean flag_set(gpointer data) {
-  *(gboolean *)data = TRUE;
-  return G_SOURCE_REMOVE;
-}
-
-/* Iterate until @p done(@p arg), at most @p timeout_ms; done's answer. */
-static int loop_run_until(loop *lp, int (*done)(void *), void *arg,
-                          int timeout_ms) {
-  gboolean expired = FALSE;
-  GSource *t = g_timeout_source_new((guint)timeout_ms);
-  g_source_set_callback(t, flag_set, &expired, NULL);
-  g_source_attach(t, lp->ctx);
-  while (!done(arg) && !expired)
-    g_main_context_iteration(lp->ctx, TRUE);
-  g_source_destroy(t);
-  g_source_unref(t);
-  return done(arg);
-}
-
-static int never(void *arg) { return 0; }
-
-/* Iterate for @p ms: to see that nothing more arrives. */
-static void loop_run_for(loop *lp, int ms) {
-  loop_run_until(lp, never, NULL, ms);
-}
-
+/* A session on @p ex, its ZooKeeper thread noted. */
 static zkrc_session *session_on(zkrc_executor *ex) {
-  zkrc_session_options o;
-  zkrc_session_options_init(&o);
-  o.session_timeout_ms = ZKT_SESSION_TIMEOUT_MS;
-  o.connect_timeout_ms = 15000;
-  o.executor = ex;
-  zkrc_session *s = NULL;
-  int rc = zkrc_session_connect(&s, zkt_hosts(), &o);
-  ZKT_ASSERT_RC(ZKRC_OK, rc);
-  if (rc != ZKRC_OK)
-    CU_FAIL_FATAL("could not connect a session on the loop");
+  zkrc_session *s = loop_session_on(ex);
   zk_thread_note(s);
   return s;
 }
