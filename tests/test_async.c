@@ -156,31 +156,6 @@ static int slot_called(void *arg) { return ((slot *)arg)->calls > 0; }
 
 /* ==================================================== server's view */
 
-typedef struct count_arg {
-  zhandle_t *zh;
-  const char *path;
-  int want;
-} count_arg;
-
-static int child_count_is(void *arg) {
-  count_arg *c = arg;
-  int n = zkt_child_count(c->zh, c->path);
-  return n == c->want || (c->want == 0 && n < 0);
-}
-
-/* Wait until @p path has @p want children (0 also: the path is gone,
- * containers are removed once empty). */
-static int wait_children(zhandle_t *zh, const char *path, int want,
-                         int timeout_ms) {
-  count_arg c = {zh, path, want};
-  return zkt_wait_for(child_count_is, &c, timeout_ms);
-}
-
-static int children_now(zhandle_t *zh, const char *path) {
-  int n = zkt_child_count(zh, path);
-  return n < 0 ? 0 : n;
-}
-
 /* The czxid of the contender at the front of @p dir (lowest sequence), or
  * 0 when there is none. */
 static int64_t front_czxid(zhandle_t *zh, const char *dir) {
@@ -239,17 +214,17 @@ static void test_bad_input_gets_clear_errors(void) {
   ZKT_ASSERT_RC(ZKRC_OK, zkrc_lock_acquire_async(lk, ZKRC_WAIT_FOREVER, on_done,
                                                  &sl, &sl.hold));
   CU_ASSERT_FATAL(sl.hold != NULL);
-  CU_ASSERT(wait_children(zh, path, 2, slow(10000)));
+  CU_ASSERT(zkt_wait_children_or_gone(zh, path, 2, slow(10000)));
   ZKT_ASSERT_RC(ZKRC_ESTATE, zkrc_lock_hold_release(sl.hold));
   CU_ASSERT_EQUAL(zkrc_lock_hold_is_held(sl.hold), 0);
   CU_ASSERT_EQUAL(zkrc_lock_hold_token(sl.hold), 0);
-  CU_ASSERT_EQUAL(children_now(zh, path), 2);
+  CU_ASSERT_EQUAL(zkt_children_now(zh, path), 2);
   ZKT_ASSERT_RC(ZKRC_OK, zkrc_lock_release(olk));
   CU_ASSERT(loop_run_until(&lp, slot_called, &sl, slow(10000)));
   ZKT_ASSERT_RC(ZKRC_OK, sl.status);
   CU_ASSERT_EQUAL(zkrc_lock_hold_is_held(sl.hold), 1);
   ZKT_ASSERT_RC(ZKRC_OK, zkrc_lock_hold_release(sl.hold));
-  CU_ASSERT(wait_children(zh, path, 0, slow(5000)));
+  CU_ASSERT(zkt_wait_children_or_gone(zh, path, 0, slow(5000)));
 
   /* A closed session refuses, and no callback comes. */
   zkrc_lock_free(olk);
@@ -320,7 +295,7 @@ static void test_hundred_locks_from_one_loop(void) {
     ZKT_ASSERT_RC(ZKRC_OK, zkrc_lock_hold_release(sl[i].hold));
   int gone = 0;
   for (int i = 0; i < MANY; i++)
-    gone += wait_children(zh, paths[i], 0, slow(10000));
+    gone += zkt_wait_children_or_gone(zh, paths[i], 0, slow(10000));
   CU_ASSERT_EQUAL(gone, MANY);
 
   loop_run_for(&lp, 100); /* nothing more may come */
@@ -415,7 +390,7 @@ static void test_queue_on_one_lock_completes_in_order(void) {
   /* Every node is created before the loop runs any completion (the
    * completions come only from this thread's iterations), so the k-th
    * holder must see exactly QUEUED - k nodes. */
-  CU_ASSERT_FATAL(wait_children(run.zh, path, QUEUED, slow(10000)));
+  CU_ASSERT_FATAL(zkt_wait_children_or_gone(run.zh, path, QUEUED, slow(10000)));
   CU_ASSERT_EQUAL(completions, 0);
   CU_ASSERT(run_until_completions(&lp, QUEUED, slow(60000)));
   printf("\n    %d holds took turns in %" PRId64 " ms ", QUEUED,
@@ -440,7 +415,7 @@ static void test_queue_on_one_lock_completes_in_order(void) {
   }
   CU_ASSERT_EQUAL(in_order, QUEUED);
   CU_ASSERT_EQUAL(once, QUEUED);
-  CU_ASSERT(wait_children(run.zh, path, 0, slow(5000)));
+  CU_ASSERT(zkt_wait_children_or_gone(run.zh, path, 0, slow(5000)));
   CU_ASSERT_EQUAL(zoo_delete(run.zh, path, -1), ZOK);
 
   zkrc_lock_free(lk);
@@ -465,7 +440,7 @@ static void on_done_count_children(zkrc_lock *lk, zkrc_lock_hold *hold,
                                    const zkrc_lock_acquired_info *info,
                                    void *arg) {
   on_done(lk, hold, info, arg);
-  children_at_completion = children_now(check_zh, check_path);
+  children_at_completion = zkt_children_now(check_zh, check_path);
 }
 
 static int hold_is_held(void *arg) {
@@ -491,7 +466,7 @@ static void test_cancel(void) {
   ZKT_ASSERT_RC(ZKRC_OK,
                 zkrc_lock_acquire_async(lk, ZKRC_WAIT_FOREVER,
                                         on_done_count_children, &w, &w.hold));
-  CU_ASSERT(wait_children(zh, path, 2, slow(10000)));
+  CU_ASSERT(zkt_wait_children_or_gone(zh, path, 2, slow(10000)));
   ZKT_ASSERT_RC(ZKRC_OK, zkrc_lock_hold_cancel(w.hold));
   CU_ASSERT(loop_run_until(&lp, slot_called, &w, slow(5000)));
   ZKT_ASSERT_RC(ZKRC_ECANCELED, w.status);
@@ -499,7 +474,7 @@ static void test_cancel(void) {
   CU_ASSERT_EQUAL(children_at_completion, 1); /* only the other's node */
   loop_run_for(&lp, 300);
   CU_ASSERT_EQUAL(w.calls, 1);
-  CU_ASSERT_EQUAL(children_now(zh, path), 1);
+  CU_ASSERT_EQUAL(zkt_children_now(zh, path), 1);
 
   /* 2. Cancel after acquisition (delivered): ESTATE, nothing changes. */
   ZKT_ASSERT_RC(ZKRC_OK, zkrc_lock_release(olk));
@@ -512,11 +487,11 @@ static void test_cancel(void) {
   CU_ASSERT_EQUAL(zkrc_lock_hold_is_held(a.hold), 1);
   CU_ASSERT_EQUAL(zkrc_lock_hold_token(a.hold), a.token);
   CU_ASSERT_EQUAL(front_czxid(zh, path), a.token);
-  CU_ASSERT_EQUAL(children_now(zh, path), 1);
+  CU_ASSERT_EQUAL(zkt_children_now(zh, path), 1);
   loop_run_for(&lp, 200);
   CU_ASSERT_EQUAL(a.calls, 1);
   ZKT_ASSERT_RC(ZKRC_OK, zkrc_lock_hold_release(a.hold));
-  CU_ASSERT(wait_children(zh, path, 0, slow(5000)));
+  CU_ASSERT(zkt_wait_children_or_gone(zh, path, 0, slow(5000)));
 
   /* 3. Cancel once acquired but before the completion was delivered (the
    * loop is not iterated meanwhile): ESTATE, and the completion comes with
@@ -532,7 +507,7 @@ static void test_cancel(void) {
   CU_ASSERT(b.token > a.token);
   CU_ASSERT_EQUAL(front_czxid(zh, path), b.token);
   ZKT_ASSERT_RC(ZKRC_OK, zkrc_lock_hold_release(b.hold));
-  CU_ASSERT(wait_children(zh, path, 0, slow(5000)));
+  CU_ASSERT(zkt_wait_children_or_gone(zh, path, 0, slow(5000)));
   loop_run_for(&lp, 200);
   CU_ASSERT_EQUAL(b.calls, 1);
   CU_ASSERT_EQUAL(completions, 3);
@@ -598,7 +573,7 @@ static void test_timeout_and_try(void) {
   ZKT_ASSERT_RC(ZKRC_OK, f.status);
   CU_ASSERT_EQUAL(front_czxid(zh, path), f.token);
   ZKT_ASSERT_RC(ZKRC_OK, zkrc_lock_hold_release(f.hold));
-  CU_ASSERT(wait_children(zh, path, 0, slow(5000)));
+  CU_ASSERT(zkt_wait_children_or_gone(zh, path, 0, slow(5000)));
 
   /* A timer that would have fired later must not fire after an acquired
    * hold was released: nothing more comes. */
@@ -698,7 +673,7 @@ static void test_expiry_reaches_every_hold_once(void) {
                                &run.pending[i], &run.pending[i].hold));
   int queued = 0;
   for (int i = 0; i < EXPIRING; i++)
-    queued += wait_children(zh, pending_path[i], 2, slow(10000));
+    queued += zkt_wait_children_or_gone(zh, pending_path[i], 2, slow(10000));
   CU_ASSERT_EQUAL_FATAL(queued, EXPIRING);
   /* Count from here: the first session's CONNECTED may or may not have
    * reached the listener (added after zkrc_session_connect returned); it
@@ -752,8 +727,8 @@ static void test_expiry_reaches_every_hold_once(void) {
   int gone = 0;
   for (int i = 0; i < EXPIRING; i++) {
     ZKT_ASSERT_RC(ZKRC_ELOCKLOST, zkrc_lock_hold_release(run.held[i].hold));
-    gone += children_now(zh, held_path[i]) == 0 &&
-            children_now(zh, pending_path[i]) == 1;
+    gone += zkt_children_now(zh, held_path[i]) == 0 &&
+            zkt_children_now(zh, pending_path[i]) == 1;
   }
   CU_ASSERT_EQUAL(gone, EXPIRING);
 
@@ -800,7 +775,8 @@ static void test_free_cancels_pending_holds(void) {
                 zkrc_lock_acquire_async(lk2, 10000, on_done, &h, &h.hold));
   CU_ASSERT_FATAL(loop_run_until(&lp, slot_called, &h, slow(10000)));
   ZKT_ASSERT_RC(ZKRC_OK, h.status);
-  CU_ASSERT_FATAL(wait_children(zh, path, PENDING + 1, slow(10000)));
+  CU_ASSERT_FATAL(
+      zkt_wait_children_or_gone(zh, path, PENDING + 1, slow(10000)));
 
   /* Free with six holds waiting: each completes once with ECANCELED (after
    * the free returned: never from inside it), its node gone. */
@@ -811,12 +787,12 @@ static void test_free_cancels_pending_holds(void) {
   for (int i = 0; i < PENDING; i++)
     canceled += p[i].calls == 1 && p[i].status == ZKRC_ECANCELED;
   CU_ASSERT_EQUAL(canceled, PENDING);
-  CU_ASSERT_EQUAL(children_now(zh, path), 1); /* the other's node */
+  CU_ASSERT_EQUAL(zkt_children_now(zh, path), 1); /* the other's node */
 
   /* Free with a hold acquired: released as by zkrc_lock_hold_release (in
    * the background), no completion, no event. */
   zkrc_lock_free(lk2);
-  CU_ASSERT(wait_children(zh, path2, 0, slow(5000)));
+  CU_ASSERT(zkt_wait_children_or_gone(zh, path2, 0, slow(5000)));
   loop_run_for(&lp, 300);
   CU_ASSERT_EQUAL(completions, PENDING + 1);
   CU_ASSERT_EQUAL(lock_events, 0);
@@ -1109,7 +1085,7 @@ static void test_fd_executor_runs_everything_on_its_thread(void) {
   ZKT_ASSERT_RC(ZKRC_OK,
                 zkrc_lock_acquire_async(lk, ZKRC_WAIT_FOREVER, fd_on_done,
                                         &run.b, &run.b.hold));
-  CU_ASSERT_FATAL(wait_children(zh, path, 2, slow(10000)));
+  CU_ASSERT_FATAL(zkt_wait_children_or_gone(zh, path, 2, slow(10000)));
   ZKT_ASSERT_RC(ZKRC_OK, zkrc_lock_hold_release(run.a.hold));
   CU_ASSERT_FATAL(fd_wait_seen(&run, SEEN_DONE_B, ZKRC_OK, slow(10000)) >= 0);
   CU_ASSERT_EQUAL(front_czxid(zh, path), run.b.token);
@@ -1179,7 +1155,7 @@ static void test_fd_executor_runs_everything_on_its_thread(void) {
   if (at_lost >= 0)
     CU_ASSERT(lost_reason_ok(g_array_index(run.seen, seen, at_lost).value));
   CU_ASSERT_EQUAL(g_atomic_int_get(&wrong_thread), 0);
-  CU_ASSERT(wait_children(zh, path, 0, slow(5000)));
+  CU_ASSERT(zkt_wait_children_or_gone(zh, path, 0, slow(5000)));
 
   fdr = NULL;
   g_array_free(run.seen, TRUE);
@@ -1257,9 +1233,9 @@ static void test_election_on_glib_loop(void) {
   ZKT_ASSERT_RC(ZKRC_OK, zkrc_election_join(v[0].e));
   CU_ASSERT_FATAL(loop_run_until(&lp, voter_elected, &v[0], slow(10000)));
   ZKT_ASSERT_RC(ZKRC_OK, zkrc_election_join(v[1].e));
-  CU_ASSERT_FATAL(wait_children(zh, path, 2, slow(10000)));
+  CU_ASSERT_FATAL(zkt_wait_children_or_gone(zh, path, 2, slow(10000)));
   ZKT_ASSERT_RC(ZKRC_OK, zkrc_election_join(v[2].e));
-  CU_ASSERT_FATAL(wait_children(zh, path, 3, slow(10000)));
+  CU_ASSERT_FATAL(zkt_wait_children_or_gone(zh, path, 3, slow(10000)));
   loop_run_for(&lp, 100);
   CU_ASSERT_EQUAL(leaders(v, 3), 1);
   CU_ASSERT_EQUAL(v[1].elected + v[2].elected, 0);
@@ -1303,7 +1279,7 @@ static void test_election_on_glib_loop(void) {
     zkrc_election_free(v[i].e);
     zkrc_session_close(v[i].s);
   }
-  CU_ASSERT_EQUAL(children_now(zh, path), 0);
+  CU_ASSERT_EQUAL(zkt_children_now(zh, path), 0);
   loop_clear(&lp);
   CU_ASSERT_EQUAL(g_atomic_int_get(&wrong_thread), 0);
   zookeeper_close(zh);
@@ -1367,7 +1343,7 @@ static void on_freed(void *arg) {
   leaving *l = arg;
   l->freed++;
   l->revoked_before_freed = l->v.revoked;
-  l->nodes_at_freed = children_now(l->zh, l->path);
+  l->nodes_at_freed = zkt_children_now(l->zh, l->path);
 }
 
 static int leaving_freed(void *arg) { return ((leaving *)arg)->freed > 0; }

@@ -181,34 +181,9 @@ static zkrc_rwlock *new_rwlock(zkrc_session *s, const char *path,
 
 /* ==================================================== server's view */
 
-typedef struct count_arg {
-  zhandle_t *zh;
-  const char *path;
-  int want;
-} count_arg;
-
-static int child_count_is(void *arg) {
-  count_arg *c = arg;
-  int n = zkt_child_count(c->zh, c->path);
-  return n == c->want || (c->want == 0 && n < 0);
-}
-
-/* Wait until @p path has @p want children (0 also: it is gone, as a lock
- * directory, a container, is once empty). */
-static int wait_children(zhandle_t *zh, const char *path, int want,
-                         int timeout_ms) {
-  count_arg c = {zh, path, want};
-  return zkt_wait_for(child_count_is, &c, timeout_ms);
-}
-
-static int children_now(zhandle_t *zh, const char *path) {
-  int n = zkt_child_count(zh, path);
-  return n < 0 ? 0 : n;
-}
-
 static gboolean keep_polling(gpointer data) { return G_SOURCE_CONTINUE; }
 
-/* wait_children while iterating the loop: the recipes' steps (a
+/* zkt_wait_children_or_gone while iterating the loop: the recipes' steps (a
  * semaphore's pool hold after its mutex hold, a set's next member) run
  * there.  A 20 ms timer wakes the loop to look at the servers, whose
  * state no event of ours announces. */
@@ -217,8 +192,8 @@ static int loop_wait_children(loop *lp, zhandle_t *zh, const char *path,
   GSource *poll = g_timeout_source_new(20);
   g_source_set_callback(poll, keep_polling, NULL, NULL);
   g_source_attach(poll, lp->ctx);
-  count_arg c = {zh, path, want};
-  int ok = loop_run_until(lp, child_count_is, &c, timeout_ms);
+  zkt_children_want c = {zh, path, want};
+  int ok = loop_run_until(lp, zkt_children_want_met, &c, timeout_ms);
   g_source_destroy(poll);
   g_source_unref(poll);
   return ok;
@@ -433,18 +408,6 @@ static int all_lost(void *arg) {
   return lost == la->n;
 }
 
-typedef struct reopened {
-  zkrc_session *s;
-  int64_t old_id;
-} reopened;
-
-/* A new ZooKeeper session is established (its id is not the old one). */
-static int session_reopened(void *arg) {
-  reopened *r = arg;
-  int64_t id = zkrc_session_id(r->s);
-  return id != 0 && id != r->old_id;
-}
-
 /* A semaphore lease, a set of two locks and a read-write lock's reader,
  * asked for from the test's thread while another thread iterates the
  * loop: their completions, and the LOST events of the session's expiry,
@@ -481,12 +444,12 @@ static void test_callbacks_run_on_the_loop_thread(void) {
             reader.held_at_completion);
 
   /* The expiry: each held thing is told LOST, on the loop's thread. */
-  reopened ro = {s, zkrc_session_id(s)};
+  zkt_reopened ro = {s, zkrc_session_id(s)};
   zkt_expire(s);
   lost_arg la = {{&lease, &member_events, &reader}, {1, 2, 1}, 3};
   CU_ASSERT(wait_recs(all_lost, &la, slow(30000)));
   /* The new ZooKeeper handle's thread, too, once there is one. */
-  CU_ASSERT(zkt_wait_for(session_reopened, &ro, slow(15000)));
+  CU_ASSERT(zkt_wait_for(zkt_session_reopened, &ro, slow(15000)));
   zk_thread_note(s);
   ZKT_ASSERT_RC(ZKRC_ELOCKLOST, zkrc_semaphore_lease_release(lease.lease));
   ZKT_ASSERT_RC(ZKRC_ELOCKLOST, zkrc_lock_set_hold_release(set.set));
@@ -561,7 +524,7 @@ static void test_semaphore_admits_two_then_the_third_at_release(void) {
   CU_ASSERT(w->called_ms >= released_ms);
   CU_ASSERT(w->token > first->token && w->token > second->token);
   CU_ASSERT(zkrc_semaphore_lease_is_held(second->lease));
-  CU_ASSERT_EQUAL(children_now(zh, leases), 2);
+  CU_ASSERT_EQUAL(zkt_children_now(zh, leases), 2);
 
   ZKT_ASSERT_RC(ZKRC_OK, zkrc_semaphore_lease_release(second->lease));
   ZKT_ASSERT_RC(ZKRC_OK, zkrc_semaphore_lease_release(w->lease));
@@ -590,7 +553,7 @@ static cancel_check *the_check;
 static void sem_done_counting(zkrc_semaphore *sem, zkrc_semaphore_lease *lease,
                               int status, int64_t token, void *arg) {
   the_check->leases_at_completion =
-      children_now(the_check->zh, the_check->leases);
+      zkt_children_now(the_check->zh, the_check->leases);
   sem_done(sem, lease, status, token, arg);
 }
 
@@ -643,8 +606,8 @@ static void test_semaphore_cancel_leaves_no_node(void) {
   loop_run_for(&lp, 300);
   CU_ASSERT_EQUAL(in_lease.calls, 1);
   CU_ASSERT_EQUAL(in_mutex.calls, 1);
-  CU_ASSERT_EQUAL(children_now(zh, leases), 1); /* theirs alone */
-  CU_ASSERT_EQUAL(children_now(zh, locks), 0);
+  CU_ASSERT_EQUAL(zkt_children_now(zh, leases), 1); /* theirs alone */
+  CU_ASSERT_EQUAL(zkt_children_now(zh, locks), 0);
 
   ZKT_ASSERT_RC(ZKRC_OK, zkrc_semaphore_lease_release(their_lease));
   CU_ASSERT(zkt_wait_semaphore_empty(zh, path, slow(5000)));
@@ -720,8 +683,8 @@ static void test_set_completes_once_with_all_members_held(void) {
   ZKT_ASSERT_RC(ZKRC_OK, zkrc_lock_acquire_all_async(f.locks, SET, slow(20000),
                                                      set_done, &r, &h));
   CU_ASSERT_FATAL(loop_wait_children(&lp, f.zh, f.paths[1], 2, slow(10000)));
-  CU_ASSERT_EQUAL(children_now(f.zh, f.paths[0]), 1);
-  CU_ASSERT_EQUAL(children_now(f.zh, f.paths[2]), 0); /* not asked yet */
+  CU_ASSERT_EQUAL(zkt_children_now(f.zh, f.paths[0]), 1);
+  CU_ASSERT_EQUAL(zkt_children_now(f.zh, f.paths[2]), 0); /* not asked yet */
   loop_run_for(&lp, 300);
   CU_ASSERT_EQUAL(r.calls, 0);
 
@@ -773,8 +736,8 @@ static void test_set_deadline_times_out_and_leaves_no_node(void) {
   ZKT_ASSERT_RC(ZKRC_OK, zkrc_lock_acquire_all_async(f.locks, SET, 800,
                                                      set_done, &r, NULL));
   CU_ASSERT(loop_wait_children(&lp, f.zh, f.paths[SET - 1], 2, slow(5000)));
-  CU_ASSERT_EQUAL(children_now(f.zh, f.paths[0]), 1);
-  CU_ASSERT_EQUAL(children_now(f.zh, f.paths[1]), 1);
+  CU_ASSERT_EQUAL(zkt_children_now(f.zh, f.paths[0]), 1);
+  CU_ASSERT_EQUAL(zkt_children_now(f.zh, f.paths[1]), 1);
   CU_ASSERT_FATAL(loop_run_until(&lp, rec_called, &r, slow(10000)));
   int64_t took = r.called_ms - t0;
   printf("\n    800 ms deadline: ETIMEDOUT after %" PRId64 " ms ", took);
@@ -1113,14 +1076,14 @@ static void world_check_close(pending_world *w, int a, int b) {
   char *leases = sub(w->paths[P_SEM_BUSY], "leases");
   char *locks = sub(w->paths[P_SEM_BUSY], "locks");
   int left_as_expected =
-      wait_children(w->zh, leases, 1, slow(5000)) +
-      wait_children(w->zh, locks, 0, slow(5000)) +
+      zkt_wait_children_or_gone(w->zh, leases, 1, slow(5000)) +
+      zkt_wait_children_or_gone(w->zh, locks, 0, slow(5000)) +
       zkt_wait_semaphore_empty(w->zh, w->paths[P_SEM_FREE], slow(5000)) +
-      wait_children(w->zh, w->paths[P_LOCK_FREE], 0, slow(5000)) +
-      wait_children(w->zh, w->paths[P_LOCK_BUSY], 1, slow(5000)) +
-      wait_children(w->zh, w->paths[P_SET_A], 0, slow(5000)) +
-      wait_children(w->zh, w->paths[P_SET_B], 1, slow(5000)) +
-      wait_children(w->zh, w->paths[P_RW], 1, slow(5000));
+      zkt_wait_children_or_gone(w->zh, w->paths[P_LOCK_FREE], 0, slow(5000)) +
+      zkt_wait_children_or_gone(w->zh, w->paths[P_LOCK_BUSY], 1, slow(5000)) +
+      zkt_wait_children_or_gone(w->zh, w->paths[P_SET_A], 0, slow(5000)) +
+      zkt_wait_children_or_gone(w->zh, w->paths[P_SET_B], 1, slow(5000)) +
+      zkt_wait_children_or_gone(w->zh, w->paths[P_RW], 1, slow(5000));
   CU_ASSERT_EQUAL(left_as_expected, 8);
   g_free(leases);
   g_free(locks);

@@ -584,17 +584,6 @@ static void on_member_event(zkrc_lock *lk, const zkrc_lock_event_info *info,
   g_mutex_unlock(&w->mu);
 }
 
-typedef struct reopened {
-  zkrc_session *s;
-  int64_t old_id;
-} reopened;
-
-static int session_reopened(void *arg) {
-  reopened *r = arg;
-  int64_t id = zkrc_session_id(r->s);
-  return id != 0 && id != r->old_id;
-}
-
 static void test_no_member_event_after_set_release(void) {
   paths ps = new_paths("ml-lost-events");
   zkrc_session *s = zkt_session();
@@ -618,7 +607,7 @@ static void test_no_member_event_after_set_release(void) {
   g_mutex_lock(&w.mu);
   w.set = h;
   g_mutex_unlock(&w.mu);
-  reopened r = {s, zkrc_session_id(s)};
+  zkt_reopened r = {s, zkrc_session_id(s)};
   zkt_expire(s);
   gint64 end = g_get_monotonic_time() + 15 * G_TIME_SPAN_SECOND;
   g_mutex_lock(&w.mu);
@@ -627,7 +616,7 @@ static void test_no_member_event_after_set_release(void) {
   g_mutex_unlock(&w.mu);
   /* Both LOSTs were posted when the expiry was announced, before the new
    * session: once it is there, closing runs whatever is still queued. */
-  CU_ASSERT(zkt_wait_for(session_reopened, &r, 15000));
+  CU_ASSERT(zkt_wait_for(zkt_session_reopened, &r, 15000));
   zkrc_session_close(s);
   CU_ASSERT_EQUAL(w.lost_events, 1);
   CU_ASSERT_EQUAL(w.after_release, 0);

@@ -470,3 +470,26 @@ char *zkt_digest_id(const char *cred) {
   g_free(b64);
   return id;
 }
+
+int zkt_children_want_met(void *arg) {
+  zkt_children_want *c = arg;
+  int n = zkt_child_count(c->zh, c->path);
+  return n == c->want || (c->want == 0 && n < 0);
+}
+
+int zkt_wait_children_or_gone(zhandle_t *zh, const char *path, int want,
+                              int timeout_ms) {
+  zkt_children_want c = {zh, path, want};
+  return zkt_wait_for(zkt_children_want_met, &c, timeout_ms);
+}
+
+int zkt_children_now(zhandle_t *zh, const char *path) {
+  int n = zkt_child_count(zh, path);
+  return n < 0 ? 0 : n;
+}
+
+int zkt_session_reopened(void *arg) {
+  zkt_reopened *r = arg;
+  int64_t id = zkrc_session_id(r->s);
+  return id != 0 && id != r->old_id;
+}

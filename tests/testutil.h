@@ -93,6 +93,29 @@ int zkt_wait_for(int (*check)(void *arg), void *arg, int timeout_ms);
 int zkt_wait_children(zhandle_t *zh, const char *path, int count,
                       int timeout_ms);
 
+/* Wait until @p path has @p want children, at most @p timeout_ms; with
+ * @p want 0, its being gone counts too (a lock directory, a container, is
+ * removed once empty).  Non-zero when it happened. */
+int zkt_wait_children_or_gone(zhandle_t *zh, const char *path, int want,
+                              int timeout_ms);
+/* Its test, for other pollers: @p want (a zkt_children_want) met now? */
+typedef struct zkt_children_want {
+  zhandle_t *zh;
+  const char *path;
+  int want;
+} zkt_children_want;
+int zkt_children_want_met(void *want);
+/* Children of @p path now (0 when it does not exist). */
+int zkt_children_now(zhandle_t *zh, const char *path);
+
+/* For zkt_wait_for(): has @p s (a zkt_reopened) got a ZooKeeper session
+ * other than old_id (a new one after an expiry)? */
+typedef struct zkt_reopened {
+  zkrc_session *s;
+  int64_t old_id;
+} zkt_reopened;
+int zkt_session_reopened(void *reopened);
+
 /* Milliseconds on a monotonic clock. */
 int64_t zkt_now_ms(void);
 
