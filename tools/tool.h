@@ -80,6 +80,15 @@ enum {
     "auth-file", required_argument, NULL, TOOL_OPT_AUTH_FILE                   \
   }
 
+/* The environment variables every tool reads, for its --help (the last
+ * line, on $ZKR_AUTH, is the tool's to end). */
+#define TOOL_ENVIRONMENT_HELP                                                  \
+  "  ZKR_SERVERS      default server list\n"                                   \
+  "  ZKR_LOG          log of zkrecipes and the ZooKeeper client on stderr:\n"  \
+  "                   1 or warn, info, debug (default: silent)\n"              \
+  "  ZKR_AUTH_FILE    default for --auth-file\n"                               \
+  "  ZKR_AUTH         digest credentials USER:PASSWORD when there is no\n"
+
 /* Set the program name (for messages) and the defaults. */
 void tool_options_init(tool_options *o, const char *program);
 

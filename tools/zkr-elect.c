@@ -104,12 +104,7 @@ static const char usage_text[] =
     "  -h, --help                 show this help and exit\n"
     "  -V, --version              show the version and exit\n"
     "\n"
-    "Environment:\n"
-    "  ZKR_SERVERS      default server list\n"
-    "  ZKR_LOG          log of zkrecipes and the ZooKeeper client on stderr:\n"
-    "                   1 or warn, info, debug (default: silent)\n"
-    "  ZKR_AUTH_FILE    default for --auth-file\n"
-    "  ZKR_AUTH         digest credentials USER:PASSWORD when there is no\n"
+    "Environment:\n" TOOL_ENVIRONMENT_HELP
     "                   auth file (taken out of COMMAND's environment)\n"
     "COMMAND also gets:\n"
     "  ZKR_ELECTION_PATH   ELECTIONPATH\n"
