@@ -16,9 +16,10 @@
  * then a check that the node is now at version 0 (what -1 becomes), so
  * that it, too, fails when the node changed in between.
  *
- * No change listener yet (it needs the node cache: issue 16).  Every call
- * blocks the calling thread at most @p timeout_ms (ZKRC_WAIT_FOREVER, or a
- * positive number of ms); not from a session's callback thread.
+ * Every get and set blocks the calling thread at most @p timeout_ms
+ * (ZKRC_WAIT_FOREVER, or a positive number of ms); not from a session's
+ * callback thread.  A change listener (zkrc_shared_value_watch()) is a node
+ * cache (zkrecipes/cache.h) that reports the value.
  */
 #ifndef ZKRECIPES_SHARED_H
 #define ZKRECIPES_SHARED_H
@@ -109,6 +110,44 @@ int zkrc_shared_count_try_set(zkrc_session *s, const char *path,
  */
 int zkrc_shared_count_add(zkrc_session *s, const char *path, int32_t delta,
                           int max_attempts, int32_t *result, int timeout_ms);
+
+/* ------------------------------------------------------ change listener */
+
+typedef struct zkrc_shared_watch zkrc_shared_watch;
+
+/**
+ * Told the value at a shared value's node, on the session's executor: once
+ * with the value found first, then after each change (Curator's
+ * SharedValueListener.valueHasChanged).  @p value is NULL while the node
+ * does not exist.  Owned by the library during the call (copy what you
+ * keep).  Values changed twice between two reads are reported once, with
+ * the latest (as every ZooKeeper watch).
+ */
+typedef void (*zkrc_shared_value_fn)(const zkrc_versioned_value *value,
+                                     void *arg);
+
+/**
+ * Follow the value at @p path: @p fn(value, @p arg) is called as above
+ * until zkrc_shared_watch_free().  Returns at once.
+ * @return ZKRC_OK (*@p out is yours); ZKRC_EINVAL (NULL @p out, @p s or
+ *         @p fn, invalid path); ZKRC_ECLOSED.
+ */
+int zkrc_shared_value_watch(zkrc_shared_watch **out, zkrc_session *s,
+                            const char *path, zkrc_shared_value_fn fn,
+                            void *arg);
+
+/**
+ * Stop following.  After it returns the function is not running and will
+ * not be called again (unless it is the caller).  NULL is ignored.
+ */
+void zkrc_shared_watch_free(zkrc_shared_watch *w);
+
+/**
+ * The counter in a value reported to a zkrc_shared_value_fn.
+ * @return ZKRC_OK; ZKRC_EBADNODE (not 4 bytes); ZKRC_EINVAL (NULL).
+ */
+int zkrc_shared_count_decode(const zkrc_versioned_value *value,
+                             int32_t *count);
 
 #ifdef __cplusplus
 }

@@ -1,0 +1,204 @@
+/*
+ * zkrecipes/cache.h - a local, current copy of ZooKeeper nodes.
+ *
+ * Three shapes, one engine (Curator's NodeCache, PathChildrenCache and
+ * TreeCache / CuratorCache; kazoo's DataWatch, ChildrenWatch, TreeCache):
+ *
+ *  - a node cache: one node's data and stat;
+ *  - a children cache: the children of a node, each with its data and stat
+ *    (the parent itself is read and watched, but not reported);
+ *  - a tree cache: a node and its descendants down to a depth.
+ *
+ * The copy converges to the servers' state: the cache reads every node with
+ * a one-shot watch and reads it again when the watch fires; it reads the
+ * whole tree again after every reconnection and after a session expiry
+ * (when changes may have been missed), and reports only what differs from
+ * its copy.  A node that does not exist yet is watched until it is
+ * created.  Every change of the copy is reported once, in the order it was
+ * made, to the listener, on the session's executor (zkrecipes/executor.h,
+ * zkrecipes/glib.h), never with a zkrecipes mutex held:
+ *
+ *     ADDED    a node entered the copy (its data and stat)
+ *     UPDATED  its data changed, or it was deleted and created again
+ *              (the node's mzxid differs from the one last reported)
+ *     REMOVED  it left the copy (the last value reported for it)
+ *
+ * Applying the events in order to an empty map (path -> value) gives the
+ * copy at that instant: after any sequence of changes and faults, once the
+ * servers are quiet and the cache is connected, the last value reported for
+ * every path is its value on the servers.  Intermediate values may be
+ * skipped (a node changed twice between two reads is reported once, with
+ * its latest value), as with every ZooKeeper watch.  Besides node events:
+ * INITIALIZED once, when the first complete read of the tree is in the copy,
+ * and the connection events SUSPENDED, RECONNECTED and LOST (the session
+ * expired; the copy is kept and read again on the next session).
+ *
+ * Reads of the copy (zkrc_cache_get(), zkrc_cache_snapshot()) never go to
+ * the servers: they take the cache's mutex and a reference on immutable
+ * nodes.  A snapshot is one instant of the copy; the copy may be ahead of
+ * the events a listener has been told so far.
+ *
+ * Cost: two requests per node at the start (getData and getChildren, with
+ * watches; getChildren only above the depth limit), one per change of a
+ * node's data, one per change of a node's children plus one per new child,
+ * and the whole tree again after each reconnection.  Memory: the data
+ * cached plus an overhead per node stated in README ("Caches").
+ *
+ * Licensed under the Apache License, Version 2.0 (see COPYING).
+ */
+#ifndef ZKRECIPES_CACHE_H
+#define ZKRECIPES_CACHE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <zkrecipes/session.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct zkrc_cache zkrc_cache;
+
+/**
+ * One node of the copy, immutable.  Nodes handed out by the cache carry a
+ * reference: give it back with zkrc_cache_node_unref() (except in an
+ * event, where the cache owns it for the duration of the callback; take
+ * your own with zkrc_cache_node_ref() to keep it).
+ */
+typedef struct zkrc_cache_node {
+  const char *path; /**< absolute path */
+  const char *data; /**< the node's data, NUL-terminated for convenience
+                         (the NUL is not counted in len); NULL when the
+                         node has no data (created with a NULL buffer) */
+  size_t len;       /**< bytes of data */
+  struct Stat stat; /**< as read with the data */
+} zkrc_cache_node;
+
+/** Another reference on @p n (returns @p n; NULL is returned as is). */
+const zkrc_cache_node *zkrc_cache_node_ref(const zkrc_cache_node *n);
+/** Give back a reference (NULL is ignored).  Any thread. */
+void zkrc_cache_node_unref(const zkrc_cache_node *n);
+
+/** What a cache reports. */
+typedef enum zkrc_cache_event_type {
+  ZKRC_CACHE_NODE_ADDED = 1,
+  ZKRC_CACHE_NODE_UPDATED,
+  ZKRC_CACHE_NODE_REMOVED,
+  ZKRC_CACHE_INITIALIZED,
+  ZKRC_CACHE_SUSPENDED,   /**< the connection is down; the copy may be stale */
+  ZKRC_CACHE_RECONNECTED, /**< connected again (same or new session); the
+                               cache is reading the tree again */
+  ZKRC_CACHE_LOST         /**< the session expired, or the session was
+                               closed (then nothing follows) */
+} zkrc_cache_event_type;
+
+/** "ADDED", "UPDATED", "REMOVED", "INITIALIZED", ... ("?" if unknown). */
+const char *zkrc_cache_event_name(zkrc_cache_event_type type);
+
+typedef struct zkrc_cache_event {
+  zkrc_cache_event_type type;
+  /** ADDED and UPDATED: the new value; REMOVED: the last value reported.
+   *  NULL for the other events.  Owned by the cache during the call. */
+  const zkrc_cache_node *node;
+  /** UPDATED: the value reported before; NULL otherwise. */
+  const zkrc_cache_node *old;
+} zkrc_cache_event;
+
+/**
+ * A cache's listener.  Runs on the session's executor, one event at a time
+ * and in order; it may call any zkrecipes function that does not wait for
+ * the executor (reads of the copy, zkrc_cache_free() of this cache).
+ */
+typedef void (*zkrc_cache_listener_fn)(zkrc_cache *c,
+                                       const zkrc_cache_event *ev, void *arg);
+
+/** A cache's options; initialize with zkrc_cache_options_init(). */
+typedef struct zkrc_cache_options {
+  /** Set by zkrc_cache_options_init() (see zkrc_lock_options.size). */
+  size_t size;
+  /** Told about every change (above).  NULL: no listener (read the copy
+   *  when you need it). */
+  zkrc_cache_listener_fn listener;
+  void *listener_arg;
+  /** Tree caches only: how deep below the root nodes are cached (0: the
+   *  root alone, 1: the root and its children, ...).  -1 (default): no
+   *  limit. */
+  int max_depth;
+} zkrc_cache_options;
+
+/** Zero @p opts, set its size and max_depth -1 (NULL is ignored). */
+void zkrc_cache_options_init(zkrc_cache_options *opts);
+
+/**
+ * Start caching the node at @p path.  Returns at once; the first read is
+ * under way (zkrc_cache_wait_initialized() waits for it).  The node need
+ * not exist.
+ * @param opts  NULL for the defaults.
+ * @return ZKRC_OK (*@p out is yours: zkrc_cache_free()); ZKRC_EINVAL (NULL
+ *         @p out or @p s, invalid path, options not initialized);
+ *         ZKRC_ECLOSED (the session is closed).
+ * Threading: any thread; the cache is usable from any thread.
+ */
+int zkrc_node_cache_new(zkrc_cache **out, zkrc_session *s, const char *path,
+                        const zkrc_cache_options *opts);
+
+/** As zkrc_node_cache_new(), caching the children of @p path (not
+ *  @p path itself: zkrc_cache_get(c, path) is ZKRC_ENONODE). */
+int zkrc_children_cache_new(zkrc_cache **out, zkrc_session *s,
+                            const char *path, const zkrc_cache_options *opts);
+
+/** As zkrc_node_cache_new(), caching @p path and its descendants down to
+ *  opts->max_depth. */
+int zkrc_tree_cache_new(zkrc_cache **out, zkrc_session *s, const char *path,
+                        const zkrc_cache_options *opts);
+
+/**
+ * Wait until the first complete read of the tree is in the copy (the
+ * INITIALIZED event), at most @p timeout_ms (ZKRC_WAIT_FOREVER, or >= 0).
+ * @return ZKRC_OK; ZKRC_ETIMEDOUT; ZKRC_EINVAL; ZKRC_ECLOSED (the session
+ *         was closed).  Not from the executor's thread.
+ */
+int zkrc_cache_wait_initialized(zkrc_cache *c, int timeout_ms);
+
+/**
+ * The copy of the node at @p path (NULL: the cache's root).
+ * @return ZKRC_OK (*@p out referenced: zkrc_cache_node_unref());
+ *         ZKRC_ENONODE (not in the copy); ZKRC_EINVAL (NULL, bad path).
+ * Threading: any thread, including listeners.  No server round trip.
+ */
+int zkrc_cache_get(zkrc_cache *c, const char *path,
+                   const zkrc_cache_node **out);
+
+/**
+ * The whole copy at one instant, sorted by path (byte order).
+ * @param nodes  receives an array of @p *count referenced nodes: free with
+ *               zkrc_cache_nodes_free().  Empty copy: *count 0 and an
+ *               array holding only NULL.
+ * @return ZKRC_OK; ZKRC_EINVAL; ZKRC_ENOMEM.
+ */
+int zkrc_cache_snapshot(zkrc_cache *c, const zkrc_cache_node ***nodes,
+                        size_t *count);
+
+/** Unref each of the @p count nodes and free the array (NULL ignored). */
+void zkrc_cache_nodes_free(const zkrc_cache_node **nodes, size_t count);
+
+/** The number of nodes in the copy now. */
+size_t zkrc_cache_size(zkrc_cache *c);
+
+/** The path the cache was made for (owned by the cache). */
+const char *zkrc_cache_path(zkrc_cache *c);
+
+/**
+ * Stop caching and free the cache.  After it returns the listener is not
+ * running and will not run again (unless it is the caller: freeing a cache
+ * from its own listener is allowed).  Nodes handed out stay valid until
+ * their references are given back.  NULL is ignored.  The session must
+ * still be open (close it after).
+ */
+void zkrc_cache_free(zkrc_cache *c);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* ZKRECIPES_CACHE_H */
