@@ -157,11 +157,18 @@ static void read_free(read_req *r) {
   g_free(r);
 }
 
-static void want_locked(zkrc_cache *c, work *w, read_kind kind,
-                        const char *path) {
+/* A read to send once c->mu is let go.  It counts as in flight from now:
+ * INITIALIZED waits for it. */
+static void want_read_locked(zkrc_cache *c, work *w, read_req *r) {
+  c->inflight++;
   if (w->reads == NULL)
     w->reads = g_ptr_array_new();
-  g_ptr_array_add(w->reads, read_new(c, kind, path));
+  g_ptr_array_add(w->reads, r);
+}
+
+static void want_locked(zkrc_cache *c, work *w, read_kind kind,
+                        const char *path) {
+  want_read_locked(c, w, read_new(c, kind, path));
 }
 
 /* A node to read whole: its data, and its children above the limit. */
@@ -204,9 +211,7 @@ static void retry_locked(zkrc_cache *c, read_req *r, int rc, work *w) {
       zkrc__session_connected(c->s, r->generation)) {
     read_req *again = read_new(c, r->kind, r->path);
     again->attempt = r->attempt + 1;
-    if (w->reads == NULL)
-      w->reads = g_ptr_array_new();
-    g_ptr_array_add(w->reads, again);
+    want_read_locked(c, w, again);
     return;
   }
   c->incomplete = TRUE;
@@ -318,9 +323,11 @@ static void send_read(zkrc_cache *c, read_req *r) {
   zkrc_conn *conn = zkrc__conn_use(c->s);
   g_mutex_lock(&c->mu);
   if (conn == NULL || c->freeing) {
-    if (conn == NULL)
+    if (conn == NULL && !c->freeing)
       c->incomplete = TRUE; /* the next session reads everything */
-    g_mutex_unlock(&c->mu);
+    work w = {0};
+    read_done_locked(c, r, &w);
+    unlock_and_work(c, &w);
     if (conn)
       zkrc__conn_unuse(conn);
     read_free(r);
@@ -330,7 +337,6 @@ static void send_read(zkrc_cache *c, read_req *r) {
   if (conn->generation > c->generation)
     c->generation = conn->generation;
   r->generation = conn->generation;
-  c->inflight++;
   g_mutex_unlock(&c->mu);
 
   zhandle_t *zh = conn->zh;

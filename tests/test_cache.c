@@ -1,0 +1,380 @@
+/*
+ * Caches (zkrecipes/cache.h) against a real ensemble: what a tree cache
+ * reports from its start through changes, that it converges after its
+ * session expired while the tree changed, what it costs per change, and
+ * the shared value's change listener built on the node cache.  The fault
+ * test with 10,000 changes is test_cache_faults.
+ */
+#include "config.h"
+
+#include <string.h>
+
+#include <glib.h>
+
+#include "testutil.h"
+#include "zkrecipes/cache.h"
+#include "zkrecipes/shared.h"
+#include "zkrecipes/stats.h"
+
+/* Every event a listener saw, as "TYPE PATH VERSION DATA" lines. */
+typedef struct seen {
+  GAsyncQueue *lines; /* of g_malloc'ed strings */
+} seen;
+
+static void record(zkrc_cache *c, const zkrc_cache_event *ev, void *arg) {
+  (void)c;
+  seen *s = arg;
+  const zkrc_cache_node *n = ev->node;
+  char *line = n ? g_strdup_printf(
+                       "%s %s %d %s", zkrc_cache_event_name(ev->type), n->path,
+                       n->stat.version, n->data ? n->data : "(null)")
+                 : g_strdup(zkrc_cache_event_name(ev->type));
+  g_async_queue_push(s->lines, line);
+}
+
+/* The next event line, waiting at most 10 s (NULL: none came). */
+static char *next_event(seen *s) {
+  return g_async_queue_timeout_pop(s->lines, 10 * G_TIME_SPAN_SECOND);
+}
+
+/* Wait for the event line @p want, skipping others (connection events);
+ * non-zero when it came within 10 s. */
+static int wait_event(seen *s, const char *want) {
+  int64_t end = zkt_now_ms() + 10000;
+  while (zkt_now_ms() < end) {
+    char *line = g_async_queue_timeout_pop(s->lines, 100 * 1000);
+    int match = line && strcmp(line, want) == 0;
+    g_free(line);
+    if (match)
+      return 1;
+  }
+  return 0;
+}
+
+#define ASSERT_NEXT(s, want)                                                   \
+  do {                                                                         \
+    char *l_ = next_event(s);                                                  \
+    CU_ASSERT_PTR_NOT_NULL(l_);                                                \
+    if (l_ == NULL || strcmp(l_, want) != 0)                                   \
+      fprintf(stderr, "event \"%s\", expected \"%s\"\n", l_ ? l_ : "(none)",   \
+              want);                                                           \
+    CU_ASSERT_STRING_EQUAL(l_ ? l_ : "", want);                                \
+    g_free(l_);                                                                \
+  } while (0)
+
+static zkrc_cache *tree_cache(zkrc_session *s, const char *path, seen *into,
+                              int max_depth) {
+  zkrc_cache_options o;
+  zkrc_cache_options_init(&o);
+  o.listener = record;
+  o.listener_arg = into;
+  o.max_depth = max_depth;
+  zkrc_cache *c = NULL;
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_tree_cache_new(&c, s, path, &o));
+  return c;
+}
+
+static void put(zhandle_t *zh, const char *path, const char *value) {
+  char *parent = g_path_get_dirname(path);
+  zkt_make_path(zh, parent);
+  g_free(parent);
+  int rc = zoo_create(zh, path, value, (int)strlen(value), &ZOO_OPEN_ACL_UNSAFE,
+                      0, NULL, 0);
+  if (rc == ZNODEEXISTS)
+    rc = zoo_set(zh, path, value, (int)strlen(value), -1);
+  CU_ASSERT_EQUAL(rc, ZOK);
+}
+
+/* Started on an existing tree: ADDED for each node, parents first, then
+ * INITIALIZED; then an update, a new grandchild and a deletion of a
+ * subtree, each reported once, and the copy read without the servers. */
+static void test_tree_cache_reports_changes(void) {
+  char *root = zkt_path("cache-tree");
+  char *a = g_strdup_printf("%s/a", root),
+       *ab = g_strdup_printf("%s/a/b", root);
+  zhandle_t *zh = zkt_raw();
+  put(zh, root, "r");
+  put(zh, a, "1");
+  zkrc_session *s = zkt_session();
+  seen ev = {g_async_queue_new_full(g_free)};
+  zkrc_cache *c = tree_cache(s, root, &ev, -1);
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_cache_wait_initialized(c, 10000));
+  char *want = g_strdup_printf("ADDED %s 0 r", root);
+  ASSERT_NEXT(&ev, want);
+  g_free(want);
+  want = g_strdup_printf("ADDED %s 0 1", a);
+  ASSERT_NEXT(&ev, want);
+  g_free(want);
+  ASSERT_NEXT(&ev, "INITIALIZED");
+
+  put(zh, a, "2");
+  want = g_strdup_printf("UPDATED %s 1 2", a);
+  ASSERT_NEXT(&ev, want);
+  g_free(want);
+  put(zh, ab, "deep");
+  want = g_strdup_printf("ADDED %s 0 deep", ab);
+  ASSERT_NEXT(&ev, want);
+  g_free(want);
+  const zkrc_cache_node *n = NULL;
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_cache_get(c, ab, &n));
+  if (n) {
+    CU_ASSERT_STRING_EQUAL(n->data, "deep");
+  }
+  zkrc_cache_node_unref(n);
+  CU_ASSERT_EQUAL(zkrc_cache_size(c), 3);
+
+  CU_ASSERT_EQUAL(zoo_delete(zh, ab, -1), ZOK);
+  CU_ASSERT_EQUAL(zoo_delete(zh, a, -1), ZOK);
+  want = g_strdup_printf("REMOVED %s 0 deep", ab);
+  ASSERT_NEXT(&ev, want);
+  g_free(want);
+  want = g_strdup_printf("REMOVED %s 1 2", a);
+  ASSERT_NEXT(&ev, want);
+  g_free(want);
+  ZKT_ASSERT_RC(ZKRC_ENONODE, zkrc_cache_get(c, a, &n));
+  CU_ASSERT_EQUAL(zkrc_cache_size(c), 1);
+
+  zkrc_cache_free(c);
+  CU_ASSERT_EQUAL(g_async_queue_length(ev.lines), 0);
+  g_async_queue_unref(ev.lines);
+  zkrc_session_close(s);
+  zookeeper_close(zh);
+  g_free(ab);
+  g_free(a);
+  g_free(root);
+}
+
+/* The copy as "path=data@version" lines, and a fresh read of the tree in
+ * the same form, for comparing. */
+static void read_tree(zhandle_t *zh, const char *path, GString *out) {
+  char buf[256];
+  int len = sizeof buf - 1;
+  struct Stat st;
+  if (zoo_get(zh, path, 0, buf, &len, &st) != ZOK)
+    return;
+  buf[len < 0 ? 0 : len] = '\0';
+  g_string_append_printf(out, "%s=%s@%d\n", path, buf, st.version);
+  struct String_vector kids = {0, NULL};
+  if (zoo_get_children(zh, path, 0, &kids) != ZOK)
+    return;
+  qsort(kids.data, (size_t)kids.count, sizeof(char *),
+        (int (*)(const void *, const void *))g_strcmp0);
+  for (int i = 0; i < kids.count; i++) {
+    char *child = g_strdup_printf("%s/%s", path, kids.data[i]);
+    read_tree(zh, child, out);
+    g_free(child);
+  }
+  deallocate_String_vector(&kids);
+}
+
+static int by_name(const void *a, const void *b) {
+  return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* Sorted so that it compares with read_tree's depth-first order: sort the
+ * lines. */
+static char *sorted_lines(const char *text) {
+  char **lines = g_strsplit(text, "\n", -1);
+  guint n = g_strv_length(lines);
+  qsort(lines, n, sizeof *lines, by_name);
+  char *joined = g_strjoinv("\n", lines);
+  g_strfreev(lines);
+  return joined;
+}
+
+static char *copy_text(zkrc_cache *c) {
+  const zkrc_cache_node **nodes = NULL;
+  size_t count = 0;
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_cache_snapshot(c, &nodes, &count));
+  GString *out = g_string_new(NULL);
+  for (size_t i = 0; i < count; i++)
+    g_string_append_printf(out, "%s=%s@%d\n", nodes[i]->path,
+                           nodes[i]->data ? nodes[i]->data : "",
+                           nodes[i]->stat.version);
+  zkrc_cache_nodes_free(nodes, count);
+  char *sorted = sorted_lines(out->str);
+  g_string_free(out, TRUE);
+  return sorted;
+}
+
+/* The tree changes while the cache's session is expired and before its
+ * new session reads again: the copy converges to the servers' tree (the
+ * marker written last is reported, and then the copy equals a fresh
+ * read), with LOST and RECONNECTED among the events. */
+static void test_converges_after_expiry(void) {
+  char *root = zkt_path("cache-expiry");
+  zhandle_t *zh = zkt_raw();
+  put(zh, root, "r");
+  for (int i = 0; i < 5; i++) {
+    char *p = g_strdup_printf("%s/n%d", root, i);
+    put(zh, p, "before");
+    g_free(p);
+  }
+  zkrc_session *s = zkt_session();
+  seen ev = {g_async_queue_new_full(g_free)};
+  zkrc_cache *c = tree_cache(s, root, &ev, -1);
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_cache_wait_initialized(c, 10000));
+  zkt_expire(s);
+  /* Changes racing the new session's reads. */
+  for (int i = 0; i < 5; i++) {
+    char *p = g_strdup_printf("%s/n%d", root, i);
+    if (i % 2) {
+      CU_ASSERT_EQUAL(zoo_delete(zh, p, -1), ZOK);
+    } else {
+      put(zh, p, "after");
+    }
+    char *q = g_strdup_printf("%s/new%d/x", root, i);
+    char *qp = g_path_get_dirname(q);
+    put(zh, qp, "new");
+    put(zh, q, "x");
+    g_free(qp);
+    g_free(q);
+    g_free(p);
+  }
+  char *marker = g_strdup_printf("%s/marker", root);
+  put(zh, marker, "last");
+  char *want = g_strdup_printf("ADDED %s 0 last", marker);
+  CU_ASSERT_TRUE(wait_event(&ev, want));
+  g_free(want);
+  GString *fresh = g_string_new(NULL);
+  read_tree(zh, root, fresh);
+  char *expected = sorted_lines(fresh->str), *got = copy_text(c);
+  CU_ASSERT_STRING_EQUAL(got, expected);
+  if (strcmp(got, expected) != 0)
+    fprintf(stderr, "copy:\n%s\nservers:\n%s\n", got, expected);
+  zkrc_session_stats st;
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_session_get_stats(s, &st, sizeof st));
+  CU_ASSERT_TRUE(st.expiries >= 1);
+  zkrc_cache_free(c);
+  g_async_queue_unref(ev.lines);
+  g_free(got);
+  g_free(expected);
+  g_string_free(fresh, TRUE);
+  zkrc_session_close(s);
+  zookeeper_close(zh);
+  g_free(marker);
+  g_free(root);
+}
+
+/* Each update of a cached node, observed before the next, costs the cache
+ * exactly one request (the getData that re-arms the watch): not a listing
+ * of its children too, and reading a node again does not multiply its
+ * watches.  Then a new child costs three: the parent's listing and the
+ * child's getData and getChildren. */
+static void test_one_request_per_change(void) {
+  char *root = zkt_path("cache-cost");
+  char *leaf = g_strdup_printf("%s/leaf", root);
+  zhandle_t *zh = zkt_raw();
+  put(zh, root, "r");
+  put(zh, leaf, "0");
+  zkrc_session *s = zkt_session();
+  seen ev = {g_async_queue_new_full(g_free)};
+  zkrc_cache *c = tree_cache(s, root, &ev, -1);
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_cache_wait_initialized(c, 10000));
+  CU_ASSERT_TRUE(wait_event(&ev, "INITIALIZED"));
+  zkrc_session_stats before, after;
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_session_get_stats(s, &before, sizeof before));
+  const int changes = 20;
+  for (int i = 1; i <= changes; i++) {
+    char value[16];
+    g_snprintf(value, sizeof value, "%d", i);
+    CU_ASSERT_EQUAL(zoo_set(zh, leaf, value, (int)strlen(value), -1), ZOK);
+    char *want = g_strdup_printf("UPDATED %s %d %d", leaf, i, i);
+    ASSERT_NEXT(&ev, want);
+    g_free(want);
+  }
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_session_get_stats(s, &after, sizeof after));
+  uint64_t reads =
+      (after.requests - after.renewals) - (before.requests - before.renewals);
+  printf("\n    %d updates observed with %" G_GUINT64_FORMAT " requests",
+         changes, reads);
+  CU_ASSERT_EQUAL(reads, (uint64_t)changes);
+
+  before = after;
+  char *child = g_strdup_printf("%s/new", root);
+  put(zh, child, "n");
+  char *want = g_strdup_printf("ADDED %s 0 n", child);
+  ASSERT_NEXT(&ev, want);
+  g_free(want);
+  /* The child's getData and getChildren were sent together, before the
+   * reply that reported it. */
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_session_get_stats(s, &after, sizeof after));
+  reads =
+      (after.requests - after.renewals) - (before.requests - before.renewals);
+  printf("; a new child with %" G_GUINT64_FORMAT "\n", reads);
+  CU_ASSERT_EQUAL(reads, 3);
+  zkrc_cache_free(c);
+  g_async_queue_unref(ev.lines);
+  zkrc_session_close(s);
+  zookeeper_close(zh);
+  g_free(child);
+  g_free(leaf);
+  g_free(root);
+}
+
+/* The shared value's listener: NULL while the node is missing, then each
+ * value with its version, NULL again after a delete; the counter decodes
+ * from a value SharedCount's format. */
+static void value_seen(const zkrc_versioned_value *v, void *arg) {
+  GAsyncQueue *q = arg;
+  int32_t count = 0;
+  if (v == NULL)
+    g_async_queue_push(q, g_strdup("none"));
+  else if (zkrc_shared_count_decode(v, &count) == ZKRC_OK)
+    g_async_queue_push(q, g_strdup_printf("count %d @%d", count, v->version));
+  else
+    g_async_queue_push(
+        q, g_strdup_printf("%.*s @%d", (int)v->len, v->data, v->version));
+}
+
+static void assert_seen(GAsyncQueue *q, const char *want) {
+  char *got = g_async_queue_timeout_pop(q, 10 * G_TIME_SPAN_SECOND);
+  if (got == NULL || strcmp(got, want) != 0)
+    fprintf(stderr, "listener told \"%s\", expected \"%s\"\n",
+            got ? got : "(nothing)", want);
+  CU_ASSERT_STRING_EQUAL(got ? got : "(nothing)", want);
+  g_free(got);
+}
+
+static void test_shared_value_listener(void) {
+  char *path = zkt_path("shared-watch");
+  zkrc_session *s = zkt_session();
+  GAsyncQueue *q = g_async_queue_new_full(g_free);
+  zkrc_shared_watch *w = NULL;
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_shared_value_watch(&w, s, path, value_seen, q));
+  assert_seen(q, "none");
+  int32_t value = 0;
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_shared_count_get(s, path, 7, &value, NULL, 5000));
+  assert_seen(q, "count 7 @0");
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_shared_count_add(s, path, 5, 10, NULL, 5000));
+  assert_seen(q, "count 12 @1");
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_shared_value_set(s, path, "words", 5, 5000));
+  assert_seen(q, "words @2");
+  zhandle_t *zh = zkt_raw();
+  CU_ASSERT_EQUAL(zoo_delete(zh, path, -1), ZOK);
+  assert_seen(q, "none");
+  zkrc_shared_watch_free(w);
+  CU_ASSERT_EQUAL(g_async_queue_length(q), 0);
+  zkrc_versioned_value bad = {"abc", 3, 0};
+  int32_t count;
+  ZKT_ASSERT_RC(ZKRC_EBADNODE, zkrc_shared_count_decode(&bad, &count));
+  ZKT_ASSERT_RC(ZKRC_EINVAL, zkrc_shared_value_watch(&w, s, path, NULL, q));
+  ZKT_ASSERT_RC(ZKRC_EINVAL,
+                zkrc_shared_value_watch(&w, s, "bad//path", value_seen, q));
+  CU_ASSERT_PTR_NULL(w);
+  g_async_queue_unref(q);
+  zookeeper_close(zh);
+  zkrc_session_close(s);
+  g_free(path);
+}
+
+static void add_suites(void) {
+  ZKT_SUITE(
+      "cache",
+      {"a tree cache reports changes", test_tree_cache_reports_changes},
+      {"converges after its session expired", test_converges_after_expiry},
+      {"one request per observed change", test_one_request_per_change},
+      {"the shared value's listener", test_shared_value_listener});
+}
+
+int main(void) { return zkt_run("test_cache", add_suites); }
