@@ -469,6 +469,13 @@ void zkrc_cache_options_init(zkrc_cache_options *opts) {
   opts->max_depth = -1;
 }
 
+/* A recipe's directory may not be "/" (zkrc_path_validate), but a cache of
+ * the whole tree is a cache like any other. */
+static gboolean cacheable(const char *path) {
+  return path &&
+         (strcmp(path, "/") == 0 || zkrc_path_validate(path, NULL) == ZKRC_OK);
+}
+
 /* The three shapes of one engine. */
 typedef enum { SHAPE_NODE, SHAPE_CHILDREN, SHAPE_TREE } cache_shape;
 
@@ -478,7 +485,7 @@ static int cache_new(zkrc_cache **out, zkrc_session *s, const char *path,
     *out = NULL;
   zkrc_cache_options o;
   zkrc_cache_options_init(&o);
-  if (out == NULL || s == NULL || zkrc_path_validate(path, NULL) != ZKRC_OK ||
+  if (out == NULL || s == NULL || !cacheable(path) ||
       !zkrc__options_take(&o, sizeof o, given) || o.max_depth < -1)
     return zkrc__fail(ZKRC_EINVAL);
   zkrc_cache *c = g_new0(zkrc_cache, 1);
@@ -539,8 +546,9 @@ int zkrc_cache_get(zkrc_cache *c, const char *path,
                    const zkrc_cache_node **out) {
   if (out)
     *out = NULL;
-  if (c == NULL || out == NULL ||
-      (path && zkrc_path_validate(path, NULL) != ZKRC_OK))
+  /* Any absolute path: one the copy does not hold is ZKRC_ENONODE (a
+   * tree cache of "/" holds "/zookeeper/..."). */
+  if (c == NULL || out == NULL || (path && path[0] != '/'))
     return zkrc__fail(ZKRC_EINVAL);
   g_mutex_lock(&c->mu);
   *out = zkrc__ctree_get(c->tree, path ? path : zkrc__ctree_root(c->tree));

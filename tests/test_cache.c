@@ -368,13 +368,45 @@ static void test_shared_value_listener(void) {
   g_free(path);
 }
 
+/* "/" is a cache root (not a recipe directory): a tree cache of it, one
+ * level deep, holds "/zookeeper" and "/zkt" but not their children, and
+ * zkrc_cache_get() takes any absolute path. */
+static void test_cache_of_the_whole_tree(void) {
+  zkrc_session *s = zkt_session();
+  zkrc_cache_options o;
+  zkrc_cache_options_init(&o);
+  o.max_depth = 1;
+  zkrc_cache *c = NULL;
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_tree_cache_new(&c, s, "/", &o));
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_cache_wait_initialized(c, 10000));
+  const zkrc_cache_node *n = NULL;
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_cache_get(c, "/zookeeper", &n));
+  zkrc_cache_node_unref(n);
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_cache_get(c, NULL, &n));
+  if (n) {
+    CU_ASSERT_STRING_EQUAL(n->path, "/");
+  }
+  zkrc_cache_node_unref(n);
+  ZKT_ASSERT_RC(ZKRC_ENONODE, zkrc_cache_get(c, "/zookeeper/quota", &n));
+  ZKT_ASSERT_RC(ZKRC_EINVAL, zkrc_cache_get(c, "zookeeper", &n));
+  CU_ASSERT_PTR_NULL(n);
+  zkrc_cache_free(c);
+  ZKT_ASSERT_RC(ZKRC_EINVAL, zkrc_tree_cache_new(&c, s, "", &o));
+  ZKT_ASSERT_RC(ZKRC_EINVAL, zkrc_tree_cache_new(&c, s, "/a/", &o));
+  o.max_depth = -2;
+  ZKT_ASSERT_RC(ZKRC_EINVAL, zkrc_tree_cache_new(&c, s, "/a", &o));
+  CU_ASSERT_PTR_NULL(c);
+  zkrc_session_close(s);
+}
+
 static void add_suites(void) {
   ZKT_SUITE(
       "cache",
       {"a tree cache reports changes", test_tree_cache_reports_changes},
       {"converges after its session expired", test_converges_after_expiry},
       {"one request per observed change", test_one_request_per_change},
-      {"the shared value's listener", test_shared_value_listener});
+      {"the shared value's listener", test_shared_value_listener},
+      {"a cache of the whole tree", test_cache_of_the_whole_tree});
 }
 
 int main(void) { return zkt_run("test_cache", add_suites); }
