@@ -688,6 +688,8 @@ static void test_change_while_disconnected(void) {
   expect_exit(p, 0);
   CU_ASSERT_STRING_EQUAL(p->out->str, line);
   CU_ASSERT(strstr(p->err->str, "RECONNECTED") || strstr(p->err->str, "LOST"));
+  fprintf(stderr, "[%s] ",
+          strstr(p->err->str, "RECONNECTED") ? "reconnected" : "new session");
   g_free(line);
   cleanup_processes();
   zookeeper_close(zh);
@@ -722,6 +724,8 @@ static void test_bad_input(void) {
   expect_refusal((const char *[]){"/trailing/", NULL}, EXIT_BAD_PATH,
                  "invalid path '/trailing/'");
   expect_refusal((const char *[]){"/", NULL}, EXIT_BAD_PATH, "invalid path");
+  expect_refusal((const char *[]){"--tree", "/", NULL}, EXIT_BAD_PATH,
+                 "invalid path '/'");
   expect_refusal((const char *[]){"--tree", "--depth", "x", "/a", NULL},
                  EXIT_USAGE, "--depth must be an integer from 0");
   expect_refusal((const char *[]){"--tree", "--depth", "-1", "/a", NULL},

@@ -213,12 +213,6 @@ static void parse_args(watch_cli *cli, int argc, char **argv) {
     tool_usage_error("--exit-on-error goes with a COMMAND");
 }
 
-/* "/" is a valid root for the children or the tree of the whole tree. */
-static void check_path(const watch_cli *cli) {
-  if (cli->shape != SHAPE_NODE && strcmp(cli->path, "/") == 0)
-    return;
-  tool_check_path(cli->path);
-}
 
 /* ------------------------------------------------ from the cache thread */
 
@@ -542,7 +536,7 @@ int main(int argc, char **argv) {
   watch_cli cli;
   memset(&cli, 0, sizeof cli);
   parse_args(&cli, argc, argv);
-  check_path(&cli);
+  tool_check_path(cli.path); /* "/" too: the caches refuse it */
   if (tool_runtime_init() != 0)
     return TOOL_EXIT_OSERR;
   zkrc_session *s;
