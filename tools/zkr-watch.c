@@ -213,7 +213,6 @@ static void parse_args(watch_cli *cli, int argc, char **argv) {
     tool_usage_error("--exit-on-error goes with a COMMAND");
 }
 
-
 /* ------------------------------------------------ from the cache thread */
 
 /* A change, or a connection event, as the cache reported it. */
