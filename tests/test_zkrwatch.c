@@ -1,7 +1,8 @@
 /*
  * tests/test_zkrwatch.c - zkr-watch, run as built (tools/zkr-watch)
  * against the program's real one-member ensemble, reached through its
- * fault proxy (so that a test can take the connection away); the changes
+ * fault proxy (so that a test can take the connection away; another
+ * expires its session on the servers); the changes
  * it must report are made by a plain ZooKeeper handle straight to the
  * member, and checked against the stat the servers return for them.
  * --json lines are parsed back with json-glib.
@@ -696,6 +697,65 @@ static void test_change_while_disconnected(void) {
   g_free(path);
 }
 
+/* The session zkr-watch -v printed ("session 0x<id> timeout"), or 0. */
+static int64_t session_of(proc *p) {
+  if (!proc_wait_text(p, 1, " timeout ", START_TIMEOUT))
+    return 0;
+  unsigned long long sid = 0;
+  const char *at = strstr(p->err->str, "session 0x");
+  if (at == NULL || sscanf(at, "session 0x%llx timeout ", &sid) != 1)
+    return 0;
+  return (int64_t)sid;
+}
+
+/* The servers expire zkr-watch's session: LOST is said, a new session
+ * opened, and a change made meanwhile reported (the cache reads the tree
+ * again on the new session). */
+static void test_change_across_expiry(void) {
+  char *path = zkt_path("watch-expiry");
+  zhandle_t *zh = direct();
+  create(zh, path, "before", 6);
+  const char *args[] = {"-v", "--count", "1", path, NULL};
+  proc *p = watch_start(args);
+  int64_t sid = session_of(p);
+  CU_ASSERT_FATAL(sid != 0);
+  wait_watching(p, path);
+  CU_ASSERT_EQUAL_FATAL(
+      zkrc_ensemble_expire_session_id(zkt_ensemble(), sid, 10000), 0);
+  set(zh, path, "after", 5);
+  char *line = line_of("UPDATED", path, 1, "after");
+  CU_ASSERT_TRUE(proc_wait_text(p, 0, line, RECOVER_TIMEOUT));
+  expect_exit(p, 0);
+  CU_ASSERT_STRING_EQUAL(p->out->str, line);
+  CU_ASSERT_PTR_NOT_NULL(strstr(p->err->str, "session ended (LOST)"));
+  g_free(line);
+  cleanup_processes();
+  zookeeper_close(zh);
+  g_free(path);
+}
+
+/* A reader that went away (`zkr-watch | head -1`): the next line ends
+ * zkr-watch quietly with 128+SIGPIPE, as it ends a program that does not
+ * catch SIGPIPE. */
+static void test_reader_gone(void) {
+  char *path = zkt_path("watch-reader-gone");
+  zhandle_t *zh = direct();
+  const char *args[] = {"-v", path, NULL};
+  proc *p = watch_start(args);
+  wait_watching(p, path);
+  create(zh, path, "one", 3);
+  CU_ASSERT_TRUE(wait_line(p, "ADDED", path, 0, "one"));
+  close(p->child.out_fd); /* as head(1) does after its line */
+  p->child.out_fd = -1;
+  p->out_eof = 1;
+  set(zh, path, "two", 3);
+  expect_exit(p, 128 + SIGPIPE);
+  CU_ASSERT_PTR_NULL(strstr(p->err->str, "standard output"));
+  cleanup_processes();
+  zookeeper_close(zh);
+  g_free(path);
+}
+
 /* ---------------------------------------------------------- bad input */
 
 static proc *run_to_end(const char *const *argv) {
@@ -776,7 +836,9 @@ static void add_suites(void) {
             {"command", test_command}, {"command fails", test_command_fails},
             {"signals", test_signals},
             {"change while disconnected", test_change_while_disconnected},
-            {"bad input", test_bad_input}, {"unreachable", test_unreachable});
+            {"change across expiry", test_change_across_expiry},
+            {"reader gone", test_reader_gone}, {"bad input", test_bad_input},
+            {"unreachable", test_unreachable});
 }
 
 int main(void) {
