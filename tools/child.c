@@ -66,10 +66,17 @@ static void close_all_but(const int *keep, int n_keep) {
  * parent has threads).  execvpe() of glibc searches PATH without malloc. */
 static void __attribute__((noreturn))
 exec_child(int own_group, const tool_options *o, pid_t parent, int go_fd,
-           int err_fd, const int *keep, int n_keep, char *const *argv,
-           char *const *envp) {
+           int err_fd, int input_fd, const int *keep, int n_keep,
+           char *const *argv, char *const *envp) {
   int e = 0;
   if (own_group && setpgid(0, 0) != 0)
+    e = errno;
+  /* dup2 leaves the copy without close-on-exec: COMMAND keeps it (the
+   * same descriptor, when ours was closed, needs its flag cleared). */
+  if (e == 0 && input_fd == STDIN_FILENO && fcntl(input_fd, F_SETFD, 0) < 0)
+    e = errno;
+  else if (e == 0 && input_fd > STDIN_FILENO &&
+           dup2(input_fd, STDIN_FILENO) < 0)
     e = errno;
   /* If we die, even by SIGKILL, COMMAND must not run on unguarded (the
    * guardian kills the rest of its group). */
@@ -129,7 +136,8 @@ static void reap(pid_t pid, int *status) {
  * with the two ends release_command() needs in fds[] (go, exec result), or
  * 0 after a message with the exit status in *status. */
 static pid_t fork_command(char *const *argv, char *const *env,
-                          const tool_options *o, int *status, int fds[2]) {
+                          const tool_options *o, int input_fd, int *status,
+                          int fds[2]) {
   int errpipe[2], gopipe[2];
   if (pipe2(errpipe, O_CLOEXEC) != 0) {
     tool_error("pipe: %s", strerror(errno));
@@ -154,8 +162,8 @@ static pid_t fork_command(char *const *argv, char *const *env,
   fflush(NULL);
   pid_t pid = fork();
   if (pid == 0)
-    exec_child(!o->foreground, o, parent, gopipe[0], errpipe[1], keep, n_keep,
-               argv, envp);
+    exec_child(!o->foreground, o, parent, gopipe[0], errpipe[1], input_fd, keep,
+               n_keep, argv, envp);
   int fork_errno = errno;
   if (pid > 0 && !o->foreground)
     setpgid(pid, pid); /* also here: no window where kill(-pid) misses */
@@ -265,12 +273,18 @@ static void end_guardian(tool_child *c, int kill_group) {
 
 int tool_child_start(tool_child *c, char *const *argv, char *const *env,
                      const tool_options *o) {
+  return tool_child_start_with_input(c, argv, env, o, -1);
+}
+
+int tool_child_start_with_input(tool_child *c, char *const *argv,
+                                char *const *env, const tool_options *o,
+                                int input_fd) {
   memset(c, 0, sizeof *c);
   c->kill_at = -1;
   c->deadline = -1;
   c->guardian_fd = -1;
   int status = 0, fds[2];
-  pid_t pid = fork_command(argv, env, o, &status, fds);
+  pid_t pid = fork_command(argv, env, o, input_fd, &status, fds);
   if (pid == 0)
     return status;
   c->pid = pid;

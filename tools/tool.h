@@ -226,6 +226,12 @@ typedef struct tool_child {
 int tool_child_start(tool_child *c, char *const *argv, char *const *env,
                      const tool_options *o);
 
+/* The same with @p input_fd (>= 0) as COMMAND's standard input instead of
+ * ours (zkr-watch: the new value).  The descriptor stays the caller's. */
+int tool_child_start_with_input(tool_child *c, char *const *argv,
+                                char *const *env, const tool_options *o,
+                                int input_fd);
+
 /* Send @p sig to COMMAND (its whole process group unless --foreground). */
 void tool_child_signal(tool_child *c, int sig);
 
