@@ -539,6 +539,13 @@ static void test_tree(void) {
   add_line(want, "UPDATED", root, 1, "r2");
   CU_ASSERT_STRING_EQUAL(p->out->str, want->str);
   g_string_free(want, TRUE);
+
+  /* The whole tree's root is a root like any other. */
+  const char *top[] = {"--tree",  "--depth", "0", "--initial",
+                       "--count", "1",       "/", NULL};
+  p = watch_start(top);
+  expect_exit(p, 0);
+  CU_ASSERT_TRUE(g_str_has_prefix(p->out->str, "ADDED\t/\t"));
   cleanup_processes();
   zookeeper_close(zh);
   g_free(b);
@@ -783,9 +790,8 @@ static void test_bad_input(void) {
                  "invalid path 'relative'");
   expect_refusal((const char *[]){"/trailing/", NULL}, EXIT_BAD_PATH,
                  "invalid path '/trailing/'");
-  expect_refusal((const char *[]){"/", NULL}, EXIT_BAD_PATH, "invalid path");
-  expect_refusal((const char *[]){"--tree", "/", NULL}, EXIT_BAD_PATH,
-                 "invalid path '/'");
+  expect_refusal((const char *[]){"/a//b", NULL}, EXIT_BAD_PATH,
+                 "invalid path '/a//b'");
   expect_refusal((const char *[]){"--tree", "--depth", "x", "/a", NULL},
                  EXIT_USAGE, "--depth must be an integer from 0");
   expect_refusal((const char *[]){"--tree", "--depth", "-1", "/a", NULL},

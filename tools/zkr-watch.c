@@ -535,7 +535,8 @@ int main(int argc, char **argv) {
   watch_cli cli;
   memset(&cli, 0, sizeof cli);
   parse_args(&cli, argc, argv);
-  tool_check_path(cli.path); /* "/" too: the caches refuse it */
+  if (strcmp(cli.path, "/") != 0) /* a cache of the whole tree is fine */
+    tool_check_path(cli.path);
   if (tool_runtime_init() != 0)
     return TOOL_EXIT_OSERR;
   zkrc_session *s;
