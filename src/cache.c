@@ -44,7 +44,9 @@ struct zkrc_cache {
   void *watch_ctx; /* registry context for handle watch_gen */
   uint64_t watch_gen;
   uint64_t generation; /* the latest handle a read was sent on */
-  int inflight;        /* reads sent, not answered */
+  int inflight;        /* reads decided and not answered (backlog too) */
+  int on_wire;         /* of those, sent: at most WINDOW */
+  GQueue backlog;      /* of read_req*, decided and not sent yet */
   gboolean incomplete; /* a read failed: the next full read completes it */
   gboolean initialized, closed, freeing;
   gboolean down_told;       /* SUSPENDED or LOST told, RECONNECTED not yet */
@@ -67,11 +69,17 @@ typedef struct read_req {
 
 /* What a change under c->mu leaves to do once it is let go. */
 typedef struct work {
-  GPtrArray *reads; /* of read_req* not yet sent */
+  gboolean pump; /* reads were added to the backlog */
   gboolean post_drain;
 } work;
 
 #define MAX_ATTEMPTS 3
+
+/* Reads a cache has sent and not seen answered, at most.  A full read of
+ * a large tree would otherwise queue every node's reads at once, and the
+ * session's lease renewal behind them: its reply late, the lease would
+ * lapse and the session be given up (20,000 nodes did it here). */
+#define WINDOW 256
 
 static void send_read(zkrc_cache *c, read_req *r);
 static void cache_unref(zkrc_cache *c);
@@ -161,9 +169,8 @@ static void read_free(read_req *r) {
  * INITIALIZED waits for it. */
 static void want_read_locked(zkrc_cache *c, work *w, read_req *r) {
   c->inflight++;
-  if (w->reads == NULL)
-    w->reads = g_ptr_array_new();
-  g_ptr_array_add(w->reads, r);
+  g_queue_push_tail(&c->backlog, r);
+  w->pump = TRUE;
 }
 
 static void want_locked(zkrc_cache *c, work *w, read_kind kind,
@@ -178,16 +185,27 @@ static void want_node_locked(zkrc_cache *c, work *w, const char *path) {
     want_locked(c, w, READ_CHILDREN, path);
 }
 
-/* Let c->mu go, then send the reads and post the drain it left to do. */
+/* Send reads from the backlog, in order, while the window has room. */
+static void pump(zkrc_cache *c) {
+  for (;;) {
+    g_mutex_lock(&c->mu);
+    read_req *r = c->on_wire < WINDOW ? g_queue_pop_head(&c->backlog) : NULL;
+    if (r)
+      c->on_wire++;
+    g_mutex_unlock(&c->mu);
+    if (r == NULL)
+      return;
+    send_read(c, r);
+  }
+}
+
+/* Let c->mu go, then post the drain and send the reads it left to do. */
 static void unlock_and_work(zkrc_cache *c, work *w) {
   g_mutex_unlock(&c->mu);
   if (w->post_drain)
     zkrc__session_post(c->s, drain, cache_ref(c));
-  if (w->reads) {
-    for (guint i = 0; i < w->reads->len; i++)
-      send_read(c, g_ptr_array_index(w->reads, i));
-    g_ptr_array_unref(w->reads);
-  }
+  if (w->pump)
+    pump(c);
 }
 
 /* INITIALIZED once nothing is in flight and nothing is missing. */
@@ -222,8 +240,12 @@ static gboolean current_locked(zkrc_cache *c, read_req *r) {
   return !c->freeing && r->generation >= c->generation;
 }
 
+/* A sent read was answered (or could not be sent). */
 static void read_done_locked(zkrc_cache *c, read_req *r, work *w) {
+  (void)r;
   c->inflight--;
+  c->on_wire--;
+  w->pump = TRUE; /* room in the window */
   if (!c->freeing)
     check_initialized_locked(c, w);
 }
@@ -493,6 +515,7 @@ static int cache_new(zkrc_cache **out, zkrc_session *s, const char *path,
   g_mutex_init(&c->mu);
   g_cond_init(&c->cond);
   g_queue_init(&c->events);
+  g_queue_init(&c->backlog);
   c->s = zkrc__session_ref_recipe(s);
   int depth = shape == SHAPE_NODE       ? 0
               : shape == SHAPE_CHILDREN ? 1
@@ -621,11 +644,14 @@ void zkrc_cache_free(zkrc_cache *c) {
   void *ctx = c->watch_ctx;
   c->watch_ctx = NULL;
   g_queue_clear_full(&c->events, (GDestroyNotify)zkrc__cache_ev_free);
+  GQueue unsent = c->backlog; /* each references the cache */
+  g_queue_init(&c->backlog);
   while (c->dispatching && c->dispatching != g_thread_self())
     g_cond_wait(&c->cond, &c->mu);
   g_cond_broadcast(&c->cond);
   g_mutex_unlock(&c->mu);
   if (ctx)
     zkrc__watch_cancel(ctx);
+  g_queue_clear_full(&unsent, (GDestroyNotify)read_free);
   cache_unref(c);
 }
