@@ -24,37 +24,13 @@
 
 #include <string.h>
 
-#include "cache_tree.h"
+#include "cache_private.h"
 #include "log_internal.h"
 #include "session_internal.h"
 #include "util.h"
 #include "zkrecipes/cache.h"
 #include "zkrecipes/error.h"
 #include "zkrecipes/path.h"
-
-struct zkrc_cache {
-  gint refs; /* the owner's, each read in flight, a posted drain, watches */
-  GMutex mu;
-  GCond cond; /* initialized, closed, dispatching */
-  zkrc_session *s;
-  zkrc__ctree *tree;
-  zkrc_cache_listener_fn listener;
-  void *listener_arg;
-  unsigned long observer;
-  void *watch_ctx; /* registry context for handle watch_gen */
-  uint64_t watch_gen;
-  uint64_t generation; /* the latest handle a read was sent on */
-  int inflight;        /* reads decided and not answered (backlog too) */
-  int on_wire;         /* of those, sent: at most WINDOW */
-  GQueue backlog;      /* of read_req*, decided and not sent yet */
-  gboolean incomplete; /* a read failed: the next full read completes it */
-  gboolean initialized, closed, freeing;
-  gboolean down_told;       /* SUSPENDED or LOST told, RECONNECTED not yet */
-  uint64_t lost_generation; /* LOST told for this handle */
-  GQueue events;            /* of zkrc__cache_ev*, for drain() */
-  gboolean drain_posted;
-  GThread *dispatching; /* the thread in the listener now */
-};
 
 typedef enum { READ_DATA, READ_CHILDREN, READ_EXISTS } read_kind;
 
@@ -548,90 +524,6 @@ int zkrc_children_cache_new(zkrc_cache **out, zkrc_session *s, const char *path,
 int zkrc_tree_cache_new(zkrc_cache **out, zkrc_session *s, const char *path,
                         const zkrc_cache_options *opts) {
   return cache_new(out, s, path, opts, SHAPE_TREE);
-}
-
-int zkrc_cache_wait_initialized(zkrc_cache *c, int timeout_ms) {
-  if (c == NULL || timeout_ms < ZKRC_WAIT_FOREVER)
-    return zkrc__fail(ZKRC_EINVAL);
-  int64_t deadline = zkrc__deadline_after(timeout_ms);
-  g_mutex_lock(&c->mu);
-  while (!c->initialized && !c->closed &&
-         zkrc__cond_wait_until(&c->cond, &c->mu, deadline))
-    ;
-  int err = c->initialized ? ZKRC_OK
-            : c->closed    ? ZKRC_ECLOSED
-                           : ZKRC_ETIMEDOUT;
-  g_mutex_unlock(&c->mu);
-  return err == ZKRC_OK ? ZKRC_OK : zkrc__fail(err);
-}
-
-int zkrc_cache_get(zkrc_cache *c, const char *path,
-                   const zkrc_cache_node **out) {
-  if (out)
-    *out = NULL;
-  /* Any absolute path: one the copy does not hold is ZKRC_ENONODE (a
-   * tree cache of "/" holds "/zookeeper/..."). */
-  if (c == NULL || out == NULL || (path && path[0] != '/'))
-    return zkrc__fail(ZKRC_EINVAL);
-  g_mutex_lock(&c->mu);
-  *out = zkrc__ctree_get(c->tree, path ? path : zkrc__ctree_root(c->tree));
-  g_mutex_unlock(&c->mu);
-  return *out ? ZKRC_OK : zkrc__fail(ZKRC_ENONODE);
-}
-
-int zkrc_cache_snapshot(zkrc_cache *c, const zkrc_cache_node ***nodes,
-                        size_t *count) {
-  if (nodes)
-    *nodes = NULL;
-  if (count)
-    *count = 0;
-  if (c == NULL || nodes == NULL || count == NULL)
-    return zkrc__fail(ZKRC_EINVAL);
-  g_mutex_lock(&c->mu);
-  *nodes = zkrc__ctree_snapshot(c->tree, count);
-  g_mutex_unlock(&c->mu);
-  return ZKRC_OK;
-}
-
-void zkrc_cache_nodes_free(const zkrc_cache_node **nodes, size_t count) {
-  if (nodes == NULL)
-    return;
-  for (size_t i = 0; i < count; i++)
-    zkrc_cache_node_unref(nodes[i]);
-  g_free(nodes);
-}
-
-size_t zkrc_cache_size(zkrc_cache *c) {
-  if (c == NULL)
-    return 0;
-  g_mutex_lock(&c->mu);
-  size_t n = zkrc__ctree_size(c->tree);
-  g_mutex_unlock(&c->mu);
-  return n;
-}
-
-const char *zkrc_cache_path(zkrc_cache *c) {
-  return c ? zkrc__ctree_root(c->tree) : NULL;
-}
-
-const char *zkrc_cache_event_name(zkrc_cache_event_type type) {
-  switch (type) {
-  case ZKRC_CACHE_NODE_ADDED:
-    return "ADDED";
-  case ZKRC_CACHE_NODE_UPDATED:
-    return "UPDATED";
-  case ZKRC_CACHE_NODE_REMOVED:
-    return "REMOVED";
-  case ZKRC_CACHE_INITIALIZED:
-    return "INITIALIZED";
-  case ZKRC_CACHE_SUSPENDED:
-    return "SUSPENDED";
-  case ZKRC_CACHE_RECONNECTED:
-    return "RECONNECTED";
-  case ZKRC_CACHE_LOST:
-    return "LOST";
-  }
-  return "?";
 }
 
 void zkrc_cache_free(zkrc_cache *c) {

@@ -1,0 +1,42 @@
+/*
+ * The cache object, for the files that implement it: cache.c (the reads
+ * that keep the copy current, the events, the lifetime) and cache_read.c
+ * (reading the copy).  c->mu guards every field below except the
+ * constants set at creation (s, tree's root, listener); it is a recipe's
+ * mutex in the lock order (session_private.h).
+ */
+#ifndef ZKRC_CACHE_PRIVATE_H
+#define ZKRC_CACHE_PRIVATE_H
+
+#include <stdint.h>
+
+#include <glib.h>
+
+#include "cache_tree.h"
+#include "zkrecipes/cache.h"
+
+struct zkrc_cache {
+  gint refs; /* the owner's, each read in flight, a posted drain, watches */
+  GMutex mu;
+  GCond cond; /* initialized, closed, dispatching */
+  zkrc_session *s;
+  zkrc__ctree *tree;
+  zkrc_cache_listener_fn listener;
+  void *listener_arg;
+  unsigned long observer;
+  void *watch_ctx; /* registry context for handle watch_gen */
+  uint64_t watch_gen;
+  uint64_t generation; /* the latest handle a read was sent on */
+  int inflight;        /* reads decided and not answered (backlog too) */
+  int on_wire;         /* of those, sent: at most WINDOW (cache.c) */
+  GQueue backlog;      /* of read_req*, decided and not sent yet */
+  gboolean incomplete; /* a read failed: the next full read completes it */
+  gboolean initialized, closed, freeing;
+  gboolean down_told;       /* SUSPENDED or LOST told, RECONNECTED not yet */
+  uint64_t lost_generation; /* LOST told for this handle */
+  GQueue events;            /* of zkrc__cache_ev*, for drain() */
+  gboolean drain_posted;
+  GThread *dispatching; /* the thread in the listener now */
+};
+
+#endif /* ZKRC_CACHE_PRIVATE_H */

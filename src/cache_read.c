@@ -1,0 +1,93 @@
+/*
+ * Reading a cache's copy (zkrecipes/cache.h): under the cache's mutex,
+ * references on immutable nodes, never a request to the servers.
+ */
+#include "config.h"
+
+#include "cache_private.h"
+#include "util.h"
+#include "zkrecipes/error.h"
+
+int zkrc_cache_wait_initialized(zkrc_cache *c, int timeout_ms) {
+  if (c == NULL || timeout_ms < ZKRC_WAIT_FOREVER)
+    return zkrc__fail(ZKRC_EINVAL);
+  int64_t deadline = zkrc__deadline_after(timeout_ms);
+  g_mutex_lock(&c->mu);
+  while (!c->initialized && !c->closed &&
+         zkrc__cond_wait_until(&c->cond, &c->mu, deadline))
+    ;
+  int err = c->initialized ? ZKRC_OK
+            : c->closed    ? ZKRC_ECLOSED
+                           : ZKRC_ETIMEDOUT;
+  g_mutex_unlock(&c->mu);
+  return err == ZKRC_OK ? ZKRC_OK : zkrc__fail(err);
+}
+
+int zkrc_cache_get(zkrc_cache *c, const char *path,
+                   const zkrc_cache_node **out) {
+  if (out)
+    *out = NULL;
+  /* Any absolute path: one the copy does not hold is ZKRC_ENONODE (a
+   * tree cache of "/" holds "/zookeeper/..."). */
+  if (c == NULL || out == NULL || (path && path[0] != '/'))
+    return zkrc__fail(ZKRC_EINVAL);
+  g_mutex_lock(&c->mu);
+  *out = zkrc__ctree_get(c->tree, path ? path : zkrc__ctree_root(c->tree));
+  g_mutex_unlock(&c->mu);
+  return *out ? ZKRC_OK : zkrc__fail(ZKRC_ENONODE);
+}
+
+int zkrc_cache_snapshot(zkrc_cache *c, const zkrc_cache_node ***nodes,
+                        size_t *count) {
+  if (nodes)
+    *nodes = NULL;
+  if (count)
+    *count = 0;
+  if (c == NULL || nodes == NULL || count == NULL)
+    return zkrc__fail(ZKRC_EINVAL);
+  g_mutex_lock(&c->mu);
+  *nodes = zkrc__ctree_snapshot(c->tree, count);
+  g_mutex_unlock(&c->mu);
+  return ZKRC_OK;
+}
+
+void zkrc_cache_nodes_free(const zkrc_cache_node **nodes, size_t count) {
+  if (nodes == NULL)
+    return;
+  for (size_t i = 0; i < count; i++)
+    zkrc_cache_node_unref(nodes[i]);
+  g_free(nodes);
+}
+
+size_t zkrc_cache_size(zkrc_cache *c) {
+  if (c == NULL)
+    return 0;
+  g_mutex_lock(&c->mu);
+  size_t n = zkrc__ctree_size(c->tree);
+  g_mutex_unlock(&c->mu);
+  return n;
+}
+
+const char *zkrc_cache_path(zkrc_cache *c) {
+  return c ? zkrc__ctree_root(c->tree) : NULL;
+}
+
+const char *zkrc_cache_event_name(zkrc_cache_event_type type) {
+  switch (type) {
+  case ZKRC_CACHE_NODE_ADDED:
+    return "ADDED";
+  case ZKRC_CACHE_NODE_UPDATED:
+    return "UPDATED";
+  case ZKRC_CACHE_NODE_REMOVED:
+    return "REMOVED";
+  case ZKRC_CACHE_INITIALIZED:
+    return "INITIALIZED";
+  case ZKRC_CACHE_SUSPENDED:
+    return "SUSPENDED";
+  case ZKRC_CACHE_RECONNECTED:
+    return "RECONNECTED";
+  case ZKRC_CACHE_LOST:
+    return "LOST";
+  }
+  return "?";
+}
