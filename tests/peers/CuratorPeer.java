@@ -94,8 +94,9 @@
  *         One of Curator's caches on PATH, KIND: node (NodeCache), tree
  *         (TreeCache), curator (CuratorCache of the tree at PATH),
  *         curator-node (CuratorCache with SINGLE_NODE_CACHE).  Prints
- *         "ready init_us=N" once its first read is complete (N: since the
- *         cache was created), then one line per change
+ *         "ready init_us=N nodes=K" once its first read is complete (N:
+ *         since the cache was created; K: the nodes in its copy), then one
+ *         line per change
  *         of the copy, "event ADDED|UPDATED|REMOVED PATH VERSION MZXID T_NS"
  *         (the node's stat: the new one, or the last one seen for REMOVED;
  *         NodeCache's REMOVED has -1; T_NS: System.nanoTime() on entering
@@ -139,6 +140,7 @@ import java.nio.file.StandardOpenOption;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
+import java.util.Map;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.CyclicBarrier;
 import java.util.concurrent.LinkedBlockingQueue;
@@ -161,6 +163,7 @@ import org.apache.curator.framework.recipes.locks.Lease;
 import org.apache.curator.framework.recipes.shared.SharedCount;
 import org.apache.curator.framework.recipes.shared.VersionedValue;
 import org.apache.curator.retry.RetryNTimes;
+import org.apache.curator.utils.ZKPaths;
 import org.apache.zookeeper.KeeperException;
 import org.apache.zookeeper.data.Stat;
 
@@ -1149,9 +1152,32 @@ public final class CuratorPeer {
     return c;
   }
 
+  /** The number of nodes in cache @p c (of the tree at @p path). */
+  @SuppressWarnings("deprecation")
+  static int cacheSize(AutoCloseable c, String path) {
+    if (c instanceof CuratorCache)
+      return ((CuratorCache) c).size();
+    if (c instanceof TreeCache)
+      return treeSize((TreeCache) c, path);
+    return ((org.apache.curator.framework.recipes.cache.NodeCache) c)
+               .getCurrentData() == null ? 0 : 1;
+  }
+
+  @SuppressWarnings("deprecation")
+  static int treeSize(TreeCache c, String path) {
+    if (c.getCurrentData(path) == null)
+      return 0;
+    int n = 1;
+    Map<String, ChildData> children = c.getCurrentChildren(path);
+    if (children != null)
+      for (String child : children.keySet())
+        n += treeSize(c, ZKPaths.makePath(path, child));
+    return n;
+  }
+
   /**
-   * "cache": one cache of KIND on PATH; "ready init_us=N" once its first
-   * read is complete, then an "event" line per change; commands "clock" (prints
+   * "cache": one cache of KIND on PATH; "ready init_us=N nodes=K" once its
+   * first read is complete, then an "event" line per change; commands "clock" (prints
    * "clock T_NS", System.nanoTime(), for the caller to check that it reads
    * the same clock) and "quit" (or end of input) close it and exit 0.
    */
@@ -1176,7 +1202,8 @@ public final class CuratorPeer {
     try {
       if (!initialized.await(peerTimeoutMs, TimeUnit.MILLISECONDS))
         throw new Exit(EXIT_TIMEOUT, "the cache did not initialize in time");
-      out.println("ready init_us=" + (System.nanoTime() - start) / 1000);
+      long initUs = (System.nanoTime() - start) / 1000;
+      out.println("ready init_us=" + initUs + " nodes=" + cacheSize(c, path));
       for (;;) {
         String cmd = in.next();
         if (cmd == Commands.EOF || cmd.equals("quit"))
