@@ -165,7 +165,7 @@ static void fmt_value(char *buf, size_t size, double v) {
 }
 
 void print_table(FILE *out) {
-  fprintf(out, "%-11s %-9s %-45s %10s %-5s %8s  %s\n", "WORKLOAD", "IMPL",
+  fprintf(out, "%-11s %-12s %-45s %10s %-5s %18s  %s\n", "WORKLOAD", "IMPL",
           "FIGURE", "MEDIAN", "UNIT", "RATIO", "ROUNDS");
   const char *last = "";
   for (guint i = 0; i < metrics->len; i++) {
@@ -187,7 +187,7 @@ void print_table(FILE *out) {
       if (used >= sizeof rounds)
         break;
     }
-    fprintf(out, "%-11s %-9s %-45s %10s %-5s %8s  %s\n", m->workload, m->impl,
+    fprintf(out, "%-11s %-12s %-45s %10s %-5s %18s  %s\n", m->workload, m->impl,
             m->figure, med, m->unit, ratio, rounds);
   }
 }

@@ -64,7 +64,9 @@ double metric_ratio(const metric *m) {
   const metric *ref = metric_find(m->workload, m->ref_impl, m->figure);
   if (ref == NULL)
     return NAN;
-  if (metric_median(ref) == 0)
+  /* A ratio of figures that can be negative (an event that arrives before
+   * the write's reply) says nothing. */
+  if (metric_median(ref) <= 0 || metric_median(m) < 0)
     return NAN;
   if (ref->values->len != m->values->len || m->values->len == 0)
     return metric_median(m) / metric_median(ref);

@@ -23,7 +23,8 @@
  * The parts: zkr-bench.c (options, set-up, main), bench-util.c,
  * bench-proc.c, bench-counters.c, bench-results.c, bench-holds.c (the
  * exclusion check), the workloads (bench-throughput.c, bench-herd.c,
- * bench-scale.c, bench-election.c, bench-family.c), bench-report.c and bench-machine.c.  One process, one thread: the state
+ * bench-scale.c, bench-election.c, bench-family.c, bench-cache.c),
+ * bench-report.c and bench-machine.c.  One process, one thread: the state
  * below is plain globals.
  *
  * Licensed under the Apache License, Version 2.0 (see COPYING).
@@ -78,8 +79,10 @@ typedef struct options {
   int scale_locks;
   int election_reps;
   int election_session_ms;
+  int cache_changes;
   gboolean with_curator, with_kazoo;
   gboolean run_throughput, run_herd, run_scale, run_election, run_family;
+  gboolean run_cache;
   const char *worker, *java, *curator_cp, *python, *kazoo_peer;
 } options;
 
@@ -196,6 +199,7 @@ void scale_locks(void);
 extern zhandle_t *watch_zh; /* bench-election.c */
 void run_election(void);
 void run_family(void); /* bench-family.c: the read-write lock, the semaphore */
+void run_cache(void);  /* bench-cache.c: the node and tree caches */
 
 /* ------------------------------------------- bench-report.c, -machine.c */
 

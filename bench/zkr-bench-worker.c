@@ -12,6 +12,7 @@
  *   zkr-bench-worker elect    HOSTS PATH ID
  *   zkr-bench-worker rwlock   HOSTS PATH SECONDS READERS HOLD_MS
  *   zkr-bench-worker semaphore HOSTS PATH SECONDS CLIENTS N HOLD_MS
+ *   zkr-bench-worker cache    HOSTS PATH node|tree
  *
  * IMPL is "zkr" (zkrecipes' lock) or "naive" (the herd lock below: every
  * waiter watches the whole children list).
@@ -64,6 +65,15 @@
  *   acquire called to held; violations: holds that overlapped when they
  *   must not, seen in-process).  The sessions close on the next line.
  *   CuratorPeer's bench mode runs Curator's the same way.
+ *
+ * cache: one zkrecipes cache (zkrecipes/cache.h) of PATH, a node cache or
+ *   a tree cache without depth limit: "ready init_us=N nodes=K" once it is
+ *   initialized (N: since the cache was created; K: nodes in the copy), then
+ *   one line per change of the copy as CuratorPeer's cache mode prints
+ *   them, "event ADDED|UPDATED|REMOVED PATH VERSION MZXID T_NS" (T_NS:
+ *   CLOCK_MONOTONIC on entering the listener); commands "clock" ("clock
+ *   T_NS"), "stats" ("stats requests=R renewals=N": the session's counters,
+ *   zkrecipes/stats.h), "quit" or end of input.
  *
  * Exit codes: 0 done; 2 usage; 3 an acquisition timed out; 4 could not
  * connect; 5 any other error; 6 no command within the peer timeout; 124 the
@@ -1260,6 +1270,63 @@ static int mode_family(const char *hosts, const char *path, long seconds,
   return EXIT_OK;
 }
 
+/* ----------------------------------------------------------------- cache */
+
+/* One line per change of the copy, as CuratorPeer's cache mode prints
+ * them: "event TYPE PATH VERSION MZXID T_NS", T_NS read on entering the
+ * listener (CLOCK_MONOTONIC).  The listener runs on the session's
+ * executor; "ready" comes from the main thread once the first read is in
+ * the copy. */
+static void on_cache_event(zkrc_cache *c, const zkrc_cache_event *ev,
+                           void *arg) {
+  int64_t t = peer_now_ns();
+  (void)c;
+  (void)arg;
+  if (ev->node == NULL) {
+    if (ev->type != ZKRC_CACHE_INITIALIZED)
+      say("connection %s", zkrc_cache_event_name(ev->type));
+    return;
+  }
+  say("event %s %s %" PRId32 " %" PRId64 " %" PRId64,
+      zkrc_cache_event_name(ev->type), ev->node->path, ev->node->stat.version,
+      (int64_t)ev->node->stat.mzxid, t);
+}
+
+/* Commands of the cache mode: "clock" ("clock T_NS", CLOCK_MONOTONIC now),
+ * "stats" ("stats requests=R renewals=N", the session's counters), "quit"
+ * or end of input. */
+static int mode_cache(const char *hosts, const char *path, const char *kind) {
+  zkrc_session *s = zkr_connect(hosts);
+  zkrc_cache_options co;
+  zkrc_cache_options_init(&co);
+  co.listener = on_cache_event;
+  zkrc_cache *c = NULL;
+  int64_t start = peer_now_ns();
+  must("cache", strcmp(kind, "node") == 0
+                    ? zkrc_node_cache_new(&c, s, path, &co)
+                    : zkrc_tree_cache_new(&c, s, path, &co));
+  must("the cache's first read",
+       zkrc_cache_wait_initialized(c, peer_timeout_ms));
+  say("ready init_us=%" PRId64 " nodes=%zu", (peer_now_ns() - start) / 1000,
+      zkrc_cache_size(c));
+  char line[256];
+  while (read_command(line, sizeof line) && strcmp(line, "quit") != 0) {
+    if (strcmp(line, "clock") == 0) {
+      say("clock %" PRId64, peer_now_ns());
+    } else if (strcmp(line, "stats") == 0) {
+      zkrc_session_stats st;
+      must("stats", zkrc_session_get_stats(s, &st, sizeof st));
+      say("stats requests=%" PRIu64 " renewals=%" PRIu64, st.requests,
+          st.renewals);
+    } else {
+      say("error unknown command: %s", line);
+    }
+  }
+  zkrc_cache_free(c);
+  zkrc_session_close(s);
+  return EXIT_OK;
+}
+
 /* ------------------------------------------------------------------ main */
 
 static const char usage_text[] =
@@ -1273,6 +1340,7 @@ static const char usage_text[] =
     "       zkr-bench-worker elect HOSTS PATH ID\n"
     "       zkr-bench-worker rwlock HOSTS PATH SECONDS READERS HOLD_MS\n"
     "       zkr-bench-worker semaphore HOSTS PATH SECONDS CLIENTS N HOLD_MS\n"
+    "       zkr-bench-worker cache HOSTS PATH node|tree\n"
     "IMPL: zkr (zkrecipes) or naive (every waiter watches the directory)\n";
 
 static int usage(void) {
@@ -1314,6 +1382,9 @@ static int run(int argc, char **argv) {
                        (int)number_arg(argv, 5), (int)number_arg(argv, 6),
                        strcmp(argv[7], "0") == 0 ? 0
                                                  : (int)number_arg(argv, 7));
+  if (strcmp(mode, "cache") == 0 && argc == 5 &&
+      (strcmp(argv[4], "node") == 0 || strcmp(argv[4], "tree") == 0))
+    return mode_cache(argv[2], argv[3], argv[4]);
   const lock_impl *impl = argc > 2 ? find_impl(argv[2]) : NULL;
   if (impl == NULL)
     return usage();

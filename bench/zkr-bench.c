@@ -44,6 +44,7 @@ options opt = {
     .scale_locks = 10000,
     .election_reps = 5,
     .election_session_ms = 2000,
+    .cache_changes = 100,
     .with_curator = TRUE,
     .with_kazoo = TRUE,
     .run_throughput = TRUE,
@@ -51,6 +52,7 @@ options opt = {
     .run_scale = TRUE,
     .run_election = TRUE,
     .run_family = TRUE,
+    .run_cache = TRUE,
     .worker = BENCH_WORKER,
     .java = JAVA_PROG,
     .curator_cp = CURATOR_PEER_CLASSPATH,
@@ -152,8 +154,8 @@ static void usage(FILE *out) {
           "Measures zkrecipes' lock against the ensemble's limit, Apache "
           "Curator's\n"
           "InterProcessMutex, kazoo's Lock and a naive herd lock, and its "
-          "read-write lock\n"
-          "and semaphore against Curator's, on one ensemble,\n"
+          "read-write lock,\n"
+          "semaphore and caches against Curator's, on one ensemble,\n"
           "interleaved in rounds, and prints one table (medians; ratios are "
           "medians\n"
           "of per-round ratios) and whether the project's targets are met.\n"
@@ -177,10 +179,14 @@ static void usage(FILE *out) {
           "      --scale-locks N    locks held by one process (default %d)\n"
           "      --election-reps N  failovers and resignations measured "
           "(default %d)\n"
+          "      --cache-changes N  changes measured per cache and round "
+          "(default %d)\n"
           "      --csv FILE         also write the results as CSV\n"
           "      --only LIST        run only these workloads: "
           "throughput,herd,scale,election,\n"
-          "                         family (read-write lock, semaphore)\n"
+          "                         family (read-write lock, semaphore), "
+          "cache (node and\n"
+          "                         tree caches)\n"
           "      --no-curator, --no-kazoo   leave that implementation out\n"
           "      --quick            a short smoke run (1 round of 2 s, small "
           "sizes)\n"
@@ -190,7 +196,7 @@ static void usage(FILE *out) {
           "  -h, --help\n",
           opt.rounds, opt.seconds, opt.contenders, opt.herd_waiters,
           opt.scale_procs, opt.scale_sessions, opt.scale_holds, opt.scale_locks,
-          opt.election_reps);
+          opt.election_reps, opt.cache_changes);
 }
 
 static int positive(const char *what, const char *s) {
@@ -206,7 +212,7 @@ static int positive(const char *what, const char *s) {
 
 static void parse_only(const char *list) {
   opt.run_throughput = opt.run_herd = opt.run_scale = opt.run_election =
-      opt.run_family = FALSE;
+      opt.run_family = opt.run_cache = FALSE;
   char **w = g_strsplit(list, ",", -1);
   for (char **p = w; *p; p++) {
     if (!strcmp(*p, "throughput"))
@@ -219,6 +225,8 @@ static void parse_only(const char *list) {
       opt.run_election = TRUE;
     else if (!strcmp(*p, "family"))
       opt.run_family = TRUE;
+    else if (!strcmp(*p, "cache"))
+      opt.run_cache = TRUE;
     else {
       fprintf(stderr, "zkr-bench: unknown workload %s\n", *p);
       exit(2);
@@ -233,6 +241,7 @@ static void parse_options(int argc, char **argv) {
     O_SCALE_WAITERS,
     O_SCALE_LOCKS,
     O_ELECTION_REPS,
+    O_CACHE_CHANGES,
     O_CSV,
     O_ONLY,
     O_NO_CURATOR,
@@ -254,6 +263,7 @@ static void parse_options(int argc, char **argv) {
       {"scale-waiters", required_argument, NULL, O_SCALE_WAITERS},
       {"scale-locks", required_argument, NULL, O_SCALE_LOCKS},
       {"election-reps", required_argument, NULL, O_ELECTION_REPS},
+      {"cache-changes", required_argument, NULL, O_CACHE_CHANGES},
       {"csv", required_argument, NULL, O_CSV},
       {"only", required_argument, NULL, O_ONLY},
       {"no-curator", no_argument, NULL, O_NO_CURATOR},
@@ -302,6 +312,9 @@ static void parse_options(int argc, char **argv) {
     case O_ELECTION_REPS:
       opt.election_reps = positive("election-reps", optarg);
       break;
+    case O_CACHE_CHANGES:
+      opt.cache_changes = positive("cache-changes", optarg);
+      break;
     case O_CSV:
       opt.csv = optarg;
       break;
@@ -324,6 +337,7 @@ static void parse_options(int argc, char **argv) {
       opt.scale_holds = 25;
       opt.scale_locks = 1000;
       opt.election_reps = 1;
+      opt.cache_changes = 30;
       break;
     case O_WORKER:
       opt.worker = optarg;
@@ -397,6 +411,8 @@ int main(int argc, char **argv) {
     run_election();
   if (opt.run_family)
     run_family();
+  if (opt.run_cache)
+    run_cache();
 
   char *load = loadavg();
   g_string_append_printf(machine,
@@ -450,6 +466,17 @@ int main(int argc, char **argv) {
       "called -> held;\n  notifications per release = watch events / "
       "releases (one release per acquisition).\n",
       opt.contenders, opt.contenders, opt.herd_waiters, opt.herd_waiters);
+  if (opt.run_cache)
+    printf(
+        "- node cache, tree cache: one writer session (member 0) makes one "
+        "change at a time\n  and waits for the cache's event (cache on member "
+        "1, own process) before the next;\n  change -> event = the event's "
+        "arrival in the listener (CLOCK_MONOTONIC, both sides)\n  minus the "
+        "write's reply (or minus the moment before it was sent: includes the "
+        "write's\n  commit).  node: updates of one node; tree: 100 nodes, 2 "
+        "levels, updates, creates and\n  deletes.  requests per change: "
+        "mntr packets minus the writer's and ours, per change.\n  burst: 50 "
+        "sets sent back to back; events seen and requests for all of them.\n");
   if (opt.csv)
     write_csv(opt.csv);
   return 0;

@@ -1,7 +1,8 @@
 /*
  * CuratorPeer: an Apache Curator 5 participant (InterProcessMutex,
  * InterProcessReadWriteLock, InterProcessSemaphoreV2, LeaderLatch) for
- * zkrecipes' interoperability tests and benchmark.
+ * zkrecipes' interoperability tests and benchmark (and its caches, for the
+ * benchmark).
  *
  *   java -cp DIR:JARS CuratorPeer MODE CONNECT PATH ARGS...
  *
@@ -89,6 +90,19 @@
  *         and holds it; each "release" makes the current holder release
  *         ("released"); after N+1 releases, "done N"; the next line (or
  *         end of input) closes the clients and exits 0.
+ *   cache CONNECT PATH KIND
+ *         One of Curator's caches on PATH, KIND: node (NodeCache), tree
+ *         (TreeCache), curator (CuratorCache of the tree at PATH),
+ *         curator-node (CuratorCache with SINGLE_NODE_CACHE).  Prints
+ *         "ready init_us=N nodes=K" once its first read is complete (N:
+ *         since the cache was created; K: the nodes in its copy), then one
+ *         line per change
+ *         of the copy, "event ADDED|UPDATED|REMOVED PATH VERSION MZXID T_NS"
+ *         (the node's stat: the new one, or the last one seen for REMOVED;
+ *         NodeCache's REMOVED has -1; T_NS: System.nanoTime() on entering
+ *         the listener, CLOCK_MONOTONIC on Linux).  Commands: "clock"
+ *         prints "clock T_NS" (System.nanoTime() now, for the benchmark to
+ *         check that it reads its own clock); "quit" or end of input.
  *
  * "participants" prints "participants ID,ID,..." in Curator's queue order
  * (node data of each contender, read by Curator).
@@ -126,6 +140,7 @@ import java.nio.file.StandardOpenOption;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
+import java.util.Map;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.CyclicBarrier;
 import java.util.concurrent.LinkedBlockingQueue;
@@ -134,6 +149,10 @@ import java.util.concurrent.atomic.AtomicInteger;
 
 import org.apache.curator.framework.CuratorFramework;
 import org.apache.curator.framework.CuratorFrameworkFactory;
+import org.apache.curator.framework.recipes.cache.ChildData;
+import org.apache.curator.framework.recipes.cache.CuratorCache;
+import org.apache.curator.framework.recipes.cache.CuratorCacheListener;
+import org.apache.curator.framework.recipes.cache.TreeCache;
 import org.apache.curator.framework.recipes.leader.LeaderLatch;
 import org.apache.curator.framework.recipes.leader.LeaderLatchListener;
 import org.apache.curator.framework.recipes.leader.Participant;
@@ -144,7 +163,9 @@ import org.apache.curator.framework.recipes.locks.Lease;
 import org.apache.curator.framework.recipes.shared.SharedCount;
 import org.apache.curator.framework.recipes.shared.VersionedValue;
 import org.apache.curator.retry.RetryNTimes;
+import org.apache.curator.utils.ZKPaths;
 import org.apache.zookeeper.KeeperException;
+import org.apache.zookeeper.data.Stat;
 
 public final class CuratorPeer {
   static final int EXIT_OK = 0, EXIT_USAGE = 2, EXIT_TIMEOUT = 3,
@@ -1043,6 +1064,160 @@ public final class CuratorPeer {
     }
   }
 
+  /* ------------------------------------------------------------- cache */
+
+  /** One line per change of the copy: "event TYPE PATH VERSION MZXID T_NS"
+   *  (T_NS: System.nanoTime() on entering the listener; VERSION and MZXID
+   *  of the node's stat, -1 when the cache gives none). */
+  static void cacheEvent(String type, String path, ChildData d, long t) {
+    Stat st = d == null ? null : d.getStat();
+    out.println("event " + type + " " + path + " "
+                + (st == null ? -1 : st.getVersion()) + " "
+                + (st == null ? -1 : st.getMzxid()) + " " + t);
+  }
+
+  /** NodeCache: told that the node changed, not how (nor the old value). */
+  @SuppressWarnings("deprecation")
+  static AutoCloseable nodeCache(CuratorFramework client, String path,
+                                 CountDownLatch initialized) throws Exception {
+    org.apache.curator.framework.recipes.cache.NodeCache c =
+        new org.apache.curator.framework.recipes.cache.NodeCache(client, path);
+    boolean[] present = new boolean[1];
+    c.getListenable().addListener(() -> {
+      long t = System.nanoTime();
+      ChildData d = c.getCurrentData();
+      String type = d == null ? "REMOVED" : present[0] ? "UPDATED" : "ADDED";
+      present[0] = d != null;
+      cacheEvent(type, path, d, t);
+    });
+    c.start(true); /* reads the node before returning */
+    present[0] = c.getCurrentData() != null;
+    initialized.countDown();
+    return c;
+  }
+
+  @SuppressWarnings("deprecation")
+  static AutoCloseable treeCache(CuratorFramework client, String path,
+                                 CountDownLatch initialized) throws Exception {
+    TreeCache c = TreeCache.newBuilder(client, path).build();
+    c.getListenable().addListener((cl, ev) -> {
+      long t = System.nanoTime();
+      switch (ev.getType()) {
+      case NODE_ADDED:
+        cacheEvent("ADDED", ev.getData().getPath(), ev.getData(), t);
+        break;
+      case NODE_UPDATED:
+        cacheEvent("UPDATED", ev.getData().getPath(), ev.getData(), t);
+        break;
+      case NODE_REMOVED:
+        cacheEvent("REMOVED", ev.getData().getPath(), ev.getData(), t);
+        break;
+      case INITIALIZED:
+        initialized.countDown();
+        break;
+      default:
+        out.println("connection " + ev.getType());
+      }
+    });
+    c.start();
+    return c;
+  }
+
+  /** CuratorCache (persistent recursive watches): the tree at PATH, or the
+   *  node alone with SINGLE_NODE_CACHE. */
+  static AutoCloseable curatorCache(CuratorFramework client, String path,
+                                    boolean singleNode,
+                                    CountDownLatch initialized) {
+    CuratorCache c = singleNode
+        ? CuratorCache.build(client, path, CuratorCache.Options.SINGLE_NODE_CACHE)
+        : CuratorCache.build(client, path);
+    c.listenable().addListener(
+        CuratorCacheListener.builder()
+            .forAll((type, oldData, data) -> {
+              long t = System.nanoTime();
+              switch (type) {
+              case NODE_CREATED:
+                cacheEvent("ADDED", data.getPath(), data, t);
+                break;
+              case NODE_CHANGED:
+                cacheEvent("UPDATED", data.getPath(), data, t);
+                break;
+              default:
+                cacheEvent("REMOVED", oldData.getPath(), oldData, t);
+              }
+            })
+            .forInitialized(initialized::countDown)
+            .build());
+    c.start();
+    return c;
+  }
+
+  /** The number of nodes in cache @p c (of the tree at @p path). */
+  @SuppressWarnings("deprecation")
+  static int cacheSize(AutoCloseable c, String path) {
+    if (c instanceof CuratorCache)
+      return ((CuratorCache) c).size();
+    if (c instanceof TreeCache)
+      return treeSize((TreeCache) c, path);
+    return ((org.apache.curator.framework.recipes.cache.NodeCache) c)
+               .getCurrentData() == null ? 0 : 1;
+  }
+
+  @SuppressWarnings("deprecation")
+  static int treeSize(TreeCache c, String path) {
+    if (c.getCurrentData(path) == null)
+      return 0;
+    int n = 1;
+    Map<String, ChildData> children = c.getCurrentChildren(path);
+    if (children != null)
+      for (String child : children.keySet())
+        n += treeSize(c, ZKPaths.makePath(path, child));
+    return n;
+  }
+
+  /**
+   * "cache": one cache of KIND on PATH; "ready init_us=N nodes=K" once its
+   * first read is complete, then an "event" line per change; commands "clock" (prints
+   * "clock T_NS", System.nanoTime(), for the caller to check that it reads
+   * the same clock) and "quit" (or end of input) close it and exit 0.
+   */
+  static int cache(CuratorFramework client, Commands in, String path,
+                   String kind) throws Exception {
+    CountDownLatch initialized = new CountDownLatch(1);
+    long start = System.nanoTime();
+    AutoCloseable c;
+    switch (kind) {
+    case "node":
+      c = nodeCache(client, path, initialized);
+      break;
+    case "tree":
+      c = treeCache(client, path, initialized);
+      break;
+    case "curator":
+      c = curatorCache(client, path, false, initialized);
+      break;
+    default:
+      c = curatorCache(client, path, true, initialized);
+    }
+    try {
+      if (!initialized.await(peerTimeoutMs, TimeUnit.MILLISECONDS))
+        throw new Exit(EXIT_TIMEOUT, "the cache did not initialize in time");
+      long initUs = (System.nanoTime() - start) / 1000;
+      out.println("ready init_us=" + initUs + " nodes=" + cacheSize(c, path));
+      for (;;) {
+        String cmd = in.next();
+        if (cmd == Commands.EOF || cmd.equals("quit"))
+          return EXIT_OK;
+        if (cmd.equals("clock"))
+          out.println("clock " + System.nanoTime());
+        else
+          out.println("error unknown command: " + cmd);
+      }
+    } finally {
+      c.close();
+    }
+  }
+
   /* -------------------------------------------------------------- main */
 
   static void usage() throws Exit {
@@ -1058,6 +1233,7 @@ public final class CuratorPeer {
                        + "       CuratorPeer latch CONNECT PATH ID\n"
                        + "       CuratorPeer bench CONNECT\n"
                        + "       CuratorPeer herd CONNECT PATH N\n"
+                       + "       CuratorPeer cache CONNECT PATH node|tree|curator|curator-node\n"
                        + "       CuratorPeer sharedcount CONNECT PATH read|set V|add N");
   }
 
@@ -1125,6 +1301,11 @@ public final class CuratorPeer {
       if (a.length == 5)
         Long.parseLong(a[4]);
       break;
+    case "cache":
+      if (a.length != 4 || !Arrays.asList("node", "tree", "curator",
+                                          "curator-node").contains(a[3]))
+        usage();
+      break;
     case "herd":
       if (a.length != 4)
         usage();
@@ -1164,6 +1345,8 @@ public final class CuratorPeer {
       case "loop":
         return loop(client, in, path, a.length == 5 ? a[4] : "curator-loop",
                     Long.parseLong(a[3]));
+      case "cache":
+        return cache(client, in, path, a[3]);
       case "sharedcount":
         return sharedCount(client, path, a[3],
                            a.length == 5 ? Integer.parseInt(a[4]) : 0);
