@@ -399,12 +399,17 @@ static void on_watch(int type, const char *path, void *target, void *ctx) {
  * what a new connection or session may have missed. */
 static void read_all(zkrc_cache *c) {
   work w = {0};
+  zkrc_conn *conn = zkrc__conn_use(c->s);
+  uint64_t generation = conn ? conn->generation : 0;
+  if (conn)
+    zkrc__conn_unuse(conn);
   g_mutex_lock(&c->mu);
   if (c->freeing) {
     g_mutex_unlock(&c->mu);
     return;
   }
   c->incomplete = FALSE;
+  c->full_read_gen = generation;
   const char *root = zkrc__ctree_root(c->tree);
   if (!zkrc__ctree_has(c->tree, root))
     want_node_locked(c, &w, root);
@@ -429,7 +434,11 @@ static void on_session(zkrc_session *s, zkrc_session_event ev,
     if (c->down_told)
       tell_one_locked(c, ZKRC_CACHE_RECONNECTED, &w);
     c->down_told = FALSE;
-    read = TRUE;
+    /* A cache made while its session was connecting has read everything
+     * on this session already (its reads waited for the connection); a
+     * reconnection may have lost replies, and so may a failed read. */
+    read = ev == ZKRC_SESSION_EVENT_RECONNECTED ||
+           c->full_read_gen != generation || c->incomplete;
     break;
   case ZKRC_SESSION_EVENT_SUSPENDED:
     tell_one_locked(c, ZKRC_CACHE_SUSPENDED, &w);

@@ -26,11 +26,12 @@ struct zkrc_cache {
   unsigned long observer;
   void *watch_ctx; /* registry context for handle watch_gen */
   uint64_t watch_gen;
-  uint64_t generation; /* the latest handle a read was sent on */
-  int inflight;        /* reads decided and not answered (backlog too) */
-  int on_wire;         /* of those, sent: at most WINDOW (cache.c) */
-  GQueue backlog;      /* of read_req*, decided and not sent yet */
-  gboolean incomplete; /* a read failed: the next full read completes it */
+  uint64_t generation;    /* the latest handle a read was sent on */
+  uint64_t full_read_gen; /* the handle of the latest full read (0: none) */
+  int inflight;           /* reads decided and not answered (backlog too) */
+  int on_wire;            /* of those, sent: at most WINDOW (cache.c) */
+  GQueue backlog;         /* of read_req*, decided and not sent yet */
+  gboolean incomplete;    /* a read failed: the next full read completes it */
   gboolean initialized, closed, freeing;
   gboolean down_told;       /* SUSPENDED or LOST told, RECONNECTED not yet */
   uint64_t lost_generation; /* LOST told for this handle */
