@@ -13,6 +13,10 @@
  * pause (growing, a bounded number of times).  A plain read-then-write
  * would instead write over the other editor's change: a lost update.
  *
+ * When the connection is lost during the write, whether it happened is not
+ * known: the editor says so and exits 1.  Running it again is safe, since
+ * setting and deleting keys are idempotent.
+ *
  * Two options exist for the tests only (tests/test_config_daemon.c):
  * --plain-set writes without the compare, to show that lost update;
  * --pause-after-read waits between the first read and the write until its
@@ -33,7 +37,7 @@
 
 #include "config-text.h"
 
-#define MAX_ATTEMPTS 30    /* writes tried before giving up */
+#define MAX_ATTEMPTS 30 /* writes tried before giving up */
 #define CALL_TIMEOUT_MS 5000
 
 /* One edit: set key to value, or delete key (value NULL). */
@@ -90,18 +94,20 @@ static int parse_args(int argc, char **argv, request *r) {
   return positional == 2 && r->n_edits > 0 ? 0 : -1;
 }
 
-static void apply_edits(config *c, const request *r) {
+/* Apply the edits to @p c; 0, or -1 when out of memory. */
+static int apply_edits(config *c, const request *r) {
   for (int i = 0; i < r->n_edits; i++)
-    if (r->edits[i].value)
-      config_set(c, r->edits[i].key, r->edits[i].value);
-    else
+    if (r->edits[i].value == NULL)
       config_delete(c, r->edits[i].key);
+    else if (config_set(c, r->edits[i].key, r->edits[i].value) != 0)
+      return -1;
+  return 0;
 }
 
 /* Before retrying: 1 ms doubling up to 64 ms, each time a random part of
  * it, so that two editors that collided do not collide again in step. */
 static void back_off(int attempt) {
-  long ms = 1L << (attempt < 6 ? attempt : 6);
+  long ms = 1L << (attempt < 7 ? attempt - 1 : 6);
   long ns = ms * 1000000L / 2 + rand() % (ms * 1000000L / 2 + 1);
   struct timespec t = {ns / 1000000000L, ns % 1000000000L};
   nanosleep(&t, NULL);
@@ -109,8 +115,9 @@ static void back_off(int attempt) {
 
 /* For the tests: hold still between read and write until stdin ends. */
 static void pause_until_stdin_ends(int32_t version) {
-  fprintf(stderr, "zkr-config-edit: read version %" PRId32
-                  "; waiting for stdin to end\n",
+  fprintf(stderr,
+          "zkr-config-edit: read version %" PRId32
+          "; waiting for stdin to end\n",
           version);
   char buf[64];
   while (read(0, buf, sizeof buf) > 0)
@@ -132,16 +139,14 @@ static int edit_once(zkrc_session *s, const request *r, int attempt,
   if (config_parse(v.data, v.len, &c, why, why_size) != 0) {
     rc = ZKRC_EBADNODE;
   } else {
-    apply_edits(&c, r);
-    text = config_format(&c);
+    text = apply_edits(&c, r) == 0 ? config_format(&c) : NULL;
     rc = text ? ZKRC_OK : ZKRC_ENOMEM;
   }
   if (rc == ZKRC_OK && r->pause_after_read && attempt == 1)
     pause_until_stdin_ends(v.version);
   if (rc == ZKRC_OK && r->plain_set) {
-    rc = zkrc_shared_value_set(s, r->path, text, strlen(text),
-                               CALL_TIMEOUT_MS);
-    *written = -1; /* not known: that is the point */
+    rc = zkrc_shared_value_set(s, r->path, text, strlen(text), CALL_TIMEOUT_MS);
+    *written = -1; /* a plain set does not tell */
   } else if (rc == ZKRC_OK) {
     rc = zkrc_shared_value_try_set(s, r->path, v.version, text, strlen(text),
                                    written, CALL_TIMEOUT_MS);
@@ -196,7 +201,9 @@ int main(int argc, char **argv) {
             r.path, why);
     return 1;
   } else if (rc != ZKRC_OK) {
-    fprintf(stderr, "zkr-config-edit: %s\n", zkrc_strerror(rc));
+    int unknown = rc == ZKRC_ECONNLOSS || rc == ZKRC_ETIMEDOUT;
+    fprintf(stderr, "zkr-config-edit: %s%s\n", zkrc_strerror(rc),
+            unknown ? " (written or not: run it again)" : "");
     return 1;
   }
   if (written < 0)
