@@ -149,8 +149,8 @@ char *config_format(const config *c) {
     return NULL;
   size_t at = 0;
   for (size_t i = 0; i < c->count; i++)
-    at += (size_t)snprintf(text + at, size - at, "%s = %s\n",
-                           c->entries[i].key, c->entries[i].value);
+    at += (size_t)snprintf(text + at, size - at, "%s = %s\n", c->entries[i].key,
+                           c->entries[i].value);
   text[at] = '\0';
   return text;
 }
