@@ -106,12 +106,13 @@ static void on_value(const zkrc_versioned_value *value, void *arg) {
     return;
   }
   changes n = compare(&svc->current, &next, 0);
+  const char *plural = next.count == 1 ? "" : "s";
   if (n.added + n.changed + n.removed == 0)
-    say("version %" PRId32 ": %zu settings; no change", value->version,
-        next.count);
+    say("version %" PRId32 ": %zu setting%s; no change", value->version,
+        next.count, plural);
   else
-    say("version %" PRId32 ": %zu settings; %d added, %d changed, %d removed",
-        value->version, next.count, n.added, n.changed, n.removed);
+    say("version %" PRId32 ": %zu setting%s; %d added, %d changed, %d removed",
+        value->version, next.count, plural, n.added, n.changed, n.removed);
   compare(&svc->current, &next, 1);
   /* Here a real service would apply the settings that changed: resize a
    * pool, re-open a log file, move a listening port. */
@@ -170,7 +171,10 @@ int main(int argc, char **argv) {
   say("stopping (%s)", sig == SIGINT ? "SIGINT" : "SIGTERM");
   zkrc_shared_watch_free(watch); /* on_value() has returned for good */
   zkrc_session_close(s);
-  say("stopped with version %" PRId32, svc.version);
+  if (svc.version < 0)
+    say("stopped; no configuration was loaded");
+  else
+    say("stopped with version %" PRId32, svc.version);
   config_clear(&svc.current);
   return 0;
 }

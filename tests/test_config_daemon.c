@@ -320,8 +320,8 @@ static void test_concurrent_editors_lose_nothing(void) {
   daemon_proc *d = start_daemon(path);
   CU_ASSERT(wait_line(d, "version 1: 2 settings; 2 added", 0, slow(10000)) >=
             0);
-  CU_ASSERT(wait_line(d, "added   color = blue", 0, slow(1000)) >= 0);
-  CU_ASSERT(wait_line(d, "added   size = 10", 0, slow(1000)) >= 0);
+  CU_ASSERT(wait_line(d, "added   color = blue", 0, slow(5000)) >= 0);
+  CU_ASSERT(wait_line(d, "added   size = 10", 0, slow(5000)) >= 0);
 
   /* One change of an existing key, reloaded without a restart. */
   const char *bigger[] = {"size=20", NULL};
@@ -329,7 +329,7 @@ static void test_concurrent_editors_lose_nothing(void) {
   CU_ASSERT_EQUAL(res.version, 2);
   CU_ASSERT(wait_line(d, "version 2: 2 settings; 0 added, 1 changed", 0,
                       slow(10000)) >= 0);
-  CU_ASSERT(wait_line(d, "changed size = 20 (was 10)", 0, slow(1000)) >= 0);
+  CU_ASSERT(wait_line(d, "changed size = 20 (was 10)", 0, slow(5000)) >= 0);
 
   /* The load: every edit lands, on a version of its own. */
   int64_t t0 = zkt_now_ms();
@@ -372,7 +372,7 @@ static void test_concurrent_editors_lose_nothing(void) {
   CU_ASSERT(wait_line(d, want, 0, slow(10000)) >= 0);
   g_free(want);
   CU_ASSERT_EQUAL(stop_daemon(d, SIGTERM, slow(10000)), 0);
-  CU_ASSERT(wait_line(d, "stopped with version", 0, slow(1000)) >= 0);
+  CU_ASSERT(wait_line(d, "stopped with version", 0, slow(5000)) >= 0);
   /* (All its lines are in: the last one was.) */
   config view = {NULL, 0};
   int versions_down = 0;
@@ -434,7 +434,7 @@ static void test_malformed_keeps_last_good(void) {
                          st.version);
   int at = wait_line(d, want, 0, slow(10000));
   CU_ASSERT(at >= 0);
-  CU_ASSERT(wait_line(d, "changed b = 3 (was 2)", at, slow(1000)) >= 0);
+  CU_ASSERT(wait_line(d, "changed b = 3 (was 2)", at, slow(5000)) >= 0);
   g_free(want);
 
   /* A deleted node keeps the last configuration too. */
@@ -447,9 +447,9 @@ static void test_malformed_keeps_last_good(void) {
 
   /* SIGINT: a clean stop. */
   CU_ASSERT_EQUAL(stop_daemon(d, SIGINT, slow(10000)), 0);
-  CU_ASSERT(wait_line(d, "stopping (SIGINT)", 0, slow(1000)) >= 0);
+  CU_ASSERT(wait_line(d, "stopping (SIGINT)", 0, slow(5000)) >= 0);
   want = g_strdup_printf("stopped with version %" PRId32, v_fixed);
-  CU_ASSERT(wait_line(d, want, 0, slow(1000)) >= 0);
+  CU_ASSERT(wait_line(d, want, 0, slow(5000)) >= 0);
   g_free(want);
   daemon_cleanup();
   zookeeper_close(zh);
