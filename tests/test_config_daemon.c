@@ -15,7 +15,9 @@
  *  - the control: the lost-update check catches a lost update.  An editor
  *    made to pause between its read and its write while another editor
  *    writes loses nothing with compare-and-set, and loses the other's key
- *    with --plain-set.  The same 2 x 20 load with --plain-set is measured.
+ *    with --plain-set.  The same 2 x 20 load with --plain-set is measured;
+ *  - across its server's restart the daemon keeps its configuration, then
+ *    follows the node again.
  *
  * The daemon's stderr is read by a thread of this program; the tests wait
  * for its lines (events), never for a time.
@@ -544,6 +546,39 @@ static void test_control_plain_set_loses_updates(void) {
   g_free(path);
 }
 
+/* The daemon rides out its server's restart: it keeps its configuration
+ * while disconnected, and follows the node again afterwards (the listener
+ * reads it again on the new connection or session). */
+static void test_server_restart_keeps_following(void) {
+  daemon_cleanup();
+  char *path = zkt_path("config-restart");
+  edit_result res;
+  const char *one[] = {"k=1", NULL};
+  run_editor(path, one, &res);
+  CU_ASSERT_EQUAL_FATAL(res.version, 1);
+  daemon_proc *d = start_daemon(path);
+  CU_ASSERT(wait_line(d, "version 1: 1 setting;", 0, slow(10000)) >= 0);
+
+  zkrc_ensemble *e = zkt_ensemble();
+  int from = line_count(d);
+  CU_ASSERT_EQUAL_FATAL(zkrc_ensemble_stop_member(e, 0), 0);
+  CU_ASSERT(wait_line(d, "connection lost: keeping version 1", from,
+                      slow(10000)) >= 0);
+  CU_ASSERT_EQUAL_FATAL(zkrc_ensemble_restart(e, 0), 0);
+  CU_ASSERT_EQUAL_FATAL(zkrc_ensemble_wait_serving(e, 0, slow(30000)), 0);
+
+  const char *two[] = {"k=2", NULL};
+  run_editor(path, two, &res);
+  CU_ASSERT_EQUAL(res.version, 2);
+  from = wait_line(d, "version 2: 1 setting; 0 added, 1 changed", from,
+                   slow(30000));
+  CU_ASSERT(from >= 0);
+  CU_ASSERT(wait_line(d, "changed k = 2 (was 1)", from, slow(5000)) >= 0);
+  CU_ASSERT_EQUAL(stop_daemon(d, SIGTERM, slow(10000)), 0);
+  daemon_cleanup();
+  g_free(path);
+}
+
 /* ================================================================ main */
 
 static void add_suites(void) {
@@ -556,7 +591,9 @@ static void add_suites(void) {
       {"malformed configuration keeps the last good one",
        test_malformed_keeps_last_good},
       {"control: plain set loses updates",
-       test_control_plain_set_loses_updates});
+       test_control_plain_set_loses_updates},
+      /* Last: it stops the program's one server for a while. */
+      {"server restart keeps following", test_server_restart_keeps_following});
 }
 
 int main(void) { return zkt_run("test_config_daemon", add_suites); }
