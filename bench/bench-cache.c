@@ -479,7 +479,7 @@ static void cache_run(const cache_impl *impl, gboolean tree, int round) {
   f.write = g_array_new(FALSE, FALSE, sizeof(double));
   for (int k = 0; k < 3; k++)
     f.by_type[k] = g_array_new(FALSE, FALSE, sizeof(double));
-  snap a, b;
+  snap a = {0}, b; /* a: taken when the warm-up ends */
   double own_a = 0, own_b = 0, renew_a = 0, renew_b = 0;
   int changes = opt.cache_changes;
   for (int i = -CACHE_WARMUP; i < changes; i++) {
