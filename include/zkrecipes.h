@@ -50,6 +50,7 @@
 #include <zkrecipes/stats.h>
 #include <zkrecipes/shared.h>
 #include <zkrecipes/cache.h>
+#include <zkrecipes/ephemeral.h>
 
 #ifdef __cplusplus
 extern "C" {

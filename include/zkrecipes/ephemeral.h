@@ -1,0 +1,124 @@
+/*
+ * zkrecipes/ephemeral.h - an ephemeral node that the library keeps
+ * registered: created again after its session expired or after someone
+ * deleted it (Curator's PersistentNode in EPHEMERAL mode, which its
+ * GroupMember and service discovery use).
+ *
+ * The node lives at a fixed path with data of yours; missing parents are
+ * created as containers (as Curator does).  While the session is alive the
+ * node is there; when the session expires the servers delete it, and the
+ * library creates it again on the next session, with the latest data set.
+ * If another session holds an ephemeral node at that path (a previous run
+ * whose session has not expired yet), the library waits for its deletion
+ * and then creates its own.
+ *
+ * Registered means verified: the node is reported REGISTERED only once the
+ * servers have created it (or confirmed it is ours) and the session's lease
+ * (zkrecipes/session.h) is running, and LOST as soon as the lease runs out,
+ * before the servers can expire the session and delete the node: an
+ * application that must not act unregistered (a member that owns work by
+ * being in a group) stops then.
+ *
+ * Events run on the session's executor, in order, never with a zkrecipes
+ * mutex held.
+ */
+#ifndef ZKRECIPES_EPHEMERAL_H
+#define ZKRECIPES_EPHEMERAL_H
+
+#include <stddef.h>
+
+#include <zkrecipes/session.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct zkrc_ephemeral zkrc_ephemeral;
+
+typedef enum zkrc_ephemeral_event {
+  /** The node exists, created (again) by this session. */
+  ZKRC_EPHEMERAL_REGISTERED = 1,
+  /** It may be gone or about to go: the lease ran out, the session
+   *  expired, the node was deleted, or another session holds the path.
+   *  The library keeps trying to register it again. */
+  ZKRC_EPHEMERAL_LOST,
+  /** The session was closed for good or its credentials refused: no more
+   *  events. */
+  ZKRC_EPHEMERAL_CLOSED
+} zkrc_ephemeral_event;
+
+/** "REGISTERED", "LOST", "CLOSED" ("?" if unknown). */
+const char *zkrc_ephemeral_event_name(zkrc_ephemeral_event ev);
+
+typedef void (*zkrc_ephemeral_fn)(zkrc_ephemeral *e, zkrc_ephemeral_event ev,
+                                  void *arg);
+
+/** Options; initialize with zkrc_ephemeral_options_init(). */
+typedef struct zkrc_ephemeral_options {
+  /** Set by zkrc_ephemeral_options_init() (see zkrc_lock_options.size). */
+  size_t size;
+  /** ACL of the node and of the parents it creates.  NULL (default):
+   *  ZOO_OPEN_ACL_UNSAFE.  Copied. */
+  const struct ACL_vector *acl;
+  /** Told each REGISTERED / LOST / CLOSED.  NULL: none. */
+  zkrc_ephemeral_fn on_event;
+  void *event_arg;
+} zkrc_ephemeral_options;
+
+/** Zero @p opts and set its size (NULL is ignored). */
+void zkrc_ephemeral_options_init(zkrc_ephemeral_options *opts);
+
+/**
+ * Start keeping the ephemeral node @p path with @p len bytes of @p data
+ * (copied; NULL for a node without data).  Returns at once; the create is
+ * under way (zkrc_ephemeral_wait_registered() waits for it).
+ * @return ZKRC_OK (*@p out is yours: zkrc_ephemeral_free());
+ *         ZKRC_EINVAL (NULL @p out or @p s, invalid path, options not
+ *         initialized, @p len > 1 MiB); ZKRC_ECLOSED.
+ * Threading: any thread.
+ */
+int zkrc_ephemeral_new(zkrc_ephemeral **out, zkrc_session *s, const char *path,
+                       const void *data, size_t len,
+                       const zkrc_ephemeral_options *opts);
+
+/**
+ * Wait until the node is registered (now, by the lease), at most
+ * @p timeout_ms (ZKRC_WAIT_FOREVER or >= 0).
+ * @return ZKRC_OK; ZKRC_ETIMEDOUT; ZKRC_ENOAUTH (an ACL forbids the
+ *         create: the library stops trying); ZKRC_ECLOSED; ZKRC_EINVAL.
+ * Not from the executor's thread.
+ */
+int zkrc_ephemeral_wait_registered(zkrc_ephemeral *e, int timeout_ms);
+
+/**
+ * Is the node registered now: created by this session, not known to be
+ * deleted, and the session's lease running?  Never a round trip.
+ */
+int zkrc_ephemeral_is_registered(zkrc_ephemeral *e);
+
+/**
+ * Replace the node's data (kept for every later re-creation too), at most
+ * @p timeout_ms.
+ * @return ZKRC_OK (written, or kept for the next creation when the node is
+ *         not registered now); ZKRC_ETIMEDOUT or ZKRC_ECONNLOSS (kept; the
+ *         write may or may not have reached the node: it is written again
+ *         when the node is created again); ZKRC_EINVAL.
+ */
+int zkrc_ephemeral_set_data(zkrc_ephemeral *e, const void *data, size_t len,
+                            int timeout_ms);
+
+/** The node's path (owned by @p e). */
+const char *zkrc_ephemeral_path(zkrc_ephemeral *e);
+
+/**
+ * Stop keeping the node and delete it (waiting at most for one round trip,
+ * bounded by the session timeout; a node that cannot be deleted now goes
+ * with its session).  After it returns no event of @p e runs (unless the
+ * caller is that event).  NULL is ignored.
+ */
+void zkrc_ephemeral_free(zkrc_ephemeral *e);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* ZKRECIPES_EPHEMERAL_H */
