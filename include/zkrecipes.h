@@ -49,6 +49,7 @@
 #include <zkrecipes/election.h>
 #include <zkrecipes/stats.h>
 #include <zkrecipes/shared.h>
+#include <zkrecipes/cache.h>
 
 #ifdef __cplusplus
 extern "C" {

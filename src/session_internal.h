@@ -150,6 +150,13 @@ typedef struct zkrc__watch_target_ops {
  * ZooKeeper along with zkrc__watch_dispatch as the watcher function. */
 void *zkrc__watch_register(zkrc_conn *c, zkrc__watch_fn fn, void *target,
                            const zkrc__watch_target_ops *ops);
+/* A watch context that stays registered after it fires, for a target that
+ * sets many watches with one context (the client then calls it once per
+ * event however many reads armed it): dropped only by zkrc__watch_cancel()
+ * or with its handle. */
+void *zkrc__watch_register_persistent(zkrc_conn *c, zkrc__watch_fn fn,
+                                      void *target,
+                                      const zkrc__watch_target_ops *ops);
 /* Forget a watch (its callback will not run after this returns, unless it
  * is running right now on the completion thread). */
 void zkrc__watch_cancel(void *ctx);

@@ -219,6 +219,16 @@ static int32_t decode(const unsigned char in[4]) {
   return (int32_t)u;
 }
 
+int zkrc_shared_count_decode(const zkrc_versioned_value *value,
+                             int32_t *count) {
+  if (value == NULL || count == NULL)
+    return zkrc__fail(ZKRC_EINVAL);
+  if (value->len != 4 || value->data == NULL)
+    return zkrc__fail(ZKRC_EBADNODE);
+  *count = decode((const unsigned char *)value->data);
+  return ZKRC_OK;
+}
+
 int zkrc_shared_count_get(zkrc_session *s, const char *path, int32_t seed,
                           int32_t *value, int32_t *version, int timeout_ms) {
   if (value == NULL)

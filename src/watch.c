@@ -17,6 +17,10 @@ typedef struct watch_entry {
   zkrc__watch_fn fn;
   void *target;
   const zkrc__watch_target_ops *ops;
+  /* Stays after firing, for every watch set with its context (a cache's
+   * watches: the client calls one (function, context) pair once per
+   * event, however many reads armed it). */
+  gboolean persistent;
 } watch_entry;
 
 static GMutex registry_mu;
@@ -24,9 +28,10 @@ static atomic_uint_fast64_t delivered; /* watch events passed on */
 static GHashTable *registry;           /* id → watch_entry* */
 static uintptr_t next_watch_id = 1;
 
-void *zkrc__watch_register(zkrc_conn *c, zkrc__watch_fn fn, void *target,
-                           const zkrc__watch_target_ops *ops) {
+static void *add_entry(zkrc_conn *c, zkrc__watch_fn fn, void *target,
+                       const zkrc__watch_target_ops *ops, gboolean persistent) {
   watch_entry *e = g_new(watch_entry, 1);
+  e->persistent = persistent;
   e->session = c->session;
   e->generation = c->generation;
   e->fn = fn;
@@ -42,12 +47,44 @@ void *zkrc__watch_register(zkrc_conn *c, zkrc__watch_fn fn, void *target,
   return (void *)id;
 }
 
+void *zkrc__watch_register(zkrc_conn *c, zkrc__watch_fn fn, void *target,
+                           const zkrc__watch_target_ops *ops) {
+  return add_entry(c, fn, target, ops, FALSE);
+}
+
+void *zkrc__watch_register_persistent(zkrc_conn *c, zkrc__watch_fn fn,
+                                      void *target,
+                                      const zkrc__watch_target_ops *ops) {
+  return add_entry(c, fn, target, ops, TRUE);
+}
+
 static watch_entry *steal(void *ctx) {
   watch_entry *e = NULL;
   g_mutex_lock(&registry_mu);
   if (registry &&
       g_hash_table_steal_extended(registry, ctx, NULL, (gpointer *)&e) == FALSE)
     e = NULL;
+  g_mutex_unlock(&registry_mu);
+  return e;
+}
+
+/* The entry for a fired watch: a one-shot entry taken out of the registry,
+ * or a copy of a persistent one that references its target (*@p copy set:
+ * g_free it after unref). */
+static watch_entry *fired(void *ctx, gboolean *copy) {
+  watch_entry *e = NULL;
+  *copy = FALSE;
+  g_mutex_lock(&registry_mu);
+  if (registry)
+    e = g_hash_table_lookup(registry, ctx);
+  if (e && e->persistent) {
+    watch_entry *dup = g_memdup2(e, sizeof *e);
+    dup->ops->ref(dup->target);
+    e = dup;
+    *copy = TRUE;
+  } else if (e) {
+    g_hash_table_steal(registry, ctx);
+  }
   g_mutex_unlock(&registry_mu);
   return e;
 }
@@ -71,7 +108,8 @@ void zkrc__watch_dispatch(zhandle_t *zh, int type, int state, const char *path,
    * watch stays set: they are not about the watched node. */
   if (type == ZOO_SESSION_EVENT)
     return;
-  watch_entry *e = steal(ctx);
+  gboolean copy;
+  watch_entry *e = fired(ctx, &copy);
   if (e == NULL)
     return; /* cancelled meanwhile */
   atomic_fetch_add(&delivered, 1);

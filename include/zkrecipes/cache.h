@@ -145,8 +145,8 @@ int zkrc_node_cache_new(zkrc_cache **out, zkrc_session *s, const char *path,
 
 /** As zkrc_node_cache_new(), caching the children of @p path (not
  *  @p path itself: zkrc_cache_get(c, path) is ZKRC_ENONODE). */
-int zkrc_children_cache_new(zkrc_cache **out, zkrc_session *s,
-                            const char *path, const zkrc_cache_options *opts);
+int zkrc_children_cache_new(zkrc_cache **out, zkrc_session *s, const char *path,
+                            const zkrc_cache_options *opts);
 
 /** As zkrc_node_cache_new(), caching @p path and its descendants down to
  *  opts->max_depth. */

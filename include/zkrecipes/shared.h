@@ -146,8 +146,7 @@ void zkrc_shared_watch_free(zkrc_shared_watch *w);
  * The counter in a value reported to a zkrc_shared_value_fn.
  * @return ZKRC_OK; ZKRC_EBADNODE (not 4 bytes); ZKRC_EINVAL (NULL).
  */
-int zkrc_shared_count_decode(const zkrc_versioned_value *value,
-                             int32_t *count);
+int zkrc_shared_count_decode(const zkrc_versioned_value *value, int32_t *count);
 
 #ifdef __cplusplus
 }

@@ -1,0 +1,617 @@
+/*
+ * Caches (zkrecipes/cache.h): the reads that keep a copy current.
+ *
+ * Every node in the copy is read with a watch (getData, and getChildren
+ * above the depth limit); a fired watch reads it again; a reconnection or a
+ * new session reads everything again.  The replies are applied to the copy
+ * by cache_tree.c in the order they arrive, which on one connection is the
+ * order the servers processed them: the latest reply about a node wins,
+ * and every change after a read fires that read's watch, so the copy
+ * converges.  Replies from a handle older than the latest one the cache
+ * used are dropped (its own session reads the tree again).
+ *
+ * Watches use one context per cache and handle (a persistent entry in the
+ * watch registry): the ZooKeeper client calls a (function, context) pair
+ * once per event, so reading a node again does not multiply its watches.
+ *
+ * Threads: replies and watches run on ZooKeeper's completion thread,
+ * session events on the session's worker; both only change the copy under
+ * c->mu and send reads after letting it go.  Events wait in c->events and
+ * are told to the listener by drain() on the executor, without c->mu.  Lock
+ * order: c->mu is a recipe's mutex (session_private.h).
+ */
+#include "config.h"
+
+#include <string.h>
+
+#include "cache_tree.h"
+#include "log_internal.h"
+#include "session_internal.h"
+#include "util.h"
+#include "zkrecipes/cache.h"
+#include "zkrecipes/error.h"
+#include "zkrecipes/path.h"
+
+struct zkrc_cache {
+  gint refs; /* the owner's, each read in flight, a posted drain, watches */
+  GMutex mu;
+  GCond cond; /* initialized, closed, dispatching */
+  zkrc_session *s;
+  zkrc__ctree *tree;
+  zkrc_cache_listener_fn listener;
+  void *listener_arg;
+  unsigned long observer;
+  void *watch_ctx; /* registry context for handle watch_gen */
+  uint64_t watch_gen;
+  uint64_t generation; /* the latest handle a read was sent on */
+  int inflight;        /* reads sent, not answered */
+  gboolean incomplete; /* a read failed: the next full read completes it */
+  gboolean initialized, closed, freeing;
+  gboolean down_told;       /* SUSPENDED or LOST told, RECONNECTED not yet */
+  uint64_t lost_generation; /* LOST told for this handle */
+  GQueue events;            /* of zkrc__cache_ev*, for drain() */
+  gboolean drain_posted;
+  GThread *dispatching; /* the thread in the listener now */
+};
+
+typedef enum { READ_DATA, READ_CHILDREN, READ_EXISTS } read_kind;
+
+/* One read in flight: its completion's context. */
+typedef struct read_req {
+  zkrc_cache *c;
+  uint64_t generation;
+  read_kind kind;
+  int attempt;
+  char *path;
+} read_req;
+
+/* What a change under c->mu leaves to do once it is let go. */
+typedef struct work {
+  GPtrArray *reads; /* of read_req* not yet sent */
+  gboolean post_drain;
+} work;
+
+#define MAX_ATTEMPTS 3
+
+static void send_read(zkrc_cache *c, read_req *r);
+static void cache_unref(zkrc_cache *c);
+
+/* ------------------------------------------------------------ lifetime */
+
+static zkrc_cache *cache_ref(zkrc_cache *c) {
+  g_atomic_int_inc(&c->refs);
+  return c;
+}
+
+static void cache_unref(zkrc_cache *c) {
+  if (!g_atomic_int_dec_and_test(&c->refs))
+    return;
+  g_queue_clear_full(&c->events, (GDestroyNotify)zkrc__cache_ev_free);
+  zkrc__ctree_free(c->tree);
+  zkrc__session_unref_recipe(c->s);
+  g_mutex_clear(&c->mu);
+  g_cond_clear(&c->cond);
+  g_free(c);
+}
+
+static void watch_target_ref(void *t) { cache_ref(t); }
+static void watch_target_unref(void *t) { cache_unref(t); }
+static const zkrc__watch_target_ops watch_ops = {watch_target_ref,
+                                                 watch_target_unref};
+
+/* --------------------------------------------------------- the events */
+
+/* Move @p events (from cache_tree.c) to the listener's queue. */
+static void tell_locked(zkrc_cache *c, GQueue *events, work *w) {
+  zkrc__cache_ev *e;
+  while ((e = g_queue_pop_head(events)) != NULL) {
+    if (c->listener == NULL || c->freeing) {
+      zkrc__cache_ev_free(e);
+      continue;
+    }
+    g_queue_push_tail(&c->events, e);
+    if (!c->drain_posted)
+      c->drain_posted = w->post_drain = TRUE;
+  }
+}
+
+static void tell_one_locked(zkrc_cache *c, zkrc_cache_event_type type,
+                            work *w) {
+  GQueue one = G_QUEUE_INIT;
+  g_queue_push_tail(&one, zkrc__cache_ev_new(type, NULL, NULL));
+  tell_locked(c, &one, w);
+}
+
+/* The executor: tell the listener every waiting event, in order. */
+static void drain(void *arg) {
+  zkrc_cache *c = arg;
+  g_mutex_lock(&c->mu);
+  zkrc__cache_ev *e;
+  while (!c->freeing && (e = g_queue_pop_head(&c->events)) != NULL) {
+    c->dispatching = g_thread_self();
+    g_mutex_unlock(&c->mu);
+    c->listener(c, &e->ev, c->listener_arg);
+    zkrc__cache_ev_free(e);
+    g_mutex_lock(&c->mu);
+    c->dispatching = NULL;
+    g_cond_broadcast(&c->cond);
+  }
+  c->drain_posted = FALSE;
+  g_mutex_unlock(&c->mu);
+  cache_unref(c);
+}
+
+/* --------------------------------------------------------------- reads */
+
+static read_req *read_new(zkrc_cache *c, read_kind kind, const char *path) {
+  read_req *r = g_new0(read_req, 1);
+  r->c = cache_ref(c);
+  r->kind = kind;
+  r->path = g_strdup(path);
+  return r;
+}
+
+static void read_free(read_req *r) {
+  cache_unref(r->c);
+  g_free(r->path);
+  g_free(r);
+}
+
+static void want_locked(zkrc_cache *c, work *w, read_kind kind,
+                        const char *path) {
+  if (w->reads == NULL)
+    w->reads = g_ptr_array_new();
+  g_ptr_array_add(w->reads, read_new(c, kind, path));
+}
+
+/* A node to read whole: its data, and its children above the limit. */
+static void want_node_locked(zkrc_cache *c, work *w, const char *path) {
+  want_locked(c, w, READ_DATA, path);
+  if (zkrc__ctree_lists(c->tree, path))
+    want_locked(c, w, READ_CHILDREN, path);
+}
+
+/* Let c->mu go, then send the reads and post the drain it left to do. */
+static void unlock_and_work(zkrc_cache *c, work *w) {
+  g_mutex_unlock(&c->mu);
+  if (w->post_drain)
+    zkrc__session_post(c->s, drain, cache_ref(c));
+  if (w->reads) {
+    for (guint i = 0; i < w->reads->len; i++)
+      send_read(c, g_ptr_array_index(w->reads, i));
+    g_ptr_array_unref(w->reads);
+  }
+}
+
+/* INITIALIZED once nothing is in flight and nothing is missing. */
+static void check_initialized_locked(zkrc_cache *c, work *w) {
+  if (c->initialized || c->inflight > 0 || c->incomplete)
+    return;
+  c->initialized = TRUE;
+  g_cond_broadcast(&c->cond);
+  tell_one_locked(c, ZKRC_CACHE_INITIALIZED, w);
+}
+
+/* A read that got no answer: again at once while the connection it went
+ * on is up (bounded), else at the next full read, after reconnecting. */
+static void retry_locked(zkrc_cache *c, read_req *r, int rc, work *w) {
+  if (rc == ZNOAUTH) {
+    zkrc__log(ZKRC_LOG_WARN, "cache %s: not allowed to read %s; left out",
+              zkrc__ctree_root(c->tree), r->path);
+    return;
+  }
+  if (r->attempt + 1 < MAX_ATTEMPTS &&
+      zkrc__session_connected(c->s, r->generation)) {
+    read_req *again = read_new(c, r->kind, r->path);
+    again->attempt = r->attempt + 1;
+    if (w->reads == NULL)
+      w->reads = g_ptr_array_new();
+    g_ptr_array_add(w->reads, again);
+    return;
+  }
+  c->incomplete = TRUE;
+}
+
+/* Under c->mu: is this reply about the handle the cache reads on now? */
+static gboolean current_locked(zkrc_cache *c, read_req *r) {
+  return !c->freeing && r->generation >= c->generation;
+}
+
+static void read_done_locked(zkrc_cache *c, read_req *r, work *w) {
+  c->inflight--;
+  if (!c->freeing)
+    check_initialized_locked(c, w);
+}
+
+/* The root is gone (or not there yet): watch for its creation. */
+static gboolean is_root(zkrc_cache *c, const char *path) {
+  return strcmp(path, zkrc__ctree_root(c->tree)) == 0;
+}
+
+static void data_done(int rc, const char *value, int value_len,
+                      const struct Stat *stat, const void *data) {
+  read_req *r = (read_req *)data;
+  zkrc_cache *c = r->c;
+  work w = {0};
+  GQueue events = G_QUEUE_INIT;
+  g_mutex_lock(&c->mu);
+  if (current_locked(c, r)) {
+    if (rc == ZOK) {
+      zkrc__ctree_apply_data(c->tree, r->path, value,
+                             value_len > 0 ? (size_t)value_len : 0, stat,
+                             &events);
+    } else if (rc == ZNONODE) {
+      zkrc__ctree_remove(c->tree, r->path, &events);
+      if (is_root(c, r->path))
+        want_locked(c, &w, READ_EXISTS, r->path);
+    } else {
+      retry_locked(c, r, rc, &w);
+    }
+    tell_locked(c, &events, &w);
+  }
+  read_done_locked(c, r, &w);
+  unlock_and_work(c, &w);
+  read_free(r);
+}
+
+static void children_done(int rc, const struct String_vector *names,
+                          const void *data) {
+  read_req *r = (read_req *)data;
+  zkrc_cache *c = r->c;
+  work w = {0};
+  GQueue events = G_QUEUE_INIT;
+  g_mutex_lock(&c->mu);
+  if (current_locked(c, r)) {
+    if (rc == ZOK) {
+      GPtrArray *to_read = g_ptr_array_new_with_free_func(g_free);
+      zkrc__ctree_apply_children(c->tree, r->path, names->data, names->count,
+                                 to_read, &events);
+      for (guint i = 0; i < to_read->len; i++)
+        want_node_locked(c, &w, g_ptr_array_index(to_read, i));
+      g_ptr_array_unref(to_read);
+    } else if (rc == ZNONODE) {
+      zkrc__ctree_remove(c->tree, r->path, &events);
+    } else {
+      retry_locked(c, r, rc, &w);
+    }
+    tell_locked(c, &events, &w);
+  }
+  read_done_locked(c, r, &w);
+  unlock_and_work(c, &w);
+  read_free(r);
+}
+
+static void exists_done(int rc, const struct Stat *stat, const void *data) {
+  (void)stat;
+  read_req *r = (read_req *)data;
+  zkrc_cache *c = r->c;
+  work w = {0};
+  g_mutex_lock(&c->mu);
+  if (current_locked(c, r)) {
+    if (rc == ZOK)
+      want_node_locked(c, &w, r->path); /* created meanwhile */
+    else if (rc != ZNONODE)
+      retry_locked(c, r, rc, &w);
+    /* ZNONODE: the watch waits for its creation. */
+  }
+  read_done_locked(c, r, &w);
+  unlock_and_work(c, &w);
+  read_free(r);
+}
+
+static void on_watch(int type, const char *path, void *target, void *ctx);
+
+/* The watch context for reads on @p conn: one per handle. */
+static void *watch_ctx_locked(zkrc_cache *c, zkrc_conn *conn) {
+  if (c->watch_gen != conn->generation) {
+    if (c->watch_ctx)
+      zkrc__watch_cancel(c->watch_ctx);
+    c->watch_ctx =
+        zkrc__watch_register_persistent(conn, on_watch, c, &watch_ops);
+    c->watch_gen = conn->generation;
+  }
+  return c->watch_ctx;
+}
+
+/* Send @p r (taking it over), or note that it could not be. */
+static void send_read(zkrc_cache *c, read_req *r) {
+  zkrc_conn *conn = zkrc__conn_use(c->s);
+  g_mutex_lock(&c->mu);
+  if (conn == NULL || c->freeing) {
+    if (conn == NULL)
+      c->incomplete = TRUE; /* the next session reads everything */
+    g_mutex_unlock(&c->mu);
+    if (conn)
+      zkrc__conn_unuse(conn);
+    read_free(r);
+    return;
+  }
+  void *ctx = watch_ctx_locked(c, conn);
+  if (conn->generation > c->generation)
+    c->generation = conn->generation;
+  r->generation = conn->generation;
+  c->inflight++;
+  g_mutex_unlock(&c->mu);
+
+  zhandle_t *zh = conn->zh;
+  watcher_fn wf = zkrc__watch_dispatch;
+  int rc;
+  switch (r->kind) {
+  case READ_DATA:
+    rc = zoo_awget(zh, r->path, wf, ctx, data_done, r);
+    break;
+  case READ_CHILDREN:
+    rc = zoo_awget_children(zh, r->path, wf, ctx, children_done, r);
+    break;
+  default:
+    rc = zoo_awexists(zh, r->path, wf, ctx, exists_done, r);
+    break;
+  }
+  zkrc__sent(c->s, rc);
+  zkrc__conn_unuse(conn);
+  if (rc == ZOK)
+    return;
+  /* Not queued: no completion will run. */
+  work w = {0};
+  g_mutex_lock(&c->mu);
+  if (!c->freeing)
+    c->incomplete = TRUE;
+  read_done_locked(c, r, &w);
+  unlock_and_work(c, &w);
+  read_free(r);
+}
+
+/* A watch fired (completion thread): read what it is about again. */
+static void on_watch(int type, const char *path, void *target, void *ctx) {
+  (void)ctx;
+  zkrc_cache *c = target;
+  work w = {0};
+  GQueue events = G_QUEUE_INIT;
+  g_mutex_lock(&c->mu);
+  if (c->freeing || path == NULL) {
+    g_mutex_unlock(&c->mu);
+    return;
+  }
+  gboolean cached = zkrc__ctree_has(c->tree, path);
+  if (type == ZOO_CREATED_EVENT && is_root(c, path)) {
+    want_node_locked(c, &w, path);
+  } else if (type == ZOO_DELETED_EVENT) {
+    zkrc__ctree_remove(c->tree, path, &events);
+    if (is_root(c, path))
+      want_locked(c, &w, READ_EXISTS, path);
+  } else if (type == ZOO_CHANGED_EVENT && cached) {
+    want_locked(c, &w, READ_DATA, path);
+  } else if (type == ZOO_CHILD_EVENT && cached &&
+             zkrc__ctree_lists(c->tree, path)) {
+    want_locked(c, &w, READ_CHILDREN, path);
+  }
+  tell_locked(c, &events, &w);
+  unlock_and_work(c, &w);
+}
+
+/* --------------------------------------------------- reading it all */
+
+/* Read every node in the copy again, and the root when it is not in it:
+ * what a new connection or session may have missed. */
+static void read_all(zkrc_cache *c) {
+  work w = {0};
+  g_mutex_lock(&c->mu);
+  if (c->freeing) {
+    g_mutex_unlock(&c->mu);
+    return;
+  }
+  c->incomplete = FALSE;
+  const char *root = zkrc__ctree_root(c->tree);
+  if (!zkrc__ctree_has(c->tree, root))
+    want_node_locked(c, &w, root);
+  GPtrArray *paths = zkrc__ctree_paths(c->tree);
+  for (guint i = 0; i < paths->len; i++)
+    want_node_locked(c, &w, g_ptr_array_index(paths, i));
+  g_ptr_array_unref(paths);
+  unlock_and_work(c, &w);
+}
+
+/* Session events (the session's worker). */
+static void on_session(zkrc_session *s, zkrc_session_event ev,
+                       uint64_t generation, void *arg) {
+  (void)s;
+  zkrc_cache *c = arg;
+  work w = {0};
+  gboolean read = FALSE;
+  g_mutex_lock(&c->mu);
+  switch (ev) {
+  case ZKRC_SESSION_EVENT_CONNECTED:
+  case ZKRC_SESSION_EVENT_RECONNECTED:
+    if (c->down_told)
+      tell_one_locked(c, ZKRC_CACHE_RECONNECTED, &w);
+    c->down_told = FALSE;
+    read = TRUE;
+    break;
+  case ZKRC_SESSION_EVENT_SUSPENDED:
+    tell_one_locked(c, ZKRC_CACHE_SUSPENDED, &w);
+    c->down_told = TRUE;
+    break;
+  case ZKRC_SESSION_EVENT_LOST:
+  case ZKRC_SESSION_EVENT_EXPIRED:
+    if (c->lost_generation != generation)
+      tell_one_locked(c, ZKRC_CACHE_LOST, &w);
+    c->lost_generation = generation;
+    c->down_told = TRUE;
+    break;
+  case ZKRC_SESSION_EVENT_CLOSED:
+  case ZKRC_SESSION_EVENT_AUTH_FAILED:
+    if (!c->closed)
+      tell_one_locked(c, ZKRC_CACHE_LOST, &w);
+    c->closed = TRUE;
+    g_cond_broadcast(&c->cond);
+    break;
+  default:
+    break;
+  }
+  unlock_and_work(c, &w);
+  if (read)
+    read_all(c);
+}
+
+/* ------------------------------------------------------------ the API */
+
+void zkrc_cache_options_init(zkrc_cache_options *opts) {
+  if (opts == NULL)
+    return;
+  memset(opts, 0, sizeof *opts);
+  opts->size = sizeof *opts;
+  opts->max_depth = -1;
+}
+
+/* The three shapes of one engine. */
+typedef enum { SHAPE_NODE, SHAPE_CHILDREN, SHAPE_TREE } cache_shape;
+
+static int cache_new(zkrc_cache **out, zkrc_session *s, const char *path,
+                     const zkrc_cache_options *given, cache_shape shape) {
+  if (out)
+    *out = NULL;
+  zkrc_cache_options o;
+  zkrc_cache_options_init(&o);
+  if (out == NULL || s == NULL || zkrc_path_validate(path, NULL) != ZKRC_OK ||
+      !zkrc__options_take(&o, sizeof o, given) || o.max_depth < -1)
+    return zkrc__fail(ZKRC_EINVAL);
+  zkrc_cache *c = g_new0(zkrc_cache, 1);
+  c->refs = 1;
+  g_mutex_init(&c->mu);
+  g_cond_init(&c->cond);
+  g_queue_init(&c->events);
+  c->s = zkrc__session_ref_recipe(s);
+  int depth = shape == SHAPE_NODE       ? 0
+              : shape == SHAPE_CHILDREN ? 1
+                                        : o.max_depth;
+  c->tree = zkrc__ctree_new(path, depth, shape == SHAPE_CHILDREN);
+  c->listener = o.listener;
+  c->listener_arg = o.listener_arg;
+  gboolean closed = FALSE;
+  c->observer = zkrc__session_observe(s, on_session, c, &closed);
+  if (closed) {
+    zkrc__session_unobserve(s, c->observer);
+    cache_unref(c);
+    return zkrc__fail(ZKRC_ECLOSED);
+  }
+  read_all(c);
+  *out = c;
+  return ZKRC_OK;
+}
+
+int zkrc_node_cache_new(zkrc_cache **out, zkrc_session *s, const char *path,
+                        const zkrc_cache_options *opts) {
+  return cache_new(out, s, path, opts, SHAPE_NODE);
+}
+
+int zkrc_children_cache_new(zkrc_cache **out, zkrc_session *s, const char *path,
+                            const zkrc_cache_options *opts) {
+  return cache_new(out, s, path, opts, SHAPE_CHILDREN);
+}
+
+int zkrc_tree_cache_new(zkrc_cache **out, zkrc_session *s, const char *path,
+                        const zkrc_cache_options *opts) {
+  return cache_new(out, s, path, opts, SHAPE_TREE);
+}
+
+int zkrc_cache_wait_initialized(zkrc_cache *c, int timeout_ms) {
+  if (c == NULL || timeout_ms < ZKRC_WAIT_FOREVER)
+    return zkrc__fail(ZKRC_EINVAL);
+  int64_t deadline = zkrc__deadline_after(timeout_ms);
+  g_mutex_lock(&c->mu);
+  while (!c->initialized && !c->closed &&
+         zkrc__cond_wait_until(&c->cond, &c->mu, deadline))
+    ;
+  int err = c->initialized ? ZKRC_OK
+            : c->closed    ? ZKRC_ECLOSED
+                           : ZKRC_ETIMEDOUT;
+  g_mutex_unlock(&c->mu);
+  return err == ZKRC_OK ? ZKRC_OK : zkrc__fail(err);
+}
+
+int zkrc_cache_get(zkrc_cache *c, const char *path,
+                   const zkrc_cache_node **out) {
+  if (out)
+    *out = NULL;
+  if (c == NULL || out == NULL ||
+      (path && zkrc_path_validate(path, NULL) != ZKRC_OK))
+    return zkrc__fail(ZKRC_EINVAL);
+  g_mutex_lock(&c->mu);
+  *out = zkrc__ctree_get(c->tree, path ? path : zkrc__ctree_root(c->tree));
+  g_mutex_unlock(&c->mu);
+  return *out ? ZKRC_OK : zkrc__fail(ZKRC_ENONODE);
+}
+
+int zkrc_cache_snapshot(zkrc_cache *c, const zkrc_cache_node ***nodes,
+                        size_t *count) {
+  if (nodes)
+    *nodes = NULL;
+  if (count)
+    *count = 0;
+  if (c == NULL || nodes == NULL || count == NULL)
+    return zkrc__fail(ZKRC_EINVAL);
+  g_mutex_lock(&c->mu);
+  *nodes = zkrc__ctree_snapshot(c->tree, count);
+  g_mutex_unlock(&c->mu);
+  return ZKRC_OK;
+}
+
+void zkrc_cache_nodes_free(const zkrc_cache_node **nodes, size_t count) {
+  if (nodes == NULL)
+    return;
+  for (size_t i = 0; i < count; i++)
+    zkrc_cache_node_unref(nodes[i]);
+  g_free(nodes);
+}
+
+size_t zkrc_cache_size(zkrc_cache *c) {
+  if (c == NULL)
+    return 0;
+  g_mutex_lock(&c->mu);
+  size_t n = zkrc__ctree_size(c->tree);
+  g_mutex_unlock(&c->mu);
+  return n;
+}
+
+const char *zkrc_cache_path(zkrc_cache *c) {
+  return c ? zkrc__ctree_root(c->tree) : NULL;
+}
+
+const char *zkrc_cache_event_name(zkrc_cache_event_type type) {
+  switch (type) {
+  case ZKRC_CACHE_NODE_ADDED:
+    return "ADDED";
+  case ZKRC_CACHE_NODE_UPDATED:
+    return "UPDATED";
+  case ZKRC_CACHE_NODE_REMOVED:
+    return "REMOVED";
+  case ZKRC_CACHE_INITIALIZED:
+    return "INITIALIZED";
+  case ZKRC_CACHE_SUSPENDED:
+    return "SUSPENDED";
+  case ZKRC_CACHE_RECONNECTED:
+    return "RECONNECTED";
+  case ZKRC_CACHE_LOST:
+    return "LOST";
+  }
+  return "?";
+}
+
+void zkrc_cache_free(zkrc_cache *c) {
+  if (c == NULL)
+    return;
+  /* No session event reaches the cache after this. */
+  zkrc__session_unobserve(c->s, c->observer);
+  g_mutex_lock(&c->mu);
+  c->freeing = TRUE;
+  void *ctx = c->watch_ctx;
+  c->watch_ctx = NULL;
+  g_queue_clear_full(&c->events, (GDestroyNotify)zkrc__cache_ev_free);
+  while (c->dispatching && c->dispatching != g_thread_self())
+    g_cond_wait(&c->cond, &c->mu);
+  g_cond_broadcast(&c->cond);
+  g_mutex_unlock(&c->mu);
+  if (ctx)
+    zkrc__watch_cancel(ctx);
+  cache_unref(c);
+}
