@@ -491,6 +491,17 @@ static int writer_wait_budget(writer *w, int timeout_ms) {
   return ok;
 }
 
+/* Wait until @p n changes are done. */
+static int writer_wait_completed(writer *w, int n, int timeout_ms) {
+  int64_t deadline = g_get_monotonic_time() + (int64_t)timeout_ms * 1000;
+  g_mutex_lock(&w->mu);
+  while (w->completed < n && g_cond_wait_until(&w->cond, &w->mu, deadline))
+    ;
+  int ok = w->completed >= n;
+  g_mutex_unlock(&w->mu);
+  return ok;
+}
+
 static void writer_init(writer *w, zhandle_t *zh, const char *root,
                         guint32 seed, int total) {
   memset(w, 0, sizeof *w);
@@ -614,10 +625,16 @@ static int inject(fault f, zkrc_session *s, recorder *r, zhandle_t *watcher_zh,
       CU_ASSERT_EQUAL(zkrc_proxy_drop_all(zkt_ensemble(), i), 0);
     return wait_back(r, lost, back + 1, 15000);
   case EXPIRE: {
-    int64_t id = zkrc_session_id(s);
-    if (id == 0 ||
-        zkrc_ensemble_expire_session_id(zkt_ensemble(), id, 10000) != 0)
+    int64_t id = zkrc_session_wait_connected(s, 10000) == ZKRC_OK
+                     ? zkrc_session_id(s)
+                     : 0;
+    int rc = id ? zkrc_ensemble_expire_session_id(zkt_ensemble(), id, 10000)
+                : -1;
+    if (rc != 0) {
+      fprintf(stderr, "\nexpire: session %#" PRIx64 " (state %s): %d\n", id,
+              zkrc_session_state_name(zkrc_session_get_state(s)), rc);
       return 0;
+    }
     ++*expiries;
     return wait_back(r, lost + 1, back + 1, 20000);
   }
@@ -745,6 +762,9 @@ static int run_faults(writer *w, zkrc_session *s, recorder *r,
     int before = writer_completed(w);
     int64_t t0 = zkt_now_ms();
     writer_grant(w, per_phase);
+    /* Mid-batch: changes go on while the cache reconnects and reads. */
+    CU_ASSERT_TRUE(writer_wait_completed(w, before + per_phase / 3, 30000));
+    before = writer_completed(w);
     int ok = inject(schedule[k], s, r, watcher_zh, eph, expiries);
     int during = writer_completed(w) - before;
     printf("fault %d: %-24s %s in %5" PRId64 " ms, %4d changes meanwhile\n",
