@@ -61,6 +61,7 @@ typedef struct recorder {
   GHashTable *live; /* the replay so far */
   int counts[8];
   int last_conn; /* the last connection event, 0 if none */
+  gint in_listener, overlaps; /* calls at once: one event at a time */
 } recorder;
 
 static void recorder_init(recorder *r) {
@@ -72,6 +73,7 @@ static void recorder_init(recorder *r) {
 }
 
 static void recorder_clear(recorder *r) {
+  CU_ASSERT_EQUAL(g_atomic_int_get(&r->overlaps), 0);
   for (guint i = 0; i < r->events->len; i++)
     cc_event_clear(&g_array_index(r->events, cc_event, i));
   g_array_free(r->events, TRUE);
@@ -97,9 +99,18 @@ static void recorder_add(recorder *r, const zkrc_cache_event *ev) {
 
 static void record(zkrc_cache *c, const zkrc_cache_event *ev, void *arg) {
   recorder *r = arg;
+  if (g_atomic_int_add(&r->in_listener, 1) > 0)
+    g_atomic_int_inc(&r->overlaps);
+  /* Reads of the copy from the listener: they would deadlock were the
+   * cache's mutex held around us. */
+  const zkrc_cache_node *n = NULL;
+  if (ev->node && zkrc_cache_get(c, ev->node->path, &n) == ZKRC_OK)
+    zkrc_cache_node_unref(n);
+  (void)zkrc_cache_size(c);
   g_mutex_lock(&r->mu);
   recorder_add(r, ev);
   g_mutex_unlock(&r->mu);
+  g_atomic_int_add(&r->in_listener, -1);
 }
 
 /* Wait until @p met(r, arg) (called with r->mu held), at most
@@ -683,6 +694,12 @@ static int marker_met(recorder *r, void *arg) {
   if (v == NULL || v->mzxid != m->mzxid)
     return 0;
   return m->tree == NULL || cc_state_diff(m->tree, r->live, NULL) == 0;
+}
+
+/* The replay equal to m->tree (the marker unused). */
+static int empty_and_diff_met(recorder *r, void *arg) {
+  marker_want *m = arg;
+  return cc_state_diff(m->tree, r->live, NULL) == 0;
 }
 
 static int64_t set_marker(zhandle_t *zh, const char *path, const char *data) {
@@ -1273,6 +1290,66 @@ static void test_data_with_nul_bytes_empty_and_null(void) {
   g_free(dir);
 }
 
+/* The cache's root deleted with everything under it, then created again:
+ * everything REMOVED, then ADDED again (the root is watched until it
+ * exists), for a tree cache and a children cache - this one made before
+ * its parent exists. */
+static void check_root_gone_and_back(int kind, const char *root,
+                                     zhandle_t *zh, zkrc_session *s) {
+  recorder r;
+  recorder_init(&r);
+  zkrc_cache *c = new_cache(kind, s, root, &r, -1);
+  static const char *const names[] = {"a", "a/b", "c"};
+  int lo = kind == 1, hi = kind == 1 ? 1 : -1; /* children: depth 1 */
+  cc_scope scope = {root, lo, hi};
+  for (int round = 0; round < 3; round++) {
+    zkt_make_path(zh, root);
+    for (size_t i = 0; i < G_N_ELEMENTS(names); i++) {
+      char *p = child(root, names[i]);
+      create_node(zh, p, names[i]);
+      g_free(p);
+    }
+    char *marker = child(root, "c");
+    GHashTable *servers = servers_tree(zh, root, lo, hi);
+    marker_want m = {marker, zkt_czxid(zh, marker), servers};
+    CU_ASSERT_TRUE(recorder_wait(&r, marker_met, &m, 10000));
+    g_hash_table_destroy(servers);
+    /* Gone, deepest first. */
+    for (size_t i = G_N_ELEMENTS(names); i-- > 0;) {
+      char *p = child(root, names[i]);
+      CU_ASSERT_EQUAL(zoo_delete(zh, p, -1), ZOK);
+      g_free(p);
+    }
+    CU_ASSERT_EQUAL(zoo_delete(zh, root, -1), ZOK);
+    GHashTable *none = cc_state_new();
+    marker_want gone = {"/", -1, none}; /* "/" never cached: diff only */
+    CU_ASSERT_TRUE(recorder_wait(&r, empty_and_diff_met, &gone, 10000));
+    g_hash_table_destroy(none);
+    g_free(marker);
+  }
+  GHashTable *servers = cc_state_new();
+  CU_ASSERT_EQUAL(replay_violations(&r, &scope, servers), 0);
+  g_hash_table_destroy(servers);
+  printf("(%s: %d ADDED, %d REMOVED) ", kind == 1 ? "children" : "tree",
+         r.counts[ZKRC_CACHE_NODE_ADDED], r.counts[ZKRC_CACHE_NODE_REMOVED]);
+  CU_ASSERT_EQUAL(zkrc_cache_size(c), 0);
+  zkrc_cache_free(c);
+  recorder_clear(&r);
+}
+
+static void test_root_deleted_and_created_again(void) {
+  char *t = zkt_path("root-gone");
+  char *tree = child(t, "tree"), *kids = child(t, "kids");
+  zhandle_t *zh = direct();
+  zkt_make_path(zh, t);
+  zkrc_session *s = zkt_session();
+  check_root_gone_and_back(2, tree, zh, s);
+  check_root_gone_and_back(1, kids, zh, s);
+  zkrc_session_close(s);
+  zookeeper_close(zh);
+  g_free(tree), g_free(kids), g_free(t);
+}
+
 /* ------------------------------------------------ freeing a busy cache */
 
 /* A listener that frees its cache on @p trigger's ADDED, or blocks on its
@@ -1284,6 +1361,7 @@ typedef struct freeing {
   int block_first;     /* hold the first call until gate */
   int gate, blocked, free_called, free_returned;
   int calls, calls_after_free;
+  const zkrc_cache_node *kept; /* the trigger's node, referenced */
 } freeing;
 
 static void freeing_listener(zkrc_cache *c, const zkrc_cache_event *ev,
@@ -1304,6 +1382,7 @@ static void freeing_listener(zkrc_cache *c, const zkrc_cache_event *ev,
   }
   g_mutex_unlock(&f->r.mu);
   if (mine) {
+    f->kept = zkrc_cache_node_ref(ev->node); /* outlives the cache */
     zkrc_cache_free(c);
     g_mutex_lock(&f->r.mu);
     f->free_returned = 1;
@@ -1342,6 +1421,8 @@ static void test_free_from_its_own_listener(void) {
   recorder wr;
   recorder_init(&wr);
   zkrc_cache *witness = new_cache(0, s, w, &wr, -1);
+  const zkrc_cache_node *got = NULL;
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_cache_get(f.c, NULL, &got));
   create_node(zh, trigger, "go");
   CU_ASSERT_TRUE(recorder_wait(&f.r, flag_set, &f.free_returned, 10000));
   for (int i = 0; i < 20; i++) {
@@ -1357,6 +1438,14 @@ static void test_free_from_its_own_listener(void) {
   g_mutex_lock(&f.r.mu);
   CU_ASSERT_EQUAL(f.calls_after_free, 0);
   g_mutex_unlock(&f.r.mu);
+  /* Nodes handed out stay valid until given back (valgrind sees it). */
+  CU_ASSERT_PTR_NOT_NULL_FATAL(f.kept);
+  CU_ASSERT_STRING_EQUAL(f.kept->path, trigger);
+  CU_ASSERT_TRUE(f.kept->len == 2 && memcmp(f.kept->data, "go", 2) == 0);
+  CU_ASSERT_PTR_NOT_NULL_FATAL(got);
+  CU_ASSERT_STRING_EQUAL(got->path, t);
+  zkrc_cache_node_unref(f.kept);
+  zkrc_cache_node_unref(got);
   recorder_clear(&f.r);
   recorder_clear(&wr);
   zookeeper_close(zh);
@@ -1570,6 +1659,8 @@ static void add_suites(void) {
              test_atomic_recreation_is_one_update},
             {"INITIALIZED comes with the whole tree",
              test_initialized_comes_with_the_whole_tree},
+            {"root deleted and created again",
+             test_root_deleted_and_created_again},
             {"closed session is ECLOSED", test_closed_session_is_eclosed});
 }
 
