@@ -866,6 +866,57 @@ static void check_end(zkrc_cache *c, recorder *r, writer *w,
   g_hash_table_destroy(final);
 }
 
+/* Other shapes on the same session, through the same faults. */
+typedef struct bystander {
+  const char *name;
+  int kind; /* 0 node, 1 children, 2 tree */
+  char *path;
+  int max_depth;
+  recorder r;
+  zkrc_cache *c;
+} bystander;
+
+static void bystander_start(bystander *b, zkrc_session *s) {
+  recorder_init(&b->r);
+  zkrc_cache_options o;
+  zkrc_cache_options_init(&o);
+  o.listener = record;
+  o.listener_arg = &b->r;
+  o.max_depth = b->max_depth;
+  int rc = b->kind == 0   ? zkrc_node_cache_new(&b->c, s, b->path, &o)
+           : b->kind == 1 ? zkrc_children_cache_new(&b->c, s, b->path, &o)
+                          : zkrc_tree_cache_new(&b->c, s, b->path, &o);
+  ZKT_ASSERT_RC(ZKRC_OK, rc);
+}
+
+/* Converged to the servers (who are quiet now), lawfully. */
+static void bystander_check(bystander *b, zhandle_t *zh, int expiries) {
+  int lo = b->kind == 1, hi = b->kind == 0 ? 0 : b->kind == 1 ? 1 : b->max_depth;
+  GHashTable *servers = servers_tree(zh, b->path, lo, hi);
+  marker_want m = {NULL, 0, servers};
+  int converged = recorder_wait(&b->r, empty_and_diff_met, &m, 15000);
+  CU_ASSERT_TRUE(converged);
+  GHashTable *snap = snapshot_state(b->c);
+  CU_ASSERT_EQUAL(cc_state_diff(servers, snap, NULL), 0);
+  cc_scope scope = {b->path, lo, hi};
+  CU_ASSERT_EQUAL(replay_violations(&b->r, &scope, servers), 0);
+  cc_replay rp;
+  g_mutex_lock(&b->r.mu);
+  cc_replay_run((cc_event *)b->r.events->data, b->r.events->len, &scope, &rp);
+  g_mutex_unlock(&b->r.mu);
+  CU_ASSERT_EQUAL(rp.counts[ZKRC_CACHE_INITIALIZED], 1);
+  CU_ASSERT_FALSE(rp.down_at_end);
+  CU_ASSERT(rp.counts[ZKRC_CACHE_LOST] >= expiries);
+  printf("%s: %u nodes, %s; %ld ADDED, %ld UPDATED, %ld REMOVED, %ld LOST\n",
+         b->name, g_hash_table_size(servers),
+         converged ? "converged" : "NOT converged",
+         rp.counts[ZKRC_CACHE_NODE_ADDED], rp.counts[ZKRC_CACHE_NODE_UPDATED],
+         rp.counts[ZKRC_CACHE_NODE_REMOVED], rp.counts[ZKRC_CACHE_LOST]);
+  cc_replay_clear(&rp);
+  g_hash_table_destroy(snap);
+  g_hash_table_destroy(servers);
+}
+
 static void test_tree_cache_converges_through_faults(void) {
   guint32 seed = chosen_seed();
   printf("(seed %u: ZKT_CACHE_SEED=%u reproduces the writer) ", seed, seed);
@@ -884,6 +935,19 @@ static void test_tree_cache_converges_through_faults(void) {
   recorder_init(&r);
   zkrc_cache *c = start_cache(s, root, &r, -1);
   ZKT_ASSERT_RC(ZKRC_OK, zkrc_cache_wait_initialized(c, 15000));
+  bystander others[3];
+  memset(others, 0, sizeof others);
+  others[0] = (bystander){.name = "children cache of the root", .kind = 1,
+                          .path = g_strdup(root), .max_depth = -1};
+  others[1] = (bystander){.name = "node cache of a0", .kind = 0,
+                          .path = g_strdup_printf("%s/a0", root),
+                          .max_depth = -1};
+  others[2] = (bystander){.name = "tree cache to depth 2", .kind = 2,
+                          .path = g_strdup(root), .max_depth = 2};
+  for (size_t i = 0; i < G_N_ELEMENTS(others); i++) {
+    bystander_start(&others[i], s);
+    ZKT_ASSERT_RC(ZKRC_OK, zkrc_cache_wait_initialized(others[i].c, 15000));
+  }
 
   GThread *t = g_thread_new("writer", writer_run, &w);
   int expiries = 0;
@@ -901,7 +965,14 @@ static void test_tree_cache_converges_through_faults(void) {
   GRand *rand = g_rand_new_with_seed(seed);
   check_end(c, &r, &w, marker, at_start, expiries, rand);
   g_rand_free(rand);
+  for (size_t i = 0; i < G_N_ELEMENTS(others); i++)
+    bystander_check(&others[i], zh, expiries);
   print_counts(&r, &w, good, expiries, zkt_now_ms() - t0, seed);
+  for (size_t i = 0; i < G_N_ELEMENTS(others); i++) {
+    zkrc_cache_free(others[i].c);
+    recorder_clear(&others[i].r);
+    g_free(others[i].path);
+  }
 
   zkrc_cache_free(c);
   zkrc_session_close(s);
