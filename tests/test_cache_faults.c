@@ -62,6 +62,7 @@ typedef struct recorder {
   int counts[8];
   int last_conn; /* the last connection event, 0 if none */
   gint in_listener, overlaps; /* calls at once: one event at a time */
+  GString *timeline; /* connection events, with the session's, timed */
 } recorder;
 
 static void recorder_init(recorder *r) {
@@ -70,6 +71,7 @@ static void recorder_init(recorder *r) {
   g_cond_init(&r->cond);
   r->events = g_array_new(FALSE, FALSE, sizeof(cc_event));
   r->live = cc_state_new();
+  r->timeline = g_string_new(NULL);
 }
 
 static void recorder_clear(recorder *r) {
@@ -78,6 +80,7 @@ static void recorder_clear(recorder *r) {
     cc_event_clear(&g_array_index(r->events, cc_event, i));
   g_array_free(r->events, TRUE);
   g_hash_table_destroy(r->live);
+  g_string_free(r->timeline, TRUE);
   g_mutex_clear(&r->mu);
   g_cond_clear(&r->cond);
 }
@@ -89,8 +92,11 @@ static void recorder_add(recorder *r, const zkrc_cache_event *ev) {
     cc_state_put(r->live, e.path, &e.node);
   else if (e.type == ZKRC_CACHE_NODE_REMOVED)
     g_hash_table_remove(r->live, e.path);
-  else if (e.type >= ZKRC_CACHE_SUSPENDED)
+  else if (e.type >= ZKRC_CACHE_SUSPENDED) {
     r->last_conn = e.type;
+    g_string_append_printf(r->timeline, " %" PRId64 ":cache-%s",
+                           zkt_now_ms() % 100000, cc_type_name(e.type));
+  }
   if (e.type >= 1 && e.type <= 7)
     r->counts[e.type]++;
   g_array_append_val(r->events, e);
@@ -553,14 +559,33 @@ typedef enum fault {
   DROP,              /* every proxy closes its connections */
   EXPIRE,            /* the session expired on demand */
   BLACKHOLE_SUSPEND, /* black-holed until the cache says SUSPENDED */
-  BLACKHOLE_EXPIRE   /* black-holed until the servers expired the session */
+  BLACKHOLE_EXPIRE,  /* black-holed until the servers expired the session */
+  DROP_REPLY,        /* a read carried out, its reply lost, the connection
+                      * closed */
+  DELAY              /* every packet 40 ms late while changes are made */
 } fault;
 
 static const char *fault_name(fault f) {
-  return f == DROP      ? "drop"
-         : f == EXPIRE  ? "expire"
-         : f == BLACKHOLE_SUSPEND ? "black-hole (suspended)"
-                                  : "black-hole (expired)";
+  static const char *const names[] = {
+      "drop",       "expire",          "black-hole (suspended)",
+      "black-hole (expired)", "reply lost", "delay"};
+  return names[f];
+}
+
+static int current_server(zhandle_t *zh, void *arg) {
+  const char *server = zoo_get_current_server(zh);
+  g_strlcpy(arg, server ? server : "", 64);
+  return 0;
+}
+
+/* The index of the proxy session @p s is connected through, or -1. */
+static int proxy_of(zkrc_session *s) {
+  char server[64] = "";
+  zkrc_session_with_handle(s, current_server, server);
+  for (int i = 0; i < zkrc_ensemble_size(zkt_ensemble()); i++)
+    if (strcmp(server, zkrc_ensemble_member_address(zkt_ensemble(), i)) == 0)
+      return i;
+  return -1;
 }
 
 static void blackhole_all(int ms) {
@@ -623,8 +648,11 @@ static int blackhole_until_expired(zkrc_session *s, zhandle_t *watcher_zh,
 
 /* Inject @p f and wait until the cache is back.  Returns non-zero when
  * everything happened as it should. */
+static int writer_completed(writer *w);
+static int writer_wait_completed(writer *w, int n, int timeout_ms);
+
 static int inject(fault f, zkrc_session *s, recorder *r, zhandle_t *watcher_zh,
-                  const char *eph, int *expiries) {
+                  const char *eph, int *expiries, writer *w, int changes) {
   g_mutex_lock(&r->mu);
   int lost = r->counts[ZKRC_CACHE_LOST];
   int back = r->counts[ZKRC_CACHE_RECONNECTED];
@@ -649,6 +677,24 @@ static int inject(fault f, zkrc_session *s, recorder *r, zhandle_t *watcher_zh,
     ++*expiries;
     return wait_back(r, lost + 1, back + 1, 20000);
   }
+  case DROP_REPLY: {
+    /* The next read through the session's proxy: its reply is lost. */
+    int proxy = zkrc_session_wait_connected(s, 10000) == ZKRC_OK
+                    ? proxy_of(s)
+                    : -1;
+    if (proxy < 0 ||
+        zkrc_proxy_drop_after_next_request(zkt_ensemble(), proxy) != 0)
+      return 0;
+    return wait_back(r, lost, back + 1, 15000);
+  }
+  case DELAY: {
+    for (int i = 0; i < zkrc_ensemble_size(zkt_ensemble()); i++)
+      CU_ASSERT_EQUAL(zkrc_proxy_delay(zkt_ensemble(), i, 40), 0);
+    int ok = writer_wait_completed(w, writer_completed(w) + changes, 30000);
+    for (int i = 0; i < zkrc_ensemble_size(zkt_ensemble()); i++)
+      CU_ASSERT_EQUAL(zkrc_proxy_delay(zkt_ensemble(), i, 0), 0);
+    return ok;
+  }
   case BLACKHOLE_SUSPEND: {
     blackhole_all(60000);
     int ok = wait_count(r, ZKRC_CACHE_SUSPENDED, suspended + 1, 15000);
@@ -665,9 +711,10 @@ static int inject(fault f, zkrc_session *s, recorder *r, zhandle_t *watcher_zh,
 
 /* ------------------------------------------------------------ the proof */
 
-static const fault schedule[] = {DROP,   EXPIRE,           BLACKHOLE_SUSPEND,
-                                 EXPIRE, BLACKHOLE_EXPIRE, DROP,
-                                 EXPIRE, BLACKHOLE_SUSPEND, DROP};
+static const fault schedule[] = {
+    DROP,       EXPIRE, BLACKHOLE_SUSPEND, DELAY,  EXPIRE,
+    BLACKHOLE_EXPIRE, DROP_REPLY, DROP, EXPIRE, BLACKHOLE_SUSPEND,
+    DROP_REPLY, DROP};
 #define FAULTS ((int)G_N_ELEMENTS(schedule))
 
 static guint32 chosen_seed(void) {
@@ -782,14 +829,20 @@ static int run_faults(writer *w, zkrc_session *s, recorder *r,
     /* Mid-batch: changes go on while the cache reconnects and reads. */
     CU_ASSERT_TRUE(writer_wait_completed(w, before + per_phase / 3, 30000));
     before = writer_completed(w);
-    int ok = inject(schedule[k], s, r, watcher_zh, eph, expiries);
+    int ok = inject(schedule[k], s, r, watcher_zh, eph, expiries, w,
+                    per_phase / 2);
     int during = writer_completed(w) - before;
     printf("fault %d: %-24s %s in %5" PRId64 " ms, %4d changes meanwhile\n",
            k + 1, fault_name(schedule[k]), ok ? "recovered" : "FAILED",
            zkt_now_ms() - t0, during);
-    if (!ok)
-      fprintf(stderr, "\nfault %d (%s) did not go as it should\n", k + 1,
-              fault_name(schedule[k]));
+    if (!ok) {
+      g_mutex_lock(&r->mu);
+      fprintf(stderr, "\nfault %d (%s) did not go as it should; at %" PRId64
+              " ms (mod 100 s), the timeline:%s\n", k + 1,
+              fault_name(schedule[k]), zkt_now_ms() % 100000,
+              r->timeline->str);
+      g_mutex_unlock(&r->mu);
+    }
     good += ok;
     CU_ASSERT_TRUE(writer_wait_budget(w, 30000));
     g_free(eph);
@@ -814,6 +867,7 @@ static void print_counts(recorder *r, writer *w, int faults, int expiries,
 static void check_end(zkrc_cache *c, recorder *r, writer *w,
                       const char *marker, GHashTable *at_start,
                       int expiries, GRand *rand) {
+  int64_t t_end = zkt_now_ms();
   int64_t mz = set_marker(w->zh, marker, "end");
   GHashTable *servers = servers_tree(w->zh, w->root, 0, -1);
   marker_want m = {marker, mz, servers};
@@ -825,8 +879,9 @@ static void check_end(zkrc_cache *c, recorder *r, writer *w,
   if (why->len)
     fprintf(stderr, "\nsnapshot differs from the servers:\n%s", why->str);
   CU_ASSERT_EQUAL(zkrc_cache_size(c), g_hash_table_size(servers));
-  printf("end: %u nodes in the tree, cache %s\n", g_hash_table_size(servers),
-         converged ? "converged" : "NOT converged");
+  printf("end: %u nodes in the tree, cache %s in %.1f s\n",
+         g_hash_table_size(servers), converged ? "converged" : "NOT converged",
+         (double)(zkt_now_ms() - t_end) / 1000);
 
   /* Quiet: one more change, one event. */
   guint before = event_count(r);
@@ -917,6 +972,16 @@ static void bystander_check(bystander *b, zhandle_t *zh, int expiries) {
   g_hash_table_destroy(servers);
 }
 
+static void on_session_event(zkrc_session *s, zkrc_session_event ev,
+                             void *arg) {
+  recorder *r = arg;
+  g_mutex_lock(&r->mu);
+  g_string_append_printf(r->timeline, " %" PRId64 ":session-%s(%#" PRIx64 ")",
+                         zkt_now_ms() % 100000, zkrc_session_event_name(ev),
+                         zkrc_session_id(s));
+  g_mutex_unlock(&r->mu);
+}
+
 static void test_tree_cache_converges_through_faults(void) {
   guint32 seed = chosen_seed();
   printf("(seed %u: ZKT_CACHE_SEED=%u reproduces the writer) ", seed, seed);
@@ -933,6 +998,8 @@ static void test_tree_cache_converges_through_faults(void) {
   zkrc_session *s = zkt_session_knowing_tick(CACHE_TIMEOUT_MS, 0, NULL);
   recorder r;
   recorder_init(&r);
+  ZKT_ASSERT_RC(ZKRC_OK,
+                zkrc_session_add_listener(s, on_session_event, &r, NULL));
   zkrc_cache *c = start_cache(s, root, &r, -1);
   ZKT_ASSERT_RC(ZKRC_OK, zkrc_cache_wait_initialized(c, 15000));
   bystander others[3];
@@ -953,6 +1020,8 @@ static void test_tree_cache_converges_through_faults(void) {
   int expiries = 0;
   int good = run_faults(&w, s, &r, watcher_zh, base, &expiries);
   g_thread_join(t);
+  printf("faults and changes done after %.1f s\n",
+         (double)(zkt_now_ms() - t0) / 1000);
   CU_ASSERT_EQUAL(good, FAULTS);
   CU_ASSERT(expiries >= 3);
   CU_ASSERT_EQUAL(w.completed, w.total);
