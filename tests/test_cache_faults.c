@@ -906,10 +906,15 @@ static void check_end(zkrc_cache *c, recorder *r, writer *w,
   CU_ASSERT_EQUAL(rp.counts[ZKRC_CACHE_INITIALIZED], 1);
   CU_ASSERT_FALSE(rp.down_at_end);
   CU_ASSERT(rp.counts[ZKRC_CACHE_LOST] >= expiries);
+  /* The writer started after INITIALIZED: the copy then was the tree as
+   * it was made before the cache started. */
   if (rp.at_initialized) {
-    CU_ASSERT_EQUAL(cc_state_diff(at_start, rp.at_initialized, why), 0);
-    if (cc_state_diff(at_start, rp.at_initialized, NULL))
-      fprintf(stderr, "\nat INITIALIZED:\n%s", why->str);
+    g_string_truncate(why, 0);
+    int d = cc_state_diff(at_start, rp.at_initialized, why);
+    if (d)
+      fprintf(stderr, "\nat INITIALIZED, %d of %u nodes differ:\n%s", d,
+              g_hash_table_size(at_start), why->str);
+    CU_ASSERT_EQUAL(d, 0);
   }
   printf("values older than one reported before (not a violation): %d\n",
          rp.regressions);
