@@ -170,6 +170,17 @@ static int wait_node_events(recorder *r, int at_least, int timeout_ms) {
   return recorder_wait(r, node_events_met, &at_least, timeout_ms);
 }
 
+/* Down: SUSPENDED or LOST told (counts reached). */
+typedef struct down_want {
+  int suspended, lost;
+} down_want;
+
+static int down_met(recorder *r, void *arg) {
+  down_want *d = arg;
+  return r->counts[ZKRC_CACHE_SUSPENDED] >= d->suspended ||
+         r->counts[ZKRC_CACHE_LOST] >= d->lost;
+}
+
 /* Back up: RECONNECTED after LOST number @p lost (or after anything). */
 typedef struct back_want {
   int lost_at_least;
@@ -739,8 +750,12 @@ static int inject(fault f, zkrc_session *s, recorder *r, zhandle_t *watcher_zh,
     return ok;
   }
   case BLACKHOLE_SUSPEND: {
+    /* Until the cache says the connection is down: SUSPENDED, or, on a
+     * loaded machine, LOST first (the lease ran out before the client
+     * noticed the silence; its SUSPENDED then never comes). */
     blackhole_all(60000);
-    int ok = wait_count(r, ZKRC_CACHE_SUSPENDED, suspended + 1, 15000);
+    down_want d = {suspended + 1, lost + 1};
+    int ok = recorder_wait(r, down_met, &d, 15000);
     blackhole_all(0);
     return ok && wait_back(r, lost, back + 1, 20000);
   }
