@@ -538,6 +538,14 @@ static int writer_wait_completed(writer *w, int n, int timeout_ms) {
   return ok;
 }
 
+/* Wait until @p n more changes are done, or all that were granted. */
+static int writer_wait_more(writer *w, int n, int timeout_ms) {
+  g_mutex_lock(&w->mu);
+  int target = MIN(w->completed + n, w->budget);
+  g_mutex_unlock(&w->mu);
+  return writer_wait_completed(w, target, timeout_ms);
+}
+
 static void writer_init(writer *w, zhandle_t *zh, const char *root,
                         guint32 seed, int total) {
   memset(w, 0, sizeof *w);
@@ -701,7 +709,7 @@ static void nudge_unnoticed_expiry(zkrc_session *s, int64_t id) {
 }
 
 static int writer_completed(writer *w);
-static int writer_wait_completed(writer *w, int n, int timeout_ms);
+static int writer_wait_more(writer *w, int n, int timeout_ms);
 
 static int inject(fault f, zkrc_session *s, recorder *r, zhandle_t *watcher_zh,
                   const char *eph, int *expiries, writer *w, int changes) {
@@ -744,7 +752,7 @@ static int inject(fault f, zkrc_session *s, recorder *r, zhandle_t *watcher_zh,
   case DELAY: {
     for (int i = 0; i < zkrc_ensemble_size(zkt_ensemble()); i++)
       CU_ASSERT_EQUAL(zkrc_proxy_delay(zkt_ensemble(), i, 40), 0);
-    int ok = writer_wait_completed(w, writer_completed(w) + changes, 30000);
+    int ok = writer_wait_more(w, changes, 30000);
     for (int i = 0; i < zkrc_ensemble_size(zkt_ensemble()); i++)
       CU_ASSERT_EQUAL(zkrc_proxy_delay(zkt_ensemble(), i, 0), 0);
     return ok;
@@ -826,11 +834,12 @@ static void check_control(recorder *r, const cc_scope *scope,
   while (ev[i].type > ZKRC_CACHE_NODE_REMOVED);
   cc_event *copy = g_new(cc_event, n + 1);
   int objected[2];
-  for (int dup = 0; dup < 2; dup++) {
-    memcpy(copy, ev, (i + (size_t)dup) * sizeof *ev);
-    memcpy(copy + i + dup, ev + i + 1, (n - i - 1) * sizeof *ev);
+  for (size_t dup = 0; dup < 2; dup++) {
+    /* Dropped: ev[0..i) ev(i..n); repeated: ev[0..i] ev[i..n). */
+    memcpy(copy, ev, (i + dup) * sizeof *ev);
+    memcpy(copy + i + dup, ev + i + 1 - dup, (n - i - 1 + dup) * sizeof *ev);
     cc_replay rp;
-    int v = cc_replay_run(copy, n - 1 + 2 * (size_t)dup, scope, &rp);
+    int v = cc_replay_run(copy, n - 1 + 2 * dup, scope, &rp);
     objected[dup] = v > 0 || cc_state_diff(final, rp.state, NULL) > 0;
     cc_replay_clear(&rp);
   }
