@@ -229,9 +229,14 @@ static void data_done(int rc, const char *value, int value_len,
   g_mutex_lock(&c->mu);
   if (current_locked(c, r)) {
     if (rc == ZOK) {
+      int64_t was = zkrc__ctree_czxid(c->tree, r->path);
       zkrc__ctree_apply_data(c->tree, r->path, value,
                              value_len > 0 ? (size_t)value_len : 0, stat,
                              &events);
+      /* Created again since the last read: its children watch went with
+       * the old node. */
+      if (was && was != stat->czxid && zkrc__ctree_lists(c->tree, r->path))
+        want_locked(c, &w, READ_CHILDREN, r->path);
     } else if (rc == ZNONODE) {
       zkrc__ctree_remove(c->tree, r->path, &events);
       if (is_root(c, r->path))
@@ -368,10 +373,10 @@ static void on_watch(int type, const char *path, void *target, void *ctx) {
   gboolean cached = zkrc__ctree_has(c->tree, path);
   if (type == ZOO_CREATED_EVENT && is_root(c, path)) {
     want_node_locked(c, &w, path);
-  } else if (type == ZOO_DELETED_EVENT) {
-    zkrc__ctree_remove(c->tree, path, &events);
-    if (is_root(c, path))
-      want_locked(c, &w, READ_EXISTS, path);
+  } else if (type == ZOO_DELETED_EVENT && (cached || is_root(c, path))) {
+    /* Read it again rather than remove it: a node deleted and created in
+     * one multi never was missing, and is one UPDATED (data_done). */
+    want_locked(c, &w, READ_DATA, path);
   } else if (type == ZOO_CHANGED_EVENT && cached) {
     want_locked(c, &w, READ_DATA, path);
   } else if (type == ZOO_CHILD_EVENT && cached &&
@@ -465,13 +470,6 @@ void zkrc_cache_options_init(zkrc_cache_options *opts) {
   opts->max_depth = -1;
 }
 
-/* A recipe's directory may not be "/" (zkrc_path_validate), but a cache of
- * the whole tree is a cache like any other. */
-static gboolean cacheable(const char *path) {
-  return path &&
-         (strcmp(path, "/") == 0 || zkrc_path_validate(path, NULL) == ZKRC_OK);
-}
-
 /* The three shapes of one engine. */
 typedef enum { SHAPE_NODE, SHAPE_CHILDREN, SHAPE_TREE } cache_shape;
 
@@ -481,7 +479,7 @@ static int cache_new(zkrc_cache **out, zkrc_session *s, const char *path,
     *out = NULL;
   zkrc_cache_options o;
   zkrc_cache_options_init(&o);
-  if (out == NULL || s == NULL || !cacheable(path) ||
+  if (out == NULL || s == NULL || !zkrc__cache_path_ok(path) ||
       !zkrc__options_take(&o, sizeof o, given) || o.max_depth < -1)
     return zkrc__fail(ZKRC_EINVAL);
   zkrc_cache *c = g_new0(zkrc_cache, 1);

@@ -39,4 +39,9 @@ struct zkrc_cache {
   zkrc__evq events;         /* of zkrc__cache_ev*, for the listener */
 };
 
+/* A path a cache may be made for or asked about: one a recipe may use
+ * (zkrc_path_validate), "/", or one below the servers' own "/zookeeper"
+ * (which a tree cache of "/" holds). */
+gboolean zkrc__cache_path_ok(const char *path);
+
 #endif /* ZKRC_CACHE_PRIVATE_H */

@@ -4,9 +4,12 @@
  */
 #include "config.h"
 
+#include <string.h>
+
 #include "cache_private.h"
 #include "util.h"
 #include "zkrecipes/error.h"
+#include "zkrecipes/path.h"
 
 int zkrc_cache_wait_initialized(zkrc_cache *c, int timeout_ms) {
   if (c == NULL || timeout_ms < ZKRC_WAIT_FOREVER)
@@ -23,13 +26,26 @@ int zkrc_cache_wait_initialized(zkrc_cache *c, int timeout_ms) {
   return err == ZKRC_OK ? ZKRC_OK : zkrc__fail(err);
 }
 
+gboolean zkrc__cache_path_ok(const char *path) {
+  if (path == NULL)
+    return FALSE;
+  if (strcmp(path, "/") == 0)
+    return TRUE;
+  if (strncmp(path, "/zookeeper", 10) == 0 &&
+      (path[10] == '\0' || path[10] == '/')) {
+    char *other = g_strconcat("/z", path + 10, NULL); /* same shape */
+    gboolean ok = zkrc_path_validate(other, NULL) == ZKRC_OK;
+    g_free(other);
+    return ok;
+  }
+  return zkrc_path_validate(path, NULL) == ZKRC_OK;
+}
+
 int zkrc_cache_get(zkrc_cache *c, const char *path,
                    const zkrc_cache_node **out) {
   if (out)
     *out = NULL;
-  /* Any absolute path: one the copy does not hold is ZKRC_ENONODE (a
-   * tree cache of "/" holds "/zookeeper/..."). */
-  if (c == NULL || out == NULL || (path && path[0] != '/'))
+  if (c == NULL || out == NULL || (path && !zkrc__cache_path_ok(path)))
     return zkrc__fail(ZKRC_EINVAL);
   g_mutex_lock(&c->mu);
   *out = zkrc__ctree_get(c->tree, path ? path : zkrc__ctree_root(c->tree));

@@ -273,6 +273,11 @@ void zkrc__ctree_apply_children(zkrc__ctree *t, const char *path,
   g_hash_table_unref(listed);
 }
 
+int64_t zkrc__ctree_czxid(const zkrc__ctree *t, const char *path) {
+  ctnode *n = g_hash_table_lookup(t->nodes, path);
+  return n ? n->value->stat.czxid : 0;
+}
+
 gboolean zkrc__ctree_has(const zkrc__ctree *t, const char *path) {
   return g_hash_table_contains(t->nodes, path);
 }

@@ -12,6 +12,7 @@
 #define ZKRC_CACHE_TREE_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include <glib.h>
 
@@ -67,6 +68,9 @@ void zkrc__ctree_remove(zkrc__ctree *t, const char *path, GQueue *events);
 void zkrc__ctree_apply_children(zkrc__ctree *t, const char *path,
                                 char *const *names, int count,
                                 GPtrArray *to_read, GQueue *events);
+
+/* The czxid of @p path in the copy (hidden root included), 0 if absent. */
+int64_t zkrc__ctree_czxid(const zkrc__ctree *t, const char *path);
 
 /* Is @p path in the copy (hidden root included)? */
 gboolean zkrc__ctree_has(const zkrc__ctree *t, const char *path);

@@ -9,7 +9,11 @@
 /* ------------------------------------------------------------- values */
 
 cc_value cc_value_from(const zkrc_cache_node *n) {
-  cc_value v = {NULL, -1, n->stat.czxid, n->stat.mzxid, n->stat.version,
+  cc_value v = {NULL,
+                -1,
+                n->stat.czxid,
+                n->stat.mzxid,
+                n->stat.version,
                 n->stat.dataLength};
   if (n->data != NULL) {
     v.len = (int)n->len;
@@ -77,9 +81,9 @@ void cc_event_clear(cc_event *e) {
 }
 
 const char *cc_type_name(int type) {
-  static const char *const names[] = {
-      "?",           "ADDED",     "UPDATED",     "REMOVED",
-      "INITIALIZED", "SUSPENDED", "RECONNECTED", "LOST"};
+  static const char *const names[] = {"?",           "ADDED",       "UPDATED",
+                                      "REMOVED",     "INITIALIZED", "SUSPENDED",
+                                      "RECONNECTED", "LOST"};
   return type >= 1 && type <= 7 ? names[type] : "?";
 }
 
@@ -266,8 +270,8 @@ int cc_replay_run(const cc_event *events, size_t n, const cc_scope *scope,
     const cc_event *e = &events[i];
     if (e->type >= 1 && e->type <= 7)
       out->counts[e->type]++;
-    int node_event = e->type >= ZKRC_CACHE_NODE_ADDED &&
-                     e->type <= ZKRC_CACHE_NODE_REMOVED;
+    int node_event =
+        e->type >= ZKRC_CACHE_NODE_ADDED && e->type <= ZKRC_CACHE_NODE_REMOVED;
     if (node_event && (!e->has_node || e->path == NULL))
       violation(&r, i, e, "node event without a node");
     else if (node_event)

@@ -43,8 +43,8 @@ typedef struct cc_value {
 
 /* One event as the listener was told it. */
 typedef struct cc_event {
-  int type; /* zkrc_cache_event_type */
-  char *path;  /* node events: node->path; NULL otherwise */
+  int type;   /* zkrc_cache_event_type */
+  char *path; /* node events: node->path; NULL otherwise */
   int has_node, has_old;
   cc_value node, old;
 } cc_event;
@@ -78,7 +78,7 @@ typedef struct cc_scope {
 
 /* What a replay found. */
 typedef struct cc_replay {
-  GHashTable *state;         /* the copy after the last event */
+  GHashTable *state;          /* the copy after the last event */
   GHashTable *at_initialized; /* the copy when INITIALIZED came, or NULL */
   long initialized_index;     /* its index in the stream, -1 if none */
   long counts[8];             /* events by type (index: type) */

@@ -27,8 +27,8 @@ typedef struct sim {
 } sim;
 
 static const char *const sim_paths[] = {
-    "/r",      "/r/a",     "/r/b",     "/r/a/x",   "/r/a/y",
-    "/r/b/x",  "/r/a/x/1", "/r/a/x/2", "/r/b/x/1", "/r/c"};
+    "/r",     "/r/a",     "/r/b",     "/r/a/x",   "/r/a/y",
+    "/r/b/x", "/r/a/x/1", "/r/a/x/2", "/r/b/x/1", "/r/c"};
 
 static void sim_emit(sim *s, int type, const char *path, const cc_value *node,
                      const cc_value *old) {
@@ -97,8 +97,8 @@ static void sim_run(sim *s, guint32 seed, int steps) {
     if (i == 5)
       sim_emit(s, ZKRC_CACHE_INITIALIZED, NULL, NULL, NULL);
     if (i == steps / 3 || i == 2 * steps / 3)
-      sim_emit(s, i == steps / 3 ? ZKRC_CACHE_SUSPENDED : ZKRC_CACHE_LOST,
-               NULL, NULL, NULL);
+      sim_emit(s, i == steps / 3 ? ZKRC_CACHE_SUSPENDED : ZKRC_CACHE_LOST, NULL,
+               NULL, NULL);
     if (i == steps / 3 + 2 || i == 2 * steps / 3 + 2)
       sim_emit(s, ZKRC_CACHE_RECONNECTED, NULL, NULL, NULL);
     sim_step(s);
@@ -135,9 +135,9 @@ static void test_correct_stream_passes(void) {
     sim s;
     sim_run(&s, seed, 300);
     cc_replay r;
-    CU_ASSERT_EQUAL(cc_replay_run((cc_event *)s.events->data, s.events->len,
-                                  &whole, &r),
-                    0);
+    CU_ASSERT_EQUAL(
+        cc_replay_run((cc_event *)s.events->data, s.events->len, &whole, &r),
+        0);
     if (r.violations)
       fprintf(stderr, "\nseed %u:\n%s", seed, r.report->str);
     CU_ASSERT_EQUAL(cc_state_diff(s.state, r.state, NULL), 0);
@@ -310,8 +310,8 @@ static void test_each_rule_on_a_minimal_stream(void) {
                      other(ZKRC_CACHE_INITIALIZED)};
   CU_ASSERT(cc_replay_run(same, 3, &whole, &r) > 0);
   cc_replay_clear(&r);
-  cc_event no_old[] = {ok[0], node_event(ZKRC_CACHE_NODE_UPDATED, "/r", 6,
-                                         NULL),
+  cc_event no_old[] = {ok[0],
+                       node_event(ZKRC_CACHE_NODE_UPDATED, "/r", 6, NULL),
                        other(ZKRC_CACHE_INITIALIZED)};
   CU_ASSERT(cc_replay_run(no_old, 3, &whole, &r) > 0);
   cc_replay_clear(&r);
@@ -369,14 +369,14 @@ static void test_depth_and_values(void) {
 }
 
 static void add_suites(void) {
-  ZKT_SUITE("cache_check", {"correct stream passes", test_correct_stream_passes},
-            {"each event dropped or repeated is reported",
-             test_each_event_dropped_or_repeated_is_reported},
-            {"swapped events are reported", test_swapped_events_are_reported},
-            {"changed values are reported", test_changed_values_are_reported},
-            {"each rule on a minimal stream",
-             test_each_rule_on_a_minimal_stream},
-            {"depth and values", test_depth_and_values});
+  ZKT_SUITE(
+      "cache_check", {"correct stream passes", test_correct_stream_passes},
+      {"each event dropped or repeated is reported",
+       test_each_event_dropped_or_repeated_is_reported},
+      {"swapped events are reported", test_swapped_events_are_reported},
+      {"changed values are reported", test_changed_values_are_reported},
+      {"each rule on a minimal stream", test_each_rule_on_a_minimal_stream},
+      {"depth and values", test_depth_and_values});
 }
 
 int main(void) { return zkt_run("test_cache_check", add_suites); }

@@ -68,9 +68,9 @@ typedef struct recorder {
   GArray *events;   /* of cc_event */
   GHashTable *live; /* the replay so far */
   int counts[8];
-  int last_conn; /* the last connection event, 0 if none */
+  int last_conn;              /* the last connection event, 0 if none */
   gint in_listener, overlaps; /* calls at once: one event at a time */
-  GString *timeline; /* connection events, with the session's, timed */
+  GString *timeline;          /* connection events, with the session's, timed */
 } recorder;
 
 static void recorder_init(recorder *r) {
@@ -297,8 +297,8 @@ static int replay_violations(recorder *r, const cc_scope *scope,
                              GHashTable *want_final) {
   cc_replay rp;
   g_mutex_lock(&r->mu);
-  int v = cc_replay_run((cc_event *)r->events->data, r->events->len, scope,
-                        &rp);
+  int v =
+      cc_replay_run((cc_event *)r->events->data, r->events->len, scope, &rp);
   g_mutex_unlock(&r->mu);
   if (v)
     fprintf(stderr, "\n%d violations:\n%s", v, rp.report->str);
@@ -323,7 +323,7 @@ static int replay_violations(recorder *r, const cc_scope *scope,
 typedef struct writer {
   zhandle_t *zh;
   char *root;
-  GPtrArray *pool; /* the paths it may create (depths 1 to 3) */
+  GPtrArray *pool;   /* the paths it may create (depths 1 to 3) */
   GHashTable *model; /* existing path -> its number of children */
   GHashTable *ever;  /* paths ever created */
   GRand *rand;
@@ -395,7 +395,8 @@ static char *parent_of(const char *path) {
 static void model_add(writer *w, const char *path) {
   char *parent = parent_of(path);
   gpointer kids = g_hash_table_lookup(w->model, parent);
-  g_hash_table_replace(w->model, parent, GINT_TO_POINTER(GPOINTER_TO_INT(kids) + 1));
+  g_hash_table_replace(w->model, parent,
+                       GINT_TO_POINTER(GPOINTER_TO_INT(kids) + 1));
   g_hash_table_replace(w->model, g_strdup(path), GINT_TO_POINTER(0));
   if (!g_hash_table_add(w->ever, g_strdup(path)))
     w->recreations++;
@@ -404,7 +405,8 @@ static void model_add(writer *w, const char *path) {
 static void model_remove(writer *w, const char *path) {
   char *parent = parent_of(path);
   gpointer kids = g_hash_table_lookup(w->model, parent);
-  g_hash_table_replace(w->model, parent, GINT_TO_POINTER(GPOINTER_TO_INT(kids) - 1));
+  g_hash_table_replace(w->model, parent,
+                       GINT_TO_POINTER(GPOINTER_TO_INT(kids) - 1));
   g_hash_table_remove(w->model, path);
 }
 
@@ -594,8 +596,8 @@ typedef enum fault {
 
 static const char *fault_name(fault f) {
   static const char *const names[] = {
-      "drop",       "expire",          "black-hole (suspended)",
-      "black-hole (expired)", "reply lost", "delay"};
+      "drop",       "expire", "black-hole (suspended)", "black-hole (expired)",
+      "reply lost", "delay"};
   return names[f];
 }
 
@@ -700,8 +702,10 @@ static void name_connections(int64_t id) {
  * disconnected); the cache's part is what follows. */
 static void nudge_unnoticed_expiry(zkrc_session *s, int64_t id) {
   unnoticed_expiries++;
-  fprintf(stderr, "\nsession %#" PRIx64 " expired 5 s ago and its client, "
-          "on proxy %d, has not heard:", id, proxy_of(s));
+  fprintf(stderr,
+          "\nsession %#" PRIx64 " expired 5 s ago and its client, "
+          "on proxy %d, has not heard:",
+          id, proxy_of(s));
   name_connections(id);
   fprintf(stderr, " closing its connection\n");
   for (int i = 0; i < zkrc_ensemble_size(zkt_ensemble()); i++)
@@ -727,8 +731,8 @@ static int inject(fault f, zkrc_session *s, recorder *r, zhandle_t *watcher_zh,
     int64_t id = zkrc_session_wait_connected(s, 10000) == ZKRC_OK
                      ? zkrc_session_id(s)
                      : 0;
-    int rc = id ? zkrc_ensemble_expire_session_id(zkt_ensemble(), id, 10000)
-                : -1;
+    int rc =
+        id ? zkrc_ensemble_expire_session_id(zkt_ensemble(), id, 10000) : -1;
     if (rc != 0) {
       fprintf(stderr, "\nexpire: session %#" PRIx64 " (state %s): %d\n", id,
               zkrc_session_state_name(zkrc_session_get_state(s)), rc);
@@ -741,9 +745,8 @@ static int inject(fault f, zkrc_session *s, recorder *r, zhandle_t *watcher_zh,
   }
   case DROP_REPLY: {
     /* The next read through the session's proxy: its reply is lost. */
-    int proxy = zkrc_session_wait_connected(s, 10000) == ZKRC_OK
-                    ? proxy_of(s)
-                    : -1;
+    int proxy =
+        zkrc_session_wait_connected(s, 10000) == ZKRC_OK ? proxy_of(s) : -1;
     if (proxy < 0 ||
         zkrc_proxy_drop_after_next_request(zkt_ensemble(), proxy) != 0)
       return 0;
@@ -777,10 +780,18 @@ static int inject(fault f, zkrc_session *s, recorder *r, zhandle_t *watcher_zh,
 
 /* ------------------------------------------------------------ the proof */
 
-static const fault schedule[] = {
-    DROP,       EXPIRE, BLACKHOLE_SUSPEND, DELAY,  EXPIRE,
-    BLACKHOLE_EXPIRE, DROP_REPLY, DROP, EXPIRE, BLACKHOLE_SUSPEND,
-    DROP_REPLY, DROP};
+static const fault schedule[] = {DROP,
+                                 EXPIRE,
+                                 BLACKHOLE_SUSPEND,
+                                 DELAY,
+                                 EXPIRE,
+                                 BLACKHOLE_EXPIRE,
+                                 DROP_REPLY,
+                                 DROP,
+                                 EXPIRE,
+                                 BLACKHOLE_SUSPEND,
+                                 DROP_REPLY,
+                                 DROP};
 #define FAULTS ((int)G_N_ELEMENTS(schedule))
 
 static guint32 chosen_seed(void) {
@@ -823,8 +834,8 @@ static int64_t set_marker(zhandle_t *zh, const char *path, const char *data) {
 
 /* The control: the same stream with one node event dropped, or repeated,
  * must be objected to. */
-static void check_control(recorder *r, const cc_scope *scope,
-                          GHashTable *final, GRand *rand) {
+static void check_control(recorder *r, const cc_scope *scope, GHashTable *final,
+                          GRand *rand) {
   g_mutex_lock(&r->mu);
   cc_event *ev = (cc_event *)r->events->data;
   size_t n = r->events->len;
@@ -846,7 +857,8 @@ static void check_control(recorder *r, const cc_scope *scope,
   g_mutex_unlock(&r->mu);
   printf("control: event %zu (%s %s) dropped: %s, repeated: %s\n", i,
          cc_type_name(ev[i].type), ev[i].path,
-         objected[0] ? "reported" : "MISSED", objected[1] ? "reported" : "MISSED");
+         objected[0] ? "reported" : "MISSED",
+         objected[1] ? "reported" : "MISSED");
   CU_ASSERT_TRUE(objected[0]);
   CU_ASSERT_TRUE(objected[1]);
   g_free(copy);
@@ -855,16 +867,16 @@ static void check_control(recorder *r, const cc_scope *scope,
 /* Setup: the root, the marker, and a few nodes before the cache starts. */
 static void make_start_tree(writer *w, const char *marker) {
   zkt_make_path(w->zh, w->root);
-  CU_ASSERT_EQUAL(zoo_create(w->zh, marker, "start", 5, &ZOO_OPEN_ACL_UNSAFE,
-                             0, NULL, 0),
-                  ZOK);
+  CU_ASSERT_EQUAL(
+      zoo_create(w->zh, marker, "start", 5, &ZOO_OPEN_ACL_UNSAFE, 0, NULL, 0),
+      ZOK);
   for (int i = 0; i < 30; i++) {
     const char *path = w->pool->pdata[g_rand_int_range(w->rand, 0, 36)];
     char *missing = first_missing(w, path);
     if (!g_hash_table_contains(w->model, missing)) {
-      CU_ASSERT_EQUAL(zoo_create(w->zh, missing, "0", 1, &ZOO_OPEN_ACL_UNSAFE,
-                                 0, NULL, 0),
-                      ZOK);
+      CU_ASSERT_EQUAL(
+          zoo_create(w->zh, missing, "0", 1, &ZOO_OPEN_ACL_UNSAFE, 0, NULL, 0),
+          ZOK);
       model_add(w, missing);
     }
     g_free(missing);
@@ -896,17 +908,18 @@ static int run_faults(writer *w, zkrc_session *s, recorder *r,
     /* Mid-batch: changes go on while the cache reconnects and reads. */
     CU_ASSERT_TRUE(writer_wait_completed(w, before + per_phase / 3, 30000));
     before = writer_completed(w);
-    int ok = inject(schedule[k], s, r, watcher_zh, eph, expiries, w,
-                    per_phase / 2);
+    int ok =
+        inject(schedule[k], s, r, watcher_zh, eph, expiries, w, per_phase / 2);
     int during = writer_completed(w) - before;
     printf("fault %d: %-24s %s in %5" PRId64 " ms, %4d changes meanwhile\n",
            k + 1, fault_name(schedule[k]), ok ? "recovered" : "FAILED",
            zkt_now_ms() - t0, during);
     if (!ok) {
       g_mutex_lock(&r->mu);
-      fprintf(stderr, "\nfault %d (%s) did not go as it should; at %" PRId64
-              " ms (mod 100 s), the timeline:%s\n", k + 1,
-              fault_name(schedule[k]), zkt_now_ms() % 100000,
+      fprintf(stderr,
+              "\nfault %d (%s) did not go as it should; at %" PRId64
+              " ms (mod 100 s), the timeline:%s\n",
+              k + 1, fault_name(schedule[k]), zkt_now_ms() % 100000,
               r->timeline->str);
       g_mutex_unlock(&r->mu);
     }
@@ -929,13 +942,13 @@ static void print_counts(recorder *r, writer *w, int faults, int expiries,
          r->counts[1], r->counts[2], r->counts[3], r->counts[4], r->counts[5],
          r->counts[6], r->counts[7], faults, FAULTS, expiries);
   printf("expiries the client did not hear of within 5 s (its connection "
-         "closed then): %d\n", unnoticed_expiries);
+         "closed then): %d\n",
+         unnoticed_expiries);
 }
 
 /* After the run: converged, equal to the servers, quiet, lawful. */
-static void check_end(zkrc_cache *c, recorder *r, writer *w,
-                      const char *marker, GHashTable *at_start,
-                      int expiries, GRand *rand) {
+static void check_end(zkrc_cache *c, recorder *r, writer *w, const char *marker,
+                      GHashTable *at_start, int expiries, GRand *rand) {
   int64_t t_end = zkt_now_ms();
   int64_t mz = set_marker(w->zh, marker, "end");
   GHashTable *servers = servers_tree(w->zh, w->root, 0, -1);
@@ -1020,7 +1033,9 @@ static void bystander_start(bystander *b, zkrc_session *s) {
 
 /* Converged to the servers (who are quiet now), lawfully. */
 static void bystander_check(bystander *b, zhandle_t *zh, int expiries) {
-  int lo = b->kind == 1, hi = b->kind == 0 ? 0 : b->kind == 1 ? 1 : b->max_depth;
+  int lo = b->kind == 1, hi = b->kind == 0   ? 0
+                              : b->kind == 1 ? 1
+                                             : b->max_depth;
   GHashTable *servers = servers_tree(zh, b->path, lo, hi);
   marker_want m = {NULL, 0, servers};
   int converged = recorder_wait(&b->r, empty_and_diff_met, &m, 15000);
@@ -1078,13 +1093,18 @@ static void test_tree_cache_converges_through_faults(void) {
   ZKT_ASSERT_RC(ZKRC_OK, zkrc_cache_wait_initialized(c, 15000));
   bystander others[3];
   memset(others, 0, sizeof others);
-  others[0] = (bystander){.name = "children cache of the root", .kind = 1,
-                          .path = g_strdup(root), .max_depth = -1};
-  others[1] = (bystander){.name = "node cache of a0", .kind = 0,
+  others[0] = (bystander){.name = "children cache of the root",
+                          .kind = 1,
+                          .path = g_strdup(root),
+                          .max_depth = -1};
+  others[1] = (bystander){.name = "node cache of a0",
+                          .kind = 0,
                           .path = g_strdup_printf("%s/a0", root),
                           .max_depth = -1};
-  others[2] = (bystander){.name = "tree cache to depth 2", .kind = 2,
-                          .path = g_strdup(root), .max_depth = 2};
+  others[2] = (bystander){.name = "tree cache to depth 2",
+                          .kind = 2,
+                          .path = g_strdup(root),
+                          .max_depth = 2};
   for (size_t i = 0; i < G_N_ELEMENTS(others); i++) {
     bystander_start(&others[i], s);
     ZKT_ASSERT_RC(ZKRC_OK, zkrc_cache_wait_initialized(others[i].c, 15000));
@@ -1128,7 +1148,6 @@ static void test_tree_cache_converges_through_faults(void) {
   g_free(root);
   g_free(base);
 }
-
 
 /* ------------------------------------------------------ smaller promises */
 
@@ -1194,8 +1213,8 @@ static void test_node_cache_created_later_deleted_recreated(void) {
   CU_ASSERT_TRUE(wait_count(&r, ZKRC_CACHE_INITIALIZED, 1, 10000));
   CU_ASSERT_EQUAL(node_events(&r), 0);
 
-  CU_ASSERT_EQUAL(zoo_create(zh, path, "one", 3, &ZOO_OPEN_ACL_UNSAFE, 0,
-                             NULL, 0), ZOK);
+  CU_ASSERT_EQUAL(
+      zoo_create(zh, path, "one", 3, &ZOO_OPEN_ACL_UNSAFE, 0, NULL, 0), ZOK);
   CU_ASSERT_TRUE(wait_node_events(&r, 1, 10000));
   cc_event e = expect_last(&r, ZKRC_CACHE_NODE_ADDED, path);
   CU_ASSERT_TRUE(value_is(&e.node, "one"));
@@ -1215,8 +1234,8 @@ static void test_node_cache_created_later_deleted_recreated(void) {
   ZKT_ASSERT_RC(ZKRC_ENONODE, zkrc_cache_get(c, NULL, &n));
   CU_ASSERT_EQUAL(zkrc_cache_size(c), 0);
 
-  CU_ASSERT_EQUAL(zoo_create(zh, path, "three", 5, &ZOO_OPEN_ACL_UNSAFE, 0,
-                             NULL, 0), ZOK);
+  CU_ASSERT_EQUAL(
+      zoo_create(zh, path, "three", 5, &ZOO_OPEN_ACL_UNSAFE, 0, NULL, 0), ZOK);
   CU_ASSERT_TRUE(wait_node_events(&r, 4, 10000));
   e = expect_last(&r, ZKRC_CACHE_NODE_ADDED, path);
   CU_ASSERT_TRUE(value_is(&e.node, "three"));
@@ -1508,8 +1527,8 @@ static void test_data_with_nul_bytes_empty_and_null(void) {
  * everything REMOVED, then ADDED again (the root is watched until it
  * exists), for a tree cache and a children cache - this one made before
  * its parent exists. */
-static void check_root_gone_and_back(int kind, const char *root,
-                                     zhandle_t *zh, zkrc_session *s) {
+static void check_root_gone_and_back(int kind, const char *root, zhandle_t *zh,
+                                     zkrc_session *s) {
   recorder r;
   recorder_init(&r);
   zkrc_cache *c = new_cache(kind, s, root, &r, -1);
@@ -1746,11 +1765,10 @@ typedef int (*cache_new_fn)(zkrc_cache **, zkrc_session *, const char *,
                             const zkrc_cache_options *);
 
 static void test_bad_input_is_refused(void) {
-  static const cache_new_fn news[] = {zkrc_node_cache_new,
-                                      zkrc_children_cache_new,
-                                      zkrc_tree_cache_new};
-  static const char *const bad_paths[] = {NULL, "", "x", "/x/", "//x",
-                                          "/x//y", "/x/./y", "/x/../y"};
+  static const cache_new_fn news[] = {
+      zkrc_node_cache_new, zkrc_children_cache_new, zkrc_tree_cache_new};
+  static const char *const bad_paths[] = {NULL,  "",      "x",      "/x/",
+                                          "//x", "/x//y", "/x/./y", "/x/../y"};
   char *t = zkt_path("bad-input");
   zhandle_t *zh = direct();
   zkt_make_path(zh, t);
@@ -1772,10 +1790,8 @@ static void test_bad_input_is_refused(void) {
     CU_ASSERT_PTR_NULL(c);
   }
   zkrc_cache_options_init(NULL);
-  CU_ASSERT_STRING_EQUAL(zkrc_cache_event_name(ZKRC_CACHE_NODE_ADDED),
-                         "ADDED");
-  CU_ASSERT_STRING_EQUAL(zkrc_cache_event_name((zkrc_cache_event_type)99),
-                         "?");
+  CU_ASSERT_STRING_EQUAL(zkrc_cache_event_name(ZKRC_CACHE_NODE_ADDED), "ADDED");
+  CU_ASSERT_STRING_EQUAL(zkrc_cache_event_name((zkrc_cache_event_type)99), "?");
   CU_ASSERT_PTR_NULL(zkrc_cache_node_ref(NULL));
   zkrc_cache_node_unref(NULL);
   zkrc_cache_free(NULL);
@@ -1856,26 +1872,24 @@ static void test_closed_session_is_eclosed(void) {
 static void add_suites(void) {
   ZKT_SUITE("proof", {"tree cache converges through faults",
                       test_tree_cache_converges_through_faults});
-  ZKT_SUITE("promises",
-            {"node cache: created later, deleted, re-created",
-             test_node_cache_created_later_deleted_recreated},
-            {"children cache reports only children",
-             test_children_cache_reports_only_children},
-            {"tree cache respects max_depth",
-             test_tree_cache_respects_max_depth},
-            {"data with NUL bytes, empty and NULL",
-             test_data_with_nul_bytes_empty_and_null},
-            {"free from its own listener", test_free_from_its_own_listener},
-            {"free while events are queued",
-             test_free_while_events_are_queued},
-            {"bad input is refused", test_bad_input_is_refused},
-            {"atomic re-creation is one UPDATED",
-             test_atomic_recreation_is_one_update},
-            {"INITIALIZED comes with the whole tree",
-             test_initialized_comes_with_the_whole_tree},
-            {"root deleted and created again",
-             test_root_deleted_and_created_again},
-            {"closed session is ECLOSED", test_closed_session_is_eclosed});
+  ZKT_SUITE(
+      "promises",
+      {"node cache: created later, deleted, re-created",
+       test_node_cache_created_later_deleted_recreated},
+      {"children cache reports only children",
+       test_children_cache_reports_only_children},
+      {"tree cache respects max_depth", test_tree_cache_respects_max_depth},
+      {"data with NUL bytes, empty and NULL",
+       test_data_with_nul_bytes_empty_and_null},
+      {"free from its own listener", test_free_from_its_own_listener},
+      {"free while events are queued", test_free_while_events_are_queued},
+      {"bad input is refused", test_bad_input_is_refused},
+      {"atomic re-creation is one UPDATED",
+       test_atomic_recreation_is_one_update},
+      {"INITIALIZED comes with the whole tree",
+       test_initialized_comes_with_the_whole_tree},
+      {"root deleted and created again", test_root_deleted_and_created_again},
+      {"closed session is ECLOSED", test_closed_session_is_eclosed});
 }
 
 int main(void) {

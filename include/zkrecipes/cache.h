@@ -135,8 +135,9 @@ void zkrc_cache_options_init(zkrc_cache_options *opts);
  * under way (zkrc_cache_wait_initialized() waits for it).  The node need
  * not exist.
  * @param opts  NULL for the defaults.
- * @param path  a path as zkrc_path_validate() accepts, or "/" (a tree
- *              cache of "/" also holds "/zookeeper" and what is below it).
+ * @param path  a path as zkrc_path_validate() accepts, "/", or a path
+ *              below the servers' "/zookeeper" (a tree cache of "/" holds
+ *              those too).
  * @return ZKRC_OK (*@p out is yours: zkrc_cache_free()); ZKRC_EINVAL (NULL
  *         @p out or @p s, invalid path, options not initialized);
  *         ZKRC_ECLOSED (the session is closed).
@@ -167,7 +168,7 @@ int zkrc_cache_wait_initialized(zkrc_cache *c, int timeout_ms);
  * The copy of the node at @p path (NULL: the cache's root).
  * @return ZKRC_OK (*@p out referenced: zkrc_cache_node_unref());
  *         ZKRC_ENONODE (not in the copy); ZKRC_EINVAL (NULL @p c or
- *         @p out, a path not starting with '/').
+ *         @p out, a path zkrc_node_cache_new() would refuse).
  * Threading: any thread, including listeners.  No server round trip.
  */
 int zkrc_cache_get(zkrc_cache *c, const char *path,
