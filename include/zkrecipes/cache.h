@@ -40,8 +40,11 @@
  *
  * Cost: two requests per node at the start (getData and getChildren, with
  * watches; getChildren only above the depth limit), one per change of a
- * node's data, one per change of a node's children plus one per new child,
- * and the whole tree again after each reconnection.  Memory: the data
+ * node's data, one per change of a node's children plus two per new child,
+ * one per deleted node (it is read again, so that a node deleted and
+ * created in one multi is one UPDATED, never missing from the copy), and
+ * the whole tree again after each reconnection; at most 256 reads on the
+ * wire at once.  Memory: the data
  * cached plus an overhead per node stated in README ("Caches").
  *
  * Licensed under the Apache License, Version 2.0 (see COPYING).
