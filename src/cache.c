@@ -71,6 +71,7 @@ static void cache_unref(zkrc_cache *c) {
   if (!g_atomic_int_dec_and_test(&c->refs))
     return;
   zkrc__ctree_free(c->tree);
+  g_hash_table_unref(c->deleted);
   zkrc__session_unref_recipe(c->s);
   g_mutex_clear(&c->mu);
   g_cond_clear(&c->cond);
@@ -251,6 +252,29 @@ static void data_done(int rc, const char *value, int value_len,
   read_free(r);
 }
 
+/* Is @p path a child of @p parent? */
+static gboolean child_of(const char *parent, const char *path) {
+  size_t len = strcmp(parent, "/") == 0 ? 0 : strlen(parent);
+  return strncmp(path, parent, len) == 0 && path[len] == '/' &&
+         strchr(path + len + 1, '/') == NULL;
+}
+
+/* @p parent was listed: its children whose deletion was announced are
+ * either gone from the copy (removed by the listing) or back, created
+ * again: read those (one UPDATED if the data or czxid changed). */
+static void recheck_deleted_locked(zkrc_cache *c, const char *parent, work *w) {
+  GHashTableIter it;
+  gpointer path;
+  g_hash_table_iter_init(&it, c->deleted);
+  while (g_hash_table_iter_next(&it, &path, NULL)) {
+    if (!child_of(parent, path))
+      continue;
+    if (zkrc__ctree_has(c->tree, path))
+      want_locked(c, w, READ_DATA, path);
+    g_hash_table_iter_remove(&it);
+  }
+}
+
 static void children_done(int rc, const struct String_vector *names,
                           const void *data) {
   read_req *r = (read_req *)data;
@@ -266,8 +290,10 @@ static void children_done(int rc, const struct String_vector *names,
       for (guint i = 0; i < to_read->len; i++)
         want_node_locked(c, &w, g_ptr_array_index(to_read, i));
       g_ptr_array_unref(to_read);
+      recheck_deleted_locked(c, r->path, &w);
     } else if (rc == ZNONODE) {
       zkrc__ctree_remove(c->tree, r->path, &events);
+      recheck_deleted_locked(c, r->path, &w); /* forgets them */
     } else {
       retry_locked(c, r, rc, &w);
     }
@@ -373,10 +399,13 @@ static void on_watch(int type, const char *path, void *target, void *ctx) {
   gboolean cached = zkrc__ctree_has(c->tree, path);
   if (type == ZOO_CREATED_EVENT && is_root(c, path)) {
     want_node_locked(c, &w, path);
-  } else if (type == ZOO_DELETED_EVENT && (cached || is_root(c, path))) {
-    /* Read it again rather than remove it: a node deleted and created in
-     * one multi never was missing, and is one UPDATED (data_done). */
-    want_locked(c, &w, READ_DATA, path);
+  } else if (type == ZOO_DELETED_EVENT && is_root(c, path)) {
+    want_locked(c, &w, READ_DATA, path); /* NoNode: removed, watched */
+  } else if (type == ZOO_DELETED_EVENT && cached) {
+    /* Not removed yet: a node deleted and created in one multi never was
+     * missing.  Its parent's listing, which the same deletion triggers,
+     * decides (recheck_deleted_locked). */
+    g_hash_table_add(c->deleted, g_strdup(path));
   } else if (type == ZOO_CHANGED_EVENT && cached) {
     want_locked(c, &w, READ_DATA, path);
   } else if (type == ZOO_CHILD_EVENT && cached &&
@@ -404,6 +433,7 @@ static void read_all(zkrc_cache *c) {
   }
   c->incomplete = FALSE;
   c->full_read_gen = generation;
+  g_hash_table_remove_all(c->deleted); /* every node is read again */
   const char *root = zkrc__ctree_root(c->tree);
   if (!zkrc__ctree_has(c->tree, root))
     want_node_locked(c, &w, root);
@@ -489,6 +519,7 @@ static int cache_new(zkrc_cache **out, zkrc_session *s, const char *path,
   zkrc__evq_init(&c->events, tell_listener,
                  (void (*)(void *))zkrc__cache_ev_free);
   g_queue_init(&c->backlog);
+  c->deleted = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
   c->s = zkrc__session_ref_recipe(s);
   int depth = shape == SHAPE_NODE       ? 0
               : shape == SHAPE_CHILDREN ? 1

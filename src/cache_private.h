@@ -37,6 +37,9 @@ struct zkrc_cache {
   gboolean down_told;       /* SUSPENDED or LOST told, RECONNECTED not yet */
   uint64_t lost_generation; /* LOST told for this handle */
   zkrc__evq events;         /* of zkrc__cache_ev*, for the listener */
+  /* Nodes whose deletion was announced: the parent's next listing says
+   * whether they are back (created again, maybe in the same multi). */
+  GHashTable *deleted; /* path (owned) → TRUE */
 };
 
 /* A path a cache may be made for or asked about: one a recipe may use

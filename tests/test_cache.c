@@ -260,7 +260,7 @@ static void test_converges_after_expiry(void) {
  * exactly one request (the getData that re-arms the watch): not a listing
  * of its children too, and reading a node again does not multiply its
  * watches.  Then a new child costs three: the parent's listing and the
- * child's getData and getChildren. */
+ * child's getData and getChildren; and its deletion one, the listing. */
 static void test_one_request_per_change(void) {
   char *root = zkt_path("cache-cost");
   char *leaf = g_strdup_printf("%s/leaf", root);
@@ -301,8 +301,20 @@ static void test_one_request_per_change(void) {
   ZKT_ASSERT_RC(ZKRC_OK, zkrc_session_get_stats(s, &after, sizeof after));
   reads =
       (after.requests - after.renewals) - (before.requests - before.renewals);
-  printf("; a new child with %" G_GUINT64_FORMAT "\n", reads);
+  printf("; a new child with %" G_GUINT64_FORMAT, reads);
   CU_ASSERT_EQUAL(reads, 3);
+
+  /* A deletion: the parent's listing alone (reported when it returns). */
+  before = after;
+  CU_ASSERT_EQUAL(zoo_delete(zh, child, -1), ZOK);
+  want = g_strdup_printf("REMOVED %s 0 n", child);
+  ASSERT_NEXT(&ev, want);
+  g_free(want);
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_session_get_stats(s, &after, sizeof after));
+  reads =
+      (after.requests - after.renewals) - (before.requests - before.renewals);
+  printf("; a deletion with %" G_GUINT64_FORMAT "\n", reads);
+  CU_ASSERT_EQUAL(reads, 1);
   zkrc_cache_free(c);
   g_async_queue_unref(ev.lines);
   zkrc_session_close(s);

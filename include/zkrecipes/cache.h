@@ -40,9 +40,10 @@
  *
  * Cost: two requests per node at the start (getData and getChildren, with
  * watches; getChildren only above the depth limit), one per change of a
- * node's data, one per change of a node's children plus two per new child,
- * one per deleted node (it is read again, so that a node deleted and
- * created in one multi is one UPDATED, never missing from the copy), and
+ * node's data, one per change of a node's children plus two per new child
+ * (a deletion costs only its parent's listing: a node deleted and created
+ * again in one multi is then read once more, one UPDATED, and never missing
+ * from the copy), and
  * the whole tree again after each reconnection; at most 256 reads on the
  * wire at once.  Memory: the data
  * cached plus an overhead per node stated in README ("Caches").
