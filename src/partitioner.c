@@ -385,6 +385,7 @@ int zkrc_partitioner_items(zkrc_partitioner *p, char ***items, size_t *count) {
   if (!ours)
     return zkrc__fail(ZKRC_ESTATE);
   *items = zkrc__strv_to_malloc(share, count);
+  g_strfreev(share);
   return *items ? ZKRC_OK : zkrc__fail(ZKRC_ENOMEM);
 }
 

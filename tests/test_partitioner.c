@@ -121,9 +121,11 @@ static zkrc_session *direct_session(void) {
   return s;
 }
 
-/* Member @p id joins on @p s (NULL: a session straight to the member). */
-static member *join(group *g, const char *path, const char *id,
-                    zkrc_session *s) {
+/* Member @p id joins on @p s (NULL: a session straight to the member) to
+ * divide @p items. */
+static member *join_items(group *g, const char *path, const char *id,
+                          zkrc_session *s, const char *const *items,
+                          size_t count) {
   member *m = &g->m[g->n++];
   m->g = g;
   m->id = id;
@@ -135,9 +137,14 @@ static member *join(group *g, const char *path, const char *id,
   o.on_state = on_state;
   o.state_arg = m;
   ZKT_ASSERT_RC(ZKRC_OK,
-                zkrc_partitioner_new(&m->p, m->s, path, ITEMS, N_ITEMS, &o));
+                zkrc_partitioner_new(&m->p, m->s, path, items, count, &o));
   CU_ASSERT_PTR_NOT_NULL_FATAL(m->p);
   return m;
+}
+
+static member *join(group *g, const char *path, const char *id,
+                    zkrc_session *s) {
+  return join_items(g, path, id, s, ITEMS, N_ITEMS);
 }
 
 static void leave(member *m) {
@@ -186,6 +193,17 @@ static int wait_split(group *g, const char *const *want) {
   }
   g_mutex_unlock(&g->mu);
   return ok;
+}
+
+/* Wait until @p m's application has been told @p st. */
+static int wait_told(group *g, member *m, zkrc_partition_state st) {
+  int64_t deadline = g_get_monotonic_time() + WAIT_MS * G_TIME_SPAN_MILLISECOND;
+  g_mutex_lock(&g->mu);
+  while (m->last != st && g_cond_wait_until(&g->cond, &g->mu, deadline))
+    ;
+  int told = m->last == st;
+  g_mutex_unlock(&g->mu);
+  return told;
 }
 
 /* The participant id and fencing token of the holder of item @p item. */
@@ -352,8 +370,8 @@ static int cut_off_bravo(gboolean ignore_failure) {
   CU_ASSERT_EQUAL(zkrc_partitioner_state(bravo->p), ZKRC_PARTITION_FAILURE);
   printf("\n  %scut at 0: bravo told FAILURE at %" G_GINT64_FORMAT
          " ms, its items taken at %" G_GINT64_FORMAT " ms, overlaps %d ",
-         ignore_failure ? "control: " : "", failed - cut_at, taken - cut_at,
-         overlaps);
+         ignore_failure ? "control: " : "", failed ? failed - cut_at : -1,
+         taken - cut_at, overlaps);
   /* Fencing: each of bravo's items has a new holder with a larger token. */
   for (int i = 0; i < 3; i++) {
     char *id = NULL;
@@ -378,6 +396,47 @@ static void test_expired_member_is_told_first(void) {
  * items after FAILURE (its three items were given to the others). */
 static void test_control_ignoring_failure_overlaps(void) {
   CU_ASSERT_EQUAL(cut_off_bravo(TRUE), 3);
+}
+
+/* An item's lock node deleted behind a member's back (an operator): the
+ * lock is lost, so the member is told FAILURE, leaves the party and gives
+ * up its other items. */
+static void test_lost_lock_is_failure(void) {
+  char *path = zkt_path("lost-lock");
+  group *g = group_new();
+  const char *const abc[] = {"c", "a", "b"};
+  member *m = join_items(g, path, "solo", NULL, abc, 3);
+  const char *const want[] = {"a,b,c"};
+  CU_ASSERT_TRUE_FATAL(wait_split(g, want));
+  char *node = NULL;
+  holder(m->s, path, "b", NULL, &node);
+  CU_ASSERT_PTR_NOT_NULL_FATAL(node);
+  char *full = g_strdup_printf("%s/locks/b/%s", path, node);
+  zhandle_t *zh =
+      zkt_raw_to(zkrc_ensemble_direct_connect_string(zkt_ensemble()));
+  CU_ASSERT_EQUAL(zoo_delete(zh, full, -1), ZOK);
+  ZKT_ASSERT_RC(ZKRC_OK,
+                zkrc_partitioner_wait(m->p, ZKRC_PARTITION_FAILURE, WAIT_MS));
+  CU_ASSERT_EQUAL(zkrc_partitioner_state(m->p), ZKRC_PARTITION_FAILURE);
+  char **items = NULL;
+  ZKT_ASSERT_RC(ZKRC_ESTATE, zkrc_partitioner_items(m->p, &items, NULL));
+  CU_ASSERT_EQUAL(zkrc_partitioner_lease_remaining(m->p), 0);
+  char *party = g_strconcat(path, "/party", NULL);
+  CU_ASSERT_TRUE(zkt_wait_children_or_gone(zh, party, 0, 10000));
+  char *a = g_strconcat(path, "/locks/a", NULL);
+  CU_ASSERT_TRUE(zkt_wait_children_or_gone(zh, a, 0, 10000));
+  CU_ASSERT_TRUE(wait_told(g, m, ZKRC_PARTITION_FAILURE));
+  g_mutex_lock(&g->mu);
+  CU_ASSERT_PTR_NULL(m->owned); /* the application stopped */
+  g_mutex_unlock(&g->mu);
+  group_free(g);
+  zookeeper_close(zh);
+  assert_nothing_left(path);
+  g_free(a);
+  g_free(party);
+  g_free(full);
+  g_free(node);
+  g_free(path);
 }
 
 /* ---------------------------------------------------------------- kazoo */
@@ -568,6 +627,7 @@ static void add_suites(void) {
             {"expired_member_is_told_first", test_expired_member_is_told_first},
             {"control_ignoring_failure_overlaps",
              test_control_ignoring_failure_overlaps},
+            {"lost_lock_is_failure", test_lost_lock_is_failure},
             {"kazoo_member", test_kazoo_member});
 }
 
