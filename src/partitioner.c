@@ -184,7 +184,7 @@ static gboolean retryable(int rc) {
  * back) or a container removed under us, until the session timeout. */
 static int join(zkrc_partitioner *p) {
   int64_t deadline = zkrc__deadline_after(zkrc_session_timeout(p->s));
-  int rc;
+  int rc, backoff_ms = 20;
   do {
     /* Not <path>/locks: the item locks make it, as they make their own
      * directories (a container that never had a child would stay). */
@@ -198,9 +198,12 @@ static int join(zkrc_partitioner *p) {
       rc = ZOK;
     if (rc == ZOK || !retryable(rc) || zkrc__ms_left(deadline) <= 0)
       break;
-    /* The backoff: wait for the connection (or the deadline). */
+    /* The backoff: wait for the connection, then a little longer each
+     * time (a container removed under us is retried at once otherwise). */
     if (zkrc_session_wait_connected(p->s, zkrc__ms_left(deadline)) != ZKRC_OK)
       break;
+    g_usleep((gulong)CLAMP(zkrc__ms_left(deadline), 0, backoff_ms) * 1000);
+    backoff_ms = MIN(backoff_ms * 2, 500);
   } while (TRUE);
   return rc == ZOPERATIONTIMEOUT ? ZKRC_ETIMEDOUT : zkrc__fail_from_zk(rc);
 }
