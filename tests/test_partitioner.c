@@ -340,7 +340,8 @@ static void test_member_leaves(void) {
 
 /* bravo, through the proxy, is cut off past its session timeout.  Its
  * lease runs out: it is told FAILURE; the servers expire its session; then
- * alpha and charlie take its items.  @p ignore_failure: the control, a
+ * alpha and charlie take its items.  A new partitioner for bravo then gets
+ * its share back.  @p ignore_failure: the control, a
  * bravo that keeps using its items after FAILURE. */
 static int cut_off_bravo(gboolean ignore_failure) {
   char *path = zkt_path(ignore_failure ? "expiry-control" : "expiry");
@@ -382,6 +383,19 @@ static int cut_off_bravo(gboolean ignore_failure) {
     g_free(id);
   }
   zkrc_proxy_blackhole(zkt_ensemble(), 0, 0);
+  if (!ignore_failure) {
+    /* FAILURE is final: bravo takes part again as a new partitioner. */
+    leave(bravo);
+    g_mutex_lock(&g->mu);
+    bravo->last = 0;
+    g_mutex_unlock(&g->mu);
+    int n = g->n;
+    g->n = 1; /* bravo's place */
+    join(g, path, "bravo", NULL);
+    g->n = n;
+    CU_ASSERT_TRUE(wait_split(g, three));
+    CU_ASSERT_EQUAL(g->overlaps, 0);
+  }
   group_free(g);
   assert_nothing_left(path);
   g_free(path);
