@@ -309,7 +309,9 @@ void zkrc__partitioner_lock_event(zkrc_lock *lk,
   g_mutex_lock(&p->mu);
   for (guint i = 0; i < p->slots->len; i++) {
     zkrc__slot *sl = g_ptr_array_index(p->slots, i);
-    if (sl->lk == lk && sl->held) {
+    /* The hold itself when the event names it: a late event of a hold
+     * released by an earlier attempt on the same item must not count. */
+    if (sl->lk == lk && sl->held && (!info->hold || info->hold == sl->hold)) {
       zkrc__partitioner_fail_locked(p, "an item lock was lost");
       break;
     }
