@@ -309,7 +309,13 @@ static int start_watching(zkrc_partitioner *p) {
   zkrc_cache_options_init(&co);
   co.listener = zkrc__partitioner_party_event;
   co.listener_arg = p;
-  return zkrc_children_cache_new(&p->party, p->s, p->party_dir, &co);
+  zkrc_cache *c = NULL;
+  err = zkrc_children_cache_new(&c, p->s, p->party_dir, &co);
+  /* Its listener may have run already: it sets p->party too. */
+  g_mutex_lock(&p->mu);
+  p->party = c;
+  g_mutex_unlock(&p->mu);
+  return err;
 }
 
 int zkrc_partitioner_new(zkrc_partitioner **out, zkrc_session *s,

@@ -268,9 +268,9 @@ static void party_changed_locked(zkrc_partitioner *p) {
 
 void zkrc__partitioner_party_event(zkrc_cache *c, const zkrc_cache_event *ev,
                                    void *arg) {
-  (void)c;
   zkrc_partitioner *p = arg;
   g_mutex_lock(&p->mu);
+  p->party = c; /* maybe before zkrc_children_cache_new() returned it */
   switch (ev->type) {
   case ZKRC_CACHE_INITIALIZED:
     p->party_ready = TRUE;
