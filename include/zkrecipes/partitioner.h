@@ -17,7 +17,10 @@
  * States (kazoo's PartitionState), told to the application in order:
  *   ALLOCATING  the party is changing or the locks of our share are being
  *               taken.  The split is computed once the party has not
- *               changed for time_boundary_ms (the debounce).
+ *               changed for time_boundary_ms (the debounce); the locks of
+ *               the share are then asked for all at once (kazoo takes them
+ *               one by one), and a change of the party meanwhile gives
+ *               them up and starts the debounce again.
  *   ACQUIRED    every lock of our share is held: the items are ours.
  *   RELEASE     the party changed: stop using the items, then call
  *               zkrc_partitioner_release_set() (the locks are released
