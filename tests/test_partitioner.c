@@ -304,6 +304,29 @@ static void test_split_of_three(void) {
   g_free(path);
 }
 
+/* More members than items: the last member is ACQUIRED with nothing, as
+ * kazoo's all_partitions[2::3] is empty. */
+static void test_more_members_than_items(void) {
+  char *path = zkt_path("few");
+  group *g = group_new();
+  const char *const two[] = {"y", "x"};
+  join_items(g, path, "alpha", NULL, two, 2);
+  join_items(g, path, "bravo", NULL, two, 2);
+  join_items(g, path, "charlie", NULL, two, 2);
+  const char *const want[] = {"x", "y", ""};
+  CU_ASSERT_TRUE(wait_split(g, want));
+  char **items = NULL;
+  size_t n = 1;
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_partitioner_items(g->m[2].p, &items, &n));
+  CU_ASSERT_EQUAL(n, 0);
+  CU_ASSERT_PTR_NULL(items ? items[0] : "not NULL-terminated");
+  zkrc_strv_free(items);
+  CU_ASSERT_EQUAL(g->overlaps, 0);
+  group_free(g);
+  assert_nothing_left(path);
+  g_free(path);
+}
+
 /* bravo leaves: after the debounce alpha and charlie take its items, split
  * as kazoo splits ten items between two. */
 static void test_member_leaves(void) {
@@ -637,6 +660,7 @@ static void add_suites(void) {
   zkt_configure(1, 1);
   ZKT_SUITE("partitioner", {"bad_input", test_bad_input},
             {"split_of_three", test_split_of_three},
+            {"more_members_than_items", test_more_members_than_items},
             {"member_leaves", test_member_leaves},
             {"expired_member_is_told_first", test_expired_member_is_told_first},
             {"control_ignoring_failure_overlaps",
