@@ -11,6 +11,15 @@ and benchmark.  Run it with Debian's /usr/bin/python3 (python3-kazoo).
   kazoo_peer.py loop  CONNECT PATH SECONDS [ID]
   kazoo_peer.py bench CONNECT
   kazoo_peer.py herd  CONNECT PATH N
+  kazoo_peer.py partition CONNECT PATH ID TIME_BOUNDARY_MS ITEM[,ITEM...]
+
+partition is a member of kazoo's SetPartitioner(PATH, set=ITEMs,
+identifier=ID, time_boundary=TIME_BOUNDARY_MS / 1000) (issue 17).  It
+prints "acquired A,B,..." (its share, sorted; empty when it has none) each
+time the partitioner reaches ACQUIRED, "release" when it is asked to
+release (and then calls release_set() at once), "failure" (and exits 5)
+on FAILURE; on the line "quit" or the end of input it calls finish(),
+prints "finished" and exits 0.
 
 The modes, their output lines and the exit codes are those of CuratorPeer
 (tests/peers/CuratorPeer.java); read its header.  bench and herd are the
@@ -63,7 +72,8 @@ USAGE = """usage: kazoo_peer.py hold CONNECT PATH ID [TIMEOUT_MS]
        kazoo_peer.py rwcount CONNECT PATH ID N COUNTERFILE
        kazoo_peer.py loop CONNECT PATH SECONDS [ID]
        kazoo_peer.py bench CONNECT
-       kazoo_peer.py herd CONNECT PATH N"""
+       kazoo_peer.py herd CONNECT PATH N
+       kazoo_peer.py partition CONNECT PATH ID TIME_BOUNDARY_MS ITEMS"""
 
 
 class Exit(Exception):
@@ -576,6 +586,35 @@ def herd(hosts, cmds, path, n):
         close_clients(clients)
 
 
+def partition(client, cmds, path, ident, boundary_ms, items):
+    changed = client.handler.event_object()
+    qp = client.SetPartitioner(path=path, set=items, identifier=ident,
+                               time_boundary=boundary_ms / 1000.0,
+                               state_change_event=changed)
+    told = None
+    while True:
+        if qp.failed:
+            say("failure")
+            return EXIT_ERROR
+        if qp.release:
+            say("release")
+            qp.release_set()
+            continue
+        if qp.acquired and told != qp.state_id:
+            told = qp.state_id
+            say("acquired " + ",".join(sorted(qp)))
+        # A command, or a state change (polled too: clear() may race set()).
+        if select.select([0], [], [], 0.02)[0]:
+            cmd = cmds.next()
+            if cmd is None or cmd == "quit":
+                qp.finish()
+                say("finished")
+                return EXIT_OK
+            say("error unknown command: " + cmd)
+        changed.wait(0.02)
+        changed.clear()
+
+
 def start_watchdog(seconds):
     def fire():
         print("kazoo_peer: watchdog: still running after %d s" % seconds,
@@ -610,6 +649,10 @@ def run(argv):
         if len(argv) not in (4, 5):
             raise Exit(EXIT_USAGE, USAGE)
         lifetime += number("SECONDS", argv[3], 1)
+    elif mode == "partition":
+        if len(argv) != 6:
+            raise Exit(EXIT_USAGE, USAGE)
+        number("TIME_BOUNDARY_MS", argv[4], 0)
     elif mode == "herd":
         if len(argv) != 4:
             raise Exit(EXIT_USAGE, USAGE)
@@ -628,6 +671,9 @@ def run(argv):
             return shell(client, cmds, path, argv[3])
         if mode == "count":
             return count(client, cmds, path, argv[3], int(argv[4]), argv[5])
+        if mode == "partition":
+            return partition(client, cmds, path, argv[3], int(argv[4]),
+                             argv[5].split(","))
         if mode == "rwcount":
             return rwcount(client, cmds, path, argv[3], int(argv[4]), argv[5])
         return loop(client, cmds, path, argv[4] if len(argv) == 5

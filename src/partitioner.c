@@ -1,0 +1,459 @@
+/*
+ * The set partitioner (zkrecipes/partitioner.h): the public calls, joining
+ * and leaving the party, and telling the application.  The state machine
+ * is in partitioner_alloc.c.
+ */
+#include "config.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "call.h"
+#include "log_internal.h"
+#include "partitioner_private.h"
+#include "recipe.h"
+#include "util.h"
+
+const char *zkrc_partition_state_name(zkrc_partition_state st) {
+  switch (st) {
+  case ZKRC_PARTITION_ALLOCATING:
+    return "ALLOCATING";
+  case ZKRC_PARTITION_ACQUIRED:
+    return "ACQUIRED";
+  case ZKRC_PARTITION_RELEASE:
+    return "RELEASE";
+  case ZKRC_PARTITION_FAILURE:
+    return "FAILURE";
+  }
+  return "?";
+}
+
+void zkrc_partitioner_options_init(zkrc_partitioner_options *opts) {
+  zkrc__recipe_options_init(opts, sizeof *opts);
+  if (opts)
+    opts->time_boundary_ms = 30000; /* kazoo's time_boundary=30 */
+}
+
+zkrc_partitioner *zkrc__partitioner_ref(zkrc_partitioner *p) {
+  g_atomic_int_inc(&p->refs);
+  return p;
+}
+
+void zkrc__partitioner_unref(zkrc_partitioner *p) {
+  if (!g_atomic_int_dec_and_test(&p->refs))
+    return;
+  g_ptr_array_free(p->slots, TRUE);
+  if (p->locks)
+    g_hash_table_destroy(p->locks);
+  zkrc__acl_unref(p->acl);
+  zkrc__session_unref(p->s);
+  g_strfreev(p->items);
+  g_free(p->path);
+  g_free(p->party_dir);
+  g_free(p->locks_dir);
+  g_free(p->node);
+  g_free(p->identifier);
+  g_mutex_clear(&p->mu);
+  g_cond_clear(&p->cond);
+  g_free(p);
+}
+
+/* ------------------------------------------------ telling the application */
+
+typedef struct delivery {
+  zkrc_partitioner *p;
+  zkrc_partition_state st;
+  guint64 id;
+  char **items; /* ACQUIRED: the share */
+} delivery;
+
+static char **share_copy_locked(zkrc_partitioner *p) {
+  char **items = g_new0(char *, p->slots->len + 1);
+  for (guint i = 0; i < p->slots->len; i++) {
+    zkrc__slot *sl = g_ptr_array_index(p->slots, i);
+    items[i] = g_strdup(zkrc_lock_path(sl->lk) + strlen(p->locks_dir) + 1);
+  }
+  return items;
+}
+
+static void deliver(void *arg) {
+  delivery *d = arg;
+  zkrc_partitioner *p = d->p;
+  g_mutex_lock(&p->mu);
+  /* ACQUIRED only while that share is still ours and held (held means
+   * held: a lease that ran out meanwhile is followed by FAILURE). */
+  gboolean skip =
+      p->freeing ||
+      (d->st == ZKRC_PARTITION_ACQUIRED &&
+       (p->acquired_id != d->id || !zkrc__partitioner_all_held_locked(p)));
+  const char *why = p->why;
+  if (!skip)
+    p->in_callback++;
+  g_mutex_unlock(&p->mu);
+  if (!skip && d->st == ZKRC_PARTITION_FAILURE)
+    zkrc__log(ZKRC_LOG_WARN, "partitioner %s: FAILURE (%s)", p->path,
+              why ? why : "?");
+  if (!skip && p->on_state) {
+    size_t n = d->items ? g_strv_length(d->items) : 0;
+    p->on_state(p, d->st, (const char *const *)d->items, n, p->state_arg);
+  }
+  g_mutex_lock(&p->mu);
+  if (!skip)
+    p->in_callback--;
+  g_cond_broadcast(&p->cond);
+  g_mutex_unlock(&p->mu);
+  g_strfreev(d->items);
+  zkrc__partitioner_unref(p);
+  g_free(d);
+}
+
+void zkrc__partitioner_set_state_locked(zkrc_partitioner *p,
+                                        zkrc_partition_state st) {
+  p->state = st;
+  p->state_id++;
+  g_cond_broadcast(&p->cond);
+  delivery *d = g_new0(delivery, 1);
+  d->p = zkrc__partitioner_ref(p);
+  d->st = st;
+  d->id = p->state_id;
+  if (st == ZKRC_PARTITION_ACQUIRED)
+    d->items = share_copy_locked(p);
+  zkrc__session_post(p->s, deliver, d);
+}
+
+/* ------------------------------------------------------ requests we wait */
+
+typedef int (*send_fn)(zhandle_t *zh, zkrc__call *call, const void *arg);
+
+/* Send with @p send and wait until @p deadline: the ZooKeeper code, or
+ * ZOPERATIONTIMEOUT when the deadline passed first. */
+static int request(zkrc_session *s, send_fn send, const void *arg,
+                   int64_t deadline) {
+  zkrc__call *call = zkrc__call_new();
+  zkrc_conn *conn = zkrc__conn_use(s);
+  int rc = conn ? zkrc__sent(s, send(conn->zh, call, arg)) : ZCONNECTIONLOSS;
+  if (rc != ZOK)
+    zkrc__call_fail_unsent(call, rc);
+  if (conn)
+    zkrc__conn_unuse(conn);
+  rc = zkrc__call_wait(call, deadline) ? call->rc : ZOPERATIONTIMEOUT;
+  zkrc__call_unref(call);
+  return rc;
+}
+
+typedef struct create_arg {
+  const char *path;
+  const char *data;
+  int flags;
+  struct ACL_vector *acl;
+} create_arg;
+
+static int send_create(zhandle_t *zh, zkrc__call *call, const void *arg) {
+  const create_arg *a = arg;
+  return zoo_acreate(zh, a->path, a->data, a->data ? (int)strlen(a->data) : -1,
+                     a->acl, a->flags, zkrc__call_string_done, call);
+}
+
+static int send_delete(zhandle_t *zh, zkrc__call *call, const void *arg) {
+  return zoo_adelete(zh, arg, -1, zkrc__call_void_done, call);
+}
+
+/* Create the containers @p dir and its missing ancestors. */
+static int make_dirs(zkrc_partitioner *p, const char *dir, int64_t deadline) {
+  for (const char *slash = strchr(dir + 1, '/');;
+       slash = strchr(slash + 1, '/')) {
+    char *d = slash ? g_strndup(dir, (gsize)(slash - dir)) : g_strdup(dir);
+    create_arg a = {d, NULL, ZOO_CONTAINER, zkrc__acl_vector(p->acl)};
+    int rc = request(p->s, send_create, &a, deadline);
+    g_free(d);
+    if (rc != ZOK && rc != ZNODEEXISTS)
+      return rc;
+    if (slash == NULL)
+      return ZOK;
+  }
+}
+
+static gboolean retryable(int rc) {
+  return rc == ZCONNECTIONLOSS || rc == ZOPERATIONTIMEOUT || rc == ZNONODE;
+}
+
+/* Join the party: the directories, then our ephemeral node (kazoo's
+ * ShallowParty.join: an existing node with our uuid is ours, created by a
+ * try whose reply was lost).  Retried after a lost connection (once it is
+ * back) or a container removed under us, until the session timeout. */
+static int join(zkrc_partitioner *p) {
+  int64_t deadline = zkrc__deadline_after(zkrc_session_timeout(p->s));
+  int rc, backoff_ms = 20;
+  do {
+    /* Not <path>/locks: the item locks make it, as they make their own
+     * directories (a container that never had a child would stay). */
+    rc = make_dirs(p, p->party_dir, deadline);
+    if (rc == ZOK) {
+      create_arg a = {p->node, p->identifier, ZOO_EPHEMERAL,
+                      zkrc__acl_vector(p->acl)};
+      rc = request(p->s, send_create, &a, deadline);
+    }
+    if (rc == ZNODEEXISTS)
+      rc = ZOK;
+    if (rc == ZOK || !retryable(rc) || zkrc__ms_left(deadline) <= 0)
+      break;
+    /* The backoff: wait for the connection, then a little longer each
+     * time (a container removed under us is retried at once otherwise). */
+    if (zkrc_session_wait_connected(p->s, zkrc__ms_left(deadline)) != ZKRC_OK)
+      break;
+    g_usleep((gulong)CLAMP(zkrc__ms_left(deadline), 0, backoff_ms) * 1000);
+    backoff_ms = MIN(backoff_ms * 2, 500);
+  } while (TRUE);
+  return rc == ZOPERATIONTIMEOUT ? ZKRC_ETIMEDOUT : zkrc__fail_from_zk(rc);
+}
+
+void zkrc__partitioner_leave_async_locked(zkrc_partitioner *p) {
+  zkrc_conn *conn = zkrc__conn_use(p->s);
+  if (conn == NULL)
+    return; /* the node goes with the session */
+  zkrc__sent(p->s,
+             zoo_adelete(conn->zh, p->node, -1, zkrc__ignore_void_done, NULL));
+  zkrc__conn_unuse(conn);
+}
+
+/* ------------------------------------------------------------- creating */
+
+/* A node name kazoo can use for a lock or a party member. */
+static gboolean name_valid(const char *name) {
+  return name && *name && strchr(name, '/') == NULL && strcmp(name, ".") &&
+         strcmp(name, "..");
+}
+
+static gint compare_strings(gconstpointer a, gconstpointer b) {
+  return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* The items sorted, or NULL when one is invalid or repeated. */
+static char **sorted_items(const char *const *items, size_t count) {
+  if (count > 0 && items == NULL)
+    return NULL;
+  char **sorted = g_new0(char *, count + 1);
+  for (size_t i = 0; i < count; i++)
+    sorted[i] = g_strdup(items[i]);
+  qsort(sorted, count, sizeof *sorted, compare_strings);
+  for (size_t i = 0; i < count; i++) {
+    char *path =
+        name_valid(sorted[i]) ? g_strconcat("/", sorted[i], NULL) : NULL;
+    gboolean ok = path && zkrc_path_validate(path, NULL) == ZKRC_OK &&
+                  (i == 0 || strcmp(sorted[i - 1], sorted[i]) != 0);
+    g_free(path);
+    if (!ok) {
+      g_strfreev(sorted);
+      return NULL;
+    }
+  }
+  return sorted;
+}
+
+static char *default_identifier(void) {
+  char host[256] = "localhost";
+  gethostname(host, sizeof host - 1);
+  host[sizeof host - 1] = '\0';
+  return g_strdup_printf("%s-%ld", host, (long)getpid());
+}
+
+/* kazoo's uuid4().hex: 32 hex digits, no '-' (the member is what follows
+ * the first '-'). */
+static char *uuid_hex(void) {
+  char *uuid = zkrc__uuid(), *out = uuid;
+  for (const char *in = uuid; *in; in++) {
+    if (*in != '-')
+      *out++ = *in;
+  }
+  *out = '\0';
+  return uuid;
+}
+
+static zkrc_partitioner *partitioner_alloc(zkrc_session *s, const char *path,
+                                           char **items,
+                                           const zkrc_partitioner_options *o) {
+  zkrc_partitioner *p = g_new0(zkrc_partitioner, 1);
+  p->refs = 1;
+  g_mutex_init(&p->mu);
+  g_cond_init(&p->cond);
+  p->s = zkrc__session_ref(s);
+  p->path = g_strdup(path);
+  p->party_dir = g_strconcat(path, "/party", NULL);
+  p->locks_dir = g_strconcat(path, "/locks", NULL);
+  p->identifier =
+      o->identifier ? g_strdup(o->identifier) : default_identifier();
+  char *uuid = uuid_hex();
+  p->node = g_strdup_printf("%s/%s-%s", p->party_dir, uuid, p->identifier);
+  g_free(uuid);
+  p->items = items;
+  p->n_items = g_strv_length(items);
+  p->time_boundary_ms = o->time_boundary_ms;
+  p->acl = zkrc__acl_new(o->acl);
+  p->on_state = o->on_state;
+  p->state_arg = o->state_arg;
+  p->state = ZKRC_PARTITION_ALLOCATING;
+  p->slots = zkrc__partitioner_new_slots();
+  p->locks = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+  return p;
+}
+
+/* Watch the party and the session (after joining: the first read of the
+ * party then includes us). */
+static int start_watching(zkrc_partitioner *p) {
+  int err = zkrc_session_add_listener(p->s, zkrc__partitioner_session_event, p,
+                                      &p->listener);
+  if (err != ZKRC_OK)
+    return err;
+  zkrc_cache_options co;
+  zkrc_cache_options_init(&co);
+  co.listener = zkrc__partitioner_party_event;
+  co.listener_arg = p;
+  zkrc_cache *c = NULL;
+  err = zkrc_children_cache_new(&c, p->s, p->party_dir, &co);
+  /* Its listener may have run already: it sets p->party too. */
+  g_mutex_lock(&p->mu);
+  p->party = c;
+  g_mutex_unlock(&p->mu);
+  return err;
+}
+
+int zkrc_partitioner_new(zkrc_partitioner **out, zkrc_session *s,
+                         const char *path, const char *const *items,
+                         size_t count, const zkrc_partitioner_options *opts) {
+  if (out)
+    *out = NULL;
+  zkrc_partitioner_options o;
+  zkrc_partitioner_options_init(&o);
+  if (out == NULL || s == NULL || !zkrc__options_take(&o, sizeof o, opts) ||
+      zkrc_path_validate(path, NULL) != ZKRC_OK || strcmp(path, "/") == 0 ||
+      o.time_boundary_ms < 0 ||
+      (o.identifier &&
+       (!name_valid(o.identifier) || strlen(o.identifier) > 200)) ||
+      (o.acl && !zkrc__acl_valid(o.acl)))
+    return zkrc__fail(ZKRC_EINVAL);
+  char **sorted = sorted_items(items, count);
+  if (sorted == NULL)
+    return zkrc__fail(ZKRC_EINVAL);
+  if (zkrc__session_closed(s)) {
+    g_strfreev(sorted);
+    return zkrc__fail(ZKRC_ECLOSED);
+  }
+  zkrc_partitioner *p = partitioner_alloc(s, path, sorted, &o);
+  int err = join(p);
+  if (err == ZKRC_OK)
+    err = start_watching(p);
+  if (err != ZKRC_OK) {
+    zkrc_partitioner_free(p);
+    return zkrc__fail(err);
+  }
+  *out = p;
+  return ZKRC_OK;
+}
+
+/* ----------------------------------------------------------- the calls */
+
+zkrc_partition_state zkrc_partitioner_state(zkrc_partitioner *p) {
+  if (p == NULL)
+    return 0;
+  g_mutex_lock(&p->mu);
+  zkrc_partition_state st = p->state;
+  g_mutex_unlock(&p->mu);
+  return st;
+}
+
+int zkrc_partitioner_wait(zkrc_partitioner *p, zkrc_partition_state st,
+                          int timeout_ms) {
+  if (p == NULL || !zkrc__timeout_valid(timeout_ms) ||
+      timeout_ms == ZKRC_NO_WAIT)
+    return zkrc__fail(ZKRC_EINVAL);
+  int64_t deadline = zkrc__deadline_after(timeout_ms);
+  g_mutex_lock(&p->mu);
+  while (p->state != st && p->state != ZKRC_PARTITION_FAILURE &&
+         zkrc__cond_wait_until(&p->cond, &p->mu, deadline))
+    ;
+  int err = p->state == st                       ? ZKRC_OK
+            : p->state == ZKRC_PARTITION_FAILURE ? ZKRC_ESTATE
+                                                 : ZKRC_ETIMEDOUT;
+  g_mutex_unlock(&p->mu);
+  return err == ZKRC_OK ? ZKRC_OK : zkrc__fail(err);
+}
+
+int zkrc_partitioner_items(zkrc_partitioner *p, char ***items, size_t *count) {
+  if (items)
+    *items = NULL;
+  if (count)
+    *count = 0;
+  if (p == NULL || items == NULL)
+    return zkrc__fail(ZKRC_EINVAL);
+  g_mutex_lock(&p->mu);
+  gboolean ours = p->state == ZKRC_PARTITION_ACQUIRED &&
+                  zkrc__partitioner_all_held_locked(p);
+  char **share = ours ? share_copy_locked(p) : NULL;
+  g_mutex_unlock(&p->mu);
+  if (!ours)
+    return zkrc__fail(ZKRC_ESTATE);
+  *items = zkrc__strv_to_malloc(share, count);
+  g_strfreev(share);
+  return *items ? ZKRC_OK : zkrc__fail(ZKRC_ENOMEM);
+}
+
+int zkrc_partitioner_lease_remaining(zkrc_partitioner *p) {
+  if (p == NULL)
+    return 0;
+  g_mutex_lock(&p->mu);
+  int left = p->state == ZKRC_PARTITION_ACQUIRED
+                 ? zkrc__partitioner_lease_locked(p)
+                 : 0;
+  g_mutex_unlock(&p->mu);
+  return left;
+}
+
+int zkrc_partitioner_release_set(zkrc_partitioner *p) {
+  if (p == NULL)
+    return zkrc__fail(ZKRC_EINVAL);
+  g_mutex_lock(&p->mu);
+  gboolean releasing = p->state == ZKRC_PARTITION_RELEASE && !p->freeing;
+  if (releasing) {
+    zkrc__partitioner_drop_slots_locked(p);
+    zkrc__partitioner_set_state_locked(p, ZKRC_PARTITION_ALLOCATING);
+    zkrc__partitioner_debounce_locked(p);
+  }
+  g_mutex_unlock(&p->mu);
+  return releasing ? ZKRC_OK : zkrc__fail(ZKRC_ESTATE);
+}
+
+const char *zkrc_partitioner_identifier(zkrc_partitioner *p) {
+  return p ? p->identifier : NULL;
+}
+
+static void last_unref(void *arg) { zkrc__partitioner_unref(arg); }
+
+void zkrc_partitioner_free(zkrc_partitioner *p) {
+  if (p == NULL)
+    return;
+  g_mutex_lock(&p->mu);
+  p->freeing = TRUE;
+  zkrc__partitioner_stop_timer_locked(p);
+  zkrc__partitioner_drop_slots_locked(p);
+  while (p->in_callback > 0)
+    g_cond_wait(&p->cond, &p->mu);
+  g_mutex_unlock(&p->mu);
+  if (p->listener)
+    zkrc_session_remove_listener(p->s, p->listener);
+  zkrc_cache_free(p->party);
+  p->party = NULL;
+  GHashTableIter it;
+  gpointer lk;
+  g_hash_table_iter_init(&it, p->locks);
+  while (g_hash_table_iter_next(&it, NULL, &lk))
+    zkrc_lock_free(lk);
+  g_hash_table_remove_all(p->locks);
+  /* kazoo's finish(): leave the party. */
+  int64_t deadline = zkrc__deadline_after(zkrc_session_timeout(p->s));
+  if (!zkrc__session_closed(p->s))
+    request(p->s, send_delete, p->node, deadline);
+  /* Whatever the executor still has for us (lock events, deliveries, which
+   * see p->freeing) runs before this last reference goes. */
+  zkrc__session_post(p->s, last_unref, p);
+}
