@@ -29,6 +29,10 @@ struct zkrc_group {
   zkrc_group_options opts;
   zkrc_cache *view;
   zkrc_ephemeral *self; /* NULL for a watcher */
+  /* A watcher was told CLOSED (the cache reports LOST both when a session
+   * not reopened expires and when it is closed).  Only read and written
+   * by events, which run one at a time. */
+  gboolean closed_told;
 };
 
 const char *zkrc_group_event_name(zkrc_group_event_type type) {
@@ -117,8 +121,10 @@ static void on_view(zkrc_cache *c, const zkrc_cache_event *ev, void *arg) {
     tell(g, ZKRC_GROUP_INITIALIZED, NULL);
     break;
   case ZKRC_CACHE_LOST:
-    if (g->self == NULL && zkrc__session_closed(g->s))
+    if (g->self == NULL && !g->closed_told && zkrc__session_closed(g->s)) {
+      g->closed_told = TRUE;
       tell(g, ZKRC_GROUP_CLOSED, NULL);
+    }
     break;
   default:
     break;

@@ -444,6 +444,53 @@ static void test_leave_from_listener(void) {
   g_free(path);
 }
 
+/* A session that is not reopened after its expiry ends the group: a
+ * watcher and a member are told CLOSED (the member LOST first), and
+ * nothing after. */
+static void test_closed_for_good(void) {
+  char *path = zkt_path("group-closed");
+  zkrc_session *s = zkt_session_with(ZKT_SESSION_TIMEOUT_MS, 1);
+  seen ew, em;
+  seen_init(&ew);
+  seen_init(&em);
+  zkrc_group *w = watch(s, path, &ew);
+  zkrc_group *m = join(s, path, "m", "d", &em);
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_group_wait_registered(m, 10000));
+  CU_ASSERT_TRUE(wait_event(&ew, "JOINED m d"));
+  char *own = next_own_event(&em);
+  ASSERT_TEXT(own, "REGISTERED");
+  g_free(own);
+  zkt_expire(s);
+  CU_ASSERT_TRUE(wait_event(&ew, "CLOSED"));
+  own = next_own_event(&em);
+  ASSERT_TEXT(own, "LOST");
+  g_free(own);
+  own = next_own_event(&em);
+  ASSERT_TEXT(own, "CLOSED");
+  g_free(own);
+  CU_ASSERT_FALSE(zkrc_group_is_registered(m));
+  ZKT_ASSERT_RC(ZKRC_ECLOSED, zkrc_group_wait_registered(m, 1000));
+  zkrc_group_free(m);
+  zkrc_group_free(w);
+  int after = 0;
+  for (char *l; (l = g_async_queue_try_pop(ew.lines)) != NULL; g_free(l)) {
+    fprintf(stderr, "\nwatcher event after CLOSED: %s\n", l);
+    after++;
+  }
+  for (char *l; (l = g_async_queue_try_pop(em.lines)) != NULL; g_free(l)) {
+    fprintf(stderr, "\nmember event after CLOSED: %s\n", l);
+    after++;
+  }
+  CU_ASSERT_EQUAL(after, 0);
+  zhandle_t *zh = zkt_raw();
+  CU_ASSERT_EQUAL(zkt_nodes_left(zh, path), 0);
+  zookeeper_close(zh);
+  g_async_queue_unref(ew.lines);
+  g_async_queue_unref(em.lines);
+  zkrc_session_close(s);
+  g_free(path);
+}
+
 /* Bad arguments are refused with ZKRC_EINVAL before anything is sent: the
  * group's path is never created.  The longest id is accepted. */
 static void test_bad_input(void) {
@@ -568,6 +615,7 @@ static void add_suites(void) {
        test_recreated_after_expiry},
       {"id held by another session", test_id_held_by_other_session},
       {"leave from the listener", test_leave_from_listener},
+      {"session closed for good", test_closed_for_good},
       {"bad input changes nothing", test_bad_input},
       {"curator group member both ways", test_curator_group_member_both_ways});
 }
