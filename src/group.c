@@ -5,6 +5,10 @@
  * beyond the two: the view is read from the cache's copy, and the events
  * of both, which already run on the session's executor in order and
  * without a zkrecipes mutex held, are handed on translated.
+ *
+ * Lock order: start_mu, held only while the two are created, comes before
+ * the cache's and the session's mutexes; events take it alone, and let it
+ * go before calling the application.
  */
 #include "config.h"
 
@@ -29,6 +33,12 @@ struct zkrc_group {
   zkrc_group_options opts;
   zkrc_cache *view;
   zkrc_ephemeral *self; /* NULL for a watcher */
+  /* Held while zkrc_group_join() starts the two: an event that comes
+   * before they are both in place (a quick REGISTERED whose listener reads
+   * the view or frees the group) waits for it.  start_failed (under it):
+   * the start failed and the group is being destroyed; tell nothing. */
+  GMutex start_mu;
+  gboolean start_failed;
   /* A watcher was told CLOSED (the cache reports LOST both when a session
    * not reopened expires and when it is closed).  Only read and written
    * by events, which run one at a time. */
@@ -91,6 +101,15 @@ static zkrc_group_member member_of(const zkrc_cache_node *n) {
   return m;
 }
 
+/* Once the group is started: FALSE when it failed to (nothing to tell).
+ * Never blocks for long: the start sends nothing and waits for nothing. */
+static gboolean started(zkrc_group *g) {
+  g_mutex_lock(&g->start_mu);
+  gboolean ok = !g->start_failed;
+  g_mutex_unlock(&g->start_mu);
+  return ok;
+}
+
 static void tell(zkrc_group *g, zkrc_group_event_type type,
                  const zkrc_group_member *m) {
   if (g->opts.on_event == NULL)
@@ -106,6 +125,8 @@ static void on_view(zkrc_cache *c, const zkrc_cache_event *ev, void *arg) {
   (void)c;
   zkrc_group *g = arg;
   zkrc_group_member m;
+  if (!started(g))
+    return;
   switch (ev->type) {
   case ZKRC_CACHE_NODE_ADDED:
   case ZKRC_CACHE_NODE_UPDATED:
@@ -135,6 +156,8 @@ static void on_view(zkrc_cache *c, const zkrc_cache_event *ev, void *arg) {
 static void on_self(zkrc_ephemeral *e, zkrc_ephemeral_event ev, void *arg) {
   (void)e;
   zkrc_group *g = arg;
+  if (!started(g))
+    return;
   switch (ev) {
   case ZKRC_EPHEMERAL_REGISTERED:
     tell(g, ZKRC_GROUP_REGISTERED, NULL);
@@ -153,6 +176,7 @@ static void group_destroy(zkrc_group *g) {
   zkrc_cache_free(g->view);
   zkrc_ephemeral_free(g->self);
   zkrc__session_unref_recipe(g->s);
+  g_mutex_clear(&g->start_mu);
   g_free(g->id);
   g_free(g->path);
   g_free(g);
@@ -205,8 +229,13 @@ static int group_new(zkrc_group **out, zkrc_session *s, const char *path,
   g->path = g_strdup(path);
   g->id = g_strdup(id);
   g->opts = o;
+  g_mutex_init(&g->start_mu);
+  g_mutex_lock(&g->start_mu);
   int rc = group_start(g, data, len);
+  g->start_failed = rc != ZKRC_OK;
+  g_mutex_unlock(&g->start_mu);
   if (rc != ZKRC_OK) {
+    /* Not under start_mu: freeing waits for events, which take it. */
     group_destroy(g);
     return zkrc__fail(rc);
   }
