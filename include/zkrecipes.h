@@ -51,6 +51,7 @@
 #include <zkrecipes/shared.h>
 #include <zkrecipes/cache.h>
 #include <zkrecipes/ephemeral.h>
+#include <zkrecipes/group.h>
 #include <zkrecipes/partitioner.h>
 
 #ifdef __cplusplus

@@ -54,6 +54,17 @@
  *         leader|follower"), "leaderid" ("leaderid ID", Curator's view),
  *         "participants", "close" (leave: "closed"), "join" (again:
  *         "joined NODE"), "quit" or end of input (exits 0).
+ *   group CONNECT PATH ID PAYLOAD
+ *         A GroupMember (org.apache.curator.framework.recipes.nodes) of the
+ *         group PATH with id ID and payload PAYLOAD (UTF-8).  Prints
+ *         "joined NODE" once its node exists.  Commands: "members" prints
+ *         "members ID=PAYLOAD ..." (getCurrentMembers(), sorted by id);
+ *         "await ID=PAYLOAD" waits until getCurrentMembers() has ID with
+ *         PAYLOAD, at most 8 s (less than the tests wait for a reply), then
+ *         prints "members ..." (the view then, whether it came or not);
+ *         "awaitgone ID" the same until ID is not a member; "set
+ *         PAYLOAD" (setThisData: "set"); "quit" or end of input leaves the
+ *         group ("left") and exits 0.
  *
  * Modes for the benchmark (bench/zkr-bench.c):
  *
@@ -160,6 +171,7 @@ import org.apache.curator.framework.recipes.locks.InterProcessMutex;
 import org.apache.curator.framework.recipes.locks.InterProcessReadWriteLock;
 import org.apache.curator.framework.recipes.locks.InterProcessSemaphoreV2;
 import org.apache.curator.framework.recipes.locks.Lease;
+import org.apache.curator.framework.recipes.nodes.GroupMember;
 import org.apache.curator.framework.recipes.shared.SharedCount;
 import org.apache.curator.framework.recipes.shared.VersionedValue;
 import org.apache.curator.retry.RetryNTimes;
@@ -648,6 +660,72 @@ public final class CuratorPeer {
     }
   }
 
+
+  /* ------------------------------------------------------------- group */
+
+  /** Curator's view as "ID=PAYLOAD ..." sorted by id. */
+  static String members(GroupMember g) {
+    List<String> ids = new ArrayList<>();
+    for (Map.Entry<String, byte[]> e : g.getCurrentMembers().entrySet())
+      ids.add(e.getKey() + "="
+              + (e.getValue() == null
+                     ? "" : new String(e.getValue(), StandardCharsets.UTF_8)));
+    java.util.Collections.sort(ids);
+    return String.join(" ", ids);
+  }
+
+  /** Poll Curator's view (GroupMember has no listener) until @p done, at
+   *  most 8 s; then print it, whatever it is (the caller compares). */
+  static void awaitMembers(GroupMember g, java.util.function.Predicate<String> done)
+      throws InterruptedException {
+    long deadline = System.nanoTime() + Math.min(peerTimeoutMs, 8000) * 1_000_000L;
+    String view = members(g);
+    while (!done.test(" " + view + " ") && System.nanoTime() < deadline) {
+      Thread.sleep(10);
+      view = members(g);
+    }
+    out.println("members " + view);
+  }
+
+  static int group(CuratorFramework client, Commands in, String path, String id,
+                   String payload) throws Exception {
+    GroupMember g = new GroupMember(client, path, id,
+                                    payload.getBytes(StandardCharsets.UTF_8));
+    g.start();
+    String node = ZKPaths.makePath(path, id);
+    /* start() creates the node in the background and offers no event for
+     * it: look for it, with a deadline. */
+    long deadline = System.nanoTime() + peerTimeoutMs * 1_000_000L;
+    while (client.checkExists().forPath(node) == null) {
+      if (System.nanoTime() > deadline)
+        throw new Exit(EXIT_TIMEOUT, "the member's node was not created in time");
+      Thread.sleep(5);
+    }
+    out.println("joined " + node);
+    try {
+      for (;;) {
+        String cmd = in.next();
+        String[] w = cmd.split(" ", 2);
+        if (cmd == Commands.EOF || cmd.equals("quit")) {
+          return EXIT_OK;
+        } else if (cmd.equals("members")) {
+          out.println("members " + members(g));
+        } else if (w[0].equals("await") && w.length == 2) {
+          awaitMembers(g, view -> view.contains(" " + w[1] + " "));
+        } else if (w[0].equals("awaitgone") && w.length == 2) {
+          awaitMembers(g, view -> !view.contains(" " + w[1] + "="));
+        } else if (w[0].equals("set") && w.length == 2) {
+          g.setThisData(w[1].getBytes(StandardCharsets.UTF_8));
+          out.println("set");
+        } else {
+          out.println("error unknown command: " + cmd);
+        }
+      }
+    } finally {
+      g.close();
+      out.println("left");
+    }
+  }
 
   /* ------------------------------------------------------------- bench */
 
@@ -1234,7 +1312,8 @@ public final class CuratorPeer {
                        + "       CuratorPeer bench CONNECT\n"
                        + "       CuratorPeer herd CONNECT PATH N\n"
                        + "       CuratorPeer cache CONNECT PATH node|tree|curator|curator-node\n"
-                       + "       CuratorPeer sharedcount CONNECT PATH read|set V|add N");
+                       + "       CuratorPeer sharedcount CONNECT PATH read|set V|add N\n"
+                       + "       CuratorPeer group CONNECT PATH ID PAYLOAD");
   }
 
   static void startWatchdog(long seconds) {
@@ -1301,6 +1380,10 @@ public final class CuratorPeer {
       if (a.length == 5)
         Long.parseLong(a[4]);
       break;
+    case "group":
+      if (a.length != 5)
+        usage();
+      break;
     case "cache":
       if (a.length != 4 || !Arrays.asList("node", "tree", "curator",
                                           "curator-node").contains(a[3]))
@@ -1347,6 +1430,8 @@ public final class CuratorPeer {
                     Long.parseLong(a[3]));
       case "cache":
         return cache(client, in, path, a[3]);
+      case "group":
+        return group(client, in, path, a[3], a[4]);
       case "sharedcount":
         return sharedCount(client, path, a[3],
                            a.length == 5 ? Integer.parseInt(a[4]) : 0);

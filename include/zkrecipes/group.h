@@ -1,0 +1,220 @@
+/*
+ * zkrecipes/group.h - group membership: members announce themselves under
+ * a group path, and every member (or a mere watcher) sees who is in.
+ *
+ * Wire-compatible with Apache Curator's GroupMember
+ * (org.apache.curator.framework.recipes.nodes.GroupMember): a member is the
+ * ephemeral node PATH/ID holding its data, kept by a zkrc_ephemeral
+ * (zkrecipes/ephemeral.h: created again after its session expired, with
+ * the latest data; missing parents created as containers); the view is a
+ * children cache of PATH (zkrecipes/cache.h): one member per child, its id
+ * the child's name and its data the child's data.  A Curator member is in
+ * our view with its payload, and ours in Curator's getCurrentMembers().
+ *
+ * One difference from Curator: Curator's getCurrentMembers() always lists
+ * the caller itself, even before its node exists.  zkrc_group_members()
+ * lists what the servers hold (as last read): this member appears once its
+ * node is created, and zkrc_group_is_registered() says whether it is in
+ * now (verified by the session's lease).
+ *
+ * Events (zkrc_group_event) run on the session's executor, one at a time
+ * and in order, never with a zkrecipes mutex held: JOINED / UPDATED / LEFT
+ * for changes of the view (applying them in order to an empty map gives
+ * the view), INITIALIZED once the first complete view is read, and, for a
+ * member, REGISTERED / LOST / CLOSED about its own node: a member whose
+ * registration is lost is told LOST no later than its lease deadline, and
+ * REGISTERED when its node is back.
+ *
+ * Licensed under the Apache License, Version 2.0 (see COPYING).
+ */
+#ifndef ZKRECIPES_GROUP_H
+#define ZKRECIPES_GROUP_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <zkrecipes/session.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct zkrc_group zkrc_group;
+
+/** Longest member id, in bytes (a node name; the whole path PATH/ID must
+ *  also pass zkrc_path_validate()). */
+#define ZKRC_GROUP_ID_MAX 255
+
+/** What a group reports. */
+typedef enum zkrc_group_event_type {
+  /** A member entered the view (its id and data). */
+  ZKRC_GROUP_JOINED = 1,
+  /** A member's data changed, or its node was deleted and created again. */
+  ZKRC_GROUP_UPDATED,
+  /** A member left the view (the last data reported for it). */
+  ZKRC_GROUP_LEFT,
+  /** The first complete view has been read (once). */
+  ZKRC_GROUP_INITIALIZED,
+  /** This member's node exists, created by this session (zkrc_group_join()
+   *  only). */
+  ZKRC_GROUP_REGISTERED,
+  /** This member may be out of the group (the lease ran out, the session
+   *  expired, the node was deleted, or another session holds the id); the
+   *  library keeps trying to register it again (zkrc_group_join() only). */
+  ZKRC_GROUP_LOST,
+  /** The session was closed for good: no more events. */
+  ZKRC_GROUP_CLOSED
+} zkrc_group_event_type;
+
+/** "JOINED", "UPDATED", "LEFT", "INITIALIZED", "REGISTERED", "LOST",
+ *  "CLOSED" ("?" if unknown).  Static string; any thread. */
+const char *zkrc_group_event_name(zkrc_group_event_type type);
+
+/** One member of a group. */
+typedef struct zkrc_group_member {
+  char *id;         /**< the node's name */
+  char *data;       /**< its data, NUL-terminated for convenience (the NUL is
+                   not counted in len); NULL when the node has no data */
+  size_t len;       /**< bytes of data */
+  int64_t czxid;    /**< the zxid that created its node */
+  int64_t ctime_ms; /**< when its node was created (servers' clock) */
+} zkrc_group_member;
+
+/** An event; valid only during the callback. */
+typedef struct zkrc_group_event {
+  zkrc_group_event_type type;
+  /** JOINED, UPDATED: the member now; LEFT: as last reported; NULL for
+   *  the other events. */
+  const zkrc_group_member *member;
+} zkrc_group_event;
+
+/**
+ * A group's listener.  Runs on the session's executor, one event at a time
+ * and in order; it may call any zkrc_group function that does not wait
+ * (zkrc_group_members(), zkrc_group_is_registered(), zkrc_group_free() of
+ * this group).
+ */
+typedef void (*zkrc_group_fn)(zkrc_group *g, const zkrc_group_event *ev,
+                              void *arg);
+
+/** Options; initialize with zkrc_group_options_init(). */
+typedef struct zkrc_group_options {
+  /** Set by zkrc_group_options_init() (see zkrc_lock_options.size). */
+  size_t size;
+  /** ACL of this member's node and of the parents it creates.  NULL
+   *  (default): ZOO_OPEN_ACL_UNSAFE.  Copied. */
+  const struct ACL_vector *acl;
+  /** Told about every event (above).  NULL: none (read the view when you
+   *  need it). */
+  zkrc_group_fn on_event;
+  void *event_arg;
+} zkrc_group_options;
+
+/** Zero @p opts and set its size (NULL is ignored).  Any thread. */
+void zkrc_group_options_init(zkrc_group_options *opts);
+
+/**
+ * Join the group at @p path as @p id, with @p len bytes of @p data
+ * (copied; NULL and 0 for a node without data), and start reading the
+ * group's view.  Returns at once; the create and the first read are under
+ * way (zkrc_group_wait_registered(), zkrc_group_wait_initialized()).  An
+ * id held by another live session (a previous run of this member whose
+ * session has not expired yet) is registered once that node is gone.
+ * @param path  the group, as zkrc_path_validate() accepts.
+ * @param id    the member's id, unique in the group: 1 to
+ *              ZKRC_GROUP_ID_MAX bytes, no '/', not "." or "..", and
+ *              PATH/ID a valid path.
+ * @param opts  NULL for the defaults; copied.
+ * @return ZKRC_OK (*@p out is yours: zkrc_group_free()); ZKRC_EINVAL (NULL
+ *         @p out or @p s, an invalid path or id, NULL @p data with @p len
+ *         > 0, @p len > 1 MiB, options not initialized: nothing is sent);
+ *         ZKRC_ECLOSED (the session is closed); ZKRC_ENOMEM.
+ * Threading: any thread.
+ */
+int zkrc_group_join(zkrc_group **out, zkrc_session *s, const char *path,
+                    const char *id, const void *data, size_t len,
+                    const zkrc_group_options *opts);
+
+/**
+ * Watch the group at @p path without joining it: the view and its events
+ * (JOINED, UPDATED, LEFT, INITIALIZED, CLOSED), no node of ours.  The
+ * group need not exist yet.
+ * @return as zkrc_group_join() (no id or data to check).
+ * Threading: any thread.
+ */
+int zkrc_group_watch(zkrc_group **out, zkrc_session *s, const char *path,
+                     const zkrc_group_options *opts);
+
+/**
+ * Wait until the first complete view has been read, at most @p timeout_ms
+ * (ZKRC_WAIT_FOREVER or >= 0).
+ * @return ZKRC_OK; ZKRC_ETIMEDOUT; ZKRC_ECLOSED; ZKRC_EINVAL (NULL @p g).
+ * Not from the executor's thread.
+ */
+int zkrc_group_wait_initialized(zkrc_group *g, int timeout_ms);
+
+/**
+ * Wait until this member is registered (its node created by this session
+ * and the session's lease running), at most @p timeout_ms.
+ * @return ZKRC_OK; ZKRC_ETIMEDOUT; ZKRC_ENOAUTH (an ACL forbids the
+ *         create); ZKRC_ECLOSED; ZKRC_EINVAL (NULL @p g, or a group made
+ *         with zkrc_group_watch()).
+ * Not from the executor's thread.
+ */
+int zkrc_group_wait_registered(zkrc_group *g, int timeout_ms);
+
+/**
+ * Is this member registered now (see zkrc_group_wait_registered())?
+ * 0 for a watcher and for NULL.  Never a round trip; any thread.
+ */
+int zkrc_group_is_registered(zkrc_group *g);
+
+/**
+ * Replace this member's data (kept for every later re-creation of its
+ * node too), at most @p timeout_ms.  Other members see an UPDATED event.
+ * @return ZKRC_OK (written, or kept for the next creation when the node is
+ *         not registered now); ZKRC_ETIMEDOUT or ZKRC_ECONNLOSS (kept: the
+ *         write may or may not have reached the node; it is written again
+ *         when the node is created again); ZKRC_EINVAL (NULL @p g, a
+ *         watcher, NULL @p data with @p len > 0, @p len > 1 MiB: nothing
+ *         changed).
+ * Not from the executor's thread.
+ */
+int zkrc_group_set_data(zkrc_group *g, const void *data, size_t len,
+                        int timeout_ms);
+
+/**
+ * The group's view now, as last read from the servers (never a round
+ * trip), sorted by id (byte order).
+ * @param members  receives an array of @p *count members (a NULL array
+ *                 when there are none): free with
+ *                 zkrc_group_members_free().
+ * @return ZKRC_OK; ZKRC_EINVAL (a NULL argument); ZKRC_ENOMEM.
+ * Threading: any thread, listeners included.
+ */
+int zkrc_group_members(zkrc_group *g, zkrc_group_member **members,
+                       size_t *count);
+
+/** Free the @p count members of @p members and the array (NULL ignored). */
+void zkrc_group_members_free(zkrc_group_member *members, size_t count);
+
+/** This member's id (owned by @p g); NULL for a watcher. */
+const char *zkrc_group_id(zkrc_group *g);
+
+/** The group's path (owned by @p g). */
+const char *zkrc_group_path(zkrc_group *g);
+
+/**
+ * Leave the group: stop reading the view, delete this member's node
+ * (waiting at most for one round trip, bounded by the session timeout; a
+ * node that cannot be deleted now goes with its session) and free @p g.
+ * After it returns no event of @p g runs (unless the caller is that
+ * event).  NULL is ignored.  The session must still be open (close it
+ * after).  Threading: any thread.
+ */
+void zkrc_group_free(zkrc_group *g);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* ZKRECIPES_GROUP_H */

@@ -1,0 +1,623 @@
+/*
+ * Group membership (zkrecipes/group.h) against a real ensemble: joins,
+ * updates and leaves seen by another member and by a watcher; the view
+ * equal to the servers' children; a member re-created after its session
+ * expired, with its latest data, told LOST then REGISTERED; an id held by
+ * another live session registered only once that one goes; bad input
+ * refused with nothing changed; and Curator's GroupMember on the same
+ * group, both ways (CuratorPeer group).
+ */
+#include "config.h"
+
+#include <string.h>
+
+#include <glib.h>
+
+#include "interop_peers.h"
+#include "testutil.h"
+#include "zkrecipes/group.h"
+
+/* Every event a listener saw, as "TYPE ID DATA" lines ("TYPE" alone for
+ * events about no member). */
+typedef struct seen {
+  GAsyncQueue *lines; /* of g_malloc'ed strings */
+} seen;
+
+static void record(zkrc_group *g, const zkrc_group_event *ev, void *arg) {
+  (void)g;
+  seen *s = arg;
+  const zkrc_group_member *m = ev->member;
+  char *line = m ? g_strdup_printf("%s %s %s", zkrc_group_event_name(ev->type),
+                                   m->id, m->data ? m->data : "(null)")
+                 : g_strdup(zkrc_group_event_name(ev->type));
+  g_async_queue_push(s->lines, line);
+}
+
+/* CU_ASSERT_STRING_EQUAL that prints both strings when they differ. */
+#define ASSERT_TEXT(got, want)                                                 \
+  do {                                                                         \
+    const char *g_ = (got), *w_ = (want);                                      \
+    if (g_ == NULL || strcmp(g_, w_) != 0)                                     \
+      fprintf(stderr, "\n%s:%d: \"%s\", expected \"%s\"\n", __FILE__,          \
+              __LINE__, g_ ? g_ : "(null)", w_);                               \
+    CU_ASSERT_STRING_EQUAL(g_ ? g_ : "(null)", w_);                            \
+  } while (0)
+
+/* A listener that leaves the group from inside an event: on the event
+ * line @p free_on it frees the group and records "FREED". */
+typedef struct leaver {
+  seen lines;
+  const char *free_on;
+} leaver;
+
+static void leave_on(zkrc_group *g, const zkrc_group_event *ev, void *arg) {
+  leaver *l = arg;
+  record(g, ev, &l->lines);
+  const zkrc_group_member *m = ev->member;
+  char *line = m ? g_strdup_printf("%s %s %s", zkrc_group_event_name(ev->type),
+                                   m->id, m->data ? m->data : "(null)")
+                 : g_strdup(zkrc_group_event_name(ev->type));
+  if (strcmp(line, l->free_on) == 0) {
+    zkrc_group_free(g);
+    g_async_queue_push(l->lines.lines, g_strdup("FREED"));
+  }
+  g_free(line);
+}
+
+static void seen_init(seen *s) { s->lines = g_async_queue_new_full(g_free); }
+
+/* Wait for the event line @p want, skipping others; non-zero when it came
+ * within 10 s. */
+static int wait_event(seen *s, const char *want) {
+  int64_t end = zkt_now_ms() + 10000;
+  while (zkt_now_ms() < end) {
+    char *line = g_async_queue_timeout_pop(s->lines, 100 * 1000);
+    int match = line && strcmp(line, want) == 0;
+    g_free(line);
+    if (match)
+      return 1;
+  }
+  fprintf(stderr, "\nno event \"%s\" within 10 s\n", want);
+  return 0;
+}
+
+/* Wait for either event line @p a or @p b, skipping others; non-zero when
+ * one came within 10 s. */
+static int wait_event_either(seen *s, const char *a, const char *b) {
+  int64_t end = zkt_now_ms() + 10000;
+  while (zkt_now_ms() < end) {
+    char *line = g_async_queue_timeout_pop(s->lines, 100 * 1000);
+    int match = line && (strcmp(line, a) == 0 || strcmp(line, b) == 0);
+    g_free(line);
+    if (match)
+      return 1;
+  }
+  fprintf(stderr, "\nno event \"%s\" or \"%s\" within 10 s\n", a, b);
+  return 0;
+}
+
+/* Wait until each of the @p n lines @p want has come, in any order,
+ * skipping others; non-zero when they all came within 10 s. */
+static int wait_all(seen *s, const char *const *want, int n) {
+  int64_t end = zkt_now_ms() + 10000;
+  int missing = n;
+  gboolean *got = g_new0(gboolean, n);
+  while (missing > 0 && zkt_now_ms() < end) {
+    char *line = g_async_queue_timeout_pop(s->lines, 100 * 1000);
+    for (int i = 0; line && i < n; i++)
+      if (!got[i] && strcmp(line, want[i]) == 0) {
+        got[i] = TRUE;
+        missing--;
+      }
+    g_free(line);
+  }
+  for (int i = 0; i < n; i++)
+    if (!got[i])
+      fprintf(stderr, "\nno event \"%s\" within 10 s\n", want[i]);
+  g_free(got);
+  return missing == 0;
+}
+
+/* The next of this member's own events (REGISTERED, LOST, CLOSED), view
+ * events skipped, within 10 s; "" when none came (g_free it). */
+static char *next_own_event(seen *s) {
+  int64_t end = zkt_now_ms() + 10000;
+  while (zkt_now_ms() < end) {
+    char *line = g_async_queue_timeout_pop(s->lines, 100 * 1000);
+    if (line && (strcmp(line, "REGISTERED") == 0 || strcmp(line, "LOST") == 0 ||
+                 strcmp(line, "CLOSED") == 0))
+      return line;
+    g_free(line);
+  }
+  return g_strdup("");
+}
+
+static zkrc_group *join(zkrc_session *s, const char *path, const char *id,
+                        const char *data, seen *into) {
+  zkrc_group_options o;
+  zkrc_group_options_init(&o);
+  o.on_event = into ? record : NULL;
+  o.event_arg = into;
+  zkrc_group *g = NULL;
+  ZKT_ASSERT_RC(ZKRC_OK,
+                zkrc_group_join(&g, s, path, id, data, strlen(data), &o));
+  return g;
+}
+
+static zkrc_group *watch(zkrc_session *s, const char *path, seen *into) {
+  zkrc_group_options o;
+  zkrc_group_options_init(&o);
+  o.on_event = record;
+  o.event_arg = into;
+  zkrc_group *g = NULL;
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_group_watch(&g, s, path, &o));
+  return g;
+}
+
+/* The view as "id=data id=data ..." (sorted by id, as it comes). */
+static char *view_text(zkrc_group *g) {
+  zkrc_group_member *m = NULL;
+  size_t n = 0;
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_group_members(g, &m, &n));
+  GString *out = g_string_new(NULL);
+  for (size_t i = 0; i < n; i++)
+    g_string_append_printf(out, "%s%s=%s", i ? " " : "", m[i].id,
+                           m[i].data ? m[i].data : "");
+  zkrc_group_members_free(m, n);
+  return g_string_free(out, FALSE);
+}
+
+static int by_name(const void *a, const void *b) {
+  return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* The servers' children of @p path in the same form, read now. */
+static char *servers_text(zhandle_t *zh, const char *path) {
+  struct String_vector kids = {0, NULL};
+  GString *out = g_string_new(NULL);
+  if (zoo_get_children(zh, path, 0, &kids) == ZOK) {
+    qsort(kids.data, (size_t)kids.count, sizeof(char *), by_name);
+    for (int i = 0; i < kids.count; i++) {
+      char *child = g_strdup_printf("%s/%s", path, kids.data[i]);
+      char buf[256];
+      int len = sizeof buf - 1;
+      if (zoo_get(zh, child, 0, buf, &len, NULL) == ZOK) {
+        buf[len < 0 ? 0 : len] = '\0';
+        g_string_append_printf(out, "%s%s=%s", out->len ? " " : "",
+                               kids.data[i], buf);
+      }
+      g_free(child);
+    }
+    deallocate_String_vector(&kids);
+  }
+  return g_string_free(out, FALSE);
+}
+
+/* The data of @p path and its ephemeral owner (-1 when it is missing). */
+static int64_t node_owner(zhandle_t *zh, const char *path, char *buf,
+                          int size) {
+  struct Stat st;
+  int len = size - 1;
+  if (zoo_get(zh, path, 0, buf, &len, &st) != ZOK)
+    return -1;
+  buf[len < 0 ? 0 : len] = '\0';
+  return st.ephemeralOwner;
+}
+
+/* A joins, updates its data and leaves: member B and a watcher see
+ * JOINED, UPDATED and LEFT with A's data; B's view holds both; nothing is
+ * left behind. */
+static void test_join_update_leave_seen(void) {
+  char *path = zkt_path("group-basic");
+  zkrc_session *sa = zkt_session(), *sb = zkt_session(), *sw = zkt_session();
+  seen eb, ew, ea;
+  seen_init(&eb);
+  seen_init(&ew);
+  seen_init(&ea);
+  zkrc_group *b = join(sb, path, "b", "bee", &eb);
+  zkrc_group *w = watch(sw, path, &ew);
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_group_wait_registered(b, 10000));
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_group_wait_initialized(b, 10000));
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_group_wait_initialized(w, 10000));
+  CU_ASSERT_TRUE(wait_event(&ew, "JOINED b bee"));
+  CU_ASSERT_PTR_NULL(zkrc_group_id(w));
+  CU_ASSERT_STRING_EQUAL(zkrc_group_id(b), "b");
+  CU_ASSERT_STRING_EQUAL(zkrc_group_path(w), path);
+
+  zkrc_group *a = join(sa, path, "a", "one", &ea);
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_group_wait_registered(a, 10000));
+  CU_ASSERT_TRUE(zkrc_group_is_registered(a));
+  CU_ASSERT_TRUE(wait_event(&ea, "REGISTERED"));
+  CU_ASSERT_TRUE(wait_event(&eb, "JOINED a one"));
+  CU_ASSERT_TRUE(wait_event(&ew, "JOINED a one"));
+  char *view = view_text(b);
+  ASSERT_TEXT(view, "a=one b=bee");
+  g_free(view);
+
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_group_set_data(a, "two", 3, 10000));
+  CU_ASSERT_TRUE(wait_event(&eb, "UPDATED a two"));
+  CU_ASSERT_TRUE(wait_event(&ew, "UPDATED a two"));
+
+  zkrc_group_free(a);
+  CU_ASSERT_TRUE(wait_event(&eb, "LEFT a two"));
+  CU_ASSERT_TRUE(wait_event(&ew, "LEFT a two"));
+  view = view_text(w);
+  ASSERT_TEXT(view, "b=bee");
+  g_free(view);
+
+  zkrc_group_free(b);
+  CU_ASSERT_TRUE(wait_event(&ew, "LEFT b bee"));
+  zkrc_group_free(w);
+  zhandle_t *zh = zkt_raw();
+  CU_ASSERT_EQUAL(zkt_nodes_left(zh, path), 0);
+  zookeeper_close(zh);
+  g_async_queue_unref(ea.lines);
+  g_async_queue_unref(eb.lines);
+  g_async_queue_unref(ew.lines);
+  zkrc_session_close(sa);
+  zkrc_session_close(sb);
+  zkrc_session_close(sw);
+  g_free(path);
+}
+
+/* Six members on two sessions and a node written by hand (a member of
+ * another library): the watcher's view equals the servers' children, id
+ * and data, once the last one is seen. */
+static void test_view_equals_servers(void) {
+  char *path = zkt_path("group-view");
+  zkrc_session *s1 = zkt_session(), *s2 = zkt_session();
+  seen ew;
+  seen_init(&ew);
+  zkrc_group *w = watch(s1, path, &ew);
+  zkrc_group *m[6];
+  for (int i = 0; i < 6; i++) {
+    char id[16], data[16];
+    g_snprintf(id, sizeof id, "m%d", 5 - i);
+    g_snprintf(data, sizeof data, "d%d", i * 7);
+    m[i] = join(i % 2 ? s1 : s2, path, id, data, NULL);
+  }
+  for (int i = 0; i < 6; i++)
+    ZKT_ASSERT_RC(ZKRC_OK, zkrc_group_wait_registered(m[i], 10000));
+  zhandle_t *zh = zkt_raw();
+  char *foreign = g_strdup_printf("%s/zz-by-hand", path);
+  CU_ASSERT_EQUAL(zoo_create(zh, foreign, "x", 1, &ZOO_OPEN_ACL_UNSAFE,
+                             ZOO_EPHEMERAL, NULL, 0),
+                  ZOK);
+  const char *const joined[] = {
+      "JOINED m0 d35", "JOINED m1 d28", "JOINED m2 d21",      "JOINED m3 d14",
+      "JOINED m4 d7",  "JOINED m5 d0",  "JOINED zz-by-hand x"};
+  CU_ASSERT_TRUE(wait_all(&ew, joined, (int)G_N_ELEMENTS(joined)));
+  char *view = view_text(w), *servers = servers_text(zh, path);
+  ASSERT_TEXT(view, servers);
+  ASSERT_TEXT(view, "m0=d35 m1=d28 m2=d21 m3=d14 m4=d7 m5=d0 zz-by-hand=x");
+  g_free(view);
+  g_free(servers);
+  for (int i = 0; i < 6; i++)
+    zkrc_group_free(m[i]);
+  CU_ASSERT_EQUAL(zoo_delete(zh, foreign, -1), ZOK);
+  CU_ASSERT_TRUE(wait_event(&ew, "LEFT zz-by-hand x"));
+  view = view_text(w);
+  ASSERT_TEXT(view, "");
+  g_free(view);
+  zkrc_group_free(w);
+  CU_ASSERT_EQUAL(zkt_nodes_left(zh, path), 0);
+  zookeeper_close(zh);
+  g_async_queue_unref(ew.lines);
+  zkrc_session_close(s1);
+  zkrc_session_close(s2);
+  g_free(foreign);
+  g_free(path);
+}
+
+/* The member's session is expired on the servers: it is told LOST, then
+ * REGISTERED once its node is created again by the new session, holding
+ * the data set last; another member sees it back. */
+static void test_recreated_after_expiry(void) {
+  char *path = zkt_path("group-expiry");
+  char *node = g_strdup_printf("%s/me", path);
+  zkrc_session *s = zkt_session(), *so = zkt_session();
+  seen ev, eo;
+  seen_init(&ev);
+  seen_init(&eo);
+  zkrc_group *me = join(s, path, "me", "first", &ev);
+  zkrc_group *other = join(so, path, "other", "o", &eo);
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_group_wait_registered(me, 10000));
+  char *own = next_own_event(&ev);
+  ASSERT_TEXT(own, "REGISTERED");
+  g_free(own);
+  CU_ASSERT_TRUE(wait_event(&eo, "JOINED me first"));
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_group_wait_initialized(other, 10000));
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_group_set_data(me, "latest", 6, 10000));
+  CU_ASSERT_TRUE(wait_event(&eo, "UPDATED me latest"));
+  int64_t old_session = zkrc_session_id(s);
+
+  zkt_expire(s);
+  own = next_own_event(&ev);
+  ASSERT_TEXT(own, "LOST");
+  g_free(own);
+  own = next_own_event(&ev);
+  ASSERT_TEXT(own, "REGISTERED");
+  g_free(own);
+  CU_ASSERT_TRUE(zkrc_group_is_registered(me));
+  zhandle_t *zh = zkt_raw();
+  char buf[64];
+  int64_t owner = node_owner(zh, node, buf, sizeof buf);
+  ASSERT_TEXT(buf, "latest");
+  CU_ASSERT_NOT_EQUAL(owner, old_session);
+  CU_ASSERT_EQUAL(owner, zkrc_session_id(s));
+  /* The other member saw it come back with the new session: JOINED after
+   * a LEFT, or UPDATED when its cache read the new node before noticing
+   * the old one was gone (zkrecipes/cache.h). */
+  CU_ASSERT_TRUE(
+      wait_event_either(&eo, "JOINED me latest", "UPDATED me latest"));
+  char *view = view_text(other);
+  ASSERT_TEXT(view, "me=latest other=o");
+  g_free(view);
+
+  zkrc_group_free(me);
+  zkrc_group_free(other);
+  CU_ASSERT_EQUAL(zkt_nodes_left(zh, path), 0);
+  zookeeper_close(zh);
+  g_async_queue_unref(ev.lines);
+  g_async_queue_unref(eo.lines);
+  zkrc_session_close(s);
+  zkrc_session_close(so);
+  g_free(node);
+  g_free(path);
+}
+
+/* The id is still held by the ephemeral node of another live session (a
+ * previous run): the member is not registered while it lives; data set
+ * meanwhile is kept; once that session closes the member registers, with
+ * that data, as its own session's node. */
+static void test_id_held_by_other_session(void) {
+  char *path = zkt_path("group-held");
+  char *node = g_strdup_printf("%s/worker", path);
+  zhandle_t *zh = zkt_raw(), *previous = zkt_raw();
+  zkt_make_path(zh, path);
+  CU_ASSERT_EQUAL(zoo_create(previous, node, "old", 3, &ZOO_OPEN_ACL_UNSAFE,
+                             ZOO_EPHEMERAL, NULL, 0),
+                  ZOK);
+  int64_t previous_id = zoo_client_id(previous)->client_id;
+  zkrc_session *s = zkt_session();
+  seen ev;
+  seen_init(&ev);
+  zkrc_group *g = join(s, path, "worker", "new", &ev);
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_group_wait_initialized(g, 10000));
+  ZKT_ASSERT_RC(ZKRC_ETIMEDOUT, zkrc_group_wait_registered(g, 1000));
+  CU_ASSERT_FALSE(zkrc_group_is_registered(g));
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_group_set_data(g, "newer", 5, 5000));
+  char buf[64];
+  CU_ASSERT_EQUAL(node_owner(zh, node, buf, sizeof buf), previous_id);
+  ASSERT_TEXT(buf, "old");
+
+  zookeeper_close(previous);
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_group_wait_registered(g, 10000));
+  CU_ASSERT_EQUAL(node_owner(zh, node, buf, sizeof buf), zkrc_session_id(s));
+  ASSERT_TEXT(buf, "newer");
+  CU_ASSERT_TRUE(wait_event(&ev, "REGISTERED"));
+  zkrc_group_free(g);
+  CU_ASSERT_EQUAL(zkt_nodes_left(zh, path), 0);
+  zookeeper_close(zh);
+  g_async_queue_unref(ev.lines);
+  zkrc_session_close(s);
+  g_free(node);
+  g_free(path);
+}
+
+/* A member may leave from its own listener: from an event of its node
+ * (REGISTERED) and from an event of the view (another member JOINED).
+ * Each free returns there, its node is deleted, and nothing follows. */
+static void test_leave_from_listener(void) {
+  char *path = zkt_path("group-leave-in-event");
+  zkrc_session *s = zkt_session(), *so = zkt_session();
+  leaver on_registered = {.free_on = "REGISTERED"};
+  leaver on_joined = {.free_on = "JOINED late l"};
+  seen_init(&on_registered.lines);
+  seen_init(&on_joined.lines);
+  zkrc_group_options o;
+  zkrc_group_options_init(&o);
+  o.on_event = leave_on;
+  o.event_arg = &on_registered;
+  zkrc_group *a = NULL, *b = NULL;
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_group_join(&a, s, path, "a", "x", 1, &o));
+  CU_ASSERT_TRUE(wait_event(&on_registered.lines, "FREED"));
+  o.event_arg = &on_joined;
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_group_join(&b, s, path, "b", "x", 1, &o));
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_group_wait_registered(b, 10000));
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_group_wait_initialized(b, 10000));
+  zkrc_group *late = join(so, path, "late", "l", NULL);
+  CU_ASSERT_TRUE(wait_event(&on_joined.lines, "FREED"));
+  zhandle_t *zh = zkt_raw();
+  char *view = servers_text(zh, path);
+  ASSERT_TEXT(view, "late=l");
+  g_free(view);
+  zkrc_group_free(late);
+  CU_ASSERT_EQUAL(zkt_nodes_left(zh, path), 0);
+  CU_ASSERT_EQUAL(g_async_queue_length(on_registered.lines.lines), 0);
+  CU_ASSERT_EQUAL(g_async_queue_length(on_joined.lines.lines), 0);
+  zookeeper_close(zh);
+  g_async_queue_unref(on_registered.lines.lines);
+  g_async_queue_unref(on_joined.lines.lines);
+  zkrc_session_close(s);
+  zkrc_session_close(so);
+  g_free(path);
+}
+
+/* A session that is not reopened after its expiry ends the group: a
+ * watcher and a member are told CLOSED (the member LOST first), and
+ * nothing after. */
+static void test_closed_for_good(void) {
+  char *path = zkt_path("group-closed");
+  zkrc_session *s = zkt_session_with(ZKT_SESSION_TIMEOUT_MS, 1);
+  seen ew, em;
+  seen_init(&ew);
+  seen_init(&em);
+  zkrc_group *w = watch(s, path, &ew);
+  zkrc_group *m = join(s, path, "m", "d", &em);
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_group_wait_registered(m, 10000));
+  CU_ASSERT_TRUE(wait_event(&ew, "JOINED m d"));
+  char *own = next_own_event(&em);
+  ASSERT_TEXT(own, "REGISTERED");
+  g_free(own);
+  zkt_expire(s);
+  CU_ASSERT_TRUE(wait_event(&ew, "CLOSED"));
+  own = next_own_event(&em);
+  ASSERT_TEXT(own, "LOST");
+  g_free(own);
+  own = next_own_event(&em);
+  ASSERT_TEXT(own, "CLOSED");
+  g_free(own);
+  CU_ASSERT_FALSE(zkrc_group_is_registered(m));
+  ZKT_ASSERT_RC(ZKRC_ECLOSED, zkrc_group_wait_registered(m, 1000));
+  zkrc_group_free(m);
+  zkrc_group_free(w);
+  int after = 0;
+  for (char *l; (l = g_async_queue_try_pop(ew.lines)) != NULL; g_free(l)) {
+    fprintf(stderr, "\nwatcher event after CLOSED: %s\n", l);
+    after++;
+  }
+  for (char *l; (l = g_async_queue_try_pop(em.lines)) != NULL; g_free(l)) {
+    fprintf(stderr, "\nmember event after CLOSED: %s\n", l);
+    after++;
+  }
+  CU_ASSERT_EQUAL(after, 0);
+  zhandle_t *zh = zkt_raw();
+  CU_ASSERT_EQUAL(zkt_nodes_left(zh, path), 0);
+  zookeeper_close(zh);
+  g_async_queue_unref(ew.lines);
+  g_async_queue_unref(em.lines);
+  zkrc_session_close(s);
+  g_free(path);
+}
+
+/* Bad arguments are refused with ZKRC_EINVAL before anything is sent: the
+ * group's path is never created.  The longest id is accepted. */
+static void test_bad_input(void) {
+  char *path = zkt_path("group-bad");
+  zkrc_session *s = zkt_session();
+  zkrc_group *g = NULL;
+  zkrc_group_options o, uninit;
+  zkrc_group_options_init(&o);
+  memset(&uninit, 0, sizeof uninit);
+  char long_id[ZKRC_GROUP_ID_MAX + 2];
+  memset(long_id, 'i', sizeof long_id - 1);
+  long_id[sizeof long_id - 1] = '\0';
+  const char *bad_ids[] = {"", "a/b", ".", "..", "ctl\x01", long_id, NULL};
+  for (int i = 0; i < (int)G_N_ELEMENTS(bad_ids); i++)
+    ZKT_ASSERT_RC(ZKRC_EINVAL,
+                  zkrc_group_join(&g, s, path, bad_ids[i], "d", 1, &o));
+  ZKT_ASSERT_RC(ZKRC_EINVAL, zkrc_group_join(NULL, s, path, "x", "d", 1, &o));
+  ZKT_ASSERT_RC(ZKRC_EINVAL, zkrc_group_join(&g, NULL, path, "x", "d", 1, &o));
+  ZKT_ASSERT_RC(ZKRC_EINVAL,
+                zkrc_group_join(&g, s, "no-slash", "x", "d", 1, &o));
+  ZKT_ASSERT_RC(ZKRC_EINVAL, zkrc_group_join(&g, s, "/", "x", "d", 1, &o));
+  ZKT_ASSERT_RC(ZKRC_EINVAL, zkrc_group_join(&g, s, path, "x", NULL, 1, &o));
+  ZKT_ASSERT_RC(ZKRC_EINVAL, zkrc_group_join(&g, s, path, "x", "d",
+                                             (size_t)1024 * 1024 + 1, &o));
+  ZKT_ASSERT_RC(ZKRC_EINVAL,
+                zkrc_group_join(&g, s, path, "x", "d", 1, &uninit));
+  ZKT_ASSERT_RC(ZKRC_EINVAL, zkrc_group_watch(&g, s, "/a//b", NULL));
+  ZKT_ASSERT_RC(ZKRC_EINVAL, zkrc_group_watch(&g, s, path, &uninit));
+  CU_ASSERT_PTR_NULL(g);
+  ZKT_ASSERT_RC(ZKRC_EINVAL, zkrc_group_wait_registered(NULL, 10));
+  ZKT_ASSERT_RC(ZKRC_EINVAL, zkrc_group_members(NULL, NULL, NULL));
+  zhandle_t *zh = zkt_raw();
+  CU_ASSERT_FALSE(zkt_exists(zh, path));
+
+  /* A watcher has no node: nothing to register or update. */
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_group_watch(&g, s, path, NULL));
+  ZKT_ASSERT_RC(ZKRC_EINVAL, zkrc_group_wait_registered(g, 10));
+  ZKT_ASSERT_RC(ZKRC_EINVAL, zkrc_group_set_data(g, "d", 1, 1000));
+  CU_ASSERT_FALSE(zkrc_group_is_registered(g));
+  zkrc_group_free(g);
+  CU_ASSERT_FALSE(zkt_exists(zh, path));
+
+  /* The longest id, and bad updates of a member. */
+  long_id[ZKRC_GROUP_ID_MAX] = '\0';
+  g = join(s, path, long_id, "d", NULL);
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_group_wait_registered(g, 10000));
+  ZKT_ASSERT_RC(ZKRC_EINVAL, zkrc_group_set_data(g, NULL, 1, 1000));
+  ZKT_ASSERT_RC(ZKRC_EINVAL, zkrc_group_set_data(g, "d", 1, -5));
+  char *want = g_strdup_printf("%s=d", long_id);
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_group_wait_initialized(g, 10000));
+  char *view = view_text(g);
+  ASSERT_TEXT(view, want);
+  g_free(view);
+  g_free(want);
+  zkrc_group_free(g);
+  zkrc_group_free(NULL);
+  CU_ASSERT_EQUAL(zkt_nodes_left(zh, path), 0);
+  zookeeper_close(zh);
+  zkrc_session_close(s);
+  g_free(path);
+}
+
+/* Curator's GroupMember and ours in one group: each is in the other's
+ * view with its payload, updates travel both ways, and each one's leaving
+ * is seen by the other. */
+static void test_curator_group_member_both_ways(void) {
+  char *path = zkt_path("group-curator");
+  zkrc_session *s = zkt_session();
+  seen ev;
+  seen_init(&ev);
+  peer *p = curator_peer("curator", "group", path, "java", "java-payload",
+                         (char *)NULL);
+  char *line = peer_expect(p, "joined", START_MS);
+  CU_ASSERT_PTR_NOT_NULL(line);
+  g_free(line);
+  zkrc_group *g = join(s, path, "c-member", "c-payload", &ev);
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_group_wait_registered(g, 10000));
+  CU_ASSERT_TRUE(wait_event(&ev, "JOINED java java-payload"));
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_group_wait_initialized(g, 10000));
+  char *view = view_text(g);
+  ASSERT_TEXT(view, "c-member=c-payload java=java-payload");
+  g_free(view);
+  line = peer_ask(p, "await c-member=c-payload", "members");
+  ASSERT_TEXT(line ? line : "", "c-member=c-payload java=java-payload");
+  g_free(line);
+
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_group_set_data(g, "c2", 2, 10000));
+  line = peer_ask(p, "await c-member=c2", "members");
+  ASSERT_TEXT(line ? line : "", "c-member=c2 java=java-payload");
+  g_free(line);
+  line = peer_ask(p, "set java2", "set");
+  CU_ASSERT_PTR_NOT_NULL(line);
+  g_free(line);
+  CU_ASSERT_TRUE(wait_event(&ev, "UPDATED java java2"));
+
+  zkrc_group_free(g);
+  line = peer_ask(p, "awaitgone c-member", "members");
+  g_free(line);
+  /* Curator's view of its own data comes from its cache too: await it. */
+  line = peer_ask(p, "await java=java2", "members");
+  ASSERT_TEXT(line ? line : "", "java=java2");
+  g_free(line);
+  zkrc_group *w = watch(s, path, &ev);
+  CU_ASSERT_TRUE(wait_event(&ev, "JOINED java java2"));
+  CU_ASSERT_EQUAL(peer_finish(p, STEP_MS), 0);
+  CU_ASSERT_TRUE(wait_event(&ev, "LEFT java java2"));
+  zkrc_group_free(w);
+  zhandle_t *zh = zkt_raw();
+  CU_ASSERT_EQUAL(zkt_nodes_left(zh, path), 0);
+  zookeeper_close(zh);
+  g_async_queue_unref(ev.lines);
+  zkrc_session_close(s);
+  g_free(path);
+}
+
+static void add_suites(void) {
+  ZKT_SUITE(
+      "group",
+      {"join, update, leave seen by others", test_join_update_leave_seen},
+      {"view equals the servers' children", test_view_equals_servers},
+      {"re-created after expiry, LOST then REGISTERED",
+       test_recreated_after_expiry},
+      {"id held by another session", test_id_held_by_other_session},
+      {"leave from the listener", test_leave_from_listener},
+      {"session closed for good", test_closed_for_good},
+      {"bad input changes nothing", test_bad_input},
+      {"curator group member both ways", test_curator_group_member_both_ways});
+}
+
+int main(void) { return zkt_run("test_group", add_suites); }
