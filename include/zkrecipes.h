@@ -51,6 +51,7 @@
 #include <zkrecipes/shared.h>
 #include <zkrecipes/cache.h>
 #include <zkrecipes/ephemeral.h>
+#include <zkrecipes/discovery.h>
 
 #ifdef __cplusplus
 extern "C" {
