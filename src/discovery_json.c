@@ -145,7 +145,10 @@ static gboolean read_type(JsonObject *o, zkrc_service_type *out) {
   return FALSE; /* Jackson refuses an unknown enum constant too */
 }
 
-/* Any JSON value, as its text. */
+static JsonNode *parse_payload(const char *text);
+
+/* Any JSON value, as its text: text that parses again (a number too large
+ * for a double would be written "inf", which is not JSON: refused). */
 static gboolean read_payload(JsonObject *o, char **out) {
   JsonNode *n = json_object_get_member(o, "payload");
   *out = NULL;
@@ -155,9 +158,37 @@ static gboolean read_payload(JsonObject *o, char **out) {
   json_generator_set_root(g, n);
   gchar *text = json_generator_to_data(g, NULL);
   g_object_unref(g);
-  *out = dup_or_null(text);
+  JsonNode *again = text ? parse_payload(text) : NULL;
+  if (again) {
+    json_node_unref(again);
+    *out = strdup(text);
+  }
   g_free(text);
   return *out != NULL;
+}
+
+/* One part of a UriSpec appended to its template: a variable in braces
+ * (FALSE for a name with a brace, which no template can hold and Curator's
+ * UriSpec(String) never makes), a literal with its braces as Curator's
+ * brace variables "{[}" and "{]}" (which UriSpec.build() turns into
+ * braces).  Empty parts, which Curator's parser never makes, are left
+ * out. */
+static gboolean append_part(GString *spec, const char *value, gboolean var) {
+  if (var) {
+    if (strpbrk(value, "{}"))
+      return FALSE;
+    if (*value)
+      g_string_append_printf(spec, "{%s}", value);
+    return TRUE;
+  }
+  for (const char *c = value; *c; c++)
+    if (*c == '{')
+      g_string_append(spec, "{[}");
+    else if (*c == '}')
+      g_string_append(spec, "{]}");
+    else
+      g_string_append_c(spec, *c);
+  return TRUE;
 }
 
 /* UriSpec {"parts":[{"value":V,"variable":B},...]} as its template. */
@@ -188,8 +219,7 @@ static gboolean read_uri_spec(JsonObject *o, char **out) {
     if (!ok)
       break;
     gboolean var = !is_null(variable) && json_node_get_boolean(variable);
-    g_string_append_printf(spec, var ? "{%s}" : "%s",
-                           json_node_get_string(value));
+    ok = append_part(spec, json_node_get_string(value), var);
   }
   if (ok)
     *out = strdup(spec->str);

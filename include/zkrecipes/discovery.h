@@ -79,8 +79,10 @@ typedef struct zkrc_service_instance {
    *  registration: set to now. */
   int64_t registration_time_utc;
   zkrc_service_type service_type;
-  /** Curator's UriSpec as its template string: variables in braces, e.g.
-   *  "{scheme}://{address}:{port}/x"; NULL: none (JSON null). */
+  /** Curator's UriSpec as its template string (what UriSpec(String)
+   *  parses): variables in braces, e.g. "{scheme}://{address}:{port}/x";
+   *  a literal brace is Curator's variable "{[}" or "{]}".  NULL: none
+   *  (JSON null). */
   char *uri_spec;
   /** Curator's "enabled" flag (1 when the record has none); written only
    *  when 0, as Curator's default serializer leaves it out. */
