@@ -70,7 +70,6 @@ static zkrc_cache *cache_ref(zkrc_cache *c) {
 static void cache_unref(zkrc_cache *c) {
   if (!g_atomic_int_dec_and_test(&c->refs))
     return;
-  g_queue_clear_full(&c->events, (GDestroyNotify)zkrc__cache_ev_free);
   zkrc__ctree_free(c->tree);
   zkrc__session_unref_recipe(c->s);
   g_mutex_clear(&c->mu);
@@ -89,13 +88,10 @@ static const zkrc__watch_target_ops watch_ops = {watch_target_ref,
 static void tell_locked(zkrc_cache *c, GQueue *events, work *w) {
   zkrc__cache_ev *e;
   while ((e = g_queue_pop_head(events)) != NULL) {
-    if (c->listener == NULL || c->freeing) {
+    if (c->listener == NULL)
       zkrc__cache_ev_free(e);
-      continue;
-    }
-    g_queue_push_tail(&c->events, e);
-    if (!c->drain_posted)
-      c->drain_posted = w->post_drain = TRUE;
+    else if (zkrc__evq_push(&c->events, e))
+      w->post_drain = TRUE;
   }
 }
 
@@ -106,22 +102,15 @@ static void tell_one_locked(zkrc_cache *c, zkrc_cache_event_type type,
   tell_locked(c, &one, w);
 }
 
+static void tell_listener(void *owner, void *event) {
+  zkrc_cache *c = owner;
+  c->listener(c, &((zkrc__cache_ev *)event)->ev, c->listener_arg);
+}
+
 /* The executor: tell the listener every waiting event, in order. */
 static void drain(void *arg) {
   zkrc_cache *c = arg;
-  g_mutex_lock(&c->mu);
-  zkrc__cache_ev *e;
-  while (!c->freeing && (e = g_queue_pop_head(&c->events)) != NULL) {
-    c->dispatching = g_thread_self();
-    g_mutex_unlock(&c->mu);
-    c->listener(c, &e->ev, c->listener_arg);
-    zkrc__cache_ev_free(e);
-    g_mutex_lock(&c->mu);
-    c->dispatching = NULL;
-    g_cond_broadcast(&c->cond);
-  }
-  c->drain_posted = FALSE;
-  g_mutex_unlock(&c->mu);
+  zkrc__evq_drain(&c->events, &c->mu, &c->cond, c);
   cache_unref(c);
 }
 
@@ -499,7 +488,8 @@ static int cache_new(zkrc_cache **out, zkrc_session *s, const char *path,
   c->refs = 1;
   g_mutex_init(&c->mu);
   g_cond_init(&c->cond);
-  g_queue_init(&c->events);
+  zkrc__evq_init(&c->events, tell_listener,
+                 (void (*)(void *))zkrc__cache_ev_free);
   g_queue_init(&c->backlog);
   c->s = zkrc__session_ref_recipe(s);
   int depth = shape == SHAPE_NODE       ? 0
@@ -544,11 +534,9 @@ void zkrc_cache_free(zkrc_cache *c) {
   c->freeing = TRUE;
   void *ctx = c->watch_ctx;
   c->watch_ctx = NULL;
-  g_queue_clear_full(&c->events, (GDestroyNotify)zkrc__cache_ev_free);
   GQueue unsent = c->backlog; /* each references the cache */
   g_queue_init(&c->backlog);
-  while (c->dispatching && c->dispatching != g_thread_self())
-    g_cond_wait(&c->cond, &c->mu);
+  zkrc__evq_close(&c->events, &c->mu, &c->cond);
   g_cond_broadcast(&c->cond);
   g_mutex_unlock(&c->mu);
   if (ctx)

@@ -13,6 +13,7 @@
 #include <glib.h>
 
 #include "cache_tree.h"
+#include "evq.h"
 #include "zkrecipes/cache.h"
 
 struct zkrc_cache {
@@ -35,9 +36,7 @@ struct zkrc_cache {
   gboolean initialized, closed, freeing;
   gboolean down_told;       /* SUSPENDED or LOST told, RECONNECTED not yet */
   uint64_t lost_generation; /* LOST told for this handle */
-  GQueue events;            /* of zkrc__cache_ev*, for drain() */
-  gboolean drain_posted;
-  GThread *dispatching; /* the thread in the listener now */
+  zkrc__evq events;         /* of zkrc__cache_ev*, for the listener */
 };
 
 #endif /* ZKRC_CACHE_PRIVATE_H */

@@ -1,0 +1,598 @@
+/*
+ * A kept ephemeral node (zkrecipes/ephemeral.h).
+ *
+ * One create at a time: on the session's first connection, after each new
+ * session, after a deletion seen by the watch on the node, and after a
+ * failure (retried with a backoff while connected).  A create that finds
+ * the node asks whose it is: ours (a create whose reply was lost) counts as
+ * created; another session's is watched until it goes.  A missing parent
+ * is created (a container) in the same pipeline as the node.
+ *
+ * REGISTERED is told when a create of the current session succeeded and
+ * the lease of that session is running; LOST when the session's lease
+ * runs out or it expires, or the node is deleted.  Lock order: e->mu is a
+ * recipe's mutex (session_private.h).
+ */
+#include "config.h"
+
+#include <string.h>
+
+#include "call.h"
+#include "evq.h"
+#include "session_internal.h"
+#include "util.h"
+#include "zkrecipes/ephemeral.h"
+#include "zkrecipes/error.h"
+#include "zkrecipes/path.h"
+
+#define MAX_DATA (1024 * 1024)
+#define RETRY_MIN_MS 50
+#define RETRY_MAX_MS 2000
+
+struct zkrc_ephemeral {
+  gint refs; /* the owner's, a create or watch in flight, a drain, a timer */
+  GMutex mu;
+  GCond cond;
+  zkrc_session *s;
+  char *path;
+  zkrc__acl *acl;
+  zkrc_ephemeral_fn on_event;
+  void *event_arg;
+  unsigned long observer;
+  GBytes *data;         /* the latest data (NULL: none) */
+  uint64_t data_seq;    /* set_data calls so far */
+  gboolean creating;    /* a create (or its owner check) is in flight */
+  uint64_t created_gen; /* the session whose create succeeded; 0: none */
+  gboolean told_registered;
+  gboolean closed, freeing;
+  gboolean noauth;
+  int retry_ms; /* the next retry's delay */
+  GSource *retry_timer;
+  zkrc__evq events; /* of zkrc_ephemeral_event (as pointers) */
+};
+
+static void try_create(zkrc_ephemeral *e);
+
+/* ------------------------------------------------------------ lifetime */
+
+static zkrc_ephemeral *eph_ref(zkrc_ephemeral *e) {
+  g_atomic_int_inc(&e->refs);
+  return e;
+}
+
+static void eph_unref(zkrc_ephemeral *e) {
+  if (!g_atomic_int_dec_and_test(&e->refs))
+    return;
+  if (e->data)
+    g_bytes_unref(e->data);
+  zkrc__acl_unref(e->acl);
+  zkrc__session_unref_recipe(e->s);
+  g_free(e->path);
+  g_mutex_clear(&e->mu);
+  g_cond_clear(&e->cond);
+  g_free(e);
+}
+
+static void target_ref(void *t) { eph_ref(t); }
+static void target_unref(void *t) { eph_unref(t); }
+static const zkrc__watch_target_ops watch_ops = {target_ref, target_unref};
+
+/* ---------------------------------------------------------- the events */
+
+static void tell_app(void *owner, void *event) {
+  zkrc_ephemeral *e = owner;
+  e->on_event(e, (zkrc_ephemeral_event)GPOINTER_TO_INT(event), e->event_arg);
+}
+
+static void ignore_event(void *event) { (void)event; }
+
+static void drain(void *arg) {
+  zkrc_ephemeral *e = arg;
+  zkrc__evq_drain(&e->events, &e->mu, &e->cond, e);
+  eph_unref(e);
+}
+
+/* Queue @p ev; TRUE when the caller must post the drain (post_drain()). */
+static gboolean tell_locked(zkrc_ephemeral *e, zkrc_ephemeral_event ev) {
+  if (ev == ZKRC_EPHEMERAL_REGISTERED)
+    e->told_registered = TRUE;
+  else
+    e->told_registered = FALSE;
+  g_cond_broadcast(&e->cond);
+  return e->on_event && zkrc__evq_push(&e->events, GINT_TO_POINTER(ev));
+}
+
+static void post_drain(zkrc_ephemeral *e, gboolean needed) {
+  if (needed)
+    zkrc__session_post(e->s, drain, eph_ref(e));
+}
+
+/* LOST, if REGISTERED was the last thing told. */
+static gboolean lost_locked(zkrc_ephemeral *e) {
+  return e->told_registered && tell_locked(e, ZKRC_EPHEMERAL_LOST);
+}
+
+/* ------------------------------------------------------------- retries */
+
+static gboolean retry_fired(gpointer data) {
+  zkrc_ephemeral *e = data;
+  g_mutex_lock(&e->mu);
+  GSource *timer = e->retry_timer;
+  e->retry_timer = NULL;
+  g_mutex_unlock(&e->mu);
+  if (timer)
+    g_source_unref(timer);
+  try_create(e);
+  return G_SOURCE_REMOVE;
+}
+
+/* Try again after a backoff (50 ms doubling to 2 s) while connected; the
+ * next connection tries anyway. */
+static void retry_later_locked(zkrc_ephemeral *e) {
+  if (e->retry_timer || e->freeing || e->closed)
+    return;
+  int ms = e->retry_ms;
+  e->retry_ms = MIN(ms * 2, RETRY_MAX_MS);
+  e->retry_timer = zkrc__session_timer(e->s, ms, retry_fired, eph_ref(e),
+                                       (GDestroyNotify)eph_unref);
+}
+
+/* ------------------------------------------------------------ creating */
+
+/* What a create, an owner check or a watch carries: its session. */
+typedef struct eph_req {
+  zkrc_ephemeral *e;
+  uint64_t generation;
+  int64_t session_id;
+  uint64_t data_seq; /* of the data the create sent */
+} eph_req;
+
+static eph_req *req_new(zkrc_ephemeral *e, zkrc_conn *conn) {
+  eph_req *r = g_new0(eph_req, 1);
+  r->e = eph_ref(e);
+  r->generation = conn->generation;
+  r->session_id = conn->session_id;
+  return r;
+}
+
+static void req_free(eph_req *r) {
+  eph_unref(r->e);
+  g_free(r);
+}
+
+static void on_node_watch(int type, const char *path, void *target, void *ctx);
+static void exists_done(int rc, const struct Stat *stat, const void *data);
+
+/* Watch the node (ours: for its deletion; another's: for its going). */
+static int send_exists(zkrc_ephemeral *e, zkrc_conn *conn, eph_req *r) {
+  void *ctx = zkrc__watch_register(conn, on_node_watch, e, &watch_ops);
+  int rc =
+      zkrc__sent(e->s, zoo_awexists(conn->zh, e->path, zkrc__watch_dispatch,
+                                    ctx, exists_done, r));
+  if (rc != ZOK)
+    zkrc__watch_cancel(ctx);
+  return rc;
+}
+
+/* A create that is over (done or failed). */
+static void create_over_locked(zkrc_ephemeral *e) {
+  e->creating = FALSE;
+  g_cond_broadcast(&e->cond);
+}
+
+/* Our node exists on session @p r: registered, if the lease says so; and
+ * the latest data written if the create sent older data. */
+static gboolean created_locked(zkrc_ephemeral *e, eph_req *r) {
+  e->created_gen = r->generation;
+  e->retry_ms = RETRY_MIN_MS;
+  create_over_locked(e);
+  if (zkrc__session_lease_left(e->s, r->generation) <= 0)
+    return FALSE; /* told when the lease says so (LEASED, CONNECTED) */
+  return !e->told_registered && tell_locked(e, ZKRC_EPHEMERAL_REGISTERED);
+}
+
+static void exists_done(int rc, const struct Stat *stat, const void *data) {
+  eph_req *r = (eph_req *)data;
+  zkrc_ephemeral *e = r->e;
+  gboolean post = FALSE, again = FALSE;
+  gboolean ours = rc == ZOK && stat && stat->ephemeralOwner == r->session_id;
+  g_mutex_lock(&e->mu);
+  if (e->freeing || e->closed) {
+    if (ours && e->creating)
+      e->created_gen = r->generation; /* for the free to delete */
+    create_over_locked(e);
+  } else if (ours) {
+    if (e->creating)
+      post = created_locked(e, r); /* a create whose reply was lost */
+  } else if (rc == ZOK) {
+    create_over_locked(e); /* another session's: the watch waits */
+    post = lost_locked(e);
+  } else if (rc == ZNONODE) {
+    create_over_locked(e);
+    again = TRUE; /* gone meanwhile */
+  } else {
+    create_over_locked(e);
+    retry_later_locked(e);
+  }
+  g_mutex_unlock(&e->mu);
+  post_drain(e, post);
+  if (again)
+    try_create(e);
+  req_free(r);
+}
+
+static void send_owner_check(zkrc_ephemeral *e, eph_req *r) {
+  zkrc_conn *conn = zkrc__conn_use_connected(e->s, r->generation);
+  int rc = conn ? send_exists(e, conn, r) : ZCONNECTIONLOSS;
+  if (conn)
+    zkrc__conn_unuse(conn);
+  if (rc != ZOK)
+    exists_done(rc, NULL, r);
+}
+
+static void send_create(zkrc_ephemeral *e, gboolean with_parents);
+
+static void ignore_stat_done(int rc, const struct Stat *stat, const void *d) {
+  (void)rc;
+  (void)stat;
+  (void)d;
+}
+
+/* Data set while a create with older data was in flight: write the latest
+ * (nobody waits; a failure leaves it to the next creation). */
+static void send_latest_data(zkrc_ephemeral *e, uint64_t generation) {
+  zkrc_conn *conn = zkrc__conn_use_connected(e->s, generation);
+  if (conn == NULL)
+    return;
+  g_mutex_lock(&e->mu);
+  GBytes *data = e->data ? g_bytes_ref(e->data) : NULL;
+  g_mutex_unlock(&e->mu);
+  gsize len = 0;
+  const char *bytes = data ? g_bytes_get_data(data, &len) : NULL;
+  zkrc__sent(e->s, zoo_aset(conn->zh, e->path, bytes, bytes ? (int)len : -1, -1,
+                            ignore_stat_done, NULL));
+  zkrc__conn_unuse(conn);
+  if (data)
+    g_bytes_unref(data);
+}
+
+static void create_done(int rc, const char *value, const void *data) {
+  (void)value;
+  eph_req *r = (eph_req *)data;
+  zkrc_ephemeral *e = r->e;
+  gboolean post = FALSE, parents = FALSE, check = FALSE, rewrite = FALSE;
+  g_mutex_lock(&e->mu);
+  if (e->freeing || e->closed) {
+    if (rc == ZOK)
+      e->created_gen = r->generation; /* for the free to delete */
+    create_over_locked(e);
+  } else if (rc == ZOK) {
+    post = created_locked(e, r);
+    rewrite = r->data_seq != e->data_seq;
+    check = TRUE; /* the watch for its deletion */
+  } else if (rc == ZNODEEXISTS) {
+    check = TRUE; /* ours or another's? */
+  } else if (rc == ZNONODE) {
+    parents = TRUE;
+  } else if (rc == ZNOAUTH || rc == ZINVALIDACL) {
+    e->noauth = TRUE;
+    create_over_locked(e);
+  } else {
+    create_over_locked(e);
+    retry_later_locked(e);
+  }
+  g_mutex_unlock(&e->mu);
+  post_drain(e, post);
+  if (rewrite)
+    send_latest_data(e, r->generation);
+  if (parents)
+    send_create(e, TRUE);
+  if (check) {
+    eph_req *c = g_memdup2(r, sizeof *r);
+    eph_ref(e);
+    send_owner_check(e, c);
+  }
+  req_free(r);
+}
+
+/* The parents of the node, as containers, ignoring those that exist. */
+static void send_parents(zkrc_ephemeral *e, zkrc_conn *conn) {
+  struct ACL_vector *acl = zkrc__acl_vector(e->acl);
+  for (const char *p = strchr(e->path + 1, '/'); p; p = strchr(p + 1, '/')) {
+    char *parent = g_strndup(e->path, (gsize)(p - e->path));
+    zkrc__sent(e->s, zoo_acreate(conn->zh, parent, NULL, -1, acl, ZOO_CONTAINER,
+                                 zkrc__ignore_string_done, NULL));
+    g_free(parent);
+  }
+}
+
+static void send_create(zkrc_ephemeral *e, gboolean with_parents) {
+  zkrc_conn *conn = zkrc__conn_use(e->s);
+  g_mutex_lock(&e->mu);
+  if (conn == NULL || e->freeing || e->closed) {
+    create_over_locked(e); /* the next connection tries again */
+    g_mutex_unlock(&e->mu);
+    if (conn)
+      zkrc__conn_unuse(conn);
+    return;
+  }
+  eph_req *r = req_new(e, conn);
+  r->data_seq = e->data_seq;
+  GBytes *data = e->data ? g_bytes_ref(e->data) : NULL;
+  g_mutex_unlock(&e->mu);
+  if (with_parents)
+    send_parents(e, conn);
+  gsize len = 0;
+  const char *bytes = data ? g_bytes_get_data(data, &len) : NULL;
+  int rc = zkrc__sent(e->s, zoo_acreate(conn->zh, e->path, bytes,
+                                        bytes ? (int)len : -1,
+                                        zkrc__acl_vector(e->acl), ZOO_EPHEMERAL,
+                                        create_done, r));
+  zkrc__conn_unuse(conn);
+  if (data)
+    g_bytes_unref(data);
+  if (rc != ZOK)
+    create_done(rc, NULL, r);
+}
+
+/* Start a create unless one is under way, the node is ours already on the
+ * current session, or the library stopped trying. */
+static void try_create(zkrc_ephemeral *e) {
+  zkrc__session_view view = zkrc__session_look(e->s, 0);
+  g_mutex_lock(&e->mu);
+  gboolean go = !e->creating && !e->freeing && !e->closed && !e->noauth &&
+                view.generation != 0 && e->created_gen != view.generation;
+  if (go)
+    e->creating = TRUE;
+  g_mutex_unlock(&e->mu);
+  if (go)
+    send_create(e, FALSE);
+}
+
+/* The watch on the node fired (completion thread). */
+static void on_node_watch(int type, const char *path, void *target, void *ctx) {
+  (void)path;
+  (void)ctx;
+  zkrc_ephemeral *e = target;
+  if (type != ZOO_DELETED_EVENT && type != ZOO_CHANGED_EVENT &&
+      type != ZOO_CREATED_EVENT)
+    return;
+  g_mutex_lock(&e->mu);
+  gboolean post = FALSE;
+  if (type == ZOO_DELETED_EVENT && !e->freeing) {
+    e->created_gen = 0; /* ours or another's: it is gone */
+    post = lost_locked(e);
+  }
+  g_mutex_unlock(&e->mu);
+  post_drain(e, post);
+  if (type == ZOO_DELETED_EVENT) {
+    try_create(e);
+  } else {
+    /* Data set, or created: watch on, through the owner check. */
+    zkrc_conn *conn = zkrc__conn_use(e->s);
+    if (conn) {
+      eph_req *r = req_new(e, conn);
+      if (send_exists(e, conn, r) != ZOK)
+        req_free(r);
+      zkrc__conn_unuse(conn);
+    }
+  }
+}
+
+/* ------------------------------------------------------ session events */
+
+/* The session's worker: register on each connection, lose with the lease. */
+static void on_session(zkrc_session *s, zkrc_session_event ev,
+                       uint64_t generation, void *arg) {
+  (void)s;
+  zkrc_ephemeral *e = arg;
+  gboolean post = FALSE, create = FALSE;
+  g_mutex_lock(&e->mu);
+  switch ((int)ev) {
+  case ZKRC_SESSION_EVENT_CONNECTED:
+  case ZKRC_SESSION_EVENT_RECONNECTED:
+  case ZKRC__SESSION_EVENT_LEASED:
+    /* A create that succeeded before the lease was running is told now. */
+    if (e->created_gen == generation && !e->told_registered &&
+        zkrc__session_lease_left(e->s, generation) > 0)
+      post = tell_locked(e, ZKRC_EPHEMERAL_REGISTERED);
+    create = TRUE;
+    break;
+  case ZKRC_SESSION_EVENT_LOST:
+  case ZKRC_SESSION_EVENT_EXPIRED:
+    if (e->created_gen == generation)
+      e->created_gen = 0;
+    post = lost_locked(e);
+    break;
+  case ZKRC_SESSION_EVENT_CLOSED:
+  case ZKRC_SESSION_EVENT_AUTH_FAILED:
+    if (!e->closed)
+      post = tell_locked(e, ZKRC_EPHEMERAL_CLOSED);
+    e->closed = TRUE;
+    break;
+  default:
+    break;
+  }
+  g_mutex_unlock(&e->mu);
+  post_drain(e, post);
+  if (create)
+    try_create(e);
+}
+
+/* ------------------------------------------------------------- the API */
+
+void zkrc_ephemeral_options_init(zkrc_ephemeral_options *opts) {
+  if (opts == NULL)
+    return;
+  memset(opts, 0, sizeof *opts);
+  opts->size = sizeof *opts;
+}
+
+const char *zkrc_ephemeral_event_name(zkrc_ephemeral_event ev) {
+  switch (ev) {
+  case ZKRC_EPHEMERAL_REGISTERED:
+    return "REGISTERED";
+  case ZKRC_EPHEMERAL_LOST:
+    return "LOST";
+  case ZKRC_EPHEMERAL_CLOSED:
+    return "CLOSED";
+  }
+  return "?";
+}
+
+static gboolean data_valid(const void *data, size_t len) {
+  return len <= MAX_DATA && (data != NULL || len == 0);
+}
+
+static GBytes *data_copy(const void *data, size_t len) {
+  return data ? g_bytes_new(data, len) : NULL;
+}
+
+int zkrc_ephemeral_new(zkrc_ephemeral **out, zkrc_session *s, const char *path,
+                       const void *data, size_t len,
+                       const zkrc_ephemeral_options *given) {
+  if (out)
+    *out = NULL;
+  zkrc_ephemeral_options o;
+  zkrc_ephemeral_options_init(&o);
+  if (out == NULL || s == NULL || zkrc_path_validate(path, NULL) != ZKRC_OK ||
+      !data_valid(data, len) || !zkrc__options_take(&o, sizeof o, given) ||
+      !zkrc__acl_valid(o.acl))
+    return zkrc__fail(ZKRC_EINVAL);
+  zkrc_ephemeral *e = g_new0(zkrc_ephemeral, 1);
+  e->refs = 1;
+  g_mutex_init(&e->mu);
+  g_cond_init(&e->cond);
+  e->s = zkrc__session_ref_recipe(s);
+  e->path = g_strdup(path);
+  e->acl = zkrc__acl_new(o.acl);
+  e->on_event = o.on_event;
+  e->event_arg = o.event_arg;
+  e->data = data_copy(data, len);
+  e->retry_ms = RETRY_MIN_MS;
+  zkrc__evq_init(&e->events, tell_app, ignore_event);
+  gboolean closed = FALSE;
+  e->observer = zkrc__session_observe(s, on_session, e, &closed);
+  if (closed) {
+    zkrc__session_unobserve(s, e->observer);
+    eph_unref(e);
+    return zkrc__fail(ZKRC_ECLOSED);
+  }
+  try_create(e);
+  *out = e;
+  return ZKRC_OK;
+}
+
+int zkrc_ephemeral_wait_registered(zkrc_ephemeral *e, int timeout_ms) {
+  if (e == NULL || !zkrc__timeout_valid(timeout_ms))
+    return zkrc__fail(ZKRC_EINVAL);
+  int64_t deadline = zkrc__deadline_after(timeout_ms);
+  g_mutex_lock(&e->mu);
+  while (!e->told_registered && !e->closed && !e->noauth &&
+         zkrc__cond_wait_until(&e->cond, &e->mu, deadline))
+    ;
+  int err = e->told_registered ? ZKRC_OK
+            : e->noauth        ? ZKRC_ENOAUTH
+            : e->closed        ? ZKRC_ECLOSED
+                               : ZKRC_ETIMEDOUT;
+  g_mutex_unlock(&e->mu);
+  return err == ZKRC_OK ? ZKRC_OK : zkrc__fail(err);
+}
+
+int zkrc_ephemeral_is_registered(zkrc_ephemeral *e) {
+  if (e == NULL)
+    return 0;
+  g_mutex_lock(&e->mu);
+  uint64_t gen = e->told_registered ? e->created_gen : 0;
+  g_mutex_unlock(&e->mu);
+  return gen != 0 && zkrc__session_lease_left(e->s, gen) > 0;
+}
+
+/* zoo_aset's request for zkrc_ephemeral_set_data. */
+static int send_set(zhandle_t *zh, const char *path, GBytes *data,
+                    zkrc__call *call) {
+  gsize len = 0;
+  const char *bytes = data ? g_bytes_get_data(data, &len) : NULL;
+  return zoo_aset(zh, path, bytes, bytes ? (int)len : -1, -1,
+                  zkrc__call_stat_done, call);
+}
+
+int zkrc_ephemeral_set_data(zkrc_ephemeral *e, const void *data, size_t len,
+                            int timeout_ms) {
+  if (e == NULL || !data_valid(data, len) || !zkrc__timeout_valid(timeout_ms))
+    return zkrc__fail(ZKRC_EINVAL);
+  GBytes *copy = data_copy(data, len);
+  g_mutex_lock(&e->mu);
+  if (e->data)
+    g_bytes_unref(e->data);
+  e->data = copy ? g_bytes_ref(copy) : NULL;
+  e->data_seq++;
+  uint64_t gen = e->created_gen;
+  g_mutex_unlock(&e->mu);
+  int err = ZKRC_OK;
+  zkrc_conn *conn = gen ? zkrc__conn_use_connected(e->s, gen) : NULL;
+  if (gen && conn == NULL)
+    err = ZKRC_ECONNLOSS; /* kept: written at the next creation */
+  if (conn) {
+    zkrc__call *call = zkrc__call_new();
+    int rc = zkrc__sent(e->s, send_set(conn->zh, e->path, copy, call));
+    zkrc__conn_unuse(conn);
+    if (rc != ZOK)
+      zkrc__call_fail_unsent(call, rc);
+    if (!zkrc__call_wait(call, zkrc__deadline_after(timeout_ms)))
+      err = ZKRC_ETIMEDOUT;
+    else if (call->rc != ZOK && call->rc != ZNONODE) /* gone: kept */
+      err = zkrc__fail_from_zk(call->rc);
+    zkrc__call_unref(call);
+  }
+  if (copy)
+    g_bytes_unref(copy);
+  return err == ZKRC_OK ? ZKRC_OK : zkrc__fail(err);
+}
+
+const char *zkrc_ephemeral_path(zkrc_ephemeral *e) {
+  return e ? e->path : NULL;
+}
+
+/* Delete our node on the session that created it, waiting at most about a
+ * round trip (bounded by the session timeout). */
+static void delete_node(zkrc_ephemeral *e, uint64_t gen) {
+  zkrc_conn *conn = zkrc__conn_use_connected(e->s, gen);
+  if (conn == NULL)
+    return; /* it goes with its session */
+  zkrc__call *call = zkrc__call_new();
+  int rc = zkrc__sent(
+      e->s, zoo_adelete(conn->zh, e->path, -1, zkrc__call_void_done, call));
+  zkrc__conn_unuse(conn);
+  if (rc != ZOK)
+    zkrc__call_fail_unsent(call, rc);
+  int t = zkrc_session_timeout(e->s);
+  zkrc__call_wait(call, zkrc__deadline_after(t > 1000 ? t : 1000));
+  zkrc__call_unref(call);
+}
+
+void zkrc_ephemeral_free(zkrc_ephemeral *e) {
+  if (e == NULL)
+    return;
+  zkrc__session_unobserve(e->s, e->observer);
+  g_mutex_lock(&e->mu);
+  e->freeing = TRUE;
+  zkrc__evq_close(&e->events, &e->mu, &e->cond);
+  GSource *timer = e->retry_timer;
+  e->retry_timer = NULL;
+  /* A create in flight may still succeed: wait for it (bounded by the
+   * client's own request timeout), so that its node is deleted too. */
+  int64_t deadline = zkrc__deadline_after(zkrc_session_timeout(e->s) + 1000);
+  while (e->creating && zkrc__cond_wait_until(&e->cond, &e->mu, deadline))
+    ;
+  uint64_t gen = e->created_gen;
+  e->created_gen = 0;
+  g_mutex_unlock(&e->mu);
+  if (timer) {
+    g_source_destroy(timer);
+    g_source_unref(timer);
+  }
+  if (gen)
+    delete_node(e, gen);
+  eph_unref(e);
+}

@@ -1,0 +1,295 @@
+/*
+ * The kept ephemeral node (zkrecipes/ephemeral.h) against a real ensemble
+ * (one member behind a fault proxy): registration with its data, the data
+ * kept across a session expiry and an administrator's delete, waiting for
+ * another session's node at the same path, the free deleting the node,
+ * ACL refusal and bad input; and, as a lock's hold, LOST told before the
+ * servers delete the node when the network goes.
+ */
+#include "config.h"
+
+#include <stdatomic.h>
+#include <string.h>
+
+#include <glib.h>
+
+#include "testutil.h"
+#include "zkrecipes/ephemeral.h"
+
+/* Events as "REGISTERED" / "LOST" / "CLOSED" lines, and when LOST came. */
+typedef struct events {
+  GAsyncQueue *q;
+  atomic_llong lost_at; /* monotonic µs of the first LOST */
+  atomic_int registered_in_callback;
+} events;
+
+static void record(zkrc_ephemeral *e, zkrc_ephemeral_event ev, void *arg) {
+  events *t = arg;
+  if (ev == ZKRC_EPHEMERAL_LOST) {
+    long long zero = 0;
+    atomic_compare_exchange_strong(&t->lost_at, &zero,
+                                   (long long)g_get_monotonic_time());
+    atomic_store(&t->registered_in_callback, zkrc_ephemeral_is_registered(e));
+  }
+  g_async_queue_push(t->q, g_strdup(zkrc_ephemeral_event_name(ev)));
+}
+
+static void expect_event(events *t, const char *want) {
+  char *got = g_async_queue_timeout_pop(t->q, 15 * G_TIME_SPAN_SECOND);
+  if (got == NULL || strcmp(got, want) != 0)
+    fprintf(stderr, "event \"%s\", expected \"%s\"\n", got ? got : "(none)",
+            want);
+  CU_ASSERT_STRING_EQUAL(got ? got : "(none)", want);
+  g_free(got);
+}
+
+static zhandle_t *direct(void) {
+  return zkt_raw_to(zkrc_ensemble_direct_connect_string(zkt_ensemble()));
+}
+
+/* A session through the proxy, knowing the tick (a full lease). */
+static zkrc_session *proxied_session(void) {
+  zkrc_session_options o;
+  zkrc_session_options_init(&o);
+  o.session_timeout_ms = ZKT_SESSION_TIMEOUT_MS;
+  o.connect_timeout_ms = 15000;
+  o.server_tick_ms = ZKT_TICK_MS;
+  zkrc_session *s = NULL;
+  CU_ASSERT_EQUAL_FATAL(
+      zkrc_session_connect(&s, zkrc_ensemble_member_address(zkt_ensemble(), 0),
+                           &o),
+      ZKRC_OK);
+  return s;
+}
+
+static zkrc_ephemeral *keep(zkrc_session *s, const char *path, const char *data,
+                            events *t) {
+  zkrc_ephemeral_options o;
+  zkrc_ephemeral_options_init(&o);
+  o.on_event = record;
+  o.event_arg = t;
+  zkrc_ephemeral *e = NULL;
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_ephemeral_new(&e, s, path, data,
+                                            data ? strlen(data) : 0, &o));
+  return e;
+}
+
+/* The node's data and owner on the servers ("" when missing). */
+static char *node_data(zhandle_t *zh, const char *path, int64_t *owner) {
+  char buf[128];
+  int len = sizeof buf - 1;
+  struct Stat st;
+  if (zoo_get(zh, path, 0, buf, &len, &st) != ZOK)
+    return g_strdup("");
+  if (owner)
+    *owner = st.ephemeralOwner;
+  return g_strndup(buf, len < 0 ? 0 : (gsize)len);
+}
+
+#define ASSERT_NODE(zh, path, want)                                            \
+  do {                                                                         \
+    char *d_ = node_data(zh, path, NULL);                                      \
+    CU_ASSERT_STRING_EQUAL(d_, want);                                          \
+    g_free(d_);                                                                \
+  } while (0)
+
+/* Registered with its data (parents made), owned by the session; the data
+ * set is on the node; the free deletes it and tells nothing more. */
+static void test_registers_and_frees(void) {
+  char *path = zkt_path("eph");
+  char *node = g_strdup_printf("%s/group/member-1", path);
+  zhandle_t *zh = direct();
+  zkrc_session *s = proxied_session();
+  events t = {.q = g_async_queue_new_full(g_free)};
+  zkrc_ephemeral *e = keep(s, node, "v1", &t);
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_ephemeral_wait_registered(e, 10000));
+  expect_event(&t, "REGISTERED");
+  CU_ASSERT_TRUE(zkrc_ephemeral_is_registered(e));
+  int64_t owner = 0;
+  char *d = node_data(zh, node, &owner);
+  CU_ASSERT_STRING_EQUAL(d, "v1");
+  CU_ASSERT_EQUAL(owner, zkrc_session_id(s));
+  g_free(d);
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_ephemeral_set_data(e, "v2", 2, 5000));
+  ASSERT_NODE(zh, node, "v2");
+  CU_ASSERT_STRING_EQUAL(zkrc_ephemeral_path(e), node);
+  zkrc_ephemeral_free(e);
+  CU_ASSERT_FALSE(zkt_exists(zh, node));
+  CU_ASSERT_EQUAL(g_async_queue_length(t.q), 0);
+  g_async_queue_unref(t.q);
+  zkrc_session_close(s);
+  zookeeper_close(zh);
+  g_free(node);
+  g_free(path);
+}
+
+/* After the session expires (LOST) the node is created again on the new
+ * session (REGISTERED) with the latest data; after an administrator
+ * deletes it, likewise. */
+static void test_kept_across_expiry_and_delete(void) {
+  char *path = zkt_path("eph-kept");
+  zhandle_t *zh = direct();
+  zkrc_session *s = proxied_session();
+  events t = {.q = g_async_queue_new_full(g_free)};
+  zkrc_ephemeral *e = keep(s, path, "first", &t);
+  expect_event(&t, "REGISTERED");
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_ephemeral_set_data(e, "latest", 6, 5000));
+  int64_t old_id = zkrc_session_id(s);
+  zkt_expire(s);
+  expect_event(&t, "LOST");
+  expect_event(&t, "REGISTERED");
+  int64_t owner = 0;
+  char *d = node_data(zh, path, &owner);
+  CU_ASSERT_STRING_EQUAL(d, "latest");
+  CU_ASSERT_NOT_EQUAL(owner, old_id);
+  CU_ASSERT_EQUAL(owner, zkrc_session_id(s));
+  g_free(d);
+
+  CU_ASSERT_EQUAL(zoo_delete(zh, path, -1), ZOK);
+  expect_event(&t, "LOST");
+  expect_event(&t, "REGISTERED");
+  ASSERT_NODE(zh, path, "latest");
+  zkrc_ephemeral_free(e);
+  g_async_queue_unref(t.q);
+  zkrc_session_close(s);
+  zookeeper_close(zh);
+  g_free(path);
+}
+
+/* Another session's ephemeral node at the path (a previous run not yet
+ * expired): not registered while it is there; registered once it goes. */
+static void test_waits_for_another_sessions_node(void) {
+  char *path = zkt_path("eph-taken");
+  zhandle_t *zh = direct();
+  zkt_make_path(zh, path);
+  char *node = g_strdup_printf("%s/m", path);
+  zhandle_t *other = direct();
+  CU_ASSERT_EQUAL(zoo_create(other, node, "old", 3, &ZOO_OPEN_ACL_UNSAFE,
+                             ZOO_EPHEMERAL, NULL, 0),
+                  ZOK);
+  zkrc_session *s = proxied_session();
+  events t = {.q = g_async_queue_new_full(g_free)};
+  zkrc_ephemeral *e = keep(s, node, "new", &t);
+  ZKT_ASSERT_RC(ZKRC_ETIMEDOUT, zkrc_ephemeral_wait_registered(e, 500));
+  CU_ASSERT_FALSE(zkrc_ephemeral_is_registered(e));
+  zookeeper_close(other); /* its session closes: its node goes */
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_ephemeral_wait_registered(e, 10000));
+  expect_event(&t, "REGISTERED");
+  ASSERT_NODE(zh, node, "new");
+  zkrc_ephemeral_free(e);
+  g_async_queue_unref(t.q);
+  zkrc_session_close(s);
+  zookeeper_close(zh);
+  g_free(node);
+  g_free(path);
+}
+
+/* An ACL that forbids the create: ZKRC_ENOAUTH, and no retrying.  Bad
+ * input: ZKRC_EINVAL with nothing made. */
+static void test_refusals(void) {
+  char *path = zkt_path("eph-acl");
+  zhandle_t *zh = direct();
+  char *parent = g_path_get_dirname(path);
+  zkt_make_path(zh, parent);
+  CU_ASSERT_EQUAL(
+      zoo_create(zh, path, NULL, -1, &ZOO_READ_ACL_UNSAFE, 0, NULL, 0), ZOK);
+  char *node = g_strdup_printf("%s/m", path);
+  zkrc_session *s = proxied_session();
+  zkrc_ephemeral *e = NULL;
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_ephemeral_new(&e, s, node, "x", 1, NULL));
+  ZKT_ASSERT_RC(ZKRC_ENOAUTH, zkrc_ephemeral_wait_registered(e, 10000));
+  zkrc_ephemeral_free(e);
+
+  ZKT_ASSERT_RC(ZKRC_EINVAL, zkrc_ephemeral_new(NULL, s, node, "x", 1, NULL));
+  ZKT_ASSERT_RC(ZKRC_EINVAL, zkrc_ephemeral_new(&e, NULL, node, "x", 1, NULL));
+  ZKT_ASSERT_RC(ZKRC_EINVAL, zkrc_ephemeral_new(&e, s, "rel", "x", 1, NULL));
+  ZKT_ASSERT_RC(ZKRC_EINVAL, zkrc_ephemeral_new(&e, s, "/", "x", 1, NULL));
+  ZKT_ASSERT_RC(ZKRC_EINVAL, zkrc_ephemeral_new(&e, s, node, NULL, 3, NULL));
+  ZKT_ASSERT_RC(ZKRC_EINVAL,
+                zkrc_ephemeral_new(&e, s, node, "x", 2 * 1024 * 1024, NULL));
+  zkrc_ephemeral_options o;
+  memset(&o, 0, sizeof o); /* never initialized */
+  ZKT_ASSERT_RC(ZKRC_EINVAL, zkrc_ephemeral_new(&e, s, node, "x", 1, &o));
+  CU_ASSERT_PTR_NULL(e);
+  ZKT_ASSERT_RC(ZKRC_EINVAL, zkrc_ephemeral_wait_registered(NULL, 10));
+  ZKT_ASSERT_RC(ZKRC_EINVAL, zkrc_ephemeral_set_data(NULL, "x", 1, 10));
+  CU_ASSERT_FALSE(zkrc_ephemeral_is_registered(NULL));
+  zkrc_ephemeral_free(NULL);
+  CU_ASSERT_FALSE(zkt_exists(zh, node));
+  /* A closed session: one still alive (an object on it not yet freed)
+   * refuses new ones. */
+  zkrc_ephemeral *keeper = NULL;
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_ephemeral_new(&keeper, s, node, NULL, 0, NULL));
+  zkrc_session_close(s);
+  ZKT_ASSERT_RC(ZKRC_ECLOSED, zkrc_ephemeral_wait_registered(keeper, 5000));
+  ZKT_ASSERT_RC(ZKRC_ECLOSED, zkrc_ephemeral_new(&e, s, node, "x", 1, NULL));
+  zkrc_ephemeral_free(keeper);
+  zookeeper_close(zh);
+  g_free(node);
+  g_free(parent);
+  g_free(path);
+}
+
+/* The node's deletion on the servers, seen by a direct session. */
+static atomic_llong gone_at;
+static void gone_watch(zhandle_t *zh, int type, int state, const char *path,
+                       void *ctx) {
+  (void)zh;
+  (void)state;
+  (void)path;
+  (void)ctx;
+  if (type == ZOO_DELETED_EVENT)
+    atomic_store(&gone_at, (long long)g_get_monotonic_time());
+}
+
+static int node_gone(void *arg) {
+  (void)arg;
+  return atomic_load(&gone_at) != 0;
+}
+
+/* The network goes: LOST is told (and is_registered says 0) before the
+ * servers expire the session and delete the node; once the network is
+ * back the node is registered again on a new session. */
+static void test_lost_before_the_servers_delete(void) {
+  char *path = zkt_path("eph-cut");
+  zhandle_t *zh = direct();
+  zkrc_session *s = proxied_session();
+  events t = {.q = g_async_queue_new_full(g_free)};
+  zkrc_ephemeral *e = keep(s, path, "up", &t);
+  expect_event(&t, "REGISTERED");
+  atomic_store(&gone_at, 0);
+  struct Stat st;
+  CU_ASSERT_EQUAL_FATAL(zoo_wexists(zh, path, gone_watch, NULL, &st), ZOK);
+  CU_ASSERT_EQUAL_FATAL(
+      zkrc_proxy_blackhole(zkt_ensemble(), 0, 4 * ZKT_SESSION_TIMEOUT_MS), 0);
+  expect_event(&t, "LOST");
+  CU_ASSERT_FALSE(zkrc_ephemeral_is_registered(e));
+  CU_ASSERT_EQUAL(atomic_load(&t.registered_in_callback), 0);
+  CU_ASSERT_TRUE(zkt_wait_for(node_gone, NULL, 4 * ZKT_SESSION_TIMEOUT_MS));
+  long long lost = atomic_load(&t.lost_at), gone = atomic_load(&gone_at);
+  printf("\n    LOST %.1f ms before the servers deleted the node\n",
+         (gone - lost) / 1000.0);
+  CU_ASSERT_TRUE(lost > 0 && lost < gone);
+  CU_ASSERT_EQUAL(zkrc_proxy_blackhole(zkt_ensemble(), 0, 0), 0);
+  expect_event(&t, "REGISTERED");
+  ASSERT_NODE(zh, path, "up");
+  zkrc_ephemeral_free(e);
+  g_async_queue_unref(t.q);
+  zkrc_session_close(s);
+  zookeeper_close(zh);
+  g_free(path);
+}
+
+static void add_suites(void) {
+  zkt_configure(1, 1);
+  ZKT_SUITE(
+      "ephemeral", {"registers and frees", test_registers_and_frees},
+      {"kept across expiry and delete", test_kept_across_expiry_and_delete},
+      {"waits for another session's node",
+       test_waits_for_another_sessions_node},
+      {"refusals", test_refusals},
+      {"LOST before the servers delete the node",
+       test_lost_before_the_servers_delete});
+}
+
+int main(void) { return zkt_run("test_ephemeral", add_suites); }
