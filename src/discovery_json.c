@@ -104,13 +104,20 @@ static gboolean is_type(JsonNode *n, GType t) {
   return JSON_NODE_HOLDS_VALUE(n) && json_node_get_value_type(n) == t;
 }
 
+/* A string value that is valid UTF-8 (json-glib lets some invalid escapes
+ * through as raw bytes, which no JSON writer could write again). */
+static gboolean is_text(JsonNode *n) {
+  return is_type(n, G_TYPE_STRING) &&
+         g_utf8_validate(json_node_get_string(n), -1, NULL);
+}
+
 /* A string field: NULL for null; FALSE when it is something else. */
 static gboolean read_string(JsonObject *o, const char *field, char **out) {
   JsonNode *n = json_object_get_member(o, field);
   *out = NULL;
   if (is_null(n))
     return TRUE;
-  if (!is_type(n, G_TYPE_STRING))
+  if (!is_text(n))
     return FALSE;
   *out = strdup(json_node_get_string(n));
   return *out != NULL;
@@ -214,7 +221,7 @@ static gboolean read_uri_spec(JsonObject *o, char **out) {
     JsonObject *po = JSON_NODE_HOLDS_OBJECT(p) ? json_node_get_object(p) : NULL;
     JsonNode *value = po ? json_object_get_member(po, "value") : NULL;
     JsonNode *variable = po ? json_object_get_member(po, "variable") : NULL;
-    ok = value && is_type(value, G_TYPE_STRING) &&
+    ok = value && is_text(value) &&
          (is_null(variable) || is_type(variable, G_TYPE_BOOLEAN));
     if (!ok)
       break;
