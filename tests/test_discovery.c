@@ -158,10 +158,11 @@ static void test_json_rejects_non_records(void) {
   static const char *const bad[] = {
       "",
       "not json",
-      "{\"name\":\"n\",\"id\":\"i\"", /* truncated */
-      "[1,2]",                        /* not an object */
-      "{\"id\":\"i\"}",               /* no name */
-      "{\"name\":\"n\",\"id\":7}",    /* id not a string */
+      "{\"name\":\"n\",\"id\":\"i\"",     /* truncated */
+      "[1,2]",                            /* not an object */
+      "{\"name\":\"n\",\"id\":\"i\"}[1]", /* two values */
+      "{\"id\":\"i\"}",                   /* no name */
+      "{\"name\":\"n\",\"id\":7}",        /* id not a string */
       "{\"name\":\"n\",\"id\":\"i\",\"port\":\"eighty\"}",
       "{\"name\":\"n\",\"id\":\"i\",\"port\":70000}",
       "{\"name\":\"n\",\"id\":\"i\",\"port\":1.5}",
@@ -471,6 +472,9 @@ static void test_bad_input_refused(void) {
   b->port = 1;
   free(b->payload);
   b->payload = strdup("{not json");
+  ZKT_ASSERT_RC(ZKRC_EINVAL, zkrc_service_register(&r, s, base, b, NULL));
+  free(b->payload);
+  b->payload = strdup("true[1]"); /* two values */
   ZKT_ASSERT_RC(ZKRC_EINVAL, zkrc_service_register(&r, s, base, b, NULL));
   free(b->payload);
   b->payload = NULL;
