@@ -2,7 +2,8 @@
  * A service provider (zkrecipes/discovery.h): a children cache of
  * <base>/<name> (cache.h); queries parse the cache's copy, never a round
  * trip.  The cache's listener parses each new or changed record once, to
- * log the malformed ones as they arrive (queries skip them silently).
+ * log the malformed ones as they arrive (queries skip them silently), and
+ * tells the application (on_change).
  */
 #include "config.h"
 
@@ -21,28 +22,43 @@
 
 struct zkrc_service_provider {
   zkrc_cache *cache;
-  zkrc_service_strategy strategy;
+  zkrc_service_provider_options opts; /* as given */
   gint next; /* round robin: the next index, modulo the instances */
 };
 
+void zkrc_service_provider_options_init(zkrc_service_provider_options *opts) {
+  if (opts == NULL)
+    return;
+  memset(opts, 0, sizeof *opts);
+  opts->size = sizeof *opts;
+}
+
+/* The cache's listener: each new or changed record parsed once, to log a
+ * malformed one as it arrives; the application told of node changes. */
 static void on_change(zkrc_cache *c, const zkrc_cache_event *ev, void *arg) {
   (void)c;
-  (void)arg;
-  if (ev->type != ZKRC_CACHE_NODE_ADDED && ev->type != ZKRC_CACHE_NODE_UPDATED)
-    return;
-  zkrc_service_instance_free(zkrc__discovery_parse_node(
-      ev->node->path, ev->node->data, ev->node->len));
+  zkrc_service_provider *p = arg;
+  if (ev->type == ZKRC_CACHE_NODE_ADDED || ev->type == ZKRC_CACHE_NODE_UPDATED)
+    zkrc_service_instance_free(zkrc__discovery_parse_node(
+        ev->node->path, ev->node->data, ev->node->len));
+  if (p->opts.on_change &&
+      (ev->node != NULL || ev->type == ZKRC_CACHE_INITIALIZED))
+    p->opts.on_change(p, p->opts.change_arg);
 }
 
 int zkrc_service_provider_new(zkrc_service_provider **out, zkrc_session *s,
                               const char *base, const char *name,
-                              zkrc_service_strategy strategy) {
+                              const zkrc_service_provider_options *opts) {
+  zkrc_service_provider_options po;
+  zkrc_service_provider_options_init(&po);
   if (out)
     *out = NULL;
   if (out == NULL || s == NULL || base == NULL || strcmp(base, "/") == 0 ||
       zkrc_path_validate(base, NULL) != ZKRC_OK ||
       !zkrc__discovery_name_valid(name) ||
-      (strategy != ZKRC_SERVICE_RANDOM && strategy != ZKRC_SERVICE_ROUND_ROBIN))
+      !zkrc__options_take(&po, sizeof po, opts) ||
+      (po.strategy != ZKRC_SERVICE_RANDOM &&
+       po.strategy != ZKRC_SERVICE_ROUND_ROBIN))
     return zkrc__fail(ZKRC_EINVAL);
   char *dir = g_strdup_printf("%s/%s", base, name);
   if (zkrc_path_validate(dir, NULL) != ZKRC_OK) {
@@ -50,7 +66,7 @@ int zkrc_service_provider_new(zkrc_service_provider **out, zkrc_session *s,
     return zkrc__fail(ZKRC_EINVAL);
   }
   zkrc_service_provider *p = g_new0(zkrc_service_provider, 1);
-  p->strategy = strategy;
+  p->opts = po;
   zkrc_cache_options o;
   zkrc_cache_options_init(&o);
   o.listener = on_change;
@@ -121,7 +137,7 @@ int zkrc_service_provider_get(zkrc_service_provider *p,
     return zkrc__fail(ZKRC_ENONODE);
   }
   size_t pick;
-  if (p->strategy == ZKRC_SERVICE_ROUND_ROBIN)
+  if (p->opts.strategy == ZKRC_SERVICE_ROUND_ROBIN)
     pick = (size_t)(guint)g_atomic_int_add(&p->next, 1) % n;
   else
     pick = (size_t)g_random_int_range(0, (gint32)MIN(n, (size_t)G_MAXINT32));

@@ -51,27 +51,43 @@ static char *provider_view(zkrc_service_provider *p) {
   return g_string_free(s, FALSE);
 }
 
-typedef struct view_want {
-  zkrc_service_provider *p;
-  const char *want;
-} view_want;
+/* Each provider's change events (on_change), by provider. */
+static GHashTable *changes;
+static GMutex changes_mu;
 
-static int view_is(void *arg) {
-  view_want *w = arg;
-  char *now = provider_view(w->p);
-  int same = strcmp(now, w->want) == 0;
-  g_free(now);
-  return same;
+static void changed(zkrc_service_provider *p, void *arg) {
+  (void)p;
+  g_async_queue_push(arg, GINT_TO_POINTER(1));
 }
 
-/* The provider exposes no change event: poll its local copy (no server
- * round trip) until it shows @p want, at most 10 s. */
+static GAsyncQueue *changes_of(zkrc_service_provider *p) {
+  g_mutex_lock(&changes_mu);
+  GAsyncQueue *q = changes ? g_hash_table_lookup(changes, p) : NULL;
+  g_mutex_unlock(&changes_mu);
+  return q;
+}
+
+/* Wait until the provider holds @p want, at most 10 s, on its change
+ * events: each look at its copy follows an event (or is the first), so a
+ * provider that changes without telling fails here. */
 static int wait_view(zkrc_service_provider *p, const char *want) {
-  view_want w = {p, want};
-  if (zkt_wait_for(view_is, &w, 10000))
-    return 1;
+  GAsyncQueue *q = changes_of(p);
+  int64_t deadline = zkt_now_ms() + 10000;
+  for (;;) {
+    char *now = provider_view(p);
+    int same = strcmp(now, want) == 0;
+    g_free(now);
+    if (same)
+      return 1;
+    int64_t left = deadline - zkt_now_ms();
+    if (left <= 0 || g_async_queue_timeout_pop(q, left * 1000) == NULL)
+      break;
+  }
   char *now = provider_view(p);
-  fprintf(stderr, "provider holds \"%s\", wanted \"%s\"\n", now, want);
+  fprintf(stderr,
+          "no change event made the provider hold \"%s\" (it holds "
+          "\"%s\")\n",
+          want, now);
   g_free(now);
   return 0;
 }
@@ -79,12 +95,32 @@ static int wait_view(zkrc_service_provider *p, const char *want) {
 static zkrc_service_provider *provider(zkrc_session *s, const char *base,
                                        const char *name,
                                        zkrc_service_strategy strategy) {
+  GAsyncQueue *q = g_async_queue_new();
+  zkrc_service_provider_options o;
+  zkrc_service_provider_options_init(&o);
+  o.strategy = strategy;
+  o.on_change = changed;
+  o.change_arg = q;
   zkrc_service_provider *p = NULL;
-  ZKT_ASSERT_RC(ZKRC_OK,
-                zkrc_service_provider_new(&p, s, base, name, strategy));
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_service_provider_new(&p, s, base, name, &o));
   CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+  g_mutex_lock(&changes_mu);
+  if (changes == NULL)
+    changes = g_hash_table_new(NULL, NULL);
+  g_hash_table_insert(changes, p, q);
+  g_mutex_unlock(&changes_mu);
   ZKT_ASSERT_RC(ZKRC_OK, zkrc_service_provider_wait_initialized(p, 10000));
   return p;
+}
+
+/* zkrc_service_provider_free(), then its change events. */
+static void provider_free(zkrc_service_provider *p) {
+  GAsyncQueue *q = changes_of(p);
+  zkrc_service_provider_free(p); /* no on_change runs after it */
+  g_mutex_lock(&changes_mu);
+  g_hash_table_remove(changes, p);
+  g_mutex_unlock(&changes_mu);
+  g_async_queue_unref(q);
 }
 
 /* ------------------------------------------------------------ records */
@@ -233,7 +269,7 @@ static void test_register_update_unregister(void) {
   zhandle_t *zh = zkt_raw();
   CU_ASSERT_FALSE(zkt_exists(zh, node));
   zookeeper_close(zh);
-  zkrc_service_provider_free(p);
+  provider_free(p);
   zkrc_service_instance_free(mine);
   zkrc_session_close(s);
   zkrc_session_close(reader);
@@ -316,8 +352,8 @@ static void test_random_and_round_robin(void) {
   zkrc_service_instance *none = (zkrc_service_instance *)1;
   ZKT_ASSERT_RC(ZKRC_ENONODE, zkrc_service_provider_get(rr, &none));
   CU_ASSERT_PTR_NULL(none);
-  zkrc_service_provider_free(rr);
-  zkrc_service_provider_free(rnd);
+  provider_free(rr);
+  provider_free(rnd);
   zkrc_session_close(s);
   g_free(base);
 }
@@ -353,7 +389,7 @@ static void test_reregistered_after_expiry(void) {
   zkrc_service_unregister(r);
   CU_ASSERT_TRUE(wait_view(p, ""));
   zookeeper_close(zh);
-  zkrc_service_provider_free(p);
+  provider_free(p);
   zkrc_service_instance_free(mine);
   zkrc_session_close(s);
   zkrc_session_close(reader);
@@ -434,7 +470,7 @@ static void test_malformed_records_skipped(void) {
     g_free(path);
   }
   CU_ASSERT_TRUE(logged(empty));
-  zkrc_service_provider_free(p);
+  provider_free(p);
   zkrc_session_close(s);
   zkrc_log_from_env(); /* the tests' handler and level again */
   g_string_free(captured.lines, TRUE);
@@ -509,10 +545,14 @@ static void test_bad_input_refused(void) {
                 zkrc_service_query(s, base, "svc", NULL, &n, 5000));
   ZKT_ASSERT_RC(ZKRC_EINVAL, zkrc_service_query(s, "x", "svc", &v, &n, 5000));
   ZKT_ASSERT_RC(ZKRC_EINVAL, zkrc_service_names(s, base, &names, &n, -3));
-  ZKT_ASSERT_RC(ZKRC_EINVAL, zkrc_service_provider_new(&p, s, base, "",
-                                                       ZKRC_SERVICE_RANDOM));
-  ZKT_ASSERT_RC(ZKRC_EINVAL, zkrc_service_provider_new(
-                                 &p, s, base, "svc", (zkrc_service_strategy)9));
+  ZKT_ASSERT_RC(ZKRC_EINVAL, zkrc_service_provider_new(&p, s, base, "", NULL));
+  zkrc_service_provider_options po = {0};
+  ZKT_ASSERT_RC(ZKRC_EINVAL,
+                zkrc_service_provider_new(&p, s, base, "svc", &po));
+  zkrc_service_provider_options_init(&po);
+  po.strategy = (zkrc_service_strategy)9;
+  ZKT_ASSERT_RC(ZKRC_EINVAL,
+                zkrc_service_provider_new(&p, s, base, "svc", &po));
   zkrc_service_instance *none;
   ZKT_ASSERT_RC(ZKRC_EINVAL, zkrc_service_provider_get(NULL, &none));
   ZKT_ASSERT_RC(ZKRC_EINVAL, zkrc_service_instance_from_json(NULL, 3, &none));
@@ -561,7 +601,7 @@ static void test_curator_registers_we_find(void) {
   CU_ASSERT_TRUE(wait_view(p, "java-1:4343"));
   CU_ASSERT_EQUAL(peer_finish(java, STEP_MS), 0); /* unregisters */
   CU_ASSERT_TRUE(wait_view(p, ""));
-  zkrc_service_provider_free(p);
+  provider_free(p);
   zkrc_session_close(s);
   g_free(base);
 }

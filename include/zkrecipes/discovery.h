@@ -257,16 +257,44 @@ typedef enum zkrc_service_strategy {
 } zkrc_service_strategy;
 
 /**
+ * Told that the provider's copy changed: an instance's node was added,
+ * changed or removed (the record may be one that is skipped), or the first
+ * read completed (once).  Runs on the session's executor, one call at a
+ * time, never with a zkrecipes mutex held; it may read the provider
+ * (zkrc_service_provider_instances(), _get()) and free it, but not wait for
+ * the executor.
+ */
+typedef void (*zkrc_service_provider_fn)(zkrc_service_provider *p, void *arg);
+
+/** A provider's options; initialize with
+ *  zkrc_service_provider_options_init(). */
+typedef struct zkrc_service_provider_options {
+  /** Set by zkrc_service_provider_options_init() (see
+   *  zkrc_lock_options.size). */
+  size_t size;
+  /** How zkrc_service_provider_get() picks.  Default ZKRC_SERVICE_RANDOM. */
+  zkrc_service_strategy strategy;
+  /** Told of every change of the copy (above).  NULL (default): none. */
+  zkrc_service_provider_fn on_change;
+  void *change_arg;
+} zkrc_service_provider_options;
+
+/** Zero @p opts and set its size (NULL is ignored). */
+void zkrc_service_provider_options_init(zkrc_service_provider_options *opts);
+
+/**
  * Start keeping the instances of service @p name under @p base.  Returns
  * at once (zkrc_service_provider_wait_initialized() waits for the first
  * read).  The service need not exist yet.
+ * @param opts  NULL for the defaults.
  * @return ZKRC_OK (*@p out is yours: zkrc_service_provider_free());
  *         ZKRC_EINVAL (NULL arguments, invalid base, a name that is not a
- *         node name); ZKRC_ECLOSED.  Any thread.
+ *         node name, an unknown strategy, options not initialized);
+ *         ZKRC_ECLOSED.  Any thread.
  */
 int zkrc_service_provider_new(zkrc_service_provider **out, zkrc_session *s,
                               const char *base, const char *name,
-                              zkrc_service_strategy strategy);
+                              const zkrc_service_provider_options *opts);
 
 /** Wait for the provider's first complete read (see
  *  zkrc_cache_wait_initialized()): ZKRC_OK, ZKRC_ETIMEDOUT, ZKRC_EINVAL,
