@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "call.h"
+#include "session_internal.h"
 #include "util.h"
 
 zkrc__call *zkrc__call_new(void) {
@@ -182,3 +183,26 @@ void zkrc__call_give_results(zkrc__call *call, int prefix, const zoo_op_t *ops,
  * fire-and-forget requests get these. */
 void zkrc__ignore_string_done(int rc, const char *value, const void *data) {}
 void zkrc__ignore_void_done(int rc, const void *data) {}
+
+int zkrc__call_request(zkrc_session *s, zkrc__send_fn send, const void *arg,
+                       int64_t deadline, zkrc__call **out) {
+  if (out)
+    *out = NULL;
+  zkrc__call *call = zkrc__call_new();
+  zkrc_conn *conn = zkrc__conn_use(s);
+  int rc = conn ? zkrc__sent(s, send(conn->zh, call, arg)) : ZCONNECTIONLOSS;
+  if (rc != ZOK)
+    zkrc__call_fail_unsent(call, rc);
+  if (conn)
+    zkrc__conn_unuse(conn);
+  if (!zkrc__call_wait(call, deadline)) {
+    zkrc__call_unref(call);
+    return ZKRC__CALL_TIMED_OUT;
+  }
+  rc = call->rc;
+  if (out)
+    *out = call;
+  else
+    zkrc__call_unref(call);
+  return rc;
+}

@@ -16,6 +16,8 @@
 #include <glib.h>
 #include <zookeeper/zookeeper.h>
 
+#include "zkrecipes/session.h"
+
 typedef struct zkrc__call {
   gint refs;
   GMutex mu;
@@ -70,5 +72,20 @@ gboolean zkrc__call_take_ops(zkrc__call *call, int prefix, int count,
  * ops/results (skipping the first @p prefix ops the call added). */
 void zkrc__call_give_results(zkrc__call *call, int prefix, const zoo_op_t *ops,
                              zoo_op_result_t *results);
+
+/* One request waited for with a deadline: what zkrc__call_request()
+ * returns when the deadline passed first, above every ZooKeeper code (ZOK
+ * is 0, errors are negative). */
+#define ZKRC__CALL_TIMED_OUT 1
+
+/* Sends a request for @p call on @p zh; returns the client's code. */
+typedef int (*zkrc__send_fn)(zhandle_t *zh, zkrc__call *call, const void *arg);
+
+/* Send with @p send(@p arg) on @p s's current handle and wait until
+ * @p deadline.  Returns the reply's ZooKeeper code (ZCONNECTIONLOSS when
+ * there is no handle), *@p out set to the call (unref it) when @p out is
+ * not NULL; or ZKRC__CALL_TIMED_OUT, *@p out NULL. */
+int zkrc__call_request(zkrc_session *s, zkrc__send_fn send, const void *arg,
+                       int64_t deadline, zkrc__call **out);
 
 #endif /* ZKRC_CALL_H */

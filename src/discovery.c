@@ -31,10 +31,6 @@ struct zkrc_service_registration {
 
 /* ------------------------------------------------------ one request */
 
-/* What request() returns when the deadline passed first (above every
- * ZooKeeper code). */
-#define TIMED_OUT 1
-
 typedef struct req {
   const char *path;
   const char *data;
@@ -43,63 +39,36 @@ typedef struct req {
   const struct ACL_vector *acl;
 } req;
 
-typedef int (*send_fn)(zhandle_t *zh, zkrc__call *call, const req *r);
-
-/* Send with @p send and wait until @p deadline: the reply's ZooKeeper code
- * (*out to unref) or TIMED_OUT (*out NULL). */
-static int request(zkrc_session *s, send_fn send, const req *r,
-                   int64_t deadline, zkrc__call **out) {
-  zkrc__call *call = zkrc__call_new();
-  zkrc_conn *conn = zkrc__conn_use(s);
-  int rc = conn ? zkrc__sent(s, send(conn->zh, call, r)) : ZCONNECTIONLOSS;
-  if (rc != ZOK)
-    zkrc__call_fail_unsent(call, rc);
-  if (conn)
-    zkrc__conn_unuse(conn);
-  if (!zkrc__call_wait(call, deadline)) {
-    zkrc__call_unref(call);
-    *out = NULL;
-    return TIMED_OUT;
-  }
-  *out = call;
-  return call->rc;
-}
-
-/* request() when only the code matters. */
-static int request_rc(zkrc_session *s, send_fn send, const req *r,
-                      int64_t deadline) {
-  zkrc__call *call;
-  int rc = request(s, send, r, deadline, &call);
-  if (call)
-    zkrc__call_unref(call);
-  return rc;
-}
-
 static int failure(int rc) {
-  if (rc == TIMED_OUT)
+  if (rc == ZKRC__CALL_TIMED_OUT)
     return zkrc__fail(ZKRC_ETIMEDOUT);
   return zkrc__fail_from_zk(rc);
 }
 
-static int send_create(zhandle_t *zh, zkrc__call *call, const req *r) {
+static int send_create(zhandle_t *zh, zkrc__call *call, const void *arg) {
+  const req *r = arg;
   return zoo_acreate(zh, r->path, r->data, r->data ? (int)r->len : -1, r->acl,
                      r->flags, zkrc__call_string_done, call);
 }
 
-static int send_delete(zhandle_t *zh, zkrc__call *call, const req *r) {
+static int send_delete(zhandle_t *zh, zkrc__call *call, const void *arg) {
+  const req *r = arg;
   return zoo_adelete(zh, r->path, -1, zkrc__call_void_done, call);
 }
 
-static int send_set(zhandle_t *zh, zkrc__call *call, const req *r) {
+static int send_set(zhandle_t *zh, zkrc__call *call, const void *arg) {
+  const req *r = arg;
   return zoo_aset(zh, r->path, r->data, (int)r->len, -1, zkrc__call_stat_done,
                   call);
 }
 
-static int send_children(zhandle_t *zh, zkrc__call *call, const req *r) {
+static int send_children(zhandle_t *zh, zkrc__call *call, const void *arg) {
+  const req *r = arg;
   return zoo_aget_children(zh, r->path, 0, zkrc__call_children_done, call);
 }
 
-static int send_get(zhandle_t *zh, zkrc__call *call, const req *r) {
+static int send_get(zhandle_t *zh, zkrc__call *call, const void *arg) {
+  const req *r = arg;
   return zoo_aget(zh, r->path, 0, zkrc__call_data_done, call);
 }
 
@@ -141,17 +110,17 @@ static int create_persistent(zkrc_session *s, const req *r, int64_t deadline) {
        slash = strchr(slash + 1, '/')) {
     char *parent = g_strndup(r->path, (gsize)(slash - r->path));
     req p = {.path = parent, .flags = ZOO_CONTAINER, .acl = r->acl};
-    int rc = request_rc(s, send_create, &p, deadline);
+    int rc = zkrc__call_request(s, send_create, &p, deadline, NULL);
     g_free(parent);
     if (rc != ZOK && rc != ZNODEEXISTS)
       return rc;
   }
   int rc = ZOK;
   for (int attempt = 0; attempt < 2; attempt++) {
-    rc = request_rc(s, send_create, r, deadline);
+    rc = zkrc__call_request(s, send_create, r, deadline, NULL);
     if (rc != ZNODEEXISTS)
       return rc;
-    rc = request_rc(s, send_delete, r, deadline);
+    rc = zkrc__call_request(s, send_delete, r, deadline, NULL);
     if (rc != ZOK && rc != ZNONODE)
       return rc;
   }
@@ -272,7 +241,8 @@ int zkrc_service_update(zkrc_service_registration *r,
     rc = zkrc_ephemeral_set_data(r->eph, json, len, timeout_ms);
   } else {
     req q = {.path = r->path, .data = json, .len = len};
-    int zrc = request_rc(r->s, send_set, &q, zkrc__deadline_after(timeout_ms));
+    int zrc = zkrc__call_request(r->s, send_set, &q,
+                                 zkrc__deadline_after(timeout_ms), NULL);
     rc = zrc == ZOK ? ZKRC_OK : failure(zrc);
   }
   free(json);
@@ -293,11 +263,12 @@ void zkrc_service_unregister(zkrc_service_registration *r) {
   if (r->eph == NULL) {
     req q = {.path = r->path};
     int timeout = zkrc_session_timeout(r->s);
-    int rc = request_rc(r->s, send_delete, &q,
-                        zkrc__deadline_after(timeout > 0 ? timeout : 10000));
+    int rc = zkrc__call_request(
+        r->s, send_delete, &q,
+        zkrc__deadline_after(timeout > 0 ? timeout : 10000), NULL);
     if (rc != ZOK && rc != ZNONODE)
       zkrc__log(ZKRC_LOG_WARN, "discovery: could not delete %s (%s)", r->path,
-                rc == TIMED_OUT ? "timed out" : zerror(rc));
+                rc == ZKRC__CALL_TIMED_OUT ? "timed out" : zerror(rc));
   }
   registration_free(r);
 }
@@ -336,7 +307,7 @@ static int read_children(zkrc_session *s, const char *path, int64_t deadline,
                          char ***out) {
   req q = {.path = path};
   zkrc__call *call;
-  int rc = request(s, send_children, &q, deadline, &call);
+  int rc = zkrc__call_request(s, send_children, &q, deadline, &call);
   *out = NULL;
   if (rc == ZOK) {
     char **v = g_new0(char *, (gsize)call->children.count + 1);
@@ -381,7 +352,7 @@ static int read_instances(zkrc_session *s, const char *dir, char **ids,
     char *path = g_strdup_printf("%s/%s", dir, *id);
     req q = {.path = path};
     zkrc__call *call;
-    int rc = request(s, send_get, &q, deadline, &call);
+    int rc = zkrc__call_request(s, send_get, &q, deadline, &call);
     if (rc == ZOK) {
       zkrc_service_instance *inst = zkrc__discovery_parse_node(
           path, call->value_len >= 0 ? call->value : NULL,

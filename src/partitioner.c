@@ -124,22 +124,11 @@ void zkrc__partitioner_set_state_locked(zkrc_partitioner *p,
 
 /* ------------------------------------------------------ requests we wait */
 
-typedef int (*send_fn)(zhandle_t *zh, zkrc__call *call, const void *arg);
-
-/* Send with @p send and wait until @p deadline: the ZooKeeper code, or
- * ZOPERATIONTIMEOUT when the deadline passed first. */
-static int request(zkrc_session *s, send_fn send, const void *arg,
+/* zkrc__call_request, with ZOPERATIONTIMEOUT when the deadline passed. */
+static int request(zkrc_session *s, zkrc__send_fn send, const void *arg,
                    int64_t deadline) {
-  zkrc__call *call = zkrc__call_new();
-  zkrc_conn *conn = zkrc__conn_use(s);
-  int rc = conn ? zkrc__sent(s, send(conn->zh, call, arg)) : ZCONNECTIONLOSS;
-  if (rc != ZOK)
-    zkrc__call_fail_unsent(call, rc);
-  if (conn)
-    zkrc__conn_unuse(conn);
-  rc = zkrc__call_wait(call, deadline) ? call->rc : ZOPERATIONTIMEOUT;
-  zkrc__call_unref(call);
-  return rc;
+  int rc = zkrc__call_request(s, send, arg, deadline, NULL);
+  return rc == ZKRC__CALL_TIMED_OUT ? ZOPERATIONTIMEOUT : rc;
 }
 
 typedef struct create_arg {

@@ -25,37 +25,10 @@ void zkrc_versioned_value_clear(zkrc_versioned_value *v) {
 
 /* ------------------------------------------------------ one request */
 
-/* Sends a request for @p call on @p zh; returns the client's code. */
-typedef int (*send_fn)(zhandle_t *zh, zkrc__call *call, const void *arg);
-
-/* What request() returns when the deadline passed first: above every
- * ZooKeeper code (ZOK is 0, errors are negative). */
-#define TIMED_OUT 1
-
-/* Send with @p send and wait until @p deadline.  Returns the ZooKeeper
- * code of the reply, or TIMED_OUT when the deadline passed first (*call is
- * then released); the caller unrefs *call otherwise. */
-static int request(zkrc_session *s, send_fn send, const void *arg,
-                   int64_t deadline, zkrc__call **out) {
-  zkrc__call *call = zkrc__call_new();
-  zkrc_conn *conn = zkrc__conn_use(s);
-  int rc = conn ? zkrc__sent(s, send(conn->zh, call, arg)) : ZCONNECTIONLOSS;
-  if (rc != ZOK)
-    zkrc__call_fail_unsent(call, rc);
-  if (conn)
-    zkrc__conn_unuse(conn);
-  if (!zkrc__call_wait(call, deadline)) {
-    zkrc__call_unref(call);
-    *out = NULL;
-    return TIMED_OUT;
-  }
-  *out = call;
-  return call->rc;
-}
-
-/* A ZooKeeper reply code (or TIMED_OUT) as the caller's error. */
+/* A ZooKeeper reply code (or ZKRC__CALL_TIMED_OUT) as the caller's error. */
 static int failure(int rc) {
-  return rc == TIMED_OUT ? zkrc__fail(ZKRC_ETIMEDOUT) : zkrc__fail_from_zk(rc);
+  return rc == ZKRC__CALL_TIMED_OUT ? zkrc__fail(ZKRC_ETIMEDOUT)
+                                    : zkrc__fail_from_zk(rc);
 }
 
 typedef struct data_arg {
@@ -116,7 +89,7 @@ static int create_with_parents(zkrc_session *s, const char *path,
     char *parent = g_strndup(path, (gsize)(slash - path));
     data_arg a = {.path = parent, .flags = ZOO_CONTAINER};
     zkrc__call *call;
-    rc = request(s, send_create, &a, deadline, &call);
+    rc = zkrc__call_request(s, send_create, &a, deadline, &call);
     if (call)
       zkrc__call_unref(call);
     g_free(parent);
@@ -125,18 +98,18 @@ static int create_with_parents(zkrc_session *s, const char *path,
   }
   data_arg a = {.path = path, .data = seed, .len = len};
   zkrc__call *call;
-  rc = request(s, send_create, &a, deadline, &call);
+  rc = zkrc__call_request(s, send_create, &a, deadline, &call);
   if (call)
     zkrc__call_unref(call);
   return rc == ZNODEEXISTS ? ZOK : rc; /* someone else seeded it first */
 }
 
-/* One getData: ZooKeeper's code (or TIMED_OUT), *out filled on ZOK. */
+/* One getData: ZooKeeper's code (or ZKRC__CALL_TIMED_OUT), *out filled on ZOK. */
 static int read_value(zkrc_session *s, const char *path, int64_t deadline,
                       zkrc_versioned_value *out) {
   data_arg a = {.path = path};
   zkrc__call *call;
-  int rc = request(s, send_get, &a, deadline, &call);
+  int rc = zkrc__call_request(s, send_get, &a, deadline, &call);
   if (rc == ZOK) {
     out->len = call->value_len > 0 ? (size_t)call->value_len : 0;
     out->data = call->value_len >= 0 ? malloc(out->len + 1) : NULL;
@@ -179,8 +152,8 @@ static int write_value(zkrc_session *s, const char *path, const void *data,
   data_arg a = {.path = path, .data = data, .len = len, .version = version};
   gboolean multi = compare && version == -1;
   zkrc__call *call;
-  int rc = request(s, multi ? send_set_at_minus_one : send_set, &a,
-                   zkrc__deadline_after(timeout_ms), &call);
+  int rc = zkrc__call_request(s, multi ? send_set_at_minus_one : send_set, &a,
+                              zkrc__deadline_after(timeout_ms), &call);
   if (rc == ZOK && new_version)
     *new_version = multi ? call->op_stats[0].version : call->stat.version;
   if (multi && call && rc != ZOK && rc != ZCONNECTIONLOSS &&
