@@ -80,9 +80,10 @@
  *   PATH with identifier ID, as kazoo_peer.py's partition mode with
  *   ZKR_PEER_STAMP=1 prints it: "acquired T_NS A,B,..." (its share, sorted)
  *   each time it is ACQUIRED, "release T_NS" (then it calls
- *   zkrc_partitioner_release_set() at once), "failure T_NS" (and exits 5);
- *   T_NS: CLOCK_MONOTONIC on entering the state callback.  Commands
- *   "clock" ("clock T_NS"), "quit" or end of input (leaves the party).
+ *   zkrc_partitioner_release_set() at once), "failure T_NS" (the exit
+ *   status is then 5); T_NS: CLOCK_MONOTONIC on entering the state
+ *   callback.  Commands "clock" ("clock T_NS"), "quit" or end of input
+ *   (leaves the party).
  *   The benchmark kills it with SIGKILL to see the others rebalance.
  *
  * Exit codes: 0 done; 2 usage; 3 an acquisition timed out; 4 could not
