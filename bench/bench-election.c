@@ -87,7 +87,7 @@ static void dwatch_fired(zhandle_t *zh, int type, int state, const char *path,
   g_mutex_unlock(&dwatch.mu);
 }
 
-static void watch_connect(void) {
+void watch_connect(void) {
   if (watch_zh)
     return;
   watch_zh = zookeeper_init2(hosts, dwatch_session, 30000, NULL, NULL, 0,
@@ -103,7 +103,7 @@ static void watch_connect(void) {
 }
 
 /* Watch @p node for its deletion (it must exist). */
-static void watch_deletion(const char *node) {
+void watch_deletion(const char *node) {
   g_mutex_lock(&dwatch.mu);
   dwatch.deleted_at = 0;
   g_mutex_unlock(&dwatch.mu);
@@ -115,6 +115,17 @@ static void watch_deletion(const char *node) {
 
 static int64_t deletion_seen(void) {
   g_mutex_lock(&dwatch.mu);
+  int64_t t = dwatch.deleted_at;
+  g_mutex_unlock(&dwatch.mu);
+  return t;
+}
+
+int64_t deletion_wait(int timeout_ms) {
+  int64_t deadline = g_get_monotonic_time() + (int64_t)timeout_ms * 1000;
+  g_mutex_lock(&dwatch.mu);
+  while (dwatch.deleted_at == 0)
+    if (!g_cond_wait_until(&dwatch.cond, &dwatch.mu, deadline))
+      fatal("the watched node was not deleted within %d ms", timeout_ms);
   int64_t t = dwatch.deleted_at;
   g_mutex_unlock(&dwatch.mu);
   return t;

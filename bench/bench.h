@@ -23,7 +23,8 @@
  * The parts: zkr-bench.c (options, set-up, main), bench-util.c,
  * bench-proc.c, bench-counters.c, bench-results.c, bench-holds.c (the
  * exclusion check), the workloads (bench-throughput.c, bench-herd.c,
- * bench-scale.c, bench-election.c, bench-family.c, bench-cache.c),
+ * bench-scale.c, bench-election.c, bench-family.c, bench-cache.c,
+ * bench-partition.c),
  * bench-report.c and bench-machine.c.  One process, one thread: the state
  * below is plain globals.
  *
@@ -82,7 +83,7 @@ typedef struct options {
   int cache_changes;
   gboolean with_curator, with_kazoo;
   gboolean run_throughput, run_herd, run_scale, run_election, run_family;
-  gboolean run_cache;
+  gboolean run_cache, run_partition;
   const char *worker, *java, *curator_cp, *python, *kazoo_peer;
 } options;
 
@@ -198,8 +199,16 @@ void scale_waiters(void);  /* bench-scale.c */
 void scale_locks(void);
 extern zhandle_t *watch_zh; /* bench-election.c */
 void run_election(void);
+/* The bench's own handle (watch_zh) connected, if it is not yet. */
+void watch_connect(void);
+/* Watch @p node for its deletion (it must exist); then deletion_wait()
+ * gives the time its deletion was told (now_ns()), fatal after
+ * @p timeout_ms. */
+void watch_deletion(const char *node);
+int64_t deletion_wait(int timeout_ms);
 void run_family(void); /* bench-family.c: the read-write lock, the semaphore */
 void run_cache(void);  /* bench-cache.c: the node and tree caches */
+void run_partition(void); /* bench-partition.c: the set partitioner */
 
 /* ------------------------------------------- bench-report.c, -machine.c */
 

@@ -13,6 +13,7 @@
  *   zkr-bench-worker rwlock   HOSTS PATH SECONDS READERS HOLD_MS
  *   zkr-bench-worker semaphore HOSTS PATH SECONDS CLIENTS N HOLD_MS
  *   zkr-bench-worker cache    HOSTS PATH node|tree
+ *   zkr-bench-worker partition HOSTS PATH ID TIME_BOUNDARY_MS ITEM[,ITEM...]
  *
  * IMPL is "zkr" (zkrecipes' lock) or "naive" (the herd lock below: every
  * waiter watches the whole children list).
@@ -74,6 +75,16 @@
  *   CLOCK_MONOTONIC on entering the listener); commands "clock" ("clock
  *   T_NS"), "stats" ("stats requests=R renewals=N": the session's counters,
  *   zkrecipes/stats.h), "quit" or end of input.
+ *
+ * partition: one member of a set partitioner (zkrecipes/partitioner.h) of
+ *   PATH with identifier ID, as kazoo_peer.py's partition mode with
+ *   ZKR_PEER_STAMP=1 prints it: "acquired T_NS A,B,..." (its share, sorted)
+ *   each time it is ACQUIRED, "release T_NS" (then it calls
+ *   zkrc_partitioner_release_set() at once), "failure T_NS" (the exit
+ *   status is then 5); T_NS: CLOCK_MONOTONIC on entering the state
+ *   callback.  Commands "clock" ("clock T_NS"), "quit" or end of input
+ *   (leaves the party).
+ *   The benchmark kills it with SIGKILL to see the others rebalance.
  *
  * Exit codes: 0 done; 2 usage; 3 an acquisition timed out; 4 could not
  * connect; 5 any other error; 6 no command within the peer timeout; 124 the
@@ -1327,6 +1338,66 @@ static int mode_cache(const char *hosts, const char *path, const char *kind) {
   return EXIT_OK;
 }
 
+/* ------------------------------------------------------------ partition */
+
+static GMutex part_mu;
+static gboolean part_failed; /* FAILURE was told: exit 5 */
+
+/* The state callback, on the session's executor: one line per state, as
+ * kazoo_peer.py's partition mode prints them with ZKR_PEER_STAMP=1. */
+static void on_partition_state(zkrc_partitioner *p, zkrc_partition_state st,
+                               const char *const *items, size_t count,
+                               void *arg) {
+  int64_t t = peer_now_ns();
+  (void)arg;
+  if (st == ZKRC_PARTITION_ACQUIRED) {
+    GString *line = g_string_new(NULL);
+    g_string_printf(line, "acquired %" PRId64 " ", t);
+    for (size_t i = 0; i < count; i++)
+      g_string_append_printf(line, "%s%s", i ? "," : "", items[i]);
+    say_gstring(line);
+    g_string_free(line, TRUE);
+  } else if (st == ZKRC_PARTITION_RELEASE) {
+    say("release %" PRId64, t);
+    if (zkrc_partitioner_release_set(p) != ZKRC_OK)
+      say("error release_set refused");
+  } else if (st == ZKRC_PARTITION_FAILURE) {
+    say("failure %" PRId64, t);
+    g_mutex_lock(&part_mu);
+    part_failed = TRUE;
+    g_mutex_unlock(&part_mu);
+  }
+}
+
+static int mode_partition(const char *hosts, const char *path, const char *id,
+                          long boundary_ms, const char *item_list) {
+  zkrc_session *s = zkr_connect(hosts);
+  char **items = g_strsplit(item_list, ",", -1);
+  zkrc_partitioner_options po;
+  zkrc_partitioner_options_init(&po);
+  po.identifier = id;
+  po.time_boundary_ms = (int)boundary_ms;
+  po.on_state = on_partition_state;
+  zkrc_partitioner *p = NULL;
+  must("partitioner",
+       zkrc_partitioner_new(&p, s, path, (const char *const *)items,
+                            g_strv_length(items), &po));
+  char line[256];
+  while (read_command(line, sizeof line) && strcmp(line, "quit") != 0) {
+    if (strcmp(line, "clock") == 0)
+      say("clock %" PRId64, peer_now_ns());
+    else
+      say("error unknown command: %s", line);
+  }
+  g_mutex_lock(&part_mu);
+  gboolean failed = part_failed;
+  g_mutex_unlock(&part_mu);
+  zkrc_partitioner_free(p);
+  zkrc_session_close(s);
+  g_strfreev(items);
+  return failed ? EXIT_ERROR : EXIT_OK;
+}
+
 /* ------------------------------------------------------------------ main */
 
 static const char usage_text[] =
@@ -1341,6 +1412,7 @@ static const char usage_text[] =
     "       zkr-bench-worker rwlock HOSTS PATH SECONDS READERS HOLD_MS\n"
     "       zkr-bench-worker semaphore HOSTS PATH SECONDS CLIENTS N HOLD_MS\n"
     "       zkr-bench-worker cache HOSTS PATH node|tree\n"
+    "       zkr-bench-worker partition HOSTS PATH ID TIME_BOUNDARY_MS ITEMS\n"
     "IMPL: zkr (zkrecipes) or naive (every waiter watches the directory)\n";
 
 static int usage(void) {
@@ -1385,6 +1457,10 @@ static int run(int argc, char **argv) {
   if (strcmp(mode, "cache") == 0 && argc == 5 &&
       (strcmp(argv[4], "node") == 0 || strcmp(argv[4], "tree") == 0))
     return mode_cache(argv[2], argv[3], argv[4]);
+  if (strcmp(mode, "partition") == 0 && argc == 7)
+    return mode_partition(argv[2], argv[3], argv[4],
+                          strcmp(argv[5], "0") == 0 ? 0 : number_arg(argv, 5),
+                          argv[6]);
   const lock_impl *impl = argc > 2 ? find_impl(argv[2]) : NULL;
   if (impl == NULL)
     return usage();

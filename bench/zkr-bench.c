@@ -53,6 +53,7 @@ options opt = {
     .run_election = TRUE,
     .run_family = TRUE,
     .run_cache = TRUE,
+    .run_partition = TRUE,
     .worker = BENCH_WORKER,
     .java = JAVA_PROG,
     .curator_cp = CURATOR_PEER_CLASSPATH,
@@ -186,7 +187,8 @@ static void usage(FILE *out) {
           "throughput,herd,scale,election,\n"
           "                         family (read-write lock, semaphore), "
           "cache (node and\n"
-          "                         tree caches)\n"
+          "                         tree caches), partition (set "
+          "partitioner)\n"
           "      --no-curator, --no-kazoo   leave that implementation out\n"
           "      --quick            a short smoke run (1 round of 2 s, small "
           "sizes)\n"
@@ -212,7 +214,7 @@ static int positive(const char *what, const char *s) {
 
 static void parse_only(const char *list) {
   opt.run_throughput = opt.run_herd = opt.run_scale = opt.run_election =
-      opt.run_family = opt.run_cache = FALSE;
+      opt.run_family = opt.run_cache = opt.run_partition = FALSE;
   char **w = g_strsplit(list, ",", -1);
   for (char **p = w; *p; p++) {
     if (!strcmp(*p, "throughput"))
@@ -227,6 +229,8 @@ static void parse_only(const char *list) {
       opt.run_family = TRUE;
     else if (!strcmp(*p, "cache"))
       opt.run_cache = TRUE;
+    else if (!strcmp(*p, "partition"))
+      opt.run_partition = TRUE;
     else {
       fprintf(stderr, "zkr-bench: unknown workload %s\n", *p);
       exit(2);
@@ -413,6 +417,8 @@ int main(int argc, char **argv) {
     run_family();
   if (opt.run_cache)
     run_cache();
+  if (opt.run_partition)
+    run_partition();
 
   char *load = loadavg();
   g_string_append_printf(machine,
@@ -477,6 +483,16 @@ int main(int argc, char **argv) {
         "levels, updates, creates and\n  deletes.  requests per change: "
         "mntr packets minus the writer's and ours, per change.\n  burst: 50 "
         "sets sent back to back; events seen and requests for all of them.\n");
+  if (opt.run_partition)
+    printf(
+        "- partitioner: 8 members (processes, member i on server i %% 3), 100 "
+        "items, time boundary\n  1 s, session timeout 4 s (both); all "
+        "ACQUIRED with the 8-member split, 2 s idle, one\n  member "
+        "SIGKILLed; kill -> the last of the 7 ACQUIRED with the 7-member "
+        "split\n  (CLOCK_MONOTONIC, both sides), split at the deletion of "
+        "its party node (session\n  expiry) seen by this program's watch.  "
+        "requests: mntr packets from the kill to\n  the end, the 7's pings "
+        "and lease renewals during the expiry included.\n");
   if (opt.csv)
     write_csv(opt.csv);
   return 0;

@@ -19,7 +19,12 @@ prints "acquired A,B,..." (its share, sorted; empty when it has none) each
 time the partitioner reaches ACQUIRED, "release" when it is asked to
 release (and then calls release_set() at once), "failure" (and exits 5)
 on FAILURE; on the line "quit" or the end of input it calls finish(),
-prints "finished" and exits 0.
+prints "finished" and exits 0.  With ZKR_PEER_STAMP=1 (the benchmark's)
+the lines carry the time kazoo set the state (its _set_state(), observed by
+a subclass that changes nothing else), time.monotonic_ns():
+"acquired T_NS A,B,...", "release T_NS", "failure T_NS"; and the command
+"clock" answers "clock T_NS" (the benchmark checks it is its
+CLOCK_MONOTONIC).
 
 The modes, their output lines and the exit codes are those of CuratorPeer
 (tests/peers/CuratorPeer.java); read its header.  bench and herd are the
@@ -93,6 +98,7 @@ def env_int(name, default):
 
 PEER_TIMEOUT_S = env_int("ZKR_PEER_TIMEOUT_MS", 60000) / 1000.0
 SESSION_S = env_int("ZKR_PEER_SESSION_MS", 10000) / 1000.0
+STAMP = env_int("ZKR_PEER_STAMP", 0) != 0
 
 
 def say(line):
@@ -586,23 +592,48 @@ def herd(hosts, cmds, path, n):
         close_clients(clients)
 
 
+def stamped_partitioner(client, **kwargs):
+    """kazoo's SetPartitioner, with the time of its last state change in
+    stamp_ns (the loop below sees a change up to 40 ms late)."""
+    from kazoo.recipe.partitioner import SetPartitioner
+
+    class Stamped(SetPartitioner):
+        stamp_ns = 0
+
+        def _set_state(self, state):
+            self.stamp_ns = time.monotonic_ns()
+            super()._set_state(state)
+
+    return Stamped(client, **kwargs)
+
+
+def stamped(qp, word, rest=None):
+    """A partition line; with STAMP the state's time after the word."""
+    parts = [word]
+    if STAMP:
+        parts.append(str(qp.stamp_ns))
+    if rest is not None:
+        parts.append(rest)
+    return " ".join(parts)
+
+
 def partition(client, cmds, path, ident, boundary_ms, items):
     changed = client.handler.event_object()
-    qp = client.SetPartitioner(path=path, set=items, identifier=ident,
-                               time_boundary=boundary_ms / 1000.0,
-                               state_change_event=changed)
+    qp = stamped_partitioner(client, path=path, set=items, identifier=ident,
+                             time_boundary=boundary_ms / 1000.0,
+                             state_change_event=changed)
     told = None
     while True:
         if qp.failed:
-            say("failure")
+            say(stamped(qp, "failure"))
             return EXIT_ERROR
         if qp.release:
-            say("release")
+            say(stamped(qp, "release"))
             qp.release_set()
             continue
         if qp.acquired and told != qp.state_id:
             told = qp.state_id
-            say("acquired " + ",".join(sorted(qp)))
+            say(stamped(qp, "acquired", ",".join(sorted(qp))))
         # A command, or a state change (polled too: clear() may race set()).
         if select.select([0], [], [], 0.02)[0]:
             cmd = cmds.next()
@@ -610,6 +641,9 @@ def partition(client, cmds, path, ident, boundary_ms, items):
                 qp.finish()
                 say("finished")
                 return EXIT_OK
+            if cmd == "clock":
+                say("clock %d" % time.monotonic_ns())
+                continue
             say("error unknown command: " + cmd)
         changed.wait(0.02)
         changed.clear()
