@@ -67,6 +67,8 @@ typedef struct worker {
   int stopping; /* a signal came: no new work */
   int signal;   /* which one, once it came */
   int failed;   /* the partitioner reported FAILURE */
+
+  int pool_read; /* the group's first view is in (see on_member()) */
 } worker;
 
 static const char *me = "?"; /* the worker's id, for say() */
@@ -203,26 +205,33 @@ static void say_pool(zkrc_group *g) {
   zkrc_group_members_free(m, n);
 }
 
+/* The group's events.  The first view is logged whole once read
+ * (INITIALIZED); after it, each member joining or leaving. */
 static void on_member(zkrc_group *g, const zkrc_group_event *ev, void *arg) {
-  (void)arg;
+  worker *w = arg; /* pool_read: only this callback touches it */
   const zkrc_group_member *m = ev->member;
   switch (ev->type) {
   case ZKRC_GROUP_INITIALIZED:
+    w->pool_read = 1;
     say_pool(g);
     break;
   case ZKRC_GROUP_JOINED:
   case ZKRC_GROUP_LEFT:
+    if (!w->pool_read)
+      break;
     say("%s %s the pool (%s)", m->id,
         ev->type == ZKRC_GROUP_JOINED ? "joined" : "left",
         m->data ? m->data : "");
     say_pool(g);
     break;
   case ZKRC_GROUP_REGISTERED:
+    say("in the pool as %s", zkrc_group_id(g));
+    break;
   case ZKRC_GROUP_LOST:
-  case ZKRC_GROUP_CLOSED:
-    say("membership %s", zkrc_group_event_name(ev->type));
+    say("maybe out of the pool (trying to join it again)");
     break;
   case ZKRC_GROUP_UPDATED:
+  case ZKRC_GROUP_CLOSED:
     break;
   }
 }
@@ -308,6 +317,7 @@ int main(int argc, char **argv) {
   zkrc_group_options go;
   zkrc_group_options_init(&go);
   go.on_event = on_member;
+  go.event_arg = &w;
   int rc = zkrc_session_connect(&s, hosts, &so);
   if (rc == ZKRC_OK)
     rc = zkrc_group_join(&g, s, members, w.id, data, strlen(data), &go);

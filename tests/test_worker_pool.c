@@ -12,6 +12,10 @@
  *  - a worker stopped with SIGTERM exits 0 after stopping its work, and
  *    its items move to the last one (without waiting for a session to
  *    expire);
+ *  - its server stopped for longer than its session timeout, a worker is
+ *    told FAILURE: it stops its work no later than the session timeout
+ *    (measured), joins again with a new partitioner, and works on its items
+ *    again once the server is back;
  *  - the control: a worker that confirms a RELEASE without stopping its
  *    work (--keep-items-on-release, the tests' flag) makes the "each item
  *    once" check fail: the same check, on the same logs, finds items
@@ -347,6 +351,45 @@ static void test_control_release_without_stopping(void) {
   g_free(path);
 }
 
+/* FAILURE: the worker's server stops for longer than its session timeout.
+ * The worker stops its work by its lease deadline (measured), then joins
+ * again with a new partitioner, which works once the server is back. */
+static void test_failure_joins_again(void) {
+  pool_cleanup();
+  char *path = zkt_path("pool-failure");
+  worker_proc *a = start_worker(path, "a", 0);
+  worker_proc *alone[] = {a};
+  const char *everything = "item-1 item-2 item-3 item-4 item-5 item-6 "
+                           "item-7 item-8 item-9";
+  CU_ASSERT_EQUAL(wait_all_items_worked_on(alone, 1, slow(20000)), 0);
+  CU_ASSERT(works_on(a, everything));
+
+  zkrc_ensemble *e = zkt_ensemble();
+  int from = line_count(a);
+  int64_t t0 = zkt_now_ms();
+  CU_ASSERT_EQUAL_FATAL(zkrc_ensemble_stop_member(e, 0), 0);
+  char *want = g_strdup_printf("stopped working on: %s (partitioner failed)",
+                               everything);
+  from = wait_message(a, want, 0, from, slow(SESSION_TIMEOUT_MS + 5000));
+  int64_t stopped_ms = zkt_now_ms() - t0;
+  g_free(want);
+  CU_ASSERT(from >= 0);
+  CU_ASSERT(stopped_ms <= slow(SESSION_TIMEOUT_MS));
+  printf("\n    FAILURE: a stopped its work %" PRId64 " ms after its server "
+         "stopped (session timeout %d ms) ",
+         stopped_ms, SESSION_TIMEOUT_MS);
+  CU_ASSERT(wait_message(a, "joining ", 1, from > 0 ? from : 0, slow(5000)) >=
+            0);
+
+  CU_ASSERT_EQUAL_FATAL(zkrc_ensemble_restart(e, 0), 0);
+  CU_ASSERT_EQUAL_FATAL(zkrc_ensemble_wait_serving(e, 0, slow(30000)), 0);
+  CU_ASSERT_EQUAL(wait_all_items_worked_on(alone, 1, slow(60000)), 0);
+  CU_ASSERT(works_on(a, everything));
+  CU_ASSERT_EQUAL(stop_worker(a, SIGTERM, slow(10000)), 0);
+  pool_cleanup();
+  g_free(path);
+}
+
 /* ================================================================ main */
 
 static void add_suites(void) {
@@ -357,7 +400,10 @@ static void add_suites(void) {
             {"each item owned once, moved on SIGKILL and SIGTERM",
              test_items_owned_once_and_moved},
             {"control: release without stopping works twice",
-             test_control_release_without_stopping});
+             test_control_release_without_stopping},
+            /* Last: it stops the program's one server for a while. */
+            {"FAILURE: stops by the lease deadline, joins again",
+             test_failure_joins_again});
 }
 
 int main(void) { return zkt_run("test_worker_pool", add_suites); }
