@@ -64,7 +64,7 @@ typedef struct worker {
   pthread_cond_t changed;
   char *working[MAX_ITEMS]; /* the items worked on now */
   size_t n_working;
-  int stopping; /* a signal came: no new work */
+  int stopping; /* no new work: a signal came, or a FAILURE */
   int signal;   /* which one, once it came */
   int failed;   /* the partitioner reported FAILURE */
 
@@ -107,8 +107,8 @@ static void start_work(worker *w, const char *const *items, size_t n) {
   for (size_t i = 0; i < n && w->n_working < MAX_ITEMS; i++)
     w->working[w->n_working++] = strdup(items[i]);
   char text[ITEMS_TEXT];
-  say("working on: %s", join(text, sizeof text,
-                             (const char *const *)w->working, w->n_working));
+  say("working on: %s",
+      join(text, sizeof text, (const char *const *)w->working, w->n_working));
 }
 
 /* Stop working on every item (@p why: what made us).  Caller holds w->mu. */

@@ -288,10 +288,10 @@ static void test_items_owned_once_and_moved(void) {
   int64_t t0 = zkt_now_ms();
   CU_ASSERT_EQUAL(stop_worker(c, SIGKILL, slow(5000)), 128 + SIGKILL);
   worker_proc *two[] = {a, b};
-  CU_ASSERT_EQUAL(wait_all_items_worked_on(two, 2,
-                                           slow(SESSION_TIMEOUT_MS +
-                                                TIME_BOUNDARY_MS + 10000)),
-                  0);
+  CU_ASSERT_EQUAL(
+      wait_all_items_worked_on(
+          two, 2, slow(SESSION_TIMEOUT_MS + TIME_BOUNDARY_MS + 10000)),
+      0);
   int64_t moved_ms = zkt_now_ms() - t0;
   CU_ASSERT(works_on(a, "item-1 item-3 item-5 item-7 item-9"));
   CU_ASSERT(works_on(b, "item-2 item-4 item-6 item-8"));
