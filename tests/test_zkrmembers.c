@@ -30,6 +30,7 @@
 #include <unistd.h>
 
 #include <glib.h>
+#include <glib/gstdio.h>
 #include <json-glib/json-glib.h>
 
 #include "interop_peers.h"
@@ -41,6 +42,7 @@
 #define EXIT_USAGE 2
 #define EXIT_BAD_PATH 65
 #define EXIT_UNAVAILABLE 69
+#define EXIT_NOPERM 77
 
 #define START_TIMEOUT 10000  /* zkr-members connects and reads the group */
 #define REPORT_TIMEOUT 10000 /* a change is reported */
@@ -298,6 +300,8 @@ static void test_watch(void) {
       (const char *[]){"-v", "-w", "--initial", "--json", "-n", "1", path,
                        NULL});
   wait_watching(p, path);
+  /* j's first read is done before "m" joins: "old" alone in it. */
+  CU_ASSERT_TRUE(proc_wait_text(j, 0, "\"old\"", START_TIMEOUT));
   zkrc_group *m = join(s, path, "m", "one", 3);
   CU_ASSERT_TRUE(proc_wait_text(p, 0, "JOINED\tm\tone\n", REPORT_TIMEOUT));
   ZKT_ASSERT_RC(ZKRC_OK, zkrc_group_set_data(m, "two\n", 4, 10000));
@@ -341,6 +345,58 @@ static void test_watch_expired_member(void) {
   zkrc_group_free(m);
   cleanup_processes();
   zkrc_session_close(s);
+  g_free(path);
+}
+
+/* ---------------------------------------------------------- permission */
+
+#define AUTH_ALICE "alice:alice-secret"
+
+/* A group whose node admits alice (digest) only: without credentials, or
+ * with the wrong password, 77 and a message, nothing listed (not an empty
+ * list); with alice's (--auth-file) the member alice put there is listed. */
+static void test_permission(void) {
+  zhandle_t *zh = zkt_raw();
+  zkt_make_path(zh, "/zkt");
+  char *path = zkt_path("members-alice");
+  char *id = zkt_digest_id(AUTH_ALICE);
+  struct ACL alice = {ZOO_PERM_ALL, {"digest", id}};
+  struct ACL_vector acl = {1, &alice};
+  CU_ASSERT_EQUAL_FATAL(zoo_create(zh, path, "", 0, &acl, 0, NULL, 0), ZOK);
+  CU_ASSERT_EQUAL_FATAL(zoo_add_auth(zh, "digest", AUTH_ALICE,
+                                     (int)strlen(AUTH_ALICE), NULL, NULL),
+                        ZOK);
+  char *member = g_strdup_printf("%s/m1", path);
+  CU_ASSERT_EQUAL_FATAL(
+      zoo_create(zh, member, "d1", 2, &acl, ZOO_EPHEMERAL, NULL, 0), ZOK);
+
+  char *dir = g_dir_make_tmp("zkr-members-test-XXXXXX", NULL);
+  char *good = g_build_filename(dir, "good", NULL);
+  char *wrong = g_build_filename(dir, "wrong", NULL);
+  CU_ASSERT_FATAL(g_file_set_contents(good, AUTH_ALICE "\n", -1, NULL));
+  CU_ASSERT_FATAL(g_file_set_contents(wrong, "alice:nope\n", -1, NULL));
+
+  proc *p = members_run((const char *[]){path, NULL});
+  CU_ASSERT_EQUAL(p->status, EXIT_NOPERM);
+  CU_ASSERT_EQUAL(p->out->len, 0);
+  CU_ASSERT_PTR_NOT_NULL(strstr(p->err->str, "cannot list the group"));
+  p = members_run((const char *[]){"--auth-file", wrong, "-w", path, NULL});
+  CU_ASSERT_EQUAL(p->status, EXIT_NOPERM);
+  CU_ASSERT_EQUAL(p->out->len, 0);
+  p = members_run((const char *[]){"--auth-file", good, path, NULL});
+  CU_ASSERT_EQUAL(p->status, 0);
+  ASSERT_TEXT(p->out->str, "m1\td1\n");
+
+  cleanup_processes();
+  g_unlink(good);
+  g_unlink(wrong);
+  g_rmdir(dir);
+  g_free(good);
+  g_free(wrong);
+  g_free(dir);
+  g_free(member);
+  g_free(id);
+  zookeeper_close(zh);
   g_free(path);
 }
 
@@ -408,7 +464,7 @@ static void add_suites(void) {
   ZKT_SUITE("zkr-members", {"list", test_list}, {"json", test_json},
             {"watch", test_watch},
             {"watch: a member's session expires", test_watch_expired_member},
-            {"bad input", test_bad_input}, {"unreachable", test_unreachable});
+            {"permission", test_permission}, {"bad input", test_bad_input}, {"unreachable", test_unreachable});
 }
 
 int main(void) { return zkt_run("test_zkrmembers", add_suites); }

@@ -86,7 +86,7 @@ static const char usage_text[] =
     "       the session timeout\n"
     "  74   writing standard output failed\n"
     "  76   ZooKeeper refused the watch, or the session was closed\n"
-    "  77   credentials refused\n"
+    "  77   credentials refused, or PATH's ACL forbids listing it\n"
     "  128+N  interrupted by signal N while connecting or reading\n";
 
 enum { OPT_JSON = TOOL_OPT_FIRST_FREE };
@@ -317,6 +317,28 @@ static void print_list(follower *f) {
   finish(f, TOOL_EXIT_OK);
 }
 
+/* Runs with the session's handle pinned (the main thread, not the
+ * completion thread): may PATH's children be listed?  The cache leaves out
+ * what it may not read (an empty view, not an error): ask once first.  A
+ * group that does not exist yet is fine. */
+static int read_children_with_handle(zhandle_t *zh, void *arg) {
+  struct String_vector kids = {0, NULL};
+  int rc = zoo_get_children(zh, (const char *)arg, 0, &kids);
+  deallocate_String_vector(&kids);
+  return rc == ZNONODE ? ZKRC_OK : zkrc_from_zk_error(rc);
+}
+
+static int check_readable(follower *f) {
+  int err = zkrc_session_with_handle(f->s, read_children_with_handle,
+                                     (void *)f->cli->path);
+  if (err == ZKRC_OK)
+    return 0;
+  char *what = g_strdup_printf("cannot list the group %s", f->cli->path);
+  int status = tool_fail(what, err);
+  g_free(what);
+  return status;
+}
+
 static int start_group(follower *f) {
   zkrc_group_options go;
   zkrc_group_options_init(&go);
@@ -335,7 +357,9 @@ static int run(members_cli *cli, zkrc_session *s) {
   memset(&f, 0, sizeof f);
   f.cli = cli;
   f.s = s;
-  int status = start_group(&f);
+  int status = check_readable(&f);
+  if (status == 0)
+    status = start_group(&f);
   if (status != 0)
     return status;
   int64_t read_by = tool_now_ms() + cli->o.session_timeout_ms;
