@@ -15,7 +15,8 @@ cd "$(dirname "$0")"
 # the pages and of the tools' completion.
 packages="build-essential autoconf automake libtool pkg-config python3
   libzookeeper-mt-dev libglib2.0-dev libjson-glib-dev libcunit1-dev groff-base bash-completion
-  zookeeper default-jdk-headless libcurator-recipes-java python3-kazoo
+  zookeeper default-jdk-headless libcurator-recipes-java libcurator-discovery-java
+  python3-kazoo
   procps valgrind clang libclang-rt-14-dev clang-format cppcheck"
 
 missing=""

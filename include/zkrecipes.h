@@ -53,6 +53,7 @@
 #include <zkrecipes/ephemeral.h>
 #include <zkrecipes/group.h>
 #include <zkrecipes/partitioner.h>
+#include <zkrecipes/discovery.h>
 
 #ifdef __cplusplus
 extern "C" {

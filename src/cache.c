@@ -185,6 +185,33 @@ static void check_initialized_locked(zkrc_cache *c, work *w) {
 
 /* A read that got no answer: again at once while the connection it went
  * on is up (bounded), else at the next full read, after reconnecting. */
+static void read_all(zkrc_cache *c);
+
+static gboolean repair_fired(gpointer data) {
+  zkrc_cache *c = data;
+  g_mutex_lock(&c->mu);
+  GSource *timer = c->repair_timer;
+  c->repair_timer = NULL;
+  gboolean go = c->incomplete && !c->freeing;
+  g_mutex_unlock(&c->mu);
+  if (timer)
+    g_source_unref(timer);
+  if (go)
+    read_all(c);
+  return G_SOURCE_REMOVE;
+}
+
+/* A read failed for good while connected: read everything again later
+ * (1 s, doubling to 30 s), unless a reconnection does it first. */
+static void repair_later_locked(zkrc_cache *c) {
+  if (c->repair_timer || c->freeing)
+    return;
+  int ms = c->repair_ms ? c->repair_ms : 1000;
+  c->repair_ms = MIN(ms * 2, 30000);
+  c->repair_timer = zkrc__session_timer(c->s, ms, repair_fired, cache_ref(c),
+                                        (GDestroyNotify)cache_unref);
+}
+
 static void retry_locked(zkrc_cache *c, read_req *r, int rc, work *w) {
   if (rc == ZNOAUTH) {
     zkrc__log(ZKRC_LOG_WARN, "cache %s: not allowed to read %s; left out",
@@ -199,6 +226,8 @@ static void retry_locked(zkrc_cache *c, read_req *r, int rc, work *w) {
     return;
   }
   c->incomplete = TRUE;
+  if (zkrc__session_connected(c->s, 0))
+    repair_later_locked(c);
 }
 
 /* Under c->mu: is this reply about the handle the cache reads on now? */
@@ -326,7 +355,7 @@ static void on_watch(int type, const char *path, void *target, void *ctx);
 
 /* The watch context for reads on @p conn: one per handle. */
 static void *watch_ctx_locked(zkrc_cache *c, zkrc_conn *conn) {
-  if (c->watch_gen != conn->generation) {
+  if (conn->generation > c->watch_gen) {
     if (c->watch_ctx)
       zkrc__watch_cancel(c->watch_ctx);
     c->watch_ctx =
@@ -340,7 +369,11 @@ static void *watch_ctx_locked(zkrc_cache *c, zkrc_conn *conn) {
 static void send_read(zkrc_cache *c, read_req *r) {
   zkrc_conn *conn = zkrc__conn_use(c->s);
   g_mutex_lock(&c->mu);
-  if (conn == NULL || c->freeing) {
+  /* A handle older than one a read went on already (pinned before another
+   * thread pinned the new one): the new session's full read covers it, and
+   * its watch context must not replace the new one's. */
+  gboolean stale = conn && conn->generation < c->generation;
+  if (conn == NULL || c->freeing || stale) {
     if (conn == NULL && !c->freeing)
       c->incomplete = TRUE; /* the next session reads everything */
     work w = {0};
@@ -458,6 +491,7 @@ static void on_session(zkrc_session *s, zkrc_session_event ev,
     if (c->down_told)
       tell_one_locked(c, ZKRC_CACHE_RECONNECTED, &w);
     c->down_told = FALSE;
+    c->repair_ms = 0;
     /* A cache made while its session was connecting has read everything
      * on this session already (its reads waited for the connection); a
      * reconnection may have lost replies, and so may a failed read. */
@@ -563,6 +597,8 @@ void zkrc_cache_free(zkrc_cache *c) {
   c->freeing = TRUE;
   void *ctx = c->watch_ctx;
   c->watch_ctx = NULL;
+  GSource *repair = c->repair_timer;
+  c->repair_timer = NULL;
   GQueue unsent = c->backlog; /* each references the cache */
   g_queue_init(&c->backlog);
   zkrc__evq_close(&c->events, &c->mu, &c->cond);
@@ -570,6 +606,10 @@ void zkrc_cache_free(zkrc_cache *c) {
   g_mutex_unlock(&c->mu);
   if (ctx)
     zkrc__watch_cancel(ctx);
+  if (repair) {
+    g_source_destroy(repair);
+    g_source_unref(repair);
+  }
   g_queue_clear_full(&unsent, (GDestroyNotify)read_free);
   cache_unref(c);
 }

@@ -39,7 +39,9 @@ struct zkrc_cache {
   zkrc__evq events;         /* of zkrc__cache_ev*, for the listener */
   /* Nodes whose deletion was announced: the parent's next listing says
    * whether they are back (created again, maybe in the same multi). */
-  GHashTable *deleted; /* path (owned) → TRUE */
+  GHashTable *deleted;   /* path (owned) → TRUE */
+  GSource *repair_timer; /* a full read after reads failed while connected */
+  int repair_ms;         /* its next delay; 0: the first */
 };
 
 /* A path a cache may be made for or asked about: one a recipe may use

@@ -46,7 +46,11 @@ struct zkrc_ephemeral {
   gboolean told_registered;
   gboolean closed, freeing;
   gboolean noauth;
-  int retry_ms; /* the next retry's delay */
+  gboolean parent_refused; /* a parent's create was refused (ACL) */
+  gboolean watched;        /* a watch on our node of created_gen is armed */
+  gboolean arming;         /* an exists to arm it is in flight */
+  void *watch_ctx;         /* the latest watch's context (cancelled at free) */
+  int retry_ms;            /* the next retry's delay */
   GSource *retry_timer;
   zkrc__evq events; /* of zkrc_ephemeral_event (as pointers) */
 };
@@ -144,14 +148,17 @@ typedef struct eph_req {
   zkrc_ephemeral *e;
   uint64_t generation;
   int64_t session_id;
-  uint64_t data_seq; /* of the data the create sent */
+  uint64_t data_seq;     /* of the data the create sent */
+  gboolean owner_check;  /* an exists after NODEEXISTS (the create's) */
+  gboolean with_parents; /* a create sent after its parents */
 } eph_req;
 
-static eph_req *req_new(zkrc_ephemeral *e, zkrc_conn *conn) {
+static eph_req *req_new(zkrc_ephemeral *e, uint64_t generation,
+                        int64_t session_id) {
   eph_req *r = g_new0(eph_req, 1);
   r->e = eph_ref(e);
-  r->generation = conn->generation;
-  r->session_id = conn->session_id;
+  r->generation = generation;
+  r->session_id = session_id;
   return r;
 }
 
@@ -163,15 +170,25 @@ static void req_free(eph_req *r) {
 static void on_node_watch(int type, const char *path, void *target, void *ctx);
 static void exists_done(int rc, const struct Stat *stat, const void *data);
 
-/* Watch the node (ours: for its deletion; another's: for its going). */
-static int send_exists(zkrc_ephemeral *e, zkrc_conn *conn, eph_req *r) {
-  void *ctx = zkrc__watch_register(conn, on_node_watch, e, &watch_ops);
-  int rc =
-      zkrc__sent(e->s, zoo_awexists(conn->zh, e->path, zkrc__watch_dispatch,
-                                    ctx, exists_done, r));
+/* An exists with a watch on the node (ours: for its deletion; another's:
+ * for its going), on the handle of @p r; *@p r is answered either way. */
+static void send_exists(zkrc_ephemeral *e, eph_req *r) {
+  zkrc_conn *conn = zkrc__conn_use_connected(e->s, r->generation);
+  int rc = ZCONNECTIONLOSS;
+  if (conn) {
+    void *ctx = zkrc__watch_register(conn, on_node_watch, e, &watch_ops);
+    g_mutex_lock(&e->mu);
+    void *old = e->watch_ctx; /* fired already, or superseded */
+    e->watch_ctx = ctx;
+    g_mutex_unlock(&e->mu);
+    if (old)
+      zkrc__watch_cancel(old);
+    rc = zkrc__sent(e->s, zoo_awexists(conn->zh, e->path, zkrc__watch_dispatch,
+                                       ctx, exists_done, r));
+    zkrc__conn_unuse(conn);
+  }
   if (rc != ZOK)
-    zkrc__watch_cancel(ctx);
-  return rc;
+    exists_done(rc, NULL, r);
 }
 
 /* A create that is over (done or failed). */
@@ -180,8 +197,7 @@ static void create_over_locked(zkrc_ephemeral *e) {
   g_cond_broadcast(&e->cond);
 }
 
-/* Our node exists on session @p r: registered, if the lease says so; and
- * the latest data written if the create sent older data. */
+/* Our node exists on session @p r: registered, if the lease says so. */
 static gboolean created_locked(zkrc_ephemeral *e, eph_req *r) {
   e->created_gen = r->generation;
   e->retry_ms = RETRY_MIN_MS;
@@ -191,43 +207,44 @@ static gboolean created_locked(zkrc_ephemeral *e, eph_req *r) {
   return !e->told_registered && tell_locked(e, ZKRC_EPHEMERAL_REGISTERED);
 }
 
+/* The node is not (or no longer) ours on session @p gen. */
+static gboolean not_ours_locked(zkrc_ephemeral *e, uint64_t gen) {
+  if (e->created_gen == gen)
+    e->created_gen = 0;
+  e->watched = FALSE;
+  return lost_locked(e);
+}
+
 static void exists_done(int rc, const struct Stat *stat, const void *data) {
   eph_req *r = (eph_req *)data;
   zkrc_ephemeral *e = r->e;
   gboolean post = FALSE, again = FALSE;
   gboolean ours = rc == ZOK && stat && stat->ephemeralOwner == r->session_id;
   g_mutex_lock(&e->mu);
+  if (!r->owner_check)
+    e->arming = FALSE;
   if (e->freeing || e->closed) {
-    if (ours && e->creating)
+    if (ours && r->owner_check)
       e->created_gen = r->generation; /* for the free to delete */
-    create_over_locked(e);
   } else if (ours) {
-    if (e->creating)
+    if (r->owner_check)
       post = created_locked(e, r); /* a create whose reply was lost */
-  } else if (rc == ZOK) {
-    create_over_locked(e); /* another session's: the watch waits */
-    post = lost_locked(e);
-  } else if (rc == ZNONODE) {
-    create_over_locked(e);
-    again = TRUE; /* gone meanwhile */
+    e->watched = e->created_gen == r->generation;
+  } else if (rc == ZOK || rc == ZNONODE) {
+    /* Another session's (its watch waits for it to go), or gone. */
+    post = not_ours_locked(e, r->generation);
+    again = rc == ZNONODE;
   } else {
-    create_over_locked(e);
+    e->watched = FALSE;
     retry_later_locked(e);
   }
+  if (r->owner_check)
+    create_over_locked(e);
   g_mutex_unlock(&e->mu);
   post_drain(e, post);
   if (again)
     try_create(e);
   req_free(r);
-}
-
-static void send_owner_check(zkrc_ephemeral *e, eph_req *r) {
-  zkrc_conn *conn = zkrc__conn_use_connected(e->s, r->generation);
-  int rc = conn ? send_exists(e, conn, r) : ZCONNECTIONLOSS;
-  if (conn)
-    zkrc__conn_unuse(conn);
-  if (rc != ZOK)
-    exists_done(rc, NULL, r);
 }
 
 static void send_create(zkrc_ephemeral *e, gboolean with_parents);
@@ -238,29 +255,44 @@ static void ignore_stat_done(int rc, const struct Stat *stat, const void *d) {
   (void)d;
 }
 
-/* Data set while a create with older data was in flight: write the latest
- * (nobody waits; a failure leaves it to the next creation). */
-static void send_latest_data(zkrc_ephemeral *e, uint64_t generation) {
-  zkrc_conn *conn = zkrc__conn_use_connected(e->s, generation);
-  if (conn == NULL)
+/* Write the latest data on session @p gen's node, nobody waiting (a
+ * failure leaves it to the next creation); e->mu held, so that no other
+ * write of the data passes this one on the way. */
+static void send_latest_data_locked(zkrc_ephemeral *e, uint64_t gen,
+                                    stat_completion_t done, void *arg) {
+  zkrc_conn *conn = zkrc__conn_use_connected(e->s, gen);
+  if (conn == NULL) {
+    if (done)
+      done(ZCONNECTIONLOSS, NULL, arg);
     return;
-  g_mutex_lock(&e->mu);
-  GBytes *data = e->data ? g_bytes_ref(e->data) : NULL;
-  g_mutex_unlock(&e->mu);
+  }
   gsize len = 0;
-  const char *bytes = data ? g_bytes_get_data(data, &len) : NULL;
-  zkrc__sent(e->s, zoo_aset(conn->zh, e->path, bytes, bytes ? (int)len : -1, -1,
-                            ignore_stat_done, NULL));
+  const char *bytes = e->data ? g_bytes_get_data(e->data, &len) : NULL;
+  int rc =
+      zkrc__sent(e->s, zoo_aset(conn->zh, e->path, bytes, bytes ? (int)len : -1,
+                                -1, done ? done : ignore_stat_done, arg));
   zkrc__conn_unuse(conn);
-  if (data)
-    g_bytes_unref(data);
+  if (rc != ZOK && done)
+    done(rc, NULL, arg);
+}
+
+/* A parent's create: only a refusal matters (the node's create follows). */
+static void parent_done(int rc, const char *value, const void *data) {
+  (void)value;
+  zkrc_ephemeral *e = (zkrc_ephemeral *)data;
+  if (rc == ZNOAUTH || rc == ZINVALIDACL) {
+    g_mutex_lock(&e->mu);
+    e->parent_refused = TRUE;
+    g_mutex_unlock(&e->mu);
+  }
+  eph_unref(e);
 }
 
 static void create_done(int rc, const char *value, const void *data) {
   (void)value;
   eph_req *r = (eph_req *)data;
   zkrc_ephemeral *e = r->e;
-  gboolean post = FALSE, parents = FALSE, check = FALSE, rewrite = FALSE;
+  gboolean post = FALSE, parents = FALSE, check = FALSE, arm = FALSE;
   g_mutex_lock(&e->mu);
   if (e->freeing || e->closed) {
     if (rc == ZOK)
@@ -268,29 +300,31 @@ static void create_done(int rc, const char *value, const void *data) {
     create_over_locked(e);
   } else if (rc == ZOK) {
     post = created_locked(e, r);
-    rewrite = r->data_seq != e->data_seq;
-    check = TRUE; /* the watch for its deletion */
+    e->watched = FALSE;
+    arm = TRUE; /* the watch for its deletion */
+    if (r->data_seq != e->data_seq)
+      send_latest_data_locked(e, r->generation, NULL, NULL);
   } else if (rc == ZNODEEXISTS) {
     check = TRUE; /* ours or another's? */
-  } else if (rc == ZNONODE) {
+  } else if (rc == ZNONODE && !r->with_parents) {
     parents = TRUE;
-  } else if (rc == ZNOAUTH || rc == ZINVALIDACL) {
+  } else if (rc == ZNOAUTH || rc == ZINVALIDACL || e->parent_refused) {
     e->noauth = TRUE;
     create_over_locked(e);
   } else {
-    create_over_locked(e);
+    create_over_locked(e); /* also a parent that went again meanwhile */
     retry_later_locked(e);
   }
   g_mutex_unlock(&e->mu);
   post_drain(e, post);
-  if (rewrite)
-    send_latest_data(e, r->generation);
   if (parents)
     send_create(e, TRUE);
+  if (arm)
+    try_create(e);
   if (check) {
-    eph_req *c = g_memdup2(r, sizeof *r);
-    eph_ref(e);
-    send_owner_check(e, c);
+    eph_req *c = req_new(e, r->generation, r->session_id);
+    c->owner_check = TRUE;
+    send_exists(e, c);
   }
   req_free(r);
 }
@@ -300,8 +334,10 @@ static void send_parents(zkrc_ephemeral *e, zkrc_conn *conn) {
   struct ACL_vector *acl = zkrc__acl_vector(e->acl);
   for (const char *p = strchr(e->path + 1, '/'); p; p = strchr(p + 1, '/')) {
     char *parent = g_strndup(e->path, (gsize)(p - e->path));
-    zkrc__sent(e->s, zoo_acreate(conn->zh, parent, NULL, -1, acl, ZOO_CONTAINER,
-                                 zkrc__ignore_string_done, NULL));
+    if (zkrc__sent(e->s, zoo_acreate(conn->zh, parent, NULL, -1, acl,
+                                     ZOO_CONTAINER, parent_done, eph_ref(e))) !=
+        ZOK)
+      eph_unref(e);
     g_free(parent);
   }
 }
@@ -316,8 +352,10 @@ static void send_create(zkrc_ephemeral *e, gboolean with_parents) {
       zkrc__conn_unuse(conn);
     return;
   }
-  eph_req *r = req_new(e, conn);
+  eph_req *r = req_new(e, conn->generation, conn->session_id);
   r->data_seq = e->data_seq;
+  r->with_parents = with_parents;
+  e->parent_refused = FALSE;
   GBytes *data = e->data ? g_bytes_ref(e->data) : NULL;
   g_mutex_unlock(&e->mu);
   if (with_parents)
@@ -335,21 +373,29 @@ static void send_create(zkrc_ephemeral *e, gboolean with_parents) {
     create_done(rc, NULL, r);
 }
 
-/* Start a create unless one is under way, the node is ours already on the
- * current session, or the library stopped trying. */
+/* Make the node ours on the current session: create it, unless a create is
+ * under way, it is ours already (then watch it, if no watch is armed), or
+ * the library stopped trying. */
 static void try_create(zkrc_ephemeral *e) {
   zkrc__session_view view = zkrc__session_look(e->s, 0);
   g_mutex_lock(&e->mu);
-  gboolean go = !e->creating && !e->freeing && !e->closed && !e->noauth &&
-                view.generation != 0 && e->created_gen != view.generation;
-  if (go)
+  gboolean can = !e->creating && !e->freeing && !e->closed && !e->noauth &&
+                 view.generation != 0;
+  gboolean create = can && e->created_gen != view.generation;
+  gboolean arm = can && !create && !e->watched && !e->arming;
+  if (create)
     e->creating = TRUE;
+  if (arm)
+    e->arming = TRUE;
   g_mutex_unlock(&e->mu);
-  if (go)
+  if (create)
     send_create(e, FALSE);
+  if (arm)
+    send_exists(e, req_new(e, view.generation, view.session_id));
 }
 
-/* The watch on the node fired (completion thread). */
+/* The watch on the node fired (completion thread): deleted, ours or
+ * another's, is gone; otherwise the watch is spent. */
 static void on_node_watch(int type, const char *path, void *target, void *ctx) {
   (void)path;
   (void)ctx;
@@ -358,25 +404,18 @@ static void on_node_watch(int type, const char *path, void *target, void *ctx) {
       type != ZOO_CREATED_EVENT)
     return;
   g_mutex_lock(&e->mu);
-  gboolean post = FALSE;
-  if (type == ZOO_DELETED_EVENT && !e->freeing) {
-    e->created_gen = 0; /* ours or another's: it is gone */
+  gboolean post = FALSE, freeing = e->freeing;
+  if (!freeing && type == ZOO_DELETED_EVENT) {
+    e->created_gen = 0;
+    e->watched = FALSE;
     post = lost_locked(e);
+  } else if (!freeing) {
+    e->watched = FALSE;
   }
   g_mutex_unlock(&e->mu);
   post_drain(e, post);
-  if (type == ZOO_DELETED_EVENT) {
+  if (!freeing)
     try_create(e);
-  } else {
-    /* Data set, or created: watch on, through the owner check. */
-    zkrc_conn *conn = zkrc__conn_use(e->s);
-    if (conn) {
-      eph_req *r = req_new(e, conn);
-      if (send_exists(e, conn, r) != ZOK)
-        req_free(r);
-      zkrc__conn_unuse(conn);
-    }
-  }
 }
 
 /* ------------------------------------------------------ session events */
@@ -400,9 +439,7 @@ static void on_session(zkrc_session *s, zkrc_session_event ev,
     break;
   case ZKRC_SESSION_EVENT_LOST:
   case ZKRC_SESSION_EVENT_EXPIRED:
-    if (e->created_gen == generation)
-      e->created_gen = 0;
-    post = lost_locked(e);
+    post = not_ours_locked(e, generation);
     break;
   case ZKRC_SESSION_EVENT_CLOSED:
   case ZKRC_SESSION_EVENT_AUTH_FAILED:
@@ -508,45 +545,33 @@ int zkrc_ephemeral_is_registered(zkrc_ephemeral *e) {
   return gen != 0 && zkrc__session_lease_left(e->s, gen) > 0;
 }
 
-/* zoo_aset's request for zkrc_ephemeral_set_data. */
-static int send_set(zhandle_t *zh, const char *path, GBytes *data,
-                    zkrc__call *call) {
-  gsize len = 0;
-  const char *bytes = data ? g_bytes_get_data(data, &len) : NULL;
-  return zoo_aset(zh, path, bytes, bytes ? (int)len : -1, -1,
-                  zkrc__call_stat_done, call);
-}
-
 int zkrc_ephemeral_set_data(zkrc_ephemeral *e, const void *data, size_t len,
                             int timeout_ms) {
   if (e == NULL || !data_valid(data, len) || !zkrc__timeout_valid(timeout_ms))
     return zkrc__fail(ZKRC_EINVAL);
   GBytes *copy = data_copy(data, len);
+  zkrc__call *call = NULL;
   g_mutex_lock(&e->mu);
   if (e->data)
     g_bytes_unref(e->data);
-  e->data = copy ? g_bytes_ref(copy) : NULL;
+  e->data = copy;
   e->data_seq++;
   uint64_t gen = e->created_gen;
-  g_mutex_unlock(&e->mu);
-  int err = ZKRC_OK;
-  zkrc_conn *conn = gen ? zkrc__conn_use_connected(e->s, gen) : NULL;
-  if (gen && conn == NULL)
-    err = ZKRC_ECONNLOSS; /* kept: written at the next creation */
-  if (conn) {
-    zkrc__call *call = zkrc__call_new();
-    int rc = zkrc__sent(e->s, send_set(conn->zh, e->path, copy, call));
-    zkrc__conn_unuse(conn);
-    if (rc != ZOK)
-      zkrc__call_fail_unsent(call, rc);
-    if (!zkrc__call_wait(call, zkrc__deadline_after(timeout_ms)))
-      err = ZKRC_ETIMEDOUT;
-    else if (call->rc != ZOK && call->rc != ZNONODE) /* gone: kept */
-      err = zkrc__fail_from_zk(call->rc);
-    zkrc__call_unref(call);
+  if (gen) {
+    call = zkrc__call_new();
+    send_latest_data_locked(e, gen, zkrc__call_stat_done, call);
   }
-  if (copy)
-    g_bytes_unref(copy);
+  g_mutex_unlock(&e->mu);
+  if (call == NULL)
+    return ZKRC_OK; /* kept for the next creation */
+  int err = ZKRC_OK;
+  if (!zkrc__call_wait(call, zkrc__deadline_after(timeout_ms)))
+    err = ZKRC_ETIMEDOUT;
+  else if (call->rc == ZCONNECTIONLOSS)
+    err = ZKRC_ECONNLOSS; /* kept: written at the next creation */
+  else if (call->rc != ZOK && call->rc != ZNONODE) /* gone: kept */
+    err = zkrc__fail_from_zk(call->rc);
+  zkrc__call_unref(call);
   return err == ZKRC_OK ? ZKRC_OK : zkrc__fail(err);
 }
 
@@ -587,7 +612,11 @@ void zkrc_ephemeral_free(zkrc_ephemeral *e) {
     ;
   uint64_t gen = e->created_gen;
   e->created_gen = 0;
+  void *ctx = e->watch_ctx;
+  e->watch_ctx = NULL;
   g_mutex_unlock(&e->mu);
+  if (ctx)
+    zkrc__watch_cancel(ctx);
   if (timer) {
     g_source_destroy(timer);
     g_source_unref(timer);

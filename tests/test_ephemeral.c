@@ -15,6 +15,7 @@
 
 #include "testutil.h"
 #include "zkrecipes/ephemeral.h"
+#include "zkrecipes/stats.h"
 
 /* Events as "REGISTERED" / "LOST" / "CLOSED" lines, and when LOST came. */
 typedef struct events {
@@ -230,6 +231,71 @@ static void test_refusals(void) {
   g_free(path);
 }
 
+static void ignore_stat(int rc, const struct Stat *st, const void *d) {
+  (void)rc;
+  (void)st;
+  (void)d;
+}
+static void ignore_void(int rc, const void *d) {
+  (void)rc;
+  (void)d;
+}
+
+/* Another client sets and deletes the node back to back: the change uses
+ * up the watch, and the exists that arms it again finds no node.  Found by
+ * review: nothing was told and nothing re-created it.  Now LOST, then
+ * REGISTERED with the node ours again. */
+static void test_changed_then_deleted(void) {
+  char *path = zkt_path("eph-chdel");
+  zhandle_t *zh = direct();
+  zkrc_session *s = proxied_session();
+  events t = {.q = g_async_queue_new_full(g_free)};
+  zkrc_ephemeral *e = keep(s, path, "v", &t);
+  expect_event(&t, "REGISTERED");
+  CU_ASSERT_EQUAL(zoo_aset(zh, path, "x", 1, -1, ignore_stat, NULL), ZOK);
+  CU_ASSERT_EQUAL(zoo_adelete(zh, path, -1, ignore_void, NULL), ZOK);
+  expect_event(&t, "LOST");
+  expect_event(&t, "REGISTERED");
+  int64_t owner = 0;
+  char *d = node_data(zh, path, &owner);
+  CU_ASSERT_STRING_EQUAL(d, "v");
+  CU_ASSERT_EQUAL(owner, zkrc_session_id(s));
+  g_free(d);
+  zkrc_ephemeral_free(e);
+  g_async_queue_unref(t.q);
+  zkrc_session_close(s);
+  zookeeper_close(zh);
+  g_free(path);
+}
+
+/* A parent that cannot be created (its own parent's ACL refuses): the
+ * create's NoNode was retried at once, forever (review: 10,000 requests in
+ * 2 s).  Now ZKRC_ENOAUTH, and nothing more sent. */
+static void test_parent_refused(void) {
+  char *path = zkt_path("eph-parent");
+  zhandle_t *zh = direct();
+  char *parent = g_path_get_dirname(path);
+  zkt_make_path(zh, parent);
+  CU_ASSERT_EQUAL(
+      zoo_create(zh, path, NULL, -1, &ZOO_READ_ACL_UNSAFE, 0, NULL, 0), ZOK);
+  char *node = g_strdup_printf("%s/sub/m", path);
+  zkrc_session *s = proxied_session();
+  zkrc_ephemeral *e = NULL;
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_ephemeral_new(&e, s, node, "x", 1, NULL));
+  ZKT_ASSERT_RC(ZKRC_ENOAUTH, zkrc_ephemeral_wait_registered(e, 10000));
+  zkrc_session_stats a, b;
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_session_get_stats(s, &a, sizeof a));
+  ZKT_ASSERT_RC(ZKRC_ENOAUTH, zkrc_ephemeral_wait_registered(e, 500));
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_session_get_stats(s, &b, sizeof b));
+  CU_ASSERT_EQUAL(b.requests - b.renewals, a.requests - a.renewals);
+  zkrc_ephemeral_free(e);
+  zkrc_session_close(s);
+  zookeeper_close(zh);
+  g_free(node);
+  g_free(parent);
+  g_free(path);
+}
+
 /* The node's deletion on the servers, seen by a direct session. */
 static atomic_llong gone_at;
 static void gone_watch(zhandle_t *zh, int type, int state, const char *path,
@@ -288,6 +354,8 @@ static void add_suites(void) {
       {"waits for another session's node",
        test_waits_for_another_sessions_node},
       {"refusals", test_refusals},
+      {"changed, then deleted", test_changed_then_deleted},
+      {"a parent refused", test_parent_refused},
       {"LOST before the servers delete the node",
        test_lost_before_the_servers_delete});
 }

@@ -115,6 +115,22 @@
  *         prints "clock T_NS" (System.nanoTime() now, for the benchmark to
  *         check that it reads its own clock); "quit" or end of input.
  *
+ *   discovery CONNECT BASE register NAME ID ADDRESS PORT
+ *         Register a DYNAMIC instance with Curator's ServiceDiscovery
+ *         (curator-x-discovery, JsonInstanceSerializer) under BASE: payload
+ *         the Map {"lang":"java"}, uriSpec "{scheme}://{address}:{port}/x".
+ *         Prints "registered"; commands: "update PORT" (updateService with
+ *         the new port: "updated"), "quit" or end of input (unregisters,
+ *         exits 0).
+ *   discovery CONNECT BASE query NAME
+ *         queryForInstances(NAME): one line per instance (by id), "instance ID
+ *         ADDRESS PORT SSLPORT SERVICETYPE REGTIME URISPEC PAYLOAD" (null
+ *         for what is unset; URISPEC as its template, variables in braces;
+ *         PAYLOAD as Jackson writes it, last since it may hold spaces),
+ *         then "done N".
+ *   discovery CONNECT BASE names
+ *         queryForNames(): "names A,B,..." (sorted).
+ *
  * "participants" prints "participants ID,ID,..." in Curator's queue order
  * (node data of each contender, read by Curator).
  *
@@ -176,6 +192,11 @@ import org.apache.curator.framework.recipes.shared.SharedCount;
 import org.apache.curator.framework.recipes.shared.VersionedValue;
 import org.apache.curator.retry.RetryNTimes;
 import org.apache.curator.utils.ZKPaths;
+import org.apache.curator.x.discovery.ServiceDiscovery;
+import org.apache.curator.x.discovery.ServiceDiscoveryBuilder;
+import org.apache.curator.x.discovery.ServiceInstance;
+import org.apache.curator.x.discovery.UriSpec;
+import com.fasterxml.jackson.databind.ObjectMapper;
 import org.apache.zookeeper.KeeperException;
 import org.apache.zookeeper.data.Stat;
 
@@ -1296,6 +1317,85 @@ public final class CuratorPeer {
     }
   }
 
+  /* ---------------------------------------------------------- discovery */
+
+  static ServiceInstance<Object> javaInstance(String name, String id,
+                                              String address, int port)
+      throws Exception {
+    Map<String, String> payload = new java.util.HashMap<>();
+    payload.put("lang", "java");
+    return ServiceInstance.<Object>builder().name(name).id(id).address(address)
+        .port(port).payload(payload)
+        .uriSpec(new UriSpec("{scheme}://{address}:{port}/x")).build();
+  }
+
+  static String uriTemplate(UriSpec spec) {
+    if (spec == null)
+      return "null";
+    StringBuilder b = new StringBuilder();
+    for (UriSpec.Part p : spec.getParts())
+      b.append(p.isVariable() ? "{" + p.getValue() + "}" : p.getValue());
+    return b.toString();
+  }
+
+  /** discovery mode: register (and update, unregister), query, names. */
+  static int discovery(CuratorFramework client, Commands in, String base,
+                       String[] a) throws Exception {
+    ServiceDiscovery<Object> sd = ServiceDiscoveryBuilder.builder(Object.class)
+        .client(client).basePath(base).build();
+    sd.start();
+    try {
+      switch (a[3]) {
+      case "register": {
+        ServiceInstance<Object> inst =
+            javaInstance(a[4], a[5], a[6], Integer.parseInt(a[7]));
+        sd.registerService(inst);
+        out.println("registered");
+        for (;;) {
+          String cmd = in.next();
+          if (cmd == Commands.EOF || cmd.equals("quit")) {
+            sd.unregisterService(inst);
+            return EXIT_OK;
+          }
+          if (cmd.startsWith("update ")) {
+            inst = javaInstance(a[4], a[5], a[6],
+                                Integer.parseInt(cmd.substring(7).trim()));
+            sd.updateService(inst);
+            out.println("updated");
+          } else {
+            out.println("error unknown command: " + cmd);
+          }
+        }
+      }
+      case "query": {
+        ObjectMapper mapper = new ObjectMapper();
+        int n = 0;
+        List<ServiceInstance<Object>> found =
+            new ArrayList<>(sd.queryForInstances(a[4]));
+        found.sort((x, y) -> x.getId().compareTo(y.getId()));
+        for (ServiceInstance<Object> i : found) {
+          out.println("instance " + i.getId() + " " + i.getAddress() + " "
+                      + i.getPort() + " " + i.getSslPort() + " "
+                      + i.getServiceType() + " " + i.getRegistrationTimeUTC()
+                      + " " + uriTemplate(i.getUriSpec()) + " "
+                      + mapper.writeValueAsString(i.getPayload()));
+          n++;
+        }
+        out.println("done " + n);
+        return EXIT_OK;
+      }
+      default: {
+        List<String> names = new ArrayList<>(sd.queryForNames());
+        java.util.Collections.sort(names);
+        out.println("names " + String.join(",", names));
+        return EXIT_OK;
+      }
+      }
+    } finally {
+      sd.close();
+    }
+  }
+
   /* -------------------------------------------------------------- main */
 
   static void usage() throws Exit {
@@ -1313,7 +1413,10 @@ public final class CuratorPeer {
                        + "       CuratorPeer herd CONNECT PATH N\n"
                        + "       CuratorPeer cache CONNECT PATH node|tree|curator|curator-node\n"
                        + "       CuratorPeer sharedcount CONNECT PATH read|set V|add N\n"
-                       + "       CuratorPeer group CONNECT PATH ID PAYLOAD");
+                       + "       CuratorPeer group CONNECT PATH ID PAYLOAD\n"
+                       + "       CuratorPeer discovery CONNECT BASE register NAME ID ADDRESS PORT\n"
+                       + "       CuratorPeer discovery CONNECT BASE query NAME\n"
+                       + "       CuratorPeer discovery CONNECT BASE names");
   }
 
   static void startWatchdog(long seconds) {
@@ -1389,6 +1492,14 @@ public final class CuratorPeer {
                                           "curator-node").contains(a[3]))
         usage();
       break;
+    case "discovery":
+      if (!(a.length == 8 && a[3].equals("register")) &&
+          !(a.length == 5 && a[3].equals("query")) &&
+          !(a.length == 4 && a[3].equals("names")))
+        usage();
+      if (a.length == 8)
+        parseNumber("PORT", a[7], 0);
+      break;
     case "herd":
       if (a.length != 4)
         usage();
@@ -1432,6 +1543,8 @@ public final class CuratorPeer {
         return cache(client, in, path, a[3]);
       case "group":
         return group(client, in, path, a[3], a[4]);
+      case "discovery":
+        return discovery(client, in, path, a);
       case "sharedcount":
         return sharedCount(client, path, a[3],
                            a.length == 5 ? Integer.parseInt(a[4]) : 0);
