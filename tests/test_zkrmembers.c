@@ -5,7 +5,9 @@
  * the CuratorPeer's group mode), and checked against what was joined;
  * --json is parsed back with json-glib; --watch must print JOINED, UPDATED
  * and LEFT as members come, change and go, a member whose session the
- * servers expire included.
+ * servers expire included.  --service lists and follows a service's
+ * instances registered with zkrc_service_register() and by Curator's
+ * ServiceDiscovery (CuratorPeer's discovery mode).
  *
  * Every zkr-members is started with the testing library's zkrc_spawn (the
  * child dies with this program), stdin at its end, stdout and stderr read
@@ -32,6 +34,8 @@
 #include <glib.h>
 #include <glib/gstdio.h>
 #include <json-glib/json-glib.h>
+
+#include <zkrecipes/discovery.h>
 
 #include "interop_peers.h"
 #include "testutil.h"
@@ -256,7 +260,8 @@ static void test_json(void) {
 
   JsonParser *parser = json_parser_new();
   GError *err = NULL;
-  CU_ASSERT_TRUE_FATAL(json_parser_load_from_data(parser, p->out->str, -1, &err));
+  CU_ASSERT_TRUE_FATAL(
+      json_parser_load_from_data(parser, p->out->str, -1, &err));
   JsonObject *root = json_node_get_object(json_parser_get_root(parser));
   CU_ASSERT_STRING_EQUAL(json_object_get_string_member(root, "path"), path);
   JsonArray *members = json_object_get_array_member(root, "members");
@@ -296,9 +301,8 @@ static void test_watch(void) {
   zkrc_session *s = zkt_session();
   zkrc_group *old = join(s, path, "old", "o", 1);
   proc *p = members_start((const char *[]){"-v", "--watch", path, NULL});
-  proc *j = members_start(
-      (const char *[]){"-v", "-w", "--initial", "--json", "-n", "1", path,
-                       NULL});
+  proc *j = members_start((const char *[]){"-v", "-w", "--initial", "--json",
+                                           "-n", "1", path, NULL});
   wait_watching(p, path);
   /* j's first read is done before "m" joins: "old" alone in it. */
   CU_ASSERT_TRUE(proc_wait_text(j, 0, "\"old\"", START_TIMEOUT));
@@ -346,6 +350,130 @@ static void test_watch_expired_member(void) {
   cleanup_processes();
   zkrc_session_close(s);
   g_free(path);
+}
+
+/* ------------------------------------------------------------- services */
+
+/* Register a DYNAMIC instance of "api" under @p base (payload @p payload,
+ * JSON text or NULL) and wait until its node exists. */
+static zkrc_service_registration *register_api(zkrc_session *s,
+                                               const char *base, const char *id,
+                                               const char *address, int port,
+                                               const char *payload) {
+  zkrc_service_instance *inst =
+      zkrc_service_instance_new("api", id, address, port);
+  CU_ASSERT_PTR_NOT_NULL_FATAL(inst);
+  inst->payload = payload ? g_strdup(payload) : NULL;
+  zkrc_service_registration *r = NULL;
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_service_register(&r, s, base, inst, NULL));
+  zkrc_service_instance_free(inst);
+  CU_ASSERT_PTR_NOT_NULL_FATAL(r);
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_service_registration_wait(r, 10000));
+  return r;
+}
+
+/* --service api BASE: the instances registered by zkrecipes (one without
+ * address or port) and by Curator's ServiceDiscovery listed by id as
+ * ID, ADDRESS, PORT; a node without a record is left out, said on stderr.
+ * --json: the records, payloads as JSON values. */
+static void test_service_list(void) {
+  char *base = zkt_path("members-services");
+  zkrc_session *s = zkt_session();
+  zkrc_service_registration *a =
+      register_api(s, base, "a", "10.0.0.1", 8080, "{\"zone\":\"a\"}");
+  zkrc_service_registration *b =
+      register_api(s, base, "b", NULL, ZKRC_SERVICE_NO_PORT, NULL);
+  peer *java = curator_peer("curator", "discovery", base, "register", "api",
+                            "j", "10.0.0.9", "7070", (char *)NULL);
+  char *line = peer_expect(java, "registered", START_MS);
+  CU_ASSERT_PTR_NOT_NULL(line);
+  g_free(line);
+  zhandle_t *zh = zkt_raw();
+  char *junk = g_strdup_printf("%s/api/junk", base);
+  CU_ASSERT_EQUAL(zoo_create(zh, junk, "not json", 8, &ZOO_OPEN_ACL_UNSAFE,
+                             ZOO_EPHEMERAL, NULL, 0),
+                  ZOK);
+
+  proc *p = members_run((const char *[]){"--service", "api", base, NULL});
+  CU_ASSERT_EQUAL(p->status, 0);
+  ASSERT_TEXT(p->out->str, "a\t10.0.0.1\t8080\n"
+                           "b\t\t\n"
+                           "j\t10.0.0.9\t7070\n");
+  CU_ASSERT_PTR_NOT_NULL(strstr(p->err->str, "/api/junk: not a service"));
+
+  p = members_run((const char *[]){"--json", "--service", "api", base, NULL});
+  CU_ASSERT_EQUAL(p->status, 0);
+  JsonParser *parser = json_parser_new();
+  CU_ASSERT_TRUE_FATAL(
+      json_parser_load_from_data(parser, p->out->str, -1, NULL));
+  JsonObject *root = json_node_get_object(json_parser_get_root(parser));
+  CU_ASSERT_STRING_EQUAL(json_object_get_string_member(root, "service"), "api");
+  JsonArray *all = json_object_get_array_member(root, "instances");
+  CU_ASSERT_EQUAL_FATAL(json_array_get_length(all), 3);
+  JsonObject *ia = json_array_get_object_element(all, 0);
+  JsonObject *ib = json_array_get_object_element(all, 1);
+  JsonObject *ij = json_array_get_object_element(all, 2);
+  CU_ASSERT_STRING_EQUAL(json_object_get_string_member(ia, "id"), "a");
+  CU_ASSERT_STRING_EQUAL(json_object_get_string_member(ia, "name"), "api");
+  CU_ASSERT_STRING_EQUAL(json_object_get_string_member(ia, "address"),
+                         "10.0.0.1");
+  CU_ASSERT_EQUAL(json_object_get_int_member(ia, "port"), 8080);
+  CU_ASSERT_TRUE(json_object_get_null_member(ia, "ssl_port"));
+  JsonObject *pa = json_object_get_object_member(ia, "payload");
+  CU_ASSERT_STRING_EQUAL(json_object_get_string_member(pa, "zone"), "a");
+  CU_ASSERT_STRING_EQUAL(json_object_get_string_member(ia, "service_type"),
+                         "DYNAMIC");
+  CU_ASSERT(json_object_get_int_member(ia, "registration_time_utc") > 0);
+  CU_ASSERT_TRUE(json_object_get_null_member(ib, "address"));
+  CU_ASSERT_TRUE(json_object_get_null_member(ib, "port"));
+  CU_ASSERT_TRUE(json_object_get_null_member(ib, "payload"));
+  CU_ASSERT_STRING_EQUAL(json_object_get_string_member(ij, "id"), "j");
+  JsonObject *pj = json_object_get_object_member(ij, "payload");
+  CU_ASSERT_STRING_EQUAL(json_object_get_string_member(pj, "lang"), "java");
+  g_object_unref(parser);
+
+  CU_ASSERT_EQUAL(peer_finish(java, STEP_MS), 0);
+  zkrc_service_unregister(a);
+  zkrc_service_unregister(b);
+  cleanup_processes();
+  g_free(junk);
+  zookeeper_close(zh);
+  zkrc_session_close(s);
+  g_free(base);
+}
+
+/* --service --watch: an instance registered, its port changed, then
+ * unregistered: JOINED, UPDATED, LEFT with ID, ADDRESS, PORT; SIGTERM ends
+ * it with status 0. */
+static void test_service_watch(void) {
+  char *base = zkt_path("members-services-watch");
+  zkrc_session *s = zkt_session();
+  proc *p = members_start(
+      (const char *[]){"-v", "--watch", "--service", "api", base, NULL});
+  char *path = g_strdup_printf("%s/api", base);
+  wait_watching(p, path);
+  zkrc_service_registration *c =
+      register_api(s, base, "c", "10.0.0.3", 9090, NULL);
+  CU_ASSERT_TRUE(
+      proc_wait_text(p, 0, "JOINED\tc\t10.0.0.3\t9090\n", REPORT_TIMEOUT));
+  zkrc_service_instance *moved =
+      zkrc_service_instance_new("api", "c", "10.0.0.3", 9191);
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_service_update(c, moved, 10000));
+  zkrc_service_instance_free(moved);
+  CU_ASSERT_TRUE(
+      proc_wait_text(p, 0, "UPDATED\tc\t10.0.0.3\t9191\n", REPORT_TIMEOUT));
+  zkrc_service_unregister(c);
+  CU_ASSERT_TRUE(
+      proc_wait_text(p, 0, "LEFT\tc\t10.0.0.3\t9191\n", REPORT_TIMEOUT));
+  kill(p->child.pid, SIGTERM);
+  expect_exit(p, 0);
+  ASSERT_TEXT(p->out->str, "JOINED\tc\t10.0.0.3\t9090\n"
+                           "UPDATED\tc\t10.0.0.3\t9191\n"
+                           "LEFT\tc\t10.0.0.3\t9191\n");
+  cleanup_processes();
+  zkrc_session_close(s);
+  g_free(path);
+  g_free(base);
 }
 
 /* ---------------------------------------------------------- permission */
@@ -429,11 +557,17 @@ static void test_bad_input(void) {
                  "one PATH only");
   expect_refusal((const char *[]){"--count", "2", "/a", NULL}, EXIT_USAGE,
                  "go with --watch");
-  expect_refusal((const char *[]){"-w", "--count", "0", "/a", NULL},
-                 EXIT_USAGE, "--count must be");
+  expect_refusal((const char *[]){"-w", "--count", "0", "/a", NULL}, EXIT_USAGE,
+                 "--count must be");
   expect_refusal((const char *[]){"--bogus", "/a", NULL}, EXIT_USAGE,
                  "unknown option");
   expect_refusal((const char *[]){NULL}, EXIT_USAGE, "missing PATH");
+  expect_refusal((const char *[]){"--service", "a/b", "/s", NULL},
+                 EXIT_BAD_PATH, "invalid service name 'a/b'");
+  expect_refusal((const char *[]){"--service", "", "/s", NULL}, EXIT_BAD_PATH,
+                 "invalid service name ''");
+  expect_refusal((const char *[]){"--service", "api", "rel", NULL},
+                 EXIT_BAD_PATH, "invalid path 'rel'");
 
   proc *p = proc_start((const char *[]){ZKR_MEMBERS, "--help", NULL});
   CU_ASSERT_EQUAL(proc_wait(p, EXIT_TIMEOUT), 0);
@@ -464,7 +598,10 @@ static void add_suites(void) {
   ZKT_SUITE("zkr-members", {"list", test_list}, {"json", test_json},
             {"watch", test_watch},
             {"watch: a member's session expires", test_watch_expired_member},
-            {"permission", test_permission}, {"bad input", test_bad_input}, {"unreachable", test_unreachable});
+            {"service instances listed", test_service_list},
+            {"service instances followed", test_service_watch},
+            {"permission", test_permission}, {"bad input", test_bad_input},
+            {"unreachable", test_unreachable});
 }
 
 int main(void) { return zkt_run("test_zkrmembers", add_suites); }

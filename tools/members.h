@@ -12,6 +12,7 @@
 #include <stddef.h>
 #include <stdio.h>
 
+#include <zkrecipes/discovery.h>
 #include <zkrecipes/group.h>
 
 /* "ID<TAB>DATA\n" on @p out (DATA escaped as watch_escape() does), after
@@ -30,5 +31,26 @@ int members_print_json_list(FILE *out, const char *path,
  * -1 when writing failed. */
 int members_print_json_change(FILE *out, const char *event,
                               const zkrc_group_member *m);
+
+/* --service: a service instance (Curator's curator-x-discovery record). */
+
+/* "ID<TAB>ADDRESS<TAB>PORT\n" (ADDRESS escaped as watch_escape() does;
+ * empty when the record has none, as PORT), after "EVENT<TAB>" when
+ * @p event is not NULL.  Returns 0, or -1 when writing failed. */
+int members_print_instance_text(FILE *out, const char *event,
+                                const zkrc_service_instance *inst);
+
+/* The instances as one JSON document on one line: {"path": PATH,
+ * "service": NAME, "instances": [INSTANCE...]} (zkr-members(1)).
+ * Returns 0, or -1 when writing failed. */
+int members_print_instances_json(FILE *out, const char *path,
+                                 const char *service,
+                                 zkrc_service_instance *const *instances,
+                                 size_t count);
+
+/* A change of an instance as one line of JSON: INSTANCE with "event"
+ * first.  Returns 0, or -1 when writing failed. */
+int members_print_instance_json_change(FILE *out, const char *event,
+                                       const zkrc_service_instance *inst);
 
 #endif /* ZKR_MEMBERS_H */

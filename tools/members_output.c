@@ -9,6 +9,7 @@
 #include "config.h"
 
 #include <stdio.h>
+#include <string.h>
 
 #include <glib.h>
 #include <json-glib/json-glib.h>
@@ -96,6 +97,89 @@ int members_print_json_change(FILE *out, const char *event,
   json_builder_begin_object(b);
   add_string(b, "event", event);
   add_member(b, m);
+  json_builder_end_object(b);
+  return print_built(out, b);
+}
+
+/* ------------------------------------------------------------ instances */
+
+int members_print_instance_text(FILE *out, const char *event,
+                                const zkrc_service_instance *inst) {
+  char *id = watch_escape(inst->id, strlen(inst->id));
+  char *address =
+      watch_escape(inst->address, inst->address ? strlen(inst->address) : 0);
+  if (event)
+    fprintf(out, "%s\t", event);
+  if (inst->port == ZKRC_SERVICE_NO_PORT)
+    fprintf(out, "%s\t%s\t\n", id, address);
+  else
+    fprintf(out, "%s\t%s\t%d\n", id, address, inst->port);
+  g_free(id);
+  g_free(address);
+  return fflush(out) == 0 && !ferror(out) ? 0 : -1;
+}
+
+/* A port, or null for none. */
+static void add_port(JsonBuilder *b, const char *name, int port) {
+  json_builder_set_member_name(b, name);
+  if (port == ZKRC_SERVICE_NO_PORT)
+    json_builder_add_null_value(b);
+  else
+    json_builder_add_int_value(b, port);
+}
+
+/* "payload": the record's JSON value as it is (null for none). */
+static void add_payload(JsonBuilder *b, const char *payload) {
+  json_builder_set_member_name(b, "payload");
+  JsonNode *value = payload ? json_from_string(payload, NULL) : NULL;
+  if (value)
+    json_builder_add_value(b, value); /* takes it */
+  else
+    json_builder_add_null_value(b);
+}
+
+/* An instance's object members, named as the record's fields are in
+ * zkrecipes/discovery.h. */
+static void add_instance(JsonBuilder *b, const zkrc_service_instance *inst) {
+  add_string(b, "id", inst->id);
+  add_string(b, "name", inst->name);
+  add_string(b, "address", inst->address);
+  add_port(b, "port", inst->port);
+  add_port(b, "ssl_port", inst->ssl_port);
+  add_payload(b, inst->payload);
+  add_int(b, "registration_time_utc", inst->registration_time_utc);
+  add_string(b, "service_type", zkrc_service_type_name(inst->service_type));
+  add_string(b, "uri_spec", inst->uri_spec);
+  json_builder_set_member_name(b, "enabled");
+  json_builder_add_boolean_value(b, inst->enabled != 0);
+}
+
+int members_print_instances_json(FILE *out, const char *path,
+                                 const char *service,
+                                 zkrc_service_instance *const *instances,
+                                 size_t count) {
+  JsonBuilder *b = json_builder_new();
+  json_builder_begin_object(b);
+  add_string(b, "path", path);
+  add_string(b, "service", service);
+  json_builder_set_member_name(b, "instances");
+  json_builder_begin_array(b);
+  for (size_t i = 0; i < count; i++) {
+    json_builder_begin_object(b);
+    add_instance(b, instances[i]);
+    json_builder_end_object(b);
+  }
+  json_builder_end_array(b);
+  json_builder_end_object(b);
+  return print_built(out, b);
+}
+
+int members_print_instance_json_change(FILE *out, const char *event,
+                                       const zkrc_service_instance *inst) {
+  JsonBuilder *b = json_builder_new();
+  json_builder_begin_object(b);
+  add_string(b, "event", event);
+  add_instance(b, inst);
   json_builder_end_object(b);
   return print_built(out, b);
 }

@@ -1,12 +1,16 @@
 /*
  * zkr-members - list the members of a group (zkrecipes/group.h, Curator's
- * GroupMember), or follow them as they join, change and leave.  See
- * usage_text, `zkr-members --help' or zkr-members(1).
+ * GroupMember), or follow them as they join, change and leave; with
+ * --service, the instances of a service (zkrecipes/discovery.h, Curator's
+ * curator-x-discovery) the same way.  See usage_text, `zkr-members --help'
+ * or zkr-members(1).
  *
  * The view comes from zkrc_group_watch(): a children cache of the group,
  * read again after a reconnection or on a new session after an expiry.
  * Its listener runs on the session's executor and only queues a copy of
  * the event and wakes the main thread's loop (tool.h), which prints.
+ * A service's instances are the children of BASE/NAME, each holding its
+ * JSON record: the same view, each member's data parsed as a record.
  *
  * Licensed under the Apache License, Version 2.0 (see COPYING).
  */
@@ -21,6 +25,7 @@
 
 #include <glib.h>
 
+#include <zkrecipes/discovery.h>
 #include <zkrecipes/group.h>
 
 #include "members.h"
@@ -29,6 +34,7 @@
 static const char usage_text[] =
     "Usage: zkr-members [OPTIONS] PATH\n"
     "       zkr-members --watch [OPTIONS] PATH\n"
+    "       zkr-members --service NAME [--watch] [OPTIONS] BASE\n"
     "       zkr-members --help | --version\n"
     "\n"
     "List the members of the group PATH (zkrecipes' group membership, or\n"
@@ -52,6 +58,15 @@ static const char usage_text[] =
     "reported once; changes made while the connection is down are reported\n"
     "once it is back, on a new session after an expiry.\n"
     "\n"
+    "With --service NAME, list (or follow) the instances of the service\n"
+    "NAME registered under BASE (zkrecipes' service discovery, or Apache\n"
+    "Curator's curator-x-discovery: the JSON record of each instance in\n"
+    "BASE/NAME/ID) instead, one line each:\n"
+    "  ID<TAB>ADDRESS<TAB>PORT        (--watch: EVENT<TAB> first)\n"
+    "ADDRESS escaped as DATA is; ADDRESS or PORT empty when the record has\n"
+    "none.  --json gives the whole record, payload included.  A node that\n"
+    "holds no such record is left out, with a message on stderr.\n"
+    "\n"
     "Options (before PATH):\n"
     "  -s, --servers HOSTS        ZooKeeper servers, host:port[,host:port...]\n"
     "                             [/chroot] (default: $ZKR_SERVERS, else\n"
@@ -60,6 +75,7 @@ static const char usage_text[] =
     "                             how long to wait for a server, and for the\n"
     "                             group to be read, at the start\n"
     "  -w, --watch                follow the group (above)\n"
+    "      --service NAME         the instances of service NAME under BASE\n"
     "  -i, --initial              with --watch: first report the members\n"
     "                             there are now, as JOINED\n"
     "  -n, --count N              with --watch: exit (status 0) after N\n"
@@ -81,7 +97,7 @@ static const char usage_text[] =
     "Exit status:\n"
     "  0    listed; with --watch: stopped by a signal, or --count changes\n"
     "  2    bad usage\n"
-    "  65   invalid PATH\n"
+    "  65   invalid PATH (or BASE, or service NAME)\n"
     "  69   no ZooKeeper server answered, or the group was not read, within\n"
     "       the session timeout\n"
     "  74   writing standard output failed\n"
@@ -89,15 +105,16 @@ static const char usage_text[] =
     "  77   credentials refused, or PATH's ACL forbids listing it\n"
     "  128+N  interrupted by signal N while connecting or reading\n";
 
-enum { OPT_JSON = TOOL_OPT_FIRST_FREE };
+enum { OPT_JSON = TOOL_OPT_FIRST_FREE, OPT_SERVICE };
 
 typedef struct members_cli {
   tool_options o;
   int watch;
   int initial;
   int json;
-  int count; /* --count; 0: no limit */
-  const char *path;
+  int count;           /* --count; 0: no limit */
+  const char *service; /* --service NAME; NULL: a group */
+  const char *path;    /* the group (--service: BASE/NAME) */
 } members_cli;
 
 static void parse_args(members_cli *cli, int argc, char **argv) {
@@ -108,6 +125,7 @@ static void parse_args(members_cli *cli, int argc, char **argv) {
       {"initial", no_argument, NULL, 'i'},
       {"count", required_argument, NULL, 'n'},
       {"json", no_argument, NULL, OPT_JSON},
+      {"service", required_argument, NULL, OPT_SERVICE},
       {"server-tick", required_argument, NULL, TOOL_OPT_SERVER_TICK},
       {"auth-file", required_argument, NULL, TOOL_OPT_AUTH_FILE},
       {"verbose", no_argument, NULL, 'v'},
@@ -134,6 +152,9 @@ static void parse_args(members_cli *cli, int argc, char **argv) {
       break;
     case OPT_JSON:
       cli->json = 1;
+      break;
+    case OPT_SERVICE:
+      cli->service = optarg;
       break;
     case ':':
       tool_usage_error("option %s needs a value", argv[optind - 1]);
@@ -230,11 +251,41 @@ static void printed(follower *f, int rc) {
   finish(f, TOOL_EXIT_IOERR);
 }
 
-static void print_change(follower *f, const member_event *ev) {
+/* --service: the record @p m holds (zkrc_service_instance_free() it), or
+ * NULL, said on stderr, when it holds none. */
+static zkrc_service_instance *instance_of(follower *f,
+                                          const zkrc_group_member *m) {
+  zkrc_service_instance *inst = NULL;
+  int err = zkrc_service_instance_from_json(m->data, m->len, &inst);
+  if (err != ZKRC_OK)
+    tool_error("%s/%s: not a service instance record (%s): left out",
+               f->cli->path, m->id, zkrc_strerror(err));
+  return inst;
+}
+
+/* --service: @p ev's instance printed; 0 when its node holds no record. */
+static int print_instance_change(follower *f, const member_event *ev) {
+  zkrc_service_instance *inst = instance_of(f, &ev->member);
+  if (inst == NULL)
+    return 0;
   const char *name = zkrc_group_event_name(ev->type);
   printed(f, f->cli->json
-                 ? members_print_json_change(stdout, name, &ev->member)
-                 : members_print_text(stdout, name, &ev->member));
+                 ? members_print_instance_json_change(stdout, name, inst)
+                 : members_print_instance_text(stdout, name, inst));
+  zkrc_service_instance_free(inst);
+  return 1;
+}
+
+static void print_change(follower *f, const member_event *ev) {
+  const char *name = zkrc_group_event_name(ev->type);
+  if (f->cli->service) {
+    if (!print_instance_change(f, ev))
+      return;
+  } else {
+    printed(f, f->cli->json
+                   ? members_print_json_change(stdout, name, &ev->member)
+                   : members_print_text(stdout, name, &ev->member));
+  }
   if (f->done)
     return;
   f->reported++;
@@ -297,6 +348,27 @@ static void drain_events(follower *f) {
   }
 }
 
+/* --service: the records of @p members printed (those holding one). */
+static void print_instances(follower *f, const zkrc_group_member *members,
+                            size_t count) {
+  zkrc_service_instance **instances =
+      g_new0(zkrc_service_instance *, count + 1);
+  size_t n = 0;
+  for (size_t i = 0; i < count; i++)
+    if ((instances[n] = instance_of(f, &members[i])) != NULL)
+      n++;
+  if (f->cli->json) {
+    printed(f, members_print_instances_json(stdout, f->cli->path,
+                                            f->cli->service, instances, n));
+  } else {
+    for (size_t i = 0; i < n && !f->done; i++)
+      printed(f, members_print_instance_text(stdout, NULL, instances[i]));
+  }
+  for (size_t i = 0; i < n; i++)
+    zkrc_service_instance_free(instances[i]);
+  g_free(instances);
+}
+
 /* The view, once read: the members printed. */
 static void print_list(follower *f) {
   zkrc_group_member *members = NULL;
@@ -307,7 +379,9 @@ static void print_list(follower *f) {
     return;
   }
   tool_verbose("%zu members in %s", count, f->cli->path);
-  if (f->cli->json) {
+  if (f->cli->service) {
+    print_instances(f, members, count);
+  } else if (f->cli->json) {
     printed(f, members_print_json_list(stdout, f->cli->path, members, count));
   } else {
     for (size_t i = 0; i < count && !f->done; i++)
@@ -391,6 +465,17 @@ int main(int argc, char **argv) {
   members_cli cli;
   memset(&cli, 0, sizeof cli);
   parse_args(&cli, argc, argv);
+  char *service_path = NULL;
+  if (cli.service) {
+    if (cli.service[0] == '\0' || strchr(cli.service, '/')) {
+      tool_error("invalid service name '%s': a node name", cli.service);
+      return TOOL_EXIT_BAD_PATH;
+    }
+    tool_check_path(cli.path); /* BASE itself */
+    /* As Curator's ZKPaths.makePath() joins them. */
+    const char *base = strcmp(cli.path, "/") == 0 ? "" : cli.path;
+    cli.path = service_path = g_strdup_printf("%s/%s", base, cli.service);
+  }
   tool_check_path(cli.path);
   if (tool_runtime_init() != 0)
     return TOOL_EXIT_OSERR;
@@ -401,5 +486,6 @@ int main(int argc, char **argv) {
     return status;
   status = run(&cli, s);
   zkrc_session_close(s);
+  g_free(service_path);
   return status;
 }
