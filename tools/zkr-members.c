@@ -1,0 +1,491 @@
+/*
+ * zkr-members - list the members of a group (zkrecipes/group.h, Curator's
+ * GroupMember), or follow them as they join, change and leave; with
+ * --service, the instances of a service (zkrecipes/discovery.h, Curator's
+ * curator-x-discovery) the same way.  See usage_text, `zkr-members --help'
+ * or zkr-members(1).
+ *
+ * The view comes from zkrc_group_watch(): a children cache of the group,
+ * read again after a reconnection or on a new session after an expiry.
+ * Its listener runs on the session's executor and only queues a copy of
+ * the event and wakes the main thread's loop (tool.h), which prints.
+ * A service's instances are the children of BASE/NAME, each holding its
+ * JSON record: the same view, each member's data parsed as a record.
+ *
+ * Licensed under the Apache License, Version 2.0 (see COPYING).
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <glib.h>
+
+#include <zkrecipes/discovery.h>
+#include <zkrecipes/group.h>
+
+#include "members.h"
+#include "tool.h"
+
+static const char usage_text[] =
+    "Usage: zkr-members [OPTIONS] PATH\n"
+    "       zkr-members --watch [OPTIONS] PATH\n"
+    "       zkr-members --service NAME [--watch] [OPTIONS] BASE\n"
+    "       zkr-members --help | --version\n"
+    "\n"
+    "List the members of the group PATH (zkrecipes' group membership, or\n"
+    "Apache Curator's GroupMember: one ephemeral child of PATH per member),\n"
+    "sorted by id, one line each:\n"
+    "  ID<TAB>DATA\n"
+    "  ID    the member's id (its node's name)\n"
+    "  DATA  its data, escaped as zkr-watch escapes values: \\\\ \\t \\n \\r,\n"
+    "        and \\xHH for other control bytes and for every byte of data\n"
+    "        that is not UTF-8 (printf '%b' turns it back into the bytes)\n"
+    "A group that does not exist has no members (nothing is printed).\n"
+    "\n"
+    "With --watch, follow the group instead: one line per change,\n"
+    "  EVENT<TAB>ID<TAB>DATA\n"
+    "  EVENT  JOINED (a member came), UPDATED (its data changed, or its node\n"
+    "         was deleted and created again) or LEFT (it went; DATA: the\n"
+    "         last data reported)\n"
+    "until SIGINT, SIGTERM, SIGHUP or SIGQUIT (exit status 0) or --count\n"
+    "changes.  Only changes are reported, not the members at the start\n"
+    "(see --initial).  A member that changed twice between two reads is\n"
+    "reported once; changes made while the connection is down are reported\n"
+    "once it is back, on a new session after an expiry.\n"
+    "\n"
+    "With --service NAME, list (or follow) the instances of the service\n"
+    "NAME registered under BASE (zkrecipes' service discovery, or Apache\n"
+    "Curator's curator-x-discovery: the JSON record of each instance in\n"
+    "BASE/NAME/ID) instead, one line each:\n"
+    "  ID<TAB>ADDRESS<TAB>PORT        (--watch: EVENT<TAB> first)\n"
+    "ADDRESS escaped as DATA is; ADDRESS or PORT empty when the record has\n"
+    "none.  --json gives the whole record, payload included.  A node that\n"
+    "holds no such record is left out, with a message on stderr.\n"
+    "\n"
+    "Options (before PATH):\n"
+    "  -s, --servers HOSTS        ZooKeeper servers, host:port[,host:port...]\n"
+    "                             [/chroot] (default: $ZKR_SERVERS, else\n"
+    "                             127.0.0.1:2181)\n"
+    "  -t, --session-timeout MS   session timeout in ms (default 10000); also\n"
+    "                             how long to wait for a server, and for the\n"
+    "                             group to be read, at the start\n"
+    "  -w, --watch                follow the group (above)\n"
+    "      --service NAME         the instances of service NAME under BASE\n"
+    "  -i, --initial              with --watch: first report the members\n"
+    "                             there are now, as JOINED\n"
+    "  -n, --count N              with --watch: exit (status 0) after N\n"
+    "                             changes\n"
+    "      --json                 JSON instead (see zkr-members(1)): the list\n"
+    "                             as one document, each change as one line\n"
+    "      --server-tick MS       the servers' tickTime (default 2000, at\n"
+    "                             most half of -t)\n"
+    "      --auth-file FILE       authenticate (digest) with the "
+    "USER:PASSWORD\n"
+    "                             on FILE's first line (also $ZKR_AUTH_FILE)\n"
+    "  -v, --verbose              report progress on stderr (and once the\n"
+    "                             group is read: \"watching PATH\")\n"
+    "  -h, --help                 show this help and exit\n"
+    "  -V, --version              show the version and exit\n"
+    "\n"
+    "Environment:\n" TOOL_ENVIRONMENT_HELP "                   auth file\n"
+    "\n"
+    "Exit status:\n"
+    "  0    listed; with --watch: stopped by a signal, or --count changes\n"
+    "  2    bad usage\n"
+    "  65   invalid PATH (or BASE, or service NAME)\n"
+    "  69   no ZooKeeper server answered, or the group was not read, within\n"
+    "       the session timeout\n"
+    "  74   writing standard output failed\n"
+    "  76   ZooKeeper refused the watch, or the session was closed\n"
+    "  77   credentials refused, or PATH's ACL forbids listing it\n"
+    "  128+N  interrupted by signal N while connecting or reading\n";
+
+enum { OPT_JSON = TOOL_OPT_FIRST_FREE, OPT_SERVICE };
+
+typedef struct members_cli {
+  tool_options o;
+  int watch;
+  int initial;
+  int json;
+  int count;           /* --count; 0: no limit */
+  const char *service; /* --service NAME; NULL: a group */
+  const char *path;    /* the group (--service: BASE/NAME) */
+} members_cli;
+
+static void parse_args(members_cli *cli, int argc, char **argv) {
+  static const struct option longopts[] = {
+      {"servers", required_argument, NULL, 's'},
+      {"session-timeout", required_argument, NULL, 't'},
+      {"watch", no_argument, NULL, 'w'},
+      {"initial", no_argument, NULL, 'i'},
+      {"count", required_argument, NULL, 'n'},
+      {"json", no_argument, NULL, OPT_JSON},
+      {"service", required_argument, NULL, OPT_SERVICE},
+      {"server-tick", required_argument, NULL, TOOL_OPT_SERVER_TICK},
+      {"auth-file", required_argument, NULL, TOOL_OPT_AUTH_FILE},
+      {"verbose", no_argument, NULL, 'v'},
+      {"help", no_argument, NULL, 'h'},
+      {"version", no_argument, NULL, 'V'},
+      {NULL, 0, NULL, 0},
+  };
+  tool_options_init(&cli->o, "zkr-members");
+  opterr = 0; /* our own messages */
+  int c;
+  while ((c = getopt_long(argc, argv, "+:s:t:win:vhV", longopts, NULL)) != -1) {
+    if (c != '?' && c != ':' &&
+        tool_common_option(&cli->o, c, optarg, usage_text))
+      continue;
+    switch (c) {
+    case 'w':
+      cli->watch = 1;
+      break;
+    case 'i':
+      cli->initial = 1;
+      break;
+    case 'n':
+      cli->count = tool_parse_int(optarg, 1, 1000000000, "--count");
+      break;
+    case OPT_JSON:
+      cli->json = 1;
+      break;
+    case OPT_SERVICE:
+      cli->service = optarg;
+      break;
+    case ':':
+      tool_usage_error("option %s needs a value", argv[optind - 1]);
+    default:
+      tool_usage_error("unknown option: %s", argv[optind - 1]);
+    }
+  }
+  if (optind >= argc)
+    tool_usage_error("missing PATH");
+  if (optind + 1 < argc)
+    tool_usage_error("one PATH only: %s", argv[optind + 1]);
+  cli->path = argv[optind];
+  if (!cli->watch && (cli->initial || cli->count > 0))
+    tool_usage_error("--initial and --count go with --watch");
+}
+
+/* ---------------------------------------------- from the group's executor */
+
+/* An event of the group, copied: the member's fields are ours. */
+typedef struct member_event {
+  zkrc_group_event_type type;
+  zkrc_group_member member; /* id NULL for events without a member */
+} member_event;
+
+static GMutex queue_mu;
+static GQueue queue = G_QUEUE_INIT; /* of member_event *, oldest first */
+
+static void member_event_free(gpointer p) {
+  member_event *ev = p;
+  if (ev) {
+    g_free(ev->member.id);
+    g_free(ev->member.data);
+    g_free(ev);
+  }
+}
+
+/* The group's listener (its executor): copy, queue, wake the loop. */
+static void on_group_event(zkrc_group *g, const zkrc_group_event *ev,
+                           void *arg) {
+  (void)g;
+  (void)arg;
+  member_event *copy = g_new0(member_event, 1);
+  copy->type = ev->type;
+  if (ev->member) {
+    copy->member = *ev->member;
+    copy->member.id = g_strdup(ev->member->id);
+    /* One byte more: the NUL the data is terminated with. */
+    copy->member.data = ev->member->data
+                            ? g_memdup2(ev->member->data, ev->member->len + 1)
+                            : NULL;
+  }
+  g_mutex_lock(&queue_mu);
+  g_queue_push_tail(&queue, copy);
+  g_mutex_unlock(&queue_mu);
+  tool_event wake = {.kind = TOOL_EV_WATCH};
+  tool_post_event(&wake);
+}
+
+static member_event *next_member_event(void) {
+  g_mutex_lock(&queue_mu);
+  member_event *ev = g_queue_pop_head(&queue);
+  g_mutex_unlock(&queue_mu);
+  return ev;
+}
+
+/* ------------------------------------------------------------ the loop */
+
+typedef struct follower {
+  members_cli *cli;
+  zkrc_session *s;
+  zkrc_group *group;
+  int initialized; /* the first complete view is in */
+  int reported;    /* changes printed so far */
+  int done;
+  int status;
+} follower;
+
+static void finish(follower *f, int status) {
+  if (!f->done) {
+    f->done = 1;
+    f->status = status;
+  }
+}
+
+/* What printing returned: go on, or end (a reader gone, a failed write). */
+static void printed(follower *f, int rc) {
+  if (rc == 0)
+    return;
+  if (errno == EPIPE) {
+    finish(f, 128 + SIGPIPE); /* the reader went away, as for `| head' */
+    return;
+  }
+  tool_error("standard output: %s", strerror(errno));
+  finish(f, TOOL_EXIT_IOERR);
+}
+
+/* --service: the record @p m holds (zkrc_service_instance_free() it), or
+ * NULL, said on stderr, when it holds none. */
+static zkrc_service_instance *instance_of(follower *f,
+                                          const zkrc_group_member *m) {
+  zkrc_service_instance *inst = NULL;
+  int err = zkrc_service_instance_from_json(m->data, m->len, &inst);
+  if (err != ZKRC_OK)
+    tool_error("%s/%s: not a service instance record (%s): left out",
+               f->cli->path, m->id, zkrc_strerror(err));
+  return inst;
+}
+
+/* --service: @p ev's instance printed; 0 when its node holds no record. */
+static int print_instance_change(follower *f, const member_event *ev) {
+  zkrc_service_instance *inst = instance_of(f, &ev->member);
+  if (inst == NULL)
+    return 0;
+  const char *name = zkrc_group_event_name(ev->type);
+  printed(f, f->cli->json
+                 ? members_print_instance_json_change(stdout, name, inst)
+                 : members_print_instance_text(stdout, name, inst));
+  zkrc_service_instance_free(inst);
+  return 1;
+}
+
+static void print_change(follower *f, const member_event *ev) {
+  const char *name = zkrc_group_event_name(ev->type);
+  if (f->cli->service) {
+    if (!print_instance_change(f, ev))
+      return;
+  } else {
+    printed(f, f->cli->json
+                   ? members_print_json_change(stdout, name, &ev->member)
+                   : members_print_text(stdout, name, &ev->member));
+  }
+  if (f->done)
+    return;
+  f->reported++;
+  if (f->cli->count > 0 && f->reported >= f->cli->count) {
+    tool_verbose("%d changes reported", f->reported);
+    finish(f, TOOL_EXIT_OK);
+  }
+}
+
+static void group_event(follower *f, const member_event *ev) {
+  switch (ev->type) {
+  case ZKRC_GROUP_JOINED:
+  case ZKRC_GROUP_UPDATED:
+  case ZKRC_GROUP_LEFT:
+    /* Before INITIALIZED: the members at the start. */
+    if (f->cli->watch && (f->initialized || f->cli->initial))
+      print_change(f, ev);
+    break;
+  case ZKRC_GROUP_INITIALIZED:
+    f->initialized = 1;
+    if (f->cli->watch)
+      tool_verbose("watching %s", f->cli->path);
+    break;
+  case ZKRC_GROUP_CLOSED:
+    tool_error("the session was closed for good");
+    finish(f, TOOL_EXIT_ZOOKEEPER);
+    break;
+  default:
+    break;
+  }
+}
+
+static int is_stop_signal(int sig) {
+  return sig == SIGINT || sig == SIGTERM || sig == SIGHUP || sig == SIGQUIT;
+}
+
+static void handle_signal(follower *f, int signo) {
+  if (!is_stop_signal(signo))
+    return;
+  tool_verbose("SIG%s: stopping", sigabbrev_np(signo));
+  /* Following: a stop signal is the normal end.  Still reading the list:
+   * interrupted, as a shell reports it. */
+  finish(f, f->cli->watch ? TOOL_EXIT_OK : 128 + signo);
+}
+
+static void drain_events(follower *f) {
+  tool_event ev;
+  while (tool_next_event(&ev)) {
+    if (ev.kind == TOOL_EV_SESSION && ev.code == ZKRC_SESSION_EVENT_CONNECTED)
+      tool_print_session(f->s);
+    else if (ev.kind == TOOL_EV_SESSION &&
+             ev.code == ZKRC_SESSION_EVENT_AUTH_FAILED)
+      finish(f, tool_fail("the session ended", ZKRC_EAUTHFAILED));
+    tool_event_clear(&ev);
+  }
+  member_event *mev;
+  while (!f->done && (mev = next_member_event()) != NULL) {
+    group_event(f, mev);
+    member_event_free(mev);
+  }
+}
+
+/* --service: the records of @p members printed (those holding one). */
+static void print_instances(follower *f, const zkrc_group_member *members,
+                            size_t count) {
+  zkrc_service_instance **instances =
+      g_new0(zkrc_service_instance *, count + 1);
+  size_t n = 0;
+  for (size_t i = 0; i < count; i++)
+    if ((instances[n] = instance_of(f, &members[i])) != NULL)
+      n++;
+  if (f->cli->json) {
+    printed(f, members_print_instances_json(stdout, f->cli->path,
+                                            f->cli->service, instances, n));
+  } else {
+    for (size_t i = 0; i < n && !f->done; i++)
+      printed(f, members_print_instance_text(stdout, NULL, instances[i]));
+  }
+  for (size_t i = 0; i < n; i++)
+    zkrc_service_instance_free(instances[i]);
+  g_free(instances);
+}
+
+/* The view, once read: the members printed. */
+static void print_list(follower *f) {
+  zkrc_group_member *members = NULL;
+  size_t count = 0;
+  int err = zkrc_group_members(f->group, &members, &count);
+  if (err != ZKRC_OK) {
+    finish(f, tool_fail("cannot list the members", err));
+    return;
+  }
+  tool_verbose("%zu members in %s", count, f->cli->path);
+  if (f->cli->service) {
+    print_instances(f, members, count);
+  } else if (f->cli->json) {
+    printed(f, members_print_json_list(stdout, f->cli->path, members, count));
+  } else {
+    for (size_t i = 0; i < count && !f->done; i++)
+      printed(f, members_print_text(stdout, NULL, &members[i]));
+  }
+  zkrc_group_members_free(members, count);
+  finish(f, TOOL_EXIT_OK);
+}
+
+/* Runs with the session's handle pinned (the main thread, not the
+ * completion thread): may PATH's children be listed?  The cache leaves out
+ * what it may not read (an empty view, not an error): ask once first.  A
+ * group that does not exist yet is fine. */
+static int read_children_with_handle(zhandle_t *zh, void *arg) {
+  struct String_vector kids = {0, NULL};
+  int rc = zoo_get_children(zh, (const char *)arg, 0, &kids);
+  deallocate_String_vector(&kids);
+  return rc == ZNONODE ? ZKRC_OK : zkrc_from_zk_error(rc);
+}
+
+static int check_readable(follower *f) {
+  int err = zkrc_session_with_handle(f->s, read_children_with_handle,
+                                     (void *)f->cli->path);
+  if (err == ZKRC_OK)
+    return 0;
+  char *what = g_strdup_printf("cannot list the group %s", f->cli->path);
+  int status = tool_fail(what, err);
+  g_free(what);
+  return status;
+}
+
+static int start_group(follower *f) {
+  zkrc_group_options go;
+  zkrc_group_options_init(&go);
+  go.on_event = on_group_event;
+  go.event_arg = f;
+  int err = zkrc_group_watch(&f->group, f->s, f->cli->path, &go);
+  if (err == ZKRC_EINVAL) {
+    tool_error("invalid path '%s': refused for a group", f->cli->path);
+    return TOOL_EXIT_BAD_PATH;
+  }
+  return err == ZKRC_OK ? 0 : tool_fail("cannot watch the group", err);
+}
+
+static int run(members_cli *cli, zkrc_session *s) {
+  follower f;
+  memset(&f, 0, sizeof f);
+  f.cli = cli;
+  f.s = s;
+  int status = check_readable(&f);
+  if (status == 0)
+    status = start_group(&f);
+  if (status != 0)
+    return status;
+  int64_t read_by = tool_now_ms() + cli->o.session_timeout_ms;
+  while (!f.done) {
+    if (f.initialized && !cli->watch) {
+      print_list(&f);
+      break;
+    }
+    if (!f.initialized && tool_now_ms() >= read_by) {
+      tool_error("the group %s was not read within %d ms", cli->path,
+                 cli->o.session_timeout_ms);
+      finish(&f, TOOL_EXIT_UNAVAILABLE);
+      break;
+    }
+    tool_wait(f.initialized ? -1 : tool_ms_until(read_by, -1));
+    tool_signal sig;
+    while (tool_next_signal(&sig))
+      handle_signal(&f, sig.signo);
+    drain_events(&f);
+  }
+  zkrc_group_free(f.group); /* no listener runs after this */
+  member_event *ev;
+  while ((ev = next_member_event()) != NULL)
+    member_event_free(ev);
+  return f.status;
+}
+
+int main(int argc, char **argv) {
+  members_cli cli;
+  memset(&cli, 0, sizeof cli);
+  parse_args(&cli, argc, argv);
+  char *service_path = NULL;
+  if (cli.service) {
+    if (cli.service[0] == '\0' || strchr(cli.service, '/')) {
+      tool_error("invalid service name '%s': a node name", cli.service);
+      return TOOL_EXIT_BAD_PATH;
+    }
+    tool_check_path(cli.path); /* BASE itself */
+    /* As Curator's ZKPaths.makePath() joins them. */
+    const char *base = strcmp(cli.path, "/") == 0 ? "" : cli.path;
+    cli.path = service_path = g_strdup_printf("%s/%s", base, cli.service);
+  }
+  tool_check_path(cli.path);
+  if (tool_runtime_init() != 0)
+    return TOOL_EXIT_OSERR;
+  zkrc_session *s;
+  /* Following goes on across expiries: a new session is opened. */
+  int status = tool_connect(&cli.o, !cli.watch, &s);
+  if (status != 0)
+    return status;
+  status = run(&cli, s);
+  zkrc_session_close(s);
+  g_free(service_path);
+  return status;
+}
