@@ -185,6 +185,8 @@ static int join(zkrc_partitioner *p) {
     }
     if (rc == ZNODEEXISTS)
       rc = ZOK;
+    if (rc == ZOK)
+      p->node_gen = zkrc__session_look(p->s, 0).generation;
     if (rc == ZOK || !retryable(rc) || zkrc__ms_left(deadline) <= 0)
       break;
     /* The backoff: wait for the connection, then a little longer each
@@ -440,8 +442,18 @@ void zkrc_partitioner_free(zkrc_partitioner *p) {
   g_hash_table_remove_all(p->locks);
   /* kazoo's finish(): leave the party. */
   int64_t deadline = zkrc__deadline_after(zkrc_session_timeout(p->s));
-  if (!zkrc__session_closed(p->s))
-    request(p->s, send_delete, p->node, deadline);
+  if (!zkrc__session_closed(p->s)) {
+    int rc = request(p->s, send_delete, p->node, deadline);
+    /* Not deleted now (no connection): the session deletes it once it is
+     * connected again, unless that ZooKeeper session expired meanwhile.
+     * Otherwise a member that joins again after its FAILURE shares the
+     * party with its own old node until the old session expires, and the
+     * items that node's share names wait for nobody. */
+    if (rc != ZOK && rc != ZNONODE && p->node_gen) {
+      const char *name = strrchr(p->node, '/') + 1;
+      zkrc__session_reap(p->s, p->party_dir, name, name, p->node_gen);
+    }
+  }
   /* Whatever the executor still has for us (lock events, deliveries, which
    * see p->freeing) runs before this last reference goes. */
   zkrc__session_post(p->s, last_unref, p);

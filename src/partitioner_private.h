@@ -34,7 +34,8 @@ struct zkrc_partitioner {
   GCond cond;
   zkrc_session *s; /* referenced */
   char *path, *party_dir, *locks_dir, *node, *identifier;
-  char **items; /* sorted (byte order), NULL-terminated */
+  uint64_t node_gen; /* the ZooKeeper session that created node */
+  char **items;      /* sorted (byte order), NULL-terminated */
   size_t n_items;
   int time_boundary_ms;
   zkrc__acl *acl;
