@@ -490,7 +490,7 @@ static void on_session(zkrc_session *s, zkrc_session_event ev,
   case ZKRC_SESSION_EVENT_RECONNECTED:
     if (c->down_told)
       tell_one_locked(c, ZKRC_CACHE_RECONNECTED, &w);
-    c->down_told = FALSE;
+    c->down_told = c->lost_told = FALSE;
     c->repair_ms = 0;
     /* A cache made while its session was connecting has read everything
      * on this session already (its reads waited for the connection); a
@@ -507,11 +507,12 @@ static void on_session(zkrc_session *s, zkrc_session_event ev,
     if (c->lost_generation != generation)
       tell_one_locked(c, ZKRC_CACHE_LOST, &w);
     c->lost_generation = generation;
-    c->down_told = TRUE;
+    c->down_told = c->lost_told = TRUE;
     break;
   case ZKRC_SESSION_EVENT_CLOSED:
   case ZKRC_SESSION_EVENT_AUTH_FAILED:
-    if (!c->closed)
+    /* Once: a session that expired and is not reopened is closed next. */
+    if (!c->closed && !c->lost_told)
       tell_one_locked(c, ZKRC_CACHE_LOST, &w);
     c->closed = TRUE;
     g_cond_broadcast(&c->cond);

@@ -36,6 +36,7 @@ struct zkrc_cache {
   gboolean initialized, closed, freeing;
   gboolean down_told;       /* SUSPENDED or LOST told, RECONNECTED not yet */
   uint64_t lost_generation; /* LOST told for this handle */
+  gboolean lost_told;       /* LOST told, no connection since */
   zkrc__evq events;         /* of zkrc__cache_ev*, for the listener */
   /* Nodes whose deletion was announced: the parent's next listing says
    * whether they are back (created again, maybe in the same multi). */

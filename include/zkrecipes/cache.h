@@ -94,7 +94,8 @@ typedef enum zkrc_cache_event_type {
   ZKRC_CACHE_RECONNECTED, /**< connected again (same or new session); the
                                cache is reading the tree again */
   ZKRC_CACHE_LOST         /**< the session expired, or the session was
-                               closed (then nothing follows) */
+                               closed (then nothing follows; told once
+                               when a session that expired is closed) */
 } zkrc_cache_event_type;
 
 /** "ADDED", "UPDATED", "REMOVED", "INITIALIZED", ... ("?" if unknown). */
