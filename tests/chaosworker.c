@@ -545,9 +545,9 @@ static int run_partitioner(int instance, const char *hosts, const char *path,
   }
   int backoff_ms = 100, status = 0;
   for (int round = 1; !stopping && status == 0; round++) {
-    int rc = partition_round(hosts, path, instance, round,
-                             (const char *const *)items, n, session_ms,
-                             boundary_ms);
+    int rc =
+        partition_round(hosts, path, instance, round,
+                        (const char *const *)items, n, session_ms, boundary_ms);
     if (rc == ZKRC_EINVAL)
       status = 4;
     else if (rc != ZKRC_OK && !stopping)

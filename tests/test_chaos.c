@@ -143,8 +143,8 @@ typedef enum chaos_mode {
   M_PARTITION, /* a set partitioner's members (its own run: see below) */
   M_MODES
 } chaos_mode;
-static const char *const mode_names[] = {
-    "lock", "election", "read-write lock", "semaphore", "partitioner"};
+static const char *const mode_names[] = {"lock", "election", "read-write lock",
+                                         "semaphore", "partitioner"};
 /* The semaphore's N: two leases among the eight clients. */
 #define LEASES 2
 /* The partitioner run: its members, its items (i00, i01, ...), its time
@@ -184,12 +184,12 @@ static struct {
    * whether the read-write lock's worker there writes on the read side. */
   int first_leases;
   gboolean first_writes_on_read_side;
-  const char *ignore_lost; /* NULL, or ignore-lost=MS for the control */
-  gboolean ignore_failure; /* the partitioner's control (chaosworker.c) */
+  const char *ignore_lost;     /* NULL, or ignore-lost=MS for the control */
+  gboolean ignore_failure;     /* the partitioner's control (chaosworker.c) */
   int64_t faults_end, stop_at; /* the schedule's end; SIGTERM to workers */
-  gboolean linger_always;  /* holders hold until told LOST, always */
-  const char *store_flag;  /* NULL, or --no-fencing for the control */
-  const fault_kind *kinds; /* one round of the schedule */
+  gboolean linger_always;      /* holders hold until told LOST, always */
+  const char *store_flag;      /* NULL, or --no-fencing for the control */
+  const fault_kind *kinds;     /* one round of the schedule */
   int nkinds;
   guint32 seed;
   GRand *rng;
@@ -818,7 +818,7 @@ static struct {
   int thought_held_after_pause, thought_held_after_expiry;
   int late_accepted, stale_accepted;
   recipe_stats rec[M_MODES]; /* by mode */
-  int reads, failed_reads;           /* M_RWLOCK: readers' reads */
+  int reads, failed_reads;   /* M_RWLOCK: readers' reads */
   int newer_reads; /* ... that saw a writer's token above the reader's */
   int newer_reads_thought_held; /* ... while the library said held */
   GHashTable *acq_results;      /* rc name -> count */
@@ -1276,10 +1276,12 @@ static int64_t recovery_of(const char *item, GPtrArray *holds) {
  * the same excuses), and the recovery after the faults. */
 static void check_partition(void) {
   recipe_stats *st = &R.rec[M_PARTITION];
-  GHashTable *by_item =
-      g_hash_table_new_full(g_str_hash, g_str_equal, g_free,
-                            (GDestroyNotify)g_ptr_array_unref);
+  GHashTable *by_item = g_hash_table_new_full(
+      g_str_hash, g_str_equal, g_free, (GDestroyNotify)g_ptr_array_unref);
   GPtrArray *keep = g_ptr_array_new_with_free_func(g_free);
+  /* FAILURE to the item's next grant, over all items (holds.h) */
+  GArray *margins = g_array_new(FALSE, FALSE, sizeof(int64_t));
+  GArray *cut_margins = g_array_new(FALSE, FALSE, sizeof(int64_t));
   for (guint i = 0; i < C.workers->len; i++)
     parse_items(g_ptr_array_index(C.workers, i), by_item, keep);
   R.part_items = (int)g_hash_table_size(by_item);
@@ -1300,6 +1302,9 @@ static void check_partition(void) {
     st->overlapping_holds += c.overlapping_holds;
     st->excused_frozen += c.excused_frozen;
     st->excused_closed += c.excused_closed;
+    g_array_append_vals(margins, c.lost_margins->data, c.lost_margins->len);
+    g_array_append_vals(cut_margins, c.partition_margins->data,
+                        c.partition_margins->len);
     zkt_checker_clear(&c);
     st->holds += (int)holds->len;
     for (guint i = 0; i < holds->len; i++) {
@@ -1309,6 +1314,12 @@ static void check_partition(void) {
     }
     R.part_recovery = MAX(R.part_recovery, recovery_of(key, holds));
   }
+  st->margins = (int)margins->len;
+  zkt_margin_stats(margins, &st->margin_min, &st->margin_median);
+  st->cut_margins = (int)cut_margins->len;
+  zkt_margin_stats(cut_margins, &st->cut_margin_min, &st->cut_margin_median);
+  g_array_free(margins, TRUE);
+  g_array_free(cut_margins, TRUE);
   if (R.part_items < PART_ITEMS)
     violation("partitioner: only %d of %d items were ever owned", R.part_items,
               PART_ITEMS);
@@ -1371,9 +1382,9 @@ static void print_recipe(chaos_mode mode) {
            st->holds - st->released_ok - st->released_lost);
   else
     printf("chaos: %s: holds %d (released OK %d, released ZKRC_ELOCKLOST %d, "
-         "ended by a kill %d); most running at once %d\n",
-         m, st->holds, st->released_ok, st->released_lost,
-         st->holds - st->released_ok - st->released_lost, st->max_together);
+           "ended by a kill %d); most running at once %d\n",
+           m, st->holds, st->released_ok, st->released_lost,
+           st->holds - st->released_ok - st->released_lost, st->max_together);
   if (mode == M_RWLOCK)
     printf("chaos: %s: writer holds %d, reader holds %d, pairs of readers "
            "holding together %d\n",
@@ -1783,9 +1794,9 @@ static void test_checker_catches_a_wrong_side_and_a_lease_too_many(void) {
  * members), frozen, their sessions closed, cut off from the ensemble, the
  * ensemble's members killed and frozen; not the store (no one writes). */
 static const fault_kind part_kinds[] = {
-    F_KILL_CLIENT,       F_PAUSE_HOLDER, F_PAUSE_SHORT,   F_EXPIRE_HOLDER,
-    F_DROP_ALL,          F_BLACKHOLE_LONG, F_PARTITION_CLIENTS, F_KILL_LEADER,
-    F_PAUSE_MEMBER,      F_KILL_CLIENT};
+    F_KILL_CLIENT,  F_PAUSE_HOLDER,   F_PAUSE_SHORT,       F_EXPIRE_HOLDER,
+    F_DROP_ALL,     F_BLACKHOLE_LONG, F_PARTITION_CLIENTS, F_KILL_LEADER,
+    F_PAUSE_MEMBER, F_KILL_CLIENT};
 
 /* PART_MEMBERS members divide PART_ITEMS items (a set partitioner, each
  * item under its own lock) under the faults above, one round at least
