@@ -1825,15 +1825,16 @@ static void test_partitioner_chaos(void) {
 
 /* The partitioner's control: members that never stop claiming their items
  * on RELEASE or FAILURE (chaosworker ignore-failure), members killed and
- * replaced three times: each replacement changes the party (and, unless
- * the last in the order was killed, the split), so a member told RELEASE
- * keeps claiming items now given to another.  The checker must report an
+ * replaced four times: each replacement changes the party (and, unless
+ * the last in the order was killed, the split: so four kills, not one, to
+ * leave that chance at about 1/4^4), so a member told RELEASE keeps
+ * claiming items now given to another.  The checker must report an
  * item held by two members at once.  (Cutting every member off does not
  * do: they all join again in the same order, and get the same items.) */
 static void test_checker_catches_a_member_ignoring_failure(void) {
   static const chaos_mode part[] = {M_PARTITION};
   static const fault_kind kills[] = {F_KILL_CLIENT, F_KILL_CLIENT,
-                                     F_KILL_CLIENT};
+                                     F_KILL_CLIENT, F_KILL_CLIENT};
   setup(part, 1, 1, NULL, kills, (int)G_N_ELEMENTS(kills));
   C.clients = PART_MEMBERS;
   C.ignore_failure = TRUE;
