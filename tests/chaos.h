@@ -30,6 +30,12 @@
  * one checker (chaos_log.c, holds.c) reads both kinds of run.  In a
  * semaphore run (... semaphore=N) each ACQ is a lease, LOCKEVENT lost its
  * loss, REL its release.
+ * A partitioner member (... partition=N) logs instead
+ *   PARTNEW <identifier> <rc-name>   (a partitioner made: a new member)
+ *   PART <state>                     (each state it is told)
+ *   ITEM <item> ACQ                  (an item of the share, at ACQUIRED)
+ *   ITEM <item> END <RELEASE|FAILURE|STOP>  (no longer used: before
+ *        confirming RELEASE, at FAILURE, before leaving the party)
  * The value a worker writes is "w<instance>.<hold>.<k>", which is how the
  * store's journal lines are matched to the writes.
  */

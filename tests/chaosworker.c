@@ -20,6 +20,15 @@
  *                           LOST / REVOKED only MS ms after being told (keep
  *                           claiming the hold meanwhile), as a careless
  *                           application would
+ *             partition=N   be a member of a set partitioner at PATH over
+ *                           the N items i00, i01, ...: log each item of the
+ *                           share as held from ACQUIRED to RELEASE (before
+ *                           confirming it), FAILURE or SIGTERM (before
+ *                           leaving); after a FAILURE join again with a new
+ *                           session (no store, no writes)
+ *             ignore-failure  the partitioner's control: never log an item
+ *                           as ended by RELEASE or FAILURE (keep claiming
+ *                           it), as a careless application would
  *
  * Loops until SIGTERM: get the lock, a side of the read-write lock or a
  * lease (with a deadline) or wait to be elected, write KEY to the fenced
@@ -438,6 +447,119 @@ static void leave_election(recipe *r, int last_given_back) {
            chaos_now_us() - start);
 }
 
+/* ------------------------------------------------------- partitioner */
+
+/* Partitioner mode: the items of our share, as the application uses them
+ * (a NULL-terminated copy), under part_mu. */
+static pthread_mutex_t part_mu = PTHREAD_MUTEX_INITIALIZER;
+static char **part_owned;
+static int ignore_failure; /* the partitioner's control: see above */
+
+/* Our items end now (@p why: "RELEASE", "FAILURE", "STOP"); part_mu held.
+ * The control keeps claiming them, except when it stops for good. */
+static void items_end_locked(const char *why) {
+  if (ignore_failure && strcmp(why, "STOP") != 0)
+    return;
+  for (int i = 0; part_owned && part_owned[i]; i++)
+    record("ITEM %s END %s", part_owned[i], why);
+  zkrc_strv_free(part_owned);
+  part_owned = NULL;
+}
+
+/* Records an item held from ACQUIRED to its end: "ITEM <item> ACQ" and
+ * "ITEM <item> END <why>" (a second ACQ of an item still claimed, by the
+ * control, ends the first there: same holder). */
+static void on_partition(zkrc_partitioner *p, zkrc_partition_state st,
+                         const char *const *items, size_t count, void *arg) {
+  pthread_mutex_lock(&part_mu);
+  record("PART %s", zkrc_partition_state_name(st));
+  if (st == ZKRC_PARTITION_ACQUIRED) {
+    items_end_locked("ACQUIRED"); /* nothing, or the control's stale set */
+    zkrc_strv_free(part_owned);
+    part_owned = calloc(count + 1, sizeof *part_owned);
+    for (size_t i = 0; part_owned && i < count; i++) {
+      part_owned[i] = strdup(items[i]);
+      record("ITEM %s ACQ", items[i]);
+    }
+    set_phase(CHAOS_WORKING); /* a holder, for the faults aimed at one */
+  } else if (st == ZKRC_PARTITION_RELEASE || st == ZKRC_PARTITION_FAILURE) {
+    items_end_locked(zkrc_partition_state_name(st));
+    set_phase(CHAOS_ACQUIRING);
+  }
+  pthread_mutex_unlock(&part_mu);
+  if (st == ZKRC_PARTITION_RELEASE) /* stopped using them: confirm */
+    zkrc_partitioner_release_set(p);
+}
+
+/* One membership: a session, a partitioner, until FAILURE or SIGTERM.
+ * Returns a ZKRC code of the set-up (not an error to end on). */
+static int partition_round(const char *hosts, const char *path, int instance,
+                           int round, const char *const *items, int n,
+                           int session_ms, int boundary_ms) {
+  zkrc_session_options so;
+  zkrc_session_options_init(&so);
+  so.session_timeout_ms = session_ms;
+  so.connect_timeout_ms = session_ms;
+  int rc = zkrc_session_new(&session, hosts, &so);
+  if (rc != ZKRC_OK)
+    return rc;
+  zkrc_session_add_listener(session, on_session, NULL, NULL);
+  char id[48];
+  snprintf(id, sizeof id, "w%d.%d", instance, round); /* new: a new member */
+  zkrc_partitioner_options po;
+  zkrc_partitioner_options_init(&po);
+  po.identifier = id;
+  po.time_boundary_ms = boundary_ms;
+  po.on_state = on_partition;
+  zkrc_partitioner *p = NULL;
+  set_phase(CHAOS_ACQUIRING);
+  rc = zkrc_partitioner_new(&p, session, path, items, (size_t)n, &po);
+  record("PARTNEW %s %s", id, zkrc_err_name(rc));
+  while (rc == ZKRC_OK && !stopping &&
+         zkrc_partitioner_state(p) != ZKRC_PARTITION_FAILURE) {
+    usleep(20000);
+    progress();
+  }
+  if (rc == ZKRC_OK) {
+    pthread_mutex_lock(&part_mu);
+    items_end_locked("STOP"); /* before leaving: no longer used */
+    pthread_mutex_unlock(&part_mu);
+    zkrc_partitioner_free(p);
+  }
+  zkrc_session_close(session);
+  session = NULL;
+  progress();
+  return rc;
+}
+
+/* Partitioner mode: rounds until SIGTERM, a failed set-up tried again
+ * after a backoff (100 ms doubling to 2 s). */
+static int run_partitioner(int instance, const char *hosts, const char *path,
+                           int n) {
+  int session_ms = env_int("CHAOS_SESSION_MS", 2000);
+  int boundary_ms = env_int("CHAOS_BOUNDARY_MS", 1000);
+  char **items = calloc((size_t)n + 1, sizeof *items);
+  for (int i = 0; i < n; i++) {
+    items[i] = malloc(16);
+    snprintf(items[i], 16, "i%02d", i);
+  }
+  int backoff_ms = 100, status = 0;
+  for (int round = 1; !stopping && status == 0; round++) {
+    int rc =
+        partition_round(hosts, path, instance, round,
+                        (const char *const *)items, n, session_ms, boundary_ms);
+    if (rc == ZKRC_EINVAL)
+      status = 4;
+    else if (rc != ZKRC_OK && !stopping)
+      usleep((useconds_t)backoff_ms * 1000);
+    backoff_ms = rc == ZKRC_OK ? 100 : MIN(backoff_ms * 2, 2000);
+  }
+  zkrc_strv_free(items);
+  set_phase(CHAOS_EXITED);
+  record("EXIT %d", status);
+  return status;
+}
+
 static int run(int instance, const char *hosts, const char *path, int port,
                const char *key, enum mode mode, int max_lease) {
   int session_ms = env_int("CHAOS_SESSION_MS", 2000);
@@ -506,12 +628,12 @@ static chaos_slot *map_slot(const char *file, int instance) {
 int main(int argc, char **argv) {
   if (argc < 8) {
     fprintf(stderr, "usage: chaosworker INSTANCE HOSTS PATH STOREPORT KEY "
-                    "LOGFILE STATUSFILE [elect|rwlock|semaphore=N] "
-                    "[write-on-read-side] [ignore-lost=MS]\n");
+                    "LOGFILE STATUSFILE [elect|rwlock|semaphore=N|partition=N] "
+                    "[write-on-read-side] [ignore-lost=MS] [ignore-failure]\n");
     return 2;
   }
   enum mode mode = MODE_LOCK;
-  int max_lease = 0;
+  int max_lease = 0, partition_items = 0;
   for (int i = 8; i < argc; i++) {
     if (strcmp(argv[i], "elect") == 0)
       mode = MODE_ELECT;
@@ -520,6 +642,11 @@ int main(int argc, char **argv) {
     else if (strncmp(argv[i], "semaphore=", 10) == 0 &&
              (max_lease = atoi(argv[i] + 10)) >= 1)
       mode = MODE_SEMAPHORE;
+    else if (strncmp(argv[i], "partition=", 10) == 0 &&
+             (partition_items = atoi(argv[i] + 10)) >= 1)
+      continue;
+    else if (strcmp(argv[i], "ignore-failure") == 0)
+      ignore_failure = 1;
     else if (strcmp(argv[i], "write-on-read-side") == 0)
       write_on_read_side = 1;
     else if (strncmp(argv[i], "ignore-lost=", 12) == 0)
@@ -553,6 +680,8 @@ int main(int argc, char **argv) {
   signal(SIGPIPE, SIG_IGN);
   record("START %d", (int)getpid());
   side_seed = (unsigned)getpid() ^ (unsigned)chaos_now_us();
+  if (partition_items > 0)
+    return run_partitioner(instance, argv[2], argv[3], partition_items);
   return run(instance, argv[2], argv[3], atoi(argv[4]), argv[5], mode,
              max_lease);
 }
