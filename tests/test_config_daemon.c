@@ -34,6 +34,7 @@
 #include <glib.h>
 
 #include "config-text.h"
+#include "linereader.h"
 #include "testutil.h"
 
 #define DAEMON_PROGRAM TOP_BUILDDIR "/examples/zkr-config-daemon"
@@ -48,44 +49,16 @@ static int slow(int ms) { return getenv("ZKR_UNDER_VALGRIND") ? ms * 4 : ms; }
 
 typedef struct daemon_proc {
   zkrc_child child;
-  GThread *reader;
-  GPtrArray *lines; /* of char*, guarded by mu */
-  gboolean eof;
-  int status; /* once reaped: exit status, or 128 + signal; -2 before */
+  zkt_lines log; /* its stderr */
+  int status;    /* once reaped: exit status, or 128 + signal; -2 before */
 } daemon_proc;
 
-static GMutex mu;
-static GCond cond;
 static daemon_proc *running; /* the one daemon not freed yet, if any */
 
-static gpointer read_lines(gpointer data) {
-  daemon_proc *d = data;
-  FILE *f = fdopen(d->child.err_fd, "r");
-  char *buf = NULL;
-  size_t cap = 0;
-  while (f && getline(&buf, &cap, f) > 0) {
-    buf[strcspn(buf, "\n")] = '\0';
-    if (getenv("ZKT_VERBOSE"))
-      fprintf(stderr, "%s\n", buf);
-    g_mutex_lock(&mu);
-    g_ptr_array_add(d->lines, g_strdup(buf));
-    g_cond_broadcast(&cond);
-    g_mutex_unlock(&mu);
-  }
-  free(buf);
-  if (f)
-    fclose(f); /* closes err_fd */
-  g_mutex_lock(&mu);
-  d->eof = TRUE;
-  g_cond_broadcast(&cond);
-  g_mutex_unlock(&mu);
-  return NULL;
-}
-
 static int line_count(daemon_proc *d) {
-  g_mutex_lock(&mu);
-  int n = (int)d->lines->len;
-  g_mutex_unlock(&mu);
+  g_mutex_lock(&zkt_lines_mu);
+  int n = (int)d->log.lines->len;
+  g_mutex_unlock(&zkt_lines_mu);
   return n;
 }
 
@@ -95,15 +68,16 @@ static int wait_line(daemon_proc *d, const char *what, int from,
                      int timeout_ms) {
   int64_t deadline = g_get_monotonic_time() + (int64_t)timeout_ms * 1000;
   int found = -1;
-  g_mutex_lock(&mu);
+  g_mutex_lock(&zkt_lines_mu);
   for (;;) {
-    for (guint i = (guint)from; i < d->lines->len && found < 0; i++)
-      if (strstr(g_ptr_array_index(d->lines, i), what))
+    for (guint i = (guint)from; i < d->log.lines->len && found < 0; i++)
+      if (strstr(g_ptr_array_index(d->log.lines, i), what))
         found = (int)i;
-    if (found >= 0 || d->eof || !g_cond_wait_until(&cond, &mu, deadline))
+    if (found >= 0 || d->log.eof ||
+        !g_cond_wait_until(&zkt_lines_cond, &zkt_lines_mu, deadline))
       break;
   }
-  g_mutex_unlock(&mu);
+  g_mutex_unlock(&zkt_lines_mu);
   if (found < 0)
     fprintf(stderr, "\n  no daemon line with \"%s\"\n", what);
   return found;
@@ -111,9 +85,9 @@ static int wait_line(daemon_proc *d, const char *what, int from,
 
 /* Line @p i (a copy: g_free it). */
 static char *line_at(daemon_proc *d, int i) {
-  g_mutex_lock(&mu);
-  char *l = g_strdup(g_ptr_array_index(d->lines, i));
-  g_mutex_unlock(&mu);
+  g_mutex_lock(&zkt_lines_mu);
+  char *l = g_strdup(g_ptr_array_index(d->log.lines, i));
+  g_mutex_unlock(&zkt_lines_mu);
   return l;
 }
 
@@ -124,9 +98,8 @@ static daemon_proc *start_daemon(const char *path) {
   o.pipe_stderr = 1;
   daemon_proc *d = g_new0(daemon_proc, 1);
   d->status = -2;
-  d->lines = g_ptr_array_new_with_free_func(g_free);
   CU_ASSERT_EQUAL_FATAL(zkrc_spawn(&d->child, (char *const *)argv, &o), 0);
-  d->reader = g_thread_new("config-daemon", read_lines, d);
+  zkt_lines_start(&d->log, d->child.err_fd, "config-daemon");
   running = d;
   if (wait_line(d, "following", 0, slow(20000)) < 0)
     CU_FAIL_FATAL("zkr-config-daemon did not start (is it built?)");
@@ -151,8 +124,7 @@ static void daemon_cleanup(void) {
   if (d == NULL)
     return;
   stop_daemon(d, SIGKILL, 5000);
-  g_thread_join(d->reader); /* its stderr ended with the process */
-  g_ptr_array_free(d->lines, TRUE);
+  zkt_lines_join(&d->log); /* its stderr ended with the process */
   g_free(d);
 }
 

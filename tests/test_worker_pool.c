@@ -36,6 +36,7 @@
 
 #include <glib.h>
 
+#include "linereader.h"
 #include "testutil.h"
 
 #define WORKER_PROGRAM TOP_BUILDDIR "/examples/zkr-worker"
@@ -54,39 +55,11 @@ static int slow(int ms) { return getenv("ZKR_UNDER_VALGRIND") ? ms * 4 : ms; }
 typedef struct worker_proc {
   char id[8];
   zkrc_child child;
-  GThread *reader;
-  GPtrArray *lines; /* of char*, guarded by mu */
-  gboolean eof;
-  int status; /* once reaped: exit status, or 128 + signal; -2 before */
+  zkt_lines log; /* its stderr */
+  int status;    /* once reaped: exit status, or 128 + signal; -2 before */
 } worker_proc;
 
-static GMutex mu;
-static GCond cond;
 static worker_proc *pool[WORKERS]; /* started and not freed yet */
-
-static gpointer read_lines(gpointer data) {
-  worker_proc *w = data;
-  FILE *f = fdopen(w->child.err_fd, "r");
-  char *buf = NULL;
-  size_t cap = 0;
-  while (f && getline(&buf, &cap, f) > 0) {
-    buf[strcspn(buf, "\n")] = '\0';
-    if (getenv("ZKT_VERBOSE"))
-      fprintf(stderr, "%s\n", buf);
-    g_mutex_lock(&mu);
-    g_ptr_array_add(w->lines, g_strdup(buf));
-    g_cond_broadcast(&cond);
-    g_mutex_unlock(&mu);
-  }
-  free(buf);
-  if (f)
-    fclose(f); /* closes err_fd */
-  g_mutex_lock(&mu);
-  w->eof = TRUE;
-  g_cond_broadcast(&cond);
-  g_mutex_unlock(&mu);
-  return NULL;
-}
 
 /* The text after "zkr-worker[ID]: " in @p line. */
 static const char *message(const char *line) {
@@ -101,26 +74,27 @@ static int wait_message(worker_proc *w, const char *what, int prefix, int from,
                         int timeout_ms) {
   int64_t deadline = g_get_monotonic_time() + (int64_t)timeout_ms * 1000;
   int found = -1;
-  g_mutex_lock(&mu);
+  g_mutex_lock(&zkt_lines_mu);
   for (;;) {
-    for (guint i = (guint)from; i < w->lines->len && found < 0; i++) {
-      const char *m = message(g_ptr_array_index(w->lines, i));
+    for (guint i = (guint)from; i < w->log.lines->len && found < 0; i++) {
+      const char *m = message(g_ptr_array_index(w->log.lines, i));
       if (prefix ? g_str_has_prefix(m, what) : strcmp(m, what) == 0)
         found = (int)i;
     }
-    if (found >= 0 || w->eof || !g_cond_wait_until(&cond, &mu, deadline))
+    if (found >= 0 || w->log.eof ||
+        !g_cond_wait_until(&zkt_lines_cond, &zkt_lines_mu, deadline))
       break;
   }
-  g_mutex_unlock(&mu);
+  g_mutex_unlock(&zkt_lines_mu);
   if (found < 0)
     fprintf(stderr, "\n  no line \"%s\" from worker %s\n", what, w->id);
   return found;
 }
 
 static int line_count(worker_proc *w) {
-  g_mutex_lock(&mu);
-  int n = (int)w->lines->len;
-  g_mutex_unlock(&mu);
+  g_mutex_lock(&zkt_lines_mu);
+  int n = (int)w->log.lines->len;
+  g_mutex_unlock(&zkt_lines_mu);
   return n;
 }
 
@@ -150,9 +124,8 @@ static worker_proc *start_worker(const char *path, const char *id,
   worker_proc *w = g_new0(worker_proc, 1);
   g_strlcpy(w->id, id, sizeof w->id);
   w->status = -2;
-  w->lines = g_ptr_array_new_with_free_func(g_free);
   CU_ASSERT_EQUAL_FATAL(zkrc_spawn(&w->child, (char *const *)argv, &o), 0);
-  w->reader = g_thread_new("worker", read_lines, w);
+  zkt_lines_start(&w->log, w->child.err_fd, "worker");
   for (int i = 0; i < WORKERS; i++)
     if (pool[i] == NULL) {
       pool[i] = w;
@@ -182,8 +155,7 @@ static void pool_cleanup(void) {
     if (w == NULL)
       continue;
     stop_worker(w, SIGKILL, 5000);
-    g_thread_join(w->reader); /* its stderr ended with the process */
-    g_ptr_array_free(w->lines, TRUE);
+    zkt_lines_join(&w->log); /* its stderr ended with the process */
     g_free(w);
   }
 }
@@ -194,8 +166,8 @@ static void pool_cleanup(void) {
  * nothing after a "stopped working on:"): a blank-separated list, or NULL
  * when it works on nothing.  Caller holds mu; g_free the result. */
 static char *working_on(worker_proc *w) {
-  for (guint i = w->lines->len; i-- > 0;) {
-    const char *m = message(g_ptr_array_index(w->lines, i));
+  for (guint i = w->log.lines->len; i-- > 0;) {
+    const char *m = message(g_ptr_array_index(w->log.lines, i));
     if (g_str_has_prefix(m, "stopped working on: "))
       return NULL;
     if (g_str_has_prefix(m, "working on: "))
@@ -235,7 +207,7 @@ static int count_owners(worker_proc **live, int n, int times[ITEMS],
 static int wait_all_items_worked_on(worker_proc **live, int n, int timeout_ms) {
   int64_t deadline = g_get_monotonic_time() + (int64_t)timeout_ms * 1000;
   int times[ITEMS], all_working = 0, twice = -1;
-  g_mutex_lock(&mu);
+  g_mutex_lock(&zkt_lines_mu);
   for (;;) {
     if (count_owners(live, n, times, &all_working) == 0 && all_working) {
       twice = 0;
@@ -243,10 +215,10 @@ static int wait_all_items_worked_on(worker_proc **live, int n, int timeout_ms) {
         twice += times[i] > 1;
       break;
     }
-    if (!g_cond_wait_until(&cond, &mu, deadline))
+    if (!g_cond_wait_until(&zkt_lines_cond, &zkt_lines_mu, deadline))
       break;
   }
-  g_mutex_unlock(&mu);
+  g_mutex_unlock(&zkt_lines_mu);
   if (twice < 0)
     fprintf(stderr, "\n  the items never were all worked on\n");
   return twice;
@@ -254,9 +226,9 @@ static int wait_all_items_worked_on(worker_proc **live, int n, int timeout_ms) {
 
 /* Does @p w work on exactly @p want now? */
 static int works_on(worker_proc *w, const char *want) {
-  g_mutex_lock(&mu);
+  g_mutex_lock(&zkt_lines_mu);
   char *set = working_on(w);
-  g_mutex_unlock(&mu);
+  g_mutex_unlock(&zkt_lines_mu);
   int same = g_strcmp0(set, want) == 0;
   if (!same)
     fprintf(stderr, "\n  worker %s works on \"%s\", not \"%s\"\n", w->id,
