@@ -211,8 +211,7 @@ static void self_result(req *r, int rc) {
      * so the session events counted so far are those before it.) */
     if (c->own_watch == r->watch) {
       c->own_watch_confirmed = r->watch;
-      c->own_watch_mark =
-          zkrc__session_look(c->s, c->generation).state_events;
+      c->own_watch_mark = zkrc__session_look(c->s, c->generation).state_events;
     }
   } else if (rc == ZNONODE) {
     next = own_node_gone_locked(c);

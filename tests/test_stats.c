@@ -318,8 +318,7 @@ static uint64_t requests_but_renewals(zkrc_session *s) {
 /* Is the lock waiting in the queue (its first listing answered)? */
 static int is_waiting(void *arg) {
   zkrc_lock_stats st;
-  return zkrc_lock_get_stats(arg, &st, sizeof st) == ZKRC_OK &&
-         st.waiting == 1;
+  return zkrc_lock_get_stats(arg, &st, sizeof st) == ZKRC_OK && st.waiting == 1;
 }
 
 static void ignore_lock_event(zkrc_lock *lk, const zkrc_lock_event_info *info,
