@@ -16,12 +16,13 @@
  *     children again (one request) and decides from that fresh listing: at
  *     the front, or behind a new predecessor (one that was not the front may
  *     have left).  The direct successor (its listing showed that the
- *     predecessor's departure alone admits it) skips that listing: it also
- *     watches its own node, armed before the predecessor's watch, and the
- *     predecessor's deletion arriving with that watch confirmed and no
- *     reconnection since proves that its node is still there and nothing
- *     is ahead of it (sequence numbers only grow).  A contender that may not
- *     read its predecessors (ACL) watches the directory's children instead.
+ *     predecessor's departure alone admits it) does not list: nothing can
+ *     be ahead of it (sequence numbers only grow), so it reads only its own
+ *     node's stat, which shows that the node is still there and its own
+ *     (a watch on its own node would not: one multi may delete the
+ *     predecessor and then it, and the servers do not deliver the deletion
+ *     of a node it may not read).  A contender that may not read its
+ *     predecessors (ACL) watches the directory's children instead.
  *  4. Recovery.  When a create's reply is lost with the connection, the
  *     contender looks for its node by its protected prefix after reconnecting
  *     instead of creating a second one.  A contender whose ZooKeeper session

@@ -43,7 +43,7 @@ typedef enum step {
   STEP_NONE,
   STEP_SEND_CREATE,
   STEP_WATCH_PRED,
-  STEP_WATCH_SELF_AND_PRED, /* the direct successor: our node, then pred */
+  STEP_CONFIRM_OWN, /* the direct successor: is our node still there? */
   STEP_WATCH_DIR,
   STEP_RECOVER,
   STEP_DELETE,
@@ -122,14 +122,9 @@ struct zkrc__contender {
 
   char *pred; /* the contender just before us, as last listed */
   /* By the last listing, pred's departure alone admits us
-   * (zkrc__admitted_without()): take the front when it goes, without
-   * listing again, if our own node's watch proves the node is still there
-   * (zkrc__q_pred_gone_locked()). */
+   * (zkrc__admitted_without()): when it goes, read only our own node's
+   * stat, not the listing (zkrc__q_pred_gone_locked()). */
   gboolean front_when_pred_goes;
-  /* The own_watch whose arming the servers confirmed (its getData found
-   * our node), and the handle's state_events count then (zkrc_conn). */
-  void *own_watch_confirmed;
-  unsigned own_watch_mark;
   int listed; /* contenders in the last listing (statistics) */
   /* Not allowed to read our predecessors (their ACL): the servers would
    * not even deliver a watch event on them (ZooKeeper checks READ before
@@ -187,6 +182,8 @@ step zkrc__q_evaluate_locked(zkrc__contender *c,
 step zkrc__q_after_failure_locked(zkrc__contender *c, int rc);
 step zkrc__q_relist_locked(zkrc__contender *c);
 step zkrc__q_pred_gone_locked(zkrc__contender *c);
+step zkrc__q_own_confirmed_locked(zkrc__contender *c, int rc,
+                                  const struct Stat *stat);
 step zkrc__q_recheck_judge_locked(zkrc__contender *c, int rc,
                                   const struct String_vector *kids);
 
@@ -201,6 +198,7 @@ void zkrc__q_watch_pred(zkrc__contender *c);
 void zkrc__q_watch_dir(zkrc__contender *c);
 void zkrc__q_arm_own_watch(zkrc__contender *c);
 void zkrc__q_fetch_own_stat(zkrc__contender *c);
+void zkrc__q_confirm_own(zkrc__contender *c);
 void zkrc__q_recover(zkrc__contender *c);
 void zkrc__q_recheck(zkrc__contender *c);
 

@@ -207,12 +207,7 @@ static void self_result(req *r, int rc) {
   if (c->withdrawing) {
     /* the withdrawal deletes the node */
   } else if (rc == ZOK) {
-    /* Watching our own node.  (This reply comes on the completion thread,
-     * so the session events counted so far are those before it.) */
-    if (c->own_watch == r->watch) {
-      c->own_watch_confirmed = r->watch;
-      c->own_watch_mark = zkrc__session_look(c->s, c->generation).state_events;
-    }
+    /* watching our own node */
   } else if (rc == ZNONODE) {
     next = own_node_gone_locked(c);
   } else {
@@ -221,20 +216,17 @@ static void self_result(req *r, int rc) {
   zkrc__q_finish_locked_reply(r, next);
 }
 
-/* Watch our own node (from its creation on, when wanted, or while the
- * direct successor of the front: zkrc__q_pred_gone_locked), so that its
+/* Watch our own node (from its creation on, when wanted), so that its
  * deletion by someone else is noticed: lost at the front, queue again
  * before. */
 void zkrc__q_arm_own_watch(zkrc__contender *c) {
   g_mutex_lock(&c->mu);
   gboolean live =
       c->state == C_CREATING || c->state == C_WAITING || c->state == C_FRONT;
-  gboolean wanted = c->watch_own || c->front_when_pred_goes;
-  if (c->withdrawing || !live || !wanted || !c->name_known) {
+  if (c->withdrawing || !live || !c->watch_own || !c->name_known) {
     g_mutex_unlock(&c->mu);
     return;
   }
-  c->own_watch_confirmed = NULL; /* until the servers answer this arming */
   send_watching_get_unlock(c, g_strdup(c->path), &c->own_watch, own_watch_fired,
                            self_result);
 }
@@ -278,6 +270,43 @@ void zkrc__q_fetch_own_stat(zkrc__contender *c) {
   g_free(path);
   if (rc != ZOK)
     recover_stat_done(ZCONNECTIONLOSS, NULL, r);
+}
+
+/* Our predecessor left and the last listing said that admits us: is our
+ * node still there (zkrc__q_pred_gone_locked)?  An exists, which needs no
+ * READ permission on the node nor on the directory. */
+static void confirm_own_done(int rc, const struct Stat *stat,
+                             const void *data) {
+  req *r = (req *)data;
+  zkrc__contender *c = r->c;
+  step next = STEP_NONE;
+  if (!zkrc__q_begin_reply(r))
+    return;
+  if (c->state == C_WAITING && !c->withdrawing)
+    next = zkrc__q_own_confirmed_locked(c, rc, stat);
+  zkrc__q_finish_locked_reply(r, next);
+}
+
+void zkrc__q_confirm_own(zkrc__contender *c) {
+  g_mutex_lock(&c->mu);
+  if (c->state != C_WAITING || c->withdrawing) {
+    g_mutex_unlock(&c->mu);
+    return;
+  }
+  zkrc_conn *conn = zkrc__q_conn_for_locked(c);
+  if (conn == NULL) {
+    g_mutex_unlock(&c->mu);
+    return;
+  }
+  req *r = zkrc__q_req_new_locked(c);
+  char *path = g_strdup(c->path);
+  g_mutex_unlock(&c->mu);
+  int rc = zkrc__sent(conn->session,
+                      zoo_aexists(conn->zh, path, 0, confirm_own_done, r));
+  zkrc__conn_unuse(conn);
+  g_free(path);
+  if (rc != ZOK)
+    confirm_own_done(ZCONNECTIONLOSS, NULL, r);
 }
 
 /* Find our node by its protected prefix in a listing. */

@@ -655,6 +655,113 @@ static void test_semaphore_leader_killed_while_six_contend(void) {
   g_free(path);
 }
 
+/* ------------------------------- the direct successor, deleted while cut off */
+
+typedef struct successor_run {
+  zkrc_lock *lk;
+  int rc;
+  int64_t token;
+} successor_run;
+
+static gpointer successor_acquire_once(gpointer data) {
+  successor_run *a = data;
+  a->rc = zkrc_lock_acquire(a->lk, 20000);
+  if (a->rc == ZKRC_OK) {
+    zkrc_lock_token(a->lk, &a->token);
+    zkrc_lock_release(a->lk);
+  }
+  return NULL;
+}
+
+/* Does the member we are on list our session as watching the node?  (Any
+ * member: wchp is asked of each.) */
+typedef struct node_watch {
+  const char *node;
+  int64_t session;
+} node_watch;
+
+static int session_watches_node(void *arg) {
+  node_watch *w = arg;
+  char hex[32];
+  snprintf(hex, sizeof hex, "0x%" PRIx64, (uint64_t)w->session);
+  int found = 0;
+  for (int m = 0; m < zkrc_ensemble_size(zkt_ensemble()) && !found; m++) {
+    char *out = NULL;
+    if (zkrc_ensemble_four_letter(zkt_ensemble(), m, "wchp", &out) != 0)
+      continue;
+    gchar **lines = g_strsplit(out, "\n", -1);
+    for (int i = 0; lines[i] && !found; i++) {
+      if (strcmp(g_strstrip(lines[i]), w->node) != 0)
+        continue;
+      for (int j = i + 1; lines[j] && lines[j][0] == '\t'; j++)
+        if (strcmp(g_strstrip(lines[j]), hex) == 0)
+          found = 1;
+    }
+    g_strfreev(lines);
+    free(out);
+  }
+  return found;
+}
+
+/* The direct successor's node is deleted by an administrator while the
+ * successor is cut off, and the holder lets go meanwhile.  When it is back,
+ * the client's SetWatches brings both deletions, in no given order: the
+ * successor must not hold with its deleted node (a new one is fine). */
+static void test_successor_deleted_while_disconnected(void) {
+  char *path = zkt_path("review-cut-successor");
+  zhandle_t *admin = direct();
+  zkrc_session_options so;
+  zkrc_session_options_init(&so);
+  so.session_timeout_ms = 10000;
+  zkrc_session *sh = NULL;
+  CU_ASSERT_EQUAL_FATAL(
+      zkrc_session_connect(
+          &sh, zkrc_ensemble_direct_connect_string(zkt_ensemble()), &so),
+      ZKRC_OK);
+  zkrc_session *s1 = zkt_session_with(10000, 0);
+  zkrc_lock *holder = new_lock(sh, path, NULL);
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_lock_acquire(holder, 5000));
+  successor_run w1 = {new_lock(s1, path, NULL), -999, 0};
+  GThread *t1 = g_thread_new("w1", successor_acquire_once, &w1);
+  CU_ASSERT_FATAL(zkt_wait_children(admin, path, 2, 10000));
+  struct String_vector kids = {0, NULL};
+  CU_ASSERT_EQUAL_FATAL(zoo_get_children(admin, path, 0, &kids), ZOK);
+  CU_ASSERT_FATAL(kids.count == 2);
+  /* The later sequence is w1's: the names end in it, zero-padded. */
+  const char *a = kids.data[0], *b = kids.data[1];
+  const char *mine = strcmp(a + strlen(a) - 10, b + strlen(b) - 10) > 0 ? a : b;
+  const char *theirs = mine == a ? b : a;
+  char *w1_node = g_strdup_printf("%s/%s", path, mine);
+  char *holder_node = g_strdup_printf("%s/%s", path, theirs);
+  deallocate_String_vector(&kids);
+  node_watch pred = {holder_node, zkrc_session_id(s1)};
+  CU_ASSERT_FATAL(zkt_wait_for(session_watches_node, &pred, 10000));
+  struct Stat st;
+  CU_ASSERT_EQUAL_FATAL(zoo_exists(admin, w1_node, 0, &st), ZOK);
+  int64_t old_czxid = st.czxid;
+
+  refuse_all(1); /* w1 is cut off, and stays so */
+  CU_ASSERT_EQUAL(zoo_delete(admin, w1_node, -1), ZOK);
+  CU_ASSERT_EQUAL(zkrc_lock_release(holder), ZKRC_OK);
+  CU_ASSERT_EQUAL(zkt_child_count(admin, path) <= 0, 1);
+  refuse_all(0);
+  g_thread_join(t1);
+  printf("\n  w1: rc %d, token %" PRId64 ", its deleted node's czxid %" PRId64
+         "\n",
+         w1.rc, w1.token, old_czxid);
+  ZKT_ASSERT_RC(ZKRC_OK, w1.rc);
+  CU_ASSERT_NOT_EQUAL(w1.token, old_czxid);
+
+  g_free(w1_node);
+  g_free(holder_node);
+  zkrc_lock_free(holder);
+  zkrc_lock_free(w1.lk);
+  zkrc_session_close(sh);
+  zkrc_session_close(s1);
+  zookeeper_close(admin);
+  g_free(path);
+}
+
 static void add_suites(void) {
   zkt_configure(3, 1);
   ZKT_SUITE("lock faults",
@@ -664,6 +771,8 @@ static void add_suites(void) {
              test_lost_create_reply_while_others_hold},
             {"dropped connection suspends then reconnects",
              test_dropped_connection_suspends_then_reconnects},
+            {"direct successor deleted while disconnected",
+             test_successor_deleted_while_disconnected},
             {"node deleted while disconnected is lost",
              test_node_deleted_while_disconnected_is_lost},
             {"waiter recovers its place after a dropped connection",

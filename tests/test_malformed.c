@@ -281,38 +281,31 @@ static void test_deleted_waiter_requeues_and_successor_waits(void) {
   char *holder_node = g_strdup_printf("%s/%s", path, q[0]);
   char *w1_node = g_strdup_printf("%s/%s", path, q[1]);
   char *w2_node = g_strdup_printf("%s/%s", path, q[2]);
-  /* Waiting as expected: w2 watches w1; w1, the holder's direct
-   * successor, watches its own node too (the proof that lets it take the
-   * lock without listing again when the holder goes). */
+  /* Waiting as expected: w2 watches w1. */
   watch_seen w2_on_w1 = {w1_node, zkrc_session_id(s2)};
   CU_ASSERT(zkt_wait_for(session_watches, &w2_on_w1, 10000));
-  watch_seen w1_on_itself = {w1_node, zkrc_session_id(s1)};
-  CU_ASSERT(zkt_wait_for(session_watches, &w1_on_itself, 10000));
 
   /* The administrator deletes w1's node. */
   CU_ASSERT_EQUAL(zoo_delete(admin, w1_node, -1), ZOK);
   /* w2 notices and watches the holder instead - it must not take the lock
-   * while the holder holds it.  w1 notices too, and queues again behind
-   * w2 at once. */
+   * while the holder holds it. */
   watch_seen w2_on_holder = {holder_node, zkrc_session_id(s2)};
   CU_ASSERT(zkt_wait_for(session_watches, &w2_on_holder, 10000));
-  CU_ASSERT_FATAL(zkt_wait_children(admin, path, 3, 10000));
   CU_ASSERT_EQUAL(w2.rc, -999);
   CU_ASSERT_EQUAL(w1.rc, -999);
   CU_ASSERT_TRUE(zkrc_lock_is_held(holder));
-  CU_ASSERT_FALSE(zkt_exists(admin, w1_node));
+  CU_ASSERT_EQUAL(zkt_child_count(admin, path), 2);
   char **ids = NULL;
   size_t n = 0;
   ZKT_ASSERT_RC(ZKRC_OK, zkrc_lock_participants(holder, &ids, &n, 5000));
-  CU_ASSERT_EQUAL(n, 3);
-  if (n == 3) {
+  CU_ASSERT_EQUAL(n, 2);
+  if (n == 2) {
     CU_ASSERT_STRING_EQUAL(ids[0], "holder");
     CU_ASSERT_STRING_EQUAL(ids[1], "w2");
-    CU_ASSERT_STRING_EQUAL(ids[2], "w1");
   }
   zkrc_strv_free(ids);
 
-  /* The holder lets go: w2 is next; w1 comes after, with its new node. */
+  /* The holder lets go: w2 is next; w1 queues again and comes after. */
   int64_t token = 0;
   zkrc_lock_token(holder, &token);
   CU_ASSERT_EQUAL(zkrc_lock_release(holder), ZKRC_OK);
@@ -344,6 +337,193 @@ static void test_deleted_waiter_requeues_and_successor_waits(void) {
   g_free(path);
 }
 
+/* The direct successor takes the lock without listing the directory
+ * again, so something else must show that its node is still there.  A
+ * watch on its own node does not (an earlier version of the shortcut
+ * trusted one, and this test, from its review, found two holders): the
+ * servers (3.8 with the CVE-2024-23944 fix, as installed here, and every
+ * release from 3.8.4 / 3.9.2 on) deliver a watch event only to a session
+ * allowed to READ the node.  An administrator takes READ away from the
+ * successor's node, then deletes it.  Held means held: the successor must
+ * not hold with its node gone, and never two at once. */
+static int someone_inside(void *arg) {
+  ledger *led = arg;
+  g_mutex_lock(&led->mu);
+  int in = led->inside;
+  g_mutex_unlock(&led->mu);
+  return in > 0;
+}
+
+static void test_unreadable_deleted_successor_does_not_hold(void) {
+  char *path = zkt_path("unreadable-successor");
+  zhandle_t *admin = zkt_raw();
+  open_root(admin);
+  zkrc_session *sh = zkt_session(), *s1 = zkt_session(), *s3 = zkt_session();
+  zkrc_lock *holder = new_lock(sh, path, "holder");
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_lock_acquire(holder, 5000));
+  ledger led = {.order = g_string_new(NULL)};
+  g_mutex_init(&led.mu);
+  contender w1 = {"w1", new_lock(s1, path, "w1"), &led, 20000, 3000, -999, 0};
+  contender w3 = {"w3", new_lock(s3, path, "w3"), &led, 15000, 300, -999, 0};
+  GThread *t1 = g_thread_new("w1", contend, &w1);
+  CU_ASSERT_FATAL(zkt_wait_children(admin, path, 2, 10000));
+  char **q = queue_of(admin, path);
+  CU_ASSERT_FATAL(q && q[0] && q[1]);
+  char *w1_node = g_strdup_printf("%s/%s", path, q[1]);
+  char *holder_node = g_strdup_printf("%s/%s", path, q[0]);
+  watch_seen w1_on_holder = {holder_node, zkrc_session_id(s1)};
+  CU_ASSERT_FATAL(zkt_wait_for(session_watches, &w1_on_holder, 10000));
+  g_free(holder_node);
+
+  /* The administrator takes READ away from w1's node, then deletes it. */
+  struct ACL no_read[] = {
+      {ZOO_PERM_CREATE | ZOO_PERM_DELETE | ZOO_PERM_WRITE | ZOO_PERM_ADMIN,
+       ZOO_ANYONE_ID_UNSAFE}};
+  struct ACL_vector unreadable = {1, no_read};
+  CU_ASSERT_EQUAL_FATAL(zoo_set_acl(admin, w1_node, -1, &unreadable), ZOK);
+  CU_ASSERT_EQUAL_FATAL(zoo_delete(admin, w1_node, -1), ZOK);
+  CU_ASSERT_FALSE(zkt_exists(admin, w1_node));
+
+  /* The holder lets go.  w1 may hold only with a node of its own. */
+  CU_ASSERT_EQUAL(zkrc_lock_release(holder), ZKRC_OK);
+  int w1_held = zkt_wait_for(someone_inside, &led, 5000);
+  int w1_children = zkt_child_count(admin, path);
+  printf("\n  w1 held=%d, children in the directory while it holds: %d\n",
+         w1_held, w1_children);
+  CU_ASSERT_TRUE(w1_held);
+  CU_ASSERT_EQUAL(w1_children, 1); /* its own new node */
+
+  /* A newcomer must wait for w1. */
+  GThread *t3 = g_thread_new("w3", contend, &w3);
+  g_thread_join(t3);
+  g_thread_join(t1);
+  printf("  order: %s max inside: %d\n", led.order->str, led.max_inside);
+  CU_ASSERT_EQUAL(led.max_inside, 1);
+  CU_ASSERT_STRING_EQUAL(led.order->str, "w1 w3 ");
+
+  g_strfreev(q);
+  g_free(w1_node);
+  zkrc_lock_free(holder);
+  zkrc_lock_free(w1.lk);
+  zkrc_lock_free(w3.lk);
+  zkrc_session_close(sh);
+  zkrc_session_close(s1);
+  zkrc_session_close(s3);
+  zookeeper_close(admin);
+  g_string_free(led.order, TRUE);
+  g_mutex_clear(&led.mu);
+  g_free(path);
+}
+
+/* Contender nodes their own creator may not read (the lock's ACL has no
+ * READ; the directory, made beforehand, may be listed).  The waiter's
+ * watch on its predecessor is refused, so it watches the directory
+ * (queue_private.h, watch_dir).  The successor must still get the lock
+ * when the holder lets go (an earlier version of the direct successor's
+ * shortcut read its own node with a getData, refused here). */
+static void test_unreadable_contender_nodes_successor_acquires(void) {
+  char *path = zkt_path("unreadable-nodes");
+  zhandle_t *admin = zkt_raw();
+  open_root(admin);
+  make_node(admin, path, NULL, 0);
+  struct ACL no_read[] = {
+      {ZOO_PERM_CREATE | ZOO_PERM_DELETE | ZOO_PERM_WRITE | ZOO_PERM_ADMIN,
+       ZOO_ANYONE_ID_UNSAFE}};
+  struct ACL_vector unreadable = {1, no_read};
+  zkrc_session *sh = zkt_session(), *s1 = zkt_session();
+  zkrc_lock_options o;
+  zkrc_lock_options_init(&o);
+  o.acl = &unreadable;
+  zkrc_lock *holder = NULL, *succ = NULL;
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_lock_new(&holder, sh, path, &o));
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_lock_new(&succ, s1, path, &o));
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_lock_acquire(holder, 5000));
+  ledger led = {.order = g_string_new(NULL)};
+  g_mutex_init(&led.mu);
+  contender w1 = {"w1", succ, &led, 10000, 10, -999, 0};
+  GThread *t1 = g_thread_new("w1", contend, &w1);
+  CU_ASSERT(zkt_wait_children(admin, path, 2, 10000));
+  CU_ASSERT_EQUAL(zkrc_lock_release(holder), ZKRC_OK);
+  g_thread_join(t1);
+  printf("\n  successor: rc %d (%s)\n", w1.rc, zkrc_strerror(w1.rc));
+  ZKT_ASSERT_RC(ZKRC_OK, w1.rc);
+  zkrc_lock_free(holder);
+  zkrc_lock_free(succ);
+  zkrc_session_close(sh);
+  zkrc_session_close(s1);
+  zoo_delete(admin, path, -1);
+  zookeeper_close(admin);
+  g_string_free(led.order, TRUE);
+  g_mutex_clear(&led.mu);
+  g_free(path);
+}
+
+/* One transaction deletes the holder's node and then the direct
+ * successor's (a multi, as zkCli's deleteall sends).  The servers tell
+ * the holder's deletion first (an earlier version of the shortcut, which
+ * trusted a watch on its own node, held then): the successor must not
+ * hold with the node that the same transaction deleted (it may hold with
+ * a new one). */
+typedef struct acquirer {
+  zkrc_lock *lk;
+  int rc;
+  int64_t token;
+} acquirer;
+
+static gpointer acquire_once(gpointer data) {
+  acquirer *a = data;
+  a->rc = zkrc_lock_acquire(a->lk, 10000);
+  if (a->rc == ZKRC_OK) {
+    zkrc_lock_token(a->lk, &a->token);
+    zkrc_lock_release(a->lk);
+  }
+  return NULL;
+}
+
+static void test_multi_deleting_holder_then_successor(void) {
+  char *path = zkt_path("multi-deleted");
+  zhandle_t *admin = zkt_raw();
+  open_root(admin);
+  zkrc_session *sh = zkt_session(), *s1 = zkt_session();
+  zkrc_lock *holder = new_lock(sh, path, "holder");
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_lock_acquire(holder, 5000));
+  acquirer w1 = {new_lock(s1, path, "w1"), -999, 0};
+  GThread *t1 = g_thread_new("w1", acquire_once, &w1);
+  CU_ASSERT_FATAL(zkt_wait_children(admin, path, 2, 10000));
+  char **q = queue_of(admin, path);
+  CU_ASSERT_FATAL(q && q[0] && q[1]);
+  char *holder_node = g_strdup_printf("%s/%s", path, q[0]);
+  char *w1_node = g_strdup_printf("%s/%s", path, q[1]);
+  watch_seen w1_on_holder = {holder_node, zkrc_session_id(s1)};
+  CU_ASSERT_FATAL(zkt_wait_for(session_watches, &w1_on_holder, 10000));
+  struct Stat st;
+  CU_ASSERT_EQUAL_FATAL(zoo_exists(admin, w1_node, 0, &st), ZOK);
+  int64_t old_czxid = st.czxid;
+
+  zoo_op_t ops[2];
+  zoo_op_result_t results[2];
+  zoo_delete_op_init(&ops[0], holder_node, -1);
+  zoo_delete_op_init(&ops[1], w1_node, -1);
+  CU_ASSERT_EQUAL_FATAL(zoo_multi(admin, 2, ops, results), ZOK);
+  g_thread_join(t1);
+  printf("\n  w1: rc %d, token %" PRId64 ", its deleted node's czxid %" PRId64
+         "\n",
+         w1.rc, w1.token, old_czxid);
+  ZKT_ASSERT_RC(ZKRC_OK, w1.rc); /* with a new node */
+  CU_ASSERT_NOT_EQUAL(w1.token, old_czxid);
+
+  g_strfreev(q);
+  g_free(holder_node);
+  g_free(w1_node);
+  zkrc_lock_release(holder);
+  zkrc_lock_free(holder);
+  zkrc_lock_free(w1.lk);
+  zkrc_session_close(sh);
+  zkrc_session_close(s1);
+  zookeeper_close(admin);
+  g_free(path);
+}
+
 static void add_suites(void) {
   ZKT_SUITE("malformed server input",
             {"children that are not contenders are ignored",
@@ -352,7 +532,13 @@ static void add_suites(void) {
             {"ephemeral directory fails cleanly",
              test_ephemeral_directory_fails_cleanly},
             {"deleted waiter requeues and successor waits",
-             test_deleted_waiter_requeues_and_successor_waits});
+             test_deleted_waiter_requeues_and_successor_waits},
+            {"review: unreadable deleted successor does not hold",
+             test_unreadable_deleted_successor_does_not_hold},
+            {"review: unreadable contender nodes, successor acquires",
+             test_unreadable_contender_nodes_successor_acquires},
+            {"review: multi deleting holder then successor",
+             test_multi_deleting_holder_then_successor});
 }
 
 int main(void) { return zkt_run("test_malformed", add_suites); }

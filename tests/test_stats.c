@@ -321,22 +321,14 @@ static int is_waiting(void *arg) {
   return zkrc_lock_get_stats(arg, &st, sizeof st) == ZKRC_OK && st.waiting == 1;
 }
 
-static void ignore_lock_event(zkrc_lock *lk, const zkrc_lock_event_info *info,
-                              void *arg) {}
-
 /* The two-party hand-over, counted: the successor's acquisition and
- * release, from its session's requests, while the holder lets go.
- * @p told: give the successor a lock event callback (its node is then
- * watched from its creation on, for ZKRC_LOCK_LOST). */
-static uint64_t handover_requests(const char *name, gboolean told) {
+ * release, from its session's requests, while the holder lets go. */
+static uint64_t handover_requests(const char *name) {
   char *path = zkt_path(name);
   zkrc_session *a = zkt_session(), *b = zkt_session();
   zkrc_lock *la = NULL, *lb = NULL;
-  zkrc_lock_options o;
-  zkrc_lock_options_init(&o);
-  o.on_event = told ? ignore_lock_event : NULL;
   ZKT_ASSERT_RC(ZKRC_OK, zkrc_lock_new(&la, a, path, NULL));
-  ZKT_ASSERT_RC(ZKRC_OK, zkrc_lock_new(&lb, b, path, &o));
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_lock_new(&lb, b, path, NULL));
   ZKT_ASSERT_RC(ZKRC_OK, zkrc_lock_acquire(la, 5000));
   uint64_t before = requests_but_renewals(b);
   waiter w = {.lk = lb};
@@ -356,19 +348,13 @@ static uint64_t handover_requests(const char *name, gboolean told) {
 }
 
 /* The direct successor of the holder takes the lock on the holder's
- * deletion without listing the directory again (the listing used to be
- * the proof that its own node is still there: a watch on its own node,
- * sent with the watch on the holder, is that proof now).  Its acquisition
- * and release cost 5 requests: the create, the listing pipelined behind
- * it, the watch on its own node, the watch on the holder, the delete. */
+ * deletion without listing the directory again: it reads only its own
+ * node's stat (what the listing also proved: that its node is still
+ * there).  Its acquisition and release cost 5 requests: the create, the
+ * listing pipelined behind it, the watch on the holder, the stat, the
+ * delete. */
 static void test_direct_successor_requests(void) {
-  CU_ASSERT_EQUAL(handover_requests("stats-handover", FALSE), 5);
-}
-
-/* A lock with an event callback watches its node from its creation on
- * anyway: its hand-over saves the listing's request too (6 before). */
-static void test_direct_successor_requests_when_told(void) {
-  CU_ASSERT_EQUAL(handover_requests("stats-handover-told", TRUE), 5);
+  CU_ASSERT_EQUAL(handover_requests("stats-handover"), 5);
 }
 
 /* Shown by the servers: once the successor waits, nobody may list the
@@ -589,8 +575,6 @@ static void add_suites(void) {
             {"sessions, requests, expiries",
              test_session_counts_sessions_requests_expiries},
             {"direct successor: 5 requests", test_direct_successor_requests},
-            {"direct successor with events: 5 requests",
-             test_direct_successor_requests_when_told},
             {"direct successor holds without listing",
              test_direct_successor_holds_without_listing});
   ZKT_SUITE("prometheus", {"text exposition", test_prometheus_text});
