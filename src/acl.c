@@ -58,13 +58,14 @@ zkrc__acl *zkrc__acl_new(const struct ACL_vector *acl) {
 }
 
 zkrc__acl *zkrc__acl_ref(zkrc__acl *acl) {
-  if (acl->refs > 0)
+  if (g_atomic_int_get(&acl->refs) > 0) /* 0: a static ACL, never freed */
     g_atomic_int_inc(&acl->refs);
   return acl;
 }
 
 void zkrc__acl_unref(zkrc__acl *acl) {
-  if (acl == NULL || acl->refs == 0 || !g_atomic_int_dec_and_test(&acl->refs))
+  if (acl == NULL || g_atomic_int_get(&acl->refs) == 0 ||
+      !g_atomic_int_dec_and_test(&acl->refs))
     return;
   for (int i = 0; i < acl->v.count; i++) {
     g_free(acl->v.data[i].id.scheme);
