@@ -31,6 +31,7 @@
 
 #include <glib.h>
 
+#include "dirtable.h"
 #include "lease.h"
 #include "session_internal.h"
 
@@ -95,6 +96,7 @@ struct zkrc_session {
   gboolean notifying; /* the worker is calling observers */
   GPtrArray *auths;   /* of auth_entry* */
   GPtrArray *reap;    /* of reap_entry* */
+  zkrc__dirtable *dirs; /* directories seen to exist (its own mutex) */
 
   /* Statistics (zkrc_session_get_stats): events counted under mu by the
    * worker; requests counted where they are sent, atomically. */
