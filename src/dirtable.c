@@ -100,8 +100,7 @@ void zkrc__dirtable_note(zkrc__dirtable *t, const char *dir) {
 void zkrc__dirtable_forget(zkrc__dirtable *t, const char *dir) {
   char *path = g_strdup(dir);
   g_mutex_lock(&t->mu);
-  for (char *end = path + strlen(path); end > path;
-       end = strrchr(path, '/')) {
+  for (char *end = path + strlen(path); end > path; end = strrchr(path, '/')) {
     *end = '\0';
     remove_locked(t, path);
   }

@@ -10,6 +10,9 @@
 
 #include "queue_private.h"
 
+/* Digits of a sequential node's number (ZooKeeper's "%010d"). */
+#define SEQUENCE_DIGITS 10
+
 /* Our node may outlive us on the servers: have the session delete it.
  * (The reaper drops the entry by itself if the session turns out expired.) */
 void zkrc__q_reap_leftovers_locked(zkrc__contender *c) {
@@ -87,6 +90,24 @@ static step after_no_directory_locked(zkrc__contender *c) {
   return STEP_NONE;
 }
 
+/* Is our node, just created, the first child its directory ever had?  Its
+ * sequence number is the directory's count of child creations and
+ * deletions before it (cversion): 0 means that no node was ever ahead of
+ * ours in this directory, and every later one sorts after it. */
+static gboolean first_ever_locked(const zkrc__contender *c) {
+  size_t len = strlen(c->name);
+  return len >= SEQUENCE_DIGITS &&
+         strspn(c->name + len - SEQUENCE_DIGITS, "0") == SEQUENCE_DIGITS;
+}
+
+/* Decide as on a listing of our directory that holds our node alone: what
+ * the listing pipelined behind the create would have shown. */
+static step alone_at_front_locked(zkrc__contender *c) {
+  char *only = (char *)c->name;
+  struct String_vector alone = {1, &only};
+  return zkrc__q_evaluate_locked(c, &alone, FALSE);
+}
+
 static void create_done(int rc, const char *value, const struct Stat *stat,
                         const void *data) {
   req *r = (req *)data;
@@ -115,6 +136,9 @@ static void create_done(int rc, const char *value, const struct Stat *stat,
     zkrc__dirtable_note(zkrc__session_dirs(c->s), c->dir);
     if (c->withdrawing)
       next = STEP_DELETE;
+    else if (!c->listing_sent)
+      next = first_ever_locked(c) ? alone_at_front_locked(c)
+                                  : zkrc__q_relist_locked(c);
     else if (c->watch_own)
       /* Watch our node from the start, so that the hand-over, when it
        * comes, costs one read; the children reply is right behind. */
@@ -222,10 +246,16 @@ void zkrc__q_send_create(zkrc__contender *c) {
   c->top_from_root = known == 0;
   c->parent_rc = ZOK;
   c->root_rc = ZOK;
+  /* A directory presumed fresh: our node is most likely its first, which
+   * its sequence number proves without a listing (first_ever_locked); the
+   * listing, if one is needed after all, goes once the create is answered.
+   * Whoever watches its own node from the start keeps the pipelined one. */
+  c->listing_sent = !c->containers_sent || c->watch_own;
+  unsigned epoch = c->epoch;
   req *on_first = containers > 1 ? zkrc__q_req_new_locked(c) : NULL;
   req *on_dir = containers > 0 ? zkrc__q_req_new_locked(c) : NULL;
   req *on_create = zkrc__q_req_new_locked(c);
-  req *on_children = zkrc__q_req_new_locked(c);
+  req *on_children = c->listing_sent ? zkrc__q_req_new_locked(c) : NULL;
   g_mutex_unlock(&c->mu);
 
   if (containers > 0)
@@ -239,7 +269,7 @@ void zkrc__q_send_create(zkrc__contender *c) {
   g_free(create_path);
   /* Pipelined: the server answers this after the create, so the listing
    * includes our node. */
-  int rc2 = rc == ZOK
+  int rc2 = rc == ZOK && on_children
                 ? zkrc__sent(conn->session,
                              zoo_aget_children(conn->zh, c->dir, 0,
                                                children_done, on_children))
@@ -249,11 +279,11 @@ void zkrc__q_send_create(zkrc__contender *c) {
     /* Nothing was sent: the handle is going away; its events resume us. */
     zkrc__q_req_free(on_create);
     g_mutex_lock(&c->mu);
-    if (c->state == C_CREATING && c->epoch == on_children->epoch)
+    if (c->state == C_CREATING && c->epoch == epoch)
       c->state = C_PENDING;
     g_mutex_unlock(&c->mu);
   }
-  if (rc2 != ZOK)
+  if (rc2 != ZOK && on_children)
     zkrc__q_req_free(on_children);
 }
 

@@ -109,8 +109,11 @@ struct zkrc__contender {
    * every ancestor not known to exist (otherwise the parent is presumed to
    * be there, and only our directory is created). */
   gboolean ancestors_missing;
-  int root_rc;   /* the first container's, when it is not the directory */
-  int parent_rc; /* our directory's */
+  /* Whether the listing went pipelined behind the create sent last (else
+   * the create's reply decides, queue_node.c). */
+  gboolean listing_sent;
+  int root_rc;      /* the first container's, when it is not the directory */
+  int parent_rc;    /* our directory's */
   int attempts;     /* creates sent since the last one that succeeded */
   int retries;      /* retries since the last success: the backoff */
   int failures;     /* passing failures in a row: the bound */
