@@ -100,6 +100,31 @@ static gboolean first_ever_locked(const zkrc__contender *c) {
          strspn(c->name + len - SEQUENCE_DIGITS, "0") == SEQUENCE_DIGITS;
 }
 
+/* May we read a directory created with @p acl by our session?  Only when
+ * the ACL says so for anyone or for its creator (other schemes, digest or
+ * ip, would need the servers' view of who we are). */
+static gboolean readable_by_creator(zkrc__acl *acl) {
+  const struct ACL_vector *v = zkrc__acl_vector(acl);
+  for (int i = 0; i < v->count; i++) {
+    const struct ACL *a = &v->data[i];
+    gboolean anyone =
+        strcmp(a->id.scheme, "world") == 0 && strcmp(a->id.id, "anyone") == 0;
+    gboolean creator = strcmp(a->id.scheme, "auth") == 0;
+    if ((a->perms & ZOO_PERM_READ) && (anyone || creator))
+      return TRUE;
+  }
+  return FALSE;
+}
+
+/* Can the create's reply stand for the listing?  When our directory's
+ * container create, just before it, made the directory (with our ACL,
+ * which lets us read it: a queue we could not read would fail with
+ * ZKRC_ENOAUTH, as it does with the listing), and our node is its first. */
+static gboolean no_listing_needed_locked(zkrc__contender *c) {
+  return c->parent_rc == ZOK && readable_by_creator(c->acl) &&
+         first_ever_locked(c);
+}
+
 /* Decide as on a listing of our directory that holds our node alone: what
  * the listing pipelined behind the create would have shown. */
 static step alone_at_front_locked(zkrc__contender *c) {
@@ -137,8 +162,8 @@ static void create_done(int rc, const char *value, const struct Stat *stat,
     if (c->withdrawing)
       next = STEP_DELETE;
     else if (!c->listing_sent)
-      next = first_ever_locked(c) ? alone_at_front_locked(c)
-                                  : zkrc__q_relist_locked(c);
+      next = no_listing_needed_locked(c) ? alone_at_front_locked(c)
+                                         : zkrc__q_relist_locked(c);
     else if (c->watch_own)
       /* Watch our node from the start, so that the hand-over, when it
        * comes, costs one read; the children reply is right behind. */

@@ -49,6 +49,13 @@ static int64_t proposals_to_acquire(zkrc_lock *lk) {
   return zxid_now() - before;
 }
 
+/* What a session sent besides its lease's renewals. */
+static uint64_t requests_but_renewals(zkrc_session *s) {
+  zkrc_session_stats st;
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_session_get_stats(s, &st, sizeof st));
+  return st.requests - st.renewals;
+}
+
 /* A raw handle straight to the member, unaffected by proxy faults. */
 static zhandle_t *direct(void) {
   return zkt_raw_to(zkrc_ensemble_direct_connect_string(zkt_ensemble()));
@@ -89,7 +96,11 @@ static void test_proposals_per_fresh_lock(void) {
   zkrc_session *s = zkt_session();
   zkrc_lock *la = new_lock(s, a), *lb = new_lock(s, b), *lc = new_lock(s, c);
 
+  uint64_t requests = requests_but_renewals(s);
   int64_t fresh = proposals_to_acquire(la);
+  /* Its directory's container create and its own create: its sequence
+   * number (the directory's first) spares the listing. */
+  requests = requests_but_renewals(s) - requests;
   int64_t fresh_again = proposals_to_acquire(lb); /* the parent now known */
   /* A directory the session has seen exist: c gets a node of its own that
    * keeps the container from the sweep while c's lock is released. */
@@ -99,8 +110,10 @@ static void test_proposals_per_fresh_lock(void) {
       zoo_create(zh, keep, NULL, -1, &ZOO_OPEN_ACL_UNSAFE, 0, NULL, 0), ZOK);
   ZKT_ASSERT_RC(ZKRC_OK, zkrc_lock_release(lc));
   int64_t known = proposals_to_acquire(lc);
-  printf("(fresh %" PRId64 ", fresh again %" PRId64 ", known %" PRId64 ") ",
-         fresh, fresh_again, known);
+  printf("(fresh %" PRId64 ", fresh again %" PRId64 ", known %" PRId64
+         "; requests for a fresh lock %" PRIu64 ") ",
+         fresh, fresh_again, known, requests);
+  CU_ASSERT_EQUAL(requests, 2);
   CU_ASSERT_EQUAL(fresh, 2);
   CU_ASSERT_EQUAL(fresh_again, 2);
   CU_ASSERT_EQUAL(known, 1);
@@ -125,6 +138,31 @@ static void test_proposals_per_fresh_lock(void) {
   g_free(parent);
 }
 
+/* A directory the session presumes fresh (it has not seen it) but that
+ * another session holds: the container create is refused, our node's
+ * sequence number is not the first, so the directory is listed and we wait
+ * behind the holder; we hold once it releases. */
+static void test_presumed_fresh_directory_with_a_holder(void) {
+  char *dir = zkt_path("fresh-held");
+  zkrc_session *holder_s = zkt_session(), *s = zkt_session();
+  zkrc_lock *holder = new_lock(holder_s, dir), *lk = new_lock(s, dir);
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_lock_acquire(holder, 10000));
+  CU_ASSERT_EQUAL(zkrc__dirtable_known(zkrc__session_dirs(s), dir), 0);
+  ZKT_ASSERT_RC(ZKRC_ETIMEDOUT, zkrc_lock_acquire(lk, 300));
+  CU_ASSERT_EQUAL(zkrc_lock_is_held(lk), 0);
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_lock_release(holder));
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_lock_acquire(lk, 10000));
+  ZKT_ASSERT_RC(ZKRC_ETIMEDOUT, zkrc_lock_acquire(holder, 300));
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_lock_release(lk));
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_lock_acquire(holder, 10000));
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_lock_release(holder));
+  zkrc_lock_free(holder);
+  zkrc_lock_free(lk);
+  zkrc_session_close(holder_s);
+  zkrc_session_close(s);
+  g_free(dir);
+}
+
 /* ---------------------------------------------------- lost create reply */
 
 /* Acquire @p lk with the reply to the session's next request swallowed
@@ -134,8 +172,8 @@ static void acquire_with_reply_lost(zkrc_session *s, zkrc_lock *lk,
                                     zhandle_t *zh, const char *dir) {
   zkrc_session_stats before, after;
   ZKT_ASSERT_RC(ZKRC_OK, zkrc_session_get_stats(s, &before, sizeof before));
-  CU_ASSERT_EQUAL_FATAL(
-      zkrc_proxy_drop_after_next_request(zkt_ensemble(), 0), 0);
+  CU_ASSERT_EQUAL_FATAL(zkrc_proxy_drop_after_next_request(zkt_ensemble(), 0),
+                        0);
   ZKT_ASSERT_RC(ZKRC_OK, zkrc_lock_acquire(lk, 15000));
   CU_ASSERT_EQUAL(zkt_child_count(zh, dir), 1); /* found, not duplicated */
   char *node = NULL;
@@ -286,6 +324,8 @@ static void add_suites(void) {
   ZKT_SUITE(
       "fresh locks",
       {"proposals per fresh lock", test_proposals_per_fresh_lock},
+      {"presumed fresh directory with a holder",
+       test_presumed_fresh_directory_with_a_holder},
       {"lost reply in a fresh directory", test_lost_reply_in_a_fresh_directory},
       {"lost reply of the create itself", test_lost_reply_of_the_create_itself},
       {"missing ancestors become containers",
