@@ -143,8 +143,8 @@ static void scale_locks_run(int window, double *rate, double *proposals) {
   proc_send(p, "release");
   proc_finish(p, 600000);
   double secs = need_field("locks", done, "secs");
-  *proposals = proposals_between(zxid_before, zxid_after) /
-               (double)opt.scale_locks;
+  *proposals =
+      proposals_between(zxid_before, zxid_after) / (double)opt.scale_locks;
   *rate = (double)opt.scale_locks / secs;
   char figure[96];
   snprintf(figure, sizeof figure, "%d locks, %s: time to acquire all",
@@ -169,8 +169,7 @@ static void scale_locks_run(int window, double *rate, double *proposals) {
   record("scale", "zkrecipes", figure, "count",
          need_field("locks", done, "failures"));
   progress("  %s", done);
-  progress("  %.1f locks/s, %.2f proposals per fresh lock", *rate,
-           *proposals);
+  progress("  %.1f locks/s, %.2f proposals per fresh lock", *rate, *proposals);
   g_free(done);
   g_free(prefix);
 }
