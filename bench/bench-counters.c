@@ -17,17 +17,45 @@ static int64_t fourlw_sent;
 /* Bound of one `mntr`. */
 #define MNTR_TIMEOUT_MS 5000
 
-char *fetch_mntr(int i) {
+/* Member @p i's answer to four-letter word @p cmd, or NULL. */
+static char *fetch_fourlw(int i, const char *cmd) {
   char *text = NULL;
   fourlw_sent++;
   if (ensemble) {
-    if (zkrc_ensemble_four_letter(ensemble, i, "mntr", &text) != 0)
+    if (zkrc_ensemble_four_letter(ensemble, i, cmd, &text) != 0)
       text = NULL;
   } else {
-    if (zkrc_four_letter(member_addr[i], "mntr", MNTR_TIMEOUT_MS, &text) != 0)
+    if (zkrc_four_letter(member_addr[i], cmd, MNTR_TIMEOUT_MS, &text) != 0)
       text = NULL;
   }
   return text;
+}
+
+char *fetch_mntr(int i) { return fetch_fourlw(i, "mntr"); }
+
+int64_t latest_zxid(void) {
+  int64_t latest = -1;
+  for (int i = 0; i < members; i++) {
+    char *text = fetch_fourlw(i, "srvr");
+    const char *at = text ? strstr(text, "Zxid: 0x") : NULL;
+    if (at) {
+      int64_t z = g_ascii_strtoll(at + strlen("Zxid: 0x"), NULL, 16);
+      latest = MAX(latest, z);
+    }
+    g_free(text);
+  }
+  if (latest < 0)
+    fatal("no member answered srvr with its Zxid (is srvr allowed by "
+          "4lw.commands.whitelist?)");
+  return latest;
+}
+
+double proposals_between(int64_t before, int64_t after) {
+  /* The high 32 bits are the leader's epoch: a new leader restarts the
+   * counter, and the difference means nothing then. */
+  if (before >> 32 != after >> 32)
+    return NAN;
+  return (double)(after - before);
 }
 
 /* The integer value of mntr key @p key in @p text, or -1. */

@@ -31,6 +31,34 @@ static void add_target(const char *what, int met, const char *fmt, ...) {
 }
 
 /* Issue 15: the read-write lock and the semaphore against Curator. */
+/* Issue 19: fresh locks from one session at >= 0.8x the ensemble's
+ * pipelined write rate per proposal a fresh lock needs, and fewer than 3
+ * proposals per fresh lock (bench-scale.c measures both in one run). */
+static void fresh_lock_targets(void) {
+  const char *how[] = {"all at once", "64 at a time"};
+  for (size_t i = 0; i < G_N_ELEMENTS(how); i++) {
+    char figure[160], what[100];
+    snprintf(figure, sizeof figure,
+             "%d locks, %s: acquisitions/s / (pipelined creates/s / proposals "
+             "per lock) (goal >= 0.8)",
+             opt.scale_locks, how[i]);
+    metric *ratio = metric_find("scale", "zkrecipes", figure);
+    snprintf(figure, sizeof figure, "%d locks, %s: proposals per fresh lock",
+             opt.scale_locks, how[i]);
+    metric *proposals = metric_find("scale", "zkrecipes", figure);
+    snprintf(what, sizeof what,
+             "fresh locks (%s) >= 0.8x pipelined writes per proposal, < 3 "
+             "proposals",
+             how[i]);
+    if (ratio == NULL || proposals == NULL) {
+      add_target(what, -1, "not run");
+      continue;
+    }
+    double r = metric_median(ratio), p = metric_median(proposals);
+    add_target(what, r >= 0.8 && p < 3, "%.2fx, %.2f proposals per lock", r, p);
+  }
+}
+
 static void family_targets(void) {
   const char *sem_goal = "semaphore acquisitions/s >= 1.5x Curator's";
   metric *sem = metric_find("semaphore", "zkrecipes", "acquisitions/s");
@@ -120,6 +148,7 @@ void evaluate_targets(void) {
     add_target("herd: exactly 1 notification per release", -1, "not run");
   }
   family_targets();
+  fresh_lock_targets();
   char figure[64];
   long total = (long)opt.scale_procs * opt.scale_sessions * opt.scale_holds;
   snprintf(figure, sizeof figure, "%ld waiters: violations", total);

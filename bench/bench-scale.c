@@ -81,30 +81,81 @@ void scale_waiters(void) {
   g_free(w);
 }
 
-/* One process acquires opt.scale_locks locks, at most @p window at a time
- * (0: all at once). */
-static void scale_locks_run(int window) {
+/* The ensemble's pipelined write rate from one session (500 creates in
+ * flight, the limit workload's), measured now; @p proposals receives the
+ * proposals per create counted from the zxid (about 1: the creates still
+ * in flight at the end of the window are counted in the zxid only). */
+static double scale_pipe_rate(int turn, double *proposals) {
+  char *path = znode("scale/pipelined-%d", turn);
+  char secs[16];
+  snprintf(secs, sizeof secs, "%d", opt.seconds < 3 ? opt.seconds : 3);
+  const char *args[] = {"pipe", hosts, path, secs, "500", NULL};
+  proc *p = worker_start("scale pipe", args);
+  g_free(proc_expect(p, "ready", START_MS));
+  int64_t zxid_before = latest_zxid();
+  proc_send(p, "go");
+  char *done = proc_expect(p, "done", STEP_MS + opt.seconds * 1000);
+  int64_t zxid_after = latest_zxid();
+  proc_finish(p, STEP_MS);
+  double rate = need_field("scale pipe", done, "ops_per_sec");
+  *proposals = proposals_between(zxid_before, zxid_after) /
+               need_field("scale pipe", done, "ops");
+  record("scale", "zookeeper", "pipelined creates/s (500 in flight)", "ops/s",
+         rate);
+  record("scale", "zookeeper", "pipelined creates: proposals per create",
+         "count", *proposals);
+  progress("  pipelined creates %.1f ops/s, %.2f proposals each", rate,
+           *proposals);
+  g_free(done);
+  g_free(path);
+  return rate;
+}
+
+/* "N locks, all at once" or "N locks, 64 at a time": @p how. */
+static void locks_how(int window, char *how, size_t size) {
+  if (window)
+    snprintf(how, size, "%d at a time", window);
+  else
+    snprintf(how, size, "all at once");
+}
+
+/* One process acquires opt.scale_locks fresh locks (each in a directory of
+ * its own, under one parent), at most @p window at a time (0: all at once):
+ * @p rate receives the acquisitions/s, @p proposals the proposals per lock
+ * (from the zxid). */
+static void scale_locks_run(int window, double *rate, double *proposals) {
   char *prefix = znode("scale/locks-w%d", window);
   char count[16], win[16];
   snprintf(count, sizeof count, "%d", opt.scale_locks);
   snprintf(win, sizeof win, "%d", window);
   char how[32];
-  if (window)
-    snprintf(how, sizeof how, "%d at a time", window);
-  else
-    snprintf(how, sizeof how, "all at once");
+  locks_how(window, how, sizeof how);
   progress("scale: one process holding %d different locks, acquired %s",
            opt.scale_locks, how);
   const char *args[] = {"locks", hosts, prefix, count, win, NULL};
   proc *p = worker_start("locks", args);
   g_free(proc_expect(p, "ready", START_MS));
+  int64_t zxid_before = latest_zxid();
   proc_send(p, "go");
   char *done = proc_expect(p, "done", 600000);
+  /* Read before the worker releases its locks (it waits for our line). */
+  int64_t zxid_after = latest_zxid();
+  proc_send(p, "release");
   proc_finish(p, 600000);
+  double secs = need_field("locks", done, "secs");
+  *proposals =
+      proposals_between(zxid_before, zxid_after) / (double)opt.scale_locks;
+  *rate = (double)opt.scale_locks / secs;
   char figure[96];
   snprintf(figure, sizeof figure, "%d locks, %s: time to acquire all",
            opt.scale_locks, how);
-  record("scale", "zkrecipes", figure, "s", need_field("locks", done, "secs"));
+  record("scale", "zkrecipes", figure, "s", secs);
+  snprintf(figure, sizeof figure, "%d locks, %s: acquisitions/s",
+           opt.scale_locks, how);
+  record("scale", "zkrecipes", figure, "ops/s", *rate);
+  snprintf(figure, sizeof figure, "%d locks, %s: proposals per fresh lock",
+           opt.scale_locks, how);
+  record("scale", "zkrecipes", figure, "count", *proposals);
   snprintf(figure, sizeof figure, "%d locks, %s: RSS per held lock",
            opt.scale_locks, how);
   record("scale", "zkrecipes", figure, "bytes",
@@ -118,11 +169,39 @@ static void scale_locks_run(int window) {
   record("scale", "zkrecipes", figure, "count",
          need_field("locks", done, "failures"));
   progress("  %s", done);
+  progress("  %.1f locks/s, %.2f proposals per fresh lock", *rate, *proposals);
   g_free(done);
   g_free(prefix);
 }
 
+/* The goal: fresh-lock acquisitions/s >= 0.8 x the ensemble's pipelined
+ * write rate / the proposals a fresh lock needs, both from this run. */
+static void record_goal(int window, double rate, double proposals,
+                        double pipe_rate) {
+  char how[32], figure[160];
+  locks_how(window, how, sizeof how);
+  double ratio = rate / (pipe_rate / proposals);
+  snprintf(figure, sizeof figure,
+           "%d locks, %s: acquisitions/s / (pipelined creates/s / proposals "
+           "per lock) (goal >= 0.8)",
+           opt.scale_locks, how);
+  record("scale", "zkrecipes", figure, "ratio", ratio);
+  progress("  %s: %.2f x the pipelined rate per proposal (goal >= 0.8)", how,
+           ratio);
+}
+
 void scale_locks(void) {
-  scale_locks_run(0);
-  scale_locks_run(64);
+  /* The pipelined rate before and after (fsync makes it drift): the
+   * locks are measured against the mean of the two. */
+  double proposals_before, proposals_after, rate0, rate64, proposals0,
+      proposals64;
+  double before = scale_pipe_rate(0, &proposals_before);
+  scale_locks_run(0, &rate0, &proposals0);
+  scale_locks_run(64, &rate64, &proposals64);
+  double after = scale_pipe_rate(1, &proposals_after);
+  double pipe_rate = (before + after) / 2;
+  progress("  pipelined creates/s before and after the locks: %.1f, %.1f",
+           before, after);
+  record_goal(0, rate0, proposals0, pipe_rate);
+  record_goal(64, rate64, proposals64, pipe_rate);
 }

@@ -150,6 +150,13 @@ typedef struct snap {
 } snap;
 
 char *fetch_mntr(int i);
+/* The latest zxid among the members (srvr's "Zxid"): the leader's, once
+ * its followers have caught up.  Every transaction takes one, failed
+ * writes (error transactions) included: the difference of two readings is
+ * the proposals between them. */
+int64_t latest_zxid(void);
+/* after - before, or NaN when a new leader (epoch) came in between. */
+double proposals_between(int64_t before, int64_t after);
 void snap_take(snap *s);
 int64_t client_packets(const snap *a, const snap *b);
 

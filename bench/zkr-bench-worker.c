@@ -49,7 +49,9 @@
  *   reports the time and the resident memory per held lock: "done n=N
  *   secs=S rss_before=B rss_after=A bytes_per_lock=P ...
  *   trimmed_bytes_per_lock=T" (trimmed: after malloc_trim(0), which gives
- *   freed heap back, both before and after).
+ *   freed heap back, both before and after); then releases them on its next
+ *   input line (or the end of input), so that the driver can read the
+ *   servers' counters first.
  *
  * elect: one zkrecipes election participant: "joined" once its node is in
  *   the queue; "elected T NODE" / "revoked T NODE" / "failed T NODE" as they
@@ -945,6 +947,10 @@ static int mode_locks(const char *hosts, const char *prefix, long n,
       n, (double)(end - start) / 1e9, ls.failures, before, after,
       (double)(after - before) / (double)n, before_trimmed, after_trimmed,
       (double)(after_trimmed - before_trimmed) / (double)n);
+  /* The driver may count the servers' transactions first: release on its
+   * next line (or the end of input). */
+  char line[256];
+  read_command(line, sizeof line);
   /* Release in the background (the deletes are pipelined), then free. */
   g_mutex_lock(&ls.mu); /* no completion runs any more: n are done */
   for (long i = 0; i < n; i++)

@@ -481,6 +481,14 @@ int main(int argc, char **argv) {
       "called -> held;\n  notifications per release = watch events / "
       "releases (one release per acquisition).\n",
       opt.contenders, opt.contenders, opt.herd_waiters, opt.herd_waiters);
+  if (opt.run_scale)
+    printf("- scale, many locks: one session acquires fresh locks (each in a "
+           "directory of its own);\n  proposals per lock = the leader's zxid "
+           "difference (srvr) over the run / locks (every\n  transaction, a "
+           "refused write's too, takes one; the servers' sweep of earlier "
+           "runs'\n  empty containers adds a little).  The goal ratio divides "
+           "by the pipelined create\n  rate (500 in flight) measured before "
+           "and after, in the same run.\n");
   if (opt.run_cache)
     printf(
         "- node cache, tree cache: one writer session (member 0) makes one "

@@ -1,14 +1,17 @@
 /*
  * The contender queue: our node.  Creating it (with its directory and
- * missing ancestors as containers, the children read pipelined behind),
- * deleting it when the owner withdraws, and handing what may outlive us to
- * the session's reaper.  See queue_private.h.
+ * ancestors not known to exist as containers, the children read pipelined
+ * behind), deleting it when the owner withdraws, and handing what may
+ * outlive us to the session's reaper.  See queue_private.h.
  */
 #include "config.h"
 
 #include <string.h>
 
 #include "queue_private.h"
+
+/* Digits of a sequential node's number (ZooKeeper's "%010d"). */
+#define SEQUENCE_DIGITS 10
 
 /* Our node may outlive us on the servers: have the session delete it.
  * (The reaper drops the entry by itself if the session turns out expired.) */
@@ -30,29 +33,104 @@ void zkrc__q_set_path_locked(zkrc__contender *c, char *path) {
 
 /* ----------------------------------------------------- create + children */
 
-/* How creating an ancestor went: the directory itself, or the topmost. */
-static void note_ancestor(req *r, int rc, gboolean topmost) {
+/* How creating a container went: our directory, or the first one sent. */
+static void note_container(req *r, int rc, gboolean first) {
   if (zkrc__q_lock_if_current(r)) {
-    *(topmost ? &r->c->root_rc : &r->c->parent_rc) = rc;
+    *(first ? &r->c->root_rc : &r->c->parent_rc) = rc;
     g_mutex_unlock(&r->c->mu);
   }
   zkrc__q_req_free(r);
 }
 
 static void parent_done(int rc, const char *value, const void *data) {
-  note_ancestor((req *)data, rc, FALSE);
+  note_container((req *)data, rc, FALSE);
 }
 
 static void root_done(int rc, const char *value, const void *data) {
-  note_ancestor((req *)data, rc, TRUE);
+  note_container((req *)data, rc, TRUE);
 }
 
-/* Creating our directory's topmost ancestor failed with ZNONODE: its parent,
- * the root, does not exist: the session's chroot is missing.  No retry can
- * help. */
+/* The create failed with ZNONODE after the first container we sent, a child
+ * of the root, failed with ZNONODE too: the root, the session's chroot, is
+ * missing.  No retry can help. */
 static gboolean root_missing_locked(zkrc__contender *c) {
+  if (!c->containers_sent || !c->top_from_root)
+    return FALSE;
+  /* A top-level directory was the only container sent: its result is the
+   * first one's. */
   gboolean top_level = strchr(c->dir + 1, '/') == NULL;
   return c->root_rc == ZNONODE || (top_level && c->parent_rc == ZNONODE);
+}
+
+/* Our create failed with ZNONODE: the directory is missing (or went away
+ * between the container create and ours).  Returns the next step. */
+static step after_no_directory_locked(zkrc__contender *c) {
+  /* What the table knew is stale: next time, create the directories. */
+  zkrc__dirtable_forget(zkrc__session_dirs(c->s), c->dir);
+  if (c->withdrawing) {
+    zkrc__q_end_locked(c, ZKRC_OK, 0, FALSE);
+  } else if (root_missing_locked(c)) {
+    zkrc__q_end_locked(c, ZKRC_ENONODE, ZNONODE, FALSE);
+  } else if (c->attempts >= MAX_CREATE_ATTEMPTS) {
+    int cause = c->parent_rc != ZOK && c->parent_rc != ZNODEEXISTS
+                    ? c->parent_rc
+                    : ZNONODE;
+    zkrc__q_end_locked(c, zkrc_from_zk_error(cause), cause, FALSE);
+  } else if (!c->containers_sent) {
+    return STEP_SEND_CREATE; /* with our directory, this time */
+  } else if (!c->top_from_root && !c->ancestors_missing) {
+    c->ancestors_missing = TRUE;
+    return STEP_SEND_CREATE; /* with its missing ancestors, this time */
+  } else {
+    /* Someone keeps removing the directory: do not race them flat out. */
+    c->retry_step = STEP_SEND_CREATE;
+    c->retry_reason = ZNONODE;
+    return STEP_RETRY_LATER;
+  }
+  return STEP_NONE;
+}
+
+/* Is our node, just created, the first child its directory ever had?  Its
+ * sequence number is the directory's count of child creations and
+ * deletions before it (cversion): 0 means that no node was ever ahead of
+ * ours in this directory, and every later one sorts after it. */
+static gboolean first_ever_locked(const zkrc__contender *c) {
+  size_t len = strlen(c->name);
+  return len >= SEQUENCE_DIGITS &&
+         strspn(c->name + len - SEQUENCE_DIGITS, "0") == SEQUENCE_DIGITS;
+}
+
+/* May we read a directory created with @p acl by our session?  Only when
+ * the ACL says so for anyone or for its creator (other schemes, digest or
+ * ip, would need the servers' view of who we are). */
+static gboolean readable_by_creator(zkrc__acl *acl) {
+  const struct ACL_vector *v = zkrc__acl_vector(acl);
+  for (int i = 0; i < v->count; i++) {
+    const struct ACL *a = &v->data[i];
+    gboolean anyone =
+        strcmp(a->id.scheme, "world") == 0 && strcmp(a->id.id, "anyone") == 0;
+    gboolean creator = strcmp(a->id.scheme, "auth") == 0;
+    if ((a->perms & ZOO_PERM_READ) && (anyone || creator))
+      return TRUE;
+  }
+  return FALSE;
+}
+
+/* Can the create's reply stand for the listing?  When our directory's
+ * container create, just before it, made the directory (with our ACL,
+ * which lets us read it: a queue we could not read would fail with
+ * ZKRC_ENOAUTH, as it does with the listing), and our node is its first. */
+static gboolean no_listing_needed_locked(zkrc__contender *c) {
+  return c->parent_rc == ZOK && readable_by_creator(c->acl) &&
+         first_ever_locked(c);
+}
+
+/* Decide as on a listing of our directory that holds our node alone: what
+ * the listing pipelined behind the create would have shown. */
+static step alone_at_front_locked(zkrc__contender *c) {
+  char *only = (char *)c->name;
+  struct String_vector alone = {1, &only};
+  return zkrc__q_evaluate_locked(c, &alone, FALSE);
 }
 
 static void create_done(int rc, const char *value, const struct Stat *stat,
@@ -77,33 +155,21 @@ static void create_done(int rc, const char *value, const struct Stat *stat,
     zkrc__q_set_path_locked(c, g_strdup(value));
     c->czxid = stat->czxid;
     c->owner = stat->ephemeralOwner;
-    c->parent_missing = FALSE;
     c->attempts = 0;
+    c->ancestors_missing = FALSE;
+    /* Our next create here (or another contender's) need not create it. */
+    zkrc__dirtable_note(zkrc__session_dirs(c->s), c->dir);
     if (c->withdrawing)
       next = STEP_DELETE;
+    else if (!c->listing_sent)
+      next = no_listing_needed_locked(c) ? alone_at_front_locked(c)
+                                         : zkrc__q_relist_locked(c);
     else if (c->watch_own)
       /* Watch our node from the start, so that the hand-over, when it
        * comes, costs one read; the children reply is right behind. */
       next = STEP_ARM_OWN_WATCH;
   } else if (rc == ZNONODE) {
-    c->parent_missing = TRUE;
-    if (c->withdrawing) {
-      zkrc__q_end_locked(c, ZKRC_OK, 0, FALSE);
-    } else if (root_missing_locked(c)) {
-      zkrc__q_end_locked(c, ZKRC_ENONODE, ZNONODE, FALSE);
-    } else if (c->attempts >= MAX_CREATE_ATTEMPTS) {
-      int cause = c->parent_rc != ZOK && c->parent_rc != ZNODEEXISTS
-                      ? c->parent_rc
-                      : ZNONODE;
-      zkrc__q_end_locked(c, zkrc_from_zk_error(cause), cause, FALSE);
-    } else if (c->attempts == 1) {
-      next = STEP_SEND_CREATE; /* with the directory, this time */
-    } else {
-      /* Someone keeps removing the directory: do not race them flat out. */
-      c->retry_step = STEP_SEND_CREATE;
-      c->retry_reason = ZNONODE;
-      next = STEP_RETRY_LATER;
-    }
+    next = after_no_directory_locked(c);
   } else if (zkrc__q_connection_trouble(rc) || zkrc__q_session_gone(rc)) {
     /* Whether the node was made is unknown: look for it by its prefix. */
     c->create_unknown = TRUE;
@@ -134,20 +200,33 @@ static void children_done(int rc, const struct String_vector *kids,
   zkrc__q_finish_locked_reply(r, next);
 }
 
-/* Create the directory and its missing ancestors as containers, in order,
- * without waiting: the create that follows tells whether it worked. */
-static void send_parents(zkrc__contender *c, zhandle_t *zh, req *top,
-                         req *last) {
-  char **parts = g_strsplit(c->dir + 1, "/", -1);
-  GString *path = g_string_new(NULL);
-  for (int i = 0; parts[i]; i++) {
-    g_string_append_c(path, '/');
-    g_string_append(path, parts[i]);
-    gboolean is_dir = parts[i + 1] == NULL;
-    string_completion_t done = is_dir   ? parent_done
-                               : i == 0 ? root_done
-                                        : zkrc__ignore_string_done;
-    req *r = is_dir ? last : i == 0 ? top : NULL;
+/* Containers the create must be preceded by: the components of our
+ * directory after its first @p known characters (which exist). */
+static int containers_needed(const zkrc__contender *c, size_t known) {
+  int n = 0;
+  for (const char *p = c->dir + known; *p; p++)
+    n += *p == '/';
+  return n;
+}
+
+/* Create our directory's components after its first @p known characters
+ * as containers, in order, without waiting: the create that follows tells
+ * whether it worked.  The first one's result goes to @p first (when it is
+ * not the directory), the directory's to @p last. */
+static void send_containers(zkrc__contender *c, zhandle_t *zh, size_t known,
+                            req *first, req *last) {
+  GString *path = g_string_new_len(c->dir, (gssize)known);
+  for (const char *p = c->dir + known; *p;) {
+    const char *next = strchr(p + 1, '/');
+    size_t len = next ? (size_t)(next - p) : strlen(p);
+    gboolean is_first = path->len == known;
+    g_string_append_len(path, p, (gssize)len);
+    p += len;
+    gboolean is_dir = *p == '\0';
+    string_completion_t done = is_dir     ? parent_done
+                               : is_first ? root_done
+                                          : zkrc__ignore_string_done;
+    req *r = is_dir ? last : is_first ? first : NULL;
     if (zkrc__sent(c->s, zoo_acreate(zh, path->str, NULL, -1,
                                      zkrc__acl_vector(c->acl), ZOO_CONTAINER,
                                      done, r)) != ZOK &&
@@ -155,7 +234,18 @@ static void send_parents(zkrc__contender *c, zhandle_t *zh, req *top,
       zkrc__q_req_free(r); /* not sent: no completion will free it */
   }
   g_string_free(path, TRUE);
-  g_strfreev(parts);
+}
+
+/* How much of our directory's path to presume exists: what the session
+ * knows exists, or at least the parent (the usual case: a fresh lock in a
+ * known place) unless a create just showed it missing.  Every container
+ * create costs a proposal, even one refused with NodeExists; a directory
+ * presumed there and missing costs a failed create (also a proposal) and
+ * one more attempt. */
+static size_t presumed_present_locked(const zkrc__contender *c) {
+  size_t known = zkrc__dirtable_known(zkrc__session_dirs(c->s), c->dir);
+  size_t parent = (size_t)(strrchr(c->dir, '/') - c->dir);
+  return c->ancestors_missing ? known : MAX(known, parent);
 }
 
 void zkrc__q_send_create(zkrc__contender *c) {
@@ -164,6 +254,8 @@ void zkrc__q_send_create(zkrc__contender *c) {
     g_mutex_unlock(&c->mu);
     return;
   }
+  size_t known = presumed_present_locked(c);
+  int containers = containers_needed(c, known);
   zkrc_conn *conn = zkrc__conn_use_connected(c->s, 0);
   if (conn == NULL) {
     c->state = C_PENDING; /* the session's next connect event resumes us */
@@ -175,18 +267,24 @@ void zkrc__q_send_create(zkrc__contender *c) {
   c->state = C_CREATING;
   c->generation = conn->generation;
   c->name_known = FALSE;
+  c->containers_sent = containers > 0;
+  c->top_from_root = known == 0;
   c->parent_rc = ZOK;
   c->root_rc = ZOK;
-  gboolean parents = c->parent_missing;
-  gboolean nested = strchr(c->dir + 1, '/') != NULL;
-  req *on_root = parents && nested ? zkrc__q_req_new_locked(c) : NULL;
-  req *on_parent = parents ? zkrc__q_req_new_locked(c) : NULL;
+  /* A directory presumed fresh: our node is most likely its first, which
+   * its sequence number proves without a listing (first_ever_locked); the
+   * listing, if one is needed after all, goes once the create is answered.
+   * Whoever watches its own node from the start keeps the pipelined one. */
+  c->listing_sent = !c->containers_sent || c->watch_own;
+  unsigned epoch = c->epoch;
+  req *on_first = containers > 1 ? zkrc__q_req_new_locked(c) : NULL;
+  req *on_dir = containers > 0 ? zkrc__q_req_new_locked(c) : NULL;
   req *on_create = zkrc__q_req_new_locked(c);
-  req *on_children = zkrc__q_req_new_locked(c);
+  req *on_children = c->listing_sent ? zkrc__q_req_new_locked(c) : NULL;
   g_mutex_unlock(&c->mu);
 
-  if (parents)
-    send_parents(c, conn->zh, on_root, on_parent);
+  if (containers > 0)
+    send_containers(c, conn->zh, known, on_first, on_dir);
   char *create_path = g_strdup_printf("%s/%s%s", c->dir, c->prefix, c->marker);
   int rc = zkrc__sent(conn->session,
                       zoo_acreate2(conn->zh, create_path, c->data, c->data_len,
@@ -196,7 +294,7 @@ void zkrc__q_send_create(zkrc__contender *c) {
   g_free(create_path);
   /* Pipelined: the server answers this after the create, so the listing
    * includes our node. */
-  int rc2 = rc == ZOK
+  int rc2 = rc == ZOK && on_children
                 ? zkrc__sent(conn->session,
                              zoo_aget_children(conn->zh, c->dir, 0,
                                                children_done, on_children))
@@ -206,11 +304,11 @@ void zkrc__q_send_create(zkrc__contender *c) {
     /* Nothing was sent: the handle is going away; its events resume us. */
     zkrc__q_req_free(on_create);
     g_mutex_lock(&c->mu);
-    if (c->state == C_CREATING && c->epoch == on_children->epoch)
+    if (c->state == C_CREATING && c->epoch == epoch)
       c->state = C_PENDING;
     g_mutex_unlock(&c->mu);
   }
-  if (rc2 != ZOK)
+  if (rc2 != ZOK && on_children)
     zkrc__q_req_free(on_children);
 }
 

@@ -99,9 +99,22 @@ struct zkrc__contender {
   int64_t owner;
   gboolean create_unknown; /* a create's reply was lost */
   gboolean recover_needed; /* a request was lost with the connection */
-  gboolean parent_missing;
-  int parent_rc;    /* how creating our directory went */
-  int root_rc;      /* how creating its topmost ancestor went */
+  /* The create sent last: whether container creates went before it (for
+   * the directories not known to exist, dirtable.h), whether the first of
+   * them was a child of the root, and how creating the first (when it was
+   * not our directory) and our directory went. */
+  gboolean containers_sent;
+  gboolean top_from_root;
+  /* A create failed with ZNONODE although our directory's container create
+   * went before it: its parent is missing too, so the next attempt creates
+   * every ancestor not known to exist (otherwise the parent is presumed to
+   * be there, and only our directory is created). */
+  gboolean ancestors_missing;
+  /* Whether the listing went pipelined behind the create sent last (else
+   * the create's reply decides, queue_node.c). */
+  gboolean listing_sent;
+  int root_rc;      /* the first container's, when it is not the directory */
+  int parent_rc;    /* our directory's */
   int attempts;     /* creates sent since the last one that succeeded */
   int retries;      /* retries since the last success: the backoff */
   int failures;     /* passing failures in a row: the bound */

@@ -49,6 +49,7 @@ static void session_free(zkrc_session *s) {
   g_hash_table_destroy(s->observers);
   g_ptr_array_free(s->auths, TRUE);
   g_ptr_array_free(s->reap, TRUE);
+  zkrc__dirtable_free(s->dirs);
   g_free(s->hosts);
   g_mutex_clear(&s->mu);
   g_cond_clear(&s->cond);
@@ -148,6 +149,8 @@ gboolean zkrc__session_connected(zkrc_session *s, uint64_t generation) {
   return up;
 }
 
+zkrc__dirtable *zkrc__session_dirs(zkrc_session *s) { return s->dirs; }
+
 zkrc_conn *zkrc__conn_use_connected(zkrc_session *s, uint64_t generation) {
   g_mutex_lock(&s->mu);
   zkrc_conn *c = connected_locked(s, generation) ? s->conn : NULL;
@@ -228,6 +231,7 @@ static zkrc_session *session_alloc(const char *hosts,
       g_hash_table_new_full(g_int64_hash, g_int64_equal, NULL, g_free);
   s->auths = g_ptr_array_new_with_free_func(free_auth);
   s->reap = zkrc__reaper_new();
+  s->dirs = zkrc__dirtable_new(ZKRC__DIRTABLE_CAPACITY);
   zkrc__session_threads_start(s);
   return s;
 }

@@ -19,6 +19,7 @@
 #include <glib.h>
 #include <zookeeper/zookeeper.h>
 
+#include "dirtable.h"
 #include "zkrecipes/session.h"
 
 /* One zhandle_t, from zookeeper_init() to zookeeper_close().  A session object
@@ -68,6 +69,10 @@ gboolean zkrc__session_connected(zkrc_session *s, uint64_t generation);
  * both asked under one acquisition of the session's mutex, so the handle is
  * the one that was connected. */
 zkrc_conn *zkrc__conn_use_connected(zkrc_session *s, uint64_t generation);
+
+/* The directories the session has recently seen exist (dirtable.h): lives
+ * as long as the session. */
+zkrc__dirtable *zkrc__session_dirs(zkrc_session *s);
 
 /* What a contender asks of the session to decide, all true at one instant
  * (one acquisition of the session's mutex): see zkrc__session_look. */

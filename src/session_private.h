@@ -19,6 +19,8 @@
  * registry's (watch.c); GLib's own context locks come last.  A thread may
  * skip levels but never take one while holding a later one.  No zoo_* call
  * is made with s->mu held, and no user code is called with any of them.
+ * The session's table of directories seen to exist (dirtable.c) has a
+ * mutex of its own, taken under any of these, none taken under it.
  *
  * Recipes built from others come first: a multi-lock's set hold
  * (multilock_async.c) and a semaphore (semaphore.c) take their own mutex before
@@ -31,6 +33,7 @@
 
 #include <glib.h>
 
+#include "dirtable.h"
 #include "lease.h"
 #include "session_internal.h"
 
@@ -92,9 +95,10 @@ struct zkrc_session {
   unsigned long next_listener_id;
   GHashTable *observers; /* id → observer* (many: one per live contender) */
   unsigned long next_observer_id;
-  gboolean notifying; /* the worker is calling observers */
-  GPtrArray *auths;   /* of auth_entry* */
-  GPtrArray *reap;    /* of reap_entry* */
+  gboolean notifying;   /* the worker is calling observers */
+  GPtrArray *auths;     /* of auth_entry* */
+  GPtrArray *reap;      /* of reap_entry* */
+  zkrc__dirtable *dirs; /* directories seen to exist (its own mutex) */
 
   /* Statistics (zkrc_session_get_stats): events counted under mu by the
    * worker; requests counted where they are sent, atomically. */

@@ -53,9 +53,12 @@ static int proxy_of(zkrc_session *s) {
 static void test_lost_create_reply_leaves_no_duplicate(void) {
   char *path = zkt_path("lost-create");
   zhandle_t *zh = direct();
-  zkt_make_path(zh, path); /* so the create is the first request sent */
+  zkt_make_path(zh, path); /* so the create is the first request sent, */
   zkrc_session *s = zkt_session();
   zkrc_lock *lk = new_lock(s, path, NULL);
+  /* once the session has seen the directory (no container create first) */
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_lock_acquire(lk, 15000));
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_lock_release(lk));
   int proxy = proxy_of(s);
   CU_ASSERT_FATAL(proxy >= 0);
   CU_ASSERT_EQUAL_FATAL(
