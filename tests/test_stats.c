@@ -9,6 +9,7 @@
 
 #include <math.h>
 #include <stdlib.h>
+#include <inttypes.h>
 #include <string.h>
 
 #include <glib.h>
@@ -355,7 +356,9 @@ static uint64_t handover_requests(const char *name) {
  * dirtable.h: refused, it exists), its create, the listing pipelined
  * behind it, the watch on the holder, the stat, the delete. */
 static void test_direct_successor_requests(void) {
-  CU_ASSERT_EQUAL(handover_requests("stats-handover"), 6);
+  uint64_t n = handover_requests("stats-handover");
+  printf(" [%" PRIu64 " requests] ", n);
+  CU_ASSERT_EQUAL(n, 6);
 }
 
 /* Shown by the servers: once the successor waits, nobody may list the
