@@ -161,6 +161,14 @@ static gboolean other_side_held(zkrc_lock *other, uint64_t me,
   return held;
 }
 
+/* Returns from a waiting thread's condition wait, for the tests: a
+ * hand-over should wake one thread, however many wait. */
+static gint thread_wakeups;
+
+guint zkrc__lock_thread_wakeups(void) {
+  return (guint)g_atomic_int_get(&thread_wakeups);
+}
+
 /* The loop of wait_turn_locked(), on h->wake. */
 static int wait_turn_on_locked(zkrc_lock *lk, holder *h, int timeout_ms,
                                int64_t deadline) {
@@ -177,8 +185,9 @@ static int wait_turn_on_locked(zkrc_lock *lk, holder *h, int timeout_ms,
       return ZKRC_ECANCELED;
     if (timeout_ms == ZKRC_NO_WAIT && h->behind)
       return ZKRC_ELOCKED;
-    if (!zkrc__cond_wait_until(h->wake, &lk->r.mu, deadline) &&
-        h->state != H_HELD)
+    gboolean woken = zkrc__cond_wait_until(h->wake, &lk->r.mu, deadline);
+    g_atomic_int_inc(&thread_wakeups);
+    if (!woken && h->state != H_HELD)
       return ZKRC_ETIMEDOUT;
   }
 }

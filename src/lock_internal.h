@@ -150,6 +150,10 @@ void zkrc__lock_free(zkrc_lock *lk);
  * session's lease ran out); lk->mu held. */
 int64_t zkrc__holder_lease_left_locked(holder *h);
 
+/* How many times threads waiting in zkrc_lock_acquire() woke up, in the
+ * process (for the tests). */
+guint zkrc__lock_thread_wakeups(void);
+
 /* Wake the thread waiting for @p h, if one is (h->wake); lk->mu held. */
 void zkrc__holder_wake_locked(holder *h);
 
