@@ -7,6 +7,8 @@
 
 #include "bench.h"
 
+#include "zkrecipes.h"
+
 /* --------------------------------------------------------------- scale */
 
 /* Worker @p who's "ops H,R,TOKEN ..." line into @p holds (R 0: that
@@ -25,6 +27,53 @@ static void parse_holds(const char *name, int who, const char *ops,
   }
 }
 
+/* The blocker: a session of this process holding the lock at @p path, so
+ * that every waiter queues before the first one is admitted. */
+typedef struct blocker {
+  zkrc_session *s;
+  zkrc_lock *lk;
+} blocker;
+
+static void blocker_hold(blocker *b, const char *path) {
+  zkrc_session_options so;
+  zkrc_session_options_init(&so);
+  so.session_timeout_ms = MEASURE_SESSION_MS;
+  int rc = zkrc_session_connect(&b->s, hosts, &so);
+  if (rc == ZKRC_OK)
+    rc = zkrc_lock_new(&b->lk, b->s, path, NULL);
+  if (rc == ZKRC_OK)
+    rc = zkrc_lock_acquire(b->lk, STEP_MS);
+  if (rc != ZKRC_OK)
+    fatal("scale: the blocker: %s", zkrc_strerror(rc));
+}
+
+static void blocker_free(blocker *b) {
+  zkrc_lock_free(b->lk);
+  zkrc_session_close(b->s);
+}
+
+/* Wait until @p want contenders are queued on @p path (each look lists
+ * the whole queue: back off from 100 ms to 2 s). */
+static void wait_queued(blocker *b, const char *path, long want) {
+  int64_t deadline = now_ns() + (int64_t)START_MS * 1000000;
+  int pause_ms = 100;
+  for (;;) {
+    zkrc_participant *list = NULL;
+    size_t count = 0;
+    int rc = zkrc_lock_list(b->s, path, &list, &count, STEP_MS);
+    zkrc_participants_free(list, count);
+    if (rc == ZKRC_OK && (long)count >= want)
+      return;
+    if (now_ns() > deadline)
+      fatal("scale: only %zu of %ld contenders queued", count, want);
+    sleep_ms(pause_ms);
+    pause_ms = pause_ms < 1000 ? 2 * pause_ms : 2000;
+  }
+}
+
+/* opt.scale_procs processes x opt.scale_sessions sessions x
+ * opt.scale_holds non-blocking acquisitions, all queued behind a blocker
+ * before it lets go: the figure is that many waiters on one lock at once. */
 void scale_waiters(void) {
   int procs = opt.scale_procs;
   long total = (long)procs * opt.scale_sessions * opt.scale_holds;
@@ -33,8 +82,10 @@ void scale_waiters(void) {
   snprintf(sessions, sizeof sessions, "%d", opt.scale_sessions);
   snprintf(holds, sizeof holds, "%d", opt.scale_holds);
   progress("scale: %ld waiters on one lock (%d processes x %d sessions x %d "
-           "holds)",
+           "holds), all queued before the first is admitted",
            total, procs, opt.scale_sessions, opt.scale_holds);
+  blocker b;
+  blocker_hold(&b, path);
   proc **w = g_new0(proc *, procs);
   for (int i = 0; i < procs; i++) {
     const char *args[] = {"waiters", hosts, path, sessions, holds, NULL};
@@ -44,13 +95,20 @@ void scale_waiters(void) {
   }
   for (int i = 0; i < procs; i++)
     g_free(proc_expect(w[i], "ready", START_MS));
-  int64_t start = now_ns();
+  int64_t queue_start = now_ns();
   for (int i = 0; i < procs; i++)
     proc_send(w[i], "go");
+  wait_queued(&b, path, total + 1);
+  double queue_secs = (double)(now_ns() - queue_start) / 1e9;
+  snap before, after;
+  snap_take(&before);
+  int64_t start = now_ns();
+  if (zkrc_lock_release(b.lk) != ZKRC_OK)
+    fatal("scale: the blocker's release failed");
   int failures = 0;
   bench_holds *held = bench_holds_new();
   for (int i = 0; i < procs; i++) {
-    char *done = proc_expect(w[i], "done", 600000);
+    char *done = proc_expect(w[i], "done", 900000);
     failures += (int)need_field(w[i]->name, done, "failures");
     char *ops = proc_line(w[i], STEP_MS);
     parse_holds(w[i]->name, i, ops, held);
@@ -58,25 +116,36 @@ void scale_waiters(void) {
     g_free(done);
   }
   double secs = (double)(now_ns() - start) / 1e9;
+  snap_take(&after);
   for (int i = 0; i < procs; i++)
     proc_finish(w[i], STEP_MS);
+  blocker_free(&b);
   /* Holds must not overlap, and the fencing tokens must grow with every
    * handoff (the queue order is the creation order). */
   int overlaps, token_disorder;
   bench_holds_check(held, TRUE, &overlaps, &token_disorder);
   bench_holds_free(held);
+  /* total hand-overs: the blocker's to the first, each waiter's but the
+   * last's to the next */
+  double notes = (double)(after.notifications - before.notifications) / total;
   char figure[64];
+  snprintf(figure, sizeof figure, "%ld waiters: time to queue", total);
+  record("scale", "zkrecipes", figure, "s", queue_secs);
   snprintf(figure, sizeof figure, "%ld waiters: total time", total);
   record("scale", "zkrecipes", figure, "s", secs);
   snprintf(figure, sizeof figure, "%ld waiters: acquisitions/s", total);
   record("scale", "zkrecipes", figure, "ops/s", (double)total / secs);
+  snprintf(figure, sizeof figure, "%ld waiters: notifications per release",
+           total);
+  record("scale", "zkrecipes", figure, "count", notes);
   snprintf(figure, sizeof figure, "%ld waiters: violations", total);
   record("scale", "zkrecipes", figure, "count", overlaps + token_disorder);
   snprintf(figure, sizeof figure, "%ld waiters: failed acquisitions", total);
   record("scale", "zkrecipes", figure, "count", failures);
-  progress("  %ld waiters done in %.1f s: %d overlaps, %d tokens out of "
+  progress("  %ld waiters queued in %.1f s, done in %.1f s: %.3f "
+           "notifications per release, %d overlaps, %d tokens out of "
            "order, %d failures",
-           total, secs, overlaps, token_disorder, failures);
+           total, queue_secs, secs, notes, overlaps, token_disorder, failures);
   g_free(path);
   g_free(w);
 }

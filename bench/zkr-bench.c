@@ -42,6 +42,7 @@ options opt = {
     .scale_sessions = 5,
     .scale_holds = 50,
     .scale_locks = 10000,
+    .scale_threads = {8, 300, 2000},
     .election_reps = 5,
     .election_session_ms = 2000,
     .cache_changes = 100,
@@ -178,6 +179,9 @@ static void usage(FILE *out) {
           "      --scale-waiters P,S,H  processes, sessions each, holds each "
           "(default %d,%d,%d)\n"
           "      --scale-locks N    locks held by one process (default %d)\n"
+          "      --scale-threads A,B,C  threads on one lock object, few to "
+          "many\n"
+          "                         (default 8,300,2000)\n"
           "      --election-reps N  failovers and resignations measured "
           "(default %d)\n"
           "      --cache-changes N  changes measured per cache and round "
@@ -244,6 +248,7 @@ static void parse_options(int argc, char **argv) {
     O_HERD = 256,
     O_SCALE_WAITERS,
     O_SCALE_LOCKS,
+    O_SCALE_THREADS,
     O_ELECTION_REPS,
     O_CACHE_CHANGES,
     O_CSV,
@@ -266,6 +271,7 @@ static void parse_options(int argc, char **argv) {
       {"herd", required_argument, NULL, O_HERD},
       {"scale-waiters", required_argument, NULL, O_SCALE_WAITERS},
       {"scale-locks", required_argument, NULL, O_SCALE_LOCKS},
+      {"scale-threads", required_argument, NULL, O_SCALE_THREADS},
       {"election-reps", required_argument, NULL, O_ELECTION_REPS},
       {"cache-changes", required_argument, NULL, O_CACHE_CHANGES},
       {"csv", required_argument, NULL, O_CSV},
@@ -313,6 +319,15 @@ static void parse_options(int argc, char **argv) {
     case O_SCALE_LOCKS:
       opt.scale_locks = positive("scale-locks", optarg);
       break;
+    case O_SCALE_THREADS:
+      if (sscanf(optarg, "%d,%d,%d", &opt.scale_threads[0],
+                 &opt.scale_threads[1], &opt.scale_threads[2]) != 3 ||
+          opt.scale_threads[0] <= 0 || opt.scale_threads[1] <= 0 ||
+          opt.scale_threads[2] <= 0) {
+        fprintf(stderr, "zkr-bench: bad --scale-threads: %s\n", optarg);
+        exit(2);
+      }
+      break;
     case O_ELECTION_REPS:
       opt.election_reps = positive("election-reps", optarg);
       break;
@@ -340,6 +355,8 @@ static void parse_options(int argc, char **argv) {
       opt.scale_sessions = 2;
       opt.scale_holds = 25;
       opt.scale_locks = 1000;
+      opt.scale_threads[1] = 50;
+      opt.scale_threads[2] = 200;
       opt.election_reps = 1;
       opt.cache_changes = 30;
       break;
@@ -409,6 +426,7 @@ int main(int argc, char **argv) {
     run_herd();
   if (opt.run_scale) {
     scale_waiters();
+    scale_threads();
     scale_locks();
   }
   if (opt.run_election)
