@@ -169,8 +169,8 @@ static int contended_overlaps(const cycle *c, size_t n) {
 }
 
 /* Handoffs, waits, and the exclusion check from the cycles' times. */
-static void analyze_contended(const char *impl, GArray *cycles,
-                              int marker_violations) {
+static void analyze_contended(const char *workload, const char *impl,
+                              GArray *cycles, int marker_violations) {
   size_t n = cycles->len;
   if (n < 2)
     fatal("%s: only %zu cycles in the contended run", impl, n);
@@ -200,21 +200,21 @@ static void analyze_contended(const char *impl, GArray *cycles,
   }
   double secs = (double)(last - first) / 1e6;
   double rate = (double)n / secs;
-  record("contended", impl, "handoffs/s", "ops/s", rate);
-  record("contended", impl, "wait p50", "ms", quantile(wait, n, 0.50));
-  record("contended", impl, "wait p99", "ms", quantile(wait, n, 0.99));
-  record("contended", impl, "handoff p50 (release called -> next holds)", "ms",
+  record(workload, impl, "handoffs/s", "ops/s", rate);
+  record(workload, impl, "wait p50", "ms", quantile(wait, n, 0.50));
+  record(workload, impl, "wait p99", "ms", quantile(wait, n, 0.99));
+  record(workload, impl, "handoff p50 (release called -> next holds)", "ms",
          quantile(gap, gaps, 0.50));
-  record("contended", impl, "  release's delete p50", "ms",
+  record(workload, impl, "  release's delete p50", "ms",
          quantile(del, gaps, 0.50));
-  record("contended", impl, "  next holds after delete confirmed p50", "ms",
+  record(workload, impl, "  next holds after delete confirmed p50", "ms",
          quantile(wake, gaps, 0.50));
-  record("contended", impl, "violations (marker + overlapping holds)", "count",
+  record(workload, impl, "violations (marker + overlapping holds)", "count",
          marker_violations + overlaps);
-  progress("  contended   %-9s %8.1f handoffs/s  (wait p50 %.1f ms, handoff "
+  progress("  %-11s %-9s %8.1f handoffs/s  (wait p50 %.1f ms, handoff "
            "p50 %.2f ms, %d violations)",
-           impl, rate, quantile(wait, n, 0.50), quantile(gap, gaps, 0.50),
-           marker_violations + overlaps);
+           workload, impl, rate, quantile(wait, n, 0.50),
+           quantile(gap, gaps, 0.50), marker_violations + overlaps);
   g_free(wait);
   g_free(gap);
   g_free(del);
@@ -223,26 +223,27 @@ static void analyze_contended(const char *impl, GArray *cycles,
 
 /* The C contenders: one process (one session) each. */
 static void contended_workers(const char *impl, const char *path,
-                              GArray *cycles, snap *a, snap *b) {
+                              int contenders, GArray *cycles, snap *a,
+                              snap *b) {
   char secs[16];
   snprintf(secs, sizeof secs, "%d", opt.seconds);
-  proc **w = g_new0(proc *, opt.contenders);
-  for (int i = 0; i < opt.contenders; i++) {
+  proc **w = g_new0(proc *, contenders);
+  for (int i = 0; i < contenders; i++) {
     const char *args[] = {"contend", impl, hosts, path, secs, NULL};
     char *name = g_strdup_printf("%s contender %d", impl, i);
     w[i] = worker_start(name, args);
     g_free(name);
   }
-  for (int i = 0; i < opt.contenders; i++)
+  for (int i = 0; i < contenders; i++)
     g_free(proc_expect(w[i], "ready", START_MS));
   snap_take(a);
-  for (int i = 0; i < opt.contenders; i++)
+  for (int i = 0; i < contenders; i++)
     proc_send(w[i], "go");
-  char **done_lines = g_new0(char *, opt.contenders);
-  for (int i = 0; i < opt.contenders; i++)
+  char **done_lines = g_new0(char *, contenders);
+  for (int i = 0; i < contenders; i++)
     done_lines[i] = proc_expect(w[i], "done", STEP_MS + opt.seconds * 1000);
   snap_take(b);
-  for (int i = 0; i < opt.contenders; i++) {
+  for (int i = 0; i < contenders; i++) {
     char *done = done_lines[i];
     char *ops = proc_line(w[i], STEP_MS);
     parse_cycles(w[i]->name, i, ops, cycles);
@@ -254,26 +255,30 @@ static void contended_workers(const char *impl, const char *path,
   g_free(w);
 }
 
-static void contended_round(int round, proc *curator, proc *kazoo) {
+/* One round of @p workload: @p contenders sessions loop acquire/release on
+ * one lock, each implementation in turn. */
+static void contended_round(const char *workload, int contenders, int round,
+                            proc *curator, proc *kazoo) {
   size_t n = N_IMPLS - 1; /* all but the limit */
   for (size_t i = 0; i < n; i++) {
     const char *impl = impl_names[1 + round_order(round, i, n)];
     if (!impl_enabled(impl))
       continue;
-    char *path = znode("contended/%s-r%d", impl, round);
-    char *tag = g_strdup_printf("%s-r%d", impl, round);
+    char *path = znode("%s/%s-r%d", workload, impl, round);
+    char *tag = g_strdup_printf("%s-%s-r%d", workload, impl, round);
     char *marker = marker_file(tag);
     GArray *cycles = g_array_new(FALSE, FALSE, sizeof(cycle));
     int violations = 0; /* the peers' own marker check; ours: the holds */
     snap a, b;
     if (strcmp(impl, "zkrecipes") == 0 || strcmp(impl, "naive") == 0) {
-      contended_workers(impl[0] == 'z' ? "zkr" : "naive", path, cycles, &a, &b);
+      contended_workers(impl[0] == 'z' ? "zkr" : "naive", path, contenders,
+                        cycles, &a, &b);
     } else {
       /* The peer's threads warm up (one acquisition each) after the
        * command: the counters include those too. */
       proc *peer = impl[0] == 'c' ? curator : kazoo;
       char *cmd = g_strdup_printf("contend %s %d %d %s", path, opt.seconds,
-                                  opt.contenders, marker);
+                                  contenders, marker);
       snap_take(&a);
       proc_send(peer, cmd);
       g_free(cmd);
@@ -286,11 +291,11 @@ static void contended_round(int round, proc *curator, proc *kazoo) {
       g_free(done);
     }
     int warm_ups = strcmp(impl, "curator") == 0 || strcmp(impl, "kazoo") == 0
-                       ? opt.contenders
+                       ? contenders
                        : 0;
-    record_server_counts("contended", impl, &a, &b,
+    record_server_counts(workload, impl, &a, &b,
                          (double)(cycles->len + warm_ups));
-    analyze_contended(impl, cycles, violations);
+    analyze_contended(workload, impl, cycles, violations);
     unlink(marker); /* left only by a violation */
     g_array_free(cycles, TRUE);
     g_free(marker);
@@ -307,7 +312,9 @@ static void warm_up(proc *curator, proc *kazoo) {
   int seconds = opt.seconds;
   opt.seconds = 2;
   uncontended_round(0, curator, kazoo);
-  contended_round(0, curator, kazoo);
+  contended_round("contended", opt.contenders, 0, curator, kazoo);
+  if (opt.contenders != 2)
+    contended_round("two-party", 2, 0, curator, kazoo);
   opt.seconds = seconds;
   for (guint i = 0; i < metrics->len; i++)
     g_array_set_size(((metric *)g_ptr_array_index(metrics, i))->values, 0);
@@ -333,7 +340,12 @@ void run_throughput(void) {
     pipelined_round(r);
     progress("round %d of %d: contended, %d sessions, %d s each", r, opt.rounds,
              opt.contenders, opt.seconds);
-    contended_round(r, curator, kazoo);
+    contended_round("contended", opt.contenders, r, curator, kazoo);
+    if (opt.contenders != 2) {
+      progress("round %d of %d: two-party, 2 sessions, %d s each", r,
+               opt.rounds, opt.seconds);
+      contended_round("two-party", 2, r, curator, kazoo);
+    }
   }
   if (curator) {
     proc_send(curator, "quit");
@@ -345,4 +357,5 @@ void run_throughput(void) {
   }
   set_reference("uncontended", "limit");
   set_reference("contended", opt.with_curator ? "curator" : NULL);
+  set_reference("two-party", opt.with_curator ? "curator" : NULL);
 }

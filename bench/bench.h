@@ -84,7 +84,7 @@ typedef struct options {
   int cache_changes;
   gboolean with_curator, with_kazoo;
   gboolean run_throughput, run_herd, run_scale, run_election, run_family;
-  gboolean run_cache, run_partition;
+  gboolean run_cache, run_partition, run_idle;
   const char *worker, *java, *curator_cp, *python, *kazoo_peer;
 } options;
 
@@ -211,6 +211,7 @@ int64_t deletion_wait(int timeout_ms);
 void run_family(void); /* bench-family.c: the read-write lock, the semaphore */
 void run_cache(void);  /* bench-cache.c: the node and tree caches */
 void run_partition(void); /* bench-partition.c: the set partitioner */
+void run_idle(void);      /* bench-idle.c: the cost of staying alive */
 
 /* ------------------------------------------- bench-report.c, -machine.c */
 

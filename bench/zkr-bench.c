@@ -55,6 +55,7 @@ options opt = {
     .run_family = TRUE,
     .run_cache = TRUE,
     .run_partition = TRUE,
+    .run_idle = TRUE,
     .worker = BENCH_WORKER,
     .java = JAVA_PROG,
     .curator_cp = CURATOR_PEER_CLASSPATH,
@@ -192,7 +193,8 @@ static void usage(FILE *out) {
           "                         family (read-write lock, semaphore), "
           "cache (node and\n"
           "                         tree caches), partition (set "
-          "partitioner)\n"
+          "partitioner),\n"
+          "                         idle (what staying alive costs)\n"
           "      --no-curator, --no-kazoo   leave that implementation out\n"
           "      --quick            a short smoke run (1 round of 2 s, small "
           "sizes)\n"
@@ -218,7 +220,7 @@ static int positive(const char *what, const char *s) {
 
 static void parse_only(const char *list) {
   opt.run_throughput = opt.run_herd = opt.run_scale = opt.run_election =
-      opt.run_family = opt.run_cache = opt.run_partition = FALSE;
+      opt.run_family = opt.run_cache = opt.run_partition = opt.run_idle = FALSE;
   char **w = g_strsplit(list, ",", -1);
   for (char **p = w; *p; p++) {
     if (!strcmp(*p, "throughput"))
@@ -235,6 +237,8 @@ static void parse_only(const char *list) {
       opt.run_cache = TRUE;
     else if (!strcmp(*p, "partition"))
       opt.run_partition = TRUE;
+    else if (!strcmp(*p, "idle"))
+      opt.run_idle = TRUE;
     else {
       fprintf(stderr, "zkr-bench: unknown workload %s\n", *p);
       exit(2);
@@ -437,6 +441,8 @@ int main(int argc, char **argv) {
     run_cache();
   if (opt.run_partition)
     run_partition();
+  if (opt.run_idle)
+    run_idle();
 
   char *load = loadavg();
   g_string_append_printf(machine,
@@ -472,6 +478,9 @@ int main(int argc, char **argv) {
       "  violations = holds overlapping in time (CLOCK_MONOTONIC; the tests' "
       "checker,\n  tests/holds.h) + Curator's and kazoo's own marker file "
       "found (O_EXCL).\n"
+      "- two-party: the same with 2 sessions (the hand-over to a direct "
+      "successor, which\n  holds on its predecessor's deletion without "
+      "listing the directory again).\n"
       "- requests/notifications: the servers' own mntr counters summed over "
       "the members:\n  zk_packets_received minus this program's mntr "
       "packets; notifications =\n  zk_sum_node_{deleted,changed,children,"
@@ -511,6 +520,13 @@ int main(int argc, char **argv) {
         "its party node (session\n  expiry) seen by this program's watch.  "
         "requests: mntr packets from the kill to\n  the end, the 7's pings "
         "and lease renewals during the expiry included.\n");
+  if (opt.run_idle)
+    printf("- idle: 20 sessions, session timeout 4 s, 12 s without a request "
+           "of their own; packets:\n  the servers' mntr packets_received "
+           "over the window, per session and second.\n  The C client pings "
+           "after a third of the timeout without sending; zkrecipes\n  renews "
+           "its lease (a sync) every 0.3 timeouts instead.  Held locks: 50 "
+           "per session.\n");
   if (opt.csv)
     write_csv(opt.csv);
   return 0;

@@ -89,3 +89,17 @@ zkrc__verdict zkrc__admit(char *const *names, int count,
   zkrc__contenders_free(sorted);
   return v;
 }
+
+int zkrc__admitted_without(char *const *names, int count,
+                           const zkrc__marker *markers, const char *me,
+                           zkrc__policy_fn policy, const void *policy_arg,
+                           const char *gone) {
+  char **rest = g_new(char *, count + 1);
+  int n = 0;
+  for (int i = 0; i < count; i++)
+    if (gone == NULL || strcmp(names[i], gone) != 0)
+      rest[n++] = names[i];
+  zkrc__verdict v = zkrc__admit(rest, n, markers, me, policy, policy_arg);
+  g_free(rest);
+  return v.kind == ZKRC__ADMITTED;
+}

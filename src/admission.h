@@ -86,4 +86,15 @@ zkrc__verdict zkrc__admit(char *const *names, int count,
                           const zkrc__marker *markers, const char *me,
                           zkrc__policy_fn policy, const void *policy_arg);
 
+/* Would the node named @p me be admitted once the node named @p gone has
+ * left the listing, and nothing else changed?  A waiter whose watched node
+ * goes may then take the front without listing again: a node created
+ * later gets a larger sequence number, so none can appear ahead of ours
+ * (within one wrap of the servers' 32-bit counter, the same limit the
+ * order itself has).  Pure, as zkrc__admit(). */
+int zkrc__admitted_without(char *const *names, int count,
+                           const zkrc__marker *markers, const char *me,
+                           zkrc__policy_fn policy, const void *policy_arg,
+                           const char *gone);
+
 #endif /* ZKRC_ADMISSION_H */

@@ -469,6 +469,10 @@ static void perform(zkrc__contender *c, step st) {
   case STEP_WATCH_PRED:
     zkrc__q_watch_pred(c);
     break;
+  case STEP_WATCH_SELF_AND_PRED: /* in this order: see zkrc__q_pred_gone */
+    zkrc__q_arm_own_watch(c);
+    zkrc__q_watch_pred(c);
+    break;
   case STEP_WATCH_DIR:
     zkrc__q_watch_dir(c);
     break;

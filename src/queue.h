@@ -15,8 +15,13 @@
  *     gone leaves no watch behind).  When that predecessor goes, it reads the
  *     children again (one request) and decides from that fresh listing: at
  *     the front, or behind a new predecessor (one that was not the front may
- *     have left).  A contender that may not read its predecessors (ACL)
- *     watches the directory's children instead.
+ *     have left).  The direct successor (its listing showed that the
+ *     predecessor's departure alone admits it) skips that listing: it also
+ *     watches its own node, armed before the predecessor's watch, and the
+ *     predecessor's deletion arriving with that watch confirmed and no
+ *     reconnection since proves that its node is still there and nothing
+ *     is ahead of it (sequence numbers only grow).  A contender that may not
+ *     read its predecessors (ACL) watches the directory's children instead.
  *  4. Recovery.  When a create's reply is lost with the connection, the
  *     contender looks for its node by its protected prefix after reconnecting
  *     instead of creating a second one.  A contender whose ZooKeeper session

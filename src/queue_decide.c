@@ -76,6 +76,7 @@ static void drop_dir_watch_locked(zkrc__contender *c) {
 static void wait_for_locked(zkrc__contender *c, const char *watch) {
   g_free(c->pred);
   c->pred = g_strdup(watch);
+  c->front_when_pred_goes = FALSE;
   c->state = C_WAITING;
   if (!c->behind_told) {
     c->behind_told = TRUE;
@@ -120,7 +121,14 @@ step zkrc__q_evaluate_locked(zkrc__contender *c,
     return STEP_NONE;
   case ZKRC__MOVE_WATCH_PRED:
     wait_for_locked(c, v.watch);
-    return STEP_WATCH_PRED;
+    c->front_when_pred_goes =
+        zkrc__admitted_without(kids->data, kids->count, c->markers, c->name,
+                               c->policy, c->policy_arg, v.watch);
+    /* The direct successor watches its own node too, sent before the
+     * predecessor's watch: the proof that lets it skip the listing. */
+    return c->front_when_pred_goes && c->own_watch == NULL
+               ? STEP_WATCH_SELF_AND_PRED
+               : STEP_WATCH_PRED;
   case ZKRC__MOVE_WATCH_DIR:
     wait_for_locked(c, v.watch);
     return STEP_WATCH_DIR;
@@ -174,8 +182,41 @@ step zkrc__q_after_failure_locked(zkrc__contender *c, int rc) {
  * contender in the middle that gave up (someone is still ahead of us).  The
  * listing is fresh, so it also shows that our own node is still there. */
 step zkrc__q_relist_locked(zkrc__contender *c) {
+  c->front_when_pred_goes = FALSE;
   c->recover_needed = TRUE; /* recovery is exactly "list and evaluate" */
   return STEP_RECOVER;
+}
+
+/* Is our node certainly still there as this event comes (ZooKeeper's
+ * completion thread)?  Its watch was armed and confirmed (the getData found
+ * the node), and no connection state change came since on the handle: the
+ * servers tell one connection's watch events in the order of their
+ * transactions, so a deletion of our node before the event in hand would
+ * have been told first, and would have dropped the watch.  (After a
+ * reconnection the client re-registers watches and the servers report
+ * what was missed in no particular order: then we list.) */
+static gboolean own_node_proven_locked(zkrc__contender *c) {
+  if (c->own_watch == NULL || c->own_watch != c->own_watch_confirmed)
+    return FALSE;
+  zkrc__session_view v = zkrc__session_look(c->s, c->generation);
+  return v.generation == c->generation && v.state_events == c->own_watch_mark;
+}
+
+/* Our predecessor left.  When the last listing showed that its departure
+ * alone admits us (the two-party hand-over: it was the front and we were
+ * next) and our own node is proven still there, take the front now: no
+ * node can have appeared ahead of ours since (a later node gets a larger
+ * sequence number, within one wrap of the servers' 32-bit counter, the
+ * same limit the order itself has), and the front is still checked
+ * against the session's ownership and lease (become_front_locked).
+ * Otherwise look again. */
+step zkrc__q_pred_gone_locked(zkrc__contender *c) {
+  if (!c->front_when_pred_goes || c->state != C_WAITING ||
+      !own_node_proven_locked(c))
+    return zkrc__q_relist_locked(c);
+  c->front_when_pred_goes = FALSE;
+  drop_dir_watch_locked(c);
+  return become_front_locked(c);
 }
 
 /* ---------------------------------------------- re-check after reconnecting */

@@ -43,6 +43,7 @@ typedef enum step {
   STEP_NONE,
   STEP_SEND_CREATE,
   STEP_WATCH_PRED,
+  STEP_WATCH_SELF_AND_PRED, /* the direct successor: our node, then pred */
   STEP_WATCH_DIR,
   STEP_RECOVER,
   STEP_DELETE,
@@ -120,6 +121,15 @@ struct zkrc__contender {
   gboolean behind_told;
 
   char *pred; /* the contender just before us, as last listed */
+  /* By the last listing, pred's departure alone admits us
+   * (zkrc__admitted_without()): take the front when it goes, without
+   * listing again, if our own node's watch proves the node is still there
+   * (zkrc__q_pred_gone_locked()). */
+  gboolean front_when_pred_goes;
+  /* The own_watch whose arming the servers confirmed (its getData found
+   * our node), and the handle's state_events count then (zkrc_conn). */
+  void *own_watch_confirmed;
+  unsigned own_watch_mark;
   int listed; /* contenders in the last listing (statistics) */
   /* Not allowed to read our predecessors (their ACL): the servers would
    * not even deliver a watch event on them (ZooKeeper checks READ before
@@ -176,6 +186,7 @@ step zkrc__q_evaluate_locked(zkrc__contender *c,
                              gboolean watched);
 step zkrc__q_after_failure_locked(zkrc__contender *c, int rc);
 step zkrc__q_relist_locked(zkrc__contender *c);
+step zkrc__q_pred_gone_locked(zkrc__contender *c);
 step zkrc__q_recheck_judge_locked(zkrc__contender *c, int rc,
                                   const struct String_vector *kids);
 

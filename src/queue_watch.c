@@ -66,7 +66,7 @@ static void pred_watch_fired(int type, const char *path, void *target,
   if (zkrc__q_take_fired_watch_locked(c, ctx, &c->pred_watch,
                                       c->state == C_WAITING)) {
     if (type == ZOO_DELETED_EVENT) {
-      next = zkrc__q_relist_locked(c);
+      next = zkrc__q_pred_gone_locked(c);
     } else if (type == ZOO_CHANGED_EVENT || type == ZOO_CREATED_EVENT) {
       next = STEP_WATCH_PRED; /* the watch was used up: set it again */
     }
@@ -87,7 +87,7 @@ static void pred_result(req *r, int rc) {
     } else if (rc == ZNONODE) { /* gone before we could watch it */
       if (c->pred_watch == r->watch)
         c->pred_watch = NULL;
-      next = zkrc__q_relist_locked(c);
+      next = zkrc__q_pred_gone_locked(c);
     } else if (rc == ZNOAUTH) {
       if (c->pred_watch == r->watch)
         c->pred_watch = NULL;
@@ -207,7 +207,12 @@ static void self_result(req *r, int rc) {
   if (c->withdrawing) {
     /* the withdrawal deletes the node */
   } else if (rc == ZOK) {
-    /* watching our own node */
+    /* Watching our own node.  (This reply comes on the completion thread,
+     * so the session events counted so far are those before it.) */
+    if (c->own_watch == r->watch) {
+      c->own_watch_confirmed = r->watch;
+      c->own_watch_mark = zkrc__session_look(c->s, c->generation).state_events;
+    }
   } else if (rc == ZNONODE) {
     next = own_node_gone_locked(c);
   } else {
@@ -216,17 +221,20 @@ static void self_result(req *r, int rc) {
   zkrc__q_finish_locked_reply(r, next);
 }
 
-/* Watch our own node (from its creation on, when wanted), so that its
+/* Watch our own node (from its creation on, when wanted, or while the
+ * direct successor of the front: zkrc__q_pred_gone_locked), so that its
  * deletion by someone else is noticed: lost at the front, queue again
  * before. */
 void zkrc__q_arm_own_watch(zkrc__contender *c) {
   g_mutex_lock(&c->mu);
   gboolean live =
       c->state == C_CREATING || c->state == C_WAITING || c->state == C_FRONT;
-  if (c->withdrawing || !live || !c->watch_own || !c->name_known) {
+  gboolean wanted = c->watch_own || c->front_when_pred_goes;
+  if (c->withdrawing || !live || !wanted || !c->name_known) {
     g_mutex_unlock(&c->mu);
     return;
   }
+  c->own_watch_confirmed = NULL; /* until the servers answer this arming */
   send_watching_get_unlock(c, g_strdup(c->path), &c->own_watch, own_watch_fired,
                            self_result);
 }

@@ -164,6 +164,9 @@ zkrc__session_view zkrc__session_look(zkrc_session *s, uint64_t generation) {
       .generation = s->conn ? s->conn->generation : 0,
       .session_id = s->conn ? s->conn->session_id : 0,
       .lease_left = zkrc__lease_left_locked(s, generation, now),
+      .state_events =
+          s->conn ? __atomic_load_n(&s->conn->state_events, __ATOMIC_ACQUIRE)
+                  : 0,
   };
   g_mutex_unlock(&s->mu);
   return v;

@@ -166,6 +166,7 @@ void zkrc__session_global_watcher(zhandle_t *zh, int type, int state,
                                   const char *path, void *ctx) {
   zkrc_conn *c = ctx;
   if (type == ZOO_SESSION_EVENT) {
+    __atomic_fetch_add(&c->state_events, 1, __ATOMIC_RELEASE);
     state_change *sc = g_new(state_change, 1);
     sc->s = c->session;
     sc->generation = c->generation;

@@ -35,6 +35,13 @@ typedef struct zkrc_conn {
    * mutex); zookeeper_close() waits for them. */
   int users;
   gboolean retired;
+  /* Session events (connection state changes) the client delivered for
+   * this handle, counted on its completion thread as they come, in order
+   * with the watch events and replies of that thread (atomic).  Equal
+   * counts before and after a watch event mean no reconnection between:
+   * the servers' events and replies then came in the order of their
+   * transactions.  */
+  unsigned state_events;
   /* For adopted handles: the application's watcher, called after ours, and
    * its context (set and read under the session mutex). */
   watcher_fn app_watcher;
@@ -77,6 +84,8 @@ typedef struct zkrc__session_view {
   /* Microseconds left of the lease of the generation asked about
    * (zkrc__session_lease_left). */
   int64_t lease_left;
+  /* Its handle's state_events count (see zkrc_conn), now. */
+  unsigned state_events;
 } zkrc__session_view;
 
 /* One look at the session, about ZooKeeper session generation

@@ -682,12 +682,49 @@ static void test_contender_marker(void) {
   CU_ASSERT_PTR_NULL(zkrc_contender_marker(NULL, NULL));
 }
 
+/* The two-party hand-over's shortcut: the watched node's departure alone
+ * admits a waiter only when nothing else ahead of it blocks it. */
+static void test_admitted_without_the_watched_node(void) {
+  const char *two[] = {"_c_a-lock-0000000001", "_c_me-lock-0000000002"};
+  CU_ASSERT_TRUE(zkrc__admitted_without(
+      (char *const *)two, 2, zkrc__lock_markers, "_c_me-lock-0000000002",
+      zkrc__policy_exclusive, NULL, "_c_a-lock-0000000001"));
+  /* Third in line: the front is still ahead when our predecessor goes. */
+  const char *three[] = {"_c_a-lock-0000000001", "_c_b-lock-0000000002",
+                         "_c_me-lock-0000000003"};
+  CU_ASSERT_FALSE(zkrc__admitted_without(
+      (char *const *)three, 3, zkrc__lock_markers, "_c_me-lock-0000000003",
+      zkrc__policy_exclusive, NULL, "_c_b-lock-0000000002"));
+  /* A reader behind a writer with only readers ahead of it: admitted once
+   * the writer goes; behind two writers it is not. */
+  const char *readers[] = {"_c_r-__READ__0000000001", "_c_w-__WRIT__0000000002",
+                           "_c_me-__READ__0000000003"};
+  CU_ASSERT_TRUE(zkrc__admitted_without(
+      (char *const *)readers, 3, zkrc__lock_markers, "_c_me-__READ__0000000003",
+      zkrc__policy_readers_writers, NULL, "_c_w-__WRIT__0000000002"));
+  const char *writers[] = {"_c_v-__WRIT__0000000001", "_c_w-__WRIT__0000000002",
+                           "_c_me-__READ__0000000003"};
+  zkrc__verdict v = zkrc__admit((char *const *)writers, 3, zkrc__lock_markers,
+                                "_c_me-__READ__0000000003",
+                                zkrc__policy_readers_writers, NULL);
+  CU_ASSERT_EQUAL(v.kind, ZKRC__WAIT);
+  CU_ASSERT_FALSE(zkrc__admitted_without(
+      (char *const *)writers, 3, zkrc__lock_markers, "_c_me-__READ__0000000003",
+      zkrc__policy_readers_writers, NULL, v.watch));
+  /* Our own node gone from the listing: never admitted. */
+  CU_ASSERT_FALSE(zkrc__admitted_without(
+      (char *const *)two, 2, zkrc__lock_markers, "_c_me-lock-0000000002",
+      zkrc__policy_exclusive, NULL, "_c_me-lock-0000000002"));
+}
+
 static void add_suites(void) {
   ZKT_SUITE("admission", {"table", test_table},
             {"a downgrade excuses only our writer",
              test_downgrade_excuses_only_our_writer},
             {"N permits", test_permits},
             {"the public reading of names", test_contender_marker},
+            {"admitted without the watched node",
+             test_admitted_without_the_watched_node},
             {"random listings keep the properties",
              test_random_listings_keep_the_properties},
             {"broken policies are caught", test_broken_policies_are_caught},

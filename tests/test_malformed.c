@@ -281,31 +281,38 @@ static void test_deleted_waiter_requeues_and_successor_waits(void) {
   char *holder_node = g_strdup_printf("%s/%s", path, q[0]);
   char *w1_node = g_strdup_printf("%s/%s", path, q[1]);
   char *w2_node = g_strdup_printf("%s/%s", path, q[2]);
-  /* Waiting as expected: w2 watches w1. */
+  /* Waiting as expected: w2 watches w1; w1, the holder's direct
+   * successor, watches its own node too (the proof that lets it take the
+   * lock without listing again when the holder goes). */
   watch_seen w2_on_w1 = {w1_node, zkrc_session_id(s2)};
   CU_ASSERT(zkt_wait_for(session_watches, &w2_on_w1, 10000));
+  watch_seen w1_on_itself = {w1_node, zkrc_session_id(s1)};
+  CU_ASSERT(zkt_wait_for(session_watches, &w1_on_itself, 10000));
 
   /* The administrator deletes w1's node. */
   CU_ASSERT_EQUAL(zoo_delete(admin, w1_node, -1), ZOK);
   /* w2 notices and watches the holder instead - it must not take the lock
-   * while the holder holds it. */
+   * while the holder holds it.  w1 notices too, and queues again behind
+   * w2 at once. */
   watch_seen w2_on_holder = {holder_node, zkrc_session_id(s2)};
   CU_ASSERT(zkt_wait_for(session_watches, &w2_on_holder, 10000));
+  CU_ASSERT_FATAL(zkt_wait_children(admin, path, 3, 10000));
   CU_ASSERT_EQUAL(w2.rc, -999);
   CU_ASSERT_EQUAL(w1.rc, -999);
   CU_ASSERT_TRUE(zkrc_lock_is_held(holder));
-  CU_ASSERT_EQUAL(zkt_child_count(admin, path), 2);
+  CU_ASSERT_FALSE(zkt_exists(admin, w1_node));
   char **ids = NULL;
   size_t n = 0;
   ZKT_ASSERT_RC(ZKRC_OK, zkrc_lock_participants(holder, &ids, &n, 5000));
-  CU_ASSERT_EQUAL(n, 2);
-  if (n == 2) {
+  CU_ASSERT_EQUAL(n, 3);
+  if (n == 3) {
     CU_ASSERT_STRING_EQUAL(ids[0], "holder");
     CU_ASSERT_STRING_EQUAL(ids[1], "w2");
+    CU_ASSERT_STRING_EQUAL(ids[2], "w1");
   }
   zkrc_strv_free(ids);
 
-  /* The holder lets go: w2 is next; w1 queues again and comes after. */
+  /* The holder lets go: w2 is next; w1 comes after, with its new node. */
   int64_t token = 0;
   zkrc_lock_token(holder, &token);
   CU_ASSERT_EQUAL(zkrc_lock_release(holder), ZKRC_OK);

@@ -268,7 +268,10 @@ static void test_a_waiting_writer_is_not_starved(void) {
 }
 
 /* How many sessions watch the readers' and the writers' nodes of @p dir
- * (the servers' wchp), and whether anyone watches @p dir itself. */
+ * (the servers' wchp), and whether anyone watches @p dir itself.  A
+ * session watching its own node is not counted: a waiter next in line
+ * watches its own node too (the proof that lets it go ahead without
+ * listing again, queue.h), which is not a watch on anyone else. */
 typedef struct watchers {
   int on_readers, on_writers;
   gboolean on_dir;
@@ -281,8 +284,12 @@ static watchers watchers_of(const char *dir) {
     return w;
   char **lines = g_strsplit(wchp, "\n", -1);
   int *count = NULL;
+  int64_t owner = 0; /* of the node of the current path line */
+  zhandle_t *zh = zkt_raw();
   for (char **l = lines; *l; l++) {
     if ((*l)[0] == '/') {
+      struct Stat st = {0};
+      owner = zoo_exists(zh, *l, 0, &st) == ZOK ? st.ephemeralOwner : 0;
       gboolean ours = g_str_has_prefix(*l, dir) && (*l)[strlen(dir)] == '/';
       w.on_dir |= strcmp(*l, dir) == 0;
       count = !ours                    ? NULL
@@ -290,9 +297,12 @@ static watchers watchers_of(const char *dir) {
               : strstr(*l, "__READ__") ? &w.on_readers
                                        : NULL;
     } else if (count && g_strstrip(*l)[0] == '0') {
-      (*count)++; /* one line per watching session: "0x..." */
+      /* one line per watching session: "0x..." */
+      if ((int64_t)g_ascii_strtoull(*l, NULL, 16) != owner)
+        (*count)++;
     }
   }
+  zookeeper_close(zh);
   g_strfreev(lines);
   g_free(wchp);
   return w;

@@ -315,31 +315,89 @@ static uint64_t requests_but_renewals(zkrc_session *s) {
   return st.requests - st.renewals;
 }
 
-/* The two-party hand-over: the direct successor of the holder lists the
- * directory again when the holder's node goes, before it says it holds:
- * the listing is what shows that its own node is still there (an
- * administrator may have deleted it meanwhile: test_malformed's "deleted
- * waiter" test has two holders without it).  So its acquisition and
- * release cost 5 requests: its create, the listing pipelined behind it,
- * the watch on the holder, the listing after the hand-over, its delete. */
-static void test_direct_successor_lists_before_holding(void) {
-  char *path = zkt_path("stats-handover");
+/* Is the lock waiting in the queue (its first listing answered)? */
+static int is_waiting(void *arg) {
+  zkrc_lock_stats st;
+  return zkrc_lock_get_stats(arg, &st, sizeof st) == ZKRC_OK && st.waiting == 1;
+}
+
+static void ignore_lock_event(zkrc_lock *lk, const zkrc_lock_event_info *info,
+                              void *arg) {}
+
+/* The two-party hand-over, counted: the successor's acquisition and
+ * release, from its session's requests, while the holder lets go.
+ * @p told: give the successor a lock event callback (its node is then
+ * watched from its creation on, for ZKRC_LOCK_LOST). */
+static uint64_t handover_requests(const char *name, gboolean told) {
+  char *path = zkt_path(name);
+  zkrc_session *a = zkt_session(), *b = zkt_session();
+  zkrc_lock *la = NULL, *lb = NULL;
+  zkrc_lock_options o;
+  zkrc_lock_options_init(&o);
+  o.on_event = told ? ignore_lock_event : NULL;
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_lock_new(&la, a, path, NULL));
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_lock_new(&lb, b, path, &o));
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_lock_acquire(la, 5000));
+  uint64_t before = requests_but_renewals(b);
+  waiter w = {.lk = lb};
+  GThread *t = g_thread_new("successor", acquire_and_release, &w);
+  CU_ASSERT(zkt_wait_for(is_waiting, lb, 5000));
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_lock_release(la));
+  g_thread_join(t);
+  ZKT_ASSERT_RC(ZKRC_OK, w.rc);
+  uint64_t used = requests_but_renewals(b) - before;
+  CU_ASSERT_EQUAL(lock_stats(lb).acquisitions, 1);
+  zkrc_lock_free(la);
+  zkrc_lock_free(lb);
+  zkrc_session_close(a);
+  zkrc_session_close(b);
+  g_free(path);
+  return used;
+}
+
+/* The direct successor of the holder takes the lock on the holder's
+ * deletion without listing the directory again (the listing used to be
+ * the proof that its own node is still there: a watch on its own node,
+ * sent with the watch on the holder, is that proof now).  Its acquisition
+ * and release cost 5 requests: the create, the listing pipelined behind
+ * it, the watch on its own node, the watch on the holder, the delete. */
+static void test_direct_successor_requests(void) {
+  CU_ASSERT_EQUAL(handover_requests("stats-handover", FALSE), 5);
+}
+
+/* A lock with an event callback watches its node from its creation on
+ * anyway: its hand-over saves the listing's request too (6 before). */
+static void test_direct_successor_requests_when_told(void) {
+  CU_ASSERT_EQUAL(handover_requests("stats-handover-told", TRUE), 5);
+}
+
+/* Shown by the servers: once the successor waits, nobody may list the
+ * directory any more (its ACL loses READ); the successor still gets the
+ * lock when the holder lets go.  A successor that listed again would be
+ * refused (ZKRC_ENOAUTH). */
+static void test_direct_successor_holds_without_listing(void) {
+  char *path = zkt_path("stats-handover-unlisted");
   zkrc_session *a = zkt_session(), *b = zkt_session();
   zkrc_lock *la = NULL, *lb = NULL;
   ZKT_ASSERT_RC(ZKRC_OK, zkrc_lock_new(&la, a, path, NULL));
   ZKT_ASSERT_RC(ZKRC_OK, zkrc_lock_new(&lb, b, path, NULL));
   ZKT_ASSERT_RC(ZKRC_OK, zkrc_lock_acquire(la, 5000));
-  uint64_t before = requests_but_renewals(b);
   waiter w = {.lk = lb};
   GThread *t = g_thread_new("successor", acquire_and_release, &w);
+  CU_ASSERT(zkt_wait_for(is_waiting, lb, 5000));
   zhandle_t *zh = zkt_raw();
-  CU_ASSERT_FATAL(zkt_wait_children(zh, path, 2, 5000));
+  struct ACL no_read[] = {
+      {ZOO_PERM_CREATE | ZOO_PERM_DELETE | ZOO_PERM_WRITE | ZOO_PERM_ADMIN,
+       ZOO_ANYONE_ID_UNSAFE}};
+  struct ACL_vector unlisted = {1, no_read};
+  CU_ASSERT_EQUAL_FATAL(zoo_set_acl(zh, path, -1, &unlisted), ZOK);
+  struct String_vector kids = {0, NULL};
+  CU_ASSERT_EQUAL(zoo_get_children(zh, path, 0, &kids), ZNOAUTH);
   ZKT_ASSERT_RC(ZKRC_OK, zkrc_lock_release(la));
   g_thread_join(t);
   ZKT_ASSERT_RC(ZKRC_OK, w.rc);
-  CU_ASSERT_EQUAL(requests_but_renewals(b) - before, 5);
-  zkrc_lock_stats st = lock_stats(lb);
-  CU_ASSERT_EQUAL(st.acquisitions, 1);
+  CU_ASSERT_EQUAL(lock_stats(lb).acquisitions, 1);
+  zoo_set_acl(zh, path, -1, &ZOO_OPEN_ACL_UNSAFE);
   zookeeper_close(zh);
   zkrc_lock_free(la);
   zkrc_lock_free(lb);
@@ -530,8 +588,11 @@ static void add_suites(void) {
   ZKT_SUITE("session",
             {"sessions, requests, expiries",
              test_session_counts_sessions_requests_expiries},
-            {"direct successor lists before holding",
-             test_direct_successor_lists_before_holding});
+            {"direct successor: 5 requests", test_direct_successor_requests},
+            {"direct successor with events: 5 requests",
+             test_direct_successor_requests_when_told},
+            {"direct successor holds without listing",
+             test_direct_successor_holds_without_listing});
   ZKT_SUITE("prometheus", {"text exposition", test_prometheus_text});
 }
 

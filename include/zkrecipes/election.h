@@ -130,7 +130,10 @@ int zkrc_election_join(zkrc_election *e);
 /**
  * Give up leadership and go to the back of the queue (REVOKED with reason
  * ZKRC_OK, then a new node).  The next participant is elected after one
- * notification and one read.
+ * notification: the deletion of our node, which it watches.  It reads
+ * nothing more when it was next in line by its last look at the queue
+ * (it watches its own node too, which proves that node is still there);
+ * otherwise it lists the participants once.
  * @return ZKRC_OK; ZKRC_ENOTLEADER when we do not lead (nothing changes).
  */
 int zkrc_election_resign(zkrc_election *e);
