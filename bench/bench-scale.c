@@ -27,6 +27,14 @@ static void parse_holds(const char *name, int who, const char *ops,
   }
 }
 
+/* Waiters joining the queue a second, over all the processes, unless
+ * --scale-waiters says (opt.scale_join_rate).  A joining
+ * contender lists the whole queue once (ZooKeeper cannot list less): the
+ * n-th lists n names (55 bytes each), so 10,000 joining at once send about
+ * 3 GB of listings, behind which the sessions' pings (the blocker's too)
+ * waited past their leases (every acquisition failed, LOST).  Paced, the
+ * same listings are spread over the time to queue. */
+
 /* The blocker: a session of this process holding the lock at @p path, so
  * that every waiter queues before the first one is admitted. */
 typedef struct blocker {
@@ -55,7 +63,8 @@ static void blocker_free(blocker *b) {
 /* Wait until @p want contenders are queued on @p path (each look lists
  * the whole queue: back off from 100 ms to 2 s). */
 static void wait_queued(blocker *b, const char *path, long want) {
-  int64_t deadline = now_ns() + (int64_t)START_MS * 1000000;
+  int64_t deadline = now_ns() + (int64_t)START_MS * 1000000 +
+                     2 * want * (int64_t)1000000000 / opt.scale_join_rate;
   int pause_ms = 100;
   for (;;) {
     zkrc_participant *list = NULL;
@@ -78,17 +87,21 @@ void scale_waiters(void) {
   int procs = opt.scale_procs;
   long total = (long)procs * opt.scale_sessions * opt.scale_holds;
   char *path = znode("scale/waiters");
-  char sessions[16], holds[16];
+  char sessions[16], holds[16], rate[16];
   snprintf(sessions, sizeof sessions, "%d", opt.scale_sessions);
   snprintf(holds, sizeof holds, "%d", opt.scale_holds);
+  snprintf(rate, sizeof rate, "%d",
+           opt.scale_join_rate / procs > 0 ? opt.scale_join_rate / procs : 1);
   progress("scale: %ld waiters on one lock (%d processes x %d sessions x %d "
-           "holds), all queued before the first is admitted",
-           total, procs, opt.scale_sessions, opt.scale_holds);
+           "holds), joining %d a second, all queued before the first is "
+           "admitted",
+           total, procs, opt.scale_sessions, opt.scale_holds,
+           opt.scale_join_rate);
   blocker b;
   blocker_hold(&b, path);
   proc **w = g_new0(proc *, procs);
   for (int i = 0; i < procs; i++) {
-    const char *args[] = {"waiters", hosts, path, sessions, holds, NULL};
+    const char *args[] = {"waiters", hosts, path, sessions, holds, rate, NULL};
     char *name = g_strdup_printf("waiters %d", i);
     w[i] = worker_start(name, args);
     g_free(name);

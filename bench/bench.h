@@ -77,6 +77,7 @@ typedef struct options {
   int herd_waiters;
   int idle_ms;
   int scale_procs, scale_sessions, scale_holds;
+  int scale_join_rate; /* waiters joining the queue a second */
   int scale_locks;
   int scale_threads[3]; /* threads on one lock object, few to many */
   int election_reps;

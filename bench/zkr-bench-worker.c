@@ -7,7 +7,7 @@
  *   zkr-bench-worker loop     IMPL HOSTS PATH SECONDS
  *   zkr-bench-worker contend  IMPL HOSTS PATH SECONDS
  *   zkr-bench-worker herd     IMPL HOSTS PATH N
- *   zkr-bench-worker waiters  HOSTS PATH SESSIONS HOLDS
+ *   zkr-bench-worker waiters  HOSTS PATH SESSIONS HOLDS [RATE]
  *   zkr-bench-worker threads  HOSTS PATH NTHREADS SECONDS
  *   zkr-bench-worker locks    HOSTS PREFIX N WINDOW
  *   zkr-bench-worker elect    HOSTS PATH ID
@@ -41,8 +41,9 @@
  *   the next line (or end of input).
  *
  * waiters: SESSIONS sessions with HOLDS non-blocking acquisitions each on
- *   one lock: "ready", wait for a line, start them all; each holder
- *   releases at once.  Prints "done n=N failures=F" and "ops H,R,TOKEN ..."
+ *   one lock: "ready", wait for a line, start them all (RATE given: RATE
+ *   a second, round robin over the sessions); each holder releases at
+ *   once.  Prints "done n=N failures=F" and "ops H,R,TOKEN ..."
  *   (R 0: that acquisition failed), judged as in contend.
  *
  * threads: one session, one lock object, NTHREADS threads each looping
@@ -798,7 +799,7 @@ static void waiter_acquired(zkrc_lock *lk, zkrc_lock_hold *hold,
 }
 
 static int mode_waiters(const char *hosts, const char *path, long sessions,
-                        long holds) {
+                        long holds, long rate) {
   waiters_state ws = {.total = sessions * holds};
   g_mutex_init(&ws.mu);
   g_cond_init(&ws.cond);
@@ -820,6 +821,12 @@ static int mode_waiters(const char *hosts, const char *path, long sessions,
   ready_and_wait();
   int64_t start = peer_now_ns();
   for (long i = 0; i < ws.total; i++) {
+    if (rate > 0) { /* pacing the joins: the i-th at start + i / rate */
+      int64_t due = start + i * (int64_t)1000000000 / rate;
+      int64_t ahead = due - peer_now_ns();
+      if (ahead > 0)
+        g_usleep((gulong)(ahead / 1000));
+    }
     ctx[i].ws = &ws;
     ctx[i].index = i;
     int rc = zkrc_lock_acquire_async(lk[i % sessions], peer_timeout_ms,
@@ -1660,7 +1667,7 @@ static const char usage_text[] =
     "       zkr-bench-worker loop IMPL HOSTS PATH SECONDS\n"
     "       zkr-bench-worker contend IMPL HOSTS PATH SECONDS\n"
     "       zkr-bench-worker herd IMPL HOSTS PATH N\n"
-    "       zkr-bench-worker waiters HOSTS PATH SESSIONS HOLDS\n"
+    "       zkr-bench-worker waiters HOSTS PATH SESSIONS HOLDS [RATE]\n"
     "       zkr-bench-worker threads HOSTS PATH NTHREADS SECONDS\n"
     "       zkr-bench-worker locks HOSTS PREFIX N WINDOW\n"
     "       zkr-bench-worker elect HOSTS PATH ID\n"
@@ -1694,9 +1701,10 @@ static int run(int argc, char **argv) {
   if (strcmp(mode, "pipe") == 0 && argc == 6)
     return mode_pipe(argv[2], argv[3], number_arg(argv, 4),
                      number_arg(argv, 5));
-  if (strcmp(mode, "waiters") == 0 && argc == 6)
+  if (strcmp(mode, "waiters") == 0 && (argc == 6 || argc == 7))
     return mode_waiters(argv[2], argv[3], number_arg(argv, 4),
-                        number_arg(argv, 5));
+                        number_arg(argv, 5),
+                        argc == 7 ? number_arg(argv, 6) : 0);
   if (strcmp(mode, "threads") == 0 && argc == 6)
     return mode_threads(argv[2], argv[3], number_arg(argv, 4),
                         number_arg(argv, 5));

@@ -41,6 +41,7 @@ options opt = {
     .scale_procs = 4,
     .scale_sessions = 5,
     .scale_holds = 50,
+    .scale_join_rate = 100,
     .scale_locks = 10000,
     .scale_threads = {8, 300, 2000},
     .election_reps = 5,
@@ -177,8 +178,9 @@ static void usage(FILE *out) {
           "(default %d)\n"
           "      --herd N           waiters in the herd workload (default "
           "%d)\n"
-          "      --scale-waiters P,S,H  processes, sessions each, holds each "
-          "(default %d,%d,%d)\n"
+          "      --scale-waiters P,S,H[,R]  processes, sessions each, holds "
+          "each,\n"
+          "                         joining a second (default %d,%d,%d,%d)\n"
           "      --scale-locks N    locks held by one process (default %d)\n"
           "      --scale-threads A,B,C  threads on one lock object, few to "
           "many\n"
@@ -203,7 +205,8 @@ static void usage(FILE *out) {
           "programs\n"
           "  -h, --help\n",
           opt.rounds, opt.seconds, opt.contenders, opt.herd_waiters,
-          opt.scale_procs, opt.scale_sessions, opt.scale_holds, opt.scale_locks,
+          opt.scale_procs, opt.scale_sessions, opt.scale_holds,
+          opt.scale_join_rate, opt.scale_locks,
           opt.election_reps, opt.cache_changes);
 }
 
@@ -312,10 +315,11 @@ static void parse_options(int argc, char **argv) {
       opt.herd_waiters = positive("herd", optarg);
       break;
     case O_SCALE_WAITERS:
-      if (sscanf(optarg, "%d,%d,%d", &opt.scale_procs, &opt.scale_sessions,
-                 &opt.scale_holds) != 3 ||
+      if (sscanf(optarg, "%d,%d,%d,%d", &opt.scale_procs,
+                 &opt.scale_sessions, &opt.scale_holds,
+                 &opt.scale_join_rate) < 3 ||
           opt.scale_procs <= 0 || opt.scale_sessions <= 0 ||
-          opt.scale_holds <= 0) {
+          opt.scale_holds <= 0 || opt.scale_join_rate <= 0) {
         fprintf(stderr, "zkr-bench: bad --scale-waiters: %s\n", optarg);
         exit(2);
       }
