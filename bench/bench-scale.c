@@ -5,6 +5,9 @@
  */
 #include "config.h"
 
+#include <errno.h>
+#include <string.h>
+
 #include "bench.h"
 
 #include "zkrecipes.h"
@@ -60,24 +63,30 @@ static void blocker_free(blocker *b) {
   zkrc_session_close(b->s);
 }
 
-/* Wait until @p want contenders are queued on @p path (each look lists
- * the whole queue: back off from 100 ms to 2 s). */
-static void wait_queued(blocker *b, const char *path, long want) {
+/* Wait until @p want contenders are queued on @p path: the directory's
+ * number of children, from a handle of its own (an exists is one small
+ * answer; zkrc_lock_list() would read every contender's data, 10,000
+ * reads a look, behind which the blocker's lease renewals waited until
+ * its lease ran out).  Backs off from 100 ms to 2 s. */
+static void wait_queued(const char *path, long want) {
   int64_t deadline = now_ns() + (int64_t)START_MS * 1000000 +
                      2 * want * (int64_t)1000000000 / opt.scale_join_rate;
+  zhandle_t *zh = zookeeper_init(hosts, NULL, MEASURE_SESSION_MS, NULL, NULL, 0);
+  if (zh == NULL)
+    fatal("scale: zookeeper_init: %s", strerror(errno));
   int pause_ms = 100;
   for (;;) {
-    zkrc_participant *list = NULL;
-    size_t count = 0;
-    int rc = zkrc_lock_list(b->s, path, &list, &count, STEP_MS);
-    zkrc_participants_free(list, count);
-    if (rc == ZKRC_OK && (long)count >= want)
-      return;
+    struct Stat st;
+    int rc = zoo_exists(zh, path, 0, &st);
+    if (rc == ZOK && st.numChildren >= want)
+      break;
     if (now_ns() > deadline)
-      fatal("scale: only %zu of %ld contenders queued", count, want);
+      fatal("scale: only %d of %ld contenders queued (%s)",
+            rc == ZOK ? st.numChildren : -1, want, zerror(rc));
     sleep_ms(pause_ms);
     pause_ms = pause_ms < 1000 ? 2 * pause_ms : 2000;
   }
+  zookeeper_close(zh);
 }
 
 /* opt.scale_procs processes x opt.scale_sessions sessions x
@@ -111,7 +120,7 @@ void scale_waiters(void) {
   int64_t queue_start = now_ns();
   for (int i = 0; i < procs; i++)
     proc_send(w[i], "go");
-  wait_queued(&b, path, total + 1);
+  wait_queued(path, total + 1);
   double queue_secs = (double)(now_ns() - queue_start) / 1e9;
   snap before, after;
   snap_take(&before);
