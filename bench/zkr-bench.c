@@ -503,6 +503,17 @@ int main(int argc, char **argv) {
       "called -> held;\n  notifications per release = watch events / "
       "releases (one release per acquisition).\n",
       opt.contenders, opt.contenders, opt.herd_waiters, opt.herd_waiters);
+  if (opt.run_scale)
+    printf("- scale waiters: P processes x S sessions x H non-blocking "
+           "acquisitions on one lock,\n  joining R a second behind a "
+           "holder of this program's that lets go once all are\n  queued "
+           "(the directory's child count); total time from that release; "
+           "each holder\n  releases at once.  Notifications per release = "
+           "watch events / waiters (mntr).\n"
+           "- scale threads: one process, one session, one lock object, N "
+           "threads looping\n  acquire/release on it (a node each); "
+           "hand-over = one thread's release call to the\n  next one's "
+           "return from acquire.\n");
   if (opt.run_cache)
     printf(
         "- node cache, tree cache: one writer session (member 0) makes one "
