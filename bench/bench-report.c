@@ -96,6 +96,37 @@ static void family_targets(void) {
   }
 }
 
+/* Issue 19's many waiters and many threads: one notification per release
+ * with all the waiters queued at once; the hand-over with the most threads
+ * on one lock object within 1.5x of that with the fewest. */
+static void scale_queue_targets(void) {
+  char figure[96], what[100];
+  long total = (long)opt.scale_procs * opt.scale_sessions * opt.scale_holds;
+  snprintf(figure, sizeof figure, "%ld waiters: notifications per release",
+           total);
+  snprintf(what, sizeof what, "%ld waiters: exactly 1 notification per release",
+           total);
+  metric *n = metric_find("scale", "zkrecipes", figure);
+  if (n)
+    add_target(what, fabs(metric_median(n) - 1.0) < 1e-9, "%.3f",
+               metric_median(n));
+  else
+    add_target(what, -1, "not run");
+  int few = opt.scale_threads[0];
+  int many = opt.scale_threads[G_N_ELEMENTS(opt.scale_threads) - 1];
+  snprintf(figure, sizeof figure,
+           "hand-over p50, %d threads / %d threads on one lock object", many,
+           few);
+  snprintf(what, sizeof what,
+           "hand-over with %d threads on one lock object <= 1.5x %d threads",
+           many, few);
+  metric *r = metric_find("scale", "zkrecipes", figure);
+  if (r)
+    add_target(what, metric_median(r) <= 1.5, "%.2fx", metric_median(r));
+  else
+    add_target(what, -1, "not run");
+}
+
 void evaluate_targets(void) {
   targets = g_ptr_array_new();
   metric *u = metric_find("uncontended", "zkrecipes", "ops/s");
@@ -149,6 +180,7 @@ void evaluate_targets(void) {
   }
   family_targets();
   fresh_lock_targets();
+  scale_queue_targets();
   char figure[64];
   long total = (long)opt.scale_procs * opt.scale_sessions * opt.scale_holds;
   snprintf(figure, sizeof figure, "%ld waiters: violations", total);

@@ -77,7 +77,9 @@ typedef struct options {
   int herd_waiters;
   int idle_ms;
   int scale_procs, scale_sessions, scale_holds;
+  int scale_join_rate; /* waiters joining the queue a second */
   int scale_locks;
+  int scale_threads[3]; /* threads on one lock object, few to many */
   int election_reps;
   int election_session_ms;
   int cache_changes;
@@ -204,6 +206,7 @@ void run_throughput(void); /* bench-throughput.c */
 void run_herd(void);       /* bench-herd.c */
 void scale_waiters(void);  /* bench-scale.c */
 void scale_locks(void);
+void scale_threads(void);   /* bench-threads.c */
 extern zhandle_t *watch_zh; /* bench-election.c */
 void run_election(void);
 /* The bench's own handle (watch_zh) connected, if it is not yet. */

@@ -7,7 +7,8 @@
  *   zkr-bench-worker loop     IMPL HOSTS PATH SECONDS
  *   zkr-bench-worker contend  IMPL HOSTS PATH SECONDS
  *   zkr-bench-worker herd     IMPL HOSTS PATH N
- *   zkr-bench-worker waiters  HOSTS PATH SESSIONS HOLDS
+ *   zkr-bench-worker waiters  HOSTS PATH SESSIONS HOLDS [RATE]
+ *   zkr-bench-worker threads  HOSTS PATH NTHREADS SECONDS
  *   zkr-bench-worker locks    HOSTS PREFIX N WINDOW
  *   zkr-bench-worker elect    HOSTS PATH ID
  *   zkr-bench-worker rwlock   HOSTS PATH SECONDS READERS HOLD_MS
@@ -40,9 +41,19 @@
  *   the next line (or end of input).
  *
  * waiters: SESSIONS sessions with HOLDS non-blocking acquisitions each on
- *   one lock: "ready", wait for a line, start them all; each holder
- *   releases at once.  Prints "done n=N failures=F" and "ops H,R,TOKEN ..."
+ *   one lock: "ready", wait for a line, start them all (RATE given: RATE
+ *   a second, round robin over the sessions); each holder releases at
+ *   once.  Prints "done n=N failures=F" and "ops H,R,TOKEN ..."
  *   (R 0: that acquisition failed), judged as in contend.
+ *
+ * threads: one session, one lock object, NTHREADS threads each looping
+ *   zkrc_lock_acquire/zkrc_lock_release on it (all queued at once: a
+ *   thread's own node per thread): each does one cycle, then "ready"; the
+ *   start line starts SECONDS of cycles.  Prints "done threads=T ops=N
+ *   secs=S ops_per_sec=R handover_p50_us=A handover_p99_us=B violations=V
+ *   failures=F" (hand-over: from one thread's release call to the next
+ *   one's return from acquire; violations: holds that began before the
+ *   previous one's release was called).
  *
  * locks: one session acquires N different locks PREFIX/lock-<i> without
  *   blocking, at most WINDOW acquisitions in flight (0: all at once), and
@@ -790,7 +801,7 @@ static void waiter_acquired(zkrc_lock *lk, zkrc_lock_hold *hold,
 }
 
 static int mode_waiters(const char *hosts, const char *path, long sessions,
-                        long holds) {
+                        long holds, long rate) {
   waiters_state ws = {.total = sessions * holds};
   g_mutex_init(&ws.mu);
   g_cond_init(&ws.cond);
@@ -812,6 +823,12 @@ static int mode_waiters(const char *hosts, const char *path, long sessions,
   ready_and_wait();
   int64_t start = peer_now_ns();
   for (long i = 0; i < ws.total; i++) {
+    if (rate > 0) { /* pacing the joins: the i-th at start + i / rate */
+      int64_t due = start + i * (int64_t)1000000000 / rate;
+      int64_t ahead = due - peer_now_ns();
+      if (ahead > 0)
+        g_usleep((gulong)(ahead / 1000));
+    }
     ctx[i].ws = &ws;
     ctx[i].index = i;
     int rc = zkrc_lock_acquire_async(lk[i % sessions], peer_timeout_ms,
@@ -844,6 +861,171 @@ static int mode_waiters(const char *hosts, const char *path, long sessions,
   g_free(s);
   g_free(ctx);
   g_free(ws.records);
+  return EXIT_OK;
+}
+
+/* ------------------------------------------------------- scale: threads */
+
+/* One hold of the lock object by one of the threads: when its acquisition
+ * returned and when its release was called (CLOCK_MONOTONIC, ns). */
+typedef struct thread_hold {
+  int64_t held, releasing;
+} thread_hold;
+
+/* Between two threads' first acquisitions after the start: joining the
+ * queue costs a listing of it (ZooKeeper cannot list less), so 2,000
+ * threads joining at once would send about 2,000^2/2 names down the one
+ * connection, behind which the session's pings would wait. */
+#define THREADS_RAMP_US 2000
+
+typedef struct threads_state {
+  zkrc_lock *lk;
+  GMutex mu;
+  GCond cond;
+  long joined;        /* threads that took their place */
+  long started;       /* threads past their warm-up cycle */
+  gboolean go;        /* the threads may join the queue */
+  gboolean measuring; /* all have joined: holds are recorded */
+  gboolean stop;      /* the measured period ended */
+  thread_hold *holds;
+  size_t n, cap;
+  long failures;
+} threads_state;
+
+static void threads_record(threads_state *ts, int64_t held, int64_t releasing) {
+  g_mutex_lock(&ts->mu);
+  if (ts->measuring && !ts->stop) {
+    if (ts->n == ts->cap) {
+      ts->cap = ts->cap ? 2 * ts->cap : 4096;
+      ts->holds = g_renew(thread_hold, ts->holds, ts->cap);
+    }
+    ts->holds[ts->n++] = (thread_hold){held, releasing};
+  }
+  g_mutex_unlock(&ts->mu);
+}
+
+/* One cycle: acquire, release.  Returns FALSE when the acquisition failed. */
+static gboolean threads_cycle(threads_state *ts) {
+  int rc = zkrc_lock_acquire(ts->lk, peer_timeout_ms);
+  if (rc != ZKRC_OK) {
+    fprintf(stderr, "zkr-bench-worker: acquire: %s\n", zkrc_strerror(rc));
+    return FALSE;
+  }
+  int64_t held = peer_now_ns();
+  int64_t releasing = peer_now_ns();
+  rc = zkrc_lock_release(ts->lk);
+  if (rc != ZKRC_OK)
+    die(EXIT_ERROR, "release: %s", zkrc_strerror(rc));
+  threads_record(ts, held, releasing);
+  return TRUE;
+}
+
+/* A thread: one warm-up cycle, one thread after the other (all at once,
+ * they would all list a queue of them all), then, its place in the ramp
+ * after the start, cycles until the end. */
+static gpointer threads_thread(gpointer arg) {
+  threads_state *ts = arg;
+  g_mutex_lock(&ts->mu);
+  long place = ts->joined++;
+  while (ts->started != place)
+    g_cond_wait(&ts->cond, &ts->mu);
+  g_mutex_unlock(&ts->mu);
+  gboolean ok = threads_cycle(ts);
+  g_mutex_lock(&ts->mu);
+  ts->failures += !ok;
+  ts->started++;
+  g_cond_broadcast(&ts->cond);
+  while (!ts->go)
+    g_cond_wait(&ts->cond, &ts->mu);
+  g_mutex_unlock(&ts->mu);
+  g_usleep((gulong)(place * THREADS_RAMP_US));
+  g_mutex_lock(&ts->mu);
+  while (!ts->stop) {
+    g_mutex_unlock(&ts->mu);
+    ok = threads_cycle(ts);
+    g_mutex_lock(&ts->mu);
+    ts->failures += !ok;
+  }
+  g_mutex_unlock(&ts->mu);
+  return NULL;
+}
+
+static int compare_hold(const void *a, const void *b) {
+  const thread_hold *x = a, *y = b;
+  return (x->held > y->held) - (x->held < y->held);
+}
+
+/* The hand-overs of the recorded holds: from one hold's release call to
+ * the next hold's return from acquire (in ns, into @p gaps); returns the
+ * holds that began before the previous one's release was called (must be
+ * 0: one lock object, one holder at a time). */
+static long threads_handovers(threads_state *ts, int64_t *gaps) {
+  qsort(ts->holds, ts->n, sizeof *ts->holds, compare_hold);
+  long overlaps = 0;
+  for (size_t i = 1; i < ts->n; i++) {
+    gaps[i - 1] = ts->holds[i].held - ts->holds[i - 1].releasing;
+    overlaps += gaps[i - 1] < 0;
+  }
+  return overlaps;
+}
+
+static int mode_threads(const char *hosts, const char *path, long nthreads,
+                        long seconds) {
+  threads_state ts = {0};
+  g_mutex_init(&ts.mu);
+  g_cond_init(&ts.cond);
+  zkrc_session *s = NULL;
+  zkrc_session_options so;
+  zkrc_session_options_init(&so);
+  so.session_timeout_ms = session_ms;
+  so.connect_timeout_ms = peer_timeout_ms;
+  int rc = zkrc_session_connect(&s, hosts, &so);
+  if (rc != ZKRC_OK)
+    die(EXIT_CONNECT, "connect %s: %s", hosts, zkrc_strerror(rc));
+  if ((rc = zkrc_lock_new(&ts.lk, s, path, NULL)) != ZKRC_OK)
+    die(EXIT_ERROR, "lock %s: %s", path, zkrc_strerror(rc));
+  GThread **t = g_new0(GThread *, nthreads);
+  for (long i = 0; i < nthreads; i++)
+    t[i] = g_thread_new("waiter", threads_thread, &ts);
+  int64_t deadline = g_get_monotonic_time() + (int64_t)peer_timeout_ms * 1000;
+  g_mutex_lock(&ts.mu);
+  while (ts.started < nthreads)
+    if (!g_cond_wait_until(&ts.cond, &ts.mu, deadline))
+      die(EXIT_TIMEOUT, "only %ld of %ld threads warmed up", ts.started,
+          nthreads);
+  g_mutex_unlock(&ts.mu);
+  ready_and_wait();
+  g_mutex_lock(&ts.mu);
+  ts.go = TRUE;
+  g_cond_broadcast(&ts.cond);
+  g_mutex_unlock(&ts.mu);
+  /* the ramp, and as long again for the queue to settle */
+  g_usleep((gulong)(2 * nthreads * THREADS_RAMP_US));
+  g_mutex_lock(&ts.mu);
+  ts.measuring = TRUE;
+  g_mutex_unlock(&ts.mu);
+  int64_t start = peer_now_ns();
+  g_usleep((gulong)seconds * G_USEC_PER_SEC); /* the measured period */
+  g_mutex_lock(&ts.mu);
+  ts.stop = TRUE;
+  g_mutex_unlock(&ts.mu);
+  int64_t end = peer_now_ns();
+  for (long i = 0; i < nthreads; i++) /* each finishes its turn */
+    g_thread_join(t[i]);
+  int64_t *gaps = g_new0(int64_t, ts.n + 1);
+  long overlaps = threads_handovers(&ts, gaps);
+  size_t ng = ts.n > 0 ? ts.n - 1 : 0;
+  double secs = (double)(end - start) / 1e9;
+  say("done threads=%ld ops=%zu secs=%.3f ops_per_sec=%.1f "
+      "handover_p50_us=%ld handover_p99_us=%ld violations=%ld failures=%ld",
+      nthreads, ts.n, secs, (double)ts.n / secs,
+      peer_quantile_us(gaps, ng, 0.50), peer_quantile_us(gaps, ng, 0.99),
+      overlaps, ts.failures);
+  g_free(gaps);
+  g_free(t);
+  g_free(ts.holds);
+  zkrc_lock_free(ts.lk);
+  zkrc_session_close(s);
   return EXIT_OK;
 }
 
@@ -1491,7 +1673,8 @@ static const char usage_text[] =
     "       zkr-bench-worker loop IMPL HOSTS PATH SECONDS\n"
     "       zkr-bench-worker contend IMPL HOSTS PATH SECONDS\n"
     "       zkr-bench-worker herd IMPL HOSTS PATH N\n"
-    "       zkr-bench-worker waiters HOSTS PATH SESSIONS HOLDS\n"
+    "       zkr-bench-worker waiters HOSTS PATH SESSIONS HOLDS [RATE]\n"
+    "       zkr-bench-worker threads HOSTS PATH NTHREADS SECONDS\n"
     "       zkr-bench-worker locks HOSTS PREFIX N WINDOW\n"
     "       zkr-bench-worker elect HOSTS PATH ID\n"
     "       zkr-bench-worker rwlock HOSTS PATH SECONDS READERS HOLD_MS\n"
@@ -1524,8 +1707,12 @@ static int run(int argc, char **argv) {
   if (strcmp(mode, "pipe") == 0 && argc == 6)
     return mode_pipe(argv[2], argv[3], number_arg(argv, 4),
                      number_arg(argv, 5));
-  if (strcmp(mode, "waiters") == 0 && argc == 6)
+  if (strcmp(mode, "waiters") == 0 && (argc == 6 || argc == 7))
     return mode_waiters(argv[2], argv[3], number_arg(argv, 4),
+                        number_arg(argv, 5),
+                        argc == 7 ? number_arg(argv, 6) : 0);
+  if (strcmp(mode, "threads") == 0 && argc == 6)
+    return mode_threads(argv[2], argv[3], number_arg(argv, 4),
                         number_arg(argv, 5));
   if (strcmp(mode, "locks") == 0 && argc == 6)
     return mode_locks(argv[2], argv[3], number_arg(argv, 4),

@@ -41,7 +41,9 @@ options opt = {
     .scale_procs = 4,
     .scale_sessions = 5,
     .scale_holds = 50,
+    .scale_join_rate = 100,
     .scale_locks = 10000,
+    .scale_threads = {8, 300, 2000},
     .election_reps = 5,
     .election_session_ms = 2000,
     .cache_changes = 100,
@@ -176,9 +178,13 @@ static void usage(FILE *out) {
           "(default %d)\n"
           "      --herd N           waiters in the herd workload (default "
           "%d)\n"
-          "      --scale-waiters P,S,H  processes, sessions each, holds each "
-          "(default %d,%d,%d)\n"
+          "      --scale-waiters P,S,H[,R]  processes, sessions each, holds "
+          "each,\n"
+          "                         joining a second (default %d,%d,%d,%d)\n"
           "      --scale-locks N    locks held by one process (default %d)\n"
+          "      --scale-threads A,B,C  threads on one lock object, few to "
+          "many\n"
+          "                         (default 8,300,2000)\n"
           "      --election-reps N  failovers and resignations measured "
           "(default %d)\n"
           "      --cache-changes N  changes measured per cache and round "
@@ -199,8 +205,9 @@ static void usage(FILE *out) {
           "programs\n"
           "  -h, --help\n",
           opt.rounds, opt.seconds, opt.contenders, opt.herd_waiters,
-          opt.scale_procs, opt.scale_sessions, opt.scale_holds, opt.scale_locks,
-          opt.election_reps, opt.cache_changes);
+          opt.scale_procs, opt.scale_sessions, opt.scale_holds,
+          opt.scale_join_rate, opt.scale_locks, opt.election_reps,
+          opt.cache_changes);
 }
 
 static int positive(const char *what, const char *s) {
@@ -248,6 +255,7 @@ static void parse_options(int argc, char **argv) {
     O_HERD = 256,
     O_SCALE_WAITERS,
     O_SCALE_LOCKS,
+    O_SCALE_THREADS,
     O_ELECTION_REPS,
     O_CACHE_CHANGES,
     O_CSV,
@@ -270,6 +278,7 @@ static void parse_options(int argc, char **argv) {
       {"herd", required_argument, NULL, O_HERD},
       {"scale-waiters", required_argument, NULL, O_SCALE_WAITERS},
       {"scale-locks", required_argument, NULL, O_SCALE_LOCKS},
+      {"scale-threads", required_argument, NULL, O_SCALE_THREADS},
       {"election-reps", required_argument, NULL, O_ELECTION_REPS},
       {"cache-changes", required_argument, NULL, O_CACHE_CHANGES},
       {"csv", required_argument, NULL, O_CSV},
@@ -306,16 +315,25 @@ static void parse_options(int argc, char **argv) {
       opt.herd_waiters = positive("herd", optarg);
       break;
     case O_SCALE_WAITERS:
-      if (sscanf(optarg, "%d,%d,%d", &opt.scale_procs, &opt.scale_sessions,
-                 &opt.scale_holds) != 3 ||
+      if (sscanf(optarg, "%d,%d,%d,%d", &opt.scale_procs, &opt.scale_sessions,
+                 &opt.scale_holds, &opt.scale_join_rate) < 3 ||
           opt.scale_procs <= 0 || opt.scale_sessions <= 0 ||
-          opt.scale_holds <= 0) {
+          opt.scale_holds <= 0 || opt.scale_join_rate <= 0) {
         fprintf(stderr, "zkr-bench: bad --scale-waiters: %s\n", optarg);
         exit(2);
       }
       break;
     case O_SCALE_LOCKS:
       opt.scale_locks = positive("scale-locks", optarg);
+      break;
+    case O_SCALE_THREADS:
+      if (sscanf(optarg, "%d,%d,%d", &opt.scale_threads[0],
+                 &opt.scale_threads[1], &opt.scale_threads[2]) != 3 ||
+          opt.scale_threads[0] <= 0 || opt.scale_threads[1] <= 0 ||
+          opt.scale_threads[2] <= 0) {
+        fprintf(stderr, "zkr-bench: bad --scale-threads: %s\n", optarg);
+        exit(2);
+      }
       break;
     case O_ELECTION_REPS:
       opt.election_reps = positive("election-reps", optarg);
@@ -344,6 +362,8 @@ static void parse_options(int argc, char **argv) {
       opt.scale_sessions = 2;
       opt.scale_holds = 25;
       opt.scale_locks = 1000;
+      opt.scale_threads[1] = 50;
+      opt.scale_threads[2] = 200;
       opt.election_reps = 1;
       opt.cache_changes = 30;
       break;
@@ -413,6 +433,7 @@ int main(int argc, char **argv) {
     run_herd();
   if (opt.run_scale) {
     scale_waiters();
+    scale_threads();
     scale_locks();
   }
   if (opt.run_election)
@@ -481,7 +502,7 @@ int main(int argc, char **argv) {
       "called -> held;\n  notifications per release = watch events / "
       "releases (one release per acquisition).\n",
       opt.contenders, opt.contenders, opt.herd_waiters, opt.herd_waiters);
-  if (opt.run_scale)
+  if (opt.run_scale) {
     printf("- scale, many locks: one session acquires fresh locks (each in a "
            "directory of its own);\n  proposals per lock = the leader's zxid "
            "difference (srvr) over the run / locks (every\n  transaction, a "
@@ -489,6 +510,17 @@ int main(int argc, char **argv) {
            "runs'\n  empty containers adds a little).  The goal ratio divides "
            "by the pipelined create\n  rate (500 in flight) measured before "
            "and after, in the same run.\n");
+    printf("- scale waiters: P processes x S sessions x H non-blocking "
+           "acquisitions on one lock,\n  joining R a second behind a "
+           "holder of this program's that lets go once all are\n  queued "
+           "(the directory's child count); total time from that release; "
+           "each holder\n  releases at once.  Notifications per release = "
+           "watch events / waiters (mntr).\n"
+           "- scale threads: one process, one session, one lock object, N "
+           "threads looping\n  acquire/release on it (a node each); "
+           "hand-over = one thread's release call to the\n  next one's "
+           "return from acquire.\n");
+  }
   if (opt.run_cache)
     printf(
         "- node cache, tree cache: one writer session (member 0) makes one "

@@ -96,6 +96,11 @@ int64_t zkrc__holder_lease_left_locked(holder *h) {
 
 /* ------------------------------------------------ contender callbacks */
 
+void zkrc__holder_wake_locked(holder *h) {
+  if (h->wake)
+    g_cond_signal(h->wake);
+}
+
 static void on_front_locked(zkrc__stake *st, zkrc__contender *c) {
   holder *h = (holder *)st;
   if (h->state == H_WAITING) {
@@ -105,7 +110,7 @@ static void on_front_locked(zkrc__stake *st, zkrc__contender *c) {
     zkrc__lock_stat_front_locked(h);
     if (h->client->front)
       h->client->front(h);
-    g_cond_broadcast(&h->lk->r.cond);
+    zkrc__holder_wake_locked(h);
   }
 }
 
@@ -114,7 +119,7 @@ static void on_behind_locked(zkrc__stake *st) {
   h->behind = TRUE;
   if (h->client->behind)
     h->client->behind(h);
-  g_cond_broadcast(&h->lk->r.cond);
+  zkrc__holder_wake_locked(h);
 }
 
 static void on_connection_locked(zkrc__stake *st, zkrc_session_event ev) {
@@ -135,7 +140,7 @@ static void on_ended_locked(zkrc__stake *st, int err, int zk_rc) {
   if (h->state == H_HELD) {
     h->state = H_LOST;
     zkrc__lock_stat_lost_locked(h);
-    g_cond_broadcast(&h->lk->r.cond); /* a thread granted but not yet awake */
+    zkrc__holder_wake_locked(h); /* a thread granted but not yet awake */
     /* (A non-blocking hold whose grant is still on its way learns of the
      * loss from its completion instead.) */
     if (h->client->may_tell(h))
@@ -143,6 +148,7 @@ static void on_ended_locked(zkrc__stake *st, int err, int zk_rc) {
                                    err == ZKRC_OK ? ZKRC_ELOCKLOST : err);
   } else {
     h->client->ended(h, err);
+    zkrc__holder_wake_locked(h);
   }
 }
 

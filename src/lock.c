@@ -56,8 +56,9 @@ void zkrc_lock_options_init(zkrc_lock_options *opts) {
 
 /* ------------------------------------------------------- thread holds */
 
-/* A thread waiting in zkrc_lock_acquire() sees the state on lk->r.cond,
- * which the core broadcasts; only a failure needs saying. */
+/* A thread waiting in zkrc_lock_acquire() sees the state on its own
+ * condition (h->wake), which the core signals; only a failure needs
+ * saying. */
 static void thread_hold_ended(holder *h, int err) {
   if (h->state == H_WAITING)
     h->state = H_FAILED;
@@ -160,10 +161,17 @@ static gboolean other_side_held(zkrc_lock *other, uint64_t me,
   return held;
 }
 
-/* Wait while the holder is queued.  Returns ZKRC_OK once it holds the lock,
- * or why it stopped waiting. */
-static int wait_turn_locked(zkrc_lock *lk, holder *h, int timeout_ms,
-                            int64_t deadline) {
+/* Returns from a waiting thread's condition wait, for the tests: a
+ * hand-over should wake one thread, however many wait. */
+static gint thread_wakeups;
+
+guint zkrc__lock_thread_wakeups(void) {
+  return (guint)g_atomic_int_get(&thread_wakeups);
+}
+
+/* The loop of wait_turn_locked(), on h->wake. */
+static int wait_turn_on_locked(zkrc_lock *lk, holder *h, int timeout_ms,
+                               int64_t deadline) {
   for (;;) {
     if (h->state == H_HELD)
       return ZKRC_OK;
@@ -177,10 +185,27 @@ static int wait_turn_locked(zkrc_lock *lk, holder *h, int timeout_ms,
       return ZKRC_ECANCELED;
     if (timeout_ms == ZKRC_NO_WAIT && h->behind)
       return ZKRC_ELOCKED;
-    if (!zkrc__cond_wait_until(&lk->r.cond, &lk->r.mu, deadline) &&
-        h->state != H_HELD)
+    gboolean woken = zkrc__cond_wait_until(h->wake, &lk->r.mu, deadline);
+    g_atomic_int_inc(&thread_wakeups);
+    if (!woken && h->state != H_HELD)
       return ZKRC_ETIMEDOUT;
   }
+}
+
+/* Wait while the holder is queued.  Returns ZKRC_OK once it holds the lock,
+ * or why it stopped waiting.  The thread waits on a condition of its own
+ * (h->wake), which only what concerns its holder signals (hold.c) and
+ * zkrc_lock_free(): with thousands of threads queued on one lock object, a
+ * hand-over wakes the one thread it admits, not all of them. */
+static int wait_turn_locked(zkrc_lock *lk, holder *h, int timeout_ms,
+                            int64_t deadline) {
+  GCond mine;
+  g_cond_init(&mine);
+  h->wake = &mine;
+  int err = wait_turn_on_locked(lk, h, timeout_ms, deadline);
+  h->wake = NULL;
+  g_cond_clear(&mine);
+  return err;
 }
 
 /* Leave the queue (give up waiting, or release): delete our node, and
@@ -244,8 +269,10 @@ int zkrc_lock_acquire(zkrc_lock *lk, int timeout_ms) {
     zkrc__lock_stat_gave_up_locked(lk, err);
     withdraw_locked(lk, h, ABANDON_GRACE_MS);
   }
-  lk->inside--;
-  g_cond_broadcast(&lk->r.cond);
+  /* zkrc_lock_free() waits for the last one to leave (on lk->r.cond, which
+   * no thread waiting for its turn uses). */
+  if (--lk->inside == 0)
+    g_cond_broadcast(&lk->r.cond);
   g_mutex_unlock(&lk->r.mu);
   if (err != ZKRC_OK)
     zkrc__holder_unref(h); /* the table's reference */
@@ -434,10 +461,22 @@ void zkrc_lock_free(zkrc_lock *lk) {
     zkrc__lock_free(lk);
 }
 
+/* Every thread waiting for its turn, to see the lock being freed. */
+static void wake_every_thread_locked(zkrc_lock *lk) {
+  GHashTableIter it;
+  gpointer h;
+  if (lk->holders == NULL)
+    return;
+  g_hash_table_iter_init(&it, lk->holders);
+  while (g_hash_table_iter_next(&it, NULL, &h))
+    zkrc__holder_wake_locked(h);
+}
+
 void zkrc__lock_free(zkrc_lock *lk) {
   if (lk == NULL)
     return;
   zkrc__recipe_lock_for_free(&lk->r);
+  wake_every_thread_locked(lk);
   while (lk->inside > 0) /* waiting threads return ZKRC_ECANCELED */
     g_cond_wait(&lk->r.cond, &lk->r.mu);
   /* Release what is still held, by any thread, as zkrc_lock_release()

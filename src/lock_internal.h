@@ -58,6 +58,10 @@ struct zkrc_lock_hold {
   zkrc__contender *c;
   hstate state;
   int count; /* a thread's reentrancy count */
+  /* The condition its thread waits on in zkrc_lock_acquire() (on that
+   * thread's stack), or NULL: the core signals only this one when the hold
+   * changes, so that a hand-over wakes one thread, not every waiting one. */
+  GCond *wake;
   /* A read side's thread hold taken while its thread holds the write side
    * (a downgrade): the name of that writer node, which does not stop it
    * (the policy's argument); NULL otherwise. */
@@ -145,6 +149,13 @@ void zkrc__lock_free(zkrc_lock *lk);
 /* Microseconds left of a held hold's lease (0 when not held, or when its
  * session's lease ran out); lk->mu held. */
 int64_t zkrc__holder_lease_left_locked(holder *h);
+
+/* How many times threads waiting in zkrc_lock_acquire() woke up, in the
+ * process (for the tests). */
+guint zkrc__lock_thread_wakeups(void);
+
+/* Wake the thread waiting for @p h, if one is (h->wake); lk->mu held. */
+void zkrc__holder_wake_locked(holder *h);
 
 /* Tell the application about a held lock (lock events); lk->mu held. */
 void zkrc__lock_post_event_locked(holder *h, zkrc_lock_event ev, int reason);

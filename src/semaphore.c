@@ -18,8 +18,9 @@
  * again after a lost reply, nodes of failed holds deleted or handed to the
  * session's reaper, held means held (the lease's loss on the lease).
  *
- * Both steps complete on the session's executor (lock_async.c); the
- * blocking acquisition waits for the completion on sem->cond.
+ * Both steps complete on the session's executor (lock_async.c); a
+ * blocking acquisition waits for its completion on a condition of its own
+ * (many threads may wait on one semaphore: a grant wakes one of them).
  *
  * Lock order: sem->mu is taken before the member locks' mutexes (the
  * non-blocking lock calls made under it), never after: the lock calls
@@ -59,7 +60,6 @@ struct zkrc_semaphore_lease {
 struct zkrc_semaphore {
   gint refs;
   GMutex mu;
-  GCond cond;
   zkrc_session *s; /* used only before the free */
   zkrc_lock *mutex, *pool;
   char *path; /* its directory */
@@ -84,7 +84,6 @@ static void sem_unref(zkrc_semaphore *sem) {
   g_hash_table_destroy(sem->live);
   g_free(sem->path);
   g_mutex_clear(&sem->mu);
-  g_cond_clear(&sem->cond);
   g_free(sem);
 }
 
@@ -173,7 +172,6 @@ int zkrc_semaphore_new(zkrc_semaphore **out, zkrc_session *s, const char *path,
   zkrc_semaphore *sem = g_new0(zkrc_semaphore, 1);
   sem->refs = 1;
   g_mutex_init(&sem->mu);
-  g_cond_init(&sem->cond);
   sem->s = s;
   sem->path = g_strdup(path);
   sem->max_leases = max_leases;
@@ -352,6 +350,7 @@ int zkrc_semaphore_acquire_async(zkrc_semaphore *sem, int timeout_ms,
  * sem->mu); two references: the caller's and the completion's. */
 typedef struct waiter {
   gint refs;
+  GCond cond; /* signalled once, by its completion */
   gboolean done;
   gboolean abandoned; /* the caller returned: a late grant is released */
   int status;
@@ -359,8 +358,10 @@ typedef struct waiter {
 } waiter;
 
 static void waiter_unref(waiter *w) {
-  if (g_atomic_int_dec_and_test(&w->refs))
+  if (g_atomic_int_dec_and_test(&w->refs)) {
+    g_cond_clear(&w->cond);
     g_free(w);
+  }
 }
 
 static void blocking_done(zkrc_semaphore *sem, zkrc_semaphore_lease *lease,
@@ -371,7 +372,7 @@ static void blocking_done(zkrc_semaphore *sem, zkrc_semaphore_lease *lease,
   w->status = status;
   w->lease = lease;
   gboolean unwanted = w->abandoned && status == ZKRC_OK;
-  g_cond_broadcast(&sem->cond);
+  g_cond_signal(&w->cond);
   g_mutex_unlock(&sem->mu);
   if (unwanted) /* granted after its caller gave up: give it back */
     zkrc_semaphore_lease_release(lease);
@@ -391,6 +392,7 @@ int zkrc_semaphore_acquire(zkrc_semaphore *sem, int timeout_ms,
     deadline += (int64_t)ABANDON_GRACE_MS * 1000;
   waiter *w = g_new0(waiter, 1);
   w->refs = 2;
+  g_cond_init(&w->cond);
   sem_ref(sem); /* its mutex outlives a concurrent free until we return */
   int err =
       zkrc_semaphore_acquire_async(sem, timeout_ms, blocking_done, w, NULL);
@@ -399,7 +401,7 @@ int zkrc_semaphore_acquire(zkrc_semaphore *sem, int timeout_ms,
   } else {
     /* The acquisition's own deadline (lock_async.c's timers) ends it. */
     g_mutex_lock(&sem->mu);
-    while (!w->done && zkrc__cond_wait_until(&sem->cond, &sem->mu, deadline))
+    while (!w->done && zkrc__cond_wait_until(&w->cond, &sem->mu, deadline))
       ;
     w->abandoned = !w->done;
     err = w->done ? w->status : ZKRC_ETIMEDOUT;

@@ -257,6 +257,66 @@ static void test_one_release_wakes_one_waiter(void) {
   g_free(path);
 }
 
+/* ------------------------------------------------ many threads, one object */
+
+/* lock_internal.h's (whose types this file's names would shadow). */
+guint zkrc__lock_thread_wakeups(void);
+
+typedef struct crowd {
+  zkrc_lock *lk;
+  gint holding; /* threads between their acquire and release */
+  gint overlaps, failures, holds;
+} crowd;
+
+static gpointer crowd_member(gpointer data) {
+  crowd *c = data;
+  if (zkrc_lock_acquire(c->lk, 60000) != ZKRC_OK) {
+    g_atomic_int_inc(&c->failures);
+    return NULL;
+  }
+  if (g_atomic_int_add(&c->holding, 1) != 0)
+    g_atomic_int_inc(&c->overlaps);
+  g_atomic_int_inc(&c->holds);
+  g_atomic_int_add(&c->holding, -1);
+  if (zkrc_lock_release(c->lk) != ZKRC_OK)
+    g_atomic_int_inc(&c->failures);
+  return NULL;
+}
+
+/* 200 threads queued on one lock object: each gets it in turn, one at a
+ * time, and a hand-over wakes the thread it admits, not every waiting one
+ * (counted by the library: with one condition broadcast to all, the 200
+ * hand-overs would wake about 200 * 200 / 2 threads). */
+static void test_two_hundred_threads_on_one_object_wake_one_each(void) {
+  enum { THREADS = 200 };
+  char *path = zkt_path("crowd");
+  zkrc_session *s = zkt_session_with(10000, 0);
+  crowd c = {.lk = new_lock(s, path)};
+  CU_ASSERT_EQUAL_FATAL(zkrc_lock_acquire(c.lk, 5000), ZKRC_OK);
+  zhandle_t *zh = zkt_raw();
+  GThread *threads[THREADS];
+  for (int i = 0; i < THREADS; i++)
+    threads[i] = g_thread_new("crowd", crowd_member, &c);
+  CU_ASSERT_FATAL(zkt_wait_children(zh, path, THREADS + 1, 30000));
+  guint wakeups_before = zkrc__lock_thread_wakeups();
+  CU_ASSERT_EQUAL(zkrc_lock_release(c.lk), ZKRC_OK);
+  for (int i = 0; i < THREADS; i++)
+    g_thread_join(threads[i]);
+  guint wakeups = zkrc__lock_thread_wakeups() - wakeups_before;
+  printf("(%u wake-ups for %d hand-overs) ", wakeups, THREADS);
+  CU_ASSERT_EQUAL(c.failures, 0);
+  CU_ASSERT_EQUAL(c.overlaps, 0);
+  CU_ASSERT_EQUAL(c.holds, THREADS);
+  /* Its turn, and perhaps the news that others are ahead (a first listing
+   * that had not come back when all the nodes were there). */
+  CU_ASSERT(wakeups >= THREADS && wakeups <= 2 * THREADS);
+  CU_ASSERT_EQUAL(zkt_nodes_left(zh, path), 0);
+  zookeeper_close(zh);
+  zkrc_lock_free(c.lk);
+  zkrc_session_close(s);
+  g_free(path);
+}
+
 /* ----------------------------------------------------------- reentrancy */
 
 typedef struct contender_probe {
@@ -749,6 +809,8 @@ static void add_suites(void) {
       "lock",
       {"eight processes never overlap", test_eight_processes_never_overlap},
       {"one release wakes one waiter", test_one_release_wakes_one_waiter},
+      {"two hundred threads on one object wake one each",
+       test_two_hundred_threads_on_one_object_wake_one_each},
       {"reentrancy is per thread", test_reentrancy_is_per_thread},
       {"release by another thread is refused",
        test_release_by_another_thread_is_refused},
