@@ -107,6 +107,7 @@ typedef struct wrapped {
 
 static gboolean wrapped_call(gpointer p) {
   wrapped *w = p;
+  __tsan_acquire(w); /* its fields first: w->source is one of them */
   __tsan_acquire(w->source);
   return w->func(w->data);
 }
@@ -127,6 +128,7 @@ void g_source_set_callback(GSource *source, GSourceFunc func, gpointer data,
   w->data = data;
   w->notify = notify;
   w->source = source;
+  __tsan_release(w);
   __tsan_release(source);
   found_g_source_set_callback(source, wrapped_call, w, wrapped_free);
 }
