@@ -12,7 +12,8 @@
  *
  * Files: queue_private.h (the contender and the API between the files),
  * this one (lifetime, replies, the outbox, ending, retries, session events,
- * steps, the API to recipes), queue_decide.c (state -> step),
+ * steps, the API to recipes), queue_gate.c (the session's bound on
+ * contenders starting at once), queue_decide.c (state -> step),
  * queue_node.c (create, delete, reap), queue_watch.c (listings, watches,
  * recovery, re-check) and participants.c (the participant listing).
  */
@@ -239,6 +240,7 @@ static void log_end(zkrc__contender *c, const outbox_item *item) {
  * observing the session (before the owner hears that it ended). */
 void zkrc__q_deliver(zkrc__contender *c) {
   zkrc__contender_ref(c);
+  zkrc__q_gate_settle(c);
   g_mutex_lock(&c->mu);
   unsigned long observer = c->state == C_ENDED ? c->observer_id : 0;
   if (observer) {
@@ -464,7 +466,8 @@ static void perform(zkrc__contender *c, step st) {
   case STEP_NONE:
     break;
   case STEP_SEND_CREATE:
-    zkrc__q_send_create(c);
+    if (zkrc__q_gate_passed(c)) /* else the gate starts it */
+      zkrc__q_send_create(c);
     break;
   case STEP_WATCH_PRED:
     zkrc__q_watch_pred(c);
@@ -508,9 +511,8 @@ void zkrc__contender_start(zkrc__contender *c) {
     zkrc__q_end_later(c, ZKRC_ECLOSED);
     return;
   }
-  send_logging_later_begin();
-  zkrc__q_send_create(c);
-  send_logging_later_end(c);
+  if (zkrc__q_gate_enter(c)) /* else it waits in the session's line */
+    zkrc__q_perform(c, STEP_SEND_CREATE);
 }
 
 /* -------------------------------------------------------------- queries */

@@ -39,6 +39,14 @@ typedef enum cstate {
   C_ENDED
 } cstate;
 
+/* A contender at the session's gate (queue_gate.h). */
+typedef enum gate_state {
+  GATE_NONE,    /* not started yet */
+  GATE_WAITING, /* in the gate's line: sends nothing */
+  GATE_HOLDING, /* holds a slot until its first look at the queue */
+  GATE_DONE     /* past the gate (or ended in its line) */
+} gate_state;
+
 typedef enum step {
   STEP_NONE,
   STEP_SEND_CREATE,
@@ -132,6 +140,11 @@ struct zkrc__contender {
 
   GQueue outbox; /* of outbox_item* */
   gboolean delivering;
+
+  /* Its slot at the session's gate (queue_gate.c): a gate_state, under
+   * the gate's mutex; and its place in the gate's line while waiting. */
+  gint gate;
+  GList gate_link;
 };
 
 /* The listing of a directory that is not there (or of a request that was
@@ -169,6 +182,11 @@ void zkrc__q_cancel_watches_locked(zkrc__contender *c);
 void zkrc__q_end_locked(zkrc__contender *c, int err, int zk_rc, gboolean reap);
 void zkrc__q_end_with(zkrc__contender *c, int err, int zk_rc);
 void zkrc__q_end_later(zkrc__contender *c, int err);
+
+/* queue_gate.c: the session's gate */
+gboolean zkrc__q_gate_enter(zkrc__contender *c);
+gboolean zkrc__q_gate_passed(zkrc__contender *c);
+void zkrc__q_gate_settle(zkrc__contender *c);
 
 /* queue_decide.c: decisions (c->mu held; they send nothing) */
 step zkrc__q_evaluate_locked(zkrc__contender *c,

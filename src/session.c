@@ -50,6 +50,7 @@ static void session_free(zkrc_session *s) {
   g_ptr_array_free(s->auths, TRUE);
   g_ptr_array_free(s->reap, TRUE);
   g_free(s->hosts);
+  zkrc__gate_clear(&s->gate);
   g_mutex_clear(&s->mu);
   g_cond_clear(&s->cond);
   g_free(s);
@@ -228,6 +229,7 @@ static zkrc_session *session_alloc(const char *hosts,
       g_hash_table_new_full(g_int64_hash, g_int64_equal, NULL, g_free);
   s->auths = g_ptr_array_new_with_free_func(free_auth);
   s->reap = zkrc__reaper_new();
+  zkrc__gate_init(&s->gate);
   zkrc__session_threads_start(s);
   return s;
 }
