@@ -45,8 +45,8 @@ gboolean zkrc__q_gate_enter(zkrc__contender *c) {
     go = TRUE;
   } else {
     g_atomic_int_set(&c->gate, GATE_WAITING);
-    c->gate_link.data = zkrc__contender_ref(c); /* the line's reference */
-    g_queue_push_tail_link(&g->waiting, &c->gate_link);
+    g_queue_push_tail(&g->waiting, zkrc__contender_ref(c)); /* the line's */
+    c->gate_link = g_queue_peek_tail_link(&g->waiting);
   }
   g_mutex_unlock(&g->mu);
   g_mutex_unlock(&c->mu);
@@ -70,13 +70,12 @@ static void pump(zkrc__gate *g) {
   }
   g->pumping = TRUE;
   for (;;) {
-    GList *link = g->busy < g->limit || g->limit == 0
-                      ? g_queue_pop_head_link(&g->waiting)
-                      : NULL;
-    if (link == NULL)
+    zkrc__contender *c = g->busy < g->limit || g->limit == 0
+                             ? g_queue_pop_head(&g->waiting)
+                             : NULL;
+    if (c == NULL)
       break;
-    zkrc__contender *c = link->data;
-    link->data = NULL;
+    c->gate_link = NULL;
     g->busy++;
     g_atomic_int_set(&c->gate, GATE_HOLDING);
     g_mutex_unlock(&g->mu);
@@ -108,8 +107,8 @@ void zkrc__q_gate_settle(zkrc__contender *c) {
     g->busy--;
     freed = TRUE;
   } else if (gate == GATE_WAITING && st == C_ENDED) {
-    g_queue_unlink(&g->waiting, &c->gate_link);
-    c->gate_link.data = NULL;
+    g_queue_delete_link(&g->waiting, c->gate_link);
+    c->gate_link = NULL;
     g_atomic_int_set(&c->gate, GATE_DONE);
     left = TRUE;
   }

@@ -81,12 +81,12 @@ struct zkrc__contender {
   gint refs;
   GMutex mu;
   zkrc_session *s;
-  char *dir;
+  char *dir; /* GRefString, the queue's */
   const char *marker; /* static */
   const zkrc__marker *markers;
   zkrc__policy_fn policy;
   const void *policy_arg;
-  char *data;
+  char *data; /* GRefString: the participant id */
   int data_len;
   zkrc__acl *acl;
   gboolean watch_own;
@@ -141,10 +141,11 @@ struct zkrc__contender {
   GQueue outbox; /* of outbox_item* */
   gboolean delivering;
 
-  /* Its slot at the session's gate (queue_gate.c): a gate_state, under
-   * the gate's mutex; and its place in the gate's line while waiting. */
+  /* Its slot at the session's gate (queue_gate.c): a gate_state, and its
+   * place in the gate's line while it waits there (under the gate's
+   * mutex). */
   gint gate;
-  GList gate_link;
+  GList *gate_link;
 };
 
 /* The listing of a directory that is not there (or of a request that was
