@@ -43,8 +43,8 @@ void zkrc__contender_unref(zkrc__contender *c) {
   if (c == NULL || !g_atomic_int_dec_and_test(&c->refs))
     return;
   g_free(c->pred);
-  g_free(c->dir);
-  g_free(c->data);
+  g_ref_string_release(c->dir);
+  g_ref_string_release(c->data);
   zkrc__acl_unref(c->acl);
   g_free(c->prefix);
   g_free(c->path);
@@ -68,17 +68,21 @@ int zkrc__queue_init(zkrc__queue *q, zkrc_session *s, const char *dir,
   if (zkrc__session_closed(s))
     return ZKRC_ECLOSED;
   q->session = zkrc__session_ref_recipe(s);
-  q->dir = g_strdup(dir);
-  q->participant_id = participant_id ? g_strdup(participant_id)
-                                     : zkrc__default_participant_id();
+  q->dir = g_ref_string_new(dir);
+  char *id = participant_id ? g_strdup(participant_id)
+                            : zkrc__default_participant_id();
+  q->participant_id = g_ref_string_new(id);
+  g_free(id);
   q->acl = zkrc__acl_new(acl);
   return ZKRC_OK;
 }
 
 void zkrc__queue_clear(zkrc__queue *q) {
   zkrc__acl_unref(q->acl);
-  g_free(q->participant_id);
-  g_free(q->dir);
+  if (q->participant_id)
+    g_ref_string_release(q->participant_id);
+  if (q->dir)
+    g_ref_string_release(q->dir);
   if (q->session)
     zkrc__session_unref_recipe(q->session);
   memset(q, 0, sizeof *q);
@@ -91,13 +95,13 @@ zkrc__contender *zkrc__contender_new(const zkrc__contender_config *cfg) {
   g_mutex_init(&c->mu);
   g_queue_init(&c->outbox);
   c->s = zkrc__session_ref(q->session);
-  c->dir = g_strdup(q->dir);
+  c->dir = g_ref_string_acquire(q->dir); /* shared with its recipe */
   c->marker = cfg->marker;
   c->markers = cfg->markers;
   c->policy = cfg->policy ? cfg->policy : zkrc__policy_exclusive;
   c->policy_arg = cfg->policy_arg;
   c->data_len = (int)strlen(q->participant_id);
-  c->data = g_memdup2(q->participant_id, (gsize)c->data_len);
+  c->data = g_ref_string_acquire(q->participant_id);
   c->acl = zkrc__acl_ref(q->acl);
   c->watch_own = cfg->watch_own_node != 0;
   c->ops = cfg->ops;

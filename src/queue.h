@@ -48,6 +48,8 @@ typedef struct zkrc__contender zkrc__contender;
  * elections embed one; every contender they start inherits it. */
 typedef struct zkrc__queue {
   zkrc_session *session; /* referenced */
+  /* GRefStrings, shared with the contenders (one copy per recipe object,
+   * not one per contender). */
   char *dir;
   char *participant_id;
   zkrc__acl *acl; /* referenced */
