@@ -67,7 +67,7 @@ struct zkrc_lock_hold {
   int end_err;
   int end_zk;
   int64_t token;
-  char *node;
+  char *node; /* our node's path, a GRefString shared with the contender */
   int64_t asked_us;   /* when it joined the queue (statistics) */
   int64_t held_us;    /* when it got the lock */
   gboolean delivered; /* its owner was told it holds (statistics) */

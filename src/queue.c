@@ -20,6 +20,7 @@
 #include "config.h"
 
 #include <string.h>
+#include <unistd.h>
 
 #include "log_internal.h"
 #include "queue_private.h"
@@ -47,7 +48,8 @@ void zkrc__contender_unref(zkrc__contender *c) {
   g_ref_string_release(c->data);
   zkrc__acl_unref(c->acl);
   g_free(c->prefix);
-  g_free(c->path);
+  if (c->path)
+    g_ref_string_release(c->path);
   g_queue_clear_full(&c->outbox, outbox_item_free);
   g_mutex_clear(&c->mu);
   zkrc__session_unref(c->s);
@@ -59,6 +61,26 @@ static void target_unref(void *p) { zkrc__contender_unref(p); }
 static const zkrc__watch_target_ops contender_target = {target_ref,
                                                         target_unref};
 
+/* "<hostname>:<pid>" as a GRefString, one for the whole process (made
+ * again in a child after fork, whose pid differs). */
+static char *default_participant_id(void) {
+  static GMutex mu;
+  static char *id;
+  static pid_t pid;
+  g_mutex_lock(&mu);
+  if (id == NULL || pid != getpid()) {
+    char *made = zkrc__default_participant_id();
+    if (id) /* the parent's, in a child after fork */
+      g_ref_string_release(id);
+    id = g_ref_string_new(made);
+    pid = getpid();
+    g_free(made);
+  }
+  char *ours = g_ref_string_acquire(id);
+  g_mutex_unlock(&mu);
+  return ours;
+}
+
 int zkrc__queue_init(zkrc__queue *q, zkrc_session *s, const char *dir,
                      const char *participant_id, const struct ACL_vector *acl) {
   memset(q, 0, sizeof *q);
@@ -69,10 +91,8 @@ int zkrc__queue_init(zkrc__queue *q, zkrc_session *s, const char *dir,
     return ZKRC_ECLOSED;
   q->session = zkrc__session_ref_recipe(s);
   q->dir = g_ref_string_new(dir);
-  char *id = participant_id ? g_strdup(participant_id)
-                            : zkrc__default_participant_id();
-  q->participant_id = g_ref_string_new(id);
-  g_free(id);
+  q->participant_id = participant_id ? g_ref_string_new(participant_id)
+                                     : default_participant_id();
   q->acl = zkrc__acl_new(acl);
   return ZKRC_OK;
 }
@@ -524,6 +544,13 @@ void zkrc__contender_start(zkrc__contender *c) {
 char *zkrc__contender_path(zkrc__contender *c) {
   g_mutex_lock(&c->mu);
   char *p = c->name_known ? g_strdup(c->path) : NULL;
+  g_mutex_unlock(&c->mu);
+  return p;
+}
+
+char *zkrc__contender_path_shared(zkrc__contender *c) {
+  g_mutex_lock(&c->mu);
+  char *p = c->name_known ? g_ref_string_acquire(c->path) : NULL;
   g_mutex_unlock(&c->mu);
   return p;
 }

@@ -100,7 +100,7 @@ struct zkrc__contender {
   unsigned epoch;
   uint64_t generation; /* handle generation our create went to */
   gboolean name_known;
-  char *path;       /* our node's full path, once known */
+  char *path;       /* our node's full path, once known (GRefString) */
   const char *name; /* its last component (points into path) */
   int64_t czxid;
   int64_t owner;
