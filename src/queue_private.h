@@ -81,7 +81,7 @@ struct zkrc__contender {
   gint refs;
   GMutex mu;
   zkrc_session *s;
-  char *dir; /* GRefString, the queue's */
+  char *dir;          /* GRefString, the queue's */
   const char *marker; /* static */
   const zkrc__marker *markers;
   zkrc__policy_fn policy;

@@ -180,8 +180,8 @@ void zkrc__lock_stat_gave_up_locked(zkrc_lock *lk, int err) {
 }
 
 /* Count hold @p h by state, and the longest queue listed. */
-static void count_state(const holder *h, uint32_t *waiting,
-                        uint32_t *holding, uint32_t *listed) {
+static void count_state(const holder *h, uint32_t *waiting, uint32_t *holding,
+                        uint32_t *listed) {
   *waiting += h->state == H_WAITING;
   *holding += h->state == H_HELD;
   if (h->state == H_WAITING || h->state == H_HELD) {

@@ -92,8 +92,8 @@ static void string_done(int rc, const char *value, const void *data) {
   ((string_completion_t)w.fn)(rc, value, w.data);
 }
 
-static void string_stat_done(int rc, const char *value,
-                             const struct Stat *stat, const void *data) {
+static void string_stat_done(int rc, const char *value, const struct Stat *stat,
+                             const void *data) {
   wrapped w = *(const wrapped *)data;
   g_free((void *)data);
   wire_answered();
@@ -113,8 +113,8 @@ typedef int (*acreate_fn)(zhandle_t *, const char *, const char *, int,
 typedef int (*acreate2_fn)(zhandle_t *, const char *, const char *, int,
                            const struct ACL_vector *, int,
                            string_stat_completion_t, const void *);
-typedef int (*amulti_fn)(zhandle_t *, int, const zoo_op_t *,
-                         zoo_op_result_t *, void_completion_t, const void *);
+typedef int (*amulti_fn)(zhandle_t *, int, const zoo_op_t *, zoo_op_result_t *,
+                         void_completion_t, const void *);
 
 int zoo_acreate(zhandle_t *zh, const char *path, const char *value,
                 int valuelen, const struct ACL_vector *acl, int mode,
@@ -123,8 +123,8 @@ int zoo_acreate(zhandle_t *zh, const char *path, const char *value,
   if (!counted(path, mode))
     return real(zh, path, value, valuelen, acl, mode, completion, data);
   wrapped *w = wrap((void *)completion, data);
-  return unless_sent(
-      real(zh, path, value, valuelen, acl, mode, string_done, w), w);
+  return unless_sent(real(zh, path, value, valuelen, acl, mode, string_done, w),
+                     w);
 }
 
 int zoo_acreate2(zhandle_t *zh, const char *path, const char *value,
@@ -410,16 +410,15 @@ static void test_free_and_close_end_queued_acquisitions(void) {
 
 static void add_suites(void) {
   zkt_configure(1, 1);
-  ZKT_SUITE(
-      "gate",
-      {"many at once: the bound holds and all are granted",
-       test_bound_holds_and_all_are_granted},
-      {"control: without the bound the wire floods",
-       test_control_without_bound_floods},
-      {"a queued acquisition times out cleanly",
-       test_queued_acquisition_times_out_cleanly},
-      {"free and close end queued acquisitions",
-       test_free_and_close_end_queued_acquisitions});
+  ZKT_SUITE("gate",
+            {"many at once: the bound holds and all are granted",
+             test_bound_holds_and_all_are_granted},
+            {"control: without the bound the wire floods",
+             test_control_without_bound_floods},
+            {"a queued acquisition times out cleanly",
+             test_queued_acquisition_times_out_cleanly},
+            {"free and close end queued acquisitions",
+             test_free_and_close_end_queued_acquisitions});
 }
 
 int main(void) { return zkt_run("test_gate", add_suites); }
