@@ -112,6 +112,9 @@ static void start_ensemble(void) {
   /* ZooKeeper's own default: the harness's 100 ms would remove an idle
    * lock's container between two uncontended cycles. */
   eo.container_check_ms = 60000;
+  /* The scale section holds 100,000 locks twice in a row: up to 300,000
+   * nodes with the empty directories the first run left. */
+  eo.heap_mb = 1024;
   eo.base_dir = opt.base_dir;
   progress("starting a local 3-member ensemble (fsync on)");
   if (zkrc_ensemble_start(&ensemble, &eo) != 0)
