@@ -122,7 +122,33 @@ static void scale_locks_run(int window) {
   g_free(prefix);
 }
 
+/* Wait (at most 5 minutes) until every member has dropped the previous
+ * run's ephemeral nodes: its releases and its session's close (100,000
+ * deletes) keep the servers busy for a while, and a session started
+ * meanwhile waits behind them, long enough for its lease to run out (it
+ * did: the second run's acquisitions failed). */
+static void scale_locks_settle(void) {
+  int64_t deadline = now_ns() + (int64_t)300 * 1000000000;
+  for (;;) {
+    int64_t most = 0;
+    for (int i = 0; i < members; i++) {
+      char *text = fetch_mntr(i);
+      int64_t v = -1;
+      if (text == NULL || !zkrc_mntr_value(text, "zk_ephemerals_count", &v))
+        v = INT64_MAX;
+      g_free(text);
+      most = MAX(most, v);
+    }
+    if (most < 100)
+      return;
+    if (now_ns() > deadline)
+      fatal("the servers still keep %" PRId64 " ephemeral nodes", most);
+    sleep_ms(500);
+  }
+}
+
 void scale_locks(void) {
   scale_locks_run(0);
+  scale_locks_settle();
   scale_locks_run(64);
 }
