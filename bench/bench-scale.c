@@ -141,8 +141,12 @@ static void scale_locks_settle(void) {
     }
     if (most < 100)
       return;
-    if (now_ns() > deadline)
-      fatal("the servers still keep %" PRId64 " ephemeral nodes", most);
+    if (now_ns() > deadline) { /* measure anyway: its failures are counted */
+      progress("  the servers did not settle in 5 minutes (%s)",
+               most == INT64_MAX ? "a member gave no mntr"
+                                 : "ephemeral nodes left");
+      return;
+    }
     sleep_ms(500);
   }
 }
