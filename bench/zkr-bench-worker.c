@@ -1063,6 +1063,14 @@ static void measure_rss(long *raw, long *trimmed) {
   *trimmed = resident_bytes();
 }
 
+/* The heap as malloc sees it (every arena): bytes allocated and not
+ * freed, and bytes free inside it (the allocator's slack). */
+static void measure_heap(long *in_use, long *free_bytes) {
+  struct mallinfo2 mi = mallinfo2();
+  *in_use = (long)(mi.uordblks + mi.hblkhd);
+  *free_bytes = (long)mi.fordblks;
+}
+
 /* Wait until fewer than @p most acquisitions are in flight. */
 static void locks_wait_below(locks_state *ls, long most, int64_t deadline) {
   g_mutex_lock(&ls->mu);
@@ -1100,8 +1108,9 @@ static int mode_locks(const char *hosts, const char *prefix, long n,
   zkrc_lock **locks = g_new0(zkrc_lock *, n);
   zkrc_lock_hold **holds = g_new0(zkrc_lock_hold *, n);
   ready_and_wait();
-  long before, before_trimmed;
+  long before, before_trimmed, used_before, slack_before;
   measure_rss(&before, &before_trimmed);
+  measure_heap(&used_before, &slack_before);
   int64_t start = peer_now_ns();
   int64_t deadline = g_get_monotonic_time() + (int64_t)peer_timeout_ms * 1000;
   for (long i = 0; i < n; i++) {
@@ -1121,14 +1130,18 @@ static int mode_locks(const char *hosts, const char *prefix, long n,
   int64_t end = peer_now_ns();
   /* The completions ran on the session's executor; what they freed there is
    * back in the heap by now.  Measure the raw figure first. */
-  long after, after_trimmed;
+  long after, after_trimmed, used_after, slack_after;
   measure_rss(&after, &after_trimmed);
+  measure_heap(&used_after, &slack_after);
   say("done n=%ld secs=%.3f failures=%ld rss_before=%ld rss_after=%ld "
       "bytes_per_lock=%.0f trimmed_rss_before=%ld trimmed_rss_after=%ld "
-      "trimmed_bytes_per_lock=%.0f",
+      "trimmed_bytes_per_lock=%.0f heap_in_use_per_lock=%.0f "
+      "heap_free_per_lock=%.0f",
       n, (double)(end - start) / 1e9, ls.failures, before, after,
       (double)(after - before) / (double)n, before_trimmed, after_trimmed,
-      (double)(after_trimmed - before_trimmed) / (double)n);
+      (double)(after_trimmed - before_trimmed) / (double)n,
+      (double)(used_after - used_before) / (double)n,
+      (double)(slack_after - slack_before) / (double)n);
   /* The driver may count the servers' transactions first: release on its
    * next line (or the end of input). */
   char line[256];

@@ -42,7 +42,7 @@ options opt = {
     .scale_sessions = 5,
     .scale_holds = 500,
     .scale_join_rate = 100,
-    .scale_locks = 10000,
+    .scale_locks = 100000,
     .scale_threads = {8, 300, 2000},
     .election_reps = 5,
     .election_session_ms = 2000,
@@ -115,6 +115,9 @@ static void start_ensemble(void) {
   /* ZooKeeper's own default: the harness's 100 ms would remove an idle
    * lock's container between two uncontended cycles. */
   eo.container_check_ms = 60000;
+  /* The scale section holds 100,000 locks twice in a row: up to 300,000
+   * nodes with the empty directories the first run left. */
+  eo.heap_mb = 1024;
   eo.base_dir = opt.base_dir;
   progress("starting a local 3-member ensemble (fsync on)");
   if (zkrc_ensemble_start(&ensemble, &eo) != 0)

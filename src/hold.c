@@ -32,7 +32,8 @@ holder *zkrc__holder_ref(holder *h) {
 void zkrc__holder_unref(holder *h) {
   if (!g_atomic_int_dec_and_test(&h->refs))
     return;
-  g_free(h->node);
+  if (h->node)
+    g_ref_string_release(h->node);
   g_free(h->excused);
   zkrc__recipe_stake_free(&h->lk->r, h->c, h);
 }
@@ -106,7 +107,7 @@ static void on_front_locked(zkrc__stake *st, zkrc__contender *c) {
   if (h->state == H_WAITING) {
     h->state = H_HELD;
     h->token = zkrc__contender_czxid(c);
-    h->node = zkrc__contender_path(c);
+    h->node = zkrc__contender_path_shared(c);
     zkrc__lock_stat_front_locked(h);
     if (h->client->front)
       h->client->front(h);

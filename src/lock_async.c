@@ -22,6 +22,43 @@
 #include "lock_internal.h"
 #include "util.h"
 
+/* ------------------------------------------------- the set of live holds */
+
+/* Most lock objects have one non-blocking hold at a time: it goes in
+ * lk->hold, and a table is made only for a second (a held lock should stay
+ * small; 100,000 of them are held by one process).  Each entry holds the
+ * set's reference.  lk->mu held. */
+static void holds_add_locked(zkrc_lock *lk, holder *h) {
+  if (lk->hold == NULL && lk->holds == NULL) {
+    lk->hold = h;
+    return;
+  }
+  if (lk->holds == NULL) {
+    lk->holds = g_hash_table_new(g_direct_hash, g_direct_equal);
+    g_hash_table_add(lk->holds, lk->hold);
+    lk->hold = NULL;
+  }
+  g_hash_table_add(lk->holds, h);
+}
+
+/* TRUE when @p h was in the set (its reference is the caller's now). */
+static gboolean holds_remove_locked(zkrc_lock *lk, holder *h) {
+  if (lk->hold == h) {
+    lk->hold = NULL;
+    return TRUE;
+  }
+  return lk->holds && g_hash_table_remove(lk->holds, h);
+}
+
+/* The holds in the set, each with a reference of the list's. */
+static GList *holds_list_locked(zkrc_lock *lk) {
+  GList *list = lk->holds ? g_hash_table_get_keys(lk->holds) : NULL;
+  if (lk->hold)
+    list = g_list_prepend(list, lk->hold);
+  g_list_foreach(list, (GFunc)(void (*)(void))zkrc__holder_ref, NULL);
+  return list;
+}
+
 /* ------------------------------------------------------------ completion */
 
 typedef struct completion {
@@ -61,7 +98,7 @@ static void completion_run(void *data) {
     /* A failed hold ends with its completion: drop the set's reference. */
     zkrc_lock *lk = h->lk;
     g_mutex_lock(&lk->r.mu);
-    gboolean ours = lk->holds && g_hash_table_remove(lk->holds, h);
+    gboolean ours = holds_remove_locked(lk, h);
     g_mutex_unlock(&lk->r.mu);
     if (ours)
       zkrc__holder_unref(h);
@@ -173,11 +210,8 @@ int zkrc_lock_acquire_async(zkrc_lock *lk, int timeout_ms,
   h->no_wait = timeout_ms == ZKRC_NO_WAIT;
   h->done = done;
   h->done_arg = arg;
-  if (lk->holds == NULL) {
-    lk->holds = g_hash_table_new(g_direct_hash, g_direct_equal);
-    lk->drop_async = drop_holds_locked;
-  }
-  g_hash_table_add(lk->holds, h); /* the set's reference */
+  lk->drop_async = drop_holds_locked;
+  holds_add_locked(lk, h); /* the set's reference */
   /* A try waits for its first look at the queue, at most a session
    * timeout, like zkrc_lock_acquire(). */
   int ms = h->no_wait ? zkrc_session_timeout(lk->r.q.session) : timeout_ms;
@@ -217,7 +251,7 @@ int zkrc_lock_hold_release(zkrc_lock_hold *h) {
   int err = h->state == H_LOST ? ZKRC_ELOCKLOST : ZKRC_OK;
   zkrc__lock_stat_released_locked(h);
   h->state = H_RELEASED;
-  gboolean ours = lk->holds && g_hash_table_remove(lk->holds, h);
+  gboolean ours = holds_remove_locked(lk, h);
   zkrc__contender *c = h->c;
   g_mutex_unlock(&lk->r.mu);
   zkrc__contender_withdraw(c); /* in the background: an event loop must not
@@ -257,16 +291,13 @@ int64_t zkrc_lock_hold_token(zkrc_lock_hold *h) {
 /* zkrc_lock_free(): cancel pending holds and release acquired ones. */
 static void drop_holds_locked(zkrc_lock *lk) {
   /* The mutex is let go while withdrawing: keep the holds alive meanwhile. */
-  if (lk->holds == NULL)
-    return;
-  GList *holds = g_hash_table_get_keys(lk->holds);
-  g_list_foreach(holds, (GFunc)(void (*)(void))zkrc__holder_ref, NULL);
+  GList *holds = holds_list_locked(lk);
   for (GList *l = holds; l; l = l->next) {
     holder *h = l->data;
     if (h->state == H_WAITING) {
       cancel_locked(h, ZKRC_ECANCELED); /* its completion frees it */
     } else if ((h->state == H_HELD || h->state == H_LOST) &&
-               g_hash_table_remove(lk->holds, h)) {
+               holds_remove_locked(lk, h)) {
       h->state = H_RELEASED;
       zkrc__contender *c = h->c;
       g_mutex_unlock(&lk->r.mu);

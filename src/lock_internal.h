@@ -71,7 +71,7 @@ struct zkrc_lock_hold {
   int end_err;
   int end_zk;
   int64_t token;
-  char *node;
+  char *node; /* our node's path, a GRefString shared with the contender */
   int64_t asked_us;   /* when it joined the queue (statistics) */
   int64_t held_us;    /* when it got the lock */
   gboolean delivered; /* its owner was told it holds (statistics) */
@@ -92,7 +92,10 @@ struct zkrc_lock {
   /* Created on first use: most lock objects serve one thread and no
    * non-blocking hold, and a held lock should stay small. */
   GHashTable *holders; /* thread number → holder*, threads with a stake */
-  GHashTable *holds;   /* set of holder*: non-blocking holds not yet freed */
+  /* Non-blocking holds not yet freed: the first alone in hold, a set
+   * (of holder*) from the second on (lock_async.c: holds_*). */
+  holder *hold;
+  GHashTable *holds;
   /* Set with the first non-blocking hold (lock_async.c): cancels pending
    * ones and releases acquired ones, for zkrc_lock_free() (lk->mu held). */
   void (*drop_async)(zkrc_lock *lk);
@@ -115,7 +118,13 @@ struct zkrc_lock {
    * side.  NULL for a mutex. */
   zkrc_lock *other;
   gboolean shared;
-  zkrc__lock_stats *stats; /* from the first outcome (stats.c); owned */
+  /* Its statistics (stats.c; owned): from its second outcome on.  The
+   * first, when it is an acquisition (a lock held once), is kept in
+   * first_wait_us alone: its wait in microseconds, plus one (0: none).  A
+   * held lock should stay small: 100,000 of them are held by one
+   * process, and the record is 264 bytes. */
+  zkrc__lock_stats *stats;
+  uint64_t first_wait_us;
 };
 
 zkrc_lock *zkrc__lock_ref(zkrc_lock *lk);

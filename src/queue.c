@@ -12,13 +12,15 @@
  *
  * Files: queue_private.h (the contender and the API between the files),
  * this one (lifetime, replies, the outbox, ending, retries, session events,
- * steps, the API to recipes), queue_decide.c (state -> step),
+ * steps, the API to recipes), queue_gate.c (the session's bound on
+ * contenders starting at once), queue_decide.c (state -> step),
  * queue_node.c (create, delete, reap), queue_watch.c (listings, watches,
  * recovery, re-check) and participants.c (the participant listing).
  */
 #include "config.h"
 
 #include <string.h>
+#include <unistd.h>
 
 #include "log_internal.h"
 #include "queue_private.h"
@@ -42,11 +44,12 @@ void zkrc__contender_unref(zkrc__contender *c) {
   if (c == NULL || !g_atomic_int_dec_and_test(&c->refs))
     return;
   g_free(c->pred);
-  g_free(c->dir);
-  g_free(c->data);
+  g_ref_string_release(c->dir);
+  g_ref_string_release(c->data);
   zkrc__acl_unref(c->acl);
   g_free(c->prefix);
-  g_free(c->path);
+  if (c->path)
+    g_ref_string_release(c->path);
   g_queue_clear_full(&c->outbox, outbox_item_free);
   g_mutex_clear(&c->mu);
   zkrc__session_unref(c->s);
@@ -58,6 +61,26 @@ static void target_unref(void *p) { zkrc__contender_unref(p); }
 static const zkrc__watch_target_ops contender_target = {target_ref,
                                                         target_unref};
 
+/* "<hostname>:<pid>" as a GRefString, one for the whole process (made
+ * again in a child after fork, whose pid differs). */
+static char *default_participant_id(void) {
+  static GMutex mu;
+  static char *id;
+  static pid_t pid;
+  g_mutex_lock(&mu);
+  if (id == NULL || pid != getpid()) {
+    char *made = zkrc__default_participant_id();
+    if (id) /* the parent's, in a child after fork */
+      g_ref_string_release(id);
+    id = g_ref_string_new(made);
+    pid = getpid();
+    g_free(made);
+  }
+  char *ours = g_ref_string_acquire(id);
+  g_mutex_unlock(&mu);
+  return ours;
+}
+
 int zkrc__queue_init(zkrc__queue *q, zkrc_session *s, const char *dir,
                      const char *participant_id, const struct ACL_vector *acl) {
   memset(q, 0, sizeof *q);
@@ -67,17 +90,19 @@ int zkrc__queue_init(zkrc__queue *q, zkrc_session *s, const char *dir,
   if (zkrc__session_closed(s))
     return ZKRC_ECLOSED;
   q->session = zkrc__session_ref_recipe(s);
-  q->dir = g_strdup(dir);
-  q->participant_id = participant_id ? g_strdup(participant_id)
-                                     : zkrc__default_participant_id();
+  q->dir = g_ref_string_new(dir);
+  q->participant_id = participant_id ? g_ref_string_new(participant_id)
+                                     : default_participant_id();
   q->acl = zkrc__acl_new(acl);
   return ZKRC_OK;
 }
 
 void zkrc__queue_clear(zkrc__queue *q) {
   zkrc__acl_unref(q->acl);
-  g_free(q->participant_id);
-  g_free(q->dir);
+  if (q->participant_id)
+    g_ref_string_release(q->participant_id);
+  if (q->dir)
+    g_ref_string_release(q->dir);
   if (q->session)
     zkrc__session_unref_recipe(q->session);
   memset(q, 0, sizeof *q);
@@ -90,13 +115,13 @@ zkrc__contender *zkrc__contender_new(const zkrc__contender_config *cfg) {
   g_mutex_init(&c->mu);
   g_queue_init(&c->outbox);
   c->s = zkrc__session_ref(q->session);
-  c->dir = g_strdup(q->dir);
+  c->dir = g_ref_string_acquire(q->dir); /* shared with its recipe */
   c->marker = cfg->marker;
   c->markers = cfg->markers;
   c->policy = cfg->policy ? cfg->policy : zkrc__policy_exclusive;
   c->policy_arg = cfg->policy_arg;
   c->data_len = (int)strlen(q->participant_id);
-  c->data = g_memdup2(q->participant_id, (gsize)c->data_len);
+  c->data = g_ref_string_acquire(q->participant_id);
   c->acl = zkrc__acl_ref(q->acl);
   c->watch_own = cfg->watch_own_node != 0;
   c->ops = cfg->ops;
@@ -239,6 +264,7 @@ static void log_end(zkrc__contender *c, const outbox_item *item) {
  * observing the session (before the owner hears that it ended). */
 void zkrc__q_deliver(zkrc__contender *c) {
   zkrc__contender_ref(c);
+  zkrc__q_gate_settle(c);
   g_mutex_lock(&c->mu);
   unsigned long observer = c->state == C_ENDED ? c->observer_id : 0;
   if (observer) {
@@ -464,7 +490,8 @@ static void perform(zkrc__contender *c, step st) {
   case STEP_NONE:
     break;
   case STEP_SEND_CREATE:
-    zkrc__q_send_create(c);
+    if (zkrc__q_gate_passed(c)) /* else the gate starts it */
+      zkrc__q_send_create(c);
     break;
   case STEP_WATCH_PRED:
     zkrc__q_watch_pred(c);
@@ -511,9 +538,8 @@ void zkrc__contender_start(zkrc__contender *c) {
     zkrc__q_end_later(c, ZKRC_ECLOSED);
     return;
   }
-  send_logging_later_begin();
-  zkrc__q_send_create(c);
-  send_logging_later_end(c);
+  if (zkrc__q_gate_enter(c)) /* else it waits in the session's line */
+    zkrc__q_perform(c, STEP_SEND_CREATE);
 }
 
 /* -------------------------------------------------------------- queries */
@@ -521,6 +547,13 @@ void zkrc__contender_start(zkrc__contender *c) {
 char *zkrc__contender_path(zkrc__contender *c) {
   g_mutex_lock(&c->mu);
   char *p = c->name_known ? g_strdup(c->path) : NULL;
+  g_mutex_unlock(&c->mu);
+  return p;
+}
+
+char *zkrc__contender_path_shared(zkrc__contender *c) {
+  g_mutex_lock(&c->mu);
+  char *p = c->name_known ? g_ref_string_acquire(c->path) : NULL;
   g_mutex_unlock(&c->mu);
   return p;
 }

@@ -54,6 +54,8 @@ typedef struct zkrc__contender zkrc__contender;
  * elections embed one; every contender they start inherits it. */
 typedef struct zkrc__queue {
   zkrc_session *session; /* referenced */
+  /* GRefStrings, shared with the contenders (one copy per recipe object,
+   * not one per contender). */
   char *dir;
   char *participant_id;
   zkrc__acl *acl; /* referenced */
@@ -121,6 +123,9 @@ void zkrc__contender_unref(zkrc__contender *c);
 /* Our node's full path (copy; NULL before it is known), its czxid and
  * ephemeral owner, valid once ops->front was called. */
 char *zkrc__contender_path(zkrc__contender *c);
+/* The same shared, not copied: a GRefString (g_ref_string_release) that
+ * no later path of the contender changes.  One copy per held lock. */
+char *zkrc__contender_path_shared(zkrc__contender *c);
 int64_t zkrc__contender_czxid(zkrc__contender *c);
 /* How many contenders its last listing of the directory held (0 before
  * the first); for the statistics' queue length. */

@@ -24,11 +24,14 @@ void zkrc__q_reap_leftovers_locked(zkrc__contender *c) {
     zkrc__session_reap(c->s, c->dir, c->prefix, NULL, c->generation);
 }
 
-/* Remember our node's full path (its name is the last component). */
+/* Remember our node's full path (its name is the last component), as a
+ * GRefString the owner may share (zkrc__contender_path_shared). */
 void zkrc__q_set_path_locked(zkrc__contender *c, char *path) {
-  g_free(c->path);
-  c->path = path;
-  c->name = strrchr(path, '/') + 1;
+  if (c->path)
+    g_ref_string_release(c->path);
+  c->path = g_ref_string_new(path);
+  g_free(path);
+  c->name = strrchr(c->path, '/') + 1;
 }
 
 /* ----------------------------------------------------- create + children */

@@ -39,6 +39,14 @@ typedef enum cstate {
   C_ENDED
 } cstate;
 
+/* A contender at the session's gate (queue_gate.h). */
+typedef enum gate_state {
+  GATE_NONE,    /* not started yet */
+  GATE_WAITING, /* in the gate's line: sends nothing */
+  GATE_HOLDING, /* holds a slot until its first look at the queue */
+  GATE_DONE     /* past the gate (or ended in its line) */
+} gate_state;
+
 typedef enum step {
   STEP_NONE,
   STEP_SEND_CREATE,
@@ -74,12 +82,12 @@ struct zkrc__contender {
   gint refs;
   GMutex mu;
   zkrc_session *s;
-  char *dir;
+  char *dir;          /* GRefString, the queue's */
   const char *marker; /* static */
   const zkrc__marker *markers;
   zkrc__policy_fn policy;
   const void *policy_arg;
-  char *data;
+  char *data; /* GRefString: the participant id */
   int data_len;
   zkrc__acl *acl;
   gboolean watch_own;
@@ -93,7 +101,7 @@ struct zkrc__contender {
   unsigned epoch;
   uint64_t generation; /* handle generation our create went to */
   gboolean name_known;
-  char *path;       /* our node's full path, once known */
+  char *path;       /* our node's full path, once known (GRefString) */
   const char *name; /* its last component (points into path) */
   int64_t czxid;
   int64_t owner;
@@ -150,6 +158,12 @@ struct zkrc__contender {
 
   GQueue outbox; /* of outbox_item* */
   gboolean delivering;
+
+  /* Its slot at the session's gate (queue_gate.c): a gate_state, and its
+   * place in the gate's line while it waits there (under the gate's
+   * mutex). */
+  gint gate;
+  GList *gate_link;
 };
 
 /* The listing of a directory that is not there (or of a request that was
@@ -187,6 +201,11 @@ void zkrc__q_cancel_watches_locked(zkrc__contender *c);
 void zkrc__q_end_locked(zkrc__contender *c, int err, int zk_rc, gboolean reap);
 void zkrc__q_end_with(zkrc__contender *c, int err, int zk_rc);
 void zkrc__q_end_later(zkrc__contender *c, int err);
+
+/* queue_gate.c: the session's gate */
+gboolean zkrc__q_gate_enter(zkrc__contender *c);
+gboolean zkrc__q_gate_passed(zkrc__contender *c);
+void zkrc__q_gate_settle(zkrc__contender *c);
 
 /* queue_decide.c: decisions (c->mu held; they send nothing) */
 step zkrc__q_evaluate_locked(zkrc__contender *c,

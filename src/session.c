@@ -51,6 +51,7 @@ static void session_free(zkrc_session *s) {
   g_ptr_array_free(s->reap, TRUE);
   zkrc__dirtable_free(s->dirs);
   g_free(s->hosts);
+  zkrc__gate_clear(&s->gate);
   g_mutex_clear(&s->mu);
   g_cond_clear(&s->cond);
   g_free(s);
@@ -232,6 +233,7 @@ static zkrc_session *session_alloc(const char *hosts,
   s->auths = g_ptr_array_new_with_free_func(free_auth);
   s->reap = zkrc__reaper_new();
   s->dirs = zkrc__dirtable_new(ZKRC__DIRTABLE_CAPACITY);
+  zkrc__gate_init(&s->gate);
   zkrc__session_threads_start(s);
   return s;
 }

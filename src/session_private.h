@@ -15,8 +15,9 @@
  *   recipe -> contender -> session -> registry
  *
  * a recipe's mutex (zkrc__recipe.mu: a lock's, an election's), then a
- * contender's (queue.c), then the session's (s->mu), then the watch
- * registry's (watch.c); GLib's own context locks come last.  A thread may
+ * contender's (queue.c), then the session's (s->mu) or its gate's
+ * (s->gate.mu, queue_gate.c; never both), then the watch registry's
+ * (watch.c); GLib's own context locks come last.  A thread may
  * skip levels but never take one while holding a later one.  No zoo_* call
  * is made with s->mu held, and no user code is called with any of them.
  * The session's table of directories seen to exist (dirtable.c) has a
@@ -35,6 +36,7 @@
 
 #include "dirtable.h"
 #include "lease.h"
+#include "queue_gate.h"
 #include "session_internal.h"
 
 /* Credentials given with zkrc_session_add_auth(), for every new handle. */
@@ -99,6 +101,9 @@ struct zkrc_session {
   GPtrArray *auths;     /* of auth_entry* */
   GPtrArray *reap;      /* of reap_entry* */
   zkrc__dirtable *dirs; /* directories seen to exist (its own mutex) */
+
+  /* Contenders starting: how many at once, the others in line. */
+  zkrc__gate gate;
 
   /* Statistics (zkrc_session_get_stats): events counted under mu by the
    * worker; requests counted where they are sent, atomically. */

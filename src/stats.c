@@ -118,9 +118,21 @@ int64_t zkrc__session_label_id(zkrc_session *s) {
 
 /* ---------------------------------------------------------------- lock */
 
+/* The first acquisition of a lock whose only outcome it is (see
+ * zkrc_lock.first_wait_us) into @p st. */
+static void add_first_acquisition(const zkrc_lock *lk, zkrc__lock_stats *st) {
+  if (lk->first_wait_us == 0)
+    return;
+  st->acquisitions++;
+  zkrc__histogram_record(&st->wait, (int64_t)(lk->first_wait_us - 1));
+}
+
 static zkrc__lock_stats *stats_locked(zkrc_lock *lk) {
-  if (lk->stats == NULL)
+  if (lk->stats == NULL) {
     lk->stats = g_new0(zkrc__lock_stats, 1);
+    add_first_acquisition(lk, lk->stats);
+    lk->first_wait_us = 0;
+  }
   return lk->stats;
 }
 
@@ -129,10 +141,16 @@ void zkrc__lock_stat_front_locked(holder *h) {
 }
 
 void zkrc__lock_stat_delivered_locked(holder *h) {
-  zkrc__lock_stats *st = stats_locked(h->lk);
-  st->acquisitions++;
-  zkrc__histogram_record(&st->wait, h->held_us - h->asked_us);
+  zkrc_lock *lk = h->lk;
+  int64_t wait = h->held_us - h->asked_us;
   h->delivered = TRUE;
+  if (lk->stats == NULL && lk->first_wait_us == 0) {
+    lk->first_wait_us = (uint64_t)(wait > 0 ? wait : 0) + 1;
+    return;
+  }
+  zkrc__lock_stats *st = stats_locked(lk);
+  st->acquisitions++;
+  zkrc__histogram_record(&st->wait, wait);
 }
 
 void zkrc__lock_stat_lost_locked(holder *h) {
@@ -161,8 +179,19 @@ void zkrc__lock_stat_gave_up_locked(zkrc_lock *lk, int err) {
   zkrc__stats_gave_up(stats_locked(lk), err);
 }
 
-/* Count the holds of @p table (a set or a map of holder*) by state, and
- * the longest queue they last listed. */
+/* Count hold @p h by state, and the longest queue listed. */
+static void count_state(const holder *h, uint32_t *waiting, uint32_t *holding,
+                        uint32_t *listed) {
+  *waiting += h->state == H_WAITING;
+  *holding += h->state == H_HELD;
+  if (h->state == H_WAITING || h->state == H_HELD) {
+    int n = zkrc__contender_listed(h->c); /* recipe -> contender */
+    if (n > 0 && (uint32_t)n > *listed)
+      *listed = (uint32_t)n;
+  }
+}
+
+/* The same for every hold of @p table (a set or a map of holder*). */
 static void count_states(GHashTable *table, uint32_t *waiting,
                          uint32_t *holding, uint32_t *listed) {
   if (table == NULL)
@@ -170,16 +199,8 @@ static void count_states(GHashTable *table, uint32_t *waiting,
   GHashTableIter it;
   gpointer key, value;
   g_hash_table_iter_init(&it, table);
-  while (g_hash_table_iter_next(&it, &key, &value)) {
-    holder *h = value ? value : key;
-    *waiting += h->state == H_WAITING;
-    *holding += h->state == H_HELD;
-    if (h->state == H_WAITING || h->state == H_HELD) {
-      int n = zkrc__contender_listed(h->c); /* recipe -> contender */
-      if (n > 0 && (uint32_t)n > *listed)
-        *listed = (uint32_t)n;
-    }
-  }
+  while (g_hash_table_iter_next(&it, &key, &value))
+    count_state(value ? value : key, waiting, holding, listed);
 }
 
 int zkrc__stats_give(const zkrc__lock_stats *in, uint32_t waiting,
@@ -210,10 +231,16 @@ int zkrc_lock_get_stats(zkrc_lock *lk, zkrc_lock_stats *out, size_t size) {
   g_mutex_lock(&lk->r.mu);
   count_states(lk->holders, &waiting, &holding, &listed);
   count_states(lk->holds, &waiting, &holding, &listed);
+  if (lk->hold) /* the only one (lock_internal.h) */
+    count_state(lk->hold, &waiting, &holding, &listed);
   zkrc__lock_stats copy;
-  gboolean any = lk->stats != NULL;
-  if (any)
+  gboolean any = lk->stats != NULL || lk->first_wait_us != 0;
+  if (lk->stats) {
     copy = *lk->stats;
+  } else if (any) {
+    memset(&copy, 0, sizeof copy);
+    add_first_acquisition(lk, &copy);
+  }
   g_mutex_unlock(&lk->r.mu);
   return zkrc__stats_give(any ? &copy : NULL, waiting, holding, listed, out,
                           size);

@@ -119,7 +119,7 @@ static char **java_argv(const zkrc_ensemble *e, const zkrc__member *m) {
   GPtrArray *a = g_ptr_array_new();
   add_arg(a, "%s", e->java);
   /* A small, quickly starting JVM: members only hold test data. */
-  add_arg(a, "-Xmx256m");
+  add_arg(a, "-Xmx%dm", o->heap_mb > 0 ? o->heap_mb : 256);
   add_arg(a, "-Xms32m");
   add_arg(a, "-XX:+UseSerialGC");
   add_arg(a, "-XX:TieredStopAtLevel=1");

@@ -323,6 +323,16 @@ typedef void (*zkrc_lock_acquired_fn)(zkrc_lock *lk, zkrc_lock_hold *hold,
  * Start acquiring the lock; returns at once.  @p done is called exactly once
  * on the session's executor, never from inside this call.
  *
+ * Many at once.  A session lets at most 256 acquisitions (of any lock or
+ * recipe on it) be at their first step at once: their node created and
+ * the queue listed, not yet answered.  The others wait inside the library,
+ * in the order they were asked, having sent nothing, and start as those
+ * are answered; so 100,000 acquisitions asked back to back cost what they
+ * cost asked 64 at a time, and never flood the connection (the lease's
+ * renewals would wait behind the flood).  The deadline counts from this
+ * call, the wait in the library included; cancelling, zkrc_lock_free()
+ * and zkrc_session_close() end a waiting acquisition as any other.
+ *
  * @param timeout_ms  as for zkrc_lock_acquire().
  * @param hold        if not NULL, receives the hold (to cancel it, or to
  *                    release it once acquired); valid until the failure
