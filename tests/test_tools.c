@@ -1712,11 +1712,13 @@ static void test_lock_stop_ignored_tstp(void) {
   g_free(path);
 }
 
-/* -n when the servers do not answer in time is 69, not "busy", whatever
- * -E says.  Every packet through the proxy is delayed 700 ms each way: the
- * handshake fits the session timeout, but the acquisition's round trips
- * and the lease's renewals do not (the lease runs out first; an
- * ETIMEDOUT, which the lease pre-empts, is mapped to 69 as well). */
+/* -n when the servers do not answer in time is never "busy", whatever -E
+ * says.  Every packet through the proxy is delayed 700 ms each way: the
+ * handshake fits the session timeout, but the lease's renewals do not.
+ * When the lease runs out before the acquisition's round trips are done,
+ * that is 69 (an ETIMEDOUT, which the lease pre-empts, is mapped to 69 as
+ * well); a fresh lock's directory needs one round trip only, so the lock
+ * may be held first and then lost before COMMAND starts: 75. */
 static void test_lock_nonblock_no_answer(void) {
   cleanup_processes();
   zkrc_ensemble *e = zkt_ensemble();
@@ -1732,7 +1734,7 @@ static void test_lock_nonblock_no_answer(void) {
     if (status != EXIT_UNAVAILABLE)
       fprintf(stderr, "\n-n, no answer: status %d; stderr:\n%s\n", status,
               p->err->str);
-    CU_ASSERT_EQUAL(status, EXIT_UNAVAILABLE);
+    CU_ASSERT(status == EXIT_UNAVAILABLE || status == EXIT_LOST);
     proc_free(p);
     g_free(path);
   }
