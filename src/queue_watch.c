@@ -254,8 +254,10 @@ static void recover_stat_done(int rc, const struct Stat *stat,
   zkrc__q_finish_locked_reply(r, next);
 }
 
-void zkrc__q_fetch_own_stat(zkrc__contender *c) {
-  g_mutex_lock(&c->mu);
+/* Called with c->mu held, returns with it released: an exists of our
+ * node (no watch), its reply to @p done, which is told ZCONNECTIONLOSS
+ * when it could not be sent. */
+static void send_own_exists_unlock(zkrc__contender *c, stat_completion_t done) {
   zkrc_conn *conn = zkrc__q_conn_for_locked(c);
   if (conn == NULL) {
     g_mutex_unlock(&c->mu);
@@ -264,12 +266,16 @@ void zkrc__q_fetch_own_stat(zkrc__contender *c) {
   req *r = zkrc__q_req_new_locked(c);
   char *path = g_strdup(c->path);
   g_mutex_unlock(&c->mu);
-  int rc = zkrc__sent(conn->session,
-                      zoo_aexists(conn->zh, path, 0, recover_stat_done, r));
+  int rc = zkrc__sent(conn->session, zoo_aexists(conn->zh, path, 0, done, r));
   zkrc__conn_unuse(conn);
   g_free(path);
   if (rc != ZOK)
-    recover_stat_done(ZCONNECTIONLOSS, NULL, r);
+    done(ZCONNECTIONLOSS, NULL, r);
+}
+
+void zkrc__q_fetch_own_stat(zkrc__contender *c) {
+  g_mutex_lock(&c->mu);
+  send_own_exists_unlock(c, recover_stat_done);
 }
 
 /* Our predecessor left and the last listing said that admits us: is our
@@ -293,20 +299,7 @@ void zkrc__q_confirm_own(zkrc__contender *c) {
     g_mutex_unlock(&c->mu);
     return;
   }
-  zkrc_conn *conn = zkrc__q_conn_for_locked(c);
-  if (conn == NULL) {
-    g_mutex_unlock(&c->mu);
-    return;
-  }
-  req *r = zkrc__q_req_new_locked(c);
-  char *path = g_strdup(c->path);
-  g_mutex_unlock(&c->mu);
-  int rc = zkrc__sent(conn->session,
-                      zoo_aexists(conn->zh, path, 0, confirm_own_done, r));
-  zkrc__conn_unuse(conn);
-  g_free(path);
-  if (rc != ZOK)
-    confirm_own_done(ZCONNECTIONLOSS, NULL, r);
+  send_own_exists_unlock(c, confirm_own_done);
 }
 
 /* Find our node by its protected prefix in a listing. */
