@@ -676,36 +676,6 @@ static gpointer successor_acquire_once(gpointer data) {
   return NULL;
 }
 
-/* Does the member we are on list our session as watching the node?  (Any
- * member: wchp is asked of each.) */
-typedef struct node_watch {
-  const char *node;
-  int64_t session;
-} node_watch;
-
-static int session_watches_node(void *arg) {
-  node_watch *w = arg;
-  char hex[32];
-  snprintf(hex, sizeof hex, "0x%" PRIx64, (uint64_t)w->session);
-  int found = 0;
-  for (int m = 0; m < zkrc_ensemble_size(zkt_ensemble()) && !found; m++) {
-    char *out = NULL;
-    if (zkrc_ensemble_four_letter(zkt_ensemble(), m, "wchp", &out) != 0)
-      continue;
-    gchar **lines = g_strsplit(out, "\n", -1);
-    for (int i = 0; lines[i] && !found; i++) {
-      if (strcmp(g_strstrip(lines[i]), w->node) != 0)
-        continue;
-      for (int j = i + 1; lines[j] && lines[j][0] == '\t'; j++)
-        if (strcmp(g_strstrip(lines[j]), hex) == 0)
-          found = 1;
-    }
-    g_strfreev(lines);
-    free(out);
-  }
-  return found;
-}
-
 /* The direct successor's node is deleted by an administrator while the
  * successor is cut off, and the holder lets go meanwhile.  When it is back,
  * the client's SetWatches brings both deletions, in no given order: the
@@ -737,8 +707,8 @@ static void test_successor_deleted_while_disconnected(void) {
   char *w1_node = g_strdup_printf("%s/%s", path, mine);
   char *holder_node = g_strdup_printf("%s/%s", path, theirs);
   deallocate_String_vector(&kids);
-  node_watch pred = {holder_node, zkrc_session_id(s1)};
-  CU_ASSERT_FATAL(zkt_wait_for(session_watches_node, &pred, 10000));
+  zkt_watch_seen pred = {holder_node, zkrc_session_id(s1)};
+  CU_ASSERT_FATAL(zkt_wait_for(zkt_session_watches, &pred, 10000));
   struct Stat st;
   CU_ASSERT_EQUAL_FATAL(zoo_exists(admin, w1_node, 0, &st), ZOK);
   int64_t old_czxid = st.czxid;

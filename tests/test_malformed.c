@@ -233,33 +233,6 @@ static char **queue_of(zhandle_t *zh, const char *path) {
   return (char **)g_ptr_array_free(names, FALSE);
 }
 
-typedef struct watch_seen {
-  const char *node;
-  int64_t session;
-} watch_seen;
-
-/* Does `wchp` list @p session as watching @p node? */
-static int session_watches(void *arg) {
-  watch_seen *ws = arg;
-  char *out = NULL;
-  if (zkrc_ensemble_four_letter(zkt_ensemble(), 0, "wchp", &out) != 0)
-    return 0;
-  char hex[32];
-  snprintf(hex, sizeof hex, "0x%" PRIx64, (uint64_t)ws->session);
-  int found = 0;
-  gchar **lines = g_strsplit(out, "\n", -1);
-  for (int i = 0; lines[i] && !found; i++) {
-    if (strcmp(g_strstrip(lines[i]), ws->node) != 0)
-      continue;
-    for (int j = i + 1; lines[j] && lines[j][0] == '\t'; j++)
-      if (strcmp(g_strstrip(lines[j]), hex) == 0)
-        found = 1;
-  }
-  g_strfreev(lines);
-  free(out);
-  return found;
-}
-
 static void test_deleted_waiter_requeues_and_successor_waits(void) {
   char *path = zkt_path("deleted-waiter");
   zhandle_t *admin = zkt_raw();
@@ -282,15 +255,15 @@ static void test_deleted_waiter_requeues_and_successor_waits(void) {
   char *w1_node = g_strdup_printf("%s/%s", path, q[1]);
   char *w2_node = g_strdup_printf("%s/%s", path, q[2]);
   /* Waiting as expected: w2 watches w1. */
-  watch_seen w2_on_w1 = {w1_node, zkrc_session_id(s2)};
-  CU_ASSERT(zkt_wait_for(session_watches, &w2_on_w1, 10000));
+  zkt_watch_seen w2_on_w1 = {w1_node, zkrc_session_id(s2)};
+  CU_ASSERT(zkt_wait_for(zkt_session_watches, &w2_on_w1, 10000));
 
   /* The administrator deletes w1's node. */
   CU_ASSERT_EQUAL(zoo_delete(admin, w1_node, -1), ZOK);
   /* w2 notices and watches the holder instead - it must not take the lock
    * while the holder holds it. */
-  watch_seen w2_on_holder = {holder_node, zkrc_session_id(s2)};
-  CU_ASSERT(zkt_wait_for(session_watches, &w2_on_holder, 10000));
+  zkt_watch_seen w2_on_holder = {holder_node, zkrc_session_id(s2)};
+  CU_ASSERT(zkt_wait_for(zkt_session_watches, &w2_on_holder, 10000));
   CU_ASSERT_EQUAL(w2.rc, -999);
   CU_ASSERT_EQUAL(w1.rc, -999);
   CU_ASSERT_TRUE(zkrc_lock_is_held(holder));
@@ -371,8 +344,8 @@ static void test_unreadable_deleted_successor_does_not_hold(void) {
   CU_ASSERT_FATAL(q && q[0] && q[1]);
   char *w1_node = g_strdup_printf("%s/%s", path, q[1]);
   char *holder_node = g_strdup_printf("%s/%s", path, q[0]);
-  watch_seen w1_on_holder = {holder_node, zkrc_session_id(s1)};
-  CU_ASSERT_FATAL(zkt_wait_for(session_watches, &w1_on_holder, 10000));
+  zkt_watch_seen w1_on_holder = {holder_node, zkrc_session_id(s1)};
+  CU_ASSERT_FATAL(zkt_wait_for(zkt_session_watches, &w1_on_holder, 10000));
   g_free(holder_node);
 
   /* The administrator takes READ away from w1's node, then deletes it. */
@@ -494,8 +467,8 @@ static void test_multi_deleting_holder_then_successor(void) {
   CU_ASSERT_FATAL(q && q[0] && q[1]);
   char *holder_node = g_strdup_printf("%s/%s", path, q[0]);
   char *w1_node = g_strdup_printf("%s/%s", path, q[1]);
-  watch_seen w1_on_holder = {holder_node, zkrc_session_id(s1)};
-  CU_ASSERT_FATAL(zkt_wait_for(session_watches, &w1_on_holder, 10000));
+  zkt_watch_seen w1_on_holder = {holder_node, zkrc_session_id(s1)};
+  CU_ASSERT_FATAL(zkt_wait_for(zkt_session_watches, &w1_on_holder, 10000));
   struct Stat st;
   CU_ASSERT_EQUAL_FATAL(zoo_exists(admin, w1_node, 0, &st), ZOK);
   int64_t old_czxid = st.czxid;

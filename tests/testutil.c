@@ -2,6 +2,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -492,4 +493,27 @@ int zkt_session_reopened(void *arg) {
   zkt_reopened *r = arg;
   int64_t id = zkrc_session_id(r->s);
   return id != 0 && id != r->old_id;
+}
+
+int zkt_session_watches(void *arg) {
+  zkt_watch_seen *w = arg;
+  char hex[32];
+  snprintf(hex, sizeof hex, "0x%" PRIx64, (uint64_t)w->session);
+  int found = 0;
+  for (int m = 0; m < zkrc_ensemble_size(zkt_ensemble()) && !found; m++) {
+    char *out = NULL;
+    if (zkrc_ensemble_four_letter(zkt_ensemble(), m, "wchp", &out) != 0)
+      continue;
+    gchar **lines = g_strsplit(out, "\n", -1);
+    for (int i = 0; lines[i] && !found; i++) {
+      if (strcmp(g_strstrip(lines[i]), w->node) != 0)
+        continue;
+      for (int j = i + 1; lines[j] && lines[j][0] == '\t'; j++)
+        if (strcmp(g_strstrip(lines[j]), hex) == 0)
+          found = 1;
+    }
+    g_strfreev(lines);
+    free(out);
+  }
+  return found;
 }

@@ -156,6 +156,14 @@ void zkt_add_suite(const char *name, const zkt_test *tests, int count);
                   (int)(sizeof zkt_tests_ / sizeof zkt_tests_[0]));            \
   } while (0)
 
+/* For zkt_wait_for(): does any member's `wchp` list @p arg's session as
+ * watching its node? */
+typedef struct zkt_watch_seen {
+  const char *node;
+  int64_t session;
+} zkt_watch_seen;
+int zkt_session_watches(void *arg);
+
 /* CU_ASSERT_EQUAL that prints both values and names the zkrecipes codes. */
 #define ZKT_ASSERT_RC(expected, actual)                                        \
   do {                                                                         \
