@@ -331,7 +331,11 @@ typedef void (*zkrc_lock_acquired_fn)(zkrc_lock *lk, zkrc_lock_hold *hold,
  * cost asked 64 at a time, and never flood the connection (the lease's
  * renewals would wait behind the flood).  The deadline counts from this
  * call, the wait in the library included; cancelling, zkrc_lock_free()
- * and zkrc_session_close() end a waiting acquisition as any other.
+ * and zkrc_session_close() end a waiting acquisition as any other.  The
+ * servers' own limit comes first: a session that closes or expires with
+ * more nodes than one transaction can list (about 14,000 at 70-byte paths
+ * with the default jute.maxbuffer; ZOOKEEPER-4306) breaks the ensemble's
+ * quorum (README, "Many locks in one process").
  *
  * @param timeout_ms  as for zkrc_lock_acquire().
  * @param hold        if not NULL, receives the hold (to cancel it, or to
