@@ -1080,6 +1080,40 @@ static void locks_wait_below(locks_state *ls, long most, int64_t deadline) {
   g_mutex_unlock(&ls->mu);
 }
 
+/* Is the directory of lock @p i under @p prefix empty (or gone)? */
+static gboolean lock_dir_empty(zhandle_t *zh, const char *prefix, long i) {
+  char dir[512];
+  snprintf(dir, sizeof dir, "%s/lock-%06ld", prefix, i);
+  struct Stat st;
+  int zrc = zoo_exists(zh, dir, 0, &st);
+  return zrc == ZNONODE || (zrc == ZOK && st.numChildren == 0);
+}
+
+/* Wait (at most a minute) until the servers have deleted the nodes of the
+ * @p n locks under @p prefix: a sample of a hundred directories, the last
+ * one included, is empty. */
+static void locks_wait_deleted(const char *hosts, const char *prefix, long n) {
+  raw_conn rc;
+  zhandle_t *zh = raw_connect(hosts, &rc);
+  int64_t deadline = g_get_monotonic_time() + 60 * G_USEC_PER_SEC;
+  long step = n / 100 > 0 ? n / 100 : 1;
+  for (long i = n - 1; i >= 0;) {
+    if (lock_dir_empty(zh, prefix, i)) {
+      i -= step;
+      continue;
+    }
+    if (g_get_monotonic_time() > deadline) {
+      fprintf(stderr,
+              "zkr-bench-worker: %ld locks' nodes not deleted in 60 s; "
+              "closing anyway\n",
+              n);
+      break;
+    }
+    g_usleep(100 * 1000);
+  }
+  zookeeper_close(zh);
+}
+
 static int mode_locks(const char *hosts, const char *prefix, long n,
                       long window) {
   zkrc_session *s = NULL;
@@ -1153,6 +1187,11 @@ static int mode_locks(const char *hosts, const char *prefix, long n,
         zkrc_lock_hold_is_held(holds[i]))
       zkrc_lock_hold_release(holds[i]);
   g_mutex_unlock(&ls.mu);
+  /* Close only once the servers have deleted the nodes: a session that
+   * closes with them makes one transaction listing them all, which
+   * followers refuse past jute.maxbuffer (about 14,000 such paths with the
+   * default 1 MiB; ZOOKEEPER-4306): 100,000 broke the bench's ensemble. */
+  locks_wait_deleted(hosts, prefix, n);
   for (long i = 0; i < n; i++)
     zkrc_lock_free(locks[i]);
   zkrc_session_close(s);

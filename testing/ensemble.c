@@ -736,6 +736,12 @@ int zkrc_ensemble_expire_session_id(zkrc_ensemble *e, int64_t session_id,
   return zkrc_ensemble_expire_session(e, &id, timeout_ms);
 }
 
+/* Refuse (or accept again) new connections through every proxy. */
+static void set_refuse_all(zkrc_ensemble *e, int refuse) {
+  for (int i = 0; e->proxies && i < e->size; i++)
+    zkrc__proxy_refuse(e->proxies, i, refuse);
+}
+
 int zkrc_ensemble_expire_session(zkrc_ensemble *e, const clientid_t *id,
                                  int timeout_ms) {
   if (!e || !id || id->client_id == 0)
@@ -746,19 +752,31 @@ int zkrc_ensemble_expire_session(zkrc_ensemble *e, const clientid_t *id,
    * handle on the session is told it has expired. */
   struct timespec start;
   clock_gettime(CLOCK_MONOTONIC, &start);
-  for (;;) {
+  int expired = 0, refused = 0;
+  for (int attempt = 0; !expired; attempt++) {
     struct timespec now;
     clock_gettime(CLOCK_MONOTONIC, &now);
     long spent = (now.tv_sec - start.tv_sec) * 1000L +
                  (now.tv_nsec - start.tv_nsec) / 1000000L;
     if (spent >= timeout_ms)
       break;
+    /* The owner took the session back before our close: from the second
+     * attempt on, an owner that goes through the proxies cannot reconnect
+     * until the close is done (its connection drops meanwhile). */
+    if (attempt == 1) {
+      set_refuse_all(e, 1);
+      refused = 1;
+    }
     int state = take_over_and_close(e, id, timeout_ms - (int)spent);
     if (state == ZOO_EXPIRED_SESSION_STATE)
-      return 0;
-    if (state != ZOO_CONNECTED_STATE)
+      expired = 1;
+    else if (state != ZOO_CONNECTED_STATE)
       break;
   }
+  if (refused)
+    set_refuse_all(e, 0);
+  if (expired)
+    return 0;
   fprintf(stderr,
           "zkrecipes-testing: could not expire session 0x%llx "
           "within %d ms\n",
