@@ -202,13 +202,13 @@ void evaluate_targets(void) {
              opt.scale_locks);
     double w = median_of_fig("scale", "zkrecipes", figure);
     snprintf(what, sizeof what,
-             "<= 2 KiB RSS per held lock, %d held, acquired 64 at a time",
+             "<= 1 KiB RSS per held lock, %d held, acquired 64 at a time",
              opt.scale_locks);
-    add_target(what, w <= 2048, "%.0f bytes", w);
+    add_target(what, w <= 1024, "%.0f bytes", w);
     snprintf(what, sizeof what,
-             "<= 2 KiB RSS per held lock, %d held, all acquired at once",
+             "<= 1 KiB RSS per held lock, %d held, all acquired at once",
              opt.scale_locks);
-    add_target(what, b <= 2048, "%.0f bytes", b);
+    add_target(what, b <= 1024, "%.0f bytes", b);
   } else {
     add_target(what, -1, "not run");
   }
