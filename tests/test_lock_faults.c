@@ -660,22 +660,6 @@ static void test_semaphore_leader_killed_while_six_contend(void) {
 
 /* ------------------------------- the direct successor, deleted while cut off */
 
-typedef struct successor_run {
-  zkrc_lock *lk;
-  int rc;
-  int64_t token;
-} successor_run;
-
-static gpointer successor_acquire_once(gpointer data) {
-  successor_run *a = data;
-  a->rc = zkrc_lock_acquire(a->lk, 20000);
-  if (a->rc == ZKRC_OK) {
-    zkrc_lock_token(a->lk, &a->token);
-    zkrc_lock_release(a->lk);
-  }
-  return NULL;
-}
-
 /* The direct successor's node is deleted by an administrator while the
  * successor is cut off, and the holder lets go meanwhile.  When it is back,
  * the client's SetWatches brings both deletions, in no given order: the
@@ -694,8 +678,8 @@ static void test_successor_deleted_while_disconnected(void) {
   zkrc_session *s1 = zkt_session_with(10000, 0);
   zkrc_lock *holder = new_lock(sh, path, NULL);
   ZKT_ASSERT_RC(ZKRC_OK, zkrc_lock_acquire(holder, 5000));
-  successor_run w1 = {new_lock(s1, path, NULL), -999, 0};
-  GThread *t1 = g_thread_new("w1", successor_acquire_once, &w1);
+  zkt_acquirer w1 = {new_lock(s1, path, NULL), 20000, -999, 0};
+  GThread *t1 = g_thread_new("w1", zkt_acquire_once, &w1);
   CU_ASSERT_FATAL(zkt_wait_children(admin, path, 2, 10000));
   struct String_vector kids = {0, NULL};
   CU_ASSERT_EQUAL_FATAL(zoo_get_children(admin, path, 0, &kids), ZOK);

@@ -437,22 +437,6 @@ static void test_unreadable_contender_nodes_successor_acquires(void) {
  * trusted a watch on its own node, held then): the successor must not
  * hold with the node that the same transaction deleted (it may hold with
  * a new one). */
-typedef struct acquirer {
-  zkrc_lock *lk;
-  int rc;
-  int64_t token;
-} acquirer;
-
-static gpointer acquire_once(gpointer data) {
-  acquirer *a = data;
-  a->rc = zkrc_lock_acquire(a->lk, 10000);
-  if (a->rc == ZKRC_OK) {
-    zkrc_lock_token(a->lk, &a->token);
-    zkrc_lock_release(a->lk);
-  }
-  return NULL;
-}
-
 static void test_multi_deleting_holder_then_successor(void) {
   char *path = zkt_path("multi-deleted");
   zhandle_t *admin = zkt_raw();
@@ -460,8 +444,8 @@ static void test_multi_deleting_holder_then_successor(void) {
   zkrc_session *sh = zkt_session(), *s1 = zkt_session();
   zkrc_lock *holder = new_lock(sh, path, "holder");
   ZKT_ASSERT_RC(ZKRC_OK, zkrc_lock_acquire(holder, 5000));
-  acquirer w1 = {new_lock(s1, path, "w1"), -999, 0};
-  GThread *t1 = g_thread_new("w1", acquire_once, &w1);
+  zkt_acquirer w1 = {new_lock(s1, path, "w1"), 10000, -999, 0};
+  GThread *t1 = g_thread_new("w1", zkt_acquire_once, &w1);
   CU_ASSERT_FATAL(zkt_wait_children(admin, path, 2, 10000));
   char **q = queue_of(admin, path);
   CU_ASSERT_FATAL(q && q[0] && q[1]);

@@ -517,3 +517,13 @@ int zkt_session_watches(void *arg) {
   }
   return found;
 }
+
+void *zkt_acquire_once(void *data) {
+  zkt_acquirer *a = data;
+  a->rc = zkrc_lock_acquire(a->lk, a->timeout_ms);
+  if (a->rc == ZKRC_OK) {
+    zkrc_lock_token(a->lk, &a->token);
+    zkrc_lock_release(a->lk);
+  }
+  return NULL;
+}

@@ -164,6 +164,17 @@ typedef struct zkt_watch_seen {
 } zkt_watch_seen;
 int zkt_session_watches(void *arg);
 
+/* A thread body (g_thread_new): acquire @p lk within @p timeout_ms; when
+ * that worked, note its fencing token and release.  @p rc: the acquisition's
+ * result. */
+typedef struct zkt_acquirer {
+  zkrc_lock *lk;
+  int timeout_ms;
+  int rc;
+  int64_t token;
+} zkt_acquirer;
+void *zkt_acquire_once(void *data);
+
 /* CU_ASSERT_EQUAL that prints both values and names the zkrecipes codes. */
 #define ZKT_ASSERT_RC(expected, actual)                                        \
   do {                                                                         \
