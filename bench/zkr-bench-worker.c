@@ -307,6 +307,20 @@ static zhandle_t *raw_connect(const char *hosts, raw_conn *rc) {
   return zh;
 }
 
+/* A zkrecipes session with the worker's timeouts, connected; exits when
+ * it cannot connect. */
+static zkrc_session *zkr_connect(const char *hosts) {
+  zkrc_session_options so;
+  zkrc_session_options_init(&so);
+  so.session_timeout_ms = session_ms;
+  so.connect_timeout_ms = peer_timeout_ms;
+  zkrc_session *s;
+  int rc = zkrc_session_connect(&s, hosts, &so);
+  if (rc != ZKRC_OK)
+    die(EXIT_CONNECT, "connect %s: %s", hosts, zkrc_strerror(rc));
+  return s;
+}
+
 /* Create @p path and its missing ancestors as persistent nodes. */
 static void ensure_path(zhandle_t *zh, const char *path) {
   char *p = g_strdup(path);
@@ -461,17 +475,12 @@ struct bench_lock {
 static bench_lock *zkr_open(const char *hosts, const char *path,
                             const char *id) {
   bench_lock *l = g_new0(bench_lock, 1);
-  zkrc_session_options so;
-  zkrc_session_options_init(&so);
-  so.session_timeout_ms = session_ms;
-  so.connect_timeout_ms = peer_timeout_ms;
-  int rc = zkrc_session_connect(&l->s, hosts, &so);
-  if (rc != ZKRC_OK)
-    die(EXIT_CONNECT, "connect %s: %s", hosts, zkrc_strerror(rc));
+  l->s = zkr_connect(hosts);
   zkrc_lock_options lo;
   zkrc_lock_options_init(&lo);
   lo.participant_id = id;
-  if ((rc = zkrc_lock_new(&l->lk, l->s, path, &lo)) != ZKRC_OK)
+  int rc = zkrc_lock_new(&l->lk, l->s, path, &lo);
+  if (rc != ZKRC_OK)
     die(EXIT_ERROR, "lock %s: %s", path, zkrc_strerror(rc));
   return l;
 }
@@ -809,14 +818,9 @@ static int mode_waiters(const char *hosts, const char *path, long sessions,
   waiter_ctx *ctx = g_new0(waiter_ctx, ws.total);
   zkrc_session **s = g_new0(zkrc_session *, sessions);
   zkrc_lock **lk = g_new0(zkrc_lock *, sessions);
-  zkrc_session_options so;
-  zkrc_session_options_init(&so);
-  so.session_timeout_ms = session_ms;
-  so.connect_timeout_ms = peer_timeout_ms;
   for (long i = 0; i < sessions; i++) {
-    int rc = zkrc_session_connect(&s[i], hosts, &so);
-    if (rc != ZKRC_OK)
-      die(EXIT_CONNECT, "connect %s: %s", hosts, zkrc_strerror(rc));
+    s[i] = zkr_connect(hosts);
+    int rc;
     if ((rc = zkrc_lock_new(&lk[i], s[i], path, NULL)) != ZKRC_OK)
       die(EXIT_ERROR, "lock %s: %s", path, zkrc_strerror(rc));
   }
@@ -974,14 +978,8 @@ static int mode_threads(const char *hosts, const char *path, long nthreads,
   threads_state ts = {0};
   g_mutex_init(&ts.mu);
   g_cond_init(&ts.cond);
-  zkrc_session *s = NULL;
-  zkrc_session_options so;
-  zkrc_session_options_init(&so);
-  so.session_timeout_ms = session_ms;
-  so.connect_timeout_ms = peer_timeout_ms;
-  int rc = zkrc_session_connect(&s, hosts, &so);
-  if (rc != ZKRC_OK)
-    die(EXIT_CONNECT, "connect %s: %s", hosts, zkrc_strerror(rc));
+  zkrc_session *s = zkr_connect(hosts);
+  int rc;
   if ((rc = zkrc_lock_new(&ts.lk, s, path, NULL)) != ZKRC_OK)
     die(EXIT_ERROR, "lock %s: %s", path, zkrc_strerror(rc));
   GThread **t = g_new0(GThread *, nthreads);
@@ -1116,14 +1114,8 @@ static void locks_wait_deleted(const char *hosts, const char *prefix, long n) {
 
 static int mode_locks(const char *hosts, const char *prefix, long n,
                       long window) {
-  zkrc_session *s = NULL;
-  zkrc_session_options so;
-  zkrc_session_options_init(&so);
-  so.session_timeout_ms = session_ms;
-  so.connect_timeout_ms = peer_timeout_ms;
-  int rc = zkrc_session_connect(&s, hosts, &so);
-  if (rc != ZKRC_OK)
-    die(EXIT_CONNECT, "connect %s: %s", hosts, zkrc_strerror(rc));
+  zkrc_session *s = zkr_connect(hosts);
+  int rc;
   /* Warm-up: one lock acquired and freed, so that what every process
    * allocates once (tables, the executor) is already there. */
   char *warm = g_strdup_printf("%s/warm-up", prefix);
@@ -1247,14 +1239,8 @@ static void wait_in_queue(zkrc_election *e, const char *id, gboolean behind) {
 }
 
 static int mode_elect(const char *hosts, const char *path, const char *id) {
-  zkrc_session *s = NULL;
-  zkrc_session_options so;
-  zkrc_session_options_init(&so);
-  so.session_timeout_ms = session_ms;
-  so.connect_timeout_ms = peer_timeout_ms;
-  int rc = zkrc_session_connect(&s, hosts, &so);
-  if (rc != ZKRC_OK)
-    die(EXIT_CONNECT, "connect %s: %s", hosts, zkrc_strerror(rc));
+  zkrc_session *s = zkr_connect(hosts);
+  int rc;
   zkrc_election_options eo;
   zkrc_election_options_init(&eo);
   eo.participant_id = id;
@@ -1326,18 +1312,6 @@ typedef struct family_client {
   int64_t finished_ns;
   GThread *thread;
 } family_client;
-
-static zkrc_session *zkr_connect(const char *hosts) {
-  zkrc_session_options so;
-  zkrc_session_options_init(&so);
-  so.session_timeout_ms = session_ms;
-  so.connect_timeout_ms = peer_timeout_ms;
-  zkrc_session *s;
-  int rc = zkrc_session_connect(&s, hosts, &so);
-  if (rc != ZKRC_OK)
-    die(EXIT_CONNECT, "connect %s: %s", hosts, zkrc_strerror(rc));
-  return s;
-}
 
 static void must(const char *what, int rc) {
   if (rc == ZKRC_ETIMEDOUT)
@@ -1661,13 +1635,8 @@ static int mode_idle(const char *hosts, const char *prefix, const char *kind,
       negotiated = zoo_recv_timeout(zh[i]);
       continue;
     }
-    zkrc_session_options so;
-    zkrc_session_options_init(&so);
-    so.session_timeout_ms = session_ms;
-    so.connect_timeout_ms = peer_timeout_ms;
-    int rc = zkrc_session_connect(&zs[i], hosts, &so);
-    if (rc != ZKRC_OK)
-      die(EXIT_CONNECT, "connect %s: %s", hosts, zkrc_strerror(rc));
+    zs[i] = zkr_connect(hosts);
+    int rc;
     for (long j = 0; j < locks; j++) {
       char *path = g_strdup_printf("%s/s%ld-l%ld", prefix, i, j);
       zkrc_lock *lk = NULL;
