@@ -1,7 +1,8 @@
 /*
  * The directories a session has recently seen exist (dirtable.h): a hash
  * table of paths, each with its link in a queue kept in order of use, so
- * that the least recently used goes when the table is full.
+ * that the least recently used goes when the table is full.  Each entry
+ * also keeps what the last first touch of one of its children found.
  */
 #include "config.h"
 
@@ -9,11 +10,18 @@
 
 #include "dirtable.h"
 
+/* A directory known to exist. */
+typedef struct entry {
+  /* The last child directory first touched in it was missing. */
+  gboolean children_fresh;
+  char path[]; /* the key */
+} entry;
+
 struct zkrc__dirtable {
   GMutex mu;
   unsigned capacity;
-  GHashTable *links; /* path → its GList link in lru (the key is link->data) */
-  GQueue lru;        /* of char* paths, most recently used first */
+  GHashTable *links; /* path → its GList link in lru (of an entry) */
+  GQueue lru;        /* of entry*, most recently used first */
 };
 
 zkrc__dirtable *zkrc__dirtable_new(unsigned capacity) {
@@ -34,14 +42,14 @@ void zkrc__dirtable_free(zkrc__dirtable *t) {
   g_free(t);
 }
 
-/* Is @p path in the table?  A hit makes it the most recently used. */
-static gboolean lookup_locked(zkrc__dirtable *t, const char *path) {
+/* @p path's entry, or NULL.  A hit makes it the most recently used. */
+static entry *lookup_locked(zkrc__dirtable *t, const char *path) {
   GList *link = g_hash_table_lookup(t->links, path);
   if (link == NULL)
-    return FALSE;
+    return NULL;
   g_queue_unlink(&t->lru, link);
   g_queue_push_head_link(&t->lru, link);
-  return TRUE;
+  return link->data;
 }
 
 /* The table without @p path (a no-op when it is not there). */
@@ -55,13 +63,20 @@ static void remove_locked(zkrc__dirtable *t, const char *path) {
   g_list_free_1(link);
 }
 
-static void add_locked(zkrc__dirtable *t, const char *path) {
-  if (lookup_locked(t, path))
-    return;
+/* @p path's entry, made the most recently used (added if need be). */
+static entry *add_locked(zkrc__dirtable *t, const char *path) {
+  entry *e = lookup_locked(t, path);
+  if (e)
+    return e;
   while (t->lru.length >= t->capacity)
-    remove_locked(t, g_queue_peek_tail(&t->lru));
-  g_queue_push_head(&t->lru, g_strdup(path));
-  g_hash_table_insert(t->links, t->lru.head->data, t->lru.head);
+    remove_locked(t, ((entry *)g_queue_peek_tail(&t->lru))->path);
+  size_t len = strlen(path);
+  e = g_malloc(sizeof *e + len + 1);
+  e->children_fresh = FALSE;
+  memcpy(e->path, path, len + 1);
+  g_queue_push_head(&t->lru, e);
+  g_hash_table_insert(t->links, e->path, t->lru.head);
+  return e;
 }
 
 size_t zkrc__dirtable_known(zkrc__dirtable *t, const char *dir) {
@@ -106,6 +121,33 @@ void zkrc__dirtable_forget(zkrc__dirtable *t, const char *dir) {
   }
   g_mutex_unlock(&t->mu);
   g_free(path);
+}
+
+/* @p dir's parent, "/" for a top-level directory.  g_free it.  ("/" is
+ * an entry only for what its children were: zkrc__dirtable_known() never
+ * looks it up, the root always exists.) */
+static char *parent_of(const char *dir) {
+  gsize len = (gsize)(strrchr(dir, '/') - dir);
+  return len ? g_strndup(dir, len) : g_strdup("/");
+}
+
+gboolean zkrc__dirtable_children_fresh(zkrc__dirtable *t, const char *dir) {
+  char *parent = parent_of(dir);
+  g_mutex_lock(&t->mu);
+  entry *e = lookup_locked(t, parent);
+  gboolean fresh = e && e->children_fresh;
+  g_mutex_unlock(&t->mu);
+  g_free(parent);
+  return fresh;
+}
+
+void zkrc__dirtable_note_first_touch(zkrc__dirtable *t, const char *dir,
+                                     gboolean was_missing) {
+  char *parent = parent_of(dir);
+  g_mutex_lock(&t->mu);
+  add_locked(t, parent)->children_fresh = was_missing;
+  g_mutex_unlock(&t->mu);
+  g_free(parent);
 }
 
 unsigned zkrc__dirtable_size(zkrc__dirtable *t) {

@@ -40,6 +40,19 @@ void zkrc__dirtable_note(zkrc__dirtable *t, const char *dir);
 /* @p dir, or one of its ancestors, may be gone: forget them all. */
 void zkrc__dirtable_forget(zkrc__dirtable *t, const char *dir);
 
+/* Whether to presume that @p dir, not known to exist, is missing: what the
+ * last first touch of a sibling found (FALSE when there was none).  A
+ * session usually either takes locks in places others use (the directory
+ * exists: create our node alone, 1 proposal) or makes fresh ones (container
+ * create first, 2 proposals); guessing wrong costs one proposal either way
+ * (a refused container create, or a create refused with NoNode). */
+gboolean zkrc__dirtable_children_fresh(zkrc__dirtable *t, const char *dir);
+
+/* The first create in @p dir, a directory not known to exist, found it
+ * @p was_missing: remember that for its siblings. */
+void zkrc__dirtable_note_first_touch(zkrc__dirtable *t, const char *dir,
+                                     gboolean was_missing);
+
 /* Directories in the table (for tests). */
 unsigned zkrc__dirtable_size(zkrc__dirtable *t);
 

@@ -69,7 +69,10 @@ static gboolean root_missing_locked(zkrc__contender *c) {
  * between the container create and ours).  Returns the next step. */
 static step after_no_directory_locked(zkrc__contender *c) {
   /* What the table knew is stale: next time, create the directories. */
-  zkrc__dirtable_forget(zkrc__session_dirs(c->s), c->dir);
+  zkrc__dirtable *dirs = zkrc__session_dirs(c->s);
+  zkrc__dirtable_forget(dirs, c->dir);
+  if (!c->containers_sent) /* presumed there: guess fresh for its siblings */
+    zkrc__dirtable_note_first_touch(dirs, c->dir, TRUE);
   if (c->withdrawing) {
     zkrc__q_end_locked(c, ZKRC_OK, 0, FALSE);
   } else if (root_missing_locked(c)) {
@@ -161,7 +164,11 @@ static void create_done(int rc, const char *value, const struct Stat *stat,
     c->attempts = 0;
     c->ancestors_missing = FALSE;
     /* Our next create here (or another contender's) need not create it. */
-    zkrc__dirtable_note(zkrc__session_dirs(c->s), c->dir);
+    zkrc__dirtable *dirs = zkrc__session_dirs(c->s);
+    zkrc__dirtable_note(dirs, c->dir);
+    if (c->containers_sent && c->parent_rc == ZNODEEXISTS)
+      /* Presumed missing, it was there: guess present for its siblings. */
+      zkrc__dirtable_note_first_touch(dirs, c->dir, FALSE);
     if (c->withdrawing)
       next = STEP_DELETE;
     else if (!c->listing_sent)
@@ -239,16 +246,22 @@ static void send_containers(zkrc__contender *c, zhandle_t *zh, size_t known,
   g_string_free(path, TRUE);
 }
 
-/* How much of our directory's path to presume exists: what the session
- * knows exists, or at least the parent (the usual case: a fresh lock in a
- * known place) unless a create just showed it missing.  Every container
- * create costs a proposal, even one refused with NodeExists; a directory
- * presumed there and missing costs a failed create (also a proposal) and
- * one more attempt. */
+/* How much of our directory's path to presume exists.  Every container
+ * create costs a proposal, even one refused with NodeExists, and so does a
+ * create refused with NoNode; so a directory not known to exist is guessed
+ * (dirtable.h): on the first try, present unless its siblings' last first
+ * touch found them missing.  Else at least its parent is presumed there,
+ * unless a create just showed that missing too. */
 static size_t presumed_present_locked(const zkrc__contender *c) {
-  size_t known = zkrc__dirtable_known(zkrc__session_dirs(c->s), c->dir);
+  zkrc__dirtable *dirs = zkrc__session_dirs(c->s);
+  size_t known = zkrc__dirtable_known(dirs, c->dir);
+  size_t len = strlen(c->dir);
+  if (known == len || c->ancestors_missing)
+    return known;
+  if (c->attempts == 0 && !zkrc__dirtable_children_fresh(dirs, c->dir))
+    return len;
   size_t parent = (size_t)(strrchr(c->dir, '/') - c->dir);
-  return c->ancestors_missing ? known : MAX(known, parent);
+  return MAX(known, parent);
 }
 
 void zkrc__q_send_create(zkrc__contender *c) {

@@ -81,11 +81,15 @@ static int container_goes(zhandle_t *zh, const char *path) {
 
 /* ------------------------------------------------------------ proposals */
 
-/* A fresh lock in an existing parent: the container create of its
- * directory and the create of its node, nothing refused (the old create
- * first failed with NoNode, then created every ancestor again: 3 for a
- * top-level directory, 2 + its depth in general).  A lock whose directory
- * the session has seen: its create alone. */
+/* Fresh locks in an existing parent.  The first one the session takes
+ * there is guessed to be in an existing directory (dirtable.h), wrongly:
+ * its create is refused with NoNode, then its directory's container create
+ * and its create again, 3 proposals.  Its siblings are then guessed fresh:
+ * the container create and the create, nothing refused, 2 proposals and 2
+ * requests (the node's sequence number, the directory's first, spares the
+ * listing).  The old create took 3 for every fresh lock (2 + the depth of
+ * a nested one).  A lock whose directory the session has seen: its create
+ * alone. */
 static void test_proposals_per_fresh_lock(void) {
   char *parent = zkt_path("fresh-proposals");
   zhandle_t *zh = direct();
@@ -96,12 +100,10 @@ static void test_proposals_per_fresh_lock(void) {
   zkrc_session *s = zkt_session();
   zkrc_lock *la = new_lock(s, a), *lb = new_lock(s, b), *lc = new_lock(s, c);
 
+  int64_t first = proposals_to_acquire(la);
   uint64_t requests = requests_but_renewals(s);
-  int64_t fresh = proposals_to_acquire(la);
-  /* Its directory's container create and its own create: its sequence
-   * number (the directory's first) spares the listing. */
+  int64_t fresh = proposals_to_acquire(lb); /* guessed fresh now */
   requests = requests_but_renewals(s) - requests;
-  int64_t fresh_again = proposals_to_acquire(lb); /* the parent now known */
   /* A directory the session has seen exist: c gets a node of its own that
    * keeps the container from the sweep while c's lock is released. */
   ZKT_ASSERT_RC(ZKRC_OK, zkrc_lock_acquire(lc, 10000));
@@ -110,12 +112,12 @@ static void test_proposals_per_fresh_lock(void) {
       zoo_create(zh, keep, NULL, -1, &ZOO_OPEN_ACL_UNSAFE, 0, NULL, 0), ZOK);
   ZKT_ASSERT_RC(ZKRC_OK, zkrc_lock_release(lc));
   int64_t known = proposals_to_acquire(lc);
-  printf("(fresh %" PRId64 ", fresh again %" PRId64 ", known %" PRId64
+  printf("(first %" PRId64 ", fresh %" PRId64 ", known %" PRId64
          "; requests for a fresh lock %" PRIu64 ") ",
-         fresh, fresh_again, known, requests);
-  CU_ASSERT_EQUAL(requests, 2);
+         first, fresh, known, requests);
+  CU_ASSERT_EQUAL(first, 3);
   CU_ASSERT_EQUAL(fresh, 2);
-  CU_ASSERT_EQUAL(fresh_again, 2);
+  CU_ASSERT_EQUAL(requests, 2);
   CU_ASSERT_EQUAL(known, 1);
 
   ZKT_ASSERT_RC(ZKRC_OK, zkrc_lock_release(la));
@@ -138,10 +140,66 @@ static void test_proposals_per_fresh_lock(void) {
   g_free(parent);
 }
 
-/* A directory the session presumes fresh (it has not seen it) but that
- * another session holds: the container create is refused, our node's
- * sequence number is not the first, so the directory is listed and we wait
- * behind the holder; we hold once it releases. */
+/* Proposals and requests (renewals aside) that acquiring @p lk costs. */
+static void acquisition_cost(zkrc_session *s, zkrc_lock *lk,
+                             int64_t *proposals, uint64_t *requests) {
+  uint64_t before = requests_but_renewals(s);
+  *proposals = proposals_to_acquire(lk);
+  *requests = requests_but_renewals(s) - before;
+}
+
+/* Locks in places others use (the herd's case: many sessions, one existing
+ * lock, each session's first acquisition there): a session that has not
+ * seen the directory creates its node alone, with the listing pipelined
+ * behind: 1 proposal, 2 requests (a container create first would be
+ * refused: 2 proposals, 3 requests).  The guess follows what the last first
+ * touch in the parent found: after a fresh sibling the next unseen existing
+ * directory costs the refused container create once, and the one after is
+ * guessed present again. */
+static void test_unseen_existing_directories(void) {
+  char *parent = zkt_path("fresh-unseen");
+  zhandle_t *zh = direct();
+  char *dir[4];
+  for (int i = 0; i < 3; i++) {
+    dir[i] = g_strdup_printf("%s/existing-%d", parent, i);
+    zkt_make_path(zh, dir[i]); /* persistent: made by someone else */
+  }
+  dir[3] = g_strdup_printf("%s/fresh", parent);
+  zkrc_session *s = zkt_session();
+  zkrc_lock *lk[4];
+  for (int i = 0; i < 4; i++)
+    lk[i] = new_lock(s, dir[i]);
+  int64_t proposals[4];
+  uint64_t requests[4];
+  /* existing-0, then the fresh one, then existing-1 and existing-2. */
+  const int order[4] = {0, 3, 1, 2};
+  for (int k = 0; k < 4; k++)
+    acquisition_cost(s, lk[order[k]], &proposals[k], &requests[k]);
+  printf("(existing %" PRId64 "/%" PRIu64 ", fresh %" PRId64 "/%" PRIu64
+         ", existing after it %" PRId64 "/%" PRIu64 ", then %" PRId64
+         "/%" PRIu64 " proposals/requests) ",
+         proposals[0], requests[0], proposals[1], requests[1], proposals[2],
+         requests[2], proposals[3], requests[3]);
+  CU_ASSERT_EQUAL(proposals[0], 1);
+  CU_ASSERT_EQUAL(requests[0], 2);
+  CU_ASSERT_EQUAL(proposals[1], 3); /* guessed present: refused once */
+  CU_ASSERT_EQUAL(proposals[2], 2); /* guessed fresh: container refused */
+  CU_ASSERT_EQUAL(proposals[3], 1);
+  CU_ASSERT_EQUAL(requests[3], 2);
+  for (int i = 0; i < 4; i++) {
+    ZKT_ASSERT_RC(ZKRC_OK, zkrc_lock_release(lk[i]));
+    CU_ASSERT_EQUAL(zkt_nodes_left(zh, dir[i]), 0);
+    zkrc_lock_free(lk[i]);
+    g_free(dir[i]);
+  }
+  zkrc_session_close(s);
+  zookeeper_close(zh);
+  g_free(parent);
+}
+
+/* A directory the session has not seen, which another session holds: our
+ * node's sequence number is not the first, so the directory is listed and
+ * we wait behind the holder; we hold once it releases. */
 static void test_presumed_fresh_directory_with_a_holder(void) {
   char *dir = zkt_path("fresh-held");
   zkrc_session *holder_s = zkt_session(), *s = zkt_session();
@@ -187,24 +245,30 @@ static void acquire_with_reply_lost(zkrc_session *s, zkrc_lock *lk,
   CU_ASSERT(after.suspensions > before.suspensions);
 }
 
-/* A fresh lock: the first request sent is the directory's container
- * create, and the node's create and the listing are pipelined behind it,
- * so the connection closes with all three answered by the server and none
- * heard: the node is found by its protected name. */
+/* A fresh lock, guessed fresh (a sibling was): the first request sent is
+ * the directory's container create, and the node's create is pipelined
+ * behind it, so the connection closes with both answered by the server
+ * and neither heard: the node is found by its protected name. */
 static void test_lost_reply_in_a_fresh_directory(void) {
   char *parent = zkt_path("fresh-lost");
   zhandle_t *zh = direct();
   zkt_make_path(zh, parent);
+  char *sibling = g_strdup_printf("%s/first", parent);
   char *dir = g_strdup_printf("%s/lock", parent);
   zkrc_session *s = zkt_session();
-  zkrc_lock *lk = new_lock(s, dir);
+  zkrc_lock *first = new_lock(s, sibling), *lk = new_lock(s, dir);
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_lock_acquire(first, 10000));
+  CU_ASSERT(zkrc__dirtable_children_fresh(zkrc__session_dirs(s), dir));
   acquire_with_reply_lost(s, lk, zh, dir);
   ZKT_ASSERT_RC(ZKRC_OK, zkrc_lock_release(lk));
   CU_ASSERT_EQUAL(zkt_nodes_left(zh, dir), 0);
   CU_ASSERT(container_goes(zh, dir)); /* made as a container, as usual */
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_lock_release(first));
+  zkrc_lock_free(first);
   zkrc_lock_free(lk);
   zkrc_session_close(s);
   zookeeper_close(zh);
+  g_free(sibling);
   g_free(dir);
   g_free(parent);
 }
@@ -318,12 +382,30 @@ static void test_table_drops_the_least_recently_used(void) {
   zkrc__dirtable_free(t);
 }
 
+/* The guess for a directory not known to exist follows the last first
+ * touch among its siblings; none yet means "present". */
+static void test_table_guesses_from_siblings(void) {
+  zkrc__dirtable *t = zkrc__dirtable_new(8);
+  CU_ASSERT_FALSE(zkrc__dirtable_children_fresh(t, "/jobs/1"));
+  zkrc__dirtable_note_first_touch(t, "/jobs/1", TRUE);
+  CU_ASSERT_TRUE(zkrc__dirtable_children_fresh(t, "/jobs/2"));
+  CU_ASSERT_FALSE(zkrc__dirtable_children_fresh(t, "/tenants/a"));
+  CU_ASSERT_FALSE(zkrc__dirtable_children_fresh(t, "/jobs/1/x"));
+  zkrc__dirtable_note_first_touch(t, "/jobs/2", FALSE);
+  CU_ASSERT_FALSE(zkrc__dirtable_children_fresh(t, "/jobs/3"));
+  zkrc__dirtable_note_first_touch(t, "/top", TRUE); /* the root's children */
+  CU_ASSERT_TRUE(zkrc__dirtable_children_fresh(t, "/other"));
+  CU_ASSERT_EQUAL(zkrc__dirtable_known(t, "/jobs/3"), strlen("/jobs"));
+  zkrc__dirtable_free(t);
+}
+
 static void add_suites(void) {
   zkt_configure(1, 1);
   /* The proposal counts first: no container of ours is empty yet. */
   ZKT_SUITE(
       "fresh locks",
       {"proposals per fresh lock", test_proposals_per_fresh_lock},
+      {"unseen existing directories", test_unseen_existing_directories},
       {"presumed fresh directory with a holder",
        test_presumed_fresh_directory_with_a_holder},
       {"lost reply in a fresh directory", test_lost_reply_in_a_fresh_directory},
@@ -336,7 +418,8 @@ static void add_suites(void) {
       "directory table",
       {"knows ancestors and forgets", test_table_knows_ancestors_and_forgets},
       {"drops the least recently used",
-       test_table_drops_the_least_recently_used});
+       test_table_drops_the_least_recently_used},
+      {"guesses from siblings", test_table_guesses_from_siblings});
 }
 
 int main(void) { return zkt_run("test_fresh_locks", add_suites); }
