@@ -255,7 +255,7 @@ step zkrc__q_recheck_judge_locked(zkrc__contender *c, int rc,
   zkrc__recheck_facts f = {
       .stat_rc = c->recheck_stat_rc,
       .list_rc = rc,
-      .owner_matches = c->recheck_owner == c->owner,
+      .owner_matches = c->recheck_owner_matches,
       .generation_same = sv.generation == c->generation,
       .verdict = rc == ZOK ? verdict_locked(c, kids) : ZKRC__ABSENT,
       .lease_live = sv.lease_left > 0,

@@ -18,10 +18,12 @@
 void zkrc__q_reap_leftovers_locked(zkrc__contender *c) {
   if (c->generation == 0)
     return;
+  char prefix[ZKRC__PROTECTED_PREFIX_LEN + 1];
+  zkrc__protected_prefix(c->uuid, prefix);
   if (c->name_known)
-    zkrc__session_reap(c->s, c->dir, c->prefix, c->name, c->generation);
+    zkrc__session_reap(c->s, c->dir, prefix, c->name, c->generation);
   else if (c->create_unknown)
-    zkrc__session_reap(c->s, c->dir, c->prefix, NULL, c->generation);
+    zkrc__session_reap(c->s, c->dir, prefix, NULL, c->generation);
 }
 
 /* Remember our node's full path (its name is the last component), as a
@@ -145,9 +147,12 @@ static void create_done(int rc, const char *value, const struct Stat *stat,
   if (r->epoch != c->epoch || c->state != C_CREATING) {
     /* Nobody waits for this node any more (the contender ended meanwhile):
      * have the session delete it. */
-    if (rc == ZOK)
-      zkrc__session_reap(c->s, c->dir, c->prefix, strrchr(value, '/') + 1,
+    if (rc == ZOK) {
+      char prefix[ZKRC__PROTECTED_PREFIX_LEN + 1];
+      zkrc__protected_prefix(c->uuid, prefix);
+      zkrc__session_reap(c->s, c->dir, prefix, strrchr(value, '/') + 1,
                          c->generation);
+    }
     g_mutex_unlock(&c->mu);
     zkrc__q_finish_stale_reply(r);
     return;
@@ -288,7 +293,9 @@ void zkrc__q_send_create(zkrc__contender *c) {
 
   if (containers > 0)
     send_containers(c, conn->zh, known, on_first, on_dir);
-  char *create_path = g_strdup_printf("%s/%s%s", c->dir, c->prefix, c->marker);
+  char prefix[ZKRC__PROTECTED_PREFIX_LEN + 1];
+  zkrc__protected_prefix(c->uuid, prefix);
+  char *create_path = g_strdup_printf("%s/%s%s", c->dir, prefix, c->marker);
   int rc = zkrc__sent(conn->session,
                       zoo_acreate2(conn->zh, create_path, c->data, c->data_len,
                                    zkrc__acl_vector(c->acl),
