@@ -114,6 +114,15 @@ struct zkrc_session {
   struct zkrc__contender *contenders, *contenders_tail;
   unsigned long contenders_observer;
 
+  /* Deadlines armed on the worker (session_deadline.c): a binary min-heap
+   * of them and the one source that fires at the earliest (made with the
+   * first), under deadlines_mu (the last of the library's mutexes). */
+  GMutex deadlines_mu;
+  GArray *deadlines;
+  guint deadlines_peak;     /* the most armed at once since it was empty */
+  uint64_t deadlines_armed; /* deadlines armed: their order, for ties */
+  GSource *deadline_src;
+
   /* Statistics (zkrc_session_get_stats): events counted under mu by the
    * worker; requests counted where they are sent, atomically. */
   uint64_t n_sessions, n_suspensions, n_reconnects, n_expiries;
@@ -136,6 +145,12 @@ gboolean zkrc__session_on_worker(zkrc_session *s);
  * executor) about @p ev of ZooKeeper session @p generation. */
 void zkrc__session_announce(zkrc_session *s, zkrc_session_event ev,
                             uint64_t generation);
+/* Set up and tear down the session's deadlines (session_deadline.c); none
+ * is armed when the session is freed (each holds a reference of an owner
+ * that holds one on the session).  Clear after the worker stopped. */
+void zkrc__session_deadlines_init(zkrc_session *s);
+void zkrc__session_deadlines_clear(zkrc_session *s);
+
 /* Worker thread: call the observers (not the listeners) with @p ev. */
 void zkrc__session_notify_observers(zkrc_session *s, zkrc_session_event ev,
                                     uint64_t generation);
