@@ -312,7 +312,9 @@ char *zkrc_lock_hold_node(zkrc_lock_hold *h) {
   if (h == NULL)
     return NULL;
   g_mutex_lock(&h->lk->r.mu);
-  char *node = h->state == H_HELD && h->node ? strdup(h->node) : NULL;
+  char *made = h->state == H_HELD ? zkrc__holder_node(h) : NULL;
+  char *node = made ? strdup(made) : NULL;
+  g_free(made);
   g_mutex_unlock(&h->lk->r.mu);
   return node;
 }

@@ -72,13 +72,12 @@ struct zkrc_lock_hold {
   unsigned behind : 1;
   unsigned delivered : 1; /* its owner was told it holds (statistics) */
   unsigned no_wait : 1;   /* non-blocking holds: a try */
-  unsigned told : 1; /* non-blocking: its owner has been told it holds */
+  unsigned told : 1;      /* non-blocking: its owner has been told it holds */
   int end_err;
   int end_zk;
   int64_t token;
-  char *node; /* our node's path, a GRefString shared with the contender */
-  int64_t asked_us;   /* when it joined the queue (statistics) */
-  int64_t held_us;    /* when it got the lock */
+  int64_t asked_us; /* when it joined the queue (statistics) */
+  int64_t held_us;  /* when it got the lock */
 
   /* Non-blocking holds only. */
   zkrc_lock_acquired_fn done;
@@ -167,6 +166,12 @@ int64_t zkrc__holder_lease_left_locked(holder *h);
 /* How many times threads waiting in zkrc_lock_acquire() woke up, in the
  * process (for the tests). */
 guint zkrc__lock_thread_wakeups(void);
+
+/* The path of the node with which @p h held (g_free it), or NULL when it
+ * never held: made from its contender's (zkrc__contender_path), not kept
+ * in the hold (a held lock should stay small).  Any thread; no mutex of
+ * the contender held. */
+char *zkrc__holder_node(holder *h);
 
 /* Wake the thread waiting for @p h, if one is (h->wake); lk->mu held. */
 void zkrc__holder_wake_locked(holder *h);

@@ -47,8 +47,6 @@ void zkrc__contender_unref(zkrc__contender *c) {
   g_ref_string_release(c->dir);
   g_ref_string_release(c->data);
   zkrc__acl_unref(c->acl);
-  if (c->path)
-    g_ref_string_release(c->path);
   g_queue_clear_full(&c->outbox, outbox_item_free);
   g_mutex_clear(&c->mu);
   zkrc__session_unref(c->s);
@@ -116,6 +114,7 @@ zkrc__contender *zkrc__contender_new(const zkrc__contender_config *cfg) {
   c->s = zkrc__session_ref(q->session);
   c->dir = g_ref_string_acquire(q->dir); /* shared with its recipe */
   c->marker = cfg->marker;
+  g_assert(strlen(cfg->marker) <= ZKRC__Q_MARKER_MAX); /* static strings */
   c->markers = cfg->markers;
   c->policy = cfg->policy ? cfg->policy : zkrc__policy_exclusive;
   c->policy_arg = cfg->policy_arg;
@@ -333,7 +332,11 @@ void zkrc__q_end_locked(zkrc__contender *c, int err, int zk_rc, gboolean reap) {
   zkrc__q_emit_locked(c, OUT_ENDED, err, zk_rc);
   outbox_item *ended = g_queue_peek_tail(&c->outbox);
   ended->front = front;
-  ended->node = c->name_known ? g_strdup(c->name) : NULL;
+  if (c->name_known) {
+    char name[ZKRC__Q_NAME_MAX];
+    zkrc__q_name(c, name);
+    ended->node = g_strdup(name);
+  }
 }
 
 void zkrc__q_end_with(zkrc__contender *c, int err, int zk_rc) {
@@ -484,14 +487,7 @@ void zkrc__contender_start(zkrc__contender *c) {
 
 char *zkrc__contender_path(zkrc__contender *c) {
   g_mutex_lock(&c->mu);
-  char *p = c->name_known ? g_strdup(c->path) : NULL;
-  g_mutex_unlock(&c->mu);
-  return p;
-}
-
-char *zkrc__contender_path_shared(zkrc__contender *c) {
-  g_mutex_lock(&c->mu);
-  char *p = c->name_known ? g_ref_string_acquire(c->path) : NULL;
+  char *p = c->name_known ? zkrc__q_path(c) : NULL;
   g_mutex_unlock(&c->mu);
   return p;
 }

@@ -94,8 +94,7 @@ static void pump(zkrc__gate *g) {
   }
   g->pumping = TRUE;
   for (;;) {
-    zkrc__contender *c =
-        g->busy < g->limit || g->limit == 0 ? g->head : NULL;
+    zkrc__contender *c = g->busy < g->limit || g->limit == 0 ? g->head : NULL;
     if (c == NULL)
       break;
     line_remove_locked(g, c);

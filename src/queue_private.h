@@ -107,6 +107,7 @@ struct zkrc__contender {
   unsigned watch_own : 1;
   unsigned observed : 1; /* in the session's contender list */
   unsigned name_known : 1;
+  unsigned seq_set : 1; /* seq was set once (it stays: the last node's) */
   unsigned create_unknown : 1; /* a create's reply was lost */
   unsigned recover_needed : 1; /* a request was lost with the connection */
   /* The create sent last: whether container creates went before it (for
@@ -148,8 +149,6 @@ struct zkrc__contender {
   unsigned retry_step : 4; /* a step: what a pending retry will do */
   unsigned epoch;
   uint64_t generation; /* handle generation our create went to */
-  char *path;       /* our node's full path, once known (GRefString) */
-  const char *name; /* its last component (points into path) */
   int64_t czxid;
   int64_t owner;
   int root_rc;      /* the first container's, when it is not the directory */
@@ -174,6 +173,12 @@ struct zkrc__contender {
    * mutex; links in the contender, not a list cell allocated for each of
    * 100,000 acquisitions asked at once, freed later as holes). */
   gint gate;
+  /* Our node's sequence number, once known (name_known): its name is
+   * "<protected prefix><marker><seq as %010d>" (zkrc__q_name()) and its
+   * path that name under dir (zkrc__q_path()), made where needed rather
+   * than kept (112 bytes and more per held lock).  Next to gate: no
+   * padding. */
+  int32_t seq;
   zkrc__contender *gate_prev, *gate_next;
 };
 
@@ -238,9 +243,24 @@ step zkrc__q_own_confirmed_locked(zkrc__contender *c, int rc,
 step zkrc__q_recheck_judge_locked(zkrc__contender *c, int rc,
                                   const struct String_vector *kids);
 
+/* Room for our node's name: the protected prefix, a marker (at most
+ * ZKRC__Q_MARKER_MAX bytes, checked when a contender is made), a sequence
+ * number (ten digits, or a sign and nine) and the NUL. */
+#define ZKRC__Q_MARKER_MAX 16
+#define ZKRC__Q_NAME_MAX (ZKRC__PROTECTED_PREFIX_LEN + ZKRC__Q_MARKER_MAX + 11)
+
 /* queue_node.c: our node */
+/* Its name, written to @p name, and its full path (g_free it); valid
+ * while c->name_known (c->mu held, or the contender's owner after it
+ * was told the contender is at the front: the name no longer changes). */
+void zkrc__q_name(const zkrc__contender *c, char name[ZKRC__Q_NAME_MAX]);
+char *zkrc__q_path(const zkrc__contender *c);
+/* For the policy: our node's name in @p buf, or NULL before any (the last
+ * node's while a new one is made, as the policy always saw it). */
+const char *zkrc__q_policy_name_locked(const zkrc__contender *c,
+                                       char buf[ZKRC__Q_NAME_MAX]);
 void zkrc__q_reap_leftovers_locked(zkrc__contender *c);
-void zkrc__q_set_path_locked(zkrc__contender *c, char *path);
+void zkrc__q_set_path_locked(zkrc__contender *c, const char *path);
 void zkrc__q_send_create(zkrc__contender *c);
 void zkrc__q_send_delete(zkrc__contender *c);
 

@@ -227,7 +227,7 @@ void zkrc__q_arm_own_watch(zkrc__contender *c) {
     g_mutex_unlock(&c->mu);
     return;
   }
-  send_watching_get_unlock(c, g_strdup(c->path), &c->own_watch, own_watch_fired,
+  send_watching_get_unlock(c, zkrc__q_path(c), &c->own_watch, own_watch_fired,
                            self_result);
 }
 
@@ -264,7 +264,7 @@ static void send_own_exists_unlock(zkrc__contender *c, stat_completion_t done) {
     return;
   }
   req *r = zkrc__q_req_new_locked(c);
-  char *path = g_strdup(c->path);
+  char *path = zkrc__q_path(c);
   g_mutex_unlock(&c->mu);
   int rc = zkrc__sent(conn->session, zoo_aexists(conn->zh, path, 0, done, r));
   zkrc__conn_unuse(conn);
@@ -330,7 +330,7 @@ static void recover_children_done(int rc, const struct String_vector *kids,
       /* The create went through before the connection dropped. */
       c->name_known = TRUE;
       c->create_unknown = FALSE;
-      zkrc__q_set_path_locked(c, g_strdup_printf("%s/%s", c->dir, mine));
+      zkrc__q_set_path_locked(c, mine);
       next = STEP_FETCH_STAT;
     } else {
       c->create_unknown = FALSE;
@@ -415,7 +415,7 @@ void zkrc__q_recheck(zkrc__contender *c) {
   c->recheck_owner_matches = FALSE;
   req *on_stat = zkrc__q_req_new_locked(c);
   req *on_children = zkrc__q_req_new_locked(c);
-  char *path = g_strdup(c->path);
+  char *path = zkrc__q_path(c);
   g_mutex_unlock(&c->mu);
   int rc = zkrc__sent(conn->session, zoo_aexists(conn->zh, path, 0,
                                                  recheck_stat_done, on_stat));
