@@ -10,7 +10,7 @@
 
 #include "session_private.h"
 
-typedef struct deadline {
+typedef struct zkrc__deadline {
   int64_t at_us; /* monotonic */
   uint64_t order;
   zkrc__deadline_fn fire;
@@ -18,7 +18,7 @@ typedef struct deadline {
   unsigned *slot; /* the owner's: its index in the heap, plus one */
 } deadline;
 
-#define AT(s, i) (&g_array_index((s)->deadlines, deadline, (i)))
+#define AT(s, i) (&(s)->deadlines[(i)])
 
 static gboolean earlier(const deadline *a, const deadline *b) {
   return a->at_us < b->at_us || (a->at_us == b->at_us && a->order < b->order);
@@ -40,7 +40,7 @@ static void sift_up(zkrc_session *s, guint i) {
 }
 
 static void sift_down(zkrc_session *s, guint i) {
-  guint n = s->deadlines->len;
+  guint n = s->n_deadlines;
   deadline d = *AT(s, i);
   for (;;) {
     guint child = 2 * i + 1;
@@ -59,30 +59,27 @@ static void sift_down(zkrc_session *s, guint i) {
 /* Take the deadline at index @p i out of the heap (its slot set to 0). */
 static void remove_at(zkrc_session *s, guint i) {
   *AT(s, i)->slot = 0;
-  guint last = s->deadlines->len - 1;
+  guint last = --s->n_deadlines;
   if (i != last) {
     deadline moved = *AT(s, last);
-    g_array_set_size(s->deadlines, last);
     place(s, i, &moved);
     if (i > 0 && earlier(&moved, AT(s, (i - 1) / 2)))
       sift_up(s, i);
     else
       sift_down(s, i);
-  } else {
-    g_array_set_size(s->deadlines, last);
   }
   /* Give the array back once empty, when it grew to hold many. */
-  if (s->deadlines->len == 0 && s->deadlines_peak > 1024) {
-    g_array_free(s->deadlines, TRUE);
-    s->deadlines = g_array_new(FALSE, FALSE, sizeof(deadline));
-    s->deadlines_peak = 0;
+  if (s->n_deadlines == 0 && s->deadlines_room > 1024) {
+    g_free(s->deadlines);
+    s->deadlines = NULL;
+    s->deadlines_room = 0;
   }
 }
 
 /* The source's wake-up: the earliest deadline's time, or never. */
 static void rearm_locked(zkrc_session *s) {
   g_source_set_ready_time(s->deadline_src,
-                          s->deadlines->len ? AT(s, 0)->at_us : -1);
+                          s->n_deadlines ? AT(s, 0)->at_us : -1);
 }
 
 /* The worker: fire every deadline that has come, earliest first, with no
@@ -92,7 +89,7 @@ static gboolean deadlines_due(gpointer data) {
   int64_t now = g_get_monotonic_time();
   GArray *due = g_array_new(FALSE, FALSE, sizeof(deadline));
   g_mutex_lock(&s->deadlines_mu);
-  while (s->deadlines->len && AT(s, 0)->at_us <= now) {
+  while (s->n_deadlines && AT(s, 0)->at_us <= now) {
     g_array_append_val(due, *AT(s, 0));
     remove_at(s, 0);
   }
@@ -116,17 +113,18 @@ static GSourceFuncs deadline_source_funcs = {NULL, NULL, source_dispatch,
 
 void zkrc__session_deadlines_init(zkrc_session *s) {
   g_mutex_init(&s->deadlines_mu);
-  s->deadlines = g_array_new(FALSE, FALSE, sizeof(deadline));
+  s->deadlines = NULL;
+  s->n_deadlines = s->deadlines_room = 0;
   s->deadline_src = NULL;
 }
 
 void zkrc__session_deadlines_clear(zkrc_session *s) {
-  g_assert(s->deadlines->len == 0);
+  g_assert(s->n_deadlines == 0);
   if (s->deadline_src) {
     g_source_destroy(s->deadline_src);
     g_source_unref(s->deadline_src);
   }
-  g_array_free(s->deadlines, TRUE);
+  g_free(s->deadlines);
   g_mutex_clear(&s->deadlines_mu);
 }
 
@@ -143,9 +141,12 @@ void zkrc__session_deadline_arm(zkrc_session *s, int ms, zkrc__deadline_fn fire,
     g_source_set_callback(s->deadline_src, deadlines_due, s, NULL);
     g_source_attach(s->deadline_src, s->worker_ctx);
   }
-  g_array_append_val(s->deadlines, d);
-  s->deadlines_peak = MAX(s->deadlines_peak, s->deadlines->len);
-  sift_up(s, s->deadlines->len - 1);
+  if (s->n_deadlines == s->deadlines_room) {
+    s->deadlines_room = s->deadlines_room ? 2 * s->deadlines_room : 16;
+    s->deadlines = g_renew(deadline, s->deadlines, s->deadlines_room);
+  }
+  s->deadlines[s->n_deadlines++] = d;
+  sift_up(s, s->n_deadlines - 1);
   if (*slot == 1) /* the earliest now */
     rearm_locked(s);
   g_mutex_unlock(&s->deadlines_mu);

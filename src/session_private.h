@@ -115,11 +115,13 @@ struct zkrc_session {
   unsigned long contenders_observer;
 
   /* Deadlines armed on the worker (session_deadline.c): a binary min-heap
-   * of them and the one source that fires at the earliest (made with the
+   * of them (n_deadlines in an array for deadlines_room; a plain malloc'ed
+   * one: TSan cannot follow a GArray's struct, a GLib slice, from thread to
+   * thread) and the one source that fires at the earliest (made with the
    * first), under deadlines_mu (the last of the library's mutexes). */
   GMutex deadlines_mu;
-  GArray *deadlines;
-  guint deadlines_peak;     /* the most armed at once since it was empty */
+  struct zkrc__deadline *deadlines;
+  guint n_deadlines, deadlines_room;
   uint64_t deadlines_armed; /* deadlines armed: their order, for ties */
   GSource *deadline_src;
 
