@@ -32,8 +32,6 @@ holder *zkrc__holder_ref(holder *h) {
 void zkrc__holder_unref(holder *h) {
   if (!g_atomic_int_dec_and_test(&h->refs))
     return;
-  if (h->node)
-    g_ref_string_release(h->node);
   g_free(h->excused);
   zkrc__recipe_stake_free(&h->lk->r, h->c, h);
 }
@@ -85,7 +83,14 @@ void zkrc__lock_post_event_locked(holder *h, zkrc_lock_event ev, int reason) {
   };
   if (h->client->public_hold)
     call->info.hold = zkrc__holder_ref(h);
-  zkrc__recipe_post(&lk->r, &call->ev, h->node);
+  char *node = zkrc__holder_node(h);
+  zkrc__recipe_post(&lk->r, &call->ev, node);
+  g_free(node);
+}
+
+char *zkrc__holder_node(holder *h) {
+  /* The token, our node's czxid, is set when it holds (never 0). */
+  return h->token ? zkrc__contender_path(h->c) : NULL;
 }
 
 int64_t zkrc__holder_lease_left_locked(holder *h) {
@@ -107,7 +112,6 @@ static void on_front_locked(zkrc__stake *st, zkrc__contender *c) {
   if (h->state == H_WAITING) {
     h->state = H_HELD;
     h->token = zkrc__contender_czxid(c);
-    h->node = zkrc__contender_path_shared(c);
     zkrc__lock_stat_front_locked(h);
     if (h->client->front)
       h->client->front(h);

@@ -155,8 +155,11 @@ static gboolean other_side_held(zkrc_lock *other, uint64_t me,
   g_mutex_lock(&other->r.mu);
   holder *h = thread_holder_locked(other, me);
   gboolean held = h && (h->state == H_HELD || h->state == H_LOST);
-  if (held && !other->shared && h->state == H_HELD && h->node)
-    *writer_node = g_path_get_basename(h->node);
+  if (held && !other->shared && h->state == H_HELD) {
+    char *node = zkrc__holder_node(h);
+    *writer_node = node ? g_path_get_basename(node) : NULL;
+    g_free(node);
+  }
   g_mutex_unlock(&other->r.mu);
   return held;
 }
@@ -366,8 +369,11 @@ int zkrc_lock_node(zkrc_lock *lk, char **path) {
   if (h == NULL)
     return zkrc__fail(ZKRC_ENOTOWNER);
   int err = h->state == H_HELD ? ZKRC_OK : ZKRC_ELOCKLOST;
-  if (err == ZKRC_OK)
-    *path = strdup(h->node);
+  if (err == ZKRC_OK) {
+    char *node = zkrc__holder_node(h);
+    *path = node ? strdup(node) : NULL;
+    g_free(node);
+  }
   g_mutex_unlock(&lk->r.mu);
   if (err == ZKRC_OK && *path == NULL)
     err = ZKRC_ENOMEM;
@@ -406,7 +412,7 @@ int zkrc_lock_fenced_multi(zkrc_lock *lk, int count, const zoo_op_t *ops,
     g_mutex_unlock(&lk->r.mu);
     return zkrc__fail(ZKRC_ELOCKLOST);
   }
-  char *node = g_strdup(h->node);
+  char *node = zkrc__holder_node(h);
   uint64_t generation = zkrc__contender_generation(h->c);
   g_mutex_unlock(&lk->r.mu);
 

@@ -11,7 +11,8 @@
  *
  * References on a hold: the contender's (dropped when it ends), the lock's
  * set of live holds (dropped when the owner releases it, or after a failed
- * completion), the deadline timer's, and one per callback in flight.
+ * completion), the deadline's (session_deadline.c), and one per callback in
+ * flight.
  */
 #include "config.h"
 
@@ -108,15 +109,13 @@ static void completion_run(void *data) {
 }
 
 static void complete_locked(holder *h, int status, int zk_error) {
-  if (h->timer) {
-    g_source_destroy(h->timer);
-    g_source_unref(h->timer);
-    h->timer = NULL;
-  }
-  if (status != ZKRC_OK)
-    zkrc__lock_stat_gave_up_locked(h->lk, status);
   completion *done = g_new0(completion, 1);
   done->h = zkrc__holder_ref(h);
+  /* The deadline's reference (the completion's keeps the hold alive). */
+  if (zkrc__session_deadline_disarm(h->lk->r.q.session, &h->deadline))
+    zkrc__holder_unref(h);
+  if (status != ZKRC_OK)
+    zkrc__lock_stat_gave_up_locked(h->lk, status);
   done->info.status = status;
   done->info.zk_error = zk_error;
   done->info.token = status == ZKRC_OK ? h->token : 0;
@@ -173,18 +172,15 @@ static gboolean is_async(const holder *h) {
 
 /* ------------------------------------------------------------- deadline */
 
-static gboolean deadline_passed(gpointer data) {
+/* On the session's worker, with the deadline's reference. */
+static void deadline_passed(void *data) {
   holder *h = data;
   zkrc_lock *lk = h->lk;
   g_mutex_lock(&lk->r.mu);
-  if (h->timer) {
-    g_source_unref(h->timer);
-    h->timer = NULL;
-  }
   if (h->state == H_WAITING)
     cancel_locked(h, ZKRC_ETIMEDOUT);
   g_mutex_unlock(&lk->r.mu);
-  return G_SOURCE_REMOVE;
+  zkrc__holder_unref(h);
 }
 
 static void drop_holds_locked(zkrc_lock *lk);
@@ -216,9 +212,8 @@ int zkrc_lock_acquire_async(zkrc_lock *lk, int timeout_ms,
    * timeout, like zkrc_lock_acquire(). */
   int ms = h->no_wait ? zkrc_session_timeout(lk->r.q.session) : timeout_ms;
   if (ms != ZKRC_WAIT_FOREVER)
-    h->timer = zkrc__session_timer(lk->r.q.session, ms, deadline_passed,
-                                   zkrc__holder_ref(h),
-                                   (GDestroyNotify)zkrc__holder_unref);
+    zkrc__session_deadline_arm(lk->r.q.session, ms, deadline_passed,
+                               zkrc__holder_ref(h), &h->deadline);
   if (hold)
     *hold = h;
   zkrc__contender *c = h->c;
@@ -317,7 +312,9 @@ char *zkrc_lock_hold_node(zkrc_lock_hold *h) {
   if (h == NULL)
     return NULL;
   g_mutex_lock(&h->lk->r.mu);
-  char *node = h->state == H_HELD && h->node ? strdup(h->node) : NULL;
+  char *made = h->state == H_HELD ? zkrc__holder_node(h) : NULL;
+  char *node = made ? strdup(made) : NULL;
+  g_free(made);
   g_mutex_unlock(&h->lk->r.mu);
   return node;
 }

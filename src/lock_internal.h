@@ -66,23 +66,26 @@ struct zkrc_lock_hold {
    * (a downgrade): the name of that writer node, which does not stop it
    * (the policy's argument); NULL otherwise. */
   char *excused;
-  gboolean behind;
-  gboolean ended;
+  gboolean ended; /* its contender ended (waited on: not a bit-field) */
+  /* Flags, packed (100,000 holds live in a process holding 100,000 locks);
+   * written with lk->mu held. */
+  unsigned behind : 1;
+  unsigned delivered : 1; /* its owner was told it holds (statistics) */
+  unsigned no_wait : 1;   /* non-blocking holds: a try */
+  unsigned told : 1;      /* non-blocking: its owner has been told it holds */
   int end_err;
   int end_zk;
   int64_t token;
-  char *node; /* our node's path, a GRefString shared with the contender */
-  int64_t asked_us;   /* when it joined the queue (statistics) */
-  int64_t held_us;    /* when it got the lock */
-  gboolean delivered; /* its owner was told it holds (statistics) */
+  int64_t asked_us; /* when it joined the queue (statistics) */
+  int64_t held_us;  /* when it got the lock */
 
   /* Non-blocking holds only. */
-  gboolean no_wait;
   zkrc_lock_acquired_fn done;
   void *done_arg;
-  gboolean told;  /* its owner has been told it holds (completion ran) */
-  int outcome;    /* why a cancelling hold gave up */
-  GSource *timer; /* its deadline, on the session's worker */
+  int outcome; /* why a cancelling hold gave up */
+  /* Its deadline's place among the session's (session_deadline.c; 0: none
+   * armed), not a GSource of its own. */
+  unsigned deadline;
 };
 
 struct zkrc_lock {
@@ -99,7 +102,6 @@ struct zkrc_lock {
   /* Set with the first non-blocking hold (lock_async.c): cancels pending
    * ones and releases acquired ones, for zkrc_lock_free() (lk->mu held). */
   void (*drop_async)(zkrc_lock *lk);
-  int inside; /* threads inside zkrc_lock_acquire() */
 
   /* Which member of the lock family this object is: a mutex ("lock-",
    * policy exclusive) or a side of a read-write lock (rwlock.c: "__READ__"
@@ -113,6 +115,8 @@ struct zkrc_lock {
    * permits policy's argument, which lives as long as the contenders that
    * read it); 0 for every other member. */
   int permits;
+  int inside; /* threads inside zkrc_lock_acquire() (next to permits: no
+               * padding; a held lock should stay small) */
   /* A read-write lock's side: the other side (owned, like this one, by the
    * zkrc_rwlock; alive while this one is), and whether this is the read
    * side.  NULL for a mutex. */
@@ -162,6 +166,12 @@ int64_t zkrc__holder_lease_left_locked(holder *h);
 /* How many times threads waiting in zkrc_lock_acquire() woke up, in the
  * process (for the tests). */
 guint zkrc__lock_thread_wakeups(void);
+
+/* The path of the node with which @p h held (g_free it), or NULL when it
+ * never held: made from its contender's (zkrc__contender_path), not kept
+ * in the hold (a held lock should stay small).  Any thread; no mutex of
+ * the contender held. */
+char *zkrc__holder_node(holder *h);
 
 /* Wake the thread waiting for @p h, if one is (h->wake); lk->mu held. */
 void zkrc__holder_wake_locked(holder *h);

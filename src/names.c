@@ -126,6 +126,28 @@ int zkrc__contenders_find(const GArray *contenders, const char *name) {
   return -1;
 }
 
-char *zkrc__protected_prefix(const char *uuid) {
-  return g_strdup_printf("_c_%s-", uuid);
+void zkrc__uuid_bytes_random(guint8 uuid[16]) {
+  for (int i = 0; i < 16; i += 4) {
+    guint32 r = g_random_int();
+    memcpy(uuid + i, &r, 4);
+  }
+  uuid[6] = (guint8)((uuid[6] & 0x0f) | 0x40); /* version 4: random */
+  uuid[8] = (guint8)((uuid[8] & 0x3f) | 0x80); /* variant: RFC 4122 */
+}
+
+void zkrc__protected_prefix(const guint8 uuid[16],
+                            char out[ZKRC__PROTECTED_PREFIX_LEN + 1]) {
+  static const char hex[] = "0123456789abcdef";
+  char *p = out;
+  *p++ = '_';
+  *p++ = 'c';
+  *p++ = '_';
+  for (int i = 0; i < 16; i++) {
+    if (i == 4 || i == 6 || i == 8 || i == 10)
+      *p++ = '-';
+    *p++ = hex[uuid[i] >> 4];
+    *p++ = hex[uuid[i] & 0x0f];
+  }
+  *p++ = '-';
+  *p = '\0';
 }

@@ -69,8 +69,17 @@ void zkrc__contenders_free(GArray *contenders);
 /* Index of @p name in @p contenders, or -1. */
 int zkrc__contenders_find(const GArray *contenders, const char *name);
 
+/* The length of a protected prefix "_c_<uuid>-" (without its NUL). */
+#define ZKRC__PROTECTED_PREFIX_LEN 40
+
+/* A new random (version 4) uuid, as its 16 bytes: what a contender keeps
+ * of its protected prefix (the 41-byte string is made only when needed). */
+void zkrc__uuid_bytes_random(guint8 uuid[16]);
+
 /* The protected prefix "_c_<uuid>-" of a node name, as Apache Curator's
- * protected mode writes it.  (g_free the result.) */
-char *zkrc__protected_prefix(const char *uuid);
+ * protected mode writes it (the uuid in its lowercase 8-4-4-4-12 form, as
+ * Java's UUID.toString()), of the uuid @p uuid, written to @p out. */
+void zkrc__protected_prefix(const guint8 uuid[16],
+                            char out[ZKRC__PROTECTED_PREFIX_LEN + 1]);
 
 #endif /* ZKRC_NAMES_H */

@@ -47,9 +47,6 @@ void zkrc__contender_unref(zkrc__contender *c) {
   g_ref_string_release(c->dir);
   g_ref_string_release(c->data);
   zkrc__acl_unref(c->acl);
-  g_free(c->prefix);
-  if (c->path)
-    g_ref_string_release(c->path);
   g_queue_clear_full(&c->outbox, outbox_item_free);
   g_mutex_clear(&c->mu);
   zkrc__session_unref(c->s);
@@ -117,6 +114,7 @@ zkrc__contender *zkrc__contender_new(const zkrc__contender_config *cfg) {
   c->s = zkrc__session_ref(q->session);
   c->dir = g_ref_string_acquire(q->dir); /* shared with its recipe */
   c->marker = cfg->marker;
+  g_assert(strlen(cfg->marker) <= ZKRC__Q_MARKER_MAX); /* static strings */
   c->markers = cfg->markers;
   c->policy = cfg->policy ? cfg->policy : zkrc__policy_exclusive;
   c->policy_arg = cfg->policy_arg;
@@ -126,9 +124,7 @@ zkrc__contender *zkrc__contender_new(const zkrc__contender_config *cfg) {
   c->watch_own = cfg->watch_own_node != 0;
   c->ops = cfg->ops;
   c->ops_arg = cfg->ops_arg;
-  char *uuid = zkrc__uuid();
-  c->prefix = zkrc__protected_prefix(uuid);
-  g_free(uuid);
+  zkrc__uuid_bytes_random(c->uuid);
   c->state = C_NEW;
   return c;
 }
@@ -266,12 +262,10 @@ void zkrc__q_deliver(zkrc__contender *c) {
   zkrc__contender_ref(c);
   zkrc__q_gate_settle(c);
   g_mutex_lock(&c->mu);
-  unsigned long observer = c->state == C_ENDED ? c->observer_id : 0;
-  if (observer) {
-    c->observer_id = 0;
+  if (c->state == C_ENDED && c->observed) {
+    zkrc__q_unobserve_locked(c);
     g_mutex_unlock(&c->mu);
-    zkrc__session_unobserve(c->s, observer);
-    zkrc__contender_unref(c); /* the observer's reference */
+    zkrc__contender_unref(c); /* the session's list's reference */
     g_mutex_lock(&c->mu);
   }
   if (c->delivering) {
@@ -338,7 +332,11 @@ void zkrc__q_end_locked(zkrc__contender *c, int err, int zk_rc, gboolean reap) {
   zkrc__q_emit_locked(c, OUT_ENDED, err, zk_rc);
   outbox_item *ended = g_queue_peek_tail(&c->outbox);
   ended->front = front;
-  ended->node = c->name_known ? g_strdup(c->name) : NULL;
+  if (c->name_known) {
+    char name[ZKRC__Q_NAME_MAX];
+    zkrc__q_name(c, name);
+    ended->node = g_strdup(name);
+  }
 }
 
 void zkrc__q_end_with(zkrc__contender *c, int err, int zk_rc) {
@@ -404,61 +402,6 @@ static void retry_later(zkrc__contender *c) {
   g_mutex_unlock(&c->mu);
   zkrc__log(ZKRC_LOG_INFO, "%s: retrying in %d ms after %s", c->dir, ms,
             zerror(reason));
-}
-
-/* ------------------------------------------------------- session events */
-
-static void on_session_event(zkrc_session *s, zkrc_session_event ev,
-                             uint64_t generation, void *arg) {
-  zkrc__contender *c = arg;
-  step next = STEP_NONE;
-  g_mutex_lock(&c->mu);
-  gboolean ours = c->generation == generation;
-  gboolean live =
-      c->state == C_CREATING || c->state == C_WAITING || c->state == C_FRONT;
-  switch ((int)ev) {
-  case ZKRC_SESSION_EVENT_CONNECTED:
-  case ZKRC_SESSION_EVENT_RECONNECTED:
-    c->retries = 0; /* a new connection: no reason to wait */
-    if (c->state == C_PENDING && !c->withdrawing) {
-      next = STEP_SEND_CREATE;
-    } else if (ev == ZKRC_SESSION_EVENT_RECONNECTED && ours &&
-               c->state == C_FRONT && !c->withdrawing) {
-      /* Tell RECONNECTED only once the servers show we still hold. */
-      c->recheck_pending = TRUE;
-      next = STEP_RECHECK;
-    } else if (ours && live && c->recover_needed) {
-      next = STEP_RECOVER;
-    }
-    break;
-  case ZKRC__SESSION_EVENT_LEASED:
-    if (ours && live && c->awaiting_lease && !c->withdrawing) {
-      c->recover_needed = TRUE;
-      next = STEP_RECOVER;
-    }
-    break;
-  case ZKRC_SESSION_EVENT_SUSPENDED:
-    if (ours && c->state == C_FRONT)
-      zkrc__q_emit_locked(c, OUT_CONNECTION, ZKRC_SESSION_EVENT_SUSPENDED, 0);
-    break;
-  case ZKRC_SESSION_EVENT_EXPIRED:
-    if (ours && live)
-      zkrc__q_end_locked(c, ZKRC_ESESSIONEXPIRED, ZSESSIONEXPIRED, FALSE);
-    break;
-  case ZKRC_SESSION_EVENT_LOST:
-    /* The servers may not have expired it yet: reap what we left. */
-    if (ours && live)
-      zkrc__q_end_locked(c, ZKRC_ESESSIONLOST, 0, TRUE);
-    break;
-  case ZKRC_SESSION_EVENT_AUTH_FAILED:
-  case ZKRC_SESSION_EVENT_CLOSED:
-    if (c->state != C_ENDED && c->state != C_NEW)
-      zkrc__q_end_locked(
-          c, ev == ZKRC_SESSION_EVENT_CLOSED ? ZKRC_ECLOSED : ZKRC_EAUTHFAILED,
-          0, FALSE);
-    break;
-  }
-  zkrc__q_unlock_and_perform(c, next);
 }
 
 /* ---------------------------------------------------------------- steps */
@@ -530,9 +473,7 @@ void zkrc__contender_start(zkrc__contender *c) {
     return;
   }
   c->state = C_PENDING;
-  zkrc__contender_ref(c); /* the observer's */
-  gboolean closed;
-  c->observer_id = zkrc__session_observe(c->s, on_session_event, c, &closed);
+  gboolean closed = zkrc__q_observe_locked(c);
   g_mutex_unlock(&c->mu);
   if (closed) {
     zkrc__q_end_later(c, ZKRC_ECLOSED);
@@ -546,14 +487,7 @@ void zkrc__contender_start(zkrc__contender *c) {
 
 char *zkrc__contender_path(zkrc__contender *c) {
   g_mutex_lock(&c->mu);
-  char *p = c->name_known ? g_strdup(c->path) : NULL;
-  g_mutex_unlock(&c->mu);
-  return p;
-}
-
-char *zkrc__contender_path_shared(zkrc__contender *c) {
-  g_mutex_lock(&c->mu);
-  char *p = c->name_known ? g_ref_string_acquire(c->path) : NULL;
+  char *p = c->name_known ? zkrc__q_path(c) : NULL;
   g_mutex_unlock(&c->mu);
   return p;
 }

@@ -120,12 +120,12 @@ gboolean zkrc__contender_deleting(zkrc__contender *c);
 zkrc__contender *zkrc__contender_ref(zkrc__contender *c);
 void zkrc__contender_unref(zkrc__contender *c);
 
-/* Our node's full path (copy; NULL before it is known), its czxid and
- * ephemeral owner, valid once ops->front was called. */
+/* Our node's full path (made anew each call, g_free it; NULL before it is
+ * known), its czxid and ephemeral owner, valid once ops->front was called.
+ * The contender keeps only the node's sequence number (its name is made
+ * of its uuid, marker and sequence), not the path: a held lock's owner
+ * asks for it where needed rather than keeping a copy. */
 char *zkrc__contender_path(zkrc__contender *c);
-/* The same shared, not copied: a GRefString (g_ref_string_release) that
- * no later path of the contender changes.  One copy per held lock. */
-char *zkrc__contender_path_shared(zkrc__contender *c);
 int64_t zkrc__contender_czxid(zkrc__contender *c);
 /* How many contenders its last listing of the directory held (0 before
  * the first); for the statistics' queue length. */

@@ -90,7 +90,9 @@ static void wait_for_locked(zkrc__contender *c, const char *watch) {
 step zkrc__q_evaluate_locked(zkrc__contender *c,
                              const struct String_vector *kids,
                              gboolean watched) {
-  zkrc__verdict v = zkrc__admit(kids->data, kids->count, c->markers, c->name,
+  char name[ZKRC__Q_NAME_MAX];
+  const char *me = zkrc__q_policy_name_locked(c, name);
+  zkrc__verdict v = zkrc__admit(kids->data, kids->count, c->markers, me,
                                 c->policy, c->policy_arg);
   c->listed = v.contenders;
   c->retries = 0; /* a listing came back: the servers answer us */
@@ -122,7 +124,7 @@ step zkrc__q_evaluate_locked(zkrc__contender *c,
   case ZKRC__MOVE_WATCH_PRED:
     wait_for_locked(c, v.watch);
     c->front_when_pred_goes =
-        zkrc__admitted_without(kids->data, kids->count, c->markers, c->name,
+        zkrc__admitted_without(kids->data, kids->count, c->markers, me,
                                c->policy, c->policy_arg, v.watch);
     return STEP_WATCH_PRED;
   case ZKRC__MOVE_WATCH_DIR:
@@ -241,7 +243,9 @@ zkrc__recheck_outcome zkrc__recheck_decide(const zkrc__recheck_facts *f) {
 /* The policy's verdict on @p kids for our node. */
 static zkrc__verdict_kind verdict_locked(const zkrc__contender *c,
                                          const struct String_vector *kids) {
-  return zkrc__admit(kids->data, kids->count, c->markers, c->name, c->policy,
+  char name[ZKRC__Q_NAME_MAX];
+  const char *me = zkrc__q_policy_name_locked(c, name);
+  return zkrc__admit(kids->data, kids->count, c->markers, me, c->policy,
                      c->policy_arg)
       .kind;
 }
@@ -255,7 +259,7 @@ step zkrc__q_recheck_judge_locked(zkrc__contender *c, int rc,
   zkrc__recheck_facts f = {
       .stat_rc = c->recheck_stat_rc,
       .list_rc = rc,
-      .owner_matches = c->recheck_owner == c->owner,
+      .owner_matches = c->recheck_owner_matches,
       .generation_same = sv.generation == c->generation,
       .verdict = rc == ZOK ? verdict_locked(c, kids) : ZKRC__ABSENT,
       .lease_live = sv.lease_left > 0,

@@ -14,12 +14,37 @@
 void zkrc__gate_init(zkrc__gate *g) {
   g_mutex_init(&g->mu);
   g->limit = ZKRC__GATE_SLOTS;
-  g_queue_init(&g->waiting);
+  g->head = g->tail = NULL;
 }
 
 void zkrc__gate_clear(zkrc__gate *g) {
-  g_assert(g_queue_is_empty(&g->waiting));
+  g_assert(g->head == NULL);
   g_mutex_clear(&g->mu);
+}
+
+/* Append @p c to the line (it brings the line's reference); g->mu held. */
+static void line_push_locked(zkrc__gate *g, zkrc__contender *c) {
+  c->gate_prev = g->tail;
+  c->gate_next = NULL;
+  if (g->tail)
+    g->tail->gate_next = c;
+  else
+    g->head = c;
+  g->tail = c;
+}
+
+/* Take @p c out of the line (the caller gets the line's reference);
+ * g->mu held. */
+static void line_remove_locked(zkrc__gate *g, zkrc__contender *c) {
+  if (c->gate_prev)
+    c->gate_prev->gate_next = c->gate_next;
+  else
+    g->head = c->gate_next;
+  if (c->gate_next)
+    c->gate_next->gate_prev = c->gate_prev;
+  else
+    g->tail = c->gate_prev;
+  c->gate_prev = c->gate_next = NULL;
 }
 
 void zkrc__gate_set_limit(zkrc_session *s, int limit) {
@@ -39,14 +64,13 @@ gboolean zkrc__q_gate_enter(zkrc__contender *c) {
   if (ended || g->limit == 0) {
     g_atomic_int_set(&c->gate, GATE_DONE);
     go = !ended;
-  } else if (g->busy < g->limit && g_queue_is_empty(&g->waiting)) {
+  } else if (g->busy < g->limit && g->head == NULL) {
     g->busy++;
     g_atomic_int_set(&c->gate, GATE_HOLDING);
     go = TRUE;
   } else {
     g_atomic_int_set(&c->gate, GATE_WAITING);
-    g_queue_push_tail(&g->waiting, zkrc__contender_ref(c)); /* the line's */
-    c->gate_link = g_queue_peek_tail_link(&g->waiting);
+    line_push_locked(g, zkrc__contender_ref(c)); /* the line's */
   }
   g_mutex_unlock(&g->mu);
   g_mutex_unlock(&c->mu);
@@ -70,12 +94,10 @@ static void pump(zkrc__gate *g) {
   }
   g->pumping = TRUE;
   for (;;) {
-    zkrc__contender *c = g->busy < g->limit || g->limit == 0
-                             ? g_queue_pop_head(&g->waiting)
-                             : NULL;
+    zkrc__contender *c = g->busy < g->limit || g->limit == 0 ? g->head : NULL;
     if (c == NULL)
       break;
-    c->gate_link = NULL;
+    line_remove_locked(g, c);
     g->busy++;
     g_atomic_int_set(&c->gate, GATE_HOLDING);
     g_mutex_unlock(&g->mu);
@@ -107,8 +129,7 @@ void zkrc__q_gate_settle(zkrc__contender *c) {
     g->busy--;
     freed = TRUE;
   } else if (gate == GATE_WAITING && st == C_ENDED) {
-    g_queue_delete_link(&g->waiting, c->gate_link);
-    c->gate_link = NULL;
+    line_remove_locked(g, c);
     g_atomic_int_set(&c->gate, GATE_DONE);
     left = TRUE;
   }

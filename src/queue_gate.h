@@ -35,7 +35,9 @@ typedef struct zkrc__gate {
   int limit;        /* slots; 0: no bound (tests' control only) */
   int busy;         /* slots taken */
   gboolean pumping; /* a thread is letting waiting contenders in */
-  GQueue waiting;   /* of zkrc__contender*, links in the contenders */
+  /* The line of waiting contenders, oldest first, linked through their
+   * gate_prev/gate_next; each holds a reference of the line's. */
+  struct zkrc__contender *head, *tail;
 } zkrc__gate;
 
 /* Set up and tear down a session's gate (session.c).  The gate is empty

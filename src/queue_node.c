@@ -18,20 +18,51 @@
 void zkrc__q_reap_leftovers_locked(zkrc__contender *c) {
   if (c->generation == 0)
     return;
-  if (c->name_known)
-    zkrc__session_reap(c->s, c->dir, c->prefix, c->name, c->generation);
-  else if (c->create_unknown)
-    zkrc__session_reap(c->s, c->dir, c->prefix, NULL, c->generation);
+  char prefix[ZKRC__PROTECTED_PREFIX_LEN + 1];
+  zkrc__protected_prefix(c->uuid, prefix);
+  if (c->name_known) {
+    char name[ZKRC__Q_NAME_MAX];
+    zkrc__q_name(c, name);
+    zkrc__session_reap(c->s, c->dir, prefix, name, c->generation);
+  } else if (c->create_unknown)
+    zkrc__session_reap(c->s, c->dir, prefix, NULL, c->generation);
 }
 
-/* Remember our node's full path (its name is the last component), as a
- * GRefString the owner may share (zkrc__contender_path_shared). */
-void zkrc__q_set_path_locked(zkrc__contender *c, char *path) {
-  if (c->path)
-    g_ref_string_release(c->path);
-  c->path = g_ref_string_new(path);
-  g_free(path);
-  c->name = strrchr(c->path, '/') + 1;
+void zkrc__q_name(const zkrc__contender *c, char name[ZKRC__Q_NAME_MAX]) {
+  zkrc__protected_prefix(c->uuid, name);
+  g_snprintf(name + ZKRC__PROTECTED_PREFIX_LEN,
+             ZKRC__Q_NAME_MAX - ZKRC__PROTECTED_PREFIX_LEN,
+             "%s%010" G_GINT32_FORMAT, c->marker, c->seq);
+}
+
+char *zkrc__q_path(const zkrc__contender *c) {
+  char name[ZKRC__Q_NAME_MAX];
+  zkrc__q_name(c, name);
+  return g_strconcat(c->dir, "/", name, NULL);
+}
+
+const char *zkrc__q_policy_name_locked(const zkrc__contender *c,
+                                       char buf[ZKRC__Q_NAME_MAX]) {
+  if (!c->seq_set)
+    return NULL;
+  zkrc__q_name(c, buf);
+  return buf;
+}
+
+/* Remember our node, of full path @p path (ours: our protected prefix and
+ * marker, then the sequence ZooKeeper appended as "%010d"): its sequence
+ * number, from which zkrc__q_name() makes its name again. */
+void zkrc__q_set_path_locked(zkrc__contender *c, const char *path) {
+  size_t len = strlen(path);
+  c->seq_set = TRUE;
+  c->seq =
+      len >= SEQUENCE_DIGITS
+          ? (int32_t)g_ascii_strtoll(path + len - SEQUENCE_DIGITS, NULL, 10)
+          : 0;
+  char name[ZKRC__Q_NAME_MAX];
+  zkrc__q_name(c, name);
+  /* Never otherwise: the servers name a sequential node so. */
+  g_warn_if_fail(g_str_has_suffix(path, name));
 }
 
 /* ----------------------------------------------------- create + children */
@@ -101,9 +132,7 @@ static step after_no_directory_locked(zkrc__contender *c) {
  * deletions before it (cversion): 0 means that no node was ever ahead of
  * ours in this directory, and every later one sorts after it. */
 static gboolean first_ever_locked(const zkrc__contender *c) {
-  size_t len = strlen(c->name);
-  return len >= SEQUENCE_DIGITS &&
-         strspn(c->name + len - SEQUENCE_DIGITS, "0") == SEQUENCE_DIGITS;
+  return c->seq == 0;
 }
 
 /* May we read a directory created with @p acl by our session?  Only when
@@ -134,7 +163,9 @@ static gboolean no_listing_needed_locked(zkrc__contender *c) {
 /* Decide as on a listing of our directory that holds our node alone: what
  * the listing pipelined behind the create would have shown. */
 static step alone_at_front_locked(zkrc__contender *c) {
-  char *only = (char *)c->name;
+  char name[ZKRC__Q_NAME_MAX];
+  zkrc__q_name(c, name);
+  char *only = name;
   struct String_vector alone = {1, &only};
   return zkrc__q_evaluate_locked(c, &alone, FALSE);
 }
@@ -148,9 +179,12 @@ static void create_done(int rc, const char *value, const struct Stat *stat,
   if (r->epoch != c->epoch || c->state != C_CREATING) {
     /* Nobody waits for this node any more (the contender ended meanwhile):
      * have the session delete it. */
-    if (rc == ZOK)
-      zkrc__session_reap(c->s, c->dir, c->prefix, strrchr(value, '/') + 1,
+    if (rc == ZOK) {
+      char prefix[ZKRC__PROTECTED_PREFIX_LEN + 1];
+      zkrc__protected_prefix(c->uuid, prefix);
+      zkrc__session_reap(c->s, c->dir, prefix, strrchr(value, '/') + 1,
                          c->generation);
+    }
     g_mutex_unlock(&c->mu);
     zkrc__q_finish_stale_reply(r);
     return;
@@ -158,7 +192,7 @@ static void create_done(int rc, const char *value, const struct Stat *stat,
   if (rc == ZOK) {
     c->name_known = TRUE;
     c->create_unknown = FALSE;
-    zkrc__q_set_path_locked(c, g_strdup(value));
+    zkrc__q_set_path_locked(c, value);
     c->czxid = stat->czxid;
     c->owner = stat->ephemeralOwner;
     c->attempts = 0;
@@ -301,7 +335,9 @@ void zkrc__q_send_create(zkrc__contender *c) {
 
   if (containers > 0)
     send_containers(c, conn->zh, known, on_first, on_dir);
-  char *create_path = g_strdup_printf("%s/%s%s", c->dir, c->prefix, c->marker);
+  char prefix[ZKRC__PROTECTED_PREFIX_LEN + 1];
+  zkrc__protected_prefix(c->uuid, prefix);
+  char *create_path = g_strdup_printf("%s/%s%s", c->dir, prefix, c->marker);
   int rc = zkrc__sent(conn->session,
                       zoo_acreate2(conn->zh, create_path, c->data, c->data_len,
                                    zkrc__acl_vector(c->acl),
@@ -367,7 +403,7 @@ void zkrc__q_send_delete(zkrc__contender *c) {
   }
   c->deleting = TRUE;
   req *r = zkrc__q_req_new_locked(c);
-  char *path = g_strdup(c->path);
+  char *path = zkrc__q_path(c);
   g_mutex_unlock(&c->mu);
   int rc = zkrc__sent(conn->session,
                       zoo_adelete(conn->zh, path, -1, delete_done, r));

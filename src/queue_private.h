@@ -80,6 +80,7 @@ typedef struct outbox_item {
 
 struct zkrc__contender {
   gint refs;
+  int data_len;
   GMutex mu;
   zkrc_session *s;
   char *dir;          /* GRefString, the queue's */
@@ -88,82 +89,97 @@ struct zkrc__contender {
   zkrc__policy_fn policy;
   const void *policy_arg;
   char *data; /* GRefString: the participant id */
-  int data_len;
   zkrc__acl *acl;
-  gboolean watch_own;
   const zkrc__contender_ops *ops;
   void *ops_arg;
-  unsigned long observer_id;
+  /* Its place among the session's contenders, which one session observer
+   * tells of the session's events (queue.c: session_observer); under the
+   * session's contender list mutex. */
+  zkrc__contender *observed_prev, *observed_next;
 
-  char *prefix; /* "_c_<uuid>-" */
+  /* The uuid of its protected prefix "_c_<uuid>-" (zkrc__q_prefix()): 16
+   * bytes instead of the 41 of the string, which only a create, a recovery
+   * and the reaper need. */
+  guint8 uuid[16];
 
-  cstate state;
-  unsigned epoch;
-  uint64_t generation; /* handle generation our create went to */
-  gboolean name_known;
-  char *path;       /* our node's full path, once known (GRefString) */
-  const char *name; /* its last component (points into path) */
-  int64_t czxid;
-  int64_t owner;
-  gboolean create_unknown; /* a create's reply was lost */
-  gboolean recover_needed; /* a request was lost with the connection */
+  /* Flags, packed: 100,000 contenders live in a process holding 100,000
+   * locks.  Bit-fields: each is written only with c->mu held. */
+  unsigned watch_own : 1;
+  unsigned observed : 1; /* in the session's contender list */
+  unsigned name_known : 1;
+  unsigned seq_set : 1; /* seq was set once (it stays: the last node's) */
+  unsigned create_unknown : 1; /* a create's reply was lost */
+  unsigned recover_needed : 1; /* a request was lost with the connection */
   /* The create sent last: whether container creates went before it (for
    * the directories not known to exist, dirtable.h), whether the first of
    * them was a child of the root, and how creating the first (when it was
    * not our directory) and our directory went. */
-  gboolean containers_sent;
-  gboolean top_from_root;
+  unsigned containers_sent : 1;
+  unsigned top_from_root : 1;
   /* A create failed with ZNONODE although our directory's container create
    * went before it: its parent is missing too, so the next attempt creates
    * every ancestor not known to exist (otherwise the parent is presumed to
    * be there, and only our directory is created). */
-  gboolean ancestors_missing;
+  unsigned ancestors_missing : 1;
   /* Whether the listing went pipelined behind the create sent last (else
    * the create's reply decides, queue_node.c). */
-  gboolean listing_sent;
+  unsigned listing_sent : 1;
+  /* At the front by the listing, but the session has no lease yet: waits
+   * for ZKRC__SESSION_EVENT_LEASED (or the session's end). */
+  unsigned awaiting_lease : 1;
+  /* Reconnected at the front: RECONNECTED is told only once our node is
+   * seen again, owned by our session and first in the queue. */
+  unsigned recheck_pending : 1;
+  /* The re-check's stat showed our node owned by our session. */
+  unsigned recheck_owner_matches : 1;
+  unsigned withdrawing : 1;
+  unsigned deleting : 1;
+  unsigned behind_told : 1;
+  /* By the last listing, pred's departure alone admits us
+   * (zkrc__admitted_without()): when it goes, read only our own node's
+   * stat, not the listing (zkrc__q_pred_gone_locked()). */
+  unsigned front_when_pred_goes : 1;
+  /* Not allowed to read our predecessors (their ACL): the servers would
+   * not even deliver a watch event on them (ZooKeeper checks READ before
+   * delivering one, since CVE-2024-23944), so watch the directory's
+   * children instead and look again at every change. */
+  unsigned watch_dir : 1;
+  unsigned delivering : 1;
+  unsigned state : 4;      /* a cstate */
+  unsigned retry_step : 4; /* a step: what a pending retry will do */
+  unsigned epoch;
+  uint64_t generation; /* handle generation our create went to */
+  int64_t czxid;
+  int64_t owner;
   int root_rc;      /* the first container's, when it is not the directory */
   int parent_rc;    /* our directory's */
   int attempts;     /* creates sent since the last one that succeeded */
   int retries;      /* retries since the last success: the backoff */
   int failures;     /* passing failures in a row: the bound */
-  step retry_step;  /* what a pending retry will do */
   int retry_reason; /* the ZooKeeper code that made us retry */
   GSource *retry_timer;
-  /* At the front by the listing, but the session has no lease yet: waits
-   * for ZKRC__SESSION_EVENT_LEASED (or the session's end). */
-  gboolean awaiting_lease;
-  /* Reconnected at the front: RECONNECTED is told only once our node is
-   * seen again, owned by our session and first in the queue. */
-  gboolean recheck_pending;
   int recheck_stat_rc;
-  int64_t recheck_owner;
-  gboolean withdrawing;
-  gboolean deleting;
-  gboolean behind_told;
+  int listed; /* contenders in the last listing (statistics) */
 
   char *pred; /* the contender just before us, as last listed */
-  /* By the last listing, pred's departure alone admits us
-   * (zkrc__admitted_without()): when it goes, read only our own node's
-   * stat, not the listing (zkrc__q_pred_gone_locked()). */
-  gboolean front_when_pred_goes;
-  int listed; /* contenders in the last listing (statistics) */
-  /* Not allowed to read our predecessors (their ACL): the servers would
-   * not even deliver a watch event on them (ZooKeeper checks READ before
-   * delivering one, since CVE-2024-23944), so watch the directory's
-   * children instead and look again at every change. */
-  gboolean watch_dir;
   void *dir_watch;
   void *pred_watch;
   void *own_watch;
 
   GQueue outbox; /* of outbox_item* */
-  gboolean delivering;
 
   /* Its slot at the session's gate (queue_gate.c): a gate_state, and its
-   * place in the gate's line while it waits there (under the gate's
-   * mutex). */
+   * neighbours in the gate's line while it waits there (under the gate's
+   * mutex; links in the contender, not a list cell allocated for each of
+   * 100,000 acquisitions asked at once, freed later as holes). */
   gint gate;
-  GList *gate_link;
+  /* Our node's sequence number, once known (name_known): its name is
+   * "<protected prefix><marker><seq as %010d>" (zkrc__q_name()) and its
+   * path that name under dir (zkrc__q_path()), made where needed rather
+   * than kept (112 bytes and more per held lock).  Next to gate: no
+   * padding. */
+  int32_t seq;
+  zkrc__contender *gate_prev, *gate_next;
 };
 
 /* The listing of a directory that is not there (or of a request that was
@@ -202,6 +218,14 @@ void zkrc__q_end_locked(zkrc__contender *c, int err, int zk_rc, gboolean reap);
 void zkrc__q_end_with(zkrc__contender *c, int err, int zk_rc);
 void zkrc__q_end_later(zkrc__contender *c, int err);
 
+/* queue_observe.c: the session's events.  Observe: put the contender in
+ * the session's list, whose observer tells it of the session's events
+ * (with a reference of the list's); TRUE when the session was closed
+ * already.  Unobserve: take it out (the caller drops the list's
+ * reference, with c->mu released). */
+gboolean zkrc__q_observe_locked(zkrc__contender *c);
+void zkrc__q_unobserve_locked(zkrc__contender *c);
+
 /* queue_gate.c: the session's gate */
 gboolean zkrc__q_gate_enter(zkrc__contender *c);
 gboolean zkrc__q_gate_passed(zkrc__contender *c);
@@ -219,9 +243,24 @@ step zkrc__q_own_confirmed_locked(zkrc__contender *c, int rc,
 step zkrc__q_recheck_judge_locked(zkrc__contender *c, int rc,
                                   const struct String_vector *kids);
 
+/* Room for our node's name: the protected prefix, a marker (at most
+ * ZKRC__Q_MARKER_MAX bytes, checked when a contender is made), a sequence
+ * number (ten digits, or a sign and nine) and the NUL. */
+#define ZKRC__Q_MARKER_MAX 16
+#define ZKRC__Q_NAME_MAX (ZKRC__PROTECTED_PREFIX_LEN + ZKRC__Q_MARKER_MAX + 11)
+
 /* queue_node.c: our node */
+/* Its name, written to @p name, and its full path (g_free it); valid
+ * while c->name_known (c->mu held, or the contender's owner after it
+ * was told the contender is at the front: the name no longer changes). */
+void zkrc__q_name(const zkrc__contender *c, char name[ZKRC__Q_NAME_MAX]);
+char *zkrc__q_path(const zkrc__contender *c);
+/* For the policy: our node's name in @p buf, or NULL before any (the last
+ * node's while a new one is made, as the policy always saw it). */
+const char *zkrc__q_policy_name_locked(const zkrc__contender *c,
+                                       char buf[ZKRC__Q_NAME_MAX]);
 void zkrc__q_reap_leftovers_locked(zkrc__contender *c);
-void zkrc__q_set_path_locked(zkrc__contender *c, char *path);
+void zkrc__q_set_path_locked(zkrc__contender *c, const char *path);
 void zkrc__q_send_create(zkrc__contender *c);
 void zkrc__q_send_delete(zkrc__contender *c);
 

@@ -227,7 +227,7 @@ void zkrc__q_arm_own_watch(zkrc__contender *c) {
     g_mutex_unlock(&c->mu);
     return;
   }
-  send_watching_get_unlock(c, g_strdup(c->path), &c->own_watch, own_watch_fired,
+  send_watching_get_unlock(c, zkrc__q_path(c), &c->own_watch, own_watch_fired,
                            self_result);
 }
 
@@ -264,7 +264,7 @@ static void send_own_exists_unlock(zkrc__contender *c, stat_completion_t done) {
     return;
   }
   req *r = zkrc__q_req_new_locked(c);
-  char *path = g_strdup(c->path);
+  char *path = zkrc__q_path(c);
   g_mutex_unlock(&c->mu);
   int rc = zkrc__sent(conn->session, zoo_aexists(conn->zh, path, 0, done, r));
   zkrc__conn_unuse(conn);
@@ -304,7 +304,9 @@ void zkrc__q_confirm_own(zkrc__contender *c) {
 
 /* Find our node by its protected prefix in a listing. */
 static const char *find_protected(const struct String_vector *kids,
-                                  const char *prefix) {
+                                  const zkrc__contender *c) {
+  char prefix[ZKRC__PROTECTED_PREFIX_LEN + 1];
+  zkrc__protected_prefix(c->uuid, prefix);
   for (int i = 0; i < kids->count; i++)
     if (g_str_has_prefix(kids->data[i], prefix))
       return kids->data[i];
@@ -323,12 +325,12 @@ static void recover_children_done(int rc, const struct String_vector *kids,
   } else if (rc != ZOK && rc != ZNONODE) {
     next = zkrc__q_after_failure_locked(c, rc);
   } else if (!c->name_known) {
-    const char *mine = rc == ZOK ? find_protected(kids, c->prefix) : NULL;
+    const char *mine = rc == ZOK ? find_protected(kids, c) : NULL;
     if (mine) {
       /* The create went through before the connection dropped. */
       c->name_known = TRUE;
       c->create_unknown = FALSE;
-      zkrc__q_set_path_locked(c, g_strdup_printf("%s/%s", c->dir, mine));
+      zkrc__q_set_path_locked(c, mine);
       next = STEP_FETCH_STAT;
     } else {
       c->create_unknown = FALSE;
@@ -375,7 +377,8 @@ static void recheck_stat_done(int rc, const struct Stat *stat,
   req *r = (req *)data;
   if (zkrc__q_lock_if_current(r)) {
     r->c->recheck_stat_rc = rc;
-    r->c->recheck_owner = rc == ZOK ? stat->ephemeralOwner : 0;
+    r->c->recheck_owner_matches =
+        rc == ZOK && stat->ephemeralOwner == r->c->owner;
     g_mutex_unlock(&r->c->mu);
   }
   zkrc__q_req_free(r);
@@ -409,9 +412,10 @@ void zkrc__q_recheck(zkrc__contender *c) {
   c->recover_needed = FALSE;
   c->epoch++;
   c->recheck_stat_rc = ZCONNECTIONLOSS; /* until its reply says otherwise */
+  c->recheck_owner_matches = FALSE;
   req *on_stat = zkrc__q_req_new_locked(c);
   req *on_children = zkrc__q_req_new_locked(c);
-  char *path = g_strdup(c->path);
+  char *path = zkrc__q_path(c);
   g_mutex_unlock(&c->mu);
   int rc = zkrc__sent(conn->session, zoo_aexists(conn->zh, path, 0,
                                                  recheck_stat_done, on_stat));

@@ -30,11 +30,12 @@ typedef struct zkrc__recipe zkrc__recipe;
 
 struct zkrc__recipe {
   gint refs;
+  /* Its free was called: no event reaches the application any more.
+   * (Next to refs: no padding.) */
+  gboolean freeing;
   GMutex mu;
   GCond cond;
   zkrc__queue q;
-  /* Its free was called: no event reaches the application any more. */
-  gboolean freeing;
   /* Frees what the recipe added to the base (and its memory), last. */
   void (*finalize)(zkrc__recipe *r);
 };

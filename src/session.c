@@ -52,6 +52,9 @@ static void session_free(zkrc_session *s) {
   zkrc__dirtable_free(s->dirs);
   g_free(s->hosts);
   zkrc__gate_clear(&s->gate);
+  g_assert(s->contenders == NULL); /* each holds a reference on us */
+  g_mutex_clear(&s->contenders_mu);
+  zkrc__session_deadlines_clear(s);
   g_mutex_clear(&s->mu);
   g_cond_clear(&s->cond);
   g_free(s);
@@ -234,6 +237,8 @@ static zkrc_session *session_alloc(const char *hosts,
   s->reap = zkrc__reaper_new();
   s->dirs = zkrc__dirtable_new(ZKRC__DIRTABLE_CAPACITY);
   zkrc__gate_init(&s->gate);
+  g_mutex_init(&s->contenders_mu);
+  zkrc__session_deadlines_init(s);
   zkrc__session_threads_start(s);
   return s;
 }

@@ -135,6 +135,25 @@ void zkrc__session_run_on_worker(zkrc_session *s, zkrc_callback_fn fn,
 GSource *zkrc__session_timer(zkrc_session *s, int ms, GSourceFunc fn,
                              void *data, GDestroyNotify destroy);
 
+/* Deadlines on the session's worker, many at once (session_deadline.c):
+ * one heap and one timer for all of a session's, instead of a GSource
+ * each (100,000 acquisitions asked at once would leave 100,000 timers'
+ * holes in the heap).  A deadline's place in the heap is kept in a slot
+ * of its owner's (an unsigned, 0 when not armed), read and written only
+ * under the heap's mutex: taken after any other of the library's.
+ *
+ * Arm: @p fire(@p obj) runs once on the worker @p ms from now (with no
+ * mutex held), unless disarmed first.  *@p slot must be 0 (not armed).
+ * The caller hands @p obj's reference to the deadline: @p fire, or the
+ * caller of a disarm that returns TRUE, drops it. */
+typedef void (*zkrc__deadline_fn)(void *obj);
+void zkrc__session_deadline_arm(zkrc_session *s, int ms, zkrc__deadline_fn fire,
+                                void *obj, unsigned *slot);
+/* Disarm the deadline of @p slot: TRUE when it was armed (it will not
+ * fire: the caller owns the reference it held), FALSE when it was not, or
+ * has fired already (its @p fire runs, or ran). */
+gboolean zkrc__session_deadline_disarm(zkrc_session *s, unsigned *slot);
+
 /* ---- Watch registry -------------------------------------------------
  * A watcher context given to ZooKeeper cannot be freed until the watch fires,
  * and it never fires if the handle closes first.  So the context is a number

@@ -15,8 +15,9 @@
  *   recipe -> contender -> session -> registry
  *
  * a recipe's mutex (zkrc__recipe.mu: a lock's, an election's), then a
- * contender's (queue.c), then the session's (s->mu) or its gate's
- * (s->gate.mu, queue_gate.c; never both), then the watch registry's
+ * contender's (queue.c), then the session's list of contenders
+ * (s->contenders_mu, queue_observe.c), then the session's (s->mu) or its
+ * gate's (s->gate.mu, queue_gate.c; never both), then the watch registry's
  * (watch.c); GLib's own context locks come last.  A thread may
  * skip levels but never take one while holding a later one.  No zoo_* call
  * is made with s->mu held, and no user code is called with any of them.
@@ -95,7 +96,7 @@ struct zkrc_session {
 
   GPtrArray *listeners; /* of listener* */
   unsigned long next_listener_id;
-  GHashTable *observers; /* id → observer* (many: one per live contender) */
+  GHashTable *observers; /* id → observer* (few: one for all contenders) */
   unsigned long next_observer_id;
   gboolean notifying;   /* the worker is calling observers */
   GPtrArray *auths;     /* of auth_entry* */
@@ -104,6 +105,25 @@ struct zkrc_session {
 
   /* Contenders starting: how many at once, the others in line. */
   zkrc__gate gate;
+
+  /* Contenders started and not ended (queue_observe.c), oldest first,
+   * linked through their observed_prev/observed_next, each with a
+   * reference of the list's; one observer (contenders_observer, 0 until
+   * the first) tells them the session's events.  Under contenders_mu. */
+  GMutex contenders_mu;
+  struct zkrc__contender *contenders, *contenders_tail;
+  unsigned long contenders_observer;
+
+  /* Deadlines armed on the worker (session_deadline.c): a binary min-heap
+   * of them (n_deadlines in an array for deadlines_room; a plain malloc'ed
+   * one: TSan cannot follow a GArray's struct, a GLib slice, from thread to
+   * thread) and the one source that fires at the earliest (made with the
+   * first), under deadlines_mu (the last of the library's mutexes). */
+  GMutex deadlines_mu;
+  struct zkrc__deadline *deadlines;
+  guint n_deadlines, deadlines_room;
+  uint64_t deadlines_armed; /* deadlines armed: their order, for ties */
+  GSource *deadline_src;
 
   /* Statistics (zkrc_session_get_stats): events counted under mu by the
    * worker; requests counted where they are sent, atomically. */
@@ -127,6 +147,12 @@ gboolean zkrc__session_on_worker(zkrc_session *s);
  * executor) about @p ev of ZooKeeper session @p generation. */
 void zkrc__session_announce(zkrc_session *s, zkrc_session_event ev,
                             uint64_t generation);
+/* Set up and tear down the session's deadlines (session_deadline.c); none
+ * is armed when the session is freed (each holds a reference of an owner
+ * that holds one on the session).  Clear after the worker stopped. */
+void zkrc__session_deadlines_init(zkrc_session *s);
+void zkrc__session_deadlines_clear(zkrc_session *s);
+
 /* Worker thread: call the observers (not the listeners) with @p ev. */
 void zkrc__session_notify_observers(zkrc_session *s, zkrc_session_event ev,
                                     uint64_t generation);

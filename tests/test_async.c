@@ -591,6 +591,64 @@ static void test_timeout_and_try(void) {
   g_free(path);
 }
 
+/* A session keeps its acquisitions' deadlines in one heap with one timer
+ * (session_deadline.c): each still fires on its own time, in the order of
+ * the deadlines (not of the calls), and one disarmed by its acquisition's
+ * success disturbs none.  Four waiting acquisitions of one session behind
+ * another session's holder: deadlines 900, 300 and 600 ms, and 30 s (that
+ * one gets the lock once the holder lets go). */
+static void test_deadlines_of_one_session_fire_in_their_order(void) {
+  loop lp;
+  loop_init(&lp);
+  reset_counts();
+  zkrc_session *s = loop_session(&lp);
+  char *path = zkt_path("async-deadlines");
+  zkrc_lock *lk = new_lock(s, path, NULL, NULL);
+  zkrc_session *other = zkt_session();
+  zkrc_lock *olk = new_lock(other, path, NULL, NULL);
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_lock_acquire(olk, 10000));
+
+  static const int ms[3] = {900, 300, 600};
+  slot t[3] = {{0}}, w = {0};
+  int64_t t0 = zkt_now_ms();
+  ZKT_ASSERT_RC(ZKRC_OK,
+                zkrc_lock_acquire_async(lk, 30000, on_done, &w, &w.hold));
+  for (int i = 0; i < 3; i++)
+    ZKT_ASSERT_RC(ZKRC_OK, zkrc_lock_acquire_async(lk, ms[i], on_done, &t[i],
+                                                   &t[i].hold));
+  for (int i = 0; i < 3; i++)
+    CU_ASSERT(loop_run_until(&lp, slot_called, &t[i], slow(5000)));
+  printf("\n    deadlines 900/300/600 ms: completions after");
+  for (int i = 0; i < 3; i++) {
+    int64_t waited = t[i].called_ms - t0;
+    printf(" %" PRId64, waited);
+    ZKT_ASSERT_RC(ZKRC_ETIMEDOUT, t[i].status);
+    CU_ASSERT(waited >= ms[i]);
+    CU_ASSERT(waited <= ms[i] + slow(1000));
+  }
+  printf(" ms ");
+  CU_ASSERT(t[1].called_ms <= t[2].called_ms);
+  CU_ASSERT(t[2].called_ms <= t[0].called_ms);
+  CU_ASSERT_EQUAL(w.calls, 0);
+
+  /* The 30 s one still waits, and gets the lock when it is let go. */
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_lock_release(olk));
+  CU_ASSERT(loop_run_until(&lp, slot_called, &w, slow(5000)));
+  ZKT_ASSERT_RC(ZKRC_OK, w.status);
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_lock_hold_release(w.hold));
+  /* Its disarmed deadline never fires: nothing more comes. */
+  loop_run_for(&lp, 400);
+  CU_ASSERT_EQUAL(completions, 4);
+
+  zkrc_lock_free(olk);
+  zkrc_session_close(other);
+  zkrc_lock_free(lk);
+  zkrc_session_close(s);
+  loop_clear(&lp);
+  CU_ASSERT_EQUAL(g_atomic_int_get(&wrong_thread), 0);
+  g_free(path);
+}
+
 /* ============================================================ expiry */
 
 #define EXPIRING 10
@@ -1416,6 +1474,8 @@ static void add_suites(void) {
       {"queue on one lock completes in order",
        test_queue_on_one_lock_completes_in_order},
       {"cancel", test_cancel}, {"timeout and try", test_timeout_and_try},
+      {"deadlines of one session fire in their order",
+       test_deadlines_of_one_session_fire_in_their_order},
       {"expiry reaches every hold once", test_expiry_reaches_every_hold_once},
       {"free cancels pending holds", test_free_cancels_pending_holds});
   ZKT_SUITE(

@@ -168,9 +168,28 @@ static void test_contenders_sort_by_signed_sequence(void) {
 }
 
 static void test_protected_prefix_has_curators_form(void) {
-  char *p = zkrc__protected_prefix("0f8e2c1a-4a8b-4c47-9a0e-6f1a2b3c4d5e");
+  static const guint8 uuid[16] = {0x0f, 0x8e, 0x2c, 0x1a, 0x4a, 0x8b,
+                                   0x4c, 0x47, 0x9a, 0x0e, 0x6f, 0x1a,
+                                   0x2b, 0x3c, 0x4d, 0x5e};
+  char p[ZKRC__PROTECTED_PREFIX_LEN + 1];
+  zkrc__protected_prefix(uuid, p);
   CU_ASSERT_STRING_EQUAL(p, "_c_0f8e2c1a-4a8b-4c47-9a0e-6f1a2b3c4d5e-");
-  g_free(p);
+  CU_ASSERT_EQUAL(strlen(p), ZKRC__PROTECTED_PREFIX_LEN);
+}
+
+/* A random uuid is a version 4 one, as Curator's (Java's randomUUID):
+ * "xxxxxxxx-xxxx-4xxx-[89ab]xxx-xxxxxxxxxxxx", and two differ. */
+static void test_random_uuid_is_version_4(void) {
+  guint8 a[16], b[16];
+  zkrc__uuid_bytes_random(a);
+  zkrc__uuid_bytes_random(b);
+  char p[ZKRC__PROTECTED_PREFIX_LEN + 1];
+  zkrc__protected_prefix(a, p);
+  CU_ASSERT_EQUAL(p[3 + 14], '4');
+  CU_ASSERT_PTR_NOT_NULL(strchr("89ab", p[3 + 19]));
+  CU_ASSERT_EQUAL(p[3 + 8], '-');
+  CU_ASSERT_EQUAL(p[3 + 36], '-');
+  CU_ASSERT(memcmp(a, b, 16) != 0);
 }
 
 /* ------------------------------------------------------------ bad input */
@@ -372,7 +391,8 @@ static void add_suites(void) {
       {"contenders sort by signed sequence",
        test_contenders_sort_by_signed_sequence},
       {"protected prefix has Curator's form",
-       test_protected_prefix_has_curators_form});
+       test_protected_prefix_has_curators_form},
+      {"random uuid is version 4", test_random_uuid_is_version_4});
   ZKT_SUITE(
       "bad input",
       {"session refuses bad arguments", test_session_refuses_bad_arguments},
