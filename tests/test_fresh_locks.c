@@ -141,8 +141,8 @@ static void test_proposals_per_fresh_lock(void) {
 }
 
 /* Proposals and requests (renewals aside) that acquiring @p lk costs. */
-static void acquisition_cost(zkrc_session *s, zkrc_lock *lk,
-                             int64_t *proposals, uint64_t *requests) {
+static void acquisition_cost(zkrc_session *s, zkrc_lock *lk, int64_t *proposals,
+                             uint64_t *requests) {
   uint64_t before = requests_but_renewals(s);
   *proposals = proposals_to_acquire(lk);
   *requests = requests_but_renewals(s) - before;
