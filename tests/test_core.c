@@ -169,8 +169,8 @@ static void test_contenders_sort_by_signed_sequence(void) {
 
 static void test_protected_prefix_has_curators_form(void) {
   static const guint8 uuid[16] = {0x0f, 0x8e, 0x2c, 0x1a, 0x4a, 0x8b,
-                                   0x4c, 0x47, 0x9a, 0x0e, 0x6f, 0x1a,
-                                   0x2b, 0x3c, 0x4d, 0x5e};
+                                  0x4c, 0x47, 0x9a, 0x0e, 0x6f, 0x1a,
+                                  0x2b, 0x3c, 0x4d, 0x5e};
   char p[ZKRC__PROTECTED_PREFIX_LEN + 1];
   zkrc__protected_prefix(uuid, p);
   CU_ASSERT_STRING_EQUAL(p, "_c_0f8e2c1a-4a8b-4c47-9a0e-6f1a2b3c4d5e-");
