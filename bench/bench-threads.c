@@ -50,7 +50,7 @@ static double scale_threads_run(int nthreads) {
 }
 
 void scale_threads(void) {
-  double p50[G_N_ELEMENTS(opt.scale_threads)];
+  double p50[G_N_ELEMENTS(opt.scale_threads)] = {0};
   for (size_t i = 0; i < G_N_ELEMENTS(opt.scale_threads); i++)
     p50[i] = scale_threads_run(opt.scale_threads[i]);
   size_t last = G_N_ELEMENTS(opt.scale_threads) - 1;
