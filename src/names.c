@@ -25,7 +25,7 @@ const zkrc__marker zkrc__lease_markers[] = {{"lease-", ZKRC__CLAIM_SHARED},
 /* "%010d" of an int32: ten digits; or, negative, '-' and nine digits (the
  * width of 10 counts the sign), or '-' and ten when nine are not enough
  * (then the first is not a zero). */
-static gboolean parse_sequence(const char *s, int32_t *seq) {
+gboolean zkrc__parse_sequence(const char *s, int32_t *seq) {
   gboolean negative = s[0] == '-';
   const char *digits = negative ? s + 1 : s;
   size_t n = strlen(digits);
@@ -60,7 +60,7 @@ const zkrc__marker *zkrc__contender_marker(const char *name,
     return NULL;
   for (const zkrc__marker *m = markers; m->text; m++) {
     const char *at = last_occurrence(name, m->text);
-    if (at && parse_sequence(at + strlen(m->text), seq))
+    if (at && zkrc__parse_sequence(at + strlen(m->text), seq))
       return m;
   }
   return NULL;

@@ -66,6 +66,12 @@ GArray *zkrc__contenders_sorted(char *const *names, int count,
                                 const zkrc__marker *markers);
 void zkrc__contenders_free(GArray *contenders);
 
+/* The sequence number ZooKeeper appended to a node's name ("%010d" of an
+ * int32, so negative once its directory's counter wrapped: "-000000005",
+ * "-1500000000"), given exactly those characters.  FALSE when @p s is not
+ * one. */
+gboolean zkrc__parse_sequence(const char *s, int32_t *seq);
+
 /* Index of @p name in @p contenders, or -1. */
 int zkrc__contenders_find(const GArray *contenders, const char *name);
 

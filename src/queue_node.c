@@ -10,9 +10,6 @@
 
 #include "queue_private.h"
 
-/* Digits of a sequential node's number (ZooKeeper's "%010d"). */
-#define SEQUENCE_DIGITS 10
-
 /* Our node may outlive us on the servers: have the session delete it.
  * (The reaper drops the entry by itself if the session turns out expired.) */
 void zkrc__q_reap_leftovers_locked(zkrc__contender *c) {
@@ -53,12 +50,14 @@ const char *zkrc__q_policy_name_locked(const zkrc__contender *c,
  * marker, then the sequence ZooKeeper appended as "%010d"): its sequence
  * number, from which zkrc__q_name() makes its name again. */
 void zkrc__q_set_path_locked(zkrc__contender *c, const char *path) {
-  size_t len = strlen(path);
+  /* After our prefix and marker, not the last ten characters: past the
+   * counter's wrap the number may take eleven ("-1500000000"). */
+  const char *seq = strrchr(path, '/') + 1 + ZKRC__PROTECTED_PREFIX_LEN;
+  size_t marker_len = strlen(c->marker);
   c->seq_set = TRUE;
-  c->seq =
-      len >= SEQUENCE_DIGITS
-          ? (int32_t)g_ascii_strtoll(path + len - SEQUENCE_DIGITS, NULL, 10)
-          : 0;
+  if (strlen(seq) <= marker_len ||
+      !zkrc__parse_sequence(seq + marker_len, &c->seq))
+    c->seq = 0;
   char name[ZKRC__Q_NAME_MAX];
   zkrc__q_name(c, name);
   /* Never otherwise: the servers name a sequential node so. */

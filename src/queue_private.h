@@ -36,7 +36,7 @@ typedef enum cstate {
   C_CREATING, /* create (and children read) sent */
   C_WAITING,  /* behind others, watching a predecessor */
   C_FRONT,    /* at the front */
-  C_ENDED
+  C_ENDED     /* the last: see the assertion after enum step */
 } cstate;
 
 /* A contender at the session's gate (queue_gate.h). */
@@ -58,8 +58,10 @@ typedef enum step {
   STEP_ARM_OWN_WATCH,
   STEP_FETCH_STAT,
   STEP_RECHECK,     /* after a reconnection at the front */
-  STEP_RETRY_LATER, /* c->retry_step, after a backoff */
+  STEP_RETRY_LATER, /* c->retry_step, after a backoff; the last */
 } step;
+_Static_assert(C_ENDED < 16 && STEP_RETRY_LATER < 16,
+               "contender states and steps fit their 4-bit fields");
 
 typedef enum out_kind {
   OUT_FRONT,
@@ -245,9 +247,10 @@ step zkrc__q_recheck_judge_locked(zkrc__contender *c, int rc,
 
 /* Room for our node's name: the protected prefix, a marker (at most
  * ZKRC__Q_MARKER_MAX bytes, checked when a contender is made), a sequence
- * number (ten digits, or a sign and nine) and the NUL. */
+ * number (ten digits; a sign and nine, or past the wrap a sign and ten:
+ * "-1500000000") and the NUL. */
 #define ZKRC__Q_MARKER_MAX 16
-#define ZKRC__Q_NAME_MAX (ZKRC__PROTECTED_PREFIX_LEN + ZKRC__Q_MARKER_MAX + 11)
+#define ZKRC__Q_NAME_MAX (ZKRC__PROTECTED_PREFIX_LEN + ZKRC__Q_MARKER_MAX + 12)
 
 /* queue_node.c: our node */
 /* Its name, written to @p name, and its full path (g_free it); valid

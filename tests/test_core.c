@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "names.h"
+#include "queue_private.h"
 #include "testutil.h"
 #include "util.h"
 
@@ -193,6 +194,40 @@ static void test_random_uuid_is_version_4(void) {
 }
 
 /* ------------------------------------------------------------ bad input */
+
+/* A contender keeps only its node's sequence number and makes its name
+ * again (queue_node.c): the name must be the servers' for every number
+ * Java's "%010d" can append, past the counter's wrap too (kazoo #606),
+ * where it takes eleven characters; with every recipe's marker. */
+static void test_node_names_survive_the_sequence_wrap(void) {
+  static const char *java[] = {"0000000000",  "0000000007",  "2147483647",
+                               "-2147483648", "-000000005",  "-999999999",
+                               "-1000000000", "-1500000000", "-2147483647"};
+  static const char *markers[] = {"lock-", "__READ__", "__WRIT__", "lease-",
+                                  "latch-"};
+  zkrc__contender c = {0};
+  c.dir = "/locks/x";
+  zkrc__uuid_bytes_random(c.uuid);
+  char prefix[ZKRC__PROTECTED_PREFIX_LEN + 1];
+  zkrc__protected_prefix(c.uuid, prefix);
+  int mismatches = 0;
+  for (size_t m = 0; m < G_N_ELEMENTS(markers); m++) {
+    c.marker = markers[m];
+    for (size_t i = 0; i < G_N_ELEMENTS(java); i++) {
+      char *servers =
+          g_strdup_printf("%s/%s%s%s", c.dir, prefix, c.marker, java[i]);
+      zkrc__q_set_path_locked(&c, servers);
+      char *ours = zkrc__q_path(&c);
+      if (strcmp(ours, servers) != 0) {
+        printf("\n  %s made again as %s", servers, ours);
+        mismatches++;
+      }
+      g_free(ours);
+      g_free(servers);
+    }
+  }
+  CU_ASSERT_EQUAL(mismatches, 0);
+}
 
 static void test_session_refuses_bad_arguments(void) {
   zkrc_session *s = (zkrc_session *)0x1;
@@ -392,7 +427,9 @@ static void add_suites(void) {
        test_contenders_sort_by_signed_sequence},
       {"protected prefix has Curator's form",
        test_protected_prefix_has_curators_form},
-      {"random uuid is version 4", test_random_uuid_is_version_4});
+      {"random uuid is version 4", test_random_uuid_is_version_4},
+      {"node names survive the sequence wrap",
+       test_node_names_survive_the_sequence_wrap});
   ZKT_SUITE(
       "bad input",
       {"session refuses bad arguments", test_session_refuses_bad_arguments},
