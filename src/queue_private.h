@@ -142,6 +142,11 @@ struct zkrc__contender {
   gboolean behind_told;
 
   char *pred; /* the contender just before us, as last listed */
+  /* Its czxid, as the getData that watches it read it (0: not read). */
+  int64_t pred_czxid;
+  /* The queue's front_czxid (queue.h); read only before we ended, while
+   * our owner's stake keeps the queue's recipe. */
+  int64_t *queue_front;
   /* By the last listing, pred's departure alone admits us
    * (zkrc__admitted_without()): when it goes, read only our own node's
    * stat, not the listing (zkrc__q_pred_gone_locked()). */
@@ -175,6 +180,7 @@ typedef struct req {
   zkrc__contender *c;
   unsigned epoch;
   void *watch; /* registry context of a watch this request sets */
+  int64_t czxid; /* a watching getData's: the node's czxid (0: failed) */
   /* A watching getData's reply (queue_watch.c), given its return code. */
   void (*on_reply)(struct req *r, int rc);
 } req;
