@@ -93,8 +93,10 @@ static void wait_for_locked(zkrc__contender *c, const char *watch) {
 step zkrc__q_evaluate_locked(zkrc__contender *c,
                              const struct String_vector *kids,
                              gboolean watched) {
-  zkrc__verdict v = zkrc__admit(kids->data, kids->count, c->markers, c->name,
-                                c->policy, c->policy_arg);
+  int next_when_watched_goes = 0;
+  zkrc__verdict v =
+      zkrc__admit_and_next(kids->data, kids->count, c->markers, c->name,
+                           c->policy, c->policy_arg, &next_when_watched_goes);
   c->listed = v.contenders;
   c->retries = 0; /* a listing came back: the servers answer us */
   c->failures = 0;
@@ -124,9 +126,7 @@ step zkrc__q_evaluate_locked(zkrc__contender *c,
     return STEP_NONE;
   case ZKRC__MOVE_WATCH_PRED:
     wait_for_locked(c, v.watch);
-    c->front_when_pred_goes =
-        zkrc__admitted_without(kids->data, kids->count, c->markers, c->name,
-                               c->policy, c->policy_arg, v.watch);
+    c->front_when_pred_goes = next_when_watched_goes;
     return STEP_WATCH_PRED;
   case ZKRC__MOVE_WATCH_DIR:
     wait_for_locked(c, v.watch);

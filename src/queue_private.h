@@ -179,7 +179,7 @@ extern const struct String_vector zkrc__q_no_children;
 typedef struct req {
   zkrc__contender *c;
   unsigned epoch;
-  void *watch; /* registry context of a watch this request sets */
+  void *watch;   /* registry context of a watch this request sets */
   int64_t czxid; /* a watching getData's: the node's czxid (0: failed) */
   /* A watching getData's reply (queue_watch.c), given its return code. */
   void (*on_reply)(struct req *r, int rc);

@@ -428,6 +428,54 @@ static void test_random_listings_keep_the_properties(void) {
   g_rand_free(rng);
 }
 
+/* What the evaluation of a listing uses: one ordering of the listing for
+ * both the verdict and whether the watched node's departure alone would
+ * admit us.  On random listings (with a duplicate name and a name that is
+ * no contender), zkrc__admit_and_next() says what zkrc__admit() and
+ * zkrc__admitted_without() of the node it watches say, and its watch
+ * points into the listing. */
+static void test_one_ordering_answers_both(void) {
+  GRand *rng = g_rand_new_with_seed(4321);
+  int runs = 5000, checked = 0, differ = 0, admitted_next = 0;
+  for (int r = 0; r < runs; r++) {
+    listing l;
+    gboolean readers = r % 2 == 1;
+    zkrc__policy_fn policy =
+        readers ? zkrc__policy_readers_writers : zkrc__policy_exclusive;
+    random_listing(rng, &l, readers);
+    char *names[MAX_N + 2];
+    memcpy(names, l.names, (size_t)l.n * sizeof *names);
+    names[l.n] = l.names[g_rand_int_range(rng, 0, l.n)]; /* a duplicate */
+    names[l.n + 1] = "_c_zz-not-a-contender";
+    int count = l.n + 2;
+    for (int i = 0; i < count; i++, checked++) {
+      int next = -1;
+      zkrc__verdict v = zkrc__admit_and_next(names, count, rw_markers, names[i],
+                                             policy, NULL, &next);
+      zkrc__verdict w =
+          zkrc__admit(names, count, rw_markers, names[i], policy, NULL);
+      int expected = w.kind == ZKRC__WAIT &&
+                     zkrc__admitted_without(names, count, rw_markers, names[i],
+                                            policy, NULL, w.watch);
+      gboolean into_listing = v.watch == NULL;
+      for (int k = 0; k < count; k++)
+        into_listing |= v.watch == names[k];
+      differ += v.kind != w.kind || v.position != w.position ||
+                v.contenders != w.contenders ||
+                g_strcmp0(v.watch, w.watch) != 0 || !into_listing ||
+                next != expected;
+      admitted_next += next;
+    }
+    for (int i = 0; i < l.n; i++)
+      g_free(l.names[i]);
+  }
+  printf("(%d verdicts, %d admitted once the watched node goes, %d differ) ",
+         checked, admitted_next, differ);
+  CU_ASSERT_EQUAL(differ, 0);
+  CU_ASSERT(admitted_next > 0); /* the case it is for occurs */
+  g_rand_free(rng);
+}
+
 /* The property check itself can fail: a policy that admits everyone, and
  * one whose waiters watch themselves, are caught. */
 static zkrc__verdict admit_everyone(const zkrc__rank *queue, int n, int me,
@@ -727,6 +775,7 @@ static void add_suites(void) {
              test_admitted_without_the_watched_node},
             {"random listings keep the properties",
              test_random_listings_keep_the_properties},
+            {"one ordering answers both", test_one_ordering_answers_both},
             {"broken policies are caught", test_broken_policies_are_caught},
             {"moves after a listing", test_moves_after_a_listing},
             {"moves after a re-check", test_moves_after_a_recheck});
