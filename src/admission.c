@@ -114,16 +114,86 @@ static gboolean admitted_once_watched_goes(zkrc__rank *queue, int n, int mine,
          ZKRC__ADMITTED;
 }
 
+/* Has @p seq been seen?  Notes it in @p seen, an open-addressing set of
+ * @p mask + 1 slots (a power of two), 0 for empty. */
+static gboolean seen_before(uint64_t *seen, uint32_t mask, int32_t seq) {
+  uint64_t key = (uint64_t)(uint32_t)seq | (UINT64_C(1) << 32);
+  for (uint32_t i = ((uint32_t)seq * 2654435761u) & mask;; i = (i + 1) & mask) {
+    if (seen[i] == key)
+      return TRUE;
+    if (seen[i] == 0) {
+      seen[i] = key;
+      return FALSE;
+    }
+  }
+}
+
+/* The exclusive policy asks only for our place and the contender just
+ * before us: one pass over the listing, no ordering (threads queued on
+ * one lock object read a listing of thousands of names at every hand-over,
+ * on the ZooKeeper completion thread, ahead of the next hand-over's
+ * event).  The same verdict as the ordered path, which it leaves to
+ * decide (returns FALSE) when two contenders share a sequence (which one
+ * directory cannot produce, but a listing handed to us could). */
+static gboolean admit_exclusive(char *const *names, int count,
+                                const zkrc__marker *markers, const char *me,
+                                zkrc__verdict *out, int *next) {
+  int32_t my_seq = 0;
+  gboolean present = FALSE;
+  for (int i = 0; me && !present && i < count; i++)
+    present = names[i] && strcmp(names[i], me) == 0 &&
+              zkrc__contender_marker(me, markers, &my_seq) != NULL;
+  uint32_t slots = 16;
+  while (slots < 2u * (uint32_t)count)
+    slots *= 2;
+  uint64_t *seen = g_new0(uint64_t, slots);
+  int contenders = 0, ahead = 0;
+  const char *just_before = NULL;
+  int32_t before_seq = 0;
+  gboolean shared_sequence = FALSE;
+  for (int i = 0; i < count && !shared_sequence; i++) {
+    int32_t seq;
+    if (zkrc__contender_marker(names[i], markers, &seq) == NULL)
+      continue;
+    shared_sequence = seen_before(seen, slots - 1, seq);
+    contenders++;
+    if (present && seq < my_seq) {
+      ahead++;
+      if (just_before == NULL || seq > before_seq) {
+        just_before = names[i];
+        before_seq = seq;
+      }
+    }
+  }
+  g_free(seen);
+  if (shared_sequence)
+    return FALSE;
+  if (!present)
+    *out = verdict(ZKRC__ABSENT, NULL, -1, contenders);
+  else if (ahead == 0)
+    *out = admitted(0, contenders);
+  else
+    *out = verdict(ZKRC__WAIT, just_before, ahead, contenders);
+  if (next)
+    *next = ahead == 1;
+  return TRUE;
+}
+
 zkrc__verdict zkrc__admit_and_next(char *const *names, int count,
                                    const zkrc__marker *markers, const char *me,
                                    zkrc__policy_fn policy,
                                    const void *policy_arg,
                                    int *admitted_when_watched_goes) {
+  zkrc__verdict v;
+  if (policy == zkrc__policy_exclusive &&
+      admit_exclusive(names, count, markers, me, &v,
+                      admitted_when_watched_goes))
+    return v;
   zkrc__rank *queue = g_new(zkrc__rank, count + 1);
   int n = rank_listing(names, count, markers, queue);
   int mine = place_of(queue, n, me);
-  zkrc__verdict v = mine < 0 ? verdict(ZKRC__ABSENT, NULL, -1, n)
-                             : policy(queue, n, mine, policy_arg);
+  v = mine < 0 ? verdict(ZKRC__ABSENT, NULL, -1, n)
+               : policy(queue, n, mine, policy_arg);
   if (admitted_when_watched_goes)
     *admitted_when_watched_goes =
         v.kind == ZKRC__WAIT &&

@@ -476,6 +476,58 @@ static void test_one_ordering_answers_both(void) {
   g_rand_free(rng);
 }
 
+/* The exclusive policy under another name: zkrc__admit_and_next() orders
+ * the listing for it, as for any policy but the exclusive one. */
+static zkrc__verdict exclusive_ordered(const zkrc__rank *queue, int n, int me,
+                                       const void *arg) {
+  return zkrc__policy_exclusive(queue, n, me, arg);
+}
+
+/* The exclusive policy's single pass (no ordering of the listing) gives
+ * what the ordered path gives, on random listings of mutex nodes with
+ * negative sequences, a name that is no contender, and at times a
+ * duplicate name or two names sharing a sequence, for every member and
+ * for a name not in the listing. */
+static void test_exclusive_single_pass_agrees(void) {
+  GRand *rng = g_rand_new_with_seed(777);
+  int runs = 5000, checked = 0, differ = 0, waits = 0;
+  for (int r = 0; r < runs; r++) {
+    listing l;
+    random_listing(rng, &l, FALSE);
+    char *names[MAX_N + 3];
+    memcpy(names, l.names, (size_t)l.n * sizeof *names);
+    int count = l.n;
+    names[count++] = "_c_zz-not-a-contender";
+    char *shared = NULL;
+    if (r % 3 == 1) /* a duplicate */
+      names[count++] = l.names[g_rand_int_range(rng, 0, l.n)];
+    if (r % 3 == 2) /* another name with a sequence already listed */
+      names[count++] = shared = g_strdup_printf(
+          "_c_yy-__WRIT__%s",
+          strstr(l.names[g_rand_int_range(rng, 0, l.n)], "__WRIT__") + 8);
+    for (int i = 0; i <= count; i++, checked++) {
+      const char *me = i < count ? names[i] : "_c_xx-__WRIT__0000000007";
+      int fast_next = -1, ordered_next = -1;
+      zkrc__verdict v =
+          zkrc__admit_and_next(names, count, rw_markers, me,
+                               zkrc__policy_exclusive, NULL, &fast_next);
+      zkrc__verdict w = zkrc__admit_and_next(
+          names, count, rw_markers, me, exclusive_ordered, NULL, &ordered_next);
+      differ += v.kind != w.kind || v.position != w.position ||
+                v.contenders != w.contenders ||
+                g_strcmp0(v.watch, w.watch) != 0 || fast_next != ordered_next;
+      waits += v.kind == ZKRC__WAIT;
+    }
+    g_free(shared);
+    for (int i = 0; i < l.n; i++)
+      g_free(l.names[i]);
+  }
+  printf("(%d verdicts, %d waits, %d differ) ", checked, waits, differ);
+  CU_ASSERT_EQUAL(differ, 0);
+  CU_ASSERT(waits > 0);
+  g_rand_free(rng);
+}
+
 /* The property check itself can fail: a policy that admits everyone, and
  * one whose waiters watch themselves, are caught. */
 static zkrc__verdict admit_everyone(const zkrc__rank *queue, int n, int me,
@@ -776,6 +828,7 @@ static void add_suites(void) {
             {"random listings keep the properties",
              test_random_listings_keep_the_properties},
             {"one ordering answers both", test_one_ordering_answers_both},
+            {"exclusive single pass agrees", test_exclusive_single_pass_agrees},
             {"broken policies are caught", test_broken_policies_are_caught},
             {"moves after a listing", test_moves_after_a_listing},
             {"moves after a re-check", test_moves_after_a_recheck});
