@@ -86,6 +86,16 @@ zkrc__verdict zkrc__admit(char *const *names, int count,
                           const zkrc__marker *markers, const char *me,
                           zkrc__policy_fn policy, const void *policy_arg);
 
+/* zkrc__admit(), and in *@p admitted_when_watched_goes (unless NULL)
+ * what zkrc__admitted_without() would say of the node the verdict watches
+ * (0 when it watches none): from one ordering of the listing, which with
+ * thousands of names is most of the cost. */
+zkrc__verdict zkrc__admit_and_next(char *const *names, int count,
+                                   const zkrc__marker *markers, const char *me,
+                                   zkrc__policy_fn policy,
+                                   const void *policy_arg,
+                                   int *admitted_when_watched_goes);
+
 /* Would the node named @p me be admitted once the node named @p gone has
  * left the listing, and nothing else changed?  A waiter whose watched node
  * goes may then take the front without listing again: a node created

@@ -45,23 +45,43 @@ gboolean zkrc__parse_sequence(const char *s, int32_t *seq) {
   return TRUE;
 }
 
-/* The last occurrence of @p needle in @p haystack, or NULL. */
-static const char *last_occurrence(const char *haystack, const char *needle) {
-  const char *found = NULL;
-  for (const char *p = strstr(haystack, needle); p; p = strstr(p + 1, needle))
-    found = p;
-  return found;
+/* Does @p marker (@p len bytes) end at @p end, the text after it (to the
+ * end of @p name) being a sequence, and occur nowhere after that?  That
+ * is: is this the marker's last occurrence in @p name? */
+static gboolean marker_ends_at(const char *name, const char *end,
+                               const char *marker, size_t len) {
+  if ((size_t)(end - name) < len || memcmp(end - len, marker, len) != 0)
+    return FALSE;
+  return strstr(end - len + 1, marker) == NULL;
 }
 
+/* A name is a contender of a marker when the text after the marker's last
+ * occurrence is a sequence.  A sequence is 10 or 11 characters ("%010d"),
+ * so only the name's last 10 and 11 characters are parsed, once, and each
+ * marker is looked for just before them: with thousands of names in a
+ * listing, scanning each name for every marker cost more than the rest of
+ * the decision. */
 const zkrc__marker *zkrc__contender_marker(const char *name,
                                            const zkrc__marker *markers,
                                            int32_t *seq) {
   if (name == NULL)
     return NULL;
+  size_t n = strlen(name);
+  int32_t seq10 = 0, seq11 = 0;
+  gboolean ok10 = n >= 10 && zkrc__parse_sequence(name + n - 10, &seq10);
+  gboolean ok11 = n >= 11 && zkrc__parse_sequence(name + n - 11, &seq11);
+  if (!ok10 && !ok11)
+    return NULL;
   for (const zkrc__marker *m = markers; m->text; m++) {
-    const char *at = last_occurrence(name, m->text);
-    if (at && zkrc__parse_sequence(at + strlen(m->text), seq))
+    size_t len = strlen(m->text);
+    if (ok10 && marker_ends_at(name, name + n - 10, m->text, len)) {
+      *seq = seq10;
       return m;
+    }
+    if (ok11 && marker_ends_at(name, name + n - 11, m->text, len)) {
+      *seq = seq11;
+      return m;
+    }
   }
   return NULL;
 }

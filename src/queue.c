@@ -106,13 +106,14 @@ void zkrc__queue_clear(zkrc__queue *q) {
 }
 
 zkrc__contender *zkrc__contender_new(const zkrc__contender_config *cfg) {
-  const zkrc__queue *q = cfg->queue;
+  zkrc__queue *q = cfg->queue;
   zkrc__contender *c = g_new0(zkrc__contender, 1);
   c->refs = 1;
   g_mutex_init(&c->mu);
   g_queue_init(&c->outbox);
   c->s = zkrc__session_ref(q->session);
   c->dir = g_ref_string_acquire(q->dir); /* shared with its recipe */
+  c->queue_front = &q->front_czxid;
   c->marker = cfg->marker;
   g_assert(strlen(cfg->marker) <= ZKRC__Q_MARKER_MAX); /* static strings */
   c->markers = cfg->markers;

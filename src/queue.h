@@ -16,9 +16,11 @@
  *     children again (one request) and decides from that fresh listing: at
  *     the front, or behind a new predecessor (one that was not the front may
  *     have left).  The direct successor (its listing showed that the
- *     predecessor's departure alone admits it) does not list: nothing can
- *     be ahead of it (sequence numbers only grow), so it reads only its own
- *     node's stat, which shows that the node is still there and its own
+ *     predecessor's departure alone admits it, or the predecessor was a
+ *     node its recipe object saw first of all: zkrc__queue.front_czxid)
+ *     does not list: nothing can be ahead of it (sequence numbers only
+ *     grow), so it reads only its own node's stat, which shows that the
+ *     node is still there and its own
  *     (a watch on its own node would not: one multi may delete the
  *     predecessor and then it, and the servers do not deliver the deletion
  *     of a node it may not read).  A contender that may not read its
@@ -59,6 +61,12 @@ typedef struct zkrc__queue {
   char *dir;
   char *participant_id;
   zkrc__acl *acl; /* referenced */
+  /* The czxid of the last node of this queue's contenders that was proven
+   * first under the exclusive policy (0: none yet; written and read
+   * atomically by its contenders).  Nothing can ever come ahead of such a
+   * node, so a waiter whose predecessor it was is next once it is gone,
+   * without listing the queue again (queue_decide.c). */
+  int64_t front_czxid;
 } zkrc__queue;
 
 /* Check the arguments every recipe constructor takes and fill @p q.
@@ -87,7 +95,10 @@ typedef struct zkrc__contender_ops {
 } zkrc__contender_ops;
 
 typedef struct zkrc__contender_config {
-  const zkrc__queue *queue;    /* session, directory, id and ACL */
+  /* Session, directory, id and ACL.  The contender shares its
+   * front_czxid, which it reads and writes only until it ended (a recipe's
+   * stake keeps the recipe, and so this queue, until then). */
+  zkrc__queue *queue;
   const char *marker;          /* "lock-" or "latch-" (static string) */
   const zkrc__marker *markers; /* markers that count as contenders */
   /* Who of them is admitted, and whom a waiter watches (admission.h). */

@@ -40,6 +40,8 @@ static step become_front_locked(zkrc__contender *c) {
   }
   c->awaiting_lease = FALSE;
   c->state = C_FRONT;
+  if (c->policy == zkrc__policy_exclusive) /* first of all: see pred_gone */
+    __atomic_store_n(c->queue_front, c->czxid, __ATOMIC_RELEASE);
   zkrc__q_emit_locked(c, OUT_FRONT, 0, 0);
   return c->watch_own && c->own_watch == NULL ? STEP_ARM_OWN_WATCH : STEP_NONE;
 }
@@ -76,6 +78,7 @@ static void drop_dir_watch_locked(zkrc__contender *c) {
 static void wait_for_locked(zkrc__contender *c, const char *watch) {
   g_free(c->pred);
   c->pred = g_strdup(watch);
+  c->pred_czxid = 0; /* until its watch's getData reads it */
   c->front_when_pred_goes = FALSE;
   c->state = C_WAITING;
   if (!c->behind_told) {
@@ -92,8 +95,10 @@ step zkrc__q_evaluate_locked(zkrc__contender *c,
                              gboolean watched) {
   char name[ZKRC__Q_NAME_MAX];
   const char *me = zkrc__q_policy_name_locked(c, name);
-  zkrc__verdict v = zkrc__admit(kids->data, kids->count, c->markers, me,
-                                c->policy, c->policy_arg);
+  int next_when_watched_goes = 0;
+  zkrc__verdict v =
+      zkrc__admit_and_next(kids->data, kids->count, c->markers, me, c->policy,
+                           c->policy_arg, &next_when_watched_goes);
   c->listed = v.contenders;
   c->retries = 0; /* a listing came back: the servers answer us */
   c->failures = 0;
@@ -123,9 +128,7 @@ step zkrc__q_evaluate_locked(zkrc__contender *c,
     return STEP_NONE;
   case ZKRC__MOVE_WATCH_PRED:
     wait_for_locked(c, v.watch);
-    c->front_when_pred_goes =
-        zkrc__admitted_without(kids->data, kids->count, c->markers, me,
-                               c->policy, c->policy_arg, v.watch);
+    c->front_when_pred_goes = next_when_watched_goes;
     return STEP_WATCH_PRED;
   case ZKRC__MOVE_WATCH_DIR:
     wait_for_locked(c, v.watch);
@@ -185,9 +188,27 @@ step zkrc__q_relist_locked(zkrc__contender *c) {
   return STEP_RECOVER;
 }
 
+/* Was our predecessor, by the czxid its watch's getData read, a node that
+ * a contender of our queue was told is first of all (the exclusive
+ * policy: the lowest sequence among our markers)?  Then nothing was ahead
+ * of it from then on: a later node gets a larger sequence number, and the
+ * directory, never empty since (it held that node until it went, and ours
+ * from before our listing), was not made anew.  Nothing is between it and
+ * us either: our listing, sent after our create, showed it just before us.
+ * So its departure alone admits us, as in the two-party hand-over below,
+ * however many were ahead of it when we listed: with threads queued on one
+ * lock object, each hand-over costs one stat instead of a listing of them
+ * all.  The czxid (unique in the ensemble) rather than the name: a
+ * directory made anew numbers its nodes from 0 again. */
+static gboolean pred_was_first_locked(const zkrc__contender *c) {
+  return c->policy == zkrc__policy_exclusive && c->pred_czxid != 0 &&
+         c->pred_czxid == __atomic_load_n(c->queue_front, __ATOMIC_ACQUIRE);
+}
+
 /* Our predecessor left.  When the last listing showed that its departure
  * alone admits us (the two-party hand-over: it was the front and we were
- * next), nothing can have appeared ahead of us since: a later node gets a
+ * next), or its czxid shows that it was first (pred_was_first_locked()),
+ * nothing can have appeared ahead of us since: a later node gets a
  * larger sequence number (within one wrap of the servers' 32-bit counter,
  * the same limit the order itself has).  What the listing would still
  * prove is that our own node is there: read its stat instead (one small
@@ -196,7 +217,8 @@ step zkrc__q_relist_locked(zkrc__contender *c) {
  * in that order), and the servers do not deliver the deletion of a node
  * we may not read.  Otherwise look again. */
 step zkrc__q_pred_gone_locked(zkrc__contender *c) {
-  if (!c->front_when_pred_goes || c->state != C_WAITING)
+  if (!(c->front_when_pred_goes || pred_was_first_locked(c)) ||
+      c->state != C_WAITING)
     return zkrc__q_relist_locked(c);
   c->front_when_pred_goes = FALSE;
   return STEP_CONFIRM_OWN;

@@ -164,6 +164,11 @@ struct zkrc__contender {
   int listed; /* contenders in the last listing (statistics) */
 
   char *pred; /* the contender just before us, as last listed */
+  /* Its czxid, as the getData that watches it read it (0: not read). */
+  int64_t pred_czxid;
+  /* The queue's front_czxid (queue.h); read only before we ended, while
+   * our owner's stake keeps the queue's recipe. */
+  int64_t *queue_front;
   void *dir_watch;
   void *pred_watch;
   void *own_watch;
@@ -192,7 +197,8 @@ extern const struct String_vector zkrc__q_no_children;
 typedef struct req {
   zkrc__contender *c;
   unsigned epoch;
-  void *watch; /* registry context of a watch this request sets */
+  void *watch;   /* registry context of a watch this request sets */
+  int64_t czxid; /* a watching getData's: the node's czxid (0: failed) */
   /* A watching getData's reply (queue_watch.c), given its return code. */
   void (*on_reply)(struct req *r, int rc);
 } req;

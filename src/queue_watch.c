@@ -20,6 +20,7 @@
 static void watching_get_done(int rc, const char *value, int len,
                               const struct Stat *stat, const void *data) {
   req *r = (req *)data;
+  r->czxid = rc == ZOK && stat ? stat->czxid : 0;
   r->on_reply(r, rc);
 }
 
@@ -82,8 +83,9 @@ static void pred_result(req *r, int rc) {
   if (!zkrc__q_begin_reply(r))
     return;
   if (c->state == C_WAITING && !c->withdrawing) {
-    if (rc == ZOK) {
-      /* watching */
+    if (rc == ZOK) { /* watching */
+      if (c->pred_watch == r->watch)
+        c->pred_czxid = r->czxid;
     } else if (rc == ZNONODE) { /* gone before we could watch it */
       if (c->pred_watch == r->watch)
         c->pred_watch = NULL;

@@ -428,6 +428,106 @@ static void test_random_listings_keep_the_properties(void) {
   g_rand_free(rng);
 }
 
+/* What the evaluation of a listing uses: one ordering of the listing for
+ * both the verdict and whether the watched node's departure alone would
+ * admit us.  On random listings (with a duplicate name and a name that is
+ * no contender), zkrc__admit_and_next() says what zkrc__admit() and
+ * zkrc__admitted_without() of the node it watches say, and its watch
+ * points into the listing. */
+static void test_one_ordering_answers_both(void) {
+  GRand *rng = g_rand_new_with_seed(4321);
+  int runs = 5000, checked = 0, differ = 0, admitted_next = 0;
+  for (int r = 0; r < runs; r++) {
+    listing l;
+    gboolean readers = r % 2 == 1;
+    zkrc__policy_fn policy =
+        readers ? zkrc__policy_readers_writers : zkrc__policy_exclusive;
+    random_listing(rng, &l, readers);
+    char *names[MAX_N + 2];
+    memcpy(names, l.names, (size_t)l.n * sizeof *names);
+    names[l.n] = l.names[g_rand_int_range(rng, 0, l.n)]; /* a duplicate */
+    names[l.n + 1] = "_c_zz-not-a-contender";
+    int count = l.n + 2;
+    for (int i = 0; i < count; i++, checked++) {
+      int next = -1;
+      zkrc__verdict v = zkrc__admit_and_next(names, count, rw_markers, names[i],
+                                             policy, NULL, &next);
+      zkrc__verdict w =
+          zkrc__admit(names, count, rw_markers, names[i], policy, NULL);
+      int expected = w.kind == ZKRC__WAIT &&
+                     zkrc__admitted_without(names, count, rw_markers, names[i],
+                                            policy, NULL, w.watch);
+      gboolean into_listing = v.watch == NULL;
+      for (int k = 0; k < count; k++)
+        into_listing |= v.watch == names[k];
+      differ += v.kind != w.kind || v.position != w.position ||
+                v.contenders != w.contenders ||
+                g_strcmp0(v.watch, w.watch) != 0 || !into_listing ||
+                next != expected;
+      admitted_next += next;
+    }
+    for (int i = 0; i < l.n; i++)
+      g_free(l.names[i]);
+  }
+  printf("(%d verdicts, %d admitted once the watched node goes, %d differ) ",
+         checked, admitted_next, differ);
+  CU_ASSERT_EQUAL(differ, 0);
+  CU_ASSERT(admitted_next > 0); /* the case it is for occurs */
+  g_rand_free(rng);
+}
+
+/* The exclusive policy under another name: zkrc__admit_and_next() orders
+ * the listing for it, as for any policy but the exclusive one. */
+static zkrc__verdict exclusive_ordered(const zkrc__rank *queue, int n, int me,
+                                       const void *arg) {
+  return zkrc__policy_exclusive(queue, n, me, arg);
+}
+
+/* The exclusive policy's single pass (no ordering of the listing) gives
+ * what the ordered path gives, on random listings of mutex nodes with
+ * negative sequences, a name that is no contender, and at times a
+ * duplicate name or two names sharing a sequence, for every member and
+ * for a name not in the listing. */
+static void test_exclusive_single_pass_agrees(void) {
+  GRand *rng = g_rand_new_with_seed(777);
+  int runs = 5000, checked = 0, differ = 0, waits = 0;
+  for (int r = 0; r < runs; r++) {
+    listing l;
+    random_listing(rng, &l, FALSE);
+    char *names[MAX_N + 3];
+    memcpy(names, l.names, (size_t)l.n * sizeof *names);
+    int count = l.n;
+    names[count++] = "_c_zz-not-a-contender";
+    char *shared = NULL;
+    if (r % 3 == 1) /* a duplicate */
+      names[count++] = l.names[g_rand_int_range(rng, 0, l.n)];
+    if (r % 3 == 2) /* another name with a sequence already listed */
+      names[count++] = shared = g_strdup_printf(
+          "_c_yy-__WRIT__%s",
+          strstr(l.names[g_rand_int_range(rng, 0, l.n)], "__WRIT__") + 8);
+    for (int i = 0; i <= count; i++, checked++) {
+      const char *me = i < count ? names[i] : "_c_xx-__WRIT__0000000007";
+      int fast_next = -1, ordered_next = -1;
+      zkrc__verdict v =
+          zkrc__admit_and_next(names, count, rw_markers, me,
+                               zkrc__policy_exclusive, NULL, &fast_next);
+      zkrc__verdict w = zkrc__admit_and_next(
+          names, count, rw_markers, me, exclusive_ordered, NULL, &ordered_next);
+      differ += v.kind != w.kind || v.position != w.position ||
+                v.contenders != w.contenders ||
+                g_strcmp0(v.watch, w.watch) != 0 || fast_next != ordered_next;
+      waits += v.kind == ZKRC__WAIT;
+    }
+    g_free(shared);
+    for (int i = 0; i < l.n; i++)
+      g_free(l.names[i]);
+  }
+  printf("(%d verdicts, %d waits, %d differ) ", checked, waits, differ);
+  CU_ASSERT_EQUAL(differ, 0);
+  CU_ASSERT(waits > 0);
+  g_rand_free(rng);
+}
+
 /* The property check itself can fail: a policy that admits everyone, and
  * one whose waiters watch themselves, are caught. */
 static zkrc__verdict admit_everyone(const zkrc__rank *queue, int n, int me,
@@ -727,6 +827,8 @@ static void add_suites(void) {
              test_admitted_without_the_watched_node},
             {"random listings keep the properties",
              test_random_listings_keep_the_properties},
+            {"one ordering answers both", test_one_ordering_answers_both},
+            {"exclusive single pass agrees", test_exclusive_single_pass_agrees},
             {"broken policies are caught", test_broken_policies_are_caught},
             {"moves after a listing", test_moves_after_a_listing},
             {"moves after a re-check", test_moves_after_a_recheck});

@@ -10,6 +10,7 @@
 #include <inttypes.h>
 #include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -237,7 +238,8 @@ static void test_one_release_wakes_one_waiter(void) {
     CU_ASSERT_EQUAL(w[i].failed, 0);
   }
   /* Each hand-over costs the releaser's delete and the successor's one
-   * listing: a constant, not a walk through the queue.  The servers count
+   * read (the stat of its own node: its predecessor was first of all): a
+   * constant, not a walk through the queue.  The servers count
    * our own mntr probes as packets too: two per round, and this one. */
   int64_t packets =
       zkrc_ensemble_mntr_sum(zkt_ensemble(), "zk_packets_received") -
@@ -704,6 +706,121 @@ static void test_waiter_returns_an_error_on_expiry(void) {
 
 /* ----------------------------------------------------- containers, ids */
 
+/* Threads queued on one lock object, each behind the one before (its
+ * first listing showed all those ahead of it): once the front leaves, its
+ * successor holds, and when that one leaves, the next one holds on the
+ * stat of its own node alone, as every later one does, without listing the
+ * queue again (its predecessor was first of all when it left, which its
+ * lock object knows).  Shown by the servers: once they all wait, nobody
+ * may list the directory any more (its ACL loses READ); a thread that
+ * listed again would be refused (ZKRC_ENOAUTH). */
+static void test_threads_take_over_in_turn_without_listing(void) {
+  enum { THREADS = 3 };
+  char *path = zkt_path("turns-unlisted");
+  zkrc_session *s = zkt_session_with(10000, 0);
+  zkrc_lock *lk = new_lock(s, path);
+  CU_ASSERT_EQUAL_FATAL(zkrc_lock_acquire(lk, 5000), ZKRC_OK);
+  zhandle_t *zh = zkt_raw();
+  int64_t watches = watch_count() + THREADS; /* each on its predecessor */
+  blocked b[THREADS];
+  GThread *t[THREADS];
+  for (int i = 0; i < THREADS; i++) {
+    b[i] = (blocked){lk, -1};
+    t[i] = g_thread_new("turn", acquire_then_release, &b[i]);
+    CU_ASSERT_FATAL(zkt_wait_children(zh, path, i + 2, 10000)); /* in order */
+  }
+  CU_ASSERT_FATAL(zkt_wait_for(watches_reached, &watches, 10000));
+  struct ACL no_read[] = {
+      {ZOO_PERM_CREATE | ZOO_PERM_DELETE | ZOO_PERM_WRITE | ZOO_PERM_ADMIN,
+       ZOO_ANYONE_ID_UNSAFE}};
+  struct ACL_vector unlisted = {1, no_read};
+  CU_ASSERT_EQUAL_FATAL(zoo_set_acl(zh, path, -1, &unlisted), ZOK);
+  struct String_vector kids = {0, NULL};
+  CU_ASSERT_EQUAL(zoo_get_children(zh, path, 0, &kids), ZNOAUTH);
+  CU_ASSERT_EQUAL(zkrc_lock_release(lk), ZKRC_OK);
+  for (int i = 0; i < THREADS; i++) {
+    g_thread_join(t[i]);
+    ZKT_ASSERT_RC(ZKRC_OK, b[i].rc);
+  }
+  CU_ASSERT_EQUAL(zoo_set_acl(zh, path, -1, &ZOO_OPEN_ACL_UNSAFE), ZOK);
+  CU_ASSERT_EQUAL(zkt_nodes_left(zh, path), 0);
+  zookeeper_close(zh);
+  zkrc_lock_free(lk);
+  zkrc_session_close(s);
+  g_free(path);
+}
+
+static int queue_length_is(void *arg) {
+  void **lk_and_n = arg;
+  zkrc_lock_stats st;
+  return zkrc_lock_get_stats(lk_and_n[0], &st, sizeof st) == ZKRC_OK &&
+         st.queue_length == (uint32_t)GPOINTER_TO_INT(lk_and_n[1]);
+}
+
+static int by_sequence(const void *a, const void *b) {
+  int32_t x = 0, y = 0;
+  zkrc_contender_marker(*(char *const *)a, &x);
+  zkrc_contender_marker(*(char *const *)b, &y);
+  return (x > y) - (x < y);
+}
+
+/* The full path of the contender at place @p place (from 0) in @p path's
+ * queue, or NULL. */
+static char *queue_place(zhandle_t *zh, const char *path, int place) {
+  struct String_vector kids = {0, NULL};
+  if (zoo_get_children(zh, path, 0, &kids) != ZOK)
+    return NULL;
+  qsort(kids.data, (size_t)kids.count, sizeof *kids.data, by_sequence);
+  char *node = place < kids.count
+                   ? g_strdup_printf("%s/%s", path, kids.data[place])
+                   : NULL;
+  deallocate_String_vector(&kids);
+  return node;
+}
+
+/* The other side of the above: a thread whose predecessor leaves from the
+ * middle of the queue (its node deleted while the first one holds) was not
+ * behind the first of all: it lists the queue again (the longest listing
+ * of the object's threads drops from 3 to 2) and keeps waiting behind the
+ * holder, rather than taking its own node's presence for the lock. */
+static void test_waiter_behind_a_middle_departure_keeps_waiting(void) {
+  char *path = zkt_path("middle-departure");
+  zkrc_session *s = zkt_session_with(10000, 0);
+  zkrc_lock *lk = new_lock(s, path);
+  CU_ASSERT_EQUAL_FATAL(zkrc_lock_acquire(lk, 5000), ZKRC_OK);
+  zhandle_t *zh = zkt_raw();
+  int64_t watches = watch_count() + 2; /* each on its predecessor */
+  blocked middle = {lk, -1}, last = {lk, -1};
+  GThread *tm = g_thread_new("middle", acquire_then_release, &middle);
+  CU_ASSERT_FATAL(zkt_wait_children(zh, path, 2, 10000));
+  GThread *tl = g_thread_new("last", acquire_then_release, &last);
+  CU_ASSERT_FATAL(zkt_wait_children(zh, path, 3, 10000));
+  CU_ASSERT_FATAL(zkt_wait_for(watches_reached, &watches, 10000));
+  void *three[] = {lk, GINT_TO_POINTER(3)};
+  CU_ASSERT_FATAL(zkt_wait_for(queue_length_is, three, 10000));
+  char *second = queue_place(zh, path, 1);
+  CU_ASSERT_FATAL(second != NULL);
+  CU_ASSERT_EQUAL(zoo_delete(zh, second, -1), ZOK);
+  void *two[] = {lk, GINT_TO_POINTER(2)};
+  CU_ASSERT(zkt_wait_for(queue_length_is, two, 10000)); /* it listed */
+  zkrc_lock_stats st;
+  CU_ASSERT_EQUAL(zkrc_lock_get_stats(lk, &st, sizeof st), ZKRC_OK);
+  CU_ASSERT_EQUAL(st.acquisitions, 1); /* the first thread's alone */
+  CU_ASSERT_EQUAL(st.holding, 1);
+  CU_ASSERT_EQUAL(st.waiting, 2);
+  CU_ASSERT_EQUAL(zkrc_lock_release(lk), ZKRC_OK);
+  g_thread_join(tm); /* queued again once it found its node gone */
+  g_thread_join(tl);
+  ZKT_ASSERT_RC(ZKRC_OK, middle.rc);
+  ZKT_ASSERT_RC(ZKRC_OK, last.rc);
+  CU_ASSERT_EQUAL(zkt_nodes_left(zh, path), 0);
+  g_free(second);
+  zookeeper_close(zh);
+  zkrc_lock_free(lk);
+  zkrc_session_close(s);
+  g_free(path);
+}
+
 static void test_directory_is_a_container_removed_when_empty(void) {
   char *path = zkt_path("container");
   char *deep = g_strdup_printf("%s/a/b", path);
@@ -811,6 +928,10 @@ static void add_suites(void) {
       {"one release wakes one waiter", test_one_release_wakes_one_waiter},
       {"two hundred threads on one object wake one each",
        test_two_hundred_threads_on_one_object_wake_one_each},
+      {"threads take over in turn without listing",
+       test_threads_take_over_in_turn_without_listing},
+      {"waiter behind a middle departure keeps waiting",
+       test_waiter_behind_a_middle_departure_keeps_waiting},
       {"reentrancy is per thread", test_reentrancy_is_per_thread},
       {"release by another thread is refused",
        test_release_by_another_thread_is_refused},

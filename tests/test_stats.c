@@ -319,7 +319,11 @@ static uint64_t requests_but_renewals(zkrc_session *s) {
 /* Is the lock waiting in the queue (its first listing answered)? */
 static int is_waiting(void *arg) {
   zkrc_lock_stats st;
-  return zkrc_lock_get_stats(arg, &st, sizeof st) == ZKRC_OK && st.waiting == 1;
+  /* (A thread's hold counts as waiting from the call on, before its create
+   * is even sent: its listing, which saw the holder's node and its own,
+   * is what shows it queued.) */
+  return zkrc_lock_get_stats(arg, &st, sizeof st) == ZKRC_OK &&
+         st.waiting == 1 && st.queue_length == 2;
 }
 
 /* The two-party hand-over, counted: the successor's acquisition and
