@@ -46,13 +46,15 @@ const char *zkrc__q_policy_name_locked(const zkrc__contender *c,
   return buf;
 }
 
-/* Remember our node, of full path @p path (ours: our protected prefix and
+/* Remember our node, of full path or name @p path (a recovery finds it by
+ * name in a listing; ours: our protected prefix and
  * marker, then the sequence ZooKeeper appended as "%010d"): its sequence
  * number, from which zkrc__q_name() makes its name again. */
 void zkrc__q_set_path_locked(zkrc__contender *c, const char *path) {
   /* After our prefix and marker, not the last ten characters: past the
    * counter's wrap the number may take eleven ("-1500000000"). */
-  const char *seq = strrchr(path, '/') + 1 + ZKRC__PROTECTED_PREFIX_LEN;
+  const char *slash = strrchr(path, '/');
+  const char *seq = (slash ? slash + 1 : path) + ZKRC__PROTECTED_PREFIX_LEN;
   size_t marker_len = strlen(c->marker);
   c->seq_set = TRUE;
   if (strlen(seq) <= marker_len ||

@@ -198,7 +198,8 @@ static void test_random_uuid_is_version_4(void) {
 /* A contender keeps only its node's sequence number and makes its name
  * again (queue_node.c): the name must be the servers' for every number
  * Java's "%010d" can append, past the counter's wrap too (kazoo #606),
- * where it takes eleven characters; with every recipe's marker. */
+ * where it takes eleven characters; with every recipe's marker; from the
+ * node's path (a create's reply) and from its name (a recovery's listing). */
 static void test_node_names_survive_the_sequence_wrap(void) {
   static const char *java[] = {"0000000000",  "0000000007",  "2147483647",
                                "-2147483648", "-000000005",  "-999999999",
@@ -222,6 +223,11 @@ static void test_node_names_survive_the_sequence_wrap(void) {
         printf("\n  %s made again as %s", servers, ours);
         mismatches++;
       }
+      g_free(ours);
+      /* By its name alone, as a recovery finds it in a listing. */
+      zkrc__q_set_path_locked(&c, strrchr(servers, '/') + 1);
+      ours = zkrc__q_path(&c);
+      mismatches += strcmp(ours, servers) != 0;
       g_free(ours);
       g_free(servers);
     }
