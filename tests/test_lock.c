@@ -730,13 +730,7 @@ static void test_threads_take_over_in_turn_without_listing(void) {
     CU_ASSERT_FATAL(zkt_wait_children(zh, path, i + 2, 10000)); /* in order */
   }
   CU_ASSERT_FATAL(zkt_wait_for(watches_reached, &watches, 10000));
-  struct ACL no_read[] = {
-      {ZOO_PERM_CREATE | ZOO_PERM_DELETE | ZOO_PERM_WRITE | ZOO_PERM_ADMIN,
-       ZOO_ANYONE_ID_UNSAFE}};
-  struct ACL_vector unlisted = {1, no_read};
-  CU_ASSERT_EQUAL_FATAL(zoo_set_acl(zh, path, -1, &unlisted), ZOK);
-  struct String_vector kids = {0, NULL};
-  CU_ASSERT_EQUAL(zoo_get_children(zh, path, 0, &kids), ZNOAUTH);
+  zkt_forbid_listing(zh, path);
   CU_ASSERT_EQUAL(zkrc_lock_release(lk), ZKRC_OK);
   for (int i = 0; i < THREADS; i++) {
     g_thread_join(t[i]);

@@ -349,11 +349,8 @@ static void test_unreadable_deleted_successor_does_not_hold(void) {
   g_free(holder_node);
 
   /* The administrator takes READ away from w1's node, then deletes it. */
-  struct ACL no_read[] = {
-      {ZOO_PERM_CREATE | ZOO_PERM_DELETE | ZOO_PERM_WRITE | ZOO_PERM_ADMIN,
-       ZOO_ANYONE_ID_UNSAFE}};
-  struct ACL_vector unreadable = {1, no_read};
-  CU_ASSERT_EQUAL_FATAL(zoo_set_acl(admin, w1_node, -1, &unreadable), ZOK);
+  CU_ASSERT_EQUAL_FATAL(zoo_set_acl(admin, w1_node, -1, zkt_acl_no_read()),
+                        ZOK);
   CU_ASSERT_EQUAL_FATAL(zoo_delete(admin, w1_node, -1), ZOK);
   CU_ASSERT_FALSE(zkt_exists(admin, w1_node));
 
@@ -399,14 +396,10 @@ static void test_unreadable_contender_nodes_successor_acquires(void) {
   zhandle_t *admin = zkt_raw();
   open_root(admin);
   make_node(admin, path, NULL, 0);
-  struct ACL no_read[] = {
-      {ZOO_PERM_CREATE | ZOO_PERM_DELETE | ZOO_PERM_WRITE | ZOO_PERM_ADMIN,
-       ZOO_ANYONE_ID_UNSAFE}};
-  struct ACL_vector unreadable = {1, no_read};
   zkrc_session *sh = zkt_session(), *s1 = zkt_session();
   zkrc_lock_options o;
   zkrc_lock_options_init(&o);
-  o.acl = &unreadable;
+  o.acl = zkt_acl_no_read();
   zkrc_lock *holder = NULL, *succ = NULL;
   ZKT_ASSERT_RC(ZKRC_OK, zkrc_lock_new(&holder, sh, path, &o));
   ZKT_ASSERT_RC(ZKRC_OK, zkrc_lock_new(&succ, s1, path, &o));

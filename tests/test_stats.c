@@ -380,13 +380,7 @@ static void test_direct_successor_holds_without_listing(void) {
   GThread *t = g_thread_new("successor", acquire_and_release, &w);
   CU_ASSERT(zkt_wait_for(is_waiting, lb, 5000));
   zhandle_t *zh = zkt_raw();
-  struct ACL no_read[] = {
-      {ZOO_PERM_CREATE | ZOO_PERM_DELETE | ZOO_PERM_WRITE | ZOO_PERM_ADMIN,
-       ZOO_ANYONE_ID_UNSAFE}};
-  struct ACL_vector unlisted = {1, no_read};
-  CU_ASSERT_EQUAL_FATAL(zoo_set_acl(zh, path, -1, &unlisted), ZOK);
-  struct String_vector kids = {0, NULL};
-  CU_ASSERT_EQUAL(zoo_get_children(zh, path, 0, &kids), ZNOAUTH);
+  zkt_forbid_listing(zh, path);
   ZKT_ASSERT_RC(ZKRC_OK, zkrc_lock_release(la));
   g_thread_join(t);
   ZKT_ASSERT_RC(ZKRC_OK, w.rc);

@@ -495,6 +495,26 @@ int zkt_session_reopened(void *arg) {
   return id != 0 && id != r->old_id;
 }
 
+struct ACL_vector *zkt_acl_no_read(void) {
+  /* The C client's permission bits and ids are variables, not constants. */
+  static struct ACL no_read[1];
+  static struct ACL_vector v = {1, no_read};
+  static gsize made = 0;
+  if (g_once_init_enter(&made)) {
+    no_read[0].perms =
+        ZOO_PERM_CREATE | ZOO_PERM_DELETE | ZOO_PERM_WRITE | ZOO_PERM_ADMIN;
+    no_read[0].id = ZOO_ANYONE_ID_UNSAFE;
+    g_once_init_leave(&made, 1);
+  }
+  return &v;
+}
+
+void zkt_forbid_listing(zhandle_t *zh, const char *path) {
+  CU_ASSERT_EQUAL_FATAL(zoo_set_acl(zh, path, -1, zkt_acl_no_read()), ZOK);
+  struct String_vector kids = {0, NULL};
+  CU_ASSERT_EQUAL(zoo_get_children(zh, path, 0, &kids), ZNOAUTH);
+}
+
 int zkt_session_watches(void *arg) {
   zkt_watch_seen *w = arg;
   char hex[32];

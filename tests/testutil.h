@@ -156,6 +156,13 @@ void zkt_add_suite(const char *name, const zkt_test *tests, int count);
                   (int)(sizeof zkt_tests_ / sizeof zkt_tests_[0]));            \
   } while (0)
 
+/* Everyone may create, delete, write and administer, nobody may read. */
+struct ACL_vector *zkt_acl_no_read(void);
+
+/* Take READ away from @p path (zkt_acl_no_read): nobody may list it any
+ * more, which the test checks. */
+void zkt_forbid_listing(zhandle_t *zh, const char *path);
+
 /* For zkt_wait_for(): does any member's `wchp` list @p arg's session as
  * watching its node? */
 typedef struct zkt_watch_seen {
