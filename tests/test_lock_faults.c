@@ -540,8 +540,17 @@ static void test_semaphore_deadline_while_the_network_stalls(void) {
 /* Six sessions loop on one of two leases while the ensemble's leader is
  * killed: never more than two holds at once, where a hold ends at its
  * release or at its LOST event (holds.h's checker with capacity 2), and
- * every round is served. */
-enum { SEM_CLIENTS = 6, SEM_ROUNDS = 30, SEM_PERMITS = 2 };
+ * every round is served.  "Every round" presumes that the servers elect a
+ * new leader within the sessions' lease: with the tests' usual 2 s session
+ * timeout an election at the wrong moment outlasted it (a clean-clone CI
+ * run: 6 of 180 acquisitions failed, rightly, on a lost session), so these
+ * sessions have 4 s, as the lock's leader test gives its workers. */
+enum {
+  SEM_CLIENTS = 6,
+  SEM_ROUNDS = 30,
+  SEM_PERMITS = 2,
+  SEM_SESSION_MS = 4000
+};
 
 typedef struct sem_client {
   const char *path;
@@ -566,7 +575,7 @@ static void sem_client_event(zkrc_semaphore *sem,
 
 static gpointer sem_client_run(gpointer data) {
   sem_client *c = data;
-  zkrc_session *s = zkt_session();
+  zkrc_session *s = zkt_session_with(SEM_SESSION_MS, 0);
   zkrc_semaphore_options o;
   zkrc_semaphore_options_init(&o);
   o.on_event = sem_client_event;
@@ -575,7 +584,9 @@ static gpointer sem_client_run(gpointer data) {
   c->failures += zkrc_semaphore_new(&sem, s, c->path, SEM_PERMITS, &o) != 0;
   for (int i = 0; sem && i < SEM_ROUNDS; i++) {
     zkrc_semaphore_lease *lease = NULL;
-    if (zkrc_semaphore_acquire(sem, 30000, &lease) != ZKRC_OK) {
+    int arc = zkrc_semaphore_acquire(sem, 30000, &lease);
+    if (arc != ZKRC_OK) {
+      printf("\n  client %d, round %d: %s ", c->id, i, zkrc_err_name(arc));
       c->failures++;
       continue;
     }
