@@ -540,16 +540,17 @@ static void test_semaphore_deadline_while_the_network_stalls(void) {
 /* Six sessions loop on one of two leases while the ensemble's leader is
  * killed: never more than two holds at once, where a hold ends at its
  * release or at its LOST event (holds.h's checker with capacity 2), and
- * every round is served.  "Every round" presumes that the servers elect a
- * new leader within the sessions' lease: with the tests' usual 2 s session
- * timeout an election at the wrong moment outlasted it (a clean-clone CI
- * run: 6 of 180 acquisitions failed, rightly, on a lost session), so these
- * sessions have 4 s, as the lock's leader test gives its workers. */
+ * every round is served.  The servers may take longer to elect a new
+ * leader than a session's lease lasts (clean-clone CI runs: 4 to 6 of 180
+ * acquisitions failed so, with 2 s and with 4 s sessions): such an
+ * acquisition fails with ZKRC_ESESSIONLOST, as it must, and its round is
+ * tried again once (SEM_LOST_MAX per client); any other failure counts. */
 enum {
   SEM_CLIENTS = 6,
   SEM_ROUNDS = 30,
   SEM_PERMITS = 2,
-  SEM_SESSION_MS = 4000
+  SEM_SESSION_MS = 4000,
+  SEM_LOST_MAX = 2
 };
 
 typedef struct sem_client {
@@ -558,6 +559,7 @@ typedef struct sem_client {
   GArray *holds; /* of zkt_hold */
   gint *rounds_done;
   int failures;
+  int sessions_lost; /* acquisitions that failed with ZKRC_ESESSIONLOST */
   GMutex mu;
   zkrc_semaphore_lease *current; /* under mu */
   int64_t lost_us;               /* when current was told LOST; 0: not */
@@ -585,6 +587,14 @@ static gpointer sem_client_run(gpointer data) {
   for (int i = 0; sem && i < SEM_ROUNDS; i++) {
     zkrc_semaphore_lease *lease = NULL;
     int arc = zkrc_semaphore_acquire(sem, 30000, &lease);
+    if (arc == ZKRC_ESESSIONLOST && c->sessions_lost < SEM_LOST_MAX) {
+      /* The election outlasted the lease: told rightly (no lease is
+       * reported that the library could not verify); the session comes
+       * back and the round is tried again. */
+      c->sessions_lost++;
+      i--;
+      continue;
+    }
     if (arc != ZKRC_OK) {
       printf("\n  client %d, round %d: %s ", c->id, i, zkrc_err_name(arc));
       c->failures++;
@@ -639,10 +649,11 @@ static void test_semaphore_leader_killed_while_six_contend(void) {
   CU_ASSERT_FATAL(leader >= 0);
   CU_ASSERT_EQUAL(zkrc_ensemble_kill(zkt_ensemble(), leader), 0);
   GArray *all = g_array_new(FALSE, TRUE, sizeof(zkt_hold));
-  int failures = 0, lost = 0;
+  int failures = 0, lost = 0, sessions_lost = 0;
   for (int i = 0; i < SEM_CLIENTS; i++) {
     g_thread_join(threads[i]);
     failures += clients[i].failures;
+    sessions_lost += clients[i].sessions_lost;
     for (guint j = 0; j < clients[i].holds->len; j++)
       lost += g_array_index(clients[i].holds, zkt_hold, j).lost != 0;
     g_array_append_vals(all, clients[i].holds->data, clients[i].holds->len);
@@ -657,8 +668,9 @@ static void test_semaphore_leader_killed_while_six_contend(void) {
   CU_ASSERT(together > 0); /* two did hold at once: the control */
   CU_ASSERT_EQUAL(failures, 0);
   CU_ASSERT_EQUAL(all->len, SEM_CLIENTS * SEM_ROUNDS);
-  printf("(%u leases, %d lost, %d pairs held together, none by three) ",
-         all->len, lost, together);
+  printf("(%u leases, %d lost, %d pairs held together, none by three; "
+         "%d acquisitions outlasted by the election) ",
+         all->len, lost, together, sessions_lost);
   zkt_checker_clear(&c);
   g_array_free(all, TRUE);
   CU_ASSERT_EQUAL(zkrc_ensemble_restart(zkt_ensemble(), leader), 0);
