@@ -55,13 +55,10 @@ zkrc__verdict zkrc__policy_permits(const zkrc__rank *queue, int n, int me,
 
 /* ------------------------------------------------------- the decision */
 
-/* Queue order: by sequence; ties (which one directory cannot produce) by
- * name. */
+/* Queue order (zkrc__queue_order), for qsort. */
 static int compare_ranks(const void *a, const void *b) {
   const zkrc__rank *x = a, *y = b;
-  if (x->seq != y->seq)
-    return x->seq < y->seq ? -1 : 1;
-  return strcmp(x->name, y->name);
+  return zkrc__queue_order(x->seq, x->name, y->seq, y->name);
 }
 
 /* The contenders among @p names into @p queue (room for @p count), in

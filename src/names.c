@@ -104,11 +104,16 @@ gboolean zkrc__contender_seq(const char *name, const zkrc__marker *markers,
   return zkrc__contender_marker(name, markers, seq) != NULL;
 }
 
+int zkrc__queue_order(int32_t a_seq, const char *a_name, int32_t b_seq,
+                      const char *b_name) {
+  if (a_seq != b_seq)
+    return a_seq < b_seq ? -1 : 1;
+  return strcmp(a_name, b_name);
+}
+
 static gint compare_entries(gconstpointer a, gconstpointer b) {
   const zkrc__contender_entry *x = a, *y = b;
-  if (x->seq != y->seq)
-    return x->seq < y->seq ? -1 : 1;
-  return strcmp(x->name, y->name);
+  return zkrc__queue_order(x->seq, x->name, y->seq, y->name);
 }
 
 static void clear_entry(gpointer p) {

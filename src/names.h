@@ -59,6 +59,12 @@ typedef struct zkrc__contender_entry {
   zkrc__claim claim;
 } zkrc__contender_entry;
 
+/* The queue's order of two contenders (<0, 0, >0): by sequence; ties
+ * (which one directory cannot produce) by name.  Every ordering of the
+ * queue uses it. */
+int zkrc__queue_order(int32_t a_seq, const char *a_name, int32_t b_seq,
+                      const char *b_name);
+
 /* The contenders among @p names (@p count of them), ordered by sequence
  * (ties, which one directory cannot produce, by name).  Returns a GArray of
  * zkrc__contender_entry; free it with zkrc__contenders_free(). */

@@ -95,11 +95,11 @@ struct zkrc__contender {
   const zkrc__contender_ops *ops;
   void *ops_arg;
   /* Its place among the session's contenders, which one session observer
-   * tells of the session's events (queue.c: session_observer); under the
+   * tells of the session's events (queue_observe.c); under the
    * session's contender list mutex. */
   zkrc__contender *observed_prev, *observed_next;
 
-  /* The uuid of its protected prefix "_c_<uuid>-" (zkrc__q_prefix()): 16
+  /* The uuid of its protected prefix "_c_<uuid>-" (zkrc__protected_prefix()): 16
    * bytes instead of the 41 of the string, which only a create, a recovery
    * and the reaper need. */
   guint8 uuid[16];
