@@ -68,12 +68,6 @@ static void on_event(zkrc_cache *c, const zkrc_cache_event *ev, void *arg) {
   g_mutex_unlock(&s->mu);
 }
 
-static uint64_t own_requests(zkrc_session *s) {
-  zkrc_session_stats st;
-  ZKT_ASSERT_RC(ZKRC_OK, zkrc_session_get_stats(s, &st, sizeof st));
-  return st.requests - st.renewals;
-}
-
 /* One start: the nodes in the copy when wait_initialized returns, the ADDED
  * events before INITIALIZED, and the requests of the first read. */
 static void start_once(const char *root, int *nodes, int *added,
@@ -86,12 +80,12 @@ static void start_once(const char *root, int *nodes, int *added,
   zkrc_cache_options_init(&o);
   o.listener = on_event;
   o.listener_arg = &sn;
-  uint64_t before = own_requests(s);
+  uint64_t before = zkt_requests_but_renewals(s);
   zkrc_cache *c = NULL;
   ZKT_ASSERT_RC(ZKRC_OK, zkrc_tree_cache_new(&c, s, root, &o));
   ZKT_ASSERT_RC(ZKRC_OK, zkrc_cache_wait_initialized(c, WAIT_MS));
   *nodes = (int)zkrc_cache_size(c);
-  *requests = own_requests(s) - before;
+  *requests = zkt_requests_but_renewals(s) - before;
   gint64 deadline = g_get_monotonic_time() + (gint64)WAIT_MS * 1000;
   g_mutex_lock(&sn.mu);
   while (sn.added_at_initialized < 0)

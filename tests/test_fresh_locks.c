@@ -49,13 +49,6 @@ static int64_t proposals_to_acquire(zkrc_lock *lk) {
   return zxid_now() - before;
 }
 
-/* What a session sent besides its lease's renewals. */
-static uint64_t requests_but_renewals(zkrc_session *s) {
-  zkrc_session_stats st;
-  ZKT_ASSERT_RC(ZKRC_OK, zkrc_session_get_stats(s, &st, sizeof st));
-  return st.requests - st.renewals;
-}
-
 /* A raw handle straight to the member, unaffected by proxy faults. */
 static zhandle_t *direct(void) {
   return zkt_raw_to(zkrc_ensemble_direct_connect_string(zkt_ensemble()));
@@ -101,9 +94,9 @@ static void test_proposals_per_fresh_lock(void) {
   zkrc_lock *la = new_lock(s, a), *lb = new_lock(s, b), *lc = new_lock(s, c);
 
   int64_t first = proposals_to_acquire(la);
-  uint64_t requests = requests_but_renewals(s);
+  uint64_t requests = zkt_requests_but_renewals(s);
   int64_t fresh = proposals_to_acquire(lb); /* guessed fresh now */
-  requests = requests_but_renewals(s) - requests;
+  requests = zkt_requests_but_renewals(s) - requests;
   /* A directory the session has seen exist: c gets a node of its own that
    * keeps the container from the sweep while c's lock is released. */
   ZKT_ASSERT_RC(ZKRC_OK, zkrc_lock_acquire(lc, 10000));
@@ -143,9 +136,9 @@ static void test_proposals_per_fresh_lock(void) {
 /* Proposals and requests (renewals aside) that acquiring @p lk costs. */
 static void acquisition_cost(zkrc_session *s, zkrc_lock *lk, int64_t *proposals,
                              uint64_t *requests) {
-  uint64_t before = requests_but_renewals(s);
+  uint64_t before = zkt_requests_but_renewals(s);
   *proposals = proposals_to_acquire(lk);
-  *requests = requests_but_renewals(s) - before;
+  *requests = zkt_requests_but_renewals(s) - before;
 }
 
 /* Locks in places others use (the herd's case: many sessions, one existing

@@ -309,13 +309,6 @@ static void test_session_counts_sessions_requests_expiries(void) {
   g_free(path);
 }
 
-/* What a session sent besides its lease's renewals. */
-static uint64_t requests_but_renewals(zkrc_session *s) {
-  zkrc_session_stats st;
-  ZKT_ASSERT_RC(ZKRC_OK, zkrc_session_get_stats(s, &st, sizeof st));
-  return st.requests - st.renewals;
-}
-
 /* Is the lock waiting in the queue (its first listing answered)? */
 static int is_waiting(void *arg) {
   zkrc_lock_stats st;
@@ -335,14 +328,14 @@ static uint64_t handover_requests(const char *name) {
   ZKT_ASSERT_RC(ZKRC_OK, zkrc_lock_new(&la, a, path, NULL));
   ZKT_ASSERT_RC(ZKRC_OK, zkrc_lock_new(&lb, b, path, NULL));
   ZKT_ASSERT_RC(ZKRC_OK, zkrc_lock_acquire(la, 5000));
-  uint64_t before = requests_but_renewals(b);
+  uint64_t before = zkt_requests_but_renewals(b);
   waiter w = {.lk = lb};
   GThread *t = g_thread_new("successor", acquire_and_release, &w);
   CU_ASSERT(zkt_wait_for(is_waiting, lb, 5000));
   ZKT_ASSERT_RC(ZKRC_OK, zkrc_lock_release(la));
   g_thread_join(t);
   ZKT_ASSERT_RC(ZKRC_OK, w.rc);
-  uint64_t used = requests_but_renewals(b) - before;
+  uint64_t used = zkt_requests_but_renewals(b) - before;
   CU_ASSERT_EQUAL(lock_stats(lb).acquisitions, 1);
   zkrc_lock_free(la);
   zkrc_lock_free(lb);

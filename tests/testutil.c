@@ -515,6 +515,12 @@ void zkt_forbid_listing(zhandle_t *zh, const char *path) {
   CU_ASSERT_EQUAL(zoo_get_children(zh, path, 0, &kids), ZNOAUTH);
 }
 
+uint64_t zkt_requests_but_renewals(zkrc_session *s) {
+  zkrc_session_stats st;
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_session_get_stats(s, &st, sizeof st));
+  return st.requests - st.renewals;
+}
+
 int zkt_session_watches(void *arg) {
   zkt_watch_seen *w = arg;
   char hex[32];
