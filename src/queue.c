@@ -91,6 +91,7 @@ int zkrc__queue_init(zkrc__queue *q, zkrc_session *s, const char *dir,
   q->participant_id = participant_id ? g_ref_string_new(participant_id)
                                      : default_participant_id();
   q->acl = zkrc__acl_new(acl);
+  g_mutex_init(&q->tail.mu);
   return ZKRC_OK;
 }
 
@@ -100,8 +101,10 @@ void zkrc__queue_clear(zkrc__queue *q) {
     g_ref_string_release(q->participant_id);
   if (q->dir)
     g_ref_string_release(q->dir);
-  if (q->session)
+  if (q->session) { /* made by a zkrc__queue_init() that succeeded */
     zkrc__session_unref_recipe(q->session);
+    g_mutex_clear(&q->tail.mu);
+  }
   memset(q, 0, sizeof *q);
 }
 
@@ -113,7 +116,7 @@ zkrc__contender *zkrc__contender_new(const zkrc__contender_config *cfg) {
   g_queue_init(&c->outbox);
   c->s = zkrc__session_ref(q->session);
   c->dir = g_ref_string_acquire(q->dir); /* shared with its recipe */
-  c->queue_front = &q->front_czxid;
+  c->queue = q;
   c->marker = cfg->marker;
   g_assert(strlen(cfg->marker) <= ZKRC__Q_MARKER_MAX); /* static strings */
   c->markers = cfg->markers;
@@ -325,6 +328,7 @@ void zkrc__q_end_locked(zkrc__contender *c, int err, int zk_rc, gboolean reap) {
   if (c->state == C_ENDED)
     return;
   gboolean front = c->state == C_FRONT;
+  zkrc__q_tail_leave_locked(c); /* while our owner's stake keeps it */
   c->state = C_ENDED;
   c->epoch++;
   zkrc__q_cancel_watches_locked(c);

@@ -51,6 +51,18 @@
 
 typedef struct zkrc__contender zkrc__contender;
 
+/* The newest node of one recipe object's contenders under the exclusive
+ * policy, while its contender is queued or holds (queue_tail.c): a
+ * contender of the same object whose node the servers number right after
+ * it knows its predecessor without listing the queue.  Under its mutex
+ * (the last in the lock order after a contender's: session_private.h). */
+typedef struct zkrc__queue_tail {
+  GMutex mu;
+  const char *marker; /* static; NULL: no live tail */
+  int32_t seq;
+  guint8 uuid[16];
+} zkrc__queue_tail;
+
 /* One recipe object's queue: where it lives (session and directory) and who
  * takes part (the participant id its nodes carry, and their ACL).  Locks and
  * elections embed one; every contender they start inherits it. */
@@ -67,6 +79,7 @@ typedef struct zkrc__queue {
    * node, so a waiter whose predecessor it was is next once it is gone,
    * without listing the queue again (queue_decide.c). */
   int64_t front_czxid;
+  zkrc__queue_tail tail;
 } zkrc__queue;
 
 /* Check the arguments every recipe constructor takes and fill @p q.
@@ -96,8 +109,8 @@ typedef struct zkrc__contender_ops {
 
 typedef struct zkrc__contender_config {
   /* Session, directory, id and ACL.  The contender shares its
-   * front_czxid, which it reads and writes only until it ended (a recipe's
-   * stake keeps the recipe, and so this queue, until then). */
+   * front_czxid and tail, which it reads and writes only until it ended (a
+   * recipe's stake keeps the recipe, and so this queue, until then). */
   zkrc__queue *queue;
   const char *marker;          /* "lock-" or "latch-" (static string) */
   const zkrc__marker *markers; /* markers that count as contenders */

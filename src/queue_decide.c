@@ -41,7 +41,7 @@ static step become_front_locked(zkrc__contender *c) {
   c->awaiting_lease = FALSE;
   c->state = C_FRONT;
   if (c->policy == zkrc__policy_exclusive) /* first of all: see pred_gone */
-    __atomic_store_n(c->queue_front, c->czxid, __ATOMIC_RELEASE);
+    __atomic_store_n(&c->queue->front_czxid, c->czxid, __ATOMIC_RELEASE);
   zkrc__q_emit_locked(c, OUT_FRONT, 0, 0);
   return c->watch_own && c->own_watch == NULL ? STEP_ARM_OWN_WATCH : STEP_NONE;
 }
@@ -138,9 +138,19 @@ step zkrc__q_evaluate_locked(zkrc__contender *c,
     return STEP_NONE;
   case ZKRC__MOVE_CREATE:
   default:
+    zkrc__q_tail_leave_locked(c); /* our node is gone */
     c->name_known = FALSE;
     return STEP_SEND_CREATE;
   }
+}
+
+/* Our node, just created, is numbered right after @p pred, our object's
+ * newest node (queue_tail.c): wait for it as a listing would have said. */
+step zkrc__q_wait_behind_locked(zkrc__contender *c, const char *pred) {
+  c->retries = 0; /* the create came back: the servers answer us */
+  c->failures = 0;
+  wait_for_locked(c, pred);
+  return STEP_WATCH_PRED;
 }
 
 gboolean zkrc__q_session_gone(int rc) {
@@ -202,7 +212,7 @@ step zkrc__q_relist_locked(zkrc__contender *c) {
  * directory made anew numbers its nodes from 0 again. */
 static gboolean pred_was_first_locked(const zkrc__contender *c) {
   return c->policy == zkrc__policy_exclusive && c->pred_czxid != 0 &&
-         c->pred_czxid == __atomic_load_n(c->queue_front, __ATOMIC_ACQUIRE);
+         c->pred_czxid == __atomic_load_n(&c->queue->front_czxid, __ATOMIC_ACQUIRE);
 }
 
 /* Our predecessor left.  When the last listing showed that its departure

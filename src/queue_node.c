@@ -25,11 +25,16 @@ void zkrc__q_reap_leftovers_locked(zkrc__contender *c) {
     zkrc__session_reap(c->s, c->dir, prefix, NULL, c->generation);
 }
 
-void zkrc__q_name(const zkrc__contender *c, char name[ZKRC__Q_NAME_MAX]) {
-  zkrc__protected_prefix(c->uuid, name);
+void zkrc__q_node_name(const guint8 uuid[16], const char *marker, int32_t seq,
+                       char name[ZKRC__Q_NAME_MAX]) {
+  zkrc__protected_prefix(uuid, name);
   g_snprintf(name + ZKRC__PROTECTED_PREFIX_LEN,
              ZKRC__Q_NAME_MAX - ZKRC__PROTECTED_PREFIX_LEN,
-             "%s%010" G_GINT32_FORMAT, c->marker, c->seq);
+             "%s%010" G_GINT32_FORMAT, marker, seq);
+}
+
+void zkrc__q_name(const zkrc__contender *c, char name[ZKRC__Q_NAME_MAX]) {
+  zkrc__q_node_name(c->uuid, c->marker, c->seq, name);
 }
 
 char *zkrc__q_path(const zkrc__contender *c) {
@@ -194,6 +199,8 @@ static void create_done(int rc, const char *value, const struct Stat *stat,
     c->name_known = TRUE;
     c->create_unknown = FALSE;
     zkrc__q_set_path_locked(c, value);
+    char pred[ZKRC__Q_NAME_MAX];
+    gboolean behind_own_tail = zkrc__q_tail_follow_locked(c, pred);
     c->czxid = stat->czxid;
     c->owner = stat->ephemeralOwner;
     c->attempts = 0;
@@ -208,6 +215,7 @@ static void create_done(int rc, const char *value, const struct Stat *stat,
       next = STEP_DELETE;
     else if (!c->listing_sent)
       next = no_listing_needed_locked(c) ? alone_at_front_locked(c)
+             : behind_own_tail           ? zkrc__q_wait_behind_locked(c, pred)
                                          : zkrc__q_relist_locked(c);
     else if (c->watch_own)
       /* Watch our node from the start, so that the hand-over, when it
@@ -323,10 +331,13 @@ void zkrc__q_send_create(zkrc__contender *c) {
   c->parent_rc = ZOK;
   c->root_rc = ZOK;
   /* A directory presumed fresh: our node is most likely its first, which
-   * its sequence number proves without a listing (first_ever_locked); the
-   * listing, if one is needed after all, goes once the create is answered.
-   * Whoever watches its own node from the start keeps the pipelined one. */
-  c->listing_sent = !c->containers_sent || c->watch_own;
+   * its sequence number proves without a listing (first_ever_locked).
+   * Behind a node of our own object: most likely right behind it, which
+   * its sequence number proves too (queue_tail.c).  The listing, if one is
+   * needed after all, goes once the create is answered.  Whoever watches
+   * its own node from the start keeps the pipelined one. */
+  c->listing_sent =
+      c->watch_own || (!c->containers_sent && !zkrc__q_tail_live_locked(c));
   unsigned epoch = c->epoch;
   req *on_first = containers > 1 ? zkrc__q_req_new_locked(c) : NULL;
   req *on_dir = containers > 0 ? zkrc__q_req_new_locked(c) : NULL;
@@ -391,6 +402,7 @@ void zkrc__q_send_delete(zkrc__contender *c) {
     return;
   }
   zkrc__q_cancel_watches_locked(c);
+  zkrc__q_tail_leave_locked(c);
   c->epoch++;
   zkrc_conn *conn = zkrc__conn_use_connected(c->s, c->generation);
   if (conn == NULL) {

@@ -166,9 +166,10 @@ struct zkrc__contender {
   char *pred; /* the contender just before us, as last listed */
   /* Its czxid, as the getData that watches it read it (0: not read). */
   int64_t pred_czxid;
-  /* The queue's front_czxid (queue.h); read only before we ended, while
-   * our owner's stake keeps the queue's recipe. */
-  int64_t *queue_front;
+  /* The recipe object's queue, for its front_czxid and tail (queue.h);
+   * used only before we ended, while our owner's stake keeps the queue's
+   * recipe. */
+  zkrc__queue *queue;
   void *dir_watch;
   void *pred_watch;
   void *own_watch;
@@ -245,6 +246,7 @@ step zkrc__q_evaluate_locked(zkrc__contender *c,
                              gboolean watched);
 step zkrc__q_after_failure_locked(zkrc__contender *c, int rc);
 step zkrc__q_relist_locked(zkrc__contender *c);
+step zkrc__q_wait_behind_locked(zkrc__contender *c, const char *pred);
 step zkrc__q_pred_gone_locked(zkrc__contender *c);
 step zkrc__q_own_confirmed_locked(zkrc__contender *c, int rc,
                                   const struct Stat *stat);
@@ -263,6 +265,9 @@ step zkrc__q_recheck_judge_locked(zkrc__contender *c, int rc,
  * while c->name_known (c->mu held, or the contender's owner after it
  * was told the contender is at the front: the name no longer changes). */
 void zkrc__q_name(const zkrc__contender *c, char name[ZKRC__Q_NAME_MAX]);
+/* The name of a node of ours made of its parts (zkrc__q_name()'s). */
+void zkrc__q_node_name(const guint8 uuid[16], const char *marker, int32_t seq,
+                       char name[ZKRC__Q_NAME_MAX]);
 char *zkrc__q_path(const zkrc__contender *c);
 /* For the policy: our node's name in @p buf, or NULL before any (the last
  * node's while a new one is made, as the policy always saw it). */
@@ -272,6 +277,19 @@ void zkrc__q_reap_leftovers_locked(zkrc__contender *c);
 void zkrc__q_set_path_locked(zkrc__contender *c, const char *path);
 void zkrc__q_send_create(zkrc__contender *c);
 void zkrc__q_send_delete(zkrc__contender *c);
+
+/* queue_tail.c: the recipe object's newest node (zkrc__queue_tail) */
+/* Has our object a node whose contender is queued or holds (then ours
+ * most likely comes right after it)? */
+gboolean zkrc__q_tail_live_locked(const zkrc__contender *c);
+/* Our node was just created: it is the object's newest now.  TRUE when it
+ * is numbered right after the one that was, whose name goes to @p pred:
+ * our predecessor, with nothing between. */
+gboolean zkrc__q_tail_follow_locked(zkrc__contender *c,
+                                    char pred[ZKRC__Q_NAME_MAX]);
+/* Our node goes (we delete it, or we end): if it is the newest, the
+ * object has no live tail. */
+void zkrc__q_tail_leave_locked(zkrc__contender *c);
 
 /* queue_watch.c: listings and watches (each takes c->mu) */
 void zkrc__q_watch_pred(zkrc__contender *c);

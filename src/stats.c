@@ -242,8 +242,11 @@ int zkrc_lock_get_stats(zkrc_lock *lk, zkrc_lock_stats *out, size_t size) {
     add_first_acquisition(lk, &copy);
   }
   g_mutex_unlock(&lk->r.mu);
-  return zkrc__stats_give(any ? &copy : NULL, waiting, holding, listed, out,
-                          size);
+  /* A hold that joined right behind another of this object did not list
+   * the queue (queue_tail.c): the object's own holds in it count too. */
+  uint32_t queue_length = MAX(listed, waiting + holding);
+  return zkrc__stats_give(any ? &copy : NULL, waiting, holding, queue_length,
+                          out, size);
 }
 
 const char *zkrc__lock_kind(zkrc_lock *lk) {

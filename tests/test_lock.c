@@ -744,6 +744,93 @@ static void test_threads_take_over_in_turn_without_listing(void) {
   g_free(path);
 }
 
+/* Has the session sent @p arg[1] requests (besides renewals) since
+ * @p arg[2] were counted? */
+static int sent_since(void *arg) {
+  void **s_n_before = arg;
+  uint64_t n = (uint64_t)GPOINTER_TO_SIZE(s_n_before[1]);
+  uint64_t before = *(uint64_t *)s_n_before[2];
+  return zkt_requests_but_renewals(s_n_before[0]) >= before + n;
+}
+
+/* Threads joining one lock object while it is held, one after the other:
+ * each one's node is numbered right after the one before, so the object
+ * knows each one's predecessor without a listing (queue_tail.c).  Shown by
+ * the servers: nobody may list the directory from the first hold on (its
+ * ACL loses READ), and yet every thread queues, watches its predecessor
+ * (one watch each) and holds in turn; a thread that listed would be
+ * refused (ZKRC_ENOAUTH). */
+static void test_threads_join_behind_each_other_without_listing(void) {
+  enum { THREADS = 3 };
+  char *path = zkt_path("joins-unlisted");
+  zkrc_session *s = zkt_session_with(10000, 0);
+  zkrc_lock *lk = new_lock(s, path);
+  CU_ASSERT_EQUAL_FATAL(zkrc_lock_acquire(lk, 5000), ZKRC_OK);
+  zhandle_t *zh = zkt_raw();
+  zkt_forbid_listing(zh, path);
+  int64_t watches = watch_count();
+  blocked b[THREADS];
+  GThread *t[THREADS];
+  for (int i = 0; i < THREADS; i++) {
+    b[i] = (blocked){lk, -1};
+    t[i] = g_thread_new("join", acquire_then_release, &b[i]);
+    watches++; /* its, on its predecessor: joined in this order */
+    CU_ASSERT_FATAL(zkt_wait_for(watches_reached, &watches, 10000));
+  }
+  CU_ASSERT_EQUAL(zkrc_lock_release(lk), ZKRC_OK);
+  for (int i = 0; i < THREADS; i++) {
+    g_thread_join(t[i]);
+    ZKT_ASSERT_RC(ZKRC_OK, b[i].rc);
+  }
+  CU_ASSERT_EQUAL(zoo_set_acl(zh, path, -1, &ZOO_OPEN_ACL_UNSAFE), ZOK);
+  CU_ASSERT_EQUAL(zkt_nodes_left(zh, path), 0);
+  zookeeper_close(zh);
+  zkrc_lock_free(lk);
+  zkrc_session_close(s);
+  g_free(path);
+}
+
+/* The requests of a thread joining a held lock object until it watches
+ * its predecessor: right behind the object's newest node, its create and
+ * the getData that watches (2); with someone else's node created between
+ * (a node of another client), its number proves nothing: its create, a
+ * listing and the getData (3). */
+static void test_joiner_lists_when_another_node_came_between(void) {
+  char *path = zkt_path("joins-between");
+  zkrc_session *s = zkt_session_with(10000, 0);
+  zkrc_lock *lk = new_lock(s, path);
+  CU_ASSERT_EQUAL_FATAL(zkrc_lock_acquire(lk, 5000), ZKRC_OK);
+  zhandle_t *zh = zkt_raw();
+  int64_t watches = watch_count() + 1;
+  uint64_t before = zkt_requests_but_renewals(s);
+  blocked right_behind = {lk, -1}, after_other = {lk, -1};
+  GThread *t1 = g_thread_new("behind", acquire_then_release, &right_behind);
+  CU_ASSERT_FATAL(zkt_wait_for(watches_reached, &watches, 10000));
+  CU_ASSERT_EQUAL(zkt_requests_but_renewals(s) - before, 2);
+  char *other = g_strdup_printf("%s/other-", path);
+  char made[256];
+  CU_ASSERT_EQUAL_FATAL(zoo_create(zh, other, NULL, -1, &ZOO_OPEN_ACL_UNSAFE,
+                                   ZOO_EPHEMERAL_SEQUENTIAL, made, sizeof made),
+                        ZOK);
+  watches++;
+  before = zkt_requests_but_renewals(s);
+  GThread *t2 = g_thread_new("after", acquire_then_release, &after_other);
+  CU_ASSERT_FATAL(zkt_wait_for(watches_reached, &watches, 10000));
+  CU_ASSERT_EQUAL(zkt_requests_but_renewals(s) - before, 3);
+  CU_ASSERT_EQUAL(zkrc_lock_release(lk), ZKRC_OK);
+  g_thread_join(t1);
+  g_thread_join(t2);
+  ZKT_ASSERT_RC(ZKRC_OK, right_behind.rc);
+  ZKT_ASSERT_RC(ZKRC_OK, after_other.rc);
+  CU_ASSERT_EQUAL(zoo_delete(zh, made, -1), ZOK);
+  CU_ASSERT_EQUAL(zkt_nodes_left(zh, path), 0);
+  g_free(other);
+  zookeeper_close(zh);
+  zkrc_lock_free(lk);
+  zkrc_session_close(s);
+  g_free(path);
+}
+
 static int queue_length_is(void *arg) {
   void **lk_and_n = arg;
   zkrc_lock_stats st;
@@ -774,9 +861,13 @@ static char *queue_place(zhandle_t *zh, const char *path, int place) {
 
 /* The other side of the above: a thread whose predecessor leaves from the
  * middle of the queue (its node deleted while the first one holds) was not
- * behind the first of all: it lists the queue again (the longest listing
- * of the object's threads drops from 3 to 2) and keeps waiting behind the
- * holder, rather than taking its own node's presence for the lock. */
+ * behind the first of all: it lists the queue again and watches the holder
+ * (two requests, the second sent once the listing was judged) and keeps
+ * waiting behind it, rather than taking its own node's presence for the
+ * lock (which would cost one request, a stat of its node).  The threads
+ * joined right behind each other: their places came from their nodes'
+ * numbers (queue_tail.c), and the queue's length from the object's own
+ * holds. */
 static void test_waiter_behind_a_middle_departure_keeps_waiting(void) {
   char *path = zkt_path("middle-departure");
   zkrc_session *s = zkt_session_with(10000, 0);
@@ -794,9 +885,10 @@ static void test_waiter_behind_a_middle_departure_keeps_waiting(void) {
   CU_ASSERT_FATAL(zkt_wait_for(queue_length_is, three, 10000));
   char *second = queue_place(zh, path, 1);
   CU_ASSERT_FATAL(second != NULL);
+  uint64_t before = zkt_requests_but_renewals(s);
   CU_ASSERT_EQUAL(zoo_delete(zh, second, -1), ZOK);
-  void *two[] = {lk, GINT_TO_POINTER(2)};
-  CU_ASSERT(zkt_wait_for(queue_length_is, two, 10000)); /* it listed */
+  void *listed_and_watched[] = {s, GSIZE_TO_POINTER(2), &before};
+  CU_ASSERT(zkt_wait_for(sent_since, listed_and_watched, 10000));
   zkrc_lock_stats st;
   CU_ASSERT_EQUAL(zkrc_lock_get_stats(lk, &st, sizeof st), ZKRC_OK);
   CU_ASSERT_EQUAL(st.acquisitions, 1); /* the first thread's alone */
@@ -924,6 +1016,10 @@ static void add_suites(void) {
        test_two_hundred_threads_on_one_object_wake_one_each},
       {"threads take over in turn without listing",
        test_threads_take_over_in_turn_without_listing},
+      {"threads join behind each other without listing",
+       test_threads_join_behind_each_other_without_listing},
+      {"a joiner lists when another node came between",
+       test_joiner_lists_when_another_node_came_between},
       {"waiter behind a middle departure keeps waiting",
        test_waiter_behind_a_middle_departure_keeps_waiting},
       {"reentrancy is per thread", test_reentrancy_is_per_thread},

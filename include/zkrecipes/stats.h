@@ -133,7 +133,9 @@ typedef struct zkrc_lock_stats {
   zkrc_histogram hold;
   /** Now: the queue's length (every contender of the directory, other
    *  processes' and other clients' included) as this object's holds last
-   *  listed it; 0 when none of them is in the queue. */
+   *  listed it, and at least the number of this object's holds in it (a
+   *  hold that joins right behind another of the same object learns its
+   *  place without listing the queue); 0 when none of them is in it. */
   uint32_t queue_length;
 } zkrc_lock_stats;
 
