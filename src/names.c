@@ -45,6 +45,10 @@ gboolean zkrc__parse_sequence(const char *s, int32_t *seq) {
   return TRUE;
 }
 
+gboolean zkrc__sequence_right_after(int32_t before, int32_t seq) {
+  return before != INT32_MAX && seq == before + 1;
+}
+
 /* Does @p marker (@p len bytes) end at @p end, the text after it (to the
  * end of @p name) being a sequence, and occur nowhere after that?  That
  * is: is this the marker's last occurrence in @p name? */

@@ -78,6 +78,11 @@ void zkrc__contenders_free(GArray *contenders);
  * one. */
 gboolean zkrc__parse_sequence(const char *s, int32_t *seq);
 
+/* Is @p seq the number a directory gives the first child created after
+ * the one numbered @p before (the next count of its creates)?  Not across
+ * the counter's wrap, where the queue's order (by sequence) turns over. */
+gboolean zkrc__sequence_right_after(int32_t before, int32_t seq);
+
 /* Index of @p name in @p contenders, or -1. */
 int zkrc__contenders_find(const GArray *contenders, const char *name);
 

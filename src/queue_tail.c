@@ -45,20 +45,13 @@ gboolean zkrc__q_tail_live_locked(const zkrc__contender *c) {
   return live;
 }
 
-/* Is @p seq the number the servers give the first child created after the
- * one numbered @p before?  Not across the counter's wrap, where the order of
- * sequence numbers, which everyone else goes by, turns over. */
-static gboolean numbered_right_after(int32_t before, int32_t seq) {
-  return before != INT32_MAX && seq == before + 1;
-}
-
 gboolean zkrc__q_tail_follow_locked(zkrc__contender *c,
                                     char pred[ZKRC__Q_NAME_MAX]) {
   if (!tail_applies(c))
     return FALSE;
   zkrc__queue_tail *t = &c->queue->tail;
   g_mutex_lock(&t->mu);
-  gboolean behind = t->marker != NULL && numbered_right_after(t->seq, c->seq);
+  gboolean behind = t->marker != NULL && zkrc__sequence_right_after(t->seq, c->seq);
   if (behind)
     zkrc__q_node_name(t->uuid, t->marker, t->seq, pred);
   t->marker = c->marker;

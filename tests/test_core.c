@@ -200,6 +200,20 @@ static void test_random_uuid_is_version_4(void) {
  * Java's "%010d" can append, past the counter's wrap too (kazoo #606),
  * where it takes eleven characters; with every recipe's marker; from the
  * node's path (a create's reply) and from its name (a recovery's listing). */
+/* The number right after another: the next create's, never across the
+ * wrap (INT32_MAX is followed by INT32_MIN, which sorts first). */
+static void test_sequence_right_after(void) {
+  CU_ASSERT_TRUE(zkrc__sequence_right_after(0, 1));
+  CU_ASSERT_TRUE(zkrc__sequence_right_after(41, 42));
+  CU_ASSERT_TRUE(zkrc__sequence_right_after(-5, -4));
+  CU_ASSERT_TRUE(zkrc__sequence_right_after(-1, 0));
+  CU_ASSERT_TRUE(zkrc__sequence_right_after(INT32_MAX - 1, INT32_MAX));
+  CU_ASSERT_FALSE(zkrc__sequence_right_after(INT32_MAX, INT32_MIN));
+  CU_ASSERT_FALSE(zkrc__sequence_right_after(41, 43));
+  CU_ASSERT_FALSE(zkrc__sequence_right_after(42, 42));
+  CU_ASSERT_FALSE(zkrc__sequence_right_after(42, 41));
+}
+
 static void test_node_names_survive_the_sequence_wrap(void) {
   static const char *java[] = {"0000000000",  "0000000007",  "2147483647",
                                "-2147483648", "-000000005",  "-999999999",
@@ -435,7 +449,8 @@ static void add_suites(void) {
        test_protected_prefix_has_curators_form},
       {"random uuid is version 4", test_random_uuid_is_version_4},
       {"node names survive the sequence wrap",
-       test_node_names_survive_the_sequence_wrap});
+       test_node_names_survive_the_sequence_wrap},
+      {"a sequence right after another", test_sequence_right_after});
   ZKT_SUITE(
       "bad input",
       {"session refuses bad arguments", test_session_refuses_bad_arguments},

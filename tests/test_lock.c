@@ -831,6 +831,60 @@ static void test_joiner_lists_when_another_node_came_between(void) {
   g_free(path);
 }
 
+/* For zkt_wait_for(): does waiter @p arg hold? */
+static int waiter_holds(void *arg) {
+  waiter *w = arg;
+  g_mutex_lock(w->mu);
+  int holds = *w->holder == w->index;
+  g_mutex_unlock(w->mu);
+  return holds;
+}
+
+/* Deletions are not numbered (ZooKeeper counts a directory's creates):
+ * the thread that handed the lock over joins again right behind the
+ * object's newest node, although its own node was deleted between the two
+ * creates, and so without a listing: its create and the getData that
+ * watches (2 requests; a listing would make 3). */
+static void test_joiner_after_a_handover_joins_without_listing(void) {
+  char *path = zkt_path("joins-after-handover");
+  zkrc_session *s = zkt_session_with(10000, 0);
+  zkrc_lock *lk = new_lock(s, path);
+  CU_ASSERT_EQUAL_FATAL(zkrc_lock_acquire(lk, 5000), ZKRC_OK);
+  GMutex mu;
+  GCond cond;
+  g_mutex_init(&mu);
+  g_cond_init(&cond);
+  int holder = -1, release_turn = -1;
+  waiter next = {lk, 0, &mu, &cond, &holder, &release_turn, 0};
+  int64_t watches = watch_count() + 1;
+  GThread *tn = g_thread_new("next", waiter_main, &next);
+  CU_ASSERT_FATAL(zkt_wait_for(watches_reached, &watches, 10000));
+  CU_ASSERT_EQUAL(zkrc_lock_release(lk), ZKRC_OK);
+  CU_ASSERT(zkt_wait_for(waiter_holds, &next, 10000));
+  watches = watch_count() + 1;
+  uint64_t before = zkt_requests_but_renewals(s);
+  blocked again = {lk, -1};
+  GThread *ta = g_thread_new("again", acquire_then_release, &again);
+  CU_ASSERT(zkt_wait_for(watches_reached, &watches, 10000));
+  CU_ASSERT_EQUAL(zkt_requests_but_renewals(s) - before, 2);
+  g_mutex_lock(&mu);
+  release_turn = 0;
+  g_cond_broadcast(&cond);
+  g_mutex_unlock(&mu);
+  g_thread_join(tn);
+  g_thread_join(ta);
+  CU_ASSERT_EQUAL(next.failed, 0);
+  ZKT_ASSERT_RC(ZKRC_OK, again.rc);
+  zhandle_t *zh = zkt_raw();
+  CU_ASSERT_EQUAL(zkt_nodes_left(zh, path), 0);
+  zookeeper_close(zh);
+  g_cond_clear(&cond);
+  g_mutex_clear(&mu);
+  zkrc_lock_free(lk);
+  zkrc_session_close(s);
+  g_free(path);
+}
+
 static int queue_length_is(void *arg) {
   void **lk_and_n = arg;
   zkrc_lock_stats st;
@@ -1020,6 +1074,8 @@ static void add_suites(void) {
        test_threads_join_behind_each_other_without_listing},
       {"a joiner lists when another node came between",
        test_joiner_lists_when_another_node_came_between},
+      {"a joiner after a hand-over joins without listing",
+       test_joiner_after_a_handover_joins_without_listing},
       {"waiter behind a middle departure keeps waiting",
        test_waiter_behind_a_middle_departure_keeps_waiting},
       {"reentrancy is per thread", test_reentrancy_is_per_thread},
