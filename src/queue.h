@@ -7,7 +7,12 @@
  *     "<dir>/_c_<uuid>-<marker><seq>" and, in the same breath (ZooKeeper
  *     answers one session's requests in order), reads the directory's
  *     children: one round trip when uncontended.  A missing directory is
- *     created, with its missing ancestors, as container nodes.
+ *     created, with its missing ancestors, as container nodes.  A
+ *     contender whose recipe object has a node still queued or held does
+ *     not read the children: its node most likely comes right after that
+ *     one, which its sequence number proves (queue_tail.c), and then that
+ *     node is its predecessor; otherwise it reads them once the create is
+ *     answered.
  *  2. Ordering.  Contenders are the children ending in a marker and a
  *     sequence (names.h); the lowest sequence is at the front.
  *  3. Waiting.  A contender behind others watches only its immediate

@@ -21,8 +21,9 @@
  * (watch.c); GLib's own context locks come last.  A thread may
  * skip levels but never take one while holding a later one.  No zoo_* call
  * is made with s->mu held, and no user code is called with any of them.
- * The session's table of directories seen to exist (dirtable.c) has a
- * mutex of its own, taken under any of these, none taken under it.
+ * The session's table of directories seen to exist (dirtable.c) and a
+ * recipe object's queue tail (zkrc__queue_tail, queue_tail.c) have a mutex
+ * of their own each, taken under any of these, none taken under it.
  *
  * Recipes built from others come first: a multi-lock's set hold
  * (multilock_async.c) and a semaphore (semaphore.c) take their own mutex before
