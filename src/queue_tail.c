@@ -51,7 +51,8 @@ gboolean zkrc__q_tail_follow_locked(zkrc__contender *c,
     return FALSE;
   zkrc__queue_tail *t = &c->queue->tail;
   g_mutex_lock(&t->mu);
-  gboolean behind = t->marker != NULL && zkrc__sequence_right_after(t->seq, c->seq);
+  gboolean behind =
+      t->marker != NULL && zkrc__sequence_right_after(t->seq, c->seq);
   if (behind)
     zkrc__q_node_name(t->uuid, t->marker, t->seq, pred);
   t->marker = c->marker;

@@ -706,6 +706,43 @@ static void test_waiter_returns_an_error_on_expiry(void) {
 
 /* ----------------------------------------------------- containers, ids */
 
+/* What the tests of threads on one object start from: a session (10 s),
+ * a lock object on a fresh path, held by this thread, and a raw handle. */
+typedef struct held_object {
+  char *path;
+  zkrc_session *s;
+  zkrc_lock *lk;
+  zhandle_t *zh;
+} held_object;
+
+static held_object held_object_new(const char *name) {
+  held_object o = {zkt_path(name), zkt_session_with(10000, 0), NULL, NULL};
+  o.lk = new_lock(o.s, o.path);
+  CU_ASSERT_EQUAL_FATAL(zkrc_lock_acquire(o.lk, 5000), ZKRC_OK);
+  o.zh = zkt_raw();
+  return o;
+}
+
+/* Check that no node is left under it, and free it all. */
+static void held_object_done(held_object *o) {
+  CU_ASSERT_EQUAL(zkt_nodes_left(o->zh, o->path), 0);
+  zookeeper_close(o->zh);
+  zkrc_lock_free(o->lk);
+  zkrc_session_close(o->s);
+  g_free(o->path);
+}
+
+/* Release @p lk, then join the @p n threads @p t, each of which must have
+ * got the lock and released it (@p b). */
+static void release_and_join(zkrc_lock *lk, GThread **t, const blocked *b,
+                             int n) {
+  CU_ASSERT_EQUAL(zkrc_lock_release(lk), ZKRC_OK);
+  for (int i = 0; i < n; i++) {
+    g_thread_join(t[i]);
+    ZKT_ASSERT_RC(ZKRC_OK, b[i].rc);
+  }
+}
+
 /* Threads queued on one lock object, each behind the one before (its
  * first listing showed all those ahead of it): once the front leaves, its
  * successor holds, and when that one leaves, the next one holds on the
@@ -716,32 +753,22 @@ static void test_waiter_returns_an_error_on_expiry(void) {
  * listed again would be refused (ZKRC_ENOAUTH). */
 static void test_threads_take_over_in_turn_without_listing(void) {
   enum { THREADS = 3 };
-  char *path = zkt_path("turns-unlisted");
-  zkrc_session *s = zkt_session_with(10000, 0);
-  zkrc_lock *lk = new_lock(s, path);
-  CU_ASSERT_EQUAL_FATAL(zkrc_lock_acquire(lk, 5000), ZKRC_OK);
-  zhandle_t *zh = zkt_raw();
+  held_object o = held_object_new("turns-unlisted");
+  zkrc_lock *lk = o.lk;
+  zhandle_t *zh = o.zh;
   int64_t watches = watch_count() + THREADS; /* each on its predecessor */
   blocked b[THREADS];
   GThread *t[THREADS];
   for (int i = 0; i < THREADS; i++) {
     b[i] = (blocked){lk, -1};
     t[i] = g_thread_new("turn", acquire_then_release, &b[i]);
-    CU_ASSERT_FATAL(zkt_wait_children(zh, path, i + 2, 10000)); /* in order */
+    CU_ASSERT_FATAL(zkt_wait_children(zh, o.path, i + 2, 10000)); /* in order */
   }
   CU_ASSERT_FATAL(zkt_wait_for(watches_reached, &watches, 10000));
-  zkt_forbid_listing(zh, path);
-  CU_ASSERT_EQUAL(zkrc_lock_release(lk), ZKRC_OK);
-  for (int i = 0; i < THREADS; i++) {
-    g_thread_join(t[i]);
-    ZKT_ASSERT_RC(ZKRC_OK, b[i].rc);
-  }
-  CU_ASSERT_EQUAL(zoo_set_acl(zh, path, -1, &ZOO_OPEN_ACL_UNSAFE), ZOK);
-  CU_ASSERT_EQUAL(zkt_nodes_left(zh, path), 0);
-  zookeeper_close(zh);
-  zkrc_lock_free(lk);
-  zkrc_session_close(s);
-  g_free(path);
+  zkt_forbid_listing(zh, o.path);
+  release_and_join(lk, t, b, THREADS);
+  CU_ASSERT_EQUAL(zoo_set_acl(zh, o.path, -1, &ZOO_OPEN_ACL_UNSAFE), ZOK);
+  held_object_done(&o);
 }
 
 /* Has the session sent @p arg[1] requests (besides renewals) since
@@ -762,12 +789,10 @@ static int sent_since(void *arg) {
  * refused (ZKRC_ENOAUTH). */
 static void test_threads_join_behind_each_other_without_listing(void) {
   enum { THREADS = 3 };
-  char *path = zkt_path("joins-unlisted");
-  zkrc_session *s = zkt_session_with(10000, 0);
-  zkrc_lock *lk = new_lock(s, path);
-  CU_ASSERT_EQUAL_FATAL(zkrc_lock_acquire(lk, 5000), ZKRC_OK);
-  zhandle_t *zh = zkt_raw();
-  zkt_forbid_listing(zh, path);
+  held_object o = held_object_new("joins-unlisted");
+  zkrc_lock *lk = o.lk;
+  zhandle_t *zh = o.zh;
+  zkt_forbid_listing(zh, o.path);
   int64_t watches = watch_count();
   blocked b[THREADS];
   GThread *t[THREADS];
@@ -777,17 +802,9 @@ static void test_threads_join_behind_each_other_without_listing(void) {
     watches++; /* its, on its predecessor: joined in this order */
     CU_ASSERT_FATAL(zkt_wait_for(watches_reached, &watches, 10000));
   }
-  CU_ASSERT_EQUAL(zkrc_lock_release(lk), ZKRC_OK);
-  for (int i = 0; i < THREADS; i++) {
-    g_thread_join(t[i]);
-    ZKT_ASSERT_RC(ZKRC_OK, b[i].rc);
-  }
-  CU_ASSERT_EQUAL(zoo_set_acl(zh, path, -1, &ZOO_OPEN_ACL_UNSAFE), ZOK);
-  CU_ASSERT_EQUAL(zkt_nodes_left(zh, path), 0);
-  zookeeper_close(zh);
-  zkrc_lock_free(lk);
-  zkrc_session_close(s);
-  g_free(path);
+  release_and_join(lk, t, b, THREADS);
+  CU_ASSERT_EQUAL(zoo_set_acl(zh, o.path, -1, &ZOO_OPEN_ACL_UNSAFE), ZOK);
+  held_object_done(&o);
 }
 
 /* The requests of a thread joining a held lock object until it watches
@@ -796,39 +813,33 @@ static void test_threads_join_behind_each_other_without_listing(void) {
  * (a node of another client), its number proves nothing: its create, a
  * listing and the getData (3). */
 static void test_joiner_lists_when_another_node_came_between(void) {
-  char *path = zkt_path("joins-between");
-  zkrc_session *s = zkt_session_with(10000, 0);
-  zkrc_lock *lk = new_lock(s, path);
-  CU_ASSERT_EQUAL_FATAL(zkrc_lock_acquire(lk, 5000), ZKRC_OK);
-  zhandle_t *zh = zkt_raw();
+  held_object o = held_object_new("joins-between");
+  zkrc_lock *lk = o.lk;
+  zhandle_t *zh = o.zh;
   int64_t watches = watch_count() + 1;
-  uint64_t before = zkt_requests_but_renewals(s);
+  uint64_t before = zkt_requests_but_renewals(o.s);
   blocked right_behind = {lk, -1}, after_other = {lk, -1};
   GThread *t1 = g_thread_new("behind", acquire_then_release, &right_behind);
   CU_ASSERT_FATAL(zkt_wait_for(watches_reached, &watches, 10000));
-  CU_ASSERT_EQUAL(zkt_requests_but_renewals(s) - before, 2);
-  char *other = g_strdup_printf("%s/other-", path);
+  CU_ASSERT_EQUAL(zkt_requests_but_renewals(o.s) - before, 2);
+  char *other = g_strdup_printf("%s/other-", o.path);
   char made[256];
   CU_ASSERT_EQUAL_FATAL(zoo_create(zh, other, NULL, -1, &ZOO_OPEN_ACL_UNSAFE,
                                    ZOO_EPHEMERAL_SEQUENTIAL, made, sizeof made),
                         ZOK);
   watches++;
-  before = zkt_requests_but_renewals(s);
+  before = zkt_requests_but_renewals(o.s);
   GThread *t2 = g_thread_new("after", acquire_then_release, &after_other);
   CU_ASSERT_FATAL(zkt_wait_for(watches_reached, &watches, 10000));
-  CU_ASSERT_EQUAL(zkt_requests_but_renewals(s) - before, 3);
+  CU_ASSERT_EQUAL(zkt_requests_but_renewals(o.s) - before, 3);
   CU_ASSERT_EQUAL(zkrc_lock_release(lk), ZKRC_OK);
   g_thread_join(t1);
   g_thread_join(t2);
   ZKT_ASSERT_RC(ZKRC_OK, right_behind.rc);
   ZKT_ASSERT_RC(ZKRC_OK, after_other.rc);
   CU_ASSERT_EQUAL(zoo_delete(zh, made, -1), ZOK);
-  CU_ASSERT_EQUAL(zkt_nodes_left(zh, path), 0);
   g_free(other);
-  zookeeper_close(zh);
-  zkrc_lock_free(lk);
-  zkrc_session_close(s);
-  g_free(path);
+  held_object_done(&o);
 }
 
 /* For zkt_wait_for(): does waiter @p arg hold? */
@@ -846,10 +857,8 @@ static int waiter_holds(void *arg) {
  * creates, and so without a listing: its create and the getData that
  * watches (2 requests; a listing would make 3). */
 static void test_joiner_after_a_handover_joins_without_listing(void) {
-  char *path = zkt_path("joins-after-handover");
-  zkrc_session *s = zkt_session_with(10000, 0);
-  zkrc_lock *lk = new_lock(s, path);
-  CU_ASSERT_EQUAL_FATAL(zkrc_lock_acquire(lk, 5000), ZKRC_OK);
+  held_object o = held_object_new("joins-after-handover");
+  zkrc_lock *lk = o.lk;
   GMutex mu;
   GCond cond;
   g_mutex_init(&mu);
@@ -862,11 +871,11 @@ static void test_joiner_after_a_handover_joins_without_listing(void) {
   CU_ASSERT_EQUAL(zkrc_lock_release(lk), ZKRC_OK);
   CU_ASSERT(zkt_wait_for(waiter_holds, &next, 10000));
   watches = watch_count() + 1;
-  uint64_t before = zkt_requests_but_renewals(s);
+  uint64_t before = zkt_requests_but_renewals(o.s);
   blocked again = {lk, -1};
   GThread *ta = g_thread_new("again", acquire_then_release, &again);
   CU_ASSERT(zkt_wait_for(watches_reached, &watches, 10000));
-  CU_ASSERT_EQUAL(zkt_requests_but_renewals(s) - before, 2);
+  CU_ASSERT_EQUAL(zkt_requests_but_renewals(o.s) - before, 2);
   g_mutex_lock(&mu);
   release_turn = 0;
   g_cond_broadcast(&cond);
@@ -875,14 +884,9 @@ static void test_joiner_after_a_handover_joins_without_listing(void) {
   g_thread_join(ta);
   CU_ASSERT_EQUAL(next.failed, 0);
   ZKT_ASSERT_RC(ZKRC_OK, again.rc);
-  zhandle_t *zh = zkt_raw();
-  CU_ASSERT_EQUAL(zkt_nodes_left(zh, path), 0);
-  zookeeper_close(zh);
   g_cond_clear(&cond);
   g_mutex_clear(&mu);
-  zkrc_lock_free(lk);
-  zkrc_session_close(s);
-  g_free(path);
+  held_object_done(&o);
 }
 
 static int queue_length_is(void *arg) {
@@ -923,25 +927,23 @@ static char *queue_place(zhandle_t *zh, const char *path, int place) {
  * numbers (queue_tail.c), and the queue's length from the object's own
  * holds. */
 static void test_waiter_behind_a_middle_departure_keeps_waiting(void) {
-  char *path = zkt_path("middle-departure");
-  zkrc_session *s = zkt_session_with(10000, 0);
-  zkrc_lock *lk = new_lock(s, path);
-  CU_ASSERT_EQUAL_FATAL(zkrc_lock_acquire(lk, 5000), ZKRC_OK);
-  zhandle_t *zh = zkt_raw();
+  held_object o = held_object_new("middle-departure");
+  zkrc_lock *lk = o.lk;
+  zhandle_t *zh = o.zh;
   int64_t watches = watch_count() + 2; /* each on its predecessor */
   blocked middle = {lk, -1}, last = {lk, -1};
   GThread *tm = g_thread_new("middle", acquire_then_release, &middle);
-  CU_ASSERT_FATAL(zkt_wait_children(zh, path, 2, 10000));
+  CU_ASSERT_FATAL(zkt_wait_children(zh, o.path, 2, 10000));
   GThread *tl = g_thread_new("last", acquire_then_release, &last);
-  CU_ASSERT_FATAL(zkt_wait_children(zh, path, 3, 10000));
+  CU_ASSERT_FATAL(zkt_wait_children(zh, o.path, 3, 10000));
   CU_ASSERT_FATAL(zkt_wait_for(watches_reached, &watches, 10000));
   void *three[] = {lk, GINT_TO_POINTER(3)};
   CU_ASSERT_FATAL(zkt_wait_for(queue_length_is, three, 10000));
-  char *second = queue_place(zh, path, 1);
+  char *second = queue_place(zh, o.path, 1);
   CU_ASSERT_FATAL(second != NULL);
-  uint64_t before = zkt_requests_but_renewals(s);
+  uint64_t before = zkt_requests_but_renewals(o.s);
   CU_ASSERT_EQUAL(zoo_delete(zh, second, -1), ZOK);
-  void *listed_and_watched[] = {s, GSIZE_TO_POINTER(2), &before};
+  void *listed_and_watched[] = {o.s, GSIZE_TO_POINTER(2), &before};
   CU_ASSERT(zkt_wait_for(sent_since, listed_and_watched, 10000));
   zkrc_lock_stats st;
   CU_ASSERT_EQUAL(zkrc_lock_get_stats(lk, &st, sizeof st), ZKRC_OK);
@@ -953,12 +955,8 @@ static void test_waiter_behind_a_middle_departure_keeps_waiting(void) {
   g_thread_join(tl);
   ZKT_ASSERT_RC(ZKRC_OK, middle.rc);
   ZKT_ASSERT_RC(ZKRC_OK, last.rc);
-  CU_ASSERT_EQUAL(zkt_nodes_left(zh, path), 0);
   g_free(second);
-  zookeeper_close(zh);
-  zkrc_lock_free(lk);
-  zkrc_session_close(s);
-  g_free(path);
+  held_object_done(&o);
 }
 
 static void test_directory_is_a_container_removed_when_empty(void) {
