@@ -212,7 +212,8 @@ step zkrc__q_relist_locked(zkrc__contender *c) {
  * directory made anew numbers its nodes from 0 again. */
 static gboolean pred_was_first_locked(const zkrc__contender *c) {
   return c->policy == zkrc__policy_exclusive && c->pred_czxid != 0 &&
-         c->pred_czxid == __atomic_load_n(&c->queue->front_czxid, __ATOMIC_ACQUIRE);
+         c->pred_czxid ==
+             __atomic_load_n(&c->queue->front_czxid, __ATOMIC_ACQUIRE);
 }
 
 /* Our predecessor left.  When the last listing showed that its departure
