@@ -64,14 +64,6 @@ static char *run_worker_once(const char *name, const char *const *args, snap *a,
   return line;
 }
 
-/* The @p i-th of @p n implementations measured in round @p round: forward
- * in odd rounds, backward in even ones, so that drift and position effects
- * cancel while neighbours (zkrecipes and the limit, zkrecipes and Curator)
- * stay next to each other. */
-static size_t round_order(int round, size_t i, size_t n) {
-  return round % 2 == 0 && round > 0 ? n - 1 - i : i;
-}
-
 static void uncontended_round(int round, proc *curator, proc *kazoo) {
   char secs[16];
   snprintf(secs, sizeof secs, "%d", opt.seconds);

@@ -99,3 +99,7 @@ char *znode(const char *fmt, ...) {
 char *marker_file(const char *tag) {
   return g_strdup_printf("%s/marker-%s", marker_dir, tag);
 }
+
+size_t round_order(int round, size_t i, size_t n) {
+  return round % 2 == 0 && round > 0 ? n - 1 - i : i;
+}

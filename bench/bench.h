@@ -80,6 +80,8 @@ typedef struct options {
   int scale_join_rate; /* waiters joining the queue a second */
   int scale_locks;
   int scale_threads[3]; /* threads on one lock object, few to many */
+  int scale_rounds;     /* rounds of the threads workload */
+  gboolean scale_nudge; /* keep the members awake (bench-threads.c) */
   int election_reps;
   int election_session_ms;
   int cache_changes;
@@ -113,6 +115,11 @@ void progress(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Nearest-rank quantile of @p n values (sorted in place). */
 double quantile(double *v, size_t n, double p);
 double median_of(const double *v, size_t n);
+/* The @p i-th of @p n implementations (or sizes) measured in round
+ * @p round: forward in odd rounds, backward in even ones, so that drift and
+ * position effects cancel while neighbours (zkrecipes and the limit,
+ * zkrecipes and Curator) stay next to each other. */
+size_t round_order(int round, size_t i, size_t n);
 /* The value of "key=" in a line of key=value words; fatal when missing. */
 double need_field(const char *who, const char *line, const char *key);
 /* A znode under the run's root, and a marker file of the run. */

@@ -50,10 +50,11 @@
  *   zkrc_lock_acquire/zkrc_lock_release on it (all queued at once: a
  *   thread's own node per thread): each does one cycle, then "ready"; the
  *   start line starts SECONDS of cycles.  Prints "done threads=T ops=N
- *   secs=S ops_per_sec=R handover_p50_us=A handover_p99_us=B violations=V
- *   failures=F" (hand-over: from one thread's release call to the next
- *   one's return from acquire; violations: holds that began before the
- *   previous one's release was called).
+ *   secs=S ops_per_sec=R handover_p50_us=A handover_p99_us=B
+ *   handover_max_us=M violations=V failures=F" (hand-over: from one
+ *   thread's release call to the next one's return from acquire;
+ *   violations: holds that began before the previous one's release was
+ *   called).
  *
  * locks: one session acquires N different locks PREFIX/lock-<i> without
  *   blocking, at most WINDOW acquisitions in flight (0: all at once), and
@@ -886,6 +887,11 @@ typedef struct threads_state {
   zkrc_lock *lk;
   GMutex mu;
   GCond cond;
+  /* One per place: thread K waits on turn[K] for its warm-up cycle, so
+   * that each cycle's end wakes the next thread alone (one condition for
+   * all would wake 2,000 threads 2,000 times). */
+  GCond *turn;
+  long nthreads;
   long joined;        /* threads that took their place */
   long started;       /* threads past their warm-up cycle */
   gboolean go;        /* the threads may join the queue */
@@ -932,13 +938,15 @@ static gpointer threads_thread(gpointer arg) {
   g_mutex_lock(&ts->mu);
   long place = ts->joined++;
   while (ts->started != place)
-    g_cond_wait(&ts->cond, &ts->mu);
+    g_cond_wait(&ts->turn[place], &ts->mu);
   g_mutex_unlock(&ts->mu);
   gboolean ok = threads_cycle(ts);
   g_mutex_lock(&ts->mu);
   ts->failures += !ok;
   ts->started++;
-  g_cond_broadcast(&ts->cond);
+  g_cond_signal(&ts->turn[place + 1]); /* the next place's, or nobody's */
+  if (ts->started == ts->nthreads)
+    g_cond_broadcast(&ts->cond); /* the main thread waits for the last */
   while (!ts->go)
     g_cond_wait(&ts->cond, &ts->mu);
   g_mutex_unlock(&ts->mu);
@@ -982,6 +990,10 @@ static int mode_threads(const char *hosts, const char *path, long nthreads,
   int rc;
   if ((rc = zkrc_lock_new(&ts.lk, s, path, NULL)) != ZKRC_OK)
     die(EXIT_ERROR, "lock %s: %s", path, zkrc_strerror(rc));
+  ts.nthreads = nthreads;
+  ts.turn = g_new(GCond, nthreads + 1);
+  for (long i = 0; i <= nthreads; i++)
+    g_cond_init(&ts.turn[i]);
   GThread **t = g_new0(GThread *, nthreads);
   for (long i = 0; i < nthreads; i++)
     t[i] = g_thread_new("waiter", threads_thread, &ts);
@@ -1015,11 +1027,15 @@ static int mode_threads(const char *hosts, const char *path, long nthreads,
   size_t ng = ts.n > 0 ? ts.n - 1 : 0;
   double secs = (double)(end - start) / 1e9;
   say("done threads=%ld ops=%zu secs=%.3f ops_per_sec=%.1f "
-      "handover_p50_us=%ld handover_p99_us=%ld violations=%ld failures=%ld",
+      "handover_p50_us=%ld handover_p99_us=%ld handover_max_us=%ld "
+      "violations=%ld failures=%ld",
       nthreads, ts.n, secs, (double)ts.n / secs,
       peer_quantile_us(gaps, ng, 0.50), peer_quantile_us(gaps, ng, 0.99),
-      overlaps, ts.failures);
+      peer_quantile_us(gaps, ng, 1.0), overlaps, ts.failures);
   g_free(gaps);
+  for (long i = 0; i <= nthreads; i++)
+    g_cond_clear(&ts.turn[i]);
+  g_free(ts.turn);
   g_free(t);
   g_free(ts.holds);
   zkrc_lock_free(ts.lk);

@@ -44,6 +44,8 @@ options opt = {
     .scale_join_rate = 100,
     .scale_locks = 100000,
     .scale_threads = {8, 300, 2000},
+    .scale_rounds = 3,
+    .scale_nudge = TRUE,
     .election_reps = 5,
     .election_session_ms = 2000,
     .cache_changes = 100,
@@ -188,6 +190,12 @@ static void usage(FILE *out) {
           "      --scale-threads A,B,C  threads on one lock object, few to "
           "many\n"
           "                         (default 8,300,2000)\n"
+          "      --scale-rounds N   rounds of the threads workload (default "
+          "%d)\n"
+          "      --no-nudge         do not keep the members awake during the "
+          "threads\n"
+          "                         workload (ZooKeeper 3.8.0's "
+          "ZOOKEEPER-4537)\n"
           "      --election-reps N  failovers and resignations measured "
           "(default %d)\n"
           "      --cache-changes N  changes measured per cache and round "
@@ -209,8 +217,8 @@ static void usage(FILE *out) {
           "  -h, --help\n",
           opt.rounds, opt.seconds, opt.contenders, opt.herd_waiters,
           opt.scale_procs, opt.scale_sessions, opt.scale_holds,
-          opt.scale_join_rate, opt.scale_locks, opt.election_reps,
-          opt.cache_changes);
+          opt.scale_join_rate, opt.scale_locks, opt.scale_rounds,
+          opt.election_reps, opt.cache_changes);
 }
 
 static int positive(const char *what, const char *s) {
@@ -259,6 +267,8 @@ static void parse_options(int argc, char **argv) {
     O_SCALE_WAITERS,
     O_SCALE_LOCKS,
     O_SCALE_THREADS,
+    O_SCALE_ROUNDS,
+    O_NO_NUDGE,
     O_ELECTION_REPS,
     O_CACHE_CHANGES,
     O_CSV,
@@ -282,6 +292,8 @@ static void parse_options(int argc, char **argv) {
       {"scale-waiters", required_argument, NULL, O_SCALE_WAITERS},
       {"scale-locks", required_argument, NULL, O_SCALE_LOCKS},
       {"scale-threads", required_argument, NULL, O_SCALE_THREADS},
+      {"scale-rounds", required_argument, NULL, O_SCALE_ROUNDS},
+      {"no-nudge", no_argument, NULL, O_NO_NUDGE},
       {"election-reps", required_argument, NULL, O_ELECTION_REPS},
       {"cache-changes", required_argument, NULL, O_CACHE_CHANGES},
       {"csv", required_argument, NULL, O_CSV},
@@ -338,6 +350,12 @@ static void parse_options(int argc, char **argv) {
         exit(2);
       }
       break;
+    case O_SCALE_ROUNDS:
+      opt.scale_rounds = positive("scale-rounds", optarg);
+      break;
+    case O_NO_NUDGE:
+      opt.scale_nudge = FALSE;
+      break;
     case O_ELECTION_REPS:
       opt.election_reps = positive("election-reps", optarg);
       break;
@@ -367,6 +385,7 @@ static void parse_options(int argc, char **argv) {
       opt.scale_locks = 1000;
       opt.scale_threads[1] = 50;
       opt.scale_threads[2] = 200;
+      opt.scale_rounds = 1;
       opt.election_reps = 1;
       opt.cache_changes = 30;
       break;
@@ -522,7 +541,15 @@ int main(int argc, char **argv) {
            "- scale threads: one process, one session, one lock object, N "
            "threads looping\n  acquire/release on it (a node each); "
            "hand-over = one thread's release call to the\n  next one's "
-           "return from acquire.\n");
+           "return from acquire; each round runs every N in a fresh "
+           "process; the\n  ratio is the median of the rounds' ratios.  "
+           "%s\n",
+           opt.scale_nudge
+               ? "A nudger reads \"/\" on every member every 200 ms "
+                 "meanwhile:\n  a 3.8.0 server can miss the wake-up of "
+                 "its commit processor and hold a lone\n  client's "
+                 "requests until the next request (ZOOKEEPER-4537)."
+               : "No nudger (--no-nudge).");
   }
   if (opt.run_cache)
     printf(
