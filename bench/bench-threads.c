@@ -17,7 +17,7 @@
  * waits for the one before, as these threads' hand-overs do, then stops
  * for up to a lease renewal period (9 s with the bench's 30 s sessions):
  * seen here as measured periods with no hand-over at all (3 of 18 runs of
- * 4 s).  So while the workload runs, a nudger reads "/" on every member
+ * 4 s in one sitting, none of 18 in another).  So while the workload runs, a nudger reads "/" on every member
  * every 200 ms (an exists: no proposal, 15 requests a second in all),
  * which bounds such a stall to 200 ms; --no-nudge leaves it out, and the
  * longest hand-over of each run is printed either way.  (Every 20 ms, it
@@ -67,13 +67,16 @@ static nudger *nudger_start(void) {
   return n;
 }
 
-static void nudger_stop(nudger *n) {
+/* Returns the reads it sent. */
+static long nudger_stop(nudger *n) {
   g_atomic_int_set(&n->stop, 1);
   g_thread_join(n->thread);
   for (int i = 0; i < members; i++)
     if (n->zh[i])
       zookeeper_close(n->zh[i]);
+  long sent = n->sent;
   g_free(n);
+  return sent;
 }
 
 /* ------------------------------------------------------------- the runs */
@@ -101,8 +104,7 @@ static double scale_threads_run(int nthreads, int round) {
   nudger *nudge = opt.scale_nudge ? nudger_start() : NULL;
   proc_send(p, "go");
   char *done = proc_expect(p, "done", 600000);
-  if (nudge)
-    nudger_stop(nudge);
+  long nudges = nudge ? nudger_stop(nudge) : 0;
   proc_finish(p, STEP_MS);
   double p50 = need_field("threads", done, "handover_p50_us") / 1000.0;
   record_threads(nthreads, "hand-over p50", "ms", p50);
@@ -116,7 +118,7 @@ static double scale_threads_run(int nthreads, int round) {
                  need_field("threads", done, "violations"));
   record_threads(nthreads, "failed acquisitions", "count",
                  need_field("threads", done, "failures"));
-  progress("  %s", done);
+  progress("  %s (%ld nudges)", done, nudges);
   g_free(done);
   g_free(path);
   return p50;
