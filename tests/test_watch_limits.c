@@ -1,10 +1,11 @@
 /*
- * Caches at ZooKeeper's limits (issue 30, item 1), through a fault proxy:
+ * One session's watches at ZooKeeper's limits (issue 30, item 1), through
+ * a fault proxy:
  *
- *  - a cache that watches more than one SetWatches request can carry
- *    (jute.maxbuffer, 1 MB) comes back after its connection is dropped,
- *    with its session, instead of being reset on every reconnection until
- *    the lease runs out;
+ *  - a cache, and lock waiters, that watch more than one SetWatches
+ *    request can carry (jute.maxbuffer, 1 MB) come back after their
+ *    connection is dropped, with their session, instead of being reset on
+ *    every reconnection until the lease runs out;
  *  - a cache whose session goes with thousands of reads queued fails them
  *    one after the other, not in a recursion as deep as the queue (which
  *    overflowed the stack at 40,000 children).
@@ -19,6 +20,7 @@
 
 #include "testutil.h"
 #include "zkrecipes/cache.h"
+#include "zkrecipes/lock.h"
 #include "zkrecipes/stats.h"
 
 /* The servers' limit on one request (jute.maxbuffer's default). */
@@ -193,6 +195,125 @@ static void test_more_watches_than_one_request(void) {
   g_free(root);
 }
 
+/* Non-blocking acquisitions' outcomes. */
+typedef struct outcomes {
+  GMutex mu;
+  GCond cond;
+  int ok, failed;
+} outcomes;
+
+static void on_acquired(zkrc_lock *lk, zkrc_lock_hold *hold,
+                        const zkrc_lock_acquired_info *info, void *arg) {
+  (void)lk;
+  (void)hold;
+  outcomes *o = arg;
+  g_mutex_lock(&o->mu);
+  if (info->status == ZKRC_OK)
+    o->ok++;
+  else
+    o->failed++;
+  g_cond_broadcast(&o->cond);
+  g_mutex_unlock(&o->mu);
+}
+
+/* Wait until @p n outcomes came, at most @p timeout_ms; returns how many
+ * succeeded. */
+static int outcomes_wait(outcomes *o, int n, int timeout_ms) {
+  int64_t end = g_get_monotonic_time() + (int64_t)timeout_ms * 1000;
+  g_mutex_lock(&o->mu);
+  while (o->ok + o->failed < n && g_cond_wait_until(&o->cond, &o->mu, end))
+    ;
+  int ok = o->ok;
+  g_mutex_unlock(&o->mu);
+  return ok;
+}
+
+/* Lock directories "l0000".. under @p base, each held by @p zh's kazoo-style
+ * ephemeral node ("<hex>__lock__<seq>"), 250 to a multi. */
+static void hold_with_raw_nodes(zhandle_t *zh, const char *base, int n) {
+  enum { BATCH = 250 };
+  zoo_op_t ops[2 * BATCH];
+  zoo_op_result_t results[2 * BATCH];
+  char *paths[2 * BATCH];
+  for (int first = 0; first < n; first += BATCH) {
+    int count = MIN(BATCH, n - first);
+    for (int i = 0; i < count; i++) {
+      paths[2 * i] = g_strdup_printf("%s/l%04d", base, first + i);
+      paths[2 * i + 1] = g_strdup_printf("%s/%032x__lock__", paths[2 * i],
+                                         (unsigned)(first + i));
+      zoo_create_op_init(&ops[2 * i], paths[2 * i], NULL, -1,
+                         &ZOO_OPEN_ACL_UNSAFE, 0, NULL, 0);
+      zoo_create_op_init(&ops[2 * i + 1], paths[2 * i + 1], NULL, -1,
+                         &ZOO_OPEN_ACL_UNSAFE, ZOO_EPHEMERAL | ZOO_SEQUENCE,
+                         NULL, 0);
+    }
+    CU_ASSERT_EQUAL_FATAL(zoo_multi(zh, 2 * count, ops, results), ZOK);
+    for (int i = 0; i < 2 * count; i++)
+      g_free(paths[i]);
+  }
+}
+
+static int64_t watches_on_servers(void) {
+  return zkrc_ensemble_mntr_sum(zkt_ensemble(), "zk_watch_count");
+}
+
+static int at_least_watches(void *n) {
+  return watches_on_servers() >= *(int64_t *)n;
+}
+
+/* 4,000 locks under a 230-byte path, each held by another client's node:
+ * 4,000 waiters of one session each watch a holder's node, and those
+ * watches would re-send as a 1.2 MB SetWatches.  The proxy drops the
+ * connection; the session comes back intact, and when the holders go,
+ * every waiter gets its lock: their watches were set again. */
+static void test_lock_waiters_beyond_one_request(void) {
+  enum { N = 4000 };
+  zhandle_t *holder = zkt_raw();
+  char *base = long_root(holder, "waiters");
+  hold_with_raw_nodes(holder, base, N);
+  char *one = g_strdup_printf("%s/l0000/%032x__lock__0000000000", base, 0u);
+  CU_ASSERT_TRUE_FATAL((size_t)N * (4 + strlen(one)) > JUTE_MAXBUFFER);
+  g_free(one);
+
+  zkrc_session *s = zkt_session_knowing_tick(4000, 0, NULL);
+  zkrc_lock **locks = g_new0(zkrc_lock *, N);
+  outcomes o = {0};
+  int64_t watching = watches_on_servers() + N;
+  for (int i = 0; i < N; i++) {
+    char *path = g_strdup_printf("%s/l%04d", base, i);
+    ZKT_ASSERT_RC(ZKRC_OK, zkrc_lock_new(&locks[i], s, path, NULL));
+    ZKT_ASSERT_RC(ZKRC_OK, zkrc_lock_acquire_async(locks[i], 120000,
+                                                   on_acquired, &o, NULL));
+    g_free(path);
+  }
+  /* Every waiter watches its holder's node (server-side state: no event
+   * says so). */
+  CU_ASSERT_TRUE_FATAL(zkt_wait_for(at_least_watches, &watching, 60000));
+  zkrc_session_stats before = stats_of(s);
+
+  CU_ASSERT_EQUAL(zkrc_proxy_drop_all(zkt_ensemble(), 0), 0);
+  CU_ASSERT_TRUE(answered_on(s, base));
+  zkrc_session_stats after = stats_of(s);
+  CU_ASSERT_EQUAL(after.sessions, before.sessions);
+  CU_ASSERT_EQUAL(after.expiries, before.expiries);
+  CU_ASSERT_TRUE(after.suspensions - before.suspensions <= 10);
+  fprintf(stderr, "  suspensions: %" PRIu64 ", reconnections: %" PRIu64 "\n",
+          after.suspensions - before.suspensions,
+          after.reconnects - before.reconnects);
+
+  /* The holders go (their session closes): each waiter is told by its
+   * watch, set again after the reconnection. */
+  zookeeper_close(holder);
+  CU_ASSERT_EQUAL(outcomes_wait(&o, N, 30000), N);
+  CU_ASSERT_EQUAL(o.failed, 0);
+
+  for (int i = 0; i < N; i++)
+    zkrc_lock_free(locks[i]); /* releases the holds */
+  g_free(locks);
+  zkrc_session_close(s);
+  g_free(base);
+}
+
 /* Threads made from here on get @p bytes of stack (0: the default again).
  * The recursion this guards against grew with the queue, so a small stack
  * makes a queue of 12,000 reads as deadly as one of 40,000 was with 8 MB. */
@@ -254,7 +375,9 @@ static void add_suites(void) {
             {"more watches than one SetWatches request carries",
              test_more_watches_than_one_request},
             {"a session gone with thousands of reads queued",
-             test_session_gone_with_reads_queued});
+             test_session_gone_with_reads_queued},
+            {"lock waiters beyond one SetWatches request",
+             test_lock_waiters_beyond_one_request});
 }
 
-int main(void) { return zkt_run("test_cache_limits", add_suites); }
+int main(void) { return zkt_run("test_watch_limits", add_suites); }
