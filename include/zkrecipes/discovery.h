@@ -115,9 +115,12 @@ void zkrc_service_instances_free(zkrc_service_instance **instances,
 /**
  * Parse the @p len bytes of @p json as Curator's JsonInstanceSerializer
  * reads them (unknown fields ignored).
- * @return ZKRC_OK (*@p out is yours); ZKRC_EBADNODE (not such a record:
- *         *@p out NULL); ZKRC_EINVAL (NULL @p out, or NULL @p json with
- *         @p len > 0); ZKRC_ENOMEM.
+ * Text nested deeper than 128 objects and arrays (Curator's records nest
+ * 4, plus the payload's own) is refused before it is parsed, so that a
+ * record written by anyone cannot exhaust the stack.
+ * @return ZKRC_OK (*@p out is yours); ZKRC_EBADNODE (not such a record,
+ *         or nested too deep: *@p out NULL); ZKRC_EINVAL (NULL @p out, or
+ *         NULL @p json with @p len > 0); ZKRC_ENOMEM.
  * Threading: any thread; no server round trip.
  */
 int zkrc_service_instance_from_json(const char *json, size_t len,
