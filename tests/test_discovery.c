@@ -9,6 +9,7 @@
  */
 #include "config.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 #include <glib.h>
@@ -550,6 +551,70 @@ static void test_deep_nesting_skipped(void) {
   g_free(base);
 }
 
+/* The first @p n bytes of @p text as a JSON string, for a payload (malloc:
+ * the instance frees it). */
+static char *quoted(const char *text, size_t n) {
+  char *q = malloc(n + 3);
+  q[0] = '"';
+  memcpy(q + 1, text, n);
+  q[n + 1] = '"';
+  q[n + 2] = '\0';
+  return q;
+}
+
+/* Issue 30: a record whose JSON is one byte over what its node's create
+ * can carry (envelope included) is ZKRC_ETOOBIG at once, STATIC or
+ * DYNAMIC: nothing sent, no node or parent made, no connection dropped;
+ * the largest that fits registers (STATIC) and its node holds it whole;
+ * an update to the issue's 1.1 MB is refused and the node keeps it. */
+static void test_size_limit(void) {
+  char *base = zkt_path("disc-size");
+  char *node = g_strdup_printf("%s/svc/id", base);
+  size_t max = MIN(ZKT_DATA_MAX, ZKT_PACKET_MAX - zkt_create_envelope(node));
+  zkrc_service_instance *i = record("svc", "id", 1);
+  i->registration_time_utc = 1700000000000;
+  i->service_type = ZKRC_SERVICE_STATIC; /* its name's length counts */
+  free(i->payload);
+  i->payload = strdup("\"\"");
+  char *json;
+  size_t empty;
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_service_instance_to_json(i, &json, &empty));
+  free(json);
+  char *letters = zkt_pattern(1100 * 1000);
+  free(i->payload);
+  i->payload = quoted(letters, max + 1 - empty);
+  zkrc_session *s = zkt_session();
+  zhandle_t *zh = zkt_raw();
+  uint64_t sent = zkt_requests_but_renewals(s), lost = zkt_suspensions(s);
+  zkrc_service_registration *r = NULL;
+  ZKT_ASSERT_RC(ZKRC_ETOOBIG, zkrc_service_register(&r, s, base, i, NULL));
+  i->service_type = ZKRC_SERVICE_DYNAMIC; /* a byte longer */
+  ZKT_ASSERT_RC(ZKRC_ETOOBIG, zkrc_service_register(&r, s, base, i, NULL));
+  CU_ASSERT_PTR_NULL(r);
+  CU_ASSERT_EQUAL(zkt_requests_but_renewals(s), sent);
+  CU_ASSERT_FALSE(zkt_exists(zh, base));
+  i->service_type = ZKRC_SERVICE_STATIC;
+  i->payload[max - empty + 1] = '"'; /* one letter fewer */
+  i->payload[max - empty + 2] = '\0';
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_service_register(&r, s, base, i, NULL));
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_service_instance_to_json(i, &json, NULL));
+  CU_ASSERT_EQUAL(strlen(json), max);
+  CU_ASSERT_TRUE(zkt_data_is(zh, node, json, strlen(json)));
+  free(i->payload);
+  i->payload = quoted(letters, strlen(letters));
+  ZKT_ASSERT_RC(ZKRC_ETOOBIG, zkrc_service_update(r, i, 5000));
+  CU_ASSERT_TRUE(zkt_data_is(zh, node, json, strlen(json)));
+  CU_ASSERT_EQUAL(zkt_suspensions(s), lost);
+  zkrc_service_unregister(r);
+  free(json);
+  zkrc_service_instance_free(i);
+  g_free(letters);
+  zookeeper_close(zh);
+  zkrc_session_close(s);
+  g_free(node);
+  g_free(base);
+}
+
 /* ---------------------------------------------------------- bad input */
 
 /* Bad arguments are ZKRC_EINVAL and register nothing. */
@@ -747,6 +812,7 @@ static void add_suites(void) {
             {"malformed records skipped", test_malformed_records_skipped},
             {"bad input refused", test_bad_input_refused},
             {"deep nesting skipped", test_deep_nesting_skipped},
+            {"size limit, envelope included", test_size_limit},
             {"curator registers, we find", test_curator_registers_we_find},
             {"we register, curator finds", test_we_register_curator_finds});
 }
