@@ -23,10 +23,11 @@
  *   (<zk>: ZooKeeper's own code behind a failure, zkrc_last_zk_error() or
  *    the event's zk_error; 0 (ZOK) when there is none, so that an
  *    unexpected ZKRC_EZOOKEEPER can be told apart)
- *   CONTROL <made|missed> <token>  (a control's cheat, see chaosworker.c:
- *       made: it saw the other holders it waited for while it still
- *       claimed the hold with <token>, so that the overlap the checker must
- *       report is certain; missed: they did not come by the deadline)
+ *   CONTROL <made|missed|stopped> <token>  (a control's cheat, see
+ *       chaosworker.c: made: it saw the other holders it waited for while
+ *       it still claimed the hold with <token>, so that the overlap the
+ *       checker must report is certain; missed: they did not come by the
+ *       deadline; stopped: SIGTERM came first, at the end of the run)
  *   EXIT <status>
  * In an election run (chaosworker ... elect), ELECTED is logged as
  * "ACQ <n> ZKRC_OK <token> 0 0" (n counts the leaderships), REVOKED as

@@ -175,11 +175,14 @@ static int others_holding(int64_t above) {
 }
 
 /* Wait until @p want others hold at once (others_holding(@p above)), at
- * most @p ms; SIGTERM ends the wait.  Returns 1 when they were seen. */
+ * most @p ms.  Returns 1 when they were seen, 0 at the deadline, -1 when
+ * SIGTERM ended the wait (the run is over: the others are leaving). */
 static int wait_for_others(int want, int64_t above, int ms) {
   int64_t deadline = chaos_now_us() + (int64_t)ms * 1000;
   while (others_holding(above) < want) {
-    if (stopping || chaos_now_us() >= deadline)
+    if (stopping)
+      return -1;
+    if (chaos_now_us() >= deadline)
       return 0;
     usleep(2000);
     progress();
@@ -196,9 +199,14 @@ static void overstay(int want, int64_t above, int64_t token, int ms) {
   __atomic_store_n(&slot->control_waiting, 1, __ATOMIC_RELEASE);
   int made = wait_for_others(want, above, ms);
   __atomic_store_n(&slot->control_waiting, 0, __ATOMIC_RELEASE);
-  __atomic_add_fetch(made ? &slot->control_made : &slot->control_missed, 1,
-                     __ATOMIC_ACQ_REL);
-  record("CONTROL %s %" PRId64, made ? "made" : "missed", token);
+  if (made >= 0)
+    __atomic_add_fetch(made ? &slot->control_made : &slot->control_missed, 1,
+                       __ATOMIC_ACQ_REL);
+  record("CONTROL %s %" PRId64,
+         made > 0 ? "made"
+         : made   ? "stopped"
+                  : "missed",
+         token);
 }
 
 /* Does the worker claim the hold with @p token (not given back yet)? */
