@@ -498,7 +498,9 @@ int zkrc_lock_fenced_multi(zkrc_lock *lk, int count, const zoo_op_t *ops,
       err = zkrc__fail_zk(ZKRC_ELOCKLOST, ZNONODE);
     } else if (call->rc == ZCONNECTIONLOSS || call->rc == ZOPERATIONTIMEOUT ||
                call->rc == ZCLOSING || call->rc == ZINVALIDSTATE) {
-      err = zkrc__fail_from_zk(call->rc);
+      /* Applied or not, nobody knows: ECLOSED only for a closed session. */
+      int rc = zkrc__session_reply_rc(lk->r.q.session, call->rc);
+      err = zkrc__fail_zk(zkrc_from_zk_error(rc), call->rc);
     } else {
       zkrc__call_give_results(call, 1, ops, results);
       err = zkrc__fail_from_zk(first_failure(call->results, call->op_count));

@@ -39,6 +39,10 @@
  * it is not created again after an expiry (that ends the partitioner), so
  * zkrecipes/ephemeral.h, which would keep it, is not used.
  *
+ * A write that fails with ZKRC_ETIMEDOUT or ZKRC_ECONNLOSS (also while the
+ * session is reopening) may or may not have been applied; ZKRC_ECLOSED
+ * comes only from a closed session or object (zkrecipes/error.h).
+ *
  * Licensed under the Apache License, Version 2.0 (see COPYING).
  */
 #ifndef ZKRECIPES_PARTITIONER_H
