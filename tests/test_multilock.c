@@ -269,6 +269,17 @@ static void on_a_event(zkrc_lock *lk, const zkrc_lock_event_info *info,
   g_mutex_unlock(&l->mu);
 }
 
+/* Has a been told LOST (waiting at most @p timeout_ms)? */
+static int wait_lost(loss *l, int timeout_ms) {
+  gint64 end = g_get_monotonic_time() + (gint64)timeout_ms * 1000;
+  g_mutex_lock(&l->mu);
+  while (!l->lost && g_cond_wait_until(&l->cond, &l->mu, end))
+    ;
+  int lost = l->lost;
+  g_mutex_unlock(&l->mu);
+  return lost;
+}
+
 /* a (on its own session) is taken, then lost while b is awaited: the set
  * fails (at once: the next test measures that), and b is given back. */
 static void test_lock_lost_meanwhile_fails_the_set(void) {
@@ -291,13 +302,7 @@ static void test_lock_lost_meanwhile_fails_the_set(void) {
   zhandle_t *zh = zkt_raw();
   CU_ASSERT_FATAL(zkt_wait_children(zh, ps.p[1], 2, 5000));
   zkt_expire(sa);
-  g_mutex_lock(&l.mu);
-  gint64 end = g_get_monotonic_time() + 10 * G_TIME_SPAN_SECOND;
-  while (!l.lost && g_cond_wait_until(&l.cond, &l.mu, end))
-    ;
-  int lost = l.lost;
-  g_mutex_unlock(&l.mu);
-  CU_ASSERT(lost);
+  CU_ASSERT(wait_lost(&l, 10000));
   ZKT_ASSERT_RC(ZKRC_OK, zkrc_lock_release(theirs));
   g_thread_join(t);
   ZKT_ASSERT_RC(ZKRC_ELOCKLOST, f.rc);
@@ -391,13 +396,7 @@ static void test_lock_deleted_meanwhile_fails_at_once(void) {
   int64_t returned = wait_returned(&t, deleted + 3 * G_USEC_PER_SEC);
   ZKT_ASSERT_RC(ZKRC_OK, zkrc_lock_release(theirs)); /* b comes */
   g_thread_join(th);
-  g_mutex_lock(&l.mu);
-  gint64 end = g_get_monotonic_time() + 10 * G_TIME_SPAN_SECOND;
-  while (!l.lost && g_cond_wait_until(&l.cond, &l.mu, end))
-    ;
-  int lost = l.lost;
-  g_mutex_unlock(&l.mu);
-  CU_ASSERT(lost);
+  CU_ASSERT(wait_lost(&l, 10000));
   if (returned == 0)
     returned = wait_returned(&t, g_get_monotonic_time());
   printf("\n    ELOCKLOST %.0f ms after the deletion ",
