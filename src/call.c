@@ -190,7 +190,8 @@ int zkrc__call_request(zkrc_session *s, zkrc__send_fn send, const void *arg,
     *out = NULL;
   zkrc__call *call = zkrc__call_new();
   zkrc_conn *conn = zkrc__conn_use(s);
-  int rc = conn ? zkrc__sent(s, send(conn->zh, call, arg)) : ZCONNECTIONLOSS;
+  /* No handle: between two (a new session is being opened), or closed. */
+  int rc = conn ? zkrc__sent(s, send(conn->zh, call, arg)) : ZCLOSING;
   if (rc != ZOK)
     zkrc__call_fail_unsent(call, rc);
   if (conn)
@@ -199,7 +200,9 @@ int zkrc__call_request(zkrc_session *s, zkrc__send_fn send, const void *arg,
     zkrc__call_unref(call);
     return ZKRC__CALL_TIMED_OUT;
   }
-  rc = call->rc;
+  /* A handle closed under the request is ECLOSED only for a closed
+   * session: the session's own turnover is a lost connection. */
+  rc = zkrc__session_reply_rc(s, call->rc);
   if (out)
     *out = call;
   else

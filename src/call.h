@@ -82,9 +82,11 @@ void zkrc__call_give_results(zkrc__call *call, int prefix, const zoo_op_t *ops,
 typedef int (*zkrc__send_fn)(zhandle_t *zh, zkrc__call *call, const void *arg);
 
 /* Send with @p send(@p arg) on @p s's current handle and wait until
- * @p deadline.  Returns the reply's ZooKeeper code (ZCONNECTIONLOSS when
- * there is no handle), *@p out set to the call (unref it) when @p out is
- * not NULL; or ZKRC__CALL_TIMED_OUT, *@p out NULL. */
+ * @p deadline.  Returns the reply's ZooKeeper code as
+ * zkrc__session_reply_rc() gives it (no handle, or one closed under the
+ * request: ZCONNECTIONLOSS while the session reopens, ZCLOSING once it is
+ * closed), *@p out set to the call (unref it) when @p out is not NULL; or
+ * ZKRC__CALL_TIMED_OUT, *@p out NULL. */
 int zkrc__call_request(zkrc_session *s, zkrc__send_fn send, const void *arg,
                        int64_t deadline, zkrc__call **out);
 

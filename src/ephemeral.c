@@ -581,7 +581,7 @@ int zkrc_ephemeral_set_data(zkrc_ephemeral *e, const void *data, size_t len,
   int err = ZKRC_OK;
   if (!zkrc__call_wait(call, zkrc__deadline_after(timeout_ms)))
     err = ZKRC_ETIMEDOUT;
-  else if (call->rc == ZCONNECTIONLOSS)
+  else if (zkrc__session_reply_rc(e->s, call->rc) == ZCONNECTIONLOSS)
     err = ZKRC_ECONNLOSS; /* kept: written at the next creation */
   else if (call->rc != ZOK && call->rc != ZNONODE) /* gone: kept */
     err = zkrc__fail_from_zk(call->rc);

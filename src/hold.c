@@ -103,8 +103,18 @@ int64_t zkrc__holder_lease_left_locked(holder *h) {
 /* ------------------------------------------------ contender callbacks */
 
 void zkrc__holder_wake_locked(holder *h) {
-  if (h->wake)
-    g_cond_signal(h->wake);
+  zkrc__waker *w = h->wake;
+  if (w == NULL)
+    return;
+  if (w->mu == NULL) {
+    g_cond_signal(&w->cond);
+    return;
+  }
+  g_mutex_lock(w->mu);
+  if (h->state == H_LOST)
+    w->alarm = TRUE;
+  g_cond_signal(&w->cond);
+  g_mutex_unlock(w->mu);
 }
 
 static void on_front_locked(zkrc__stake *st, zkrc__contender *c) {

@@ -173,6 +173,31 @@ guint zkrc__lock_thread_wakeups(void) {
   return (guint)g_atomic_int_get(&thread_wakeups);
 }
 
+/* Has @p w's alarm sounded (a lock its thread holds besides was lost)? */
+static gboolean alarmed(zkrc__waker *w) {
+  if (w->mu == NULL)
+    return FALSE;
+  g_mutex_lock(w->mu);
+  gboolean alarm = w->alarm;
+  g_mutex_unlock(w->mu);
+  return alarm;
+}
+
+/* Sleep on @p w until it is signalled or @p deadline passes (FALSE then);
+ * lk->r.mu held on entry and on return.  A waker with a mutex of its own
+ * takes that before the lock's is let go: whoever changes the hold signals
+ * under both (zkrc__holder_wake_locked), so no signal falls in between. */
+static gboolean sleep_locked(zkrc_lock *lk, zkrc__waker *w, int64_t deadline) {
+  if (w->mu == NULL)
+    return zkrc__cond_wait_until(&w->cond, &lk->r.mu, deadline);
+  g_mutex_lock(w->mu);
+  g_mutex_unlock(&lk->r.mu);
+  gboolean woken = w->alarm || zkrc__cond_wait_until(&w->cond, w->mu, deadline);
+  g_mutex_unlock(w->mu);
+  g_mutex_lock(&lk->r.mu);
+  return woken;
+}
+
 /* The loop of wait_turn_locked(), on h->wake. */
 static int wait_turn_on_locked(zkrc_lock *lk, holder *h, int timeout_ms,
                                int64_t deadline) {
@@ -189,7 +214,9 @@ static int wait_turn_on_locked(zkrc_lock *lk, holder *h, int timeout_ms,
       return ZKRC_ECANCELED;
     if (timeout_ms == ZKRC_NO_WAIT && h->behind)
       return ZKRC_ELOCKED;
-    gboolean woken = zkrc__cond_wait_until(h->wake, &lk->r.mu, deadline);
+    if (alarmed(h->wake)) /* another lock of the thread's set was lost */
+      return ZKRC_ELOCKLOST;
+    gboolean woken = sleep_locked(lk, h->wake, deadline);
     g_atomic_int_inc(&thread_wakeups);
     if (!woken && h->state != H_HELD)
       return ZKRC_ETIMEDOUT;
@@ -198,17 +225,22 @@ static int wait_turn_on_locked(zkrc_lock *lk, holder *h, int timeout_ms,
 
 /* Wait while the holder is queued.  Returns ZKRC_OK once it holds the lock,
  * or why it stopped waiting.  The thread waits on a condition of its own
- * (h->wake), which only what concerns its holder signals (hold.c) and
- * zkrc_lock_free(): with thousands of threads queued on one lock object, a
- * hand-over wakes the one thread it admits, not all of them. */
+ * (h->wake: @p w, or one made here), which only what concerns its holder
+ * signals (hold.c) and zkrc_lock_free(): with thousands of threads queued
+ * on one lock object, a hand-over wakes the one thread it admits, not all
+ * of them. */
 static int wait_turn_locked(zkrc_lock *lk, holder *h, int timeout_ms,
-                            int64_t deadline) {
-  GCond mine;
-  g_cond_init(&mine);
-  h->wake = &mine;
+                            int64_t deadline, zkrc__waker *w) {
+  zkrc__waker mine = {.mu = NULL};
+  if (w == NULL) {
+    g_cond_init(&mine.cond);
+    w = &mine;
+  }
+  h->wake = w;
   int err = wait_turn_on_locked(lk, h, timeout_ms, deadline);
   h->wake = NULL;
-  g_cond_clear(&mine);
+  if (w == &mine)
+    g_cond_clear(&mine.cond);
   return err;
 }
 
@@ -224,7 +256,8 @@ static void withdraw_locked(zkrc_lock *lk, holder *h, int grace_ms) {
   zkrc__recipe_withdraw_locked(&lk->r, h->c, &h->ended, grace_ms);
 }
 
-int zkrc_lock_acquire(zkrc_lock *lk, int timeout_ms) {
+/* zkrc_lock_acquire(), waiting on @p w (NULL: a condition of its own). */
+static int acquire(zkrc_lock *lk, int timeout_ms, zkrc__waker *w) {
   if (lk == NULL || !zkrc__timeout_valid(timeout_ms))
     return zkrc__fail(ZKRC_EINVAL);
   /* A try does not wait for others, but its look at the queue takes a round
@@ -264,7 +297,7 @@ int zkrc_lock_acquire(zkrc_lock *lk, int timeout_ms) {
   zkrc__contender_start(h->c);
 
   g_mutex_lock(&lk->r.mu);
-  err = wait_turn_locked(lk, h, timeout_ms, deadline);
+  err = wait_turn_locked(lk, h, timeout_ms, deadline, w);
   int zk_rc = h->end_zk;
   if (err == ZKRC_OK) {
     h->count = 1;
@@ -281,6 +314,24 @@ int zkrc_lock_acquire(zkrc_lock *lk, int timeout_ms) {
   if (err != ZKRC_OK)
     zkrc__holder_unref(h); /* the table's reference */
   return zk_rc ? zkrc__fail_zk(err, zk_rc) : zkrc__fail(err);
+}
+
+int zkrc_lock_acquire(zkrc_lock *lk, int timeout_ms) {
+  return acquire(lk, timeout_ms, NULL);
+}
+
+int zkrc__lock_acquire_watched(zkrc_lock *lk, int timeout_ms, zkrc__waker *w) {
+  return acquire(lk, timeout_ms, w);
+}
+
+gboolean zkrc__lock_watch_hold(zkrc_lock *lk, zkrc__waker *w) {
+  g_mutex_lock(&lk->r.mu);
+  holder *h = thread_holder_locked(lk, current_thread_number());
+  gboolean held = h && h->state == H_HELD;
+  if (h && (held || w == NULL))
+    h->wake = w; /* its thread waits in no acquisition of this lock */
+  g_mutex_unlock(&lk->r.mu);
+  return held;
 }
 
 /* ------------------------------------------------------------ release */
@@ -462,7 +513,9 @@ int zkrc_lock_fenced_multi(zkrc_lock *lk, int count, const zoo_op_t *ops,
       err = zkrc__fail_zk(ZKRC_ELOCKLOST, ZNONODE);
     } else if (call->rc == ZCONNECTIONLOSS || call->rc == ZOPERATIONTIMEOUT ||
                call->rc == ZCLOSING || call->rc == ZINVALIDSTATE) {
-      err = zkrc__fail_from_zk(call->rc);
+      /* Applied or not, nobody knows: ECLOSED only for a closed session. */
+      int rc = zkrc__session_reply_rc(lk->r.q.session, call->rc);
+      err = zkrc__fail_zk(zkrc_from_zk_error(rc), call->rc);
     } else {
       zkrc__call_give_results(call, 1, ops, results);
       err = zkrc__fail_from_zk(first_failure(call->results, call->op_count));

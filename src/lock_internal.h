@@ -47,6 +47,17 @@ typedef struct zkrc__hold_client {
   gboolean public_hold;
 } zkrc__hold_client;
 
+/* What a thread waiting in zkrc_lock_acquire() sleeps on (on its stack): a
+ * condition waited on with the lock's mutex, or with a mutex of its own (a
+ * blocking multi-lock's, which also watches the locks its thread holds
+ * already: zkrc__lock_acquire_watched).  Whoever signals it holds the
+ * lock's mutex, and takes the waker's own inside (the innermost of all). */
+typedef struct zkrc__waker {
+  GCond cond;
+  GMutex *mu;     /* NULL: the lock's (lk->r.mu) */
+  gboolean alarm; /* (under mu) a hold it watches was lost */
+} zkrc__waker;
+
 /* One participant of a lock: a thread's stake (thread != 0) or a
  * non-blocking hold (lock_async.c). */
 struct zkrc_lock_hold {
@@ -58,10 +69,12 @@ struct zkrc_lock_hold {
   zkrc__contender *c;
   hstate state;
   int count; /* a thread's reentrancy count */
-  /* The condition its thread waits on in zkrc_lock_acquire() (on that
-   * thread's stack), or NULL: the core signals only this one when the hold
-   * changes, so that a hand-over wakes one thread, not every waiting one. */
-  GCond *wake;
+  /* What its thread waits on in zkrc_lock_acquire() (on that thread's
+   * stack), or NULL: the core signals only this one when the hold changes,
+   * so that a hand-over wakes one thread, not every waiting one.  Also set
+   * on a held hold that a multi-lock watches while its thread waits for
+   * another lock (zkrc__lock_watch_hold). */
+  zkrc__waker *wake;
   /* A read side's thread hold taken while its thread holds the write side
    * (a downgrade): the name of that writer node, which does not stop it
    * (the policy's argument); NULL otherwise. */
@@ -173,8 +186,20 @@ guint zkrc__lock_thread_wakeups(void);
  * the contender held. */
 char *zkrc__holder_node(holder *h);
 
-/* Wake the thread waiting for @p h, if one is (h->wake); lk->mu held. */
+/* Wake the thread waiting for @p h, if one is (h->wake), and sound its
+ * alarm when @p h is lost; lk->mu held. */
 void zkrc__holder_wake_locked(holder *h);
+
+/* zkrc_lock_acquire(), sleeping on @p w (with a mutex of its own) and
+ * giving up with ZKRC_ELOCKLOST (its node deleted, as on any failure) as
+ * soon as w's alarm sounds: a lock the thread holds and had watched with
+ * zkrc__lock_watch_hold() was lost.  For multi-locks (multilock.c). */
+int zkrc__lock_acquire_watched(zkrc_lock *lk, int timeout_ms, zkrc__waker *w);
+
+/* Have @p w's alarm sound when the calling thread's hold on @p lk is lost
+ * (NULL: no longer; do so before @p w goes).  Returns FALSE when the
+ * thread does not hold @p lk (any more): nothing is watched then. */
+gboolean zkrc__lock_watch_hold(zkrc_lock *lk, zkrc__waker *w);
 
 /* Tell the application about a held lock (lock events); lk->mu held. */
 void zkrc__lock_post_event_locked(holder *h, zkrc_lock_event ev, int reason);

@@ -1,8 +1,11 @@
 /*
  * Several locks (and semaphore leases) at once, all or nothing, in the
- * global order of their paths (zkrecipes/multilock.h).  Built only on the
- * public lock and semaphore calls: each member keeps its own queue, events
- * and lease.
+ * global order of their paths (zkrecipes/multilock.h).  Built on the
+ * public lock and semaphore calls (each member keeps its own queue, events
+ * and lease), and on one internal pair (lock_internal.h): a thread waiting
+ * for a lock of its set is woken when a lock of the set it holds already
+ * is lost, so the set fails at once rather than when the awaited lock
+ * comes.
  */
 #include "config.h"
 
@@ -11,6 +14,7 @@
 
 #include <glib.h>
 
+#include "lock_internal.h"
 #include "multilock_internal.h"
 #include "util.h"
 #include "zkrecipes/error.h"
@@ -54,10 +58,20 @@ static int member_by_path(const void *a, const void *b) {
   return strcmp(zkrc__member_path(a), zkrc__member_path(b));
 }
 
-static int member_take(member *m, int timeout_ms) {
+/* Acquire @p m, giving up as soon as @p alarm sounds (a lock the thread
+ * watches with it was lost); a semaphore's lease is awaited to the end. */
+static int member_take(member *m, int timeout_ms, zkrc__waker *alarm) {
   if (m->lock)
-    return zkrc_lock_acquire(m->lock, timeout_ms);
+    return zkrc__lock_acquire_watched(m->lock, timeout_ms, alarm);
   return zkrc_semaphore_acquire(m->sem, timeout_ms, &m->lease);
+}
+
+/* Have @p alarm sound when @p m, just taken, is lost (NULL: no longer);
+ * FALSE when it is not held (any more).  A lease is only looked at. */
+static gboolean member_watch(member *m, zkrc__waker *alarm) {
+  if (m->lock)
+    return zkrc__lock_watch_hold(m->lock, alarm);
+  return zkrc_semaphore_lease_is_held(m->lease);
 }
 
 static int member_give(member *m) {
@@ -83,19 +97,44 @@ static int give_back(member *m, size_t taken, int err) {
   return zkrc__fail_zk(err, zk_rc);
 }
 
-/* Acquire the sorted members under one deadline, all or nothing. */
-static int take_all(member *m, size_t count, int timeout_ms) {
+/* Acquire the sorted members under one deadline, all or nothing, with
+ * @p alarm watching those taken; returns how many were taken. */
+static size_t take_each(member *m, size_t count, int timeout_ms,
+                        zkrc__waker *alarm, int *rc) {
   int64_t deadline = zkrc__deadline_after(timeout_ms);
   for (size_t taken = 0; taken < count; taken++) {
     int wait = timeout_ms;
-    if (timeout_ms > 0 && (wait = zkrc__ms_left(deadline)) == 0)
-      return give_back(m, taken, ZKRC_ETIMEDOUT);
-    int rc = member_take(&m[taken], wait);
-    if (rc != ZKRC_OK)
-      return give_back(m, taken, rc);
+    if (timeout_ms > 0 && (wait = zkrc__ms_left(deadline)) == 0) {
+      *rc = ZKRC_ETIMEDOUT;
+      return taken;
+    }
+    *rc = member_take(&m[taken], wait, alarm);
+    if (*rc != ZKRC_OK)
+      return taken;
+    if (!member_watch(&m[taken], alarm)) {
+      *rc = ZKRC_ELOCKLOST; /* lost already */
+      return taken + 1;
+    }
   }
+  *rc = ZKRC_OK;
+  return count;
+}
+
+static int take_all(member *m, size_t count, int timeout_ms) {
+  GMutex mu;
+  g_mutex_init(&mu);
+  zkrc__waker alarm = {.mu = &mu};
+  g_cond_init(&alarm.cond);
+  int rc;
+  size_t taken = take_each(m, count, timeout_ms, &alarm, &rc);
+  for (size_t i = 0; i < taken; i++)
+    (void)member_watch(&m[i], NULL); /* before the alarm goes */
+  g_cond_clear(&alarm.cond);
+  g_mutex_clear(&mu);
+  if (rc != ZKRC_OK)
+    return give_back(m, taken, rc);
   /* Every member answered; were the first ones kept while the last were
-   * awaited? */
+   * awaited (a lease lost is not watched)? */
   for (size_t i = 0; i < count; i++)
     if (!member_is_held(&m[i]))
       return give_back(m, count, ZKRC_ELOCKLOST);

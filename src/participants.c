@@ -45,8 +45,9 @@ int zkrc__queue_list(zkrc_session *s, const char *dir,
   zkrc__call_unref(children);
   if (zk_rc == ZNONODE) /* no directory: nobody takes part */
     return ZKRC_OK;
-  if (zk_rc != ZOK)
-    return zkrc__fail_from_zk(zk_rc);
+  if (zk_rc != ZOK) /* a handle closed under it: a lost connection */
+    return zkrc__fail_zk(zkrc_from_zk_error(zkrc__session_reply_rc(s, zk_rc)),
+                         zk_rc);
 
   /* One getData per contender, all sent before waiting for any. */
   GPtrArray *reads = g_ptr_array_new();
@@ -81,7 +82,7 @@ int zkrc__queue_list(zkrc_session *s, const char *dir,
       g_array_append_val(out, p);
     } else if (err == ZKRC_OK && read->rc != ZNONODE) {
       /* A node that left meanwhile is simply not listed. */
-      err = zkrc_from_zk_error(read->rc);
+      err = zkrc_from_zk_error(zkrc__session_reply_rc(s, read->rc));
       zk_rc = read->rc;
     }
     zkrc__call_unref(read);

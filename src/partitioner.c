@@ -220,25 +220,33 @@ static gint compare_strings(gconstpointer a, gconstpointer b) {
   return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-/* The items sorted, or NULL when one is invalid or repeated. */
+/* An item ZooKeeper takes as a node name under <path>/locks. */
+static gboolean item_valid(const char *item) {
+  if (!name_valid(item))
+    return FALSE;
+  char *path = g_strconcat("/", item, NULL);
+  gboolean ok = zkrc_path_validate(path, NULL) == ZKRC_OK;
+  g_free(path);
+  return ok;
+}
+
+/* The items sorted, or NULL when one is invalid or repeated.  Each is
+ * checked before the sort, which cannot compare a NULL. */
 static char **sorted_items(const char *const *items, size_t count) {
   if (count > 0 && items == NULL)
     return NULL;
+  for (size_t i = 0; i < count; i++)
+    if (!item_valid(items[i]))
+      return NULL;
   char **sorted = g_new0(char *, count + 1);
   for (size_t i = 0; i < count; i++)
     sorted[i] = g_strdup(items[i]);
   qsort(sorted, count, sizeof *sorted, compare_strings);
-  for (size_t i = 0; i < count; i++) {
-    char *path =
-        name_valid(sorted[i]) ? g_strconcat("/", sorted[i], NULL) : NULL;
-    gboolean ok = path && zkrc_path_validate(path, NULL) == ZKRC_OK &&
-                  (i == 0 || strcmp(sorted[i - 1], sorted[i]) != 0);
-    g_free(path);
-    if (!ok) {
+  for (size_t i = 1; i < count; i++)
+    if (strcmp(sorted[i - 1], sorted[i]) == 0) {
       g_strfreev(sorted);
       return NULL;
     }
-  }
   return sorted;
 }
 
@@ -326,11 +334,16 @@ int zkrc_partitioner_new(zkrc_partitioner **out, zkrc_session *s,
   char **sorted = sorted_items(items, count);
   if (sorted == NULL)
     return zkrc__fail(ZKRC_EINVAL);
-  if (zkrc__session_closed(s)) {
-    g_strfreev(sorted);
-    return zkrc__fail(ZKRC_ECLOSED);
-  }
   zkrc_partitioner *p = partitioner_alloc(s, path, sorted, &o);
+  /* Our node's full path (the identifier may hold what no path may: a
+   * control character, invalid UTF-8), checked before anything is sent:
+   * refused after the party's containers were made, they would never have
+   * a child, and ZooKeeper would never remove them. */
+  int invalid = zkrc_path_validate(p->node, NULL) != ZKRC_OK;
+  if (invalid || zkrc__session_closed(s)) {
+    zkrc__partitioner_unref(p);
+    return zkrc__fail(invalid ? ZKRC_EINVAL : ZKRC_ECLOSED);
+  }
   int err = join(p);
   if (err == ZKRC_OK)
     err = start_watching(p);

@@ -195,6 +195,12 @@ size_t zkrc__session_chroot_len(zkrc_session *s) {
   return chroot && strcmp(chroot, "/") != 0 ? strlen(chroot) : 0;
 }
 
+int zkrc__session_reply_rc(zkrc_session *s, int zk_rc) {
+  if (zk_rc != ZCLOSING && zk_rc != ZINVALIDSTATE)
+    return zk_rc;
+  return zkrc__session_closed(s) ? ZCLOSING : ZCONNECTIONLOSS;
+}
+
 /* ---------------------------------------------------------- public API */
 
 void zkrc_session_options_init(zkrc_session_options *opts) {
@@ -562,9 +568,11 @@ int zkrc_session_add_auth(zkrc_session *s, const char *scheme, const char *cred,
   if (!zkrc__call_wait(call, zkrc__deadline_after(timeout_ms)))
     err = zkrc__fail(ZKRC_ETIMEDOUT);
   else if (call->rc != ZOK)
-    err = zkrc__fail_zk(call->rc == ZAUTHFAILED ? ZKRC_EAUTHFAILED
-                                                : zkrc_from_zk_error(call->rc),
-                        call->rc);
+    err = zkrc__fail_zk(
+        call->rc == ZAUTHFAILED
+            ? ZKRC_EAUTHFAILED
+            : zkrc_from_zk_error(zkrc__session_reply_rc(s, call->rc)),
+        call->rc);
   zkrc__call_unref(call);
   return err;
 }

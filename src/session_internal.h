@@ -104,6 +104,15 @@ gboolean zkrc__session_closed(zkrc_session *s);
  * handle, whose chroot the session does not know).  Any thread. */
 size_t zkrc__session_chroot_len(zkrc_session *s);
 
+/* ZooKeeper's code @p zk_rc for a request of @p s, as its caller should
+ * see it.  A handle closed under the request (ZCLOSING), or one that had
+ * expired and is not yet replaced (ZINVALIDSTATE), is the session turning
+ * over to a new handle: ZCONNECTIONLOSS, a transient failure (the request
+ * may or may not have been applied), unless the session itself is closed
+ * (zkrc__session_closed): ZCLOSING then.  Other codes are returned as
+ * they are.  Takes the session's mutex. */
+int zkrc__session_reply_rc(zkrc_session *s, int zk_rc);
+
 /* Session observers: internal listeners (recipes), called on the session's
  * worker thread, without session locks held, with the generation of the
  * ZooKeeper session the event is about.  They must not block. */

@@ -8,6 +8,7 @@
  */
 #include "config.h"
 
+#include <stdio.h>
 #include <string.h>
 
 #include <glib.h>
@@ -268,8 +269,19 @@ static void on_a_event(zkrc_lock *lk, const zkrc_lock_event_info *info,
   g_mutex_unlock(&l->mu);
 }
 
-/* a (on its own session) is taken, then lost while b is awaited: when b
- * comes, the set is not held, and b is given back. */
+/* Has a been told LOST (waiting at most @p timeout_ms)? */
+static int wait_lost(loss *l, int timeout_ms) {
+  gint64 end = g_get_monotonic_time() + (gint64)timeout_ms * 1000;
+  g_mutex_lock(&l->mu);
+  while (!l->lost && g_cond_wait_until(&l->cond, &l->mu, end))
+    ;
+  int lost = l->lost;
+  g_mutex_unlock(&l->mu);
+  return lost;
+}
+
+/* a (on its own session) is taken, then lost while b is awaited: the set
+ * fails (at once: the next test measures that), and b is given back. */
 static void test_lock_lost_meanwhile_fails_the_set(void) {
   paths ps = new_paths("ml-lost");
   zkrc_session *sa = zkt_session(), *sb = zkt_session(), *other = zkt_session();
@@ -290,13 +302,7 @@ static void test_lock_lost_meanwhile_fails_the_set(void) {
   zhandle_t *zh = zkt_raw();
   CU_ASSERT_FATAL(zkt_wait_children(zh, ps.p[1], 2, 5000));
   zkt_expire(sa);
-  g_mutex_lock(&l.mu);
-  gint64 end = g_get_monotonic_time() + 10 * G_TIME_SPAN_SECOND;
-  while (!l.lost && g_cond_wait_until(&l.cond, &l.mu, end))
-    ;
-  int lost = l.lost;
-  g_mutex_unlock(&l.mu);
-  CU_ASSERT(lost);
+  CU_ASSERT(wait_lost(&l, 10000));
   ZKT_ASSERT_RC(ZKRC_OK, zkrc_lock_release(theirs));
   g_thread_join(t);
   ZKT_ASSERT_RC(ZKRC_ELOCKLOST, f.rc);
@@ -311,6 +317,104 @@ static void test_lock_lost_meanwhile_fails_the_set(void) {
   zkrc_session_close(sa);
   zkrc_session_close(sb);
   zkrc_session_close(other);
+  g_cond_clear(&l.cond);
+  g_mutex_clear(&l.mu);
+  free_paths(&ps);
+}
+
+/* An asker that tells when its call returned. */
+typedef struct timed_ask {
+  failing f;
+  GMutex mu;
+  GCond cond;
+  int64_t returned_us; /* monotonic; 0 until the call returned */
+} timed_ask;
+
+static gpointer ask_and_tell(gpointer data) {
+  timed_ask *t = data;
+  ask_and_look(&t->f);
+  g_mutex_lock(&t->mu);
+  t->returned_us = g_get_monotonic_time();
+  g_cond_broadcast(&t->cond);
+  g_mutex_unlock(&t->mu);
+  return NULL;
+}
+
+/* When the asker returned (0: not by @p deadline_us). */
+static int64_t wait_returned(timed_ask *t, int64_t deadline_us) {
+  g_mutex_lock(&t->mu);
+  while (t->returned_us == 0 &&
+         g_cond_wait_until(&t->cond, &t->mu, deadline_us))
+    ;
+  int64_t at = t->returned_us;
+  g_mutex_unlock(&t->mu);
+  return at;
+}
+
+/* The only node under @p dir, deleted (as an operator would); the moment
+ * the servers confirmed it, or 0 on failure. */
+static int64_t delete_only_child(zhandle_t *zh, const char *dir) {
+  struct String_vector kids = {0, NULL};
+  int64_t at = 0;
+  if (zoo_get_children(zh, dir, 0, &kids) == ZOK && kids.count == 1) {
+    char *node = g_strdup_printf("%s/%s", dir, kids.data[0]);
+    if (zoo_delete(zh, node, -1) == ZOK)
+      at = g_get_monotonic_time();
+    g_free(node);
+  }
+  deallocate_String_vector(&kids);
+  return at;
+}
+
+/* a is taken, then its node is deleted while b (held elsewhere) is
+ * awaited: the set fails with ZKRC_ELOCKLOST at once - not when b comes,
+ * which here is only after the test gives up waiting, 3 s later - and
+ * gives back what it took, its node in b's queue too. */
+static void test_lock_deleted_meanwhile_fails_at_once(void) {
+  paths ps = new_paths("ml-deleted");
+  zkrc_session *s = zkt_session(), *other = zkt_session();
+  loss l = {.lost = 0};
+  g_mutex_init(&l.mu);
+  g_cond_init(&l.cond);
+  zkrc_lock_options o;
+  zkrc_lock_options_init(&o);
+  o.on_event = on_a_event; /* a watches its node */
+  o.event_arg = &l;
+  zkrc_lock *a = NULL;
+  CU_ASSERT_EQUAL_FATAL(zkrc_lock_new(&a, s, ps.p[0], &o), ZKRC_OK);
+  zkrc_lock *theirs = new_lock(other, ps.p[1]);
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_lock_acquire(theirs, 5000));
+  timed_ask t = {.f = {.set = {a, new_lock(s, ps.p[1]), new_lock(s, ps.p[2])},
+                       .timeout_ms = 20000}};
+  g_mutex_init(&t.mu);
+  g_cond_init(&t.cond);
+  GThread *th = g_thread_new("asker", ask_and_tell, &t);
+  zhandle_t *zh = zkt_raw();
+  CU_ASSERT_FATAL(zkt_wait_children(zh, ps.p[1], 2, 5000)); /* b awaited */
+  int64_t deleted = delete_only_child(zh, ps.p[0]);
+  CU_ASSERT_FATAL(deleted > 0);
+  int64_t returned = wait_returned(&t, deleted + 3 * G_USEC_PER_SEC);
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_lock_release(theirs)); /* b comes */
+  g_thread_join(th);
+  CU_ASSERT(wait_lost(&l, 10000));
+  if (returned == 0)
+    returned = wait_returned(&t, g_get_monotonic_time());
+  printf("\n    ELOCKLOST %.0f ms after the deletion ",
+         (double)(returned - deleted) / 1000.0);
+  CU_ASSERT(returned - deleted < 200 * 1000);
+  ZKT_ASSERT_RC(ZKRC_ELOCKLOST, t.f.rc);
+  for (int i = 0; i < 3; i++)
+    CU_ASSERT_EQUAL(t.f.depth[i], 0);
+  for (int i = 0; i < 3; i++)
+    CU_ASSERT_EQUAL(zkt_nodes_left(zh, ps.p[i]), 0);
+  zookeeper_close(zh);
+  for (int i = 0; i < 3; i++)
+    zkrc_lock_free(t.f.set[i]);
+  zkrc_lock_free(theirs);
+  zkrc_session_close(s);
+  zkrc_session_close(other);
+  g_cond_clear(&t.cond);
+  g_mutex_clear(&t.mu);
   g_cond_clear(&l.cond);
   g_mutex_clear(&l.mu);
   free_paths(&ps);
@@ -1057,6 +1161,8 @@ static void add_suites(void) {
       {"no_wait_fails_when_one_is_held", test_no_wait_fails_when_one_is_held},
       {"lock_lost_meanwhile_fails_the_set",
        test_lock_lost_meanwhile_fails_the_set},
+      {"lock_deleted_meanwhile_fails_at_once",
+       test_lock_deleted_meanwhile_fails_at_once},
       {"locks_already_held_count_once_more",
        test_locks_already_held_count_once_more},
       {"bad_sets_are_refused_and_change_nothing",

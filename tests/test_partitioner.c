@@ -618,6 +618,15 @@ static void test_bad_input(void) {
   ZKT_ASSERT_RC(ZKRC_EINVAL, new_with(s, path, ITEMS, N_ITEMS, "x/y", 0));
   ZKT_ASSERT_RC(ZKRC_EINVAL, new_with(s, path, ITEMS, N_ITEMS, "", 0));
   ZKT_ASSERT_RC(ZKRC_EINVAL, new_with(s, path, ITEMS, N_ITEMS, "a", -1));
+  /* A NULL among several items (they were sorted before they were checked:
+   * a crash), and identifiers no path may hold (refused by the servers once
+   * the party's containers were made, which then stayed for ever). */
+  const char *const with_null[] = {"a", NULL, "b"};
+  ZKT_ASSERT_RC(ZKRC_EINVAL, new_with(s, path, with_null, 3, "a", 0));
+  ZKT_ASSERT_RC(ZKRC_EINVAL, new_with(s, path, ITEMS, N_ITEMS, "tab\there", 0));
+  ZKT_ASSERT_RC(ZKRC_EINVAL, new_with(s, path, ITEMS, N_ITEMS, "bad\xff", 0));
+  ZKT_ASSERT_RC(ZKRC_EINVAL,
+                new_with(s, path, ITEMS, N_ITEMS, "c1\xc2\x85", 0));
   zkrc_partitioner_options raw;
   memset(&raw, 0, sizeof raw); /* not initialized */
   ZKT_ASSERT_RC(ZKRC_EINVAL,
@@ -627,7 +636,8 @@ static void test_bad_input(void) {
                 zkrc_partitioner_new(&p, s, path, ITEMS, N_ITEMS, &raw));
   zhandle_t *zh =
       zkt_raw_to(zkrc_ensemble_direct_connect_string(zkt_ensemble()));
-  CU_ASSERT_FALSE(zkt_exists(zh, path)); /* nothing was created */
+  CU_ASSERT_FALSE(zkt_exists(zh, path));       /* nothing was created */
+  CU_ASSERT(zkt_child_count(zh, "/zkt") <= 0); /* nor beside it */
 
   /* Calls out of place, on a partitioner still debouncing (30 s). */
   ZKT_ASSERT_RC(ZKRC_OK, zkrc_partitioner_new(&p, s, path, NULL, 0, NULL));

@@ -16,7 +16,10 @@
  *     FAILED (with no stale token);
  *  6. host names that do not resolve (a name service not up yet, or gone
  *     for a while) are tried again, at the first connect and when the
- *     session is reopened after an expiry: never a silent, final CLOSED.
+ *     session is reopened after an expiry: never a silent, final CLOSED;
+ *  7. a write cut off while the session is reopening (issue 30: a handle
+ *     closed under it at LOST) fails with a transient error, never
+ *     ZKRC_ECLOSED, which only a session closed for good gives.
  */
 #include "config.h"
 
@@ -586,6 +589,9 @@ static void test_recipes_on_a_dead_session_fail_at_once(void) {
   zkrc_participant *list = NULL;
   size_t n = 0;
   ZKT_ASSERT_RC(ZKRC_ECLOSED, zkrc_lock_list(s, path, &list, &n, 1000));
+  /* A write too (it said ZKRC_ECONNLOSS, as if the session could come
+   * back). */
+  ZKT_ASSERT_RC(ZKRC_ECLOSED, zkrc_shared_value_set(s, path, "x", 1, 1000));
   CU_ASSERT(zkt_now_ms() - t0 < 1000);
 
   zkrc_election_free(joined);
@@ -783,6 +789,76 @@ static void test_names_that_do_not_resolve_are_tried_again(void) {
   g_free(n.dir);
 }
 
+/* ------------------------ 7. a session reopening is not a closed session */
+
+/* Shared value writes one after the other, and what they returned. */
+typedef struct writer {
+  zkrc_session *s;
+  const char *path;
+  gint stop;
+  int ok, transient, closed, other, other_rc;
+} writer;
+
+static gpointer keep_writing(gpointer data) {
+  writer *w = data;
+  while (!g_atomic_int_get(&w->stop)) {
+    int rc = zkrc_shared_value_set(w->s, w->path, "w", 1, 20000);
+    if (rc == ZKRC_OK) {
+      w->ok++;
+    } else if (rc == ZKRC_ECONNLOSS || rc == ZKRC_ETIMEDOUT ||
+               rc == ZKRC_ESESSIONEXPIRED) {
+      w->transient++;
+    } else if (rc == ZKRC_ECLOSED) {
+      w->closed++;
+    } else {
+      w->other_rc = rc;
+      w->other++;
+    }
+  }
+  return NULL;
+}
+
+static void on_lost(zkrc_session *s, zkrc_session_event ev, void *arg) {
+  if (ev == ZKRC_SESSION_EVENT_LOST)
+    outcome_set(arg, ZKRC_OK);
+}
+
+/* Writes go on while the proxy is a black hole until the lease runs out
+ * (LOST: the handle is closed with writes in flight, a new one opened);
+ * once the new session is connected, the writes stop.  None said
+ * ZKRC_ECLOSED, some failed with a transient error, and a write now
+ * succeeds. */
+static void test_a_session_reopening_is_not_closed(void) {
+  char *path = zkt_path("reopening");
+  zkrc_session *s = zkt_session_knowing_tick(2000, 0, NULL);
+  outcome lost;
+  outcome_init(&lost);
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_session_add_listener(s, on_lost, &lost, NULL));
+  zkrc_versioned_value v;
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_shared_value_get(s, path, "0", 1, &v, 5000));
+  zkrc_versioned_value_clear(&v);
+  int64_t first = zkrc_session_id(s);
+  writer w = {.s = s, .path = path};
+  GThread *t = g_thread_new("writer", keep_writing, &w);
+  int timeout = zkrc_session_timeout(s);
+  CU_ASSERT_EQUAL(zkrc_proxy_blackhole(zkt_ensemble(), 0, 3 * timeout), 0);
+  ZKT_ASSERT_RC(ZKRC_OK, outcome_wait(&lost, 4 * timeout));
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_session_wait_connected(s, 8 * timeout));
+  g_atomic_int_set(&w.stop, 1);
+  g_thread_join(t);
+  CU_ASSERT(zkrc_session_id(s) != first);
+  printf("\n    writes while the session turned over: %d ok, %d transient, "
+         "%d ECLOSED, %d other (%s) ",
+         w.ok, w.transient, w.closed, w.other, zkrc_err_name(w.other_rc));
+  CU_ASSERT_EQUAL(w.closed, 0);
+  CU_ASSERT_EQUAL(w.other, 0);
+  CU_ASSERT(w.transient > 0);
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_shared_value_set(s, path, "after", 5, 5000));
+  zkrc_session_close(s);
+  outcome_clear(&lost);
+  g_free(path);
+}
+
 static void add_suites(void) {
   zkt_configure(1, 1);
   ZKT_SUITE(
@@ -803,7 +879,9 @@ static void add_suites(void) {
       {"recipes on a dead session fail at once",
        test_recipes_on_a_dead_session_fail_at_once},
       {"names that do not resolve are tried again",
-       test_names_that_do_not_resolve_are_tried_again});
+       test_names_that_do_not_resolve_are_tried_again},
+      {"a session reopening is not closed",
+       test_a_session_reopening_is_not_closed});
 }
 
 int main(void) { return zkt_run("test_promises", add_suites); }

@@ -28,6 +28,10 @@
  * String payload as a JSON string); Curator's default reader (payload
  * class Object or Map) reads an object without "@class" as a Map.
  *
+ * A write that fails with ZKRC_ETIMEDOUT or ZKRC_ECONNLOSS (also while the
+ * session is reopening) may or may not have been applied; ZKRC_ECLOSED
+ * comes only from a closed session or object (zkrecipes/error.h).
+ *
  * Licensed under the Apache License, Version 2.0 (see COPYING).
  */
 #ifndef ZKRECIPES_DISCOVERY_H

@@ -21,6 +21,10 @@
  *
  * Events run on the session's executor, in order, never with a zkrecipes
  * mutex held.
+ *
+ * A write that fails with ZKRC_ETIMEDOUT or ZKRC_ECONNLOSS (also while the
+ * session is reopening) may or may not have been applied; ZKRC_ECLOSED
+ * comes only from a closed session or object (zkrecipes/error.h).
  */
 #ifndef ZKRECIPES_EPHEMERAL_H
 #define ZKRECIPES_EPHEMERAL_H

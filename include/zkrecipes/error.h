@@ -10,6 +10,19 @@
  * returns it for the most recent failure reported to the calling thread, and
  * asynchronous callbacks receive it alongside the zkrecipes code.
  *
+ * Transient failures: ZKRC_ECONNLOSS, ZKRC_ETIMEDOUT, ZKRC_ESESSIONEXPIRED
+ * and ZKRC_ESESSIONLOST.  The call did not complete in time, or its
+ * connection or ZooKeeper session went away; the session reconnects, or
+ * opens a new ZooKeeper session (unless no_reopen), and a later call may
+ * succeed.  After one of them the outcome of a write that was in flight
+ * is unknown: it may have been applied or not (read the node again, its
+ * version says, before writing again).  A call made while the session is
+ * between two ZooKeeper sessions (reopening after an expiry or a LOST),
+ * or cut off by that turnover, fails with ZKRC_ECONNLOSS.  ZKRC_ECLOSED
+ * says only that the session was closed (zkrc_session_close()) or is dead
+ * for good (no_reopen, failed authentication), or that the object was
+ * closed by its owner: calling again cannot help.
+ *
  * Licensed under the Apache License, Version 2.0 (see COPYING).
  */
 #ifndef ZKRECIPES_ERROR_H

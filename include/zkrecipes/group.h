@@ -25,6 +25,10 @@
  * registration is lost is told LOST no later than its lease deadline, and
  * REGISTERED when its node is back.
  *
+ * A write that fails with ZKRC_ETIMEDOUT or ZKRC_ECONNLOSS (also while the
+ * session is reopening) may or may not have been applied; ZKRC_ECLOSED
+ * comes only from a closed session or object (zkrecipes/error.h).
+ *
  * Licensed under the Apache License, Version 2.0 (see COPYING).
  */
 #ifndef ZKRECIPES_GROUP_H

@@ -16,9 +16,13 @@
  * path: sessions with different chroots, or a caller that also takes some
  * of the locks one by one, are outside it.
  *
- * A lock lost while the others are awaited (its session's lease ran out)
- * fails the whole call: the set is reported held only when every lock in
- * it is held at the end.
+ * A lock lost while the others are awaited (its session's lease ran out,
+ * its node was deleted) fails the whole call: the set is reported held
+ * only when every lock in it is held at the end.  A blocking call fails as
+ * soon as the library learns of the loss of a lock (as its LOST event),
+ * without waiting for the lock it is waiting for; a semaphore's lease
+ * lost meanwhile, and any loss in a set hold (the non-blocking form), are
+ * seen when the awaited member comes.
  *
  * Each lock keeps its own events, fencing token and lease
  * (zkrc_lock_token(), zkrc_lock_is_held() on each); the set's lease is the
@@ -56,7 +60,8 @@ extern "C" {
  *         would wait for the first for ever), or a negative timeout other
  *         than ZKRC_WAIT_FOREVER / ZKRC_NO_WAIT; nothing is sent.
  *         ZKRC_ELOCKLOST: a lock of the set was lost before the last one
- *         was acquired.  Otherwise the first lock's failure, as
+ *         was acquired (returned at once, not when the lock awaited
+ *         comes).  Otherwise the first lock's failure, as
  *         zkrc_lock_acquire() returns it (ZKRC_ETIMEDOUT, ZKRC_ELOCKED,
  *         ZKRC_ESESSIONLOST, ...; zkrc_last_zk_error() is its ZooKeeper
  *         code).  On every failure, what the call took has been released

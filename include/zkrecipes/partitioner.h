@@ -39,6 +39,10 @@
  * it is not created again after an expiry (that ends the partitioner), so
  * zkrecipes/ephemeral.h, which would keep it, is not used.
  *
+ * A write that fails with ZKRC_ETIMEDOUT or ZKRC_ECONNLOSS (also while the
+ * session is reopening) may or may not have been applied; ZKRC_ECLOSED
+ * comes only from a closed session or object (zkrecipes/error.h).
+ *
  * Licensed under the Apache License, Version 2.0 (see COPYING).
  */
 #ifndef ZKRECIPES_PARTITIONER_H
@@ -82,7 +86,8 @@ typedef struct zkrc_partitioner_options {
   /** Set by zkrc_partitioner_options_init() (see zkrc_lock_options.size). */
   size_t size;
   /** This member's identifier, unique in the party: non-empty, at most
-   *  200 bytes, no '/'.
+   *  200 bytes, no '/', and nothing a path may not hold
+   *  (zkrc_path_validate(): no control character, valid UTF-8, ...).
    *  NULL (default): "<hostname>-<pid>" (kazoo's default is the fully
    *  qualified host name and the pid). */
   const char *identifier;
@@ -102,16 +107,18 @@ void zkrc_partitioner_options_init(zkrc_partitioner_options *opts);
 
 /**
  * Join the party at @p path and start dividing @p items (@p count strings,
- * copied; each a valid node name: non-empty, no '/', not "." or "..", no
- * two alike).  Creates <path> and <path>/party if missing (as containers;
- * <path>/locks and the item locks are made when first needed) and our party
- * node before returning: this blocks at most the session timeout.  The state is ALLOCATING.
+ * copied; each a valid node name: non-empty, no '/', not "." or "..",
+ * nothing a path may not hold, no two alike; none NULL).  Creates <path>
+ * and <path>/party if missing (as containers; <path>/locks and the item
+ * locks are made when first needed) and our party node before returning:
+ * this blocks at most the session timeout.  The state is ALLOCATING.
  * @return ZKRC_OK (*@p out is yours: zkrc_partitioner_free());
- *         ZKRC_EINVAL (NULL @p out or @p s, invalid @p path, an invalid or
- *         repeated item, @p items NULL with @p count > 0, options not
- *         initialized, a bad identifier or time boundary; nothing is
- *         created); ZKRC_ETIMEDOUT, ZKRC_ECONNLOSS, ZKRC_ENOAUTH,
- *         ZKRC_ECLOSED (the party could not be joined; nothing is left).
+ *         ZKRC_EINVAL (NULL @p out or @p s, invalid @p path, an invalid,
+ *         NULL or repeated item, @p items NULL with @p count > 0, options
+ *         not initialized, a bad identifier or time boundary: all checked
+ *         before anything is sent, so nothing is created);
+ *         ZKRC_ETIMEDOUT, ZKRC_ECONNLOSS, ZKRC_ENOAUTH, ZKRC_ECLOSED
+ *         (the party could not be joined; nothing is left).
  * Threading: any thread but the session's executor.
  */
 int zkrc_partitioner_new(zkrc_partitioner **out, zkrc_session *s,

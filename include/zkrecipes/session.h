@@ -39,6 +39,10 @@
  * events happened.  zkrc_session_options.executor substitutes another (the
  * GLib adapter in zkrecipes/glib.h, or your own).
  *
+ * A write that fails with ZKRC_ETIMEDOUT or ZKRC_ECONNLOSS (also while the
+ * session is reopening) may or may not have been applied; ZKRC_ECLOSED
+ * comes only from a closed session or object (zkrecipes/error.h).
+ *
  * Licensed under the Apache License, Version 2.0 (see COPYING).
  */
 #ifndef ZKRECIPES_SESSION_H

@@ -71,8 +71,9 @@ int zkrc_shared_value_get(zkrc_session *s, const char *path, const void *seed,
  *         @p expected_version -1 the multi of the setData and its check,
  *         would not pass the size limit: nothing sent); and the errors of
  *         zkrc_shared_value_get().  When the call times out or the
- *         connection is lost, the write may or may not have happened: read
- *         again.
+ *         connection is lost (ZKRC_ETIMEDOUT, ZKRC_ECONNLOSS, also while
+ *         the session is reopening), the write may or may not have
+ *         happened: read again.  ZKRC_ECLOSED only for a closed session.
  */
 int zkrc_shared_value_try_set(zkrc_session *s, const char *path,
                               int32_t expected_version, const void *data,
@@ -113,7 +114,9 @@ int zkrc_shared_count_try_set(zkrc_session *s, const char *path,
  * @return ZKRC_OK; ZKRC_EBADVERSION (still conflicting after
  *         @p max_attempts); ZKRC_EOVERFLOW (the sum does not fit in 32
  *         bits: nothing written); ZKRC_EINVAL (max_attempts < 1, ...); and
- *         the errors of zkrc_shared_count_get().
+ *         the errors of zkrc_shared_count_get().  After ZKRC_ETIMEDOUT
+ *         or ZKRC_ECONNLOSS the last attempt may or may not have been
+ *         applied: read the count again before adding again.
  */
 int zkrc_shared_count_add(zkrc_session *s, const char *path, int32_t delta,
                           int max_attempts, int32_t *result, int timeout_ms);
