@@ -14,6 +14,7 @@
 #include <json-glib/json-glib.h>
 
 #include "ls.h"
+#include "watch.h"
 
 ls_queue *ls_queue_new(const char *path, const char *dir, const char *recipe) {
   ls_queue *q = g_new0(ls_queue, 1);
@@ -123,10 +124,10 @@ static void print_row(FILE *out, char *const cols[COLS], const int widths[COLS],
   fprintf(out, "%s\n", data);
 }
 
-/* Node data as one printable line: control characters, quotes and
- * backslashes escaped C-style; "-" when there is none. */
+/* Node data as one printable line, escaped as zkr-watch and zkr-members
+ * escape it (UTF-8 kept as it is); "-" when there is none. */
 static char *printable_data(const char *data) {
-  return data && *data ? g_strescape(data, NULL) : g_strdup("-");
+  return data && *data ? watch_escape(data, strlen(data)) : g_strdup("-");
 }
 
 int ls_print_text(FILE *out, const GPtrArray *queues, int64_t now_ms) {
