@@ -470,7 +470,8 @@ static char *make_node(zhandle_t *zh, const char *dir, const char *name,
 }
 
 /* Participant data that needs escaping comes back intact from --json
- * (quotes, a newline, a tab; bytes that are not UTF-8 in data_base64),
+ * (quotes, a newline, a tab; bytes that are not UTF-8, or a NUL, in
+ * data_base64: issue 30, item 7, the data was cut at the NUL),
  * is escaped in the table as zkr-watch escapes it (UTF-8 as it is: issue
  * 30, item 7, it was octal), and a node no session owns (not ephemeral)
  * has no session. */
@@ -484,14 +485,18 @@ static void test_data_escaping(void) {
   char *n1 = make_node(zh, path, "quoted", quoted, (int)strlen(quoted), 0);
   char *n2 = make_node(zh, path, "binary", binary, (int)strlen(binary), 1);
   char *n3 = make_node(zh, path, "utf8", utf8, (int)strlen(utf8), 1);
+  static const char nul[] = {'a', '\0', 'b'}; /* the id went up to the NUL */
+  char *n4 = make_node(zh, path, "nul", nul, (int)sizeof nul, 1);
 
   ls_run *r = run_ls((const char *[]){"--json", path, NULL});
   expect_status(r, 0);
   JsonParser *p = parse(r);
   JsonObject *q = queue_at(queues_of(p), 0);
-  CU_ASSERT_EQUAL_FATAL(contender_count(q), 3);
+  CU_ASSERT_EQUAL_FATAL(contender_count(q), 4);
   JsonObject *c0 = contender_at(q, 0), *c1 = contender_at(q, 1);
   assert_member(contender_at(q, 2), "data", utf8);
+  CU_ASSERT_TRUE(json_object_get_null_member(contender_at(q, 3), "data"));
+  assert_member(contender_at(q, 3), "data_base64", "YQBi"); /* a NUL b */
   assert_member(c0, "data", quoted);
   CU_ASSERT_TRUE(json_object_get_null_member(c0, "session"));
   CU_ASSERT_TRUE(json_object_get_null_member(c1, "data"));
@@ -509,9 +514,11 @@ static void test_data_escaping(void) {
       strstr(r->out->str, "  he said \"hi\"\\n\\tand left\n"));
   CU_ASSERT_PTR_NOT_NULL(strstr(r->out->str, "  \\xFF\\xFE-bytes\n"));
   CU_ASSERT_PTR_NOT_NULL(strstr(r->out->str, "  caf\xc3\xa9 \xe2\x98\x95\n"));
+  CU_ASSERT_PTR_NOT_NULL(strstr(r->out->str, "  a\\x00b\n"));
   ls_run_free(r);
 
   CU_ASSERT_EQUAL(zoo_delete(zh, n1, -1), ZOK); /* it outlives us else */
+  g_free(n4);
   g_free(n3);
   g_free(n2);
   g_free(n1);

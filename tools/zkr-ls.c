@@ -331,13 +331,15 @@ static int add_queue(ls_run *r, family fam, const char *path, const char *dir) {
     const marker *m = marker_of(v[i].node, fam);
     if (owners[i] < 0 || m == NULL) /* gone since it was listed */
       continue;
+    size_t id_len = zkrc_participant_id_len(&v[i]); /* NULs inside too */
     ls_contender c = {.kind = m->kind,
                       .dialect = m->dialect,
                       .node = g_strdup(v[i].node),
                       .session = owners[i],
                       .token = v[i].token,
                       .ctime_ms = v[i].ctime_ms,
-                      .data = g_strdup(v[i].id)};
+                      .data = g_memdup2(v[i].id, id_len + 1),
+                      .data_len = id_len};
     g_array_append_val(q->contenders, c);
   }
   zkrc_participants_free(v, n);
