@@ -63,6 +63,14 @@ static int wait_event(seen *s, const char *want) {
     g_free(l_);                                                                \
   } while (0)
 
+/* ASSERT_NEXT with the line formatted (printf). */
+#define ASSERT_NEXTF(s, ...)                                                   \
+  do {                                                                         \
+    char *want_ = g_strdup_printf(__VA_ARGS__);                                \
+    ASSERT_NEXT(s, want_);                                                     \
+    g_free(want_);                                                             \
+  } while (0)
+
 static zkrc_cache *tree_cache(zkrc_session *s, const char *path, seen *into,
                               int max_depth) {
   zkrc_cache_options o;
@@ -72,6 +80,17 @@ static zkrc_cache *tree_cache(zkrc_session *s, const char *path, seen *into,
   o.max_depth = max_depth;
   zkrc_cache *c = NULL;
   ZKT_ASSERT_RC(ZKRC_OK, zkrc_tree_cache_new(&c, s, path, &o));
+  return c;
+}
+
+/* A session, and a tree cache of @p root recording into @p ev, its first
+ * read done. */
+static zkrc_cache *started_tree_cache(zkrc_session **s, seen *ev,
+                                      const char *root, int max_depth) {
+  *s = zkt_session();
+  ev->lines = g_async_queue_new_full(g_free);
+  zkrc_cache *c = tree_cache(*s, root, ev, max_depth);
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_cache_wait_initialized(c, 10000));
   return c;
 }
 
@@ -96,10 +115,9 @@ static void test_tree_cache_reports_changes(void) {
   zhandle_t *zh = zkt_raw();
   put(zh, root, "r");
   put(zh, a, "1");
-  zkrc_session *s = zkt_session();
-  seen ev = {g_async_queue_new_full(g_free)};
-  zkrc_cache *c = tree_cache(s, root, &ev, -1);
-  ZKT_ASSERT_RC(ZKRC_OK, zkrc_cache_wait_initialized(c, 10000));
+  zkrc_session *s;
+  seen ev;
+  zkrc_cache *c = started_tree_cache(&s, &ev, root, -1);
   char *want = g_strdup_printf("ADDED %s 0 r", root);
   ASSERT_NEXT(&ev, want);
   g_free(want);
@@ -412,8 +430,12 @@ static void test_cache_of_the_whole_tree(void) {
   zkrc_session_close(s);
 }
 
-/* Create @p path with @p value and an ACL that lets nobody read it. */
+/* Create @p path (its parents open) with @p value and an ACL that lets
+ * nobody read it. */
 static void put_unreadable(zhandle_t *zh, const char *path, const char *value) {
+  char *parent = g_path_get_dirname(path);
+  zkt_make_path(zh, parent);
+  g_free(parent);
   CU_ASSERT_EQUAL(zoo_create(zh, path, value, (int)strlen(value),
                              zkt_acl_no_read(), 0, NULL, 0),
                   ZOK);
@@ -437,14 +459,11 @@ static void test_unreadable_child_told_and_repaired(void) {
   put(zh, root, "r");
   put(zh, open_, "o");
   put_unreadable(zh, shut, "secret");
-  zkrc_session *s = zkt_session();
-  seen ev = {g_async_queue_new_full(g_free)};
-  zkrc_cache *c = tree_cache(s, root, &ev, -1);
-  ZKT_ASSERT_RC(ZKRC_OK, zkrc_cache_wait_initialized(c, 10000));
+  zkrc_session *s;
+  seen ev;
+  zkrc_cache *c = started_tree_cache(&s, &ev, root, -1);
   /* Parents first; the two children in any order; then INITIALIZED. */
-  char *want = g_strdup_printf("ADDED %s 0 r", root);
-  ASSERT_NEXT(&ev, want);
-  g_free(want);
+  ASSERT_NEXTF(&ev, "ADDED %s 0 r", root);
   char *first = next_event(&ev), *second = next_event(&ev);
   char *added = g_strdup_printf("ADDED %s 0 o", open_);
   char *told = g_strdup_printf("UNREADABLE %s 0 (null)", shut);
@@ -462,9 +481,7 @@ static void test_unreadable_child_told_and_repaired(void) {
    * written before it is opened: Debian's 3.8.0 servers drop a watch
    * event the session may not read, and the one-shot watch with it.) */
   open_and_write(zh, shut, "s2");
-  want = g_strdup_printf("ADDED %s 1 s2", shut);
-  ASSERT_NEXT(&ev, want);
-  g_free(want);
+  ASSERT_NEXTF(&ev, "ADDED %s 1 s2", shut);
   ZKT_ASSERT_RC(ZKRC_OK, zkrc_cache_get(c, shut, &n));
   CU_ASSERT_STRING_EQUAL(n ? n->data : "", "s2");
   zkrc_cache_node_unref(n);
@@ -481,35 +498,23 @@ static void test_unreadable_child_told_and_repaired(void) {
   g_free(root);
 }
 
-/* A node cache of a node it may not read: UNREADABLE before INITIALIZED
- * (the empty copy does not pass for a missing node: ZKRC_ENOAUTH), then
- * the node once it may be read and is written. */
+/* A cache of a node alone (depth 0) it may not read: UNREADABLE before
+ * INITIALIZED (the empty copy does not pass for a missing node:
+ * ZKRC_ENOAUTH), then the node once it may be read and is written. */
 static void test_unreadable_root(void) {
   char *path = zkt_path("cache-acl-root");
   zhandle_t *zh = zkt_raw();
-  char *parent = g_path_get_dirname(path);
-  zkt_make_path(zh, parent);
-  g_free(parent);
   put_unreadable(zh, path, "secret");
-  zkrc_session *s = zkt_session();
-  seen ev = {g_async_queue_new_full(g_free)};
-  zkrc_cache_options o;
-  zkrc_cache_options_init(&o);
-  o.listener = record;
-  o.listener_arg = &ev;
-  zkrc_cache *c = NULL;
-  ZKT_ASSERT_RC(ZKRC_OK, zkrc_node_cache_new(&c, s, path, &o));
-  ZKT_ASSERT_RC(ZKRC_OK, zkrc_cache_wait_initialized(c, 10000));
-  char *told = g_strdup_printf("UNREADABLE %s 0 (null)", path);
-  ASSERT_NEXT(&ev, told);
+  zkrc_session *s;
+  seen ev;
+  zkrc_cache *c = started_tree_cache(&s, &ev, path, 0);
+  ASSERT_NEXTF(&ev, "UNREADABLE %s 0 (null)", path);
   ASSERT_NEXT(&ev, "INITIALIZED");
   const zkrc_cache_node *n = NULL;
   ZKT_ASSERT_RC(ZKRC_ENOAUTH, zkrc_cache_get(c, NULL, &n));
 
   open_and_write(zh, path, "now");
-  char *want = g_strdup_printf("ADDED %s 1 now", path);
-  ASSERT_NEXT(&ev, want);
-  g_free(want);
+  ASSERT_NEXTF(&ev, "ADDED %s 1 now", path);
   CU_ASSERT_EQUAL(zkrc_cache_size(c), 1);
   ZKT_ASSERT_RC(ZKRC_OK, zkrc_cache_get(c, NULL, &n));
   zkrc_cache_node_unref(n);
@@ -519,7 +524,6 @@ static void test_unreadable_root(void) {
   g_async_queue_unref(ev.lines);
   zkrc_session_close(s);
   zookeeper_close(zh);
-  g_free(told);
   g_free(path);
 }
 
