@@ -154,7 +154,10 @@ static void want_node_locked(zkrc_cache *c, work *w, const char *path) {
     want_locked(c, w, READ_CHILDREN, path);
 }
 
-/* Send reads from the backlog, in order, while the window has room. */
+/* Send reads from the backlog, in order, while the window has room.  The
+ * one loop that sends them: a read that could not be sent is counted done
+ * by send_read without pumping again, else a session gone with 40,000
+ * reads queued recursed once per read until the stack overflowed. */
 static void pump(zkrc_cache *c) {
   for (;;) {
     g_mutex_lock(&c->mu);
@@ -374,7 +377,17 @@ static void *watch_ctx_locked(zkrc_cache *c, zkrc_conn *conn) {
   return c->watch_ctx;
 }
 
-/* Send @p r (taking it over), or note that it could not be. */
+/* Under c->mu, let go here: a read pump() took from the backlog was not
+ * sent.  pump() goes on with the next one itself. */
+static void unsent_unlock(zkrc_cache *c, read_req *r) {
+  work w = {0};
+  read_done_locked(c, r, &w);
+  w.pump = FALSE; /* the caller is pump(): no recursion */
+  unlock_and_work(c, &w);
+}
+
+/* Send @p r (taking it over), or note that it could not be.  Only pump()
+ * calls it. */
 static void send_read(zkrc_cache *c, read_req *r) {
   zkrc_conn *conn = zkrc__conn_use(c->s);
   g_mutex_lock(&c->mu);
@@ -385,9 +398,7 @@ static void send_read(zkrc_cache *c, read_req *r) {
   if (conn == NULL || c->freeing || stale) {
     if (conn == NULL && !c->freeing)
       c->incomplete = TRUE; /* the next session reads everything */
-    work w = {0};
-    read_done_locked(c, r, &w);
-    unlock_and_work(c, &w);
+    unsent_unlock(c, r);
     if (conn)
       zkrc__conn_unuse(conn);
     read_free(r);
@@ -418,12 +429,10 @@ static void send_read(zkrc_cache *c, read_req *r) {
   if (rc == ZOK)
     return;
   /* Not queued: no completion will run. */
-  work w = {0};
   g_mutex_lock(&c->mu);
   if (!c->freeing)
     c->incomplete = TRUE;
-  read_done_locked(c, r, &w);
-  unlock_and_work(c, &w);
+  unsent_unlock(c, r);
   read_free(r);
 }
 
@@ -497,7 +506,7 @@ static void on_session(zkrc_session *s, zkrc_session_event ev,
   (void)s;
   zkrc_cache *c = arg;
   work w = {0};
-  gboolean read = FALSE;
+  gboolean read = FALSE, forget = FALSE;
   g_mutex_lock(&c->mu);
   switch (ev) {
   case ZKRC_SESSION_EVENT_CONNECTED:
@@ -515,6 +524,7 @@ static void on_session(zkrc_session *s, zkrc_session_event ev,
   case ZKRC_SESSION_EVENT_SUSPENDED:
     tell_one_locked(c, ZKRC_CACHE_SUSPENDED, &w);
     c->down_told = TRUE;
+    forget = TRUE; /* the reconnection reads everything again */
     break;
   case ZKRC_SESSION_EVENT_LOST:
   case ZKRC_SESSION_EVENT_EXPIRED:
@@ -535,6 +545,8 @@ static void on_session(zkrc_session *s, zkrc_session_event ev,
     break;
   }
   unlock_and_work(c, &w);
+  if (forget)
+    zkrc__cache_forget_watches(c);
   if (read)
     read_all(c);
 }

@@ -53,6 +53,12 @@ struct zkrc_cache {
  * (which a tree cache of "/" holds). */
 gboolean zkrc__cache_path_ok(const char *path);
 
+/* The connection went: take the cache's watches out of the ZooKeeper
+ * client's tables, so that the next connection's SetWatches request does
+ * not carry them (cache_forget.c says why).  The session's worker, without
+ * c->mu. */
+void zkrc__cache_forget_watches(zkrc_cache *c);
+
 /* ---------------------- nodes the cache may not read (cache_refused.c)
  * All under c->mu.  A read of a node that ZooKeeper refused leaves it out
  * of the copy (cache.c); an exists() with the cache's watch, which needs no

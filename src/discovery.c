@@ -13,6 +13,7 @@
 #include "call.h"
 #include "discovery_internal.h"
 #include "log_internal.h"
+#include "request_size.h"
 #include "session_internal.h"
 #include "util.h"
 #include "zkrecipes/discovery.h"
@@ -151,6 +152,9 @@ static int start(zkrc_service_registration *r, const char *json, size_t len) {
            .data = json,
            .len = len,
            .acl = zkrc__acl_vector(r->acl)};
+  int fits = zkrc__request_check_create(r->s, q.path, len, q.acl, 0);
+  if (fits != ZKRC_OK)
+    return zkrc__fail(fits); /* before the parents too */
   int rc = create_persistent(r->s, &q, zkrc__deadline_after(r->timeout_ms));
   return rc == ZOK ? ZKRC_OK : failure(rc);
 }
@@ -239,6 +243,8 @@ int zkrc_service_update(zkrc_service_registration *r,
   }
   if (r->eph) {
     rc = zkrc_ephemeral_set_data(r->eph, json, len, timeout_ms);
+  } else if ((rc = zkrc__request_check_set(r->s, r->path, len)) != ZKRC_OK) {
+    rc = zkrc__fail(rc);
   } else {
     req q = {.path = r->path, .data = json, .len = len};
     int zrc = zkrc__call_request(r->s, send_set, &q,

@@ -107,9 +107,19 @@ static size_t skip_string(const char *s, size_t n, size_t i) {
   return n;
 }
 
+/* The deepest nesting of objects and arrays given to the parser.
+ * json-glib parses recursively: a record of 60,000 nested arrays, which
+ * anyone who may write the node can leave there, overflowed the stack (an
+ * 8 MiB main thread; 40,000 did not, and threads may have less).  Curator's
+ * records nest 4 deep (the instance, its uriSpec, the parts, a part) plus
+ * the payload's own nesting: 128 leaves any real payload ample room while
+ * the parser's recursion stays a few hundred frames at most. */
+#define JSON_DEPTH_MAX 128
+
 /* Where the value starting at s[i] ends, judged by its brackets and
- * strings only (the parser judges the rest). */
-static size_t skip_value(const char *s, size_t n, size_t i) {
+ * strings only (the parser judges the rest); *@p deepest is raised to its
+ * deepest nesting. */
+static size_t skip_value(const char *s, size_t n, size_t i, int *deepest) {
   if (s[i] == '"')
     return skip_string(s, n, i);
   if (s[i] != '{' && s[i] != '[') {
@@ -123,29 +133,33 @@ static size_t skip_value(const char *s, size_t n, size_t i) {
       i = skip_string(s, n, i);
       continue;
     }
-    if (s[i] == '{' || s[i] == '[')
+    if (s[i] == '{' || s[i] == '[') {
       depth++;
-    else if ((s[i] == '}' || s[i] == ']') && --depth == 0)
+      *deepest = MAX(*deepest, depth);
+    } else if ((s[i] == '}' || s[i] == ']') && --depth == 0)
       return i + 1;
     i++;
   }
   return n;
 }
 
-/* Is there nothing but white space after the first value of @p s?
- * json-glib 1.6 accepts values one after another ("{}[1]", "true[1]"): it
- * returns the first and leaks the others (seen with valgrind on
- * fuzz_discovery's inputs), so such text never reaches it. */
-static gboolean one_value(const char *s, size_t n) {
+/* Is there nothing but white space after the first value of @p s, and is
+ * that value nested at most @p max_depth deep?  json-glib 1.6 accepts
+ * values one after another ("{}[1]", "true[1]"): it returns the first and
+ * leaks the others (seen with valgrind on fuzz_discovery's inputs), and
+ * deep nesting overflows its stack (JSON_DEPTH_MAX), so such text never
+ * reaches it.  A cheap scan: one pass, no allocation. */
+static gboolean one_value(const char *s, size_t n, int max_depth) {
   size_t i = 0;
   while (i < n && g_ascii_isspace(s[i]))
     i++;
   if (i == n)
     return TRUE;
-  for (i = skip_value(s, n, i); i < n; i++)
+  int deepest = 0;
+  for (i = skip_value(s, n, i, &deepest); i < n; i++)
     if (!g_ascii_isspace(s[i]))
       return FALSE;
-  return TRUE;
+  return deepest <= max_depth;
 }
 
 /* Jackson's ideas of a field's value: absent and null are the same. */
@@ -312,7 +326,7 @@ int zkrc_service_instance_from_json(const char *json, size_t len,
   if (out == NULL || (json == NULL && len > 0) || len > G_MAXSSIZE)
     return zkrc__fail(ZKRC_EINVAL);
   JsonParser *parser = json_parser_new();
-  gboolean parsed = json != NULL && one_value(json, len) &&
+  gboolean parsed = json != NULL && one_value(json, len, JSON_DEPTH_MAX) &&
                     json_parser_load_from_data(parser, json, (gssize)len, NULL);
   JsonNode *root = parsed ? json_parser_get_root(parser) : NULL;
   zkrc_service_instance *inst = NULL;
@@ -425,11 +439,13 @@ static gboolean port_valid(int port) {
   return port == ZKRC_SERVICE_NO_PORT || (port >= 0 && port <= 65535);
 }
 
-/* The payload's JSON text parsed (NULL when it is not one JSON value). */
+/* The payload's JSON text parsed (NULL when it is not one JSON value, or
+ * nested so deep that the record holding it, one level more, would be
+ * refused by zkrc_service_instance_from_json()). */
 static JsonNode *parse_payload(const char *text) {
   JsonParser *parser = json_parser_new();
   JsonNode *n = NULL;
-  if (one_value(text, strlen(text)) &&
+  if (one_value(text, strlen(text), JSON_DEPTH_MAX - 1) &&
       json_parser_load_from_data(parser, text, -1, NULL) &&
       json_parser_get_root(parser))
     n = json_node_copy(json_parser_get_root(parser));

@@ -19,13 +19,13 @@
 
 #include "call.h"
 #include "evq.h"
+#include "request_size.h"
 #include "session_internal.h"
 #include "util.h"
 #include "zkrecipes/ephemeral.h"
 #include "zkrecipes/error.h"
 #include "zkrecipes/path.h"
 
-#define MAX_DATA (1024 * 1024)
 #define RETRY_MIN_MS 50
 #define RETRY_MAX_MS 2000
 
@@ -478,7 +478,15 @@ const char *zkrc_ephemeral_event_name(zkrc_ephemeral_event ev) {
 }
 
 static gboolean data_valid(const void *data, size_t len) {
-  return len <= MAX_DATA && (data != NULL || len == 0);
+  return data != NULL || len == 0;
+}
+
+/* The size rule (request_size.h) for @p len bytes of data on @p path: the
+ * create, which every new session sends again, and so the setData too
+ * (the create's ACL list and flags outweigh the setData's version). */
+static int data_fits(zkrc_session *s, const char *path, size_t len,
+                     const struct ACL_vector *acl) {
+  return zkrc__request_check_create(s, path, len, acl, ZOO_EPHEMERAL);
 }
 
 static GBytes *data_copy(const void *data, size_t len) {
@@ -496,6 +504,9 @@ int zkrc_ephemeral_new(zkrc_ephemeral **out, zkrc_session *s, const char *path,
       !data_valid(data, len) || !zkrc__options_take(&o, sizeof o, given) ||
       !zkrc__acl_valid(o.acl))
     return zkrc__fail(ZKRC_EINVAL);
+  int err = data_fits(s, path, len, o.acl);
+  if (err != ZKRC_OK)
+    return zkrc__fail(err); /* before anything is sent, ever */
   zkrc_ephemeral *e = g_new0(zkrc_ephemeral, 1);
   e->refs = 1;
   g_mutex_init(&e->mu);
@@ -549,6 +560,9 @@ int zkrc_ephemeral_set_data(zkrc_ephemeral *e, const void *data, size_t len,
                             int timeout_ms) {
   if (e == NULL || !data_valid(data, len) || !zkrc__timeout_valid(timeout_ms))
     return zkrc__fail(ZKRC_EINVAL);
+  int fits = data_fits(e->s, e->path, len, zkrc__acl_vector(e->acl));
+  if (fits != ZKRC_OK)
+    return zkrc__fail(fits); /* the data kept is the previous one */
   GBytes *copy = data_copy(data, len);
   zkrc__call *call = NULL;
   g_mutex_lock(&e->mu);

@@ -22,10 +22,6 @@
 #include "zkrecipes/group.h"
 #include "zkrecipes/path.h"
 
-/* The most data a member's node may hold (the ephemeral node's limit, the
- * servers' default jute.maxbuffer). */
-#define DATA_MAX (1024 * 1024)
-
 struct zkrc_group {
   zkrc_session *s; /* a recipe's reference */
   char *path;
@@ -83,8 +79,9 @@ static gboolean id_valid(const char *id) {
   return strlen(id) <= ZKRC_GROUP_ID_MAX;
 }
 
+/* The size is the member's node's to judge (ZKRC_ETOOBIG, ephemeral.c). */
 static gboolean data_valid(const void *data, size_t len) {
-  return (data != NULL || len == 0) && len <= DATA_MAX;
+  return data != NULL || len == 0;
 }
 
 /* The member a node of the view stands for: its fields point into @p n

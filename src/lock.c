@@ -18,6 +18,7 @@
 #include "call.h"
 #include "lock_internal.h"
 #include "names.h"
+#include "request_size.h"
 #include "util.h"
 
 /* How long a failed acquisition may overrun its deadline to confirm that
@@ -400,6 +401,40 @@ static int first_failure(const zoo_op_result_t *results, int n) {
   return ZSYSTEMERROR;
 }
 
+/* Send @p ops behind a check of our @p node (of session @p generation) as
+ * one multi for @p call, unless they are malformed (ZKRC_EINVAL) or the
+ * multi would not pass the size rule (ZKRC_ETOOBIG, request_size.h): then
+ * nothing is sent and the call is failed. */
+static int send_fenced(zkrc_lock *lk, zkrc__call *call, const char *node,
+                       uint64_t generation, int count, const zoo_op_t *ops) {
+  if (!zkrc__call_take_ops(call, 1, count, ops)) {
+    zkrc__call_fail_unsent(call, ZBADARGUMENTS);
+    return ZKRC_EINVAL;
+  }
+  zoo_check_op_init(&call->ops[0], node, -1);
+  int err =
+      zkrc__request_check(lk->r.q.session, TRUE, call->op_count, call->ops);
+  if (err != ZKRC_OK) {
+    zkrc__call_fail_unsent(call, ZBADARGUMENTS);
+    return err;
+  }
+  zkrc_conn *conn = zkrc__conn_use(lk->r.q.session);
+  int rc;
+  if (conn == NULL || conn->generation != generation) {
+    rc = ZSESSIONEXPIRED; /* our node belonged to an earlier session */
+    zkrc__call_fail_unsent(call, rc);
+  } else {
+    rc = zkrc__sent(conn->session,
+                    zoo_amulti(conn->zh, call->op_count, call->ops,
+                               call->results, zkrc__call_multi_done, call));
+    if (rc != ZOK)
+      zkrc__call_fail_unsent(call, rc);
+  }
+  if (conn)
+    zkrc__conn_unuse(conn);
+  return ZKRC_OK;
+}
+
 int zkrc_lock_fenced_multi(zkrc_lock *lk, int count, const zoo_op_t *ops,
                            zoo_op_result_t *results, int timeout_ms) {
   if (lk == NULL || count < 0 || (count > 0 && ops == NULL) ||
@@ -417,27 +452,7 @@ int zkrc_lock_fenced_multi(zkrc_lock *lk, int count, const zoo_op_t *ops,
   g_mutex_unlock(&lk->r.mu);
 
   zkrc__call *call = zkrc__call_new();
-  int err = ZKRC_OK;
-  if (!zkrc__call_take_ops(call, 1, count, ops)) {
-    zkrc__call_fail_unsent(call, ZBADARGUMENTS);
-    err = ZKRC_EINVAL;
-  } else {
-    zoo_check_op_init(&call->ops[0], node, -1);
-    zkrc_conn *conn = zkrc__conn_use(lk->r.q.session);
-    int rc;
-    if (conn == NULL || conn->generation != generation) {
-      rc = ZSESSIONEXPIRED; /* our node belonged to an earlier session */
-      zkrc__call_fail_unsent(call, rc);
-    } else {
-      rc = zkrc__sent(conn->session,
-                      zoo_amulti(conn->zh, call->op_count, call->ops,
-                                 call->results, zkrc__call_multi_done, call));
-      if (rc != ZOK)
-        zkrc__call_fail_unsent(call, rc);
-    }
-    if (conn)
-      zkrc__conn_unuse(conn);
-  }
+  int err = send_fenced(lk, call, node, generation, count, ops);
   if (err == ZKRC_OK) {
     if (!zkrc__call_wait(call, zkrc__deadline_after(timeout_ms))) {
       err = zkrc__fail(ZKRC_ETIMEDOUT);

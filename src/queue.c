@@ -24,6 +24,7 @@
 
 #include "log_internal.h"
 #include "queue_private.h"
+#include "request_size.h"
 
 const struct String_vector zkrc__q_no_children = {0, NULL};
 
@@ -78,12 +79,31 @@ static char *default_participant_id(void) {
   return ours;
 }
 
+/* The size rule (request_size.h) for our contenders' create: the path
+ * sent is DIR/<protected prefix><marker> (the servers add the sequence),
+ * the data @p participant_id.  An id too large would reset every
+ * connection of the session on each attempt. */
+static int create_fits(zkrc_session *s, const char *dir,
+                       const char *participant_id,
+                       const struct ACL_vector *acl) {
+  char *path = g_strdup_printf(
+      "%s/%*s", dir, ZKRC__PROTECTED_PREFIX_LEN + ZKRC__Q_MARKER_MAX, "");
+  int err = zkrc__request_check_create(
+      s, path, participant_id ? strlen(participant_id) : 0, acl,
+      ZOO_EPHEMERAL_SEQUENTIAL);
+  g_free(path);
+  return err;
+}
+
 int zkrc__queue_init(zkrc__queue *q, zkrc_session *s, const char *dir,
                      const char *participant_id, const struct ACL_vector *acl) {
   memset(q, 0, sizeof *q);
   if (s == NULL || zkrc_path_validate(dir, NULL) != ZKRC_OK ||
       !zkrc__acl_valid(acl))
     return ZKRC_EINVAL;
+  int fits = create_fits(s, dir, participant_id, acl);
+  if (fits != ZKRC_OK)
+    return fits;
   if (zkrc__session_closed(s))
     return ZKRC_ECLOSED;
   q->session = zkrc__session_ref_recipe(s);

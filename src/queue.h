@@ -89,7 +89,9 @@ typedef struct zkrc__queue {
 
 /* Check the arguments every recipe constructor takes and fill @p q.
  * Returns ZKRC_OK; ZKRC_EINVAL (NULL session, invalid path or ACL);
- * ZKRC_ECLOSED (the session is closed).  @p participant_id NULL means
+ * ZKRC_ETOOBIG (our create, with @p participant_id as its data, would not
+ * pass the size rule of request_size.h); ZKRC_ECLOSED (the session is
+ * closed).  @p participant_id NULL means
  * "<hostname>:<pid>", @p acl NULL the open ACL. */
 int zkrc__queue_init(zkrc__queue *q, zkrc_session *s, const char *dir,
                      const char *participant_id, const struct ACL_vector *acl);

@@ -11,10 +11,63 @@
 #include "queue_private.h"
 #include "session_private.h"
 
+/* With c->mu held: take the watch in @p *slot, on @p path (owned, freed
+ * here), out of the client's tables of @p conn, and forget it.  A local
+ * removal: nothing is sent.  Under c->mu, so that the context cannot be
+ * freed and its address reused by a new watch before it is removed (the
+ * client's watcher lock is a leaf: it never calls out). */
+static gboolean forget_watch_locked(zkrc_conn *conn, void **slot, char *path,
+                                    ZooWatcherType type) {
+  gboolean had = *slot != NULL;
+  if (had)
+    (void)zoo_remove_watches(conn->zh, path, type, zkrc__watch_dispatch, *slot,
+                             1);
+  zkrc__q_drop_watch_locked(slot);
+  g_free(path);
+  return had;
+}
+
+/* The connection went.  Debian's C client (3.8.0) re-sends every watch of
+ * a handle in one SetWatches request when it reconnects, which past
+ * jute.maxbuffer (1 MB: some 36,000 waiters of short paths) the servers
+ * refuse on every reconnection until the lease runs out.  So a contender
+ * takes its watches out of the client's tables now and sets them again
+ * once reconnected (watch_again_step_locked): one getData each, the
+ * request the SetWatches would have made for it. */
+static void forget_watches_locked(zkrc__contender *c) {
+  zkrc_conn *conn = zkrc__conn_use(c->s);
+  if (conn == NULL)
+    return;
+  if (conn->generation == c->generation) {
+    if (c->pred_watch)
+      c->watch_again |= forget_watch_locked(
+          conn, &c->pred_watch, g_strdup_printf("%s/%s", c->dir, c->pred),
+          ZWATCHTYPE_DATA);
+    if (c->dir_watch)
+      c->watch_again |= forget_watch_locked(conn, &c->dir_watch,
+                                            g_strdup(c->dir), ZWATCHTYPE_CHILD);
+    if (c->own_watch && c->name_known)
+      c->own_again |= forget_watch_locked(conn, &c->own_watch, zkrc__q_path(c),
+                                          ZWATCHTYPE_DATA);
+  }
+  zkrc__conn_unuse(conn);
+}
+
+/* Reconnected after forget_watches_locked(): the watch a waiter keeps, set
+ * again by reading what it watched (gone meanwhile: the usual reaction). */
+static step watch_again_step_locked(zkrc__contender *c) {
+  gboolean again = c->watch_again;
+  c->watch_again = FALSE;
+  if (!again || c->state != C_WAITING || c->withdrawing)
+    return STEP_NONE;
+  return c->watch_dir ? STEP_WATCH_DIR : STEP_WATCH_PRED;
+}
+
 /* What a session event means to contender @p c. */
 static void on_session_event(zkrc__contender *c, zkrc_session_event ev,
                              uint64_t generation) {
   step next = STEP_NONE;
+  gboolean arm_own = FALSE;
   g_mutex_lock(&c->mu);
   gboolean ours = c->generation == generation;
   gboolean live =
@@ -32,7 +85,12 @@ static void on_session_event(zkrc__contender *c, zkrc_session_event ev,
       next = STEP_RECHECK;
     } else if (ours && live && c->recover_needed) {
       next = STEP_RECOVER;
+    } else if (ours && live) {
+      next = watch_again_step_locked(c);
     }
+    /* At the front the re-check arms it (zkrc__q_recheck_judge_locked). */
+    arm_own = ours && c->own_again && c->state != C_FRONT;
+    c->own_again = FALSE;
     break;
   case ZKRC__SESSION_EVENT_LEASED:
     if (ours && live && c->awaiting_lease && !c->withdrawing) {
@@ -43,6 +101,8 @@ static void on_session_event(zkrc__contender *c, zkrc_session_event ev,
   case ZKRC_SESSION_EVENT_SUSPENDED:
     if (ours && c->state == C_FRONT)
       zkrc__q_emit_locked(c, OUT_CONNECTION, ZKRC_SESSION_EVENT_SUSPENDED, 0);
+    if (ours && live)
+      forget_watches_locked(c);
     break;
   case ZKRC_SESSION_EVENT_EXPIRED:
     if (ours && live)
@@ -62,6 +122,8 @@ static void on_session_event(zkrc__contender *c, zkrc_session_event ev,
     break;
   }
   zkrc__q_unlock_and_perform(c, next);
+  if (arm_own)
+    zkrc__q_arm_own_watch(c);
 }
 
 /* The session's one observer for its contenders: tells each of them,

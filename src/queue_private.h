@@ -147,6 +147,12 @@ struct zkrc__contender {
    * children instead and look again at every change. */
   unsigned watch_dir : 1;
   unsigned delivering : 1;
+  /* Its watches were taken out of the client's tables when the connection
+   * went (queue_observe.c): the reconnection sets them again, the
+   * predecessor's or the directory's (watch_again) and our own node's
+   * (own_again). */
+  unsigned watch_again : 1;
+  unsigned own_again : 1;
   unsigned state : 4;      /* a cstate */
   unsigned retry_step : 4; /* a step: what a pending retry will do */
   unsigned epoch;

@@ -189,6 +189,12 @@ gboolean zkrc__session_closed(zkrc_session *s) {
   return closed;
 }
 
+size_t zkrc__session_chroot_len(zkrc_session *s) {
+  /* The hosts never change after the session is made: no lock needed. */
+  const char *chroot = s && s->hosts ? strchr(s->hosts, '/') : NULL;
+  return chroot && strcmp(chroot, "/") != 0 ? strlen(chroot) : 0;
+}
+
 /* ---------------------------------------------------------- public API */
 
 void zkrc_session_options_init(zkrc_session_options *opts) {

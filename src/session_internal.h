@@ -99,6 +99,11 @@ int64_t zkrc__session_lease_left(zkrc_session *s, uint64_t generation);
  * ZKRC_ECLOSED instead of waiting for a connection that will not come. */
 gboolean zkrc__session_closed(zkrc_session *s);
 
+/* The length of the chroot the ZooKeeper client puts before every path
+ * of @p s (the "/path" after its hosts; 0 for none, and for an adopted
+ * handle, whose chroot the session does not know).  Any thread. */
+size_t zkrc__session_chroot_len(zkrc_session *s);
+
 /* Session observers: internal listeners (recipes), called on the session's
  * worker thread, without session locks held, with the generation of the
  * ZooKeeper session the event is about.  They must not block. */

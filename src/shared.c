@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "call.h"
+#include "request_size.h"
 #include "session_internal.h"
 #include "util.h"
 #include "zkrecipes/error.h"
@@ -72,6 +73,17 @@ static int send_set_at_minus_one(zhandle_t *zh, zkrc__call *call,
                     zkrc__call_multi_done, call);
 }
 
+/* The size rule (request_size.h) for the write of @p a: a setData, or
+ * the multi of send_set_at_minus_one(). */
+static int write_fits(zkrc_session *s, const data_arg *a, gboolean multi) {
+  if (a->len > ZKRC__DATA_MAX)
+    return ZKRC_ETOOBIG; /* before the int the ops hold */
+  zoo_op_t ops[2];
+  zoo_set_op_init(&ops[0], a->path, NULL, (int)a->len, -1, NULL);
+  zoo_check_op_init(&ops[1], a->path, 0);
+  return zkrc__request_check(s, multi, multi ? 2 : 1, ops);
+}
+
 /* ----------------------------------------------------------- values */
 
 static gboolean args_valid(zkrc_session *s, const char *path, int timeout_ms) {
@@ -132,6 +144,11 @@ int zkrc_shared_value_get(zkrc_session *s, const char *path, const void *seed,
   if (out == NULL || !args_valid(s, path, timeout_ms) ||
       (seed == NULL && seed_len > 0))
     return zkrc__fail(ZKRC_EINVAL);
+  int fits = seed ? zkrc__request_check_create(s, path, seed_len,
+                                               &ZOO_OPEN_ACL_UNSAFE, 0)
+                  : ZKRC_OK;
+  if (fits != ZKRC_OK)
+    return zkrc__fail(fits);
   int64_t deadline = zkrc__deadline_after(timeout_ms);
   int rc = read_value(s, path, deadline, out);
   if (rc == ZNONODE && seed) {
@@ -146,11 +163,13 @@ int zkrc_shared_value_get(zkrc_session *s, const char *path, const void *seed,
 static int write_value(zkrc_session *s, const char *path, const void *data,
                        size_t len, int32_t version, gboolean compare,
                        int32_t *new_version, int timeout_ms) {
-  if (!args_valid(s, path, timeout_ms) || (data == NULL && len > 0) ||
-      len > INT32_MAX)
+  if (!args_valid(s, path, timeout_ms) || (data == NULL && len > 0))
     return zkrc__fail(ZKRC_EINVAL);
   data_arg a = {.path = path, .data = data, .len = len, .version = version};
   gboolean multi = compare && version == -1;
+  int fits = write_fits(s, &a, multi);
+  if (fits != ZKRC_OK)
+    return zkrc__fail(fits);
   zkrc__call *call;
   int rc = zkrc__call_request(s, multi ? send_set_at_minus_one : send_set, &a,
                               zkrc__deadline_after(timeout_ms), &call);

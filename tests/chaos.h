@@ -23,6 +23,11 @@
  *   (<zk>: ZooKeeper's own code behind a failure, zkrc_last_zk_error() or
  *    the event's zk_error; 0 (ZOK) when there is none, so that an
  *    unexpected ZKRC_EZOOKEEPER can be told apart)
+ *   CONTROL <made|missed|stopped> <token>  (a control's cheat, see
+ *       chaosworker.c: made: it saw the other holders it waited for while
+ *       it still claimed the hold with <token>, so that the overlap the
+ *       checker must report is certain; missed: they did not come by the
+ *       deadline; stopped: SIGTERM came first, at the end of the run)
  *   EXIT <status>
  * In an election run (chaosworker ... elect), ELECTED is logged as
  * "ACQ <n> ZKRC_OK <token> 0 0" (n counts the leaderships), REVOKED as
@@ -47,6 +52,15 @@
 
 #define CHAOS_MAX_INSTANCES 4096
 
+/* The recipe a worker takes part in (its slot's kind). */
+enum chaos_kind {
+  CHAOS_KIND_LOCK = 0,
+  CHAOS_KIND_ELECTION = 1,
+  CHAOS_KIND_RWLOCK = 2,
+  CHAOS_KIND_SEMAPHORE = 3,
+  CHAOS_KIND_PARTITION = 4
+};
+
 enum chaos_phase {
   CHAOS_STARTING = 0,
   CHAOS_ACQUIRING = 1,
@@ -68,6 +82,17 @@ typedef struct chaos_slot {
   int64_t progress_us; /* when the worker last finished a step */
   int32_t linger;      /* set by the test: hold on until told LOST */
   int32_t shared;      /* the current or last hold is a reader's */
+  int32_t kind;        /* enum chaos_kind */
+  /* What the worker claims to hold, for the controls that wait to see
+   * another holder (chaosworker.c): 1 from just after its ACQ record until
+   * just before the record that ends the hold (LOST, release); cleared by
+   * the test when the worker dies. */
+  int32_t holding;
+  uint32_t items;          /* a partitioner member: the items it claims, i<n>
+                          * as bit n (the control's, ever claimed) */
+  int32_t control_made;    /* the control's cheats that made their overlap */
+  int32_t control_missed;  /* ... and that saw no other holder in time */
+  int32_t control_waiting; /* a cheat is waiting for the others now */
 } chaos_slot;
 
 /* Microseconds on the system-wide monotonic clock: comparable between the

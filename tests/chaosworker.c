@@ -16,10 +16,21 @@
  *                           every hold is a writer's (logged "write",
  *                           writing KEY) taken on the read side, as an
  *                           application that picked the wrong side would
- *             ignore-lost=MS  the control of the strict checker: act on
- *                           LOST / REVOKED only MS ms after being told (keep
- *                           claiming the hold meanwhile), as a careless
- *                           application would
+ *             read-only     (read-write lock) every hold on the read side
+ *             overlap=MS    the capacity controls' cheat, so that the
+ *                           overlap they show is certain, not lucky: before
+ *                           each acquisition wait until K other workers of
+ *                           the recipe hold, and once granted keep the hold
+ *                           (before the first write) until K others are
+ *                           seen holding beside it (K: a semaphore's N - 1,
+ *                           else 1), each wait at most MS ms; logged as
+ *                           CONTROL made / missed (chaos.h)
+ *             ignore-lost=MS  the control of the strict checker: told LOST
+ *                           / REVOKED, keep claiming the hold until another
+ *                           worker holds the lock with a higher token (a
+ *                           successor), at most MS ms, and only then act on
+ *                           it, as a careless application would; logged as
+ *                           CONTROL made / missed
  *             partition=N   be a member of a set partitioner at PATH over
  *                           the N items i00, i01, ...: log each item of the
  *                           share as held from ACQUIRED to RELEASE (before
@@ -74,8 +85,11 @@ static int log_fd = -1;
 static chaos_slot *slot;
 static zkrc_session *session;
 static volatile sig_atomic_t stopping;
+static chaos_slot *slots;      /* every worker's: the controls look */
 static int ignore_lost_ms;     /* the control: see above */
 static int write_on_read_side; /* the read-write lock's control: above */
+static int read_only;          /* a reader only: above */
+static int overlap_ms;         /* the capacity controls' cheat: above */
 /* The token of the hold (leadership) the worker was last told it lost. */
 static int64_t lost_token = -2;
 static unsigned side_seed; /* rand_r() state of the read-write lock's sides */
@@ -137,11 +151,77 @@ static void on_session(zkrc_session *s, zkrc_session_event ev, void *arg) {
          (uint64_t)zkrc_session_id(s));
 }
 
+/* ------------------------------------------------------------ controls */
+
+/* How many other workers of our recipe claim a hold right now (their
+ * slots' holding flag) with a token above @p above.  Instances are
+ * numbered in the order they were started: the scan ends after a run of
+ * slots no worker has taken. */
+static int others_holding(int64_t above) {
+  int n = 0;
+  for (int i = 0, empty = 0; i < CHAOS_MAX_INSTANCES && empty < 32; i++) {
+    chaos_slot *o = &slots[i];
+    if (__atomic_load_n(&o->pid, __ATOMIC_ACQUIRE) == 0) {
+      empty++;
+      continue;
+    }
+    empty = 0;
+    if (o != slot && o->kind == slot->kind &&
+        __atomic_load_n(&o->holding, __ATOMIC_ACQUIRE) &&
+        __atomic_load_n(&o->token, __ATOMIC_ACQUIRE) > above)
+      n++;
+  }
+  return n;
+}
+
+/* Wait until @p want others hold at once (others_holding(@p above)), at
+ * most @p ms.  Returns 1 when they were seen, 0 at the deadline, -1 when
+ * SIGTERM ended the wait (the run is over: the others are leaving). */
+static int wait_for_others(int want, int64_t above, int ms) {
+  int64_t deadline = chaos_now_us() + (int64_t)ms * 1000;
+  while (others_holding(above) < want) {
+    if (stopping)
+      return -1;
+    if (chaos_now_us() >= deadline)
+      return 0;
+    usleep(2000);
+    progress();
+  }
+  return 1;
+}
+
+/* A control's cheat, while the hold with @p token is still claimed (its
+ * holding flag set): stay until @p want others are seen holding beside it,
+ * at most @p ms.  Seen, the overlap is certain: their grants were recorded
+ * before they set their flags, and this hold's end will be recorded after
+ * this record. */
+static void overstay(int want, int64_t above, int64_t token, int ms) {
+  __atomic_store_n(&slot->control_waiting, 1, __ATOMIC_RELEASE);
+  int made = wait_for_others(want, above, ms);
+  __atomic_store_n(&slot->control_waiting, 0, __ATOMIC_RELEASE);
+  if (made >= 0)
+    __atomic_add_fetch(made ? &slot->control_made : &slot->control_missed, 1,
+                       __ATOMIC_ACQ_REL);
+  record("CONTROL %s %" PRId64,
+         made > 0 ? "made"
+         : made   ? "stopped"
+                  : "missed",
+         token);
+}
+
+/* Does the worker claim the hold with @p token (not given back yet)? */
+static int claims(int64_t token) {
+  return __atomic_load_n(&slot->holding, __ATOMIC_ACQUIRE) &&
+         __atomic_load_n(&slot->token, __ATOMIC_ACQUIRE) == token;
+}
+
 /* Told LOST (REVOKED): the hold with @p token ends now, or, for the
- * control, ignore_lost_ms later. */
+ * control, once a successor holds. */
 static void told_lost(const char *event, int reason, int64_t token, int zk) {
-  if (ignore_lost_ms > 0)
-    usleep((useconds_t)ignore_lost_ms * 1000);
+  if (ignore_lost_ms > 0 && claims(token))
+    overstay(1, token, token, ignore_lost_ms);
+  if (claims(token)) /* cleared before the record that ends the hold */
+    __atomic_store_n(&slot->holding, 0, __ATOMIC_RELEASE);
   record("LOCKEVENT %s %s %" PRId64 " %d", event, zkrc_err_name(reason), token,
          zk);
   __atomic_store_n(&lost_token, token, __ATOMIC_RELEASE);
@@ -270,7 +350,8 @@ static int take(recipe *r, int attempt, int *n, int64_t *token) {
   int64_t start = chaos_now_us();
   const char *side = "";
   if (r->rw) { /* a writer one time in three */
-    int write = write_on_read_side || rand_r(&side_seed) % 3 == 0;
+    int write =
+        write_on_read_side || (!read_only && rand_r(&side_seed) % 3 == 0);
     r->lk = write && !write_on_read_side ? zkrc_rwlock_writer(r->rw)
                                          : zkrc_rwlock_reader(r->rw);
     side = write ? " write" : " read";
@@ -324,6 +405,7 @@ static int take(recipe *r, int attempt, int *n, int64_t *token) {
 
 /* Release the lock or resign.  A hold already lost is no error. */
 static int give_back(recipe *r, int n) {
+  __atomic_store_n(&slot->holding, 0, __ATOMIC_RELEASE); /* before start */
   int64_t start = chaos_now_us();
   int rc;
   if (r->sem) {
@@ -350,6 +432,12 @@ static void linger(int64_t token) {
   }
 }
 
+/* The capacity controls' K (overlap=MS): others a hold of ours must be
+ * seen beside to exceed the capacity. */
+static int overlap_want(const recipe *r) {
+  return r->sem ? r->max_lease - 1 : 1;
+}
+
 static int still_held(recipe *r) {
   if (r->sem)
     return zkrc_semaphore_lease_is_held(r->lease);
@@ -366,7 +454,10 @@ static int still_held(recipe *r) {
 static int hold_and_write(recipe *r, int port, const char *key, int instance,
                           int n, int64_t token, int writes, int work_ms) {
   slot->hold = n;
-  slot->token = token;
+  __atomic_store_n(&slot->token, token, __ATOMIC_RELEASE);
+  __atomic_store_n(&slot->holding, token != -1, __ATOMIC_RELEASE);
+  if (overlap_ms > 0 && token != -1)
+    overstay(overlap_want(r), INT64_MIN, token, overlap_ms);
   char own_key[FENCED_MAX_KEY + 1];
   if (r->sem) {
     snprintf(own_key, sizeof own_key, "%s.w%d", key, instance);
@@ -396,7 +487,12 @@ static int hold_and_write(recipe *r, int port, const char *key, int instance,
 }
 
 /* Which recipe: chosen by the options. */
-enum mode { MODE_LOCK, MODE_ELECT, MODE_RWLOCK, MODE_SEMAPHORE };
+enum mode {
+  MODE_LOCK = CHAOS_KIND_LOCK,
+  MODE_ELECT = CHAOS_KIND_ELECTION,
+  MODE_RWLOCK = CHAOS_KIND_RWLOCK,
+  MODE_SEMAPHORE = CHAOS_KIND_SEMAPHORE
+};
 static const char *const mode_names[] = {"lock_new", "election", "rwlock_new",
                                          "semaphore_new"};
 
@@ -460,6 +556,7 @@ static int ignore_failure; /* the partitioner's control: see above */
 static void items_end_locked(const char *why) {
   if (ignore_failure && strcmp(why, "STOP") != 0)
     return;
+  __atomic_store_n(&slot->items, 0, __ATOMIC_RELEASE);
   for (int i = 0; part_owned && part_owned[i]; i++)
     record("ITEM %s END %s", part_owned[i], why);
   zkrc_strv_free(part_owned);
@@ -480,6 +577,9 @@ static void on_partition(zkrc_partitioner *p, zkrc_partition_state st,
     for (size_t i = 0; part_owned && i < count; i++) {
       part_owned[i] = strdup(items[i]);
       record("ITEM %s ACQ", items[i]);
+      int item = atoi(items[i] + 1); /* "i<n>": published after its ACQ */
+      if (item >= 0 && item < 32)
+        __atomic_or_fetch(&slot->items, 1u << item, __ATOMIC_ACQ_REL);
     }
     set_phase(CHAOS_WORKING); /* a holder, for the faults aimed at one */
   } else if (st == ZKRC_PARTITION_RELEASE || st == ZKRC_PARTITION_FAILURE) {
@@ -589,6 +689,8 @@ static int run(int instance, const char *hosts, const char *path, int port,
   int status = 0, last_given_back = 0;
   for (int attempt = 1; !stopping && status == 0; attempt++) {
     set_phase(CHAOS_ACQUIRING);
+    if (overlap_ms > 0) /* the cheat: ask when the capacity is full */
+      wait_for_others(overlap_want(&r), INT64_MIN, overlap_ms);
     int n;
     int64_t token;
     rc = take(&r, attempt, &n, &token);
@@ -629,7 +731,8 @@ int main(int argc, char **argv) {
   if (argc < 8) {
     fprintf(stderr, "usage: chaosworker INSTANCE HOSTS PATH STOREPORT KEY "
                     "LOGFILE STATUSFILE [elect|rwlock|semaphore=N|partition=N] "
-                    "[write-on-read-side] [ignore-lost=MS] [ignore-failure]\n");
+                    "[write-on-read-side] [read-only] [overlap=MS] "
+                    "[ignore-lost=MS] [ignore-failure]\n");
     return 2;
   }
   enum mode mode = MODE_LOCK;
@@ -649,6 +752,10 @@ int main(int argc, char **argv) {
       ignore_failure = 1;
     else if (strcmp(argv[i], "write-on-read-side") == 0)
       write_on_read_side = 1;
+    else if (strcmp(argv[i], "read-only") == 0)
+      read_only = 1;
+    else if (strncmp(argv[i], "overlap=", 8) == 0)
+      overlap_ms = atoi(argv[i] + 8);
     else if (strncmp(argv[i], "ignore-lost=", 12) == 0)
       ignore_lost_ms = atoi(argv[i] + 12);
     else
@@ -670,7 +777,9 @@ int main(int argc, char **argv) {
             strerror(errno));
     return 2;
   }
-  slot->pid = (int32_t)getpid();
+  slots = slot - instance;
+  slot->kind = partition_items > 0 ? CHAOS_KIND_PARTITION : (int32_t)mode;
+  __atomic_store_n(&slot->pid, (int32_t)getpid(), __ATOMIC_RELEASE);
   progress();
   struct sigaction sa;
   memset(&sa, 0, sizeof sa);

@@ -34,8 +34,8 @@
  *     tested.  test_chaos_check shows on synthetic logs that this check
  *     catches a partitioned holder told too late, a writer beside readers
  *     and three lease holders at once, and the control runs "checker
- *     catches a holder ignoring LOST" and "... a lease over the limit" show
- *     it live;
+ *     catches a holder ignoring LOST" and "... a lease too many" show it
+ *     live, their overlaps made by construction (chaosworker.c);
  *  5. no client hung: every acquisition, write and release returned within
  *     its deadline (plus a stated allowance for a loaded machine), and the
  *     parent's watchdog never had to kill a client;
@@ -46,20 +46,21 @@
  *
  * A fourth run puts PART_MEMBERS members of a set partitioner (PART_ITEMS
  * items, each under its own lock) under a shorter schedule (one round of
- * part_kinds, at most a third of CHAOS_SECONDS): check 4 per item (an item
- * is held from ACQUIRED to RELEASE, FAILURE or leaving; the partitioner
- * gives no fencing token, so 1-3 and 7 do not apply), every item owned
- * again within PART_RECOVERY_MS of the last fault, and check 6 (no party
- * node, no item lock contender left); its control runs members that ignore
- * RELEASE and FAILURE.
+ * part_kinds at least, a quarter of CHAOS_SECONDS): check 4 per item (an
+ * item is held from ACQUIRED to RELEASE, FAILURE or leaving; the
+ * partitioner gives no fencing token, so 1-3 and 7 do not apply), every
+ * item owned again within PART_RECOVERY_MS of the last fault, and check 6
+ * (no party node, no item lock contender left); its control runs members
+ * that ignore RELEASE and FAILURE, and one that joins them.
  *
  * CHAOS_SECONDS (default 60) is how long faults are injected, split evenly
- * between the lock run, the election run and the read-write lock and
- * semaphore run; the first full round of the schedule (every kind of
- * fault, about 50 s) always completes in each.  `make -C tests chaos` runs
- * them for 10 minutes (200 s each).  CHAOS_CLIENTS (default 8),
- * CHAOS_SEED (default: the time) and CHAOS_KEEP=1 (keep the logs) also
- * apply.  Loopback only.
+ * between the four runs (the lock run, the election run, the read-write
+ * lock and semaphore run, the partitioner run); the first full round of
+ * the schedule (every kind of fault, about 50 s) always completes in each.
+ * `make -C tests chaos` runs them for 10 minutes (150 s each), under a
+ * time limit of CHAOS_SECONDS + 600 s (set-up, teardown, the controls).
+ * CHAOS_CLIENTS (default 8), CHAOS_SEED (default: the time) and
+ * CHAOS_KEEP=1 (keep the logs) also apply.  Loopback only.
  */
 #include "config.h"
 
@@ -94,6 +95,12 @@
 #define SLACK_MS 3000
 /* A worker that finished no step for this long (while not frozen) hangs. */
 #define WATCHDOG_MS (ACQUIRE_MS + 15000)
+/* The live controls: how long a cheat waits for the holders that make its
+ * overlap certain (chaosworker overlap=, ignore-lost=), and how long a
+ * control waits for its first overlap before it says it could not be set
+ * up. */
+#define CONTROL_MS 20000
+#define CONTROL_SETUP_MS 90000
 
 /* ------------------------------------------------------------- faults */
 
@@ -181,11 +188,18 @@ static struct {
   char *paths[M_MODES];
   /* The controls of the capacity rules, for the first position of their
    * recipe: the semaphore's N there (0: LEASES, like the others), and
-   * whether the read-write lock's worker there writes on the read side. */
+   * whether the read-write lock's worker there writes on the read side;
+   * those cheat (overlap=), the other read-write lock workers then only
+   * read and the other semaphore workers hold until told LOST. */
   int first_leases;
   gboolean first_writes_on_read_side;
-  const char *ignore_lost;     /* NULL, or ignore-lost=MS for the control */
-  gboolean ignore_failure;     /* the partitioner's control (chaosworker.c) */
+  const char *ignore_lost;         /* NULL, or ignore-lost=MS for the control */
+  void (*control)(void);           /* a control's set-up, after the schedule */
+  gboolean pause_until_superseded; /* the no-fencing control: see inject() */
+  int superseded_pauses;   /* ... holders frozen with a write left until a
+                          * higher token was accepted */
+  int joined_items;        /* the partitioner's control: see join_member() */
+  gboolean ignore_failure; /* the partitioner's control (chaosworker.c) */
   int64_t faults_end, stop_at; /* the schedule's end; SIGTERM to workers */
   gboolean linger_always;      /* holders hold until told LOST, always */
   const char *store_flag;      /* NULL, or --no-fencing for the control */
@@ -277,9 +291,12 @@ static void spawn_worker(int position) {
            position < 2 * C.nmodes && C.first_leases ? C.first_leases : LEASES);
   char parts[32];
   snprintf(parts, sizeof parts, "partition=%d", PART_ITEMS);
-  char *argv[12] = {WORKER,           inst,          (char *)zkt_hosts(),
+  char *argv[16] = {WORKER,           inst,          (char *)zkt_hosts(),
                     C.paths[w->mode], port,          "k",
                     w->log,           C.status_path, NULL};
+  static char overlap[32];
+  snprintf(overlap, sizeof overlap, "overlap=%d", CONTROL_MS);
+  gboolean cheat = FALSE, linger = C.linger_always;
   int argc = 8;
   if (w->mode == M_ELECT)
     argv[argc++] = "elect";
@@ -291,11 +308,19 @@ static void spawn_worker(int position) {
     argv[argc++] = parts;
   if (w->mode == M_PARTITION && C.ignore_failure)
     argv[argc++] = "ignore-failure";
-  if (w->mode == M_RWLOCK && position < C.nmodes && C.first_writes_on_read_side)
-    argv[argc++] = "write-on-read-side";
+  if (w->mode == M_RWLOCK && C.first_writes_on_read_side) {
+    cheat = position < C.nmodes;
+    argv[argc++] = cheat ? "write-on-read-side" : "read-only";
+  }
+  if (w->mode == M_SEMAPHORE && C.first_leases) {
+    cheat = position < 2 * C.nmodes;
+    linger = !cheat; /* the capacity stays full: the cheat's chance */
+  }
+  if (cheat)
+    argv[argc++] = overlap;
   if (C.ignore_lost)
     argv[argc++] = (char *)C.ignore_lost;
-  C.slots[instance].linger = C.linger_always;
+  C.slots[instance].linger = linger;
   w->pid = start_child(argv, NULL);
   CU_ASSERT_FATAL(w->pid > 0);
   w->started = chaos_now_us();
@@ -374,6 +399,9 @@ static void kill_everything(void) {
 }
 
 static void mark_exit(worker *w, int status) {
+  /* It holds nothing now: the controls' cheats (chaosworker) look. */
+  __atomic_store_n(&C.slots[w->instance].holding, 0, __ATOMIC_RELEASE);
+  __atomic_store_n(&C.slots[w->instance].items, 0, __ATOMIC_RELEASE);
   w->pid = -1;
   w->ended = chaos_now_us();
   w->status = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
@@ -504,6 +532,34 @@ static worker *worker_in(unsigned phases, int timeout_ms) {
   return worker_holding(phases, FALSE, timeout_ms);
 }
 
+/* The highest token the store's journal shows accepted, -1 for none. */
+static int64_t highest_accepted(void) {
+  gchar *text = NULL;
+  int64_t top = -1, token;
+  if (!g_file_get_contents(C.journal, &text, NULL, NULL))
+    return -1;
+  gchar **lines = g_strsplit(text, "\n", -1);
+  for (int i = 0; lines[i]; i++)
+    if (sscanf(lines[i], "%*d ACCEPT %*s %" SCNd64, &token) == 1)
+      top = MAX(top, token);
+  g_strfreev(lines);
+  g_free(text);
+  return top;
+}
+
+/* The no-fencing control's freeze goes on until the store accepted a token
+ * above @p token (a successor wrote), at most CONTROL_MS: then the frozen
+ * holder's next write is stale by construction.  TRUE when it did. */
+static gboolean wait_superseded(int64_t token) {
+  int64_t deadline = chaos_now_us() + (int64_t)CONTROL_MS * 1000;
+  while (highest_accepted() <= token) {
+    if (chaos_now_us() > deadline)
+      return FALSE;
+    chaos_sleep(20);
+  }
+  return TRUE;
+}
+
 /* Freeze @p w for @p ms; returns its phase at the moment it stopped. */
 static int pause_worker(worker *w, int ms) {
   int status;
@@ -518,8 +574,11 @@ static int pause_worker(worker *w, int ms) {
     return -1;
   }
   int phase = phase_of(w);
+  int64_t token = C.slots[w->instance].token;
   w->paused = TRUE;
   chaos_sleep(ms);
+  if (C.pause_until_superseded && phase == CHAOS_WORKING)
+    C.superseded_pauses += wait_superseded(token);
   kill(w->pid, SIGCONT);
   sp.end = chaos_now_us();
   g_array_append_val(C.pauses, sp);
@@ -1618,6 +1677,8 @@ static void run_chaos(void) {
   for (int p = 0; p < C.clients; p++)
     spawn_worker(p);
   run_schedule();
+  if (C.control)
+    C.control();
   C.faults_end = chaos_now_us();
   /* A quiet second: the last fault's aftermath; for a partitioner, the
    * time its items have to be owned again, and a second more. */
@@ -1652,14 +1713,23 @@ static void finish(gboolean keep) {
     remove_dir();
 }
 
-/* CHAOS_SECONDS is shared: a third for the lock run, a third for the
- * election, a third for the read-write lock and the semaphore together.
- * (Each run lasts at least the first full round of the schedule, about
- * 50 s on a 2-core machine, so the default 60 s gives three such rounds:
- * running the read-write lock and the semaphore side by side, under the
- * same schedule, keeps `make check` one round longer, not two.) */
+/* The runs that share CHAOS_SECONDS: the lock, the election, the
+ * read-write lock and the semaphore together, the partitioner. */
+#define CHAOS_RUNS 4
+static int seconds_given; /* to the runs so far (run_seconds()) */
+
+/* CHAOS_SECONDS is shared: a quarter for each run, so that the faults of
+ * all of them take CHAOS_SECONDS and `make chaos`'s time limit
+ * (CHAOS_SECONDS + 600) is left for the set-up and teardown of every run
+ * and for the controls.  (Each run lasts at least the first full round of
+ * its schedule, about 50 s on a 2-core machine, so the default 60 s gives
+ * four such rounds: running the read-write lock and the semaphore side by
+ * side, under the same schedule, keeps `make check` one round longer, not
+ * two.) */
 static int run_seconds(void) {
-  return MAX(env_int("CHAOS_SECONDS", 60) / 3, 1);
+  int seconds = MAX(env_int("CHAOS_SECONDS", 60) / CHAOS_RUNS, 1);
+  seconds_given += seconds;
+  return seconds;
 }
 
 static const chaos_mode lock_only[] = {M_LOCK};
@@ -1714,19 +1784,87 @@ static void test_rwlock_and_semaphore_chaos(void) {
   finish(C.nviolations > 0);
 }
 
+/* ------------------------------------------------------------ controls */
+
+/* The cheats of the workers of @p mode so far (chaosworker's CONTROL
+ * records): made their overlap, and (@p missed) saw no other holder by
+ * their deadline. */
+static int cheats_made(chaos_mode mode, int *missed) {
+  int made = 0;
+  if (missed)
+    *missed = 0;
+  for (guint i = 0; i < C.workers->len; i++) {
+    worker *w = g_ptr_array_index(C.workers, i);
+    chaos_slot *sl = &C.slots[w->instance];
+    if (w->mode != mode)
+      continue;
+    made += __atomic_load_n(&sl->control_made, __ATOMIC_ACQUIRE);
+    if (missed)
+      *missed += __atomic_load_n(&sl->control_missed, __ATOMIC_ACQUIRE);
+  }
+  return made;
+}
+
+static gboolean a_cheat_waits(void) {
+  for (guint i = 0; i < C.workers->len; i++) {
+    worker *w = g_ptr_array_index(C.workers, i);
+    if (w->pid > 0 && __atomic_load_n(&C.slots[w->instance].control_waiting,
+                                      __ATOMIC_ACQUIRE))
+      return TRUE;
+  }
+  return FALSE;
+}
+
+/* A control's verdict on itself: without its overlap it proves nothing,
+ * and says so rather than pass or fail by luck. */
+static void control_set_up(gboolean made, const char *what) {
+  if (!made)
+    printf("chaos: CONTROL COULD NOT BE SET UP: %s\n", what);
+  CU_ASSERT(made);
+}
+
+/* After a control's schedule: until @p made() says its overlap was made,
+ * inject @p kind again (once no cheat is still waiting for its others), at
+ * most CONTROL_SETUP_MS.  A fault aimed at a holder may find none. */
+static void retry_until_made(fault_kind kind, gboolean (*made)(void)) {
+  int64_t deadline = chaos_now_us() + (int64_t)CONTROL_SETUP_MS * 1000;
+  while (!made() && chaos_now_us() < deadline) {
+    if (a_cheat_waits()) {
+      chaos_sleep(100);
+      continue;
+    }
+    if (inject(kind))
+      C.injected[kind]++;
+    else
+      C.skipped[kind]++;
+    chaos_sleep(1000);
+  }
+}
+
+static gboolean a_pause_superseded(void) { return C.superseded_pauses > 0; }
+
+static void pause_until_made(void) {
+  retry_until_made(F_PAUSE_HOLDER, a_pause_superseded);
+}
+
 /* The control experiment: the same clients against a store that ignores
- * the tokens.  Frozen holders' stale writes now go through, and the
- * checker must say so - or it could not catch anything. */
+ * the tokens.  A holder frozen between two writes stays frozen until the
+ * store accepted a higher token (its successor wrote), so its next write is
+ * stale by construction; the checker must say so - or it could not catch
+ * anything. */
 static void test_checker_catches_a_store_without_fencing(void) {
-  static const fault_kind pauses[] = {F_PAUSE_HOLDER, F_PAUSE_HOLDER,
-                                      F_PAUSE_HOLDER};
+  static const fault_kind pauses[] = {F_PAUSE_HOLDER};
   setup(lock_only, 1, 1, "--no-fencing", pauses, (int)G_N_ELEMENTS(pauses));
+  C.pause_until_superseded = TRUE;
+  C.control = pause_until_made;
   run_chaos();
-  printf("chaos: control (store without fencing): %d stale writes accepted, "
-         "%d violations reported\n",
-         R.stale_accepted, C.nviolations);
-  CU_ASSERT(C.holder_pauses_with_writes_left >= 1);
-  CU_ASSERT(R.stale_accepted >= 1);
+  printf("chaos: control (store without fencing): %d holders frozen with a "
+         "write left until a higher token was accepted, %d stale writes "
+         "accepted, %d violations reported\n",
+         C.superseded_pauses, R.stale_accepted, C.nviolations);
+  control_set_up(C.superseded_pauses >= 1,
+                 "no holder was frozen with a write left until superseded");
+  CU_ASSERT(R.stale_accepted >= C.superseded_pauses);
   CU_ASSERT_EQUAL(R.refused, 0);
   /* Nothing else is wrong: the lock behaved, only the store did not. */
   CU_ASSERT_EQUAL(C.nviolations, R.stale_accepted);
@@ -1734,60 +1872,96 @@ static void test_checker_catches_a_store_without_fencing(void) {
   reset();
 }
 
-/* The control of the strict rule, live: workers that act on LOST only 4 s
- * after being told (and otherwise hold until told), under partitions of
- * every client from the ensemble.
- * The holder cut off keeps holding while the servers expire its session
- * and hand the lock on, and the checker must report two holders at once;
+static gboolean a_lock_cheat_made(void) {
+  return cheats_made(M_LOCK, NULL) > 0;
+}
+
+static void cut_until_made(void) {
+  retry_until_made(F_PARTITION_CLIENTS, a_lock_cheat_made);
+}
+
+/* The control of the strict rule, live: workers that, told LOST, keep
+ * claiming the hold until they see a successor hold the lock (chaosworker
+ * ignore-lost), and otherwise hold until told, under partitions of every
+ * client from the ensemble (again until a cut-off holder saw its
+ * successor: a cut may find nobody holding).  The holder cut off is told
+ * LOST, the servers expire its session and hand the lock on, and it still
+ * claims the hold when its successor is told it holds: two holders at once
+ * by construction, which the checker must report for every such cheat;
  * the store's fencing still refuses its stale writes. */
 static void test_checker_catches_a_holder_ignoring_lost(void) {
-  /* Four cuts, not two: with two, a run on 2a82444's successor caught
-   * nobody holding at a cut (one LOST hold, no overlap) and the control
-   * reported 0 violations. */
-  static const fault_kind cuts[] = {F_PARTITION_CLIENTS, F_PARTITION_CLIENTS,
-                                    F_PARTITION_CLIENTS, F_PARTITION_CLIENTS};
+  static const fault_kind cuts[] = {F_PARTITION_CLIENTS};
+  static char ignore_lost[32];
+  snprintf(ignore_lost, sizeof ignore_lost, "ignore-lost=%d", CONTROL_MS);
   setup(lock_only, 1, 1, NULL, cuts, (int)G_N_ELEMENTS(cuts));
-  C.ignore_lost = "ignore-lost=4000";
+  C.ignore_lost = ignore_lost;
   /* Held until told LOST, not just while the partition lasts: a holder
    * releasing as the partition ends would race its successor's grant. */
   C.linger_always = TRUE;
+  C.control = cut_until_made;
   run_chaos();
-  printf("chaos: control (holders acting on LOST 4 s late): %d violations "
-         "reported\n",
+  int missed, made = cheats_made(M_LOCK, &missed);
+  printf("chaos: control (holders ignoring LOST until a successor holds): "
+         "%d cuts, %d holders saw their successor (%d did not in %d ms), "
+         "%d violations reported\n",
+         C.injected[F_PARTITION_CLIENTS], made, missed, CONTROL_MS,
          C.nviolations);
-  CU_ASSERT(C.nviolations >= 1);
+  control_set_up(made >= 1, "no holder cut off saw its successor");
+  CU_ASSERT(R.rec[M_LOCK].violations >= made);
   CU_ASSERT(strstr(C.violations->str, "two holders at once") != NULL);
   CU_ASSERT_EQUAL(R.stale_accepted, 0);
   finish(FALSE);
   reset();
 }
 
-/* The controls of the capacity rules, live, in one run: one read-write
- * lock client writes on the read side (logging its holds as a writer's,
- * as an application that picked the wrong side would), so it holds beside
- * readers; two semaphore clients count LEASES + 1 leases
- * (zkrecipes/semaphore.h: each client admits itself by its own N), so they
- * take a lease beside LEASES holders (with one such client the short run
- * gave it its chance too rarely: twice in one run, never in another).  The
- * checker must report both.  No fault but restarts of the store. */
+static gboolean both_capacity_cheats_made(void) {
+  return cheats_made(M_RWLOCK, NULL) > 0 && cheats_made(M_SEMAPHORE, NULL) > 0;
+}
+
+static void wait_capacity_cheats(void) {
+  int64_t deadline = chaos_now_us() + (int64_t)CONTROL_SETUP_MS * 1000;
+  while (!both_capacity_cheats_made() && chaos_now_us() < deadline)
+    chaos_sleep(100);
+}
+
+/* The controls of the capacity rules, live, in one run.  One read-write
+ * lock client writes on the read side (logging its holds as a writer's, as
+ * an application that picked the wrong side would) beside clients that
+ * only read; two semaphore clients count LEASES + 1 leases
+ * (zkrecipes/semaphore.h: each client admits itself by its own N) beside
+ * two that count LEASES and, once granted, hold until told LOST.  The
+ * cheats make their overlap certain (chaosworker overlap=): the wrong-side
+ * writer holds until it sees a reader beside it; a client counting one
+ * lease too many asks when LEASES others hold, and holds until it sees
+ * them beside it.  The checker must report every such overlap.  No fault
+ * but restarts of the store. */
 static void test_checker_catches_a_wrong_side_and_a_lease_too_many(void) {
   static const chaos_mode both[] = {M_RWLOCK, M_SEMAPHORE};
   static const fault_kind quiet[] = {F_RESTART_STORE, F_RESTART_STORE};
   setup(both, 2, 1, NULL, quiet, (int)G_N_ELEMENTS(quiet));
   C.first_writes_on_read_side = TRUE;
   C.first_leases = LEASES + 1;
+  C.control = wait_capacity_cheats;
   run_chaos();
+  int rw_missed, sem_missed;
+  int rw_made = cheats_made(M_RWLOCK, &rw_missed);
+  int sem_made = cheats_made(M_SEMAPHORE, &sem_missed);
   printf("chaos: control (a writer on the read side, clients counting %d "
-         "leases): %d and %d violations reported, most leases at once %d\n",
-         LEASES + 1, R.rec[M_RWLOCK].violations, R.rec[M_SEMAPHORE].violations,
+         "leases): overlaps made %d and %d (missed %d and %d), %d and %d "
+         "violations reported, most leases at once %d\n",
+         LEASES + 1, rw_made, sem_made, rw_missed, sem_missed,
+         R.rec[M_RWLOCK].violations, R.rec[M_SEMAPHORE].violations,
          R.rec[M_SEMAPHORE].max_together);
-  CU_ASSERT(R.rec[M_RWLOCK].violations >= 1);
+  control_set_up(rw_made >= 1, "the wrong-side writer saw no reader beside it");
+  control_set_up(sem_made >= 1, "no client counting one lease too many saw "
+                                "the other leases held beside its own");
+  CU_ASSERT(R.rec[M_RWLOCK].violations >= rw_made);
   CU_ASSERT(strstr(C.violations->str, "read-write lock: two holders at once") !=
             NULL);
   CU_ASSERT(R.rec[M_SEMAPHORE].max_together > LEASES);
   /* (Only the first violations are kept as text, the read-write lock's
    * first: the semaphore's are counted.) */
-  CU_ASSERT(R.rec[M_SEMAPHORE].violations >= 1);
+  CU_ASSERT(R.rec[M_SEMAPHORE].violations >= sem_made);
   CU_ASSERT_EQUAL(R.rec[M_RWLOCK].left_nodes, 0);
   CU_ASSERT_EQUAL(R.rec[M_SEMAPHORE].left_nodes, 0);
   finish(FALSE);
@@ -1804,8 +1978,8 @@ static const fault_kind part_kinds[] = {
 
 /* PART_MEMBERS members divide PART_ITEMS items (a set partitioner, each
  * item under its own lock) under the faults above, one round at least
- * (CHAOS_SECONDS / 3 at most): no item held by two running members at once
- * (an item is held from ACQUIRED to RELEASE, FAILURE or leaving; the
+ * (a quarter of CHAOS_SECONDS, like the other runs): no item held by two
+ * running members at once (an item is held from ACQUIRED to RELEASE, FAILURE or leaving; the
  * excuses are the lock's: a frozen member, a session closed by the
  * operator); every item owned again within PART_RECOVERY_MS of the last
  * fault; no party or lock node left once every member stopped. */
@@ -1823,30 +1997,72 @@ static void test_partitioner_chaos(void) {
   CU_ASSERT(C.injected[F_KILL_CLIENT] + C.injected[F_PAUSE_HOLDER] +
                 C.injected[F_PARTITION_CLIENTS] >=
             3);
+  /* The last run: the runs together were given no more than CHAOS_SECONDS
+   * (issue 30: a third to each of four runs overran make chaos's limit). */
+  int total = env_int("CHAOS_SECONDS", 60);
+  printf("chaos: the runs so far were given %d s of faults, of "
+         "CHAOS_SECONDS=%d\n",
+         seconds_given, total);
+  CU_ASSERT(seconds_given <= MAX(total, CHAOS_RUNS));
   finish(C.nviolations > 0);
   reset();
 }
 
+/* The items claimed by the running members (their slots' masks). */
+static guint32 items_claimed(void) {
+  guint32 items = 0;
+  for (int p = 0; p < C.clients; p++)
+    if (C.live[p] && C.live[p]->pid > 0)
+      items |= __atomic_load_n(&C.slots[C.live[p]->instance].items,
+                               __ATOMIC_ACQUIRE);
+  return items;
+}
+
+static guint32 claims_of(worker *w) {
+  return __atomic_load_n(&C.slots[w->instance].items, __ATOMIC_ACQUIRE);
+}
+
+/* The partitioner's control, set up: once every item is claimed, a new
+ * member joins; it is given at least one item, which a member ignoring
+ * RELEASE still claims.  C.joined_items: how many it was given. */
+static void join_member(void) {
+  int64_t deadline = chaos_now_us() + (int64_t)CONTROL_SETUP_MS * 1000;
+  guint32 all = (1u << PART_ITEMS) - 1;
+  while ((items_claimed() & all) != all && chaos_now_us() < deadline)
+    chaos_sleep(100);
+  if ((items_claimed() & all) != all)
+    return;
+  note("join-member: every item claimed, member position %d joins", C.clients);
+  int position = C.clients++;
+  spawn_worker(position);
+  /* (C.live[position]: a worker that died is replaced there) */
+  while (claims_of(C.live[position]) == 0 && chaos_now_us() < deadline)
+    chaos_sleep(100);
+  C.joined_items = __builtin_popcount(claims_of(C.live[position]) & all);
+}
+
 /* The partitioner's control: members that never stop claiming their items
- * on RELEASE or FAILURE (chaosworker ignore-failure), members killed and
- * replaced four times: each replacement changes the party (and, unless
- * the last in the order was killed, the split: so four kills, not one, to
- * leave that chance at about 1/4^4), so a member told RELEASE keeps
- * claiming items now given to another.  The checker must report an
- * item held by two members at once.  (Cutting every member off does not
- * do: they all join again in the same order, and get the same items.) */
+ * on RELEASE or FAILURE (chaosworker ignore-failure); once every item is
+ * claimed, a new member joins, and the share it is given (at least one
+ * item) is taken from members that keep claiming it: an item held by two
+ * members at once by construction, for each item the newcomer gets, which
+ * the checker must report.  (Kills used to change the party instead, and
+ * left the split unchanged when the last member in the order was killed
+ * and replaced: a violation by luck.) */
 static void test_checker_catches_a_member_ignoring_failure(void) {
   static const chaos_mode part[] = {M_PARTITION};
-  static const fault_kind kills[] = {F_KILL_CLIENT, F_KILL_CLIENT,
-                                     F_KILL_CLIENT, F_KILL_CLIENT};
-  setup(part, 1, 1, NULL, kills, (int)G_N_ELEMENTS(kills));
+  setup(part, 1, 0, NULL, NULL, 0);
   C.clients = PART_MEMBERS;
   C.ignore_failure = TRUE;
+  C.control = join_member;
   run_chaos();
   printf("chaos: control (partitioner members ignoring RELEASE and FAILURE): "
-         "%d violations reported\n",
-         R.rec[M_PARTITION].violations);
-  CU_ASSERT(R.rec[M_PARTITION].violations >= 1);
+         "the member that joined was given %d items still claimed, %d "
+         "violations reported\n",
+         C.joined_items, R.rec[M_PARTITION].violations);
+  control_set_up(C.joined_items >= 1,
+                 "no member joined and was given an item still claimed");
+  CU_ASSERT(R.rec[M_PARTITION].violations >= C.joined_items);
   CU_ASSERT_EQUAL(R.rec[M_PARTITION].left_nodes, 0);
   finish(FALSE);
   reset();

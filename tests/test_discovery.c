@@ -9,6 +9,7 @@
  */
 #include "config.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 #include <glib.h>
@@ -426,31 +427,11 @@ static int logged(const char *what) {
 
 static int bad_node_logged(void *arg) { return logged(arg); }
 
-/* Nodes of other writers that are not records (not JSON, a port that is a
- * word, an array) beside a good record with an unknown field: the query
- * and the provider give the good one only, and each bad node is logged. */
-static void test_malformed_records_skipped(void) {
-  char *base = zkt_path("disc-bad");
-  char *dir = g_strdup_printf("%s/svc", base);
-  zhandle_t *zh = zkt_raw();
-  zkt_make_path(zh, dir);
-  static const char *const nodes[][2] = {
-      {"garbage", "not json at all"},
-      {"wordport", "{\"name\":\"svc\",\"id\":\"wordport\",\"port\":\"x\"}"},
-      {"array", "[1,2,3]"},
-      {"good", "{\"name\":\"svc\",\"id\":\"good\",\"address\":\"h\","
-               "\"port\":1,\"future\":true}"},
-  };
-  for (size_t i = 0; i < G_N_ELEMENTS(nodes); i++) {
-    char *path = g_strdup_printf("%s/%s", dir, nodes[i][0]);
-    CU_ASSERT_EQUAL(zoo_create(zh, path, nodes[i][1], (int)strlen(nodes[i][1]),
-                               &ZOO_OPEN_ACL_UNSAFE, 0, NULL, 0),
-                    ZOK);
-    g_free(path);
-  }
-  char *empty = g_strdup_printf("%s/nodata", dir);
-  CU_ASSERT_EQUAL(
-      zoo_create(zh, empty, NULL, -1, &ZOO_OPEN_ACL_UNSAFE, 0, NULL, 0), ZOK);
+/* With the nodes @p bad (a NULL-ended list of paths) of service "svc"
+ * under @p base, which are not records, beside a good record "good" of
+ * port 1: the query and a provider give the good one only, and each bad
+ * node is logged. */
+static void expect_only_good(const char *base, char *const *bad) {
   g_mutex_init(&captured.mu);
   captured.lines = g_string_new(NULL);
   zkrc_log_set_handler(capture_line, NULL);
@@ -464,19 +445,173 @@ static void test_malformed_records_skipped(void) {
   zkrc_service_instances_free(v, n);
   zkrc_service_provider *p = provider(s, base, "svc", ZKRC_SERVICE_RANDOM);
   CU_ASSERT_TRUE(wait_view(p, "good:1"));
-  for (size_t i = 0; i < 3; i++) {
-    char *path = g_strdup_printf("%s/%s", dir, nodes[i][0]);
-    CU_ASSERT_TRUE(zkt_wait_for(bad_node_logged, path, 10000));
-    g_free(path);
-  }
-  CU_ASSERT_TRUE(logged(empty));
+  for (char *const *b = bad; *b; b++)
+    CU_ASSERT_TRUE(zkt_wait_for(bad_node_logged, *b, 10000));
   provider_free(p);
   zkrc_session_close(s);
   zkrc_log_from_env(); /* the tests' handler and level again */
   g_string_free(captured.lines, TRUE);
+}
+
+/* Nodes of other writers that are not records (not JSON, a port that is a
+ * word, an array, no data) beside a good record with an unknown field:
+ * the query and the provider give the good one only, and each bad node is
+ * logged. */
+static void test_malformed_records_skipped(void) {
+  char *base = zkt_path("disc-bad");
+  char *dir = g_strdup_printf("%s/svc", base);
+  zhandle_t *zh = zkt_raw();
+  zkt_make_path(zh, dir);
+  static const char *const nodes[][2] = {
+      {"garbage", "not json at all"},
+      {"wordport", "{\"name\":\"svc\",\"id\":\"wordport\",\"port\":\"x\"}"},
+      {"array", "[1,2,3]"},
+      {"nodata", NULL},
+      {"good", "{\"name\":\"svc\",\"id\":\"good\",\"address\":\"h\","
+               "\"port\":1,\"future\":true}"},
+  };
+  char *bad[G_N_ELEMENTS(nodes)] = {NULL};
+  for (size_t i = 0; i < G_N_ELEMENTS(nodes); i++) {
+    char *path = g_strdup_printf("%s/%s", dir, nodes[i][0]);
+    const char *data = nodes[i][1];
+    CU_ASSERT_EQUAL(zoo_create(zh, path, data, data ? (int)strlen(data) : -1,
+                               &ZOO_OPEN_ACL_UNSAFE, 0, NULL, 0),
+                    ZOK);
+    if (i + 1 < G_N_ELEMENTS(nodes))
+      bad[i] = path;
+    else
+      g_free(path);
+  }
+  expect_only_good(base, bad);
+  for (size_t i = 0; bad[i]; i++)
+    g_free(bad[i]);
   zookeeper_close(zh);
-  g_free(empty);
   g_free(dir);
+  g_free(base);
+}
+
+/* A record of service "svc" whose payload is @p depth nested arrays (the
+ * record itself is one level more); @p depth 0: no payload. */
+static char *nested_record(const char *id, int depth) {
+  GString *t = g_string_new(NULL);
+  g_string_append_printf(t, "{\"name\":\"svc\",\"id\":\"%s\",\"port\":1", id);
+  if (depth > 0) {
+    g_string_append(t, ",\"payload\":");
+    for (int i = 0; i < depth; i++)
+      g_string_append_c(t, '[');
+    for (int i = 0; i < depth; i++)
+      g_string_append_c(t, ']');
+  }
+  g_string_append_c(t, '}');
+  return g_string_free(t, FALSE);
+}
+
+/* Issue 30: a record nested 60,000 deep, which overflowed json-glib's
+ * stack, written by another client beside a good record: the query and a
+ * provider skip it (and log it) and list the good one; parsed alone it is
+ * ZKRC_EBADNODE.  The bound is 128 levels: a record nested 128 deep
+ * parses, one level more does not. */
+static void test_deep_nesting_skipped(void) {
+  static const struct {
+    int depth;
+    int want;
+  } cases[] = {{127, ZKRC_OK}, {128, ZKRC_EBADNODE}, {60000, ZKRC_EBADNODE}};
+  for (size_t k = 0; k < G_N_ELEMENTS(cases); k++) {
+    char *text = nested_record("n", cases[k].depth);
+    zkrc_service_instance *i = NULL;
+    ZKT_ASSERT_RC(cases[k].want,
+                  zkrc_service_instance_from_json(text, strlen(text), &i));
+    CU_ASSERT_EQUAL(i != NULL, cases[k].want == ZKRC_OK);
+    zkrc_service_instance_free(i);
+    g_free(text);
+  }
+  char *base = zkt_path("disc-deep");
+  char *dir = g_strdup_printf("%s/svc", base);
+  zhandle_t *zh = zkt_raw();
+  zkt_make_path(zh, dir);
+  const char *ids[] = {"deep", "good"};
+  char *deep = NULL;
+  for (int k = 0; k < 2; k++) {
+    char *path = g_strdup_printf("%s/%s", dir, ids[k]);
+    char *text = nested_record(ids[k], k == 0 ? 60000 : 3);
+    CU_ASSERT_EQUAL(zoo_create(zh, path, text, (int)strlen(text),
+                               &ZOO_OPEN_ACL_UNSAFE, 0, NULL, 0),
+                    ZOK);
+    g_free(text);
+    if (k == 0)
+      deep = path;
+    else
+      g_free(path);
+  }
+  char *bad[] = {deep, NULL};
+  expect_only_good(base, bad);
+  zookeeper_close(zh);
+  g_free(deep);
+  g_free(dir);
+  g_free(base);
+}
+
+/* The first @p n bytes of @p text as a JSON string, for a payload (malloc:
+ * the instance frees it). */
+static char *quoted(const char *text, size_t n) {
+  char *q = malloc(n + 3);
+  q[0] = '"';
+  memcpy(q + 1, text, n);
+  q[n + 1] = '"';
+  q[n + 2] = '\0';
+  return q;
+}
+
+/* Issue 30: a record whose JSON is one byte over what its node's create
+ * can carry (envelope included) is ZKRC_ETOOBIG at once, STATIC or
+ * DYNAMIC: nothing sent, no node or parent made, no connection dropped;
+ * the largest that fits registers (STATIC) and its node holds it whole;
+ * an update to the issue's 1.1 MB is refused and the node keeps it. */
+static void test_size_limit(void) {
+  char *base = zkt_path("disc-size");
+  char *node = g_strdup_printf("%s/svc/id", base);
+  size_t max = MIN(ZKT_DATA_MAX, ZKT_PACKET_MAX - zkt_create_envelope(node));
+  zkrc_service_instance *i = record("svc", "id", 1);
+  i->registration_time_utc = 1700000000000;
+  i->service_type = ZKRC_SERVICE_STATIC; /* its name's length counts */
+  free(i->payload);
+  i->payload = strdup("\"\"");
+  char *json;
+  size_t empty;
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_service_instance_to_json(i, &json, &empty));
+  free(json);
+  char *letters = zkt_pattern(1100 * 1000);
+  free(i->payload);
+  i->payload = quoted(letters, max + 1 - empty);
+  zkrc_session *s = zkt_session();
+  zhandle_t *zh = zkt_raw();
+  uint64_t sent = zkt_requests_but_renewals(s), lost = zkt_suspensions(s);
+  zkrc_service_registration *r = NULL;
+  ZKT_ASSERT_RC(ZKRC_ETOOBIG, zkrc_service_register(&r, s, base, i, NULL));
+  i->service_type = ZKRC_SERVICE_DYNAMIC; /* a byte longer */
+  ZKT_ASSERT_RC(ZKRC_ETOOBIG, zkrc_service_register(&r, s, base, i, NULL));
+  CU_ASSERT_PTR_NULL(r);
+  CU_ASSERT_EQUAL(zkt_requests_but_renewals(s), sent);
+  CU_ASSERT_FALSE(zkt_exists(zh, base));
+  i->service_type = ZKRC_SERVICE_STATIC;
+  i->payload[max - empty + 1] = '"'; /* one letter fewer */
+  i->payload[max - empty + 2] = '\0';
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_service_register(&r, s, base, i, NULL));
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_service_instance_to_json(i, &json, NULL));
+  CU_ASSERT_EQUAL(strlen(json), max);
+  CU_ASSERT_TRUE(zkt_data_is(zh, node, json, strlen(json)));
+  free(i->payload);
+  i->payload = quoted(letters, strlen(letters));
+  ZKT_ASSERT_RC(ZKRC_ETOOBIG, zkrc_service_update(r, i, 5000));
+  CU_ASSERT_TRUE(zkt_data_is(zh, node, json, strlen(json)));
+  CU_ASSERT_EQUAL(zkt_suspensions(s), lost);
+  zkrc_service_unregister(r);
+  free(json);
+  zkrc_service_instance_free(i);
+  g_free(letters);
+  zookeeper_close(zh);
+  zkrc_session_close(s);
+  g_free(node);
   g_free(base);
 }
 
@@ -676,6 +811,8 @@ static void add_suites(void) {
             {"re-registered after expiry", test_reregistered_after_expiry},
             {"malformed records skipped", test_malformed_records_skipped},
             {"bad input refused", test_bad_input_refused},
+            {"deep nesting skipped", test_deep_nesting_skipped},
+            {"size limit, envelope included", test_size_limit},
             {"curator registers, we find", test_curator_registers_we_find},
             {"we register, curator finds", test_we_register_curator_finds});
 }

@@ -206,7 +206,7 @@ static void test_refusals(void) {
   ZKT_ASSERT_RC(ZKRC_EINVAL, zkrc_ephemeral_new(&e, s, "rel", "x", 1, NULL));
   ZKT_ASSERT_RC(ZKRC_EINVAL, zkrc_ephemeral_new(&e, s, "/", "x", 1, NULL));
   ZKT_ASSERT_RC(ZKRC_EINVAL, zkrc_ephemeral_new(&e, s, node, NULL, 3, NULL));
-  ZKT_ASSERT_RC(ZKRC_EINVAL,
+  ZKT_ASSERT_RC(ZKRC_ETOOBIG,
                 zkrc_ephemeral_new(&e, s, node, "x", 2 * 1024 * 1024, NULL));
   zkrc_ephemeral_options o;
   memset(&o, 0, sizeof o); /* never initialized */
@@ -350,6 +350,78 @@ static void test_lost_before_the_servers_delete(void) {
   g_free(path);
 }
 
+/* A node under a fresh directory, with a name long enough (over 41
+ * bytes) that a create's envelope, not ZKT_DATA_MAX, sets its limit. */
+static char *long_node(const char *tag, const char *leaf) {
+  char *dir = zkt_path(tag);
+  char *node = g_strdup_printf(
+      "%s/a-member-named-long-enough-for-the-envelope-to-count-%s", dir, leaf);
+  g_free(dir);
+  return node;
+}
+
+/* Issue 30: data the create cannot carry (one byte over its envelope's
+ * limit, and the issue's 1 MiB) is ZKRC_ETOOBIG at once: nothing sent,
+ * no node, no connection dropped; the largest that passes registers and
+ * reads back whole; set_data over it is refused (every re-creation would
+ * send it) and the node keeps its data. */
+static void test_size_limit(void) {
+  char *node = long_node("eph-size", "m");
+  size_t max = ZKT_PACKET_MAX - zkt_create_envelope(node);
+  CU_ASSERT_TRUE(max < ZKT_DATA_MAX);
+  char *data = zkt_pattern(1024 * 1024);
+  zhandle_t *zh = direct();
+  zkrc_session *s = proxied_session();
+  uint64_t sent = zkt_requests_but_renewals(s), lost = zkt_suspensions(s);
+  zkrc_ephemeral *e = (zkrc_ephemeral *)1;
+  ZKT_ASSERT_RC(ZKRC_ETOOBIG,
+                zkrc_ephemeral_new(&e, s, node, data, max + 1, NULL));
+  CU_ASSERT_PTR_NULL(e);
+  ZKT_ASSERT_RC(ZKRC_ETOOBIG,
+                zkrc_ephemeral_new(&e, s, node, data, 1024 * 1024, NULL));
+  CU_ASSERT_EQUAL(zkt_requests_but_renewals(s), sent);
+  CU_ASSERT_FALSE(zkt_exists(zh, node));
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_ephemeral_new(&e, s, node, data, max, NULL));
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_ephemeral_wait_registered(e, 10000));
+  CU_ASSERT_TRUE(zkt_data_is(zh, node, data, max));
+  ZKT_ASSERT_RC(ZKRC_ETOOBIG, zkrc_ephemeral_set_data(e, data, max + 1, 5000));
+  CU_ASSERT_TRUE(zkt_data_is(zh, node, data, max));
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_ephemeral_set_data(e, data + 1, max, 5000));
+  CU_ASSERT_TRUE(zkt_data_is(zh, node, data + 1, max));
+  CU_ASSERT_TRUE(zkrc_ephemeral_is_registered(e));
+  CU_ASSERT_EQUAL(zkt_suspensions(s), lost);
+  zkrc_ephemeral_free(e);
+  zkrc_session_close(s);
+  zookeeper_close(zh);
+  g_free(data);
+  g_free(node);
+}
+
+/* The limit is the servers' own, not a margin: a raw create (open ACL) of
+ * the largest data the library accepts passes, and one byte more, on a
+ * path as long, makes the server drop the connection. */
+static void test_size_limit_is_the_servers(void) {
+  char *node = long_node("eph-edge", "1");
+  char *over = g_strdup(node);
+  over[strlen(over) - 1] = '2';
+  size_t max = ZKT_PACKET_MAX - zkt_create_envelope(node);
+  char *data = zkt_pattern(max + 1);
+  zhandle_t *zh = direct();
+  char *dir = g_path_get_dirname(node);
+  zkt_make_path(zh, dir);
+  CU_ASSERT_EQUAL(zoo_create(zh, node, data, (int)max, &ZOO_OPEN_ACL_UNSAFE,
+                             ZOO_EPHEMERAL, NULL, 0),
+                  ZOK);
+  CU_ASSERT_EQUAL(zoo_create(zh, over, data, (int)max + 1, &ZOO_OPEN_ACL_UNSAFE,
+                             ZOO_EPHEMERAL, NULL, 0),
+                  ZCONNECTIONLOSS);
+  zookeeper_close(zh);
+  g_free(dir);
+  g_free(data);
+  g_free(over);
+  g_free(node);
+}
+
 static void add_suites(void) {
   zkt_configure(1, 1);
   ZKT_SUITE(
@@ -361,7 +433,9 @@ static void add_suites(void) {
       {"changed, then deleted", test_changed_then_deleted},
       {"a parent refused", test_parent_refused},
       {"LOST before the servers delete the node",
-       test_lost_before_the_servers_delete});
+       test_lost_before_the_servers_delete},
+      {"size limit, envelope included", test_size_limit},
+      {"size limit is the servers'", test_size_limit_is_the_servers});
 }
 
 int main(void) { return zkt_run("test_ephemeral", add_suites); }

@@ -513,8 +513,8 @@ static void test_bad_input(void) {
                 zkrc_group_join(&g, s, "no-slash", "x", "d", 1, &o));
   ZKT_ASSERT_RC(ZKRC_EINVAL, zkrc_group_join(&g, s, "/", "x", "d", 1, &o));
   ZKT_ASSERT_RC(ZKRC_EINVAL, zkrc_group_join(&g, s, path, "x", NULL, 1, &o));
-  ZKT_ASSERT_RC(ZKRC_EINVAL, zkrc_group_join(&g, s, path, "x", "d",
-                                             (size_t)1024 * 1024 + 1, &o));
+  ZKT_ASSERT_RC(ZKRC_ETOOBIG, zkrc_group_join(&g, s, path, "x", "d",
+                                              (size_t)1024 * 1024 + 1, &o));
   ZKT_ASSERT_RC(ZKRC_EINVAL,
                 zkrc_group_join(&g, s, path, "x", "d", 1, &uninit));
   ZKT_ASSERT_RC(ZKRC_EINVAL, zkrc_group_watch(&g, s, "/a//b", NULL));
@@ -606,6 +606,41 @@ static void test_curator_group_member_both_ways(void) {
   g_free(path);
 }
 
+/* Issue 30: a member's data one byte over what its node's create can
+ * carry, envelope included, is ZKRC_ETOOBIG at once (join and set_data),
+ * nothing sent and no connection dropped; at the limit the member
+ * registers and its node holds the data whole. */
+static void test_size_limit(void) {
+  char *path = zkt_path("group-size");
+  const char *id = "a-member-id-long-enough-for-the-envelope-to-decide";
+  char *node = g_strdup_printf("%s/%s", path, id);
+  size_t max = ZKT_PACKET_MAX - zkt_create_envelope(node);
+  CU_ASSERT_TRUE(max < ZKT_DATA_MAX);
+  char *data = zkt_pattern(max + 1);
+  zkrc_session *s = zkt_session();
+  zhandle_t *zh = zkt_raw();
+  uint64_t sent = zkt_requests_but_renewals(s), lost = zkt_suspensions(s);
+  zkrc_group *g = NULL;
+  ZKT_ASSERT_RC(ZKRC_ETOOBIG,
+                zkrc_group_join(&g, s, path, id, data, max + 1, NULL));
+  CU_ASSERT_PTR_NULL(g);
+  CU_ASSERT_EQUAL(zkt_requests_but_renewals(s), sent);
+  CU_ASSERT_FALSE(zkt_exists(zh, path));
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_group_join(&g, s, path, id, data, max, NULL));
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_group_wait_registered(g, 10000));
+  CU_ASSERT_TRUE(zkt_data_is(zh, node, data, max));
+  ZKT_ASSERT_RC(ZKRC_ETOOBIG, zkrc_group_set_data(g, data, max + 1, 5000));
+  CU_ASSERT_TRUE(zkt_data_is(zh, node, data, max));
+  CU_ASSERT_TRUE(zkrc_group_is_registered(g));
+  CU_ASSERT_EQUAL(zkt_suspensions(s), lost);
+  zkrc_group_free(g);
+  zookeeper_close(zh);
+  zkrc_session_close(s);
+  g_free(data);
+  g_free(node);
+  g_free(path);
+}
+
 static void add_suites(void) {
   ZKT_SUITE(
       "group",
@@ -617,7 +652,8 @@ static void add_suites(void) {
       {"leave from the listener", test_leave_from_listener},
       {"session closed for good", test_closed_for_good},
       {"bad input changes nothing", test_bad_input},
-      {"curator group member both ways", test_curator_group_member_both_ways});
+      {"curator group member both ways", test_curator_group_member_both_ways},
+      {"size limit, envelope included", test_size_limit});
 }
 
 int main(void) { return zkt_run("test_group", add_suites); }

@@ -1061,6 +1061,57 @@ static void test_free_while_another_thread_waits(void) {
   g_free(path);
 }
 
+/* Issue 30: a participant id too large for a contender's create is
+ * ZKRC_ETOOBIG from zkrc_lock_new(), nothing sent; a fenced multi (our
+ * node's check and a setData) one byte over the limit is ZKRC_ETOOBIG,
+ * nothing sent, the lock still held and no connection dropped; at the
+ * limit it is written and reads back whole. */
+static void test_size_limit(void) {
+  char *path = zkt_path("lock-size");
+  char *target = g_strdup_printf("%s-data", path);
+  zkrc_session *s = zkt_session();
+  zhandle_t *zh = zkt_raw();
+  CU_ASSERT_EQUAL(
+      zoo_create(zh, target, "x", 1, &ZOO_OPEN_ACL_UNSAFE, 0, NULL, 0), ZOK);
+  char *data = zkt_pattern(1024 * 1024);
+  uint64_t sent = zkt_requests_but_renewals(s), lost = zkt_suspensions(s);
+  zkrc_lock_options o;
+  zkrc_lock_options_init(&o);
+  o.participant_id = data;
+  zkrc_lock *lk = (zkrc_lock *)1;
+  ZKT_ASSERT_RC(ZKRC_ETOOBIG, zkrc_lock_new(&lk, s, path, &o));
+  CU_ASSERT_PTR_NULL(lk);
+  CU_ASSERT_EQUAL(zkt_requests_but_renewals(s), sent);
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_lock_new(&lk, s, path, NULL));
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_lock_acquire(lk, 5000));
+  char *node = NULL;
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_lock_node(lk, &node));
+  /* header 8; a MultiHeader (9) before each op and at the end; the check:
+   * path and version; the setData: path, data's length, version */
+  size_t max = ZKT_PACKET_MAX - 8 - 3 * 9 - (4 + strlen(node) + 4) -
+               (4 + strlen(target) + 4 + 4);
+  CU_ASSERT_TRUE(max < ZKT_DATA_MAX);
+  zoo_op_t set;
+  zoo_set_op_init(&set, target, data, (int)max + 1, -1, NULL);
+  sent = zkt_requests_but_renewals(s);
+  ZKT_ASSERT_RC(ZKRC_ETOOBIG, zkrc_lock_fenced_multi(lk, 1, &set, NULL, 5000));
+  CU_ASSERT_EQUAL(zkt_requests_but_renewals(s), sent);
+  CU_ASSERT_TRUE(zkt_data_is(zh, target, "x", 1));
+  zoo_set_op_init(&set, target, data, (int)max, -1, NULL);
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_lock_fenced_multi(lk, 1, &set, NULL, 5000));
+  CU_ASSERT_TRUE(zkt_data_is(zh, target, data, max));
+  CU_ASSERT_TRUE(zkrc_lock_is_held(lk));
+  CU_ASSERT_EQUAL(zkt_suspensions(s), lost);
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_lock_release(lk));
+  zkrc_lock_free(lk);
+  free(node);
+  zookeeper_close(zh);
+  zkrc_session_close(s);
+  g_free(data);
+  g_free(target);
+  g_free(path);
+}
+
 static void add_suites(void) {
   ZKT_SUITE(
       "lock",
@@ -1096,8 +1147,8 @@ static void add_suites(void) {
        test_directory_is_a_container_removed_when_empty},
       {"participants are listed in queue order",
        test_participants_are_listed_in_queue_order},
-      {"free while another thread waits",
-       test_free_while_another_thread_waits});
+      {"free while another thread waits", test_free_while_another_thread_waits},
+      {"size limit, envelope included", test_size_limit});
 }
 
 int main(void) { return zkt_run("test_lock", add_suites); }

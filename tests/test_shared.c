@@ -222,13 +222,72 @@ static void test_bad_input_changes_nothing(void) {
   g_free(path);
 }
 
+/* Issue 30: a write over the limit is ZKRC_ETOOBIG at once, with nothing
+ * sent and no connection dropped: a setData of ZKT_DATA_MAX + 1 bytes
+ * (which the servers would take, but no Java client could read back), the
+ * issue's 1,048,677 bytes, a seed one byte over its create's limit, and
+ * the compare-and-set at -1 (a multi of the setData and a check) one byte
+ * over its own envelope.  At each limit the write goes: ZKT_DATA_MAX set
+ * and read back whole, the seed created and read back, the multi answered
+ * by the servers (EBADVERSION: the node is not at -1). */
+static void test_size_limit(void) {
+  char *path = zkt_path("shared-size"); /* 17 to 41 bytes: see below */
+  char *seeded = g_strdup_printf("%s/s", path);
+  size_t set_max = ZKT_DATA_MAX, len = strlen(path);
+  size_t seed_max =
+      MIN(ZKT_DATA_MAX, ZKT_PACKET_MAX - zkt_create_envelope(seeded));
+  /* header, and a MultiHeader (9) before each op and at the end; the
+   * check is the path and a version */
+  size_t multi_max =
+      ZKT_PACKET_MAX - zkt_set_envelope(path) - 3 * 9 - (4 + len + 4);
+  CU_ASSERT_TRUE(zkt_set_envelope(path) + set_max <= ZKT_PACKET_MAX);
+  CU_ASSERT_TRUE(multi_max < set_max);
+  char *data = zkt_pattern(1048677);
+  zkrc_session *s = zkt_session();
+  zhandle_t *zh = zkt_raw();
+  zkrc_versioned_value v;
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_shared_value_get(s, path, "x", 1, &v, 5000));
+  zkrc_versioned_value_clear(&v);
+  uint64_t sent = zkt_requests_but_renewals(s), lost = zkt_suspensions(s);
+  ZKT_ASSERT_RC(ZKRC_ETOOBIG,
+                zkrc_shared_value_set(s, path, data, set_max + 1, 5000));
+  ZKT_ASSERT_RC(ZKRC_ETOOBIG,
+                zkrc_shared_value_set(s, path, data, 1048677, 5000));
+  ZKT_ASSERT_RC(ZKRC_ETOOBIG, zkrc_shared_value_try_set(
+                                  s, path, 0, data, set_max + 1, NULL, 5000));
+  ZKT_ASSERT_RC(
+      ZKRC_ETOOBIG,
+      zkrc_shared_value_try_set(s, path, -1, data, multi_max + 1, NULL, 5000));
+  ZKT_ASSERT_RC(ZKRC_ETOOBIG,
+                zkrc_shared_value_get(s, seeded, data, seed_max + 1, &v, 5000));
+  CU_ASSERT_EQUAL(zkt_requests_but_renewals(s), sent);
+  CU_ASSERT_TRUE(zkt_data_is(zh, path, "x", 1));
+  CU_ASSERT_FALSE(zkt_exists(zh, seeded));
+  ZKT_ASSERT_RC(
+      ZKRC_EBADVERSION,
+      zkrc_shared_value_try_set(s, path, -1, data, multi_max, NULL, 5000));
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_shared_value_set(s, path, data, set_max, 5000));
+  CU_ASSERT_TRUE(zkt_data_is(zh, path, data, set_max));
+  ZKT_ASSERT_RC(ZKRC_OK,
+                zkrc_shared_value_get(s, seeded, data, seed_max, &v, 5000));
+  CU_ASSERT_TRUE(v.len == seed_max && memcmp(v.data, data, seed_max) == 0);
+  zkrc_versioned_value_clear(&v);
+  CU_ASSERT_EQUAL(zkt_suspensions(s), lost);
+  zookeeper_close(zh);
+  zkrc_session_close(s);
+  g_free(data);
+  g_free(seeded);
+  g_free(path);
+}
+
 static void add_suites(void) {
   ZKT_SUITE(
       "shared", {"value compare-and-set", test_value_compare_and_set},
       {"concurrent adds lose nothing", test_concurrent_adds_lose_nothing},
       {"kazoo counter both ways", test_kazoo_counter_both_ways},
       {"curator shared count both ways", test_curator_shared_count_both_ways},
-      {"bad input changes nothing", test_bad_input_changes_nothing});
+      {"bad input changes nothing", test_bad_input_changes_nothing},
+      {"size limit, envelope included", test_size_limit});
 }
 
 int main(void) { return zkt_run("test_shared", add_suites); }

@@ -521,6 +521,37 @@ uint64_t zkt_requests_but_renewals(zkrc_session *s) {
   return st.requests - st.renewals;
 }
 
+size_t zkt_create_envelope(const char *path) {
+  return 8 + 4 + strlen(path) + 4 + 27 + 4;
+}
+
+size_t zkt_set_envelope(const char *path) {
+  return 8 + 4 + strlen(path) + 4 + 4;
+}
+
+uint64_t zkt_suspensions(zkrc_session *s) {
+  zkrc_session_stats st;
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_session_get_stats(s, &st, sizeof st));
+  return st.suspensions;
+}
+
+char *zkt_pattern(size_t len) {
+  char *p = g_malloc(len + 1);
+  for (size_t i = 0; i < len; i++)
+    p[i] = (char)('a' + (i * 7 + i / 26) % 26);
+  p[len] = '\0';
+  return p;
+}
+
+int zkt_data_is(zhandle_t *zh, const char *path, const char *want, size_t len) {
+  int cap = (int)len + 1, got = cap;
+  char *buf = g_malloc((gsize)cap);
+  int same = zoo_get(zh, path, 0, buf, &got, NULL) == ZOK && got == (int)len &&
+             memcmp(buf, want, len) == 0;
+  g_free(buf);
+  return same;
+}
+
 int zkt_session_watches(void *arg) {
   zkt_watch_seen *w = arg;
   char hex[32];

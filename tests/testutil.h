@@ -185,6 +185,27 @@ typedef struct zkt_acquirer {
 } zkt_acquirer;
 void *zkt_acquire_once(void *data);
 
+/* ZooKeeper's size limit, counted here apart from the library, from
+ * jute's encoding: the servers (and Java clients, for replies) refuse a
+ * packet over ZKT_PACKET_MAX bytes after its length prefix (the default
+ * jute.maxbuffer), and a getData reply carries 88 bytes beside the data
+ * (reply header 16, the data's length 4, the Stat 68). */
+#define ZKT_PACKET_MAX 0xfffff
+#define ZKT_DATA_MAX (ZKT_PACKET_MAX - 88)
+/* A create request's bytes beside its data: header 8, the path (4 + its
+ * length, no chroot), the data's length 4, the open ACL list (4 + 4 +
+ * "world" 4+5 + "anyone" 4+6 = 27) and the flags 4.  A setData's: header
+ * 8, the path, the data's length 4 and the version 4. */
+size_t zkt_create_envelope(const char *path);
+size_t zkt_set_envelope(const char *path);
+/* The connections @p s lost (its stats' suspensions) so far. */
+uint64_t zkt_suspensions(zkrc_session *s);
+/* @p len bytes of a pattern that a cut or shifted copy does not match
+ * (g_free). */
+char *zkt_pattern(size_t len);
+/* Is the data of @p path exactly @p len bytes of @p want (read raw)? */
+int zkt_data_is(zhandle_t *zh, const char *path, const char *want, size_t len);
+
 /* CU_ASSERT_EQUAL that prints both values and names the zkrecipes codes. */
 #define ZKT_ASSERT_RC(expected, actual)                                        \
   do {                                                                         \

@@ -64,7 +64,11 @@
  * again in one multi is then read once more, one UPDATED, and never missing
  * from the copy), and
  * the whole tree again after each reconnection; at most 256 reads on the
- * wire at once.  Memory: the data
+ * wire at once.  Size: a reconnection does not re-send the cache's watches
+ * (it takes them out of the ZooKeeper client's tables when the connection
+ * goes, and its reads set them again), so no cache is too large to come
+ * back; the limits left are the servers' on one node and one listing
+ * (jute.maxbuffer, 1 MiB).  Memory: the data
  * cached plus an overhead per node stated in README ("Caches").
  *
  * Licensed under the Apache License, Version 2.0 (see COPYING).

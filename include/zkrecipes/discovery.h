@@ -115,9 +115,12 @@ void zkrc_service_instances_free(zkrc_service_instance **instances,
 /**
  * Parse the @p len bytes of @p json as Curator's JsonInstanceSerializer
  * reads them (unknown fields ignored).
- * @return ZKRC_OK (*@p out is yours); ZKRC_EBADNODE (not such a record:
- *         *@p out NULL); ZKRC_EINVAL (NULL @p out, or NULL @p json with
- *         @p len > 0); ZKRC_ENOMEM.
+ * Text nested deeper than 128 objects and arrays (Curator's records nest
+ * 4, plus the payload's own) is refused before it is parsed, so that a
+ * record written by anyone cannot exhaust the stack.
+ * @return ZKRC_OK (*@p out is yours); ZKRC_EBADNODE (not such a record,
+ *         or nested too deep: *@p out NULL); ZKRC_EINVAL (NULL @p out, or
+ *         NULL @p json with @p len > 0); ZKRC_ENOMEM.
  * Threading: any thread; no server round trip.
  */
 int zkrc_service_instance_from_json(const char *json, size_t len,
@@ -166,8 +169,12 @@ void zkrc_service_options_init(zkrc_service_options *opts);
  *         zkrc_service_registration_free()); ZKRC_EINVAL (NULL arguments,
  *         an invalid base, a name or id that is not a node name, a record
  *         zkrc_service_instance_to_json() refuses, DYNAMIC_SEQUENTIAL,
- *         options not initialized: nothing sent); ZKRC_ECLOSED; and for a
- *         persistent node ZKRC_ETIMEDOUT, ZKRC_ECONNLOSS, ZKRC_ENOAUTH.
+ *         options not initialized: nothing sent); ZKRC_ETOOBIG (the
+ *         record's JSON would not pass ZooKeeper's size limit in the
+ *         node's create, envelope included, as zkrc_ephemeral_new() says,
+ *         whatever the type: nothing sent, not even the parents);
+ *         ZKRC_ECLOSED; and for a persistent node ZKRC_ETIMEDOUT,
+ *         ZKRC_ECONNLOSS, ZKRC_ENOAUTH.
  * Threading: any thread but a session callback.
  */
 int zkrc_service_register(zkrc_service_registration **out, zkrc_session *s,
@@ -188,7 +195,10 @@ int zkrc_service_registration_wait(zkrc_service_registration *r,
  * Replace the record with @p inst (copied: same name, id and service type
  * as registered, else ZKRC_EINVAL; registration_time_utc 0 keeps the
  * registered one), at most @p timeout_ms (> 0 or ZKRC_WAIT_FOREVER).
- * @return ZKRC_OK; ZKRC_EINVAL (nothing changed); ZKRC_ETIMEDOUT,
+ * @return ZKRC_OK; ZKRC_EINVAL (nothing changed); ZKRC_ETOOBIG (the new
+ *         record would not pass the size limit: the setData of a
+ *         persistent node, the create of a DYNAMIC one; nothing sent,
+ *         nothing changed); ZKRC_ETIMEDOUT,
  *         ZKRC_ECONNLOSS (DYNAMIC: kept and written again when the node is
  *         created again); ZKRC_ENONODE (a persistent node deleted by
  *         someone); ZKRC_ENOAUTH.

@@ -112,8 +112,11 @@ void zkrc_election_options_init(zkrc_election_options *opts);
  * Create a participant for the election at @p path.  It does not take part
  * until zkrc_election_join().
  *
- * @return ZKRC_OK; ZKRC_EINVAL (NULL, invalid path or ACL); ZKRC_ECLOSED;
- *         ZKRC_ENOMEM.
+ * @return ZKRC_OK; ZKRC_EINVAL (NULL, invalid path or ACL);
+ *         ZKRC_ETOOBIG (participant_id, the data of every contender
+ *         node, too large for the node's create to pass ZooKeeper's size
+ *         limit; README, "Sizes");
+ *         ZKRC_ECLOSED; ZKRC_ENOMEM.
  * Ownership: free with zkrc_election_free(); keeps a session reference.
  */
 int zkrc_election_new(zkrc_election **out, zkrc_session *s, const char *path,

@@ -74,7 +74,13 @@ void zkrc_ephemeral_options_init(zkrc_ephemeral_options *opts);
  * under way (zkrc_ephemeral_wait_registered() waits for it).
  * @return ZKRC_OK (*@p out is yours: zkrc_ephemeral_free());
  *         ZKRC_EINVAL (NULL @p out or @p s, invalid path, options not
- *         initialized, @p len > 1 MiB); ZKRC_ECLOSED.
+ *         initialized, NULL @p data with @p len > 0); ZKRC_ETOOBIG (the
+ *         create, which every new session sends again, would not pass
+ *         ZooKeeper's size limit: its path, data and ACL with their
+ *         envelope over 1 MiB less one byte, or @p len over 1,048,487
+ *         bytes, the most a getData reply can carry back to a Java
+ *         client; README, "Sizes": nothing sent, no object made);
+ *         ZKRC_ECLOSED.
  * Threading: any thread.
  */
 int zkrc_ephemeral_new(zkrc_ephemeral **out, zkrc_session *s, const char *path,
@@ -102,7 +108,10 @@ int zkrc_ephemeral_is_registered(zkrc_ephemeral *e);
  * @return ZKRC_OK (written, or kept for the next creation when the node is
  *         not registered now); ZKRC_ETIMEDOUT or ZKRC_ECONNLOSS (kept; the
  *         write may or may not have reached the node: it is written again
- *         when the node is created again); ZKRC_EINVAL.
+ *         when the node is created again); ZKRC_ETOOBIG (the create with
+ *         this data would not pass the size limit, as in
+ *         zkrc_ephemeral_new(): nothing sent, the data kept is the
+ *         previous one); ZKRC_EINVAL.
  */
 int zkrc_ephemeral_set_data(zkrc_ephemeral *e, const void *data, size_t len,
                             int timeout_ms);

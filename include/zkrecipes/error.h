@@ -56,7 +56,10 @@ extern "C" {
   XX(EOVERFLOW, -1023, "a counter would overflow")                             \
   XX(EDEADLK, -1024,                                                           \
      "would deadlock: only a release by the calling thread could grant it "    \
-     "(a read-write lock's upgrade, or a downgrade behind another writer)")
+     "(a read-write lock's upgrade, or a downgrade behind another writer)")    \
+  XX(ETOOBIG, -1025,                                                           \
+     "too large: ZooKeeper refuses a request of 1 MiB or more "                \
+     "(jute.maxbuffer), envelope included; nothing was sent")
 
 /** The error codes. */
 typedef enum zkrc_errno {

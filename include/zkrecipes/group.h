@@ -127,7 +127,10 @@ void zkrc_group_options_init(zkrc_group_options *opts);
  * @param opts  NULL for the defaults; copied.
  * @return ZKRC_OK (*@p out is yours: zkrc_group_free()); ZKRC_EINVAL (NULL
  *         @p out or @p s, an invalid path or id, NULL @p data with @p len
- *         > 0, @p len > 1 MiB, options not initialized: nothing is sent);
+ *         > 0, options not initialized: nothing is sent); ZKRC_ETOOBIG
+ *         (the member's node, PATH/ID with @p data, would not pass
+ *         ZooKeeper's size limit, as zkrc_ephemeral_new() says: nothing
+ *         is sent);
  *         ZKRC_ECLOSED (the session is closed); ZKRC_ENOMEM.
  * Threading: any thread.
  */
@@ -175,8 +178,9 @@ int zkrc_group_is_registered(zkrc_group *g);
  * @return ZKRC_OK (written, or kept for the next creation when the node is
  *         not registered now); ZKRC_ETIMEDOUT or ZKRC_ECONNLOSS (kept: the
  *         write may or may not have reached the node; it is written again
- *         when the node is created again); ZKRC_EINVAL (NULL @p g, a
- *         watcher, NULL @p data with @p len > 0, @p len > 1 MiB: nothing
+ *         when the node is created again); ZKRC_ETOOBIG (as in
+ *         zkrc_group_join(): nothing sent, nothing changed); ZKRC_EINVAL
+ *         (NULL @p g, a watcher, NULL @p data with @p len > 0: nothing
  *         changed).
  * Not from the executor's thread.
  */

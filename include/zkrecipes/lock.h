@@ -121,6 +121,9 @@ void zkrc_lock_options_init(zkrc_lock_options *opts);
  * @param path  the lock's directory, checked by zkrc_path_validate().
  * @param opts  NULL for the defaults; copied, need not outlive the call.
  * @return ZKRC_OK; ZKRC_EINVAL (NULL argument, invalid path or ACL);
+ *         ZKRC_ETOOBIG (participant_id, the data of every contender
+ *         node, too large for the node's create to pass ZooKeeper's size
+ *         limit; README, "Sizes");
  *         ZKRC_ECLOSED (session closed); ZKRC_ENOMEM.
  * Ownership: the caller owns *out and frees it with zkrc_lock_free(); the
  * lock keeps a reference on the session.
@@ -275,7 +278,10 @@ int zkrc_lock_list(zkrc_session *s, const char *path, zkrc_participant **list,
  * @return ZKRC_OK; ZKRC_ELOCKLOST (refused: the lock node is gone or the hold
  *         was lost; nothing was written); ZKRC_ENOTOWNER; the first failing
  *         operation's error (see zkrc_last_zk_error()); ZKRC_ETIMEDOUT
- *         (the outcome is then unknown); ZKRC_EINVAL.
+ *         (the outcome is then unknown); ZKRC_ETOOBIG (the multi, every
+ *         op and the check with their envelope, would pass 1 MiB less one
+ *         byte, or an op writes over 1,048,487 bytes of data; README,
+ *         "Sizes": nothing sent); ZKRC_EINVAL.
  * Threading: the holding thread; blocks at most @p timeout_ms.
  */
 int zkrc_lock_fenced_multi(zkrc_lock *lk, int count, const zoo_op_t *ops,

@@ -124,7 +124,10 @@ void zkrc_rwlock_options_init(zkrc_rwlock_options *opts);
  * @param path  the lock's directory, checked by zkrc_path_validate().
  * @param opts  NULL for the defaults; copied, need not outlive the call.
  * @return ZKRC_OK; ZKRC_EINVAL (NULL argument, invalid path or ACL, options
- *         never initialized); ZKRC_ECLOSED (session closed); ZKRC_ENOMEM.
+ *         never initialized); ZKRC_ETOOBIG (participant_id, the data of
+ *         every contender node, too large for the node's create to pass
+ *         ZooKeeper's size limit; README, "Sizes"); ZKRC_ECLOSED (session
+ *         closed); ZKRC_ENOMEM.
  *         On failure *out is NULL.
  * Ownership: the caller owns *out and frees it with zkrc_rwlock_free(); it
  * keeps a reference on the session.

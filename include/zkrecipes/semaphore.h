@@ -117,7 +117,10 @@ void zkrc_semaphore_options_init(zkrc_semaphore_options *opts);
  * @param max_leases  N, at least 1 (see "Disagreeing on N" above).
  * @param opts        NULL for the defaults; copied.
  * @return ZKRC_OK; ZKRC_EINVAL (NULL argument, invalid path or ACL,
- *         max_leases < 1, options not initialized); ZKRC_ECLOSED.
+ *         max_leases < 1, options not initialized); ZKRC_ETOOBIG
+ *         (participant_id, the data of every contender node, too large
+ *         for the node's create to pass ZooKeeper's size limit; README,
+ *         "Sizes"); ZKRC_ECLOSED.
  * Ownership: the caller frees *out with zkrc_semaphore_free(); the
  * semaphore keeps a reference on the session.
  */

@@ -50,6 +50,11 @@ void zkrc_versioned_value_clear(zkrc_versioned_value *v);
  * does) with the @p seed_len bytes of @p seed, and read that.
  * @return ZKRC_OK (*@p out filled); ZKRC_ENONODE (missing and no seed);
  *         ZKRC_EINVAL (NULL, invalid path, bad timeout: nothing sent);
+ *         ZKRC_ETOOBIG (the create of @p path with the seed would not
+ *         pass ZooKeeper's size limit: path and data with their envelope
+ *         over 1 MiB less one byte, or over 1,048,487 bytes of data, the
+ *         most a getData reply carries back to a Java client; README,
+ *         "Sizes": nothing sent, whether the node exists or not);
  *         ZKRC_ETIMEDOUT; ZKRC_ECONNLOSS; ZKRC_ENOAUTH; ZKRC_ECLOSED.
  */
 int zkrc_shared_value_get(zkrc_session *s, const char *path, const void *seed,
@@ -62,7 +67,9 @@ int zkrc_shared_value_get(zkrc_session *s, const char *path, const void *seed,
  * @param new_version  if not NULL, receives the node's version after the
  *                     write.
  * @return ZKRC_OK; ZKRC_EBADVERSION (the node changed since: nothing
- *         written); ZKRC_ENONODE; and the errors of
+ *         written); ZKRC_ENONODE; ZKRC_ETOOBIG (the setData, or at
+ *         @p expected_version -1 the multi of the setData and its check,
+ *         would not pass the size limit: nothing sent); and the errors of
  *         zkrc_shared_value_get().  When the call times out or the
  *         connection is lost, the write may or may not have happened: read
  *         again.
