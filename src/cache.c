@@ -32,7 +32,9 @@
 #include "zkrecipes/error.h"
 #include "zkrecipes/path.h"
 
-typedef enum { READ_DATA, READ_CHILDREN, READ_EXISTS } read_kind;
+/* READ_EXISTS waits for the root's creation; READ_REFUSED watches a node
+ * whose read was refused (cache_refused.c). */
+typedef enum { READ_DATA, READ_CHILDREN, READ_EXISTS, READ_REFUSED } read_kind;
 
 /* One read in flight: its completion's context. */
 typedef struct read_req {
@@ -72,6 +74,7 @@ static void cache_unref(zkrc_cache *c) {
     return;
   zkrc__ctree_free(c->tree);
   g_hash_table_unref(c->deleted);
+  g_hash_table_unref(c->refused);
   zkrc__session_unref_recipe(c->s);
   g_mutex_clear(&c->mu);
   g_cond_clear(&c->cond);
@@ -217,8 +220,10 @@ static void repair_later_locked(zkrc_cache *c) {
 
 static void retry_locked(zkrc_cache *c, read_req *r, int rc, work *w) {
   if (rc == ZNOAUTH) {
-    zkrc__log(ZKRC_LOG_WARN, "cache %s: not allowed to read %s; left out",
-              zkrc__ctree_root(c->tree), r->path);
+    /* Left out of the copy; exists() says whether to tell UNREADABLE, and
+     * watches the node for a change that may let it be read. */
+    if (zkrc__cache_refused_locked(c, r->path, r->kind == READ_DATA))
+      want_locked(c, w, READ_REFUSED, r->path);
     return;
   }
   if (r->attempt + 1 < MAX_ATTEMPTS &&
@@ -261,6 +266,8 @@ static void data_done(int rc, const char *value, int value_len,
   GQueue events = G_QUEUE_INIT;
   g_mutex_lock(&c->mu);
   if (current_locked(c, r)) {
+    if (rc == ZOK || rc == ZNONODE)
+      zkrc__cache_refused_forget_locked(c, r->path); /* read, or gone */
     if (rc == ZOK) {
       int64_t was = zkrc__ctree_czxid(c->tree, r->path);
       zkrc__ctree_apply_data(c->tree, r->path, value,
@@ -284,13 +291,6 @@ static void data_done(int rc, const char *value, int value_len,
   read_free(r);
 }
 
-/* Is @p path a child of @p parent? */
-static gboolean child_of(const char *parent, const char *path) {
-  size_t len = strcmp(parent, "/") == 0 ? 0 : strlen(parent);
-  return strncmp(path, parent, len) == 0 && path[len] == '/' &&
-         strchr(path + len + 1, '/') == NULL;
-}
-
 /* @p parent was listed: its children whose deletion was announced are
  * either gone from the copy (removed by the listing) or back, created
  * again: read those (one UPDATED if the data or czxid changed). */
@@ -299,7 +299,7 @@ static void recheck_deleted_locked(zkrc_cache *c, const char *parent, work *w) {
   gpointer path;
   g_hash_table_iter_init(&it, c->deleted);
   while (g_hash_table_iter_next(&it, &path, NULL)) {
-    if (!child_of(parent, path))
+    if (zkrc__cache_child_name(parent, path) == NULL)
       continue;
     if (zkrc__ctree_has(c->tree, path))
       want_locked(c, w, READ_DATA, path);
@@ -323,8 +323,10 @@ static void children_done(int rc, const struct String_vector *names,
         want_node_locked(c, &w, g_ptr_array_index(to_read, i));
       g_ptr_array_unref(to_read);
       recheck_deleted_locked(c, r->path, &w);
+      zkrc__cache_refused_listed_locked(c, r->path, names->data, names->count);
     } else if (rc == ZNONODE) {
       zkrc__ctree_remove(c->tree, r->path, &events);
+      zkrc__cache_refused_forget_locked(c, r->path);
       recheck_deleted_locked(c, r->path, &w); /* forgets them */
     } else {
       retry_locked(c, r, rc, &w);
@@ -337,20 +339,27 @@ static void children_done(int rc, const struct String_vector *names,
 }
 
 static void exists_done(int rc, const struct Stat *stat, const void *data) {
-  (void)stat;
   read_req *r = (read_req *)data;
   zkrc_cache *c = r->c;
   work w = {0};
+  GQueue events = G_QUEUE_INIT;
   g_mutex_lock(&c->mu);
   if (current_locked(c, r)) {
-    if (rc == ZOK)
+    if (r->kind == READ_REFUSED) /* after a refused read: UNREADABLE? */
+      zkrc__cache_refused_exists_locked(c, r->path, rc, stat, &events);
+    else if (rc == ZOK)
       want_node_locked(c, &w, r->path); /* created meanwhile */
-    else if (rc != ZNONODE)
+    if (rc != ZOK && rc != ZNONODE)
       retry_locked(c, r, rc, &w);
     /* ZNONODE: the watch waits for its creation. */
   }
+  gboolean refused = !g_queue_is_empty(&events);
+  tell_locked(c, &events, &w);
   read_done_locked(c, r, &w);
   unlock_and_work(c, &w);
+  if (refused) /* logged with no mutex held */
+    zkrc__log(ZKRC_LOG_WARN, "cache %s: not allowed to read %s; left out",
+              zkrc_cache_path(c), r->path);
   read_free(r);
 }
 
@@ -439,7 +448,12 @@ static void on_watch(int type, const char *path, void *target, void *ctx) {
     return;
   }
   gboolean cached = zkrc__ctree_has(c->tree, path);
-  if (type == ZOO_CREATED_EVENT && is_root(c, path)) {
+  gboolean refused = zkrc__cache_is_refused_locked(c, path);
+  if (type == ZOO_DELETED_EVENT && refused)
+    zkrc__cache_refused_forget_locked(c, path);
+  if (type == ZOO_CHANGED_EVENT && refused) {
+    want_node_locked(c, &w, path); /* maybe readable now */
+  } else if (type == ZOO_CREATED_EVENT && is_root(c, path)) {
     want_node_locked(c, &w, path);
   } else if (type == ZOO_DELETED_EVENT && is_root(c, path)) {
     want_locked(c, &w, READ_DATA, path); /* NoNode: removed, watched */
@@ -567,6 +581,7 @@ static int cache_new(zkrc_cache **out, zkrc_session *s, const char *path,
                  (void (*)(void *))zkrc__cache_ev_free);
   g_queue_init(&c->backlog);
   c->deleted = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+  c->refused = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
   c->s = zkrc__session_ref_recipe(s);
   int depth = shape == SHAPE_NODE       ? 0
               : shape == SHAPE_CHILDREN ? 1

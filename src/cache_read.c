@@ -47,9 +47,14 @@ int zkrc_cache_get(zkrc_cache *c, const char *path,
     *out = NULL;
   if (c == NULL || out == NULL || (path && !zkrc__cache_path_ok(path)))
     return zkrc__fail(ZKRC_EINVAL);
+  const char *at = path ? path : zkrc__ctree_root(c->tree);
   g_mutex_lock(&c->mu);
-  *out = zkrc__ctree_get(c->tree, path ? path : zkrc__ctree_root(c->tree));
+  *out = zkrc__ctree_get(c->tree, at);
+  /* Not missing: there, and refused (an unreadable root is not absent). */
+  gboolean refused = *out == NULL && zkrc__cache_is_refused_locked(c, at);
   g_mutex_unlock(&c->mu);
+  if (refused)
+    return zkrc__fail_zk(ZKRC_ENOAUTH, ZNOAUTH);
   return *out ? ZKRC_OK : zkrc__fail(ZKRC_ENONODE);
 }
 
@@ -104,6 +109,8 @@ const char *zkrc_cache_event_name(zkrc_cache_event_type type) {
     return "RECONNECTED";
   case ZKRC_CACHE_LOST:
     return "LOST";
+  case ZKRC_CACHE_NODE_UNREADABLE:
+    return "UNREADABLE";
   }
   return "?";
 }

@@ -41,7 +41,7 @@ static void on_change(zkrc_cache *c, const zkrc_cache_event *ev, void *arg) {
   if (ev->type == ZKRC_CACHE_NODE_ADDED || ev->type == ZKRC_CACHE_NODE_UPDATED)
     zkrc_service_instance_free(zkrc__discovery_parse_node(
         ev->node->path, ev->node->data, ev->node->len));
-  if (p->opts.on_change &&
+  if (p->opts.on_change && ev->type != ZKRC_CACHE_NODE_UNREADABLE &&
       (ev->node != NULL || ev->type == ZKRC_CACHE_INITIALIZED))
     p->opts.on_change(p, p->opts.change_arg);
 }

@@ -5,6 +5,7 @@
  */
 #include "config.h"
 
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -15,6 +16,42 @@
 #include "zkrecipes.h"
 
 /* --------------------------------------------------------- participants */
+
+/* A participant's id: the node's data and a NUL, its length just before
+ * it, where zkrc_participant_id_len() finds it.  zkrc_participant cannot
+ * carry the length itself: lists are arrays of it, and a field more would
+ * change their stride (the ABI).  Freed by zkrc_participants_free(). */
+typedef struct id_block {
+  size_t len;
+  char bytes[];
+} id_block;
+
+static char *id_new(const char *data, int len) {
+  size_t n = data && len > 0 ? (size_t)len : 0;
+  id_block *b = malloc(sizeof *b + n + 1);
+  if (b == NULL)
+    return NULL;
+  b->len = n;
+  if (n)
+    memcpy(b->bytes, data, n);
+  b->bytes[n] = '\0';
+  /* Not a leak: id_free() gets the block back from this pointer. */
+  // cppcheck-suppress memleak
+  return b->bytes;
+}
+
+static id_block *id_block_of(char *id) {
+  return (id_block *)(id - offsetof(id_block, bytes));
+}
+
+size_t zkrc_participant_id_len(const zkrc_participant *p) {
+  return p && p->id ? id_block_of(p->id)->len : 0;
+}
+
+static void id_free(char *id) {
+  if (id)
+    free(id_block_of(id));
+}
 
 int zkrc__queue_list(zkrc_session *s, const char *dir,
                      const zkrc__marker *markers, int64_t deadline,
@@ -76,7 +113,7 @@ int zkrc__queue_list(zkrc_session *s, const char *dir,
       err = ZKRC_ETIMEDOUT;
     } else if (err == ZKRC_OK && read->rc == ZOK) {
       zkrc_participant p = {
-          strdup(read->value ? read->value : ""),
+          id_new(read->value, read->value_len),
           strdup(g_array_index(sorted, zkrc__contender_entry, i).name),
           read->stat.czxid, read->stat.ctime};
       g_array_append_val(out, p);
@@ -96,7 +133,7 @@ int zkrc__queue_list(zkrc_session *s, const char *dir,
     memcpy(result, out->data, n * sizeof *result);
   } else if (n) { /* out of memory: drop the strings too */
     for (size_t i = 0; i < n; i++) {
-      free(g_array_index(out, zkrc_participant, i).id);
+      id_free(g_array_index(out, zkrc_participant, i).id);
       free(g_array_index(out, zkrc_participant, i).node);
     }
     n = 0;
@@ -130,7 +167,7 @@ int zkrc__queue_list_checked(zkrc_session *s, const char *path,
 
 void zkrc_participants_free(zkrc_participant *list, size_t count) {
   for (size_t i = 0; list && i < count; i++) {
-    free(list[i].id);
+    id_free(list[i].id);
     free(list[i].node);
   }
   free(list);

@@ -81,10 +81,10 @@ void cc_event_clear(cc_event *e) {
 }
 
 const char *cc_type_name(int type) {
-  static const char *const names[] = {"?",           "ADDED",       "UPDATED",
-                                      "REMOVED",     "INITIALIZED", "SUSPENDED",
-                                      "RECONNECTED", "LOST"};
-  return type >= 1 && type <= 7 ? names[type] : "?";
+  static const char *const names[] = {
+      "?",         "ADDED",       "UPDATED", "REMOVED",   "INITIALIZED",
+      "SUSPENDED", "RECONNECTED", "LOST",    "UNREADABLE"};
+  return type >= 1 && type <= 8 ? names[type] : "?";
 }
 
 /* ------------------------------------------------------------- states */
@@ -231,7 +231,20 @@ static void apply_node_event(replayer *r, size_t i, const cc_event *e) {
   check_newest(r, e);
 }
 
+/* UNREADABLE: a path in scope (a children cache's parent too), no data,
+ * and the copy unchanged. */
+static void check_unreadable(replayer *r, size_t i, const cc_event *e) {
+  int depth = e->has_node ? cc_depth(r->scope->root, e->path) : -1;
+  if (!e->has_node || e->has_old || e->node.data != NULL)
+    violation(r, i, e, "UNREADABLE without its node alone, or with data");
+  else if (depth < 0 ||
+           (r->scope->max_depth >= 0 && depth > r->scope->max_depth))
+    violation(r, i, e, "outside the cache's scope");
+}
+
 static void apply_other_event(replayer *r, size_t i, const cc_event *e) {
+  if (e->type == ZKRC_CACHE_NODE_UNREADABLE)
+    return check_unreadable(r, i, e);
   if (e->has_node || e->has_old)
     violation(r, i, e, "a node in a non-node event");
   switch (e->type) {
@@ -268,7 +281,7 @@ int cc_replay_run(const cc_event *events, size_t n, const cc_scope *scope,
                 0};
   for (size_t i = 0; i < n; i++) {
     const cc_event *e = &events[i];
-    if (e->type >= 1 && e->type <= 7)
+    if (e->type >= 1 && e->type <= 8)
       out->counts[e->type]++;
     int node_event =
         e->type >= ZKRC_CACHE_NODE_ADDED && e->type <= ZKRC_CACHE_NODE_REMOVED;

@@ -9,7 +9,8 @@
  * the path's value, REMOVED deletes it) and counts every violation of the
  * header's rules, naming each in a report:
  *  - a node event carries a node, UPDATED also the old value, other events
- *    neither;
+ *    neither, but UNREADABLE (its path and stat, no data, in scope; the
+ *    copy unchanged);
  *  - every node lies in the cache's scope (its root, between a minimum and
  *    a maximum depth below it);
  *  - ADDED only for a path not in the copy; UPDATED and REMOVED only for
@@ -81,7 +82,7 @@ typedef struct cc_replay {
   GHashTable *state;          /* the copy after the last event */
   GHashTable *at_initialized; /* the copy when INITIALIZED came, or NULL */
   long initialized_index;     /* its index in the stream, -1 if none */
-  long counts[8];             /* events by type (index: type) */
+  long counts[9];             /* events by type (index: type) */
   int violations;
   int regressions; /* values older than one reported before */
   int down_at_end; /* the last connection event was SUSPENDED or LOST */

@@ -65,9 +65,9 @@ static zhandle_t *direct(void) {
 typedef struct recorder {
   GMutex mu;
   GCond cond;
-  GArray *events;   /* of cc_event */
-  GHashTable *live; /* the replay so far */
-  int counts[8];
+  GArray *events;             /* of cc_event */
+  GHashTable *live;           /* the replay so far */
+  int counts[9];              /* by zkrc_cache_event_type */
   int last_conn;              /* the last connection event, 0 if none */
   gint in_listener, overlaps; /* calls at once: one event at a time */
   GString *timeline;          /* connection events, with the session's, timed */

@@ -1019,6 +1019,8 @@ static void test_participants_are_listed_in_queue_order(void) {
   CU_ASSERT_EQUAL(zkrc_lock_list(s2, path, &list, &count, 5000), ZKRC_OK);
   CU_ASSERT_EQUAL_FATAL(count, 2);
   CU_ASSERT_STRING_EQUAL(list[0].id, "first");
+  CU_ASSERT_EQUAL(zkrc_participant_id_len(&list[0]), 5);
+  CU_ASSERT_EQUAL(zkrc_participant_id_len(NULL), 0);
   CU_ASSERT(held && g_str_has_suffix(held, list[0].node));
   CU_ASSERT_STRING_EQUAL(list[1].id, expected);
   zkrc_participants_free(list, count);

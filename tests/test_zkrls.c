@@ -37,6 +37,7 @@
 #define EXIT_USAGE 2
 #define EXIT_BAD_PATH 65
 #define EXIT_UNAVAILABLE 69
+#define EXIT_NOPERM 77
 
 #define RUN_TIMEOUT 15000   /* one zkr-ls run, start to exit */
 #define QUEUE_TIMEOUT 10000 /* a contender's node appears */
@@ -469,24 +470,33 @@ static char *make_node(zhandle_t *zh, const char *dir, const char *name,
 }
 
 /* Participant data that needs escaping comes back intact from --json
- * (quotes, a newline, a tab; bytes that are not UTF-8 in data_base64),
- * is escaped C-style in the table, and a node no session owns (not
- * ephemeral) has no session. */
+ * (quotes, a newline, a tab; bytes that are not UTF-8, or a NUL, in
+ * data_base64: issue 30, item 7, the data was cut at the NUL),
+ * is escaped in the table as zkr-watch escapes it (UTF-8 as it is: issue
+ * 30, item 7, it was octal), and a node no session owns (not ephemeral)
+ * has no session. */
 static void test_data_escaping(void) {
   char *path = zkt_path("ls-data");
   zhandle_t *zh = zkt_raw();
   zkt_make_path(zh, path);
   static const char quoted[] = "he said \"hi\"\n\tand left";
   static const char binary[] = "\xff\xfe-bytes";
+  static const char utf8[] = "caf\xc3\xa9 \xe2\x98\x95";
   char *n1 = make_node(zh, path, "quoted", quoted, (int)strlen(quoted), 0);
   char *n2 = make_node(zh, path, "binary", binary, (int)strlen(binary), 1);
+  char *n3 = make_node(zh, path, "utf8", utf8, (int)strlen(utf8), 1);
+  static const char nul[] = {'a', '\0', 'b'}; /* the id went up to the NUL */
+  char *n4 = make_node(zh, path, "nul", nul, (int)sizeof nul, 1);
 
   ls_run *r = run_ls((const char *[]){"--json", path, NULL});
   expect_status(r, 0);
   JsonParser *p = parse(r);
   JsonObject *q = queue_at(queues_of(p), 0);
-  CU_ASSERT_EQUAL_FATAL(contender_count(q), 2);
+  CU_ASSERT_EQUAL_FATAL(contender_count(q), 4);
   JsonObject *c0 = contender_at(q, 0), *c1 = contender_at(q, 1);
+  assert_member(contender_at(q, 2), "data", utf8);
+  CU_ASSERT_TRUE(json_object_get_null_member(contender_at(q, 3), "data"));
+  assert_member(contender_at(q, 3), "data_base64", "YQBi"); /* a NUL b */
   assert_member(c0, "data", quoted);
   CU_ASSERT_TRUE(json_object_get_null_member(c0, "session"));
   CU_ASSERT_TRUE(json_object_get_null_member(c1, "data"));
@@ -501,13 +511,32 @@ static void test_data_escaping(void) {
   CU_ASSERT_PTR_NOT_NULL(
       strstr(r->out->str, "  -  ")); /* the persistent node's session */
   CU_ASSERT_PTR_NOT_NULL(
-      strstr(r->out->str, "  he said \\\"hi\\\"\\n\\tand left\n"));
-  CU_ASSERT_PTR_NOT_NULL(strstr(r->out->str, "  \\377\\376-bytes\n"));
+      strstr(r->out->str, "  he said \"hi\"\\n\\tand left\n"));
+  CU_ASSERT_PTR_NOT_NULL(strstr(r->out->str, "  \\xFF\\xFE-bytes\n"));
+  CU_ASSERT_PTR_NOT_NULL(strstr(r->out->str, "  caf\xc3\xa9 \xe2\x98\x95\n"));
+  CU_ASSERT_PTR_NOT_NULL(strstr(r->out->str, "  a\\x00b\n"));
   ls_run_free(r);
 
   CU_ASSERT_EQUAL(zoo_delete(zh, n1, -1), ZOK); /* it outlives us else */
+  g_free(n4);
+  g_free(n3);
   g_free(n2);
   g_free(n1);
+  zookeeper_close(zh);
+  g_free(path);
+}
+
+/* Issue 30, item 7: a PATH whose ACL forbids listing is 77, as the page
+ * says (it was 76), with a message. */
+static void test_acl_refusal(void) {
+  char *path = zkt_path("ls-acl");
+  zhandle_t *zh = zkt_raw();
+  zkt_make_path(zh, path);
+  zkt_forbid_listing(zh, path);
+  ls_run *r = run_ls((const char *[]){path, NULL});
+  expect_status(r, EXIT_NOPERM);
+  CU_ASSERT_PTR_NOT_NULL(strstr(r->err->str, "not authorized"));
+  ls_run_free(r);
   zookeeper_close(zh);
   g_free(path);
 }
@@ -683,6 +712,7 @@ static void add_suites(void) {
             {"kazoo holder", test_kazoo_holder},
             {"kazoo reader, zkrecipes writer", test_kazoo_reader},
             {"data escaping", test_data_escaping},
+            {"an ACL's refusal", test_acl_refusal},
             {"rwlock roles", test_rwlock_roles}, {"recursive", test_recursive},
             {"bad path", test_bad_path}, {"missing node", test_missing_node},
             {"unreachable servers", test_unreachable});

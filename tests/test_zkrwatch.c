@@ -45,6 +45,7 @@
 #define EXIT_USAGE 2
 #define EXIT_BAD_PATH 65
 #define EXIT_UNAVAILABLE 69
+#define EXIT_NOPERM 77
 #define EXIT_NOT_FOUND 127
 
 #define START_TIMEOUT 10000  /* zkr-watch connects and reads the node */
@@ -722,6 +723,39 @@ static void test_bad_input(void) {
   cleanup_processes();
 }
 
+/* Issue 30, item 6: PATH whose ACL refuses READ ends zkr-watch with 77
+ * and a message, as zkr-members ends (it said "watching PATH (0 nodes
+ * now)" and waited forever); with --tree, a child that may not be read is
+ * said on stderr and the others are reported. */
+static void test_unreadable(void) {
+  char *root = zkt_path("watch-acl");
+  char *shut = g_strdup_printf("%s/shut", root);
+  char *open_ = g_strdup_printf("%s/open", root);
+  zhandle_t *zh = direct();
+  create(zh, root, "r", 1);
+  CU_ASSERT_EQUAL(zoo_create(zh, shut, "s", 1, zkt_acl_no_read(), 0, NULL, 0),
+                  ZOK);
+  const char *node[] = {"-v", shut, NULL};
+  proc *p = watch_start(node);
+  expect_exit(p, EXIT_NOPERM);
+  CU_ASSERT_PTR_NOT_NULL(strstr(p->err->str, "ACL does not let"));
+  CU_ASSERT_PTR_NULL(strstr(p->err->str, "watching"));
+
+  const char *tree[] = {"-v", "--tree", "--count", "1", root, NULL};
+  p = watch_start(tree);
+  wait_watching(p, root);
+  CU_ASSERT_PTR_NOT_NULL(strstr(p->err->str, "left out"));
+  create(zh, open_, "o", 1);
+  expect_exit(p, 0);
+  CU_ASSERT_TRUE(g_str_has_prefix(p->out->str, "ADDED\t"));
+  CU_ASSERT_PTR_NOT_NULL(strstr(p->out->str, open_));
+  cleanup_processes();
+  zookeeper_close(zh);
+  g_free(open_);
+  g_free(shut);
+  g_free(root);
+}
+
 /* No server: 69 with a message, within the session timeout (-t 1000) and
  * a margin. */
 static void test_unreachable(void) {
@@ -748,6 +782,7 @@ static void add_suites(void) {
             {"change while disconnected", test_change_while_disconnected},
             {"change across expiry", test_change_across_expiry},
             {"reader gone", test_reader_gone}, {"bad input", test_bad_input},
+            {"a node it may not read", test_unreadable},
             {"unreachable", test_unreachable});
 }
 

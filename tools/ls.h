@@ -32,7 +32,9 @@ typedef struct ls_contender {
   int64_t session;     /* its ephemeralOwner: the session that made it */
   int64_t token;       /* its czxid: the fencing token */
   int64_t ctime_ms;    /* when it was made (the servers' clock) */
-  char *data;          /* its data: the participant id (g_free) */
+  char *data;          /* its data: the participant id, NUL-terminated
+                          (g_free) */
+  size_t data_len;     /* its bytes (NULs inside included) */
 } ls_contender;
 
 /* The contenders of one recipe, in queue order. */

@@ -14,6 +14,7 @@
 #include <json-glib/json-glib.h>
 
 #include "ls.h"
+#include "watch.h"
 
 ls_queue *ls_queue_new(const char *path, const char *dir, const char *recipe) {
   ls_queue *q = g_new0(ls_queue, 1);
@@ -123,10 +124,10 @@ static void print_row(FILE *out, char *const cols[COLS], const int widths[COLS],
   fprintf(out, "%s\n", data);
 }
 
-/* Node data as one printable line: control characters, quotes and
- * backslashes escaped C-style; "-" when there is none. */
-static char *printable_data(const char *data) {
-  return data && *data ? g_strescape(data, NULL) : g_strdup("-");
+/* Node data as one printable line, escaped as zkr-watch and zkr-members
+ * escape it (UTF-8 kept as it is); "-" when there is none. */
+static char *printable_data(const char *data, size_t len) {
+  return data && len ? watch_escape(data, len) : g_strdup("-");
 }
 
 int ls_print_text(FILE *out, const GPtrArray *queues, int64_t now_ms) {
@@ -149,7 +150,7 @@ int ls_print_text(FILE *out, const GPtrArray *queues, int64_t now_ms) {
           &g_array_index(queue->contenders, ls_contender, i);
       char *cols[COLS];
       contender_columns(c, now_ms, cols);
-      char *data = printable_data(c->data);
+      char *data = printable_data(c->data, c->data_len);
       print_row(out, cols, widths, data);
       g_free(data);
       columns_free(cols);
@@ -173,15 +174,16 @@ static void add_int(JsonBuilder *b, const char *name, int64_t value) {
   json_builder_add_int_value(b, value);
 }
 
-/* The node data: a JSON string when it is UTF-8 (JSON text must be), else
- * "data" null and the bytes in "data_base64". */
-static void add_data(JsonBuilder *b, const char *data) {
-  if (data == NULL || g_utf8_validate(data, -1, NULL)) {
+/* The node data: a JSON string when it is UTF-8 without NUL (JSON text
+ * must be, and json-glib takes C strings), else "data" null and the bytes
+ * in "data_base64". */
+static void add_data(JsonBuilder *b, const char *data, size_t len) {
+  if (data == NULL || g_utf8_validate(data, (gssize)len, NULL)) {
     add_string(b, "data", data ? data : "");
     return;
   }
   add_string(b, "data", NULL);
-  char *b64 = g_base64_encode((const guchar *)data, strlen(data));
+  char *b64 = g_base64_encode((const guchar *)data, len);
   add_string(b, "data_base64", b64);
   g_free(b64);
 }
@@ -211,7 +213,7 @@ static void add_contender(JsonBuilder *b, const ls_queue *q,
   add_string(b, "ctime", ctime);
   g_free(ctime);
   add_int(b, "age_ms", now_ms > c->ctime_ms ? now_ms - c->ctime_ms : 0);
-  add_data(b, c->data);
+  add_data(b, c->data, c->data_len);
   json_builder_end_object(b);
 }
 

@@ -52,7 +52,8 @@ static const char usage_text[] =
     "  TOKEN    its fencing token (the node's czxid, decimal)\n"
     "  DIALECT  curator (Curator's names, which zkrecipes writes too) or\n"
     "           kazoo\n"
-    "  DATA     the node's data, the participant id (escaped C-style)\n"
+    "  DATA     the node's data, the participant id (escaped as\n"
+    "           zkr-watch escapes it: UTF-8 as it is)\n"
     "A PATH without contenders prints \"PATH: no contenders\".  A\n"
     "semaphore's leases are found under PATH/leases.\n"
     "\n"
@@ -225,7 +226,8 @@ static void zk_failed(ls_run *r, const char *path, int zk_rc) {
   tool_error("%s: %s", path, zkrc_strerror(zkrc_from_zk_error(zk_rc)));
   if (zk_rc == ZSESSIONEXPIRED || zk_rc == ZINVALIDSTATE)
     return stop_with(r, TOOL_EXIT_ZOOKEEPER);
-  note_status(r, TOOL_EXIT_ZOOKEEPER);
+  /* An ACL's refusal is 77, as the page says and the library's lists do. */
+  note_status(r, zk_rc == ZNOAUTH ? TOOL_EXIT_NOPERM : TOOL_EXIT_ZOOKEEPER);
 }
 
 /* The same for a recipe's error (from the library's lists). */
@@ -329,13 +331,15 @@ static int add_queue(ls_run *r, family fam, const char *path, const char *dir) {
     const marker *m = marker_of(v[i].node, fam);
     if (owners[i] < 0 || m == NULL) /* gone since it was listed */
       continue;
+    size_t id_len = zkrc_participant_id_len(&v[i]); /* NULs inside too */
     ls_contender c = {.kind = m->kind,
                       .dialect = m->dialect,
                       .node = g_strdup(v[i].node),
                       .session = owners[i],
                       .token = v[i].token,
                       .ctime_ms = v[i].ctime_ms,
-                      .data = g_strdup(v[i].id)};
+                      .data = g_memdup2(v[i].id, id_len + 1),
+                      .data_len = id_len};
     g_array_append_val(q->contenders, c);
   }
   zkrc_participants_free(v, n);

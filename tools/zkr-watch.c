@@ -106,7 +106,8 @@ static const char usage_text[] =
     "  71   a system call failed (fork, pipe, ...)\n"
     "  74   writing standard output failed\n"
     "  76   ZooKeeper refused the watch, or the session was closed\n"
-    "  77   credentials refused\n"
+    "  77   credentials refused, or PATH's ACL does not let the session\n"
+    "       read it\n"
     "  126  COMMAND could not be run; 127 COMMAND was not found\n"
     "  128+N  interrupted by signal N while connecting\n";
 
@@ -416,7 +417,29 @@ static void connection_event(watcher *w, zkrc_cache_event_type type) {
   }
 }
 
+/* A node the session may not read (its ACL): PATH itself ends the watch,
+ * as zkr-members ends; a node below it is left out, said on stderr. */
+static void unreadable(watcher *w, const char *path) {
+  if (strcmp(path, w->cli->path) == 0) {
+    tool_error("%s: the node's ACL does not let this session read it", path);
+    finish(w, TOOL_EXIT_NOPERM);
+    return;
+  }
+  tool_error("%s: the node's ACL does not let this session read it: left "
+             "out until it changes and may be read",
+             path);
+}
+
 static void cache_event(watcher *w, watch_event *ev) {
+  if (w->done) { /* ending: nothing more is said */
+    watch_event_free(ev);
+    return;
+  }
+  if (ev->type == ZKRC_CACHE_NODE_UNREADABLE) {
+    unreadable(w, ev->node->path);
+    watch_event_free(ev);
+    return;
+  }
   if (ev->node) {
     /* Before INITIALIZED: the state at the start. */
     if (w->initialized || w->cli->initial)

@@ -33,6 +33,25 @@
  * and the connection events SUSPENDED, RECONNECTED and LOST (the session
  * expired; the copy is kept and read again on the next session).
  *
+ * Nodes you may not read: a node whose ACL refuses this session READ
+ * (ZNOAUTH) stays out of the copy (a node in the copy keeps the value read
+ * before), and the listener is told UNREADABLE once, with a node carrying
+ * its path and its stat (ZooKeeper's exists() needs no permission) and no
+ * data; for a children cache, the parent too (its children cannot be
+ * listed).  The root's UNREADABLE comes before INITIALIZED, and
+ * zkrc_cache_get() of such a path says ZKRC_ENOAUTH, not ZKRC_ENONODE: an
+ * unreadable root is not mistaken for a missing one.  The cache watches
+ * the node (exists()) and reads it again when it changes; once it may be
+ * read it enters the copy with the usual ADDED (UPDATED for a node kept).
+ * ZooKeeper fires no watch when only the ACL changes (setACL): access
+ * granted is noticed at the node's next change (data written, deleted) or
+ * at the next full read (after a reconnection).  Servers that filter watch
+ * events by ACL (Debian's 3.8.0 does: "Not delivering event ... filtered
+ * by ACL") spend the watch on a change made while the node is still
+ * unreadable without telling the cache; such a node is then read again
+ * only at the next full read.  A node deleted while unreadable is
+ * forgotten without an event (it never was in the copy).
+ *
  * Reads of the copy (zkrc_cache_get(), zkrc_cache_snapshot()) never go to
  * the servers: they take the cache's mutex and a reference on immutable
  * nodes.  A snapshot is one instant of the copy; the copy may be ahead of
@@ -97,9 +116,14 @@ typedef enum zkrc_cache_event_type {
   ZKRC_CACHE_SUSPENDED,   /**< the connection is down; the copy may be stale */
   ZKRC_CACHE_RECONNECTED, /**< connected again (same or new session); the
                                cache is reading the tree again */
-  ZKRC_CACHE_LOST         /**< the session expired, or the session was
+  ZKRC_CACHE_LOST,        /**< the session expired, or the session was
                                closed (then nothing follows; told once
                                when a session that expired is closed) */
+  ZKRC_CACHE_NODE_UNREADABLE /**< a node exists that the node's ACL does
+                                  not let this session read (ZooKeeper said
+                                  ZNOAUTH); see "Nodes you may not read"
+                                  above.  Appended: the values above never
+                                  change. */
 } zkrc_cache_event_type;
 
 /** "ADDED", "UPDATED", "REMOVED", "INITIALIZED", ... ("?" if unknown). */
@@ -107,8 +131,10 @@ const char *zkrc_cache_event_name(zkrc_cache_event_type type);
 
 typedef struct zkrc_cache_event {
   zkrc_cache_event_type type;
-  /** ADDED and UPDATED: the new value; REMOVED: the last value reported.
-   *  NULL for the other events.  Owned by the cache during the call. */
+  /** ADDED and UPDATED: the new value; REMOVED: the last value reported;
+   *  UNREADABLE: the node's path and stat, data NULL and len 0 (test the
+   *  type, not this pointer, to tell changes of the copy).  NULL for the
+   *  other events.  Owned by the cache during the call. */
   const zkrc_cache_node *node;
   /** UPDATED: the value reported before; NULL otherwise. */
   const zkrc_cache_node *old;
@@ -176,7 +202,9 @@ int zkrc_cache_wait_initialized(zkrc_cache *c, int timeout_ms);
 /**
  * The copy of the node at @p path (NULL: the cache's root).
  * @return ZKRC_OK (*@p out referenced: zkrc_cache_node_unref());
- *         ZKRC_ENONODE (not in the copy); ZKRC_EINVAL (NULL @p c or
+ *         ZKRC_ENONODE (not in the copy); ZKRC_ENOAUTH (not in the copy:
+ *         the node exists and its ACL refused the cache's read, with
+ *         zkrc_last_zk_error() ZNOAUTH); ZKRC_EINVAL (NULL @p c or
  *         @p out, a path zkrc_node_cache_new() would refuse).
  * Threading: any thread, including listeners.  No server round trip.
  */

@@ -21,9 +21,14 @@ extern "C" {
  */
 void zkrc_strv_free(char **strv);
 
-/** One contender of a lock or an election, as the servers list it. */
+/** One contender of a lock or an election, as the servers list it.  The
+ *  lists are arrays of it, owned by the library's allocator: free them
+ *  with zkrc_participants_free() only (never free() an id alone). */
 typedef struct zkrc_participant {
-  char *id;   /**< its node's data: the participant id */
+  /** Its node's data: the participant id, NUL-terminated for convenience;
+   *  the data may hold NUL bytes itself: zkrc_participant_id_len() gives
+   *  its length.  "" for a node without data. */
+  char *id;
   char *node; /**< its node's name (last path component) */
   /** Its fencing token: the zxid that created its node (czxid), what the
    *  participant got as its token once it held or led. */
@@ -35,6 +40,16 @@ typedef struct zkrc_participant {
 
 /** Free a list from zkrc_lock_list() / zkrc_election_list() (NULL ok). */
 void zkrc_participants_free(zkrc_participant *list, size_t count);
+
+/**
+ * The length in bytes of @p p->id (the node's data, which may hold NUL
+ * bytes; the NUL after it not counted), kept beside the id by the library
+ * (a new field would change the lists' array stride, hence the function).
+ * @p p must be an element of a list the library returned (zkrc_lock_list(),
+ * zkrc_election_list(), zkrc_semaphore_list()), or a copy of one, not yet
+ * freed.  NULL @p p or a NULL id: 0.  Threading: any thread; no I/O.
+ */
+size_t zkrc_participant_id_len(const zkrc_participant *p);
 
 /**
  * Is @p name (a child of a recipe's directory) a contender, as the library
