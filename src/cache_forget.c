@@ -34,8 +34,15 @@ static GPtrArray *watched_paths(zkrc_cache *c, zkrc_conn *conn, void **ctx) {
   *ctx = c->watch_ctx;
   if (!c->freeing && *ctx && c->watch_gen == conn->generation) {
     paths = zkrc__ctree_paths(c->tree);
-    /* The root's creation is watched while it is missing. */
+    /* The root's creation is watched while it is missing, and nodes we
+     * may not read for a change (cache_refused.c); the reconnection's
+     * full read reads them again too. */
     g_ptr_array_add(paths, g_strdup(zkrc__ctree_root(c->tree)));
+    GHashTableIter it;
+    gpointer refused;
+    g_hash_table_iter_init(&it, c->refused);
+    while (g_hash_table_iter_next(&it, &refused, NULL))
+      g_ptr_array_add(paths, g_strdup(refused));
   }
   g_mutex_unlock(&c->mu);
   return paths;

@@ -106,11 +106,12 @@ static size_t set_watches_bytes(const char *root, int n) {
   return bytes;
 }
 
-/* A root whose children's paths are long: a SetWatches past the limit
- * with a few thousand nodes, whose listing stays small. */
+/* A root whose children's paths are long (some 740 bytes): a SetWatches
+ * past the limit with 1,500 nodes, whose listing stays small, and whose
+ * reads after a reconnection are few. */
 static char *long_root(zhandle_t *zh, const char *tag) {
   char *base = zkt_path(tag);
-  char *pad = g_strnfill(200, 'd');
+  char *pad = g_strnfill(700, 'd');
   char *root = g_strdup_printf("%s/%s", base, pad);
   zkt_make_path(zh, root);
   g_free(pad);
@@ -146,14 +147,14 @@ static int answered_on(zkrc_session *s, const char *path) {
   return rc == ZOK;
 }
 
-/* 6,000 children under a 230-byte path: their watches would re-send as a
- * 1.4 MB SetWatches.  The proxy drops the connection; the session comes
+/* 1,500 children under a 730-byte path: their watches would re-send as a
+ * 1.1 MB SetWatches.  The proxy drops the connection; the session comes
  * back intact (a request on it answered, no LOST, no expiry, no new
  * session), after one suspension (two when the client's first reconnection
  * raced the cache's removal of its watches), and the cache then reports a
  * change of one child. */
 static void test_more_watches_than_one_request(void) {
-  enum { N = 6000 };
+  enum { N = 1500 };
   zhandle_t *zh = zkt_raw();
   char *root = long_root(zh, "setwatches");
   make_children(zh, root, N);
@@ -261,13 +262,13 @@ static int at_least_watches(void *n) {
   return watches_on_servers() >= *(int64_t *)n;
 }
 
-/* 4,000 locks under a 230-byte path, each held by another client's node:
- * 4,000 waiters of one session each watch a holder's node, and those
+/* 1,500 locks under a 730-byte path, each held by another client's node:
+ * 1,500 waiters of one session each watch a holder's node, and those
  * watches would re-send as a 1.2 MB SetWatches.  The proxy drops the
  * connection; the session comes back intact, and when the holders go,
  * every waiter gets its lock: their watches were set again. */
 static void test_lock_waiters_beyond_one_request(void) {
-  enum { N = 4000 };
+  enum { N = 1500 };
   zhandle_t *holder = zkt_raw();
   char *base = long_root(holder, "waiters");
   hold_with_raw_nodes(holder, base, N);
