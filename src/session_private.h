@@ -23,7 +23,12 @@
  * is made with s->mu held, and no user code is called with any of them.
  * The session's table of directories seen to exist (dirtable.c) and a
  * recipe object's queue tail (zkrc__queue_tail, queue_tail.c) have a mutex
- * of their own each, taken under any of these, none taken under it.
+ * of their own each, taken under any of these, none taken under it; so does
+ * a blocking multi-lock's waker (zkrc__waker, lock_internal.h), taken under
+ * a lock's mutex.  The ZooKeeper client's own watcher lock is a leaf too (it
+ * never calls out while held): a contender removes its watches locally
+ * under its mutex (queue_observe.c), a cache without its own
+ * (cache_forget.c).
  *
  * Recipes built from others come first: a multi-lock's set hold
  * (multilock_async.c) and a semaphore (semaphore.c) take their own mutex before
