@@ -140,10 +140,13 @@ static int exists_now(zhandle_t *zh, void *path) {
  * connection gets the next try. */
 static int answered_on(zkrc_session *s, const char *path) {
   int64_t end = zkt_now_ms() + 15000;
-  int rc;
-  do
+  int rc = ZCONNECTIONLOSS;
+  for (int64_t left; rc != ZOK && (left = end - zkt_now_ms()) > 0;) {
+    /* Between handles there is none to ask: wait for the next one. */
+    if (zkrc_session_wait_connected(s, (int)left) != ZKRC_OK)
+      break;
     rc = zkrc_session_with_handle(s, exists_now, (void *)path);
-  while (rc != ZOK && zkt_now_ms() < end);
+  }
   return rc == ZOK;
 }
 
