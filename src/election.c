@@ -150,8 +150,7 @@ static void post_event_locked(zkrc_election *e, zkrc_election_event ev,
 static int64_t leader_lease_left_locked(zkrc_election *e) {
   if (!e->leader || e->current == NULL)
     return 0;
-  return zkrc__session_lease_left(e->r.q.session,
-                                  zkrc__contender_generation(e->current->c));
+  return zkrc__contender_lease_left(e->current->c);
 }
 
 /* Stop leading (if we do), telling the application why. */

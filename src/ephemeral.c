@@ -59,6 +59,11 @@ static void try_create(zkrc_ephemeral *e);
 
 /* ------------------------------------------------------------ lifetime */
 
+/* What our node takes of its session's budget (session_internal.h). */
+static size_t path_cost(zkrc_session *s, const char *path) {
+  return zkrc__ephemeral_cost(s, strlen(path));
+}
+
 static zkrc_ephemeral *eph_ref(zkrc_ephemeral *e) {
   g_atomic_int_inc(&e->refs);
   return e;
@@ -70,6 +75,7 @@ static void eph_unref(zkrc_ephemeral *e) {
   if (e->data)
     g_bytes_unref(e->data);
   zkrc__acl_unref(e->acl);
+  zkrc__session_release(e->s, path_cost(e->s, e->path));
   zkrc__session_unref_recipe(e->s);
   g_free(e->path);
   g_mutex_clear(&e->mu);
@@ -505,6 +511,8 @@ int zkrc_ephemeral_new(zkrc_ephemeral **out, zkrc_session *s, const char *path,
       !zkrc__acl_valid(o.acl))
     return zkrc__fail(ZKRC_EINVAL);
   int err = data_fits(s, path, len, o.acl);
+  if (err == ZKRC_OK && !zkrc__session_reserve(s, path_cost(s, path)))
+    err = ZKRC_ETOOBIG; /* the session's close could not list it */
   if (err != ZKRC_OK)
     return zkrc__fail(err); /* before anything is sent, ever */
   zkrc_ephemeral *e = g_new0(zkrc_ephemeral, 1);

@@ -96,8 +96,7 @@ char *zkrc__holder_node(holder *h) {
 int64_t zkrc__holder_lease_left_locked(holder *h) {
   if (h->state != H_HELD)
     return 0;
-  return zkrc__session_lease_left(h->lk->r.q.session,
-                                  zkrc__contender_generation(h->c));
+  return zkrc__contender_lease_left(h->c);
 }
 
 /* ------------------------------------------------ contender callbacks */

@@ -452,24 +452,24 @@ static int first_failure(const zoo_op_result_t *results, int n) {
   return ZSYSTEMERROR;
 }
 
-/* Send @p ops behind a check of our @p node (of session @p generation) as
- * one multi for @p call, unless they are malformed (ZKRC_EINVAL) or the
+/* Send @p ops behind a check of our @p node (of ZooKeeper session
+ * @p generation of @p s, the one our node lives on) as one multi for
+ * @p call, unless they are malformed (ZKRC_EINVAL) or the
  * multi would not pass the size rule (ZKRC_ETOOBIG, request_size.h): then
  * nothing is sent and the call is failed. */
-static int send_fenced(zkrc_lock *lk, zkrc__call *call, const char *node,
+static int send_fenced(zkrc_session *s, zkrc__call *call, const char *node,
                        uint64_t generation, int count, const zoo_op_t *ops) {
   if (!zkrc__call_take_ops(call, 1, count, ops)) {
     zkrc__call_fail_unsent(call, ZBADARGUMENTS);
     return ZKRC_EINVAL;
   }
   zoo_check_op_init(&call->ops[0], node, -1);
-  int err =
-      zkrc__request_check(lk->r.q.session, TRUE, call->op_count, call->ops);
+  int err = zkrc__request_check(s, TRUE, call->op_count, call->ops);
   if (err != ZKRC_OK) {
     zkrc__call_fail_unsent(call, ZBADARGUMENTS);
     return err;
   }
-  zkrc_conn *conn = zkrc__conn_use(lk->r.q.session);
+  zkrc_conn *conn = zkrc__conn_use(s);
   int rc;
   if (conn == NULL || conn->generation != generation) {
     rc = ZSESSIONEXPIRED; /* our node belonged to an earlier session */
@@ -500,10 +500,11 @@ int zkrc_lock_fenced_multi(zkrc_lock *lk, int count, const zoo_op_t *ops,
   }
   char *node = zkrc__holder_node(h);
   uint64_t generation = zkrc__contender_generation(h->c);
+  zkrc_session *s = zkrc__session_ref(zkrc__contender_session(h->c));
   g_mutex_unlock(&lk->r.mu);
 
   zkrc__call *call = zkrc__call_new();
-  int err = send_fenced(lk, call, node, generation, count, ops);
+  int err = send_fenced(s, call, node, generation, count, ops);
   if (err == ZKRC_OK) {
     if (!zkrc__call_wait(call, zkrc__deadline_after(timeout_ms))) {
       err = zkrc__fail(ZKRC_ETIMEDOUT);
@@ -514,7 +515,7 @@ int zkrc_lock_fenced_multi(zkrc_lock *lk, int count, const zoo_op_t *ops,
     } else if (call->rc == ZCONNECTIONLOSS || call->rc == ZOPERATIONTIMEOUT ||
                call->rc == ZCLOSING || call->rc == ZINVALIDSTATE) {
       /* Applied or not, nobody knows: ECLOSED only for a closed session. */
-      int rc = zkrc__session_reply_rc(lk->r.q.session, call->rc);
+      int rc = zkrc__session_reply_rc(s, call->rc);
       err = zkrc__fail_zk(zkrc_from_zk_error(rc), call->rc);
     } else {
       zkrc__call_give_results(call, 1, ops, results);
@@ -524,6 +525,7 @@ int zkrc_lock_fenced_multi(zkrc_lock *lk, int count, const zoo_op_t *ops,
     err = zkrc__fail(err);
   }
   zkrc__call_unref(call);
+  zkrc__session_unref(s);
   g_free(node);
   return err;
 }

@@ -41,6 +41,13 @@ static void outbox_item_free(gpointer p) {
   g_free(item);
 }
 
+/* What a contender's node in @p dir costs its session's budget: the
+ * longest name it can have (session_internal.h).  Not kept: the same
+ * when it is given back. */
+static size_t node_cost(zkrc_session *s, const char *dir) {
+  return zkrc__ephemeral_cost(s, strlen(dir) + 1 + ZKRC__Q_NAME_MAX);
+}
+
 void zkrc__contender_unref(zkrc__contender *c) {
   if (c == NULL || !g_atomic_int_dec_and_test(&c->refs))
     return;
@@ -50,6 +57,7 @@ void zkrc__contender_unref(zkrc__contender *c) {
   zkrc__acl_unref(c->acl);
   g_queue_clear_full(&c->outbox, outbox_item_free);
   g_mutex_clear(&c->mu);
+  zkrc__session_release(c->s, node_cost(c->s, c->dir));
   zkrc__session_unref(c->s);
   g_free(c);
 }
@@ -134,7 +142,9 @@ zkrc__contender *zkrc__contender_new(const zkrc__contender_config *cfg) {
   c->refs = 1;
   g_mutex_init(&c->mu);
   g_queue_init(&c->outbox);
-  c->s = zkrc__session_ref(q->session);
+  /* On its recipe's session, or one beside it when that one has as many
+   * ephemeral nodes as one session may have (session_place.c). */
+  c->s = zkrc__session_place(q->session, node_cost(q->session, q->dir));
   c->dir = g_ref_string_acquire(q->dir); /* shared with its recipe */
   c->queue = q;
   c->marker = cfg->marker;
@@ -536,4 +546,10 @@ uint64_t zkrc__contender_generation(zkrc__contender *c) {
   uint64_t g = c->generation;
   g_mutex_unlock(&c->mu);
   return g;
+}
+
+zkrc_session *zkrc__contender_session(zkrc__contender *c) { return c->s; }
+
+int64_t zkrc__contender_lease_left(zkrc__contender *c) {
+  return zkrc__session_lease_left(c->s, zkrc__contender_generation(c));
 }

@@ -163,6 +163,13 @@ int64_t zkrc__contender_czxid(zkrc__contender *c);
 int zkrc__contender_listed(zkrc__contender *c);
 /* The ZooKeeper session generation our node belongs to (0 before create). */
 uint64_t zkrc__contender_generation(zkrc__contender *c);
+/* The session our node lives on: the recipe's, or one opened beside it
+ * (zkrc__session_place()); its generations, lease and handle are the ones
+ * that count for this contender.  Not referenced: valid while @p c is. */
+zkrc_session *zkrc__contender_session(zkrc__contender *c);
+/* Microseconds left of the lease of our node's ZooKeeper session
+ * (zkrc__session_lease_left() on zkrc__contender_session()). */
+int64_t zkrc__contender_lease_left(zkrc__contender *c);
 
 /* Every contender in @p dir, in queue order, with its node name and
  * participant id (node data): one getChildren and one getData per

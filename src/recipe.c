@@ -166,7 +166,7 @@ void zkrc__recipe_withdraw_locked(zkrc__recipe *r, zkrc__contender *c,
   g_mutex_lock(&r->mu);
   int64_t deadline = zkrc__deadline_after(grace_ms);
   while (!*ended && zkrc__contender_deleting(c) &&
-         zkrc__session_connected(r->q.session, 0)) {
+         zkrc__session_connected(zkrc__contender_session(c), 0)) {
     if (!zkrc__cond_wait_until(&r->cond, &r->mu, deadline))
       break;
   }

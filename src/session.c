@@ -35,14 +35,6 @@ zkrc_session *zkrc__session_ref(zkrc_session *s) {
   return s;
 }
 
-static void free_auth(gpointer p) {
-  auth_entry *a = p;
-  g_free(a->scheme);
-  memset(a->cred, 0, strlen(a->cred)); /* a secret */
-  g_free(a->cred);
-  g_free(a);
-}
-
 static void session_free(zkrc_session *s) {
   zkrc__session_threads_stop(s);
   g_ptr_array_free(s->listeners, TRUE);
@@ -54,6 +46,8 @@ static void session_free(zkrc_session *s) {
   zkrc__gate_clear(&s->gate);
   g_assert(s->contenders == NULL); /* each holds a reference on us */
   g_mutex_clear(&s->contenders_mu);
+  g_ptr_array_free(s->siblings, TRUE);
+  g_mutex_clear(&s->siblings_mu);
   zkrc__session_deadlines_clear(s);
   g_mutex_clear(&s->mu);
   g_cond_clear(&s->cond);
@@ -232,8 +226,8 @@ static int normalize_options(zkrc_session_options *out,
   return ZKRC_OK;
 }
 
-static zkrc_session *session_alloc(const char *hosts,
-                                   const zkrc_session_options *opts) {
+zkrc_session *zkrc__session_alloc(const char *hosts,
+                                  const zkrc_session_options *opts) {
   zkrc_session *s = g_new0(zkrc_session, 1);
   g_mutex_init(&s->mu);
   g_cond_init(&s->cond);
@@ -245,11 +239,14 @@ static zkrc_session *session_alloc(const char *hosts,
   s->listeners = g_ptr_array_new_with_free_func(g_free);
   s->observers =
       g_hash_table_new_full(g_int64_hash, g_int64_equal, NULL, g_free);
-  s->auths = g_ptr_array_new_with_free_func(free_auth);
+  s->auths = g_ptr_array_new_with_free_func(zkrc__auth_entry_free);
   s->reap = zkrc__reaper_new();
   s->dirs = zkrc__dirtable_new(ZKRC__DIRTABLE_CAPACITY);
   zkrc__gate_init(&s->gate);
   g_mutex_init(&s->contenders_mu);
+  g_mutex_init(&s->siblings_mu);
+  s->siblings =
+      g_ptr_array_new_with_free_func((GDestroyNotify)zkrc__session_unref);
   zkrc__session_deadlines_init(s);
   zkrc__session_threads_start(s);
   return s;
@@ -287,17 +284,7 @@ static int valid_hosts(const char *hosts) {
   return ok;
 }
 
-int zkrc_session_new(zkrc_session **out, const char *hosts,
-                     const zkrc_session_options *opts) {
-  if (out)
-    *out = NULL;
-  zkrc_session_options o;
-  if (out == NULL || !valid_hosts(hosts) || normalize_options(&o, opts) != 0 ||
-      (o.executor && o.executor->post == NULL))
-    return zkrc__fail(ZKRC_EINVAL);
-  zkrc_session *s = session_alloc(hosts, &o);
-  if (o.listener) /* before connecting, so it hears the first CONNECTED */
-    zkrc_session_add_listener(s, o.listener, o.listener_arg, NULL);
+int zkrc__session_open_first(zkrc_session *s) {
   int err = ZKRC_OK;
   zkrc__log_defer_begin(); /* zookeeper_init2 logs with our mutex held */
   g_mutex_lock(&s->mu);
@@ -307,8 +294,24 @@ int zkrc_session_new(zkrc_session **out, const char *hosts,
   if (err != ZKRC_OK) {
     s->closing = TRUE;
     zkrc__session_unref(s);
-    return zkrc__fail(err);
   }
+  return err;
+}
+
+int zkrc_session_new(zkrc_session **out, const char *hosts,
+                     const zkrc_session_options *opts) {
+  if (out)
+    *out = NULL;
+  zkrc_session_options o;
+  if (out == NULL || !valid_hosts(hosts) || normalize_options(&o, opts) != 0 ||
+      (o.executor && o.executor->post == NULL))
+    return zkrc__fail(ZKRC_EINVAL);
+  zkrc_session *s = zkrc__session_alloc(hosts, &o);
+  if (o.listener) /* before connecting, so it hears the first CONNECTED */
+    zkrc_session_add_listener(s, o.listener, o.listener_arg, NULL);
+  int err = zkrc__session_open_first(s);
+  if (err != ZKRC_OK)
+    return zkrc__fail(err);
   *out = s;
   return ZKRC_OK;
 }
@@ -360,7 +363,7 @@ int zkrc_session_adopt(zkrc_session **out, zhandle_t *zh, const char *hosts,
   if (out == NULL || zh == NULL || normalize_options(&o, opts) != 0 ||
       (hosts != NULL && !valid_hosts(hosts)) || is_unrecoverable(zh))
     return zkrc__fail(ZKRC_EINVAL);
-  zkrc_session *s = session_alloc(hosts, &o);
+  zkrc_session *s = zkrc__session_alloc(hosts, &o);
   if (o.listener)
     zkrc_session_add_listener(s, o.listener, o.listener_arg, NULL);
   zkrc_conn *c = g_new0(zkrc_conn, 1);
@@ -464,6 +467,7 @@ void zkrc_session_close(zkrc_session *s) {
   s->closing = TRUE;
   g_mutex_unlock(&s->mu);
   if (!already) {
+    zkrc__session_close_siblings(s);
     close_job job = {s, FALSE, FALSE};
     if (zkrc__session_on_worker(s)) {
       close_on_worker(&job);
@@ -536,43 +540,4 @@ int zkrc_session_with_handle(zkrc_session *s,
   int rc = fn(c->zh, arg);
   zkrc__conn_unuse(c);
   return rc;
-}
-
-/* ------------------------------------------------------------ auth, ACL */
-
-int zkrc_session_add_auth(zkrc_session *s, const char *scheme, const char *cred,
-                          int timeout_ms) {
-  if (s == NULL || scheme == NULL || *scheme == '\0' || cred == NULL ||
-      !zkrc__timeout_valid(timeout_ms))
-    return zkrc__fail(ZKRC_EINVAL);
-  if (zkrc__session_closed(s))
-    return zkrc__fail(ZKRC_ECLOSED);
-  auth_entry *a = g_new(auth_entry, 1);
-  a->scheme = g_strdup(scheme);
-  a->cred = g_strdup(cred);
-  g_mutex_lock(&s->mu);
-  g_ptr_array_add(s->auths, a);
-  g_mutex_unlock(&s->mu);
-
-  zkrc_conn *c = zkrc__conn_use(s);
-  if (c == NULL) /* between sessions: the next one gets it at its start */
-    return ZKRC_OK;
-  zkrc__call *call = zkrc__call_new();
-  int rc = zkrc__sent(c->session,
-                      zoo_add_auth(c->zh, scheme, cred, (int)strlen(cred),
-                                   zkrc__call_void_done, call));
-  zkrc__conn_unuse(c);
-  if (rc != ZOK)
-    zkrc__call_fail_unsent(call, rc);
-  int err = ZKRC_OK;
-  if (!zkrc__call_wait(call, zkrc__deadline_after(timeout_ms)))
-    err = zkrc__fail(ZKRC_ETIMEDOUT);
-  else if (call->rc != ZOK)
-    err = zkrc__fail_zk(
-        call->rc == ZAUTHFAILED
-            ? ZKRC_EAUTHFAILED
-            : zkrc_from_zk_error(zkrc__session_reply_rc(s, call->rc)),
-        call->rc);
-  zkrc__call_unref(call);
-  return err;
 }

@@ -104,6 +104,31 @@ gboolean zkrc__session_closed(zkrc_session *s);
  * handle, whose chroot the session does not know).  Any thread. */
 size_t zkrc__session_chroot_len(zkrc_session *s);
 
+/* The most bytes the paths of one session's ephemeral nodes may take in
+ * the transaction that deletes them when it closes or expires (4 and the
+ * path with its chroot each): three quarters of jute.maxbuffer's default,
+ * which that transaction must not pass (ZOOKEEPER-4306), the rest left for
+ * its envelope and nodes made outside the library (session_place.c). */
+#define ZKRC__EPHEMERAL_BUDGET (768 * 1024)
+
+/* What an ephemeral node of @p path_len bytes (without the chroot) costs
+ * in that transaction. */
+size_t zkrc__ephemeral_cost(zkrc_session *s, size_t path_len);
+/* Take @p bytes of @p s's budget: FALSE, nothing taken, when they do not
+ * fit.  Atomic; any thread, any lock held. */
+gboolean zkrc__session_reserve(zkrc_session *s, size_t bytes);
+/* Give back what zkrc__session_reserve() or zkrc__session_place() took. */
+void zkrc__session_release(zkrc_session *s, size_t bytes);
+/* The session (referenced) that will hold a new contender's node of
+ * @p bytes, those taken of its budget: @p s when they fit, else the first
+ * session opened beside it that has room, else a new one (the same hosts,
+ * options and credentials; kept until @p s closes).  Only when @p s is
+ * closing, or no session can be opened (an adopted handle), is @p s
+ * returned past its budget, with a log line.  Never blocks on the servers
+ * (a new session connects in the background); no lock of a session may be
+ * held.  Give back with zkrc__session_release() and zkrc__session_unref(). */
+zkrc_session *zkrc__session_place(zkrc_session *s, size_t bytes);
+
 /* ZooKeeper's code @p zk_rc for a request of @p s, as its caller should
  * see it.  A handle closed under the request (ZCLOSING), or one that had
  * expired and is not yet replaced (ZINVALIDSTATE), is the session turning

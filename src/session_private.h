@@ -8,14 +8,18 @@
  *   session_conn.c    handle turnover: open, follow its state, retire
  *   session_lease.c   the lease: renewals and the lapse (lease.c: the rule)
  *   session_reaper.c  deleting nodes we can no longer use
+ *   session_auth.c    credentials
+ *   session_place.c   ephemeral nodes' budget, sessions opened beside it
  *   acl.c             ACLs shared by reference
  *
  * Lock order (the one place it is written; every other file points here):
  *
- *   recipe -> contender -> session -> registry
+ *   recipe -> contender -> siblings -> session -> registry
  *
  * a recipe's mutex (zkrc__recipe.mu: a lock's, an election's), then a
- * contender's (queue.c), then the session's list of contenders
+ * contender's (queue.c), then a session's list of the sessions opened
+ * beside it (s->siblings_mu, session_place.c: a new sibling's mutexes are
+ * taken under it), then the session's list of contenders
  * (s->contenders_mu, queue_observe.c), then the session's (s->mu) or its
  * gate's (s->gate.mu, queue_gate.c; never both), then the watch registry's
  * (watch.c); GLib's own context locks come last.  A thread may
@@ -131,12 +135,47 @@ struct zkrc_session {
   uint64_t deadlines_armed; /* deadlines armed: their order, for ties */
   GSource *deadline_src;
 
+  /* Ephemeral nodes placed on this session, in the bytes their paths take
+   * in its close (atomic; session_place.c), and the sessions opened beside
+   * it when it had no room (of zkrc_session*, referenced; under
+   * siblings_mu, taken before any session's mutex). */
+  gint placed_bytes;
+  GMutex siblings_mu;
+  GPtrArray *siblings;
+  gboolean siblings_closed;
+  gboolean over_budget_told; /* the warning that none could be opened */
+
   /* Statistics (zkrc_session_get_stats): events counted under mu by the
    * worker; requests counted where they are sent, atomically. */
   uint64_t n_sessions, n_suspensions, n_reconnects, n_expiries;
   uint64_t n_requests;
   uint64_t n_renewals; /* of n_requests: the lease's syncs (atomic) */
 };
+
+/* A new session object with its threads running and no handle yet
+ * (session.c); zkrc__session_open_locked() opens one. */
+zkrc_session *zkrc__session_alloc(const char *hosts,
+                                  const zkrc_session_options *opts);
+/* Open the first handle of @p s (from zkrc__session_alloc()): ZKRC_OK, or
+ * the error, @p s then closed and its reference dropped. */
+int zkrc__session_open_first(zkrc_session *s);
+/* Frees an auth_entry (session_auth.c; the secret is wiped). */
+void zkrc__auth_entry_free(gpointer p);
+/* Give @p to a copy of each credential that @p from has (before its
+ * first handle). */
+void zkrc__session_copy_auths(zkrc_session *to, zkrc_session *from);
+/* Add a credential to @p s and its current handle, waiting for the answer
+ * until @p deadline (zkrc_session_add_auth() of one session). */
+int zkrc__session_add_auth_until(zkrc_session *s, const char *scheme,
+                                 const char *cred, int64_t deadline);
+
+/* ---- Siblings (session_place.c) -------------------------------------- */
+
+/* Add the credential to every sibling of @p s (zkrc_session_add_auth). */
+int zkrc__session_siblings_add_auth(zkrc_session *s, const char *scheme,
+                                    const char *cred, int64_t deadline);
+/* Close every sibling of @p s and open no more (zkrc_session_close). */
+void zkrc__session_close_siblings(zkrc_session *s);
 
 /* ---- Threads (session_worker.c) -------------------------------------- */
 

@@ -341,11 +341,17 @@ typedef void (*zkrc_lock_acquired_fn)(zkrc_lock *lk, zkrc_lock_hold *hold,
  * cost asked 64 at a time, and never flood the connection (the lease's
  * renewals would wait behind the flood).  The deadline counts from this
  * call, the wait in the library included; cancelling, zkrc_lock_free()
- * and zkrc_session_close() end a waiting acquisition as any other.  The
- * servers' own limit comes first: a session that closes or expires with
- * more nodes than one transaction can list (about 14,000 at 70-byte paths
- * with the default jute.maxbuffer; ZOOKEEPER-4306) breaks the ensemble's
- * quorum (README, "Many locks in one process").
+ * and zkrc_session_close() end a waiting acquisition as any other.
+ *
+ * Many nodes.  When a ZooKeeper session closes or expires, the servers
+ * delete its ephemeral nodes in one transaction that lists them all; one
+ * too large for the followers to read takes the member that logged it
+ * down for good (ZOOKEEPER-4306).  So a session keeps at most 768 KiB of
+ * node paths (some 10,000 lock nodes of 70 bytes), and an acquisition
+ * past that has its node made on a session the library opens beside this
+ * one (the same servers, options and credentials; no listener; closed with
+ * this one).  Such a hold's lease is that session's: it is lost when that
+ * session is, not when this one is (README, "Many locks in one process").
  *
  * @param timeout_ms  as for zkrc_lock_acquire().
  * @param hold        if not NULL, receives the hold (to cancel it, or to
