@@ -1195,10 +1195,12 @@ static int mode_locks(const char *hosts, const char *prefix, long n,
         zkrc_lock_hold_is_held(holds[i]))
       zkrc_lock_hold_release(holds[i]);
   g_mutex_unlock(&ls.mu);
-  /* Close only once the servers have deleted the nodes: a session that
-   * closes with them makes one transaction listing them all, which
-   * followers refuse past jute.maxbuffer (about 14,000 such paths with the
-   * default 1 MiB; ZOOKEEPER-4306): 100,000 broke the bench's ensemble. */
+  /* Close only once the servers have deleted the nodes.  Written when a
+   * close with them all broke the bench's ensemble (ZOOKEEPER-4306:
+   * 100,000 nodes in one session's close); the library now spreads them
+   * over sessions of at most 768 KiB of paths each (README, "Many locks
+   * in one process"), and the wait is kept so that the next run starts
+   * from an empty tree. */
   locks_wait_deleted(hosts, prefix, n);
   for (long i = 0; i < n; i++)
     zkrc_lock_free(locks[i]);
