@@ -42,10 +42,12 @@ static void outbox_item_free(gpointer p) {
 }
 
 /* What a contender's node in @p dir costs its session's budget: the
- * longest name it can have (session_internal.h).  Not kept: the same
- * when it is given back. */
-static size_t node_cost(zkrc_session *s, const char *dir) {
-  return zkrc__ephemeral_cost(s, strlen(dir) + 1 + ZKRC__Q_NAME_MAX);
+ * longest name it can have (session_internal.h).  Fits 16 bits: a chroot
+ * and a path are shorter than 8 KiB each. */
+static uint16_t node_cost(zkrc_session *s, const char *dir) {
+  size_t cost = zkrc__ephemeral_cost(s, strlen(dir) + 1 + ZKRC__Q_NAME_MAX);
+  g_assert(cost <= UINT16_MAX);
+  return (uint16_t)cost;
 }
 
 void zkrc__contender_unref(zkrc__contender *c) {
@@ -57,8 +59,11 @@ void zkrc__contender_unref(zkrc__contender *c) {
   zkrc__acl_unref(c->acl);
   g_queue_clear_full(&c->outbox, outbox_item_free);
   g_mutex_clear(&c->mu);
-  zkrc__session_release(c->s, node_cost(c->s, c->dir));
-  zkrc__session_unref(c->s);
+  zkrc__session_release(c->s, c->placed_cost);
+  if (c->on_sibling)
+    zkrc__session_unref_recipe(c->s);
+  else
+    zkrc__session_unref(c->s);
   g_free(c);
 }
 
@@ -143,8 +148,11 @@ zkrc__contender *zkrc__contender_new(const zkrc__contender_config *cfg) {
   g_mutex_init(&c->mu);
   g_queue_init(&c->outbox);
   /* On its recipe's session, or one beside it when that one has as many
-   * ephemeral nodes as one session may have (session_place.c). */
-  c->s = zkrc__session_place(q->session, node_cost(q->session, q->dir));
+   * ephemeral nodes as it gives contenders (session_place.c). */
+  gboolean beside = FALSE;
+  c->placed_cost = node_cost(q->session, q->dir);
+  c->s = zkrc__session_place(q->session, c->placed_cost, &beside);
+  c->on_sibling = beside;
   c->dir = g_ref_string_acquire(q->dir); /* shared with its recipe */
   c->queue = q;
   c->marker = cfg->marker;

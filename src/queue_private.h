@@ -83,6 +83,9 @@ typedef struct outbox_item {
 struct zkrc__contender {
   gint refs;
   int data_len;
+  /* What its node takes of c->s's budget (zkrc__session_place): kept, as
+   * its directory may be gone when the budget is given back. */
+  uint16_t placed_cost;
   GMutex mu;
   zkrc_session *s;
   char *dir;          /* GRefString, the queue's */
@@ -108,6 +111,9 @@ struct zkrc__contender {
    * locks.  Bit-fields: each is written only with c->mu held. */
   unsigned watch_own : 1;
   unsigned observed : 1; /* in the session's contender list */
+  /* c->s is a session opened beside its recipe's (zkrc__session_place):
+   * its reference is a recipe's.  Set when made, never changed. */
+  unsigned on_sibling : 1;
   unsigned name_known : 1;
   unsigned seq_set : 1; /* seq was set once (it stays: the last node's) */
   unsigned create_unknown : 1; /* a create's reply was lost */

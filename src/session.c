@@ -284,6 +284,12 @@ static int valid_hosts(const char *hosts) {
   return ok;
 }
 
+uint64_t zkrc__session_next_generation_locked(zkrc_session *s) {
+  static uint64_t last; /* of the process: atomic */
+  s->last_generation = __atomic_add_fetch(&last, 1, __ATOMIC_RELAXED);
+  return s->last_generation;
+}
+
 int zkrc__session_open_first(zkrc_session *s) {
   int err = ZKRC_OK;
   zkrc__log_defer_begin(); /* zookeeper_init2 logs with our mutex held */
@@ -369,7 +375,7 @@ int zkrc_session_adopt(zkrc_session **out, zhandle_t *zh, const char *hosts,
   zkrc_conn *c = g_new0(zkrc_conn, 1);
   c->session = s;
   c->zh = zh;
-  c->generation = ++s->last_generation;
+  c->generation = zkrc__session_next_generation_locked(s);
   zoo_set_log_callback(zh, zkrc__log_trampoline);
 
   /* Our watcher may run on the client's thread as soon as it is

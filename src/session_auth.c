@@ -42,17 +42,33 @@ void zkrc__session_copy_auths(zkrc_session *to, zkrc_session *from) {
   g_ptr_array_free(copies, TRUE);
 }
 
-int zkrc__session_add_auth_until(zkrc_session *s, const char *scheme,
-                                 const char *cred, int64_t deadline) {
-  if (zkrc__session_closed(s))
-    return ZKRC_ECLOSED;
+/* Keep the credential for every new handle of @p s; its current handle,
+ * pinned, or NULL between sessions (the next one gets it at its start). */
+static zkrc_conn *keep_auth(zkrc_session *s, const char *scheme,
+                            const char *cred) {
   auth_entry *a = auth_entry_new(scheme, cred);
   g_mutex_lock(&s->mu);
   g_ptr_array_add(s->auths, a);
   g_mutex_unlock(&s->mu);
+  return zkrc__conn_use(s);
+}
 
-  zkrc_conn *c = zkrc__conn_use(s);
-  if (c == NULL) /* between sessions: the next one gets it at its start */
+void zkrc__session_give_auth(zkrc_session *s, const char *scheme,
+                             const char *cred) {
+  zkrc_conn *c = keep_auth(s, scheme, cred);
+  if (c == NULL)
+    return;
+  zkrc__sent(c->session,
+             zoo_add_auth(c->zh, scheme, cred, (int)strlen(cred), NULL, NULL));
+  zkrc__conn_unuse(c);
+}
+
+int zkrc__session_add_auth_until(zkrc_session *s, const char *scheme,
+                                 const char *cred, int64_t deadline) {
+  if (zkrc__session_closed(s))
+    return ZKRC_ECLOSED;
+  zkrc_conn *c = keep_auth(s, scheme, cred);
+  if (c == NULL)
     return ZKRC_OK;
   zkrc__call *call = zkrc__call_new();
   int rc = zkrc__sent(c->session,
@@ -79,10 +95,12 @@ int zkrc_session_add_auth(zkrc_session *s, const char *scheme, const char *cred,
   if (s == NULL || scheme == NULL || *scheme == '\0' || cred == NULL ||
       !zkrc__timeout_valid(timeout_ms))
     return zkrc__fail(ZKRC_EINVAL);
-  /* The sessions beside it (session_place.c) carry its nodes too. */
-  int64_t deadline = zkrc__deadline_after(timeout_ms);
-  int err = zkrc__session_add_auth_until(s, scheme, cred, deadline);
-  if (err == ZKRC_OK)
-    err = zkrc__session_siblings_add_auth(s, scheme, cred, deadline);
+  int err = zkrc__session_add_auth_until(s, scheme, cred,
+                                         zkrc__deadline_after(timeout_ms));
+  /* The sessions beside it (session_place.c) carry its nodes too: they get
+   * it whatever our handle's answer (kept for every new handle all the
+   * same), without waiting for theirs. */
+  if (err != ZKRC_ECLOSED)
+    zkrc__session_siblings_add_auth(s, scheme, cred);
   return err == ZKRC_ECLOSED ? zkrc__fail(err) : err;
 }

@@ -232,7 +232,7 @@ void zkrc__session_cancel_reopen(zkrc_session *s) {
 void zkrc__session_open_locked(zkrc_session *s, int *err) {
   zkrc_conn *c = g_new0(zkrc_conn, 1);
   c->session = s;
-  c->generation = ++s->last_generation;
+  c->generation = zkrc__session_next_generation_locked(s);
   zkrc__lease_handle_opened_locked(s);
   errno = 0;
   zkrc__log_before_open();

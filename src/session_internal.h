@@ -119,15 +119,21 @@ size_t zkrc__ephemeral_cost(zkrc_session *s, size_t path_len);
 gboolean zkrc__session_reserve(zkrc_session *s, size_t bytes);
 /* Give back what zkrc__session_reserve() or zkrc__session_place() took. */
 void zkrc__session_release(zkrc_session *s, size_t bytes);
-/* The session (referenced) that will hold a new contender's node of
- * @p bytes, those taken of its budget: @p s when they fit, else the first
- * session opened beside it that has room, else a new one (the same hosts,
- * options and credentials; kept until @p s closes).  Only when @p s is
- * closing, or no session can be opened (an adopted handle), is @p s
- * returned past its budget, with a log line.  Never blocks on the servers
- * (a new session connects in the background); no lock of a session may be
- * held.  Give back with zkrc__session_release() and zkrc__session_unref(). */
-zkrc_session *zkrc__session_place(zkrc_session *s, size_t bytes);
+/* The session that will hold a new contender's node of @p bytes, those
+ * taken of its budget: @p s while its nodes take at most half the budget
+ * (the rest is for its kept ephemeral nodes), else the first session
+ * opened beside it with room, else a new one (the same hosts, options and
+ * credentials; kept until @p s closes); *@p beside says which.  Returned
+ * with a reference: a plain one on @p s, a recipe's on a session beside it
+ * (zkrc__session_unref_recipe), so that closing it does not wait for it.
+ * Only when @p s is closing or closed, or no session can be opened (an
+ * adopted handle), is @p s returned past its budget (with a log line).
+ * Never blocks on the servers (a new session connects in the
+ * background; its names are resolved here, as zkrc_session_new() does);
+ * may be called with a recipe's mutex held, no session's.  Give back with
+ * zkrc__session_release(). */
+zkrc_session *zkrc__session_place(zkrc_session *s, size_t bytes,
+                                  gboolean *beside);
 
 /* ZooKeeper's code @p zk_rc for a request of @p s, as its caller should
  * see it.  A handle closed under the request (ZCLOSING), or one that had

@@ -144,6 +144,7 @@ struct zkrc_session {
   GPtrArray *siblings;
   gboolean siblings_closed;
   gboolean over_budget_told; /* the warning that none could be opened */
+  gboolean spare_asked;      /* the worker is to open the next sibling */
 
   /* Statistics (zkrc_session_get_stats): events counted under mu by the
    * worker; requests counted where they are sent, atomically. */
@@ -156,6 +157,13 @@ struct zkrc_session {
  * (session.c); zkrc__session_open_locked() opens one. */
 zkrc_session *zkrc__session_alloc(const char *hosts,
                                   const zkrc_session_options *opts);
+/* The generation of a new handle of @p s (s->mu held).  Numbered across
+ * every session of the process, not per session: a generation names one
+ * ZooKeeper session of one session object, so that a recipe asking one
+ * session about another's generation (a contender on a session opened
+ * beside its recipe's, session_place.c) is told of no lease, never of a
+ * stranger's. */
+uint64_t zkrc__session_next_generation_locked(zkrc_session *s);
 /* Open the first handle of @p s (from zkrc__session_alloc()): ZKRC_OK, or
  * the error, @p s then closed and its reference dropped. */
 int zkrc__session_open_first(zkrc_session *s);
@@ -168,12 +176,17 @@ void zkrc__session_copy_auths(zkrc_session *to, zkrc_session *from);
  * until @p deadline (zkrc_session_add_auth() of one session). */
 int zkrc__session_add_auth_until(zkrc_session *s, const char *scheme,
                                  const char *cred, int64_t deadline);
+/* The same without waiting for the answer. */
+void zkrc__session_give_auth(zkrc_session *s, const char *scheme,
+                             const char *cred);
 
 /* ---- Siblings (session_place.c) -------------------------------------- */
 
-/* Add the credential to every sibling of @p s (zkrc_session_add_auth). */
-int zkrc__session_siblings_add_auth(zkrc_session *s, const char *scheme,
-                                    const char *cred, int64_t deadline);
+/* Give the credential to every sibling of @p s (zkrc_session_add_auth),
+ * without waiting for the servers' answer (a refusal ends that sibling's
+ * session, as it would ours). */
+void zkrc__session_siblings_add_auth(zkrc_session *s, const char *scheme,
+                                     const char *cred);
 /* Close every sibling of @p s and open no more (zkrc_session_close). */
 void zkrc__session_close_siblings(zkrc_session *s);
 

@@ -8,9 +8,11 @@
  *
  *  - locks whose nodes take more than one such transaction can list are
  *    held on several sessions (the library opens them beside the
- *    application's), none of them over the budget, each hold's lease its
- *    own session's, and the ensemble still commits writes through every
- *    member after the application's session closes with all of them held;
+ *    application's, with its credentials, also those added later), none of
+ *    them over the budget, the application's keeping room for its kept
+ *    ephemeral nodes, each hold's lease its own session's, and the
+ *    ensemble still commits writes through every member after the
+ *    sessions close with the locks they hold;
  *  - a kept ephemeral node (groups, discovery) that would take its session
  *    past the budget is refused, with nothing sent;
  *  - the checker of that first promise is proven on an ensemble of its own:
@@ -38,7 +40,7 @@
 /* Locks held at once, each in a directory of its own under a long path:
  * their nodes take some 2.3 MB in a close, past what a follower reads. */
 #define LOCKS 2200
-#define PAD 960
+#define PAD 958
 
 /* A root whose lock directories, and so their nodes, have long paths. */
 static char *long_root(zhandle_t *zh, const char *tag) {
@@ -216,27 +218,54 @@ static void only_for(zhandle_t *zh, const char *path, const char *cred) {
 
 #define CRED "spread:secret"
 
+/* Lock @p from.. @p to - 1 under @p parent, asynchronously. */
+static void acquire_range(zkrc_session *s, const char *parent, int from, int to,
+                          zkrc_lock **locks, zkrc_lock_hold **holds,
+                          acquired *a) {
+  for (int i = from; i < to; i++) {
+    char *dir = g_strdup_printf("%s/l%04d", parent, i);
+    ZKT_ASSERT_RC(ZKRC_OK, zkrc_lock_new(&locks[i], s, dir, NULL));
+    ZKT_ASSERT_RC(ZKRC_OK, zkrc_lock_acquire_async(locks[i], 60000, on_acquired,
+                                                   a, &holds[i]));
+    g_free(dir);
+  }
+}
+
+/* Held at once: first this many locks in an open directory, then the
+ * others in one only our credential may write. */
+#define FIRST 1500
+
 static void test_locks_spread_over_sessions(void) {
   zhandle_t *zh = zkt_raw();
   char *root = long_root(zh, "spread");
-  /* The sessions opened beside ours carry its credentials: without them
-   * their creates under @p root would be refused. */
-  only_for(zh, root, CRED);
+  char *open_dir = g_strdup_printf("%s/o", root);
+  char *closed_dir = g_strdup_printf("%s/c", root);
+  zkt_make_path(zh, open_dir);
+  zkt_make_path(zh, closed_dir);
+  only_for(zh, closed_dir, CRED);
   zkrc_session *s = zkt_session_knowing_tick(4000, 0, NULL);
-  ZKT_ASSERT_RC(ZKRC_OK, zkrc_session_add_auth(s, "digest", CRED, 10000));
   zkrc_lock **locks = g_new0(zkrc_lock *, LOCKS);
   zkrc_lock_hold **holds = g_new0(zkrc_lock_hold *, LOCKS);
   acquired a = {0};
   g_mutex_init(&a.mu);
   g_cond_init(&a.cond);
-  for (int i = 0; i < LOCKS; i++) {
-    char *dir = g_strdup_printf("%s/l%04d", root, i);
-    ZKT_ASSERT_RC(ZKRC_OK, zkrc_lock_new(&locks[i], s, dir, NULL));
-    ZKT_ASSERT_RC(ZKRC_OK, zkrc_lock_acquire_async(locks[i], 60000, on_acquired,
-                                                   &a, &holds[i]));
-    g_free(dir);
-  }
+  acquire_range(s, open_dir, 0, FIRST, locks, holds, &a);
+  CU_ASSERT_EQUAL_FATAL(wait_acquired(&a, FIRST, 90000), FIRST);
+
+  /* A credential added now reaches the sessions opened beside ours: the
+   * next locks, under the directory only it may write, go on them. */
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_session_add_auth(s, "digest", CRED, 10000));
+  acquire_range(s, closed_dir, FIRST, LOCKS, locks, holds, &a);
   CU_ASSERT_EQUAL_FATAL(wait_acquired(&a, LOCKS, 90000), LOCKS);
+
+  /* Our session keeps room for its kept ephemeral nodes. */
+  char *kept_path = g_strdup_printf("%s/kept", open_dir);
+  zkrc_ephemeral *kept = NULL;
+  ZKT_ASSERT_RC(ZKRC_OK,
+                zkrc_ephemeral_new(&kept, s, kept_path, NULL, 0, NULL));
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_ephemeral_wait_registered(kept, 10000));
+  zkrc_ephemeral_free(kept);
+  g_free(kept_path);
 
   /* More than one session holds them, each within the budget, and one
    * session alone would have gone past jute.maxbuffer. */
@@ -273,7 +302,8 @@ static void test_locks_spread_over_sessions(void) {
   CU_ASSERT_EQUAL(elsewhere, on_others);
   owners_clear(&o);
 
-  /* Closing with everything held: the servers delete every node, and
+  /* Closing: ours (a new session since the expiry) and those beside it,
+   * with every lock they still hold.  The servers delete every node, and
    * every member still commits writes. */
   zkrc_session_close(s);
   CU_ASSERT_EQUAL(members_committing(zkt_ensemble()), 3);
@@ -281,7 +311,8 @@ static void test_locks_spread_over_sessions(void) {
                   ZOK);
   int left = 0;
   for (int i = 0; i < LOCKS; i++) {
-    char *dir = g_strdup_printf("%s/l%04d", root, i);
+    char *dir =
+        g_strdup_printf("%s/l%04d", i < FIRST ? open_dir : closed_dir, i);
     left += zkt_nodes_left(zh, dir);
     g_free(dir);
   }
@@ -292,6 +323,8 @@ static void test_locks_spread_over_sessions(void) {
   g_free(holds);
   g_mutex_clear(&a.mu);
   g_cond_clear(&a.cond);
+  g_free(open_dir);
+  g_free(closed_dir);
   g_free(root);
   zookeeper_close(zh);
 }

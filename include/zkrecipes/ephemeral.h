@@ -83,12 +83,14 @@ void zkrc_ephemeral_options_init(zkrc_ephemeral_options *opts);
  *         ZooKeeper's size limit: its path, data and ACL with their
  *         envelope over 1 MiB less one byte, or @p len over 1,048,487
  *         bytes, the most a getData reply can carry back to a Java
- *         client; or the session's ephemeral nodes already take 768 KiB
- *         of paths, as many as the transaction that deletes them when it
- *         closes may list (ZOOKEEPER-4306: past 1 MiB it breaks the
- *         ensemble's quorum; a lock's nodes go to a session the library
- *         opens beside it instead, zkrc_lock_acquire_async()); README,
- *         "Sizes": nothing sent, no object made);
+ *         client; or the session's ephemeral nodes would take more than
+ *         768 KiB of paths, the most the library lets the transaction that
+ *         deletes them when it closes list (ZOOKEEPER-4306: past what a
+ *         follower reads of a proposal, twice jute.maxbuffer by default,
+ *         it takes a member down; lock nodes past half of that go to a
+ *         session the library opens beside it instead,
+ *         zkrc_lock_acquire_async()); README, "Sizes": nothing sent, no
+ *         object made);
  *         ZKRC_ECLOSED.
  * Threading: any thread.
  */

@@ -72,7 +72,8 @@ extern "C" {
      "(a read-write lock's upgrade, or a downgrade behind another writer)")    \
   XX(ETOOBIG, -1025,                                                           \
      "too large: ZooKeeper refuses a request of 1 MiB or more "                \
-     "(jute.maxbuffer), envelope included; nothing was sent")
+     "(jute.maxbuffer), envelope included, or a session's ephemeral nodes "    \
+     "would take more than its close may list; nothing was sent")
 
 /** The error codes. */
 typedef enum zkrc_errno {

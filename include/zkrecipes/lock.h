@@ -202,8 +202,9 @@ int zkrc_lock_release(zkrc_lock *lk);
 
 /**
  * Non-zero when the calling thread holds the lock: it was acquired, not
- * lost, and the session's lease (zkrecipes/session.h) has not run out.  It
- * turns 0 the moment the lease runs out, before the LOST event is
+ * lost, and the lease of the session its node is on (zkrecipes/session.h;
+ * the lock's, or one the library opened beside it: "Many nodes" at
+ * zkrc_lock_acquire_async()) has not run out.  It turns 0 the moment the lease runs out, before the LOST event is
  * delivered, also in a process that was frozen (SIGSTOP, debugger) past its
  * lease.  Local state only: nothing is sent.  NULL yields 0.
  */
@@ -211,8 +212,8 @@ int zkrc_lock_is_held(zkrc_lock *lk);
 
 /**
  * How long, in ms, the calling thread's hold certainly lasts from now: the
- * session's lease (zkrc_session_lease_remaining()) while the thread holds
- * the lock, else 0.  The servers cannot give the lock to anyone else before
+ * lease of the session its node is on (zkrc_session_lease_remaining() when
+ * that is the lock's own) while the thread holds the lock, else 0.  The servers cannot give the lock to anyone else before
  * then; check it before starting work that must not outlive the hold.
  * Local state only.  NULL yields 0.
  */
@@ -275,7 +276,11 @@ int zkrc_lock_list(zkrc_session *s, const char *path, zkrc_participant **list,
 /**
  * Fenced write: perform @p ops in one ZooKeeper multi that also checks that
  * the calling thread's lock node still exists, so a holder that lost its
- * lock cannot write.  Succeeds or fails as a whole.
+ * lock cannot write.  Succeeds or fails as a whole.  It is sent on the
+ * session the node is on: the lock's, or one the library opened beside it
+ * ("Many nodes" at zkrc_lock_acquire_async()), which has the credentials
+ * given through zkrc_session_add_auth() but none added to the handle by
+ * other means; an ephemeral node it creates belongs to that session.
  *
  * @param ops      @p count operations built with zoo_create_op_init() and its
  *                 siblings; @p results receives their results (may be NULL).
@@ -347,11 +352,14 @@ typedef void (*zkrc_lock_acquired_fn)(zkrc_lock *lk, zkrc_lock_hold *hold,
  * delete its ephemeral nodes in one transaction that lists them all; one
  * too large for the followers to read takes the member that logged it
  * down for good (ZOOKEEPER-4306).  So a session keeps at most 768 KiB of
- * node paths (some 10,000 lock nodes of 70 bytes), and an acquisition
- * past that has its node made on a session the library opens beside this
- * one (the same servers, options and credentials; no listener; closed with
- * this one).  Such a hold's lease is that session's: it is lost when that
- * session is, not when this one is (README, "Many locks in one process").
+ * node paths, and gives its contenders half of that (some 4,500 lock nodes
+ * of 70 bytes; the rest is kept for its ephemeral nodes, groups and service
+ * records); an acquisition past that has its node made on a session the
+ * library opens beside this one (the same servers, options and
+ * credentials; no listener; closed with this one; some 9,000 nodes each).
+ * Such a hold's lease is that session's: it is lost when that session is,
+ * not when this one is (README, "Many locks in one process").  The 256
+ * acquisitions at their first step at once are counted per session.
  *
  * @param timeout_ms  as for zkrc_lock_acquire().
  * @param hold        if not NULL, receives the hold (to cancel it, or to
@@ -383,7 +391,7 @@ int zkrc_lock_hold_cancel(zkrc_lock_hold *hold);
 int zkrc_lock_hold_release(zkrc_lock_hold *hold);
 
 /** Non-zero while @p hold holds the lock (acquired, not lost, and its
- *  session's lease has not run out; see zkrc_lock_is_held()). */
+ *  node's session's lease has not run out; see zkrc_lock_is_held()). */
 int zkrc_lock_hold_is_held(zkrc_lock_hold *hold);
 
 /** How long, in ms, @p hold certainly lasts from now (see

@@ -215,7 +215,9 @@ int zkrc_session_adopt(zkrc_session **out, zhandle_t *zh, const char *hosts,
  * own that still holds calls of the session, when the last of them ran.
  * Recipes still open on the session fail later calls with ZKRC_ECLOSED
  * and must still be freed; the memory of the session goes when the last of
- * them is freed.
+ * them is freed.  The sessions the library opened beside this one for lock
+ * nodes ("Many nodes" at zkrc_lock_acquire_async()) are closed first, the
+ * same way.
  *
  * Threading: any thread, including the session's own callback thread.
  * NULL is accepted and ignored.
@@ -286,7 +288,10 @@ int zkrc_session_remove_listener(zkrc_session *s, unsigned long id);
 /**
  * Add authentication (zoo_add_auth) to the session and wait for the server
  * to accept it.  The credentials are remembered and given again to every new
- * ZooKeeper session this object opens after an expiry.
+ * ZooKeeper session this object opens after an expiry, and to the sessions
+ * the library opens beside it for lock nodes ("Many nodes" at
+ * zkrc_lock_acquire_async(); it does not wait for their answer: a refusal
+ * ends that session, as it would end this one).
  *
  * @param scheme  e.g. "digest"; @param cred e.g. "user:password".
  * @return ZKRC_OK; ZKRC_EAUTHFAILED; ZKRC_ETIMEDOUT; ZKRC_EINVAL;
