@@ -553,12 +553,19 @@ static void on_session(zkrc_session *s, zkrc_session_event ev,
 
 /* ------------------------------------------------------------ the API */
 
-void zkrc_cache_options_init(zkrc_cache_options *opts) {
+/* The defaults, in a whole struct of ours. */
+static void cache_options_defaults(zkrc_cache_options *opts) {
   if (opts == NULL)
     return;
   memset(opts, 0, sizeof *opts);
   opts->size = sizeof *opts;
   opts->max_depth = -1;
+}
+
+void zkrc_cache_options_init_sized(zkrc_cache_options *opts, size_t size) {
+  zkrc_cache_options full;
+  cache_options_defaults(&full);
+  zkrc__options_give(opts, size, &full, sizeof full);
 }
 
 /* The three shapes of one engine. */

@@ -93,12 +93,19 @@ static int query_timeout_valid(int timeout_ms) {
   return zkrc__timeout_valid(timeout_ms) && timeout_ms != ZKRC_NO_WAIT;
 }
 
-void zkrc_service_options_init(zkrc_service_options *opts) {
+/* The defaults, in a whole struct of ours. */
+static void service_options_defaults(zkrc_service_options *opts) {
   if (opts == NULL)
     return;
   memset(opts, 0, sizeof *opts);
   opts->size = sizeof *opts;
   opts->timeout_ms = 10000;
+}
+
+void zkrc_service_options_init_sized(zkrc_service_options *opts, size_t size) {
+  zkrc_service_options full;
+  service_options_defaults(&full);
+  zkrc__options_give(opts, size, &full, sizeof full);
 }
 
 /* ------------------------------------------------- persistent nodes */

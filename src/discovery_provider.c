@@ -26,11 +26,20 @@ struct zkrc_service_provider {
   gint next; /* round robin: the next index, modulo the instances */
 };
 
-void zkrc_service_provider_options_init(zkrc_service_provider_options *opts) {
+/* The defaults, in a whole struct of ours. */
+static void
+service_provider_options_defaults(zkrc_service_provider_options *opts) {
   if (opts == NULL)
     return;
   memset(opts, 0, sizeof *opts);
   opts->size = sizeof *opts;
+}
+
+void zkrc_service_provider_options_init_sized(
+    zkrc_service_provider_options *opts, size_t size) {
+  zkrc_service_provider_options full;
+  service_provider_options_defaults(&full);
+  zkrc__options_give(opts, size, &full, sizeof full);
 }
 
 /* The cache's listener: each new or changed record parsed once, to log a

@@ -66,8 +66,16 @@ const char *zkrc_election_event_name(zkrc_election_event ev) {
                                        : "unknown";
 }
 
-void zkrc_election_options_init(zkrc_election_options *opts) {
+/* The defaults, in a whole struct of ours. */
+static void election_options_defaults(zkrc_election_options *opts) {
   zkrc__recipe_options_init(opts, sizeof *opts);
+}
+
+void zkrc_election_options_init_sized(zkrc_election_options *opts,
+                                      size_t size) {
+  zkrc_election_options full;
+  election_options_defaults(&full);
+  zkrc__options_give(opts, size, &full, sizeof full);
 }
 
 /* ------------------------------------------------------------ lifetime */

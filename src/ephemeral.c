@@ -464,11 +464,19 @@ static void on_session(zkrc_session *s, zkrc_session_event ev,
 
 /* ------------------------------------------------------------- the API */
 
-void zkrc_ephemeral_options_init(zkrc_ephemeral_options *opts) {
+/* The defaults, in a whole struct of ours. */
+static void ephemeral_options_defaults(zkrc_ephemeral_options *opts) {
   if (opts == NULL)
     return;
   memset(opts, 0, sizeof *opts);
   opts->size = sizeof *opts;
+}
+
+void zkrc_ephemeral_options_init_sized(zkrc_ephemeral_options *opts,
+                                       size_t size) {
+  zkrc_ephemeral_options full;
+  ephemeral_options_defaults(&full);
+  zkrc__options_give(opts, size, &full, sizeof full);
 }
 
 const char *zkrc_ephemeral_event_name(zkrc_ephemeral_event ev) {

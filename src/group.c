@@ -61,11 +61,18 @@ const char *zkrc_group_event_name(zkrc_group_event_type type) {
   return "?";
 }
 
-void zkrc_group_options_init(zkrc_group_options *opts) {
+/* The defaults, in a whole struct of ours. */
+static void group_options_defaults(zkrc_group_options *opts) {
   if (opts == NULL)
     return;
   memset(opts, 0, sizeof *opts);
   opts->size = sizeof *opts;
+}
+
+void zkrc_group_options_init_sized(zkrc_group_options *opts, size_t size) {
+  zkrc_group_options full;
+  group_options_defaults(&full);
+  zkrc__options_give(opts, size, &full, sizeof full);
 }
 
 /* A member id is one node name: not empty, no '/', not "." or "..", at

@@ -51,8 +51,15 @@ const char *zkrc_lock_event_name(zkrc_lock_event ev) {
   return "unknown";
 }
 
-void zkrc_lock_options_init(zkrc_lock_options *opts) {
+/* The defaults, in a whole struct of ours. */
+static void lock_options_defaults(zkrc_lock_options *opts) {
   zkrc__recipe_options_init(opts, sizeof *opts);
+}
+
+void zkrc_lock_options_init_sized(zkrc_lock_options *opts, size_t size) {
+  zkrc_lock_options full;
+  lock_options_defaults(&full);
+  zkrc__options_give(opts, size, &full, sizeof full);
 }
 
 /* ------------------------------------------------------- thread holds */

@@ -29,10 +29,18 @@ const char *zkrc_partition_state_name(zkrc_partition_state st) {
   return "?";
 }
 
-void zkrc_partitioner_options_init(zkrc_partitioner_options *opts) {
+/* The defaults, in a whole struct of ours. */
+static void partitioner_options_defaults(zkrc_partitioner_options *opts) {
   zkrc__recipe_options_init(opts, sizeof *opts);
   if (opts)
     opts->time_boundary_ms = 30000; /* kazoo's time_boundary=30 */
+}
+
+void zkrc_partitioner_options_init_sized(zkrc_partitioner_options *opts,
+                                         size_t size) {
+  zkrc_partitioner_options full;
+  partitioner_options_defaults(&full);
+  zkrc__options_give(opts, size, &full, sizeof full);
 }
 
 zkrc_partitioner *zkrc__partitioner_ref(zkrc_partitioner *p) {

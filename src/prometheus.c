@@ -15,6 +15,7 @@
 
 #include "lock_internal.h"
 #include "stats_internal.h"
+#include "util.h"
 #include "zkrecipes/stats.h"
 
 /* A label value escaped as the format asks: backslash, double quote and
@@ -326,11 +327,18 @@ static size_t merge_sessions(session_row *rows, size_t n) {
   return kept;
 }
 
-void zkrc_stats_sources_init(zkrc_stats_sources *src) {
+/* The defaults, in a whole struct of ours. */
+static void stats_sources_defaults(zkrc_stats_sources *src) {
   if (src) {
     memset(src, 0, sizeof *src);
     src->size = sizeof *src;
   }
+}
+
+void zkrc_stats_sources_init_sized(zkrc_stats_sources *src, size_t size) {
+  zkrc_stats_sources full;
+  stats_sources_defaults(&full);
+  zkrc__options_give(src, size, &full, sizeof full);
 }
 
 /* Arrays NULL with a count above 0, or sources not initialized. */

@@ -16,8 +16,15 @@ struct zkrc_rwlock {
   zkrc_lock *writer;
 };
 
-void zkrc_rwlock_options_init(zkrc_rwlock_options *opts) {
+/* The defaults, in a whole struct of ours. */
+static void rwlock_options_defaults(zkrc_rwlock_options *opts) {
   zkrc__recipe_options_init(opts, sizeof *opts);
+}
+
+void zkrc_rwlock_options_init_sized(zkrc_rwlock_options *opts, size_t size) {
+  zkrc_rwlock_options full;
+  rwlock_options_defaults(&full);
+  zkrc__options_give(opts, size, &full, sizeof full);
 }
 
 /* The lock options of a side, from the caller's read-write lock options. */

@@ -108,8 +108,16 @@ static gboolean forget_locked(zkrc_semaphore_lease *l) {
   return g_hash_table_remove(l->sem->live, l);
 }
 
-void zkrc_semaphore_options_init(zkrc_semaphore_options *opts) {
+/* The defaults, in a whole struct of ours. */
+static void semaphore_options_defaults(zkrc_semaphore_options *opts) {
   zkrc__recipe_options_init(opts, sizeof *opts);
+}
+
+void zkrc_semaphore_options_init_sized(zkrc_semaphore_options *opts,
+                                       size_t size) {
+  zkrc_semaphore_options full;
+  semaphore_options_defaults(&full);
+  zkrc__options_give(opts, size, &full, sizeof full);
 }
 
 /* --------------------------------------------------------------- events */

@@ -197,12 +197,19 @@ int zkrc__session_reply_rc(zkrc_session *s, int zk_rc) {
 
 /* ---------------------------------------------------------- public API */
 
-void zkrc_session_options_init(zkrc_session_options *opts) {
+/* The defaults, in a whole struct of ours. */
+static void session_options_defaults(zkrc_session_options *opts) {
   if (opts == NULL)
     return;
   memset(opts, 0, sizeof *opts);
   opts->size = sizeof *opts;
   opts->session_timeout_ms = DEFAULT_SESSION_TIMEOUT_MS;
+}
+
+void zkrc_session_options_init_sized(zkrc_session_options *opts, size_t size) {
+  zkrc_session_options full;
+  session_options_defaults(&full);
+  zkrc__options_give(opts, size, &full, sizeof full);
 }
 
 static int normalize_options(zkrc_session_options *out,

@@ -48,6 +48,15 @@ gboolean zkrc__options_take(void *defaults, size_t full, const void *opts) {
   return TRUE;
 }
 
+void zkrc__options_give(void *opts, size_t size, const void *full,
+                        size_t full_size) {
+  if (opts == NULL || size < sizeof(size_t) * 2)
+    return;
+  memset(opts, 0, size);
+  memcpy(opts, full, MIN(size, full_size));
+  *(size_t *)opts = size;
+}
+
 char *zkrc__default_participant_id(void) {
   char host[256];
   if (gethostname(host, sizeof host) != 0)

@@ -41,6 +41,14 @@ gboolean zkrc__cond_wait_until(GCond *cond, GMutex *mutex, int64_t deadline);
  * @p opts (NULL: the defaults).  FALSE for options whose size says they
  * were not initialized. */
 gboolean zkrc__options_take(void *defaults, size_t full, const void *opts);
+/* A public *_options_init_sized(): the caller's struct @p opts of @p size
+ * bytes (its sizeof as the caller was compiled) gets the first bytes of
+ * @p full (the defaults, @p full_size bytes: the library's sizeof), zeros
+ * past them, and @p size in its first field.  Never writes past @p size;
+ * NULL and sizes too small to hold the size field and one more are
+ * ignored. */
+void zkrc__options_give(void *opts, size_t size, const void *full,
+                        size_t full_size);
 
 /* "hostname:pid", malloc'ed with g_malloc; the default participant id. */
 char *zkrc__default_participant_id(void);

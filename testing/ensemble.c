@@ -61,12 +61,20 @@ static int env_flag(const char *name) {
 
 /* ---- options ------------------------------------------------------------ */
 
-void zkrc_ensemble_options_init(zkrc_ensemble_options *opts) {
+/* The defaults, in a whole struct of ours. */
+static void ensemble_options_defaults(zkrc_ensemble_options *opts) {
   memset(opts, 0, sizeof *opts);
   opts->size = sizeof *opts;
   opts->members = 1;
   opts->tick_ms = DEFAULT_TICK_MS;
   opts->start_timeout_ms = DEFAULT_START_TIMEOUT_MS;
+}
+
+void zkrc_ensemble_options_init_sized(zkrc_ensemble_options *opts,
+                                      size_t size) {
+  zkrc_ensemble_options full;
+  ensemble_options_defaults(&full);
+  zkrc__testing_options_give(opts, size, &full, sizeof full);
 }
 
 /* Copy @p in (NULL: defaults) with zeros replaced by defaults.  -1 when an

@@ -26,6 +26,13 @@
 
 #include "zkrecipes/testing.h"
 
+/* An *_options_init_sized() of this library: the caller's @p size bytes
+ * get our defaults' first bytes, zeros past them, and @p size in the first
+ * field (a struct of an older, shorter header is never written past its
+ * end); NULL and sizes too small are ignored. */
+void zkrc__testing_options_give(void *opts, size_t size, const void *full,
+                                size_t full_size);
+
 #define ZKRC__MAX_MEMBERS 5
 
 /* ---- time --------------------------------------------------------------- */

@@ -28,6 +28,15 @@
 
 extern char **environ;
 
+void zkrc__testing_options_give(void *opts, size_t size, const void *full,
+                                size_t full_size) {
+  if (opts == NULL || size < sizeof(size_t) * 2)
+    return;
+  memset(opts, 0, size);
+  memcpy(opts, full, size < full_size ? size : full_size);
+  *(size_t *)opts = size;
+}
+
 int64_t zkrc__now_ms(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);

@@ -23,9 +23,16 @@
 
 #include "internal.h"
 
-void zkrc_spawn_options_init(zkrc_spawn_options *o) {
+/* The defaults, in a whole struct of ours. */
+static void spawn_options_defaults(zkrc_spawn_options *o) {
   memset(o, 0, sizeof *o);
   o->size = sizeof *o;
+}
+
+void zkrc_spawn_options_init_sized(zkrc_spawn_options *o, size_t size) {
+  zkrc_spawn_options full;
+  spawn_options_defaults(&full);
+  zkrc__testing_options_give(o, size, &full, sizeof full);
 }
 
 static gboolean env_name_equal(const char *a, const char *b) {

@@ -162,8 +162,23 @@ typedef struct zkrc_cache_options {
   int max_depth;
 } zkrc_cache_options;
 
-/** Zero @p opts, set its size and max_depth -1 (NULL is ignored). */
-void zkrc_cache_options_init(zkrc_cache_options *opts);
+/** Zero @p opts, set its size and max_depth -1 (NULL is ignored).  Fills
+ *  the first @p size bytes of @p opts, the size of the struct as your
+ *  program was compiled with it, and sets its size field to it: the
+ *  fields a program built against an older, shorter zkrc_cache_options
+ *  lacks are never written.  Call zkrc_cache_options_init(), which passes
+ *  it. */
+void zkrc_cache_options_init_sized(zkrc_cache_options *opts, size_t size);
+
+/** Zero @p opts, set its size and max_depth -1 (NULL is ignored).
+ *  Inline: it passes sizeof *@p opts as this header defines it to
+ *  zkrc_cache_options_init_sized(), so a program keeps working with a
+ *  later library whose struct has grown (and a later program, whose
+ *  struct is longer, with this library: the fields it does not know are
+ *  ignored). */
+static inline void zkrc_cache_options_init(zkrc_cache_options *opts) {
+  zkrc_cache_options_init_sized(opts, sizeof *opts);
+}
 
 /**
  * Start caching the node at @p path.  Returns at once; the first read is

@@ -159,8 +159,23 @@ typedef struct zkrc_service_options {
   int timeout_ms;
 } zkrc_service_options;
 
-/** Zero @p opts, set its size and the defaults (NULL is ignored). */
-void zkrc_service_options_init(zkrc_service_options *opts);
+/** Zero @p opts, set its size and the defaults (NULL is ignored).  Fills
+ *  the first @p size bytes of @p opts, the size of the struct as your
+ *  program was compiled with it, and sets its size field to it: the
+ *  fields a program built against an older, shorter zkrc_service_options
+ *  lacks are never written.  Call zkrc_service_options_init(), which
+ *  passes it. */
+void zkrc_service_options_init_sized(zkrc_service_options *opts, size_t size);
+
+/** Zero @p opts, set its size and the defaults (NULL is ignored).
+ *  Inline: it passes sizeof *@p opts as this header defines it to
+ *  zkrc_service_options_init_sized(), so a program keeps working with a
+ *  later library whose struct has grown (and a later program, whose
+ *  struct is longer, with this library: the fields it does not know are
+ *  ignored). */
+static inline void zkrc_service_options_init(zkrc_service_options *opts) {
+  zkrc_service_options_init_sized(opts, sizeof *opts);
+}
 
 /**
  * Register @p inst (copied; registration_time_utc 0 is set to now) as
@@ -293,8 +308,25 @@ typedef struct zkrc_service_provider_options {
   void *change_arg;
 } zkrc_service_provider_options;
 
-/** Zero @p opts and set its size (NULL is ignored). */
-void zkrc_service_provider_options_init(zkrc_service_provider_options *opts);
+/** Zero @p opts and set its size (NULL is ignored).  Fills the first @p
+ *  size bytes of @p opts, the size of the struct as your program was
+ *  compiled with it, and sets its size field to it: the fields a program
+ *  built against an older, shorter zkrc_service_provider_options lacks
+ *  are never written.  Call zkrc_service_provider_options_init(), which
+ *  passes it. */
+void zkrc_service_provider_options_init_sized(
+    zkrc_service_provider_options *opts, size_t size);
+
+/** Zero @p opts and set its size (NULL is ignored).  Inline: it passes
+ *  sizeof *@p opts as this header defines it to
+ *  zkrc_service_provider_options_init_sized(), so a program keeps working
+ *  with a later library whose struct has grown (and a later program,
+ *  whose struct is longer, with this library: the fields it does not know
+ *  are ignored). */
+static inline void
+zkrc_service_provider_options_init(zkrc_service_provider_options *opts) {
+  zkrc_service_provider_options_init_sized(opts, sizeof *opts);
+}
 
 /**
  * Start keeping the instances of service @p name under @p base.  Returns

@@ -105,8 +105,24 @@ typedef struct zkrc_election_options {
 } zkrc_election_options;
 
 /** Fill @p opts with the defaults (and its size: options that were not
- *  initialized are refused with ZKRC_EINVAL).  Threading: any thread. */
-void zkrc_election_options_init(zkrc_election_options *opts);
+ *  initialized are refused with ZKRC_EINVAL).  Threading: any thread.
+ *  Fills the first @p size bytes of @p opts, the size of the struct as
+ *  your program was compiled with it, and sets its size field to it: the
+ *  fields a program built against an older, shorter zkrc_election_options
+ *  lacks are never written.  Call zkrc_election_options_init(), which
+ *  passes it. */
+void zkrc_election_options_init_sized(zkrc_election_options *opts, size_t size);
+
+/** Fill @p opts with the defaults (and its size: options that were not
+ *  initialized are refused with ZKRC_EINVAL).  Threading: any thread.
+ *  Inline: it passes sizeof *@p opts as this header defines it to
+ *  zkrc_election_options_init_sized(), so a program keeps working with a
+ *  later library whose struct has grown (and a later program, whose
+ *  struct is longer, with this library: the fields it does not know are
+ *  ignored). */
+static inline void zkrc_election_options_init(zkrc_election_options *opts) {
+  zkrc_election_options_init_sized(opts, sizeof *opts);
+}
 
 /**
  * Create a participant for the election at @p path.  It does not take part

@@ -69,8 +69,23 @@ typedef struct zkrc_ephemeral_options {
   void *event_arg;
 } zkrc_ephemeral_options;
 
-/** Zero @p opts and set its size (NULL is ignored). */
-void zkrc_ephemeral_options_init(zkrc_ephemeral_options *opts);
+/** Zero @p opts and set its size (NULL is ignored).  Fills the first @p
+ *  size bytes of @p opts, the size of the struct as your program was
+ *  compiled with it, and sets its size field to it: the fields a program
+ *  built against an older, shorter zkrc_ephemeral_options lacks are never
+ *  written.  Call zkrc_ephemeral_options_init(), which passes it. */
+void zkrc_ephemeral_options_init_sized(zkrc_ephemeral_options *opts,
+                                       size_t size);
+
+/** Zero @p opts and set its size (NULL is ignored).  Inline: it passes
+ *  sizeof *@p opts as this header defines it to
+ *  zkrc_ephemeral_options_init_sized(), so a program keeps working with a
+ *  later library whose struct has grown (and a later program, whose
+ *  struct is longer, with this library: the fields it does not know are
+ *  ignored). */
+static inline void zkrc_ephemeral_options_init(zkrc_ephemeral_options *opts) {
+  zkrc_ephemeral_options_init_sized(opts, sizeof *opts);
+}
 
 /**
  * Start keeping the ephemeral node @p path with @p len bytes of @p data

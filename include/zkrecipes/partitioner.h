@@ -102,8 +102,25 @@ typedef struct zkrc_partitioner_options {
   void *state_arg;
 } zkrc_partitioner_options;
 
-/** Zero @p opts, set its size and the defaults (NULL is ignored). */
-void zkrc_partitioner_options_init(zkrc_partitioner_options *opts);
+/** Zero @p opts, set its size and the defaults (NULL is ignored).  Fills
+ *  the first @p size bytes of @p opts, the size of the struct as your
+ *  program was compiled with it, and sets its size field to it: the
+ *  fields a program built against an older, shorter
+ *  zkrc_partitioner_options lacks are never written.  Call
+ *  zkrc_partitioner_options_init(), which passes it. */
+void zkrc_partitioner_options_init_sized(zkrc_partitioner_options *opts,
+                                         size_t size);
+
+/** Zero @p opts, set its size and the defaults (NULL is ignored).
+ *  Inline: it passes sizeof *@p opts as this header defines it to
+ *  zkrc_partitioner_options_init_sized(), so a program keeps working with
+ *  a later library whose struct has grown (and a later program, whose
+ *  struct is longer, with this library: the fields it does not know are
+ *  ignored). */
+static inline void
+zkrc_partitioner_options_init(zkrc_partitioner_options *opts) {
+  zkrc_partitioner_options_init_sized(opts, sizeof *opts);
+}
 
 /**
  * Join the party at @p path and start dividing @p items (@p count strings,

@@ -114,8 +114,22 @@ typedef struct zkrc_rwlock_options {
   void *event_arg;
 } zkrc_rwlock_options;
 
-/** Fill @p opts with the defaults.  Threading: any thread. */
-void zkrc_rwlock_options_init(zkrc_rwlock_options *opts);
+/** Fill @p opts with the defaults.  Threading: any thread.  Fills the
+ *  first @p size bytes of @p opts, the size of the struct as your program
+ *  was compiled with it, and sets its size field to it: the fields a
+ *  program built against an older, shorter zkrc_rwlock_options lacks are
+ *  never written.  Call zkrc_rwlock_options_init(), which passes it. */
+void zkrc_rwlock_options_init_sized(zkrc_rwlock_options *opts, size_t size);
+
+/** Fill @p opts with the defaults.  Threading: any thread.  Inline: it
+ *  passes sizeof *@p opts as this header defines it to
+ *  zkrc_rwlock_options_init_sized(), so a program keeps working with a
+ *  later library whose struct has grown (and a later program, whose
+ *  struct is longer, with this library: the fields it does not know are
+ *  ignored). */
+static inline void zkrc_rwlock_options_init(zkrc_rwlock_options *opts) {
+  zkrc_rwlock_options_init_sized(opts, sizeof *opts);
+}
 
 /**
  * Create a read-write lock object for @p path on session @p s.  Nothing is

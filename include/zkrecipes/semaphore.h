@@ -106,8 +106,24 @@ typedef struct zkrc_semaphore_options {
   void *event_arg;
 } zkrc_semaphore_options;
 
-/** Fill @p opts with the defaults.  Threading: any thread. */
-void zkrc_semaphore_options_init(zkrc_semaphore_options *opts);
+/** Fill @p opts with the defaults.  Threading: any thread.  Fills the
+ *  first @p size bytes of @p opts, the size of the struct as your program
+ *  was compiled with it, and sets its size field to it: the fields a
+ *  program built against an older, shorter zkrc_semaphore_options lacks
+ *  are never written.  Call zkrc_semaphore_options_init(), which passes
+ *  it. */
+void zkrc_semaphore_options_init_sized(zkrc_semaphore_options *opts,
+                                       size_t size);
+
+/** Fill @p opts with the defaults.  Threading: any thread.  Inline: it
+ *  passes sizeof *@p opts as this header defines it to
+ *  zkrc_semaphore_options_init_sized(), so a program keeps working with a
+ *  later library whose struct has grown (and a later program, whose
+ *  struct is longer, with this library: the fields it does not know are
+ *  ignored). */
+static inline void zkrc_semaphore_options_init(zkrc_semaphore_options *opts) {
+  zkrc_semaphore_options_init_sized(opts, sizeof *opts);
+}
 
 /**
  * Create a semaphore of @p max_leases leases at @p path on session @p s.

@@ -190,8 +190,22 @@ typedef struct zkrc_stats_sources {
   size_t n_elections;
 } zkrc_stats_sources;
 
-/** Empty sources, with their size.  Threading: any thread. */
-void zkrc_stats_sources_init(zkrc_stats_sources *src);
+/** Empty sources, with their size.  Threading: any thread.  Fills the
+ *  first @p size bytes of @p src, the size of the struct as your program
+ *  was compiled with it, and sets its size field to it: the fields a
+ *  program built against an older, shorter zkrc_stats_sources lacks are
+ *  never written.  Call zkrc_stats_sources_init(), which passes it. */
+void zkrc_stats_sources_init_sized(zkrc_stats_sources *src, size_t size);
+
+/** Empty sources, with their size.  Threading: any thread.  Inline: it
+ *  passes sizeof *@p src as this header defines it to
+ *  zkrc_stats_sources_init_sized(), so a program keeps working with a
+ *  later library whose struct has grown (and a later program, whose
+ *  struct is longer, with this library: the fields it does not know are
+ *  ignored). */
+static inline void zkrc_stats_sources_init(zkrc_stats_sources *src) {
+  zkrc_stats_sources_init_sized(src, sizeof *src);
+}
 
 /**
  * Everything above for the objects of @p src, in Prometheus' text

@@ -93,8 +93,21 @@ typedef struct zkrc_ensemble_options {
   int heap_mb;
 } zkrc_ensemble_options;
 
-/** Fill @p opts with the defaults. */
-void zkrc_ensemble_options_init(zkrc_ensemble_options *opts);
+/** Fill @p opts with the defaults.  Fills the first @p size bytes of @p
+ *  opts, the size of the struct as your program was compiled with it, and
+ *  sets its size field to it: the fields a program built against an
+ *  older, shorter zkrc_ensemble_options lacks are never written.  Call
+ *  zkrc_ensemble_options_init(), which passes it. */
+void zkrc_ensemble_options_init_sized(zkrc_ensemble_options *opts, size_t size);
+
+/** Fill @p opts with the defaults.  Inline: it passes sizeof *@p opts as
+ *  this header defines it to zkrc_ensemble_options_init_sized(), so a
+ *  program keeps working with a later library whose struct has grown (and
+ *  a later program, whose struct is longer, with this library: the fields
+ *  it does not know are ignored). */
+static inline void zkrc_ensemble_options_init(zkrc_ensemble_options *opts) {
+  zkrc_ensemble_options_init_sized(opts, sizeof *opts);
+}
 
 /**
  * Start an ensemble and wait until a quorum serves requests - in fact until
@@ -374,8 +387,22 @@ typedef struct zkrc_child {
 } zkrc_child;
 
 /** Fill @p o with the defaults: no pipes, our environment, our process
- *  group. */
-void zkrc_spawn_options_init(zkrc_spawn_options *o);
+ *  group.  Fills the first @p size bytes of @p o, the size of the struct
+ *  as your program was compiled with it, and sets its size field to it:
+ *  the fields a program built against an older, shorter
+ *  zkrc_spawn_options lacks are never written.  Call
+ *  zkrc_spawn_options_init(), which passes it. */
+void zkrc_spawn_options_init_sized(zkrc_spawn_options *o, size_t size);
+
+/** Fill @p o with the defaults: no pipes, our environment, our process
+ *  group.  Inline: it passes sizeof *@p o as this header defines it to
+ *  zkrc_spawn_options_init_sized(), so a program keeps working with a
+ *  later library whose struct has grown (and a later program, whose
+ *  struct is longer, with this library: the fields it does not know are
+ *  ignored). */
+static inline void zkrc_spawn_options_init(zkrc_spawn_options *o) {
+  zkrc_spawn_options_init_sized(o, sizeof *o);
+}
 
 /**
  * Start @p argv (argv[0] looked up in PATH unless it holds a '/') as a
