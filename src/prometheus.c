@@ -343,16 +343,21 @@ void zkrc_stats_sources_init_sized(zkrc_stats_sources *src, size_t size) {
 
 /* Arrays NULL with a count above 0, or sources not initialized. */
 static gboolean sources_valid(const zkrc_stats_sources *src) {
-  return src && src->size == sizeof *src &&
-         (src->n_sessions == 0 || src->sessions) &&
+  return (src->n_sessions == 0 || src->sessions) &&
          (src->n_locks == 0 || src->locks) &&
          (src->n_semaphores == 0 || src->semaphores) &&
          (src->n_elections == 0 || src->elections);
 }
 
-char *zkrc_stats_prometheus(const zkrc_stats_sources *src) {
-  if (!sources_valid(src))
+char *zkrc_stats_prometheus(const zkrc_stats_sources *given) {
+  /* The caller's struct, as long as it is: a shorter one's missing
+   * sources are none, a longer one's unknown fields ignored. */
+  zkrc_stats_sources sources;
+  stats_sources_defaults(&sources);
+  if (given == NULL || !zkrc__options_take(&sources, sizeof sources, given) ||
+      !sources_valid(&sources))
     return NULL;
+  const zkrc_stats_sources *src = &sources;
   size_t n_recipes = src->n_locks + src->n_semaphores + src->n_elections;
   session_row *srows = g_new0(session_row, src->n_sessions);
   lock_row *lrows = g_new0(lock_row, n_recipes);

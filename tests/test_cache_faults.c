@@ -1789,7 +1789,7 @@ static void test_bad_input_is_refused(void) {
     ZKT_ASSERT_RC(ZKRC_EINVAL, news[k](&c, s, t, &blank));
     CU_ASSERT_PTR_NULL(c);
   }
-  zkrc_cache_options_init_sized(NULL, sizeof(zkrc_cache_options));
+  zkrc_cache_options_init(NULL);
   CU_ASSERT_STRING_EQUAL(zkrc_cache_event_name(ZKRC_CACHE_NODE_ADDED), "ADDED");
   CU_ASSERT_STRING_EQUAL(zkrc_cache_event_name((zkrc_cache_event_type)99), "?");
   CU_ASSERT_PTR_NULL(zkrc_cache_node_ref(NULL));
