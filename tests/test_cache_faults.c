@@ -1553,7 +1553,10 @@ static void check_root_gone_and_back(int kind, const char *root, zhandle_t *zh,
       CU_ASSERT_EQUAL(zoo_delete(zh, p, -1), ZOK);
       g_free(p);
     }
-    CU_ASSERT_EQUAL(zoo_delete(zh, root, -1), ZOK);
+    int rc = zoo_delete(zh, root, -1);
+    if (rc != ZOK) /* seen once under load, cause unknown: say which */
+      fprintf(stderr, "delete %s (round %d): %s\n", root, round, zerror(rc));
+    CU_ASSERT_EQUAL(rc, ZOK);
     GHashTable *none = cc_state_new();
     marker_want gone = {"/", -1, none}; /* "/" never cached: diff only */
     CU_ASSERT_TRUE(recorder_wait(&r, empty_and_diff_met, &gone, 10000));
