@@ -7,6 +7,7 @@
 # (marked, so that what make may print first, remaking the Makefile, is
 # left out).
 make_var() {
+  # shellcheck disable=SC2016 # $(VAR) is for make, not the shell
   printf 'zkt-print-var:\n\t@echo "zkt-var=$(%s)"\n' "$2" |
     make -s --no-print-directory -C "$TOP_BUILDDIR/$1" -f Makefile -f - \
       zkt-print-var | sed -n 's/^zkt-var=//p'
