@@ -9,15 +9,23 @@
  *   zkrecipes/session.h   sessions that survive expiry, the lease, listeners
  *   zkrecipes/participants.h  the contenders of a lock or an election, listed
  *   zkrecipes/lock.h      the fair, fenced, per-thread reentrant lock
+ *   zkrecipes/multilock.h several locks at once, all or nothing
  *   zkrecipes/rwlock.h    the read-write lock, whose sides are locks
  *   zkrecipes/semaphore.h the counting semaphore (Curator's V2 protocol)
  *   zkrecipes/election.h  leader election on the same contender queue
  *   zkrecipes/stats.h     statistics, and their Prometheus text format
  *   zkrecipes/shared.h    shared values and counters (compare-and-set)
+ *   zkrecipes/cache.h     a local, current copy of nodes (node, children,
+ *                         tree)
+ *   zkrecipes/ephemeral.h an ephemeral node kept registered
+ *   zkrecipes/group.h     group membership
+ *   zkrecipes/partitioner.h  members dividing a set of items (kazoo's
+ *                         SetPartitioner)
+ *   zkrecipes/discovery.h service discovery (Curator's curator-x-discovery)
  *
- * The event-loop adapters (zkrecipes/glib.h) and the test harness
- * (zkrecipes/testing.h, in libzkrecipes-testing) are separate on purpose:
- * include them where you use them.
+ * The event-loop adapter (zkrecipes/glib.h, pkg-config zkrecipes-glib) and
+ * the test harness (zkrecipes/testing.h, in libzkrecipes-testing) are
+ * separate on purpose: include them where you use them.
  *
  * Licensed under the Apache License, Version 2.0 (see COPYING).
  */
