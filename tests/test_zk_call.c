@@ -21,11 +21,10 @@
 
 /* What one release saw. */
 typedef struct release_seen {
-  uint64_t failed;   /* deletes failed by the seam */
-  uint64_t sent;     /* deletes sent by the library */
-  int released_rc;   /* zkrc_lock_release */
-  int node_gone;     /* the node gone within the deadline */
-  int node_was_kept; /* the node there right after the release returned */
+  uint64_t failed; /* deletes failed by the seam */
+  uint64_t sent;   /* deletes sent by the library */
+  int released_rc; /* zkrc_lock_release */
+  int node_gone;   /* the node gone within the deadline */
 } release_seen;
 
 /* Acquire a lock, then release it with its delete failed by the seam when
