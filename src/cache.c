@@ -28,6 +28,7 @@
 #include "log_internal.h"
 #include "session_internal.h"
 #include "util.h"
+#include "zk_call.h"
 #include "zkrecipes/cache.h"
 #include "zkrecipes/error.h"
 #include "zkrecipes/path.h"
@@ -410,21 +411,18 @@ static void send_read(zkrc_cache *c, read_req *r) {
   r->generation = conn->generation;
   g_mutex_unlock(&c->mu);
 
-  zhandle_t *zh = conn->zh;
-  watcher_fn wf = zkrc__watch_dispatch;
   int rc;
   switch (r->kind) {
   case READ_DATA:
-    rc = zoo_awget(zh, r->path, wf, ctx, data_done, r);
+    rc = zkrc__zk_get(conn, r->path, ctx, data_done, r);
     break;
   case READ_CHILDREN:
-    rc = zoo_awget_children(zh, r->path, wf, ctx, children_done, r);
+    rc = zkrc__zk_get_children(conn, r->path, ctx, children_done, r);
     break;
   default:
-    rc = zoo_awexists(zh, r->path, wf, ctx, exists_done, r);
+    rc = zkrc__zk_exists(conn, r->path, ctx, exists_done, r);
     break;
   }
-  zkrc__sent(c->s, rc);
   zkrc__conn_unuse(conn);
   if (rc == ZOK)
     return;

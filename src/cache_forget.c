@@ -25,6 +25,7 @@
 
 #include "cache_private.h"
 #include "session_internal.h"
+#include "zk_call.h"
 
 /* The paths the cache may watch on its current handle (owned strings),
  * and that handle's watch context; NULL when it has none on @p conn. */
@@ -57,8 +58,8 @@ void zkrc__cache_forget_watches(zkrc_cache *c) {
   for (guint i = 0; paths && i < paths->len; i++) {
     /* ZNOWATCHER for a node whose watch fired or that was never read:
      * nothing to remove. */
-    (void)zoo_remove_watches(conn->zh, g_ptr_array_index(paths, i),
-                             ZWATCHTYPE_ANY, zkrc__watch_dispatch, ctx, 1);
+    (void)zkrc__zk_remove_watches(conn, g_ptr_array_index(paths, i),
+                                  ZWATCHTYPE_ANY, ctx, 1);
   }
   zkrc__conn_unuse(conn);
   if (paths)

@@ -191,7 +191,7 @@ int zkrc__call_request(zkrc_session *s, zkrc__send_fn send, const void *arg,
   zkrc__call *call = zkrc__call_new();
   zkrc_conn *conn = zkrc__conn_use(s);
   /* No handle: between two (a new session is being opened), or closed. */
-  int rc = conn ? zkrc__sent(s, send(conn->zh, call, arg)) : ZCLOSING;
+  int rc = conn ? send(conn, call, arg) : ZCLOSING;
   if (rc != ZOK)
     zkrc__call_fail_unsent(call, rc);
   if (conn)

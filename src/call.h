@@ -16,6 +16,7 @@
 #include <glib.h>
 #include <zookeeper/zookeeper.h>
 
+#include "session_internal.h"
 #include "zkrecipes/session.h"
 
 typedef struct zkrc__call {
@@ -47,7 +48,7 @@ gboolean zkrc__call_wait(zkrc__call *call, int64_t deadline);
  * reference, since no completion will run). */
 void zkrc__call_fail_unsent(zkrc__call *call, int rc);
 
-/* Completions for zoo_a* with a zkrc__call as data. */
+/* Completions for zk_call.h's requests with a zkrc__call as data. */
 void zkrc__call_void_done(int rc, const void *data);
 /* (sync and create replies; the string itself is not kept) */
 void zkrc__call_string_done(int rc, const char *value, const void *data);
@@ -64,8 +65,9 @@ void zkrc__ignore_string_done(int rc, const char *value, const void *data);
 void zkrc__ignore_void_done(int rc, const void *data);
 
 /* Copy @p ops into the call (with output buffers of its own) for
- * zoo_amulti(call->op_count, call->ops, call->results, ...); ops[0..prefix)
- * are left for the caller to fill.  Returns FALSE on a malformed op. */
+ * zkrc__zk_multi(conn, call->op_count, call->ops, call->results, ...);
+ * ops[0..prefix) are left for the caller to fill.  Returns FALSE on a
+ * malformed op. */
 gboolean zkrc__call_take_ops(zkrc__call *call, int prefix, int count,
                              const zoo_op_t *ops);
 /* After a completed multi: copy results and outputs back to the caller's
@@ -78,8 +80,10 @@ void zkrc__call_give_results(zkrc__call *call, int prefix, const zoo_op_t *ops,
  * is 0, errors are negative). */
 #define ZKRC__CALL_TIMED_OUT 1
 
-/* Sends a request for @p call on @p zh; returns the client's code. */
-typedef int (*zkrc__send_fn)(zhandle_t *zh, zkrc__call *call, const void *arg);
+/* Sends a request for @p call on @p conn (through zk_call.h); returns the
+ * client's code. */
+typedef int (*zkrc__send_fn)(zkrc_conn *conn, zkrc__call *call,
+                             const void *arg);
 
 /* Send with @p send(@p arg) on @p s's current handle and wait until
  * @p deadline.  Returns the reply's ZooKeeper code as

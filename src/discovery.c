@@ -16,6 +16,7 @@
 #include "request_size.h"
 #include "session_internal.h"
 #include "util.h"
+#include "zk_call.h"
 #include "zkrecipes/discovery.h"
 #include "zkrecipes/ephemeral.h"
 #include "zkrecipes/error.h"
@@ -46,31 +47,32 @@ static int failure(int rc) {
   return zkrc__fail_from_zk(rc);
 }
 
-static int send_create(zhandle_t *zh, zkrc__call *call, const void *arg) {
+static int send_create(zkrc_conn *conn, zkrc__call *call, const void *arg) {
   const req *r = arg;
-  return zoo_acreate(zh, r->path, r->data, r->data ? (int)r->len : -1, r->acl,
-                     r->flags, zkrc__call_string_done, call);
+  return zkrc__zk_create(conn, r->path, r->data, r->data ? (int)r->len : -1,
+                         r->acl, r->flags, zkrc__call_string_done, call);
 }
 
-static int send_delete(zhandle_t *zh, zkrc__call *call, const void *arg) {
+static int send_delete(zkrc_conn *conn, zkrc__call *call, const void *arg) {
   const req *r = arg;
-  return zoo_adelete(zh, r->path, -1, zkrc__call_void_done, call);
+  return zkrc__zk_delete(conn, r->path, -1, zkrc__call_void_done, call);
 }
 
-static int send_set(zhandle_t *zh, zkrc__call *call, const void *arg) {
+static int send_set(zkrc_conn *conn, zkrc__call *call, const void *arg) {
   const req *r = arg;
-  return zoo_aset(zh, r->path, r->data, (int)r->len, -1, zkrc__call_stat_done,
-                  call);
+  return zkrc__zk_set(conn, r->path, r->data, (int)r->len, -1,
+                      zkrc__call_stat_done, call);
 }
 
-static int send_children(zhandle_t *zh, zkrc__call *call, const void *arg) {
+static int send_children(zkrc_conn *conn, zkrc__call *call, const void *arg) {
   const req *r = arg;
-  return zoo_aget_children(zh, r->path, 0, zkrc__call_children_done, call);
+  return zkrc__zk_get_children(conn, r->path, NULL, zkrc__call_children_done,
+                               call);
 }
 
-static int send_get(zhandle_t *zh, zkrc__call *call, const void *arg) {
+static int send_get(zkrc_conn *conn, zkrc__call *call, const void *arg) {
   const req *r = arg;
-  return zoo_aget(zh, r->path, 0, zkrc__call_data_done, call);
+  return zkrc__zk_get(conn, r->path, NULL, zkrc__call_data_done, call);
 }
 
 /* ------------------------------------------------------------ checks */

@@ -22,6 +22,7 @@
 #include "request_size.h"
 #include "session_internal.h"
 #include "util.h"
+#include "zk_call.h"
 #include "zkrecipes/ephemeral.h"
 #include "zkrecipes/error.h"
 #include "zkrecipes/path.h"
@@ -189,8 +190,7 @@ static void send_exists(zkrc_ephemeral *e, eph_req *r) {
     g_mutex_unlock(&e->mu);
     if (old)
       zkrc__watch_cancel(old);
-    rc = zkrc__sent(e->s, zoo_awexists(conn->zh, e->path, zkrc__watch_dispatch,
-                                       ctx, exists_done, r));
+    rc = zkrc__zk_exists(conn, e->path, ctx, exists_done, r);
     zkrc__conn_unuse(conn);
   }
   if (rc != ZOK)
@@ -274,9 +274,8 @@ static void send_latest_data_locked(zkrc_ephemeral *e, uint64_t gen,
   }
   gsize len = 0;
   const char *bytes = e->data ? g_bytes_get_data(e->data, &len) : NULL;
-  int rc =
-      zkrc__sent(e->s, zoo_aset(conn->zh, e->path, bytes, bytes ? (int)len : -1,
-                                -1, done ? done : ignore_stat_done, arg));
+  int rc = zkrc__zk_set(conn, e->path, bytes, bytes ? (int)len : -1, -1,
+                        done ? done : ignore_stat_done, arg);
   zkrc__conn_unuse(conn);
   if (rc != ZOK && done)
     done(rc, NULL, arg);
@@ -340,9 +339,8 @@ static void send_parents(zkrc_ephemeral *e, zkrc_conn *conn) {
   struct ACL_vector *acl = zkrc__acl_vector(e->acl);
   for (const char *p = strchr(e->path + 1, '/'); p; p = strchr(p + 1, '/')) {
     char *parent = g_strndup(e->path, (gsize)(p - e->path));
-    if (zkrc__sent(e->s, zoo_acreate(conn->zh, parent, NULL, -1, acl,
-                                     ZOO_CONTAINER, parent_done, eph_ref(e))) !=
-        ZOK)
+    if (zkrc__zk_create(conn, parent, NULL, -1, acl, ZOO_CONTAINER, parent_done,
+                        eph_ref(e)) != ZOK)
       eph_unref(e);
     g_free(parent);
   }
@@ -368,10 +366,9 @@ static void send_create(zkrc_ephemeral *e, gboolean with_parents) {
     send_parents(e, conn);
   gsize len = 0;
   const char *bytes = data ? g_bytes_get_data(data, &len) : NULL;
-  int rc = zkrc__sent(e->s, zoo_acreate(conn->zh, e->path, bytes,
-                                        bytes ? (int)len : -1,
-                                        zkrc__acl_vector(e->acl), ZOO_EPHEMERAL,
-                                        create_done, r));
+  int rc =
+      zkrc__zk_create(conn, e->path, bytes, bytes ? (int)len : -1,
+                      zkrc__acl_vector(e->acl), ZOO_EPHEMERAL, create_done, r);
   zkrc__conn_unuse(conn);
   if (data)
     g_bytes_unref(data);
@@ -616,8 +613,7 @@ static void delete_node(zkrc_ephemeral *e, uint64_t gen) {
   if (conn == NULL)
     return; /* it goes with its session */
   zkrc__call *call = zkrc__call_new();
-  int rc = zkrc__sent(
-      e->s, zoo_adelete(conn->zh, e->path, -1, zkrc__call_void_done, call));
+  int rc = zkrc__zk_delete(conn, e->path, -1, zkrc__call_void_done, call);
   zkrc__conn_unuse(conn);
   if (rc != ZOK)
     zkrc__call_fail_unsent(call, rc);

@@ -20,6 +20,7 @@
 #include "names.h"
 #include "request_size.h"
 #include "util.h"
+#include "zk_call.h"
 
 /* How long a failed acquisition may overrun its deadline to confirm that
  * its node is gone.  A healthy connection needs a round trip; a stalled one
@@ -482,9 +483,8 @@ static int send_fenced(zkrc_session *s, zkrc__call *call, const char *node,
     rc = ZSESSIONEXPIRED; /* our node belonged to an earlier session */
     zkrc__call_fail_unsent(call, rc);
   } else {
-    rc = zkrc__sent(conn->session,
-                    zoo_amulti(conn->zh, call->op_count, call->ops,
-                               call->results, zkrc__call_multi_done, call));
+    rc = zkrc__zk_multi(conn, call->op_count, call->ops, call->results,
+                        zkrc__call_multi_done, call);
     if (rc != ZOK)
       zkrc__call_fail_unsent(call, rc);
   }

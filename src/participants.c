@@ -13,6 +13,7 @@
 #include "names.h"
 #include "queue.h"
 #include "util.h"
+#include "zk_call.h"
 #include "zkrecipes.h"
 
 /* --------------------------------------------------------- participants */
@@ -64,9 +65,8 @@ int zkrc__queue_list(zkrc_session *s, const char *dir,
   if (conn == NULL)
     return zkrc__fail(ZKRC_ECONNLOSS);
   zkrc__call *children = zkrc__call_new();
-  int rc = zkrc__sent(
-      conn->session,
-      zoo_aget_children(conn->zh, dir, 0, zkrc__call_children_done, children));
+  int rc = zkrc__zk_get_children(conn, dir, NULL, zkrc__call_children_done,
+                                 children);
   if (rc != ZOK)
     zkrc__call_fail_unsent(children, rc);
   zkrc__conn_unuse(conn);
@@ -93,8 +93,7 @@ int zkrc__queue_list(zkrc_session *s, const char *dir,
     zkrc__call *read = zkrc__call_new();
     char *path = g_strdup_printf(
         "%s/%s", dir, g_array_index(sorted, zkrc__contender_entry, i).name);
-    rc = conn ? zkrc__sent(conn->session, zoo_aget(conn->zh, path, 0,
-                                                   zkrc__call_data_done, read))
+    rc = conn ? zkrc__zk_get(conn, path, NULL, zkrc__call_data_done, read)
               : ZCONNECTIONLOSS;
     if (rc != ZOK)
       zkrc__call_fail_unsent(read, rc);

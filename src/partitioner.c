@@ -14,6 +14,7 @@
 #include "partitioner_private.h"
 #include "recipe.h"
 #include "util.h"
+#include "zk_call.h"
 
 const char *zkrc_partition_state_name(zkrc_partition_state st) {
   switch (st) {
@@ -146,14 +147,15 @@ typedef struct create_arg {
   struct ACL_vector *acl;
 } create_arg;
 
-static int send_create(zhandle_t *zh, zkrc__call *call, const void *arg) {
+static int send_create(zkrc_conn *conn, zkrc__call *call, const void *arg) {
   const create_arg *a = arg;
-  return zoo_acreate(zh, a->path, a->data, a->data ? (int)strlen(a->data) : -1,
-                     a->acl, a->flags, zkrc__call_string_done, call);
+  return zkrc__zk_create(conn, a->path, a->data,
+                         a->data ? (int)strlen(a->data) : -1, a->acl, a->flags,
+                         zkrc__call_string_done, call);
 }
 
-static int send_delete(zhandle_t *zh, zkrc__call *call, const void *arg) {
-  return zoo_adelete(zh, arg, -1, zkrc__call_void_done, call);
+static int send_delete(zkrc_conn *conn, zkrc__call *call, const void *arg) {
+  return zkrc__zk_delete(conn, arg, -1, zkrc__call_void_done, call);
 }
 
 /* Create the containers @p dir and its missing ancestors. */
@@ -211,8 +213,7 @@ void zkrc__partitioner_leave_async_locked(zkrc_partitioner *p) {
   zkrc_conn *conn = zkrc__conn_use(p->s);
   if (conn == NULL)
     return; /* the node goes with the session */
-  zkrc__sent(p->s,
-             zoo_adelete(conn->zh, p->node, -1, zkrc__ignore_void_done, NULL));
+  zkrc__zk_delete(conn, p->node, -1, zkrc__ignore_void_done, NULL);
   zkrc__conn_unuse(conn);
 }
 

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "queue_private.h"
+#include "zk_call.h"
 
 /* Our node may outlive us on the servers: have the session delete it.
  * (The reaper drops the entry by itself if the session turns out expired.) */
@@ -266,7 +267,7 @@ static int containers_needed(const zkrc__contender *c, size_t known) {
  * as containers, in order, without waiting: the create that follows tells
  * whether it worked.  The first one's result goes to @p first (when it is
  * not the directory), the directory's to @p last. */
-static void send_containers(zkrc__contender *c, zhandle_t *zh, size_t known,
+static void send_containers(zkrc__contender *c, zkrc_conn *conn, size_t known,
                             req *first, req *last) {
   GString *path = g_string_new_len(c->dir, (gssize)known);
   for (const char *p = c->dir + known; *p;) {
@@ -280,9 +281,8 @@ static void send_containers(zkrc__contender *c, zhandle_t *zh, size_t known,
                                : is_first ? root_done
                                           : zkrc__ignore_string_done;
     req *r = is_dir ? last : is_first ? first : NULL;
-    if (zkrc__sent(c->s, zoo_acreate(zh, path->str, NULL, -1,
-                                     zkrc__acl_vector(c->acl), ZOO_CONTAINER,
-                                     done, r)) != ZOK &&
+    if (zkrc__zk_create(conn, path->str, NULL, -1, zkrc__acl_vector(c->acl),
+                        ZOO_CONTAINER, done, r) != ZOK &&
         r)
       zkrc__q_req_free(r); /* not sent: no completion will free it */
   }
@@ -346,22 +346,19 @@ void zkrc__q_send_create(zkrc__contender *c) {
   g_mutex_unlock(&c->mu);
 
   if (containers > 0)
-    send_containers(c, conn->zh, known, on_first, on_dir);
+    send_containers(c, conn, known, on_first, on_dir);
   char prefix[ZKRC__PROTECTED_PREFIX_LEN + 1];
   zkrc__protected_prefix(c->uuid, prefix);
   char *create_path = g_strdup_printf("%s/%s%s", c->dir, prefix, c->marker);
-  int rc = zkrc__sent(conn->session,
-                      zoo_acreate2(conn->zh, create_path, c->data, c->data_len,
-                                   zkrc__acl_vector(c->acl),
-                                   ZOO_EPHEMERAL_SEQUENTIAL, create_done,
-                                   on_create));
+  int rc = zkrc__zk_create2(conn, create_path, c->data, c->data_len,
+                            zkrc__acl_vector(c->acl), ZOO_EPHEMERAL_SEQUENTIAL,
+                            create_done, on_create);
   g_free(create_path);
   /* Pipelined: the server answers this after the create, so the listing
    * includes our node. */
   int rc2 = rc == ZOK && on_children
-                ? zkrc__sent(conn->session,
-                             zoo_aget_children(conn->zh, c->dir, 0,
-                                               children_done, on_children))
+                ? zkrc__zk_get_children(conn, c->dir, NULL, children_done,
+                                        on_children)
                 : rc;
   zkrc__conn_unuse(conn);
   if (rc != ZOK) {
@@ -418,8 +415,7 @@ void zkrc__q_send_delete(zkrc__contender *c) {
   req *r = zkrc__q_req_new_locked(c);
   char *path = zkrc__q_path(c);
   g_mutex_unlock(&c->mu);
-  int rc = zkrc__sent(conn->session,
-                      zoo_adelete(conn->zh, path, -1, delete_done, r));
+  int rc = zkrc__zk_delete(conn, path, -1, delete_done, r);
   zkrc__conn_unuse(conn);
   g_free(path);
   if (rc != ZOK) { /* nothing sent: as above, the reaper and the worker */

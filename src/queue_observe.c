@@ -10,6 +10,7 @@
 
 #include "queue_private.h"
 #include "session_private.h"
+#include "zk_call.h"
 
 /* With c->mu held: take the watch in @p *slot, on @p path (owned, freed
  * here), out of the client's tables of @p conn, and forget it.  A local
@@ -20,8 +21,7 @@ static gboolean forget_watch_locked(zkrc_conn *conn, void **slot, char *path,
                                     ZooWatcherType type) {
   gboolean had = *slot != NULL;
   if (had)
-    (void)zoo_remove_watches(conn->zh, path, type, zkrc__watch_dispatch, *slot,
-                             1);
+    (void)zkrc__zk_remove_watches(conn, path, type, *slot, 1);
   zkrc__q_drop_watch_locked(slot);
   g_free(path);
   return had;

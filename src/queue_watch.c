@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "queue_private.h"
+#include "zk_call.h"
 
 /* ---------------------------------------------- a watching getData */
 
@@ -38,9 +39,7 @@ static void send_watching_get_unlock(zkrc__contender *c, char *path,
     return;
   }
   r->on_reply = on_reply;
-  int rc =
-      zkrc__sent(conn->session, zoo_awget(conn->zh, path, zkrc__watch_dispatch,
-                                          r->watch, watching_get_done, r));
+  int rc = zkrc__zk_get(conn, path, r->watch, watching_get_done, r);
   zkrc__conn_unuse(conn);
   g_free(path);
   if (rc != ZOK)
@@ -156,9 +155,7 @@ void zkrc__q_watch_dir(zkrc__contender *c) {
   g_mutex_unlock(&c->mu);
   if (r == NULL)
     return;
-  int rc = zkrc__sent(conn->session,
-                      zoo_awget_children(conn->zh, c->dir, zkrc__watch_dispatch,
-                                         r->watch, dir_children_done, r));
+  int rc = zkrc__zk_get_children(conn, c->dir, r->watch, dir_children_done, r);
   zkrc__conn_unuse(conn);
   if (rc != ZOK)
     dir_children_done(ZCONNECTIONLOSS, &zkrc__q_no_children, r);
@@ -268,7 +265,7 @@ static void send_own_exists_unlock(zkrc__contender *c, stat_completion_t done) {
   req *r = zkrc__q_req_new_locked(c);
   char *path = zkrc__q_path(c);
   g_mutex_unlock(&c->mu);
-  int rc = zkrc__sent(conn->session, zoo_aexists(conn->zh, path, 0, done, r));
+  int rc = zkrc__zk_exists(conn, path, NULL, done, r);
   zkrc__conn_unuse(conn);
   g_free(path);
   if (rc != ZOK)
@@ -364,9 +361,7 @@ void zkrc__q_recover(zkrc__contender *c) {
   zkrc__q_drop_watch_locked(&c->dir_watch);
   req *r = zkrc__q_req_new_locked(c);
   g_mutex_unlock(&c->mu);
-  int rc =
-      zkrc__sent(conn->session, zoo_aget_children(conn->zh, c->dir, 0,
-                                                  recover_children_done, r));
+  int rc = zkrc__zk_get_children(conn, c->dir, NULL, recover_children_done, r);
   zkrc__conn_unuse(conn);
   if (rc != ZOK)
     recover_children_done(ZCONNECTIONLOSS, &zkrc__q_no_children, r);
@@ -419,14 +414,11 @@ void zkrc__q_recheck(zkrc__contender *c) {
   req *on_children = zkrc__q_req_new_locked(c);
   char *path = zkrc__q_path(c);
   g_mutex_unlock(&c->mu);
-  int rc = zkrc__sent(conn->session, zoo_aexists(conn->zh, path, 0,
-                                                 recheck_stat_done, on_stat));
-  int rc2 =
-      rc == ZOK
-          ? zkrc__sent(conn->session,
-                       zoo_aget_children(conn->zh, c->dir, 0,
-                                         recheck_children_done, on_children))
-          : rc;
+  int rc = zkrc__zk_exists(conn, path, NULL, recheck_stat_done, on_stat);
+  int rc2 = rc == ZOK
+                ? zkrc__zk_get_children(conn, c->dir, NULL,
+                                        recheck_children_done, on_children)
+                : rc;
   zkrc__conn_unuse(conn);
   g_free(path);
   if (rc != ZOK)

@@ -13,6 +13,7 @@
 #include "log_internal.h"
 #include "session_private.h"
 #include "util.h"
+#include "zk_call.h"
 #include "zkrecipes.h"
 
 #define DEFAULT_SESSION_TIMEOUT_MS 10000
@@ -20,15 +21,6 @@
 #define MAX_TIMEOUT_MS 1000000000
 
 /* -------------------------------------------------------- ref counting */
-
-#ifdef ZKRC_TSAN
-/* Pull src/tsan_glib.c and src/tsan_zookeeper.c into every program that
- * uses a session. */
-extern int zkrc__tsan_glib;
-int *zkrc__tsan_glib_used = &zkrc__tsan_glib;
-extern int zkrc__tsan_zookeeper;
-int *zkrc__tsan_zookeeper_used = &zkrc__tsan_zookeeper;
-#endif
 
 zkrc_session *zkrc__session_ref(zkrc_session *s) {
   g_atomic_int_inc(&s->refs);
@@ -390,8 +382,7 @@ int zkrc_session_adopt(zkrc_session **out, zhandle_t *zh, const char *hosts,
    * reads them under the mutex. */
   g_mutex_lock(&s->mu);
   c->app_context = (void *)zoo_get_context(zh);
-  zoo_set_context(zh, c);
-  c->app_watcher = zoo_set_watcher(zh, zkrc__session_global_watcher);
+  c->app_watcher = zkrc__zk_adopt(c);
   s->conn = c;
   zkrc__lease_handle_opened_locked(s);
   s->opened_us = 0; /* unknown: the lease starts with the renewals */

@@ -10,6 +10,7 @@
 #include "call.h"
 #include "session_private.h"
 #include "util.h"
+#include "zk_call.h"
 #include "zkrecipes/error.h"
 
 void zkrc__auth_entry_free(gpointer p) {
@@ -58,8 +59,7 @@ void zkrc__session_give_auth(zkrc_session *s, const char *scheme,
   zkrc_conn *c = keep_auth(s, scheme, cred);
   if (c == NULL)
     return;
-  zkrc__sent(c->session,
-             zoo_add_auth(c->zh, scheme, cred, (int)strlen(cred), NULL, NULL));
+  zkrc__zk_add_auth(c, scheme, cred, NULL, NULL);
   zkrc__conn_unuse(c);
 }
 
@@ -71,9 +71,7 @@ int zkrc__session_add_auth_until(zkrc_session *s, const char *scheme,
   if (c == NULL)
     return ZKRC_OK;
   zkrc__call *call = zkrc__call_new();
-  int rc = zkrc__sent(c->session,
-                      zoo_add_auth(c->zh, scheme, cred, (int)strlen(cred),
-                                   zkrc__call_void_done, call));
+  int rc = zkrc__zk_add_auth(c, scheme, cred, zkrc__call_void_done, call);
   zkrc__conn_unuse(c);
   if (rc != ZOK)
     zkrc__call_fail_unsent(call, rc);

@@ -14,6 +14,7 @@
 #include "log_internal.h"
 #include "session_private.h"
 #include "util.h"
+#include "zk_call.h"
 #include "zkrecipes.h"
 
 typedef struct state_change {
@@ -180,11 +181,10 @@ void zkrc__session_global_watcher(zhandle_t *zh, int type, int state,
     app_watcher(zh, type, state, path, app_context);
 }
 
-static void add_remembered_auths(zkrc_session *s, zhandle_t *zh) {
+static void add_remembered_auths(zkrc_session *s, zkrc_conn *c) {
   for (guint i = 0; i < s->auths->len; i++) {
     auth_entry *a = g_ptr_array_index(s->auths, i);
-    zkrc__sent(s, zoo_add_auth(zh, a->scheme, a->cred, (int)strlen(a->cred),
-                               NULL, NULL));
+    zkrc__zk_add_auth(c, a->scheme, a->cred, NULL, NULL);
   }
 }
 
@@ -238,9 +238,8 @@ void zkrc__session_open_locked(zkrc_session *s, int *err) {
   zkrc__log_before_open();
   /* It logs from this thread, with the session's mutex held: the callers
    * defer the lines to after they let it go (zkrc__log_defer_begin). */
-  c->zh = zookeeper_init2(s->hosts, zkrc__session_global_watcher,
-                          s->opts.session_timeout_ms, NULL, c, 0,
-                          zkrc__log_trampoline);
+  c->zh = zkrc__zk_open(c, s->hosts, s->opts.session_timeout_ms,
+                        zkrc__log_trampoline);
   if (c->zh == NULL && errno == ENOMEM) {
     *err = ZKRC_ENOMEM;
     g_free(c);
@@ -260,7 +259,7 @@ void zkrc__session_open_locked(zkrc_session *s, int *err) {
    * resolve only when a connection is lost, which is when a server that
    * moved to another address matters. */
   zoo_set_servers_resolution_delay(c->zh, -1);
-  add_remembered_auths(s, c->zh);
+  add_remembered_auths(s, c);
   s->conn = c;
   s->state = ZKRC_SESSION_CONNECTING;
   s->negotiated_timeout_ms = s->opts.session_timeout_ms;
@@ -274,8 +273,7 @@ void zkrc__session_drain(zkrc_session *s, zkrc_conn *c) {
     return;
   int ms = zkrc_session_timeout(s);
   zkrc__call *marker = zkrc__call_new();
-  if (zkrc__sent(c->session,
-                 zoo_async(c->zh, "/", zkrc__call_string_done, marker)) != ZOK)
+  if (zkrc__zk_sync(c, "/", zkrc__call_string_done, marker) != ZOK)
     zkrc__call_fail_unsent(marker, ZCONNECTIONLOSS);
   zkrc__call_wait(marker, zkrc__deadline_after(MIN(ms, CLOSE_DRAIN_MS)));
   zkrc__call_unref(marker);

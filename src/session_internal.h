@@ -44,7 +44,7 @@ typedef struct zkrc_conn {
 
 /* Count a request sent to the servers on @p s when @p rc (the zoo_a*
  * call's result) says it was queued; returns @p rc.  For the statistics
- * (zkrc_session_get_stats). */
+ * (zkrc_session_get_stats); called by the seam, src/zk_call.c, only. */
 int zkrc__sent(zkrc_session *s, int rc);
 
 /* Reference counting: recipes keep the session's memory alive. */

@@ -16,6 +16,7 @@
 
 #include "session_private.h"
 #include "util.h"
+#include "zk_call.h"
 #include "zkrecipes.h"
 
 typedef struct renewal {
@@ -152,7 +153,7 @@ static void send_renewal(zkrc_session *s, gboolean any_state) {
   g_mutex_unlock(&s->mu);
   /* Before the request leaves: the lease may only count from earlier. */
   r->sent = g_get_monotonic_time();
-  int rc = zkrc__sent(c->session, zoo_async(c->zh, "/", renewal_done, r));
+  int rc = zkrc__zk_sync(c, "/", renewal_done, r);
   zkrc__conn_unuse(c);
   if (rc == ZOK)
     __atomic_fetch_add(&s->n_renewals, 1, __ATOMIC_RELAXED);

@@ -8,6 +8,7 @@
 
 #include "call.h"
 #include "session_private.h"
+#include "zk_call.h"
 
 typedef struct reap_entry {
   char *parent;
@@ -71,8 +72,7 @@ static void reap_children_completion(int rc, const struct String_vector *kids,
       char *path = g_strdup_printf("%s/%s", entry->parent, kids->data[i]);
       /* Fire and forget: if this delete is lost, the next connect's pass
        * finds the node again (the entry is kept until a pass sees none). */
-      zkrc__sent(c->session,
-                 zoo_adelete(c->zh, path, -1, zkrc__ignore_void_done, NULL));
+      zkrc__zk_delete(c, path, -1, zkrc__ignore_void_done, NULL);
       g_free(path);
       result = ZCONNECTIONLOSS; /* look once more next time */
     }
@@ -107,13 +107,11 @@ void zkrc__reaper_run(zkrc_session *s) {
     int rc;
     if (r->name) {
       char *path = g_strdup_printf("%s/%s", r->parent, r->name);
-      rc = zkrc__sent(c->session, zoo_adelete(c->zh, path, -1,
-                                              reap_delete_completion, rcall));
+      rc = zkrc__zk_delete(c, path, -1, reap_delete_completion, rcall);
       g_free(path);
     } else {
-      rc = zkrc__sent(c->session,
-                      zoo_aget_children(c->zh, r->parent, 0,
-                                        reap_children_completion, rcall));
+      rc = zkrc__zk_get_children(c, r->parent, NULL, reap_children_completion,
+                                 rcall);
     }
     if (rc != ZOK) {
       reap_done(s, r, ZCONNECTIONLOSS);

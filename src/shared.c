@@ -13,6 +13,7 @@
 #include "request_size.h"
 #include "session_internal.h"
 #include "util.h"
+#include "zk_call.h"
 #include "zkrecipes/error.h"
 #include "zkrecipes/path.h"
 #include "zkrecipes/shared.h"
@@ -40,28 +41,28 @@ typedef struct data_arg {
   int flags; /* create: ZOO_CONTAINER or 0 */
 } data_arg;
 
-static int send_get(zhandle_t *zh, zkrc__call *call, const void *arg) {
+static int send_get(zkrc_conn *conn, zkrc__call *call, const void *arg) {
   const data_arg *a = arg;
-  return zoo_aget(zh, a->path, 0, zkrc__call_data_done, call);
+  return zkrc__zk_get(conn, a->path, NULL, zkrc__call_data_done, call);
 }
 
-static int send_create(zhandle_t *zh, zkrc__call *call, const void *arg) {
+static int send_create(zkrc_conn *conn, zkrc__call *call, const void *arg) {
   const data_arg *a = arg;
-  return zoo_acreate(zh, a->path, a->data, a->data ? (int)a->len : -1,
-                     &ZOO_OPEN_ACL_UNSAFE, a->flags, zkrc__call_string_done,
-                     call);
+  return zkrc__zk_create(conn, a->path, a->data, a->data ? (int)a->len : -1,
+                         &ZOO_OPEN_ACL_UNSAFE, a->flags, zkrc__call_string_done,
+                         call);
 }
 
-static int send_set(zhandle_t *zh, zkrc__call *call, const void *arg) {
+static int send_set(zkrc_conn *conn, zkrc__call *call, const void *arg) {
   const data_arg *a = arg;
-  return zoo_aset(zh, a->path, a->data, (int)a->len, a->version,
-                  zkrc__call_stat_done, call);
+  return zkrc__zk_set(conn, a->path, a->data, (int)a->len, a->version,
+                      zkrc__call_stat_done, call);
 }
 
 /* A compare-and-set at version -1, which setData would read as "any":
  * the write and a check that the node is now at version 0, as one multi
  * (the servers apply both or neither). */
-static int send_set_at_minus_one(zhandle_t *zh, zkrc__call *call,
+static int send_set_at_minus_one(zkrc_conn *conn, zkrc__call *call,
                                  const void *arg) {
   const data_arg *a = arg;
   zoo_op_t ops[2];
@@ -69,8 +70,8 @@ static int send_set_at_minus_one(zhandle_t *zh, zkrc__call *call,
   zoo_check_op_init(&ops[1], a->path, 0);
   if (!zkrc__call_take_ops(call, 0, 2, ops))
     return ZBADARGUMENTS;
-  return zoo_amulti(zh, call->op_count, call->ops, call->results,
-                    zkrc__call_multi_done, call);
+  return zkrc__zk_multi(conn, call->op_count, call->ops, call->results,
+                        zkrc__call_multi_done, call);
 }
 
 /* The size rule (request_size.h) for the write of @p a: a setData, or
