@@ -90,11 +90,11 @@ static void member_record(member *m, int kind, int value, int64_t token,
   g_mutex_unlock(&rec_mu);
 }
 
-static void member_on_event(zkrc_election *e,
-                            const zkrc_election_event_info *info, void *arg) {
-  int kind = info->event == ZKRC_ELECTION_ELECTED   ? REC_ELECTED
-             : info->event == ZKRC_ELECTION_REVOKED ? REC_REVOKED
-                                                    : REC_FAILED;
+static void member_on_event(zkrc_election *e, const zkrc_election_event *info,
+                            void *arg) {
+  int kind = info->type == ZKRC_ELECTION_ELECTED   ? REC_ELECTED
+             : info->type == ZKRC_ELECTION_REVOKED ? REC_REVOKED
+                                                   : REC_FAILED;
   member_record(arg, kind, info->reason, info->token, info->node);
 }
 

@@ -526,11 +526,11 @@ typedef struct events {
   int64_t token;
 } events;
 
-static void on_lock_event(zkrc_lock *lk, const zkrc_lock_event_info *info,
+static void on_lock_event(zkrc_lock *lk, const zkrc_lock_event *info,
                           void *arg) {
   events *ev = arg;
   g_mutex_lock(&ev->mu);
-  if (info->event == ZKRC_LOCK_LOST) {
+  if (info->type == ZKRC_LOCK_LOST) {
     ev->lost++;
     ev->reason = info->reason;
     ev->token = info->token;

@@ -174,7 +174,8 @@ static gpointer client_run(gpointer data) {
       continue;
     }
     int64_t acquired = zkt_hold_now_us();
-    int64_t token = zkrc_semaphore_lease_token(lease);
+    int64_t token = 0;
+    (void)zkrc_semaphore_lease_token(lease, &token); /* 0: lost */
     gint now = g_atomic_int_add(&c->count->in, 1) + 1;
     for (gint most = g_atomic_int_get(&c->count->most);
          now > most &&
@@ -385,10 +386,10 @@ typedef struct lost_probe {
 } lost_probe;
 
 static void on_lease_event(zkrc_semaphore *sem,
-                           const zkrc_semaphore_event_info *info, void *arg) {
+                           const zkrc_semaphore_event *info, void *arg) {
   lost_probe *p = arg;
   g_mutex_lock(&p->mu);
-  if (info->event == ZKRC_LOCK_LOST) {
+  if (info->type == ZKRC_LOCK_LOST) {
     p->lost++;
     p->reason = info->reason;
     p->lease = info->lease;
@@ -433,7 +434,9 @@ static void test_expired_holder_is_told_and_replaced(void) {
             lp.reason == ZKRC_ESESSIONLOST || lp.reason == ZKRC_ELOCKLOST);
   g_mutex_unlock(&lp.mu);
   CU_ASSERT_FALSE(zkrc_semaphore_lease_is_held(held));
-  CU_ASSERT_EQUAL(zkrc_semaphore_lease_token(held), 0);
+  int64_t tok = 0;
+  ZKT_ASSERT_RC(ZKRC_ELOCKLOST, zkrc_semaphore_lease_token(held, &tok));
+  CU_ASSERT_EQUAL(tok, 0);
   CU_ASSERT(party_done(&waiter, 15000));
   ZKT_ASSERT_RC(ZKRC_OK, waiter.rc);
   ZKT_ASSERT_RC(ZKRC_ELOCKLOST, zkrc_semaphore_lease_release(held));
@@ -455,7 +458,9 @@ typedef struct async_probe {
 } async_probe;
 
 static void async_done(zkrc_semaphore *sem, zkrc_semaphore_lease *lease,
-                       int status, int64_t token, void *arg) {
+                       const zkrc_semaphore_acquired_info *info, void *arg) {
+  int status = info->status;
+  int64_t token = info->token;
   async_probe *p = arg;
   g_mutex_lock(&p->mu);
   p->calls++;
@@ -491,9 +496,12 @@ static void test_async_cancel_and_free(void) {
   CU_ASSERT_FATAL(async_wait(&a, 1));
   ZKT_ASSERT_RC(ZKRC_OK, a.status);
   CU_ASSERT(a.token > 0);
-  CU_ASSERT_EQUAL(zkrc_semaphore_lease_token(a.lease), a.token);
+  int64_t tok = 0;
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_semaphore_lease_token(a.lease, &tok));
+  CU_ASSERT_EQUAL(tok, a.token);
   ZKT_ASSERT_RC(ZKRC_ESTATE, zkrc_semaphore_lease_cancel(a.lease)); /* held */
-  char *node = zkrc_semaphore_lease_node(a.lease);
+  char *node = NULL;
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_semaphore_lease_node(a.lease, &node));
   CU_ASSERT(node && strstr(node, "/leases/_c_") && strstr(node, "-lease-"));
   free(node);
   ZKT_ASSERT_RC(ZKRC_OK, zkrc_semaphore_acquire_async(
@@ -550,9 +558,13 @@ static void test_bad_input(void) {
   ZKT_ASSERT_RC(ZKRC_EINVAL, zkrc_semaphore_lease_release(NULL));
   ZKT_ASSERT_RC(ZKRC_EINVAL, zkrc_semaphore_lease_cancel(NULL));
   CU_ASSERT_EQUAL(zkrc_semaphore_lease_is_held(NULL), 0);
-  CU_ASSERT_EQUAL(zkrc_semaphore_lease_token(NULL), 0);
+  int64_t tok = 5;
+  ZKT_ASSERT_RC(ZKRC_EINVAL, zkrc_semaphore_lease_token(NULL, &tok));
+  CU_ASSERT_EQUAL(tok, 5);
   CU_ASSERT_EQUAL(zkrc_semaphore_lease_remaining(NULL), 0);
-  CU_ASSERT_PTR_NULL(zkrc_semaphore_lease_node(NULL));
+  char *node = (char *)"untouched";
+  ZKT_ASSERT_RC(ZKRC_EINVAL, zkrc_semaphore_lease_node(NULL, &node));
+  CU_ASSERT_PTR_NULL(node);
   zkrc_semaphore_free(NULL);
   zkrc_participant *list = NULL;
   size_t count = 7;
