@@ -452,8 +452,9 @@ int zkrc_election_query_leader(zkrc_session *s, const char *path, char **id,
       !zkrc__timeout_valid(timeout_ms))
     return zkrc__fail(ZKRC_EINVAL);
   char **gv = NULL;
-  int err = zkrc__queue_participants(s, path, zkrc__latch_markers,
-                                     zkrc__deadline_after(timeout_ms), &gv);
+  int err =
+      zkrc__queue_participants(s, path, zkrc__latch_markers,
+                               zkrc__queue_look_deadline(s, timeout_ms), &gv);
   if (err != ZKRC_OK)
     return err;
   if (gv[0]) {

@@ -75,7 +75,7 @@ int zkrc_lock_fenced_multi(zkrc_lock *lk, int count, const zoo_op_t *ops,
   zkrc__call *call = zkrc__call_new();
   int err = send_fenced(s, call, node, generation, count, ops);
   if (err == ZKRC_OK) {
-    if (!zkrc__call_wait(call, zkrc__deadline_after(timeout_ms))) {
+    if (!zkrc__call_wait(call, zkrc__queue_look_deadline(s, timeout_ms))) {
       err = zkrc__fail(ZKRC_ETIMEDOUT);
     } else if (call->rc == ZOK) {
       zkrc__call_give_results(call, 1, ops, results);

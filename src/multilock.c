@@ -182,7 +182,7 @@ int zkrc_multilock_add_semaphore(zkrc_multilock *ml, zkrc_semaphore *sem) {
 }
 
 int zkrc_multilock_acquire(zkrc_multilock *ml, int timeout_ms) {
-  if (ml == NULL || (timeout_ms < 0 && timeout_ms != ZKRC_WAIT_FOREVER))
+  if (ml == NULL || !zkrc__timeout_valid(timeout_ms))
     return zkrc__fail(ZKRC_EINVAL);
   if (ml->held || ml->count == 0)
     return zkrc__fail(ZKRC_ESTATE);

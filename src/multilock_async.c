@@ -247,8 +247,7 @@ static int start_set(zkrc__member *members, size_t count, int timeout_ms,
 int zkrc_multilock_acquire_async(zkrc_multilock *ml, int timeout_ms,
                                  zkrc_multilock_acquired_fn done, void *arg,
                                  zkrc_multilock_hold **out) {
-  if (ml == NULL || done == NULL ||
-      (timeout_ms < 0 && timeout_ms != ZKRC_WAIT_FOREVER))
+  if (ml == NULL || done == NULL || !zkrc__timeout_valid(timeout_ms))
     return zkrc__fail(ZKRC_EINVAL);
   size_t count;
   const zkrc__member *members = zkrc__multilock_members(ml, &count);

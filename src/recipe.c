@@ -241,8 +241,9 @@ int zkrc__recipe_participants(zkrc__recipe *r, const zkrc__marker *markers,
   if (r == NULL || ids == NULL || !zkrc__timeout_valid(timeout_ms))
     return zkrc__fail(ZKRC_EINVAL);
   char **gv = NULL;
-  int err = zkrc__queue_participants(r->q.session, r->q.dir, markers,
-                                     zkrc__deadline_after(timeout_ms), &gv);
+  int err = zkrc__queue_participants(
+      r->q.session, r->q.dir, markers,
+      zkrc__queue_look_deadline(r->q.session, timeout_ms), &gv);
   if (err != ZKRC_OK)
     return err;
   *ids = zkrc__strv_to_malloc(gv, count);

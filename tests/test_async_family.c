@@ -1,7 +1,7 @@
 /*
  * The lock family's non-blocking forms on a GLib main context (issue 15):
  * the semaphore's (zkrc_semaphore_acquire_async), the multi-lock's
- * (zkrc_lock_acquire_all_async) and the read-write lock's sides (zkrc_lock
+ * (zkrc_multilock_acquire_async) and the read-write lock's sides (zkrc_lock
  * holds), with the GLib executor (zkrecipes/glib.h), against a real
  * single-member ensemble.  test_async.c does the same for the lock and the
  * election.

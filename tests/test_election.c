@@ -1446,6 +1446,14 @@ static void test_bad_input_gets_clear_errors(void) {
   id = (char *)&id;
   ZKT_ASSERT_RC(ZKRC_OK, zkrc_election_leader_id(e, &id, ZKRC_WAIT_FOREVER));
   CU_ASSERT_PTR_NULL(id);
+  /* ZKRC_NO_WAIT: one look, its answer awaited (a round trip). */
+  id = (char *)&id;
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_election_leader_id(e, &id, ZKRC_NO_WAIT));
+  CU_ASSERT_PTR_NULL(id);
+  ZKT_ASSERT_RC(ZKRC_OK,
+                zkrc_election_participants(e, &ids, &count, ZKRC_NO_WAIT));
+  CU_ASSERT_EQUAL(count, 0);
+  zkrc_strv_free(ids);
   ZKT_ASSERT_RC(ZKRC_OK, zkrc_election_participants(e, &ids, &count, 5000));
   CU_ASSERT_EQUAL(count, 0);
   CU_ASSERT(ids && ids[0] == NULL);

@@ -220,7 +220,8 @@ int zkrc_election_is_leader(zkrc_election *e);
 int zkrc_election_lease_remaining(zkrc_election *e);
 
 /**
- * Wait until this participant leads.
+ * Wait until this participant leads: at most @p timeout_ms, ZKRC_NO_WAIT
+ * (look once) or ZKRC_WAIT_FOREVER; any other negative value is refused.
  * @return ZKRC_OK; ZKRC_ETIMEDOUT; ZKRC_ESTATE (not joined, or left while
  *         waiting); ZKRC_EINVAL (bad timeout).
  * Threading: not on the session's callback thread.
@@ -237,6 +238,8 @@ int zkrc_election_token(zkrc_election *e, int64_t *token);
  * The current leader's id (the lowest participant's node data), asked of
  * the servers.  Works for an election path that does not exist yet.
  * @param id  receives a malloc'ed string, or NULL when there is no leader.
+ * @param timeout_ms  as for zkrc_lock_participants() (ZKRC_NO_WAIT: one
+ *             look, its answer awaited at most the session timeout).
  * @return ZKRC_OK (with *id NULL for "no leader"); ZKRC_ETIMEDOUT;
  *         ZKRC_ECONNLOSS; ZKRC_ECLOSED; ZKRC_EINVAL.
  */

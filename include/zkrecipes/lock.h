@@ -295,7 +295,13 @@ const char *zkrc_lock_path(zkrc_lock *lk);
  *               strings; free it with zkrc_strv_free()
  *               (zkrecipes/session.h).
  * @param count  if not NULL, receives the number of ids.
- * @return ZKRC_OK; ZKRC_ETIMEDOUT; ZKRC_ECONNLOSS; ZKRC_ECLOSED; ...
+ * @param timeout_ms  ZKRC_WAIT_FOREVER; ZKRC_NO_WAIT (one look: its answer,
+ *               a round trip, is awaited at most the session timeout); or
+ *               a positive number of ms.  Any other negative value:
+ *               ZKRC_EINVAL, nothing sent.  The same for every listing
+ *               (zkrc_lock_list(), zkrc_election_leader_id(), ...).
+ * @return ZKRC_OK; ZKRC_ETIMEDOUT; ZKRC_ECONNLOSS; ZKRC_ECLOSED;
+ *         ZKRC_EINVAL; ...
  * Threading: any thread but the session's callback thread.
  */
 int zkrc_lock_participants(zkrc_lock *lk, char ***ids, size_t *count,
@@ -335,6 +341,9 @@ int zkrc_lock_list(zkrc_session *s, const char *path, zkrc_participant **list,
  *         op and the check with their envelope, would pass 1 MiB less one
  *         byte, or an op writes over 1,048,487 bytes of data; README,
  *         "Sizes": nothing sent); ZKRC_EINVAL.
+ * @param timeout_ms  ZKRC_WAIT_FOREVER; ZKRC_NO_WAIT (the reply, a round
+ *               trip, is awaited at most the session timeout); or a positive
+ *               number of ms; any other negative value: ZKRC_EINVAL.
  * Threading: the holding thread; blocks at most @p timeout_ms.
  */
 int zkrc_lock_fenced_multi(zkrc_lock *lk, int count, const zoo_op_t *ops,

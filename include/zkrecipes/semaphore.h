@@ -262,6 +262,7 @@ const char *zkrc_semaphore_path(zkrc_semaphore *sem);
  *
  * @param list   receives a malloc'ed array; free it with
  *               zkrc_participants_free().  NULL when empty.
+ * @param timeout_ms  as for zkrc_lock_participants().
  * @return ZKRC_OK; ZKRC_EINVAL (NULL, invalid path, bad timeout: nothing
  *         sent); ZKRC_ETIMEDOUT; ZKRC_ECONNLOSS; ZKRC_ECLOSED; ZKRC_ENOAUTH.
  * Threading: any thread but the session's callback thread.
