@@ -1691,6 +1691,30 @@ static void test_semaphore_free_async_from_its_event(void) {
 
 static void ignore_done(void *arg) { (void)arg; }
 
+/* Event types start at 1 (zeroed memory is none of them), named in
+ * lower case, "unknown" for any other value. */
+static void test_event_types_and_names(void) {
+  CU_ASSERT_EQUAL(ZKRC_LOCK_SUSPENDED, 1);
+  CU_ASSERT_EQUAL(ZKRC_ELECTION_ELECTED, 1);
+  CU_ASSERT_STRING_EQUAL(zkrc_lock_event_name(ZKRC_LOCK_SUSPENDED),
+                         "suspended");
+  CU_ASSERT_STRING_EQUAL(zkrc_lock_event_name(ZKRC_LOCK_RECONNECTED),
+                         "reconnected");
+  CU_ASSERT_STRING_EQUAL(zkrc_lock_event_name(ZKRC_LOCK_LOST), "lost");
+  CU_ASSERT_STRING_EQUAL(zkrc_lock_event_name((zkrc_lock_event_type)0),
+                         "unknown");
+  CU_ASSERT_STRING_EQUAL(zkrc_lock_event_name((zkrc_lock_event_type)4),
+                         "unknown");
+  CU_ASSERT_STRING_EQUAL(zkrc_election_event_name(ZKRC_ELECTION_ELECTED),
+                         "elected");
+  CU_ASSERT_STRING_EQUAL(zkrc_election_event_name(ZKRC_ELECTION_REVOKED),
+                         "revoked");
+  CU_ASSERT_STRING_EQUAL(zkrc_election_event_name(ZKRC_ELECTION_FAILED),
+                         "failed");
+  CU_ASSERT_STRING_EQUAL(zkrc_election_event_name((zkrc_election_event_type)0),
+                         "unknown");
+}
+
 /* NULL objects and NULL callbacks are refused, and so is a read-write
  * lock's side alone; nothing changes (the objects are freed whole). */
 static void test_free_async_bad_input_changes_nothing(void) {
@@ -1800,7 +1824,8 @@ static void add_suites(void) {
        test_semaphore_free_async_from_its_event},
       {"waiting threads are cancelled",
        test_lock_free_async_cancels_waiting_threads},
-      {"bad input changes nothing", test_free_async_bad_input_changes_nothing});
+      {"bad input changes nothing", test_free_async_bad_input_changes_nothing},
+      {"event types and names", test_event_types_and_names});
 }
 
 int main(void) { return zkt_run("test_async", add_suites); }

@@ -452,7 +452,7 @@ static void test_expired_holder_is_told_and_replaced(void) {
 typedef struct async_probe {
   GMutex mu;
   GCond cond;
-  int calls, status;
+  int calls, status, zk_error;
   int64_t token;
   zkrc_semaphore_lease *lease;
 } async_probe;
@@ -465,6 +465,7 @@ static void async_done(zkrc_semaphore *sem, zkrc_semaphore_lease *lease,
   g_mutex_lock(&p->mu);
   p->calls++;
   p->status = status;
+  p->zk_error = info->zk_error;
   p->token = token;
   p->lease = lease;
   g_cond_broadcast(&p->cond);
@@ -479,6 +480,39 @@ static gboolean async_wait(async_probe *p, int calls) {
   gboolean ok = p->calls >= calls;
   g_mutex_unlock(&p->mu);
   return ok;
+}
+
+/* The servers refuse the acquisition (the semaphore's directory is
+ * read-only to us): the completion says so with ZooKeeper's code beside
+ * ours, and so does the blocking form (zkrc_last_zk_error()). */
+static void test_refusal_carries_zookeepers_code(void) {
+  zhandle_t *zh = zkt_raw();
+  char *path = zkt_path("sem-refused");
+  (void)zoo_create(zh, "/zkt", NULL, -1, &ZOO_OPEN_ACL_UNSAFE, 0, NULL, 0);
+  CU_ASSERT_EQUAL_FATAL(
+      zoo_create(zh, path, NULL, -1, &ZOO_READ_ACL_UNSAFE, 0, NULL, 0), ZOK);
+  zkrc_session *s = zkt_session();
+  zkrc_semaphore *sem = NULL;
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_semaphore_new(&sem, s, path, 1, NULL));
+  async_probe a = {0};
+  a.token = -1;
+  ZKT_ASSERT_RC(ZKRC_OK,
+                zkrc_semaphore_acquire_async(sem, 5000, async_done, &a, NULL));
+  CU_ASSERT_FATAL(async_wait(&a, 1));
+  ZKT_ASSERT_RC(ZKRC_ENOAUTH, a.status);
+  CU_ASSERT_EQUAL(a.zk_error, ZNOAUTH);
+  CU_ASSERT_EQUAL(a.token, 0);
+  CU_ASSERT_PTR_NULL(a.lease);
+  zkrc_semaphore_lease *lease = NULL;
+  ZKT_ASSERT_RC(ZKRC_ENOAUTH, zkrc_semaphore_acquire(sem, 5000, &lease));
+  CU_ASSERT_EQUAL(zkrc_last_zk_error(), ZNOAUTH);
+  CU_ASSERT_PTR_NULL(lease);
+  CU_ASSERT_EQUAL(zkt_child_count(zh, path), 0); /* nothing made */
+  zkrc_semaphore_free(sem);
+  zkrc_session_close(s);
+  CU_ASSERT_EQUAL(zoo_delete(zh, path, -1), ZOK);
+  zookeeper_close(zh);
+  g_free(path);
 }
 
 /* N=1: a non-blocking acquisition completes with its lease and token; a
@@ -507,8 +541,11 @@ static void test_async_cancel_and_free(void) {
   ZKT_ASSERT_RC(ZKRC_OK, zkrc_semaphore_acquire_async(
                              f.sem[0], 20000, async_done, &b, &pending));
   CU_ASSERT(zkt_wait_children(f.zh, leases, 2, 10000));
-  /* not held yet: cancel it, do not release it */
+  /* not held yet: cancel it, do not release it; it has no token yet */
   ZKT_ASSERT_RC(ZKRC_ESTATE, zkrc_semaphore_lease_release(pending));
+  tok = 0;
+  ZKT_ASSERT_RC(ZKRC_ESTATE, zkrc_semaphore_lease_token(pending, &tok));
+  CU_ASSERT_EQUAL(tok, 0);
   CU_ASSERT_FALSE(zkrc_semaphore_lease_is_held(pending));
   ZKT_ASSERT_RC(ZKRC_OK, zkrc_semaphore_lease_cancel(pending));
   CU_ASSERT(async_wait(&b, 1));
@@ -592,6 +629,8 @@ static void add_suites(void) {
             {"expired holder is told and replaced",
              test_expired_holder_is_told_and_replaced},
             {"async cancel and free", test_async_cancel_and_free},
+            {"refusal carries ZooKeeper's code",
+             test_refusal_carries_zookeepers_code},
             {"bad input", test_bad_input});
 }
 
