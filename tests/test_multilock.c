@@ -517,6 +517,17 @@ static void test_bad_sets_are_refused_and_change_nothing(void) {
   CU_ASSERT(zkrc_lock_is_held(a));
   ZKT_ASSERT_RC(ZKRC_EINVAL, zkrc_multilock_release(NULL));
   CU_ASSERT_EQUAL(zkrc_lock_depth(a), 1);
+  /* A set its thread no longer wholly holds (it gave b back on its own):
+   * its release is refused and releases nothing. */
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_multilock_acquire(ml, 5000));
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_lock_release(b));
+  ZKT_ASSERT_RC(ZKRC_ENOTOWNER, zkrc_multilock_release(ml));
+  CU_ASSERT_EQUAL(zkrc_lock_depth(a), 2);
+  CU_ASSERT_EQUAL(zkrc_lock_depth(b), 0);
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_lock_acquire(b, 5000));
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_multilock_release(ml));
+  CU_ASSERT_EQUAL(zkrc_lock_depth(a), 1);
+  CU_ASSERT_EQUAL(zkrc_lock_depth(b), 0);
   zkrc_multilock_free(ml);
   ZKT_ASSERT_RC(ZKRC_OK, zkrc_lock_release(a));
   zookeeper_close(zh);
