@@ -1217,11 +1217,11 @@ static GMutex revoked_mu;
 static GCond revoked_cond;
 static gboolean revoked;
 
-static void on_election_event(zkrc_election *e,
-                              const zkrc_election_event_info *info, void *arg) {
-  say("%s %" PRId64 " %s", zkrc_election_event_name(info->event),
+static void on_election_event(zkrc_election *e, const zkrc_election_event *info,
+                              void *arg) {
+  say("%s %" PRId64 " %s", zkrc_election_event_name(info->type),
       peer_now_ns() / 1000, info->node ? info->node : "-");
-  if (info->event == ZKRC_ELECTION_REVOKED) {
+  if (info->type == ZKRC_ELECTION_REVOKED) {
     g_mutex_lock(&revoked_mu);
     revoked = TRUE;
     g_cond_broadcast(&revoked_cond);

@@ -195,10 +195,10 @@ typedef struct told {
   int64_t acquired_at; /* the successor's acquisition */
 } told;
 
-static void on_lock_event(zkrc_lock *lk, const zkrc_lock_event_info *info,
+static void on_lock_event(zkrc_lock *lk, const zkrc_lock_event *info,
                           void *arg) {
   told *t = arg;
-  if (info->event != ZKRC_LOCK_LOST)
+  if (info->type != ZKRC_LOCK_LOST)
     return;
   g_mutex_lock(&t->mu);
   if (t->lost_at == 0)

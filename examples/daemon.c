@@ -168,10 +168,10 @@ static void stop_work(instance *d) {
 /* ------------------------------------------------- zkrecipes callbacks */
 
 /* All of these run on the main loop (the GLib executor). */
-static void on_leadership(zkrc_election *e,
-                          const zkrc_election_event_info *info, void *arg) {
+static void on_leadership(zkrc_election *e, const zkrc_election_event *info,
+                          void *arg) {
   instance *d = arg;
-  switch (info->event) {
+  switch (info->type) {
   case ZKRC_ELECTION_ELECTED:
     d->token = info->token;
     say("elected leader, fencing token %" PRId64, info->token);

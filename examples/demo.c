@@ -50,10 +50,10 @@ static void lock_demo(void) {
     pthread_join(threads[i], NULL);
 }
 
-static void on_election(zkrc_election *e, const zkrc_election_event_info *info,
+static void on_election(zkrc_election *e, const zkrc_election_event *info,
                         void *arg) {
   printf("  %s %s (token %" PRId64 ")\n", (const char *)arg,
-         info->event == ZKRC_ELECTION_ELECTED ? "is elected" : "is revoked",
+         info->type == ZKRC_ELECTION_ELECTED ? "is elected" : "is revoked",
          info->token);
 }
 

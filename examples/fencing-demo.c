@@ -111,13 +111,13 @@ static void report(const char *fmt, ...) {
   (void)!write(REPORT_FD, buf, (size_t)n);
 }
 
-static void on_lock_event(zkrc_lock *lk, const zkrc_lock_event_info *info,
+static void on_lock_event(zkrc_lock *lk, const zkrc_lock_event *info,
                           void *arg) {
   client *c = arg;
   say(STDOUT_FILENO, c->name, "lock event: %s (%s, token %" PRId64 ")",
-      zkrc_lock_event_name(info->event), zkrc_err_name(info->reason),
+      zkrc_lock_event_name(info->type), zkrc_err_name(info->reason),
       info->token);
-  if (info->event == ZKRC_LOCK_LOST) {
+  if (info->type == ZKRC_LOCK_LOST) {
     pthread_mutex_lock(&c->mu);
     c->lost = 1;
     pthread_cond_broadcast(&c->cond);

@@ -37,13 +37,6 @@ struct zkrc_election {
   int64_t told_token;
   int64_t token;
   char *node;
-  /* zkrc_election_free_async() was called: no new event is posted, and
-   * `freed` is told once the last round ended and what was queued before
-   * has run. */
-  gboolean detached;
-  int rounds_live; /* rounds whose contender has not ended yet */
-  zkrc_election_freed_fn freed;
-  void *freed_arg;
   /* Statistics: leaderships as acquisitions, resignations (and leaves) as
    * releases, other revocations as losses; since when the current round
    * waits, and since when we lead. */
@@ -59,11 +52,11 @@ struct round {
   gboolean ended;
 };
 
-const char *zkrc_election_event_name(zkrc_election_event ev) {
-  return ev == ZKRC_ELECTION_ELECTED   ? "elected"
-         : ev == ZKRC_ELECTION_REVOKED ? "revoked"
-         : ev == ZKRC_ELECTION_FAILED  ? "failed"
-                                       : "unknown";
+const char *zkrc_election_event_name(zkrc_election_event_type type) {
+  return type == ZKRC_ELECTION_ELECTED   ? "elected"
+         : type == ZKRC_ELECTION_REVOKED ? "revoked"
+         : type == ZKRC_ELECTION_FAILED  ? "failed"
+                                         : "unknown";
 }
 
 /* The defaults, in a whole struct of ours. */
@@ -102,7 +95,7 @@ static void round_unref(round *r) {
 
 typedef struct election_event_call {
   zkrc__recipe_event ev; /* first */
-  zkrc_election_event_info info;
+  zkrc_election_event info;
 } election_event_call;
 
 static int64_t leader_lease_left_locked(zkrc_election *e);
@@ -113,13 +106,13 @@ static int64_t leader_lease_left_locked(zkrc_election *e);
  * nor the REVOKED that follows is told.  REVOKED only of a leadership the
  * application was told of. */
 static gboolean still_true_locked(zkrc_election *e,
-                                  const zkrc_election_event_info *info) {
-  if (info->event == ZKRC_ELECTION_ELECTED) {
+                                  const zkrc_election_event *info) {
+  if (info->type == ZKRC_ELECTION_ELECTED) {
     if (!e->leader || e->token != info->token ||
         leader_lease_left_locked(e) <= 0)
       return FALSE;
     e->told_token = info->token;
-  } else if (info->event == ZKRC_ELECTION_REVOKED) {
+  } else if (info->type == ZKRC_ELECTION_REVOKED) {
     if (e->told_token != info->token)
       return FALSE;
     e->told_token = 0;
@@ -138,14 +131,14 @@ static void election_event_run(zkrc__recipe_event *ev) {
     e->on_event(e, &call->info, e->event_arg);
 }
 
-static void post_event_locked(zkrc_election *e, zkrc_election_event ev,
+static void post_event_locked(zkrc_election *e, zkrc_election_event_type ev,
                               int reason, int zk_error) {
-  if (e->on_event == NULL || e->detached)
+  if (e->on_event == NULL || e->r.detached)
     return;
   election_event_call *call =
       zkrc__recipe_event_new(sizeof *call, election_event_run, NULL);
-  call->info = (zkrc_election_event_info){
-      .event = ev,
+  call->info = (zkrc_election_event){
+      .type = ev,
       .reason = reason,
       .zk_error = zk_error,
       /* FAILED is about no term: the token of an earlier one would mislead. */
@@ -222,14 +215,10 @@ static gboolean worth_rejoining(int err) {
          err == ZKRC_ELOCKLOST;
 }
 
-static void post_freed_locked(zkrc_election *e);
-
 static void on_ended_locked(zkrc__stake *st, int err, int zk_rc) {
   round *r = (round *)st;
   zkrc_election *e = r->e;
-  r->ended = TRUE;
-  if (--e->rounds_live == 0 && e->detached)
-    post_freed_locked(e);
+  r->ended = TRUE; /* the base counts the round's end (free_async) */
   if (e->current == r) {
     revoke_locked(e, err == ZKRC_OK ? ZKRC_ELOCKLOST : err, zk_rc);
     e->current = NULL;
@@ -280,7 +269,7 @@ static void start_round_locked(zkrc_election *e) {
   };
   r->c = zkrc__contender_new(&cfg);
   e->current = r;
-  e->rounds_live++;
+  zkrc__recipe_stake_started_locked(&e->r);
   e->round_us = g_get_monotonic_time();
   zkrc__session_run_on_worker(e->r.q.session, start_task, r);
 }
@@ -388,36 +377,16 @@ void zkrc_election_free(zkrc_election *e) {
   election_unref(e);
 }
 
-/* The last call of a detached election: after everything queued before it
- * (a REVOKED of the leave among it), tell the application, which may free
- * what the callbacks use; nothing is told after. */
-static void freed_run(zkrc__recipe_event *ev) {
-  zkrc_election *e = (zkrc_election *)ev->r;
-  g_mutex_lock(&e->r.mu);
-  e->r.freeing = TRUE; /* drop anything queued behind us */
-  g_mutex_unlock(&e->r.mu);
-  e->freed(e->freed_arg);
-}
-
-static void post_freed_locked(zkrc_election *e) {
-  zkrc__recipe_event *ev = zkrc__recipe_event_new(sizeof *ev, freed_run, NULL);
-  zkrc__recipe_post(&e->r, ev, NULL);
-}
-
-int zkrc_election_free_async(zkrc_election *e, zkrc_election_freed_fn freed,
+int zkrc_election_free_async(zkrc_election *e, zkrc_callback_fn done,
                              void *arg) {
-  if (e == NULL || freed == NULL)
+  if (e == NULL || done == NULL)
     return zkrc__fail(ZKRC_EINVAL);
   g_mutex_lock(&e->r.mu);
   e->joined = FALSE;
   round *old = end_round_locked(e, ZKRC_OK); /* REVOKED, if we led */
-  e->detached = TRUE;
-  e->freed = freed;
-  e->freed_arg = arg;
   /* The end of the last round alive (our node deleted: this one's, or a
-   * left or resigned one's still on its way) posts `freed`. */
-  if (e->rounds_live == 0)
-    post_freed_locked(e);
+   * left or resigned one's still on its way) posts `done`. */
+  zkrc__recipe_detach_locked(&e->r, done, arg);
   g_mutex_unlock(&e->r.mu);
   withdraw_round(old);
   election_unref(e); /* the application's reference */
@@ -483,8 +452,9 @@ int zkrc_election_query_leader(zkrc_session *s, const char *path, char **id,
       !zkrc__timeout_valid(timeout_ms))
     return zkrc__fail(ZKRC_EINVAL);
   char **gv = NULL;
-  int err = zkrc__queue_participants(s, path, zkrc__latch_markers,
-                                     zkrc__deadline_after(timeout_ms), &gv);
+  int err =
+      zkrc__queue_participants(s, path, zkrc__latch_markers,
+                               zkrc__queue_look_deadline(s, timeout_ms), &gv);
   if (err != ZKRC_OK)
     return err;
   if (gv[0]) {

@@ -40,7 +40,7 @@ void zkrc__holder_unref(holder *h) {
 
 typedef struct lock_event_call {
   zkrc__recipe_event ev; /* first */
-  zkrc_lock_event_info info;
+  zkrc_lock_event info;
 } lock_event_call;
 
 /* None after zkrc_lock_free(), and none about a non-blocking hold its
@@ -69,14 +69,15 @@ static void lock_event_release(zkrc__recipe_event *ev) {
 }
 
 /* Called with lk->r.mu held; the callback itself runs on the executor. */
-void zkrc__lock_post_event_locked(holder *h, zkrc_lock_event ev, int reason) {
+void zkrc__lock_post_event_locked(holder *h, zkrc_lock_event_type ev,
+                                  int reason) {
   zkrc_lock *lk = h->lk;
-  if (lk->on_event == NULL)
+  if (lk->on_event == NULL || lk->r.detached)
     return;
   lock_event_call *call =
       zkrc__recipe_event_new(sizeof *call, lock_event_run, lock_event_release);
-  call->info = (zkrc_lock_event_info){
-      .event = ev,
+  call->info = (zkrc_lock_event){
+      .type = ev,
       .reason = reason,
       .zk_error = ev == ZKRC_LOCK_LOST ? h->end_zk : ZOK,
       .token = h->token,
@@ -203,5 +204,6 @@ holder *zkrc__lock_new_participant_locked(zkrc_lock *lk, uint64_t thread,
       .ops_arg = &h->st,
   };
   h->c = zkrc__contender_new(&cfg);
+  zkrc__recipe_stake_started_locked(&lk->r);
   return h;
 }

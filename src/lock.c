@@ -15,12 +15,9 @@
 #include <limits.h>
 #include <string.h>
 
-#include "call.h"
 #include "lock_internal.h"
 #include "names.h"
-#include "request_size.h"
 #include "util.h"
-#include "zk_call.h"
 
 /* How long a failed acquisition may overrun its deadline to confirm that
  * its node is gone.  A healthy connection needs a round trip; a stalled one
@@ -40,8 +37,8 @@ static uint64_t current_thread_number(void) {
   return mine;
 }
 
-const char *zkrc_lock_event_name(zkrc_lock_event ev) {
-  switch (ev) {
+const char *zkrc_lock_event_name(zkrc_lock_event_type type) {
+  switch (type) {
   case ZKRC_LOCK_SUSPENDED:
     return "suspended";
   case ZKRC_LOCK_RECONNECTED:
@@ -218,7 +215,7 @@ static int wait_turn_on_locked(zkrc_lock *lk, holder *h, int timeout_ms,
      * loaded machine, while the lease ran out): not held. */
     if (h->state == H_LOST)
       return h->end_err == ZKRC_OK ? ZKRC_ELOCKLOST : h->end_err;
-    if (lk->r.freeing)
+    if (zkrc__recipe_ending(&lk->r))
       return ZKRC_ECANCELED;
     if (timeout_ms == ZKRC_NO_WAIT && h->behind)
       return ZKRC_ELOCKED;
@@ -277,11 +274,12 @@ static int acquire(zkrc_lock *lk, int timeout_ms, zkrc__waker *w) {
   char *own_writer = NULL;
   gboolean other_held = other_side_held(lk->other, me, &own_writer);
   g_mutex_lock(&lk->r.mu);
-  holder *h = lk->r.freeing ? NULL : thread_holder_locked(lk, me);
-  int err = lk->r.freeing ? ZKRC_ECANCELED
-            : h           ? (h->state == H_LOST    ? ZKRC_ELOCKLOST
-                             : h->count == INT_MAX ? ZKRC_EOVERFLOW
-                                                   : ZKRC_OK)
+  gboolean ending = zkrc__recipe_ending(&lk->r);
+  holder *h = ending ? NULL : thread_holder_locked(lk, me);
+  int err = ending ? ZKRC_ECANCELED
+            : h    ? (h->state == H_LOST    ? ZKRC_ELOCKLOST
+                      : h->count == INT_MAX ? ZKRC_EOVERFLOW
+                                            : ZKRC_OK)
             /* an upgrade: only our own release could admit it */
             : other_held && !lk->shared             ? ZKRC_EDEADLK
             : zkrc__session_closed(lk->r.q.session) ? ZKRC_ECLOSED
@@ -306,6 +304,8 @@ static int acquire(zkrc_lock *lk, int timeout_ms, zkrc__waker *w) {
 
   g_mutex_lock(&lk->r.mu);
   err = wait_turn_locked(lk, h, timeout_ms, deadline, w);
+  if (err == ZKRC_OK && lk->r.detached)
+    err = ZKRC_ECANCELED; /* granted as zkrc_lock_free_async() came */
   int zk_rc = h->end_zk;
   if (err == ZKRC_OK) {
     h->count = 1;
@@ -367,8 +367,7 @@ int zkrc_lock_release(zkrc_lock *lk) {
 
 /* ------------------------------------------------------------ queries */
 
-/* The calling thread's holder, locked; NULL (unlocked) when it has none. */
-static holder *my_holder_locked(zkrc_lock *lk) {
+holder *zkrc__lock_my_holder_locked(zkrc_lock *lk) {
   uint64_t me = current_thread_number();
   g_mutex_lock(&lk->r.mu);
   holder *h = thread_holder_locked(lk, me);
@@ -383,7 +382,7 @@ static holder *my_holder_locked(zkrc_lock *lk) {
  * freeze), even before the session has declared itself lost and told the
  * holder. */
 static int64_t my_lease_left(zkrc_lock *lk) {
-  holder *h = lk ? my_holder_locked(lk) : NULL;
+  holder *h = lk ? zkrc__lock_my_holder_locked(lk) : NULL;
   if (h == NULL)
     return 0;
   int64_t left = zkrc__holder_lease_left_locked(h);
@@ -400,7 +399,7 @@ int zkrc_lock_lease_remaining(zkrc_lock *lk) {
 int zkrc_lock_depth(zkrc_lock *lk) {
   if (lk == NULL)
     return 0;
-  holder *h = my_holder_locked(lk);
+  holder *h = zkrc__lock_my_holder_locked(lk);
   if (h == NULL)
     return 0;
   int count = h->count;
@@ -411,7 +410,7 @@ int zkrc_lock_depth(zkrc_lock *lk) {
 int zkrc_lock_token(zkrc_lock *lk, int64_t *token) {
   if (lk == NULL || token == NULL)
     return zkrc__fail(ZKRC_EINVAL);
-  holder *h = my_holder_locked(lk);
+  holder *h = zkrc__lock_my_holder_locked(lk);
   if (h == NULL)
     return zkrc__fail(ZKRC_ENOTOWNER);
   int err = h->state == H_HELD ? ZKRC_OK : ZKRC_ELOCKLOST;
@@ -425,7 +424,7 @@ int zkrc_lock_node(zkrc_lock *lk, char **path) {
   if (lk == NULL || path == NULL)
     return zkrc__fail(ZKRC_EINVAL);
   *path = NULL;
-  holder *h = my_holder_locked(lk);
+  holder *h = zkrc__lock_my_holder_locked(lk);
   if (h == NULL)
     return zkrc__fail(ZKRC_ENOTOWNER);
   int err = h->state == H_HELD ? ZKRC_OK : ZKRC_ELOCKLOST;
@@ -449,94 +448,6 @@ int zkrc_lock_participants(zkrc_lock *lk, char ***ids, size_t *count,
                                    count, timeout_ms);
 }
 
-/* --------------------------------------------------------- fenced write */
-
-/* The first failing operation's code in a failed multi (the servers mark
- * the others ZRUNTIMEINCONSISTENCY). */
-static int first_failure(const zoo_op_result_t *results, int n) {
-  for (int i = 0; i < n; i++)
-    if (results[i].err != ZOK && results[i].err != ZRUNTIMEINCONSISTENCY)
-      return results[i].err;
-  return ZSYSTEMERROR;
-}
-
-/* Send @p ops behind a check of our @p node (of ZooKeeper session
- * @p generation of @p s, the one our node lives on) as one multi for
- * @p call, unless they are malformed (ZKRC_EINVAL) or the
- * multi would not pass the size rule (ZKRC_ETOOBIG, request_size.h): then
- * nothing is sent and the call is failed. */
-static int send_fenced(zkrc_session *s, zkrc__call *call, const char *node,
-                       uint64_t generation, int count, const zoo_op_t *ops) {
-  if (!zkrc__call_take_ops(call, 1, count, ops)) {
-    zkrc__call_fail_unsent(call, ZBADARGUMENTS);
-    return ZKRC_EINVAL;
-  }
-  zoo_check_op_init(&call->ops[0], node, -1);
-  int err = zkrc__request_check(s, TRUE, call->op_count, call->ops);
-  if (err != ZKRC_OK) {
-    zkrc__call_fail_unsent(call, ZBADARGUMENTS);
-    return err;
-  }
-  zkrc_conn *conn = zkrc__conn_use(s);
-  int rc;
-  if (conn == NULL || conn->generation != generation) {
-    rc = ZSESSIONEXPIRED; /* our node belonged to an earlier session */
-    zkrc__call_fail_unsent(call, rc);
-  } else {
-    rc = zkrc__zk_multi(conn, call->op_count, call->ops, call->results,
-                        zkrc__call_multi_done, call);
-    if (rc != ZOK)
-      zkrc__call_fail_unsent(call, rc);
-  }
-  if (conn)
-    zkrc__conn_unuse(conn);
-  return ZKRC_OK;
-}
-
-int zkrc_lock_fenced_multi(zkrc_lock *lk, int count, const zoo_op_t *ops,
-                           zoo_op_result_t *results, int timeout_ms) {
-  if (lk == NULL || count < 0 || (count > 0 && ops == NULL) ||
-      !zkrc__timeout_valid(timeout_ms))
-    return zkrc__fail(ZKRC_EINVAL);
-  holder *h = my_holder_locked(lk);
-  if (h == NULL)
-    return zkrc__fail(ZKRC_ENOTOWNER);
-  if (h->state != H_HELD) {
-    g_mutex_unlock(&lk->r.mu);
-    return zkrc__fail(ZKRC_ELOCKLOST);
-  }
-  char *node = zkrc__holder_node(h);
-  uint64_t generation = zkrc__contender_generation(h->c);
-  zkrc_session *s = zkrc__session_ref(zkrc__contender_session(h->c));
-  g_mutex_unlock(&lk->r.mu);
-
-  zkrc__call *call = zkrc__call_new();
-  int err = send_fenced(s, call, node, generation, count, ops);
-  if (err == ZKRC_OK) {
-    if (!zkrc__call_wait(call, zkrc__deadline_after(timeout_ms))) {
-      err = zkrc__fail(ZKRC_ETIMEDOUT);
-    } else if (call->rc == ZOK) {
-      zkrc__call_give_results(call, 1, ops, results);
-    } else if (call->rc == ZSESSIONEXPIRED || call->results[0].err == ZNONODE) {
-      err = zkrc__fail_zk(ZKRC_ELOCKLOST, ZNONODE);
-    } else if (call->rc == ZCONNECTIONLOSS || call->rc == ZOPERATIONTIMEOUT ||
-               call->rc == ZCLOSING || call->rc == ZINVALIDSTATE) {
-      /* Applied or not, nobody knows: ECLOSED only for a closed session. */
-      int rc = zkrc__session_reply_rc(s, call->rc);
-      err = zkrc__fail_zk(zkrc_from_zk_error(rc), call->rc);
-    } else {
-      zkrc__call_give_results(call, 1, ops, results);
-      err = zkrc__fail_from_zk(first_failure(call->results, call->op_count));
-    }
-  } else {
-    err = zkrc__fail(err);
-  }
-  zkrc__call_unref(call);
-  zkrc__session_unref(s);
-  g_free(node);
-  return err;
-}
-
 /* --------------------------------------------------------------- free */
 
 void zkrc_lock_free(zkrc_lock *lk) {
@@ -555,6 +466,30 @@ static void wake_every_thread_locked(zkrc_lock *lk) {
     zkrc__holder_wake_locked(h);
 }
 
+/* Release what threads hold (@p all: also the holders of threads still
+ * inside zkrc_lock_acquire(), none left once it waited for them; else only
+ * those that returned with it, the others give theirs up themselves) and
+ * the non-blocking holds, as zkrc_lock_release() would, each delete
+ * awaited at most @p grace_ms.  lk->r.mu held; returns the holders given
+ * up, whose table references the caller drops once it let the mutex go. */
+static GList *release_everything_locked(zkrc_lock *lk, gboolean all,
+                                        int grace_ms) {
+  wake_every_thread_locked(lk);
+  if (lk->drop_async)
+    lk->drop_async(lk);
+  GList *left = lk->holders ? g_hash_table_get_values(lk->holders) : NULL;
+  GList *given = NULL;
+  for (GList *l = left; l; l = l->next) {
+    holder *h = l->data;
+    if (all || h->count > 0) {
+      withdraw_locked(lk, h, grace_ms);
+      given = g_list_prepend(given, h);
+    }
+  }
+  g_list_free(left);
+  return given;
+}
+
 void zkrc__lock_free(zkrc_lock *lk) {
   if (lk == NULL)
     return;
@@ -564,14 +499,30 @@ void zkrc__lock_free(zkrc_lock *lk) {
     g_cond_wait(&lk->r.cond, &lk->r.mu);
   /* Release what is still held, by any thread, as zkrc_lock_release()
    * would: the nodes are gone when this returns (if connected). */
-  if (lk->drop_async)
-    lk->drop_async(lk);
-  GList *left = lk->holders ? g_hash_table_get_values(lk->holders) : NULL;
-  for (GList *l = left; l; l = l->next)
-    withdraw_locked(lk, l->data, zkrc__recipe_delete_grace_ms(&lk->r));
+  GList *left =
+      release_everything_locked(lk, TRUE, zkrc__recipe_delete_grace_ms(&lk->r));
   g_mutex_unlock(&lk->r.mu);
   g_list_free_full(left, (GDestroyNotify)zkrc__holder_unref);
   zkrc__lock_unref(lk);
+}
+
+void zkrc__lock_free_async(zkrc_lock *lk, zkrc_callback_fn done, void *arg) {
+  g_mutex_lock(&lk->r.mu);
+  /* Threads inside zkrc_lock_acquire() see it, give up their nodes and
+   * return ZKRC_ECANCELED (their holders keep the lock alive meanwhile);
+   * the base posts `done` once the last contender ended. */
+  zkrc__recipe_detach_locked(&lk->r, done, arg);
+  GList *left = release_everything_locked(lk, FALSE, 0);
+  g_mutex_unlock(&lk->r.mu);
+  g_list_free_full(left, (GDestroyNotify)zkrc__holder_unref);
+  zkrc__lock_unref(lk); /* the application's reference */
+}
+
+int zkrc_lock_free_async(zkrc_lock *lk, zkrc_callback_fn done, void *arg) {
+  if (lk == NULL || done == NULL || lk->other)
+    return zkrc__fail(ZKRC_EINVAL);
+  zkrc__lock_free_async(lk, done, arg);
+  return ZKRC_OK;
 }
 
 int zkrc_lock_list(zkrc_session *s, const char *path, zkrc_participant **list,

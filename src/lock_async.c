@@ -195,7 +195,7 @@ int zkrc_lock_acquire_async(zkrc_lock *lk, int timeout_ms,
   if (lk == NULL || done == NULL || !zkrc__timeout_valid(timeout_ms))
     return zkrc__fail(ZKRC_EINVAL);
   g_mutex_lock(&lk->r.mu);
-  int err = lk->r.freeing                           ? ZKRC_ECANCELED
+  int err = zkrc__recipe_ending(&lk->r)             ? ZKRC_ECANCELED
             : zkrc__session_closed(lk->r.q.session) ? ZKRC_ECLOSED
                                                     : ZKRC_OK;
   if (err != ZKRC_OK) {
@@ -274,13 +274,23 @@ int zkrc_lock_hold_lease_remaining(zkrc_lock_hold *h) {
   return (int)(left / 1000);
 }
 
-int64_t zkrc_lock_hold_token(zkrc_lock_hold *h) {
-  if (h == NULL)
-    return 0;
+/* ZKRC_OK when @p h holds (lk->mu held): ZKRC_ELOCKLOST when it was
+ * lost, ZKRC_ESTATE when it is not acquired (pending, or released). */
+static int held_state_locked(const holder *h) {
+  return h->state == H_HELD   ? ZKRC_OK
+         : h->state == H_LOST ? ZKRC_ELOCKLOST
+                              : ZKRC_ESTATE;
+}
+
+int zkrc_lock_hold_token(zkrc_lock_hold *h, int64_t *token) {
+  if (h == NULL || token == NULL)
+    return zkrc__fail(ZKRC_EINVAL);
   g_mutex_lock(&h->lk->r.mu);
-  int64_t token = h->state == H_HELD ? h->token : 0;
+  int err = held_state_locked(h);
+  if (err == ZKRC_OK)
+    *token = h->token;
   g_mutex_unlock(&h->lk->r.mu);
-  return token;
+  return zkrc__fail(err);
 }
 
 /* zkrc_lock_free(): cancel pending holds and release acquired ones. */
@@ -308,13 +318,17 @@ static void drop_holds_locked(zkrc_lock *lk) {
 
 void *zkrc_lock_hold_arg(zkrc_lock_hold *h) { return h ? h->done_arg : NULL; }
 
-char *zkrc_lock_hold_node(zkrc_lock_hold *h) {
-  if (h == NULL)
-    return NULL;
+int zkrc_lock_hold_node(zkrc_lock_hold *h, char **path) {
+  if (path)
+    *path = NULL;
+  if (h == NULL || path == NULL)
+    return zkrc__fail(ZKRC_EINVAL);
   g_mutex_lock(&h->lk->r.mu);
-  char *made = h->state == H_HELD ? zkrc__holder_node(h) : NULL;
-  char *node = made ? strdup(made) : NULL;
-  g_free(made);
+  int err = held_state_locked(h);
+  char *made = err == ZKRC_OK ? zkrc__holder_node(h) : NULL;
   g_mutex_unlock(&h->lk->r.mu);
-  return node;
+  if (err == ZKRC_OK && (*path = made ? strdup(made) : NULL) == NULL)
+    err = ZKRC_ENOMEM;
+  g_free(made);
+  return zkrc__fail(err);
 }

@@ -172,6 +172,14 @@ int zkrc__lock_new_permits(zkrc_lock **out, zkrc_session *s, const char *path,
  * ignores those: their zkrc_rwlock frees them). */
 void zkrc__lock_free(zkrc_lock *lk);
 
+/* zkrc_lock_free_async() of any lock object, a side or a semaphore's
+ * member too (checked by the caller: @p lk and @p done not NULL). */
+void zkrc__lock_free_async(zkrc_lock *lk, zkrc_callback_fn done, void *arg);
+
+/* The calling thread's holder (held or lost), with lk->r.mu taken; NULL
+ * (and the mutex not held) when it has none. */
+holder *zkrc__lock_my_holder_locked(zkrc_lock *lk);
+
 /* Microseconds left of a held hold's lease (0 when not held, or when its
  * session's lease ran out); lk->mu held. */
 int64_t zkrc__holder_lease_left_locked(holder *h);
@@ -202,6 +210,7 @@ int zkrc__lock_acquire_watched(zkrc_lock *lk, int timeout_ms, zkrc__waker *w);
 gboolean zkrc__lock_watch_hold(zkrc_lock *lk, zkrc__waker *w);
 
 /* Tell the application about a held lock (lock events); lk->mu held. */
-void zkrc__lock_post_event_locked(holder *h, zkrc_lock_event ev, int reason);
+void zkrc__lock_post_event_locked(holder *h, zkrc_lock_event_type ev,
+                                  int reason);
 
 #endif /* ZKRC_LOCK_INTERNAL_H */

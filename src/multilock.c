@@ -1,6 +1,7 @@
 /*
  * Several locks (and semaphore leases) at once, all or nothing, in the
- * global order of their paths (zkrecipes/multilock.h).  Built on the
+ * global order of their paths (zkrecipes/multilock.h): the zkrc_multilock
+ * object and its blocking acquisition for a thread.  Built on the
  * public lock and semaphore calls (each member keeps its own queue, events
  * and lease), and on one internal pair (lock_internal.h): a thread waiting
  * for a lock of its set is woken when a lock of the set it holds already
@@ -9,7 +10,6 @@
  */
 #include "config.h"
 
-#include <stdlib.h>
 #include <string.h>
 
 #include <glib.h>
@@ -20,31 +20,6 @@
 #include "zkrecipes/error.h"
 #include "zkrecipes/multilock.h"
 #include "zkrecipes/session.h"
-
-static int by_path(const void *a, const void *b) {
-  zkrc_lock *const *x = a;
-  zkrc_lock *const *y = b;
-  return strcmp(zkrc_lock_path(*x), zkrc_lock_path(*y));
-}
-
-/* The locks in the order they are taken: sorted by path.  NULL (and
- * nothing allocated) when the set is not one a thread can take: a NULL
- * lock, an empty or oversized set, or one path twice. */
-static zkrc_lock **canonical_order(zkrc_lock *const *locks, size_t count) {
-  if (locks == NULL || count == 0 || count > ZKRC_MULTILOCK_MAX)
-    return NULL;
-  for (size_t i = 0; i < count; i++)
-    if (locks[i] == NULL)
-      return NULL;
-  zkrc_lock **sorted = g_memdup2(locks, count * sizeof *locks);
-  qsort(sorted, count, sizeof *sorted, by_path);
-  for (size_t i = 1; i < count; i++)
-    if (by_path(&sorted[i - 1], &sorted[i]) == 0) {
-      g_free(sorted);
-      return NULL;
-    }
-  return sorted;
-}
 
 /* ------------------------------------------------------------ blocking */
 
@@ -160,41 +135,7 @@ static int thread_owns_locks(const member *m, size_t count) {
   return ZKRC_OK;
 }
 
-member *zkrc__lock_members(zkrc_lock *const *locks, size_t count) {
-  zkrc_lock **sorted = canonical_order(locks, count);
-  if (sorted == NULL)
-    return NULL;
-  member *m = g_new0(member, count);
-  for (size_t i = 0; i < count; i++)
-    m[i].lock = sorted[i];
-  g_free(sorted);
-  return m;
-}
-
-int zkrc_lock_acquire_all(zkrc_lock *const *locks, size_t count,
-                          int timeout_ms) {
-  if (timeout_ms < 0 && timeout_ms != ZKRC_WAIT_FOREVER)
-    return zkrc__fail(ZKRC_EINVAL);
-  member *m = zkrc__lock_members(locks, count);
-  if (m == NULL)
-    return zkrc__fail(ZKRC_EINVAL);
-  int rc = take_all(m, count, timeout_ms);
-  g_free(m);
-  return rc;
-}
-
-int zkrc_lock_release_all(zkrc_lock *const *locks, size_t count) {
-  member *m = zkrc__lock_members(locks, count);
-  if (m == NULL)
-    return zkrc__fail(ZKRC_EINVAL);
-  int rc = thread_owns_locks(m, count);
-  if (rc == ZKRC_OK)
-    rc = give_all(m, count);
-  g_free(m);
-  return rc;
-}
-
-/* ------------------------------------------------- mixed set (object) */
+/* ------------------------------------------------------------ the object */
 
 struct zkrc_multilock {
   member *members; /* sorted by path as they are added */
@@ -241,7 +182,7 @@ int zkrc_multilock_add_semaphore(zkrc_multilock *ml, zkrc_semaphore *sem) {
 }
 
 int zkrc_multilock_acquire(zkrc_multilock *ml, int timeout_ms) {
-  if (ml == NULL || (timeout_ms < 0 && timeout_ms != ZKRC_WAIT_FOREVER))
+  if (ml == NULL || !zkrc__timeout_valid(timeout_ms))
     return zkrc__fail(ZKRC_EINVAL);
   if (ml->held || ml->count == 0)
     return zkrc__fail(ZKRC_ESTATE);
@@ -278,24 +219,35 @@ const char *zkrc_multilock_path(zkrc_multilock *ml, size_t i) {
   return ml && i < ml->count ? zkrc__member_path(&ml->members[i]) : NULL;
 }
 
-int64_t zkrc_multilock_token(zkrc_multilock *ml, size_t i) {
-  if (ml == NULL || !ml->held || i >= ml->count)
-    return 0;
-  member *m = &ml->members[i];
-  int64_t token = 0;
-  if (m->lock)
-    return zkrc_lock_token(m->lock, &token) == ZKRC_OK ? token : 0;
-  return zkrc_semaphore_lease_token(m->lease);
+/* The held member @p i of @p ml (checked: ZKRC_EINVAL, ZKRC_ESTATE). */
+static int held_member(zkrc_multilock *ml, size_t i, const void *out,
+                       member **m) {
+  if (ml == NULL || out == NULL || i >= ml->count)
+    return zkrc__fail(ZKRC_EINVAL);
+  if (!ml->held)
+    return zkrc__fail(ZKRC_ESTATE);
+  *m = &ml->members[i];
+  return ZKRC_OK;
 }
 
-char *zkrc_multilock_node(zkrc_multilock *ml, size_t i) {
-  if (ml == NULL || !ml->held || i >= ml->count)
-    return NULL;
-  member *m = &ml->members[i];
-  char *node = NULL;
-  if (m->lock)
-    return zkrc_lock_node(m->lock, &node) == ZKRC_OK ? node : NULL;
-  return zkrc_semaphore_lease_node(m->lease);
+int zkrc_multilock_token(zkrc_multilock *ml, size_t i, int64_t *token) {
+  member *m = NULL;
+  int err = held_member(ml, i, token, &m);
+  if (err != ZKRC_OK)
+    return err;
+  return m->lock ? zkrc_lock_token(m->lock, token)
+                 : zkrc_semaphore_lease_token(m->lease, token);
+}
+
+int zkrc_multilock_node(zkrc_multilock *ml, size_t i, char **path) {
+  if (path)
+    *path = NULL;
+  member *m = NULL;
+  int err = held_member(ml, i, path, &m);
+  if (err != ZKRC_OK)
+    return err;
+  return m->lock ? zkrc_lock_node(m->lock, path)
+                 : zkrc_semaphore_lease_node(m->lease, path);
 }
 
 void zkrc_multilock_free(zkrc_multilock *ml) {

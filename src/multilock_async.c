@@ -1,5 +1,5 @@
 /*
- * Set holds (zkrecipes/multilock.h, non-blocking): the members of a set
+ * Multilock holds (zkrecipes/multilock.h, non-blocking): the members of a set
  * taken one after the other in path order, each with its own
  * non-blocking acquisition - a lock hold (zkrc_lock_acquire_async) or a
  * semaphore lease (zkrc_semaphore_acquire_async) - and the outcome told
@@ -37,7 +37,7 @@ typedef struct taken {
   zkrc_semaphore_lease *lease;
 } taken;
 
-struct zkrc_lock_set_hold {
+struct zkrc_multilock_hold {
   /* The owner's reference (dropped when a failed outcome has been told, or
    * by the release), and start_next's while it runs: a member's completion
    * may end the set on another thread meanwhile. */
@@ -54,16 +54,16 @@ struct zkrc_lock_set_hold {
   set_state state;
   int timeout_ms;
   int64_t deadline_us;
-  zkrc_lock_set_acquired_fn done;
+  zkrc_multilock_acquired_fn done;
   void *arg;
 };
 
-static zkrc_lock_set_hold *set_ref(zkrc_lock_set_hold *set) {
+static zkrc_multilock_hold *set_ref(zkrc_multilock_hold *set) {
   g_atomic_int_inc(&set->refs);
   return set;
 }
 
-static void set_unref(zkrc_lock_set_hold *set) {
+static void set_unref(zkrc_multilock_hold *set) {
   if (!g_atomic_int_dec_and_test(&set->refs))
     return;
   for (size_t i = 0; i < set->count; i++)
@@ -99,7 +99,7 @@ static void taken_cancel(taken t) {
 /* The acquisition failed: give back what was taken, tell, free.  A cancel
  * that was accepted (it returned ZKRC_OK) is what the owner hears of,
  * whatever else failed meanwhile. */
-static void set_fail(zkrc_lock_set_hold *set, int status, int zk_error,
+static void set_fail(zkrc_multilock_hold *set, int status, int zk_error,
                      zkrc_lock *failed) {
   g_mutex_lock(&set->mu);
   if (set->canceled) {
@@ -112,13 +112,13 @@ static void set_fail(zkrc_lock_set_hold *set, int status, int zk_error,
   g_mutex_unlock(&set->mu);
   while (n > 0)
     (void)taken_release(set->held[--n]);
-  zkrc_lock_set_acquired_info info = {status, zk_error, failed};
+  zkrc_multilock_acquired_info info = {status, zk_error, failed};
   set->done(set, &info, set->arg);
   set_unref(set); /* the owner's */
 }
 
 /* All answered: held only if none was lost meanwhile. */
-static void set_complete(zkrc_lock_set_hold *set) {
+static void set_complete(zkrc_multilock_hold *set) {
   for (size_t i = 0; i < set->count; i++)
     if (!taken_is_held(set->held[i])) {
       set_fail(set, ZKRC_ELOCKLOST, 0, NULL);
@@ -130,16 +130,16 @@ static void set_complete(zkrc_lock_set_hold *set) {
   g_mutex_lock(&set->mu);
   set->state = SET_HELD;
   g_mutex_unlock(&set->mu);
-  zkrc_lock_set_acquired_info info = {ZKRC_OK, 0, NULL};
+  zkrc_multilock_acquired_info info = {ZKRC_OK, 0, NULL};
   set->done(set, &info, set->arg);
   set_unref(set);
 }
 
-static int start_next(zkrc_lock_set_hold *set);
+static int start_next(zkrc_multilock_hold *set);
 
 /* The current member's acquisition answered with @p status (@p t what it
  * took when ZKRC_OK). */
-static void member_answered(zkrc_lock_set_hold *set, int status, int zk_error,
+static void member_answered(zkrc_multilock_hold *set, int status, int zk_error,
                             taken t) {
   g_mutex_lock(&set->mu);
   set->answered = TRUE;
@@ -172,10 +172,9 @@ static void lock_done(zkrc_lock *lk, zkrc_lock_hold *hold,
 }
 
 static void lease_done(zkrc_semaphore *sem, zkrc_semaphore_lease *lease,
-                       int status, int64_t token, void *arg) {
+                       const zkrc_semaphore_acquired_info *info, void *arg) {
   (void)sem;
-  (void)token;
-  member_answered(arg, status, 0, (taken){NULL, lease});
+  member_answered(arg, info->status, info->zk_error, (taken){NULL, lease});
 }
 
 /* Start acquiring member set->next; a failure to start is returned (no
@@ -183,7 +182,7 @@ static void lease_done(zkrc_semaphore *sem, zkrc_semaphore_lease *lease,
  * another thread before this returns, and may even end the set: this
  * call keeps it alive, and stores what it started only if no completion
  * came since (the attempt is still the latest, unanswered). */
-static int start_next(zkrc_lock_set_hold *set) {
+static int start_next(zkrc_multilock_hold *set) {
   set_ref(set);
   g_mutex_lock(&set->mu);
   const zkrc__member *m = &set->members[set->next];
@@ -220,9 +219,9 @@ static int start_next(zkrc_lock_set_hold *set) {
 
 /* Start a set hold of @p members (sorted, owned from now on). */
 static int start_set(zkrc__member *members, size_t count, int timeout_ms,
-                     zkrc_lock_set_acquired_fn done, void *arg,
-                     zkrc_lock_set_hold **out) {
-  zkrc_lock_set_hold *set = g_new0(zkrc_lock_set_hold, 1);
+                     zkrc_multilock_acquired_fn done, void *arg,
+                     zkrc_multilock_hold **out) {
+  zkrc_multilock_hold *set = g_new0(zkrc_multilock_hold, 1);
   set->refs = 1;
   g_mutex_init(&set->mu);
   set->members = members;
@@ -245,22 +244,10 @@ static int start_set(zkrc__member *members, size_t count, int timeout_ms,
   return ZKRC_OK;
 }
 
-int zkrc_lock_acquire_all_async(zkrc_lock *const *locks, size_t count,
-                                int timeout_ms, zkrc_lock_set_acquired_fn done,
-                                void *arg, zkrc_lock_set_hold **out) {
-  if (done == NULL || (timeout_ms < 0 && timeout_ms != ZKRC_WAIT_FOREVER))
-    return zkrc__fail(ZKRC_EINVAL);
-  zkrc__member *members = zkrc__lock_members(locks, count);
-  if (members == NULL)
-    return zkrc__fail(ZKRC_EINVAL);
-  return start_set(members, count, timeout_ms, done, arg, out);
-}
-
 int zkrc_multilock_acquire_async(zkrc_multilock *ml, int timeout_ms,
-                                 zkrc_lock_set_acquired_fn done, void *arg,
-                                 zkrc_lock_set_hold **out) {
-  if (ml == NULL || done == NULL ||
-      (timeout_ms < 0 && timeout_ms != ZKRC_WAIT_FOREVER))
+                                 zkrc_multilock_acquired_fn done, void *arg,
+                                 zkrc_multilock_hold **out) {
+  if (ml == NULL || done == NULL || !zkrc__timeout_valid(timeout_ms))
     return zkrc__fail(ZKRC_EINVAL);
   size_t count;
   const zkrc__member *members = zkrc__multilock_members(ml, &count);
@@ -274,7 +261,7 @@ int zkrc_multilock_acquire_async(zkrc_multilock *ml, int timeout_ms,
 
 /* ------------------------------------------------------------ the hold */
 
-int zkrc_lock_set_hold_cancel(zkrc_lock_set_hold *set) {
+int zkrc_multilock_hold_cancel(zkrc_multilock_hold *set) {
   if (set == NULL)
     return zkrc__fail(ZKRC_EINVAL);
   g_mutex_lock(&set->mu);
@@ -289,7 +276,7 @@ int zkrc_lock_set_hold_cancel(zkrc_lock_set_hold *set) {
   return rc == ZKRC_OK ? ZKRC_OK : zkrc__fail(rc);
 }
 
-int zkrc_lock_set_hold_release(zkrc_lock_set_hold *set) {
+int zkrc_multilock_hold_release(zkrc_multilock_hold *set) {
   if (set == NULL)
     return zkrc__fail(ZKRC_EINVAL);
   g_mutex_lock(&set->mu);
@@ -309,7 +296,7 @@ int zkrc_lock_set_hold_release(zkrc_lock_set_hold *set) {
   return rc == ZKRC_OK ? ZKRC_OK : zkrc__fail(rc);
 }
 
-int zkrc_lock_set_hold_is_held(zkrc_lock_set_hold *set) {
+int zkrc_multilock_hold_is_held(zkrc_multilock_hold *set) {
   if (set == NULL)
     return 0;
   g_mutex_lock(&set->mu);
@@ -320,12 +307,12 @@ int zkrc_lock_set_hold_is_held(zkrc_lock_set_hold *set) {
   return held;
 }
 
-size_t zkrc_lock_set_hold_count(zkrc_lock_set_hold *set) {
+size_t zkrc_multilock_hold_count(zkrc_multilock_hold *set) {
   return set ? set->count : 0;
 }
 
 /* What member @p i took, while the set is held; {NULL, NULL} otherwise. */
-static taken held_member(zkrc_lock_set_hold *set, size_t i) {
+static taken held_member(zkrc_multilock_hold *set, size_t i) {
   taken t = {NULL, NULL};
   if (set == NULL || i >= set->count)
     return t;
@@ -336,26 +323,50 @@ static taken held_member(zkrc_lock_set_hold *set, size_t i) {
   return t;
 }
 
-zkrc_lock_hold *zkrc_lock_set_hold_member(zkrc_lock_set_hold *set, size_t i) {
+zkrc_lock_hold *zkrc_multilock_hold_member(zkrc_multilock_hold *set, size_t i) {
   return held_member(set, i).hold;
 }
 
-zkrc_semaphore_lease *zkrc_lock_set_hold_lease(zkrc_lock_set_hold *set,
-                                               size_t i) {
+zkrc_semaphore_lease *zkrc_multilock_hold_lease(zkrc_multilock_hold *set,
+                                                size_t i) {
   return held_member(set, i).lease;
 }
 
-int64_t zkrc_lock_set_hold_token(zkrc_lock_set_hold *set, size_t i) {
-  taken t = held_member(set, i);
-  if (t.hold)
-    return zkrc_lock_hold_token(t.hold);
-  return t.lease ? zkrc_semaphore_lease_token(t.lease) : 0;
+/* Member @p i of a held @p set, for an accessor filling @p out (checked:
+ * ZKRC_EINVAL, ZKRC_ESTATE). */
+static int held_taken(zkrc_multilock_hold *set, size_t i, const void *out,
+                      taken *t) {
+  if (set == NULL || out == NULL || i >= set->count)
+    return zkrc__fail(ZKRC_EINVAL);
+  *t = held_member(set, i);
+  return t->hold || t->lease ? ZKRC_OK : zkrc__fail(ZKRC_ESTATE);
 }
 
-zkrc_lock *zkrc_lock_set_hold_lock(zkrc_lock_set_hold *set, size_t i) {
+int zkrc_multilock_hold_token(zkrc_multilock_hold *set, size_t i,
+                              int64_t *token) {
+  taken t;
+  int err = held_taken(set, i, token, &t);
+  if (err != ZKRC_OK)
+    return err;
+  return t.hold ? zkrc_lock_hold_token(t.hold, token)
+                : zkrc_semaphore_lease_token(t.lease, token);
+}
+
+int zkrc_multilock_hold_node(zkrc_multilock_hold *set, size_t i, char **path) {
+  if (path)
+    *path = NULL;
+  taken t;
+  int err = held_taken(set, i, path, &t);
+  if (err != ZKRC_OK)
+    return err;
+  return t.hold ? zkrc_lock_hold_node(t.hold, path)
+                : zkrc_semaphore_lease_node(t.lease, path);
+}
+
+zkrc_lock *zkrc_multilock_hold_lock(zkrc_multilock_hold *set, size_t i) {
   return set && i < set->count ? set->members[i].lock : NULL;
 }
 
-void *zkrc_lock_set_hold_arg(zkrc_lock_set_hold *set) {
+void *zkrc_multilock_hold_arg(zkrc_multilock_hold *set) {
   return set ? set->arg : NULL;
 }

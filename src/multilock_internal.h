@@ -1,6 +1,6 @@
 /*
- * What the multi-lock's two files share (multilock.c: blocking sets and
- * the zkrc_multilock object; multilock_async.c: set holds).
+ * What the multi-lock's two files share (multilock.c: the zkrc_multilock
+ * object and its blocking acquisition; multilock_async.c: multilock holds).
  */
 #ifndef ZKRC_MULTILOCK_INTERNAL_H
 #define ZKRC_MULTILOCK_INTERNAL_H
@@ -19,11 +19,6 @@ typedef struct zkrc__member {
 
 /* Its path: the lock's, or the semaphore's directory. */
 const char *zkrc__member_path(const zkrc__member *m);
-
-/* @p locks as members in the order they are taken (sorted by path; g_free
- * them); NULL (nothing allocated) when the set is not one that can be
- * taken: a NULL lock, an empty or oversized set, or one path twice. */
-zkrc__member *zkrc__lock_members(zkrc_lock *const *locks, size_t count);
 
 /* The members of @p ml, in path order, and how many (owned by @p ml). */
 const zkrc__member *zkrc__multilock_members(zkrc_multilock *ml, size_t *count);

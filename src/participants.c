@@ -149,6 +149,11 @@ int zkrc__queue_list(zkrc_session *s, const char *dir,
   return ZKRC_OK;
 }
 
+int64_t zkrc__queue_look_deadline(zkrc_session *s, int timeout_ms) {
+  return zkrc__deadline_after(
+      timeout_ms == ZKRC_NO_WAIT ? zkrc_session_timeout(s) : timeout_ms);
+}
+
 int zkrc__queue_list_checked(zkrc_session *s, const char *path,
                              const zkrc__marker *markers, int timeout_ms,
                              zkrc_participant **list, size_t *count) {
@@ -160,8 +165,8 @@ int zkrc__queue_list_checked(zkrc_session *s, const char *path,
       zkrc_path_validate(path, NULL) != ZKRC_OK ||
       !zkrc__timeout_valid(timeout_ms))
     return zkrc__fail(ZKRC_EINVAL);
-  return zkrc__queue_list(s, path, markers, zkrc__deadline_after(timeout_ms),
-                          list, count);
+  return zkrc__queue_list(
+      s, path, markers, zkrc__queue_look_deadline(s, timeout_ms), list, count);
 }
 
 void zkrc_participants_free(zkrc_participant *list, size_t count) {

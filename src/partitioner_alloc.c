@@ -301,10 +301,10 @@ void zkrc__partitioner_session_event(zkrc_session *s, zkrc_session_event ev,
   g_mutex_unlock(&p->mu);
 }
 
-void zkrc__partitioner_lock_event(zkrc_lock *lk,
-                                  const zkrc_lock_event_info *info, void *arg) {
+void zkrc__partitioner_lock_event(zkrc_lock *lk, const zkrc_lock_event *info,
+                                  void *arg) {
   zkrc_partitioner *p = arg;
-  if (info->event != ZKRC_LOCK_LOST)
+  if (info->type != ZKRC_LOCK_LOST)
     return; /* suspended, reconnected: the lease covers them */
   g_mutex_lock(&p->mu);
   for (guint i = 0; i < p->slots->len; i++) {

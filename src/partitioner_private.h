@@ -74,8 +74,8 @@ void zkrc__partitioner_party_event(zkrc_cache *c, const zkrc_cache_event *ev,
                                    void *arg);
 void zkrc__partitioner_session_event(zkrc_session *s, zkrc_session_event ev,
                                      void *arg);
-void zkrc__partitioner_lock_event(zkrc_lock *lk,
-                                  const zkrc_lock_event_info *info, void *arg);
+void zkrc__partitioner_lock_event(zkrc_lock *lk, const zkrc_lock_event *info,
+                                  void *arg);
 /* Give up every lock of the current attempt (cancel or release). */
 void zkrc__partitioner_drop_slots_locked(zkrc_partitioner *p);
 /* Split again once the party has been still for the time boundary. */

@@ -187,6 +187,13 @@ int zkrc__queue_list_checked(zkrc_session *s, const char *path,
                              const zkrc__marker *markers, int timeout_ms,
                              zkrc_participant **list, size_t *count);
 
+/* The deadline of a look at a queue (a listing, a leader), or of a
+ * fenced write's reply, asked with
+ * @p timeout_ms: ZKRC_NO_WAIT looks once, which takes a round trip, so it
+ * waits for that answer at most the session timeout (as a lock's try
+ * does); otherwise @p timeout_ms from now. */
+int64_t zkrc__queue_look_deadline(zkrc_session *s, int timeout_ms);
+
 /* The participant ids (node data) of every contender in @p dir, in queue
  * order, as a NULL-terminated g_malloc'ed array (g_strfreev).  Pipelines one
  * getChildren and one getData per contender.  A missing directory yields an

@@ -94,11 +94,15 @@ static void stake_connection(zkrc__contender *c, zkrc_session_event ev,
   g_mutex_unlock(&st->recipe->mu);
 }
 
+static void post_freed_locked(zkrc__recipe *r);
+
 static void stake_ended(zkrc__contender *c, int err, int zk_rc, void *arg) {
   zkrc__stake *st = arg;
   zkrc__recipe *r = st->recipe;
   g_mutex_lock(&r->mu);
   st->ops->ended_locked(st, err, zk_rc);
+  if (--r->stakes_live == 0 && r->detached)
+    post_freed_locked(r);
   g_cond_broadcast(&r->cond);
   g_mutex_unlock(&r->mu);
   st->ops->unref(st); /* the contender's reference */
@@ -116,6 +120,8 @@ void zkrc__recipe_lock_for_free(zkrc__recipe *r) {
   r->freeing = TRUE;
   g_cond_broadcast(&r->cond);
 }
+
+void zkrc__recipe_stake_started_locked(zkrc__recipe *r) { r->stakes_live++; }
 
 gboolean zkrc__recipe_freeing(zkrc__recipe *r) {
   g_mutex_lock(&r->mu);
@@ -152,6 +158,58 @@ void zkrc__recipe_post(zkrc__recipe *r, zkrc__recipe_event *ev,
   zkrc__session_post(r->q.session, event_run, ev);
 }
 
+/* --------------------------------------------------------- free_async */
+
+/* The last call of a detached recipe: after everything queued before it,
+ * tell the application, which may free what the callbacks use; nothing is
+ * told after. */
+static void freed_run(zkrc__recipe_event *ev) {
+  zkrc__recipe *r = ev->r;
+  g_mutex_lock(&r->mu);
+  r->freeing = TRUE; /* drop anything queued behind us */
+  g_mutex_unlock(&r->mu);
+  r->freed(r->freed_arg);
+}
+
+static void post_freed_locked(zkrc__recipe *r) {
+  zkrc__recipe_event *ev = zkrc__recipe_event_new(sizeof *ev, freed_run, NULL);
+  zkrc__recipe_post(r, ev, NULL);
+}
+
+void zkrc__recipe_detach_locked(zkrc__recipe *r, zkrc_callback_fn done,
+                                void *arg) {
+  r->detached = TRUE;
+  r->freed = done;
+  r->freed_arg = arg;
+  g_cond_broadcast(&r->cond);
+  if (r->stakes_live == 0)
+    post_freed_locked(r);
+}
+
+struct zkrc__free_join {
+  gint parts;
+  zkrc_callback_fn done, last;
+  void *arg, *last_arg;
+};
+
+zkrc__free_join *zkrc__free_join_new(int parts, zkrc_callback_fn done,
+                                     void *arg, zkrc_callback_fn last,
+                                     void *last_arg) {
+  zkrc__free_join *j = g_new0(zkrc__free_join, 1);
+  *j = (zkrc__free_join){parts, done, last, arg, last_arg};
+  return j;
+}
+
+void zkrc__free_join_part(void *join) {
+  zkrc__free_join *j = join;
+  if (!g_atomic_int_dec_and_test(&j->parts))
+    return;
+  j->done(j->arg);
+  if (j->last)
+    j->last(j->last_arg);
+  g_free(j);
+}
+
 /* --------------------------------------------------------- withdrawing */
 
 int zkrc__recipe_delete_grace_ms(zkrc__recipe *r) {
@@ -183,8 +241,9 @@ int zkrc__recipe_participants(zkrc__recipe *r, const zkrc__marker *markers,
   if (r == NULL || ids == NULL || !zkrc__timeout_valid(timeout_ms))
     return zkrc__fail(ZKRC_EINVAL);
   char **gv = NULL;
-  int err = zkrc__queue_participants(r->q.session, r->q.dir, markers,
-                                     zkrc__deadline_after(timeout_ms), &gv);
+  int err = zkrc__queue_participants(
+      r->q.session, r->q.dir, markers,
+      zkrc__queue_look_deadline(r->q.session, timeout_ms), &gv);
   if (err != ZKRC_OK)
     return err;
   *ids = zkrc__strv_to_malloc(gv, count);

@@ -11,7 +11,12 @@
  *  - events for the application, posted to the session's executor with a
  *    reference on the recipe, and dropped once the recipe is being freed;
  *  - waiting for a withdrawal's delete to be confirmed;
- *  - the participant listing.
+ *  - the participant listing;
+ *  - freeing without blocking (every object's zkrc_X_free_async()): the
+ *    recipe is detached, and its `done` runs on the executor once the
+ *    last of its stakes' contenders ended, behind every event posted
+ *    before; zkrc__free_join does the same for an object made of several
+ *    recipes (a read-write lock, a semaphore).
  *
  * A recipe embeds a zkrc__recipe as its first member and passes a finalize
  * function that frees what it added.
@@ -25,6 +30,7 @@
 #include <glib.h>
 
 #include "queue.h"
+#include "zkrecipes/executor.h"
 
 typedef struct zkrc__recipe zkrc__recipe;
 
@@ -33,6 +39,13 @@ struct zkrc__recipe {
   /* Its free was called: no event reaches the application any more.
    * (Next to refs: no padding.) */
   gboolean freeing;
+  /* Its free_async was called: no new event is posted (the recipe checks
+   * it: zkrc__recipe_ending), and `freed` runs once the last stake's
+   * contender ended and what was queued before has run. */
+  gboolean detached;
+  int stakes_live; /* stakes whose contender has not ended yet */
+  zkrc_callback_fn freed;
+  void *freed_arg;
   GMutex mu;
   GCond cond;
   zkrc__queue q;
@@ -150,6 +163,36 @@ void zkrc__recipe_lock_for_free(zkrc__recipe *r);
 
 /* Is the recipe being freed?  (Takes r->mu.) */
 gboolean zkrc__recipe_freeing(zkrc__recipe *r);
+
+/* Is the recipe being freed, at once or in the background (detached)?
+ * r->mu held.  What it starts from then on is refused (ZKRC_ECANCELED). */
+static inline gboolean zkrc__recipe_ending(const zkrc__recipe *r) {
+  return r->freeing || r->detached;
+}
+
+/* A stake's contender was made (r->mu held): the recipe's free_async
+ * waits for it to end (the base counts its end, after ended_locked). */
+void zkrc__recipe_stake_started_locked(zkrc__recipe *r);
+
+/* A recipe's free_async begins (r->mu held): the recipe is detached (its
+ * waiters woken to see it; the recipe posts no new event), and @p done
+ * will run with @p arg on the session's executor once no stake's
+ * contender is live (at once if none is), behind what was posted before;
+ * from then on nothing queued reaches the application.  The recipe then
+ * gives up what it holds without waiting and drops the application's
+ * reference. */
+void zkrc__recipe_detach_locked(zkrc__recipe *r, zkrc_callback_fn done,
+                                void *arg);
+
+/* The free_async of an object made of @p parts recipes (each freed with
+ * its own free_async, whose done is zkrc__free_join_part with the join):
+ * after the last part, @p done runs with @p arg, then @p last with
+ * @p last_arg (the object's own memory; may be NULL). */
+typedef struct zkrc__free_join zkrc__free_join;
+zkrc__free_join *zkrc__free_join_new(int parts, zkrc_callback_fn done,
+                                     void *arg, zkrc_callback_fn last,
+                                     void *last_arg);
+void zkrc__free_join_part(void *join);
 
 /* How long giving up a node waits at most for the servers to confirm its
  * delete: a round trip normally; the ZooKeeper client gives up on a

@@ -88,3 +88,24 @@ void zkrc_rwlock_free(zkrc_rwlock *rw) {
   zkrc__lock_unref(rw->reader);
   g_free(rw);
 }
+
+/* The last of zkrc_rwlock_free_async(): both sides are gone. */
+static void rwlock_freed(void *data) {
+  zkrc_rwlock *rw = data;
+  zkrc__lock_unref(rw->writer);
+  zkrc__lock_unref(rw->reader);
+  g_free(rw);
+}
+
+int zkrc_rwlock_free_async(zkrc_rwlock *rw, zkrc_callback_fn done, void *arg) {
+  if (rw == NULL || done == NULL)
+    return zkrc__fail(ZKRC_EINVAL);
+  /* As zkrc_rwlock_free(): each side may ask the other until both are
+   * done; `done` runs after the later side's last event. */
+  zkrc__lock_ref(rw->reader);
+  zkrc__lock_ref(rw->writer);
+  zkrc__free_join *j = zkrc__free_join_new(2, done, arg, rwlock_freed, rw);
+  zkrc__lock_free_async(rw->writer, zkrc__free_join_part, j);
+  zkrc__lock_free_async(rw->reader, zkrc__free_join_part, j);
+  return ZKRC_OK;
+}

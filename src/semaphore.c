@@ -33,52 +33,17 @@
 #include "lock_internal.h"
 #include "stats_internal.h"
 #include "util.h"
+#include "semaphore_internal.h"
 #include "zkrecipes/semaphore.h"
-
-typedef enum lease_state {
-  L_MUTEX, /* waiting for the internal mutex */
-  L_LEASE, /* holds the mutex, waits for a lease */
-  L_HELD,  /* holds a lease */
-  L_DONE   /* failed, or released */
-} lease_state;
-
-struct zkrc_semaphore_lease {
-  gint refs;
-  zkrc_semaphore *sem; /* referenced */
-  /* Guarded by sem->mu. */
-  lease_state state;
-  zkrc_lock_hold *mhold; /* the internal mutex's hold, until released */
-  zkrc_lock_hold *lhold; /* the pool's hold, once asked for */
-  gboolean cancelled;
-  int64_t deadline; /* ZKRC__NEVER: none */
-  gboolean no_wait;
-  zkrc_semaphore_acquired_fn done;
-  void *arg;
-  int64_t asked_us, held_us; /* statistics */
-};
-
-struct zkrc_semaphore {
-  gint refs;
-  GMutex mu;
-  zkrc_session *s; /* used only before the free */
-  zkrc_lock *mutex, *pool;
-  char *path; /* its directory */
-  int max_leases;
-  zkrc_semaphore_event_fn on_event;
-  void *event_arg;
-  GHashTable *live; /* leases not freed yet (a reference each) */
-  gboolean freeing;
-  zkrc__lock_stats stats; /* under mu; lost holds are the pool's */
-};
 
 /* ------------------------------------------------------------ lifetime */
 
-static zkrc_semaphore *sem_ref(zkrc_semaphore *sem) {
+zkrc_semaphore *zkrc__semaphore_ref(zkrc_semaphore *sem) {
   g_atomic_int_inc(&sem->refs);
   return sem;
 }
 
-static void sem_unref(zkrc_semaphore *sem) {
+void zkrc__semaphore_unref(zkrc_semaphore *sem) {
   if (!g_atomic_int_dec_and_test(&sem->refs))
     return;
   g_hash_table_destroy(sem->live);
@@ -87,7 +52,7 @@ static void sem_unref(zkrc_semaphore *sem) {
   g_free(sem);
 }
 
-static void sem_unref_posted(void *sem) { sem_unref(sem); }
+static void sem_unref_posted(void *sem) { zkrc__semaphore_unref(sem); }
 
 static zkrc_semaphore_lease *lease_ref(zkrc_semaphore_lease *l) {
   g_atomic_int_inc(&l->refs);
@@ -97,7 +62,7 @@ static zkrc_semaphore_lease *lease_ref(zkrc_semaphore_lease *l) {
 static void lease_unref(zkrc_semaphore_lease *l) {
   if (!g_atomic_int_dec_and_test(&l->refs))
     return;
-  sem_unref(l->sem);
+  zkrc__semaphore_unref(l->sem);
   g_free(l);
 }
 
@@ -123,8 +88,7 @@ void zkrc_semaphore_options_init_sized(zkrc_semaphore_options *opts,
 /* --------------------------------------------------------------- events */
 
 /* The pool's lock events, told as the lease's. */
-static void pool_event(zkrc_lock *lk, const zkrc_lock_event_info *info,
-                       void *arg) {
+static void pool_event(zkrc_lock *lk, const zkrc_lock_event *info, void *arg) {
   zkrc_semaphore *sem = arg;
   zkrc_semaphore_lease *l = zkrc_lock_hold_arg(info->hold);
   g_mutex_lock(&sem->mu);
@@ -135,8 +99,8 @@ static void pool_event(zkrc_lock *lk, const zkrc_lock_event_info *info,
   g_mutex_unlock(&sem->mu);
   if (!live)
     return;
-  zkrc_semaphore_event_info out = {
-      .event = info->event,
+  zkrc_semaphore_event out = {
+      .type = info->type,
       .reason = info->reason,
       .zk_error = info->zk_error,
       .token = info->token,
@@ -200,7 +164,7 @@ int zkrc_semaphore_new(zkrc_semaphore **out, zkrc_session *s, const char *path,
   g_free(leases);
   if (err != ZKRC_OK) {
     zkrc__lock_free(sem->mutex);
-    sem_unref(sem);
+    zkrc__semaphore_unref(sem);
     return zkrc__fail(err);
   }
   *out = sem;
@@ -217,14 +181,16 @@ const char *zkrc_semaphore_path(zkrc_semaphore *sem) {
 
 /* ---------------------------------------------------------- acquisition */
 
-/* Tell the owner that the acquisition of @p l failed with @p status and
- * drop it.  Called with sem->mu held; returns with it released. */
-static void fail_unlock(zkrc_semaphore_lease *l, int status) {
+/* Tell the owner that the acquisition of @p l failed with @p status (and
+ * ZooKeeper's @p zk_error) and drop it.  Called with sem->mu held; returns
+ * with it released. */
+static void fail_unlock(zkrc_semaphore_lease *l, int status, int zk_error) {
   zkrc_semaphore *sem = l->sem;
   zkrc__stats_gave_up(&sem->stats, status);
   gboolean ours = forget_locked(l);
   g_mutex_unlock(&sem->mu);
-  l->done(sem, NULL, status, 0, l->arg);
+  zkrc_semaphore_acquired_info info = {status, zk_error, 0};
+  l->done(sem, NULL, &info, l->arg);
   if (ours)
     lease_unref(l); /* the set's */
 }
@@ -249,14 +215,15 @@ static void lease_done(zkrc_lock *lk, zkrc_lock_hold *hold,
     status = ZKRC_ECANCELED; /* zkrc_lock_free() released it */
   if (status != ZKRC_OK) {
     l->lhold = NULL; /* freed after this callback (lock_async.c) */
-    fail_unlock(l, status);
+    fail_unlock(l, status, status == info->status ? info->zk_error : ZOK);
   } else {
     l->state = L_HELD;
     l->held_us = g_get_monotonic_time();
     sem->stats.acquisitions++;
     zkrc__histogram_record(&sem->stats.wait, l->held_us - l->asked_us);
     g_mutex_unlock(&sem->mu);
-    l->done(sem, l, ZKRC_OK, info->token, l->arg);
+    zkrc_semaphore_acquired_info out = {ZKRC_OK, ZOK, info->token};
+    l->done(sem, l, &out, l->arg);
   }
   lease_unref(l); /* this callback's */
 }
@@ -299,7 +266,7 @@ static void mutex_done(zkrc_lock *lk, zkrc_lock_hold *hold,
       release_mutex_locked(l);
   }
   if (status != ZKRC_OK)
-    fail_unlock(l, status);
+    fail_unlock(l, status, status == info->status ? info->zk_error : ZOK);
   else
     g_mutex_unlock(&sem->mu);
   lease_unref(l); /* this callback's */
@@ -314,7 +281,7 @@ int zkrc_semaphore_acquire_async(zkrc_semaphore *sem, int timeout_ms,
     return zkrc__fail(ZKRC_EINVAL);
   zkrc_semaphore_lease *l = g_new0(zkrc_semaphore_lease, 1);
   l->refs = 2; /* the set's and the mutex callback's */
-  l->sem = sem_ref(sem);
+  l->sem = zkrc__semaphore_ref(sem);
   l->state = L_MUTEX;
   l->asked_us = g_get_monotonic_time();
   l->no_wait = timeout_ms == ZKRC_NO_WAIT;
@@ -342,83 +309,6 @@ int zkrc_semaphore_acquire_async(zkrc_semaphore *sem, int timeout_ms,
     return zkrc__fail(err);
   }
   return ZKRC_OK;
-}
-
-/* ------------------------------------------------------ blocking form */
-
-/* How long a failed blocking acquisition may overrun its deadline waiting
- * for its completion, which comes once its nodes are confirmed deleted: a
- * round trip on a healthy connection.  On a stalled one the client has not
- * noticed yet, the caller must not wait for it (zkrc_lock_acquire()'s
- * grace, lock.c); the deletes complete in the background, or the reaper
- * finishes them. */
-#define ABANDON_GRACE_MS 500
-
-/* One blocking acquisition's rendezvous with its completion (under
- * sem->mu); two references: the caller's and the completion's. */
-typedef struct waiter {
-  gint refs;
-  GCond cond; /* signalled once, by its completion */
-  gboolean done;
-  gboolean abandoned; /* the caller returned: a late grant is released */
-  int status;
-  zkrc_semaphore_lease *lease;
-} waiter;
-
-static void waiter_unref(waiter *w) {
-  if (g_atomic_int_dec_and_test(&w->refs)) {
-    g_cond_clear(&w->cond);
-    g_free(w);
-  }
-}
-
-static void blocking_done(zkrc_semaphore *sem, zkrc_semaphore_lease *lease,
-                          int status, int64_t token, void *arg) {
-  waiter *w = arg;
-  g_mutex_lock(&sem->mu);
-  w->done = TRUE;
-  w->status = status;
-  w->lease = lease;
-  gboolean unwanted = w->abandoned && status == ZKRC_OK;
-  g_cond_signal(&w->cond);
-  g_mutex_unlock(&sem->mu);
-  if (unwanted) /* granted after its caller gave up: give it back */
-    zkrc_semaphore_lease_release(lease);
-  waiter_unref(w);
-}
-
-int zkrc_semaphore_acquire(zkrc_semaphore *sem, int timeout_ms,
-                           zkrc_semaphore_lease **out) {
-  if (out)
-    *out = NULL;
-  if (sem == NULL || out == NULL || !zkrc__timeout_valid(timeout_ms))
-    return zkrc__fail(ZKRC_EINVAL);
-  /* A try may wait for the mutex up to a session timeout (see below). */
-  int64_t deadline = zkrc__deadline_after(
-      timeout_ms == ZKRC_NO_WAIT ? zkrc_session_timeout(sem->s) : timeout_ms);
-  if (deadline != ZKRC__NEVER)
-    deadline += (int64_t)ABANDON_GRACE_MS * 1000;
-  waiter *w = g_new0(waiter, 1);
-  w->refs = 2;
-  g_cond_init(&w->cond);
-  sem_ref(sem); /* its mutex outlives a concurrent free until we return */
-  int err =
-      zkrc_semaphore_acquire_async(sem, timeout_ms, blocking_done, w, NULL);
-  if (err != ZKRC_OK) {
-    waiter_unref(w); /* no completion comes */
-  } else {
-    /* The acquisition's own deadline (lock_async.c's timers) ends it. */
-    g_mutex_lock(&sem->mu);
-    while (!w->done && zkrc__cond_wait_until(&w->cond, &sem->mu, deadline))
-      ;
-    w->abandoned = !w->done;
-    err = w->done ? w->status : ZKRC_ETIMEDOUT;
-    *out = w->done ? w->lease : NULL;
-    g_mutex_unlock(&sem->mu);
-  }
-  waiter_unref(w);
-  sem_unref(sem);
-  return zkrc__fail(err);
 }
 
 /* -------------------------------------------------------------- a lease */
@@ -480,26 +370,37 @@ int zkrc_semaphore_lease_remaining(zkrc_semaphore_lease *l) {
   return ask_held(l, zkrc_lock_hold_lease_remaining);
 }
 
-int64_t zkrc_semaphore_lease_token(zkrc_semaphore_lease *l) {
-  if (l == NULL)
-    return 0;
+/* Ask @p l's pool hold with @p ask (token or node) into @p out while the
+ * lease is held: ZKRC_ESTATE while it is not acquired (or the semaphore is
+ * being freed), else the hold's answer (ZKRC_ELOCKLOST when lost). */
+static int ask_hold(zkrc_semaphore_lease *l,
+                    int (*ask)(zkrc_lock_hold *, void *), void *out) {
+  if (l == NULL || out == NULL)
+    return zkrc__fail(ZKRC_EINVAL);
   g_mutex_lock(&l->sem->mu);
-  int64_t token = l->state == L_HELD && l->lhold && !l->sem->freeing
-                      ? zkrc_lock_hold_token(l->lhold)
-                      : 0;
+  int err = l->state == L_HELD && l->lhold && !l->sem->freeing
+                ? ask(l->lhold, out)
+                : zkrc__fail(ZKRC_ESTATE);
   g_mutex_unlock(&l->sem->mu);
-  return token;
+  return err;
 }
 
-char *zkrc_semaphore_lease_node(zkrc_semaphore_lease *l) {
-  if (l == NULL)
-    return NULL;
-  g_mutex_lock(&l->sem->mu);
-  char *node = l->state == L_HELD && l->lhold && !l->sem->freeing
-                   ? zkrc_lock_hold_node(l->lhold)
-                   : NULL;
-  g_mutex_unlock(&l->sem->mu);
-  return node;
+static int ask_token(zkrc_lock_hold *h, void *out) {
+  return zkrc_lock_hold_token(h, out);
+}
+
+static int ask_node(zkrc_lock_hold *h, void *out) {
+  return zkrc_lock_hold_node(h, out);
+}
+
+int zkrc_semaphore_lease_token(zkrc_semaphore_lease *l, int64_t *token) {
+  return ask_hold(l, ask_token, token);
+}
+
+int zkrc_semaphore_lease_node(zkrc_semaphore_lease *l, char **path) {
+  if (path)
+    *path = NULL;
+  return ask_hold(l, ask_node, path);
 }
 
 int zkrc_semaphore_list(zkrc_session *s, const char *path,
@@ -520,12 +421,11 @@ int zkrc_semaphore_list(zkrc_session *s, const char *path,
 
 /* ----------------------------------------------------------------- free */
 
-void zkrc_semaphore_free(zkrc_semaphore *sem) {
-  if (sem == NULL)
-    return;
-  /* From here on no callback touches the member locks' holds: freeing the
-   * locks cancels the pending ones (their completions fail the leases)
-   * and releases the held ones. */
+/* A free begins: from here on no callback touches the member locks'
+ * holds (freeing the locks cancels the pending ones, whose completions
+ * fail the leases, and releases the held ones).  Returns the held leases,
+ * forgotten, whose set references the caller drops after the locks' free. */
+static GList *begin_free(zkrc_semaphore *sem) {
   g_mutex_lock(&sem->mu);
   sem->freeing = TRUE;
   GList *held = NULL;
@@ -539,6 +439,13 @@ void zkrc_semaphore_free(zkrc_semaphore *sem) {
   }
   g_list_free(all);
   g_mutex_unlock(&sem->mu);
+  return held;
+}
+
+void zkrc_semaphore_free(zkrc_semaphore *sem) {
+  if (sem == NULL)
+    return;
+  GList *held = begin_free(sem);
   /* The member locks may hold the session's last references (it was
    * closed before this free): keep it until our last use of it below. */
   zkrc_session *s = zkrc__session_ref(sem->s);
@@ -551,6 +458,20 @@ void zkrc_semaphore_free(zkrc_semaphore *sem) {
    * free are dropped by the lock, unseen). */
   zkrc__session_post(s, sem_unref_posted, sem);
   zkrc__session_unref(s);
+}
+
+int zkrc_semaphore_free_async(zkrc_semaphore *sem, zkrc_callback_fn done,
+                              void *arg) {
+  if (sem == NULL || done == NULL)
+    return zkrc__fail(ZKRC_EINVAL);
+  GList *held = begin_free(sem);
+  /* `done` runs after both member locks' last event and completion (the
+   * leases' completions among them), then our reference goes. */
+  zkrc__free_join *j = zkrc__free_join_new(2, done, arg, sem_unref_posted, sem);
+  zkrc__lock_free_async(sem->pool, zkrc__free_join_part, j);
+  zkrc__lock_free_async(sem->mutex, zkrc__free_join_part, j);
+  g_list_free_full(held, (GDestroyNotify)lease_unref);
+  return ZKRC_OK;
 }
 
 /* ------------------------------------------------------------ statistics */

@@ -227,7 +227,7 @@ static void told_lost(const char *event, int reason, int64_t token, int zk) {
   __atomic_store_n(&lost_token, token, __ATOMIC_RELEASE);
 }
 
-static void lock_event(zkrc_lock_event event, int reason, int64_t token,
+static void lock_event(zkrc_lock_event_type event, int reason, int64_t token,
                        int zk) {
   if (event == ZKRC_LOCK_LOST)
     told_lost("lost", reason, token, zk);
@@ -237,30 +237,30 @@ static void lock_event(zkrc_lock_event event, int reason, int64_t token,
 }
 
 /* A lock's or a read-write lock side's events. */
-static void on_lock_event(zkrc_lock *lk, const zkrc_lock_event_info *info,
+static void on_lock_event(zkrc_lock *lk, const zkrc_lock_event *info,
                           void *arg) {
-  lock_event(info->event, info->reason, info->token, info->zk_error);
+  lock_event(info->type, info->reason, info->token, info->zk_error);
 }
 
 /* A lease's events: the same records as a lock's. */
 static void on_lease_event(zkrc_semaphore *sem,
-                           const zkrc_semaphore_event_info *info, void *arg) {
-  lock_event(info->event, info->reason, info->token, info->zk_error);
+                           const zkrc_semaphore_event *info, void *arg) {
+  lock_event(info->type, info->reason, info->token, info->zk_error);
 }
 
 /* Election mode: ELECTED is the grant (an ACQ record, numbered here), and
  * REVOKED the loss (a LOCKEVENT lost record), so that one checker reads
  * both kinds of run. */
-static void on_election_event(zkrc_election *e,
-                              const zkrc_election_event_info *info, void *arg) {
-  if (info->event == ZKRC_ELECTION_ELECTED) {
+static void on_election_event(zkrc_election *e, const zkrc_election_event *info,
+                              void *arg) {
+  if (info->type == ZKRC_ELECTION_ELECTED) {
     pthread_mutex_lock(&leader_mu);
     int n = ++leader_n;
     leader_token = info->token;
     record("ACQ %d ZKRC_OK %" PRId64 " 0 0", n, info->token);
     pthread_cond_broadcast(&leader_cv);
     pthread_mutex_unlock(&leader_mu);
-  } else if (info->event == ZKRC_ELECTION_REVOKED) {
+  } else if (info->type == ZKRC_ELECTION_REVOKED) {
     told_lost("lost", info->reason, info->token, info->zk_error);
   } else {
     record("LOCKEVENT failed %s %" PRId64 " %d", zkrc_err_name(info->reason),
@@ -372,8 +372,10 @@ static int take(recipe *r, int attempt, int *n, int64_t *token) {
     int rc = zkrc_semaphore_acquire(r->sem, r->acquire_ms, &r->lease);
     int zk = rc == ZKRC_OK ? 0 : zkrc_last_zk_error();
     *n = attempt;
-    *token = rc == ZKRC_OK ? zkrc_semaphore_lease_token(r->lease) : 0;
-    if (rc == ZKRC_OK && *token == 0) /* lost already */
+    *token = 0;
+    if (rc == ZKRC_OK)
+      (void)zkrc_semaphore_lease_token(r->lease, token); /* 0: lost */
+    if (rc == ZKRC_OK && *token == 0)                    /* lost already */
       *token = -1;
     record("ACQ %d %s %" PRId64 " %" PRId64 " %d", attempt, zkrc_err_name(rc),
            *token, chaos_now_us() - start, zk);

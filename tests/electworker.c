@@ -109,15 +109,15 @@ static void on_session(zkrc_session *s, zkrc_session_event ev, void *arg) {
     report_session(s);
 }
 
-static void on_election(zkrc_election *e, const zkrc_election_event_info *info,
+static void on_election(zkrc_election *e, const zkrc_election_event *info,
                         void *arg) {
   (void)e;
   (void)arg;
   int64_t now = mono_us();
-  if (info->event == ZKRC_ELECTION_ELECTED)
+  if (info->type == ZKRC_ELECTION_ELECTED)
     emit("elected %" PRId64 " %" PRId64, info->token, now);
   else /* "revoked" or "failed" */
-    emit("%s %s %" PRId64 " %" PRId64, zkrc_election_event_name(info->event),
+    emit("%s %s %" PRId64 " %" PRId64, zkrc_election_event_name(info->type),
          zkrc_err_name(info->reason), info->token, now);
 }
 

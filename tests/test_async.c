@@ -115,7 +115,7 @@ typedef struct slots {
   int n;
 } slots;
 
-static void on_lock_event(zkrc_lock *lk, const zkrc_lock_event_info *info,
+static void on_lock_event(zkrc_lock *lk, const zkrc_lock_event *info,
                           void *arg) {
   check_thread();
   slots *ss = arg;
@@ -124,10 +124,10 @@ static void on_lock_event(zkrc_lock *lk, const zkrc_lock_event_info *info,
     if (ss->v[i].hold == info->hold && info->hold != NULL) {
       slot *sl = &ss->v[i];
       sl->after_lost += sl->lost > 0;
-      if (info->event == ZKRC_LOCK_LOST) {
+      if (info->type == ZKRC_LOCK_LOST) {
         sl->lost++;
         sl->lost_reason = info->reason;
-      } else if (info->event == ZKRC_LOCK_SUSPENDED) {
+      } else if (info->type == ZKRC_LOCK_SUSPENDED) {
         sl->suspended++;
       } else {
         sl->reconnected++;
@@ -136,7 +136,7 @@ static void on_lock_event(zkrc_lock *lk, const zkrc_lock_event_info *info,
     }
   }
   fprintf(stderr, "\nlock event %s about an unknown hold %p\n",
-          zkrc_lock_event_name(info->event), (void *)info->hold);
+          zkrc_lock_event_name(info->type), (void *)info->hold);
   CU_FAIL("a lock event named a hold we do not know");
 }
 
@@ -203,7 +203,12 @@ static void test_bad_input_gets_clear_errors(void) {
   ZKT_ASSERT_RC(ZKRC_EINVAL, zkrc_lock_hold_cancel(NULL));
   ZKT_ASSERT_RC(ZKRC_EINVAL, zkrc_lock_hold_release(NULL));
   CU_ASSERT_EQUAL(zkrc_lock_hold_is_held(NULL), 0);
-  CU_ASSERT_EQUAL(zkrc_lock_hold_token(NULL), 0);
+  int64_t tok = 7;
+  char *node = NULL;
+  ZKT_ASSERT_RC(ZKRC_EINVAL, zkrc_lock_hold_token(NULL, &tok));
+  ZKT_ASSERT_RC(ZKRC_EINVAL, zkrc_lock_hold_node(NULL, &node));
+  CU_ASSERT_EQUAL(tok, 7);
+  CU_ASSERT_PTR_NULL(node);
 
   /* Releasing a hold that is still waiting is refused and changes nothing:
    * it still completes (here: acquires, nobody else holds). */
@@ -217,7 +222,11 @@ static void test_bad_input_gets_clear_errors(void) {
   CU_ASSERT(zkt_wait_children_or_gone(zh, path, 2, slow(10000)));
   ZKT_ASSERT_RC(ZKRC_ESTATE, zkrc_lock_hold_release(sl.hold));
   CU_ASSERT_EQUAL(zkrc_lock_hold_is_held(sl.hold), 0);
-  CU_ASSERT_EQUAL(zkrc_lock_hold_token(sl.hold), 0);
+  ZKT_ASSERT_RC(ZKRC_ESTATE, zkrc_lock_hold_token(sl.hold, &tok));
+  ZKT_ASSERT_RC(ZKRC_ESTATE, zkrc_lock_hold_node(sl.hold, &node));
+  ZKT_ASSERT_RC(ZKRC_EINVAL, zkrc_lock_hold_token(sl.hold, NULL));
+  CU_ASSERT_EQUAL(tok, 7);
+  CU_ASSERT_PTR_NULL(node);
   CU_ASSERT_EQUAL(zkt_children_now(zh, path), 2);
   ZKT_ASSERT_RC(ZKRC_OK, zkrc_lock_release(olk));
   CU_ASSERT(loop_run_until(&lp, slot_called, &sl, slow(10000)));
@@ -277,10 +286,12 @@ static void test_hundred_locks_from_one_loop(void) {
   zhandle_t *zh = zkt_raw();
   GHashTable *tokens = g_hash_table_new(g_int64_hash, g_int64_equal);
   int ok = 0, single = 0;
+  int64_t tok = 0;
   for (int i = 0; i < MANY; i++) {
     ok += sl[i].calls == 1 && sl[i].status == ZKRC_OK && sl[i].token > 0 &&
           !sl[i].wrong_hold && zkrc_lock_hold_is_held(sl[i].hold) &&
-          zkrc_lock_hold_token(sl[i].hold) == sl[i].token;
+          zkrc_lock_hold_token(sl[i].hold, &tok) == ZKRC_OK &&
+          tok == sl[i].token;
     /* The servers agree: our node is the lock's only one, with our token. */
     single += zkt_child_count(zh, paths[i]) == 1 &&
               front_czxid(zh, paths[i]) == sl[i].token;
@@ -485,7 +496,9 @@ static void test_cancel(void) {
   ZKT_ASSERT_RC(ZKRC_OK, a.status);
   ZKT_ASSERT_RC(ZKRC_ESTATE, zkrc_lock_hold_cancel(a.hold));
   CU_ASSERT_EQUAL(zkrc_lock_hold_is_held(a.hold), 1);
-  CU_ASSERT_EQUAL(zkrc_lock_hold_token(a.hold), a.token);
+  int64_t tok = 0;
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_lock_hold_token(a.hold, &tok));
+  CU_ASSERT_EQUAL(tok, a.token);
   CU_ASSERT_EQUAL(front_czxid(zh, path), a.token);
   CU_ASSERT_EQUAL(zkt_children_now(zh, path), 1);
   loop_run_for(&lp, 200);
@@ -1074,13 +1087,13 @@ static void fd_on_done(zkrc_lock *lk, zkrc_lock_hold *hold,
   fd_record(fdr, sl == &fdr->a ? SEEN_DONE_A : SEEN_DONE_B, status);
 }
 
-static void fd_on_lock_event(zkrc_lock *lk, const zkrc_lock_event_info *info,
+static void fd_on_lock_event(zkrc_lock *lk, const zkrc_lock_event *info,
                              void *arg) {
   fd_run *r = arg;
-  if (info->event == ZKRC_LOCK_LOST && info->hold == r->b.hold)
+  if (info->type == ZKRC_LOCK_LOST && info->hold == r->b.hold)
     fd_record(r, SEEN_LOST_B, info->reason);
   else
-    fd_record(r, SEEN_LOCK_OTHER, info->event);
+    fd_record(r, SEEN_LOCK_OTHER, info->type);
 }
 
 /* Wait until the loop has seen @p kind (with @p value, or any value when
@@ -1234,11 +1247,11 @@ typedef struct voter {
   int64_t elected_ms;
 } voter;
 
-static void on_vote(zkrc_election *e, const zkrc_election_event_info *info,
+static void on_vote(zkrc_election *e, const zkrc_election_event *info,
                     void *arg) {
   check_thread();
   voter *v = arg;
-  switch (info->event) {
+  switch (info->type) {
   case ZKRC_ELECTION_ELECTED:
     v->elected++;
     v->token = info->token;
@@ -1463,6 +1476,319 @@ static void test_free_async_bad_input(void) {
   g_free(path);
 }
 
+/* ===================================================== free_async */
+
+/* An object (lock, read-write lock, semaphore) freed with its free_async
+ * from inside its own event callback, the LOST of a hold whose node an
+ * operator deleted, while a second acquisition waits behind it: what came,
+ * and in which order. */
+typedef struct ending {
+  zhandle_t *zh;
+  const char *path;
+  int semaphore;   /* nodes under path/locks and path/leases */
+  int events;      /* events delivered */
+  int lost;        /* of which LOST */
+  int completions; /* acquisitions' completions delivered */
+  int first_ok;    /* the first acquisition's completion was ZKRC_OK */
+  int free_rc;     /* the free_async called from the LOST event */
+  int frees;       /* free_async calls */
+  int done;        /* done calls */
+  int events_at_done, completions_at_done;
+  int nodes_at_done; /* the object's nodes left when done ran */
+  char *node;        /* the first acquisition's node */
+  int (*free_async)(void *obj, zkrc_callback_fn done, void *arg);
+  void *obj;
+} ending;
+
+static void ending_done(void *arg) {
+  check_thread();
+  ending *e = arg;
+  e->done++;
+  e->events_at_done = e->events;
+  e->completions_at_done = e->completions;
+  e->nodes_at_done = e->semaphore ? zkt_semaphore_nodes_left(e->zh, e->path)
+                                  : zkt_nodes_left(e->zh, e->path);
+}
+
+static int ending_has_done(void *arg) { return ((ending *)arg)->done > 0; }
+static int ending_has_first(void *arg) {
+  return ((ending *)arg)->completions > 0;
+}
+
+/* An event: on the first LOST, free the object from inside its callback. */
+static void ending_event(ending *e, int lost) {
+  check_thread();
+  e->events++;
+  if (lost && e->lost++ == 0) {
+    e->frees++;
+    e->free_rc = e->free_async(e->obj, ending_done, e);
+  }
+}
+
+static void ending_lock_event(zkrc_lock *lk, const zkrc_lock_event *ev,
+                              void *arg) {
+  ending_event(arg, ev->type == ZKRC_LOCK_LOST);
+}
+
+static void ending_sem_event(zkrc_semaphore *sem,
+                             const zkrc_semaphore_event *ev, void *arg) {
+  ending_event(arg, ev->type == ZKRC_LOCK_LOST);
+}
+
+static void ending_lock_done(zkrc_lock *lk, zkrc_lock_hold *hold,
+                             const zkrc_lock_acquired_info *info, void *arg) {
+  check_thread();
+  ending *e = arg;
+  if (e->completions++ == 0 && info->status == ZKRC_OK) {
+    e->first_ok = 1;
+    ZKT_ASSERT_RC(ZKRC_OK, zkrc_lock_hold_node(hold, &e->node));
+  }
+}
+
+static void ending_sem_done(zkrc_semaphore *sem, zkrc_semaphore_lease *lease,
+                            const zkrc_semaphore_acquired_info *info,
+                            void *arg) {
+  check_thread();
+  ending *e = arg;
+  if (e->completions++ == 0 && info->status == ZKRC_OK) {
+    e->first_ok = 1;
+    ZKT_ASSERT_RC(ZKRC_OK, zkrc_semaphore_lease_node(lease, &e->node));
+  }
+}
+
+static int free_lock_async(void *obj, zkrc_callback_fn done, void *arg) {
+  return zkrc_lock_free_async(obj, done, arg);
+}
+
+static int free_rwlock_async(void *obj, zkrc_callback_fn done, void *arg) {
+  return zkrc_rwlock_free_async(obj, done, arg);
+}
+
+static int free_semaphore_async(void *obj, zkrc_callback_fn done, void *arg) {
+  return zkrc_semaphore_free_async(obj, done, arg);
+}
+
+/* The first acquisition (started by the caller) holds; a second waits
+ * behind it; its node is deleted by an operator: LOST, whose callback
+ * frees the object.  Then `done` comes once, after every event and
+ * completion (the second acquisition's, cancelled or granted and given
+ * back), with none of the object's nodes left, and nothing after it. */
+static void ending_run(loop *lp, ending *e) {
+  CU_ASSERT_FATAL(loop_run_until(lp, ending_has_first, e, slow(10000)));
+  CU_ASSERT_FATAL(e->first_ok && e->node != NULL);
+  ZKT_ASSERT_RC(ZOK, zoo_delete(e->zh, e->node, -1));
+  CU_ASSERT(loop_run_until(lp, ending_has_done, e, slow(15000)));
+  int events = e->events, told = e->completions;
+  loop_run_for(lp, 300); /* nothing may come after `done` */
+  CU_ASSERT_EQUAL(e->frees, 1);
+  ZKT_ASSERT_RC(ZKRC_OK, e->free_rc);
+  CU_ASSERT_EQUAL(e->done, 1);
+  CU_ASSERT_EQUAL(e->lost, 1);
+  CU_ASSERT_EQUAL(e->completions_at_done, 2); /* the second's came first */
+  CU_ASSERT_EQUAL(e->events_at_done, events);
+  CU_ASSERT_EQUAL(e->events, events);
+  CU_ASSERT_EQUAL(e->completions, told);
+  CU_ASSERT_EQUAL(e->nodes_at_done, 0);
+  CU_ASSERT_EQUAL(g_atomic_int_get(&wrong_thread), 0);
+  free(e->node);
+}
+
+static void ending_open(loop *lp, ending *e, const char *tag, char **path) {
+  loop_init(lp);
+  memset(e, 0, sizeof *e);
+  e->zh = zkt_raw();
+  *path = zkt_path(tag);
+  e->path = *path;
+}
+
+static void ending_close(loop *lp, ending *e, zkrc_session *s, char *path) {
+  zkrc_session_close(s);
+  loop_clear(lp);
+  zookeeper_close(e->zh);
+  g_free(path);
+}
+
+static void test_lock_free_async_from_its_event(void) {
+  loop lp;
+  ending e;
+  char *path;
+  ending_open(&lp, &e, "free-async-lock", &path);
+  zkrc_session *s = loop_session(&lp);
+  zkrc_lock *lk = new_lock(s, path, ending_lock_event, &e);
+  e.obj = lk;
+  e.free_async = free_lock_async;
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_lock_acquire_async(lk, slow(10000),
+                                                 ending_lock_done, &e, NULL));
+  CU_ASSERT_FATAL(loop_run_until(&lp, ending_has_first, &e, slow(10000)));
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_lock_acquire_async(lk, ZKRC_WAIT_FOREVER,
+                                                 ending_lock_done, &e, NULL));
+  CU_ASSERT_FATAL(zkt_wait_children(e.zh, path, 2, slow(5000)));
+  ending_run(&lp, &e);
+  ending_close(&lp, &e, s, path);
+}
+
+static void test_rwlock_free_async_from_its_event(void) {
+  loop lp;
+  ending e;
+  char *path;
+  ending_open(&lp, &e, "free-async-rw", &path);
+  zkrc_session *s = loop_session(&lp);
+  zkrc_rwlock_options o;
+  zkrc_rwlock_options_init(&o);
+  o.on_event = ending_lock_event;
+  o.event_arg = &e;
+  zkrc_rwlock *rw = NULL;
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_rwlock_new(&rw, s, path, &o));
+  e.obj = rw;
+  e.free_async = free_rwlock_async;
+  ZKT_ASSERT_RC(ZKRC_OK,
+                zkrc_lock_acquire_async(zkrc_rwlock_writer(rw), slow(10000),
+                                        ending_lock_done, &e, NULL));
+  CU_ASSERT_FATAL(loop_run_until(&lp, ending_has_first, &e, slow(10000)));
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_lock_acquire_async(zkrc_rwlock_reader(rw),
+                                                 ZKRC_WAIT_FOREVER,
+                                                 ending_lock_done, &e, NULL));
+  CU_ASSERT_FATAL(zkt_wait_children(e.zh, path, 2, slow(5000)));
+  ending_run(&lp, &e);
+  ending_close(&lp, &e, s, path);
+}
+
+static int second_lease_made(void *arg) {
+  ending *e = arg;
+  char *leases = g_strconcat(e->path, "/leases", NULL);
+  int n = zkt_children_now(e->zh, leases);
+  g_free(leases);
+  return n == 2;
+}
+
+static void test_semaphore_free_async_from_its_event(void) {
+  loop lp;
+  ending e;
+  char *path;
+  ending_open(&lp, &e, "free-async-sem", &path);
+  e.semaphore = 1;
+  zkrc_session *s = loop_session(&lp);
+  zkrc_semaphore_options o;
+  zkrc_semaphore_options_init(&o);
+  o.on_event = ending_sem_event;
+  o.event_arg = &e;
+  zkrc_semaphore *sem = NULL;
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_semaphore_new(&sem, s, path, 1, &o));
+  e.obj = sem;
+  e.free_async = free_semaphore_async;
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_semaphore_acquire_async(
+                             sem, slow(10000), ending_sem_done, &e, NULL));
+  CU_ASSERT_FATAL(loop_run_until(&lp, ending_has_first, &e, slow(10000)));
+  ZKT_ASSERT_RC(ZKRC_OK,
+                zkrc_semaphore_acquire_async(sem, ZKRC_WAIT_FOREVER,
+                                             ending_sem_done, &e, NULL));
+  /* The second waits for a lease, holding the internal mutex (its steps
+   * run on the loop). */
+  CU_ASSERT_FATAL(loop_run_until(&lp, second_lease_made, &e, slow(5000)));
+  ending_run(&lp, &e);
+  ending_close(&lp, &e, s, path);
+}
+
+static void ignore_done(void *arg) { (void)arg; }
+
+/* Event types start at 1 (zeroed memory is none of them), named in
+ * lower case, "unknown" for any other value. */
+static void test_event_types_and_names(void) {
+  CU_ASSERT_EQUAL(ZKRC_LOCK_SUSPENDED, 1);
+  CU_ASSERT_EQUAL(ZKRC_ELECTION_ELECTED, 1);
+  CU_ASSERT_STRING_EQUAL(zkrc_lock_event_name(ZKRC_LOCK_SUSPENDED),
+                         "suspended");
+  CU_ASSERT_STRING_EQUAL(zkrc_lock_event_name(ZKRC_LOCK_RECONNECTED),
+                         "reconnected");
+  CU_ASSERT_STRING_EQUAL(zkrc_lock_event_name(ZKRC_LOCK_LOST), "lost");
+  CU_ASSERT_STRING_EQUAL(zkrc_lock_event_name((zkrc_lock_event_type)0),
+                         "unknown");
+  CU_ASSERT_STRING_EQUAL(zkrc_lock_event_name((zkrc_lock_event_type)4),
+                         "unknown");
+  CU_ASSERT_STRING_EQUAL(zkrc_election_event_name(ZKRC_ELECTION_ELECTED),
+                         "elected");
+  CU_ASSERT_STRING_EQUAL(zkrc_election_event_name(ZKRC_ELECTION_REVOKED),
+                         "revoked");
+  CU_ASSERT_STRING_EQUAL(zkrc_election_event_name(ZKRC_ELECTION_FAILED),
+                         "failed");
+  CU_ASSERT_STRING_EQUAL(zkrc_election_event_name((zkrc_election_event_type)0),
+                         "unknown");
+}
+
+/* NULL objects and NULL callbacks are refused, and so is a read-write
+ * lock's side alone; nothing changes (the objects are freed whole). */
+static void test_free_async_bad_input_changes_nothing(void) {
+  ZKT_ASSERT_RC(ZKRC_EINVAL, zkrc_lock_free_async(NULL, ignore_done, NULL));
+  ZKT_ASSERT_RC(ZKRC_EINVAL, zkrc_rwlock_free_async(NULL, ignore_done, NULL));
+  ZKT_ASSERT_RC(ZKRC_EINVAL,
+                zkrc_semaphore_free_async(NULL, ignore_done, NULL));
+  zkrc_session *s = zkt_session();
+  char *path = zkt_path("free-async-bad");
+  zkrc_lock *lk = NULL;
+  zkrc_rwlock *rw = NULL;
+  zkrc_semaphore *sem = NULL;
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_lock_new(&lk, s, path, NULL));
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_rwlock_new(&rw, s, path, NULL));
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_semaphore_new(&sem, s, path, 2, NULL));
+  ZKT_ASSERT_RC(ZKRC_EINVAL, zkrc_lock_free_async(lk, NULL, NULL));
+  ZKT_ASSERT_RC(ZKRC_EINVAL, zkrc_rwlock_free_async(rw, NULL, NULL));
+  ZKT_ASSERT_RC(ZKRC_EINVAL, zkrc_semaphore_free_async(sem, NULL, NULL));
+  ZKT_ASSERT_RC(ZKRC_EINVAL, zkrc_lock_free_async(zkrc_rwlock_reader(rw),
+                                                  ignore_done, NULL));
+  /* Still whole: they work, then free as usual. */
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_lock_acquire(lk, 5000));
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_lock_release(lk));
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_lock_acquire(zkrc_rwlock_reader(rw), 5000));
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_lock_release(zkrc_rwlock_reader(rw)));
+  zkrc_semaphore_lease *lease = NULL;
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_semaphore_acquire(sem, 5000, &lease));
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_semaphore_lease_release(lease));
+  zkrc_lock_free(lk);
+  zkrc_rwlock_free(rw);
+  zkrc_semaphore_free(sem);
+  zkrc_session_close(s);
+  g_free(path);
+}
+
+/* A thread waiting in zkrc_lock_acquire() when the lock is freed with
+ * zkrc_lock_free_async() returns ZKRC_ECANCELED, its node deleted; `done`
+ * comes after, with no node left. */
+typedef struct waiting_thread {
+  zkrc_lock *lk;
+  int rc;
+} waiting_thread;
+
+static gpointer wait_for_lock(gpointer data) {
+  waiting_thread *w = data;
+  w->rc = zkrc_lock_acquire(w->lk, ZKRC_WAIT_FOREVER);
+  return NULL;
+}
+
+static void test_lock_free_async_cancels_waiting_threads(void) {
+  loop lp;
+  ending e;
+  char *path;
+  ending_open(&lp, &e, "free-async-wait", &path);
+  zkrc_session *s = loop_session(&lp);
+  zkrc_session *other = zkt_session();
+  zkrc_lock *theirs = new_lock(other, path, NULL, NULL);
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_lock_acquire(theirs, 5000));
+  zkrc_lock *lk = new_lock(s, path, NULL, NULL);
+  waiting_thread w = {lk, ZKRC_OK};
+  GThread *t = g_thread_new("waiter", wait_for_lock, &w);
+  CU_ASSERT_FATAL(zkt_wait_children(e.zh, path, 2, slow(5000)));
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_lock_free_async(lk, ending_done, &e));
+  g_thread_join(t);
+  ZKT_ASSERT_RC(ZKRC_ECANCELED, w.rc);
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_lock_release(theirs));
+  CU_ASSERT(loop_run_until(&lp, ending_has_done, &e, slow(10000)));
+  CU_ASSERT_EQUAL(e.done, 1);
+  CU_ASSERT_EQUAL(e.nodes_at_done, 0);
+  zkrc_lock_free(theirs);
+  zkrc_session_close(other);
+  ending_close(&lp, &e, s, path);
+}
+
 /* ================================================================ main */
 
 static void add_suites(void) {
@@ -1489,6 +1815,17 @@ static void add_suites(void) {
        test_free_async_after_leave_tells_revoked},
       {"free_async alone tells revoked", test_free_async_alone_tells_revoked},
       {"free_async bad input", test_free_async_bad_input});
+  ZKT_SUITE(
+      "free_async",
+      {"lock freed from its own event", test_lock_free_async_from_its_event},
+      {"rwlock freed from its own event",
+       test_rwlock_free_async_from_its_event},
+      {"semaphore freed from its own event",
+       test_semaphore_free_async_from_its_event},
+      {"waiting threads are cancelled",
+       test_lock_free_async_cancels_waiting_threads},
+      {"bad input changes nothing", test_free_async_bad_input_changes_nothing},
+      {"event types and names", test_event_types_and_names});
 }
 
 int main(void) { return zkt_run("test_async", add_suites); }

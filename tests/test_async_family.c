@@ -1,7 +1,7 @@
 /*
  * The lock family's non-blocking forms on a GLib main context (issue 15):
  * the semaphore's (zkrc_semaphore_acquire_async), the multi-lock's
- * (zkrc_lock_acquire_all_async) and the read-write lock's sides (zkrc_lock
+ * (zkrc_multilock_acquire_async) and the read-write lock's sides (zkrc_lock
  * holds), with the GLib executor (zkrecipes/glib.h), against a real
  * single-member ensemble.  test_async.c does the same for the lock and the
  * election.
@@ -211,7 +211,7 @@ typedef struct rec {
   int64_t token, called_ms;
   zkrc_semaphore_lease *lease; /* semaphore */
   zkrc_lock_hold *hold;        /* lock side */
-  zkrc_lock_set_hold *set;     /* multi-lock */
+  zkrc_multilock_hold *set;    /* multi-lock */
   int held_at_completion;      /* what is_held said inside the completion */
   int lost, other_events;
   int64_t member_tokens[4]; /* a set's, inside its completion */
@@ -233,7 +233,9 @@ static void rec_done(rec *r, int status, int64_t token) {
 }
 
 static void sem_done(zkrc_semaphore *sem, zkrc_semaphore_lease *lease,
-                     int status, int64_t token, void *arg) {
+                     const zkrc_semaphore_acquired_info *info, void *arg) {
+  int status = info->status;
+  int64_t token = info->token;
   note_thread();
   rec *r = arg;
   r->lease = lease;
@@ -250,15 +252,15 @@ static void hold_done(zkrc_lock *lk, zkrc_lock_hold *hold,
   rec_done(r, info->status, info->token);
 }
 
-static void set_done(zkrc_lock_set_hold *set,
-                     const zkrc_lock_set_acquired_info *info, void *arg) {
+static void set_done(zkrc_multilock_hold *set,
+                     const zkrc_multilock_acquired_info *info, void *arg) {
   note_thread();
   rec *r = arg;
   r->set = info->status == ZKRC_OK ? set : NULL;
-  r->held_at_completion = zkrc_lock_set_hold_is_held(set);
-  for (size_t i = 0; i < zkrc_lock_set_hold_count(set) && i < 4; i++)
-    r->member_tokens[i] =
-        zkrc_lock_hold_token(zkrc_lock_set_hold_member(set, i));
+  r->held_at_completion = zkrc_multilock_hold_is_held(set);
+  for (size_t i = 0; i < zkrc_multilock_hold_count(set) && i < 4; i++)
+    (void)zkrc_lock_hold_token(zkrc_multilock_hold_member(set, i),
+                               &r->member_tokens[i]); /* left 0 if not */
   rec_done(r, info->status, 0);
 }
 
@@ -274,17 +276,16 @@ static void rec_event(rec *r, int event) {
 }
 
 /* A semaphore's events; event_arg is the rec of its one lease. */
-static void sem_event(zkrc_semaphore *sem,
-                      const zkrc_semaphore_event_info *info, void *arg) {
+static void sem_event(zkrc_semaphore *sem, const zkrc_semaphore_event *info,
+                      void *arg) {
   note_thread();
-  rec_event(arg, info->event);
+  rec_event(arg, info->type);
 }
 
 /* A lock's (a side's, a set member's) events; event_arg is a rec. */
-static void lock_event(zkrc_lock *lk, const zkrc_lock_event_info *info,
-                       void *arg) {
+static void lock_event(zkrc_lock *lk, const zkrc_lock_event *info, void *arg) {
   note_thread();
-  rec_event(arg, info->event);
+  rec_event(arg, info->type);
 }
 
 static int rec_called(void *arg) {
@@ -430,7 +431,7 @@ static void test_callbacks_run_on_the_loop_thread(void) {
 
   ZKT_ASSERT_RC(ZKRC_OK, zkrc_semaphore_acquire_async(sem, slow(10000),
                                                       sem_done, &lease, NULL));
-  ZKT_ASSERT_RC(ZKRC_OK, zkrc_lock_acquire_all_async(members, 2, slow(10000),
+  ZKT_ASSERT_RC(ZKRC_OK, zkt_multilock_acquire_async(members, 2, slow(10000),
                                                      set_done, &set, NULL));
   ZKT_ASSERT_RC(ZKRC_OK,
                 zkrc_lock_acquire_async(zkrc_rwlock_reader(rw), slow(10000),
@@ -452,7 +453,7 @@ static void test_callbacks_run_on_the_loop_thread(void) {
   CU_ASSERT(zkt_wait_for(zkt_session_reopened, &ro, slow(15000)));
   zk_thread_note(s);
   ZKT_ASSERT_RC(ZKRC_ELOCKLOST, zkrc_semaphore_lease_release(lease.lease));
-  ZKT_ASSERT_RC(ZKRC_ELOCKLOST, zkrc_lock_set_hold_release(set.set));
+  ZKT_ASSERT_RC(ZKRC_ELOCKLOST, zkrc_multilock_hold_release(set.set));
   ZKT_ASSERT_RC(ZKRC_ELOCKLOST, zkrc_lock_hold_release(reader.hold));
 
   zkrc_semaphore_free(sem);
@@ -551,10 +552,11 @@ typedef struct cancel_check {
 static cancel_check *the_check;
 
 static void sem_done_counting(zkrc_semaphore *sem, zkrc_semaphore_lease *lease,
-                              int status, int64_t token, void *arg) {
+                              const zkrc_semaphore_acquired_info *info,
+                              void *arg) {
   the_check->leases_at_completion =
       zkt_children_now(the_check->zh, the_check->leases);
-  sem_done(sem, lease, status, token, arg);
+  sem_done(sem, lease, info, arg);
 }
 
 /* N = 1, held by the other client.  Our first waiter holds the internal
@@ -679,8 +681,8 @@ static void test_set_completes_once_with_all_members_held(void) {
   set_fixture f;
   set_open(&f, &lp, "fam-set", 1);
   rec r = {0};
-  zkrc_lock_set_hold *h = NULL;
-  ZKT_ASSERT_RC(ZKRC_OK, zkrc_lock_acquire_all_async(f.locks, SET, slow(20000),
+  zkrc_multilock_hold *h = NULL;
+  ZKT_ASSERT_RC(ZKRC_OK, zkt_multilock_acquire_async(f.locks, SET, slow(20000),
                                                      set_done, &r, &h));
   CU_ASSERT_FATAL(loop_wait_children(&lp, f.zh, f.paths[1], 2, slow(10000)));
   CU_ASSERT_EQUAL(zkt_children_now(f.zh, f.paths[0]), 1);
@@ -695,11 +697,11 @@ static void test_set_completes_once_with_all_members_held(void) {
   ZKT_ASSERT_RC(ZKRC_OK, r.status);
   CU_ASSERT_PTR_EQUAL(r.set, h);
   CU_ASSERT(r.held_at_completion);
-  CU_ASSERT(zkrc_lock_set_hold_is_held(h));
+  CU_ASSERT(zkrc_multilock_hold_is_held(h));
   int matching = 0;
   for (int i = 0; i < SET; i++) {
     /* Members come in path order. */
-    CU_ASSERT_STRING_EQUAL(zkrc_lock_path(zkrc_lock_set_hold_lock(h, i)),
+    CU_ASSERT_STRING_EQUAL(zkrc_lock_path(zkrc_multilock_hold_lock(h, i)),
                            f.paths[i]);
     struct String_vector v = {0, NULL};
     if (zoo_get_children(f.zh, f.paths[i], 0, &v) == ZOK && v.count == 1) {
@@ -712,7 +714,7 @@ static void test_set_completes_once_with_all_members_held(void) {
   }
   CU_ASSERT_EQUAL(matching, SET);
 
-  ZKT_ASSERT_RC(ZKRC_OK, zkrc_lock_set_hold_release(h));
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_multilock_hold_release(h));
   int gone = 0;
   for (int i = 0; i < SET; i++)
     gone += loop_wait_children(&lp, f.zh, f.paths[i], 0, slow(5000));
@@ -733,7 +735,7 @@ static void test_set_deadline_times_out_and_leaves_no_node(void) {
   set_open(&f, &lp, "fam-set-timeout", SET - 1);
   rec r = {0};
   int64_t t0 = zkt_now_ms();
-  ZKT_ASSERT_RC(ZKRC_OK, zkrc_lock_acquire_all_async(f.locks, SET, 800,
+  ZKT_ASSERT_RC(ZKRC_OK, zkt_multilock_acquire_async(f.locks, SET, 800,
                                                      set_done, &r, NULL));
   CU_ASSERT(loop_wait_children(&lp, f.zh, f.paths[SET - 1], 2, slow(5000)));
   CU_ASSERT_EQUAL(zkt_children_now(f.zh, f.paths[0]), 1);
@@ -789,20 +791,22 @@ static void hold_done_release_free(zkrc_lock *lk, zkrc_lock_hold *hold,
 }
 
 static void sem_done_release(zkrc_semaphore *sem, zkrc_semaphore_lease *lease,
-                             int status, int64_t token, void *arg) {
+                             const zkrc_semaphore_acquired_info *info,
+                             void *arg) {
+  int status = info->status;
   freeing *fr = arg;
-  sem_done(sem, lease, status, token, &fr->r);
+  sem_done(sem, lease, info, &fr->r);
   if (status == ZKRC_OK)
     fr->release_rc = zkrc_semaphore_lease_release(lease);
 }
 
-static void set_done_release_free(zkrc_lock_set_hold *set,
-                                  const zkrc_lock_set_acquired_info *info,
+static void set_done_release_free(zkrc_multilock_hold *set,
+                                  const zkrc_multilock_acquired_info *info,
                                   void *arg) {
   freeing *fr = arg;
   set_done(set, info, &fr->r);
   if (info->status == ZKRC_OK)
-    fr->release_rc = zkrc_lock_set_hold_release(set);
+    fr->release_rc = zkrc_multilock_hold_release(set);
   for (size_t i = 0; i < fr->n_members; i++)
     zkrc_lock_free(fr->members[i]);
   fr->n_members = 0;
@@ -866,10 +870,10 @@ static void test_release_and_free_inside_completions(void) {
   ZKT_ASSERT_RC(ZKRC_OK,
                 zkrc_semaphore_acquire_async(sem, slow(10000), sem_done_release,
                                              &lease2, NULL));
-  ZKT_ASSERT_RC(ZKRC_OK, zkrc_lock_acquire_all_async(set_ok, 2, slow(10000),
+  ZKT_ASSERT_RC(ZKRC_OK, zkt_multilock_acquire_async(set_ok, 2, slow(10000),
                                                      set_done_release_free,
                                                      &set1, NULL));
-  ZKT_ASSERT_RC(ZKRC_OK, zkrc_lock_acquire_all_async(set_late, 2, 500,
+  ZKT_ASSERT_RC(ZKRC_OK, zkt_multilock_acquire_async(set_late, 2, 500,
                                                      set_done_release_free,
                                                      &set2, NULL));
   ZKT_ASSERT_RC(ZKRC_OK, zkrc_lock_acquire_async(
@@ -941,7 +945,7 @@ typedef struct pending_world {
   /* ours */
   zkrc_semaphore *sem_busy, *sem_free, *sem_idle;
   zkrc_lock *lock_free, *lock_busy, *set[2];
-  zkrc_lock_set_hold *set_hold;
+  zkrc_multilock_hold *set_hold;
   freeing set_freeing; /* its completion frees the set's locks */
   zkrc_rwlock *rw;
   /* theirs */
@@ -1023,7 +1027,7 @@ static void world_open(pending_world *w, loop *lp, const char *tag) {
   w->set_freeing.members = w->set;
   w->set_freeing.n_members = 2;
   ZKT_ASSERT_RC(ZKRC_OK,
-                zkrc_lock_acquire_all_async(w->set, 2, ZKRC_WAIT_FOREVER,
+                zkt_multilock_acquire_async(w->set, 2, ZKRC_WAIT_FOREVER,
                                             set_done_release_free,
                                             &w->set_freeing, &w->set_hold));
   ZKT_ASSERT_RC(ZKRC_OK, zkrc_lock_acquire_async(zkrc_rwlock_writer(w->rw),
@@ -1113,7 +1117,7 @@ static void test_clear_after_free_with_holds_pending(void) {
   loop_init(&lp);
   pending_world w;
   world_open(&w, &lp, "fam-clear-free");
-  ZKT_ASSERT_RC(ZKRC_OK, zkrc_lock_set_hold_cancel(w.set_hold));
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_multilock_hold_cancel(w.set_hold));
   world_free_ours(&w);
   zkrc_session_close(w.s);
   int before = w.waiting[0].calls + w.waiting[1].calls + w.waiting[2].calls +

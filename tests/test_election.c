@@ -90,11 +90,11 @@ static void member_record(member *m, int kind, int value, int64_t token,
   g_mutex_unlock(&rec_mu);
 }
 
-static void member_on_event(zkrc_election *e,
-                            const zkrc_election_event_info *info, void *arg) {
-  int kind = info->event == ZKRC_ELECTION_ELECTED   ? REC_ELECTED
-             : info->event == ZKRC_ELECTION_REVOKED ? REC_REVOKED
-                                                    : REC_FAILED;
+static void member_on_event(zkrc_election *e, const zkrc_election_event *info,
+                            void *arg) {
+  int kind = info->type == ZKRC_ELECTION_ELECTED   ? REC_ELECTED
+             : info->type == ZKRC_ELECTION_REVOKED ? REC_REVOKED
+                                                   : REC_FAILED;
   member_record(arg, kind, info->reason, info->token, info->node);
 }
 
@@ -1446,6 +1446,14 @@ static void test_bad_input_gets_clear_errors(void) {
   id = (char *)&id;
   ZKT_ASSERT_RC(ZKRC_OK, zkrc_election_leader_id(e, &id, ZKRC_WAIT_FOREVER));
   CU_ASSERT_PTR_NULL(id);
+  /* ZKRC_NO_WAIT: one look, its answer awaited (a round trip). */
+  id = (char *)&id;
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_election_leader_id(e, &id, ZKRC_NO_WAIT));
+  CU_ASSERT_PTR_NULL(id);
+  ZKT_ASSERT_RC(ZKRC_OK,
+                zkrc_election_participants(e, &ids, &count, ZKRC_NO_WAIT));
+  CU_ASSERT_EQUAL(count, 0);
+  zkrc_strv_free(ids);
   ZKT_ASSERT_RC(ZKRC_OK, zkrc_election_participants(e, &ids, &count, 5000));
   CU_ASSERT_EQUAL(count, 0);
   CU_ASSERT(ids && ids[0] == NULL);

@@ -157,7 +157,8 @@ static void count_owners(zhandle_t *zh, zkrc_lock_hold **holds, owners *o) {
   o->bytes = g_hash_table_new_full(g_int64_hash, g_int64_equal, g_free, g_free);
   o->owner_of = g_new0(int64_t, LOCKS);
   for (int i = 0; i < LOCKS; i++) {
-    char *node = zkrc_lock_hold_node(holds[i]);
+    char *node = NULL;
+    ZKT_ASSERT_RC(ZKRC_OK, zkrc_lock_hold_node(holds[i], &node));
     struct Stat st;
     CU_ASSERT_PTR_NOT_NULL_FATAL(node);
     CU_ASSERT_EQUAL_FATAL(zoo_exists(zh, node, 0, &st), ZOK);

@@ -343,15 +343,15 @@ static void test_curator_mutex_both_ways(void) {
 
 /* ------------------------------------------------------ Curator latch */
 
-static void on_election(zkrc_election *e, const zkrc_election_event_info *info,
+static void on_election(zkrc_election *e, const zkrc_election_event *info,
                         void *arg) {
-  g_async_queue_push(arg, GINT_TO_POINTER(info->event + 1));
+  g_async_queue_push(arg, GINT_TO_POINTER(info->type)); /* never 0 */
 }
 
 /* The next election event within @p timeout_ms, or -1. */
 static int next_election_event(GAsyncQueue *q, int timeout_ms) {
   gpointer ev = g_async_queue_timeout_pop(q, (guint64)timeout_ms * 1000);
-  return ev ? GPOINTER_TO_INT(ev) - 1 : -1;
+  return ev ? GPOINTER_TO_INT(ev) : -1;
 }
 
 static void assert_leader_id(zkrc_election *e, const char *expected) {

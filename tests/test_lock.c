@@ -526,11 +526,11 @@ typedef struct events {
   int64_t token;
 } events;
 
-static void on_lock_event(zkrc_lock *lk, const zkrc_lock_event_info *info,
+static void on_lock_event(zkrc_lock *lk, const zkrc_lock_event *info,
                           void *arg) {
   events *ev = arg;
   g_mutex_lock(&ev->mu);
-  if (info->event == ZKRC_LOCK_LOST) {
+  if (info->type == ZKRC_LOCK_LOST) {
     ev->lost++;
     ev->reason = info->reason;
     ev->token = info->token;
@@ -1011,6 +1011,12 @@ static void test_participants_are_listed_in_queue_order(void) {
   CU_ASSERT_STRING_EQUAL(ids[1], expected);
   CU_ASSERT_PTR_NULL(ids[2]);
   zkrc_strv_free(ids);
+  /* ZKRC_NO_WAIT looks once: its answer is awaited (a round trip); any
+   * other negative timeout is refused. */
+  CU_ASSERT_EQUAL(zkrc_lock_participants(b, &ids, &n, ZKRC_NO_WAIT), ZKRC_OK);
+  CU_ASSERT_EQUAL(n, 2);
+  zkrc_strv_free(ids);
+  CU_ASSERT_EQUAL(zkrc_lock_participants(b, &ids, &n, -2), ZKRC_EINVAL);
   /* The same through zkrc_lock_list, with node names, no lock object. */
   zkrc_participant *list = NULL;
   size_t count = 0;
@@ -1025,6 +1031,11 @@ static void test_participants_are_listed_in_queue_order(void) {
   CU_ASSERT_STRING_EQUAL(list[1].id, expected);
   zkrc_participants_free(list, count);
   free(held);
+  CU_ASSERT_EQUAL(zkrc_lock_list(s2, path, &list, &count, ZKRC_NO_WAIT),
+                  ZKRC_OK);
+  CU_ASSERT_EQUAL(count, 2);
+  zkrc_participants_free(list, count);
+  CU_ASSERT_EQUAL(zkrc_lock_list(s2, path, &list, &count, -2), ZKRC_EINVAL);
   CU_ASSERT_EQUAL(zkrc_lock_list(s2, "bad path", &list, &count, 5000),
                   ZKRC_EINVAL);
   CU_ASSERT_EQUAL(zkrc_lock_release(a), ZKRC_OK);

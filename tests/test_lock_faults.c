@@ -128,14 +128,13 @@ static void test_lost_create_reply_while_others_hold(void) {
 typedef struct lock_events {
   GMutex mu;
   GCond cond;
-  GArray *seen; /* of zkrc_lock_event */
+  GArray *seen; /* of zkrc_lock_event_type */
 } lock_events;
 
-static void on_event(zkrc_lock *lk, const zkrc_lock_event_info *info,
-                     void *arg) {
+static void on_event(zkrc_lock *lk, const zkrc_lock_event *info, void *arg) {
   lock_events *le = arg;
   g_mutex_lock(&le->mu);
-  g_array_append_val(le->seen, info->event);
+  g_array_append_val(le->seen, info->type);
   g_cond_broadcast(&le->cond);
   g_mutex_unlock(&le->mu);
 }
@@ -156,7 +155,7 @@ static zkrc_lock *lock_telling(zkrc_session *s, const char *path,
                                lock_events *le) {
   g_mutex_init(&le->mu);
   g_cond_init(&le->cond);
-  le->seen = g_array_new(FALSE, FALSE, sizeof(zkrc_lock_event));
+  le->seen = g_array_new(FALSE, FALSE, sizeof(zkrc_lock_event_type));
   zkrc_lock_options o;
   zkrc_lock_options_init(&o);
   o.on_event = on_event;
@@ -182,9 +181,9 @@ static void test_dropped_connection_suspends_then_reconnects(void) {
   CU_ASSERT_FATAL(proxy >= 0);
   zkrc_proxy_drop_all(zkt_ensemble(), proxy);
   CU_ASSERT_EQUAL(wait_events(&le, 2, 10000), 2);
-  CU_ASSERT_EQUAL(g_array_index(le.seen, zkrc_lock_event, 0),
+  CU_ASSERT_EQUAL(g_array_index(le.seen, zkrc_lock_event_type, 0),
                   ZKRC_LOCK_SUSPENDED);
-  CU_ASSERT_EQUAL(g_array_index(le.seen, zkrc_lock_event, 1),
+  CU_ASSERT_EQUAL(g_array_index(le.seen, zkrc_lock_event_type, 1),
                   ZKRC_LOCK_RECONNECTED);
   CU_ASSERT_TRUE(zkrc_lock_is_held(lk));
   /* Still ours, server side too: a fenced write goes through. */
@@ -217,17 +216,18 @@ static void test_node_deleted_while_disconnected_is_lost(void) {
 
   refuse_all(1);
   CU_ASSERT_EQUAL_FATAL(wait_events(&le, 1, 10000), 1);
-  CU_ASSERT_EQUAL(g_array_index(le.seen, zkrc_lock_event, 0),
+  CU_ASSERT_EQUAL(g_array_index(le.seen, zkrc_lock_event_type, 0),
                   ZKRC_LOCK_SUSPENDED);
   CU_ASSERT_EQUAL(zoo_delete(zh, node, -1), ZOK);
   refuse_all(0);
   CU_ASSERT_EQUAL(zkrc_session_wait_connected(s, 10000), ZKRC_OK);
   CU_ASSERT_EQUAL(zkrc_session_id(s), id); /* back within the lease */
   CU_ASSERT_EQUAL(wait_events(&le, 2, 10000), 2);
-  CU_ASSERT_EQUAL(g_array_index(le.seen, zkrc_lock_event, 1), ZKRC_LOCK_LOST);
+  CU_ASSERT_EQUAL(g_array_index(le.seen, zkrc_lock_event_type, 1),
+                  ZKRC_LOCK_LOST);
   CU_ASSERT_FALSE(zkrc_lock_is_held(lk));
   for (guint i = 0; i < le.seen->len; i++)
-    CU_ASSERT_NOT_EQUAL(g_array_index(le.seen, zkrc_lock_event, i),
+    CU_ASSERT_NOT_EQUAL(g_array_index(le.seen, zkrc_lock_event_type, i),
                         ZKRC_LOCK_RECONNECTED);
   CU_ASSERT_EQUAL(zkrc_lock_release(lk), ZKRC_ELOCKLOST);
   free(node);
@@ -566,10 +566,10 @@ typedef struct sem_client {
 } sem_client;
 
 static void sem_client_event(zkrc_semaphore *sem,
-                             const zkrc_semaphore_event_info *info, void *arg) {
+                             const zkrc_semaphore_event *info, void *arg) {
   sem_client *c = arg;
   g_mutex_lock(&c->mu);
-  if (info->event == ZKRC_LOCK_LOST && info->lease == c->current &&
+  if (info->type == ZKRC_LOCK_LOST && info->lease == c->current &&
       c->lost_us == 0)
     c->lost_us = zkt_hold_now_us();
   g_mutex_unlock(&c->mu);
@@ -601,7 +601,8 @@ static gpointer sem_client_run(gpointer data) {
       continue;
     }
     int64_t acquired = zkt_hold_now_us();
-    int64_t token = zkrc_semaphore_lease_token(lease);
+    int64_t token = 0;
+    (void)zkrc_semaphore_lease_token(lease, &token); /* 0: lost */
     g_mutex_lock(&c->mu);
     c->current = lease;
     c->lost_us = 0;

@@ -248,7 +248,7 @@ static void test_quiet_by_default(void) {
 /* The log hook never runs with a zkrecipes mutex held.  At DEBUG the
  * ZooKeeper client logs every request it sends ("Sending request ...")
  * from the sending thread; zkrc_election_resign() withdraws its node
- * under the election's mutex and zkrc_lock_set_hold_cancel() cancels a
+ * under the election's mutex and zkrc_multilock_hold_cancel() cancels a
  * member under the set's: no line may reach the hook on this thread
  * inside those calls (the queue hands them to the session's worker). */
 static _Thread_local int inside_call;
@@ -261,8 +261,8 @@ static void record_inside(zkrc_log_level level, zkrc_log_origin origin,
   record(level, origin, line, arg);
 }
 
-static void on_set_done(zkrc_lock_set_hold *set,
-                        const zkrc_lock_set_acquired_info *info, void *arg) {
+static void on_set_done(zkrc_multilock_hold *set,
+                        const zkrc_multilock_acquired_info *info, void *arg) {
   g_mutex_lock(&mu);
   *(int *)arg = info->status == ZKRC_OK ? 1 : 2;
   g_cond_broadcast(&cond);
@@ -292,13 +292,13 @@ static void test_no_line_under_a_mutex(void) {
   CU_ASSERT_EQUAL_FATAL(zkrc_lock_new(&lb, s, b, NULL), ZKRC_OK);
   zkrc_lock *set[] = {la, lb};
   int done = 0;
-  zkrc_lock_set_hold *h = NULL;
-  ZKT_ASSERT_RC(ZKRC_OK, zkrc_lock_acquire_all_async(set, 2, ZKRC_WAIT_FOREVER,
+  zkrc_multilock_hold *h = NULL;
+  ZKT_ASSERT_RC(ZKRC_OK, zkt_multilock_acquire_async(set, 2, ZKRC_WAIT_FOREVER,
                                                      on_set_done, &done, &h));
   zhandle_t *zh = zkt_raw();
   CU_ASSERT_FATAL(zkt_wait_children(zh, b, 2, 5000));
   inside_call = 1;
-  ZKT_ASSERT_RC(ZKRC_OK, zkrc_lock_set_hold_cancel(h));
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_multilock_hold_cancel(h));
   inside_call = 0;
   int in_cancel = g_atomic_int_get(&lines_inside) - in_resign;
   CU_ASSERT_EQUAL(in_resign, 0);

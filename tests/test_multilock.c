@@ -45,6 +45,15 @@ static void free_paths(paths *ps) {
     g_free(ps->p[i]);
 }
 
+/* The multilock of @p locks, added in the order given. */
+static zkrc_multilock *ml_of(zkrc_lock *const *locks, size_t count) {
+  int rc;
+  zkrc_multilock *ml = zkt_multilock_of(locks, count, &rc);
+  ZKT_ASSERT_RC(ZKRC_OK, rc);
+  CU_ASSERT_FATAL(ml != NULL);
+  return ml;
+}
+
 /* ------------------------------------------------------- all at once */
 
 static void test_acquire_all_holds_every_lock(void) {
@@ -53,7 +62,8 @@ static void test_acquire_all_holds_every_lock(void) {
   zkrc_lock *a = new_lock(s, ps.p[0]), *b = new_lock(s, ps.p[1]),
             *c = new_lock(s, ps.p[2]);
   zkrc_lock *set[] = {c, a, b}; /* not in path order */
-  ZKT_ASSERT_RC(ZKRC_OK, zkrc_lock_acquire_all(set, 3, 5000));
+  zkrc_multilock *ml = ml_of(set, 3);
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_multilock_acquire(ml, 5000));
   for (int i = 0; i < 3; i++) {
     CU_ASSERT(zkrc_lock_is_held(set[i]));
     CU_ASSERT_EQUAL(zkrc_lock_depth(set[i]), 1);
@@ -61,7 +71,8 @@ static void test_acquire_all_holds_every_lock(void) {
     ZKT_ASSERT_RC(ZKRC_ELOCKED, zkrc_lock_acquire(theirs, ZKRC_NO_WAIT));
     zkrc_lock_free(theirs);
   }
-  ZKT_ASSERT_RC(ZKRC_OK, zkrc_lock_release_all(set, 3));
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_multilock_release(ml));
+  zkrc_multilock_free(ml);
   zhandle_t *zh = zkt_raw();
   for (int i = 0; i < 3; i++) {
     CU_ASSERT(!zkrc_lock_is_held(set[i]));
@@ -86,9 +97,12 @@ typedef struct asker {
 
 static gpointer ask_once(gpointer data) {
   asker *k = data;
-  k->rc = zkrc_lock_acquire_all(k->set, 2, 10000);
+  zkrc_multilock *ml = zkt_multilock_of(k->set, 2, &k->rc);
+  if (ml)
+    k->rc = zkrc_multilock_acquire(ml, 10000);
   if (k->rc == ZKRC_OK)
-    k->rc = zkrc_lock_release_all(k->set, 2);
+    k->rc = zkrc_multilock_release(ml);
+  zkrc_multilock_free(ml);
   return NULL;
 }
 
@@ -130,19 +144,21 @@ static void test_locks_are_taken_in_path_order(void) {
 
 static gpointer ask_rounds(gpointer data) {
   asker *k = data;
-  for (k->rounds_done = 0; k->rounds_done < N_ROUNDS; k->rounds_done++) {
-    k->rc = zkrc_lock_acquire_all(k->set, 2, 10000);
+  zkrc_multilock *ml = zkt_multilock_of(k->set, 2, &k->rc);
+  for (k->rounds_done = 0; ml && k->rounds_done < N_ROUNDS; k->rounds_done++) {
+    k->rc = zkrc_multilock_acquire(ml, 10000);
     if (k->rc != ZKRC_OK)
-      return NULL;
+      break;
     if (g_atomic_int_add(k->inside, 1) != 0)
       k->overlaps++;
     if (!zkrc_lock_is_held(k->set[0]) || !zkrc_lock_is_held(k->set[1]))
       k->overlaps++;
     g_atomic_int_add(k->inside, -1);
-    k->rc = zkrc_lock_release_all(k->set, 2);
+    k->rc = zkrc_multilock_release(ml);
     if (k->rc != ZKRC_OK)
-      return NULL;
+      break;
   }
+  zkrc_multilock_free(ml);
   return NULL;
 }
 
@@ -187,9 +203,12 @@ typedef struct failing {
 
 static gpointer ask_and_look(gpointer data) {
   failing *f = data;
+  zkrc_multilock *ml = zkt_multilock_of(f->set, 3, &f->rc);
   int64_t start = zkt_now_ms();
-  f->rc = zkrc_lock_acquire_all(f->set, 3, f->timeout_ms);
+  if (ml)
+    f->rc = zkrc_multilock_acquire(ml, f->timeout_ms);
   f->took_ms = zkt_now_ms() - start;
+  zkrc_multilock_free(ml); /* releases nothing: the call failed */
   for (int i = 0; i < 3; i++)
     f->depth[i] = zkrc_lock_depth(f->set[i]);
   return NULL;
@@ -259,11 +278,10 @@ typedef struct loss {
   int lost;
 } loss;
 
-static void on_a_event(zkrc_lock *lk, const zkrc_lock_event_info *info,
-                       void *arg) {
+static void on_a_event(zkrc_lock *lk, const zkrc_lock_event *info, void *arg) {
   loss *l = arg;
   g_mutex_lock(&l->mu);
-  if (info->event == ZKRC_LOCK_LOST)
+  if (info->type == ZKRC_LOCK_LOST)
     l->lost = 1;
   g_cond_broadcast(&l->cond);
   g_mutex_unlock(&l->mu);
@@ -427,11 +445,13 @@ static void test_locks_already_held_count_once_more(void) {
   zkrc_session *s = zkt_session();
   zkrc_lock *a = new_lock(s, ps.p[0]), *b = new_lock(s, ps.p[1]);
   zkrc_lock *set[] = {a, b};
+  zkrc_multilock *ml = ml_of(set, 2);
   ZKT_ASSERT_RC(ZKRC_OK, zkrc_lock_acquire(a, 5000));
-  ZKT_ASSERT_RC(ZKRC_OK, zkrc_lock_acquire_all(set, 2, 5000));
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_multilock_acquire(ml, 5000));
   CU_ASSERT_EQUAL(zkrc_lock_depth(a), 2);
   CU_ASSERT_EQUAL(zkrc_lock_depth(b), 1);
-  ZKT_ASSERT_RC(ZKRC_OK, zkrc_lock_release_all(set, 2));
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_multilock_release(ml));
+  zkrc_multilock_free(ml);
   CU_ASSERT_EQUAL(zkrc_lock_depth(a), 1);
   CU_ASSERT_EQUAL(zkrc_lock_depth(b), 0);
   CU_ASSERT(zkrc_lock_is_held(a));
@@ -451,25 +471,64 @@ static void test_bad_sets_are_refused_and_change_nothing(void) {
             *a_again = new_lock(s, ps.p[0]);
   zkrc_lock *good[] = {a, b}, *with_null[] = {a, NULL},
             *same_path[] = {a, b, a_again};
-  ZKT_ASSERT_RC(ZKRC_EINVAL, zkrc_lock_acquire_all(NULL, 2, 1000));
-  ZKT_ASSERT_RC(ZKRC_EINVAL, zkrc_lock_acquire_all(good, 0, 1000));
-  ZKT_ASSERT_RC(ZKRC_EINVAL,
-                zkrc_lock_acquire_all(good, ZKRC_MULTILOCK_MAX + 1, 1000));
-  ZKT_ASSERT_RC(ZKRC_EINVAL, zkrc_lock_acquire_all(with_null, 2, 1000));
-  ZKT_ASSERT_RC(ZKRC_EINVAL, zkrc_lock_acquire_all(same_path, 3, 1000));
-  ZKT_ASSERT_RC(ZKRC_EINVAL, zkrc_lock_acquire_all(good, 2, -5));
+  /* The one API: a bad set is refused as it is built (each add), an
+   * empty one when it is acquired. */
+  int rc = ZKRC_OK;
+  CU_ASSERT_PTR_NULL(zkt_multilock_of(NULL, 2, &rc));
+  ZKT_ASSERT_RC(ZKRC_EINVAL, rc);
+  zkrc_multilock *empty = ml_of(good, 0);
+  ZKT_ASSERT_RC(ZKRC_ESTATE, zkrc_multilock_acquire(empty, 1000));
+  zkrc_multilock_free(empty);
+  zkrc_multilock *full = NULL;
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_multilock_new(&full));
+  zkrc_lock **many = g_new0(zkrc_lock *, ZKRC_MULTILOCK_MAX + 1);
+  for (int i = 0; i <= ZKRC_MULTILOCK_MAX; i++) {
+    char *p = g_strdup_printf("%s/%04d", ps.p[2], i);
+    many[i] = new_lock(s, p);
+    g_free(p);
+    rc = zkrc_multilock_add_lock(full, many[i]);
+    if (i < ZKRC_MULTILOCK_MAX)
+      ZKT_ASSERT_RC(ZKRC_OK, rc);
+  }
+  ZKT_ASSERT_RC(ZKRC_EINVAL, rc); /* one past the most */
+  CU_ASSERT_EQUAL(zkrc_multilock_count(full), ZKRC_MULTILOCK_MAX);
+  zkrc_multilock_free(full);
+  for (int i = 0; i <= ZKRC_MULTILOCK_MAX; i++)
+    zkrc_lock_free(many[i]);
+  g_free(many);
+  CU_ASSERT_PTR_NULL(zkt_multilock_of(with_null, 2, &rc));
+  ZKT_ASSERT_RC(ZKRC_EINVAL, rc);
+  CU_ASSERT_PTR_NULL(zkt_multilock_of(same_path, 3, &rc));
+  ZKT_ASSERT_RC(ZKRC_EINVAL, rc);
+  zkrc_multilock *ml = ml_of(good, 2);
+  ZKT_ASSERT_RC(ZKRC_EINVAL, zkrc_multilock_acquire(ml, -5));
+  ZKT_ASSERT_RC(ZKRC_EINVAL, zkrc_multilock_acquire(NULL, 1000));
   zhandle_t *zh = zkt_raw();
   CU_ASSERT_EQUAL(zkt_exists(zh, ps.p[0]), 0); /* nothing was sent */
   CU_ASSERT_EQUAL(zkt_exists(zh, ps.p[1]), 0);
 
-  /* Releasing a set the thread does not wholly hold releases nothing. */
-  ZKT_ASSERT_RC(ZKRC_ENOTOWNER, zkrc_lock_release_all(good, 2));
+  /* Releasing a set that is not held releases nothing; nor does a
+   * release by a thread that does not wholly hold it (zkrc_multilock's
+   * ENOTOWNER: see test_mixed_misuse_is_refused). */
+  ZKT_ASSERT_RC(ZKRC_ESTATE, zkrc_multilock_release(ml));
   ZKT_ASSERT_RC(ZKRC_OK, zkrc_lock_acquire(a, 5000));
-  ZKT_ASSERT_RC(ZKRC_ENOTOWNER, zkrc_lock_release_all(good, 2));
+  ZKT_ASSERT_RC(ZKRC_ESTATE, zkrc_multilock_release(ml));
   CU_ASSERT_EQUAL(zkrc_lock_depth(a), 1);
   CU_ASSERT(zkrc_lock_is_held(a));
-  ZKT_ASSERT_RC(ZKRC_EINVAL, zkrc_lock_release_all(same_path, 3));
+  ZKT_ASSERT_RC(ZKRC_EINVAL, zkrc_multilock_release(NULL));
   CU_ASSERT_EQUAL(zkrc_lock_depth(a), 1);
+  /* A set its thread no longer wholly holds (it gave b back on its own):
+   * its release is refused and releases nothing. */
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_multilock_acquire(ml, 5000));
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_lock_release(b));
+  ZKT_ASSERT_RC(ZKRC_ENOTOWNER, zkrc_multilock_release(ml));
+  CU_ASSERT_EQUAL(zkrc_lock_depth(a), 2);
+  CU_ASSERT_EQUAL(zkrc_lock_depth(b), 0);
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_lock_acquire(b, 5000));
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_multilock_release(ml));
+  CU_ASSERT_EQUAL(zkrc_lock_depth(a), 1);
+  CU_ASSERT_EQUAL(zkrc_lock_depth(b), 0);
+  zkrc_multilock_free(ml);
   ZKT_ASSERT_RC(ZKRC_OK, zkrc_lock_release(a));
   zookeeper_close(zh);
   zkrc_lock_free(a);
@@ -505,10 +564,10 @@ typedef struct outcome {
   int called;
   int status;
   zkrc_lock *failed;
-  int held;      /* zkrc_lock_set_hold_is_held() in the callback */
+  int held;      /* zkrc_multilock_hold_is_held() in the callback */
   int sorted;    /* the set's locks came in path order */
   int tokens_ok; /* every member hold had a token */
-  zkrc_lock_set_hold *set;
+  zkrc_multilock_hold *set;
 } outcome;
 
 static void outcome_init(outcome *o) {
@@ -522,16 +581,19 @@ static void outcome_clear(outcome *o) {
   g_mutex_clear(&o->mu);
 }
 
-static void on_set_done(zkrc_lock_set_hold *set,
-                        const zkrc_lock_set_acquired_info *info, void *arg) {
+static void on_set_done(zkrc_multilock_hold *set,
+                        const zkrc_multilock_acquired_info *info, void *arg) {
   outcome *o = arg;
-  int held = zkrc_lock_set_hold_is_held(set);
+  int held = zkrc_multilock_hold_is_held(set);
   int sorted = 1, tokens_ok = 1;
-  for (size_t i = 0; i < zkrc_lock_set_hold_count(set); i++) {
-    if (i > 0 && strcmp(zkrc_lock_path(zkrc_lock_set_hold_lock(set, i - 1)),
-                        zkrc_lock_path(zkrc_lock_set_hold_lock(set, i))) >= 0)
+  int64_t tok = 0;
+  for (size_t i = 0; i < zkrc_multilock_hold_count(set); i++) {
+    if (i > 0 && strcmp(zkrc_lock_path(zkrc_multilock_hold_lock(set, i - 1)),
+                        zkrc_lock_path(zkrc_multilock_hold_lock(set, i))) >= 0)
       sorted = 0;
-    if (zkrc_lock_hold_token(zkrc_lock_set_hold_member(set, i)) <= 0)
+    if (zkrc_lock_hold_token(zkrc_multilock_hold_member(set, i), &tok) !=
+            ZKRC_OK ||
+        tok <= 0)
       tokens_ok = 0;
   }
   g_mutex_lock(&o->mu);
@@ -564,9 +626,9 @@ static void test_async_acquires_all_and_releases(void) {
                       new_lock(s, ps.p[1])};
   outcome o;
   outcome_init(&o);
-  zkrc_lock_set_hold *h = NULL;
+  zkrc_multilock_hold *h = NULL;
   ZKT_ASSERT_RC(ZKRC_OK,
-                zkrc_lock_acquire_all_async(set, 3, 5000, on_set_done, &o, &h));
+                zkt_multilock_acquire_async(set, 3, 5000, on_set_done, &o, &h));
   CU_ASSERT_PTR_NOT_NULL(h);
   CU_ASSERT_EQUAL_FATAL(wait_outcome(&o), 1);
   ZKT_ASSERT_RC(ZKRC_OK, o.status);
@@ -574,9 +636,9 @@ static void test_async_acquires_all_and_releases(void) {
   CU_ASSERT(o.sorted);
   CU_ASSERT(o.tokens_ok);
   CU_ASSERT_PTR_EQUAL(o.set, h);
-  CU_ASSERT_PTR_EQUAL(zkrc_lock_set_hold_arg(h), &o);
-  ZKT_ASSERT_RC(ZKRC_ESTATE, zkrc_lock_set_hold_cancel(h));
-  ZKT_ASSERT_RC(ZKRC_OK, zkrc_lock_set_hold_release(h));
+  CU_ASSERT_PTR_EQUAL(zkrc_multilock_hold_arg(h), &o);
+  ZKT_ASSERT_RC(ZKRC_ESTATE, zkrc_multilock_hold_cancel(h));
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_multilock_hold_release(h));
   zhandle_t *zh = zkt_raw();
   for (int i = 0; i < 3; i++)
     CU_ASSERT(no_nodes_left(zh, ps.p[i]));
@@ -631,7 +693,7 @@ static void test_async_timeout_gives_back_what_was_taken(void) {
   second_held f;
   second_held_open(&f, "ml-async-timeout");
   int64_t start = zkt_now_ms();
-  ZKT_ASSERT_RC(ZKRC_OK, zkrc_lock_acquire_all_async(f.set, 2, 600, on_set_done,
+  ZKT_ASSERT_RC(ZKRC_OK, zkt_multilock_acquire_async(f.set, 2, 600, on_set_done,
                                                      &f.o, NULL));
   CU_ASSERT_EQUAL_FATAL(wait_outcome(&f.o), 1);
   int64_t took = zkt_now_ms() - start;
@@ -644,13 +706,13 @@ static void test_async_timeout_gives_back_what_was_taken(void) {
 static void test_async_cancel_gives_back_what_was_taken(void) {
   second_held f;
   second_held_open(&f, "ml-async-cancel");
-  zkrc_lock_set_hold *h = NULL;
+  zkrc_multilock_hold *h = NULL;
   ZKT_ASSERT_RC(ZKRC_OK,
-                zkrc_lock_acquire_all_async(f.set, 2, ZKRC_WAIT_FOREVER,
+                zkt_multilock_acquire_async(f.set, 2, ZKRC_WAIT_FOREVER,
                                             on_set_done, &f.o, &h));
   /* The first path is ours; we queue on the second. */
   CU_ASSERT_FATAL(zkt_wait_children(f.zh, f.ps.p[1], 2, 5000));
-  ZKT_ASSERT_RC(ZKRC_OK, zkrc_lock_set_hold_cancel(h));
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_multilock_hold_cancel(h));
   CU_ASSERT_EQUAL_FATAL(wait_outcome(&f.o), 1);
   ZKT_ASSERT_RC(ZKRC_ECANCELED, f.o.status);
   second_held_close(&f);
@@ -663,23 +725,23 @@ static void test_async_cancel_gives_back_what_was_taken(void) {
 typedef struct lost_watch {
   GMutex mu;
   GCond cond;
-  zkrc_lock_set_hold *set; /* NULL once released */
+  zkrc_multilock_hold *set; /* NULL once released */
   int lost_events;
   int after_release; /* LOST events delivered after the set was released */
 } lost_watch;
 
-static void on_member_event(zkrc_lock *lk, const zkrc_lock_event_info *info,
+static void on_member_event(zkrc_lock *lk, const zkrc_lock_event *info,
                             void *arg) {
   lost_watch *w = arg;
-  if (info->event != ZKRC_LOCK_LOST)
+  if (info->type != ZKRC_LOCK_LOST)
     return;
   g_mutex_lock(&w->mu);
   w->lost_events++;
-  zkrc_lock_set_hold *set = w->set;
+  zkrc_multilock_hold *set = w->set;
   if (set && zkrc_lock_hold_arg(info->hold) == (void *)set) {
     w->set = NULL;
     g_mutex_unlock(&w->mu);
-    ZKT_ASSERT_RC(ZKRC_ELOCKLOST, zkrc_lock_set_hold_release(set));
+    ZKT_ASSERT_RC(ZKRC_ELOCKLOST, zkrc_multilock_hold_release(set));
     g_mutex_lock(&w->mu);
   } else {
     w->after_release++;
@@ -703,9 +765,9 @@ static void test_no_member_event_after_set_release(void) {
     CU_ASSERT_EQUAL_FATAL(zkrc_lock_new(&set[i], s, ps.p[i], &lo), ZKRC_OK);
   outcome o;
   outcome_init(&o);
-  zkrc_lock_set_hold *h = NULL;
+  zkrc_multilock_hold *h = NULL;
   ZKT_ASSERT_RC(ZKRC_OK,
-                zkrc_lock_acquire_all_async(set, 2, 5000, on_set_done, &o, &h));
+                zkt_multilock_acquire_async(set, 2, 5000, on_set_done, &o, &h));
   CU_ASSERT_EQUAL_FATAL(wait_outcome(&o), 1);
   ZKT_ASSERT_RC(ZKRC_OK, o.status);
   g_mutex_lock(&w.mu);
@@ -739,18 +801,18 @@ static void test_async_bad_sets_are_refused(void) {
   zkrc_lock *same_path[] = {a, a_again}, *one[] = {a};
   outcome o;
   outcome_init(&o);
-  zkrc_lock_set_hold *h = (zkrc_lock_set_hold *)&o; /* must be left alone */
+  zkrc_multilock_hold *h = (zkrc_multilock_hold *)&o; /* must be left alone */
   ZKT_ASSERT_RC(ZKRC_EINVAL,
-                zkrc_lock_acquire_all_async(one, 1, 1000, NULL, &o, &h));
-  ZKT_ASSERT_RC(ZKRC_EINVAL, zkrc_lock_acquire_all_async(same_path, 2, 1000,
+                zkt_multilock_acquire_async(one, 1, 1000, NULL, &o, &h));
+  ZKT_ASSERT_RC(ZKRC_EINVAL, zkt_multilock_acquire_async(same_path, 2, 1000,
                                                          on_set_done, &o, &h));
   ZKT_ASSERT_RC(ZKRC_EINVAL,
-                zkrc_lock_acquire_all_async(one, 1, -7, on_set_done, &o, &h));
-  CU_ASSERT_PTR_EQUAL(h, (zkrc_lock_set_hold *)&o);
-  ZKT_ASSERT_RC(ZKRC_EINVAL, zkrc_lock_set_hold_cancel(NULL));
-  ZKT_ASSERT_RC(ZKRC_EINVAL, zkrc_lock_set_hold_release(NULL));
-  CU_ASSERT_EQUAL(zkrc_lock_set_hold_is_held(NULL), 0);
-  CU_ASSERT_PTR_NULL(zkrc_lock_set_hold_member(NULL, 0));
+                zkt_multilock_acquire_async(one, 1, -7, on_set_done, &o, &h));
+  CU_ASSERT_PTR_EQUAL(h, (zkrc_multilock_hold *)&o);
+  ZKT_ASSERT_RC(ZKRC_EINVAL, zkrc_multilock_hold_cancel(NULL));
+  ZKT_ASSERT_RC(ZKRC_EINVAL, zkrc_multilock_hold_release(NULL));
+  CU_ASSERT_EQUAL(zkrc_multilock_hold_is_held(NULL), 0);
+  CU_ASSERT_PTR_NULL(zkrc_multilock_hold_member(NULL, 0));
   zhandle_t *zh = zkt_raw();
   CU_ASSERT_EQUAL(zkt_exists(zh, ps.p[0]), 0); /* nothing was sent */
   zookeeper_close(zh);
@@ -789,15 +851,24 @@ static void test_mixed_set_holds_locks_and_leases(void) {
   CU_ASSERT_EQUAL(zkrc_multilock_count(ml), 3);
   for (size_t i = 0; i < 3; i++)
     CU_ASSERT_STRING_EQUAL(zkrc_multilock_path(ml, i), ps.p[i]);
-  CU_ASSERT_EQUAL(zkrc_multilock_token(ml, 0), 0); /* not held yet */
+  int64_t tok = 0;
+  char *node = NULL;
+  /* not held yet */
+  ZKT_ASSERT_RC(ZKRC_ESTATE, zkrc_multilock_token(ml, 0, &tok));
+  ZKT_ASSERT_RC(ZKRC_ESTATE, zkrc_multilock_node(ml, 0, &node));
+  ZKT_ASSERT_RC(ZKRC_EINVAL, zkrc_multilock_token(ml, 3, &tok));
+  ZKT_ASSERT_RC(ZKRC_EINVAL, zkrc_multilock_token(ml, 0, NULL));
+  CU_ASSERT_EQUAL(tok, 0);
+  CU_ASSERT_PTR_NULL(node);
   ZKT_ASSERT_RC(ZKRC_OK, zkrc_multilock_acquire(ml, 5000));
   CU_ASSERT(zkrc_multilock_is_held(ml));
   zhandle_t *zh = zkt_raw();
   for (size_t i = 0; i < 3; i++) {
-    char *node = zkrc_multilock_node(ml, i);
+    ZKT_ASSERT_RC(ZKRC_OK, zkrc_multilock_node(ml, i, &node));
     CU_ASSERT_FATAL(node != NULL);
     CU_ASSERT(g_str_has_prefix(node, ps.p[i]));
-    CU_ASSERT_EQUAL(zkrc_multilock_token(ml, i), zkt_czxid(zh, node));
+    ZKT_ASSERT_RC(ZKRC_OK, zkrc_multilock_token(ml, i, &tok));
+    CU_ASSERT_EQUAL(tok, zkt_czxid(zh, node));
     free(node);
   }
   zkrc_lock *their_a = new_lock(other, ps.p[0]);
@@ -985,13 +1056,14 @@ static void test_mixed_misuse_is_refused(void) {
   free_paths(&ps);
 }
 
-static void on_mixed_done(zkrc_lock_set_hold *set,
-                          const zkrc_lock_set_acquired_info *info, void *arg) {
+static void on_mixed_done(zkrc_multilock_hold *set,
+                          const zkrc_multilock_acquired_info *info, void *arg) {
   outcome *o = arg;
-  int held = zkrc_lock_set_hold_is_held(set);
+  int held = zkrc_multilock_hold_is_held(set);
   int tokens_ok = 1;
-  for (size_t i = 0; i < zkrc_lock_set_hold_count(set); i++)
-    if (zkrc_lock_set_hold_token(set, i) <= 0)
+  int64_t tok = 0;
+  for (size_t i = 0; i < zkrc_multilock_hold_count(set); i++)
+    if (zkrc_multilock_hold_token(set, i, &tok) != ZKRC_OK || tok <= 0)
       tokens_ok = 0;
   g_mutex_lock(&o->mu);
   o->called++;
@@ -1005,7 +1077,7 @@ static void on_mixed_done(zkrc_lock_set_hold *set,
 }
 
 static gpointer release_set_elsewhere(gpointer data) {
-  return GINT_TO_POINTER(zkrc_lock_set_hold_release(data));
+  return GINT_TO_POINTER(zkrc_multilock_hold_release(data));
 }
 
 /* A mixed set, non-blocking: a lock, a one-lease semaphore whose lease is
@@ -1032,7 +1104,7 @@ static void test_mixed_async_acquires_and_releases(void) {
   ZKT_ASSERT_RC(ZKRC_OK, zkrc_multilock_add_lock(ml, a));
   outcome o;
   outcome_init(&o);
-  zkrc_lock_set_hold *h = NULL;
+  zkrc_multilock_hold *h = NULL;
   ZKT_ASSERT_RC(ZKRC_OK,
                 zkrc_multilock_acquire_async(ml, 10000, on_mixed_done, &o, &h));
   zkrc_multilock_free(ml);
@@ -1048,13 +1120,20 @@ static void test_mixed_async_acquires_and_releases(void) {
   CU_ASSERT(o.held);
   CU_ASSERT(o.tokens_ok);
   CU_ASSERT_PTR_EQUAL(o.set, h);
-  CU_ASSERT_PTR_NOT_NULL(zkrc_lock_set_hold_member(h, 0));
-  CU_ASSERT_PTR_NULL(zkrc_lock_set_hold_member(h, 1));
-  CU_ASSERT_PTR_NULL(zkrc_lock_set_hold_lock(h, 1));
-  zkrc_semaphore_lease *lease = zkrc_lock_set_hold_lease(h, 1);
+  CU_ASSERT_PTR_NOT_NULL(zkrc_multilock_hold_member(h, 0));
+  CU_ASSERT_PTR_NULL(zkrc_multilock_hold_member(h, 1));
+  CU_ASSERT_PTR_NULL(zkrc_multilock_hold_lock(h, 1));
+  zkrc_semaphore_lease *lease = zkrc_multilock_hold_lease(h, 1);
   CU_ASSERT_FATAL(lease != NULL);
-  char *node = zkrc_semaphore_lease_node(lease);
-  CU_ASSERT_EQUAL(zkrc_lock_set_hold_token(h, 1), zkt_czxid(zh, node));
+  char *node = NULL;
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_semaphore_lease_node(lease, &node));
+  int64_t tok = 0;
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_multilock_hold_token(h, 1, &tok));
+  CU_ASSERT_EQUAL(tok, zkt_czxid(zh, node));
+  char *same = NULL;
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_multilock_hold_node(h, 1, &same));
+  CU_ASSERT_STRING_EQUAL(same, node);
+  free(same);
   free(node);
   GThread *t = g_thread_new("releaser", release_set_elsewhere, h);
   ZKT_ASSERT_RC(ZKRC_OK, GPOINTER_TO_INT(g_thread_join(t)));
@@ -1090,13 +1169,13 @@ static void test_mixed_async_cancel_gives_back_the_lock(void) {
   ZKT_ASSERT_RC(ZKRC_OK, zkrc_multilock_add_lock(ml, a));
   outcome o;
   outcome_init(&o);
-  zkrc_lock_set_hold *h = NULL;
+  zkrc_multilock_hold *h = NULL;
   ZKT_ASSERT_RC(ZKRC_OK,
                 zkrc_multilock_acquire_async(ml, 10000, on_mixed_done, &o, &h));
   zhandle_t *zh = zkt_raw();
   char *leases = g_strdup_printf("%s/leases", ps.p[1]);
   CU_ASSERT_FATAL(zkt_wait_children(zh, leases, 2, 5000));
-  ZKT_ASSERT_RC(ZKRC_OK, zkrc_lock_set_hold_cancel(h));
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_multilock_hold_cancel(h));
   CU_ASSERT_EQUAL_FATAL(wait_outcome(&o), 1);
   ZKT_ASSERT_RC(ZKRC_ECANCELED, o.status);
   CU_ASSERT_PTR_NULL(o.failed);
@@ -1133,8 +1212,8 @@ static void test_mixed_async_cancel_gives_back_the_lock(void) {
 static void test_async_member_freed_meanwhile_fails_the_set(void) {
   second_held f;
   second_held_open(&f, "ml-freed");
-  zkrc_lock_set_hold *h = NULL;
-  ZKT_ASSERT_RC(ZKRC_OK, zkrc_lock_acquire_all_async(f.set, 2, 10000,
+  zkrc_multilock_hold *h = NULL;
+  ZKT_ASSERT_RC(ZKRC_OK, zkt_multilock_acquire_async(f.set, 2, 10000,
                                                      on_set_done, &f.o, &h));
   CU_ASSERT_FATAL(zkt_wait_children(f.zh, f.ps.p[1], 2, 5000)); /* waits */
   CU_ASSERT_EQUAL(zkt_child_count(f.zh, f.ps.p[0]), 1);         /* took a */

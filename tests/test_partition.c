@@ -207,16 +207,16 @@ static void told_back(trial *t, int held, int left) {
   g_mutex_unlock(&t->mu);
 }
 
-static void holder_lock_event(zkrc_lock *lk, const zkrc_lock_event_info *info,
+static void holder_lock_event(zkrc_lock *lk, const zkrc_lock_event *info,
                               void *arg) {
   trial *t = arg;
   /* A thread's hold is asked for by that thread only: the test's thread
    * checks the blocking hold (run_partition, run_comeback). */
   int held = info->hold ? zkrc_lock_hold_is_held(info->hold) : -1;
   int left = info->hold ? zkrc_lock_hold_lease_remaining(info->hold) : -1;
-  if (info->event == ZKRC_LOCK_LOST)
+  if (info->type == ZKRC_LOCK_LOST)
     told_lost(t, info->reason, held, left);
-  else if (info->event == ZKRC_LOCK_SUSPENDED)
+  else if (info->type == ZKRC_LOCK_SUSPENDED)
     told_suspended(t);
   else
     told_back(t, held, left);
@@ -245,18 +245,17 @@ static void holder_granted(zkrc_lock *lk, zkrc_lock_hold *hold,
 }
 
 static void holder_election_event(zkrc_election *e,
-                                  const zkrc_election_event_info *info,
-                                  void *arg) {
+                                  const zkrc_election_event *info, void *arg) {
   trial *t = arg;
   /* With revoke_on_suspend, a dropped connection revokes for
    * ZKRC_ECONNLOSS, and its return elects again: a suspension and a
    * reconnection, not a loss. */
-  if (info->event == ZKRC_ELECTION_REVOKED && info->reason == ZKRC_ECONNLOSS)
+  if (info->type == ZKRC_ELECTION_REVOKED && info->reason == ZKRC_ECONNLOSS)
     told_suspended(t);
-  else if (info->event == ZKRC_ELECTION_REVOKED)
+  else if (info->type == ZKRC_ELECTION_REVOKED)
     told_lost(t, info->reason, zkrc_election_is_leader(e),
               zkrc_election_lease_remaining(e));
-  else if (info->event == ZKRC_ELECTION_ELECTED &&
+  else if (info->type == ZKRC_ELECTION_ELECTED &&
            trial_get(t, &t->suspended_at) != 0)
     told_back(t, zkrc_election_is_leader(e), zkrc_election_lease_remaining(e));
 }
@@ -277,9 +276,9 @@ static void successor_granted(zkrc_lock *lk, zkrc_lock_hold *hold,
 }
 
 static void successor_election_event(zkrc_election *e,
-                                     const zkrc_election_event_info *info,
+                                     const zkrc_election_event *info,
                                      void *arg) {
-  if (info->event == ZKRC_ELECTION_ELECTED)
+  if (info->type == ZKRC_ELECTION_ELECTED)
     told_successor(arg, ZKRC_OK, NULL);
 }
 

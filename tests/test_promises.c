@@ -215,12 +215,12 @@ typedef struct voter {
   int elected, failed;
 } voter;
 
-static void on_vote(zkrc_election *e, const zkrc_election_event_info *info,
+static void on_vote(zkrc_election *e, const zkrc_election_event *info,
                     void *arg) {
   voter *v = arg;
   g_mutex_lock(&v->mu);
-  v->elected += info->event == ZKRC_ELECTION_ELECTED;
-  v->failed += info->event == ZKRC_ELECTION_FAILED;
+  v->elected += info->type == ZKRC_ELECTION_ELECTED;
+  v->failed += info->type == ZKRC_ELECTION_FAILED;
   g_mutex_unlock(&v->mu);
 }
 
@@ -412,12 +412,12 @@ typedef struct votes {
   GArray *tokens; /* +token for ELECTED, -token for REVOKED */
 } votes;
 
-static void record_vote(zkrc_election *e, const zkrc_election_event_info *info,
+static void record_vote(zkrc_election *e, const zkrc_election_event *info,
                         void *arg) {
   votes *v = arg;
-  int64_t t = info->event == ZKRC_ELECTION_ELECTED   ? info->token
-              : info->event == ZKRC_ELECTION_REVOKED ? -info->token
-                                                     : 0;
+  int64_t t = info->type == ZKRC_ELECTION_ELECTED   ? info->token
+              : info->type == ZKRC_ELECTION_REVOKED ? -info->token
+                                                    : 0;
   g_array_append_val(v->tokens, t);
 }
 
@@ -539,9 +539,9 @@ static void test_close_inside_a_completion(void) {
 
 /* ---------------------------------------- 5. a session closed for good */
 
-static void on_failed(zkrc_election *e, const zkrc_election_event_info *info,
+static void on_failed(zkrc_election *e, const zkrc_election_event *info,
                       void *arg) {
-  if (info->event == ZKRC_ELECTION_FAILED) {
+  if (info->type == ZKRC_ELECTION_FAILED) {
     CU_ASSERT_EQUAL(info->token, 0); /* about no term */
     outcome_set(arg, info->reason);
   }

@@ -599,11 +599,11 @@ typedef struct lost_probe {
   int lost, reason;
 } lost_probe;
 
-static void on_side_event(zkrc_lock *lk, const zkrc_lock_event_info *info,
+static void on_side_event(zkrc_lock *lk, const zkrc_lock_event *info,
                           void *arg) {
   lost_probe *p = arg;
   g_mutex_lock(&p->mu);
-  if (info->event == ZKRC_LOCK_LOST) {
+  if (info->type == ZKRC_LOCK_LOST) {
     p->lost++;
     p->side = lk;
     p->reason = info->reason;

@@ -359,9 +359,9 @@ static int wait_async(async_result *r, int timeout_ms) {
   return status;
 }
 
-static void on_election(zkrc_election *e, const zkrc_election_event_info *info,
+static void on_election(zkrc_election *e, const zkrc_election_event *info,
                         void *arg) {
-  if (info->event == ZKRC_ELECTION_FAILED)
+  if (info->type == ZKRC_ELECTION_FAILED)
     set_result(arg, info->reason);
 }
 

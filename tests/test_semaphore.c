@@ -174,7 +174,8 @@ static gpointer client_run(gpointer data) {
       continue;
     }
     int64_t acquired = zkt_hold_now_us();
-    int64_t token = zkrc_semaphore_lease_token(lease);
+    int64_t token = 0;
+    (void)zkrc_semaphore_lease_token(lease, &token); /* 0: lost */
     gint now = g_atomic_int_add(&c->count->in, 1) + 1;
     for (gint most = g_atomic_int_get(&c->count->most);
          now > most &&
@@ -385,10 +386,10 @@ typedef struct lost_probe {
 } lost_probe;
 
 static void on_lease_event(zkrc_semaphore *sem,
-                           const zkrc_semaphore_event_info *info, void *arg) {
+                           const zkrc_semaphore_event *info, void *arg) {
   lost_probe *p = arg;
   g_mutex_lock(&p->mu);
-  if (info->event == ZKRC_LOCK_LOST) {
+  if (info->type == ZKRC_LOCK_LOST) {
     p->lost++;
     p->reason = info->reason;
     p->lease = info->lease;
@@ -433,7 +434,9 @@ static void test_expired_holder_is_told_and_replaced(void) {
             lp.reason == ZKRC_ESESSIONLOST || lp.reason == ZKRC_ELOCKLOST);
   g_mutex_unlock(&lp.mu);
   CU_ASSERT_FALSE(zkrc_semaphore_lease_is_held(held));
-  CU_ASSERT_EQUAL(zkrc_semaphore_lease_token(held), 0);
+  int64_t tok = 0;
+  ZKT_ASSERT_RC(ZKRC_ELOCKLOST, zkrc_semaphore_lease_token(held, &tok));
+  CU_ASSERT_EQUAL(tok, 0);
   CU_ASSERT(party_done(&waiter, 15000));
   ZKT_ASSERT_RC(ZKRC_OK, waiter.rc);
   ZKT_ASSERT_RC(ZKRC_ELOCKLOST, zkrc_semaphore_lease_release(held));
@@ -449,17 +452,20 @@ static void test_expired_holder_is_told_and_replaced(void) {
 typedef struct async_probe {
   GMutex mu;
   GCond cond;
-  int calls, status;
+  int calls, status, zk_error;
   int64_t token;
   zkrc_semaphore_lease *lease;
 } async_probe;
 
 static void async_done(zkrc_semaphore *sem, zkrc_semaphore_lease *lease,
-                       int status, int64_t token, void *arg) {
+                       const zkrc_semaphore_acquired_info *info, void *arg) {
+  int status = info->status;
+  int64_t token = info->token;
   async_probe *p = arg;
   g_mutex_lock(&p->mu);
   p->calls++;
   p->status = status;
+  p->zk_error = info->zk_error;
   p->token = token;
   p->lease = lease;
   g_cond_broadcast(&p->cond);
@@ -474,6 +480,39 @@ static gboolean async_wait(async_probe *p, int calls) {
   gboolean ok = p->calls >= calls;
   g_mutex_unlock(&p->mu);
   return ok;
+}
+
+/* The servers refuse the acquisition (the semaphore's directory is
+ * read-only to us): the completion says so with ZooKeeper's code beside
+ * ours, and so does the blocking form (zkrc_last_zk_error()). */
+static void test_refusal_carries_zookeepers_code(void) {
+  zhandle_t *zh = zkt_raw();
+  char *path = zkt_path("sem-refused");
+  (void)zoo_create(zh, "/zkt", NULL, -1, &ZOO_OPEN_ACL_UNSAFE, 0, NULL, 0);
+  CU_ASSERT_EQUAL_FATAL(
+      zoo_create(zh, path, NULL, -1, &ZOO_READ_ACL_UNSAFE, 0, NULL, 0), ZOK);
+  zkrc_session *s = zkt_session();
+  zkrc_semaphore *sem = NULL;
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_semaphore_new(&sem, s, path, 1, NULL));
+  async_probe a = {0};
+  a.token = -1;
+  ZKT_ASSERT_RC(ZKRC_OK,
+                zkrc_semaphore_acquire_async(sem, 5000, async_done, &a, NULL));
+  CU_ASSERT_FATAL(async_wait(&a, 1));
+  ZKT_ASSERT_RC(ZKRC_ENOAUTH, a.status);
+  CU_ASSERT_EQUAL(a.zk_error, ZNOAUTH);
+  CU_ASSERT_EQUAL(a.token, 0);
+  CU_ASSERT_PTR_NULL(a.lease);
+  zkrc_semaphore_lease *lease = NULL;
+  ZKT_ASSERT_RC(ZKRC_ENOAUTH, zkrc_semaphore_acquire(sem, 5000, &lease));
+  CU_ASSERT_EQUAL(zkrc_last_zk_error(), ZNOAUTH);
+  CU_ASSERT_PTR_NULL(lease);
+  CU_ASSERT_EQUAL(zkt_child_count(zh, path), 0); /* nothing made */
+  zkrc_semaphore_free(sem);
+  zkrc_session_close(s);
+  CU_ASSERT_EQUAL(zoo_delete(zh, path, -1), ZOK);
+  zookeeper_close(zh);
+  g_free(path);
 }
 
 /* N=1: a non-blocking acquisition completes with its lease and token; a
@@ -491,16 +530,22 @@ static void test_async_cancel_and_free(void) {
   CU_ASSERT_FATAL(async_wait(&a, 1));
   ZKT_ASSERT_RC(ZKRC_OK, a.status);
   CU_ASSERT(a.token > 0);
-  CU_ASSERT_EQUAL(zkrc_semaphore_lease_token(a.lease), a.token);
+  int64_t tok = 0;
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_semaphore_lease_token(a.lease, &tok));
+  CU_ASSERT_EQUAL(tok, a.token);
   ZKT_ASSERT_RC(ZKRC_ESTATE, zkrc_semaphore_lease_cancel(a.lease)); /* held */
-  char *node = zkrc_semaphore_lease_node(a.lease);
+  char *node = NULL;
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_semaphore_lease_node(a.lease, &node));
   CU_ASSERT(node && strstr(node, "/leases/_c_") && strstr(node, "-lease-"));
   free(node);
   ZKT_ASSERT_RC(ZKRC_OK, zkrc_semaphore_acquire_async(
                              f.sem[0], 20000, async_done, &b, &pending));
   CU_ASSERT(zkt_wait_children(f.zh, leases, 2, 10000));
-  /* not held yet: cancel it, do not release it */
+  /* not held yet: cancel it, do not release it; it has no token yet */
   ZKT_ASSERT_RC(ZKRC_ESTATE, zkrc_semaphore_lease_release(pending));
+  tok = 0;
+  ZKT_ASSERT_RC(ZKRC_ESTATE, zkrc_semaphore_lease_token(pending, &tok));
+  CU_ASSERT_EQUAL(tok, 0);
   CU_ASSERT_FALSE(zkrc_semaphore_lease_is_held(pending));
   ZKT_ASSERT_RC(ZKRC_OK, zkrc_semaphore_lease_cancel(pending));
   CU_ASSERT(async_wait(&b, 1));
@@ -550,9 +595,13 @@ static void test_bad_input(void) {
   ZKT_ASSERT_RC(ZKRC_EINVAL, zkrc_semaphore_lease_release(NULL));
   ZKT_ASSERT_RC(ZKRC_EINVAL, zkrc_semaphore_lease_cancel(NULL));
   CU_ASSERT_EQUAL(zkrc_semaphore_lease_is_held(NULL), 0);
-  CU_ASSERT_EQUAL(zkrc_semaphore_lease_token(NULL), 0);
+  int64_t tok = 5;
+  ZKT_ASSERT_RC(ZKRC_EINVAL, zkrc_semaphore_lease_token(NULL, &tok));
+  CU_ASSERT_EQUAL(tok, 5);
   CU_ASSERT_EQUAL(zkrc_semaphore_lease_remaining(NULL), 0);
-  CU_ASSERT_PTR_NULL(zkrc_semaphore_lease_node(NULL));
+  char *node = (char *)"untouched";
+  ZKT_ASSERT_RC(ZKRC_EINVAL, zkrc_semaphore_lease_node(NULL, &node));
+  CU_ASSERT_PTR_NULL(node);
   zkrc_semaphore_free(NULL);
   zkrc_participant *list = NULL;
   size_t count = 7;
@@ -580,6 +629,8 @@ static void add_suites(void) {
             {"expired holder is told and replaced",
              test_expired_holder_is_told_and_replaced},
             {"async cancel and free", test_async_cancel_and_free},
+            {"refusal carries ZooKeeper's code",
+             test_refusal_carries_zookeepers_code},
             {"bad input", test_bad_input});
 }
 

@@ -584,3 +584,30 @@ void *zkt_acquire_once(void *data) {
   }
   return NULL;
 }
+
+zkrc_multilock *zkt_multilock_of(zkrc_lock *const *locks, size_t count,
+                                 int *rc) {
+  zkrc_multilock *ml = NULL;
+  int err = zkrc_multilock_new(&ml);
+  for (size_t i = 0; err == ZKRC_OK && i < count; i++)
+    err = zkrc_multilock_add_lock(ml, locks ? locks[i] : NULL);
+  if (rc)
+    *rc = err;
+  if (err != ZKRC_OK) {
+    zkrc_multilock_free(ml);
+    return NULL;
+  }
+  return ml;
+}
+
+int zkt_multilock_acquire_async(zkrc_lock *const *locks, size_t count,
+                                int timeout_ms, zkrc_multilock_acquired_fn done,
+                                void *arg, zkrc_multilock_hold **hold) {
+  int rc;
+  zkrc_multilock *ml = zkt_multilock_of(locks, count, &rc);
+  if (ml == NULL)
+    return rc; /* *hold left alone, as zkrc_multilock_acquire_async() */
+  rc = zkrc_multilock_acquire_async(ml, timeout_ms, done, arg, hold);
+  zkrc_multilock_free(ml);
+  return rc;
+}

@@ -119,6 +119,19 @@ int zkt_session_reopened(void *reopened);
 /* Milliseconds on a monotonic clock. */
 int64_t zkt_now_ms(void);
 
+/* A zkrc_multilock of @p locks, added in the order given (free it with
+ * zkrc_multilock_free()); NULL when an add is refused, its error in *@p rc
+ * (ZKRC_OK otherwise; @p rc may be NULL).  Nothing is sent. */
+zkrc_multilock *zkt_multilock_of(zkrc_lock *const *locks, size_t count,
+                                 int *rc);
+
+/* zkrc_multilock_acquire_async() of a multilock of @p locks (freed once
+ * the hold started: it copies the members); an add's refusal is returned
+ * as it is, and then nothing is started. */
+int zkt_multilock_acquire_async(zkrc_lock *const *locks, size_t count,
+                                int timeout_ms, zkrc_multilock_acquired_fn done,
+                                void *arg, zkrc_multilock_hold **hold);
+
 /* Expire @p s's current ZooKeeper session on the servers. */
 void zkt_expire(zkrc_session *s);
 

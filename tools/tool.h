@@ -148,9 +148,9 @@ int tool_next_signal(tool_signal *out);
 /* What library callbacks hand to the main loop. */
 typedef enum tool_event_kind {
   TOOL_EV_SESSION,  /* code: zkrc_session_event */
-  TOOL_EV_LOCK,     /* code: zkrc_lock_event; reason, token, node */
+  TOOL_EV_LOCK,     /* code: zkrc_lock_event_type; reason, token, node */
   TOOL_EV_ACQUIRED, /* code: the acquisition's result; token, node */
-  TOOL_EV_ELECTION, /* code: zkrc_election_event; reason, token, node */
+  TOOL_EV_ELECTION, /* code: zkrc_election_event_type; reason, token, node */
   TOOL_EV_WATCH     /* a ZooKeeper watch fired */
 } tool_event_kind;
 

@@ -350,12 +350,12 @@ typedef struct runner {
   int status;
 } runner;
 
-static void on_election_event(zkrc_election *e,
-                              const zkrc_election_event_info *info, void *arg) {
+static void on_election_event(zkrc_election *e, const zkrc_election_event *info,
+                              void *arg) {
   (void)e;
   (void)arg;
   tool_event ev = {.kind = TOOL_EV_ELECTION,
-                   .code = (int)info->event,
+                   .code = (int)info->type,
                    .reason = info->reason,
                    .token = info->token,
                    .node = (char *)info->node};

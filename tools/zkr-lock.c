@@ -328,9 +328,8 @@ static void acquire_lease(acquirer *a) {
   g_mutex_lock(&a->mu);
   if (!a->cancelled && rc == ZKRC_OK) {
     a->lease = lease;
-    a->tokens[0] = zkrc_semaphore_lease_token(lease);
-    a->nodes[0] = zkrc_semaphore_lease_node(lease);
-    if (a->nodes[0] == NULL)
+    if (zkrc_semaphore_lease_token(lease, &a->tokens[0]) != ZKRC_OK ||
+        zkrc_semaphore_lease_node(lease, &a->nodes[0]) != ZKRC_OK)
       ev.code = ZKRC_ELOCKLOST; /* lost at once */
   }
   g_mutex_unlock(&a->mu);
@@ -348,9 +347,8 @@ static void acquire_set(acquirer *a, lock_cli *cli) {
   for (size_t j = 0; j < (size_t)a->n && !a->cancelled && rc == ZKRC_OK; j++)
     for (int i = 0; i < a->n; i++)
       if (strcmp(cli->paths[i], zkrc_multilock_path(a->ml, j)) == 0) {
-        a->tokens[i] = zkrc_multilock_token(a->ml, j);
-        a->nodes[i] = zkrc_multilock_node(a->ml, j);
-        if (a->nodes[i] == NULL)
+        if (zkrc_multilock_token(a->ml, j, &a->tokens[i]) != ZKRC_OK ||
+            zkrc_multilock_node(a->ml, j, &a->nodes[i]) != ZKRC_OK)
           ev.code = ZKRC_ELOCKLOST; /* lost at once */
       }
   g_mutex_unlock(&a->mu);
@@ -382,22 +380,22 @@ static gpointer acquire_main(gpointer data) {
 }
 
 static void on_lease_event(zkrc_semaphore *sem,
-                           const zkrc_semaphore_event_info *info, void *arg) {
+                           const zkrc_semaphore_event *info, void *arg) {
   (void)sem;
   (void)arg;
   tool_event ev = {.kind = TOOL_EV_LOCK,
-                   .code = (int)info->event,
+                   .code = (int)info->type,
                    .reason = info->reason,
                    .token = info->token};
   tool_post_event(&ev);
 }
 
-static void on_lock_event(zkrc_lock *lk, const zkrc_lock_event_info *info,
+static void on_lock_event(zkrc_lock *lk, const zkrc_lock_event *info,
                           void *arg) {
   (void)lk;
   (void)arg;
   tool_event ev = {.kind = TOOL_EV_LOCK,
-                   .code = (int)info->event,
+                   .code = (int)info->type,
                    .reason = info->reason,
                    .token = info->token,
                    .node = (char *)info->node};
@@ -451,7 +449,7 @@ static void free_locks(acquirer *a) {
 
 /* Give up waiting.  One lock: free it (the acquirer returns
  * ZKRC_ECANCELED and touches it no more).  Several: the acquirer is inside
- * zkrc_lock_acquire_all(), which goes on using the other locks (it gives
+ * zkrc_multilock_acquire(), which goes on using the other locks (it gives
  * back those it took), so they must stay: close the session instead, which
  * ends the wait with ZKRC_ECLOSED; the locks are freed after the join. */
 static void cancel_acquisition(acquirer *a) {
@@ -555,7 +553,7 @@ static void supervise_once(supervision *sv) {
       lock_lost(sv, ev.reason);
     else if (ev.kind == TOOL_EV_LOCK)
       tool_verbose("lock %s: %s", sv->cli->path,
-                   zkrc_lock_event_name((zkrc_lock_event)ev.code));
+                   zkrc_lock_event_name((zkrc_lock_event_type)ev.code));
     tool_event_clear(&ev);
   }
 }

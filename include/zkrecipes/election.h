@@ -28,6 +28,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <zookeeper/zookeeper.h>
+#include <zkrecipes/executor.h>
 #include <zkrecipes/participants.h>
 #include <zkrecipes/session.h>
 
@@ -37,26 +38,32 @@ extern "C" {
 
 typedef struct zkrc_election zkrc_election;
 
-typedef enum zkrc_election_event {
-  /** This participant now leads; info->token is its fencing token. */
-  ZKRC_ELECTION_ELECTED = 0,
+/** What happened to this participant (zkrc_election_event.type).  Starts
+ *  at 1: a zeroed value is none of them. */
+typedef enum zkrc_election_event_type {
+  /** This participant now leads; ev->token is its fencing token. */
+  ZKRC_ELECTION_ELECTED = 1,
   /** This participant no longer leads (or, with revoke_on_suspend, may no
-   *  longer lead).  info->reason says why. */
-  ZKRC_ELECTION_REVOKED = 1,
+   *  longer lead).  ev->reason says why. */
+  ZKRC_ELECTION_REVOKED = 2,
   /** Taking part ended by an error and will not resume by itself: joining
    *  was refused (ZKRC_ENOAUTH, ZKRC_ENONODE for a missing chroot, ...), the session was closed or is dead for
    *  good (ZKRC_ECLOSED: closed, or expired or lost with no_reopen), or it
    *  was lost with no_rejoin set.  The participant is no longer
    *  joined (a REVOKED came first if it led). */
-  ZKRC_ELECTION_FAILED = 2
-} zkrc_election_event;
+  ZKRC_ELECTION_FAILED = 3
+} zkrc_election_event_type;
 
-/** Name of an event ("elected", "revoked", "failed"); static string. */
-const char *zkrc_election_event_name(zkrc_election_event ev);
+/** Name of an event type, lower-case ("elected", "revoked", "failed";
+ *  "unknown" for a value that is none of them); a static string.
+ *  Threading: any thread. */
+const char *zkrc_election_event_name(zkrc_election_event_type type);
 
-/** Details of an election event; valid only during the callback. */
-typedef struct zkrc_election_event_info {
-  zkrc_election_event event;
+/** An election event; valid only during the callback.  Its first three
+ *  fields are every zkrecipes event's (HACKING, "The contract"). */
+typedef struct zkrc_election_event {
+  /** What happened. */
+  zkrc_election_event_type type;
   /** For REVOKED: ZKRC_OK (resigned or left), ZKRC_ECONNLOSS (connection
    *  lost, revoke_on_suspend), ZKRC_ESESSIONEXPIRED, ZKRC_ESESSIONLOST,
    *  ZKRC_ELOCKLOST (our node was deleted), ZKRC_ECLOSED.  ZKRC_OK for
@@ -70,10 +77,12 @@ typedef struct zkrc_election_event_info {
   int64_t token;
   /** Full path of our node. */
   const char *node;
-} zkrc_election_event_info;
+} zkrc_election_event;
 
+/** Told when this participant is elected, revoked or fails; see the top
+ *  of this file for where and when it runs. */
 typedef void (*zkrc_election_event_fn)(zkrc_election *e,
-                                       const zkrc_election_event_info *info,
+                                       const zkrc_election_event *ev,
                                        void *arg);
 
 /** Options; initialize with zkrc_election_options_init(). */
@@ -172,29 +181,26 @@ int zkrc_election_leave(zkrc_election *e);
  */
 void zkrc_election_free(zkrc_election *e);
 
-/** Told that a zkrc_election_free_async() has finished. */
-typedef void (*zkrc_election_freed_fn)(void *arg);
-
 /**
  * Leave (if joined) and free, without blocking: every event posted before
  * this call is still delivered if it is still true when it runs (the
  * REVOKED of a leadership the application was told of, for one; not an
  * ELECTED of a leadership this call ended), none after it, and then
- * @p freed runs
+ * @p done runs
  * on the session's executor, once our node is deleted (or, when the
  * connection is down, once the library has handed its deletion to the
- * session).  After @p freed returns the election is gone; from this call
+ * session).  After @p done returns the election is gone; from this call
  * on, use @p e only in the callbacks that are still to come.  For an event
  * loop (a GLib main context, say) that must not block in
  * zkrc_election_free(), and for a daemon that must hear its REVOKED.
  *
- * @return ZKRC_OK (@p freed will run); ZKRC_EINVAL (NULL @p e or
- *         @p freed; nothing changes).
+ * @return ZKRC_OK (@p done will run); ZKRC_EINVAL (NULL @p e or
+ *         @p done; nothing changes).
  * Threading: any thread, including the executor's (also from this
  * election's own callback), while the session's executor is alive.  Call
  * it once, instead of zkrc_election_free().
  */
-int zkrc_election_free_async(zkrc_election *e, zkrc_election_freed_fn freed,
+int zkrc_election_free_async(zkrc_election *e, zkrc_callback_fn done,
                              void *arg);
 
 /**
@@ -214,7 +220,8 @@ int zkrc_election_is_leader(zkrc_election *e);
 int zkrc_election_lease_remaining(zkrc_election *e);
 
 /**
- * Wait until this participant leads.
+ * Wait until this participant leads: at most @p timeout_ms, ZKRC_NO_WAIT
+ * (look once) or ZKRC_WAIT_FOREVER; any other negative value is refused.
  * @return ZKRC_OK; ZKRC_ETIMEDOUT; ZKRC_ESTATE (not joined, or left while
  *         waiting); ZKRC_EINVAL (bad timeout).
  * Threading: not on the session's callback thread.
@@ -231,6 +238,8 @@ int zkrc_election_token(zkrc_election *e, int64_t *token);
  * The current leader's id (the lowest participant's node data), asked of
  * the servers.  Works for an election path that does not exist yet.
  * @param id  receives a malloc'ed string, or NULL when there is no leader.
+ * @param timeout_ms  as for zkrc_lock_participants() (ZKRC_NO_WAIT: one
+ *             look, its answer awaited at most the session timeout).
  * @return ZKRC_OK (with *id NULL for "no leader"); ZKRC_ETIMEDOUT;
  *         ZKRC_ECONNLOSS; ZKRC_ECLOSED; ZKRC_EINVAL.
  */

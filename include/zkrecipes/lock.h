@@ -37,6 +37,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <zookeeper/zookeeper.h>
+#include <zkrecipes/executor.h>
 #include <zkrecipes/participants.h>
 #include <zkrecipes/session.h>
 
@@ -46,27 +47,32 @@ extern "C" {
 
 typedef struct zkrc_lock zkrc_lock;
 
-/** What happened to a held lock. */
-typedef enum zkrc_lock_event {
+/** What happened to a held lock (zkrc_lock_event.type).  Starts at 1: a
+ *  zeroed value is none of them. */
+typedef enum zkrc_lock_event_type {
   /** The connection dropped: the lock may no longer be held.  Stop
    *  touching the guarded resource until RECONNECTED. */
-  ZKRC_LOCK_SUSPENDED = 0,
+  ZKRC_LOCK_SUSPENDED = 1,
   /** The connection is back with the same session: still held. */
-  ZKRC_LOCK_RECONNECTED = 1,
+  ZKRC_LOCK_RECONNECTED = 2,
   /** No longer held: the session expired or was lost, the session was
    *  closed, or the node was deleted.  Release it to clear the count. */
-  ZKRC_LOCK_LOST = 2
-} zkrc_lock_event;
+  ZKRC_LOCK_LOST = 3
+} zkrc_lock_event_type;
 
-/** Name of an event ("suspended", "reconnected", "lost"); static string. */
-const char *zkrc_lock_event_name(zkrc_lock_event ev);
+/** Name of an event type, lower-case ("suspended", "reconnected", "lost";
+ *  "unknown" for a value that is none of them); a static string.
+ *  Threading: any thread. */
+const char *zkrc_lock_event_name(zkrc_lock_event_type type);
 
 /** A hold taken with zkrc_lock_acquire_async() (see below). */
 typedef struct zkrc_lock_hold zkrc_lock_hold;
 
-/** Details given with a lock event; valid only during the callback. */
-typedef struct zkrc_lock_event_info {
-  zkrc_lock_event event;
+/** A lock event; valid only during the callback.  Its first three fields
+ *  are every zkrecipes event's (HACKING, "The contract"). */
+typedef struct zkrc_lock_event {
+  /** What happened. */
+  zkrc_lock_event_type type;
   /** For ZKRC_LOCK_LOST: why (ZKRC_ESESSIONEXPIRED, ZKRC_ESESSIONLOST,
    *  ZKRC_ECLOSED or ZKRC_ELOCKLOST for a deleted node); else ZKRC_OK. */
   int reason;
@@ -81,7 +87,7 @@ typedef struct zkrc_lock_event_info {
   /** The hold this event is about when it was taken with
    *  zkrc_lock_acquire_async(); NULL for a thread's hold. */
   zkrc_lock_hold *hold;
-} zkrc_lock_event_info;
+} zkrc_lock_event;
 
 /**
  * Told about the holder's lock.  Runs on the session's executor, never on a
@@ -89,8 +95,8 @@ typedef struct zkrc_lock_event_info {
  * non-blocking zkrc_lock function (zkrc_lock_release from another thread than
  * the holder's returns ZKRC_ENOTOWNER).
  */
-typedef void (*zkrc_lock_event_fn)(zkrc_lock *lk,
-                                   const zkrc_lock_event_info *info, void *arg);
+typedef void (*zkrc_lock_event_fn)(zkrc_lock *lk, const zkrc_lock_event *ev,
+                                   void *arg);
 
 /** Options of a lock; initialize with zkrc_lock_options_init(). */
 typedef struct zkrc_lock_options {
@@ -157,12 +163,36 @@ int zkrc_lock_new(zkrc_lock **out, zkrc_session *s, const char *path,
  * Non-blocking holds: pending ones complete later with ZKRC_ECANCELED
  * (their completion still runs, after this returns: do not use @p lk in
  * it); acquired ones are released in the background and freed, so their
- * pointers are invalid on return.  NULL is
- * ignored, and so is a read-write lock's side (zkrc_rwlock_free() frees
- * it).  Do not use @p lk afterwards.
- * Threading: any thread, not from this lock's own event callback.
+ * pointers are invalid on return.  Events still queued on the executor
+ * are dropped (zkrc_lock_free_async() delivers them).  NULL is ignored,
+ * and so is a read-write lock's side (zkrc_rwlock_free() frees it).  Do
+ * not use @p lk afterwards.
+ * Threading: any thread, not from this lock's own event callback (use
+ * zkrc_lock_free_async() there).
  */
 void zkrc_lock_free(zkrc_lock *lk);
+
+/**
+ * Free the lock without blocking: as zkrc_lock_free() (threads waiting in
+ * zkrc_lock_acquire() return ZKRC_ECANCELED, pending non-blocking holds
+ * complete with ZKRC_ECANCELED, whatever it holds for any thread or hold
+ * is released and its holds freed), but the nodes' deletes go on in the
+ * background, and then @p done runs on the session's executor, once
+ * every node of the lock is deleted (or, when the connection is down,
+ * handed to the session to delete), after the last event and completion
+ * of the lock.  Events posted before this call are still delivered (a
+ * LOST of a thread's hold, say; none about a non-blocking hold this call
+ * released), none after @p done.  From this call on, use @p lk only in
+ * the callbacks still to come; after @p done returns it is gone.
+ *
+ * @return ZKRC_OK (@p done will run); ZKRC_EINVAL (NULL @p lk or @p done,
+ *         or a read-write lock's side, which zkrc_rwlock_free_async()
+ *         frees; nothing changes).
+ * Threading: any thread, including the executor's and this lock's own
+ * event callback, while the session's executor is alive.  Call it once,
+ * instead of zkrc_lock_free().
+ */
+int zkrc_lock_free_async(zkrc_lock *lk, zkrc_callback_fn done, void *arg);
 
 /**
  * Acquire the lock for the calling thread.
@@ -265,7 +295,13 @@ const char *zkrc_lock_path(zkrc_lock *lk);
  *               strings; free it with zkrc_strv_free()
  *               (zkrecipes/session.h).
  * @param count  if not NULL, receives the number of ids.
- * @return ZKRC_OK; ZKRC_ETIMEDOUT; ZKRC_ECONNLOSS; ZKRC_ECLOSED; ...
+ * @param timeout_ms  ZKRC_WAIT_FOREVER; ZKRC_NO_WAIT (one look: its answer,
+ *               a round trip, is awaited at most the session timeout); or
+ *               a positive number of ms.  Any other negative value:
+ *               ZKRC_EINVAL, nothing sent.  The same for every listing
+ *               (zkrc_lock_list(), zkrc_election_leader_id(), ...).
+ * @return ZKRC_OK; ZKRC_ETIMEDOUT; ZKRC_ECONNLOSS; ZKRC_ECLOSED;
+ *         ZKRC_EINVAL; ...
  * Threading: any thread but the session's callback thread.
  */
 int zkrc_lock_participants(zkrc_lock *lk, char ***ids, size_t *count,
@@ -305,6 +341,9 @@ int zkrc_lock_list(zkrc_session *s, const char *path, zkrc_participant **list,
  *         op and the check with their envelope, would pass 1 MiB less one
  *         byte, or an op writes over 1,048,487 bytes of data; README,
  *         "Sizes": nothing sent); ZKRC_EINVAL.
+ * @param timeout_ms  ZKRC_WAIT_FOREVER; ZKRC_NO_WAIT (the reply, a round
+ *               trip, is awaited at most the session timeout); or a positive
+ *               number of ms; any other negative value: ZKRC_EINVAL.
  * Threading: the holding thread; blocks at most @p timeout_ms.
  */
 int zkrc_lock_fenced_multi(zkrc_lock *lk, int count, const zoo_op_t *ops,
@@ -412,8 +451,13 @@ int zkrc_lock_hold_is_held(zkrc_lock_hold *hold);
  *  zkrc_lock_lease_remaining()); 0 when it does not hold, or for NULL. */
 int zkrc_lock_hold_lease_remaining(zkrc_lock_hold *hold);
 
-/** The fencing token of an acquired hold (0 otherwise). */
-int64_t zkrc_lock_hold_token(zkrc_lock_hold *hold);
+/**
+ * The fencing token of an acquired hold (the czxid of its node).
+ * @return ZKRC_OK; ZKRC_ESTATE (not acquired yet); ZKRC_ELOCKLOST (lost);
+ *         ZKRC_EINVAL (NULL argument).  *@p token is left alone on an
+ *         error.  Threading: any thread, while the hold is valid.
+ */
+int zkrc_lock_hold_token(zkrc_lock_hold *hold, int64_t *token);
 
 /** The @p arg given to zkrc_lock_acquire_async() for this hold, so that a
  *  lock event (info->hold) finds the context of the hold it is about.
@@ -421,11 +465,16 @@ int64_t zkrc_lock_hold_token(zkrc_lock_hold *hold);
  *  valid (until its release or the lock's free). */
 void *zkrc_lock_hold_arg(zkrc_lock_hold *hold);
 
-/** Full path of an acquired hold's node, malloc'ed (free it); NULL when
- *  not acquired (or @p hold is NULL, or out of memory).  Threading: any
- *  thread, while the hold is valid; takes the lock object's mutex briefly,
- *  so it may be called from the lock's callbacks. */
-char *zkrc_lock_hold_node(zkrc_lock_hold *hold);
+/**
+ * Full path of an acquired hold's node.
+ * @param path  receives a malloc'ed copy (free it with free()); NULL on an
+ *              error.
+ * @return ZKRC_OK; ZKRC_ESTATE (not acquired yet); ZKRC_ELOCKLOST (lost);
+ *         ZKRC_EINVAL (NULL argument); ZKRC_ENOMEM.
+ * Threading: any thread, while the hold is valid; takes the lock object's
+ * mutex briefly, so it may be called from the lock's callbacks.
+ */
+int zkrc_lock_hold_node(zkrc_lock_hold *hold, char **path);
 
 #ifdef __cplusplus
 }

@@ -85,6 +85,7 @@
 #define ZKRECIPES_RWLOCK_H
 
 #include <stddef.h>
+#include <zkrecipes/executor.h>
 #include <zkrecipes/lock.h>
 #include <zkrecipes/session.h>
 
@@ -95,7 +96,14 @@ extern "C" {
 typedef struct zkrc_rwlock zkrc_rwlock;
 
 /** Options of a read-write lock; initialize with zkrc_rwlock_options_init().
- *  The fields mean what they mean for a zkrc_lock (zkrc_lock_options). */
+ *  The fields mean what they mean for a zkrc_lock (zkrc_lock_options).
+ *
+ *  Events.  A read-write lock's events are its sides' lock events: each
+ *  side is a zkrc_lock, held and lost as a lock is, so on_event is a
+ *  zkrc_lock_event_fn told a zkrc_lock_event (type, reason, zk_error
+ *  first, as the contract of HACKING says), whose first argument is the
+ *  side.  There is no zkrc_rwlock_event type of its own: it would be the
+ *  lock's, field for field. */
 typedef struct zkrc_rwlock_options {
   /** Set by zkrc_rwlock_options_init() to the size of the struct your
    *  program was compiled with; options never initialized (size 0) are
@@ -167,9 +175,26 @@ zkrc_lock *zkrc_rwlock_writer(zkrc_rwlock *rw);
  * released (when connected, the nodes are gone on return), pending
  * non-blocking holds complete with ZKRC_ECANCELED later, acquired ones are
  * released and freed.  NULL is ignored.  Do not use @p rw or its sides
- * afterwards.  Threading: any thread, not from its own event callback.
+ * afterwards.  Threading: any thread, not from its own event callback
+ * (use zkrc_rwlock_free_async() there).
  */
 void zkrc_rwlock_free(zkrc_rwlock *rw);
+
+/**
+ * Free the read-write lock and both sides without blocking, as
+ * zkrc_lock_free_async() frees a lock (each side's): then @p done runs on
+ * the session's executor, after the last event and completion of either
+ * side, once their nodes are deleted (or, when the connection is down,
+ * handed to the session to delete).  From this call on, use @p rw and its
+ * sides only in the callbacks still to come.
+ *
+ * @return ZKRC_OK (@p done will run); ZKRC_EINVAL (NULL @p rw or @p done;
+ *         nothing changes).
+ * Threading: any thread, including the executor's and a side's own event
+ * callback, while the session's executor is alive.  Call it once, instead
+ * of zkrc_rwlock_free().
+ */
+int zkrc_rwlock_free_async(zkrc_rwlock *rw, zkrc_callback_fn done, void *arg);
 
 #ifdef __cplusplus
 }

@@ -39,7 +39,7 @@
  * nodes "PATH/<uuid>", N written into PATH's data) and does not
  * interoperate with either; do not mix it in.
  *
- * Fencing.  A lease's token (zkrc_semaphore_lease_token) is the czxid of its
+ * Fencing.  A lease's token (zkrc_semaphore_lease_token()) is the czxid of its
  * lease node: unique among all leases ever granted on the ensemble, and
  * higher for a lease granted after another was released.  Up to N holders
  * hold tokens at once, so a resource can refuse a token older than the
@@ -54,6 +54,7 @@
 
 #include <stdint.h>
 
+#include <zkrecipes/executor.h>
 #include <zkrecipes/lock.h>
 #include <zkrecipes/participants.h>
 #include <zkrecipes/session.h>
@@ -65,28 +66,34 @@ extern "C" {
 typedef struct zkrc_semaphore zkrc_semaphore;
 typedef struct zkrc_semaphore_lease zkrc_semaphore_lease;
 
-/** What happened to a held lease (the lock's events and their fields). */
-typedef struct zkrc_semaphore_event_info {
+/** What happened to a held lease: the lock's event types and fields
+ *  (zkrecipes/lock.h); valid only during the callback.  Its first three
+ *  fields are every zkrecipes event's (HACKING, "The contract").  The
+ *  type is the lock's, zkrc_lock_event_type, since a lease's events are
+ *  exactly a lock hold's. */
+typedef struct zkrc_semaphore_event {
   /** ZKRC_LOCK_SUSPENDED, ZKRC_LOCK_RECONNECTED or ZKRC_LOCK_LOST. */
-  zkrc_lock_event event;
-  /** LOST: why (ZKRC_ESESSIONEXPIRED, ZKRC_ESESSIONLOST, ZKRC_ELOCKLOST);
-   *  ZKRC_OK otherwise. */
+  zkrc_lock_event_type type;
+  /** LOST: why (ZKRC_ESESSIONEXPIRED, ZKRC_ESESSIONLOST, ZKRC_ECLOSED,
+   *  ZKRC_ELOCKLOST for a deleted lease node); ZKRC_OK otherwise. */
   int reason;
+  /** The ZooKeeper code behind @p reason, or ZOK when there is none. */
   int zk_error;
   /** The lease's fencing token. */
   int64_t token;
   /** The lease this is about; valid during the callback (release it there
    *  or later). */
   zkrc_semaphore_lease *lease;
-} zkrc_semaphore_event_info;
+} zkrc_semaphore_event;
 
 /**
  * Told about a held lease.  Runs on the session's executor, never with a
  * zkrecipes mutex held; it may call any non-blocking zkrc_semaphore
- * function, but not zkrc_semaphore_free().
+ * function (zkrc_semaphore_free_async() too), but not
+ * zkrc_semaphore_free().
  */
 typedef void (*zkrc_semaphore_event_fn)(zkrc_semaphore *sem,
-                                        const zkrc_semaphore_event_info *info,
+                                        const zkrc_semaphore_event *ev,
                                         void *arg);
 
 /** Options of a semaphore; initialize with zkrc_semaphore_options_init(). */
@@ -149,9 +156,29 @@ int zkrc_semaphore_new(zkrc_semaphore **out, zkrc_session *s, const char *path,
  * do not use @p sem in it), held leases are released (their nodes deleted
  * in the background) and their lease objects freed, so their pointers are
  * invalid on return.  NULL is ignored.
- * Threading: any thread, not from this semaphore's callbacks.
+ * Threading: any thread, not from this semaphore's callbacks (use
+ * zkrc_semaphore_free_async() there).
  */
 void zkrc_semaphore_free(zkrc_semaphore *sem);
+
+/**
+ * Free the semaphore without blocking: as zkrc_semaphore_free() (pending
+ * acquisitions complete with ZKRC_ECANCELED, held leases are released and
+ * their lease objects freed), and then @p done runs on the session's
+ * executor, after the last event and completion of the semaphore, once
+ * its nodes are deleted (or, when the connection is down, handed to the
+ * session to delete).  No event about a lease this call released is
+ * delivered.  From this call on, use @p sem only in the callbacks still
+ * to come; after @p done returns it is gone.
+ *
+ * @return ZKRC_OK (@p done will run); ZKRC_EINVAL (NULL @p sem or
+ *         @p done; nothing changes).
+ * Threading: any thread, including the executor's and this semaphore's
+ * own callbacks, while the session's executor is alive.  Call it once,
+ * instead of zkrc_semaphore_free().
+ */
+int zkrc_semaphore_free_async(zkrc_semaphore *sem, zkrc_callback_fn done,
+                              void *arg);
 
 /**
  * Acquire a lease, waiting at most @p timeout_ms.
@@ -195,15 +222,29 @@ int zkrc_semaphore_lease_release(zkrc_semaphore_lease *lease);
  *  lease has time left (see zkrc_lock_is_held()).  Local state only. */
 int zkrc_semaphore_lease_is_held(zkrc_semaphore_lease *lease);
 
-/** The lease's fencing token (czxid of its node); 0 when not held. */
-int64_t zkrc_semaphore_lease_token(zkrc_semaphore_lease *lease);
+/**
+ * The lease's fencing token (czxid of its node).
+ * @return ZKRC_OK; ZKRC_ESTATE (not acquired yet, or its semaphore is
+ *         being freed); ZKRC_ELOCKLOST (lost); ZKRC_EINVAL (NULL
+ *         argument).  *@p token is left alone on an error.
+ * Threading: any thread, while the lease is valid.
+ */
+int zkrc_semaphore_lease_token(zkrc_semaphore_lease *lease, int64_t *token);
 
 /** How long, in ms, @p lease certainly lasts from now (the session's
  *  lease); 0 when not held or NULL. */
 int zkrc_semaphore_lease_remaining(zkrc_semaphore_lease *lease);
 
-/** Full path of the lease's node, malloc'ed (free it); NULL when not held. */
-char *zkrc_semaphore_lease_node(zkrc_semaphore_lease *lease);
+/**
+ * Full path of the lease's node.
+ * @param path  receives a malloc'ed copy (free it with free()); NULL on an
+ *              error.
+ * @return ZKRC_OK; ZKRC_ESTATE (not acquired yet, or its semaphore is
+ *         being freed); ZKRC_ELOCKLOST (lost); ZKRC_EINVAL (NULL
+ *         argument); ZKRC_ENOMEM.
+ * Threading: any thread, while the lease is valid.
+ */
+int zkrc_semaphore_lease_node(zkrc_semaphore_lease *lease, char **path);
 
 /** The semaphore's N. */
 int zkrc_semaphore_max_leases(zkrc_semaphore *sem);
@@ -221,6 +262,7 @@ const char *zkrc_semaphore_path(zkrc_semaphore *sem);
  *
  * @param list   receives a malloc'ed array; free it with
  *               zkrc_participants_free().  NULL when empty.
+ * @param timeout_ms  as for zkrc_lock_participants().
  * @return ZKRC_OK; ZKRC_EINVAL (NULL, invalid path, bad timeout: nothing
  *         sent); ZKRC_ETIMEDOUT; ZKRC_ECONNLOSS; ZKRC_ECLOSED; ZKRC_ENOAUTH.
  * Threading: any thread but the session's callback thread.
@@ -232,13 +274,27 @@ int zkrc_semaphore_list(zkrc_session *s, const char *path,
  * Non-blocking acquisition, for event loops.
  * --------------------------------------------------------------------- */
 
-/** How a non-blocking acquisition ended (valid during the callback):
- *  @p status ZKRC_OK and @p lease the lease, or the failure (as
- *  zkrc_semaphore_acquire() returns it) and @p lease NULL. */
-typedef void (*zkrc_semaphore_acquired_fn)(zkrc_semaphore *sem,
-                                           zkrc_semaphore_lease *lease,
-                                           int status, int64_t token,
-                                           void *arg);
+/** How a non-blocking acquisition ended; valid only during the
+ *  callback. */
+typedef struct zkrc_semaphore_acquired_info {
+  /** ZKRC_OK: the lease is held now; release it with
+   *  zkrc_semaphore_lease_release().  Otherwise the failure, as
+   *  zkrc_semaphore_acquire() returns it (ZKRC_ETIMEDOUT, ZKRC_ELOCKED,
+   *  ZKRC_ECANCELED, ZKRC_ESESSIONLOST, ZKRC_ENOAUTH, ...), and the lease
+   *  object is freed when the callback returns. */
+  int status;
+  /** The ZooKeeper code behind a failure (zookeeper.h's ZOO_ERRORS, such
+   *  as ZNOAUTH), or ZOK (0) when there is none. */
+  int zk_error;
+  /** The lease's fencing token when status is ZKRC_OK, else 0. */
+  int64_t token;
+} zkrc_semaphore_acquired_info;
+
+/** Told once how a non-blocking acquisition ended: @p lease is the lease
+ *  when info->status is ZKRC_OK, NULL otherwise. */
+typedef void (*zkrc_semaphore_acquired_fn)(
+    zkrc_semaphore *sem, zkrc_semaphore_lease *lease,
+    const zkrc_semaphore_acquired_info *info, void *arg);
 
 /**
  * Start acquiring a lease; returns at once.  @p done is called exactly
