@@ -418,7 +418,8 @@ static int start_group(follower *f) {
   zkrc_group_options_init(&go);
   go.on_event = on_group_event;
   go.event_arg = f;
-  int err = zkrc_group_watch(&f->group, f->s, f->cli->path, &go);
+  int err =
+      zkrc_group_new(&f->group, f->s, f->cli->path, &go); /* no id: watch */
   if (err == ZKRC_EINVAL) {
     tool_error("invalid path '%s': refused for a group", f->cli->path);
     return TOOL_EXIT_BAD_PATH;

@@ -505,8 +505,8 @@ static void drain_events(watcher *w) {
 static int new_cache(watcher *w) {
   zkrc_cache_options co;
   zkrc_cache_options_init(&co);
-  co.listener = on_cache_event;
-  co.listener_arg = w;
+  co.on_event = on_cache_event;
+  co.event_arg = w;
   co.max_depth = w->cli->depth;
   const char *path = w->cli->path;
   int err;
