@@ -612,6 +612,7 @@ static void test_size_limit(void) {
   i->payload[max - empty + 1] = '"'; /* one letter fewer */
   i->payload[max - empty + 2] = '\0';
   ZKT_ASSERT_RC(ZKRC_OK, zkrc_service_registration_new(&r, s, base, i, NULL));
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_service_registration_wait(r, 10000));
   ZKT_ASSERT_RC(ZKRC_OK, zkrc_service_instance_to_json(i, &json, NULL));
   CU_ASSERT_EQUAL(strlen(json), max);
   CU_ASSERT_TRUE(zkt_data_is(zh, node, json, strlen(json)));

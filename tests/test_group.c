@@ -523,6 +523,33 @@ static void test_closed_for_good(void) {
   g_free(path);
 }
 
+/* A member and a watcher outlive their session's zkrc_session_close():
+ * both told CLOSED (ZKRC_ECLOSED), freed after it, nothing told after. */
+static void test_freed_after_close(void) {
+  char *path = zkt_path("group-after-close");
+  zkrc_session *s = zkt_session();
+  seen ew, em;
+  seen_init(&ew);
+  seen_init(&em);
+  zkrc_group *w = watch(s, path, &ew);
+  zkrc_group *m = join(s, path, "m", "d", &em);
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_group_wait_registered(m, 10000));
+  CU_ASSERT_TRUE(wait_event(&ew, "joined m d"));
+  zkrc_session_close(s);
+  CU_ASSERT_TRUE(wait_event(&ew, "closed ZKRC_ECLOSED"));
+  CU_ASSERT_TRUE(wait_event(&em, "closed ZKRC_ECLOSED"));
+  zkrc_group_free(m);
+  zkrc_group_free(w);
+  CU_ASSERT_EQUAL(g_async_queue_length(ew.lines), 0);
+  CU_ASSERT_EQUAL(g_async_queue_length(em.lines), 0);
+  zhandle_t *zh = zkt_raw();
+  CU_ASSERT_EQUAL(zkt_nodes_left(zh, path), 0);
+  zookeeper_close(zh);
+  g_async_queue_unref(ew.lines);
+  g_async_queue_unref(em.lines);
+  g_free(path);
+}
+
 /* Bad arguments are refused with ZKRC_EINVAL before anything is sent: the
  * group's path is never created.  The longest id is accepted. */
 static void test_bad_input(void) {
@@ -681,7 +708,8 @@ static void add_suites(void) {
       {"session closed for good", test_closed_for_good},
       {"bad input changes nothing", test_bad_input},
       {"curator group member both ways", test_curator_group_member_both_ways},
-      {"size limit, envelope included", test_size_limit});
+      {"size limit, envelope included", test_size_limit},
+      {"freed after close", test_freed_after_close});
 }
 
 int main(void) { return zkt_run("test_group", add_suites); }
