@@ -4,10 +4,9 @@
  */
 #include "config.h"
 
-#include <string.h>
-
 #include <glib.h>
 
+#include "recipe.h"
 #include "util.h"
 #include "zkrecipes/cache.h"
 #include "zkrecipes/error.h"
@@ -33,18 +32,10 @@ const char *zkrc_shared_watch_event_name(zkrc_shared_watch_event_type type) {
   return "unknown";
 }
 
-/* The defaults, in a whole struct of ours. */
-static void shared_watch_options_defaults(zkrc_shared_watch_options *opts) {
-  if (opts == NULL)
-    return;
-  memset(opts, 0, sizeof *opts);
-  opts->size = sizeof *opts;
-}
-
 void zkrc_shared_watch_options_init_sized(zkrc_shared_watch_options *opts,
                                           size_t size) {
-  zkrc_shared_watch_options full;
-  shared_watch_options_defaults(&full);
+  zkrc_shared_watch_options full; /* the defaults: zeros and the size */
+  zkrc__recipe_options_init(&full, sizeof full);
   zkrc__options_give(opts, size, &full, sizeof full);
 }
 

@@ -474,6 +474,18 @@ static void test_leave_from_listener(void) {
   g_free(path);
 }
 
+/* A watcher of @p path (its events into @p ew) and member "m" with data
+ * "d" (into @p em), registered and seen by the watcher. */
+static void watcher_and_member(zkrc_session *s, const char *path, seen *ew,
+                               zkrc_group **w, seen *em, zkrc_group **m) {
+  seen_init(ew);
+  seen_init(em);
+  *w = watch(s, path, ew);
+  *m = join(s, path, "m", "d", em);
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_group_wait_registered(*m, 10000));
+  CU_ASSERT_TRUE(wait_event(ew, "joined m d"));
+}
+
 /* A session that is not reopened after its expiry ends the group: a
  * watcher and a member are told CLOSED (the member LOST first), and
  * nothing after. */
@@ -481,12 +493,8 @@ static void test_closed_for_good(void) {
   char *path = zkt_path("group-closed");
   zkrc_session *s = zkt_session_with(ZKT_SESSION_TIMEOUT_MS, 1);
   seen ew, em;
-  seen_init(&ew);
-  seen_init(&em);
-  zkrc_group *w = watch(s, path, &ew);
-  zkrc_group *m = join(s, path, "m", "d", &em);
-  ZKT_ASSERT_RC(ZKRC_OK, zkrc_group_wait_registered(m, 10000));
-  CU_ASSERT_TRUE(wait_event(&ew, "joined m d"));
+  zkrc_group *w, *m;
+  watcher_and_member(s, path, &ew, &w, &em, &m);
   char *own = next_own_event(&em);
   ASSERT_TEXT(own, "registered");
   g_free(own);
@@ -529,12 +537,8 @@ static void test_freed_after_close(void) {
   char *path = zkt_path("group-after-close");
   zkrc_session *s = zkt_session();
   seen ew, em;
-  seen_init(&ew);
-  seen_init(&em);
-  zkrc_group *w = watch(s, path, &ew);
-  zkrc_group *m = join(s, path, "m", "d", &em);
-  ZKT_ASSERT_RC(ZKRC_OK, zkrc_group_wait_registered(m, 10000));
-  CU_ASSERT_TRUE(wait_event(&ew, "joined m d"));
+  zkrc_group *w, *m;
+  watcher_and_member(s, path, &ew, &w, &em, &m);
   zkrc_session_close(s);
   CU_ASSERT_TRUE(wait_event(&ew, "closed ZKRC_ECLOSED"));
   CU_ASSERT_TRUE(wait_event(&em, "closed ZKRC_ECLOSED"));
