@@ -195,6 +195,7 @@ static void on_leadership(zkrc_election *e,
 static void on_session(zkrc_session *s, const zkrc_session_event *ev,
                        void *arg) {
   instance *d = arg;
+  (void)s;
   switch (ev->type) {
   case ZKRC_SESSION_EVENT_SUSPENDED:
     say("connection lost; the session may still live");
@@ -210,7 +211,6 @@ static void on_session(zkrc_session *s, const zkrc_session_event *ev,
   case ZKRC_SESSION_EVENT_CONNECTED:
     /* The first session's CONNECTED may or may not reach a listener added
      * after zkrc_session_connect(): only new sessions are news. */
-    (void)s;
     if (ev->session_id != d->session_id) {
       d->session_id = ev->session_id;
       say("new session 0x%" PRIx64, (uint64_t)d->session_id);

@@ -212,6 +212,26 @@ static void test_waits_for_another_sessions_node(void) {
 
 /* An ACL that forbids the create: ZKRC_ENOAUTH, and no retrying.  Bad
  * input: ZKRC_EINVAL with nothing made. */
+/* Freed after its session's zkrc_session_close(): told CLOSED with
+ * ZKRC_ECLOSED, nothing after; the names are lower-case, from 1. */
+static void test_freed_after_close(void) {
+  char *path = zkt_path("eph-after-close");
+  zkrc_session *s = proxied_session();
+  events t = {.q = g_async_queue_new_full(g_free)};
+  zkrc_ephemeral *e = keep(s, path, "v", &t);
+  expect_event(&t, "registered");
+  zkrc_session_close(s);
+  expect_event(&t, "closed ZKRC_ECLOSED");
+  zkrc_ephemeral_free(e);
+  CU_ASSERT_EQUAL(g_async_queue_length(t.q), 0);
+  g_async_queue_unref(t.q);
+  CU_ASSERT_EQUAL(ZKRC_EPHEMERAL_REGISTERED, 1);
+  CU_ASSERT_STRING_EQUAL(zkrc_ephemeral_event_name(ZKRC_EPHEMERAL_LOST),
+                         "lost");
+  CU_ASSERT_STRING_EQUAL(zkrc_ephemeral_event_name(0), "unknown");
+  g_free(path);
+}
+
 static void test_refusals(void) {
   char *path = zkt_path("eph-acl");
   zhandle_t *zh = direct();
@@ -460,7 +480,8 @@ static void add_suites(void) {
       {"LOST before the servers delete the node",
        test_lost_before_the_servers_delete},
       {"size limit, envelope included", test_size_limit},
-      {"size limit is the servers'", test_size_limit_is_the_servers});
+      {"size limit is the servers'", test_size_limit_is_the_servers},
+      {"freed after close", test_freed_after_close});
 }
 
 int main(void) { return zkt_run("test_ephemeral", add_suites); }

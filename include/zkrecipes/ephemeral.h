@@ -172,7 +172,9 @@ const char *zkrc_ephemeral_path(zkrc_ephemeral *e);
  * Stop keeping the node and delete it (waiting at most for one round trip,
  * bounded by the session timeout; a node that cannot be deleted now goes
  * with its session).  After it returns no event of @p e runs (unless the
- * caller is that event).  NULL is ignored.
+ * caller is that event).  Works whatever the session's state: open,
+ * suspended or closed (before or after zkrc_session_close()).  NULL is
+ * ignored.
  */
 void zkrc_ephemeral_free(zkrc_ephemeral *e);
 
