@@ -5,8 +5,9 @@
  * curator-x-discovery) the same way.  See usage_text, `zkr-members --help'
  * or zkr-members(1).
  *
- * The view comes from zkrc_group_new() without an id: a children cache of the group,
- * read again after a reconnection or on a new session after an expiry.
+ * The view comes from zkrc_group_new() without an id: a children cache of
+ * the group, read again after a reconnection or on a new session after an
+ * expiry.
  * Its listener runs on the session's executor and only queues a copy of
  * the event and wakes the main thread's loop (tool.h), which prints.
  * A service's instances are the children of BASE/NAME, each holding its
