@@ -1525,14 +1525,16 @@ static void on_cache_event(zkrc_cache *c, const zkrc_cache_event *ev,
   int64_t t = peer_now_ns();
   (void)c;
   (void)arg;
+  /* The peers' protocol names events in capitals (CuratorPeer.java). */
+  char *type = g_ascii_strup(zkrc_cache_event_name(ev->type), -1);
   if (ev->node == NULL) {
     if (ev->type != ZKRC_CACHE_INITIALIZED)
-      say("connection %s", zkrc_cache_event_name(ev->type));
-    return;
+      say("connection %s", type);
+  } else {
+    say("event %s %s %" PRId32 " %" PRId64 " %" PRId64, type, ev->node->path,
+        ev->node->stat.version, (int64_t)ev->node->stat.mzxid, t);
   }
-  say("event %s %s %" PRId32 " %" PRId64 " %" PRId64,
-      zkrc_cache_event_name(ev->type), ev->node->path, ev->node->stat.version,
-      (int64_t)ev->node->stat.mzxid, t);
+  g_free(type);
 }
 
 /* Commands of the cache mode: "clock" ("clock T_NS", CLOCK_MONOTONIC now),
@@ -1542,7 +1544,7 @@ static int mode_cache(const char *hosts, const char *path, const char *kind) {
   zkrc_session *s = zkr_connect(hosts);
   zkrc_cache_options co;
   zkrc_cache_options_init(&co);
-  co.listener = on_cache_event;
+  co.on_event = on_cache_event;
   zkrc_cache *c = NULL;
   int64_t start = peer_now_ns();
   must("cache", strcmp(kind, "node") == 0
@@ -1577,23 +1579,22 @@ static gboolean part_failed; /* FAILURE was told: exit 5 */
 
 /* The state callback, on the session's executor: one line per state, as
  * kazoo_peer.py's partition mode prints them with ZKR_PEER_STAMP=1. */
-static void on_partition_state(zkrc_partitioner *p, zkrc_partition_state st,
-                               const char *const *items, size_t count,
-                               void *arg) {
+static void on_partition_state(zkrc_partitioner *p,
+                               const zkrc_partitioner_event *ev, void *arg) {
   int64_t t = peer_now_ns();
   (void)arg;
-  if (st == ZKRC_PARTITION_ACQUIRED) {
+  if (ev->type == ZKRC_PARTITIONER_ACQUIRED) {
     GString *line = g_string_new(NULL);
     g_string_printf(line, "acquired %" PRId64 " ", t);
-    for (size_t i = 0; i < count; i++)
-      g_string_append_printf(line, "%s%s", i ? "," : "", items[i]);
+    for (size_t i = 0; i < ev->count; i++)
+      g_string_append_printf(line, "%s%s", i ? "," : "", ev->items[i]);
     say_gstring(line);
     g_string_free(line, TRUE);
-  } else if (st == ZKRC_PARTITION_RELEASE) {
+  } else if (ev->type == ZKRC_PARTITIONER_RELEASE) {
     say("release %" PRId64, t);
     if (zkrc_partitioner_release_set(p) != ZKRC_OK)
       say("error release_set refused");
-  } else if (st == ZKRC_PARTITION_FAILURE) {
+  } else if (ev->type == ZKRC_PARTITIONER_FAILURE) {
     say("failure %" PRId64, t);
     g_mutex_lock(&part_mu);
     part_failed = TRUE;
@@ -1609,7 +1610,7 @@ static int mode_partition(const char *hosts, const char *path, const char *id,
   zkrc_partitioner_options_init(&po);
   po.identifier = id;
   po.time_boundary_ms = (int)boundary_ms;
-  po.on_state = on_partition_state;
+  po.on_event = on_partition_state;
   zkrc_partitioner *p = NULL;
   must("partitioner",
        zkrc_partitioner_new(&p, s, path, (const char *const *)items,

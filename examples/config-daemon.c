@@ -5,15 +5,15 @@
  *   zkr-config-daemon zk1:2181,zk2:2181,zk3:2181 /config/payments
  *
  * The configuration is the text of one node ("key = value" lines,
- * config-text.h).  A shared value's change listener
- * (zkrc_shared_value_watch(), zkrecipes/shared.h) tells the daemon the
+ * config-text.h).  A shared watch (zkrc_shared_watch_new(),
+ * zkrecipes/shared.h) tells the daemon the
  * node's value when it starts and again after each change.  The daemon
  * parses it, logs the version and what changed, and applies it.  A
  * configuration that does not parse is refused: the daemon says why and
  * keeps running with the last good one.  zkr-config-edit changes the node
  * without losing anyone else's change.
  *
- * The listener runs on the session's callback thread, one call at a time,
+ * Its callback runs on the session's callback thread, one call at a time,
  * and it alone touches the configuration: no mutex.  The main thread only
  * waits for SIGINT or SIGTERM.
  *
@@ -85,8 +85,13 @@ static changes compare(const config *before, const config *after, int show) {
 }
 
 /* The node's value: at the start, then after every change. */
-static void on_value(const zkrc_versioned_value *value, void *arg) {
+static void on_value(zkrc_shared_watch *w, const zkrc_shared_watch_event *ev,
+                     void *arg) {
   service *svc = arg;
+  (void)w;
+  if (ev->type != ZKRC_SHARED_WATCH_VALUE)
+    return; /* connection news: on_session() says them */
+  const zkrc_versioned_value *value = ev->value;
   if (value == NULL) {
     if (svc->version < 0)
       say("no configuration node yet: waiting for it");
@@ -122,14 +127,15 @@ static void on_value(const zkrc_versioned_value *value, void *arg) {
 }
 
 /* Connection news, on the same thread as on_value(). */
-static void on_session(zkrc_session *s, zkrc_session_event ev, void *arg) {
+static void on_session(zkrc_session *s, const zkrc_session_event *ev,
+                       void *arg) {
   const service *svc = arg;
   (void)s;
-  if (ev == ZKRC_SESSION_EVENT_SUSPENDED)
+  if (ev->type == ZKRC_SESSION_EVENT_SUSPENDED)
     say("connection lost: keeping version %" PRId32 " until it is back",
         svc->version);
   else
-    say("session %s", zkrc_session_event_name(ev));
+    say("session %s", zkrc_session_event_name(ev->type));
 }
 
 int main(int argc, char **argv) {
@@ -152,13 +158,17 @@ int main(int argc, char **argv) {
   service svc = {{NULL, 0}, -1};
   zkrc_session_options so;
   zkrc_session_options_init(&so);
-  so.listener = on_session;
-  so.listener_arg = &svc;
+  so.on_event = on_session;
+  so.event_arg = &svc;
   zkrc_session *s = NULL;
   zkrc_shared_watch *watch = NULL;
   int rc = zkrc_session_connect(&s, hosts, &so);
+  zkrc_shared_watch_options wo;
+  zkrc_shared_watch_options_init(&wo);
+  wo.on_event = on_value;
+  wo.event_arg = &svc;
   if (rc == ZKRC_OK)
-    rc = zkrc_shared_value_watch(&watch, s, path, on_value, &svc);
+    rc = zkrc_shared_watch_new(&watch, s, path, &wo);
   if (rc != ZKRC_OK) {
     say("cannot follow %s: %s", path, zkrc_strerror(rc));
     zkrc_session_close(s);

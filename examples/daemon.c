@@ -192,9 +192,11 @@ static void on_leadership(zkrc_election *e, const zkrc_election_event *info,
   }
 }
 
-static void on_session(zkrc_session *s, zkrc_session_event ev, void *arg) {
+static void on_session(zkrc_session *s, const zkrc_session_event *ev,
+                       void *arg) {
   instance *d = arg;
-  switch (ev) {
+  (void)s;
+  switch (ev->type) {
   case ZKRC_SESSION_EVENT_SUSPENDED:
     say("connection lost; the session may still live");
     break;
@@ -203,18 +205,19 @@ static void on_session(zkrc_session *s, zkrc_session_event ev, void *arg) {
     break;
   case ZKRC_SESSION_EVENT_LOST:
   case ZKRC_SESSION_EVENT_EXPIRED:
-    say("session %s: rejoining with a new one", zkrc_session_event_name(ev));
+    say("session %s (%s): rejoining with a new one",
+        zkrc_session_event_name(ev->type), zkrc_strerror(ev->reason));
     break;
   case ZKRC_SESSION_EVENT_CONNECTED:
     /* The first session's CONNECTED may or may not reach a listener added
      * after zkrc_session_connect(): only new sessions are news. */
-    if (zkrc_session_id(s) != d->session_id) {
-      d->session_id = zkrc_session_id(s);
+    if (ev->session_id != d->session_id) {
+      d->session_id = ev->session_id;
       say("new session 0x%" PRIx64, (uint64_t)d->session_id);
     }
     break;
   default:
-    say("session %s", zkrc_session_event_name(ev));
+    say("session %s", zkrc_session_event_name(ev->type));
   }
 }
 

@@ -66,7 +66,7 @@ typedef struct worker {
   size_t n_working;
   int stopping; /* no new work: a signal came, or a FAILURE */
   int signal;   /* which one, once it came */
-  int failed;   /* the partitioner reported FAILURE */
+  int failed;   /* FAILURE: 1, join again; 2, for good (closed, refused) */
 
   int pool_read; /* the group's first view is in (see on_member()) */
 } worker;
@@ -126,28 +126,33 @@ static void stop_work(worker *w, const char *why) {
 
 /* ========================================================= the partitioner */
 
-static void on_partition(zkrc_partitioner *p, zkrc_partition_state st,
-                         const char *const *items, size_t count, void *arg) {
+static void on_partition(zkrc_partitioner *p, const zkrc_partitioner_event *ev,
+                         void *arg) {
   worker *w = arg;
   pthread_mutex_lock(&w->mu);
-  switch (st) {
-  case ZKRC_PARTITION_ALLOCATING:
+  switch (ev->type) {
+  case ZKRC_PARTITIONER_ALLOCATING:
     say("allocating: waiting for the pool to be still for %d ms",
         w->time_boundary_ms);
     break;
-  case ZKRC_PARTITION_ACQUIRED:
+  case ZKRC_PARTITIONER_ACQUIRED:
     if (!w->stopping)
-      start_work(w, items, count);
+      start_work(w, ev->items, ev->count);
     break;
-  case ZKRC_PARTITION_RELEASE:
+  case ZKRC_PARTITIONER_RELEASE:
     /* Stop first, confirm after: the locks go only now. */
     if (!w->keep_items_on_release)
       stop_work(w, "the pool changed");
     zkrc_partitioner_release_set(p);
     break;
-  case ZKRC_PARTITION_FAILURE:
+  case ZKRC_PARTITIONER_FAILURE:
+    say("partitioner failed: %s", zkrc_strerror(ev->reason));
     stop_work(w, "partitioner failed");
-    w->failed = 1;
+    /* For good when no new partitioner can do better. */
+    w->failed = ev->reason == ZKRC_ECLOSED || ev->reason == ZKRC_ENOAUTH ||
+                        ev->reason == ZKRC_EAUTHFAILED
+                    ? 2
+                    : 1;
     pthread_cond_broadcast(&w->changed);
     break;
   }
@@ -163,8 +168,8 @@ static zkrc_partitioner *join_work(worker *w, zkrc_session *s,
   zkrc_partitioner_options_init(&o);
   o.identifier = w->id;
   o.time_boundary_ms = w->time_boundary_ms;
-  o.on_state = on_partition;
-  o.state_arg = w;
+  o.on_event = on_partition;
+  o.event_arg = w;
   int pause_ms = 1000;
   for (;;) {
     zkrc_partitioner *p = NULL;
@@ -318,9 +323,12 @@ int main(int argc, char **argv) {
   zkrc_group_options_init(&go);
   go.on_event = on_member;
   go.event_arg = &w;
+  go.id = w.id;
+  go.data = data;
+  go.data_len = strlen(data);
   int rc = zkrc_session_connect(&s, hosts, &so);
   if (rc == ZKRC_OK)
-    rc = zkrc_group_join(&g, s, members, w.id, data, strlen(data), &go);
+    rc = zkrc_group_new(&g, s, members, &go);
   if (rc != ZKRC_OK) {
     say("cannot join %s: %s", members, zkrc_strerror(rc));
     zkrc_session_close(s);
@@ -340,7 +348,8 @@ int main(int argc, char **argv) {
     w.stopping = 1; /* p's last callbacks start no work */
     stop_work(&w, "stopping");
     int joined = p != NULL, signalled = w.signal != 0;
-    int again = w.failed && !signalled;
+    int again = w.failed == 1 && !signalled;
+    joined = joined && w.failed != 2;
     w.failed = 0;
     pthread_mutex_unlock(&w.mu);
     zkrc_partitioner_free(p); /* its locks go now that the work stopped */

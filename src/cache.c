@@ -93,23 +93,28 @@ static const zkrc__watch_target_ops watch_ops = {watch_target_ref,
 static void tell_locked(zkrc_cache *c, GQueue *events, work *w) {
   zkrc__cache_ev *e;
   while ((e = g_queue_pop_head(events)) != NULL) {
-    if (c->listener == NULL)
+    if (c->on_event == NULL)
       zkrc__cache_ev_free(e);
     else if (zkrc__evq_push(&c->events, e))
       w->post_drain = TRUE;
   }
 }
 
+/* Tell @p type, whose reason is that of the session event @p why (0:
+ * none). */
 static void tell_one_locked(zkrc_cache *c, zkrc_cache_event_type type,
-                            work *w) {
+                            zkrc_session_event_type why, work *w) {
   GQueue one = G_QUEUE_INIT;
-  g_queue_push_tail(&one, zkrc__cache_ev_new(type, NULL, NULL));
+  zkrc__cache_ev *e = zkrc__cache_ev_new(type, NULL, NULL);
+  if (why)
+    zkrc__session_event_reason(c->s, why, &e->ev.reason, &e->ev.zk_error);
+  g_queue_push_tail(&one, e);
   tell_locked(c, &one, w);
 }
 
 static void tell_listener(void *owner, void *event) {
   zkrc_cache *c = owner;
-  c->listener(c, &((zkrc__cache_ev *)event)->ev, c->listener_arg);
+  c->on_event(c, &((zkrc__cache_ev *)event)->ev, c->event_arg);
 }
 
 /* The executor: tell the listener every waiting event, in order. */
@@ -187,7 +192,7 @@ static void check_initialized_locked(zkrc_cache *c, work *w) {
     return;
   c->initialized = TRUE;
   g_cond_broadcast(&c->cond);
-  tell_one_locked(c, ZKRC_CACHE_INITIALIZED, w);
+  tell_one_locked(c, ZKRC_CACHE_INITIALIZED, 0, w);
 }
 
 /* A read that got no answer: again at once while the connection it went
@@ -499,7 +504,7 @@ static void read_all(zkrc_cache *c) {
 }
 
 /* Session events (the session's worker). */
-static void on_session(zkrc_session *s, zkrc_session_event ev,
+static void on_session(zkrc_session *s, zkrc_session_event_type ev,
                        uint64_t generation, void *arg) {
   (void)s;
   zkrc_cache *c = arg;
@@ -510,7 +515,7 @@ static void on_session(zkrc_session *s, zkrc_session_event ev,
   case ZKRC_SESSION_EVENT_CONNECTED:
   case ZKRC_SESSION_EVENT_RECONNECTED:
     if (c->down_told)
-      tell_one_locked(c, ZKRC_CACHE_RECONNECTED, &w);
+      tell_one_locked(c, ZKRC_CACHE_RECONNECTED, 0, &w);
     c->down_told = c->lost_told = FALSE;
     c->repair_ms = 0;
     /* A cache made while its session was connecting has read everything
@@ -520,14 +525,14 @@ static void on_session(zkrc_session *s, zkrc_session_event ev,
            c->full_read_gen != generation || c->incomplete;
     break;
   case ZKRC_SESSION_EVENT_SUSPENDED:
-    tell_one_locked(c, ZKRC_CACHE_SUSPENDED, &w);
+    tell_one_locked(c, ZKRC_CACHE_SUSPENDED, ev, &w);
     c->down_told = TRUE;
     forget = TRUE; /* the reconnection reads everything again */
     break;
   case ZKRC_SESSION_EVENT_LOST:
   case ZKRC_SESSION_EVENT_EXPIRED:
     if (c->lost_generation != generation)
-      tell_one_locked(c, ZKRC_CACHE_LOST, &w);
+      tell_one_locked(c, ZKRC_CACHE_LOST, ev, &w);
     c->lost_generation = generation;
     c->down_told = c->lost_told = TRUE;
     break;
@@ -535,7 +540,7 @@ static void on_session(zkrc_session *s, zkrc_session_event ev,
   case ZKRC_SESSION_EVENT_AUTH_FAILED:
     /* Once: a session that expired and is not reopened is closed next. */
     if (!c->closed && !c->lost_told)
-      tell_one_locked(c, ZKRC_CACHE_LOST, &w);
+      tell_one_locked(c, ZKRC_CACHE_LOST, ev, &w);
     c->closed = TRUE;
     g_cond_broadcast(&c->cond);
     break;
@@ -592,8 +597,8 @@ static int cache_new(zkrc_cache **out, zkrc_session *s, const char *path,
               : shape == SHAPE_CHILDREN ? 1
                                         : o.max_depth;
   c->tree = zkrc__ctree_new(path, depth, shape == SHAPE_CHILDREN);
-  c->listener = o.listener;
-  c->listener_arg = o.listener_arg;
+  c->on_event = o.on_event;
+  c->event_arg = o.event_arg;
   gboolean closed = FALSE;
   c->observer = zkrc__session_observe(s, on_session, c, &closed);
   if (closed) {

@@ -22,8 +22,8 @@ struct zkrc_cache {
   GCond cond; /* initialized, closed, dispatching */
   zkrc_session *s;
   zkrc__ctree *tree;
-  zkrc_cache_listener_fn listener;
-  void *listener_arg;
+  zkrc_cache_event_fn on_event;
+  void *event_arg;
   unsigned long observer;
   void *watch_ctx; /* registry context for handle watch_gen */
   uint64_t watch_gen;

@@ -96,21 +96,21 @@ const char *zkrc_cache_path(zkrc_cache *c) {
 const char *zkrc_cache_event_name(zkrc_cache_event_type type) {
   switch (type) {
   case ZKRC_CACHE_NODE_ADDED:
-    return "ADDED";
+    return "added";
   case ZKRC_CACHE_NODE_UPDATED:
-    return "UPDATED";
+    return "updated";
   case ZKRC_CACHE_NODE_REMOVED:
-    return "REMOVED";
+    return "removed";
   case ZKRC_CACHE_INITIALIZED:
-    return "INITIALIZED";
+    return "initialized";
   case ZKRC_CACHE_SUSPENDED:
-    return "SUSPENDED";
+    return "suspended";
   case ZKRC_CACHE_RECONNECTED:
-    return "RECONNECTED";
+    return "reconnected";
   case ZKRC_CACHE_LOST:
-    return "LOST";
+    return "lost";
   case ZKRC_CACHE_NODE_UNREADABLE:
-    return "UNREADABLE";
+    return "unreadable";
   }
-  return "?";
+  return "unknown";
 }

@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "cache_private.h"
+#include "zkrecipes/error.h"
 
 const char *zkrc__cache_child_name(const char *parent, const char *path) {
   size_t len = strcmp(parent, "/") == 0 ? 0 : strlen(parent);
@@ -47,8 +48,11 @@ void zkrc__cache_refused_exists_locked(zkrc_cache *c, const char *path, int rc,
     return; /* read since, or gone; or told already */
   g_hash_table_insert(c->refused, g_strdup(path), GINT_TO_POINTER(TRUE));
   zkrc_cache_node *node = zkrc__cache_node_new(path, NULL, 0, stat);
-  g_queue_push_tail(events,
-                    zkrc__cache_ev_new(ZKRC_CACHE_NODE_UNREADABLE, node, NULL));
+  zkrc__cache_ev *e =
+      zkrc__cache_ev_new(ZKRC_CACHE_NODE_UNREADABLE, node, NULL);
+  e->ev.reason = ZKRC_ENOAUTH;
+  e->ev.zk_error = ZNOAUTH;
+  g_queue_push_tail(events, e);
   zkrc_cache_node_unref(node);
 }
 

@@ -23,12 +23,22 @@
 #include "zkrecipes/path.h"
 
 struct zkrc_service_registration {
+  gint refs;                   /* the caller's; the create's thread's */
   zkrc_session *s;             /* the recipe's reference */
   char *path;                  /* <base>/<name>/<id> */
   zkrc_service_instance *inst; /* as last written */
   zkrc_ephemeral *eph;         /* DYNAMIC; NULL for a persistent node */
   zkrc__acl *acl;
   int timeout_ms;
+  /* A persistent node's create, on a thread of its own so that the
+   * constructor never waits for the network: under mu, creating until it
+   * is over, then its result (a zkrc code). */
+  GMutex mu;
+  GCond cond;
+  gboolean creating;
+  int created;
+  char *json; /* the record to create; the thread's until it is over */
+  size_t len;
 };
 
 /* ------------------------------------------------------ one request */
@@ -91,10 +101,6 @@ static int base_valid(const char *base) {
          strcmp(base, "/") != 0;
 }
 
-static int query_timeout_valid(int timeout_ms) {
-  return zkrc__timeout_valid(timeout_ms) && timeout_ms != ZKRC_NO_WAIT;
-}
-
 /* The defaults, in a whole struct of ours. */
 static void service_options_defaults(zkrc_service_options *opts) {
   if (opts == NULL)
@@ -139,8 +145,12 @@ static int create_persistent(zkrc_session *s, const req *r, int64_t deadline) {
 
 /* ------------------------------------------------------ registering */
 
-static void registration_free(zkrc_service_registration *r) {
-  zkrc_ephemeral_free(r->eph);
+static void registration_unref(zkrc_service_registration *r) {
+  if (!g_atomic_int_dec_and_test(&r->refs))
+    return;
+  g_free(r->json);
+  g_mutex_clear(&r->mu);
+  g_cond_clear(&r->cond);
   if (r->acl)
     zkrc__acl_unref(r->acl);
   if (r->s)
@@ -148,6 +158,48 @@ static void registration_free(zkrc_service_registration *r) {
   zkrc_service_instance_free(r->inst);
   g_free(r->path);
   g_free(r);
+}
+
+static void registration_free(zkrc_service_registration *r) {
+  zkrc_ephemeral_free(r->eph);
+  r->eph = NULL;
+  registration_unref(r);
+}
+
+/* The persistent node's create (create_persistent()), on its thread. */
+static gpointer create_thread(gpointer arg) {
+  zkrc_service_registration *r = arg;
+  req q = {.path = r->path,
+           .data = r->json,
+           .len = r->len,
+           .acl = zkrc__acl_vector(r->acl)};
+  int64_t deadline;
+  int err = zkrc__request_deadline(r->s, r->timeout_ms, &deadline);
+  if (err == ZKRC_OK) {
+    int rc = create_persistent(r->s, &q, deadline);
+    err = rc == ZOK ? ZKRC_OK : failure(rc);
+  }
+  g_mutex_lock(&r->mu);
+  r->creating = FALSE;
+  r->created = err;
+  g_cond_broadcast(&r->cond);
+  g_mutex_unlock(&r->mu);
+  if (err != ZKRC_OK)
+    zkrc__log(ZKRC_LOG_WARN, "discovery: could not create %s (%s)", r->path,
+              zkrc_strerror(err));
+  registration_unref(r);
+  return NULL;
+}
+
+/* Wait for the persistent node's create, at most until @p deadline: its
+ * result, or ZKRC_ETIMEDOUT. */
+static int wait_created(zkrc_service_registration *r, int64_t deadline) {
+  g_mutex_lock(&r->mu);
+  while (r->creating && zkrc__cond_wait_until(&r->cond, &r->mu, deadline))
+    ;
+  int err = r->creating ? ZKRC_ETIMEDOUT : r->created;
+  g_mutex_unlock(&r->mu);
+  return err;
 }
 
 static int start(zkrc_service_registration *r, const char *json, size_t len) {
@@ -164,13 +216,18 @@ static int start(zkrc_service_registration *r, const char *json, size_t len) {
   int fits = zkrc__request_check_create(r->s, q.path, len, q.acl, 0);
   if (fits != ZKRC_OK)
     return zkrc__fail(fits); /* before the parents too */
-  int rc = create_persistent(r->s, &q, zkrc__deadline_after(r->timeout_ms));
-  return rc == ZOK ? ZKRC_OK : failure(rc);
+  r->json = g_memdup2(json, len + 1);
+  r->len = len;
+  r->creating = TRUE;
+  g_atomic_int_inc(&r->refs);
+  g_thread_unref(g_thread_new("zkrc-discovery", create_thread, r));
+  return ZKRC_OK;
 }
 
-int zkrc_service_register(zkrc_service_registration **out, zkrc_session *s,
-                          const char *base, const zkrc_service_instance *inst,
-                          const zkrc_service_options *opts) {
+int zkrc_service_registration_new(zkrc_service_registration **out,
+                                  zkrc_session *s, const char *base,
+                                  const zkrc_service_instance *inst,
+                                  const zkrc_service_options *opts) {
   zkrc_service_options o;
   zkrc_service_options_init(&o);
   if (out)
@@ -179,8 +236,8 @@ int zkrc_service_register(zkrc_service_registration **out, zkrc_session *s,
       !zkrc__discovery_name_valid(inst->name) ||
       !zkrc__discovery_name_valid(inst->id) ||
       inst->service_type == ZKRC_SERVICE_DYNAMIC_SEQUENTIAL ||
-      !zkrc__options_take(&o, sizeof o, opts) || o.timeout_ms <= 0 ||
-      (o.acl && !zkrc__acl_valid(o.acl)))
+      !zkrc__options_take(&o, sizeof o, opts) ||
+      !zkrc__timeout_valid(o.timeout_ms) || (o.acl && !zkrc__acl_valid(o.acl)))
     return zkrc__fail(ZKRC_EINVAL);
   zkrc_service_instance *copy = zkrc_service_instance_copy(inst);
   if (copy == NULL)
@@ -200,6 +257,9 @@ int zkrc_service_register(zkrc_service_registration **out, zkrc_session *s,
     return zkrc__fail(ZKRC_ECLOSED);
   }
   zkrc_service_registration *r = g_new0(zkrc_service_registration, 1);
+  r->refs = 1;
+  g_mutex_init(&r->mu);
+  g_cond_init(&r->cond);
   r->s = zkrc__session_ref_recipe(s);
   r->path = g_strdup_printf("%s/%s/%s", base, copy->name, copy->id);
   r->inst = copy;
@@ -222,7 +282,8 @@ int zkrc_service_registration_wait(zkrc_service_registration *r,
     return zkrc__fail(ZKRC_EINVAL);
   if (r->eph)
     return zkrc_ephemeral_wait_registered(r->eph, timeout_ms);
-  return ZKRC_OK;
+  int err = wait_created(r, zkrc__deadline_after(timeout_ms));
+  return err == ZKRC_OK ? ZKRC_OK : zkrc__fail(err);
 }
 
 const zkrc_service_instance *
@@ -232,7 +293,7 @@ zkrc_service_registration_instance(zkrc_service_registration *r) {
 
 int zkrc_service_update(zkrc_service_registration *r,
                         const zkrc_service_instance *inst, int timeout_ms) {
-  if (r == NULL || inst == NULL || !query_timeout_valid(timeout_ms) ||
+  if (r == NULL || inst == NULL || !zkrc__timeout_valid(timeout_ms) ||
       inst->name == NULL || inst->id == NULL ||
       strcmp(inst->name, r->inst->name) != 0 ||
       strcmp(inst->id, r->inst->id) != 0 ||
@@ -250,14 +311,17 @@ int zkrc_service_update(zkrc_service_registration *r,
     zkrc_service_instance_free(copy);
     return rc;
   }
+  int64_t deadline = 0;
   if (r->eph) {
     rc = zkrc_ephemeral_set_data(r->eph, json, len, timeout_ms);
-  } else if ((rc = zkrc__request_check_set(r->s, r->path, len)) != ZKRC_OK) {
+  } else if ((rc = zkrc__request_check_set(r->s, r->path, len)) != ZKRC_OK ||
+             (rc = zkrc__request_deadline(r->s, timeout_ms, &deadline)) !=
+                 ZKRC_OK ||
+             (rc = wait_created(r, deadline)) != ZKRC_OK) {
     rc = zkrc__fail(rc);
   } else {
     req q = {.path = r->path, .data = json, .len = len};
-    int zrc = zkrc__call_request(r->s, send_set, &q,
-                                 zkrc__deadline_after(timeout_ms), NULL);
+    int zrc = zkrc__call_request(r->s, send_set, &q, deadline, NULL);
     rc = zrc == ZOK ? ZKRC_OK : failure(zrc);
   }
   free(json);
@@ -275,9 +339,11 @@ int zkrc_service_update(zkrc_service_registration *r,
 void zkrc_service_unregister(zkrc_service_registration *r) {
   if (r == NULL)
     return;
-  if (r->eph == NULL) {
+  if (r->eph == NULL && !zkrc__session_closed(r->s)) {
     req q = {.path = r->path};
     int timeout = zkrc_session_timeout(r->s);
+    /* Not before the create is over: it would come after the delete. */
+    wait_created(r, ZKRC__NEVER);
     int rc = zkrc__call_request(
         r->s, send_delete, &q,
         zkrc__deadline_after(timeout > 0 ? timeout : 10000), NULL);
@@ -336,6 +402,14 @@ static int read_children(zkrc_session *s, const char *path, int64_t deadline,
   return rc;
 }
 
+/* A query's deadline (zkrc__request_deadline()); ZKRC_ECLOSED for a
+ * closed session whatever the timeout. */
+static int query_deadline(zkrc_session *s, int timeout_ms, int64_t *deadline) {
+  if (zkrc__session_closed(s))
+    return ZKRC_ECLOSED;
+  return zkrc__request_deadline(s, timeout_ms, deadline);
+}
+
 int zkrc_service_names(zkrc_session *s, const char *base, char ***names,
                        size_t *count, int timeout_ms) {
   if (names)
@@ -343,12 +417,14 @@ int zkrc_service_names(zkrc_session *s, const char *base, char ***names,
   if (count)
     *count = 0;
   if (s == NULL || !base_valid(base) || names == NULL || count == NULL ||
-      !query_timeout_valid(timeout_ms))
+      !zkrc__timeout_valid(timeout_ms))
     return zkrc__fail(ZKRC_EINVAL);
-  if (zkrc__session_closed(s))
-    return zkrc__fail(ZKRC_ECLOSED);
+  int64_t deadline;
+  int err = query_deadline(s, timeout_ms, &deadline);
+  if (err != ZKRC_OK)
+    return zkrc__fail(err);
   char **v;
-  int rc = read_children(s, base, zkrc__deadline_after(timeout_ms), &v);
+  int rc = read_children(s, base, deadline, &v);
   if (rc == ZNONODE) {
     rc = ZOK;
     v = g_new0(char *, 1);
@@ -392,11 +468,12 @@ int zkrc_service_query(zkrc_session *s, const char *base, const char *name,
   if (count)
     *count = 0;
   if (s == NULL || !base_valid(base) || !zkrc__discovery_name_valid(name) ||
-      out == NULL || count == NULL || !query_timeout_valid(timeout_ms))
+      out == NULL || count == NULL || !zkrc__timeout_valid(timeout_ms))
     return zkrc__fail(ZKRC_EINVAL);
-  if (zkrc__session_closed(s))
-    return zkrc__fail(ZKRC_ECLOSED);
-  int64_t deadline = zkrc__deadline_after(timeout_ms);
+  int64_t deadline;
+  int err = query_deadline(s, timeout_ms, &deadline);
+  if (err != ZKRC_OK)
+    return zkrc__fail(err);
   char *dir = g_strdup_printf("%s/%s", base, name);
   char **ids;
   int rc = read_children(s, dir, deadline, &ids);

@@ -1,9 +1,9 @@
 /*
  * A service provider (zkrecipes/discovery.h): a children cache of
  * <base>/<name> (cache.h); queries parse the cache's copy, never a round
- * trip.  The cache's listener parses each new or changed record once, to
+ * trip.  The cache's events: each new or changed record is parsed once, to
  * log the malformed ones as they arrive (queries skip them silently), and
- * tells the application (on_change).
+ * the application is told (on_event).
  */
 #include "config.h"
 
@@ -33,6 +33,44 @@ service_provider_options_defaults(zkrc_service_provider_options *opts) {
     return;
   memset(opts, 0, sizeof *opts);
   opts->size = sizeof *opts;
+  opts->strategy = ZKRC_SERVICE_RANDOM;
+}
+
+const char *
+zkrc_service_provider_event_name(zkrc_service_provider_event_type type) {
+  switch (type) {
+  case ZKRC_SERVICE_PROVIDER_CHANGED:
+    return "changed";
+  case ZKRC_SERVICE_PROVIDER_INITIALIZED:
+    return "initialized";
+  case ZKRC_SERVICE_PROVIDER_SUSPENDED:
+    return "suspended";
+  case ZKRC_SERVICE_PROVIDER_RECONNECTED:
+    return "reconnected";
+  case ZKRC_SERVICE_PROVIDER_LOST:
+    return "lost";
+  }
+  return "unknown";
+}
+
+/* The provider's event for a cache event; 0 for none. */
+static zkrc_service_provider_event_type event_type(zkrc_cache_event_type t) {
+  switch (t) {
+  case ZKRC_CACHE_NODE_ADDED:
+  case ZKRC_CACHE_NODE_UPDATED:
+  case ZKRC_CACHE_NODE_REMOVED:
+    return ZKRC_SERVICE_PROVIDER_CHANGED;
+  case ZKRC_CACHE_INITIALIZED:
+    return ZKRC_SERVICE_PROVIDER_INITIALIZED;
+  case ZKRC_CACHE_SUSPENDED:
+    return ZKRC_SERVICE_PROVIDER_SUSPENDED;
+  case ZKRC_CACHE_RECONNECTED:
+    return ZKRC_SERVICE_PROVIDER_RECONNECTED;
+  case ZKRC_CACHE_LOST:
+    return ZKRC_SERVICE_PROVIDER_LOST;
+  default: /* UNREADABLE: the instance stays out of the copy */
+    return 0;
+  }
 }
 
 void zkrc_service_provider_options_init_sized(
@@ -42,17 +80,25 @@ void zkrc_service_provider_options_init_sized(
   zkrc__options_give(opts, size, &full, sizeof full);
 }
 
-/* The cache's listener: each new or changed record parsed once, to log a
- * malformed one as it arrives; the application told of node changes. */
-static void on_change(zkrc_cache *c, const zkrc_cache_event *ev, void *arg) {
+/* The cache's events: each new or changed record parsed once, to log a
+ * malformed one as it arrives; the application told. */
+static void on_cache_event(zkrc_cache *c, const zkrc_cache_event *ev,
+                           void *arg) {
   (void)c;
   zkrc_service_provider *p = arg;
   if (ev->type == ZKRC_CACHE_NODE_ADDED || ev->type == ZKRC_CACHE_NODE_UPDATED)
     zkrc_service_instance_free(zkrc__discovery_parse_node(
         ev->node->path, ev->node->data, ev->node->len));
-  if (p->opts.on_change && ev->type != ZKRC_CACHE_NODE_UNREADABLE &&
-      (ev->node != NULL || ev->type == ZKRC_CACHE_INITIALIZED))
-    p->opts.on_change(p, p->opts.change_arg);
+  zkrc_service_provider_event pev = {.type = event_type(ev->type),
+                                     .reason = ev->reason,
+                                     .zk_error = ev->zk_error};
+  if (p->opts.on_event == NULL || pev.type == 0)
+    return;
+  if (pev.type == ZKRC_SERVICE_PROVIDER_CHANGED) {
+    const char *slash = strrchr(ev->node->path, '/');
+    pev.id = slash ? slash + 1 : ev->node->path;
+  }
+  p->opts.on_event(p, &pev, p->opts.event_arg);
 }
 
 int zkrc_service_provider_new(zkrc_service_provider **out, zkrc_session *s,
@@ -78,8 +124,8 @@ int zkrc_service_provider_new(zkrc_service_provider **out, zkrc_session *s,
   p->opts = po;
   zkrc_cache_options o;
   zkrc_cache_options_init(&o);
-  o.listener = on_change;
-  o.listener_arg = p;
+  o.on_event = on_cache_event;
+  o.event_arg = p;
   int rc = zkrc_children_cache_new(&p->cache, s, dir, &o);
   g_free(dir);
   if (rc != ZKRC_OK) {
@@ -117,7 +163,7 @@ int zkrc_service_provider_instances(zkrc_service_provider *p,
     zkrc_service_instance *inst = NULL;
     if (nodes[i]->data && zkrc_service_instance_from_json(
                               nodes[i]->data, nodes[i]->len, &inst) == ZKRC_OK)
-      v[found++] = inst; /* the listener logged the others */
+      v[found++] = inst; /* on_cache_event logged the others */
   }
   zkrc_cache_nodes_free(nodes, n);
   if (v == NULL)

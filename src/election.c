@@ -189,7 +189,7 @@ static void on_front_locked(zkrc__stake *st, zkrc__contender *c) {
   }
 }
 
-static void on_connection_locked(zkrc__stake *st, zkrc_session_event ev) {
+static void on_connection_locked(zkrc__stake *st, zkrc_session_event_type ev) {
   round *r = (round *)st;
   zkrc_election *e = r->e;
   if (e->current == r && e->revoke_on_suspend) {

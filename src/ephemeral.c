@@ -37,7 +37,7 @@ struct zkrc_ephemeral {
   zkrc_session *s;
   char *path;
   zkrc__acl *acl;
-  zkrc_ephemeral_fn on_event;
+  zkrc_ephemeral_event_fn on_event;
   void *event_arg;
   unsigned long observer;
   GBytes *data;         /* the latest data (NULL: none) */
@@ -53,7 +53,7 @@ struct zkrc_ephemeral {
   void *watch_ctx;         /* the latest watch's context (cancelled at free) */
   int retry_ms;            /* the next retry's delay */
   GSource *retry_timer;
-  zkrc__evq events; /* of zkrc_ephemeral_event (as pointers) */
+  zkrc__evq events; /* of zkrc_ephemeral_event* (g_free) */
 };
 
 static void try_create(zkrc_ephemeral *e);
@@ -92,10 +92,8 @@ static const zkrc__watch_target_ops watch_ops = {target_ref, target_unref};
 
 static void tell_app(void *owner, void *event) {
   zkrc_ephemeral *e = owner;
-  e->on_event(e, (zkrc_ephemeral_event)GPOINTER_TO_INT(event), e->event_arg);
+  e->on_event(e, event, e->event_arg);
 }
-
-static void ignore_event(void *event) { (void)event; }
 
 static void drain(void *arg) {
   zkrc_ephemeral *e = arg;
@@ -103,14 +101,19 @@ static void drain(void *arg) {
   eph_unref(e);
 }
 
-/* Queue @p ev; TRUE when the caller must post the drain (post_drain()). */
-static gboolean tell_locked(zkrc_ephemeral *e, zkrc_ephemeral_event ev) {
-  if (ev == ZKRC_EPHEMERAL_REGISTERED)
-    e->told_registered = TRUE;
-  else
-    e->told_registered = FALSE;
+/* Queue @p type with its @p reason and @p zk_error; TRUE when the caller
+ * must post the drain (post_drain()). */
+static gboolean tell_locked(zkrc_ephemeral *e, zkrc_ephemeral_event_type type,
+                            int reason, int zk_error) {
+  e->told_registered = type == ZKRC_EPHEMERAL_REGISTERED;
   g_cond_broadcast(&e->cond);
-  return e->on_event && zkrc__evq_push(&e->events, GINT_TO_POINTER(ev));
+  if (e->on_event == NULL)
+    return FALSE;
+  zkrc_ephemeral_event *ev = g_new0(zkrc_ephemeral_event, 1);
+  ev->type = type;
+  ev->reason = reason;
+  ev->zk_error = zk_error;
+  return zkrc__evq_push(&e->events, ev);
 }
 
 static void post_drain(zkrc_ephemeral *e, gboolean needed) {
@@ -118,9 +121,10 @@ static void post_drain(zkrc_ephemeral *e, gboolean needed) {
     zkrc__session_post(e->s, drain, eph_ref(e));
 }
 
-/* LOST, if REGISTERED was the last thing told. */
-static gboolean lost_locked(zkrc_ephemeral *e) {
-  return e->told_registered && tell_locked(e, ZKRC_EPHEMERAL_LOST);
+/* LOST for @p reason, if REGISTERED was the last thing told. */
+static gboolean lost_locked(zkrc_ephemeral *e, int reason, int zk_error) {
+  return e->told_registered &&
+         tell_locked(e, ZKRC_EPHEMERAL_LOST, reason, zk_error);
 }
 
 /* ------------------------------------------------------------- retries */
@@ -210,15 +214,17 @@ static gboolean created_locked(zkrc_ephemeral *e, eph_req *r) {
   create_over_locked(e);
   if (zkrc__session_lease_left(e->s, r->generation) <= 0)
     return FALSE; /* told when the lease says so (LEASED, CONNECTED) */
-  return !e->told_registered && tell_locked(e, ZKRC_EPHEMERAL_REGISTERED);
+  return !e->told_registered &&
+         tell_locked(e, ZKRC_EPHEMERAL_REGISTERED, ZKRC_OK, ZOK);
 }
 
-/* The node is not (or no longer) ours on session @p gen. */
-static gboolean not_ours_locked(zkrc_ephemeral *e, uint64_t gen) {
+/* The node is not (or no longer) ours on session @p gen, for @p reason. */
+static gboolean not_ours_locked(zkrc_ephemeral *e, uint64_t gen, int reason,
+                                int zk_error) {
   if (e->created_gen == gen)
     e->created_gen = 0;
   e->watched = FALSE;
-  return lost_locked(e);
+  return lost_locked(e, reason, zk_error);
 }
 
 static void exists_done(int rc, const struct Stat *stat, const void *data) {
@@ -238,8 +244,10 @@ static void exists_done(int rc, const struct Stat *stat, const void *data) {
     e->watched = e->created_gen == r->generation;
   } else if (rc == ZOK || rc == ZNONODE) {
     /* Another session's (its watch waits for it to go), or gone. */
-    post = not_ours_locked(e, r->generation);
     again = rc == ZNONODE;
+    post = again ? not_ours_locked(e, r->generation, ZKRC_ENONODE, ZNONODE)
+                 : not_ours_locked(e, r->generation, ZKRC_ENODEEXISTS,
+                                   ZNODEEXISTS);
   } else {
     e->watched = FALSE;
     retry_later_locked(e);
@@ -411,7 +419,7 @@ static void on_node_watch(int type, const char *path, void *target, void *ctx) {
   if (!freeing && type == ZOO_DELETED_EVENT) {
     e->created_gen = 0;
     e->watched = FALSE;
-    post = lost_locked(e);
+    post = lost_locked(e, ZKRC_ENONODE, ZNONODE);
   } else if (!freeing) {
     e->watched = FALSE;
   }
@@ -424,11 +432,12 @@ static void on_node_watch(int type, const char *path, void *target, void *ctx) {
 /* ------------------------------------------------------ session events */
 
 /* The session's worker: register on each connection, lose with the lease. */
-static void on_session(zkrc_session *s, zkrc_session_event ev,
+static void on_session(zkrc_session *s, zkrc_session_event_type ev,
                        uint64_t generation, void *arg) {
   (void)s;
   zkrc_ephemeral *e = arg;
   gboolean post = FALSE, create = FALSE;
+  int reason, zk_error;
   g_mutex_lock(&e->mu);
   switch ((int)ev) {
   case ZKRC_SESSION_EVENT_CONNECTED:
@@ -437,17 +446,19 @@ static void on_session(zkrc_session *s, zkrc_session_event ev,
     /* A create that succeeded before the lease was running is told now. */
     if (e->created_gen == generation && !e->told_registered &&
         zkrc__session_lease_left(e->s, generation) > 0)
-      post = tell_locked(e, ZKRC_EPHEMERAL_REGISTERED);
+      post = tell_locked(e, ZKRC_EPHEMERAL_REGISTERED, ZKRC_OK, ZOK);
     create = TRUE;
     break;
   case ZKRC_SESSION_EVENT_LOST:
   case ZKRC_SESSION_EVENT_EXPIRED:
-    post = not_ours_locked(e, generation);
+    zkrc__session_event_reason(e->s, ev, &reason, &zk_error);
+    post = not_ours_locked(e, generation, reason, zk_error);
     break;
   case ZKRC_SESSION_EVENT_CLOSED:
   case ZKRC_SESSION_EVENT_AUTH_FAILED:
+    zkrc__session_event_reason(e->s, ev, &reason, &zk_error);
     if (!e->closed)
-      post = tell_locked(e, ZKRC_EPHEMERAL_CLOSED);
+      post = tell_locked(e, ZKRC_EPHEMERAL_CLOSED, reason, zk_error);
     e->closed = TRUE;
     break;
   default:
@@ -476,16 +487,16 @@ void zkrc_ephemeral_options_init_sized(zkrc_ephemeral_options *opts,
   zkrc__options_give(opts, size, &full, sizeof full);
 }
 
-const char *zkrc_ephemeral_event_name(zkrc_ephemeral_event ev) {
-  switch (ev) {
+const char *zkrc_ephemeral_event_name(zkrc_ephemeral_event_type type) {
+  switch (type) {
   case ZKRC_EPHEMERAL_REGISTERED:
-    return "REGISTERED";
+    return "registered";
   case ZKRC_EPHEMERAL_LOST:
-    return "LOST";
+    return "lost";
   case ZKRC_EPHEMERAL_CLOSED:
-    return "CLOSED";
+    return "closed";
   }
-  return "?";
+  return "unknown";
 }
 
 static gboolean data_valid(const void *data, size_t len) {
@@ -531,7 +542,7 @@ int zkrc_ephemeral_new(zkrc_ephemeral **out, zkrc_session *s, const char *path,
   e->event_arg = o.event_arg;
   e->data = data_copy(data, len);
   e->retry_ms = RETRY_MIN_MS;
-  zkrc__evq_init(&e->events, tell_app, ignore_event);
+  zkrc__evq_init(&e->events, tell_app, g_free);
   gboolean closed = FALSE;
   e->observer = zkrc__session_observe(s, on_session, e, &closed);
   if (closed) {

@@ -29,7 +29,7 @@ struct zkrc_group {
   zkrc_group_options opts;
   zkrc_cache *view;
   zkrc_ephemeral *self; /* NULL for a watcher */
-  /* Held while zkrc_group_join() starts the two: an event that comes
+  /* Held while zkrc_group_new() starts the two: an event that comes
    * before they are both in place (a quick REGISTERED whose listener reads
    * the view or frees the group) waits for it.  start_failed (under it):
    * the start failed and the group is being destroyed; tell nothing. */
@@ -44,21 +44,21 @@ struct zkrc_group {
 const char *zkrc_group_event_name(zkrc_group_event_type type) {
   switch (type) {
   case ZKRC_GROUP_JOINED:
-    return "JOINED";
+    return "joined";
   case ZKRC_GROUP_UPDATED:
-    return "UPDATED";
+    return "updated";
   case ZKRC_GROUP_LEFT:
-    return "LEFT";
+    return "left";
   case ZKRC_GROUP_INITIALIZED:
-    return "INITIALIZED";
+    return "initialized";
   case ZKRC_GROUP_REGISTERED:
-    return "REGISTERED";
+    return "registered";
   case ZKRC_GROUP_LOST:
-    return "LOST";
+    return "lost";
   case ZKRC_GROUP_CLOSED:
-    return "CLOSED";
+    return "closed";
   }
-  return "?";
+  return "unknown";
 }
 
 /* The defaults, in a whole struct of ours. */
@@ -114,11 +114,12 @@ static gboolean started(zkrc_group *g) {
   return ok;
 }
 
-static void tell(zkrc_group *g, zkrc_group_event_type type,
-                 const zkrc_group_member *m) {
+static void tell(zkrc_group *g, zkrc_group_event_type type, int reason,
+                 int zk_error, const zkrc_group_member *m) {
   if (g->opts.on_event == NULL)
     return;
-  zkrc_group_event ev = {.type = type, .member = m};
+  zkrc_group_event ev = {
+      .type = type, .reason = reason, .zk_error = zk_error, .member = m};
   g->opts.on_event(g, &ev, g->opts.event_arg);
 }
 
@@ -140,15 +141,15 @@ static void on_view(zkrc_cache *c, const zkrc_cache_event *ev, void *arg) {
          ev->type == ZKRC_CACHE_NODE_ADDED     ? ZKRC_GROUP_JOINED
          : ev->type == ZKRC_CACHE_NODE_UPDATED ? ZKRC_GROUP_UPDATED
                                                : ZKRC_GROUP_LEFT,
-         &m);
+         ZKRC_OK, ZOK, &m);
     break;
   case ZKRC_CACHE_INITIALIZED:
-    tell(g, ZKRC_GROUP_INITIALIZED, NULL);
+    tell(g, ZKRC_GROUP_INITIALIZED, ZKRC_OK, ZOK, NULL);
     break;
   case ZKRC_CACHE_LOST:
     if (g->self == NULL && !g->closed_told && zkrc__session_closed(g->s)) {
       g->closed_told = TRUE;
-      tell(g, ZKRC_GROUP_CLOSED, NULL);
+      tell(g, ZKRC_GROUP_CLOSED, ev->reason, ev->zk_error, NULL);
     }
     break;
   default:
@@ -157,20 +158,21 @@ static void on_view(zkrc_cache *c, const zkrc_cache_event *ev, void *arg) {
 }
 
 /* This member's node's events, on the executor. */
-static void on_self(zkrc_ephemeral *e, zkrc_ephemeral_event ev, void *arg) {
+static void on_self(zkrc_ephemeral *e, const zkrc_ephemeral_event *ev,
+                    void *arg) {
   (void)e;
   zkrc_group *g = arg;
   if (!started(g))
     return;
-  switch (ev) {
+  switch (ev->type) {
   case ZKRC_EPHEMERAL_REGISTERED:
-    tell(g, ZKRC_GROUP_REGISTERED, NULL);
+    tell(g, ZKRC_GROUP_REGISTERED, ev->reason, ev->zk_error, NULL);
     break;
   case ZKRC_EPHEMERAL_LOST:
-    tell(g, ZKRC_GROUP_LOST, NULL);
+    tell(g, ZKRC_GROUP_LOST, ev->reason, ev->zk_error, NULL);
     break;
   case ZKRC_EPHEMERAL_CLOSED:
-    tell(g, ZKRC_GROUP_CLOSED, NULL);
+    tell(g, ZKRC_GROUP_CLOSED, ev->reason, ev->zk_error, NULL);
     break;
   }
 }
@@ -204,19 +206,25 @@ static int group_start(zkrc_group *g, const void *data, size_t len) {
   }
   zkrc_cache_options co;
   zkrc_cache_options_init(&co);
-  co.listener = on_view;
-  co.listener_arg = g;
+  co.on_event = on_view;
+  co.event_arg = g;
   return zkrc_children_cache_new(&g->view, g->s, g->path, &co);
 }
 
-static int group_new(zkrc_group **out, zkrc_session *s, const char *path,
-                     const char *id, const void *data, size_t len,
-                     const zkrc_group_options *opts) {
+int zkrc_group_new(zkrc_group **out, zkrc_session *s, const char *path,
+                   const zkrc_group_options *opts) {
   zkrc_group_options o;
   zkrc_group_options_init(&o);
   if (out == NULL || s == NULL || zkrc_path_validate(path, NULL) != ZKRC_OK ||
-      !zkrc__options_take(&o, sizeof o, opts) || !data_valid(data, len))
+      !zkrc__options_take(&o, sizeof o, opts) ||
+      !data_valid(o.data, o.data_len) || (o.id == NULL && o.data != NULL))
     return zkrc__fail(ZKRC_EINVAL);
+  const char *id = o.id;
+  const void *data = o.data;
+  size_t len = o.data_len;
+  o.id = NULL; /* the caller's: copied below, and the data by the node */
+  o.data = NULL;
+  o.data_len = 0;
   if (id != NULL) {
     char *node = g_strdup_printf("%s/%s", path, id);
     int valid = id_valid(id) && zkrc_path_validate(node, NULL) == ZKRC_OK;
@@ -245,19 +253,6 @@ static int group_new(zkrc_group **out, zkrc_session *s, const char *path,
   }
   *out = g;
   return ZKRC_OK;
-}
-
-int zkrc_group_join(zkrc_group **out, zkrc_session *s, const char *path,
-                    const char *id, const void *data, size_t len,
-                    const zkrc_group_options *opts) {
-  if (id == NULL)
-    return zkrc__fail(ZKRC_EINVAL);
-  return group_new(out, s, path, id, data, len, opts);
-}
-
-int zkrc_group_watch(zkrc_group **out, zkrc_session *s, const char *path,
-                     const zkrc_group_options *opts) {
-  return group_new(out, s, path, NULL, NULL, 0, opts);
 }
 
 int zkrc_group_wait_initialized(zkrc_group *g, int timeout_ms) {

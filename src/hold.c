@@ -137,7 +137,7 @@ static void on_behind_locked(zkrc__stake *st) {
   zkrc__holder_wake_locked(h);
 }
 
-static void on_connection_locked(zkrc__stake *st, zkrc_session_event ev) {
+static void on_connection_locked(zkrc__stake *st, zkrc_session_event_type ev) {
   holder *h = (holder *)st;
   if (h->state == H_HELD && h->client->may_tell(h))
     zkrc__lock_post_event_locked(h,

@@ -18,16 +18,13 @@
 #include "log_internal.h"
 #include "zkrecipes.h"
 
-static const char *const origin_names[] = {"zkrecipes", "zookeeper"};
-
 static void log_to_stderr(zkrc_log_level level, zkrc_log_origin origin,
                           const char *line, void *arg) {
   (void)arg;
   if (origin == ZKRC_LOG_ZOOKEEPER) /* it says its level and time itself */
     fprintf(stderr, "%s\n", line);
   else
-    fprintf(stderr, "%s: %s: %s\n", origin_names[origin],
-            zkrc_log_level_name(level), line);
+    fprintf(stderr, "zkrecipes: %s: %s\n", zkrc_log_level_name(level), line);
 }
 
 /* The handler and the bucket, under log_mutex; the level is read without

@@ -16,18 +16,18 @@
 #include "util.h"
 #include "zk_call.h"
 
-const char *zkrc_partition_state_name(zkrc_partition_state st) {
+const char *zkrc_partitioner_state_name(zkrc_partitioner_state st) {
   switch (st) {
-  case ZKRC_PARTITION_ALLOCATING:
-    return "ALLOCATING";
-  case ZKRC_PARTITION_ACQUIRED:
-    return "ACQUIRED";
-  case ZKRC_PARTITION_RELEASE:
-    return "RELEASE";
-  case ZKRC_PARTITION_FAILURE:
-    return "FAILURE";
+  case ZKRC_PARTITIONER_ALLOCATING:
+    return "allocating";
+  case ZKRC_PARTITIONER_ACQUIRED:
+    return "acquired";
+  case ZKRC_PARTITIONER_RELEASE:
+    return "release";
+  case ZKRC_PARTITIONER_FAILURE:
+    return "failure";
   }
-  return "?";
+  return "unknown";
 }
 
 /* The defaults, in a whole struct of ours. */
@@ -72,7 +72,8 @@ void zkrc__partitioner_unref(zkrc_partitioner *p) {
 
 typedef struct delivery {
   zkrc_partitioner *p;
-  zkrc_partition_state st;
+  zkrc_partitioner_state st;
+  int reason, zk_error; /* FAILURE: why */
   guint64 id;
   char **items; /* ACQUIRED: the share */
 } delivery;
@@ -94,18 +95,24 @@ static void deliver(void *arg) {
    * held: a lease that ran out meanwhile is followed by FAILURE). */
   gboolean skip =
       p->freeing ||
-      (d->st == ZKRC_PARTITION_ACQUIRED &&
+      (d->st == ZKRC_PARTITIONER_ACQUIRED &&
        (p->acquired_id != d->id || !zkrc__partitioner_all_held_locked(p)));
   const char *why = p->why;
   if (!skip)
     p->in_callback++;
   g_mutex_unlock(&p->mu);
-  if (!skip && d->st == ZKRC_PARTITION_FAILURE)
+  if (!skip && d->st == ZKRC_PARTITIONER_FAILURE)
     zkrc__log(ZKRC_LOG_WARN, "partitioner %s: FAILURE (%s)", p->path,
               why ? why : "?");
-  if (!skip && p->on_state) {
-    size_t n = d->items ? g_strv_length(d->items) : 0;
-    p->on_state(p, d->st, (const char *const *)d->items, n, p->state_arg);
+  if (!skip && p->on_event) {
+    zkrc_partitioner_event ev = {
+        .type = d->st,
+        .reason = d->reason,
+        .zk_error = d->zk_error,
+        .items = (const char *const *)d->items,
+        .count = d->items ? g_strv_length(d->items) : 0,
+    };
+    p->on_event(p, &ev, p->event_arg);
   }
   g_mutex_lock(&p->mu);
   if (!skip)
@@ -118,15 +125,20 @@ static void deliver(void *arg) {
 }
 
 void zkrc__partitioner_set_state_locked(zkrc_partitioner *p,
-                                        zkrc_partition_state st) {
+                                        zkrc_partitioner_state st) {
   p->state = st;
   p->state_id++;
   g_cond_broadcast(&p->cond);
   delivery *d = g_new0(delivery, 1);
   d->p = zkrc__partitioner_ref(p);
   d->st = st;
+  d->zk_error = ZOK;
+  if (st == ZKRC_PARTITIONER_FAILURE) {
+    d->reason = p->reason;
+    d->zk_error = p->zk_error;
+  }
   d->id = p->state_id;
-  if (st == ZKRC_PARTITION_ACQUIRED)
+  if (st == ZKRC_PARTITIONER_ACQUIRED)
     d->items = share_copy_locked(p);
   zkrc__session_post(p->s, deliver, d);
 }
@@ -173,6 +185,13 @@ static int make_dirs(zkrc_partitioner *p, const char *dir, int64_t deadline) {
   }
 }
 
+static gboolean freeing(zkrc_partitioner *p) {
+  g_mutex_lock(&p->mu);
+  gboolean f = p->freeing;
+  g_mutex_unlock(&p->mu);
+  return f;
+}
+
 static gboolean retryable(int rc) {
   return rc == ZCONNECTIONLOSS || rc == ZOPERATIONTIMEOUT || rc == ZNONODE;
 }
@@ -180,8 +199,10 @@ static gboolean retryable(int rc) {
 /* Join the party: the directories, then our ephemeral node (kazoo's
  * ShallowParty.join: an existing node with our uuid is ours, created by a
  * try whose reply was lost).  Retried after a lost connection (once it is
- * back) or a container removed under us, until the session timeout. */
-static int join(zkrc_partitioner *p) {
+ * back) or a container removed under us, until the session timeout.
+ * Returns ZooKeeper's code (ZOPERATIONTIMEOUT when the deadline passed);
+ * sets *@p gen to the ZooKeeper session that created the node. */
+static int join(zkrc_partitioner *p, uint64_t *gen) {
   int64_t deadline = zkrc__deadline_after(zkrc_session_timeout(p->s));
   int rc, backoff_ms = 20;
   do {
@@ -196,8 +217,9 @@ static int join(zkrc_partitioner *p) {
     if (rc == ZNODEEXISTS)
       rc = ZOK;
     if (rc == ZOK)
-      p->node_gen = zkrc__session_look(p->s, 0).generation;
-    if (rc == ZOK || !retryable(rc) || zkrc__ms_left(deadline) <= 0)
+      *gen = zkrc__session_look(p->s, 0).generation;
+    if (rc == ZOK || !retryable(rc) || zkrc__ms_left(deadline) <= 0 ||
+        freeing(p))
       break;
     /* The backoff: wait for the connection, then a little longer each
      * time (a container removed under us is retried at once otherwise). */
@@ -206,7 +228,7 @@ static int join(zkrc_partitioner *p) {
     g_usleep((gulong)CLAMP(zkrc__ms_left(deadline), 0, backoff_ms) * 1000);
     backoff_ms = MIN(backoff_ms * 2, 500);
   } while (TRUE);
-  return rc == ZOPERATIONTIMEOUT ? ZKRC_ETIMEDOUT : zkrc__fail_from_zk(rc);
+  return rc;
 }
 
 void zkrc__partitioner_leave_async_locked(zkrc_partitioner *p) {
@@ -259,13 +281,6 @@ static char **sorted_items(const char *const *items, size_t count) {
   return sorted;
 }
 
-static char *default_identifier(void) {
-  char host[256] = "localhost";
-  gethostname(host, sizeof host - 1);
-  host[sizeof host - 1] = '\0';
-  return g_strdup_printf("%s-%ld", host, (long)getpid());
-}
-
 /* kazoo's uuid4().hex: 32 hex digits, no '-' (the member is what follows
  * the first '-'). */
 static char *uuid_hex(void) {
@@ -290,7 +305,7 @@ static zkrc_partitioner *partitioner_alloc(zkrc_session *s, const char *path,
   p->party_dir = g_strconcat(path, "/party", NULL);
   p->locks_dir = g_strconcat(path, "/locks", NULL);
   p->identifier =
-      o->identifier ? g_strdup(o->identifier) : default_identifier();
+      o->identifier ? g_strdup(o->identifier) : zkrc__default_participant_id();
   char *uuid = uuid_hex();
   p->node = g_strdup_printf("%s/%s-%s", p->party_dir, uuid, p->identifier);
   g_free(uuid);
@@ -298,9 +313,9 @@ static zkrc_partitioner *partitioner_alloc(zkrc_session *s, const char *path,
   p->n_items = g_strv_length(items);
   p->time_boundary_ms = o->time_boundary_ms;
   p->acl = zkrc__acl_new(o->acl);
-  p->on_state = o->on_state;
-  p->state_arg = o->state_arg;
-  p->state = ZKRC_PARTITION_ALLOCATING;
+  p->on_event = o->on_event;
+  p->event_arg = o->event_arg;
+  p->state = ZKRC_PARTITIONER_ALLOCATING;
   p->slots = zkrc__partitioner_new_slots();
   p->locks = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
   return p;
@@ -315,8 +330,8 @@ static int start_watching(zkrc_partitioner *p) {
     return err;
   zkrc_cache_options co;
   zkrc_cache_options_init(&co);
-  co.listener = zkrc__partitioner_party_event;
-  co.listener_arg = p;
+  co.on_event = zkrc__partitioner_party_event;
+  co.event_arg = p;
   zkrc_cache *c = NULL;
   err = zkrc_children_cache_new(&c, p->s, p->party_dir, &co);
   /* Its listener may have run already: it sets p->party too. */
@@ -324,6 +339,44 @@ static int start_watching(zkrc_partitioner *p) {
   p->party = c;
   g_mutex_unlock(&p->mu);
   return err;
+}
+
+/* The join, on a thread of its own so that zkrc_partitioner_new() never
+ * waits for the network (join() is bounded by the session timeout), then
+ * the watches.  Holds a reference of @p arg. */
+static gpointer join_thread(gpointer arg) {
+  zkrc_partitioner *p = arg;
+  uint64_t gen = 0;
+  int rc = join(p, &gen);
+  g_mutex_lock(&p->mu);
+  p->joining = FALSE;
+  if (rc == ZOK)
+    p->node_gen = gen;
+  if (p->freeing) {
+    if (rc == ZOK) /* freed while joining: leave again */
+      zkrc__partitioner_leave_async_locked(p);
+  } else if (rc != ZOK) {
+    int err = rc == ZOPERATIONTIMEOUT ? ZKRC_ETIMEDOUT : zkrc_from_zk_error(rc);
+    zkrc__partitioner_fail_locked(p, "the party could not be joined", err,
+                                  rc == ZOPERATIONTIMEOUT ? ZOK : rc);
+  } else {
+    p->starting = TRUE;
+  }
+  gboolean start = p->starting;
+  g_cond_broadcast(&p->cond);
+  g_mutex_unlock(&p->mu);
+  if (start) {
+    int err = start_watching(p);
+    g_mutex_lock(&p->mu);
+    p->starting = FALSE;
+    if (err != ZKRC_OK)
+      zkrc__partitioner_fail_locked(p, "the party could not be watched", err,
+                                    ZOK);
+    g_cond_broadcast(&p->cond);
+    g_mutex_unlock(&p->mu);
+  }
+  zkrc__partitioner_unref(p);
+  return NULL;
 }
 
 int zkrc_partitioner_new(zkrc_partitioner **out, zkrc_session *s,
@@ -353,41 +406,36 @@ int zkrc_partitioner_new(zkrc_partitioner **out, zkrc_session *s,
     zkrc__partitioner_unref(p);
     return zkrc__fail(invalid ? ZKRC_EINVAL : ZKRC_ECLOSED);
   }
-  int err = join(p);
-  if (err == ZKRC_OK)
-    err = start_watching(p);
-  if (err != ZKRC_OK) {
-    zkrc_partitioner_free(p);
-    return zkrc__fail(err);
-  }
+  p->joining = TRUE;
+  g_thread_unref(
+      g_thread_new("zkrc-partition", join_thread, zkrc__partitioner_ref(p)));
   *out = p;
   return ZKRC_OK;
 }
 
 /* ----------------------------------------------------------- the calls */
 
-zkrc_partition_state zkrc_partitioner_state(zkrc_partitioner *p) {
+zkrc_partitioner_state zkrc_partitioner_get_state(zkrc_partitioner *p) {
   if (p == NULL)
     return 0;
   g_mutex_lock(&p->mu);
-  zkrc_partition_state st = p->state;
+  zkrc_partitioner_state st = p->state;
   g_mutex_unlock(&p->mu);
   return st;
 }
 
-int zkrc_partitioner_wait(zkrc_partitioner *p, zkrc_partition_state st,
+int zkrc_partitioner_wait(zkrc_partitioner *p, zkrc_partitioner_state st,
                           int timeout_ms) {
-  if (p == NULL || !zkrc__timeout_valid(timeout_ms) ||
-      timeout_ms == ZKRC_NO_WAIT)
+  if (p == NULL || !zkrc__timeout_valid(timeout_ms))
     return zkrc__fail(ZKRC_EINVAL);
   int64_t deadline = zkrc__deadline_after(timeout_ms);
   g_mutex_lock(&p->mu);
-  while (p->state != st && p->state != ZKRC_PARTITION_FAILURE &&
+  while (p->state != st && p->state != ZKRC_PARTITIONER_FAILURE &&
          zkrc__cond_wait_until(&p->cond, &p->mu, deadline))
     ;
-  int err = p->state == st                       ? ZKRC_OK
-            : p->state == ZKRC_PARTITION_FAILURE ? ZKRC_ESTATE
-                                                 : ZKRC_ETIMEDOUT;
+  int err = p->state == st                         ? ZKRC_OK
+            : p->state == ZKRC_PARTITIONER_FAILURE ? ZKRC_ESTATE
+                                                   : ZKRC_ETIMEDOUT;
   g_mutex_unlock(&p->mu);
   return err == ZKRC_OK ? ZKRC_OK : zkrc__fail(err);
 }
@@ -400,7 +448,7 @@ int zkrc_partitioner_items(zkrc_partitioner *p, char ***items, size_t *count) {
   if (p == NULL || items == NULL)
     return zkrc__fail(ZKRC_EINVAL);
   g_mutex_lock(&p->mu);
-  gboolean ours = p->state == ZKRC_PARTITION_ACQUIRED &&
+  gboolean ours = p->state == ZKRC_PARTITIONER_ACQUIRED &&
                   zkrc__partitioner_all_held_locked(p);
   char **share = ours ? share_copy_locked(p) : NULL;
   g_mutex_unlock(&p->mu);
@@ -415,7 +463,7 @@ int zkrc_partitioner_lease_remaining(zkrc_partitioner *p) {
   if (p == NULL)
     return 0;
   g_mutex_lock(&p->mu);
-  int left = p->state == ZKRC_PARTITION_ACQUIRED
+  int left = p->state == ZKRC_PARTITIONER_ACQUIRED
                  ? zkrc__partitioner_lease_locked(p)
                  : 0;
   g_mutex_unlock(&p->mu);
@@ -426,10 +474,10 @@ int zkrc_partitioner_release_set(zkrc_partitioner *p) {
   if (p == NULL)
     return zkrc__fail(ZKRC_EINVAL);
   g_mutex_lock(&p->mu);
-  gboolean releasing = p->state == ZKRC_PARTITION_RELEASE && !p->freeing;
+  gboolean releasing = p->state == ZKRC_PARTITIONER_RELEASE && !p->freeing;
   if (releasing) {
     zkrc__partitioner_drop_slots_locked(p);
-    zkrc__partitioner_set_state_locked(p, ZKRC_PARTITION_ALLOCATING);
+    zkrc__partitioner_set_state_locked(p, ZKRC_PARTITIONER_ALLOCATING);
     zkrc__partitioner_debounce_locked(p);
   }
   g_mutex_unlock(&p->mu);
@@ -449,8 +497,11 @@ void zkrc_partitioner_free(zkrc_partitioner *p) {
   p->freeing = TRUE;
   zkrc__partitioner_stop_timer_locked(p);
   zkrc__partitioner_drop_slots_locked(p);
-  while (p->in_callback > 0)
+  /* The join's thread, past the network, starting the party's cache: a
+   * moment.  Before that it sees p->freeing and leaves by itself. */
+  while (p->in_callback > 0 || p->starting)
     g_cond_wait(&p->cond, &p->mu);
+  gboolean joined = p->node_gen != 0;
   g_mutex_unlock(&p->mu);
   if (p->listener)
     zkrc_session_remove_listener(p->s, p->listener);
@@ -464,7 +515,7 @@ void zkrc_partitioner_free(zkrc_partitioner *p) {
   g_hash_table_remove_all(p->locks);
   /* kazoo's finish(): leave the party. */
   int64_t deadline = zkrc__deadline_after(zkrc_session_timeout(p->s));
-  if (!zkrc__session_closed(p->s)) {
+  if (joined && !zkrc__session_closed(p->s)) {
     int rc = request(p->s, send_delete, p->node, deadline);
     /* Not deleted now (no connection): the session deletes it once it is
      * connected again, unless that ZooKeeper session expired meanwhile.

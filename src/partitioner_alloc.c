@@ -68,10 +68,12 @@ static void slot_unref_cb(gpointer sl) { slot_unref(sl); }
 
 /* The item's lock object, made on first use and kept until the partitioner
  * is freed (freeing one from the executor could wait on the executor). */
-static zkrc_lock *item_lock_locked(zkrc_partitioner *p, const char *item) {
+static int item_lock_locked(zkrc_partitioner *p, const char *item,
+                            zkrc_lock **out) {
   zkrc_lock *lk = g_hash_table_lookup(p->locks, item);
+  *out = lk;
   if (lk)
-    return lk;
+    return ZKRC_OK;
   char *path = g_strdup_printf("%s/%s", p->locks_dir, item);
   zkrc_lock_options lo;
   zkrc_lock_options_init(&lo);
@@ -84,9 +86,10 @@ static zkrc_lock *item_lock_locked(zkrc_partitioner *p, const char *item) {
                                   zkrc__policy_exclusive);
   g_free(path);
   if (err != ZKRC_OK)
-    return NULL;
+    return err;
   g_hash_table_insert(p->locks, g_strdup(item), lk);
-  return lk;
+  *out = lk;
+  return ZKRC_OK;
 }
 
 void zkrc__partitioner_drop_slots_locked(zkrc_partitioner *p) {
@@ -125,21 +128,24 @@ int zkrc__partitioner_lease_locked(zkrc_partitioner *p) {
   return MAX(least, 0);
 }
 
-void zkrc__partitioner_fail_locked(zkrc_partitioner *p, const char *why) {
-  if (p->state == ZKRC_PARTITION_FAILURE)
+void zkrc__partitioner_fail_locked(zkrc_partitioner *p, const char *why,
+                                   int reason, int zk_error) {
+  if (p->state == ZKRC_PARTITIONER_FAILURE)
     return;
   p->why = why; /* logged when FAILURE is told, with no mutex held */
+  p->reason = reason;
+  p->zk_error = zk_error;
   zkrc__partitioner_stop_timer_locked(p);
   zkrc__partitioner_drop_slots_locked(p);
   zkrc__partitioner_leave_async_locked(p);
-  zkrc__partitioner_set_state_locked(p, ZKRC_PARTITION_FAILURE);
+  zkrc__partitioner_set_state_locked(p, ZKRC_PARTITIONER_FAILURE);
 }
 
 /* ---------------------------------------------------- taking the locks */
 
 static void acquired_locked(zkrc_partitioner *p) {
   p->trying = FALSE;
-  zkrc__partitioner_set_state_locked(p, ZKRC_PARTITION_ACQUIRED);
+  zkrc__partitioner_set_state_locked(p, ZKRC_PARTITIONER_ACQUIRED);
   p->acquired_id = p->state_id;
 }
 
@@ -150,7 +156,7 @@ static void lock_acquired(zkrc_lock *lk, zkrc_lock_hold *hold,
   zkrc_partitioner *p = sl->p;
   g_mutex_lock(&p->mu);
   gboolean current = sl->attempt == p->attempt && !p->freeing &&
-                     p->state == ZKRC_PARTITION_ALLOCATING;
+                     p->state == ZKRC_PARTITIONER_ALLOCATING;
   if (info->status == ZKRC_OK && !current) {
     zkrc_lock_hold_release(hold); /* the attempt was given up meanwhile */
     sl->hold = NULL;
@@ -161,7 +167,8 @@ static void lock_acquired(zkrc_lock *lk, zkrc_lock_hold *hold,
   } else {
     sl->hold = NULL; /* freed when we return */
     if (current && info->status != ZKRC_ECANCELED)
-      zkrc__partitioner_fail_locked(p, zkrc_strerror(info->status));
+      zkrc__partitioner_fail_locked(p, zkrc_strerror(info->status),
+                                    info->status, ZOK);
   }
   g_mutex_unlock(&p->mu);
   slot_unref(sl);
@@ -173,7 +180,8 @@ static void allocate_locked(zkrc_partitioner *p) {
   int me = member_index(members, p->identifier);
   if (me < 0) {
     g_ptr_array_free(members, TRUE);
-    zkrc__partitioner_fail_locked(p, "our party node is gone");
+    zkrc__partitioner_fail_locked(p, "our party node is gone", ZKRC_ENONODE,
+                                  ZNONODE);
     return;
   }
   GPtrArray *share =
@@ -185,14 +193,16 @@ static void allocate_locked(zkrc_partitioner *p) {
     sl->refs = 2; /* the attempt's and the completion's */
     sl->p = zkrc__partitioner_ref(p);
     sl->attempt = p->attempt;
-    sl->lk = item_lock_locked(p, g_ptr_array_index(share, i));
+    int err = item_lock_locked(p, g_ptr_array_index(share, i), &sl->lk);
     g_ptr_array_add(p->slots, sl);
-    if (sl->lk == NULL ||
-        zkrc_lock_acquire_async(sl->lk, ZKRC_WAIT_FOREVER, lock_acquired, sl,
-                                &sl->hold) != ZKRC_OK) {
+    if (err == ZKRC_OK)
+      err = zkrc_lock_acquire_async(sl->lk, ZKRC_WAIT_FOREVER, lock_acquired,
+                                    sl, &sl->hold);
+    if (err != ZKRC_OK) {
       slot_unref(sl); /* no completion will come */
       g_ptr_array_free(share, TRUE);
-      zkrc__partitioner_fail_locked(p, "an item lock could not be asked for");
+      zkrc__partitioner_fail_locked(p, "an item lock could not be asked for",
+                                    err, ZOK);
       return;
     }
   }
@@ -219,7 +229,7 @@ static gboolean debounce_done(gpointer data) {
   zkrc_partitioner *p = td->p;
   g_mutex_lock(&p->mu);
   if (td->gen == p->timer_gen && !p->freeing &&
-      p->state == ZKRC_PARTITION_ALLOCATING && !p->trying) {
+      p->state == ZKRC_PARTITIONER_ALLOCATING && !p->trying) {
     g_source_unref(p->timer);
     p->timer = NULL;
     allocate_locked(p);
@@ -253,13 +263,13 @@ void zkrc__partitioner_debounce_locked(zkrc_partitioner *p) {
 /* The party changed (kazoo: its PatientChildrenWatch fired). */
 static void party_changed_locked(zkrc_partitioner *p) {
   switch (p->state) {
-  case ZKRC_PARTITION_ALLOCATING:
+  case ZKRC_PARTITIONER_ALLOCATING:
     if (p->trying)
       zkrc__partitioner_drop_slots_locked(p); /* abort the attempt */
     zkrc__partitioner_debounce_locked(p);
     break;
-  case ZKRC_PARTITION_ACQUIRED:
-    zkrc__partitioner_set_state_locked(p, ZKRC_PARTITION_RELEASE);
+  case ZKRC_PARTITIONER_ACQUIRED:
+    zkrc__partitioner_set_state_locked(p, ZKRC_PARTITIONER_RELEASE);
     break;
   default: /* RELEASE waits for the application; FAILURE is final */
     break;
@@ -274,7 +284,7 @@ void zkrc__partitioner_party_event(zkrc_cache *c, const zkrc_cache_event *ev,
   switch (ev->type) {
   case ZKRC_CACHE_INITIALIZED:
     p->party_ready = TRUE;
-    if (p->state == ZKRC_PARTITION_ALLOCATING && !p->trying)
+    if (p->state == ZKRC_PARTITIONER_ALLOCATING && !p->trying)
       zkrc__partitioner_debounce_locked(p);
     break;
   case ZKRC_CACHE_NODE_ADDED:
@@ -289,15 +299,18 @@ void zkrc__partitioner_party_event(zkrc_cache *c, const zkrc_cache_event *ev,
   g_mutex_unlock(&p->mu);
 }
 
-void zkrc__partitioner_session_event(zkrc_session *s, zkrc_session_event ev,
-                                     void *arg) {
+void zkrc__partitioner_session_event(zkrc_session *s,
+                                     const zkrc_session_event *ev, void *arg) {
   (void)s;
   zkrc_partitioner *p = arg;
-  if (ev != ZKRC_SESSION_EVENT_LOST && ev != ZKRC_SESSION_EVENT_EXPIRED &&
-      ev != ZKRC_SESSION_EVENT_CLOSED && ev != ZKRC_SESSION_EVENT_AUTH_FAILED)
+  if (ev->type != ZKRC_SESSION_EVENT_LOST &&
+      ev->type != ZKRC_SESSION_EVENT_EXPIRED &&
+      ev->type != ZKRC_SESSION_EVENT_CLOSED &&
+      ev->type != ZKRC_SESSION_EVENT_AUTH_FAILED)
     return;
   g_mutex_lock(&p->mu);
-  zkrc__partitioner_fail_locked(p, zkrc_session_event_name(ev));
+  zkrc__partitioner_fail_locked(p, zkrc_session_event_name(ev->type),
+                                ev->reason, ev->zk_error);
   g_mutex_unlock(&p->mu);
 }
 
@@ -312,7 +325,8 @@ void zkrc__partitioner_lock_event(zkrc_lock *lk, const zkrc_lock_event *info,
     /* The hold itself when the event names it: a late event of a hold
      * released by an earlier attempt on the same item must not count. */
     if (sl->lk == lk && sl->held && (!info->hold || info->hold == sl->hold)) {
-      zkrc__partitioner_fail_locked(p, "an item lock was lost");
+      zkrc__partitioner_fail_locked(p, "an item lock was lost", info->reason,
+                                    info->zk_error);
       break;
     }
   }

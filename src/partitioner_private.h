@@ -39,23 +39,26 @@ struct zkrc_partitioner {
   size_t n_items;
   int time_boundary_ms;
   zkrc__acl *acl;
-  zkrc_partitioner_fn on_state;
-  void *state_arg;
+  zkrc_partitioner_event_fn on_event;
+  void *event_arg;
   zkrc_cache *party;
   unsigned long listener;
 
-  zkrc_partition_state state;
+  zkrc_partitioner_state state;
   guint64 state_id;     /* one more at every state change */
   guint64 acquired_id;  /* the state_id of the ACQUIRED in force, or 0 */
   gboolean party_ready; /* the party cache has read the party once */
   GSource *timer;       /* the debounce, or NULL */
   guint64 timer_gen;
-  guint64 attempt;   /* one more at every allocation attempt and abort */
-  gboolean trying;   /* an attempt is taking its locks */
-  GPtrArray *slots;  /* zkrc__slot* of the current attempt */
-  guint held;        /* slots of the current attempt that hold */
-  GHashTable *locks; /* item → zkrc_lock*, made on first use */
-  const char *why;   /* the cause of FAILURE (a static string) */
+  guint64 attempt;      /* one more at every allocation attempt and abort */
+  gboolean trying;      /* an attempt is taking its locks */
+  GPtrArray *slots;     /* zkrc__slot* of the current attempt */
+  guint held;           /* slots of the current attempt that hold */
+  GHashTable *locks;    /* item → zkrc_lock*, made on first use */
+  const char *why;      /* the cause of FAILURE (a static string) */
+  int reason, zk_error; /* and as codes, for the FAILURE event */
+  gboolean joining;     /* the join's thread is at work (join_thread) */
+  gboolean starting;    /* it is past the network, starting the watches */
   gboolean freeing;
   int in_callback; /* application callbacks running */
 };
@@ -65,15 +68,15 @@ void zkrc__partitioner_unref(zkrc_partitioner *p);
 
 /* Change the state and tell the application (posted to the executor). */
 void zkrc__partitioner_set_state_locked(zkrc_partitioner *p,
-                                        zkrc_partition_state st);
+                                        zkrc_partitioner_state st);
 /* Delete our party node without waiting (a failure leaves the party). */
 void zkrc__partitioner_leave_async_locked(zkrc_partitioner *p);
 
 /* partitioner_alloc.c */
 void zkrc__partitioner_party_event(zkrc_cache *c, const zkrc_cache_event *ev,
                                    void *arg);
-void zkrc__partitioner_session_event(zkrc_session *s, zkrc_session_event ev,
-                                     void *arg);
+void zkrc__partitioner_session_event(zkrc_session *s,
+                                     const zkrc_session_event *ev, void *arg);
 void zkrc__partitioner_lock_event(zkrc_lock *lk, const zkrc_lock_event *info,
                                   void *arg);
 /* Give up every lock of the current attempt (cancel or release). */
@@ -85,8 +88,10 @@ void zkrc__partitioner_stop_timer_locked(zkrc_partitioner *p);
 gboolean zkrc__partitioner_all_held_locked(zkrc_partitioner *p);
 /* The shortest lease of the current attempt's locks, in ms. */
 int zkrc__partitioner_lease_locked(zkrc_partitioner *p);
-/* FAILURE: drop the locks and leave the party (once). */
-void zkrc__partitioner_fail_locked(zkrc_partitioner *p, const char *why);
+/* FAILURE: drop the locks and leave the party (once).  @p why for the log,
+ * @p reason and @p zk_error for the event. */
+void zkrc__partitioner_fail_locked(zkrc_partitioner *p, const char *why,
+                                   int reason, int zk_error);
 /* An empty p->slots. */
 GPtrArray *zkrc__partitioner_new_slots(void);
 /* The items of member @p index of @p n (kazoo's split). */

@@ -329,7 +329,7 @@ void zkrc__q_deliver(zkrc__contender *c) {
       break;
     case OUT_CONNECTION:
       if (c->ops->connection)
-        c->ops->connection(c, (zkrc_session_event)item->value, c->ops_arg);
+        c->ops->connection(c, (zkrc_session_event_type)item->value, c->ops_arg);
       break;
     case OUT_ENDED:
       log_end(c, item);

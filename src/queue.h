@@ -105,7 +105,7 @@ typedef struct zkrc__contender_ops {
   void (*behind)(zkrc__contender *c, void *arg);
   /* While at the front: the connection dropped (SUSPENDED) or came back with
    * the same session (RECONNECTED). */
-  void (*connection)(zkrc__contender *c, zkrc_session_event ev, void *arg);
+  void (*connection)(zkrc__contender *c, zkrc_session_event_type ev, void *arg);
   /* The contender is finished; called exactly once, last.  @p err is
    * ZKRC_OK after zkrc__contender_withdraw(), else why it ended:
    * ZKRC_ESESSIONEXPIRED, ZKRC_ESESSIONLOST, ZKRC_ECLOSED, ZKRC_ELOCKLOST

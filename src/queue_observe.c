@@ -64,7 +64,7 @@ static step watch_again_step_locked(zkrc__contender *c) {
 }
 
 /* What a session event means to contender @p c. */
-static void on_session_event(zkrc__contender *c, zkrc_session_event ev,
+static void on_session_event(zkrc__contender *c, zkrc_session_event_type ev,
                              uint64_t generation) {
   step next = STEP_NONE;
   gboolean arm_own = FALSE;
@@ -129,7 +129,7 @@ static void on_session_event(zkrc__contender *c, zkrc_session_event ev,
 /* The session's one observer for its contenders: tells each of them,
  * in the order they started, with a reference each (a contender that ends
  * meanwhile is told too, and ignores it: on_session_event). */
-static void contenders_observer(zkrc_session *s, zkrc_session_event ev,
+static void contenders_observer(zkrc_session *s, zkrc_session_event_type ev,
                                 uint64_t generation, void *arg) {
   (void)arg;
   g_mutex_lock(&s->contenders_mu);

@@ -86,7 +86,7 @@ static void stake_behind(zkrc__contender *c, void *arg) {
   g_mutex_unlock(&st->recipe->mu);
 }
 
-static void stake_connection(zkrc__contender *c, zkrc_session_event ev,
+static void stake_connection(zkrc__contender *c, zkrc_session_event_type ev,
                              void *arg) {
   zkrc__stake *st = arg;
   g_mutex_lock(&st->recipe->mu);

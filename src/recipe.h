@@ -142,7 +142,7 @@ typedef struct zkrc__stake zkrc__stake;
 typedef struct zkrc__stake_ops {
   void (*front_locked)(zkrc__stake *st, zkrc__contender *c);
   void (*behind_locked)(zkrc__stake *st); /* may be NULL */
-  void (*connection_locked)(zkrc__stake *st, zkrc_session_event ev);
+  void (*connection_locked)(zkrc__stake *st, zkrc_session_event_type ev);
   void (*ended_locked)(zkrc__stake *st, int err, int zk_rc);
   void (*unref)(zkrc__stake *st);
 } zkrc__stake_ops;

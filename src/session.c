@@ -234,6 +234,7 @@ zkrc_session *zkrc__session_alloc(const char *hosts,
   s->hosts = g_strdup(hosts);
   s->opts = *opts;
   s->state = ZKRC_SESSION_CONNECTING;
+  s->end_event = ZKRC_SESSION_EVENT_CLOSED;
   s->negotiated_timeout_ms = opts->session_timeout_ms;
   s->listeners = g_ptr_array_new_with_free_func(g_free);
   s->observers =
@@ -312,8 +313,8 @@ int zkrc_session_new(zkrc_session **out, const char *hosts,
       (o.executor && o.executor->post == NULL))
     return zkrc__fail(ZKRC_EINVAL);
   zkrc_session *s = zkrc__session_alloc(hosts, &o);
-  if (o.listener) /* before connecting, so it hears the first CONNECTED */
-    zkrc_session_add_listener(s, o.listener, o.listener_arg, NULL);
+  if (o.on_event) /* before connecting, so it hears the first CONNECTED */
+    zkrc_session_add_listener(s, o.on_event, o.event_arg, NULL);
   int err = zkrc__session_open_first(s);
   if (err != ZKRC_OK)
     return zkrc__fail(err);
@@ -369,8 +370,8 @@ int zkrc_session_adopt(zkrc_session **out, zhandle_t *zh, const char *hosts,
       (hosts != NULL && !valid_hosts(hosts)) || is_unrecoverable(zh))
     return zkrc__fail(ZKRC_EINVAL);
   zkrc_session *s = zkrc__session_alloc(hosts, &o);
-  if (o.listener)
-    zkrc_session_add_listener(s, o.listener, o.listener_arg, NULL);
+  if (o.on_event)
+    zkrc_session_add_listener(s, o.on_event, o.event_arg, NULL);
   zkrc_conn *c = g_new0(zkrc_conn, 1);
   c->session = s;
   c->zh = zh;
@@ -487,6 +488,20 @@ void zkrc_session_close(zkrc_session *s) {
       wait_for_transient_refs(s);
   }
   zkrc__session_unref(s);
+}
+
+int zkrc__request_deadline(zkrc_session *s, int timeout_ms, int64_t *deadline) {
+  if (timeout_ms != ZKRC_NO_WAIT) {
+    *deadline = zkrc__deadline_after(timeout_ms);
+    return ZKRC_OK;
+  }
+  zkrc_session_state st = zkrc_session_get_state(s);
+  if (st == ZKRC_SESSION_CLOSED)
+    return ZKRC_ECLOSED;
+  if (st != ZKRC_SESSION_CONNECTED)
+    return ZKRC_ECONNLOSS;
+  *deadline = zkrc__deadline_after(zkrc_session_timeout(s));
+  return ZKRC_OK;
 }
 
 zkrc_session_state zkrc_session_get_state(zkrc_session *s) {

@@ -43,7 +43,7 @@ void zkrc__session_close_conn(zkrc_session *s, zkrc_conn *c) {
   g_free(c);
 }
 
-void zkrc__session_retire(zkrc_session *s, zkrc_session_event why) {
+void zkrc__session_retire(zkrc_session *s, zkrc_session_event_type why) {
   g_mutex_lock(&s->mu);
   zkrc_conn *c = s->conn;
   if (c == NULL) {
@@ -56,6 +56,8 @@ void zkrc__session_retire(zkrc_session *s, zkrc_session_event why) {
   gboolean reopen = !s->closing && !s->opts.no_reopen && s->hosts != NULL &&
                     why != ZKRC_SESSION_EVENT_AUTH_FAILED;
   s->state = reopen ? ZKRC_SESSION_CONNECTING : ZKRC_SESSION_CLOSED;
+  if (!reopen && !s->closing)
+    s->end_event = why;
   if (why == ZKRC_SESSION_EVENT_EXPIRED) {
     s->n_expiries++;
     zkrc__reaper_forget_locked(s, c->generation);
@@ -152,7 +154,7 @@ static void handle_state_change(void *data) {
     int ev = apply_state_locked(s, c, sc->zk_state, client_id, recv_timeout);
     g_mutex_unlock(&s->mu);
     if (ev >= 0)
-      zkrc__session_announce(s, (zkrc_session_event)ev, sc->generation);
+      zkrc__session_announce(s, (zkrc_session_event_type)ev, sc->generation);
     if (ev == ZKRC_SESSION_EVENT_CONNECTED ||
         ev == ZKRC_SESSION_EVENT_RECONNECTED)
       zkrc__reaper_run(s);

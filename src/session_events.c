@@ -12,7 +12,7 @@
 
 typedef struct listener {
   unsigned long id;
-  zkrc_session_listener_fn fn;
+  zkrc_session_event_fn fn;
   void *arg;
 } listener;
 
@@ -28,27 +28,81 @@ typedef struct listener_call {
   zkrc_session_event ev;
 } listener_call;
 
-const char *zkrc_session_event_name(zkrc_session_event ev) {
-  static const char *const names[] = {"connected", "suspended", "reconnected",
-                                      "lost",      "expired",   "auth-failed",
-                                      "closed"};
-  if ((unsigned)ev < G_N_ELEMENTS(names))
-    return names[ev];
+const char *zkrc_session_event_name(zkrc_session_event_type type) {
+  static const char *const names[] = {
+      [ZKRC_SESSION_EVENT_CONNECTED] = "connected",
+      [ZKRC_SESSION_EVENT_SUSPENDED] = "suspended",
+      [ZKRC_SESSION_EVENT_RECONNECTED] = "reconnected",
+      [ZKRC_SESSION_EVENT_LOST] = "lost",
+      [ZKRC_SESSION_EVENT_EXPIRED] = "expired",
+      [ZKRC_SESSION_EVENT_AUTH_FAILED] = "auth-failed",
+      [ZKRC_SESSION_EVENT_CLOSED] = "closed"};
+  if ((unsigned)type < G_N_ELEMENTS(names) && names[type])
+    return names[type];
   return "unknown";
 }
 
 const char *zkrc_session_state_name(zkrc_session_state st) {
-  static const char *const names[] = {"connecting", "connected", "suspended",
-                                      "closed"};
-  if ((unsigned)st < G_N_ELEMENTS(names))
+  static const char *const names[] = {[ZKRC_SESSION_CONNECTING] = "connecting",
+                                      [ZKRC_SESSION_CONNECTED] = "connected",
+                                      [ZKRC_SESSION_SUSPENDED] = "suspended",
+                                      [ZKRC_SESSION_CLOSED] = "closed"};
+  if ((unsigned)st < G_N_ELEMENTS(names) && names[st])
     return names[st];
   return "unknown";
+}
+
+/* Why an event of @p type happened, as a zkrc error and ZooKeeper's code
+ * (zkrc_session_event).  A CLOSED that ends a session that closed itself
+ * carries the reason of the event that ended it (@p end). */
+static void event_reason(zkrc_session_event_type type,
+                         zkrc_session_event_type end, int *reason,
+                         int *zk_error);
+
+void zkrc__session_event_reason(zkrc_session *s, zkrc_session_event_type type,
+                                int *reason, int *zk_error) {
+  g_mutex_lock(&s->mu);
+  zkrc_session_event_type end = s->end_event;
+  g_mutex_unlock(&s->mu);
+  event_reason(type, end, reason, zk_error);
+}
+
+static void event_reason(zkrc_session_event_type type,
+                         zkrc_session_event_type end, int *reason,
+                         int *zk_error) {
+  *reason = ZKRC_OK;
+  *zk_error = ZOK;
+  switch (type) {
+  case ZKRC_SESSION_EVENT_SUSPENDED:
+    *reason = ZKRC_ECONNLOSS;
+    *zk_error = ZCONNECTIONLOSS;
+    break;
+  case ZKRC_SESSION_EVENT_LOST:
+    *reason = ZKRC_ESESSIONLOST;
+    break;
+  case ZKRC_SESSION_EVENT_EXPIRED:
+    *reason = ZKRC_ESESSIONEXPIRED;
+    *zk_error = ZSESSIONEXPIRED;
+    break;
+  case ZKRC_SESSION_EVENT_AUTH_FAILED:
+    *reason = ZKRC_EAUTHFAILED;
+    *zk_error = ZAUTHFAILED;
+    break;
+  case ZKRC_SESSION_EVENT_CLOSED:
+    if (end == ZKRC_SESSION_EVENT_CLOSED)
+      *reason = ZKRC_ECLOSED;
+    else
+      event_reason(end, end, reason, zk_error);
+    break;
+  default:
+    break;
+  }
 }
 
 static void listener_call_run(void *data) {
   listener_call *lc = data;
   zkrc_session *s = lc->s;
-  zkrc_session_listener_fn fn = NULL;
+  zkrc_session_event_fn fn = NULL;
   void *arg = NULL;
   g_mutex_lock(&s->mu);
   for (guint i = 0; i < s->listeners->len; i++) {
@@ -60,12 +114,15 @@ static void listener_call_run(void *data) {
   }
   g_mutex_unlock(&s->mu);
   if (fn)
-    fn(s, lc->ev, arg);
+    fn(s, &lc->ev, arg);
   g_free(lc);
 }
 
-static void post_to_listeners(zkrc_session *s, zkrc_session_event ev) {
+static void post_to_listeners(zkrc_session *s, zkrc_session_event_type type) {
+  zkrc_session_event ev = {.type = type};
   g_mutex_lock(&s->mu);
+  event_reason(type, s->end_event, &ev.reason, &ev.zk_error);
+  ev.session_id = s->last_session_id;
   GArray *ids = g_array_new(FALSE, FALSE, sizeof(unsigned long));
   for (guint i = 0; i < s->listeners->len; i++) {
     listener *l = g_ptr_array_index(s->listeners, i);
@@ -82,7 +139,7 @@ static void post_to_listeners(zkrc_session *s, zkrc_session_event ev) {
   g_array_free(ids, TRUE);
 }
 
-void zkrc__session_notify_observers(zkrc_session *s, zkrc_session_event ev,
+void zkrc__session_notify_observers(zkrc_session *s, zkrc_session_event_type ev,
                                     uint64_t generation) {
   g_mutex_lock(&s->mu);
   GPtrArray *copy = g_ptr_array_new_with_free_func(g_free);
@@ -113,7 +170,7 @@ void zkrc__session_notify_observers(zkrc_session *s, zkrc_session_event ev,
 
 /* The library's line about a session event: the worse the news, the
  * higher the level (quiet by default: only losses are told). */
-static void log_session_event(zkrc_session *s, zkrc_session_event ev) {
+static void log_session_event(zkrc_session *s, zkrc_session_event_type ev) {
   static const zkrc_log_level levels[] = {
       [ZKRC_SESSION_EVENT_CONNECTED] = ZKRC_LOG_INFO,
       [ZKRC_SESSION_EVENT_SUSPENDED] = ZKRC_LOG_WARN,
@@ -133,7 +190,7 @@ static void log_session_event(zkrc_session *s, zkrc_session_event ev) {
             zkrc_session_event_name(ev));
 }
 
-void zkrc__session_announce(zkrc_session *s, zkrc_session_event ev,
+void zkrc__session_announce(zkrc_session *s, zkrc_session_event_type ev,
                             uint64_t generation) {
   log_session_event(s, ev);
   zkrc__session_notify_observers(s, ev, generation);
@@ -163,7 +220,7 @@ void zkrc__session_unobserve(zkrc_session *s, unsigned long id) {
   g_mutex_unlock(&s->mu);
 }
 
-int zkrc_session_add_listener(zkrc_session *s, zkrc_session_listener_fn fn,
+int zkrc_session_add_listener(zkrc_session *s, zkrc_session_event_fn fn,
                               void *arg, unsigned long *id) {
   if (s == NULL || fn == NULL)
     return zkrc__fail(ZKRC_EINVAL);

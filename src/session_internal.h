@@ -147,13 +147,25 @@ int zkrc__session_reply_rc(zkrc_session *s, int zk_rc);
 /* Session observers: internal listeners (recipes), called on the session's
  * worker thread, without session locks held, with the generation of the
  * ZooKeeper session the event is about.  They must not block. */
-typedef void (*zkrc__observer_fn)(zkrc_session *s, zkrc_session_event ev,
+typedef void (*zkrc__observer_fn)(zkrc_session *s, zkrc_session_event_type ev,
                                   uint64_t generation, void *arg);
 /* An event for observers only: the lease of @p generation was not yet
  * established when it connected (a very slow first connect, an adopted
  * handle) and now is.  A contender that found itself at the front before
  * that looks again. */
-#define ZKRC__SESSION_EVENT_LEASED ((zkrc_session_event)100)
+#define ZKRC__SESSION_EVENT_LEASED ((zkrc_session_event_type)100)
+/* The deadline of a request made with @p timeout_ms, a valid timeout
+ * argument.  ZKRC_NO_WAIT is "look once, do not wait": ZKRC_ECLOSED for
+ * a closed session, ZKRC_ECONNLOSS at once when it is not connected now,
+ * else one round trip bounded by the session timeout.  Returns ZKRC_OK
+ * and sets *@p deadline, or that error (not remembered). */
+int zkrc__request_deadline(zkrc_session *s, int timeout_ms, int64_t *deadline);
+/* Why a session event of @p type of @p s happened, as the zkrc error and
+ * ZooKeeper's code its listeners are told (zkrc_session_event; CLOSED:
+ * ZKRC_ECLOSED, or what ended a session that closed itself), for a
+ * recipe's own events about it.  Any thread; takes the session's mutex. */
+void zkrc__session_event_reason(zkrc_session *s, zkrc_session_event_type type,
+                                int *reason, int *zk_error);
 /* Add an observer; returns its id.  Also says in *@p closed (when not
  * NULL), under the same acquisition of the session's mutex, whether the
  * session is closed already (zkrc__session_closed): an observer added

@@ -92,8 +92,8 @@ static zkrc_session *open_sibling_locked(zkrc_session *s) {
   if (s->hosts == NULL || s->siblings->len >= MAX_SIBLINGS)
     return NULL;
   zkrc_session_options o = s->opts;
-  o.listener = NULL;
-  o.listener_arg = NULL;
+  o.on_event = NULL;
+  o.event_arg = NULL;
   o.no_reopen = 0;
   o.executor = s->opts.executor ? &s->executor : NULL;
   zkrc_session *sib = zkrc__session_alloc(s->hosts, &o);

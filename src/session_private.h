@@ -70,6 +70,10 @@ struct zkrc_session {
   /* The id of the latest ZooKeeper session (kept after its handle is
    * retired, for the log lines about its end); under mu. */
   int64_t last_session_id;
+  /* What ended a session that closed itself (no reopen after LOST,
+   * EXPIRED, AUTH_FAILED), for its CLOSED event's reason; CLOSED (the
+   * default) for zkrc_session_close(). */
+  zkrc_session_event_type end_event;
 
   char *hosts; /* NULL for an adopted handle that must not be reopened */
   zkrc_session_options opts;
@@ -203,7 +207,7 @@ gboolean zkrc__session_on_worker(zkrc_session *s);
 
 /* Worker thread: tell observers (at once, in order) and listeners (on the
  * executor) about @p ev of ZooKeeper session @p generation. */
-void zkrc__session_announce(zkrc_session *s, zkrc_session_event ev,
+void zkrc__session_announce(zkrc_session *s, zkrc_session_event_type ev,
                             uint64_t generation);
 /* Set up and tear down the session's deadlines (session_deadline.c); none
  * is armed when the session is freed (each holds a reference of an owner
@@ -212,7 +216,7 @@ void zkrc__session_deadlines_init(zkrc_session *s);
 void zkrc__session_deadlines_clear(zkrc_session *s);
 
 /* Worker thread: call the observers (not the listeners) with @p ev. */
-void zkrc__session_notify_observers(zkrc_session *s, zkrc_session_event ev,
+void zkrc__session_notify_observers(zkrc_session *s, zkrc_session_event_type ev,
                                     uint64_t generation);
 
 /* ---- Handles (session_conn.c) ---------------------------------------- */
@@ -225,7 +229,7 @@ void zkrc__session_open_locked(zkrc_session *s, int *err);
 /* Worker thread: the current ZooKeeper session is dead (expired, presumed
  * lost, or authentication failed).  Tell everyone, close its handle and,
  * unless told not to, open a new session for later operations. */
-void zkrc__session_retire(zkrc_session *s, zkrc_session_event why);
+void zkrc__session_retire(zkrc_session *s, zkrc_session_event_type why);
 /* The watcher every handle gets (ZooKeeper's completion thread). */
 void zkrc__session_global_watcher(zhandle_t *zh, int type, int state,
                                   const char *path, void *ctx);

@@ -89,8 +89,7 @@ static int write_fits(zkrc_session *s, const data_arg *a, gboolean multi) {
 
 static gboolean args_valid(zkrc_session *s, const char *path, int timeout_ms) {
   return s && zkrc_path_validate(path, NULL) == ZKRC_OK &&
-         strcmp(path, "/") != 0 && zkrc__timeout_valid(timeout_ms) &&
-         timeout_ms != ZKRC_NO_WAIT;
+         strcmp(path, "/") != 0 && zkrc__timeout_valid(timeout_ms);
 }
 
 /* Create @p path with @p seed, and its missing parents as containers. */
@@ -150,7 +149,10 @@ int zkrc_shared_value_get(zkrc_session *s, const char *path, const void *seed,
                   : ZKRC_OK;
   if (fits != ZKRC_OK)
     return zkrc__fail(fits);
-  int64_t deadline = zkrc__deadline_after(timeout_ms);
+  int64_t deadline;
+  int err = zkrc__request_deadline(s, timeout_ms, &deadline);
+  if (err != ZKRC_OK)
+    return zkrc__fail(err);
   int rc = read_value(s, path, deadline, out);
   if (rc == ZNONODE && seed) {
     rc = create_with_parents(s, path, seed, seed_len, deadline);
@@ -171,9 +173,13 @@ static int write_value(zkrc_session *s, const char *path, const void *data,
   int fits = write_fits(s, &a, multi);
   if (fits != ZKRC_OK)
     return zkrc__fail(fits);
+  int64_t deadline;
+  int err = zkrc__request_deadline(s, timeout_ms, &deadline);
+  if (err != ZKRC_OK)
+    return zkrc__fail(err);
   zkrc__call *call;
   int rc = zkrc__call_request(s, multi ? send_set_at_minus_one : send_set, &a,
-                              zkrc__deadline_after(timeout_ms), &call);
+                              deadline, &call);
   if (rc == ZOK && new_version)
     *new_version = multi ? call->op_stats[0].version : call->stat.version;
   if (multi && call && rc != ZOK && rc != ZCONNECTIONLOSS &&
@@ -264,8 +270,13 @@ int zkrc_shared_count_add(zkrc_session *s, const char *path, int32_t delta,
                           int max_attempts, int32_t *result, int timeout_ms) {
   if (max_attempts < 1 || !args_valid(s, path, timeout_ms))
     return zkrc__fail(ZKRC_EINVAL);
-  int64_t deadline = zkrc__deadline_after(timeout_ms);
-  int err = ZKRC_EBADVERSION;
+  int64_t deadline;
+  int err = zkrc__request_deadline(s, timeout_ms, &deadline);
+  if (err != ZKRC_OK)
+    return zkrc__fail(err);
+  if (timeout_ms == ZKRC_NO_WAIT) /* the attempts share one round's time */
+    timeout_ms = zkrc__ms_left(deadline);
+  err = ZKRC_EBADVERSION;
   for (int attempt = 0; attempt < max_attempts && err == ZKRC_EBADVERSION;
        attempt++) {
     if (attempt > 0)

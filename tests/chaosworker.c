@@ -136,7 +136,9 @@ static int env_int(const char *name, int fallback) {
 
 /* ------------------------------------------------------------ callbacks */
 
-static void on_session(zkrc_session *s, zkrc_session_event ev, void *arg) {
+static void on_session(zkrc_session *s, const zkrc_session_event *ev_,
+                       void *arg) {
+  zkrc_session_event_type ev = ev_->type;
   clientid_t id;
   int64_t sid = 0;
   if (ev == ZKRC_SESSION_EVENT_CONNECTED &&
@@ -568,11 +570,31 @@ static void items_end_locked(const char *why) {
 /* Records an item held from ACQUIRED to its end: "ITEM <item> ACQ" and
  * "ITEM <item> END <why>" (a second ACQ of an item still claimed, by the
  * control, ends the first there: same holder). */
-static void on_partition(zkrc_partitioner *p, zkrc_partition_state st,
-                         const char *const *items, size_t count, void *arg) {
+/* The state's word in the chaos log, in capitals as test_chaos.c reads
+ * it (the library's names are lower-case). */
+static const char *part_word(zkrc_partitioner_state st) {
+  switch (st) {
+  case ZKRC_PARTITIONER_ALLOCATING:
+    return "ALLOCATING";
+  case ZKRC_PARTITIONER_ACQUIRED:
+    return "ACQUIRED";
+  case ZKRC_PARTITIONER_RELEASE:
+    return "RELEASE";
+  case ZKRC_PARTITIONER_FAILURE:
+    return "FAILURE";
+  }
+  return "?";
+}
+
+static void on_partition(zkrc_partitioner *p, const zkrc_partitioner_event *ev,
+                         void *arg) {
+  zkrc_partitioner_state st = ev->type;
+  const char *const *items = ev->items;
+  size_t count = ev->count;
+  (void)arg;
   pthread_mutex_lock(&part_mu);
-  record("PART %s", zkrc_partition_state_name(st));
-  if (st == ZKRC_PARTITION_ACQUIRED) {
+  record("PART %s", part_word(st));
+  if (st == ZKRC_PARTITIONER_ACQUIRED) {
     items_end_locked("ACQUIRED"); /* nothing, or the control's stale set */
     zkrc_strv_free(part_owned);
     part_owned = calloc(count + 1, sizeof *part_owned);
@@ -584,12 +606,12 @@ static void on_partition(zkrc_partitioner *p, zkrc_partition_state st,
         __atomic_or_fetch(&slot->items, 1u << item, __ATOMIC_ACQ_REL);
     }
     set_phase(CHAOS_WORKING); /* a holder, for the faults aimed at one */
-  } else if (st == ZKRC_PARTITION_RELEASE || st == ZKRC_PARTITION_FAILURE) {
-    items_end_locked(zkrc_partition_state_name(st));
+  } else if (st == ZKRC_PARTITIONER_RELEASE || st == ZKRC_PARTITIONER_FAILURE) {
+    items_end_locked(part_word(st));
     set_phase(CHAOS_ACQUIRING);
   }
   pthread_mutex_unlock(&part_mu);
-  if (st == ZKRC_PARTITION_RELEASE) /* stopped using them: confirm */
+  if (st == ZKRC_PARTITIONER_RELEASE) /* stopped using them: confirm */
     zkrc_partitioner_release_set(p);
 }
 
@@ -612,13 +634,13 @@ static int partition_round(const char *hosts, const char *path, int instance,
   zkrc_partitioner_options_init(&po);
   po.identifier = id;
   po.time_boundary_ms = boundary_ms;
-  po.on_state = on_partition;
+  po.on_event = on_partition;
   zkrc_partitioner *p = NULL;
   set_phase(CHAOS_ACQUIRING);
   rc = zkrc_partitioner_new(&p, session, path, items, (size_t)n, &po);
   record("PARTNEW %s %s", id, zkrc_err_name(rc));
   while (rc == ZKRC_OK && !stopping &&
-         zkrc_partitioner_state(p) != ZKRC_PARTITION_FAILURE) {
+         zkrc_partitioner_get_state(p) != ZKRC_PARTITIONER_FAILURE) {
     usleep(20000);
     progress();
   }

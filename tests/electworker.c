@@ -102,7 +102,9 @@ static void report_session(zkrc_session *s) {
        zkrc_session_timeout(s), mono_us());
 }
 
-static void on_session(zkrc_session *s, zkrc_session_event ev, void *arg) {
+static void on_session(zkrc_session *s, const zkrc_session_event *ev_,
+                       void *arg) {
+  zkrc_session_event_type ev = ev_->type;
   (void)arg;
   emit("sevent %s %" PRId64, zkrc_session_event_name(ev), mono_us());
   if (ev == ZKRC_SESSION_EVENT_CONNECTED)

@@ -670,8 +670,9 @@ typedef struct session_rec {
   int events[ZKRC_SESSION_EVENT_CLOSED + 1];
 } session_rec;
 
-static void on_session_event(zkrc_session *s, zkrc_session_event ev,
+static void on_session_event(zkrc_session *s, const zkrc_session_event *ev_,
                              void *arg) {
+  zkrc_session_event_type ev = ev_->type;
   check_thread();
   ((session_rec *)arg)->events[ev]++;
 }
@@ -1069,7 +1070,9 @@ static void fd_record(fd_run *r, int kind, int value) {
 
 static fd_run *fdr; /* the current run */
 
-static void fd_on_session(zkrc_session *s, zkrc_session_event ev, void *arg) {
+static void fd_on_session(zkrc_session *s, const zkrc_session_event *ev_,
+                          void *arg) {
+  zkrc_session_event_type ev = ev_->type;
   fd_record(arg, SEEN_SESSION, ev);
 }
 
@@ -1363,8 +1366,9 @@ typedef struct heard {
   int events;
 } heard;
 
-static void on_session_heard(zkrc_session *s, zkrc_session_event ev,
+static void on_session_heard(zkrc_session *s, const zkrc_session_event *ev_,
                              void *arg) {
+  zkrc_session_event_type ev = ev_->type;
   heard *h = arg;
   check_thread();
   h->events++;

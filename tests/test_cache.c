@@ -17,7 +17,8 @@
 #include "zkrecipes/shared.h"
 #include "zkrecipes/stats.h"
 
-/* Every event a listener saw, as "TYPE PATH VERSION DATA" lines. */
+/* Every event a listener saw, as "type PATH VERSION DATA" lines, followed
+ * by the reason when there is one (zkt_reason_text()). */
 typedef struct seen {
   GAsyncQueue *lines; /* of g_malloc'ed strings */
 } seen;
@@ -26,10 +27,13 @@ static void record(zkrc_cache *c, const zkrc_cache_event *ev, void *arg) {
   (void)c;
   seen *s = arg;
   const zkrc_cache_node *n = ev->node;
-  char *line = n ? g_strdup_printf(
-                       "%s %s %d %s", zkrc_cache_event_name(ev->type), n->path,
-                       n->stat.version, n->data ? n->data : "(null)")
-                 : g_strdup(zkrc_cache_event_name(ev->type));
+  char why[64];
+  zkt_reason_text(why, sizeof why, ev->reason, ev->zk_error);
+  char *line =
+      n ? g_strdup_printf("%s %s %d %s%s", zkrc_cache_event_name(ev->type),
+                          n->path, n->stat.version,
+                          n->data ? n->data : "(null)", why)
+        : g_strconcat(zkrc_cache_event_name(ev->type), why, NULL);
   g_async_queue_push(s->lines, line);
 }
 
@@ -75,8 +79,8 @@ static zkrc_cache *tree_cache(zkrc_session *s, const char *path, seen *into,
                               int max_depth) {
   zkrc_cache_options o;
   zkrc_cache_options_init(&o);
-  o.listener = record;
-  o.listener_arg = into;
+  o.on_event = record;
+  o.event_arg = into;
   o.max_depth = max_depth;
   zkrc_cache *c = NULL;
   ZKT_ASSERT_RC(ZKRC_OK, zkrc_tree_cache_new(&c, s, path, &o));
@@ -118,20 +122,20 @@ static void test_tree_cache_reports_changes(void) {
   zkrc_session *s;
   seen ev;
   zkrc_cache *c = started_tree_cache(&s, &ev, root, -1);
-  char *want = g_strdup_printf("ADDED %s 0 r", root);
+  char *want = g_strdup_printf("added %s 0 r", root);
   ASSERT_NEXT(&ev, want);
   g_free(want);
-  want = g_strdup_printf("ADDED %s 0 1", a);
+  want = g_strdup_printf("added %s 0 1", a);
   ASSERT_NEXT(&ev, want);
   g_free(want);
-  ASSERT_NEXT(&ev, "INITIALIZED");
+  ASSERT_NEXT(&ev, "initialized");
 
   put(zh, a, "2");
-  want = g_strdup_printf("UPDATED %s 1 2", a);
+  want = g_strdup_printf("updated %s 1 2", a);
   ASSERT_NEXT(&ev, want);
   g_free(want);
   put(zh, ab, "deep");
-  want = g_strdup_printf("ADDED %s 0 deep", ab);
+  want = g_strdup_printf("added %s 0 deep", ab);
   ASSERT_NEXT(&ev, want);
   g_free(want);
   const zkrc_cache_node *n = NULL;
@@ -144,10 +148,10 @@ static void test_tree_cache_reports_changes(void) {
 
   CU_ASSERT_EQUAL(zoo_delete(zh, ab, -1), ZOK);
   CU_ASSERT_EQUAL(zoo_delete(zh, a, -1), ZOK);
-  want = g_strdup_printf("REMOVED %s 0 deep", ab);
+  want = g_strdup_printf("removed %s 0 deep", ab);
   ASSERT_NEXT(&ev, want);
   g_free(want);
-  want = g_strdup_printf("REMOVED %s 1 2", a);
+  want = g_strdup_printf("removed %s 1 2", a);
   ASSERT_NEXT(&ev, want);
   g_free(want);
   ZKT_ASSERT_RC(ZKRC_ENONODE, zkrc_cache_get(c, a, &n));
@@ -252,7 +256,7 @@ static void test_converges_after_expiry(void) {
   }
   char *marker = g_strdup_printf("%s/marker", root);
   put(zh, marker, "last");
-  char *want = g_strdup_printf("ADDED %s 0 last", marker);
+  char *want = g_strdup_printf("added %s 0 last", marker);
   CU_ASSERT_TRUE(wait_event(&ev, want));
   g_free(want);
   GString *fresh = g_string_new(NULL);
@@ -290,7 +294,7 @@ static void test_one_request_per_change(void) {
   seen ev = {g_async_queue_new_full(g_free)};
   zkrc_cache *c = tree_cache(s, root, &ev, -1);
   ZKT_ASSERT_RC(ZKRC_OK, zkrc_cache_wait_initialized(c, 10000));
-  CU_ASSERT_TRUE(wait_event(&ev, "INITIALIZED"));
+  CU_ASSERT_TRUE(wait_event(&ev, "initialized"));
   zkrc_session_stats before, after;
   ZKT_ASSERT_RC(ZKRC_OK, zkrc_session_get_stats(s, &before, sizeof before));
   const int changes = 20;
@@ -298,7 +302,7 @@ static void test_one_request_per_change(void) {
     char value[16];
     g_snprintf(value, sizeof value, "%d", i);
     CU_ASSERT_EQUAL(zoo_set(zh, leaf, value, (int)strlen(value), -1), ZOK);
-    char *want = g_strdup_printf("UPDATED %s %d %d", leaf, i, i);
+    char *want = g_strdup_printf("updated %s %d %d", leaf, i, i);
     ASSERT_NEXT(&ev, want);
     g_free(want);
   }
@@ -312,7 +316,7 @@ static void test_one_request_per_change(void) {
   before = after;
   char *child = g_strdup_printf("%s/new", root);
   put(zh, child, "n");
-  char *want = g_strdup_printf("ADDED %s 0 n", child);
+  char *want = g_strdup_printf("added %s 0 n", child);
   ASSERT_NEXT(&ev, want);
   g_free(want);
   /* The child's getData and getChildren were sent together, before the
@@ -326,7 +330,7 @@ static void test_one_request_per_change(void) {
   /* A deletion: the parent's listing alone (reported when it returns). */
   before = after;
   CU_ASSERT_EQUAL(zoo_delete(zh, child, -1), ZOK);
-  want = g_strdup_printf("REMOVED %s 0 n", child);
+  want = g_strdup_printf("removed %s 0 n", child);
   ASSERT_NEXT(&ev, want);
   g_free(want);
   ZKT_ASSERT_RC(ZKRC_OK, zkrc_session_get_stats(s, &after, sizeof after));
@@ -346,10 +350,19 @@ static void test_one_request_per_change(void) {
 /* The shared value's listener: NULL while the node is missing, then each
  * value with its version, NULL again after a delete; the counter decodes
  * from a value SharedCount's format. */
-static void value_seen(const zkrc_versioned_value *v, void *arg) {
+static void value_seen(zkrc_shared_watch *w, const zkrc_shared_watch_event *ev,
+                       void *arg) {
   GAsyncQueue *q = arg;
+  const zkrc_versioned_value *v = ev->value;
   int32_t count = 0;
-  if (v == NULL)
+  char why[64];
+  (void)w;
+  if (ev->type != ZKRC_SHARED_WATCH_VALUE)
+    g_async_queue_push(q, g_strconcat(zkrc_shared_watch_event_name(ev->type),
+                                      zkt_reason_text(why, sizeof why,
+                                                      ev->reason, ev->zk_error),
+                                      NULL));
+  else if (v == NULL)
     g_async_queue_push(q, g_strdup("none"));
   else if (zkrc_shared_count_decode(v, &count) == ZKRC_OK)
     g_async_queue_push(q, g_strdup_printf("count %d @%d", count, v->version));
@@ -367,12 +380,22 @@ static void assert_seen(GAsyncQueue *q, const char *want) {
   g_free(got);
 }
 
+/* zkrc_shared_watch_new() with @p fn and @p arg as its options. */
+static int watch_new(zkrc_shared_watch **out, zkrc_session *s, const char *path,
+                     zkrc_shared_watch_event_fn fn, void *arg) {
+  zkrc_shared_watch_options o;
+  zkrc_shared_watch_options_init(&o);
+  o.on_event = fn;
+  o.event_arg = arg;
+  return zkrc_shared_watch_new(out, s, path, &o);
+}
+
 static void test_shared_value_listener(void) {
   char *path = zkt_path("shared-watch");
   zkrc_session *s = zkt_session();
   GAsyncQueue *q = g_async_queue_new_full(g_free);
   zkrc_shared_watch *w = NULL;
-  ZKT_ASSERT_RC(ZKRC_OK, zkrc_shared_value_watch(&w, s, path, value_seen, q));
+  ZKT_ASSERT_RC(ZKRC_OK, watch_new(&w, s, path, value_seen, q));
   assert_seen(q, "none");
   int32_t value = 0;
   ZKT_ASSERT_RC(ZKRC_OK, zkrc_shared_count_get(s, path, 7, &value, NULL, 5000));
@@ -389,13 +412,26 @@ static void test_shared_value_listener(void) {
   zkrc_versioned_value bad = {"abc", 3, 0};
   int32_t count;
   ZKT_ASSERT_RC(ZKRC_EBADNODE, zkrc_shared_count_decode(&bad, &count));
-  ZKT_ASSERT_RC(ZKRC_EINVAL, zkrc_shared_value_watch(&w, s, path, NULL, q));
-  ZKT_ASSERT_RC(ZKRC_EINVAL,
-                zkrc_shared_value_watch(&w, s, "bad//path", value_seen, q));
+  ZKT_ASSERT_RC(ZKRC_EINVAL, watch_new(&w, s, path, NULL, q));
+  ZKT_ASSERT_RC(ZKRC_EINVAL, watch_new(&w, s, "bad//path", value_seen, q));
+  ZKT_ASSERT_RC(ZKRC_EINVAL, zkrc_shared_watch_new(&w, s, path, NULL));
+  zkrc_shared_watch_options uninit;
+  memset(&uninit, 0, sizeof uninit);
+  uninit.on_event = value_seen;
+  ZKT_ASSERT_RC(ZKRC_EINVAL, zkrc_shared_watch_new(&w, s, path, &uninit));
   CU_ASSERT_PTR_NULL(w);
+  CU_ASSERT_STRING_EQUAL(zkrc_shared_watch_event_name(ZKRC_SHARED_WATCH_VALUE),
+                         "value");
+  CU_ASSERT_STRING_EQUAL(zkrc_shared_watch_event_name(0), "unknown");
+  /* A watch outlives its session's close: told LOST, then freed. */
+  ZKT_ASSERT_RC(ZKRC_OK, watch_new(&w, s, path, value_seen, q));
+  assert_seen(q, "none");
+  zkrc_session_close(s);
+  assert_seen(q, "lost ZKRC_ECLOSED");
+  zkrc_shared_watch_free(w);
+  CU_ASSERT_EQUAL(g_async_queue_length(q), 0);
   g_async_queue_unref(q);
   zookeeper_close(zh);
-  zkrc_session_close(s);
   g_free(path);
 }
 
@@ -463,15 +499,16 @@ static void test_unreadable_child_told_and_repaired(void) {
   seen ev;
   zkrc_cache *c = started_tree_cache(&s, &ev, root, -1);
   /* Parents first; the two children in any order; then INITIALIZED. */
-  ASSERT_NEXTF(&ev, "ADDED %s 0 r", root);
+  ASSERT_NEXTF(&ev, "added %s 0 r", root);
   char *first = next_event(&ev), *second = next_event(&ev);
-  char *added = g_strdup_printf("ADDED %s 0 o", open_);
-  char *told = g_strdup_printf("UNREADABLE %s 0 (null)", shut);
+  char *added = g_strdup_printf("added %s 0 o", open_);
+  char *told =
+      g_strdup_printf("unreadable %s 0 (null) ZKRC_ENOAUTH ZNOAUTH", shut);
   CU_ASSERT_TRUE(g_strcmp0(first, added) == 0 || g_strcmp0(second, added) == 0);
   CU_ASSERT_TRUE(g_strcmp0(first, told) == 0 || g_strcmp0(second, told) == 0);
   g_free(first);
   g_free(second);
-  ASSERT_NEXT(&ev, "INITIALIZED");
+  ASSERT_NEXT(&ev, "initialized");
   const zkrc_cache_node *n = NULL;
   ZKT_ASSERT_RC(ZKRC_ENOAUTH, zkrc_cache_get(c, shut, &n));
   CU_ASSERT_EQUAL(zkrc_last_zk_error(), ZNOAUTH);
@@ -481,7 +518,7 @@ static void test_unreadable_child_told_and_repaired(void) {
    * written before it is opened: Debian's 3.8.0 servers drop a watch
    * event the session may not read, and the one-shot watch with it.) */
   open_and_write(zh, shut, "s2");
-  ASSERT_NEXTF(&ev, "ADDED %s 1 s2", shut);
+  ASSERT_NEXTF(&ev, "added %s 1 s2", shut);
   ZKT_ASSERT_RC(ZKRC_OK, zkrc_cache_get(c, shut, &n));
   CU_ASSERT_STRING_EQUAL(n ? n->data : "", "s2");
   zkrc_cache_node_unref(n);
@@ -508,13 +545,13 @@ static void test_unreadable_root(void) {
   zkrc_session *s;
   seen ev;
   zkrc_cache *c = started_tree_cache(&s, &ev, path, 0);
-  ASSERT_NEXTF(&ev, "UNREADABLE %s 0 (null)", path);
-  ASSERT_NEXT(&ev, "INITIALIZED");
+  ASSERT_NEXTF(&ev, "unreadable %s 0 (null) ZKRC_ENOAUTH ZNOAUTH", path);
+  ASSERT_NEXT(&ev, "initialized");
   const zkrc_cache_node *n = NULL;
   ZKT_ASSERT_RC(ZKRC_ENOAUTH, zkrc_cache_get(c, NULL, &n));
 
   open_and_write(zh, path, "now");
-  ASSERT_NEXTF(&ev, "ADDED %s 1 now", path);
+  ASSERT_NEXTF(&ev, "added %s 1 now", path);
   CU_ASSERT_EQUAL(zkrc_cache_size(c), 1);
   ZKT_ASSERT_RC(ZKRC_OK, zkrc_cache_get(c, NULL, &n));
   zkrc_cache_node_unref(n);

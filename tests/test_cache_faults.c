@@ -887,8 +887,8 @@ static zkrc_cache *start_cache(zkrc_session *s, const char *root, recorder *r,
                                int max_depth) {
   zkrc_cache_options o;
   zkrc_cache_options_init(&o);
-  o.listener = record;
-  o.listener_arg = r;
+  o.on_event = record;
+  o.event_arg = r;
   o.max_depth = max_depth;
   zkrc_cache *c = NULL;
   ZKT_ASSERT_RC(ZKRC_OK, zkrc_tree_cache_new(&c, s, root, &o));
@@ -1022,8 +1022,8 @@ static void bystander_start(bystander *b, zkrc_session *s) {
   recorder_init(&b->r);
   zkrc_cache_options o;
   zkrc_cache_options_init(&o);
-  o.listener = record;
-  o.listener_arg = &b->r;
+  o.on_event = record;
+  o.event_arg = &b->r;
   o.max_depth = b->max_depth;
   int rc = b->kind == 0   ? zkrc_node_cache_new(&b->c, s, b->path, &o)
            : b->kind == 1 ? zkrc_children_cache_new(&b->c, s, b->path, &o)
@@ -1061,8 +1061,9 @@ static void bystander_check(bystander *b, zhandle_t *zh, int expiries) {
   g_hash_table_destroy(servers);
 }
 
-static void on_session_event(zkrc_session *s, zkrc_session_event ev,
+static void on_session_event(zkrc_session *s, const zkrc_session_event *ev_,
                              void *arg) {
+  zkrc_session_event_type ev = ev_->type;
   recorder *r = arg;
   g_mutex_lock(&r->mu);
   g_string_append_printf(r->timeline, " %" PRId64 ":session-%s(%#" PRIx64 ")",
@@ -1155,8 +1156,8 @@ static zkrc_cache *new_cache(int kind, zkrc_session *s, const char *path,
                              recorder *r, int max_depth) {
   zkrc_cache_options o;
   zkrc_cache_options_init(&o);
-  o.listener = record;
-  o.listener_arg = r;
+  o.on_event = record;
+  o.event_arg = r;
   o.max_depth = max_depth;
   zkrc_cache *c = NULL;
   int rc = kind == 0   ? zkrc_node_cache_new(&c, s, path, &o)
@@ -1631,8 +1632,8 @@ static zkrc_cache *freeing_cache(zkrc_session *s, const char *path,
                                  freeing *f) {
   zkrc_cache_options o;
   zkrc_cache_options_init(&o);
-  o.listener = freeing_listener;
-  o.listener_arg = f;
+  o.on_event = freeing_listener;
+  o.event_arg = f;
   ZKT_ASSERT_RC(ZKRC_OK, zkrc_tree_cache_new(&f->c, s, path, &o));
   CU_ASSERT_PTR_NOT_NULL_FATAL(f->c);
   return f->c;
@@ -1793,8 +1794,13 @@ static void test_bad_input_is_refused(void) {
     CU_ASSERT_PTR_NULL(c);
   }
   zkrc_cache_options_init(NULL);
-  CU_ASSERT_STRING_EQUAL(zkrc_cache_event_name(ZKRC_CACHE_NODE_ADDED), "ADDED");
-  CU_ASSERT_STRING_EQUAL(zkrc_cache_event_name((zkrc_cache_event_type)99), "?");
+  CU_ASSERT_STRING_EQUAL(zkrc_cache_event_name(ZKRC_CACHE_NODE_ADDED), "added");
+  CU_ASSERT_STRING_EQUAL(zkrc_cache_event_name(ZKRC_CACHE_NODE_UNREADABLE),
+                         "unreadable");
+  CU_ASSERT_STRING_EQUAL(zkrc_cache_event_name((zkrc_cache_event_type)99),
+                         "unknown");
+  CU_ASSERT_STRING_EQUAL(zkrc_cache_event_name((zkrc_cache_event_type)0),
+                         "unknown");
   CU_ASSERT_PTR_NULL(zkrc_cache_node_ref(NULL));
   zkrc_cache_node_unref(NULL);
   zkrc_cache_free(NULL);

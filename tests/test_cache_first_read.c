@@ -78,8 +78,8 @@ static void start_once(const char *root, int *nodes, int *added,
   g_cond_init(&sn.cond);
   zkrc_cache_options o;
   zkrc_cache_options_init(&o);
-  o.listener = on_event;
-  o.listener_arg = &sn;
+  o.on_event = on_event;
+  o.event_arg = &sn;
   uint64_t before = zkt_requests_but_renewals(s);
   zkrc_cache *c = NULL;
   ZKT_ASSERT_RC(ZKRC_OK, zkrc_tree_cache_new(&c, s, root, &o));

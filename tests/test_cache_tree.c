@@ -29,7 +29,7 @@ static void data(zkrc__ctree *t, const char *path, const char *value,
                          events);
 }
 
-/* "ADDED /a=x UPDATED /a=y REMOVED /a" for the queued events (emptied). */
+/* "added /a=x updated /a=y removed /a" for the queued events (emptied). */
 static char *describe(GQueue *events) {
   GString *s = g_string_new(NULL);
   zkrc__cache_ev *e;
@@ -62,13 +62,13 @@ static void test_add_update_remove(void) {
   data(t, "/r/a", "x", 2, 2, &q);
   data(t, "/r/a", "x", 2, 2, &q); /* read again, unchanged: nothing */
   data(t, "/r/a", "y", 2, 3, &q);
-  ASSERT_EVENTS(&q, "ADDED /r=root ADDED /r/a=x UPDATED /r/a=y");
+  ASSERT_EVENTS(&q, "added /r=root added /r/a=x updated /r/a=y");
   /* Deleted and created again: a new czxid is a change, whatever mzxid. */
   data(t, "/r/a", "y", 9, 3, &q);
-  ASSERT_EVENTS(&q, "UPDATED /r/a=y");
+  ASSERT_EVENTS(&q, "updated /r/a=y");
   zkrc__ctree_remove(t, "/r/a", &q);
   zkrc__ctree_remove(t, "/r/a", &q); /* twice: nothing the second time */
-  ASSERT_EVENTS(&q, "REMOVED /r/a");
+  ASSERT_EVENTS(&q, "removed /r/a");
   CU_ASSERT_EQUAL(zkrc__ctree_size(t), 1);
   zkrc__ctree_free(t);
 }
@@ -81,7 +81,7 @@ static void test_orphan_reply_is_dropped(void) {
   data(t, "/r/gone/child", "x", 5, 5, &q);
   data(t, "/other", "x", 5, 5, &q); /* not below the root */
   data(t, "/rr", "x", 5, 5, &q);    /* a prefix is not a parent */
-  ASSERT_EVENTS(&q, "ADDED /r=root");
+  ASSERT_EVENTS(&q, "added /r=root");
   CU_ASSERT_FALSE(zkrc__ctree_has(t, "/r/gone/child"));
   CU_ASSERT_EQUAL(zkrc__ctree_depth(t, "/rr"), -1);
   CU_ASSERT_EQUAL(zkrc__ctree_depth(t, "/r/a/b"), 2);
@@ -95,9 +95,9 @@ static void test_removal_takes_the_subtree_deepest_first(void) {
   data(t, "/a", "1", 1, 1, &q);
   data(t, "/a/b", "2", 2, 2, &q);
   data(t, "/a/b/c", "3", 3, 3, &q);
-  ASSERT_EVENTS(&q, "ADDED /=(null) ADDED /a=1 ADDED /a/b=2 ADDED /a/b/c=3");
+  ASSERT_EVENTS(&q, "added /=(null) added /a=1 added /a/b=2 added /a/b/c=3");
   zkrc__ctree_remove(t, "/a", &q);
-  ASSERT_EVENTS(&q, "REMOVED /a/b/c REMOVED /a/b REMOVED /a");
+  ASSERT_EVENTS(&q, "removed /a/b/c removed /a/b removed /a");
   CU_ASSERT_EQUAL(zkrc__ctree_size(t), 1);
   zkrc__ctree_free(t);
 }
@@ -108,11 +108,11 @@ static void test_children_listing_diffs(void) {
   data(t, "/r", "", 1, 1, &q);
   data(t, "/r/a", "a", 2, 2, &q);
   data(t, "/r/b", "b", 3, 3, &q);
-  ASSERT_EVENTS(&q, "ADDED /r= ADDED /r/a=a ADDED /r/b=b");
+  ASSERT_EVENTS(&q, "added /r= added /r/a=a added /r/b=b");
   char *names[] = {"b", "c"};
   GPtrArray *to_read = g_ptr_array_new_with_free_func(g_free);
   zkrc__ctree_apply_children(t, "/r", names, 2, to_read, &q);
-  ASSERT_EVENTS(&q, "REMOVED /r/a");
+  ASSERT_EVENTS(&q, "removed /r/a");
   CU_ASSERT_EQUAL(to_read->len, 1);
   if (to_read->len == 1)
     CU_ASSERT_STRING_EQUAL(g_ptr_array_index(to_read, 0), "/r/c");
@@ -132,7 +132,7 @@ static void test_depth_limit_and_hidden_root(void) {
   data(t, "/r/a", "a", 2, 2, &q);
   data(t, "/r/a/deep", "no", 3, 3, &q);
   data(t, "/r", "parent2", 1, 4, &q);
-  ASSERT_EVENTS(&q, "ADDED /r/a=a");
+  ASSERT_EVENTS(&q, "added /r/a=a");
   CU_ASSERT_TRUE(zkrc__ctree_lists(t, "/r"));
   CU_ASSERT_FALSE(zkrc__ctree_lists(t, "/r/a"));
   CU_ASSERT_PTR_NULL(zkrc__ctree_get(t, "/r"));
@@ -143,14 +143,14 @@ static void test_depth_limit_and_hidden_root(void) {
   CU_ASSERT_PTR_NULL(nodes[n]);
   zkrc_cache_nodes_free(nodes, n);
   zkrc__ctree_remove(t, "/r", &q); /* the parent goes: children reported */
-  ASSERT_EVENTS(&q, "REMOVED /r/a");
+  ASSERT_EVENTS(&q, "removed /r/a");
   zkrc__ctree_free(t);
 
   zkrc__ctree *one = zkrc__ctree_new("/n", 0, FALSE); /* a node cache */
   data(one, "/n", "v", 1, 1, &q);
   data(one, "/n/child", "no", 2, 2, &q);
   CU_ASSERT_FALSE(zkrc__ctree_lists(one, "/n"));
-  ASSERT_EVENTS(&q, "ADDED /n=v");
+  ASSERT_EVENTS(&q, "added /n=v");
   zkrc__ctree_free(one);
 }
 

@@ -34,7 +34,7 @@ static zkrc_service_instance *record(const char *name, const char *id,
 static zkrc_service_registration *reg(zkrc_session *s, const char *base,
                                       const zkrc_service_instance *i) {
   zkrc_service_registration *r = NULL;
-  ZKT_ASSERT_RC(ZKRC_OK, zkrc_service_register(&r, s, base, i, NULL));
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_service_registration_new(&r, s, base, i, NULL));
   if (r)
     ZKT_ASSERT_RC(ZKRC_OK, zkrc_service_registration_wait(r, 10000));
   return r;
@@ -52,13 +52,16 @@ static char *provider_view(zkrc_service_provider *p) {
   return g_string_free(s, FALSE);
 }
 
-/* Each provider's change events (on_change), by provider. */
+/* Each provider's events (on_event), by provider. */
 static GHashTable *changes;
 static GMutex changes_mu;
 
-static void changed(zkrc_service_provider *p, void *arg) {
+static void changed(zkrc_service_provider *p,
+                    const zkrc_service_provider_event *ev, void *arg) {
   (void)p;
-  g_async_queue_push(arg, GINT_TO_POINTER(1));
+  /* A change names its instance; nothing else names one. */
+  CU_ASSERT_EQUAL(ev->id != NULL, ev->type == ZKRC_SERVICE_PROVIDER_CHANGED);
+  g_async_queue_push(arg, GINT_TO_POINTER(ev->type));
 }
 
 static GAsyncQueue *changes_of(zkrc_service_provider *p) {
@@ -100,8 +103,8 @@ static zkrc_service_provider *provider(zkrc_session *s, const char *base,
   zkrc_service_provider_options o;
   zkrc_service_provider_options_init(&o);
   o.strategy = strategy;
-  o.on_change = changed;
-  o.change_arg = q;
+  o.on_event = changed;
+  o.event_arg = q;
   zkrc_service_provider *p = NULL;
   ZKT_ASSERT_RC(ZKRC_OK, zkrc_service_provider_new(&p, s, base, name, &o));
   CU_ASSERT_PTR_NOT_NULL_FATAL(p);
@@ -117,7 +120,7 @@ static zkrc_service_provider *provider(zkrc_session *s, const char *base,
 /* zkrc_service_provider_free(), then its change events. */
 static void provider_free(zkrc_service_provider *p) {
   GAsyncQueue *q = changes_of(p);
-  zkrc_service_provider_free(p); /* no on_change runs after it */
+  zkrc_service_provider_free(p); /* no on_event runs after it */
   g_mutex_lock(&changes_mu);
   g_hash_table_remove(changes, p);
   g_mutex_unlock(&changes_mu);
@@ -264,6 +267,16 @@ static void test_register_update_unregister(void) {
   CU_ASSERT_EQUAL(n, 1);
   CU_ASSERT_STRING_EQUAL(names[0], "api");
   zkrc_strv_free(names);
+  /* ZKRC_NO_WAIT: one look, on a connected session. */
+  ZKT_ASSERT_RC(ZKRC_OK,
+                zkrc_service_names(reader, base, &names, &n, ZKRC_NO_WAIT));
+  CU_ASSERT_EQUAL(n, 1);
+  zkrc_strv_free(names);
+  ZKT_ASSERT_RC(ZKRC_OK,
+                zkrc_service_query(reader, base, "api", &v, &n, ZKRC_NO_WAIT));
+  CU_ASSERT_EQUAL(n, 1);
+  zkrc_service_instances_free(v, n);
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_service_registration_wait(r, ZKRC_NO_WAIT));
   zkrc_service_unregister(r);
   CU_ASSERT_TRUE(wait_view(p, ""));
   char *node = g_strdup_printf("%s/api/one", base);
@@ -587,16 +600,19 @@ static void test_size_limit(void) {
   zhandle_t *zh = zkt_raw();
   uint64_t sent = zkt_requests_but_renewals(s), lost = zkt_suspensions(s);
   zkrc_service_registration *r = NULL;
-  ZKT_ASSERT_RC(ZKRC_ETOOBIG, zkrc_service_register(&r, s, base, i, NULL));
+  ZKT_ASSERT_RC(ZKRC_ETOOBIG,
+                zkrc_service_registration_new(&r, s, base, i, NULL));
   i->service_type = ZKRC_SERVICE_DYNAMIC; /* a byte longer */
-  ZKT_ASSERT_RC(ZKRC_ETOOBIG, zkrc_service_register(&r, s, base, i, NULL));
+  ZKT_ASSERT_RC(ZKRC_ETOOBIG,
+                zkrc_service_registration_new(&r, s, base, i, NULL));
   CU_ASSERT_PTR_NULL(r);
   CU_ASSERT_EQUAL(zkt_requests_but_renewals(s), sent);
   CU_ASSERT_FALSE(zkt_exists(zh, base));
   i->service_type = ZKRC_SERVICE_STATIC;
   i->payload[max - empty + 1] = '"'; /* one letter fewer */
   i->payload[max - empty + 2] = '\0';
-  ZKT_ASSERT_RC(ZKRC_OK, zkrc_service_register(&r, s, base, i, NULL));
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_service_registration_new(&r, s, base, i, NULL));
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_service_registration_wait(r, 10000));
   ZKT_ASSERT_RC(ZKRC_OK, zkrc_service_instance_to_json(i, &json, NULL));
   CU_ASSERT_EQUAL(strlen(json), max);
   CU_ASSERT_TRUE(zkt_data_is(zh, node, json, strlen(json)));
@@ -615,6 +631,62 @@ static void test_size_limit(void) {
   g_free(base);
 }
 
+/* Nothing waits for the network: a STATIC registration on a session not
+ * connected yet returns at once, its create done in the background (the
+ * wait says when); a provider and the registrations are freed after their
+ * session's close, the provider told LOST (ZKRC_ECLOSED) first. */
+static void test_never_waits_freed_after_close(void) {
+  char *base = zkt_path("disc-nowait");
+  zkrc_session_options so;
+  zkrc_session_options_init(&so);
+  zkrc_session *s = NULL;
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_session_new(&s, zkt_hosts(), &so));
+  zkrc_service_instance *st = record("db", "primary", 5432);
+  st->service_type = ZKRC_SERVICE_STATIC;
+  zkrc_service_instance *dyn = record("db", "replica", 5433);
+  zkrc_service_registration *rs = NULL, *rd = NULL;
+  int64_t start = zkt_now_ms();
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_service_registration_new(&rs, s, base, st, NULL));
+  ZKT_ASSERT_RC(ZKRC_OK,
+                zkrc_service_registration_new(&rd, s, base, dyn, NULL));
+  CU_ASSERT_TRUE(zkt_now_ms() - start < 1000); /* no round trip waited */
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_service_registration_wait(rs, 10000));
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_service_registration_wait(rd, 10000));
+  zkrc_service_provider *p = provider(s, base, "db", ZKRC_SERVICE_RANDOM);
+  CU_ASSERT_TRUE(wait_view(p, "primary:5432 replica:5433"));
+  GAsyncQueue *q = changes_of(p);
+  zkrc_session_close(s);
+  int lost = 0;
+  for (gpointer t; !lost && (t = g_async_queue_timeout_pop(
+                                 q, 10 * G_TIME_SPAN_SECOND)) != NULL;)
+    lost = GPOINTER_TO_INT(t) == ZKRC_SERVICE_PROVIDER_LOST;
+  CU_ASSERT_TRUE(lost);
+  provider_free(p);
+  zkrc_service_registration_free(rd);
+  zkrc_service_unregister(rs); /* closed: nothing can be deleted now */
+  /* The STATIC node stays; the DYNAMIC one went with the session. */
+  zkrc_session *reader = zkt_session();
+  zkrc_service_instance **v = NULL;
+  size_t n = 0;
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_service_query(reader, base, "db", &v, &n, 10000));
+  CU_ASSERT_EQUAL(n, 1);
+  CU_ASSERT_STRING_EQUAL(n == 1 ? v[0]->id : "", "primary");
+  zkrc_service_instances_free(v, n);
+  ZKT_ASSERT_RC(ZKRC_OK,
+                zkrc_service_registration_new(&rs, reader, base, st, NULL));
+  zkrc_service_unregister(rs); /* waits for its create, then deletes */
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_service_query(reader, base, "db", &v, &n, 10000));
+  CU_ASSERT_EQUAL(n, 0);
+  zkrc_service_instances_free(v, n);
+  CU_ASSERT_STRING_EQUAL(
+      zkrc_service_provider_event_name(ZKRC_SERVICE_PROVIDER_LOST), "lost");
+  CU_ASSERT_STRING_EQUAL(zkrc_service_provider_event_name(0), "unknown");
+  zkrc_service_instance_free(st);
+  zkrc_service_instance_free(dyn);
+  zkrc_session_close(reader);
+  g_free(base);
+}
+
 /* ---------------------------------------------------------- bad input */
 
 /* Bad arguments are ZKRC_EINVAL and register nothing. */
@@ -623,43 +695,57 @@ static void test_bad_input_refused(void) {
   zkrc_session *s = zkt_session();
   zkrc_service_registration *r = (zkrc_service_registration *)1;
   zkrc_service_instance *ok = record("svc", "id", 1);
-  ZKT_ASSERT_RC(ZKRC_EINVAL, zkrc_service_register(NULL, s, base, ok, NULL));
-  ZKT_ASSERT_RC(ZKRC_EINVAL, zkrc_service_register(&r, NULL, base, ok, NULL));
+  ZKT_ASSERT_RC(ZKRC_EINVAL,
+                zkrc_service_registration_new(NULL, s, base, ok, NULL));
+  ZKT_ASSERT_RC(ZKRC_EINVAL,
+                zkrc_service_registration_new(&r, NULL, base, ok, NULL));
   CU_ASSERT_PTR_NULL(r);
-  ZKT_ASSERT_RC(ZKRC_EINVAL, zkrc_service_register(&r, s, "rel", ok, NULL));
-  ZKT_ASSERT_RC(ZKRC_EINVAL, zkrc_service_register(&r, s, "/", ok, NULL));
-  ZKT_ASSERT_RC(ZKRC_EINVAL, zkrc_service_register(&r, s, base, NULL, NULL));
+  ZKT_ASSERT_RC(ZKRC_EINVAL,
+                zkrc_service_registration_new(&r, s, "rel", ok, NULL));
+  ZKT_ASSERT_RC(ZKRC_EINVAL,
+                zkrc_service_registration_new(&r, s, "/", ok, NULL));
+  ZKT_ASSERT_RC(ZKRC_EINVAL,
+                zkrc_service_registration_new(&r, s, base, NULL, NULL));
   static const char *const bad_names[] = {"", "a/b", ".", ".."};
   for (size_t i = 0; i < G_N_ELEMENTS(bad_names); i++) {
     zkrc_service_instance *b = record(bad_names[i], "id", 1);
-    ZKT_ASSERT_RC(ZKRC_EINVAL, zkrc_service_register(&r, s, base, b, NULL));
+    ZKT_ASSERT_RC(ZKRC_EINVAL,
+                  zkrc_service_registration_new(&r, s, base, b, NULL));
     zkrc_service_instance_free(b);
     b = record("svc", bad_names[i], 1);
-    ZKT_ASSERT_RC(ZKRC_EINVAL, zkrc_service_register(&r, s, base, b, NULL));
+    ZKT_ASSERT_RC(ZKRC_EINVAL,
+                  zkrc_service_registration_new(&r, s, base, b, NULL));
     zkrc_service_instance_free(b);
   }
   zkrc_service_instance *b = record("svc", "id", 70000);
-  ZKT_ASSERT_RC(ZKRC_EINVAL, zkrc_service_register(&r, s, base, b, NULL));
+  ZKT_ASSERT_RC(ZKRC_EINVAL,
+                zkrc_service_registration_new(&r, s, base, b, NULL));
   b->port = 1;
   free(b->payload);
   b->payload = strdup("{not json");
-  ZKT_ASSERT_RC(ZKRC_EINVAL, zkrc_service_register(&r, s, base, b, NULL));
+  ZKT_ASSERT_RC(ZKRC_EINVAL,
+                zkrc_service_registration_new(&r, s, base, b, NULL));
   free(b->payload);
   b->payload = strdup("true[1]"); /* two values */
-  ZKT_ASSERT_RC(ZKRC_EINVAL, zkrc_service_register(&r, s, base, b, NULL));
+  ZKT_ASSERT_RC(ZKRC_EINVAL,
+                zkrc_service_registration_new(&r, s, base, b, NULL));
   free(b->payload);
   b->payload = NULL;
   free(b->uri_spec);
   b->uri_spec = strdup("{scheme://x");
-  ZKT_ASSERT_RC(ZKRC_EINVAL, zkrc_service_register(&r, s, base, b, NULL));
+  ZKT_ASSERT_RC(ZKRC_EINVAL,
+                zkrc_service_registration_new(&r, s, base, b, NULL));
   free(b->uri_spec);
   b->uri_spec = NULL;
   b->service_type = ZKRC_SERVICE_DYNAMIC_SEQUENTIAL;
-  ZKT_ASSERT_RC(ZKRC_EINVAL, zkrc_service_register(&r, s, base, b, NULL));
+  ZKT_ASSERT_RC(ZKRC_EINVAL,
+                zkrc_service_registration_new(&r, s, base, b, NULL));
   b->service_type = (zkrc_service_type)42;
-  ZKT_ASSERT_RC(ZKRC_EINVAL, zkrc_service_register(&r, s, base, b, NULL));
+  ZKT_ASSERT_RC(ZKRC_EINVAL,
+                zkrc_service_registration_new(&r, s, base, b, NULL));
   zkrc_service_options o = {0};
-  ZKT_ASSERT_RC(ZKRC_EINVAL, zkrc_service_register(&r, s, base, ok, &o));
+  ZKT_ASSERT_RC(ZKRC_EINVAL,
+                zkrc_service_registration_new(&r, s, base, ok, &o));
   CU_ASSERT_PTR_NULL(r);
   /* Update: another id or type is refused and changes nothing. */
   r = reg(s, base, ok);
@@ -803,18 +889,20 @@ static void test_we_register_curator_finds(void) {
 }
 
 static void add_suites(void) {
-  ZKT_SUITE("discovery", {"json is curator's", test_json_is_curators},
-            {"json rejects non-records", test_json_rejects_non_records},
-            {"register, update, unregister", test_register_update_unregister},
-            {"static outlives its session", test_static_outlives_session},
-            {"random and round robin", test_random_and_round_robin},
-            {"re-registered after expiry", test_reregistered_after_expiry},
-            {"malformed records skipped", test_malformed_records_skipped},
-            {"bad input refused", test_bad_input_refused},
-            {"deep nesting skipped", test_deep_nesting_skipped},
-            {"size limit, envelope included", test_size_limit},
-            {"curator registers, we find", test_curator_registers_we_find},
-            {"we register, curator finds", test_we_register_curator_finds});
+  ZKT_SUITE(
+      "discovery", {"json is curator's", test_json_is_curators},
+      {"json rejects non-records", test_json_rejects_non_records},
+      {"register, update, unregister", test_register_update_unregister},
+      {"static outlives its session", test_static_outlives_session},
+      {"random and round robin", test_random_and_round_robin},
+      {"re-registered after expiry", test_reregistered_after_expiry},
+      {"malformed records skipped", test_malformed_records_skipped},
+      {"bad input refused", test_bad_input_refused},
+      {"never waits, freed after close", test_never_waits_freed_after_close},
+      {"deep nesting skipped", test_deep_nesting_skipped},
+      {"size limit, envelope included", test_size_limit},
+      {"curator registers, we find", test_curator_registers_we_find},
+      {"we register, curator finds", test_we_register_curator_finds});
 }
 
 int main(void) { return zkt_run("test_discovery", add_suites); }

@@ -98,8 +98,9 @@ static void member_on_event(zkrc_election *e, const zkrc_election_event *info,
   member_record(arg, kind, info->reason, info->token, info->node);
 }
 
-static void member_on_session(zkrc_session *s, zkrc_session_event ev,
+static void member_on_session(zkrc_session *s, const zkrc_session_event *ev_,
                               void *arg) {
+  zkrc_session_event_type ev = ev_->type;
   member_record(arg, REC_SESSION, ev, 0, NULL);
 }
 

@@ -17,22 +17,30 @@
 #include "zkrecipes/ephemeral.h"
 #include "zkrecipes/stats.h"
 
-/* Events as "REGISTERED" / "LOST" / "CLOSED" lines, and when LOST came. */
+/* Events as "registered" / "lost REASON" / "closed REASON" lines (REASON
+ * the zkrc error's name, with ZooKeeper's code when there is one: "lost
+ * ZKRC_ENONODE ZNONODE"), and when LOST came. */
 typedef struct events {
   GAsyncQueue *q;
   atomic_llong lost_at; /* monotonic µs of the first LOST */
   atomic_int registered_in_callback;
 } events;
 
-static void record(zkrc_ephemeral *e, zkrc_ephemeral_event ev, void *arg) {
+static void record(zkrc_ephemeral *e, const zkrc_ephemeral_event *ev,
+                   void *arg) {
   events *t = arg;
-  if (ev == ZKRC_EPHEMERAL_LOST) {
+  if (ev->type == ZKRC_EPHEMERAL_LOST) {
     long long zero = 0;
     atomic_compare_exchange_strong(&t->lost_at, &zero,
                                    (long long)g_get_monotonic_time());
     atomic_store(&t->registered_in_callback, zkrc_ephemeral_is_registered(e));
   }
-  g_async_queue_push(t->q, g_strdup(zkrc_ephemeral_event_name(ev)));
+  char why[64];
+  g_async_queue_push(
+      t->q,
+      g_strconcat(zkrc_ephemeral_event_name(ev->type),
+                  zkt_reason_text(why, sizeof why, ev->reason, ev->zk_error),
+                  NULL));
 }
 
 static void expect_event(events *t, const char *want) {
@@ -40,6 +48,20 @@ static void expect_event(events *t, const char *want) {
   if (got == NULL || strcmp(got, want) != 0)
     fprintf(stderr, "event \"%s\", expected \"%s\"\n", got ? got : "(none)",
             want);
+  CU_ASSERT_STRING_EQUAL(got ? got : "(none)", want);
+  g_free(got);
+}
+
+static void expect_event_either(events *t, const char *want,
+                                const char *or_this) {
+  char *got = g_async_queue_timeout_pop(t->q, 15 * G_TIME_SPAN_SECOND);
+  if (got && strcmp(got, or_this) == 0) {
+    g_free(got);
+    return;
+  }
+  if (got == NULL || strcmp(got, want) != 0)
+    fprintf(stderr, "event \"%s\", expected \"%s\" or \"%s\"\n",
+            got ? got : "(none)", want, or_this);
   CU_ASSERT_STRING_EQUAL(got ? got : "(none)", want);
   g_free(got);
 }
@@ -104,7 +126,7 @@ static void test_registers_and_frees(void) {
   events t = {.q = g_async_queue_new_full(g_free)};
   zkrc_ephemeral *e = keep(s, node, "v1", &t);
   ZKT_ASSERT_RC(ZKRC_OK, zkrc_ephemeral_wait_registered(e, 10000));
-  expect_event(&t, "REGISTERED");
+  expect_event(&t, "registered");
   CU_ASSERT_TRUE(zkrc_ephemeral_is_registered(e));
   int64_t owner = 0;
   char *d = node_data(zh, node, &owner);
@@ -133,12 +155,15 @@ static void test_kept_across_expiry_and_delete(void) {
   zkrc_session *s = proxied_session();
   events t = {.q = g_async_queue_new_full(g_free)};
   zkrc_ephemeral *e = keep(s, path, "first", &t);
-  expect_event(&t, "REGISTERED");
+  expect_event(&t, "registered");
   ZKT_ASSERT_RC(ZKRC_OK, zkrc_ephemeral_set_data(e, "latest", 6, 5000));
   int64_t old_id = zkrc_session_id(s);
   zkt_expire(s);
-  expect_event(&t, "LOST");
-  expect_event(&t, "REGISTERED");
+  /* The expiry deletes the node: whichever the client hears first, the
+   * deletion or the expiry, is the reason. */
+  expect_event_either(&t, "lost ZKRC_ESESSIONEXPIRED ZSESSIONEXPIRED",
+                      "lost ZKRC_ENONODE ZNONODE");
+  expect_event(&t, "registered");
   int64_t owner = 0;
   char *d = node_data(zh, path, &owner);
   CU_ASSERT_STRING_EQUAL(d, "latest");
@@ -147,8 +172,8 @@ static void test_kept_across_expiry_and_delete(void) {
   g_free(d);
 
   CU_ASSERT_EQUAL(zoo_delete(zh, path, -1), ZOK);
-  expect_event(&t, "LOST");
-  expect_event(&t, "REGISTERED");
+  expect_event(&t, "lost ZKRC_ENONODE ZNONODE");
+  expect_event(&t, "registered");
   ASSERT_NODE(zh, path, "latest");
   zkrc_ephemeral_free(e);
   g_async_queue_unref(t.q);
@@ -175,7 +200,7 @@ static void test_waits_for_another_sessions_node(void) {
   CU_ASSERT_FALSE(zkrc_ephemeral_is_registered(e));
   zookeeper_close(other); /* its session closes: its node goes */
   ZKT_ASSERT_RC(ZKRC_OK, zkrc_ephemeral_wait_registered(e, 10000));
-  expect_event(&t, "REGISTERED");
+  expect_event(&t, "registered");
   ASSERT_NODE(zh, node, "new");
   zkrc_ephemeral_free(e);
   g_async_queue_unref(t.q);
@@ -187,6 +212,26 @@ static void test_waits_for_another_sessions_node(void) {
 
 /* An ACL that forbids the create: ZKRC_ENOAUTH, and no retrying.  Bad
  * input: ZKRC_EINVAL with nothing made. */
+/* Freed after its session's zkrc_session_close(): told CLOSED with
+ * ZKRC_ECLOSED, nothing after; the names are lower-case, from 1. */
+static void test_freed_after_close(void) {
+  char *path = zkt_path("eph-after-close");
+  zkrc_session *s = proxied_session();
+  events t = {.q = g_async_queue_new_full(g_free)};
+  zkrc_ephemeral *e = keep(s, path, "v", &t);
+  expect_event(&t, "registered");
+  zkrc_session_close(s);
+  expect_event(&t, "closed ZKRC_ECLOSED");
+  zkrc_ephemeral_free(e);
+  CU_ASSERT_EQUAL(g_async_queue_length(t.q), 0);
+  g_async_queue_unref(t.q);
+  CU_ASSERT_EQUAL(ZKRC_EPHEMERAL_REGISTERED, 1);
+  CU_ASSERT_STRING_EQUAL(zkrc_ephemeral_event_name(ZKRC_EPHEMERAL_LOST),
+                         "lost");
+  CU_ASSERT_STRING_EQUAL(zkrc_ephemeral_event_name(0), "unknown");
+  g_free(path);
+}
+
 static void test_refusals(void) {
   char *path = zkt_path("eph-acl");
   zhandle_t *zh = direct();
@@ -255,11 +300,11 @@ static void test_changed_then_deleted(void) {
   zkrc_session *s = proxied_session();
   events t = {.q = g_async_queue_new_full(g_free)};
   zkrc_ephemeral *e = keep(s, path, "v", &t);
-  expect_event(&t, "REGISTERED");
+  expect_event(&t, "registered");
   CU_ASSERT_EQUAL(zoo_aset(zh, path, "x", 1, -1, ignore_stat, NULL), ZOK);
   CU_ASSERT_EQUAL(zoo_adelete(zh, path, -1, ignore_void, NULL), ZOK);
-  expect_event(&t, "LOST");
-  expect_event(&t, "REGISTERED");
+  expect_event(&t, "lost ZKRC_ENONODE ZNONODE");
+  expect_event(&t, "registered");
   int64_t owner = 0;
   char *d = node_data(zh, path, &owner);
   CU_ASSERT_STRING_EQUAL(d, "v");
@@ -326,13 +371,13 @@ static void test_lost_before_the_servers_delete(void) {
   zkrc_session *s = proxied_session();
   events t = {.q = g_async_queue_new_full(g_free)};
   zkrc_ephemeral *e = keep(s, path, "up", &t);
-  expect_event(&t, "REGISTERED");
+  expect_event(&t, "registered");
   atomic_store(&gone_at, 0);
   struct Stat st;
   CU_ASSERT_EQUAL_FATAL(zoo_wexists(zh, path, gone_watch, NULL, &st), ZOK);
   CU_ASSERT_EQUAL_FATAL(
       zkrc_proxy_blackhole(zkt_ensemble(), 0, 4 * ZKT_SESSION_TIMEOUT_MS), 0);
-  expect_event(&t, "LOST");
+  expect_event(&t, "lost ZKRC_ESESSIONLOST");
   CU_ASSERT_FALSE(zkrc_ephemeral_is_registered(e));
   CU_ASSERT_EQUAL(atomic_load(&t.registered_in_callback), 0);
   CU_ASSERT_TRUE(zkt_wait_for(node_gone, NULL, 4 * ZKT_SESSION_TIMEOUT_MS));
@@ -341,7 +386,7 @@ static void test_lost_before_the_servers_delete(void) {
          (gone - lost) / 1000.0);
   CU_ASSERT_TRUE(lost > 0 && lost < gone);
   CU_ASSERT_EQUAL(zkrc_proxy_blackhole(zkt_ensemble(), 0, 0), 0);
-  expect_event(&t, "REGISTERED");
+  expect_event(&t, "registered");
   ASSERT_NODE(zh, path, "up");
   zkrc_ephemeral_free(e);
   g_async_queue_unref(t.q);
@@ -435,7 +480,8 @@ static void add_suites(void) {
       {"LOST before the servers delete the node",
        test_lost_before_the_servers_delete},
       {"size limit, envelope included", test_size_limit},
-      {"size limit is the servers'", test_size_limit_is_the_servers});
+      {"size limit is the servers'", test_size_limit_is_the_servers},
+      {"freed after close", test_freed_after_close});
 }
 
 int main(void) { return zkt_run("test_ephemeral", add_suites); }

@@ -17,20 +17,29 @@
 #include "testutil.h"
 #include "zkrecipes/group.h"
 
-/* Every event a listener saw, as "TYPE ID DATA" lines ("TYPE" alone for
- * events about no member). */
+/* Every event a listener saw, as "type ID DATA" lines ("type" and its
+ * reason, as zkt_reason_text() writes it, for events about no member:
+ * "lost ZKRC_ESESSIONEXPIRED ZSESSIONEXPIRED"). */
 typedef struct seen {
   GAsyncQueue *lines; /* of g_malloc'ed strings */
 } seen;
 
+/* The line of @p ev (g_free it). */
+static char *event_line(const zkrc_group_event *ev) {
+  const zkrc_group_member *m = ev->member;
+  char why[64];
+  return m ? g_strdup_printf("%s %s %s", zkrc_group_event_name(ev->type), m->id,
+                             m->data ? m->data : "(null)")
+           : g_strconcat(
+                 zkrc_group_event_name(ev->type),
+                 zkt_reason_text(why, sizeof why, ev->reason, ev->zk_error),
+                 NULL);
+}
+
 static void record(zkrc_group *g, const zkrc_group_event *ev, void *arg) {
   (void)g;
   seen *s = arg;
-  const zkrc_group_member *m = ev->member;
-  char *line = m ? g_strdup_printf("%s %s %s", zkrc_group_event_name(ev->type),
-                                   m->id, m->data ? m->data : "(null)")
-                 : g_strdup(zkrc_group_event_name(ev->type));
-  g_async_queue_push(s->lines, line);
+  g_async_queue_push(s->lines, event_line(ev));
 }
 
 /* CU_ASSERT_STRING_EQUAL that prints both strings when they differ. */
@@ -53,10 +62,7 @@ typedef struct leaver {
 static void leave_on(zkrc_group *g, const zkrc_group_event *ev, void *arg) {
   leaver *l = arg;
   record(g, ev, &l->lines);
-  const zkrc_group_member *m = ev->member;
-  char *line = m ? g_strdup_printf("%s %s %s", zkrc_group_event_name(ev->type),
-                                   m->id, m->data ? m->data : "(null)")
-                 : g_strdup(zkrc_group_event_name(ev->type));
+  char *line = event_line(ev);
   if (strcmp(line, l->free_on) == 0) {
     zkrc_group_free(g);
     g_async_queue_push(l->lines.lines, g_strdup("FREED"));
@@ -118,18 +124,37 @@ static int wait_all(seen *s, const char *const *want, int n) {
   return missing == 0;
 }
 
-/* The next of this member's own events (REGISTERED, LOST, CLOSED), view
- * events skipped, within 10 s; "" when none came (g_free it). */
+/* The next of this member's own events (registered, lost, closed, with
+ * their reasons), view events skipped, within 10 s; "" when none came
+ * (g_free it). */
 static char *next_own_event(seen *s) {
   int64_t end = zkt_now_ms() + 10000;
   while (zkt_now_ms() < end) {
     char *line = g_async_queue_timeout_pop(s->lines, 100 * 1000);
-    if (line && (strcmp(line, "REGISTERED") == 0 || strcmp(line, "LOST") == 0 ||
-                 strcmp(line, "CLOSED") == 0))
+    if (line &&
+        (strcmp(line, "registered") == 0 || g_str_has_prefix(line, "lost") ||
+         g_str_has_prefix(line, "closed")))
       return line;
     g_free(line);
   }
   return g_strdup("");
+}
+
+/* zkrc_group_new() of member @p id (NULL: none, a watcher) with @p len
+ * bytes of @p data, the other options from @p opts (NULL: the defaults;
+ * copied as they are, an uninitialized size included). */
+static int group_join(zkrc_group **out, zkrc_session *s, const char *path,
+                      const char *id, const char *data, size_t len,
+                      const zkrc_group_options *opts) {
+  zkrc_group_options o;
+  if (opts)
+    o = *opts;
+  else
+    zkrc_group_options_init(&o);
+  o.id = id;
+  o.data = data;
+  o.data_len = len;
+  return zkrc_group_new(out, s, path, &o);
 }
 
 static zkrc_group *join(zkrc_session *s, const char *path, const char *id,
@@ -138,9 +163,11 @@ static zkrc_group *join(zkrc_session *s, const char *path, const char *id,
   zkrc_group_options_init(&o);
   o.on_event = into ? record : NULL;
   o.event_arg = into;
+  o.id = id;
+  o.data = data;
+  o.data_len = strlen(data);
   zkrc_group *g = NULL;
-  ZKT_ASSERT_RC(ZKRC_OK,
-                zkrc_group_join(&g, s, path, id, data, strlen(data), &o));
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_group_new(&g, s, path, &o));
   return g;
 }
 
@@ -150,7 +177,7 @@ static zkrc_group *watch(zkrc_session *s, const char *path, seen *into) {
   o.on_event = record;
   o.event_arg = into;
   zkrc_group *g = NULL;
-  ZKT_ASSERT_RC(ZKRC_OK, zkrc_group_watch(&g, s, path, &o));
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_group_new(&g, s, path, &o)); /* no id */
   return g;
 }
 
@@ -219,7 +246,7 @@ static void test_join_update_leave_seen(void) {
   ZKT_ASSERT_RC(ZKRC_OK, zkrc_group_wait_registered(b, 10000));
   ZKT_ASSERT_RC(ZKRC_OK, zkrc_group_wait_initialized(b, 10000));
   ZKT_ASSERT_RC(ZKRC_OK, zkrc_group_wait_initialized(w, 10000));
-  CU_ASSERT_TRUE(wait_event(&ew, "JOINED b bee"));
+  CU_ASSERT_TRUE(wait_event(&ew, "joined b bee"));
   CU_ASSERT_PTR_NULL(zkrc_group_id(w));
   CU_ASSERT_STRING_EQUAL(zkrc_group_id(b), "b");
   CU_ASSERT_STRING_EQUAL(zkrc_group_path(w), path);
@@ -227,26 +254,26 @@ static void test_join_update_leave_seen(void) {
   zkrc_group *a = join(sa, path, "a", "one", &ea);
   ZKT_ASSERT_RC(ZKRC_OK, zkrc_group_wait_registered(a, 10000));
   CU_ASSERT_TRUE(zkrc_group_is_registered(a));
-  CU_ASSERT_TRUE(wait_event(&ea, "REGISTERED"));
-  CU_ASSERT_TRUE(wait_event(&eb, "JOINED a one"));
-  CU_ASSERT_TRUE(wait_event(&ew, "JOINED a one"));
+  CU_ASSERT_TRUE(wait_event(&ea, "registered"));
+  CU_ASSERT_TRUE(wait_event(&eb, "joined a one"));
+  CU_ASSERT_TRUE(wait_event(&ew, "joined a one"));
   char *view = view_text(b);
   ASSERT_TEXT(view, "a=one b=bee");
   g_free(view);
 
   ZKT_ASSERT_RC(ZKRC_OK, zkrc_group_set_data(a, "two", 3, 10000));
-  CU_ASSERT_TRUE(wait_event(&eb, "UPDATED a two"));
-  CU_ASSERT_TRUE(wait_event(&ew, "UPDATED a two"));
+  CU_ASSERT_TRUE(wait_event(&eb, "updated a two"));
+  CU_ASSERT_TRUE(wait_event(&ew, "updated a two"));
 
   zkrc_group_free(a);
-  CU_ASSERT_TRUE(wait_event(&eb, "LEFT a two"));
-  CU_ASSERT_TRUE(wait_event(&ew, "LEFT a two"));
+  CU_ASSERT_TRUE(wait_event(&eb, "left a two"));
+  CU_ASSERT_TRUE(wait_event(&ew, "left a two"));
   view = view_text(w);
   ASSERT_TEXT(view, "b=bee");
   g_free(view);
 
   zkrc_group_free(b);
-  CU_ASSERT_TRUE(wait_event(&ew, "LEFT b bee"));
+  CU_ASSERT_TRUE(wait_event(&ew, "left b bee"));
   zkrc_group_free(w);
   zhandle_t *zh = zkt_raw();
   CU_ASSERT_EQUAL(zkt_nodes_left(zh, path), 0);
@@ -284,8 +311,8 @@ static void test_view_equals_servers(void) {
                              ZOO_EPHEMERAL, NULL, 0),
                   ZOK);
   const char *const joined[] = {
-      "JOINED m0 d35", "JOINED m1 d28", "JOINED m2 d21",      "JOINED m3 d14",
-      "JOINED m4 d7",  "JOINED m5 d0",  "JOINED zz-by-hand x"};
+      "joined m0 d35", "joined m1 d28", "joined m2 d21",      "joined m3 d14",
+      "joined m4 d7",  "joined m5 d0",  "joined zz-by-hand x"};
   CU_ASSERT_TRUE(wait_all(&ew, joined, (int)G_N_ELEMENTS(joined)));
   char *view = view_text(w), *servers = servers_text(zh, path);
   ASSERT_TEXT(view, servers);
@@ -295,7 +322,7 @@ static void test_view_equals_servers(void) {
   for (int i = 0; i < 6; i++)
     zkrc_group_free(m[i]);
   CU_ASSERT_EQUAL(zoo_delete(zh, foreign, -1), ZOK);
-  CU_ASSERT_TRUE(wait_event(&ew, "LEFT zz-by-hand x"));
+  CU_ASSERT_TRUE(wait_event(&ew, "left zz-by-hand x"));
   view = view_text(w);
   ASSERT_TEXT(view, "");
   g_free(view);
@@ -323,20 +350,23 @@ static void test_recreated_after_expiry(void) {
   zkrc_group *other = join(so, path, "other", "o", &eo);
   ZKT_ASSERT_RC(ZKRC_OK, zkrc_group_wait_registered(me, 10000));
   char *own = next_own_event(&ev);
-  ASSERT_TEXT(own, "REGISTERED");
+  ASSERT_TEXT(own, "registered");
   g_free(own);
-  CU_ASSERT_TRUE(wait_event(&eo, "JOINED me first"));
+  CU_ASSERT_TRUE(wait_event(&eo, "joined me first"));
   ZKT_ASSERT_RC(ZKRC_OK, zkrc_group_wait_initialized(other, 10000));
   ZKT_ASSERT_RC(ZKRC_OK, zkrc_group_set_data(me, "latest", 6, 10000));
-  CU_ASSERT_TRUE(wait_event(&eo, "UPDATED me latest"));
+  CU_ASSERT_TRUE(wait_event(&eo, "updated me latest"));
   int64_t old_session = zkrc_session_id(s);
 
   zkt_expire(s);
   own = next_own_event(&ev);
-  ASSERT_TEXT(own, "LOST");
+  /* The expiry deletes the node: whichever the client hears first, the
+   * deletion or the expiry, is the reason. */
+  if (strcmp(own, "lost ZKRC_ENONODE ZNONODE") != 0)
+    ASSERT_TEXT(own, "lost ZKRC_ESESSIONEXPIRED ZSESSIONEXPIRED");
   g_free(own);
   own = next_own_event(&ev);
-  ASSERT_TEXT(own, "REGISTERED");
+  ASSERT_TEXT(own, "registered");
   g_free(own);
   CU_ASSERT_TRUE(zkrc_group_is_registered(me));
   zhandle_t *zh = zkt_raw();
@@ -349,7 +379,7 @@ static void test_recreated_after_expiry(void) {
    * a LEFT, or UPDATED when its cache read the new node before noticing
    * the old one was gone (zkrecipes/cache.h). */
   CU_ASSERT_TRUE(
-      wait_event_either(&eo, "JOINED me latest", "UPDATED me latest"));
+      wait_event_either(&eo, "joined me latest", "updated me latest"));
   char *view = view_text(other);
   ASSERT_TEXT(view, "me=latest other=o");
   g_free(view);
@@ -395,7 +425,7 @@ static void test_id_held_by_other_session(void) {
   ZKT_ASSERT_RC(ZKRC_OK, zkrc_group_wait_registered(g, 10000));
   CU_ASSERT_EQUAL(node_owner(zh, node, buf, sizeof buf), zkrc_session_id(s));
   ASSERT_TEXT(buf, "newer");
-  CU_ASSERT_TRUE(wait_event(&ev, "REGISTERED"));
+  CU_ASSERT_TRUE(wait_event(&ev, "registered"));
   zkrc_group_free(g);
   CU_ASSERT_EQUAL(zkt_nodes_left(zh, path), 0);
   zookeeper_close(zh);
@@ -411,8 +441,8 @@ static void test_id_held_by_other_session(void) {
 static void test_leave_from_listener(void) {
   char *path = zkt_path("group-leave-in-event");
   zkrc_session *s = zkt_session(), *so = zkt_session();
-  leaver on_registered = {.free_on = "REGISTERED"};
-  leaver on_joined = {.free_on = "JOINED late l"};
+  leaver on_registered = {.free_on = "registered"};
+  leaver on_joined = {.free_on = "joined late l"};
   seen_init(&on_registered.lines);
   seen_init(&on_joined.lines);
   zkrc_group_options o;
@@ -420,10 +450,10 @@ static void test_leave_from_listener(void) {
   o.on_event = leave_on;
   o.event_arg = &on_registered;
   zkrc_group *a = NULL, *b = NULL;
-  ZKT_ASSERT_RC(ZKRC_OK, zkrc_group_join(&a, s, path, "a", "x", 1, &o));
+  ZKT_ASSERT_RC(ZKRC_OK, group_join(&a, s, path, "a", "x", 1, &o));
   CU_ASSERT_TRUE(wait_event(&on_registered.lines, "FREED"));
   o.event_arg = &on_joined;
-  ZKT_ASSERT_RC(ZKRC_OK, zkrc_group_join(&b, s, path, "b", "x", 1, &o));
+  ZKT_ASSERT_RC(ZKRC_OK, group_join(&b, s, path, "b", "x", 1, &o));
   ZKT_ASSERT_RC(ZKRC_OK, zkrc_group_wait_registered(b, 10000));
   ZKT_ASSERT_RC(ZKRC_OK, zkrc_group_wait_initialized(b, 10000));
   zkrc_group *late = join(so, path, "late", "l", NULL);
@@ -444,40 +474,28 @@ static void test_leave_from_listener(void) {
   g_free(path);
 }
 
-/* A session that is not reopened after its expiry ends the group: a
- * watcher and a member are told CLOSED (the member LOST first), and
- * nothing after. */
-static void test_closed_for_good(void) {
-  char *path = zkt_path("group-closed");
-  zkrc_session *s = zkt_session_with(ZKT_SESSION_TIMEOUT_MS, 1);
-  seen ew, em;
-  seen_init(&ew);
-  seen_init(&em);
-  zkrc_group *w = watch(s, path, &ew);
-  zkrc_group *m = join(s, path, "m", "d", &em);
-  ZKT_ASSERT_RC(ZKRC_OK, zkrc_group_wait_registered(m, 10000));
-  CU_ASSERT_TRUE(wait_event(&ew, "JOINED m d"));
-  char *own = next_own_event(&em);
-  ASSERT_TEXT(own, "REGISTERED");
-  g_free(own);
-  zkt_expire(s);
-  CU_ASSERT_TRUE(wait_event(&ew, "CLOSED"));
-  own = next_own_event(&em);
-  ASSERT_TEXT(own, "LOST");
-  g_free(own);
-  own = next_own_event(&em);
-  ASSERT_TEXT(own, "CLOSED");
-  g_free(own);
-  CU_ASSERT_FALSE(zkrc_group_is_registered(m));
-  ZKT_ASSERT_RC(ZKRC_ECLOSED, zkrc_group_wait_registered(m, 1000));
-  zkrc_group_free(m);
-  zkrc_group_free(w);
+/* A watcher of @p path (its events into @p ew) and member "m" with data
+ * "d" (into @p em), registered and seen by the watcher. */
+static void watcher_and_member(zkrc_session *s, const char *path, seen *ew,
+                               zkrc_group **w, seen *em, zkrc_group **m) {
+  seen_init(ew);
+  seen_init(em);
+  *w = watch(s, path, ew);
+  *m = join(s, path, "m", "d", em);
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_group_wait_registered(*m, 10000));
+  CU_ASSERT_TRUE(wait_event(ew, "joined m d"));
+}
+
+/* Once the watcher's (@p ew) and the member's (@p em) groups were freed
+ * after CLOSED: nothing was told after it (said on stderr otherwise), and
+ * no node is left under @p path.  Frees the queues. */
+static void nothing_after_closed(seen *ew, seen *em, const char *path) {
   int after = 0;
-  for (char *l; (l = g_async_queue_try_pop(ew.lines)) != NULL; g_free(l)) {
+  for (char *l; (l = g_async_queue_try_pop(ew->lines)) != NULL; g_free(l)) {
     fprintf(stderr, "\nwatcher event after CLOSED: %s\n", l);
     after++;
   }
-  for (char *l; (l = g_async_queue_try_pop(em.lines)) != NULL; g_free(l)) {
+  for (char *l; (l = g_async_queue_try_pop(em->lines)) != NULL; g_free(l)) {
     fprintf(stderr, "\nmember event after CLOSED: %s\n", l);
     after++;
   }
@@ -485,9 +503,61 @@ static void test_closed_for_good(void) {
   zhandle_t *zh = zkt_raw();
   CU_ASSERT_EQUAL(zkt_nodes_left(zh, path), 0);
   zookeeper_close(zh);
-  g_async_queue_unref(ew.lines);
-  g_async_queue_unref(em.lines);
+  g_async_queue_unref(ew->lines);
+  g_async_queue_unref(em->lines);
+}
+
+/* A session that is not reopened after its expiry ends the group: a
+ * watcher and a member are told CLOSED (the member LOST first), and
+ * nothing after. */
+static void test_closed_for_good(void) {
+  char *path = zkt_path("group-closed");
+  zkrc_session *s = zkt_session_with(ZKT_SESSION_TIMEOUT_MS, 1);
+  seen ew, em;
+  zkrc_group *w, *m;
+  watcher_and_member(s, path, &ew, &w, &em, &m);
+  char *own = next_own_event(&em);
+  ASSERT_TEXT(own, "registered");
+  g_free(own);
+  zkt_expire(s);
+  /* The session closed itself after its expiry: both say so. */
+  CU_ASSERT_TRUE(
+      wait_event(&ew, "closed ZKRC_ESESSIONEXPIRED ZSESSIONEXPIRED"));
+  own = next_own_event(&em);
+  /* The expiry deletes the node: whichever the client hears first, the
+   * deletion or the expiry, is the reason. */
+  if (strcmp(own, "lost ZKRC_ENONODE ZNONODE") != 0)
+    ASSERT_TEXT(own, "lost ZKRC_ESESSIONEXPIRED ZSESSIONEXPIRED");
+  g_free(own);
+  own = next_own_event(&em);
+  ASSERT_TEXT(own, "closed ZKRC_ESESSIONEXPIRED ZSESSIONEXPIRED");
+  g_free(own);
+  CU_ASSERT_FALSE(zkrc_group_is_registered(m));
+  ZKT_ASSERT_RC(ZKRC_ECLOSED, zkrc_group_wait_registered(m, 1000));
+  zkrc_group_free(m);
+  zkrc_group_free(w);
+  nothing_after_closed(&ew, &em, path);
   zkrc_session_close(s);
+  g_free(path);
+}
+
+/* A member and a watcher outlive their session's zkrc_session_close():
+ * both told CLOSED (ZKRC_ECLOSED), freed after it, nothing told after. */
+static void test_freed_after_close(void) {
+  char *path = zkt_path("group-after-close");
+  zkrc_session *s = zkt_session();
+  seen ew, em;
+  zkrc_group *w, *m;
+  watcher_and_member(s, path, &ew, &w, &em, &m);
+  /* The member's view read: its events come before the close's. */
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_group_wait_initialized(m, 10000));
+  CU_ASSERT_TRUE(wait_event(&em, "initialized"));
+  zkrc_session_close(s);
+  CU_ASSERT_TRUE(wait_event(&ew, "closed ZKRC_ECLOSED"));
+  CU_ASSERT_TRUE(wait_event(&em, "closed ZKRC_ECLOSED"));
+  zkrc_group_free(m);
+  zkrc_group_free(w);
+  nothing_after_closed(&ew, &em, path);
   g_free(path);
 }
 
@@ -505,20 +575,17 @@ static void test_bad_input(void) {
   long_id[sizeof long_id - 1] = '\0';
   const char *bad_ids[] = {"", "a/b", ".", "..", "ctl\x01", long_id, NULL};
   for (int i = 0; i < (int)G_N_ELEMENTS(bad_ids); i++)
-    ZKT_ASSERT_RC(ZKRC_EINVAL,
-                  zkrc_group_join(&g, s, path, bad_ids[i], "d", 1, &o));
-  ZKT_ASSERT_RC(ZKRC_EINVAL, zkrc_group_join(NULL, s, path, "x", "d", 1, &o));
-  ZKT_ASSERT_RC(ZKRC_EINVAL, zkrc_group_join(&g, NULL, path, "x", "d", 1, &o));
-  ZKT_ASSERT_RC(ZKRC_EINVAL,
-                zkrc_group_join(&g, s, "no-slash", "x", "d", 1, &o));
-  ZKT_ASSERT_RC(ZKRC_EINVAL, zkrc_group_join(&g, s, "/", "x", "d", 1, &o));
-  ZKT_ASSERT_RC(ZKRC_EINVAL, zkrc_group_join(&g, s, path, "x", NULL, 1, &o));
-  ZKT_ASSERT_RC(ZKRC_ETOOBIG, zkrc_group_join(&g, s, path, "x", "d",
-                                              (size_t)1024 * 1024 + 1, &o));
-  ZKT_ASSERT_RC(ZKRC_EINVAL,
-                zkrc_group_join(&g, s, path, "x", "d", 1, &uninit));
-  ZKT_ASSERT_RC(ZKRC_EINVAL, zkrc_group_watch(&g, s, "/a//b", NULL));
-  ZKT_ASSERT_RC(ZKRC_EINVAL, zkrc_group_watch(&g, s, path, &uninit));
+    ZKT_ASSERT_RC(ZKRC_EINVAL, group_join(&g, s, path, bad_ids[i], "d", 1, &o));
+  ZKT_ASSERT_RC(ZKRC_EINVAL, group_join(NULL, s, path, "x", "d", 1, &o));
+  ZKT_ASSERT_RC(ZKRC_EINVAL, group_join(&g, NULL, path, "x", "d", 1, &o));
+  ZKT_ASSERT_RC(ZKRC_EINVAL, group_join(&g, s, "no-slash", "x", "d", 1, &o));
+  ZKT_ASSERT_RC(ZKRC_EINVAL, group_join(&g, s, "/", "x", "d", 1, &o));
+  ZKT_ASSERT_RC(ZKRC_EINVAL, group_join(&g, s, path, "x", NULL, 1, &o));
+  ZKT_ASSERT_RC(ZKRC_ETOOBIG,
+                group_join(&g, s, path, "x", "d", (size_t)1024 * 1024 + 1, &o));
+  ZKT_ASSERT_RC(ZKRC_EINVAL, group_join(&g, s, path, "x", "d", 1, &uninit));
+  ZKT_ASSERT_RC(ZKRC_EINVAL, zkrc_group_new(&g, s, "/a//b", NULL));
+  ZKT_ASSERT_RC(ZKRC_EINVAL, zkrc_group_new(&g, s, path, &uninit));
   CU_ASSERT_PTR_NULL(g);
   ZKT_ASSERT_RC(ZKRC_EINVAL, zkrc_group_wait_registered(NULL, 10));
   ZKT_ASSERT_RC(ZKRC_EINVAL, zkrc_group_members(NULL, NULL, NULL));
@@ -526,7 +593,7 @@ static void test_bad_input(void) {
   CU_ASSERT_FALSE(zkt_exists(zh, path));
 
   /* A watcher has no node: nothing to register or update. */
-  ZKT_ASSERT_RC(ZKRC_OK, zkrc_group_watch(&g, s, path, NULL));
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_group_new(&g, s, path, NULL));
   ZKT_ASSERT_RC(ZKRC_EINVAL, zkrc_group_wait_registered(g, 10));
   ZKT_ASSERT_RC(ZKRC_EINVAL, zkrc_group_set_data(g, "d", 1, 1000));
   CU_ASSERT_FALSE(zkrc_group_is_registered(g));
@@ -568,7 +635,7 @@ static void test_curator_group_member_both_ways(void) {
   g_free(line);
   zkrc_group *g = join(s, path, "c-member", "c-payload", &ev);
   ZKT_ASSERT_RC(ZKRC_OK, zkrc_group_wait_registered(g, 10000));
-  CU_ASSERT_TRUE(wait_event(&ev, "JOINED java java-payload"));
+  CU_ASSERT_TRUE(wait_event(&ev, "joined java java-payload"));
   ZKT_ASSERT_RC(ZKRC_OK, zkrc_group_wait_initialized(g, 10000));
   char *view = view_text(g);
   ASSERT_TEXT(view, "c-member=c-payload java=java-payload");
@@ -584,7 +651,7 @@ static void test_curator_group_member_both_ways(void) {
   line = peer_ask(p, "set java2", "set");
   CU_ASSERT_PTR_NOT_NULL(line);
   g_free(line);
-  CU_ASSERT_TRUE(wait_event(&ev, "UPDATED java java2"));
+  CU_ASSERT_TRUE(wait_event(&ev, "updated java java2"));
 
   zkrc_group_free(g);
   line = peer_ask(p, "awaitgone c-member", "members");
@@ -594,9 +661,9 @@ static void test_curator_group_member_both_ways(void) {
   ASSERT_TEXT(line ? line : "", "java=java2");
   g_free(line);
   zkrc_group *w = watch(s, path, &ev);
-  CU_ASSERT_TRUE(wait_event(&ev, "JOINED java java2"));
+  CU_ASSERT_TRUE(wait_event(&ev, "joined java java2"));
   CU_ASSERT_EQUAL(peer_finish(p, STEP_MS), 0);
-  CU_ASSERT_TRUE(wait_event(&ev, "LEFT java java2"));
+  CU_ASSERT_TRUE(wait_event(&ev, "left java java2"));
   zkrc_group_free(w);
   zhandle_t *zh = zkt_raw();
   CU_ASSERT_EQUAL(zkt_nodes_left(zh, path), 0);
@@ -621,12 +688,11 @@ static void test_size_limit(void) {
   zhandle_t *zh = zkt_raw();
   uint64_t sent = zkt_requests_but_renewals(s), lost = zkt_suspensions(s);
   zkrc_group *g = NULL;
-  ZKT_ASSERT_RC(ZKRC_ETOOBIG,
-                zkrc_group_join(&g, s, path, id, data, max + 1, NULL));
+  ZKT_ASSERT_RC(ZKRC_ETOOBIG, group_join(&g, s, path, id, data, max + 1, NULL));
   CU_ASSERT_PTR_NULL(g);
   CU_ASSERT_EQUAL(zkt_requests_but_renewals(s), sent);
   CU_ASSERT_FALSE(zkt_exists(zh, path));
-  ZKT_ASSERT_RC(ZKRC_OK, zkrc_group_join(&g, s, path, id, data, max, NULL));
+  ZKT_ASSERT_RC(ZKRC_OK, group_join(&g, s, path, id, data, max, NULL));
   ZKT_ASSERT_RC(ZKRC_OK, zkrc_group_wait_registered(g, 10000));
   CU_ASSERT_TRUE(zkt_data_is(zh, node, data, max));
   ZKT_ASSERT_RC(ZKRC_ETOOBIG, zkrc_group_set_data(g, data, max + 1, 5000));
@@ -653,7 +719,8 @@ static void add_suites(void) {
       {"session closed for good", test_closed_for_good},
       {"bad input changes nothing", test_bad_input},
       {"curator group member both ways", test_curator_group_member_both_ways},
-      {"size limit, envelope included", test_size_limit});
+      {"size limit, envelope included", test_size_limit},
+      {"freed after close", test_freed_after_close});
 }
 
 int main(void) { return zkt_run("test_group", add_suites); }

@@ -26,6 +26,7 @@
 #include "testutil.h"
 #include "zkrecipes/cache.h"
 #include "zkrecipes/discovery.h"
+#include "zkrecipes/shared.h"
 #include "zkrecipes/election.h"
 #include "zkrecipes/ephemeral.h"
 #include "zkrecipes/group.h"
@@ -64,6 +65,7 @@ KIND_FNS(zkrc_group_options, group_options_init)
 KIND_FNS(zkrc_partitioner_options, partitioner_options_init)
 KIND_FNS(zkrc_service_options, service_options_init)
 KIND_FNS(zkrc_service_provider_options, service_provider_options_init)
+KIND_FNS(zkrc_shared_watch_options, shared_watch_options_init)
 KIND_FNS(zkrc_stats_sources, stats_sources_init)
 KIND_FNS(zkrc_ensemble_options, ensemble_options_init)
 KIND_FNS(zkrc_spawn_options, spawn_options_init)
@@ -80,6 +82,7 @@ static const kind kinds[] = {
     KIND(zkrc_partitioner_options, partitioner_options_init),
     KIND(zkrc_service_options, service_options_init),
     KIND(zkrc_service_provider_options, service_provider_options_init),
+    KIND(zkrc_shared_watch_options, shared_watch_options_init),
     KIND(zkrc_stats_sources, stats_sources_init),
     KIND(zkrc_ensemble_options, ensemble_options_init),
     KIND(zkrc_spawn_options, spawn_options_init),

@@ -53,15 +53,15 @@ static const char *kind_name(kind k) {
 }
 
 /* The holder: through member 0's proxy, the only address it knows. */
-static zkrc_session *holder_session(int timeout_ms, zkrc_session_listener_fn fn,
+static zkrc_session *holder_session(int timeout_ms, zkrc_session_event_fn fn,
                                     void *arg) {
   zkrc_session_options o;
   zkrc_session_options_init(&o);
   o.session_timeout_ms = timeout_ms;
   o.connect_timeout_ms = 15000;
   o.server_tick_ms = ZKT_TICK_MS;
-  o.listener = fn;
-  o.listener_arg = arg;
+  o.on_event = fn;
+  o.event_arg = arg;
   zkrc_session *s = NULL;
   CU_ASSERT_EQUAL_FATAL(
       zkrc_session_connect(&s, zkrc_ensemble_member_address(zkt_ensemble(), 0),
@@ -223,8 +223,9 @@ static void holder_lock_event(zkrc_lock *lk, const zkrc_lock_event *info,
 }
 
 /* The holder's session: when its connection came back. */
-static void holder_session_event(zkrc_session *s, zkrc_session_event ev,
+static void holder_session_event(zkrc_session *s, const zkrc_session_event *ev_,
                                  void *arg) {
+  zkrc_session_event_type ev = ev_->type;
   trial *t = arg;
   int64_t now = g_get_monotonic_time();
   g_mutex_lock(&t->mu);

@@ -17,6 +17,7 @@
 #include "config.h"
 
 #include <string.h>
+#include <unistd.h>
 
 #include <glib.h>
 
@@ -44,11 +45,12 @@ typedef struct member {
   zkrc_session *s;
   zkrc_partitioner *p;
   /* Guarded by g->mu. */
-  zkrc_partition_state last;
-  char *owned;             /* the items the application uses, "a,b" or NULL */
-  int64_t acquired_at_ms;  /* the last ACQUIRED */
-  int64_t failed_at_ms;    /* FAILURE, or 0 */
-  gboolean ignore_failure; /* the control: keep using the items */
+  zkrc_partitioner_state last;
+  int fail_reason, fail_zk; /* FAILURE's reason and ZooKeeper code */
+  char *owned;              /* the items the application uses, "a,b" or NULL */
+  int64_t acquired_at_ms;   /* the last ACQUIRED */
+  int64_t failed_at_ms;     /* FAILURE, or 0 */
+  gboolean ignore_failure;  /* the control: keep using the items */
 } member;
 
 struct group {
@@ -69,13 +71,23 @@ static gboolean listed(const char *list, const char *item) {
   return found;
 }
 
-static void on_state(zkrc_partitioner *p, zkrc_partition_state st,
-                     const char *const *items, size_t count, void *arg) {
+static void on_state(zkrc_partitioner *p, const zkrc_partitioner_event *ev,
+                     void *arg) {
   member *m = arg;
   group *g = m->g;
+  zkrc_partitioner_state st = ev->type;
+  const char *const *items = ev->items;
+  size_t count = ev->count;
   g_mutex_lock(&g->mu);
   m->last = st;
-  if (st == ZKRC_PARTITION_ACQUIRED) {
+  if (st == ZKRC_PARTITIONER_FAILURE) {
+    m->fail_reason = ev->reason;
+    m->fail_zk = ev->zk_error;
+  } else {
+    CU_ASSERT_EQUAL(ev->reason, ZKRC_OK); /* no loss, no reason */
+    CU_ASSERT_EQUAL(ev->zk_error, ZOK);
+  }
+  if (st == ZKRC_PARTITIONER_ACQUIRED) {
     for (int i = 0; i < g->n; i++) {
       for (size_t k = 0; &g->m[i] != m && k < count; k++) {
         if (listed(g->m[i].owned, items[k])) {
@@ -89,15 +101,15 @@ static void on_state(zkrc_partitioner *p, zkrc_partition_state st,
     static char *none[] = {NULL};
     m->owned = g_strjoinv(",", count ? (char **)items : none);
     m->acquired_at_ms = zkt_now_ms();
-  } else if (st == ZKRC_PARTITION_RELEASE ||
-             (st == ZKRC_PARTITION_FAILURE && !m->ignore_failure)) {
+  } else if (st == ZKRC_PARTITIONER_RELEASE ||
+             (st == ZKRC_PARTITIONER_FAILURE && !m->ignore_failure)) {
     g_clear_pointer(&m->owned, g_free);
   }
-  if (st == ZKRC_PARTITION_FAILURE)
+  if (st == ZKRC_PARTITIONER_FAILURE)
     m->failed_at_ms = zkt_now_ms();
   g_cond_broadcast(&g->cond);
   g_mutex_unlock(&g->mu);
-  if (st == ZKRC_PARTITION_RELEASE) /* stopped using them: confirm */
+  if (st == ZKRC_PARTITIONER_RELEASE) /* stopped using them: confirm */
     ZKT_ASSERT_RC(ZKRC_OK, zkrc_partitioner_release_set(p));
 }
 
@@ -134,8 +146,8 @@ static member *join_items(group *g, const char *path, const char *id,
   zkrc_partitioner_options_init(&o);
   o.identifier = id;
   o.time_boundary_ms = BOUNDARY_MS;
-  o.on_state = on_state;
-  o.state_arg = m;
+  o.on_event = on_state;
+  o.event_arg = m;
   ZKT_ASSERT_RC(ZKRC_OK,
                 zkrc_partitioner_new(&m->p, m->s, path, items, count, &o));
   CU_ASSERT_PTR_NOT_NULL_FATAL(m->p);
@@ -170,7 +182,7 @@ static void group_free(group *g) {
 static gboolean split_is_locked(group *g, const char *const *want) {
   for (int i = 0; i < g->n; i++) {
     member *m = &g->m[i];
-    if (want[i] && (m->last != ZKRC_PARTITION_ACQUIRED || m->owned == NULL ||
+    if (want[i] && (m->last != ZKRC_PARTITIONER_ACQUIRED || m->owned == NULL ||
                     strcmp(m->owned, want[i]) != 0))
       return FALSE;
   }
@@ -188,7 +200,7 @@ static int wait_split(group *g, const char *const *want) {
   if (!ok) {
     for (int i = 0; i < g->n; i++)
       fprintf(stderr, "\n%s: %s [%s], want [%s]", g->m[i].id,
-              zkrc_partition_state_name(g->m[i].last),
+              zkrc_partitioner_state_name(g->m[i].last),
               g->m[i].owned ? g->m[i].owned : "", want[i] ? want[i] : "*");
   }
   g_mutex_unlock(&g->mu);
@@ -196,7 +208,7 @@ static int wait_split(group *g, const char *const *want) {
 }
 
 /* Wait until @p m's application has been told @p st. */
-static int wait_told(group *g, member *m, zkrc_partition_state st) {
+static int wait_told(group *g, member *m, zkrc_partitioner_state st) {
   int64_t deadline = g_get_monotonic_time() + WAIT_MS * G_TIME_SPAN_MILLISECOND;
   g_mutex_lock(&g->mu);
   while (m->last != st && g_cond_wait_until(&g->cond, &g->mu, deadline))
@@ -391,7 +403,13 @@ static int cut_off_bravo(gboolean ignore_failure) {
   int overlaps = g->overlaps;
   g_mutex_unlock(&g->mu);
   CU_ASSERT_TRUE(failed > 0 && failed < taken);
-  CU_ASSERT_EQUAL(zkrc_partitioner_state(bravo->p), ZKRC_PARTITION_FAILURE);
+  /* Why: the session's lease ran out (no code of ZooKeeper's). */
+  g_mutex_lock(&g->mu);
+  ZKT_ASSERT_RC(ZKRC_ESESSIONLOST, bravo->fail_reason);
+  CU_ASSERT_EQUAL(bravo->fail_zk, ZOK);
+  g_mutex_unlock(&g->mu);
+  CU_ASSERT_EQUAL(zkrc_partitioner_get_state(bravo->p),
+                  ZKRC_PARTITIONER_FAILURE);
   printf("\n  %scut at 0: bravo told FAILURE at %" G_GINT64_FORMAT
          " ms, its items taken at %" G_GINT64_FORMAT " ms, overlaps %d ",
          ignore_failure ? "control: " : "", failed ? failed - cut_at : -1,
@@ -453,8 +471,8 @@ static void test_lost_lock_is_failure(void) {
       zkt_raw_to(zkrc_ensemble_direct_connect_string(zkt_ensemble()));
   CU_ASSERT_EQUAL(zoo_delete(zh, full, -1), ZOK);
   ZKT_ASSERT_RC(ZKRC_OK,
-                zkrc_partitioner_wait(m->p, ZKRC_PARTITION_FAILURE, WAIT_MS));
-  CU_ASSERT_EQUAL(zkrc_partitioner_state(m->p), ZKRC_PARTITION_FAILURE);
+                zkrc_partitioner_wait(m->p, ZKRC_PARTITIONER_FAILURE, WAIT_MS));
+  CU_ASSERT_EQUAL(zkrc_partitioner_get_state(m->p), ZKRC_PARTITIONER_FAILURE);
   char **items = NULL;
   ZKT_ASSERT_RC(ZKRC_ESTATE, zkrc_partitioner_items(m->p, &items, NULL));
   CU_ASSERT_EQUAL(zkrc_partitioner_lease_remaining(m->p), 0);
@@ -462,9 +480,12 @@ static void test_lost_lock_is_failure(void) {
   CU_ASSERT_TRUE(zkt_wait_children_or_gone(zh, party, 0, 10000));
   char *a = g_strconcat(path, "/locks/a", NULL);
   CU_ASSERT_TRUE(zkt_wait_children_or_gone(zh, a, 0, 10000));
-  CU_ASSERT_TRUE(wait_told(g, m, ZKRC_PARTITION_FAILURE));
+  CU_ASSERT_TRUE(wait_told(g, m, ZKRC_PARTITIONER_FAILURE));
   g_mutex_lock(&g->mu);
   CU_ASSERT_PTR_NULL(m->owned); /* the application stopped */
+  /* Why: the item's lock was lost, its node deleted. */
+  ZKT_ASSERT_RC(ZKRC_ELOCKLOST, m->fail_reason);
+  CU_ASSERT_EQUAL(m->fail_zk, ZNONODE);
   g_mutex_unlock(&g->mu);
   group_free(g);
   zookeeper_close(zh);
@@ -586,6 +607,91 @@ static void test_kazoo_member(void) {
   g_free(path);
 }
 
+/* The constructor never waits for the network: a party whose directory
+ * the servers refuse (its parent's ACL lets us only read) is a partitioner
+ * made at once, then told FAILURE with the join's reason; nothing is
+ * created. */
+static void test_refused_join_is_failure(void) {
+  char *path = zkt_path("refused");
+  zhandle_t *zh =
+      zkt_raw_to(zkrc_ensemble_direct_connect_string(zkt_ensemble()));
+  CU_ASSERT_EQUAL_FATAL(
+      zoo_create(zh, path, NULL, -1, &ZOO_READ_ACL_UNSAFE, 0, NULL, 0), ZOK);
+  char *party = g_strconcat(path, "/work", NULL);
+  group *g = group_new();
+  int64_t start = zkt_now_ms();
+  member *m = join(g, party, "solo", NULL);
+  int64_t took = zkt_now_ms() - start;
+  CU_ASSERT_TRUE(took < 1000); /* no round trip waited for (generous) */
+  zkrc_partitioner_state st = zkrc_partitioner_get_state(m->p);
+  CU_ASSERT_TRUE(st == ZKRC_PARTITIONER_ALLOCATING ||
+                 st == ZKRC_PARTITIONER_FAILURE); /* told already: quick */
+  ZKT_ASSERT_RC(ZKRC_ESTATE, zkrc_partitioner_wait(
+                                 m->p, ZKRC_PARTITIONER_ACQUIRED, WAIT_MS));
+  CU_ASSERT_TRUE(wait_told(g, m, ZKRC_PARTITIONER_FAILURE));
+  g_mutex_lock(&g->mu);
+  ZKT_ASSERT_RC(ZKRC_ENOAUTH, m->fail_reason);
+  CU_ASSERT_EQUAL(m->fail_zk, ZNOAUTH);
+  g_mutex_unlock(&g->mu);
+  CU_ASSERT_EQUAL(zkt_child_count(zh, path), 0);
+  group_free(g);
+  CU_ASSERT_EQUAL(zoo_delete(zh, path, -1), ZOK);
+  zookeeper_close(zh);
+  g_free(party);
+  g_free(path);
+}
+
+/* Party @p arg has one member (read now). */
+static int one_member(void *arg) {
+  zhandle_t *zh =
+      zkt_raw_to(zkrc_ensemble_direct_connect_string(zkt_ensemble()));
+  int one = zkt_child_count(zh, arg) == 1;
+  zookeeper_close(zh);
+  return one;
+}
+
+/* Freed whatever the session's state: after zkrc_session_close(), and
+ * while the join is still under way (the session not connected yet). */
+static void test_free_whatever_the_session(void) {
+  char *path = zkt_path("free-closed");
+  char *party = g_strconcat(path, "/party", NULL);
+  zkrc_session *s = zkt_session();
+  zkrc_partitioner *p = NULL;
+  ZKT_ASSERT_RC(ZKRC_OK,
+                zkrc_partitioner_new(&p, s, path, ITEMS, N_ITEMS, NULL));
+  CU_ASSERT_TRUE(zkt_wait_for(one_member, party, 10000)); /* joined */
+  zkrc_session_close(s);
+  ZKT_ASSERT_RC(ZKRC_ESTATE,
+                zkrc_partitioner_wait(p, ZKRC_PARTITIONER_ACQUIRED, WAIT_MS));
+  zkrc_partitioner_free(p);
+  assert_nothing_left(path);
+  /* A session still connecting: the join waits for it; the free not. */
+  char *other = zkt_path("free-joining");
+  zkrc_session_options o;
+  zkrc_session_options_init(&o);
+  s = NULL;
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_session_new(&s, zkt_hosts(), &o));
+  ZKT_ASSERT_RC(ZKRC_OK,
+                zkrc_partitioner_new(&p, s, other, ITEMS, N_ITEMS, NULL));
+  int64_t start = zkt_now_ms();
+  zkrc_partitioner_free(p);
+  CU_ASSERT_TRUE(zkt_now_ms() - start < 1000); /* no round trip waited */
+  zkrc_session_close(s);
+  /* The join may have made the containers before the close: remove them
+   * (a container that never had a child is never removed by the servers). */
+  zhandle_t *zh =
+      zkt_raw_to(zkrc_ensemble_direct_connect_string(zkt_ensemble()));
+  char *other_party = g_strconcat(other, "/party", NULL);
+  zoo_delete(zh, other_party, -1);
+  zoo_delete(zh, other, -1);
+  CU_ASSERT_FALSE(zkt_exists(zh, other));
+  zookeeper_close(zh);
+  g_free(other_party);
+  g_free(other);
+  g_free(party);
+  g_free(path);
+}
+
 /* ------------------------------------------------------------ bad input */
 
 static int new_with(zkrc_session *s, const char *path, const char *const *items,
@@ -641,23 +747,34 @@ static void test_bad_input(void) {
 
   /* Calls out of place, on a partitioner still debouncing (30 s). */
   ZKT_ASSERT_RC(ZKRC_OK, zkrc_partitioner_new(&p, s, path, NULL, 0, NULL));
-  CU_ASSERT_EQUAL(zkrc_partitioner_state(p), ZKRC_PARTITION_ALLOCATING);
+  CU_ASSERT_EQUAL(zkrc_partitioner_get_state(p), ZKRC_PARTITIONER_ALLOCATING);
   ZKT_ASSERT_RC(ZKRC_ESTATE, zkrc_partitioner_release_set(p));
   char **items = NULL;
   ZKT_ASSERT_RC(ZKRC_ESTATE, zkrc_partitioner_items(p, &items, NULL));
   CU_ASSERT_PTR_NULL(items);
   CU_ASSERT_EQUAL(zkrc_partitioner_lease_remaining(p), 0);
   ZKT_ASSERT_RC(ZKRC_EINVAL,
-                zkrc_partitioner_wait(p, ZKRC_PARTITION_ACQUIRED, -5));
+                zkrc_partitioner_wait(p, ZKRC_PARTITIONER_ACQUIRED, -5));
   ZKT_ASSERT_RC(ZKRC_ETIMEDOUT,
-                zkrc_partitioner_wait(p, ZKRC_PARTITION_ACQUIRED, 50));
+                zkrc_partitioner_wait(p, ZKRC_PARTITIONER_ACQUIRED, 50));
+  /* ZKRC_NO_WAIT looks once. */
+  ZKT_ASSERT_RC(
+      ZKRC_ETIMEDOUT,
+      zkrc_partitioner_wait(p, ZKRC_PARTITIONER_ACQUIRED, ZKRC_NO_WAIT));
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_partitioner_wait(p, ZKRC_PARTITIONER_ALLOCATING,
+                                               ZKRC_NO_WAIT));
   ZKT_ASSERT_RC(ZKRC_EINVAL, zkrc_partitioner_release_set(NULL));
   ZKT_ASSERT_RC(ZKRC_EINVAL, zkrc_partitioner_items(NULL, &items, NULL));
   ZKT_ASSERT_RC(ZKRC_EINVAL, zkrc_partitioner_items(p, NULL, NULL));
-  CU_ASSERT_STRING_EQUAL(zkrc_partition_state_name(99), "?");
-  CU_ASSERT_STRING_EQUAL(zkrc_partition_state_name(ZKRC_PARTITION_RELEASE),
-                         "RELEASE");
-  CU_ASSERT_PTR_NOT_NULL(strchr(zkrc_partitioner_identifier(p), '-'));
+  CU_ASSERT_STRING_EQUAL(zkrc_partitioner_state_name(99), "unknown");
+  CU_ASSERT_STRING_EQUAL(zkrc_partitioner_state_name(0), "unknown");
+  CU_ASSERT_STRING_EQUAL(zkrc_partitioner_state_name(ZKRC_PARTITIONER_RELEASE),
+                         "release");
+  CU_ASSERT_EQUAL(ZKRC_PARTITIONER_ALLOCATING, 1);
+  /* The default identifier is every recipe's: "<hostname>:<pid>". */
+  char *suffix = g_strdup_printf(":%ld", (long)getpid());
+  CU_ASSERT_TRUE(g_str_has_suffix(zkrc_partitioner_identifier(p), suffix));
+  g_free(suffix);
   zkrc_partitioner_free(p);
   zkrc_partitioner_free(NULL);
   zookeeper_close(zh);
@@ -676,7 +793,9 @@ static void add_suites(void) {
             {"control_ignoring_failure_overlaps",
              test_control_ignoring_failure_overlaps},
             {"lost_lock_is_failure", test_lost_lock_is_failure},
-            {"kazoo_member", test_kazoo_member});
+            {"kazoo_member", test_kazoo_member},
+            {"refused_join_is_failure", test_refused_join_is_failure},
+            {"free_whatever_the_session", test_free_whatever_the_session});
 }
 
 int main(void) { return zkt_run("test_partitioner", add_suites); }

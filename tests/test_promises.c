@@ -97,7 +97,9 @@ static void on_acquired(zkrc_lock *lk, zkrc_lock_hold *hold,
 /* --------------------------------------- 1. a lost create reply, given up */
 
 /* Counts the session's reconnections. */
-static void on_session(zkrc_session *s, zkrc_session_event ev, void *arg) {
+static void on_session(zkrc_session *s, const zkrc_session_event *ev_,
+                       void *arg) {
+  zkrc_session_event_type ev = ev_->type;
   if (ev == ZKRC_SESSION_EVENT_RECONNECTED)
     outcome_set(arg, ev);
 }
@@ -670,7 +672,9 @@ typedef struct session_log {
   int expired, closed, connected;
 } session_log;
 
-static void log_session(zkrc_session *s, zkrc_session_event ev, void *arg) {
+static void log_session(zkrc_session *s, const zkrc_session_event *ev_,
+                        void *arg) {
+  zkrc_session_event_type ev = ev_->type;
   session_log *l = arg;
   g_mutex_lock(&l->mu);
   /* Expired, or lost: with the name gone, the client cannot even reach a
@@ -724,8 +728,8 @@ static int names_child(void *arg) {
   session_log l = {.expired = 0};
   g_mutex_init(&l.mu);
   g_cond_init(&l.cond);
-  o.listener = log_session;
-  o.listener_arg = &l;
+  o.on_event = log_session;
+  o.event_arg = &l;
   zkrc_session *s = NULL;
   CHILD_CHECK(zkrc_session_connect(&s, n->connect, &o) == ZKRC_ECONNECT, 1);
   CHILD_CHECK(zkrc_session_new(&s, n->connect, &o) == ZKRC_OK, 2);
@@ -818,7 +822,8 @@ static gpointer keep_writing(gpointer data) {
   return NULL;
 }
 
-static void on_lost(zkrc_session *s, zkrc_session_event ev, void *arg) {
+static void on_lost(zkrc_session *s, const zkrc_session_event *ev_, void *arg) {
+  zkrc_session_event_type ev = ev_->type;
   if (ev == ZKRC_SESSION_EVENT_LOST)
     outcome_set(arg, ZKRC_OK);
 }

@@ -439,8 +439,9 @@ typedef struct new_sessions {
   int count;
 } new_sessions;
 
-static void count_new_sessions(zkrc_session *s, zkrc_session_event ev,
+static void count_new_sessions(zkrc_session *s, const zkrc_session_event *ev_,
                                void *arg) {
+  zkrc_session_event_type ev = ev_->type;
   new_sessions *ns = arg;
   if (ev != ZKRC_SESSION_EVENT_CONNECTED)
     return;

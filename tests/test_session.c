@@ -20,7 +20,7 @@
 typedef struct recorder {
   GMutex mu;
   GCond cond;
-  GArray *events; /* of zkrc_session_event */
+  GArray *events; /* of zkrc_session_event (copies) */
   GThread *thread_seen;
 } recorder;
 
@@ -37,10 +37,11 @@ static void recorder_clear(recorder *r) {
   g_cond_clear(&r->cond);
 }
 
-static void record(zkrc_session *s, zkrc_session_event ev, void *arg) {
+static void record(zkrc_session *s, const zkrc_session_event *ev, void *arg) {
   recorder *r = arg;
+  (void)s;
   g_mutex_lock(&r->mu);
-  g_array_append_val(r->events, ev);
+  g_array_append_val(r->events, *ev);
   r->thread_seen = g_thread_self();
   g_cond_broadcast(&r->cond);
   g_mutex_unlock(&r->mu);
@@ -48,14 +49,14 @@ static void record(zkrc_session *s, zkrc_session_event ev, void *arg) {
 
 /* Wait until event @p ev has been recorded at index >= @p from; returns its
  * index or -1 after @p timeout_ms. */
-static int wait_event(recorder *r, zkrc_session_event ev, int from,
+static int wait_event(recorder *r, zkrc_session_event_type ev, int from,
                       int timeout_ms) {
   int64_t deadline = g_get_monotonic_time() + (int64_t)timeout_ms * 1000;
   int found = -1;
   g_mutex_lock(&r->mu);
   while (found < 0) {
     for (guint i = (guint)from; i < r->events->len; i++)
-      if (g_array_index(r->events, zkrc_session_event, i) == ev) {
+      if (g_array_index(r->events, zkrc_session_event, i).type == ev) {
         found = (int)i;
         break;
       }
@@ -108,11 +109,20 @@ static void test_connect_reports_connected(void) {
   int t = zkrc_session_timeout(s);
   CU_ASSERT(t >= 400 && t <= 4000); /* the servers clamp to 2..20 ticks */
   CU_ASSERT(wait_event(&r, ZKRC_SESSION_EVENT_CONNECTED, 0, 5000) == 0);
+  /* The event names its session and is no loss. */
+  CU_ASSERT_EQUAL(event_at(&r, 0).session_id, zkrc_session_id(s));
+  CU_ASSERT_EQUAL(event_at(&r, 0).reason, ZKRC_OK);
+  CU_ASSERT_EQUAL(event_at(&r, 0).zk_error, ZOK);
   /* Listeners run on the session's callback thread, not the caller's. */
   CU_ASSERT_PTR_NOT_NULL(r.thread_seen);
   CU_ASSERT_PTR_NOT_EQUAL(r.thread_seen, g_thread_self());
   zkrc_session_close(s);
-  CU_ASSERT(wait_event(&r, ZKRC_SESSION_EVENT_CLOSED, 0, 5000) > 0);
+  int closed = wait_event(&r, ZKRC_SESSION_EVENT_CLOSED, 0, 5000);
+  CU_ASSERT(closed > 0);
+  if (closed > 0) { /* closed by the application: ZKRC_ECLOSED */
+    CU_ASSERT_EQUAL(event_at(&r, closed).reason, ZKRC_ECLOSED);
+    CU_ASSERT_EQUAL(event_at(&r, closed).zk_error, ZOK);
+  }
   recorder_clear(&r);
 }
 
@@ -147,7 +157,10 @@ static void test_expiry_opens_a_new_session(void) {
   int before = recorded(&r);
   zkt_expire(s);
   int expired = wait_event(&r, ZKRC_SESSION_EVENT_EXPIRED, before, 10000);
-  CU_ASSERT(expired >= 0);
+  CU_ASSERT_FATAL(expired >= 0);
+  CU_ASSERT_EQUAL(event_at(&r, expired).reason, ZKRC_ESESSIONEXPIRED);
+  CU_ASSERT_EQUAL(event_at(&r, expired).zk_error, ZSESSIONEXPIRED);
+  CU_ASSERT_EQUAL(event_at(&r, expired).session_id, first);
   int connected =
       wait_event(&r, ZKRC_SESSION_EVENT_CONNECTED, expired + 1, 10000);
   CU_ASSERT(connected > expired);
@@ -165,7 +178,13 @@ static void test_no_reopen_stays_closed_after_expiry(void) {
   zkt_expire(s);
   int expired = wait_event(&r, ZKRC_SESSION_EVENT_EXPIRED, before, 10000);
   CU_ASSERT(expired >= 0);
-  CU_ASSERT(wait_event(&r, ZKRC_SESSION_EVENT_CLOSED, expired, 5000) > expired);
+  int closed = wait_event(&r, ZKRC_SESSION_EVENT_CLOSED, expired, 5000);
+  CU_ASSERT(closed > expired);
+  /* A session that closed itself says what ended it. */
+  if (closed > expired) {
+    CU_ASSERT_EQUAL(event_at(&r, closed).reason, ZKRC_ESESSIONEXPIRED);
+    CU_ASSERT_EQUAL(event_at(&r, closed).zk_error, ZSESSIONEXPIRED);
+  }
   CU_ASSERT_EQUAL(zkrc_session_get_state(s), ZKRC_SESSION_CLOSED);
   CU_ASSERT_EQUAL(zkrc_session_wait_connected(s, 100), ZKRC_ECLOSED);
   zkrc_session_close(s);
@@ -188,8 +207,14 @@ static void test_dropped_connection_is_suspended_then_reconnected(void) {
   CU_ASSERT(zkrc_session_lease_remaining(s) > 0); /* back within the lease */
   /* Nothing else was reported in between: no loss, no expiry. */
   for (int i = before; i < recorded(&r); i++)
-    CU_ASSERT(event_at(&r, i) == ZKRC_SESSION_EVENT_SUSPENDED ||
-              event_at(&r, i) == ZKRC_SESSION_EVENT_RECONNECTED);
+    CU_ASSERT(event_at(&r, i).type == ZKRC_SESSION_EVENT_SUSPENDED ||
+              event_at(&r, i).type == ZKRC_SESSION_EVENT_RECONNECTED);
+  /* A suspension says why; a reconnection is no loss. */
+  CU_ASSERT_EQUAL(event_at(&r, suspended).reason, ZKRC_ECONNLOSS);
+  CU_ASSERT_EQUAL(event_at(&r, suspended).zk_error, ZCONNECTIONLOSS);
+  CU_ASSERT_EQUAL(event_at(&r, suspended).session_id, id);
+  CU_ASSERT_EQUAL(event_at(&r, back).reason, ZKRC_OK);
+  CU_ASSERT_EQUAL(event_at(&r, back).zk_error, ZOK);
   zkrc_session_close(s);
   recorder_clear(&r);
 }
@@ -228,7 +253,9 @@ static int create_ephemeral(zhandle_t *zh, void *path) {
                     NULL, 0);
 }
 
-static void lost_listener(zkrc_session *s, zkrc_session_event ev, void *arg) {
+static void lost_listener(zkrc_session *s, const zkrc_session_event *ev_,
+                          void *arg) {
+  zkrc_session_event_type ev = ev_->type;
   if (ev == ZKRC_SESSION_EVENT_LOST) {
     int64_t *at = arg; /* read by the test's thread: atomically */
     __atomic_store_n(at, g_get_monotonic_time(), __ATOMIC_RELEASE);
@@ -275,6 +302,9 @@ static void test_partition_is_lost_before_the_servers_expire(void) {
   CU_ASSERT_EQUAL(zkrc_proxy_blackhole(zkt_ensemble(), 0, 4 * timeout), 0);
   int lost = wait_event(&r, ZKRC_SESSION_EVENT_LOST, before, 10000);
   CU_ASSERT_FATAL(lost >= 0);
+  /* The lease ran out: no code of ZooKeeper's behind it. */
+  CU_ASSERT_EQUAL(event_at(&r, lost).reason, ZKRC_ESESSIONLOST);
+  CU_ASSERT_EQUAL(event_at(&r, lost).zk_error, ZOK);
   CU_ASSERT_EQUAL(zkrc_session_lease_remaining(s), 0);
   int64_t expired_at = wait_gone(&g, 10000);
   CU_ASSERT_FATAL(expired_at > 0);
@@ -450,6 +480,28 @@ static int frozen_child(void *arg) {
   return lost >= 0 ? 0 : 13;
 }
 
+/* Events and states are numbered from 1 (zeroed memory is none of them)
+ * and named in lower case, "unknown" for any other value. */
+static void test_names(void) {
+  CU_ASSERT_EQUAL(ZKRC_SESSION_EVENT_CONNECTED, 1);
+  CU_ASSERT_EQUAL(ZKRC_SESSION_CONNECTING, 1);
+  CU_ASSERT_STRING_EQUAL(zkrc_session_event_name(ZKRC_SESSION_EVENT_CONNECTED),
+                         "connected");
+  CU_ASSERT_STRING_EQUAL(
+      zkrc_session_event_name(ZKRC_SESSION_EVENT_AUTH_FAILED), "auth-failed");
+  CU_ASSERT_STRING_EQUAL(zkrc_session_event_name(ZKRC_SESSION_EVENT_CLOSED),
+                         "closed");
+  CU_ASSERT_STRING_EQUAL(zkrc_session_event_name(0), "unknown");
+  CU_ASSERT_STRING_EQUAL(zkrc_session_event_name(8), "unknown");
+  CU_ASSERT_STRING_EQUAL(zkrc_session_event_name(-1), "unknown");
+  CU_ASSERT_STRING_EQUAL(zkrc_session_state_name(ZKRC_SESSION_CONNECTING),
+                         "connecting");
+  CU_ASSERT_STRING_EQUAL(zkrc_session_state_name(ZKRC_SESSION_CLOSED),
+                         "closed");
+  CU_ASSERT_STRING_EQUAL(zkrc_session_state_name(0), "unknown");
+  CU_ASSERT_STRING_EQUAL(zkrc_session_state_name(5), "unknown");
+}
+
 static void test_frozen_process_reports_loss_promptly(void) {
   zkt_hosts(); /* start the ensemble before forking */
   int fds[2];
@@ -479,6 +531,7 @@ static void add_suites(void) {
   ZKT_SUITE(
       "session", {"connect reports connected", test_connect_reports_connected},
       {"extreme timeouts are clamped", test_extreme_timeouts_are_clamped},
+      {"events and states are named from 1", test_names},
       {"expiry opens a new session", test_expiry_opens_a_new_session},
       {"no_reopen stays closed after expiry",
        test_no_reopen_stays_closed_after_expiry},

@@ -222,6 +222,37 @@ static void test_bad_input_changes_nothing(void) {
   g_free(path);
 }
 
+/* ZKRC_NO_WAIT is one look: it works on a connected session and is
+ * ZKRC_ECONNLOSS at once on one not connected (yet); the refused call
+ * writes nothing. */
+static void test_no_wait_looks_once(void) {
+  char *path = zkt_path("shared-nowait");
+  zkrc_session *s = zkt_session();
+  int32_t value = 0, version = -1, result = 0;
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_shared_count_get(s, path, 3, &value, &version,
+                                               ZKRC_NO_WAIT));
+  CU_ASSERT_EQUAL(value, 3);
+  ZKT_ASSERT_RC(ZKRC_OK,
+                zkrc_shared_count_try_set(s, path, version, 4, ZKRC_NO_WAIT));
+  ZKT_ASSERT_RC(ZKRC_OK,
+                zkrc_shared_count_add(s, path, 1, 3, &result, ZKRC_NO_WAIT));
+  CU_ASSERT_EQUAL(result, 5);
+  zkrc_session_options o;
+  zkrc_session_options_init(&o);
+  zkrc_session *later = NULL; /* a server no one listens on: never connected */
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_session_new(&later, "127.0.0.1:1", &o));
+  ZKT_ASSERT_RC(ZKRC_ECONNLOSS,
+                zkrc_shared_value_set(later, path, "x", 1, ZKRC_NO_WAIT));
+  zkrc_session_close(later);
+  zkrc_session_close(s);
+  s = zkt_session();
+  ZKT_ASSERT_RC(ZKRC_OK,
+                zkrc_shared_count_get(s, path, 0, &value, NULL, ZKRC_NO_WAIT));
+  CU_ASSERT_EQUAL(value, 5); /* the refused set wrote nothing */
+  zkrc_session_close(s);
+  g_free(path);
+}
+
 /* Issue 30: a write over the limit is ZKRC_ETOOBIG at once, with nothing
  * sent and no connection dropped: a setData of ZKT_DATA_MAX + 1 bytes
  * (which the servers would take, but no Java client could read back), the
@@ -287,7 +318,8 @@ static void add_suites(void) {
       {"kazoo counter both ways", test_kazoo_counter_both_ways},
       {"curator shared count both ways", test_curator_shared_count_both_ways},
       {"bad input changes nothing", test_bad_input_changes_nothing},
-      {"size limit, envelope included", test_size_limit});
+      {"size limit, envelope included", test_size_limit},
+      {"ZKRC_NO_WAIT looks once", test_no_wait_looks_once});
 }
 
 int main(void) { return zkt_run("test_shared", add_suites); }

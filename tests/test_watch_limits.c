@@ -68,8 +68,8 @@ static zkrc_cache *children_cache(zkrc_session *s, const char *path,
                                   counts *k) {
   zkrc_cache_options o;
   zkrc_cache_options_init(&o);
-  o.listener = count_event;
-  o.listener_arg = k;
+  o.on_event = count_event;
+  o.event_arg = k;
   zkrc_cache *c = NULL;
   ZKT_ASSERT_RC(ZKRC_OK, zkrc_children_cache_new(&c, s, path, &o));
   return c;

@@ -1,12 +1,12 @@
 /*
  * tests/test_zkrmembers.c - zkr-members, run as built (tools/zkr-members)
  * against the program's real one-member ensemble: the members it lists are
- * joined with zkrc_group_join() (and one by Curator's GroupMember, through
+ * joined with zkrc_group_new() (and one by Curator's GroupMember, through
  * the CuratorPeer's group mode), and checked against what was joined;
  * --json is parsed back with json-glib; --watch must print JOINED, UPDATED
  * and LEFT as members come, change and go, a member whose session the
  * servers expire included.  --service lists and follows a service's
- * instances registered with zkrc_service_register() and by Curator's
+ * instances registered with zkrc_service_registration_new() and by Curator's
  * ServiceDiscovery (CuratorPeer's discovery mode).
  *
  * Every zkr-members is started with the testing library's zkrc_spawn (the
@@ -103,7 +103,12 @@ static void wait_watching(proc *p, const char *path) {
 static zkrc_group *join(zkrc_session *s, const char *path, const char *id,
                         const char *data, size_t len) {
   zkrc_group *g = NULL;
-  ZKT_ASSERT_RC(ZKRC_OK, zkrc_group_join(&g, s, path, id, data, len, NULL));
+  zkrc_group_options o;
+  zkrc_group_options_init(&o);
+  o.id = id;
+  o.data = data;
+  o.data_len = len;
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_group_new(&g, s, path, &o));
   CU_ASSERT_PTR_NOT_NULL_FATAL(g);
   ZKT_ASSERT_RC(ZKRC_OK, zkrc_group_wait_registered(g, 10000));
   return g;
@@ -208,22 +213,22 @@ static void test_watch(void) {
   /* j's first read is done before "m" joins: "old" alone in it. */
   CU_ASSERT_TRUE(proc_wait_text(j, 0, "\"old\"", START_TIMEOUT));
   zkrc_group *m = join(s, path, "m", "one", 3);
-  CU_ASSERT_TRUE(proc_wait_text(p, 0, "JOINED\tm\tone\n", REPORT_TIMEOUT));
+  CU_ASSERT_TRUE(proc_wait_text(p, 0, "joined\tm\tone\n", REPORT_TIMEOUT));
   ZKT_ASSERT_RC(ZKRC_OK, zkrc_group_set_data(m, "two\n", 4, 10000));
-  CU_ASSERT_TRUE(proc_wait_text(p, 0, "UPDATED\tm\ttwo\\n\n", REPORT_TIMEOUT));
+  CU_ASSERT_TRUE(proc_wait_text(p, 0, "updated\tm\ttwo\\n\n", REPORT_TIMEOUT));
   zkrc_group_free(m);
-  CU_ASSERT_TRUE(proc_wait_text(p, 0, "LEFT\tm\ttwo\\n\n", REPORT_TIMEOUT));
+  CU_ASSERT_TRUE(proc_wait_text(p, 0, "left\tm\ttwo\\n\n", REPORT_TIMEOUT));
   kill(p->child.pid, SIGTERM);
   expect_exit(p, 0);
   ASSERT_TEXT(p->out->str,
-              "JOINED\tm\tone\nUPDATED\tm\ttwo\\n\nLEFT\tm\ttwo\\n\n");
+              "joined\tm\tone\nupdated\tm\ttwo\\n\nleft\tm\ttwo\\n\n");
 
   expect_exit(j, 0);
   JsonParser *parser = json_parser_new();
   CU_ASSERT_TRUE_FATAL(
       json_parser_load_from_data(parser, j->out->str, -1, NULL));
   JsonObject *o = json_node_get_object(json_parser_get_root(parser));
-  CU_ASSERT_STRING_EQUAL(json_object_get_string_member(o, "event"), "JOINED");
+  CU_ASSERT_STRING_EQUAL(json_object_get_string_member(o, "event"), "joined");
   CU_ASSERT_STRING_EQUAL(json_object_get_string_member(o, "id"), "old");
   CU_ASSERT_STRING_EQUAL(json_object_get_string_member(o, "data"), "o");
   g_object_unref(parser);
@@ -244,9 +249,9 @@ static void test_watch_expired_member(void) {
       members_start((const char *[]){"-v", "-w", "--count", "1", path, NULL});
   wait_watching(p, path);
   zkt_expire(s);
-  CU_ASSERT_TRUE(proc_wait_text(p, 0, "LEFT\tgone\td\n", REPORT_TIMEOUT));
+  CU_ASSERT_TRUE(proc_wait_text(p, 0, "left\tgone\td\n", REPORT_TIMEOUT));
   expect_exit(p, 0);
-  ASSERT_TEXT(p->out->str, "LEFT\tgone\td\n");
+  ASSERT_TEXT(p->out->str, "left\tgone\td\n");
   zkrc_group_free(m);
   cleanup_processes();
   zkrc_session_close(s);
@@ -266,7 +271,8 @@ static zkrc_service_registration *register_api(zkrc_session *s,
   CU_ASSERT_PTR_NOT_NULL_FATAL(inst);
   inst->payload = payload ? g_strdup(payload) : NULL;
   zkrc_service_registration *r = NULL;
-  ZKT_ASSERT_RC(ZKRC_OK, zkrc_service_register(&r, s, base, inst, NULL));
+  ZKT_ASSERT_RC(ZKRC_OK,
+                zkrc_service_registration_new(&r, s, base, inst, NULL));
   zkrc_service_instance_free(inst);
   CU_ASSERT_PTR_NOT_NULL_FATAL(r);
   ZKT_ASSERT_RC(ZKRC_OK, zkrc_service_registration_wait(r, 10000));
@@ -356,21 +362,21 @@ static void test_service_watch(void) {
   zkrc_service_registration *c =
       register_api(s, base, "c", "10.0.0.3", 9090, NULL);
   CU_ASSERT_TRUE(
-      proc_wait_text(p, 0, "JOINED\tc\t10.0.0.3\t9090\n", REPORT_TIMEOUT));
+      proc_wait_text(p, 0, "joined\tc\t10.0.0.3\t9090\n", REPORT_TIMEOUT));
   zkrc_service_instance *moved =
       zkrc_service_instance_new("api", "c", "10.0.0.3", 9191);
   ZKT_ASSERT_RC(ZKRC_OK, zkrc_service_update(c, moved, 10000));
   zkrc_service_instance_free(moved);
   CU_ASSERT_TRUE(
-      proc_wait_text(p, 0, "UPDATED\tc\t10.0.0.3\t9191\n", REPORT_TIMEOUT));
+      proc_wait_text(p, 0, "updated\tc\t10.0.0.3\t9191\n", REPORT_TIMEOUT));
   zkrc_service_unregister(c);
   CU_ASSERT_TRUE(
-      proc_wait_text(p, 0, "LEFT\tc\t10.0.0.3\t9191\n", REPORT_TIMEOUT));
+      proc_wait_text(p, 0, "left\tc\t10.0.0.3\t9191\n", REPORT_TIMEOUT));
   kill(p->child.pid, SIGTERM);
   expect_exit(p, 0);
-  ASSERT_TEXT(p->out->str, "JOINED\tc\t10.0.0.3\t9090\n"
-                           "UPDATED\tc\t10.0.0.3\t9191\n"
-                           "LEFT\tc\t10.0.0.3\t9191\n");
+  ASSERT_TEXT(p->out->str, "joined\tc\t10.0.0.3\t9090\n"
+                           "updated\tc\t10.0.0.3\t9191\n"
+                           "left\tc\t10.0.0.3\t9191\n");
   cleanup_processes();
   zkrc_session_close(s);
   g_free(path);

@@ -215,23 +215,23 @@ static void test_text_changes(void) {
   wait_watching(p, path); /* the node does not exist yet */
 
   CU_ASSERT_EQUAL(create(zh, path, "one", 3).version, 0);
-  CU_ASSERT_TRUE(wait_line(p, "ADDED", path, 0, "one"));
+  CU_ASSERT_TRUE(wait_line(p, "added", path, 0, "one"));
   const char two[] = "two\nlines\tand \\ \x01 h\xc3\xa9";
   CU_ASSERT_EQUAL(set(zh, path, two, (int)strlen(two)).version, 1);
   const char *two_escaped = "two\\nlines\\tand \\\\ \\x01 h\xc3\xa9";
-  CU_ASSERT_TRUE(wait_line(p, "UPDATED", path, 1, two_escaped));
+  CU_ASSERT_TRUE(wait_line(p, "updated", path, 1, two_escaped));
   CU_ASSERT_EQUAL(set(zh, path, "three", 5).version, 2);
-  CU_ASSERT_TRUE(wait_line(p, "UPDATED", path, 2, "three"));
+  CU_ASSERT_TRUE(wait_line(p, "updated", path, 2, "three"));
   remove_node(zh, path);
-  CU_ASSERT_TRUE(wait_line(p, "REMOVED", path, 2, "three"));
+  CU_ASSERT_TRUE(wait_line(p, "removed", path, 2, "three"));
   expect_exit(p, 0);
 
   /* Exactly these lines, nothing else on stdout. */
   GString *want = g_string_new(NULL);
-  add_line(want, "ADDED", path, 0, "one");
-  add_line(want, "UPDATED", path, 1, two_escaped);
-  add_line(want, "UPDATED", path, 2, "three");
-  add_line(want, "REMOVED", path, 2, "three");
+  add_line(want, "added", path, 0, "one");
+  add_line(want, "updated", path, 1, two_escaped);
+  add_line(want, "updated", path, 2, "three");
+  add_line(want, "removed", path, 2, "three");
   CU_ASSERT_STRING_EQUAL(p->out->str, want->str);
   g_string_free(want, TRUE);
 
@@ -259,22 +259,22 @@ static void test_initial(void) {
   proc *p = watch_start(plain);
   wait_watching(p, path);
   set(zh, path, "next", 4);
-  CU_ASSERT_TRUE(wait_line(p, "UPDATED", path, 2, "next"));
+  CU_ASSERT_TRUE(wait_line(p, "updated", path, 2, "next"));
   expect_exit(p, 0);
-  char *only = line_of("UPDATED", path, 2, "next");
+  char *only = line_of("updated", path, 2, "next");
   CU_ASSERT_STRING_EQUAL(p->out->str, only);
   g_free(only);
 
   const char *initial[] = {"-v", "--initial", "--count", "2", path, NULL};
   p = watch_start(initial);
-  CU_ASSERT_TRUE(wait_line(p, "ADDED", path, 2, "next"));
+  CU_ASSERT_TRUE(wait_line(p, "added", path, 2, "next"));
   wait_watching(p, path);
   set(zh, path, "last", 4);
-  CU_ASSERT_TRUE(wait_line(p, "UPDATED", path, 3, "last"));
+  CU_ASSERT_TRUE(wait_line(p, "updated", path, 3, "last"));
   expect_exit(p, 0);
   GString *want = g_string_new(NULL);
-  add_line(want, "ADDED", path, 2, "next");
-  add_line(want, "UPDATED", path, 3, "last");
+  add_line(want, "added", path, 2, "next");
+  add_line(want, "updated", path, 3, "last");
   CU_ASSERT_STRING_EQUAL(p->out->str, want->str);
   g_string_free(want, TRUE);
   cleanup_processes();
@@ -324,7 +324,7 @@ static void test_json(void) {
   char *line = nth_line(p->out->str, 0);
   JsonObject *o = line ? parse_line(line, parser) : NULL;
   CU_ASSERT_PTR_NOT_NULL_FATAL(o);
-  CU_ASSERT_STRING_EQUAL(json_object_get_string_member(o, "event"), "ADDED");
+  CU_ASSERT_STRING_EQUAL(json_object_get_string_member(o, "event"), "added");
   CU_ASSERT_STRING_EQUAL(json_object_get_string_member(o, "path"), path);
   CU_ASSERT_EQUAL(json_object_get_int_member(o, "version"), 0);
   CU_ASSERT_EQUAL(json_object_get_int_member(o, "mzxid"), st1.mzxid);
@@ -342,7 +342,7 @@ static void test_json(void) {
   line = nth_line(p->out->str, 1);
   o = line ? parse_line(line, parser) : NULL;
   CU_ASSERT_PTR_NOT_NULL_FATAL(o);
-  CU_ASSERT_STRING_EQUAL(json_object_get_string_member(o, "event"), "UPDATED");
+  CU_ASSERT_STRING_EQUAL(json_object_get_string_member(o, "event"), "updated");
   CU_ASSERT_EQUAL(json_object_get_int_member(o, "version"), 1);
   CU_ASSERT_EQUAL(json_object_get_int_member(o, "mzxid"), st2.mzxid);
   CU_ASSERT_FALSE(json_object_get_boolean_member(o, "base64"));
@@ -373,21 +373,21 @@ static void test_children(void) {
   proc *p = watch_start(args);
   wait_watching(p, parent);
   create(zh, a, "A", 1);
-  CU_ASSERT_TRUE(wait_line(p, "ADDED", a, 0, "A"));
+  CU_ASSERT_TRUE(wait_line(p, "added", a, 0, "A"));
   create(zh, deep, "D", 1); /* a grandchild: not watched */
   set(zh, parent, "p2", 2); /* the parent itself: not reported */
   create(zh, b, "B", 1);
-  CU_ASSERT_TRUE(wait_line(p, "ADDED", b, 0, "B"));
+  CU_ASSERT_TRUE(wait_line(p, "added", b, 0, "B"));
   set(zh, a, "A2", 2);
-  CU_ASSERT_TRUE(wait_line(p, "UPDATED", a, 1, "A2"));
+  CU_ASSERT_TRUE(wait_line(p, "updated", a, 1, "A2"));
   remove_node(zh, b);
-  CU_ASSERT_TRUE(wait_line(p, "REMOVED", b, 0, "B"));
+  CU_ASSERT_TRUE(wait_line(p, "removed", b, 0, "B"));
   expect_exit(p, 0);
   GString *want = g_string_new(NULL);
-  add_line(want, "ADDED", a, 0, "A");
-  add_line(want, "ADDED", b, 0, "B");
-  add_line(want, "UPDATED", a, 1, "A2");
-  add_line(want, "REMOVED", b, 0, "B");
+  add_line(want, "added", a, 0, "A");
+  add_line(want, "added", b, 0, "B");
+  add_line(want, "updated", a, 1, "A2");
+  add_line(want, "removed", b, 0, "B");
   CU_ASSERT_STRING_EQUAL(p->out->str, want->str);
   g_string_free(want, TRUE);
   cleanup_processes();
@@ -413,35 +413,35 @@ static void test_tree(void) {
   proc *p = watch_start(deep);
   wait_watching(p, root);
   create(zh, a, "A", 1);
-  CU_ASSERT_TRUE(wait_line(p, "ADDED", a, 0, "A"));
+  CU_ASSERT_TRUE(wait_line(p, "added", a, 0, "A"));
   create(zh, x, "X", 1);
-  CU_ASSERT_TRUE(wait_line(p, "ADDED", x, 0, "X"));
+  CU_ASSERT_TRUE(wait_line(p, "added", x, 0, "X"));
   create(zh, y, "Y", 1);
-  CU_ASSERT_TRUE(wait_line(p, "ADDED", y, 0, "Y"));
+  CU_ASSERT_TRUE(wait_line(p, "added", y, 0, "Y"));
   set(zh, x, "X2", 2);
-  CU_ASSERT_TRUE(wait_line(p, "UPDATED", x, 1, "X2"));
+  CU_ASSERT_TRUE(wait_line(p, "updated", x, 1, "X2"));
   remove_node(zh, y);
-  CU_ASSERT_TRUE(wait_line(p, "REMOVED", y, 0, "Y"));
+  CU_ASSERT_TRUE(wait_line(p, "removed", y, 0, "Y"));
   expect_exit(p, 0);
 
   const char *shallow[] = {"-v",      "--tree", "--depth", "1", "--initial",
                            "--count", "4",      root,      NULL};
   p = watch_start(shallow);
-  CU_ASSERT_TRUE(wait_line(p, "ADDED", root, 0, "r"));
-  CU_ASSERT_TRUE(wait_line(p, "ADDED", a, 0, "A"));
+  CU_ASSERT_TRUE(wait_line(p, "added", root, 0, "r"));
+  CU_ASSERT_TRUE(wait_line(p, "added", a, 0, "A"));
   wait_watching(p, root);
   set(zh, x, "X3", 2); /* depth 2: not reported */
   create(zh, b, "B", 1);
-  CU_ASSERT_TRUE(wait_line(p, "ADDED", b, 0, "B"));
+  CU_ASSERT_TRUE(wait_line(p, "added", b, 0, "B"));
   set(zh, root, "r2", 2);
-  CU_ASSERT_TRUE(wait_line(p, "UPDATED", root, 1, "r2"));
+  CU_ASSERT_TRUE(wait_line(p, "updated", root, 1, "r2"));
   expect_exit(p, 0);
   CU_ASSERT_PTR_NULL(strstr(p->out->str, x));
   GString *want = g_string_new(NULL);
-  add_line(want, "ADDED", root, 0, "r");
-  add_line(want, "ADDED", a, 0, "A");
-  add_line(want, "ADDED", b, 0, "B");
-  add_line(want, "UPDATED", root, 1, "r2");
+  add_line(want, "added", root, 0, "r");
+  add_line(want, "added", a, 0, "A");
+  add_line(want, "added", b, 0, "B");
+  add_line(want, "updated", root, 1, "r2");
   CU_ASSERT_STRING_EQUAL(p->out->str, want->str);
   g_string_free(want, TRUE);
 
@@ -450,7 +450,7 @@ static void test_tree(void) {
                        "--count", "1",       "/", NULL};
   p = watch_start(top);
   expect_exit(p, 0);
-  CU_ASSERT_TRUE(g_str_has_prefix(p->out->str, "ADDED\t/\t"));
+  CU_ASSERT_TRUE(g_str_has_prefix(p->out->str, "added\t/\t"));
   cleanup_processes();
   zookeeper_close(zh);
   g_free(b);
@@ -478,11 +478,11 @@ static void test_command(void) {
                         "sh", "-c",      script, NULL};
   proc *p = watch_start(args);
   wait_watching(p, path);
-  char *done = g_strdup_printf("COMMAND done for ADDED %s", path);
+  char *done = g_strdup_printf("COMMAND done for added %s", path);
   struct Stat st1 = create(zh, path, "v1", 2);
   CU_ASSERT_TRUE(proc_wait_text(p, 1, done, REPORT_TIMEOUT));
   g_free(done);
-  done = g_strdup_printf("COMMAND done for UPDATED %s", path);
+  done = g_strdup_printf("COMMAND done for updated %s", path);
   struct Stat st2 = set(zh, path, "two\nlines", 9);
   CU_ASSERT_TRUE(proc_wait_text(p, 1, done, REPORT_TIMEOUT));
   g_free(done);
@@ -491,9 +491,9 @@ static void test_command(void) {
   char *got = NULL;
   CU_ASSERT_TRUE(g_file_get_contents(out, &got, NULL, NULL));
   char *want =
-      g_strdup_printf("ADDED|%s|0|%" PRId64 "|v1\n"
-                      "UPDATED|%s|1|%" PRId64 "|two\nlines\n"
-                      "REMOVED|%s|1|%" PRId64 "|two\nlines\n",
+      g_strdup_printf("added|%s|0|%" PRId64 "|v1\n"
+                      "updated|%s|1|%" PRId64 "|two\nlines\n"
+                      "removed|%s|1|%" PRId64 "|two\nlines\n",
                       path, st1.mzxid, path, st2.mzxid, path, st2.mzxid);
   CU_ASSERT_STRING_EQUAL(got ? got : "(no file)", want);
   CU_ASSERT_EQUAL(p->out->len, 0); /* with COMMAND nothing is printed */
@@ -517,14 +517,14 @@ static void test_command_fails(void) {
   proc *p = watch_start(goes_on);
   wait_watching(p, path);
   create(zh, path, "a", 1);
-  char *failed = g_strdup_printf("COMMAND exited with status 3 for ADDED %s "
+  char *failed = g_strdup_printf("COMMAND exited with status 3 for added %s "
                                  "version 0 (the watch goes on)",
                                  path);
   CU_ASSERT_TRUE(proc_wait_text(p, 1, failed, REPORT_TIMEOUT));
   g_free(failed);
   set(zh, path, "b", 1);
   expect_exit(p, 0);
-  CU_ASSERT_PTR_NOT_NULL(strstr(p->err->str, "status 3 for UPDATED"));
+  CU_ASSERT_PTR_NOT_NULL(strstr(p->err->str, "status 3 for updated"));
 
   const char *stops[] = {"-v", "--exit-on-error", path, "--", "sh",
                          "-c", "exit 5",          NULL};
@@ -589,20 +589,21 @@ static void test_change_while_disconnected(void) {
   proc *p = watch_start(args);
   wait_watching(p, path);
   CU_ASSERT_EQUAL_FATAL(zkrc_proxy_refuse(e, 0, 1), 0);
-  int suspended = proc_wait_text(p, 1, "SUSPENDED", RECOVER_TIMEOUT);
+  int suspended = proc_wait_text(p, 1, "(suspended)", RECOVER_TIMEOUT);
   CU_ASSERT_TRUE(suspended);
   set(zh, path, "during", 6);
   proc_pump(p, 0);
   int early = strstr(p->out->str, "during") != NULL; /* it cannot read */
   CU_ASSERT_EQUAL(zkrc_proxy_refuse(e, 0, 0), 0);
   CU_ASSERT_FALSE(early);
-  char *line = line_of("UPDATED", path, 1, "during");
+  char *line = line_of("updated", path, 1, "during");
   CU_ASSERT_TRUE(proc_wait_text(p, 0, line, RECOVER_TIMEOUT));
   expect_exit(p, 0);
   CU_ASSERT_STRING_EQUAL(p->out->str, line);
-  CU_ASSERT(strstr(p->err->str, "RECONNECTED") || strstr(p->err->str, "LOST"));
+  CU_ASSERT(strstr(p->err->str, "(reconnected)") ||
+            strstr(p->err->str, "(lost)"));
   fprintf(stderr, "[%s] ",
-          strstr(p->err->str, "RECONNECTED") ? "reconnected" : "new session");
+          strstr(p->err->str, "(reconnected)") ? "reconnected" : "new session");
   g_free(line);
   cleanup_processes();
   zookeeper_close(zh);
@@ -635,11 +636,11 @@ static void test_change_across_expiry(void) {
   CU_ASSERT_EQUAL_FATAL(
       zkrc_ensemble_expire_session_id(zkt_ensemble(), sid, 10000), 0);
   set(zh, path, "after", 5);
-  char *line = line_of("UPDATED", path, 1, "after");
+  char *line = line_of("updated", path, 1, "after");
   CU_ASSERT_TRUE(proc_wait_text(p, 0, line, RECOVER_TIMEOUT));
   expect_exit(p, 0);
   CU_ASSERT_STRING_EQUAL(p->out->str, line);
-  CU_ASSERT_PTR_NOT_NULL(strstr(p->err->str, "session ended (LOST)"));
+  CU_ASSERT_PTR_NOT_NULL(strstr(p->err->str, "session ended (lost)"));
   g_free(line);
   cleanup_processes();
   zookeeper_close(zh);
@@ -656,7 +657,7 @@ static void test_reader_gone(void) {
   proc *p = watch_start(args);
   wait_watching(p, path);
   create(zh, path, "one", 3);
-  CU_ASSERT_TRUE(wait_line(p, "ADDED", path, 0, "one"));
+  CU_ASSERT_TRUE(wait_line(p, "added", path, 0, "one"));
   close(p->child.out_fd); /* as head(1) does after its line */
   p->child.out_fd = -1;
   p->out_eof = 1;
@@ -747,7 +748,7 @@ static void test_unreadable(void) {
   CU_ASSERT_PTR_NOT_NULL(strstr(p->err->str, "left out"));
   create(zh, open_, "o", 1);
   expect_exit(p, 0);
-  CU_ASSERT_TRUE(g_str_has_prefix(p->out->str, "ADDED\t"));
+  CU_ASSERT_TRUE(g_str_has_prefix(p->out->str, "added\t"));
   CU_ASSERT_PTR_NOT_NULL(strstr(p->out->str, open_));
   cleanup_processes();
   zookeeper_close(zh);

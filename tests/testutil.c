@@ -611,3 +611,35 @@ int zkt_multilock_acquire_async(zkrc_lock *const *locks, size_t count,
   zkrc_multilock_free(ml);
   return rc;
 }
+
+const char *zkt_zk_error_name(int zk_rc) {
+  switch (zk_rc) {
+  case ZOK:
+    return "ZOK";
+  case ZCONNECTIONLOSS:
+    return "ZCONNECTIONLOSS";
+  case ZSESSIONEXPIRED:
+    return "ZSESSIONEXPIRED";
+  case ZAUTHFAILED:
+    return "ZAUTHFAILED";
+  case ZNONODE:
+    return "ZNONODE";
+  case ZNODEEXISTS:
+    return "ZNODEEXISTS";
+  case ZNOAUTH:
+    return "ZNOAUTH";
+  default:
+    return "ZOTHER";
+  }
+}
+
+char *zkt_reason_text(char *buf, size_t size, int reason, int zk_error) {
+  buf[0] = '\0';
+  if (reason != ZKRC_OK)
+    snprintf(buf, size, " %s", zkrc_err_name(reason));
+  if (zk_error != ZOK) {
+    size_t used = strlen(buf);
+    snprintf(buf + used, size - used, " %s", zkt_zk_error_name(zk_error));
+  }
+  return buf;
+}

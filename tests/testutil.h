@@ -219,6 +219,14 @@ char *zkt_pattern(size_t len);
 /* Is the data of @p path exactly @p len bytes of @p want (read raw)? */
 int zkt_data_is(zhandle_t *zh, const char *path, const char *want, size_t len);
 
+/* The name of ZooKeeper's code @p zk_rc ("ZNONODE"), for event lines;
+ * "ZOTHER" for a code the tests do not expect in an event.  Static. */
+const char *zkt_zk_error_name(int zk_rc);
+/* An event's reason and ZooKeeper code as a line's tail: "" for none,
+ * else " ZKRC_E... [Z...]" (the code only when it is not ZOK).  Static
+ * strings joined into @p buf of @p size bytes; returns @p buf. */
+char *zkt_reason_text(char *buf, size_t size, int reason, int zk_error);
+
 /* CU_ASSERT_EQUAL that prints both values and names the zkrecipes codes. */
 #define ZKT_ASSERT_RC(expected, actual)                                        \
   do {                                                                         \

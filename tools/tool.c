@@ -451,10 +451,11 @@ void tool_wait(int timeout_ms) {
 
 /* ------------------------------------------------------------- session */
 
-void tool_session_listener(zkrc_session *s, zkrc_session_event ev, void *arg) {
+void tool_session_listener(zkrc_session *s, const zkrc_session_event *ev,
+                           void *arg) {
   (void)s;
   (void)arg;
-  tool_event e = {.kind = TOOL_EV_SESSION, .code = (int)ev};
+  tool_event e = {.kind = TOOL_EV_SESSION, .code = (int)ev->type};
   tool_post_event(&e);
 }
 

@@ -147,7 +147,7 @@ int tool_next_signal(tool_signal *out);
 
 /* What library callbacks hand to the main loop. */
 typedef enum tool_event_kind {
-  TOOL_EV_SESSION,  /* code: zkrc_session_event */
+  TOOL_EV_SESSION,  /* code: zkrc_session_event_type */
   TOOL_EV_LOCK,     /* code: zkrc_lock_event_type; reason, token, node */
   TOOL_EV_ACQUIRED, /* code: the acquisition's result; token, node */
   TOOL_EV_ELECTION, /* code: zkrc_election_event_type; reason, token, node */
@@ -181,7 +181,8 @@ int tool_ms_until(int64_t deadline, int timeout);
 /* ------------------------------------------------------------- session */
 
 /* A session listener that posts TOOL_EV_SESSION events. */
-void tool_session_listener(zkrc_session *s, zkrc_session_event ev, void *arg);
+void tool_session_listener(zkrc_session *s, const zkrc_session_event *ev,
+                           void *arg);
 
 /* Connect to the servers of @p o, waiting at most the session timeout, and
  * still answering signals meanwhile.  Returns 0 with *out set, or the exit

@@ -5,8 +5,9 @@
  * curator-x-discovery) the same way.  See usage_text, `zkr-members --help'
  * or zkr-members(1).
  *
- * The view comes from zkrc_group_watch(): a children cache of the group,
- * read again after a reconnection or on a new session after an expiry.
+ * The view comes from zkrc_group_new() without an id: a children cache of
+ * the group, read again after a reconnection or on a new session after an
+ * expiry.
  * Its listener runs on the session's executor and only queues a copy of
  * the event and wakes the main thread's loop (tool.h), which prints.
  * A service's instances are the children of BASE/NAME, each holding its
@@ -49,8 +50,8 @@ static const char usage_text[] =
     "\n"
     "With --watch, follow the group instead: one line per change,\n"
     "  EVENT<TAB>ID<TAB>DATA\n"
-    "  EVENT  JOINED (a member came), UPDATED (its data changed, or its node\n"
-    "         was deleted and created again) or LEFT (it went; DATA: the\n"
+    "  EVENT  joined (a member came), updated (its data changed, or its node\n"
+    "         was deleted and created again) or left (it went; DATA: the\n"
     "         last data reported)\n"
     "until SIGINT, SIGTERM, SIGHUP or SIGQUIT (exit status 0) or --count\n"
     "changes.  Only changes are reported, not the members at the start\n"
@@ -77,7 +78,7 @@ static const char usage_text[] =
     "  -w, --watch                follow the group (above)\n"
     "      --service NAME         the instances of service NAME under BASE\n"
     "  -i, --initial              with --watch: first report the members\n"
-    "                             there are now, as JOINED\n"
+    "                             there are now, as joined\n"
     "  -n, --count N              with --watch: exit (status 0) after N\n"
     "                             changes\n"
     "      --json                 JSON instead (see zkr-members(1)): the list\n"
@@ -418,7 +419,8 @@ static int start_group(follower *f) {
   zkrc_group_options_init(&go);
   go.on_event = on_group_event;
   go.event_arg = f;
-  int err = zkrc_group_watch(&f->group, f->s, f->cli->path, &go);
+  int err =
+      zkrc_group_new(&f->group, f->s, f->cli->path, &go); /* no id: watch */
   if (err == ZKRC_EINVAL) {
     tool_error("invalid path '%s': refused for a group", f->cli->path);
     return TOOL_EXIT_BAD_PATH;

@@ -41,11 +41,11 @@ static const char usage_text[] =
     "--tree: it and its descendants) and report every change, one line "
     "each:\n"
     "  EVENT<TAB>PATH<TAB>VERSION<TAB>VALUE\n"
-    "  EVENT    ADDED (created), UPDATED (data set, or deleted and created\n"
-    "           again) or REMOVED (deleted)\n"
+    "  EVENT    added (created), updated (data set, or deleted and created\n"
+    "           again) or removed (deleted)\n"
     "  PATH     the node's full path\n"
-    "  VERSION  its data version (REMOVED: the last one reported)\n"
-    "  VALUE    its data (REMOVED: the last value reported), escaped so\n"
+    "  VERSION  its data version (removed: the last one reported)\n"
+    "  VALUE    its data (removed: the last value reported), escaped so\n"
     "           that it stays on its line: \\\\ \\t \\n \\r, and \\xHH for "
     "other\n"
     "           control bytes and for every byte of a value that is not\n"
@@ -76,7 +76,7 @@ static const char usage_text[] =
     "  -d, --depth N              with --tree: down to N levels below PATH\n"
     "                             (0: PATH alone; default: no limit)\n"
     "  -i, --initial              first report the nodes there are now, as\n"
-    "                             ADDED (COMMAND runs for each)\n"
+    "                             added (COMMAND runs for each)\n"
     "      --json                 one JSON object per line instead (see\n"
     "                             zkr-watch(1))\n"
     "  -n, --count N              exit (status 0) after N changes\n"
@@ -402,15 +402,15 @@ static void connection_event(watcher *w, zkrc_cache_event_type type) {
   const char *path = w->cli->path;
   switch (type) {
   case ZKRC_CACHE_SUSPENDED:
-    tool_error("connection lost (SUSPENDED): changes to %s are reported once "
+    tool_error("connection lost (suspended): changes to %s are reported once "
                "it is back",
                path);
     break;
   case ZKRC_CACHE_RECONNECTED:
-    tool_error("connected again (RECONNECTED): reading %s again", path);
+    tool_error("connected again (reconnected): reading %s again", path);
     break;
   case ZKRC_CACHE_LOST:
-    tool_error("session ended (LOST): reading %s again on a new session", path);
+    tool_error("session ended (lost): reading %s again on a new session", path);
     break;
   default:
     break;
@@ -505,8 +505,8 @@ static void drain_events(watcher *w) {
 static int new_cache(watcher *w) {
   zkrc_cache_options co;
   zkrc_cache_options_init(&co);
-  co.listener = on_cache_event;
-  co.listener_arg = w;
+  co.on_event = on_cache_event;
+  co.event_arg = w;
   co.max_depth = w->cli->depth;
   const char *path = w->cli->path;
   int err;

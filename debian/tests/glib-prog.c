@@ -19,14 +19,15 @@
 static GThread *main_thread;
 static int connected_seen, closed_seen, wrong_thread;
 
-static void on_event(zkrc_session *s, zkrc_session_event ev, void *arg) {
+static void on_event(zkrc_session *s, const zkrc_session_event *ev,
+                     void *arg) {
   (void)s;
   (void)arg;
   if (g_thread_self() != main_thread)
     wrong_thread = 1; /* the GLib executor must run us on the loop's thread */
-  if (ev == ZKRC_SESSION_EVENT_CONNECTED)
+  if (ev->type == ZKRC_SESSION_EVENT_CONNECTED)
     connected_seen = 1;
-  if (ev == ZKRC_SESSION_EVENT_CLOSED)
+  if (ev->type == ZKRC_SESSION_EVENT_CLOSED)
     closed_seen = 1;
 }
 
@@ -39,7 +40,7 @@ static int run_session(const char *servers, const zkrc_executor *ex) {
   zkrc_session_options opts;
   zkrc_session_options_init(&opts);
   opts.executor = ex;
-  opts.listener = on_event;
+  opts.on_event = on_event;
   zkrc_session *s;
   int rc = zkrc_session_connect(&s, servers, &opts);
   if (rc != ZKRC_OK) {

@@ -15,7 +15,7 @@
  * (when changes may have been missed), and reports only what differs from
  * its copy.  A node that does not exist yet is watched until it is
  * created.  Every change of the copy is reported once, in the order it was
- * made, to the listener, on the session's executor (zkrecipes/executor.h,
+ * made, to the event callback (on_event), on the session's executor (zkrecipes/executor.h,
  * zkrecipes/glib.h), never with a zkrecipes mutex held:
  *
  *     ADDED    a node entered the copy (its data and stat)
@@ -35,7 +35,7 @@
  *
  * Nodes you may not read: a node whose ACL refuses this session READ
  * (ZNOAUTH) stays out of the copy (a node in the copy keeps the value read
- * before), and the listener is told UNREADABLE once, with a node carrying
+ * before), and the event callback is told UNREADABLE once, with a node carrying
  * its path and its stat (ZooKeeper's exists() needs no permission) and no
  * data; for a children cache, the parent too (its children cannot be
  * listed).  The root's UNREADABLE comes before INITIALIZED, and
@@ -55,7 +55,7 @@
  * Reads of the copy (zkrc_cache_get(), zkrc_cache_snapshot()) never go to
  * the servers: they take the cache's mutex and a reference on immutable
  * nodes.  A snapshot is one instant of the copy; the copy may be ahead of
- * the events a listener has been told so far.
+ * the events the event callback has been told so far.
  *
  * Cost: two requests per node at the start (getData and getChildren, with
  * watches; getChildren only above the depth limit), one per change of a
@@ -116,9 +116,13 @@ typedef enum zkrc_cache_event_type {
   ZKRC_CACHE_SUSPENDED,   /**< the connection is down; the copy may be stale */
   ZKRC_CACHE_RECONNECTED, /**< connected again (same or new session); the
                                cache is reading the tree again */
-  ZKRC_CACHE_LOST,        /**< the session expired, or the session was
-                               closed (then nothing follows; told once
-                               when a session that expired is closed) */
+  ZKRC_CACHE_LOST,        /**< the session expired (reason
+                               ZKRC_ESESSIONEXPIRED) or its lease ran out
+                               (ZKRC_ESESSIONLOST), or the session was
+                               closed (ZKRC_ECLOSED, or ZKRC_EAUTHFAILED
+                               for refused credentials; then nothing
+                               follows; told once when a session that
+                               expired is closed) */
   ZKRC_CACHE_NODE_UNREADABLE /**< a node exists that the node's ACL does
                                   not let this session read (ZooKeeper said
                                   ZNOAUTH); see "Nodes you may not read"
@@ -126,11 +130,22 @@ typedef enum zkrc_cache_event_type {
                                   change. */
 } zkrc_cache_event_type;
 
-/** "ADDED", "UPDATED", "REMOVED", "INITIALIZED", ... ("?" if unknown). */
+/** "added", "updated", "removed", "initialized", "suspended",
+ *  "reconnected", "lost", "unreadable" ("unknown" for another value).
+ *  Static string; any thread. */
 const char *zkrc_cache_event_name(zkrc_cache_event_type type);
 
+/** A cache's event, valid during the call. */
 typedef struct zkrc_cache_event {
+  /** What happened. */
   zkrc_cache_event_type type;
+  /** Why, as a zkrc error: SUSPENDED ZKRC_ECONNLOSS; LOST as said at
+   *  ZKRC_CACHE_LOST; UNREADABLE ZKRC_ENOAUTH; ZKRC_OK for the others. */
+  int reason;
+  /** ZooKeeper's code behind @c reason (ZCONNECTIONLOSS, ZSESSIONEXPIRED,
+   *  ZAUTHFAILED, ZNOAUTH); ZOK when there is none (a lease that ran out,
+   *  a close, the changes of the copy). */
+  int zk_error;
   /** ADDED and UPDATED: the new value; REMOVED: the last value reported;
    *  UNREADABLE: the node's path and stat, data NULL and len 0 (test the
    *  type, not this pointer, to tell changes of the copy).  NULL for the
@@ -141,21 +156,22 @@ typedef struct zkrc_cache_event {
 } zkrc_cache_event;
 
 /**
- * A cache's listener.  Runs on the session's executor, one event at a time
- * and in order; it may call any zkrecipes function that does not wait for
- * the executor (reads of the copy, zkrc_cache_free() of this cache).
+ * A cache's event callback.  Runs on the session's executor, one event at
+ * a time and in order, never with a zkrecipes mutex held; it may call any
+ * zkrecipes function that does not wait for the executor (reads of the
+ * copy, zkrc_cache_free() of this cache).
  */
-typedef void (*zkrc_cache_listener_fn)(zkrc_cache *c,
-                                       const zkrc_cache_event *ev, void *arg);
+typedef void (*zkrc_cache_event_fn)(zkrc_cache *c, const zkrc_cache_event *ev,
+                                    void *arg);
 
 /** A cache's options; initialize with zkrc_cache_options_init(). */
 typedef struct zkrc_cache_options {
   /** Set by zkrc_cache_options_init() (see zkrc_lock_options.size). */
   size_t size;
-  /** Told about every change (above).  NULL: no listener (read the copy
-   *  when you need it). */
-  zkrc_cache_listener_fn listener;
-  void *listener_arg;
+  /** Told about every change (above), with @c event_arg.  NULL: none
+   *  (read the copy when you need it). */
+  zkrc_cache_event_fn on_event;
+  void *event_arg;
   /** Tree caches only: how deep below the root nodes are cached (0: the
    *  root alone, 1: the root and its children, ...).  -1 (default): no
    *  limit. */
@@ -221,7 +237,7 @@ int zkrc_cache_wait_initialized(zkrc_cache *c, int timeout_ms);
  *         the node exists and its ACL refused the cache's read, with
  *         zkrc_last_zk_error() ZNOAUTH); ZKRC_EINVAL (NULL @p c or
  *         @p out, a path zkrc_node_cache_new() would refuse).
- * Threading: any thread, including listeners.  No server round trip.
+ * Threading: any thread, including event callbacks.  No server round trip.
  */
 int zkrc_cache_get(zkrc_cache *c, const char *path,
                    const zkrc_cache_node **out);
@@ -246,11 +262,12 @@ size_t zkrc_cache_size(zkrc_cache *c);
 const char *zkrc_cache_path(zkrc_cache *c);
 
 /**
- * Stop caching and free the cache.  After it returns the listener is not
- * running and will not run again (unless it is the caller: freeing a cache
- * from its own listener is allowed).  Nodes handed out stay valid until
- * their references are given back.  NULL is ignored.  The session must
- * still be open (close it after).
+ * Stop caching and free the cache.  After it returns the event callback
+ * is not running and will not run again (unless it is the caller: freeing
+ * a cache from its own callback is allowed).  Never waits for the network.
+ * Works whatever the session's state: open, suspended or closed (before
+ * or after zkrc_session_close()).  Nodes handed out stay valid until their
+ * references are given back.  NULL is ignored.  Threading: any thread.
  */
 void zkrc_cache_free(zkrc_cache *c);
 

@@ -58,7 +58,9 @@ typedef enum zkrc_service_type {
 } zkrc_service_type;
 
 /** "DYNAMIC", "STATIC", "PERMANENT", "DYNAMIC_SEQUENTIAL" ("?" if
- *  unknown). */
+ *  unknown): Curator's JSON values, so in capitals, and not an enum the
+ *  contract renumbers from 1 (ZKRC_SERVICE_DYNAMIC, 0, is Curator's
+ *  default, what a record without the field means). */
 const char *zkrc_service_type_name(zkrc_service_type type);
 
 /** "No port" in zkrc_service_instance.port and .ssl_port (JSON null). */
@@ -153,9 +155,11 @@ typedef struct zkrc_service_options {
   /** ACL of the instance's node and the parents created.  NULL (default):
    *  ZOO_OPEN_ACL_UNSAFE.  Copied. */
   const struct ACL_vector *acl;
-  /** How long zkrc_service_register() waits for a STATIC / PERMANENT
-   *  node's create (ms, > 0).  Default 10000.  DYNAMIC instances do not
-   *  wait (zkrc_service_registration_wait()). */
+  /** How long the background create of a STATIC / PERMANENT node may
+   *  take, in ms (ZKRC_WAIT_FOREVER, ZKRC_NO_WAIT: once, at once
+   *  ZKRC_ECONNLOSS when not connected, or > 0); its result is what
+   *  zkrc_service_registration_wait() says.  Default 10000.  DYNAMIC
+   *  instances are kept for ever (zkrecipes/ephemeral.h). */
   int timeout_ms;
 } zkrc_service_options;
 
@@ -179,33 +183,38 @@ static inline void zkrc_service_options_init(zkrc_service_options *opts) {
 
 /**
  * Register @p inst (copied; registration_time_utc 0 is set to now) as
- * <@p base>/<name>/<id>.  DYNAMIC: an ephemeral node the library keeps
- * (returns at once; zkrc_service_registration_wait() waits for it).
- * STATIC and PERMANENT: a persistent node created (or overwritten, when it
- * exists already, as Curator does) before this returns.
+ * <@p base>/<name>/<id>.  Returns at once; it never waits for the network
+ * (zkrc_service_registration_wait() waits for the node).  DYNAMIC: an
+ * ephemeral node the library keeps.  STATIC and PERMANENT: a persistent
+ * node created (or overwritten, when it exists already, as Curator does)
+ * in the background, within opts->timeout_ms.
  * @param base  a path as zkrc_path_validate() accepts (not "/").
  * @return ZKRC_OK (*@p out is yours: zkrc_service_unregister() or
  *         zkrc_service_registration_free()); ZKRC_EINVAL (NULL arguments,
  *         an invalid base, a name or id that is not a node name, a record
  *         zkrc_service_instance_to_json() refuses, DYNAMIC_SEQUENTIAL,
- *         options not initialized: nothing sent); ZKRC_ETOOBIG (the
- *         record's JSON would not pass ZooKeeper's size limit in the
- *         node's create, envelope included, as zkrc_ephemeral_new() says,
- *         whatever the type: nothing sent, not even the parents);
- *         ZKRC_ECLOSED; and for a persistent node ZKRC_ETIMEDOUT,
- *         ZKRC_ECONNLOSS, ZKRC_ENOAUTH.
- * Threading: any thread but a session callback.
+ *         options not initialized, a bad timeout: nothing sent);
+ *         ZKRC_ETOOBIG (the record's JSON would not pass ZooKeeper's size
+ *         limit in the node's create, envelope included, as
+ *         zkrc_ephemeral_new() says, whatever the type: nothing sent, not
+ *         even the parents); ZKRC_ECLOSED; ZKRC_ENOMEM.
+ * Threading: any thread.
  */
-int zkrc_service_register(zkrc_service_registration **out, zkrc_session *s,
-                          const char *base, const zkrc_service_instance *inst,
-                          const zkrc_service_options *opts);
+int zkrc_service_registration_new(zkrc_service_registration **out,
+                                  zkrc_session *s, const char *base,
+                                  const zkrc_service_instance *inst,
+                                  const zkrc_service_options *opts);
 
 /**
  * Wait until the instance's node exists (DYNAMIC: created by this session
- * and verified by its lease; see zkrc_ephemeral_wait_registered()), at
- * most @p timeout_ms (ZKRC_WAIT_FOREVER or >= 0).
- * @return ZKRC_OK; ZKRC_ETIMEDOUT; ZKRC_ENOAUTH; ZKRC_ECLOSED;
- *         ZKRC_EINVAL.  Not from a session callback.
+ * and verified by its lease; see zkrc_ephemeral_wait_registered();
+ * STATIC, PERMANENT: the background create done), at most @p timeout_ms
+ * (ZKRC_WAIT_FOREVER, ZKRC_NO_WAIT or > 0).
+ * @return ZKRC_OK; ZKRC_ETIMEDOUT (not yet, or the persistent create's own
+ *         deadline passed); ZKRC_ENOAUTH; ZKRC_ECLOSED; ZKRC_ECONNLOSS
+ *         (the persistent create failed so); ZKRC_EINVAL.  A persistent
+ *         create's failure is final: register again.  Not from a session
+ *         callback.
  */
 int zkrc_service_registration_wait(zkrc_service_registration *r,
                                    int timeout_ms);
@@ -213,7 +222,9 @@ int zkrc_service_registration_wait(zkrc_service_registration *r,
 /**
  * Replace the record with @p inst (copied: same name, id and service type
  * as registered, else ZKRC_EINVAL; registration_time_utc 0 keeps the
- * registered one), at most @p timeout_ms (> 0 or ZKRC_WAIT_FOREVER).
+ * registered one), at most @p timeout_ms (ZKRC_WAIT_FOREVER, ZKRC_NO_WAIT
+ * or > 0).  A persistent node's update waits (within @p timeout_ms) for
+ * its background create.
  * @return ZKRC_OK; ZKRC_EINVAL (nothing changed); ZKRC_ETOOBIG (the new
  *         record would not pass the size limit: the setData of a
  *         persistent node, the create of a DYNAMIC one; nothing sent,
@@ -233,15 +244,23 @@ zkrc_service_registration_instance(zkrc_service_registration *r);
 
 /**
  * Delete the instance's node (whatever its type, as Curator's
- * unregisterService does; waiting at most about the session timeout) and
- * free @p r.  NULL is ignored.  The session must still be open.
+ * unregisterService does; waiting for a persistent node's create still
+ * under way, then at most about the session timeout for the delete) and
+ * free @p r.  Kept beside zkrc_service_registration_free(), not folded
+ * into it: a persistent (STATIC, PERMANENT) registration has two ends,
+ * deleted (this, which waits for the network: not from a session
+ * callback) or left registered for others to find (the free, which never
+ * waits).  Works whatever the session's state (closed: nothing can be
+ * deleted; a DYNAMIC node went with the session).  NULL is ignored.
  */
 void zkrc_service_unregister(zkrc_service_registration *r);
 
 /**
  * Free @p r without deleting a persistent (STATIC, PERMANENT) node: it
- * stays registered.  A DYNAMIC node is deleted (nobody keeps it any
- * more).  NULL is ignored.
+ * stays registered (a create still under way goes on, within its
+ * timeout).  A DYNAMIC node is deleted (nobody keeps it any more), as
+ * zkrc_ephemeral_free() does.  Works whatever the session's state.  NULL
+ * is ignored.
  */
 void zkrc_service_registration_free(zkrc_service_registration *r);
 
@@ -249,8 +268,9 @@ void zkrc_service_registration_free(zkrc_service_registration *r);
 
 /**
  * The names of the services under @p base (its children, sorted), read
- * now (Curator's queryForNames), at most @p timeout_ms (> 0 or
- * ZKRC_WAIT_FOREVER).
+ * now (Curator's queryForNames), at most @p timeout_ms (ZKRC_WAIT_FOREVER,
+ * > 0, or ZKRC_NO_WAIT: one try, ZKRC_ECONNLOSS at once when the session
+ * is not connected now, else bounded by the session timeout).
  * @return ZKRC_OK (*@p names: *@p count malloc'ed strings in a
  *         NULL-terminated array, free with zkrc_strv_free(); no base: 0
  *         names); ZKRC_EINVAL; ZKRC_ETIMEDOUT; ZKRC_ECONNLOSS;
@@ -277,23 +297,59 @@ int zkrc_service_query(zkrc_session *s, const char *base, const char *name,
  *  (zkrecipes/cache.h) of <base>/<name>: reads never go to the servers. */
 typedef struct zkrc_service_provider zkrc_service_provider;
 
-/** How zkrc_service_provider_get() picks an instance. */
+/** How zkrc_service_provider_get() picks an instance (from 1: the
+ *  options' init sets the default, RANDOM). */
 typedef enum zkrc_service_strategy {
-  ZKRC_SERVICE_RANDOM = 0, /**< uniformly at random (Curator's
+  ZKRC_SERVICE_RANDOM = 1, /**< uniformly at random (Curator's
                                  RandomStrategy, its default) */
   ZKRC_SERVICE_ROUND_ROBIN /**< each call the next one, by id (Curator's
                                  RoundRobinStrategy) */
 } zkrc_service_strategy;
 
+/** What a provider reports. */
+typedef enum zkrc_service_provider_event_type {
+  /** The copy changed: an instance's node was added, changed or removed
+   *  (the record may be one that is skipped). */
+  ZKRC_SERVICE_PROVIDER_CHANGED = 1,
+  /** The first read completed (once). */
+  ZKRC_SERVICE_PROVIDER_INITIALIZED,
+  /** The connection is down (reason ZKRC_ECONNLOSS): the copy may be
+   *  stale. */
+  ZKRC_SERVICE_PROVIDER_SUSPENDED,
+  /** Connected again; the service is read again. */
+  ZKRC_SERVICE_PROVIDER_RECONNECTED,
+  /** The session expired (ZKRC_ESESSIONEXPIRED), its lease ran out
+   *  (ZKRC_ESESSIONLOST) or it was closed (ZKRC_ECLOSED; nothing
+   *  follows).  The copy is kept and read again on a new session. */
+  ZKRC_SERVICE_PROVIDER_LOST
+} zkrc_service_provider_event_type;
+
+/** "changed", "initialized", "suspended", "reconnected", "lost"
+ *  ("unknown" for another value).  Static string; any thread. */
+const char *
+zkrc_service_provider_event_name(zkrc_service_provider_event_type type);
+
+/** A provider's event, valid during the call. */
+typedef struct zkrc_service_provider_event {
+  /** What happened. */
+  zkrc_service_provider_event_type type;
+  /** SUSPENDED and LOST: why, as a zkrc error (above); ZKRC_OK otherwise. */
+  int reason;
+  /** ZooKeeper's code behind @c reason; ZOK when there is none. */
+  int zk_error;
+  /** CHANGED: the id (node name) of the instance whose node changed;
+   *  NULL for the other events. */
+  const char *id;
+} zkrc_service_provider_event;
+
 /**
- * Told that the provider's copy changed: an instance's node was added,
- * changed or removed (the record may be one that is skipped), or the first
- * read completed (once).  Runs on the session's executor, one call at a
- * time, never with a zkrecipes mutex held; it may read the provider
- * (zkrc_service_provider_instances(), _get()) and free it, but not wait for
- * the executor.
+ * Told each event of the provider.  Runs on the session's executor, one
+ * call at a time, in order, never with a zkrecipes mutex held; it may read
+ * the provider (zkrc_service_provider_instances(), _get()) and free it,
+ * but not wait for the executor.
  */
-typedef void (*zkrc_service_provider_fn)(zkrc_service_provider *p, void *arg);
+typedef void (*zkrc_service_provider_event_fn)(
+    zkrc_service_provider *p, const zkrc_service_provider_event *ev, void *arg);
 
 /** A provider's options; initialize with
  *  zkrc_service_provider_options_init(). */
@@ -303,9 +359,9 @@ typedef struct zkrc_service_provider_options {
   size_t size;
   /** How zkrc_service_provider_get() picks.  Default ZKRC_SERVICE_RANDOM. */
   zkrc_service_strategy strategy;
-  /** Told of every change of the copy (above).  NULL (default): none. */
-  zkrc_service_provider_fn on_change;
-  void *change_arg;
+  /** Told each event (above), with @c event_arg.  NULL (default): none. */
+  zkrc_service_provider_event_fn on_event;
+  void *event_arg;
 } zkrc_service_provider_options;
 
 /** Zero @p opts and set its size (NULL is ignored).  Fills the first @p
@@ -367,8 +423,8 @@ int zkrc_service_provider_instances(zkrc_service_provider *p,
 int zkrc_service_provider_get(zkrc_service_provider *p,
                               zkrc_service_instance **out);
 
-/** Stop and free @p p (as zkrc_cache_free(); NULL is ignored).  The
- *  session must still be open. */
+/** Stop and free @p p (as zkrc_cache_free(): never waits for the network,
+ *  works whatever the session's state; NULL is ignored). */
 void zkrc_service_provider_free(zkrc_service_provider *p);
 
 #ifdef __cplusplus

@@ -39,23 +39,46 @@ extern "C" {
 
 typedef struct zkrc_ephemeral zkrc_ephemeral;
 
-typedef enum zkrc_ephemeral_event {
+/** What happened (zkrc_ephemeral_event.type). */
+typedef enum zkrc_ephemeral_event_type {
   /** The node exists, created (again) by this session. */
   ZKRC_EPHEMERAL_REGISTERED = 1,
-  /** It may be gone or about to go: the lease ran out, the session
-   *  expired, the node was deleted, or another session holds the path.
-   *  The library keeps trying to register it again. */
+  /** It may be gone or about to go; the reason says why: the lease ran out
+   *  (ZKRC_ESESSIONLOST, zk_error ZOK), the session expired
+   *  (ZKRC_ESESSIONEXPIRED, ZSESSIONEXPIRED), the node was deleted
+   *  (ZKRC_ENONODE, ZNONODE), or another session holds the path
+   *  (ZKRC_ENODEEXISTS, ZNODEEXISTS).  The library keeps trying to
+   *  register it again. */
   ZKRC_EPHEMERAL_LOST,
-  /** The session was closed for good or its credentials refused: no more
-   *  events. */
+  /** The session was closed for good (ZKRC_ECLOSED, or the reason of the
+   *  loss that closed a session without reopen) or its credentials were
+   *  refused (ZKRC_EAUTHFAILED, ZAUTHFAILED): no more events. */
   ZKRC_EPHEMERAL_CLOSED
+} zkrc_ephemeral_event_type;
+
+/** "registered", "lost", "closed" ("unknown" for another value).  Static
+ *  string; any thread. */
+const char *zkrc_ephemeral_event_name(zkrc_ephemeral_event_type type);
+
+/** An event, valid during the call. */
+typedef struct zkrc_ephemeral_event {
+  /** What happened. */
+  zkrc_ephemeral_event_type type;
+  /** LOST and CLOSED: why, as a zkrc error (above); ZKRC_OK for
+   *  REGISTERED. */
+  int reason;
+  /** ZooKeeper's code behind @c reason; ZOK when there is none (a lease
+   *  that ran out, a close). */
+  int zk_error;
 } zkrc_ephemeral_event;
 
-/** "REGISTERED", "LOST", "CLOSED" ("?" if unknown). */
-const char *zkrc_ephemeral_event_name(zkrc_ephemeral_event ev);
-
-typedef void (*zkrc_ephemeral_fn)(zkrc_ephemeral *e, zkrc_ephemeral_event ev,
-                                  void *arg);
+/** Told each event, on the session's executor, one at a time, in order,
+ *  never with a zkrecipes mutex held.  It may call any zkrc_ephemeral
+ *  function that does not wait (zkrc_ephemeral_is_registered(),
+ *  zkrc_ephemeral_free() of @p e). */
+typedef void (*zkrc_ephemeral_event_fn)(zkrc_ephemeral *e,
+                                        const zkrc_ephemeral_event *ev,
+                                        void *arg);
 
 /** Options; initialize with zkrc_ephemeral_options_init(). */
 typedef struct zkrc_ephemeral_options {
@@ -65,7 +88,7 @@ typedef struct zkrc_ephemeral_options {
    *  ZOO_OPEN_ACL_UNSAFE.  Copied. */
   const struct ACL_vector *acl;
   /** Told each REGISTERED / LOST / CLOSED.  NULL: none. */
-  zkrc_ephemeral_fn on_event;
+  zkrc_ephemeral_event_fn on_event;
   void *event_arg;
 } zkrc_ephemeral_options;
 
@@ -149,7 +172,9 @@ const char *zkrc_ephemeral_path(zkrc_ephemeral *e);
  * Stop keeping the node and delete it (waiting at most for one round trip,
  * bounded by the session timeout; a node that cannot be deleted now goes
  * with its session).  After it returns no event of @p e runs (unless the
- * caller is that event).  NULL is ignored.
+ * caller is that event).  Works whatever the session's state: open,
+ * suspended or closed (before or after zkrc_session_close()).  NULL is
+ * ignored.
  */
 void zkrc_ephemeral_free(zkrc_ephemeral *e);
 

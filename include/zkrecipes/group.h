@@ -59,19 +59,23 @@ typedef enum zkrc_group_event_type {
   ZKRC_GROUP_LEFT,
   /** The first complete view has been read (once). */
   ZKRC_GROUP_INITIALIZED,
-  /** This member's node exists, created by this session (zkrc_group_join()
-   *  only). */
+  /** This member's node exists, created by this session (a member only,
+   *  zkrc_group_options.id set). */
   ZKRC_GROUP_REGISTERED,
-  /** This member may be out of the group (the lease ran out, the session
-   *  expired, the node was deleted, or another session holds the id); the
-   *  library keeps trying to register it again (zkrc_group_join() only). */
+  /** This member may be out of the group; the reason says why, as
+   *  ZKRC_EPHEMERAL_LOST does (zkrecipes/ephemeral.h): the lease ran out
+   *  (ZKRC_ESESSIONLOST), the session expired (ZKRC_ESESSIONEXPIRED), the
+   *  node was deleted (ZKRC_ENONODE), or another session holds the id
+   *  (ZKRC_ENODEEXISTS); the library keeps trying to register it again (a
+   *  member only). */
   ZKRC_GROUP_LOST,
-  /** The session was closed for good: no more events. */
+  /** The session was closed for good (reason ZKRC_ECLOSED, or what ended
+   *  a session that closed itself): no more events. */
   ZKRC_GROUP_CLOSED
 } zkrc_group_event_type;
 
-/** "JOINED", "UPDATED", "LEFT", "INITIALIZED", "REGISTERED", "LOST",
- *  "CLOSED" ("?" if unknown).  Static string; any thread. */
+/** "joined", "updated", "left", "initialized", "registered", "lost",
+ *  "closed" ("unknown" for another value).  Static string; any thread. */
 const char *zkrc_group_event_name(zkrc_group_event_type type);
 
 /** One member of a group. */
@@ -86,20 +90,26 @@ typedef struct zkrc_group_member {
 
 /** An event; valid only during the callback. */
 typedef struct zkrc_group_event {
+  /** What happened. */
   zkrc_group_event_type type;
+  /** LOST and CLOSED: why, as a zkrc error (above); ZKRC_OK otherwise. */
+  int reason;
+  /** ZooKeeper's code behind @c reason; ZOK when there is none (a lease
+   *  that ran out, a close). */
+  int zk_error;
   /** JOINED, UPDATED: the member now; LEFT: as last reported; NULL for
    *  the other events. */
   const zkrc_group_member *member;
 } zkrc_group_event;
 
 /**
- * A group's listener.  Runs on the session's executor, one event at a time
- * and in order; it may call any zkrc_group function that does not wait
- * (zkrc_group_members(), zkrc_group_is_registered(), zkrc_group_free() of
- * this group).
+ * A group's event callback.  Runs on the session's executor, one event at
+ * a time and in order, never with a zkrecipes mutex held; it may call any
+ * zkrc_group function that does not wait (zkrc_group_members(),
+ * zkrc_group_is_registered(), zkrc_group_free() of this group).
  */
-typedef void (*zkrc_group_fn)(zkrc_group *g, const zkrc_group_event *ev,
-                              void *arg);
+typedef void (*zkrc_group_event_fn)(zkrc_group *g, const zkrc_group_event *ev,
+                                    void *arg);
 
 /** Options; initialize with zkrc_group_options_init(). */
 typedef struct zkrc_group_options {
@@ -108,10 +118,19 @@ typedef struct zkrc_group_options {
   /** ACL of this member's node and of the parents it creates.  NULL
    *  (default): ZOO_OPEN_ACL_UNSAFE.  Copied. */
   const struct ACL_vector *acl;
-  /** Told about every event (above).  NULL: none (read the view when you
-   *  need it). */
-  zkrc_group_fn on_event;
+  /** Told about every event (above), with @c event_arg.  NULL: none (read
+   *  the view when you need it). */
+  zkrc_group_event_fn on_event;
   void *event_arg;
+  /** This member's id, unique in the group: 1 to ZKRC_GROUP_ID_MAX bytes,
+   *  no '/', not "." or "..", and PATH/ID a valid path.  Copied.  NULL
+   *  (default): watch the group without joining it (no node of ours; the
+   *  view and its events JOINED, UPDATED, LEFT, INITIALIZED, CLOSED). */
+  const char *id;
+  /** This member's data, @c data_len bytes (copied); NULL and 0 (default)
+   *  for a node without data.  Only with an id. */
+  const void *data;
+  size_t data_len;
 } zkrc_group_options;
 
 /** Zero @p opts and set its size (NULL is ignored).  Any thread.  Fills
@@ -133,39 +152,29 @@ static inline void zkrc_group_options_init(zkrc_group_options *opts) {
 }
 
 /**
- * Join the group at @p path as @p id, with @p len bytes of @p data
- * (copied; NULL and 0 for a node without data), and start reading the
- * group's view.  Returns at once; the create and the first read are under
- * way (zkrc_group_wait_registered(), zkrc_group_wait_initialized()).  An
- * id held by another live session (a previous run of this member whose
- * session has not expired yet) is registered once that node is gone.
+ * Take part in the group at @p path: with opts->id, join it as that
+ * member, with opts->data (Curator's GroupMember); without, only watch it.
+ * Either way, start reading the group's view.  Returns at once; the create
+ * and the first read are under way (zkrc_group_wait_registered(),
+ * zkrc_group_wait_initialized()): nothing waits for the network.  An id
+ * held by another live session (a previous run of this member whose
+ * session has not expired yet) is registered once that node is gone.  The
+ * group need not exist yet.  (One constructor for both, as the contract
+ * asks, where 0.1 had zkrc_group_join() and zkrc_group_watch().)
  * @param path  the group, as zkrc_path_validate() accepts.
- * @param id    the member's id, unique in the group: 1 to
- *              ZKRC_GROUP_ID_MAX bytes, no '/', not "." or "..", and
- *              PATH/ID a valid path.
- * @param opts  NULL for the defaults; copied.
+ * @param opts  NULL for the defaults (a watcher); copied, with its id and
+ *              data.
  * @return ZKRC_OK (*@p out is yours: zkrc_group_free()); ZKRC_EINVAL (NULL
- *         @p out or @p s, an invalid path or id, NULL @p data with @p len
- *         > 0, options not initialized: nothing is sent); ZKRC_ETOOBIG
- *         (the member's node, PATH/ID with @p data, would not pass
- *         ZooKeeper's size limit, as zkrc_ephemeral_new() says: nothing
- *         is sent);
- *         ZKRC_ECLOSED (the session is closed); ZKRC_ENOMEM.
+ *         @p out or @p s, an invalid path or id, NULL data with data_len
+ *         > 0, data without an id, options not initialized: nothing is
+ *         sent); ZKRC_ETOOBIG (the member's node, PATH/ID with its data,
+ *         would not pass ZooKeeper's size limit, as zkrc_ephemeral_new()
+ *         says: nothing is sent); ZKRC_ECLOSED (the session is closed);
+ *         ZKRC_ENOMEM.
  * Threading: any thread.
  */
-int zkrc_group_join(zkrc_group **out, zkrc_session *s, const char *path,
-                    const char *id, const void *data, size_t len,
-                    const zkrc_group_options *opts);
-
-/**
- * Watch the group at @p path without joining it: the view and its events
- * (JOINED, UPDATED, LEFT, INITIALIZED, CLOSED), no node of ours.  The
- * group need not exist yet.
- * @return as zkrc_group_join() (no id or data to check).
- * Threading: any thread.
- */
-int zkrc_group_watch(zkrc_group **out, zkrc_session *s, const char *path,
-                     const zkrc_group_options *opts);
+int zkrc_group_new(zkrc_group **out, zkrc_session *s, const char *path,
+                   const zkrc_group_options *opts);
 
 /**
  * Wait until the first complete view has been read, at most @p timeout_ms
@@ -179,8 +188,8 @@ int zkrc_group_wait_initialized(zkrc_group *g, int timeout_ms);
  * Wait until this member is registered (its node created by this session
  * and the session's lease running), at most @p timeout_ms.
  * @return ZKRC_OK; ZKRC_ETIMEDOUT; ZKRC_ENOAUTH (an ACL forbids the
- *         create); ZKRC_ECLOSED; ZKRC_EINVAL (NULL @p g, or a group made
- *         with zkrc_group_watch()).
+ *         create); ZKRC_ECLOSED; ZKRC_EINVAL (NULL @p g, or a watcher:
+ *         a group made without an id).
  * Not from the executor's thread.
  */
 int zkrc_group_wait_registered(zkrc_group *g, int timeout_ms);
@@ -198,7 +207,7 @@ int zkrc_group_is_registered(zkrc_group *g);
  *         not registered now); ZKRC_ETIMEDOUT or ZKRC_ECONNLOSS (kept: the
  *         write may or may not have reached the node; it is written again
  *         when the node is created again); ZKRC_ETOOBIG (as in
- *         zkrc_group_join(): nothing sent, nothing changed); ZKRC_EINVAL
+ *         zkrc_group_new(): nothing sent, nothing changed); ZKRC_EINVAL
  *         (NULL @p g, a watcher, NULL @p data with @p len > 0: nothing
  *         changed).
  * Not from the executor's thread.
@@ -232,8 +241,9 @@ const char *zkrc_group_path(zkrc_group *g);
  * (waiting at most for one round trip, bounded by the session timeout; a
  * node that cannot be deleted now goes with its session) and free @p g.
  * After it returns no event of @p g runs (unless the caller is that
- * event).  NULL is ignored.  The session must still be open (close it
- * after).  Threading: any thread.
+ * event).  Works whatever the session's state: open, suspended or closed
+ * (before or after zkrc_session_close()).  NULL is ignored.  Threading:
+ * any thread.
  */
 void zkrc_group_free(zkrc_group *g);
 

@@ -32,10 +32,10 @@ typedef enum zkrc_log_level {
   ZKRC_LOG_DEBUG = 7
 } zkrc_log_level;
 
-/** Who wrote a line. */
+/** Who wrote a line (numbered from 1: zeroed memory is no origin). */
 typedef enum zkrc_log_origin {
-  ZKRC_LOG_LIBRARY = 0,  /**< zkrecipes itself */
-  ZKRC_LOG_ZOOKEEPER = 1 /**< the ZooKeeper C client (its text as is) */
+  ZKRC_LOG_LIBRARY = 1,  /**< zkrecipes itself */
+  ZKRC_LOG_ZOOKEEPER = 2 /**< the ZooKeeper C client (its text as is) */
 } zkrc_log_origin;
 
 /**

@@ -25,10 +25,11 @@
  *   RELEASE     the party changed: stop using the items, then call
  *               zkrc_partitioner_release_set() (the locks are released
  *               only then, so no one else gets an item still in use).
- *   FAILURE     for good: the session's lease ran out or the session
- *               expired or was closed, an item's lock was lost, or a
- *               request failed.  Every lock is given up and we leave the
- *               party.  Make a new partitioner to take part again.
+ *   FAILURE     for good: the party could not be joined, the session's
+ *               lease ran out or the session expired or was closed, an
+ *               item's lock was lost, or a request failed (the event's
+ *               reason says which).  Every lock is given up and we leave
+ *               the party.  Make a new partitioner to take part again.
  * Held means held: ACQUIRED is told only while every lock of the share is
  * held, and FAILURE is told when the session's lease runs out
  * (zkrecipes/session.h), before the servers can expire the session and
@@ -58,28 +59,49 @@ extern "C" {
 
 typedef struct zkrc_partitioner zkrc_partitioner;
 
-/** A partitioner's state (see above). */
-typedef enum zkrc_partition_state {
-  ZKRC_PARTITION_ALLOCATING = 1,
-  ZKRC_PARTITION_ACQUIRED,
-  ZKRC_PARTITION_RELEASE,
-  ZKRC_PARTITION_FAILURE
-} zkrc_partition_state;
+/** A partitioner's state (see above).  Its events are exactly its state
+ *  changes, so zkrc_partitioner_event.type is of this type. */
+typedef enum zkrc_partitioner_state {
+  ZKRC_PARTITIONER_ALLOCATING = 1,
+  ZKRC_PARTITIONER_ACQUIRED,
+  ZKRC_PARTITIONER_RELEASE,
+  ZKRC_PARTITIONER_FAILURE
+} zkrc_partitioner_state;
 
-/** "ALLOCATING", "ACQUIRED", "RELEASE", "FAILURE" ("?" if unknown). */
-const char *zkrc_partition_state_name(zkrc_partition_state st);
+/** "allocating", "acquired", "release", "failure" ("unknown" for another
+ *  value).  Static string; any thread. */
+const char *zkrc_partitioner_state_name(zkrc_partitioner_state st);
+
+/** A state change, valid only during the call. */
+typedef struct zkrc_partitioner_event {
+  /** The new state. */
+  zkrc_partitioner_state type;
+  /** FAILURE: why, as a zkrc error: the party could not be joined (what
+   *  the join failed with: ZKRC_ETIMEDOUT, ZKRC_ECONNLOSS, ZKRC_ENOAUTH,
+   *  ...), the session's lease ran out (ZKRC_ESESSIONLOST), it expired
+   *  (ZKRC_ESESSIONEXPIRED), was closed (ZKRC_ECLOSED) or refused its
+   *  credentials (ZKRC_EAUTHFAILED), an item's lock was lost (its LOST
+   *  reason, ZKRC_ELOCKLOST for its node deleted) or could not be taken
+   *  (the acquisition's error), our party node is gone (ZKRC_ENONODE).
+   *  ZKRC_OK for the other states. */
+  int reason;
+  /** ZooKeeper's code behind @c reason; ZOK when there is none (a lease
+   *  that ran out, a close). */
+  int zk_error;
+  /** ACQUIRED: our share, sorted, @c count of them; else NULL and 0. */
+  const char *const *items;
+  size_t count;
+} zkrc_partitioner_event;
 
 /**
  * Told each state change, in order, on the session's executor, never with
- * a zkrecipes mutex held.  @p items (sorted, @p count of them) is our share
- * for ACQUIRED, else NULL and 0; valid only during the call.  It may call
- * any non-blocking zkrc_partitioner function (zkrc_partitioner_release_set
- * included), not zkrc_partitioner_free().
+ * a zkrecipes mutex held.  It may call any non-blocking zkrc_partitioner
+ * function (zkrc_partitioner_release_set included), not
+ * zkrc_partitioner_free().
  */
-typedef void (*zkrc_partitioner_fn)(zkrc_partitioner *p,
-                                    zkrc_partition_state st,
-                                    const char *const *items, size_t count,
-                                    void *arg);
+typedef void (*zkrc_partitioner_event_fn)(zkrc_partitioner *p,
+                                          const zkrc_partitioner_event *ev,
+                                          void *arg);
 
 /** Options; initialize with zkrc_partitioner_options_init(). */
 typedef struct zkrc_partitioner_options {
@@ -88,18 +110,18 @@ typedef struct zkrc_partitioner_options {
   /** This member's identifier, unique in the party: non-empty, at most
    *  200 bytes, no '/', and nothing a path may not hold
    *  (zkrc_path_validate(): no control character, valid UTF-8, ...).
-   *  NULL (default): "<hostname>-<pid>" (kazoo's default is the fully
-   *  qualified host name and the pid). */
+   *  NULL (default): "<hostname>:<pid>", every recipe's default id
+   *  (kazoo's default is the fully qualified host name and the pid). */
   const char *identifier;
   /** How long the party must be unchanged before the set is split, in ms
    *  (kazoo's time_boundary).  Default 30000 (kazoo's 30 s); >= 0. */
   int time_boundary_ms;
   /** ACL of the nodes created.  NULL (default): ZOO_OPEN_ACL_UNSAFE. */
   const struct ACL_vector *acl;
-  /** Told each state change.  NULL: none (poll zkrc_partitioner_state()
-   *  or wait with zkrc_partitioner_wait()). */
-  zkrc_partitioner_fn on_state;
-  void *state_arg;
+  /** Told each state change, with @c event_arg.  NULL: none (poll
+   *  zkrc_partitioner_get_state() or wait with zkrc_partitioner_wait()). */
+  zkrc_partitioner_event_fn on_event;
+  void *event_arg;
 } zkrc_partitioner_options;
 
 /** Zero @p opts, set its size and the defaults (NULL is ignored).  Fills
@@ -125,25 +147,30 @@ zkrc_partitioner_options_init(zkrc_partitioner_options *opts) {
 /**
  * Join the party at @p path and start dividing @p items (@p count strings,
  * copied; each a valid node name: non-empty, no '/', not "." or "..",
- * nothing a path may not hold, no two alike; none NULL).  Creates <path>
- * and <path>/party if missing (as containers; <path>/locks and the item
- * locks are made when first needed) and our party node before returning:
- * this blocks at most the session timeout.  The state is ALLOCATING.
+ * nothing a path may not hold, no two alike; none NULL).  Returns at once,
+ * in ALLOCATING: it never waits for the network.  In the background it
+ * creates <path> and <path>/party if missing (as containers; <path>/locks
+ * and the item locks are made when first needed) and our party node,
+ * retrying after a lost connection for up to a session timeout; when the
+ * party cannot be joined, the state goes to FAILURE with the join's error
+ * as the event's reason (ZKRC_ETIMEDOUT, ZKRC_ECONNLOSS, ZKRC_ENOAUTH,
+ * ...; nothing is left).
  * @return ZKRC_OK (*@p out is yours: zkrc_partitioner_free());
  *         ZKRC_EINVAL (NULL @p out or @p s, invalid @p path, an invalid,
  *         NULL or repeated item, @p items NULL with @p count > 0, options
  *         not initialized, a bad identifier or time boundary: all checked
- *         before anything is sent, so nothing is created);
- *         ZKRC_ETIMEDOUT, ZKRC_ECONNLOSS, ZKRC_ENOAUTH, ZKRC_ECLOSED
- *         (the party could not be joined; nothing is left).
- * Threading: any thread but the session's executor.
+ *         before anything is sent, so nothing is created); ZKRC_ECLOSED
+ *         (the session is closed).
+ * Threading: any thread.
  */
 int zkrc_partitioner_new(zkrc_partitioner **out, zkrc_session *s,
                          const char *path, const char *const *items,
                          size_t count, const zkrc_partitioner_options *opts);
 
-/** The current state (0 for NULL).  Local state only. */
-zkrc_partition_state zkrc_partitioner_state(zkrc_partitioner *p);
+/** The current state (0 for NULL).  Local state only; any thread.  (Named
+ *  _get_state, as zkrc_session_get_state(): the type is
+ *  zkrc_partitioner_state.) */
+zkrc_partitioner_state zkrc_partitioner_get_state(zkrc_partitioner *p);
 
 /**
  * Wait until the state is @p st or FAILURE, at most @p timeout_ms
@@ -152,7 +179,7 @@ zkrc_partition_state zkrc_partitioner_state(zkrc_partitioner *p);
  *         @p st is not); ZKRC_ETIMEDOUT; ZKRC_EINVAL.
  * Not from the executor's thread.
  */
-int zkrc_partitioner_wait(zkrc_partitioner *p, zkrc_partition_state st,
+int zkrc_partitioner_wait(zkrc_partitioner *p, zkrc_partitioner_state st,
                           int timeout_ms);
 
 /**
@@ -185,9 +212,11 @@ const char *zkrc_partitioner_identifier(zkrc_partitioner *p);
 
 /**
  * Release every lock, leave the party (our node is deleted, waiting at
- * most the session timeout) and free @p p: kazoo's finish().  After it
- * returns no callback of @p p runs.  NULL is ignored.  The session must
- * still be open.  Not from the executor's thread.
+ * most the session timeout while the session is open; a closed session's
+ * node went with it) and free @p p: kazoo's finish().  After it returns no
+ * callback of @p p runs.  Works whatever the session's state: open,
+ * suspended or closed (before or after zkrc_session_close()).  NULL is
+ * ignored.  Not from the executor's thread.
  */
 void zkrc_partitioner_free(zkrc_partitioner *p);
 

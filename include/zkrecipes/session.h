@@ -64,46 +64,75 @@ extern "C" {
 
 typedef struct zkrc_session zkrc_session;
 
-/** What the connection is doing now. */
+/** What the connection is doing now.  Numbered from 1 (zeroed memory is
+ *  no state). */
 typedef enum zkrc_session_state {
   /** Opening a ZooKeeper session (the first, or a new one after expiry). */
-  ZKRC_SESSION_CONNECTING = 0,
+  ZKRC_SESSION_CONNECTING = 1,
   /** Connected; the session is live. */
-  ZKRC_SESSION_CONNECTED = 1,
+  ZKRC_SESSION_CONNECTED = 2,
   /** Connection lost; the session may still be alive on the servers. */
-  ZKRC_SESSION_SUSPENDED = 2,
+  ZKRC_SESSION_SUSPENDED = 3,
   /** Closed by zkrc_session_close(), or dead and not reopened. */
-  ZKRC_SESSION_CLOSED = 3
+  ZKRC_SESSION_CLOSED = 4
 } zkrc_session_state;
 
-/** What happened; listeners receive these. */
-typedef enum zkrc_session_event {
+/** What happened (zkrc_session_event.type).  Numbered from 1. */
+typedef enum zkrc_session_event_type {
   /** A new ZooKeeper session was established (a new session id). */
-  ZKRC_SESSION_EVENT_CONNECTED = 0,
-  /** The connection dropped; the session may still live. Locks may be lost. */
-  ZKRC_SESSION_EVENT_SUSPENDED = 1,
+  ZKRC_SESSION_EVENT_CONNECTED = 1,
+  /** The connection dropped; the session may still live. Locks may be lost.
+   *  reason ZKRC_ECONNLOSS, zk_error ZCONNECTIONLOSS. */
+  ZKRC_SESSION_EVENT_SUSPENDED = 2,
   /** The connection is back with the same session: nothing was lost. */
-  ZKRC_SESSION_EVENT_RECONNECTED = 2,
+  ZKRC_SESSION_EVENT_RECONNECTED = 3,
   /** The lease ran out (see above): the servers may expire the session
-   *  from now on, so it is treated as expired. */
-  ZKRC_SESSION_EVENT_LOST = 3,
-  /** A server reported the session expired. */
-  ZKRC_SESSION_EVENT_EXPIRED = 4,
-  /** Authentication failed; the session is closed for good. */
-  ZKRC_SESSION_EVENT_AUTH_FAILED = 5,
-  /** The session was closed; the last event a listener sees. */
-  ZKRC_SESSION_EVENT_CLOSED = 6
+   *  from now on, so it is treated as expired.  reason
+   *  ZKRC_ESESSIONLOST, zk_error ZOK. */
+  ZKRC_SESSION_EVENT_LOST = 4,
+  /** A server reported the session expired.  reason
+   *  ZKRC_ESESSIONEXPIRED, zk_error ZSESSIONEXPIRED. */
+  ZKRC_SESSION_EVENT_EXPIRED = 5,
+  /** Authentication failed; the session is closed for good.  reason
+   *  ZKRC_EAUTHFAILED, zk_error ZAUTHFAILED. */
+  ZKRC_SESSION_EVENT_AUTH_FAILED = 6,
+  /** The session was closed; the last event a listener sees.  reason
+   *  ZKRC_ECLOSED (zkrc_session_close()), or, for a session that closed
+   *  itself (no_reopen, refused credentials), the reason of the event
+   *  that ended it (LOST, EXPIRED, AUTH_FAILED). */
+  ZKRC_SESSION_EVENT_CLOSED = 7
+} zkrc_session_event_type;
+
+/** One session event, valid during the listener's call. */
+typedef struct zkrc_session_event {
+  /** What happened. */
+  zkrc_session_event_type type;
+  /** For SUSPENDED, LOST, EXPIRED, AUTH_FAILED and CLOSED: why, as a zkrc
+   *  error (above at each type); ZKRC_OK otherwise. */
+  int reason;
+  /** ZooKeeper's code behind @c reason; ZOK when there is none (a lease
+   *  that ran out, a close, the events that are no loss). */
+  int zk_error;
+  /** The ZooKeeper session the event is about: the new one for
+   *  CONNECTED, the one that was suspended, resumed, lost or expired; for
+   *  CLOSED the last one established (0 when none ever was). */
+  int64_t session_id;
 } zkrc_session_event;
 
-/** Name of an event ("connected", "suspended", ...); static string. */
-const char *zkrc_session_event_name(zkrc_session_event ev);
+/** Name of an event type ("connected", "suspended", "reconnected", "lost",
+ *  "expired", "auth-failed", "closed"; "unknown" for another value);
+ *  static string, any thread. */
+const char *zkrc_session_event_name(zkrc_session_event_type type);
 
-/** Name of a state ("connecting", "connected", ...); static string. */
+/** Name of a state ("connecting", "connected", "suspended", "closed";
+ *  "unknown" for another value); static string, any thread. */
 const char *zkrc_session_state_name(zkrc_session_state st);
 
-/** Receives session events on the session's executor. */
-typedef void (*zkrc_session_listener_fn)(zkrc_session *s, zkrc_session_event ev,
-                                         void *arg);
+/** Receives session events on the session's executor, one at a time, in
+ *  order, never with a zkrecipes mutex held.  @p ev is valid during the
+ *  call. */
+typedef void (*zkrc_session_event_fn)(zkrc_session *s,
+                                      const zkrc_session_event *ev, void *arg);
 
 /** Options of a session; initialize with zkrc_session_options_init(). */
 typedef struct zkrc_session_options {
@@ -129,9 +158,9 @@ typedef struct zkrc_session_options {
   const zkrc_executor *executor;
   /** A listener registered before the session connects, so that it hears
    *  the first CONNECTED too (one added after zkrc_session_connect() may
-   *  not).  NULL (default): none. */
-  zkrc_session_listener_fn listener;
-  void *listener_arg;
+   *  not), with @c event_arg.  NULL (default): none. */
+  zkrc_session_event_fn on_event;
+  void *event_arg;
   /** The servers' tickTime in ms (their zoo.cfg), for the lease.  The lease
    *  is only safe when the real tick is not longer than this.  0 (default):
    *  assume ZooKeeper's default of 2000 ms, but at most half the negotiated
@@ -287,7 +316,7 @@ int zkrc_session_client_id(zkrc_session *s, clientid_t *out);
  * @return ZKRC_OK; ZKRC_EINVAL; ZKRC_ECLOSED; ZKRC_ENOMEM.
  * Threading: any thread.  Ownership: @p arg stays the caller's.
  */
-int zkrc_session_add_listener(zkrc_session *s, zkrc_session_listener_fn fn,
+int zkrc_session_add_listener(zkrc_session *s, zkrc_session_event_fn fn,
                               void *arg, unsigned long *id);
 
 /**

@@ -17,9 +17,11 @@
  * that it, too, fails when the node changed in between.
  *
  * Every get and set blocks the calling thread at most @p timeout_ms
- * (ZKRC_WAIT_FOREVER, or a positive number of ms); not from a session's
- * callback thread.  A change listener (zkrc_shared_value_watch()) is a node
- * cache (zkrecipes/cache.h) that reports the value.
+ * (ZKRC_WAIT_FOREVER, a positive number of ms, or ZKRC_NO_WAIT: look once,
+ * do not wait: ZKRC_ECONNLOSS at once when the session is not connected
+ * now, else one try, its round trips bounded by the session timeout); not
+ * from a session's callback thread.  A shared watch (zkrc_shared_watch_new())
+ * is a node cache (zkrecipes/cache.h) that reports the value.
  */
 #ifndef ZKRECIPES_SHARED_H
 #define ZKRECIPES_SHARED_H
@@ -125,35 +127,100 @@ int zkrc_shared_count_add(zkrc_session *s, const char *path, int32_t delta,
 
 typedef struct zkrc_shared_watch zkrc_shared_watch;
 
-/**
- * Told the value at a shared value's node, on the session's executor: once
- * with the value found first, then after each change (Curator's
- * SharedValueListener.valueHasChanged).  @p value is NULL while the node
- * does not exist.  Owned by the library during the call (copy what you
- * keep).  Values changed twice between two reads are reported once, with
- * the latest (as every ZooKeeper watch).
- */
-typedef void (*zkrc_shared_value_fn)(const zkrc_versioned_value *value,
-                                     void *arg);
+/** What a shared watch reports. */
+typedef enum zkrc_shared_watch_event_type {
+  /** The value at the node: once with the value found first, then after
+   *  each change (Curator's SharedValueListener.valueHasChanged). */
+  ZKRC_SHARED_WATCH_VALUE = 1,
+  /** The connection is down (reason ZKRC_ECONNLOSS): the value told last
+   *  may be stale. */
+  ZKRC_SHARED_WATCH_SUSPENDED,
+  /** Connected again; the node is read again (a change is told as VALUE). */
+  ZKRC_SHARED_WATCH_RECONNECTED,
+  /** The session expired (ZKRC_ESESSIONEXPIRED), its lease ran out
+   *  (ZKRC_ESESSIONLOST) or it was closed (ZKRC_ECLOSED; nothing follows);
+   *  a new session reads the node again. */
+  ZKRC_SHARED_WATCH_LOST
+} zkrc_shared_watch_event_type;
+
+/** "value", "suspended", "reconnected", "lost" ("unknown" for another
+ *  value).  Static string; any thread. */
+const char *zkrc_shared_watch_event_name(zkrc_shared_watch_event_type type);
+
+/** A shared watch's event, valid during the call. */
+typedef struct zkrc_shared_watch_event {
+  /** What happened. */
+  zkrc_shared_watch_event_type type;
+  /** SUSPENDED and LOST: why, as a zkrc error (above); ZKRC_OK otherwise. */
+  int reason;
+  /** ZooKeeper's code behind @c reason; ZOK when there is none. */
+  int zk_error;
+  /** VALUE: the value, NULL while the node does not exist; NULL for the
+   *  other events.  Owned by the library during the call (copy what you
+   *  keep).  Values changed twice between two reads are reported once,
+   *  with the latest (as every ZooKeeper watch). */
+  const zkrc_versioned_value *value;
+} zkrc_shared_watch_event;
+
+/** Told each event, on the session's executor, one at a time, in order,
+ *  never with a zkrecipes mutex held; it may call zkrc_shared_watch_free()
+ *  of @p w. */
+typedef void (*zkrc_shared_watch_event_fn)(zkrc_shared_watch *w,
+                                           const zkrc_shared_watch_event *ev,
+                                           void *arg);
+
+/** A shared watch's options; initialize with
+ *  zkrc_shared_watch_options_init(). */
+typedef struct zkrc_shared_watch_options {
+  /** Set by zkrc_shared_watch_options_init() (see zkrc_lock_options.size). */
+  size_t size;
+  /** Told each event (above), with @c event_arg.  Required. */
+  zkrc_shared_watch_event_fn on_event;
+  void *event_arg;
+} zkrc_shared_watch_options;
+
+/** Zero @p opts and set its size (NULL is ignored).  Fills the first @p
+ *  size bytes of @p opts, the size of the struct as your program was
+ *  compiled with it, and sets its size field to it: the fields a program
+ *  built against an older, shorter zkrc_shared_watch_options lacks are
+ *  never written.  Call zkrc_shared_watch_options_init(), which passes
+ *  it. */
+void zkrc_shared_watch_options_init_sized(zkrc_shared_watch_options *opts,
+                                          size_t size);
+
+/** Zero @p opts and set its size (NULL is ignored).  Inline: it passes
+ *  sizeof *@p opts as this header defines it to
+ *  zkrc_shared_watch_options_init_sized(), so a program keeps working with
+ *  a later library whose struct has grown (and a later program, whose
+ *  struct is longer, with this library: the fields it does not know are
+ *  ignored). */
+static inline void
+zkrc_shared_watch_options_init(zkrc_shared_watch_options *opts) {
+  zkrc_shared_watch_options_init_sized(opts, sizeof *opts);
+}
 
 /**
- * Follow the value at @p path: @p fn(value, @p arg) is called as above
- * until zkrc_shared_watch_free().  Returns at once.
- * @return ZKRC_OK (*@p out is yours); ZKRC_EINVAL (NULL @p out, @p s or
- *         @p fn, invalid path); ZKRC_ECLOSED.
+ * Follow the value at @p path: opts->on_event is told as above until
+ * zkrc_shared_watch_free().  Returns at once; never waits for the network.
+ * @return ZKRC_OK (*@p out is yours: zkrc_shared_watch_free());
+ *         ZKRC_EINVAL (NULL @p out, @p s or @p opts, no on_event, options
+ *         not initialized, invalid path); ZKRC_ECLOSED.
+ * Threading: any thread.
  */
-int zkrc_shared_value_watch(zkrc_shared_watch **out, zkrc_session *s,
-                            const char *path, zkrc_shared_value_fn fn,
-                            void *arg);
+int zkrc_shared_watch_new(zkrc_shared_watch **out, zkrc_session *s,
+                          const char *path,
+                          const zkrc_shared_watch_options *opts);
 
 /**
- * Stop following.  After it returns the function is not running and will
- * not be called again (unless it is the caller).  NULL is ignored.
+ * Stop following.  After it returns the callback is not running and will
+ * not be called again (unless it is the caller).  Never waits for the
+ * network; works whatever the session's state (open, suspended, closed).
+ * NULL is ignored.  Threading: any thread.
  */
 void zkrc_shared_watch_free(zkrc_shared_watch *w);
 
 /**
- * The counter in a value reported to a zkrc_shared_value_fn.
+ * The counter in a value reported by a shared watch (its VALUE events).
  * @return ZKRC_OK; ZKRC_EBADNODE (not 4 bytes); ZKRC_EINVAL (NULL).
  */
 int zkrc_shared_count_decode(const zkrc_versioned_value *value, int32_t *count);
