@@ -34,7 +34,7 @@
 
 /* The one place the version is written: configure reads it from here. */
 #define ZKRECIPES_VERSION_MAJOR 0
-#define ZKRECIPES_VERSION_MINOR 1
+#define ZKRECIPES_VERSION_MINOR 2
 #define ZKRECIPES_VERSION_PATCH 0
 /* "MAJOR.MINOR.PATCH", made from the three numbers above. */
 #define ZKRECIPES_VERSION_STRING                                               \
@@ -67,7 +67,7 @@
 extern "C" {
 #endif
 
-/** The library's version string, e.g. "0.1.0" (static). */
+/** The library's version string, e.g. "0.2.0" (static). */
 const char *zkrc_version(void);
 
 #ifdef __cplusplus
