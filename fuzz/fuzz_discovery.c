@@ -1,5 +1,5 @@
 /*
- * Fuzz target: service instance records (src/discovery_json.c):
+ * Fuzz target: service instance records (src/membership/discovery_json.c):
  * zkrc_service_instance_from_json, zkrc_service_instance_to_json.
  *
  * The input is a node's data as another writer may have left it.

@@ -1,5 +1,5 @@
 /*
- * Fuzz target: contender names (src/names.c): zkrc__contender_seq,
+ * Fuzz target: contender names (src/core/names.c): zkrc__contender_seq,
  * zkrc__contenders_sorted, zkrc__contenders_find.
  *
  * The input is a directory listing: names separated by '\n' (at most 64;
@@ -23,7 +23,7 @@
 
 #include <glib.h>
 
-#include "names.h"
+#include "core/names.h"
 
 #include "fuzz.h"
 

@@ -1,12 +1,12 @@
 /*
- * Admission (src/admission.c) on in-memory listings, without a server:
+ * Admission (src/queue/admission.c) on in-memory listings, without a server:
  * who holds and whom each waiter watches, for listings mixing dialects,
  * foreign and malformed names, sequence numbers past the wrap, duplicates,
  * and a node of ours that is gone; then random listings, checked for the
  * properties every policy must keep (admission as the policy says, a
  * waiter watches a node ahead of it, and following the watches from any
  * waiter leads to an admitted contender: nobody waits for nothing).
- * Then the contender queue's moves (src/queue_decide.h): what a contender
+ * Then the contender queue's moves (src/queue/queue_decide.h): what a contender
  * does after a listing, from the listing, its name and its state, and
  * after the re-check that follows a reconnection at the front.
  */
@@ -18,8 +18,8 @@
 
 #include <zookeeper/zookeeper.h>
 
-#include "admission.h"
-#include "queue_decide.h"
+#include "queue/admission.h"
+#include "queue/queue_decide.h"
 #include "testutil.h"
 
 /* The table cases use the lock family's markers as the library does

@@ -1,5 +1,5 @@
 /*
- * A cache's copy (src/cache_tree.c) on in-memory replies, without a server:
+ * A cache's copy (src/watched/cache_tree.c) on in-memory replies, without a server:
  * what each reply changes and reports, and, on random sequences of
  * replies, that the events replay to the copy and that replies describing
  * a tree leave the copy equal to it.
@@ -10,7 +10,7 @@
 
 #include <glib.h>
 
-#include "cache_tree.h"
+#include "watched/cache_tree.h"
 #include "testutil.h"
 
 static struct Stat stat_at(int64_t czxid, int64_t mzxid) {

@@ -9,10 +9,10 @@
 #include <limits.h>
 #include <string.h>
 
-#include "names.h"
-#include "queue_private.h"
+#include "core/names.h"
+#include "queue/queue_private.h"
 #include "testutil.h"
-#include "util.h"
+#include "core/util.h"
 
 /* ---------------------------------------------------------------- errors */
 

@@ -5,7 +5,7 @@
  * keeps its guarantees: a create whose reply is lost leaves one node and
  * the lock is held, missing ancestors are made as containers, a missing
  * chroot is ZKRC_ENONODE.  Also the session's table of directories seen to
- * exist (src/dirtable.c) on its own.
+ * exist (src/core/dirtable.c) on its own.
  *
  * One member behind a fault proxy: its zxid is the ensemble's.  The
  * proposal counts are read first, before any container of this program is
@@ -20,8 +20,8 @@
 
 #include <glib.h>
 
-#include "dirtable.h"
-#include "session_internal.h"
+#include "core/dirtable.h"
+#include "session/session_internal.h"
 #include "testutil.h"
 
 static zkrc_lock *new_lock(zkrc_session *s, const char *path) {

@@ -1,5 +1,5 @@
 /*
- * The session's gate on contenders starting at once (src/queue_gate.h,
+ * The session's gate on contenders starting at once (src/queue/queue_gate.h,
  * issue 19): many acquisitions asked back to back never put more than
  * ZKRC__GATE_SLOTS contender creates on the wire, and all are granted; one
  * waiting in the gate's line times out cleanly (nothing on the servers),
@@ -22,7 +22,7 @@
 #include <glib.h>
 #include <zookeeper/proto.h>
 
-#include "queue_gate.h"
+#include "queue/queue_gate.h"
 #include "testutil.h"
 
 /* ============================================== creates on the wire */

@@ -1,5 +1,5 @@
 /*
- * The session lease's arithmetic (src/lease.c), on in-memory input: no
+ * The session lease's arithmetic (src/core/lease.c), on in-memory input: no
  * server.  Besides the rules one by one, a simulation of the servers'
  * session tracking (a leader that pings its follower every half tick and
  * learns of our session only from the follower's answers, a follower that
@@ -15,7 +15,7 @@
 
 #include <glib.h>
 
-#include "lease.h"
+#include "core/lease.h"
 #include "testutil.h"
 
 #define MS 1000 /* microseconds */

@@ -17,7 +17,7 @@
 
 #include <glib.h>
 
-#include "session_internal.h"
+#include "session/session_internal.h"
 #include "holds.h"
 #include "testutil.h"
 
@@ -261,7 +261,7 @@ static void test_one_release_wakes_one_waiter(void) {
 
 /* ------------------------------------------------ many threads, one object */
 
-/* lock_internal.h's (whose types this file's names would shadow). */
+/* lock_private.h's (whose types this file's names would shadow). */
 guint zkrc__lock_thread_wakeups(void);
 
 typedef struct crowd {

@@ -375,7 +375,7 @@ static void test_leader_killed_while_eight_contend(void) {
 
 /* ------------------------------------------------------------ semaphore */
 
-/* From src/lock_internal.h, whose type names ("holder") clash with this
+/* From src/recipes/lock_private.h, whose type names ("holder") clash with this
  * file's. */
 int zkrc__lock_new_permits(zkrc_lock **out, zkrc_session *s, const char *path,
                            const zkrc_lock_options *opts, int permits);

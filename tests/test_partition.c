@@ -31,7 +31,7 @@
 #include "testutil.h"
 
 /* Short, so that a partition costs a few seconds; the lease still leaves
- * the relay and drift margins (src/lease.h) well inside it. */
+ * the relay and drift margins (src/core/lease.h) well inside it. */
 #define TIMEOUT_MS 1500
 /* Partitions per recipe. */
 #define REPS 3

@@ -17,7 +17,7 @@
 #include <glib.h>
 
 #include "holds.h"
-#include "session_internal.h"
+#include "session/session_internal.h"
 #include "testutil.h"
 
 /* ------------------------------------------------------------ helpers */

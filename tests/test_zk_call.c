@@ -1,5 +1,5 @@
 /*
- * The seam between the library and the ZooKeeper client (src/zk_call.h),
+ * The seam between the library and the ZooKeeper client (src/session/zk_call.h),
  * white-box: its injected faults, and a path only they reach on a healthy
  * ensemble.
  *
@@ -17,7 +17,7 @@
 #include <glib.h>
 
 #include "testutil.h"
-#include "zk_call.h"
+#include "session/zk_call.h"
 
 /* What one release saw. */
 typedef struct release_seen {

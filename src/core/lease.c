@@ -1,0 +1,114 @@
+/*
+ * The session lease's arithmetic (see lease.h for the argument).
+ */
+#include "config.h"
+
+#include <string.h>
+
+#include "core/lease.h"
+
+/* ZooKeeper's default tickTime, assumed when the application names none. */
+#define DEFAULT_TICK_MS 2000
+/* The renewal period, as a share of the session timeout: a little more
+ * often than the ZooKeeper client pings an idle connection (every third of
+ * the timeout), so that the renewals replace its pings rather than add to
+ * them. */
+#define PERIOD_PERMILLE 300
+/* Scheduling allowance in the drift term (see lease.h). */
+#define SCHEDULING_US (10 * 1000)
+
+void zkrc__lease_params_init(zkrc__lease_params *p, int timeout_ms,
+                             int tick_ms) {
+  if (timeout_ms < 1)
+    timeout_ms = 1;
+  int max_tick = timeout_ms / 2 > 0 ? timeout_ms / 2 : 1;
+  if (tick_ms <= 0)
+    tick_ms = DEFAULT_TICK_MS < max_tick ? DEFAULT_TICK_MS : max_tick;
+  int64_t t = (int64_t)timeout_ms * 1000;
+  p->timeout_us = t;
+  p->relay_us = (int64_t)tick_ms * 1000 * 6 / 10;
+  p->drift_us = t / 1000 + SCHEDULING_US;
+  p->period_us = t * PERIOD_PERMILLE / 1000;
+}
+
+void zkrc__lease_begin_session(zkrc__lease *l, const zkrc__lease_params *p,
+                               int64_t opened, int64_t now) {
+  memset(l, 0, sizeof *l);
+  l->p = *p;
+  /* The leader created the session after the handle was opened. */
+  l->deadline = opened + p->timeout_us - p->drift_us;
+  l->established = l->deadline > now;
+}
+
+void zkrc__lease_new_connection(zkrc__lease *l) { l->n = 0; }
+
+gboolean zkrc__lease_expired_at(const zkrc__lease *l, int64_t now) {
+  return l->lapsed || (l->established && now >= l->deadline);
+}
+
+int64_t zkrc__lease_remaining(const zkrc__lease *l, int64_t now) {
+  if (!l->established || zkrc__lease_expired_at(l, now))
+    return 0;
+  return l->deadline - now;
+}
+
+static void remember(zkrc__lease *l, int64_t sent, int64_t replied) {
+  if (l->n == ZKRC__LEASE_HISTORY) {
+    memmove(&l->hist[0], &l->hist[1], sizeof l->hist[0] * (l->n - 1));
+    l->n--;
+  }
+  l->hist[l->n].sent = sent;
+  l->hist[l->n].replied = replied;
+  l->n++;
+}
+
+gboolean zkrc__lease_confirm(zkrc__lease *l, int64_t sent, int64_t replied) {
+  if (zkrc__lease_expired_at(l, replied)) {
+    l->lapsed = l->lapsed || l->established;
+    return FALSE;
+  }
+  /* The latest earlier renewal answered at least a relay before this one
+   * was sent: the leader has heard of us since that one was sent. */
+  int64_t proven = INT64_MIN;
+  for (int i = l->n; i-- > 0;) {
+    if (l->hist[i].replied + l->p.relay_us <= sent) {
+      proven = l->hist[i].sent;
+      break;
+    }
+  }
+  remember(l, sent, replied);
+  if (proven == INT64_MIN)
+    return FALSE;
+  int64_t candidate = proven + l->p.timeout_us - l->p.drift_us;
+  if (candidate <= l->deadline || candidate <= replied)
+    return FALSE;
+  l->deadline = candidate;
+  l->established = TRUE;
+  return TRUE;
+}
+
+int64_t zkrc__lease_next_renewal(const zkrc__lease_params *p, int64_t sent,
+                                 int64_t replied) {
+  int64_t by_period = sent + p->period_us;
+  int64_t by_relay = replied + p->relay_us;
+  return by_period > by_relay ? by_period : by_relay;
+}
+
+int64_t zkrc__lease_next_renewal_for(const zkrc__lease *l, int64_t sent,
+                                     int64_t replied) {
+  if (l->n <= 1) /* the connection's first answer: the next one counts */
+    return replied + l->p.relay_us;
+  return zkrc__lease_next_renewal(&l->p, sent, replied);
+}
+
+int64_t zkrc__lease_floor(const zkrc__lease_params *p) {
+  /* When every renewal is answered within an eighth of a period (a healthy
+   * connection answers within milliseconds), they go out `spacing` apart
+   * (zkrc__lease_next_renewal); the lease is extended from the one before
+   * the latest answered, and the next answer may take that eighth again. */
+  int64_t answer = p->period_us / 8;
+  int64_t by_relay = p->relay_us + answer;
+  int64_t spacing = p->period_us > by_relay ? p->period_us : by_relay;
+  int64_t floor = p->timeout_us - p->drift_us - 2 * spacing - answer;
+  return floor > 0 ? floor : 0;
+}

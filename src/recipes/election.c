@@ -1,0 +1,505 @@
+/*
+ * Leader election: one contender at a time on the shared contender queue.
+ *
+ * Each time the participant enters the queue (join, resign, rejoin after a
+ * lost session) it starts a new "round": a contender plus the bookkeeping the
+ * contender's callbacks need.  Callbacks from an earlier round are ignored,
+ * so a late "ended" of a resigned round cannot revoke the next one.
+ */
+#include "config.h"
+
+#include <string.h>
+
+#include "core/names.h"
+#include "queue/queue.h"
+#include "recipes/recipe.h"
+#include "recipes/stats_internal.h"
+#include "core/util.h"
+#include "zkrecipes.h"
+#include "zkrecipes/election.h"
+
+typedef struct round round;
+
+struct zkrc_election {
+  zkrc__recipe r; /* references, mutex, condition, queue; first */
+  zkrc_election_event_fn on_event;
+  void *event_arg;
+  gboolean revoke_on_suspend;
+  gboolean no_rejoin;
+
+  gboolean joined;    /* wants to take part */
+  round *current;     /* the round in the queue now, or NULL */
+  gboolean leader;    /* elected and not revoked */
+  gboolean suspended; /* revoked for a dropped connection, node still first */
+  /* The token of the leadership the application was last told ELECTED of
+   * and not yet REVOKED (0: none); events are checked against it when
+   * they are delivered, which may be long after they were posted. */
+  int64_t told_token;
+  int64_t token;
+  char *node;
+  /* Statistics: leaderships as acquisitions, resignations (and leaves) as
+   * releases, other revocations as losses; since when the current round
+   * waits, and since when we lead. */
+  zkrc__lock_stats stats;
+  int64_t round_us, led_us, suspended_us;
+};
+
+struct round {
+  zkrc__stake st; /* its contender callbacks and recipe; first */
+  gint refs;
+  zkrc_election *e;
+  zkrc__contender *c;
+  gboolean ended;
+};
+
+const char *zkrc_election_event_name(zkrc_election_event_type type) {
+  return type == ZKRC_ELECTION_ELECTED   ? "elected"
+         : type == ZKRC_ELECTION_REVOKED ? "revoked"
+         : type == ZKRC_ELECTION_FAILED  ? "failed"
+                                         : "unknown";
+}
+
+/* The defaults, in a whole struct of ours. */
+static void election_options_defaults(zkrc_election_options *opts) {
+  zkrc__recipe_options_init(opts, sizeof *opts);
+}
+
+void zkrc_election_options_init_sized(zkrc_election_options *opts,
+                                      size_t size) {
+  zkrc_election_options full;
+  election_options_defaults(&full);
+  zkrc__options_give(opts, size, &full, sizeof full);
+}
+
+/* ------------------------------------------------------------ lifetime */
+
+static zkrc_election *election_ref(zkrc_election *e) {
+  zkrc__recipe_ref(&e->r);
+  return e;
+}
+
+static void election_unref(zkrc_election *e) { zkrc__recipe_unref(&e->r); }
+
+static void finalize_election(zkrc__recipe *r) {
+  zkrc_election *e = (zkrc_election *)r;
+  g_free(e->node);
+  g_free(e);
+}
+
+static void round_unref(round *r) {
+  if (g_atomic_int_dec_and_test(&r->refs))
+    zkrc__recipe_stake_free(&r->e->r, r->c, r);
+}
+
+/* ------------------------------------------------------ user callbacks */
+
+typedef struct election_event_call {
+  zkrc__recipe_event ev; /* first */
+  zkrc_election_event info;
+} election_event_call;
+
+static int64_t leader_lease_left_locked(zkrc_election *e);
+
+/* Is the event still true when it is delivered?  ELECTED only while we
+ * still lead with that token under a live lease: an executor may run it
+ * long after it was posted, after the leadership was lost; then neither it
+ * nor the REVOKED that follows is told.  REVOKED only of a leadership the
+ * application was told of. */
+static gboolean still_true_locked(zkrc_election *e,
+                                  const zkrc_election_event *info) {
+  if (info->type == ZKRC_ELECTION_ELECTED) {
+    if (!e->leader || e->token != info->token ||
+        leader_lease_left_locked(e) <= 0)
+      return FALSE;
+    e->told_token = info->token;
+  } else if (info->type == ZKRC_ELECTION_REVOKED) {
+    if (e->told_token != info->token)
+      return FALSE;
+    e->told_token = 0;
+  }
+  return TRUE;
+}
+
+static void election_event_run(zkrc__recipe_event *ev) {
+  election_event_call *call = (election_event_call *)ev;
+  zkrc_election *e = (zkrc_election *)ev->r;
+  call->info.node = ev->node;
+  g_mutex_lock(&e->r.mu);
+  gboolean wanted = !e->r.freeing && still_true_locked(e, &call->info);
+  g_mutex_unlock(&e->r.mu);
+  if (wanted)
+    e->on_event(e, &call->info, e->event_arg);
+}
+
+static void post_event_locked(zkrc_election *e, zkrc_election_event_type ev,
+                              int reason, int zk_error) {
+  if (e->on_event == NULL || e->r.detached)
+    return;
+  election_event_call *call =
+      zkrc__recipe_event_new(sizeof *call, election_event_run, NULL);
+  call->info = (zkrc_election_event){
+      .type = ev,
+      .reason = reason,
+      .zk_error = zk_error,
+      /* FAILED is about no term: the token of an earlier one would mislead. */
+      .token = ev == ZKRC_ELECTION_FAILED ? 0 : e->token,
+  };
+  zkrc__recipe_post(&e->r, &call->ev, e->node);
+}
+
+/* Microseconds left of our leadership's lease: 0 when we do not lead. */
+static int64_t leader_lease_left_locked(zkrc_election *e) {
+  if (!e->leader || e->current == NULL)
+    return 0;
+  return zkrc__contender_lease_left(e->current->c);
+}
+
+/* Stop leading (if we do), telling the application why. */
+static void revoke_locked(zkrc_election *e, int reason, int zk_error) {
+  if (e->leader) {
+    post_event_locked(e, ZKRC_ELECTION_REVOKED, reason, zk_error);
+    if (reason == ZKRC_OK)
+      e->stats.releases++;
+    else
+      e->stats.lost++;
+    zkrc__histogram_record(&e->stats.hold, g_get_monotonic_time() - e->led_us);
+  }
+  e->leader = FALSE;
+  e->suspended = FALSE;
+  g_cond_broadcast(&e->r.cond);
+}
+
+/* ------------------------------------------------- contender callbacks */
+
+static void start_round_locked(zkrc_election *e);
+
+static void on_front_locked(zkrc__stake *st, zkrc__contender *c) {
+  round *r = (round *)st;
+  zkrc_election *e = r->e;
+  if (e->current == r && !e->leader) {
+    e->leader = TRUE;
+    e->led_us = g_get_monotonic_time();
+    e->stats.acquisitions++;
+    zkrc__histogram_record(&e->stats.wait, e->led_us - e->round_us);
+    e->token = zkrc__contender_czxid(c);
+    g_free(e->node);
+    e->node = zkrc__contender_path(c);
+    post_event_locked(e, ZKRC_ELECTION_ELECTED, ZKRC_OK, ZOK);
+    g_cond_broadcast(&e->r.cond);
+  }
+}
+
+static void on_connection_locked(zkrc__stake *st, zkrc_session_event_type ev) {
+  round *r = (round *)st;
+  zkrc_election *e = r->e;
+  if (e->current == r && e->revoke_on_suspend) {
+    if (ev == ZKRC_SESSION_EVENT_SUSPENDED && e->leader) {
+      revoke_locked(e, ZKRC_ECONNLOSS, ZCONNECTIONLOSS);
+      e->suspended = TRUE;
+      e->suspended_us = g_get_monotonic_time();
+    } else if (ev == ZKRC_SESSION_EVENT_RECONNECTED && e->suspended) {
+      /* Same session, our node still first: we lead again. */
+      e->suspended = FALSE;
+      e->leader = TRUE;
+      e->led_us = g_get_monotonic_time();
+      e->stats.acquisitions++; /* its wait: since the suspension */
+      zkrc__histogram_record(&e->stats.wait, e->led_us - e->suspended_us);
+      post_event_locked(e, ZKRC_ELECTION_ELECTED, ZKRC_OK, ZOK);
+      g_cond_broadcast(&e->r.cond);
+    }
+  }
+}
+
+static gboolean worth_rejoining(int err) {
+  return err == ZKRC_ESESSIONEXPIRED || err == ZKRC_ESESSIONLOST ||
+         err == ZKRC_ELOCKLOST;
+}
+
+static void on_ended_locked(zkrc__stake *st, int err, int zk_rc) {
+  round *r = (round *)st;
+  zkrc_election *e = r->e;
+  r->ended = TRUE; /* the base counts the round's end (free_async) */
+  if (e->current == r) {
+    revoke_locked(e, err == ZKRC_OK ? ZKRC_ELOCKLOST : err, zk_rc);
+    e->current = NULL;
+    round_unref(r); /* the election's reference to its current round */
+    if (e->joined && !e->no_rejoin && worth_rejoining(err)) {
+      start_round_locked(e);
+    } else if (e->joined) {
+      e->joined = FALSE;
+      e->stats.failures++;
+      post_event_locked(e, ZKRC_ELECTION_FAILED, err, zk_rc);
+    }
+  }
+}
+
+static void round_stake_unref(zkrc__stake *st) { round_unref((round *)st); }
+
+static const zkrc__stake_ops round_stake_ops = {
+    .front_locked = on_front_locked,
+    .connection_locked = on_connection_locked,
+    .ended_locked = on_ended_locked,
+    .unref = round_stake_unref,
+};
+
+/* ---------------------------------------------------------------- rounds */
+
+static void start_task(void *data) {
+  round *r = data;
+  zkrc__contender_start(r->c);
+  round_unref(r);
+}
+
+/* Enter the queue with a new node.  Called with e->r.mu held, so the start
+ * itself runs on the session's worker (it may call back into us). */
+static void start_round_locked(zkrc_election *e) {
+  round *r = g_new0(round, 1);
+  r->refs = 3; /* the election's, the contender's, the start task's */
+  r->e = election_ref(e);
+  r->st.ops = &round_stake_ops;
+  r->st.recipe = &e->r;
+  zkrc__contender_config cfg = {
+      .queue = &e->r.q,
+      .marker = "latch-",
+      .markers = zkrc__latch_markers,
+      .policy = zkrc__policy_exclusive,
+      .watch_own_node = 1,
+      .ops = &zkrc__stake_contender_ops,
+      .ops_arg = &r->st,
+  };
+  r->c = zkrc__contender_new(&cfg);
+  e->current = r;
+  zkrc__recipe_stake_started_locked(&e->r);
+  e->round_us = g_get_monotonic_time();
+  zkrc__session_run_on_worker(e->r.q.session, start_task, r);
+}
+
+/* Take the current round out of the queue (its node is deleted).  Returns
+ * the round, still referenced, for a caller that wants to wait for it. */
+static round *end_round_locked(zkrc_election *e, int reason) {
+  round *r = e->current;
+  if (r == NULL)
+    return NULL;
+  revoke_locked(e, reason, ZOK);
+  e->current = NULL;
+  return r; /* the election's reference passes to the caller */
+}
+
+static void withdraw_round(round *r) {
+  if (r) {
+    zkrc__contender_withdraw(r->c);
+    round_unref(r);
+  }
+}
+
+/* ------------------------------------------------------------ public API */
+
+static void configure_election(zkrc__recipe *r, const void *opts) {
+  const zkrc_election_options *o = opts;
+  zkrc_election *e = (zkrc_election *)r;
+  e->on_event = o->on_event;
+  e->event_arg = o->event_arg;
+  e->revoke_on_suspend = o->revoke_on_suspend != 0;
+  e->no_rejoin = o->no_rejoin != 0;
+}
+
+ZKRC__RECIPE_KIND(election_kind, zkrc_election, zkrc_election_options,
+                  configure_election, finalize_election);
+
+int zkrc_election_new(zkrc_election **out, zkrc_session *s, const char *path,
+                      const zkrc_election_options *opts) {
+  return zkrc__recipe_create((void **)out, &election_kind, s, path, opts);
+}
+
+int zkrc_election_join(zkrc_election *e) {
+  if (e == NULL)
+    return zkrc__fail(ZKRC_EINVAL);
+  if (zkrc__session_closed(e->r.q.session))
+    return zkrc__fail(ZKRC_ECLOSED);
+  g_mutex_lock(&e->r.mu);
+  int err = e->joined ? ZKRC_ESTATE : ZKRC_OK;
+  if (err == ZKRC_OK) {
+    e->joined = TRUE;
+    start_round_locked(e);
+  }
+  g_mutex_unlock(&e->r.mu);
+  return zkrc__fail(err);
+}
+
+int zkrc_election_resign(zkrc_election *e) {
+  if (e == NULL)
+    return zkrc__fail(ZKRC_EINVAL);
+  g_mutex_lock(&e->r.mu);
+  if (!e->leader) {
+    g_mutex_unlock(&e->r.mu);
+    return zkrc__fail(ZKRC_ENOTLEADER);
+  }
+  round *old = end_round_locked(e, ZKRC_OK);
+  /* The delete is sent now and the new create later (from the worker); one
+   * session's requests are processed in order, so our new node lands behind
+   * everyone waiting now. */
+  zkrc__contender_withdraw(old->c);
+  start_round_locked(e);
+  g_mutex_unlock(&e->r.mu);
+  round_unref(old);
+  return ZKRC_OK;
+}
+
+int zkrc_election_leave(zkrc_election *e) {
+  if (e == NULL)
+    return zkrc__fail(ZKRC_EINVAL);
+  g_mutex_lock(&e->r.mu);
+  if (!e->joined) {
+    g_mutex_unlock(&e->r.mu);
+    return zkrc__fail(ZKRC_ESTATE);
+  }
+  e->joined = FALSE;
+  round *old = end_round_locked(e, ZKRC_OK);
+  g_mutex_unlock(&e->r.mu);
+  withdraw_round(old);
+  return ZKRC_OK;
+}
+
+void zkrc_election_free(zkrc_election *e) {
+  if (e == NULL)
+    return;
+  zkrc__recipe_lock_for_free(&e->r); /* queued callbacks are dropped */
+  e->joined = FALSE;
+  round *old = end_round_locked(e, ZKRC_OK);
+  /* Leave no node behind: wait for the delete while the connection is up
+   * (this also covers a create still in flight). */
+  if (old)
+    zkrc__recipe_withdraw_locked(&e->r, old->c, &old->ended,
+                                 zkrc__recipe_delete_grace_ms(&e->r));
+  g_mutex_unlock(&e->r.mu);
+  if (old)
+    round_unref(old);
+  election_unref(e);
+}
+
+int zkrc_election_free_async(zkrc_election *e, zkrc_callback_fn done,
+                             void *arg) {
+  if (e == NULL || done == NULL)
+    return zkrc__fail(ZKRC_EINVAL);
+  g_mutex_lock(&e->r.mu);
+  e->joined = FALSE;
+  round *old = end_round_locked(e, ZKRC_OK); /* REVOKED, if we led */
+  /* The end of the last round alive (our node deleted: this one's, or a
+   * left or resigned one's still on its way) posts `done`. */
+  zkrc__recipe_detach_locked(&e->r, done, arg);
+  g_mutex_unlock(&e->r.mu);
+  withdraw_round(old);
+  election_unref(e); /* the application's reference */
+  return ZKRC_OK;
+}
+
+/* leader_lease_left_locked, taking e->r.mu; 0 for a NULL @p e.  The lease
+ * says no the moment it runs out (also after a freeze), even before the
+ * session has declared itself lost and revoked us. */
+static int64_t leader_lease_left(zkrc_election *e) {
+  if (e == NULL)
+    return 0;
+  g_mutex_lock(&e->r.mu);
+  int64_t left = leader_lease_left_locked(e);
+  g_mutex_unlock(&e->r.mu);
+  return left;
+}
+
+int zkrc_election_is_leader(zkrc_election *e) {
+  return leader_lease_left(e) > 0;
+}
+
+int zkrc_election_lease_remaining(zkrc_election *e) {
+  return (int)(leader_lease_left(e) / 1000);
+}
+
+int zkrc_election_wait_leader(zkrc_election *e, int timeout_ms) {
+  if (e == NULL || !zkrc__timeout_valid(timeout_ms))
+    return zkrc__fail(ZKRC_EINVAL);
+  int64_t deadline = zkrc__deadline_after(timeout_ms);
+  int err = ZKRC_OK;
+  g_mutex_lock(&e->r.mu);
+  while (!e->leader) {
+    if (!e->joined) {
+      err = ZKRC_ESTATE;
+      break;
+    }
+    if (!zkrc__cond_wait_until(&e->r.cond, &e->r.mu, deadline) && !e->leader) {
+      err = ZKRC_ETIMEDOUT;
+      break;
+    }
+  }
+  g_mutex_unlock(&e->r.mu);
+  return zkrc__fail(err);
+}
+
+int zkrc_election_token(zkrc_election *e, int64_t *token) {
+  if (e == NULL || token == NULL)
+    return zkrc__fail(ZKRC_EINVAL);
+  g_mutex_lock(&e->r.mu);
+  int err = e->leader ? ZKRC_OK : ZKRC_ENOTLEADER;
+  if (err == ZKRC_OK)
+    *token = e->token;
+  g_mutex_unlock(&e->r.mu);
+  return zkrc__fail(err);
+}
+
+int zkrc_election_query_leader(zkrc_session *s, const char *path, char **id,
+                               int timeout_ms) {
+  if (id)
+    *id = NULL;
+  if (s == NULL || id == NULL || zkrc_path_validate(path, NULL) != ZKRC_OK ||
+      !zkrc__timeout_valid(timeout_ms))
+    return zkrc__fail(ZKRC_EINVAL);
+  char **gv = NULL;
+  int err =
+      zkrc__queue_participants(s, path, zkrc__latch_markers,
+                               zkrc__queue_look_deadline(s, timeout_ms), &gv);
+  if (err != ZKRC_OK)
+    return err;
+  if (gv[0]) {
+    *id = strdup(gv[0]);
+    if (*id == NULL)
+      err = zkrc__fail(ZKRC_ENOMEM);
+  }
+  g_strfreev(gv);
+  return err;
+}
+
+int zkrc_election_leader_id(zkrc_election *e, char **id, int timeout_ms) {
+  if (id)
+    *id = NULL;
+  if (e == NULL)
+    return zkrc__fail(ZKRC_EINVAL);
+  return zkrc_election_query_leader(e->r.q.session, e->r.q.dir, id, timeout_ms);
+}
+
+int zkrc_election_participants(zkrc_election *e, char ***ids, size_t *count,
+                               int timeout_ms) {
+  return zkrc__recipe_participants(e ? &e->r : NULL, zkrc__latch_markers, ids,
+                                   count, timeout_ms);
+}
+
+const char *zkrc_election_path(zkrc_election *e) {
+  return e ? e->r.q.dir : NULL;
+}
+
+int zkrc_election_list(zkrc_session *s, const char *path,
+                       zkrc_participant **list, size_t *count, int timeout_ms) {
+  return zkrc__queue_list_checked(s, path, zkrc__latch_markers, timeout_ms,
+                                  list, count);
+}
+
+int zkrc_election_get_stats(zkrc_election *e, zkrc_lock_stats *out,
+                            size_t size) {
+  if (e == NULL)
+    return zkrc__fail(ZKRC_EINVAL);
+  g_mutex_lock(&e->r.mu);
+  zkrc__lock_stats copy = e->stats;
+  uint32_t holding = e->leader ? 1 : 0;
+  uint32_t waiting = e->current && !e->leader ? 1 : 0;
+  int listed = e->current ? zkrc__contender_listed(e->current->c) : 0;
+  g_mutex_unlock(&e->r.mu);
+  return zkrc__stats_give(&copy, waiting, holding, (uint32_t)MAX(listed, 0),
+                          out, size);
+}

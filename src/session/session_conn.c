@@ -1,0 +1,282 @@
+/*
+ * Handle turnover: opening a ZooKeeper handle for the session (again with a
+ * backoff while names do not resolve), following its state (connected,
+ * suspended, reconnected; expired and lost retire it), and closing it.
+ * Everything here runs on the session's worker, except the global watcher
+ * (ZooKeeper's completion thread), which only hands events to the worker.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <string.h>
+
+#include "session/call.h"
+#include "core/log_internal.h"
+#include "session/session_private.h"
+#include "core/util.h"
+#include "session/zk_call.h"
+#include "zkrecipes.h"
+
+typedef struct state_change {
+  zkrc_session *s;
+  uint64_t generation;
+  int zk_state;
+} state_change;
+
+/* A handle that could not be opened is tried again, 100 ms after the first
+ * failure, then twice as long each time, at most 10 s apart: a daemon
+ * started before its name service, or a session reopened while names do
+ * not resolve, must not be dead for good. */
+#define REOPEN_FIRST_MS 100
+#define REOPEN_MAX_MS 10000
+
+/* How long a close waits at most for the replies still in flight. */
+#define CLOSE_DRAIN_MS 2000
+
+void zkrc__session_close_conn(zkrc_session *s, zkrc_conn *c) {
+  g_mutex_lock(&s->mu);
+  while (c->users > 0)
+    g_cond_wait(&s->cond, &s->mu);
+  g_mutex_unlock(&s->mu);
+  zookeeper_close(c->zh);
+  zkrc__watch_drop_generation(s, c->generation);
+  g_free(c);
+}
+
+void zkrc__session_retire(zkrc_session *s, zkrc_session_event_type why) {
+  g_mutex_lock(&s->mu);
+  zkrc_conn *c = s->conn;
+  if (c == NULL) {
+    g_mutex_unlock(&s->mu);
+    return;
+  }
+  s->conn = NULL;
+  c->retired = TRUE;
+  zkrc__lease_stop_locked(s);
+  gboolean reopen = !s->closing && !s->opts.no_reopen && s->hosts != NULL &&
+                    why != ZKRC_SESSION_EVENT_AUTH_FAILED;
+  s->state = reopen ? ZKRC_SESSION_CONNECTING : ZKRC_SESSION_CLOSED;
+  if (!reopen && !s->closing)
+    s->end_event = why;
+  if (why == ZKRC_SESSION_EVENT_EXPIRED) {
+    s->n_expiries++;
+    zkrc__reaper_forget_locked(s, c->generation);
+  }
+  g_cond_broadcast(&s->cond);
+  g_mutex_unlock(&s->mu);
+
+  uint64_t generation = c->generation;
+  zkrc__session_announce(s, why, generation);
+  zkrc__session_close_conn(s, c); /* frees c */
+  if (!reopen) {
+    zkrc__session_announce(s, ZKRC_SESSION_EVENT_CLOSED, generation);
+    return;
+  }
+  int err = ZKRC_OK;
+  zkrc__log_defer_begin(); /* zookeeper_init2 logs with our mutex held */
+  g_mutex_lock(&s->mu);
+  if (!s->closing)
+    zkrc__session_open_locked(s, &err);
+  g_mutex_unlock(&s->mu);
+  zkrc__log_flush(zkrc__log_defer_end());
+}
+
+/* Worker thread: the handle of @p generation reported a session state.
+ * Returns the event to announce, or -1 for none. */
+static int apply_state_locked(zkrc_session *s, zkrc_conn *c, int zk_state,
+                              int64_t client_id, int recv_timeout) {
+  if (zk_state == ZOO_CONNECTED_STATE || zk_state == ZOO_READONLY_STATE) {
+    gboolean new_session = c->session_id == 0;
+    zkrc_session_state before = s->state;
+    c->session_id = client_id;
+    s->last_session_id = client_id;
+    s->negotiated_timeout_ms = recv_timeout;
+    s->state = ZKRC_SESSION_CONNECTED;
+    g_cond_broadcast(&s->cond);
+    if (new_session) {
+      s->n_sessions++;
+      return ZKRC_SESSION_EVENT_CONNECTED;
+    }
+    if (before != ZKRC_SESSION_SUSPENDED)
+      return -1;
+    s->n_reconnects++;
+    return ZKRC_SESSION_EVENT_RECONNECTED;
+  }
+  if (zk_state == ZOO_CONNECTING_STATE || zk_state == ZOO_ASSOCIATING_STATE ||
+      zk_state == ZOO_NOTCONNECTED_STATE) {
+    if (s->state != ZKRC_SESSION_CONNECTED)
+      return -1;
+    s->state = ZKRC_SESSION_SUSPENDED;
+    s->n_suspensions++;
+    g_cond_broadcast(&s->cond);
+    return ZKRC_SESSION_EVENT_SUSPENDED;
+  }
+  return -1;
+}
+
+/* Is a CONNECTED report about a connection we have not seen yet? */
+static gboolean is_new_connection(zkrc_session *s) {
+  g_mutex_lock(&s->mu);
+  gboolean fresh = s->state != ZKRC_SESSION_CONNECTED;
+  g_mutex_unlock(&s->mu);
+  return fresh;
+}
+
+static void handle_state_change(void *data) {
+  state_change *sc = data;
+  zkrc_session *s = sc->s;
+  g_mutex_lock(&s->mu);
+  zkrc_conn *c = s->conn;
+  if (c == NULL || c->generation != sc->generation) {
+    g_mutex_unlock(&s->mu);
+    g_free(sc);
+    return; /* about a handle already retired */
+  }
+  g_mutex_unlock(&s->mu);
+
+  if (sc->zk_state == ZOO_EXPIRED_SESSION_STATE) {
+    zkrc__session_retire(s, ZKRC_SESSION_EVENT_EXPIRED);
+  } else if (sc->zk_state == ZOO_AUTH_FAILED_STATE) {
+    zkrc__session_retire(s, ZKRC_SESSION_EVENT_AUTH_FAILED);
+  } else {
+    /* Only the worker retires handles, so c stays valid here. */
+    int64_t client_id = zoo_client_id(c->zh)->client_id;
+    int recv_timeout = zoo_recv_timeout(c->zh);
+    if (sc->zk_state == ZOO_CONNECTED_STATE && client_id != 0 &&
+        is_new_connection(s) &&
+        !zkrc__lease_connected(s, c, c->session_id == 0, recv_timeout)) {
+      /* Back too late: the servers may have expired it meanwhile. */
+      zkrc__session_retire(s, ZKRC_SESSION_EVENT_LOST);
+      g_free(sc);
+      return;
+    }
+    g_mutex_lock(&s->mu);
+    int ev = apply_state_locked(s, c, sc->zk_state, client_id, recv_timeout);
+    g_mutex_unlock(&s->mu);
+    if (ev >= 0)
+      zkrc__session_announce(s, (zkrc_session_event_type)ev, sc->generation);
+    if (ev == ZKRC_SESSION_EVENT_CONNECTED ||
+        ev == ZKRC_SESSION_EVENT_RECONNECTED)
+      zkrc__reaper_run(s);
+  }
+  g_free(sc);
+}
+
+/* The global watcher of every handle: ZooKeeper's completion thread.  Only
+ * session events arrive here (recipes set their watches with watchers of
+ * their own); they are handed to the worker. */
+void zkrc__session_global_watcher(zhandle_t *zh, int type, int state,
+                                  const char *path, void *ctx) {
+  zkrc_conn *c = ctx;
+  if (type == ZOO_SESSION_EVENT) {
+    state_change *sc = g_new(state_change, 1);
+    sc->s = c->session;
+    sc->generation = c->generation;
+    sc->zk_state = state;
+    zkrc__session_run_on_worker(c->session, handle_state_change, sc);
+  }
+  g_mutex_lock(&c->session->mu); /* see zkrc_session_adopt */
+  watcher_fn app_watcher = c->app_watcher;
+  void *app_context = c->app_context;
+  g_mutex_unlock(&c->session->mu);
+  if (app_watcher)
+    app_watcher(zh, type, state, path, app_context);
+}
+
+static void add_remembered_auths(zkrc_session *s, zkrc_conn *c) {
+  for (guint i = 0; i < s->auths->len; i++) {
+    auth_entry *a = g_ptr_array_index(s->auths, i);
+    zkrc__zk_add_auth(c, a->scheme, a->cred, NULL, NULL);
+  }
+}
+
+static gboolean reopen_fired(gpointer data) {
+  zkrc_session *s = data;
+  int err = ZKRC_OK;
+  zkrc__log_defer_begin(); /* zookeeper_init2 logs with our mutex held */
+  g_mutex_lock(&s->mu);
+  if (s->reopen_timer == g_main_current_source()) {
+    g_source_unref(s->reopen_timer);
+    s->reopen_timer = NULL;
+    if (!s->closing && s->conn == NULL && s->state == ZKRC_SESSION_CONNECTING)
+      zkrc__session_open_locked(s, &err);
+  }
+  g_mutex_unlock(&s->mu);
+  zkrc__log_flush(zkrc__log_defer_end());
+  return G_SOURCE_REMOVE;
+}
+
+static void schedule_reopen_locked(zkrc_session *s) {
+  if (s->reopen_timer)
+    return;
+  int ms = s->reopen_delay_ms ? MIN(2 * s->reopen_delay_ms, REOPEN_MAX_MS)
+                              : REOPEN_FIRST_MS;
+  s->reopen_delay_ms = ms;
+  s->reopen_timer =
+      zkrc__session_timer(s, ms, reopen_fired, zkrc__session_ref(s),
+                          (GDestroyNotify)zkrc__session_unref);
+}
+
+void zkrc__session_cancel_reopen(zkrc_session *s) {
+  g_mutex_lock(&s->mu);
+  GSource *timer = s->reopen_timer;
+  s->reopen_timer = NULL;
+  g_mutex_unlock(&s->mu);
+  if (timer) {
+    g_source_destroy(timer); /* drops the timer's session reference */
+    g_source_unref(timer);
+  }
+}
+
+/* zookeeper_init2() does not block (it starts the client's threads and
+ * connects in the background) and calls no watcher synchronously, so this
+ * runs with the mutex held. */
+void zkrc__session_open_locked(zkrc_session *s, int *err) {
+  zkrc_conn *c = g_new0(zkrc_conn, 1);
+  c->session = s;
+  c->generation = zkrc__session_next_generation_locked(s);
+  zkrc__lease_handle_opened_locked(s);
+  errno = 0;
+  zkrc__log_before_open();
+  /* It logs from this thread, with the session's mutex held: the callers
+   * defer the lines to after they let it go (zkrc__log_defer_begin). */
+  c->zh = zkrc__zk_open(c, s->hosts, s->opts.session_timeout_ms,
+                        zkrc__log_trampoline);
+  if (c->zh == NULL && errno == ENOMEM) {
+    *err = ZKRC_ENOMEM;
+    g_free(c);
+    s->state = ZKRC_SESSION_CLOSED;
+    g_cond_broadcast(&s->cond);
+    return;
+  }
+  if (c->zh == NULL) {
+    g_free(c);
+    s->state = ZKRC_SESSION_CONNECTING;
+    schedule_reopen_locked(s);
+    return;
+  }
+  s->reopen_delay_ms = 0;
+  /* The 3.8 client otherwise resolves every host of the connect string on
+   * each turn of its I/O loop (a dozen sockets per lock cycle, measured):
+   * resolve only when a connection is lost, which is when a server that
+   * moved to another address matters. */
+  zoo_set_servers_resolution_delay(c->zh, -1);
+  add_remembered_auths(s, c);
+  s->conn = c;
+  s->state = ZKRC_SESSION_CONNECTING;
+  s->negotiated_timeout_ms = s->opts.session_timeout_ms;
+  g_cond_broadcast(&s->cond);
+}
+
+/* One sync marks the end: one session's requests are answered in order.
+ * Nothing new is sent meanwhile: every recipe has been told CLOSED. */
+void zkrc__session_drain(zkrc_session *s, zkrc_conn *c) {
+  if (zoo_state(c->zh) != ZOO_CONNECTED_STATE)
+    return;
+  int ms = zkrc_session_timeout(s);
+  zkrc__call *marker = zkrc__call_new();
+  if (zkrc__zk_sync(c, "/", zkrc__call_string_done, marker) != ZOK)
+    zkrc__call_fail_unsent(marker, ZCONNECTIONLOSS);
+  zkrc__call_wait(marker, zkrc__deadline_after(MIN(ms, CLOSE_DRAIN_MS)));
+  zkrc__call_unref(marker);
+}
