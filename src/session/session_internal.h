@@ -222,6 +222,11 @@ void zkrc__session_unobserve(zkrc_session *s, unsigned long id);
  * The session is kept alive until the call has run. */
 void zkrc__session_post(zkrc_session *s, zkrc_callback_fn fn, void *arg);
 
+/* The session's executor as an object's (core/object.h) sees it: posting
+ * through zkrc__session_post.  The session must outlive the object (every
+ * object holds a reference on its session). */
+zkrc_executor zkrc__session_executor(zkrc_session *s);
+
 /* Run @p fn(@p arg) on the session's worker thread (internal work that must
  * not run on ZooKeeper's completion thread, or must be ordered with session
  * events). */

@@ -171,3 +171,11 @@ void zkrc__session_post(zkrc_session *s, zkrc_callback_fn fn, void *arg) {
   pc->arg = arg;
   s->executor.post(s->executor.ctx, posted_call_run, pc);
 }
+
+static void post_to_session(void *s, zkrc_callback_fn fn, void *arg) {
+  zkrc__session_post(s, fn, arg);
+}
+
+zkrc_executor zkrc__session_executor(zkrc_session *s) {
+  return (zkrc_executor){post_to_session, s};
+}
