@@ -23,7 +23,7 @@
 /* -------------------------------------------------------- ref counting */
 
 zkrc_session *zkrc__session_ref(zkrc_session *s) {
-  g_atomic_int_inc(&s->refs);
+  zkrc__object_ref(&s->o);
   return s;
 }
 
@@ -42,9 +42,13 @@ static void session_free(zkrc_session *s) {
   g_ptr_array_free(s->siblings, TRUE);
   g_mutex_clear(&s->siblings_mu);
   zkrc__session_deadlines_clear(s);
-  g_mutex_clear(&s->mu);
-  g_cond_clear(&s->cond);
+  g_mutex_clear(&s->o.mu);
+  g_cond_clear(&s->o.cond);
   g_free(s);
+}
+
+static void session_own_unref(zkrc__object *o) {
+  zkrc__session_unref((zkrc_session *)o);
 }
 
 void zkrc__session_unref(zkrc_session *s) {
@@ -56,16 +60,16 @@ void zkrc__session_unref(zkrc_session *s) {
    * first and waking it afterwards was a use after free, found by TSan.)
    * Read while our reference keeps the session alive. */
   if (g_atomic_int_get(&s->closing_waiters) > 0) {
-    g_mutex_lock(&s->mu);
-    gboolean last = g_atomic_int_dec_and_test(&s->refs);
+    g_mutex_lock(&s->o.mu);
+    gboolean last = g_atomic_int_dec_and_test(&s->o.refs);
     if (!last)
-      g_cond_broadcast(&s->cond);
-    g_mutex_unlock(&s->mu);
+      g_cond_broadcast(&s->o.cond);
+    g_mutex_unlock(&s->o.mu);
     if (last)
       session_free(s);
     return;
   }
-  if (g_atomic_int_dec_and_test(&s->refs))
+  if (g_atomic_int_dec_and_test(&s->o.refs))
     session_free(s);
 }
 
@@ -75,10 +79,10 @@ zkrc_session *zkrc__session_ref_recipe(zkrc_session *s) {
 }
 
 void zkrc__session_unref_recipe(zkrc_session *s) {
-  g_mutex_lock(&s->mu);              /* the mutex orders it with close's wait */
+  g_mutex_lock(&s->o.mu);            /* the mutex orders it with close's wait */
   g_atomic_int_add(&s->recipes, -1); /* incremented without the mutex */
-  g_cond_broadcast(&s->cond);
-  g_mutex_unlock(&s->mu);
+  g_cond_broadcast(&s->o.cond);
+  g_mutex_unlock(&s->o.mu);
   zkrc__session_unref(s);
 }
 
@@ -97,46 +101,48 @@ void zkrc__session_unref_recipe(zkrc_session *s) {
 static void wait_for_transient_refs(zkrc_session *s) {
   int64_t deadline = zkrc__deadline_after(CLOSE_SETTLE_MS);
   g_atomic_int_inc(&s->closing_waiters);
-  g_mutex_lock(&s->mu);
+  g_mutex_lock(&s->o.mu);
   /* Recipe objects still alive keep references (and their contenders do):
    * the session then ends with the last of them, later. */
   while (g_atomic_int_get(&s->recipes) == 0 &&
-         g_atomic_int_get(&s->refs) - g_atomic_int_get(&s->posted) > 1 &&
-         g_cond_wait_until(&s->cond, &s->mu, deadline))
+         g_atomic_int_get(&s->o.refs) - g_atomic_int_get(&s->posted) -
+                 g_atomic_int_get(&s->o.queued) >
+             1 &&
+         g_cond_wait_until(&s->o.cond, &s->o.mu, deadline))
     ;
-  g_mutex_unlock(&s->mu);
+  g_mutex_unlock(&s->o.mu);
   g_atomic_int_add(&s->closing_waiters, -1);
 }
 
 /* ------------------------------------------------------- pinned handles */
 
 zkrc_conn *zkrc__conn_use(zkrc_session *s) {
-  g_mutex_lock(&s->mu);
+  g_mutex_lock(&s->o.mu);
   zkrc_conn *c = s->conn;
   if (c)
     c->users++;
-  g_mutex_unlock(&s->mu);
+  g_mutex_unlock(&s->o.mu);
   return c;
 }
 
 void zkrc__conn_unuse(zkrc_conn *c) {
   zkrc_session *s = c->session;
-  g_mutex_lock(&s->mu);
+  g_mutex_lock(&s->o.mu);
   if (--c->users == 0 && c->retired)
-    g_cond_broadcast(&s->cond);
-  g_mutex_unlock(&s->mu);
+    g_cond_broadcast(&s->o.cond);
+  g_mutex_unlock(&s->o.mu);
 }
 
-/* zkrc__session_connected with s->mu held. */
+/* zkrc__session_connected with s->o.mu held. */
 static gboolean connected_locked(zkrc_session *s, uint64_t generation) {
   return s->conn && s->state == ZKRC_SESSION_CONNECTED &&
          (generation == 0 || s->conn->generation == generation);
 }
 
 gboolean zkrc__session_connected(zkrc_session *s, uint64_t generation) {
-  g_mutex_lock(&s->mu);
+  g_mutex_lock(&s->o.mu);
   gboolean up = connected_locked(s, generation);
-  g_mutex_unlock(&s->mu);
+  g_mutex_unlock(&s->o.mu);
   return up;
 }
 
@@ -147,23 +153,23 @@ zkrc__session_queue *zkrc__session_queue_of(zkrc_session *s) {
 }
 
 zkrc_conn *zkrc__conn_use_connected(zkrc_session *s, uint64_t generation) {
-  g_mutex_lock(&s->mu);
+  g_mutex_lock(&s->o.mu);
   zkrc_conn *c = connected_locked(s, generation) ? s->conn : NULL;
   if (c)
     c->users++;
-  g_mutex_unlock(&s->mu);
+  g_mutex_unlock(&s->o.mu);
   return c;
 }
 
 zkrc__session_view zkrc__session_look(zkrc_session *s, uint64_t generation) {
   int64_t now = g_get_monotonic_time();
-  g_mutex_lock(&s->mu);
+  g_mutex_lock(&s->o.mu);
   zkrc__session_view v = {
       .generation = s->conn ? s->conn->generation : 0,
       .session_id = s->conn ? s->conn->session_id : 0,
       .lease_left = zkrc__lease_left_locked(s, generation, now),
   };
-  g_mutex_unlock(&s->mu);
+  g_mutex_unlock(&s->o.mu);
   return v;
 }
 
@@ -174,9 +180,9 @@ gboolean zkrc__session_closed_locked(zkrc_session *s) {
 }
 
 gboolean zkrc__session_closed(zkrc_session *s) {
-  g_mutex_lock(&s->mu);
+  g_mutex_lock(&s->o.mu);
   gboolean closed = zkrc__session_closed_locked(s);
-  g_mutex_unlock(&s->mu);
+  g_mutex_unlock(&s->o.mu);
   return closed;
 }
 
@@ -233,9 +239,8 @@ static int normalize_options(zkrc_session_options *out,
 zkrc_session *zkrc__session_alloc(const char *hosts,
                                   const zkrc_session_options *opts) {
   zkrc_session *s = g_new0(zkrc_session, 1);
-  g_mutex_init(&s->mu);
-  g_cond_init(&s->cond);
-  s->refs = 1;
+  zkrc__object_init(&s->o, zkrc__session_executor(s), NULL);
+  s->o.own_unref = session_own_unref;
   s->hosts = g_strdup(hosts);
   s->opts = *opts;
   s->state = ZKRC_SESSION_CONNECTING;
@@ -300,9 +305,9 @@ uint64_t zkrc__session_next_generation_locked(zkrc_session *s) {
 int zkrc__session_open_first(zkrc_session *s) {
   int err = ZKRC_OK;
   zkrc__log_defer_begin(); /* zookeeper_init2 logs with our mutex held */
-  g_mutex_lock(&s->mu);
+  g_mutex_lock(&s->o.mu);
   zkrc__session_open_locked(s, &err);
-  g_mutex_unlock(&s->mu);
+  g_mutex_unlock(&s->o.mu);
   zkrc__log_flush(zkrc__log_defer_end());
   if (err != ZKRC_OK) {
     s->closing = TRUE;
@@ -334,19 +339,19 @@ int zkrc_session_wait_connected(zkrc_session *s, int timeout_ms) {
     return zkrc__fail(ZKRC_EINVAL);
   int64_t deadline = zkrc__deadline_after(timeout_ms);
   int err = ZKRC_OK;
-  g_mutex_lock(&s->mu);
+  g_mutex_lock(&s->o.mu);
   while (s->state != ZKRC_SESSION_CONNECTED) {
     if (s->closing || s->state == ZKRC_SESSION_CLOSED) {
       err = ZKRC_ECLOSED;
       break;
     }
-    if (!zkrc__cond_wait_until(&s->cond, &s->mu, deadline) &&
+    if (!zkrc__cond_wait_until(&s->o.cond, &s->o.mu, deadline) &&
         s->state != ZKRC_SESSION_CONNECTED) {
       err = ZKRC_ETIMEDOUT;
       break;
     }
   }
-  g_mutex_unlock(&s->mu);
+  g_mutex_unlock(&s->o.mu);
   return zkrc__fail(err);
 }
 
@@ -388,7 +393,7 @@ int zkrc_session_adopt(zkrc_session **out, zhandle_t *zh, const char *hosts,
   /* Our watcher may run on the client's thread as soon as it is
    * installed, before zoo_set_watcher has returned the application's: it
    * reads them under the mutex. */
-  g_mutex_lock(&s->mu);
+  g_mutex_lock(&s->o.mu);
   c->app_context = (void *)zoo_get_context(zh);
   c->app_watcher = zkrc__zk_adopt(c);
   s->conn = c;
@@ -401,13 +406,13 @@ int zkrc_session_adopt(zkrc_session **out, zhandle_t *zh, const char *hosts,
     s->negotiated_timeout_ms = zoo_recv_timeout(zh);
   }
   int timeout_ms = s->negotiated_timeout_ms;
-  g_mutex_unlock(&s->mu);
+  g_mutex_unlock(&s->o.mu);
   if (connected) {
     /* The first renewal before the state is public, as on the worker. */
     zkrc__lease_connected(s, c, TRUE, timeout_ms);
-    g_mutex_lock(&s->mu);
+    g_mutex_lock(&s->o.mu);
     s->state = ZKRC_SESSION_CONNECTED;
-    g_mutex_unlock(&s->mu);
+    g_mutex_unlock(&s->o.mu);
   }
   *out = s;
   return ZKRC_OK;
@@ -424,7 +429,7 @@ static void close_on_worker(void *data) {
   close_job *job = data;
   zkrc_session *s = job->s;
   zkrc__session_cancel_reopen(s);
-  g_mutex_lock(&s->mu);
+  g_mutex_lock(&s->o.mu);
   zkrc_conn *c = s->conn;
   s->conn = NULL;
   if (c)
@@ -433,8 +438,8 @@ static void close_on_worker(void *data) {
   /* A session that closed itself (no reopen after expiry) announced it. */
   gboolean announced = s->state == ZKRC_SESSION_CLOSED;
   s->state = ZKRC_SESSION_CLOSED;
-  g_cond_broadcast(&s->cond);
-  g_mutex_unlock(&s->mu);
+  g_cond_broadcast(&s->o.cond);
+  g_mutex_unlock(&s->o.mu);
 
   if (!announced)
     zkrc__session_announce(s, ZKRC_SESSION_EVENT_CLOSED, c ? c->generation : 0);
@@ -443,19 +448,19 @@ static void close_on_worker(void *data) {
     zkrc__session_close_conn(s, c);
   }
 
-  g_mutex_lock(&s->mu);
+  g_mutex_lock(&s->o.mu);
   job->done = TRUE;
-  g_cond_broadcast(&s->cond);
-  g_mutex_unlock(&s->mu);
+  g_cond_broadcast(&s->o.cond);
+  g_mutex_unlock(&s->o.mu);
 }
 
 /* Runs on the executor after every callback posted before it. */
 static void drained(void *data) {
   close_job *job = data;
-  g_mutex_lock(&job->s->mu);
+  g_mutex_lock(&job->s->o.mu);
   job->drained = TRUE;
-  g_cond_broadcast(&job->s->cond);
-  g_mutex_unlock(&job->s->mu);
+  g_cond_broadcast(&job->s->o.cond);
+  g_mutex_unlock(&job->s->o.mu);
 }
 
 /* With the default executor, wait until the callbacks posted so far (the
@@ -465,19 +470,19 @@ static void wait_for_callbacks(zkrc_session *s, close_job *job) {
   if (s->cb_thread == NULL || s->cb_thread == g_thread_self())
     return;
   zkrc__session_post(s, drained, job);
-  g_mutex_lock(&s->mu);
+  g_mutex_lock(&s->o.mu);
   while (!job->drained)
-    g_cond_wait(&s->cond, &s->mu);
-  g_mutex_unlock(&s->mu);
+    g_cond_wait(&s->o.cond, &s->o.mu);
+  g_mutex_unlock(&s->o.mu);
 }
 
 void zkrc_session_close(zkrc_session *s) {
   if (s == NULL)
     return;
-  g_mutex_lock(&s->mu);
+  g_mutex_lock(&s->o.mu);
   gboolean already = s->closing;
   s->closing = TRUE;
-  g_mutex_unlock(&s->mu);
+  g_mutex_unlock(&s->o.mu);
   if (!already) {
     zkrc__session_close_siblings(s);
     close_job job = {s, FALSE, FALSE};
@@ -485,10 +490,10 @@ void zkrc_session_close(zkrc_session *s) {
       close_on_worker(&job);
     } else {
       zkrc__session_run_on_worker(s, close_on_worker, &job);
-      g_mutex_lock(&s->mu);
+      g_mutex_lock(&s->o.mu);
       while (!job.done)
-        g_cond_wait(&s->cond, &s->mu);
-      g_mutex_unlock(&s->mu);
+        g_cond_wait(&s->o.cond, &s->o.mu);
+      g_mutex_unlock(&s->o.mu);
     }
     wait_for_callbacks(s, &job);
     if (!zkrc__session_on_worker(s) && s->cb_thread != g_thread_self())
@@ -514,27 +519,27 @@ int zkrc__request_deadline(zkrc_session *s, int timeout_ms, int64_t *deadline) {
 zkrc_session_state zkrc_session_get_state(zkrc_session *s) {
   if (s == NULL)
     return ZKRC_SESSION_CLOSED;
-  g_mutex_lock(&s->mu);
+  g_mutex_lock(&s->o.mu);
   zkrc_session_state st = s->state;
-  g_mutex_unlock(&s->mu);
+  g_mutex_unlock(&s->o.mu);
   return st;
 }
 
 int64_t zkrc_session_id(zkrc_session *s) {
   if (s == NULL)
     return 0;
-  g_mutex_lock(&s->mu);
+  g_mutex_lock(&s->o.mu);
   int64_t id = s->conn ? s->conn->session_id : 0;
-  g_mutex_unlock(&s->mu);
+  g_mutex_unlock(&s->o.mu);
   return id;
 }
 
 int zkrc_session_timeout(zkrc_session *s) {
   if (s == NULL)
     return 0;
-  g_mutex_lock(&s->mu);
+  g_mutex_lock(&s->o.mu);
   int t = s->negotiated_timeout_ms;
-  g_mutex_unlock(&s->mu);
+  g_mutex_unlock(&s->o.mu);
   return t;
 }
 

@@ -30,16 +30,16 @@ static auth_entry *auth_entry_new(const char *scheme, const char *cred) {
 
 void zkrc__session_copy_auths(zkrc_session *to, zkrc_session *from) {
   GPtrArray *copies = g_ptr_array_new();
-  g_mutex_lock(&from->mu);
+  g_mutex_lock(&from->o.mu);
   for (guint i = 0; i < from->auths->len; i++) {
     const auth_entry *a = g_ptr_array_index(from->auths, i);
     g_ptr_array_add(copies, auth_entry_new(a->scheme, a->cred));
   }
-  g_mutex_unlock(&from->mu);
-  g_mutex_lock(&to->mu);
+  g_mutex_unlock(&from->o.mu);
+  g_mutex_lock(&to->o.mu);
   for (guint i = 0; i < copies->len; i++)
     g_ptr_array_add(to->auths, g_ptr_array_index(copies, i));
-  g_mutex_unlock(&to->mu);
+  g_mutex_unlock(&to->o.mu);
   g_ptr_array_free(copies, TRUE);
 }
 
@@ -48,9 +48,9 @@ void zkrc__session_copy_auths(zkrc_session *to, zkrc_session *from) {
 static zkrc_conn *keep_auth(zkrc_session *s, const char *scheme,
                             const char *cred) {
   auth_entry *a = auth_entry_new(scheme, cred);
-  g_mutex_lock(&s->mu);
+  g_mutex_lock(&s->o.mu);
   g_ptr_array_add(s->auths, a);
-  g_mutex_unlock(&s->mu);
+  g_mutex_unlock(&s->o.mu);
   return zkrc__conn_use(s);
 }
 

@@ -34,20 +34,20 @@ typedef struct state_change {
 #define CLOSE_DRAIN_MS 2000
 
 void zkrc__session_close_conn(zkrc_session *s, zkrc_conn *c) {
-  g_mutex_lock(&s->mu);
+  g_mutex_lock(&s->o.mu);
   while (c->users > 0)
-    g_cond_wait(&s->cond, &s->mu);
-  g_mutex_unlock(&s->mu);
+    g_cond_wait(&s->o.cond, &s->o.mu);
+  g_mutex_unlock(&s->o.mu);
   zookeeper_close(c->zh);
   zkrc__watch_drop_generation(s, c->generation);
   g_free(c);
 }
 
 void zkrc__session_retire(zkrc_session *s, zkrc_session_event_type why) {
-  g_mutex_lock(&s->mu);
+  g_mutex_lock(&s->o.mu);
   zkrc_conn *c = s->conn;
   if (c == NULL) {
-    g_mutex_unlock(&s->mu);
+    g_mutex_unlock(&s->o.mu);
     return;
   }
   s->conn = NULL;
@@ -62,8 +62,8 @@ void zkrc__session_retire(zkrc_session *s, zkrc_session_event_type why) {
     s->n_expiries++;
     zkrc__reaper_forget_locked(s, c->generation);
   }
-  g_cond_broadcast(&s->cond);
-  g_mutex_unlock(&s->mu);
+  g_cond_broadcast(&s->o.cond);
+  g_mutex_unlock(&s->o.mu);
 
   uint64_t generation = c->generation;
   zkrc__session_announce(s, why, generation);
@@ -74,10 +74,10 @@ void zkrc__session_retire(zkrc_session *s, zkrc_session_event_type why) {
   }
   int err = ZKRC_OK;
   zkrc__log_defer_begin(); /* zookeeper_init2 logs with our mutex held */
-  g_mutex_lock(&s->mu);
+  g_mutex_lock(&s->o.mu);
   if (!s->closing)
     zkrc__session_open_locked(s, &err);
-  g_mutex_unlock(&s->mu);
+  g_mutex_unlock(&s->o.mu);
   zkrc__log_flush(zkrc__log_defer_end());
 }
 
@@ -92,7 +92,7 @@ static int apply_state_locked(zkrc_session *s, zkrc_conn *c, int zk_state,
     s->last_session_id = client_id;
     s->negotiated_timeout_ms = recv_timeout;
     s->state = ZKRC_SESSION_CONNECTED;
-    g_cond_broadcast(&s->cond);
+    g_cond_broadcast(&s->o.cond);
     if (new_session) {
       s->n_sessions++;
       return ZKRC_SESSION_EVENT_CONNECTED;
@@ -108,7 +108,7 @@ static int apply_state_locked(zkrc_session *s, zkrc_conn *c, int zk_state,
       return -1;
     s->state = ZKRC_SESSION_SUSPENDED;
     s->n_suspensions++;
-    g_cond_broadcast(&s->cond);
+    g_cond_broadcast(&s->o.cond);
     return ZKRC_SESSION_EVENT_SUSPENDED;
   }
   return -1;
@@ -116,23 +116,23 @@ static int apply_state_locked(zkrc_session *s, zkrc_conn *c, int zk_state,
 
 /* Is a CONNECTED report about a connection we have not seen yet? */
 static gboolean is_new_connection(zkrc_session *s) {
-  g_mutex_lock(&s->mu);
+  g_mutex_lock(&s->o.mu);
   gboolean fresh = s->state != ZKRC_SESSION_CONNECTED;
-  g_mutex_unlock(&s->mu);
+  g_mutex_unlock(&s->o.mu);
   return fresh;
 }
 
 static void handle_state_change(void *data) {
   state_change *sc = data;
   zkrc_session *s = sc->s;
-  g_mutex_lock(&s->mu);
+  g_mutex_lock(&s->o.mu);
   zkrc_conn *c = s->conn;
   if (c == NULL || c->generation != sc->generation) {
-    g_mutex_unlock(&s->mu);
+    g_mutex_unlock(&s->o.mu);
     g_free(sc);
     return; /* about a handle already retired */
   }
-  g_mutex_unlock(&s->mu);
+  g_mutex_unlock(&s->o.mu);
 
   if (sc->zk_state == ZOO_EXPIRED_SESSION_STATE) {
     zkrc__session_retire(s, ZKRC_SESSION_EVENT_EXPIRED);
@@ -150,9 +150,9 @@ static void handle_state_change(void *data) {
       g_free(sc);
       return;
     }
-    g_mutex_lock(&s->mu);
+    g_mutex_lock(&s->o.mu);
     int ev = apply_state_locked(s, c, sc->zk_state, client_id, recv_timeout);
-    g_mutex_unlock(&s->mu);
+    g_mutex_unlock(&s->o.mu);
     if (ev >= 0)
       zkrc__session_announce(s, (zkrc_session_event_type)ev, sc->generation);
     if (ev == ZKRC_SESSION_EVENT_CONNECTED ||
@@ -175,10 +175,10 @@ void zkrc__session_global_watcher(zhandle_t *zh, int type, int state,
     sc->zk_state = state;
     zkrc__session_run_on_worker(c->session, handle_state_change, sc);
   }
-  g_mutex_lock(&c->session->mu); /* see zkrc_session_adopt */
+  g_mutex_lock(&c->session->o.mu); /* see zkrc_session_adopt */
   watcher_fn app_watcher = c->app_watcher;
   void *app_context = c->app_context;
-  g_mutex_unlock(&c->session->mu);
+  g_mutex_unlock(&c->session->o.mu);
   if (app_watcher)
     app_watcher(zh, type, state, path, app_context);
 }
@@ -194,14 +194,14 @@ static gboolean reopen_fired(gpointer data) {
   zkrc_session *s = data;
   int err = ZKRC_OK;
   zkrc__log_defer_begin(); /* zookeeper_init2 logs with our mutex held */
-  g_mutex_lock(&s->mu);
+  g_mutex_lock(&s->o.mu);
   if (s->reopen_timer == g_main_current_source()) {
     g_source_unref(s->reopen_timer);
     s->reopen_timer = NULL;
     if (!s->closing && s->conn == NULL && s->state == ZKRC_SESSION_CONNECTING)
       zkrc__session_open_locked(s, &err);
   }
-  g_mutex_unlock(&s->mu);
+  g_mutex_unlock(&s->o.mu);
   zkrc__log_flush(zkrc__log_defer_end());
   return G_SOURCE_REMOVE;
 }
@@ -218,10 +218,10 @@ static void schedule_reopen_locked(zkrc_session *s) {
 }
 
 void zkrc__session_cancel_reopen(zkrc_session *s) {
-  g_mutex_lock(&s->mu);
+  g_mutex_lock(&s->o.mu);
   GSource *timer = s->reopen_timer;
   s->reopen_timer = NULL;
-  g_mutex_unlock(&s->mu);
+  g_mutex_unlock(&s->o.mu);
   if (timer) {
     g_source_destroy(timer); /* drops the timer's session reference */
     g_source_unref(timer);
@@ -246,7 +246,7 @@ void zkrc__session_open_locked(zkrc_session *s, int *err) {
     *err = ZKRC_ENOMEM;
     g_free(c);
     s->state = ZKRC_SESSION_CLOSED;
-    g_cond_broadcast(&s->cond);
+    g_cond_broadcast(&s->o.cond);
     return;
   }
   if (c->zh == NULL) {
@@ -265,7 +265,7 @@ void zkrc__session_open_locked(zkrc_session *s, int *err) {
   s->conn = c;
   s->state = ZKRC_SESSION_CONNECTING;
   s->negotiated_timeout_ms = s->opts.session_timeout_ms;
-  g_cond_broadcast(&s->cond);
+  g_cond_broadcast(&s->o.cond);
 }
 
 /* One sync marks the end: one session's requests are answered in order.

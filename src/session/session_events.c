@@ -23,7 +23,7 @@ typedef struct observer {
 } observer;
 
 typedef struct listener_call {
-  zkrc_session *s;
+  zkrc__object_event base;
   unsigned long id;
   zkrc_session_event ev;
 } listener_call;
@@ -61,9 +61,9 @@ static void event_reason(zkrc_session_event_type type,
 
 void zkrc__session_event_reason(zkrc_session *s, zkrc_session_event_type type,
                                 int *reason, int *zk_error) {
-  g_mutex_lock(&s->mu);
+  g_mutex_lock(&s->o.mu);
   zkrc_session_event_type end = s->end_event;
-  g_mutex_unlock(&s->mu);
+  g_mutex_unlock(&s->o.mu);
   event_reason(type, end, reason, zk_error);
 }
 
@@ -99,12 +99,14 @@ static void event_reason(zkrc_session_event_type type,
   }
 }
 
-static void listener_call_run(void *data) {
-  listener_call *lc = data;
-  zkrc_session *s = lc->s;
+/* A listener is looked up when its event is told: one removed meanwhile
+ * hears nothing more. */
+static void listener_call_tell(zkrc__object *o, zkrc__object_event *ev) {
+  listener_call *lc = (listener_call *)ev;
+  zkrc_session *s = (zkrc_session *)o;
   zkrc_session_event_fn fn = NULL;
   void *arg = NULL;
-  g_mutex_lock(&s->mu);
+  g_mutex_lock(&s->o.mu);
   for (guint i = 0; i < s->listeners->len; i++) {
     listener *l = g_ptr_array_index(s->listeners, i);
     if (l->id == lc->id) {
@@ -112,36 +114,30 @@ static void listener_call_run(void *data) {
       arg = l->arg;
     }
   }
-  g_mutex_unlock(&s->mu);
+  g_mutex_unlock(&s->o.mu);
   if (fn)
     fn(s, &lc->ev, arg);
-  g_free(lc);
 }
 
 static void post_to_listeners(zkrc_session *s, zkrc_session_event_type type) {
   zkrc_session_event ev = {.type = type};
-  g_mutex_lock(&s->mu);
+  g_mutex_lock(&s->o.mu);
   event_reason(type, s->end_event, &ev.reason, &ev.zk_error);
   ev.session_id = s->last_session_id;
-  GArray *ids = g_array_new(FALSE, FALSE, sizeof(unsigned long));
   for (guint i = 0; i < s->listeners->len; i++) {
     listener *l = g_ptr_array_index(s->listeners, i);
-    g_array_append_val(ids, l->id);
-  }
-  g_mutex_unlock(&s->mu);
-  for (guint i = 0; i < ids->len; i++) {
-    listener_call *lc = g_new(listener_call, 1);
-    lc->s = s;
-    lc->id = g_array_index(ids, unsigned long, i);
+    listener_call *lc =
+        zkrc__object_event_new(sizeof *lc, listener_call_tell, NULL);
+    lc->id = l->id;
     lc->ev = ev;
-    zkrc__session_post(s, listener_call_run, lc);
+    zkrc__object_tell_locked(&s->o, &lc->base);
   }
-  g_array_free(ids, TRUE);
+  g_mutex_unlock(&s->o.mu);
 }
 
 void zkrc__session_notify_observers(zkrc_session *s, zkrc_session_event_type ev,
                                     uint64_t generation) {
-  g_mutex_lock(&s->mu);
+  g_mutex_lock(&s->o.mu);
   GPtrArray *copy = g_ptr_array_new_with_free_func(g_free);
   GHashTableIter it;
   gpointer value;
@@ -149,22 +145,22 @@ void zkrc__session_notify_observers(zkrc_session *s, zkrc_session_event_type ev,
   while (g_hash_table_iter_next(&it, NULL, &value))
     g_ptr_array_add(copy, g_memdup2(value, sizeof(observer)));
   s->notifying = TRUE;
-  g_mutex_unlock(&s->mu);
+  g_mutex_unlock(&s->o.mu);
 
   for (guint i = 0; i < copy->len; i++) {
     observer *o = g_ptr_array_index(copy, i);
     /* An observer removed by an earlier one in this round is skipped. */
-    g_mutex_lock(&s->mu);
+    g_mutex_lock(&s->o.mu);
     gboolean still_there = g_hash_table_contains(s->observers, &o->id);
-    g_mutex_unlock(&s->mu);
+    g_mutex_unlock(&s->o.mu);
     if (still_there)
       o->fn(s, ev, generation, o->arg);
   }
 
-  g_mutex_lock(&s->mu);
+  g_mutex_lock(&s->o.mu);
   s->notifying = FALSE;
-  g_cond_broadcast(&s->cond);
-  g_mutex_unlock(&s->mu);
+  g_cond_broadcast(&s->o.cond);
+  g_mutex_unlock(&s->o.mu);
   g_ptr_array_free(copy, TRUE);
 }
 
@@ -182,9 +178,9 @@ static void log_session_event(zkrc_session *s, zkrc_session_event_type ev) {
   };
   if ((unsigned)ev >= G_N_ELEMENTS(levels) || !zkrc__log_enabled(levels[ev]))
     return;
-  g_mutex_lock(&s->mu);
+  g_mutex_lock(&s->o.mu);
   int64_t id = s->last_session_id; /* an expired one's handle is gone */
-  g_mutex_unlock(&s->mu);
+  g_mutex_unlock(&s->o.mu);
   zkrc__log(levels[ev], "session 0x%" G_GINT64_MODIFIER "x (%s): %s", id,
             s->hosts ? s->hosts : "adopted handle",
             zkrc_session_event_name(ev));
@@ -202,22 +198,22 @@ unsigned long zkrc__session_observe(zkrc_session *s, zkrc__observer_fn fn,
   observer *o = g_new(observer, 1);
   o->fn = fn;
   o->arg = arg;
-  g_mutex_lock(&s->mu);
+  g_mutex_lock(&s->o.mu);
   o->id = ++s->next_observer_id;
   g_hash_table_insert(s->observers, &o->id, o);
   if (closed)
     *closed = zkrc__session_closed_locked(s);
-  g_mutex_unlock(&s->mu);
+  g_mutex_unlock(&s->o.mu);
   return o->id;
 }
 
 void zkrc__session_unobserve(zkrc_session *s, unsigned long id) {
-  g_mutex_lock(&s->mu);
+  g_mutex_lock(&s->o.mu);
   g_hash_table_remove(s->observers, &id);
   /* The worker may be calling it right now with a copy. */
   while (s->notifying && !zkrc__session_on_worker(s))
-    g_cond_wait(&s->cond, &s->mu);
-  g_mutex_unlock(&s->mu);
+    g_cond_wait(&s->o.cond, &s->o.mu);
+  g_mutex_unlock(&s->o.mu);
 }
 
 int zkrc_session_add_listener(zkrc_session *s, zkrc_session_event_fn fn,
@@ -227,15 +223,15 @@ int zkrc_session_add_listener(zkrc_session *s, zkrc_session_event_fn fn,
   listener *l = g_new(listener, 1);
   l->fn = fn;
   l->arg = arg;
-  g_mutex_lock(&s->mu);
+  g_mutex_lock(&s->o.mu);
   if (s->closing) {
-    g_mutex_unlock(&s->mu);
+    g_mutex_unlock(&s->o.mu);
     g_free(l);
     return zkrc__fail(ZKRC_ECLOSED);
   }
   l->id = ++s->next_listener_id;
   g_ptr_array_add(s->listeners, l);
-  g_mutex_unlock(&s->mu);
+  g_mutex_unlock(&s->o.mu);
   if (id)
     *id = l->id;
   return ZKRC_OK;
@@ -245,7 +241,7 @@ int zkrc_session_remove_listener(zkrc_session *s, unsigned long id) {
   if (s == NULL)
     return zkrc__fail(ZKRC_EINVAL);
   int err = ZKRC_EINVAL;
-  g_mutex_lock(&s->mu);
+  g_mutex_lock(&s->o.mu);
   for (guint i = 0; i < s->listeners->len; i++) {
     listener *l = g_ptr_array_index(s->listeners, i);
     if (l->id == id) {
@@ -254,6 +250,6 @@ int zkrc_session_remove_listener(zkrc_session *s, unsigned long id) {
       break;
     }
   }
-  g_mutex_unlock(&s->mu);
+  g_mutex_unlock(&s->o.mu);
   return zkrc__fail(err);
 }

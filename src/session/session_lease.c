@@ -6,7 +6,7 @@
  *
  * Threads.  Renewals are sent from the worker (its timer, or a new
  * connection) and answered on ZooKeeper's completion thread, which updates
- * the lease under s->mu and re-arms the worker's timers (GLib allows that
+ * the lease under s->o.mu and re-arms the worker's timers (GLib allows that
  * from any thread).  The lapse itself is handled on the worker, where
  * handles are retired.
  */
@@ -47,7 +47,7 @@ static GSource *ready_time_source(zkrc_session *s, GSourceFunc fn) {
   return src;
 }
 
-/* Does the lease describe the current handle?  (s->mu held.) */
+/* Does the lease describe the current handle?  (s->o.mu held.) */
 static gboolean lease_current_locked(zkrc_session *s) {
   return s->conn != NULL && s->lease_generation == s->conn->generation;
 }
@@ -62,7 +62,7 @@ static void arm_lapse_locked(zkrc_session *s) {
 static gboolean lapse_fired(gpointer data) {
   zkrc_session *s = data;
   int64_t now = g_get_monotonic_time();
-  g_mutex_lock(&s->mu);
+  g_mutex_lock(&s->o.mu);
   g_source_set_ready_time(s->lapse_timer, -1);
   gboolean lost =
       lease_current_locked(s) && zkrc__lease_expired_at(&s->lease, now);
@@ -70,7 +70,7 @@ static gboolean lapse_fired(gpointer data) {
     s->lease.lapsed = TRUE; /* nothing extends it any more */
   else if (lease_current_locked(s))
     arm_lapse_locked(s); /* extended meanwhile */
-  g_mutex_unlock(&s->mu);
+  g_mutex_unlock(&s->o.mu);
   if (lost)
     zkrc__session_retire(s, ZKRC_SESSION_EVENT_LOST);
   return G_SOURCE_CONTINUE;
@@ -102,7 +102,7 @@ static void renewal_done(int rc, const char *value, const void *data) {
   zkrc_session *s = r->s;
   int64_t now = g_get_monotonic_time();
   gboolean leased = FALSE;
-  g_mutex_lock(&s->mu);
+  g_mutex_lock(&s->o.mu);
   if (lease_current_locked(s) && s->lease_generation == r->generation &&
       s->connection == r->connection) {
     s->renewal_in_flight = FALSE;
@@ -122,7 +122,7 @@ static void renewal_done(int rc, const char *value, const void *data) {
     }
     /* A lost connection: the next one sends a renewal first thing. */
   }
-  g_mutex_unlock(&s->mu);
+  g_mutex_unlock(&s->o.mu);
   if (leased) {
     leased_job *job = g_new(leased_job, 1);
     job->s = s;
@@ -137,11 +137,11 @@ static void renewal_done(int rc, const char *value, const void *data) {
  * timer only while connected; @p any_state for a connection not yet made
  * public. */
 static void send_renewal(zkrc_session *s, gboolean any_state) {
-  g_mutex_lock(&s->mu);
+  g_mutex_lock(&s->o.mu);
   zkrc_conn *c = s->conn;
   if (!lease_current_locked(s) || s->renewal_in_flight ||
       (!any_state && s->state != ZKRC_SESSION_CONNECTED)) {
-    g_mutex_unlock(&s->mu);
+    g_mutex_unlock(&s->o.mu);
     return;
   }
   c->users++;
@@ -150,7 +150,7 @@ static void send_renewal(zkrc_session *s, gboolean any_state) {
   r->s = zkrc__session_ref(s);
   r->generation = c->generation;
   r->connection = s->connection;
-  g_mutex_unlock(&s->mu);
+  g_mutex_unlock(&s->o.mu);
   /* Before the request leaves: the lease may only count from earlier. */
   r->sent = g_get_monotonic_time();
   int rc = zkrc__zk_sync(c, "/", renewal_done, r);
@@ -200,9 +200,9 @@ gboolean zkrc__lease_connected(zkrc_session *s, zkrc_conn *c,
   zkrc__lease_params p;
   zkrc__lease_params_init(&p, timeout_ms, s->opts.server_tick_ms);
   int64_t now = g_get_monotonic_time();
-  g_mutex_lock(&s->mu);
+  g_mutex_lock(&s->o.mu);
   if (c != s->conn) {
-    g_mutex_unlock(&s->mu);
+    g_mutex_unlock(&s->o.mu);
     return FALSE;
   }
   if (new_session || s->lease_generation != c->generation) {
@@ -216,7 +216,7 @@ gboolean zkrc__lease_connected(zkrc_session *s, zkrc_conn *c,
   s->renewal_in_flight = FALSE;
   g_source_set_ready_time(s->renew_timer, -1);
   arm_lapse_locked(s);
-  g_mutex_unlock(&s->mu);
+  g_mutex_unlock(&s->o.mu);
   if (alive)
     send_renewal(s, TRUE);
   return alive;
@@ -231,9 +231,9 @@ int64_t zkrc__lease_left_locked(zkrc_session *s, uint64_t generation,
 
 int64_t zkrc__session_lease_left(zkrc_session *s, uint64_t generation) {
   int64_t now = g_get_monotonic_time();
-  g_mutex_lock(&s->mu);
+  g_mutex_lock(&s->o.mu);
   int64_t left = zkrc__lease_left_locked(s, generation, now);
-  g_mutex_unlock(&s->mu);
+  g_mutex_unlock(&s->o.mu);
   return left;
 }
 
@@ -243,18 +243,18 @@ int zkrc_session_lease_remaining(zkrc_session *s) {
   if (s == NULL)
     return 0;
   int64_t now = g_get_monotonic_time();
-  g_mutex_lock(&s->mu);
+  g_mutex_lock(&s->o.mu);
   int64_t left =
       lease_current_locked(s) ? zkrc__lease_remaining(&s->lease, now) : 0;
-  g_mutex_unlock(&s->mu);
+  g_mutex_unlock(&s->o.mu);
   return (int)(left / 1000);
 }
 
 int zkrc_session_lease_floor(zkrc_session *s) {
   if (s == NULL)
     return 0;
-  g_mutex_lock(&s->mu);
+  g_mutex_lock(&s->o.mu);
   int64_t floor = lease_current_locked(s) ? zkrc__lease_floor(&s->lease.p) : 0;
-  g_mutex_unlock(&s->mu);
+  g_mutex_unlock(&s->o.mu);
   return (int)(floor / 1000);
 }

@@ -20,11 +20,11 @@
  * contender's (queue.c), then a session's list of the sessions opened
  * beside it (s->siblings_mu, session_place.c: a new sibling's mutexes are
  * taken under it), then the session's list of contenders
- * (s->queue.contenders_mu, queue_observe.c), then the session's (s->mu) or
+ * (s->queue.contenders_mu, queue_observe.c), then the session's (s->o.mu) or
  * its gate's (s->queue.gate.mu, queue_gate.c; never both), then the watch registry's
  * (watch.c); GLib's own context locks come last.  A thread may
  * skip levels but never take one while holding a later one.  No zoo_* call
- * is made with s->mu held, and no user code is called with any of them.
+ * is made with s->o.mu held, and no user code is called with any of them.
  * The session's table of directories seen to exist (dirtable.c) and a
  * recipe object's queue tail (zkrc__queue_tail, queue_tail.c) have a mutex
  * of their own each, taken under any of these, none taken under it; so does
@@ -47,6 +47,7 @@
 
 #include "core/dirtable.h"
 #include "core/lease.h"
+#include "core/object.h"
 #include "session/session_internal.h"
 
 /* Credentials given with zkrc_session_add_auth(), for every new handle. */
@@ -56,9 +57,10 @@ typedef struct auth_entry {
 } auth_entry;
 
 struct zkrc_session {
-  GMutex mu;
-  GCond cond; /* state changes, conn users, observer dispatch */
-  gint refs;
+  /* Its references (o.refs: zkrc__session_unref is its own_unref, for
+   * close's wait), its mutex and condition (o.mu, o.cond: state changes,
+   * conn users, observer dispatch) and its listeners' events. */
+  zkrc__object o;
   gint recipes; /* references held by recipe objects (locks, elections) */
   gint closing_waiters; /* zkrc_session_close() waiting for references */
   /* Calls posted to the executor that have not run yet (each holds a
@@ -153,7 +155,7 @@ struct zkrc_session {
  * (session.c); zkrc__session_open_locked() opens one. */
 zkrc_session *zkrc__session_alloc(const char *hosts,
                                   const zkrc_session_options *opts);
-/* The generation of a new handle of @p s (s->mu held).  Numbered across
+/* The generation of a new handle of @p s (s->o.mu held).  Numbered across
  * every session of the process, not per session: a generation names one
  * ZooKeeper session of one session object, so that a recipe asking one
  * session about another's generation (a contender on a session opened
@@ -213,7 +215,7 @@ void zkrc__session_notify_observers(zkrc_session *s, zkrc_session_event_type ev,
 
 /* ---- Handles (session_conn.c) ---------------------------------------- */
 
-/* Open a new handle as the current one (s->mu held).  A host string whose
+/* Open a new handle as the current one (s->o.mu held).  A host string whose
  * names do not resolve (its syntax was checked before) is tried again
  * later, with a backoff; out of memory sets *err to ZKRC_ENOMEM and closes
  * the session. */
@@ -246,10 +248,10 @@ GPtrArray *zkrc__reaper_new(void);
 /* Worker thread, once connected: try every pending entry. */
 void zkrc__reaper_run(zkrc_session *s);
 /* Forget the entries for nodes of an expired ZooKeeper session: the
- * servers deleted them with the session (s->mu held). */
+ * servers deleted them with the session (s->o.mu held). */
 void zkrc__reaper_forget_locked(zkrc_session *s, uint64_t generation);
 
-/* zkrc__session_closed with s->mu held (session.c). */
+/* zkrc__session_closed with s->o.mu held (session.c). */
 gboolean zkrc__session_closed_locked(zkrc_session *s);
 
 /* ---- The lease driver (session_lease.c) ------------------------------ */
@@ -257,7 +259,7 @@ gboolean zkrc__session_closed_locked(zkrc_session *s);
 /* Create and free the driver's timers (on the worker's context). */
 void zkrc__lease_driver_init(zkrc_session *s);
 void zkrc__lease_driver_free(zkrc_session *s);
-/* A new handle was just opened (s->mu held): no lease until it connects. */
+/* A new handle was just opened (s->o.mu held): no lease until it connects. */
 void zkrc__lease_handle_opened_locked(zkrc_session *s);
 /* Worker, before a connection of the current handle is made public: start
  * the lease of a new session (@p new_session) or a new connection of the
@@ -266,9 +268,9 @@ void zkrc__lease_handle_opened_locked(zkrc_session *s);
  * out before the connection came back (the session is then lost). */
 gboolean zkrc__lease_connected(zkrc_session *s, zkrc_conn *c,
                                gboolean new_session, int timeout_ms);
-/* The current handle is retired or the session closes (s->mu held). */
+/* The current handle is retired or the session closes (s->o.mu held). */
 void zkrc__lease_stop_locked(zkrc_session *s);
-/* zkrc__session_lease_left at @p now, with s->mu held. */
+/* zkrc__session_lease_left at @p now, with s->o.mu held. */
 int64_t zkrc__lease_left_locked(zkrc_session *s, uint64_t generation,
                                 int64_t now);
 

@@ -44,11 +44,11 @@ void zkrc__reaper_forget_locked(zkrc_session *s, uint64_t generation) {
 }
 
 static void reap_done(zkrc_session *s, reap_entry *entry, int rc) {
-  g_mutex_lock(&s->mu);
+  g_mutex_lock(&s->o.mu);
   entry->in_flight = FALSE;
   if (rc == ZOK || rc == ZNONODE)
     g_ptr_array_remove(s->reap, entry); /* frees it */
-  g_mutex_unlock(&s->mu);
+  g_mutex_unlock(&s->o.mu);
 }
 
 static void reap_delete_completion(int rc, const void *data) {
@@ -88,7 +88,7 @@ void zkrc__reaper_run(zkrc_session *s) {
   zkrc_conn *c = zkrc__conn_use(s);
   if (c == NULL)
     return;
-  g_mutex_lock(&s->mu);
+  g_mutex_lock(&s->o.mu);
   GPtrArray *todo = g_ptr_array_new();
   for (guint i = 0; i < s->reap->len; i++) {
     reap_entry *r = g_ptr_array_index(s->reap, i);
@@ -97,7 +97,7 @@ void zkrc__reaper_run(zkrc_session *s) {
       g_ptr_array_add(todo, r);
     }
   }
-  g_mutex_unlock(&s->mu);
+  g_mutex_unlock(&s->o.mu);
 
   for (guint i = 0; i < todo->len; i++) {
     reap_entry *r = g_ptr_array_index(todo, i);
@@ -132,11 +132,11 @@ void zkrc__session_reap(zkrc_session *s, const char *parent, const char *prefix,
   r->prefix = g_strdup(prefix);
   r->name = g_strdup(name);
   r->generation = generation;
-  g_mutex_lock(&s->mu);
+  g_mutex_lock(&s->o.mu);
   gboolean closing = s->closing;
   if (!closing)
     g_ptr_array_add(s->reap, r);
-  g_mutex_unlock(&s->mu);
+  g_mutex_unlock(&s->o.mu);
   if (closing) {
     free_reap(r); /* closing the handle removes our ephemeral nodes */
     return;

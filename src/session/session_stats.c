@@ -23,12 +23,12 @@ int zkrc_session_get_stats(zkrc_session *s, zkrc_session_stats *out,
   if (s == NULL)
     return zkrc__fail(ZKRC_EINVAL);
   zkrc_session_stats st = {0};
-  g_mutex_lock(&s->mu);
+  g_mutex_lock(&s->o.mu);
   st.sessions = s->n_sessions;
   st.suspensions = s->n_suspensions;
   st.reconnects = s->n_reconnects;
   st.expiries = s->n_expiries;
-  g_mutex_unlock(&s->mu);
+  g_mutex_unlock(&s->o.mu);
   st.renewals = __atomic_load_n(&s->n_renewals, __ATOMIC_RELAXED);
   st.requests = __atomic_load_n(&s->n_requests, __ATOMIC_RELAXED);
   st.state = (int)zkrc_session_get_state(s);
@@ -37,9 +37,9 @@ int zkrc_session_get_stats(zkrc_session *s, zkrc_session_stats *out,
 }
 
 int64_t zkrc__session_label_id(zkrc_session *s) {
-  g_mutex_lock(&s->mu);
+  g_mutex_lock(&s->o.mu);
   int64_t id =
       s->conn && s->conn->session_id ? s->conn->session_id : s->last_session_id;
-  g_mutex_unlock(&s->mu);
+  g_mutex_unlock(&s->o.mu);
   return id;
 }
