@@ -114,6 +114,15 @@ static void tell_n(thing *t, int n) {
   g_mutex_unlock(&t->o.mu);
 }
 
+/* Queue an event that runs @p tell. */
+static void tell_fn(thing *t,
+                    void (*tell)(zkrc__object *o, zkrc__object_event *ev)) {
+  g_mutex_lock(&t->o.mu);
+  zkrc__object_tell_locked(
+      &t->o, zkrc__object_event_new(sizeof(zkrc__object_event), tell, NULL));
+  g_mutex_unlock(&t->o.mu);
+}
+
 /* ------------------------------------------------------------- tests */
 
 static void test_told_in_order_later(void) {
@@ -180,11 +189,7 @@ static void test_close_from_own_callback(void) {
   manual m = {0};
   int finalized = 0;
   thing *t = thing_new(&m, &finalized);
-  g_mutex_lock(&t->o.mu);
-  zkrc__object_tell_locked(&t->o,
-                           zkrc__object_event_new(sizeof(zkrc__object_event),
-                                                  close_from_callback, NULL));
-  g_mutex_unlock(&t->o.mu);
+  tell_fn(t, close_from_callback);
   tell_n(t, 2); /* queued behind: dropped by the close */
   manual_run(&m);
   CU_ASSERT_STRING_EQUAL(t->told->str, "closed");
@@ -226,11 +231,7 @@ static void test_close_waits_for_a_running_callback(void) {
   manual m = {0};
   int finalized = 0;
   thing *t = thing_new(&m, &finalized);
-  g_mutex_lock(&t->o.mu);
-  zkrc__object_tell_locked(&t->o,
-                           zkrc__object_event_new(sizeof(zkrc__object_event),
-                                                  tell_while_closed, NULL));
-  g_mutex_unlock(&t->o.mu);
+  tell_fn(t, tell_while_closed);
   manual_run(&m);
   g_thread_join(closer_thread);
   CU_ASSERT_TRUE(t->closer_was_waiting);
