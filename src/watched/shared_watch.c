@@ -24,7 +24,9 @@
 
 struct zkrc_shared_watch {
   zkrc__object o;
-  zkrc_cache *cache; /* set once made; the watch's owner frees it */
+  /* Its node cache, set under o.mu by the constructor and by the cache's
+   * first callback (which may run before the constructor has it). */
+  zkrc_cache *cache;
   zkrc_shared_watch_event_fn fn;
   void *arg;
 };
@@ -71,10 +73,11 @@ static void watch_ev_release(zkrc__object_event *base) {
 }
 
 /* Queue @p type (with @p n's value for VALUE) on the watch, behind what
- * the cache told it before: the cache's callback, on the executor.  A
+ * the cache @p c told it before: the cache's callback, on the executor.  A
  * closed watch drops it (zkrc__object_tell_locked). */
-static void tell(zkrc_shared_watch *w, zkrc_shared_watch_event_type type,
-                 const zkrc_cache_event *cev, const zkrc_cache_node *n) {
+static void tell(zkrc_shared_watch *w, zkrc_cache *c,
+                 zkrc_shared_watch_event_type type, const zkrc_cache_event *cev,
+                 const zkrc_cache_node *n) {
   watch_ev *e =
       zkrc__object_event_new(sizeof *e, watch_ev_tell, watch_ev_release);
   e->ev.type = type;
@@ -89,6 +92,7 @@ static void tell(zkrc_shared_watch *w, zkrc_shared_watch_event_type type,
     e->ev.value = &e->value;
   }
   g_mutex_lock(&w->o.mu);
+  w->cache = c; /* the watch's callback, and so its free, come after */
   zkrc__object_tell_locked(&w->o, &e->base);
   g_mutex_unlock(&w->o.mu);
 }
@@ -99,24 +103,24 @@ static void on_cache_event(zkrc_cache *c, const zkrc_cache_event *ev,
   switch (ev->type) {
   case ZKRC_CACHE_NODE_ADDED:
   case ZKRC_CACHE_NODE_UPDATED:
-    tell(w, ZKRC_SHARED_WATCH_VALUE, ev, ev->node);
+    tell(w, c, ZKRC_SHARED_WATCH_VALUE, ev, ev->node);
     break;
   case ZKRC_CACHE_NODE_REMOVED:
-    tell(w, ZKRC_SHARED_WATCH_VALUE, ev, NULL);
+    tell(w, c, ZKRC_SHARED_WATCH_VALUE, ev, NULL);
     break;
   case ZKRC_CACHE_INITIALIZED:
     /* A node found first was told as ADDED; a missing one is told here. */
     if (zkrc_cache_size(c) == 0)
-      tell(w, ZKRC_SHARED_WATCH_VALUE, ev, NULL);
+      tell(w, c, ZKRC_SHARED_WATCH_VALUE, ev, NULL);
     break;
   case ZKRC_CACHE_SUSPENDED:
-    tell(w, ZKRC_SHARED_WATCH_SUSPENDED, ev, NULL);
+    tell(w, c, ZKRC_SHARED_WATCH_SUSPENDED, ev, NULL);
     break;
   case ZKRC_CACHE_RECONNECTED:
-    tell(w, ZKRC_SHARED_WATCH_RECONNECTED, ev, NULL);
+    tell(w, c, ZKRC_SHARED_WATCH_RECONNECTED, ev, NULL);
     break;
   case ZKRC_CACHE_LOST:
-    tell(w, ZKRC_SHARED_WATCH_LOST, ev, NULL);
+    tell(w, c, ZKRC_SHARED_WATCH_LOST, ev, NULL);
     break;
   default: /* UNREADABLE: the value stays unknown (no VALUE) */
     break;
@@ -143,11 +147,15 @@ int zkrc_shared_watch_new(zkrc_shared_watch **out, zkrc_session *s,
   zkrc_cache_options_init(&co);
   co.on_event = on_cache_event;
   co.event_arg = w;
-  int err = zkrc_node_cache_new(&w->cache, s, path, &co);
+  zkrc_cache *cache = NULL;
+  int err = zkrc_node_cache_new(&cache, s, path, &co);
   if (err != ZKRC_OK) {
     zkrc__object_unref(&w->o);
     return err;
   }
+  g_mutex_lock(&w->o.mu);
+  w->cache = cache;
+  g_mutex_unlock(&w->o.mu);
   *out = w;
   return ZKRC_OK;
 }
@@ -157,10 +165,11 @@ void zkrc_shared_watch_free(zkrc_shared_watch *w) {
     return;
   g_mutex_lock(&w->o.mu);
   zkrc__object_close_locked(&w->o); /* waits for a callback elsewhere */
+  zkrc_cache *cache = w->cache;
   g_mutex_unlock(&w->o.mu);
   /* The cache's callback (which queues on the closed watch: dropped) is
    * not running after this, so the watch's memory may go. */
-  zkrc_cache_free(w->cache);
+  zkrc_cache_free(cache);
   zkrc__object_unref(&w->o);
 }
 
@@ -179,9 +188,10 @@ int zkrc_shared_watch_free_async(zkrc_shared_watch *w, zkrc_callback_fn done,
   g_mutex_lock(&w->o.mu);
   zkrc__object_busy_locked(&w->o); /* the cache's free_async */
   zkrc__object_detach_locked(&w->o, done, arg);
+  zkrc_cache *cache = w->cache;
   g_mutex_unlock(&w->o.mu);
   zkrc__object_ref(&w->o); /* cache_freed's */
-  (void)zkrc_cache_free_async(w->cache, cache_freed, w);
+  (void)zkrc_cache_free_async(cache, cache_freed, w);
   zkrc__object_unref(&w->o);
   return ZKRC_OK;
 }
