@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "cache_check.h"
+#include "zkrecipes/error.h"
 
 /* ------------------------------------------------------------- values */
 
@@ -299,6 +300,16 @@ int cc_replay_run(const cc_event *events, size_t n, const cc_scope *scope,
   out->down_at_end = r.down;
   g_hash_table_destroy(r.newest);
   return out->violations;
+}
+
+int cc_copy_has_change(void *arg) {
+  const cc_copy_has *h = arg;
+  const zkrc_cache_node *n = NULL;
+  if (zkrc_cache_get(h->c, h->path, &n) != ZKRC_OK)
+    return 0;
+  int ok = n->stat.mzxid == h->mzxid;
+  zkrc_cache_node_unref(n);
+  return ok;
 }
 
 void cc_replay_clear(cc_replay *r) {

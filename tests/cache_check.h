@@ -99,4 +99,16 @@ void cc_replay_clear(cc_replay *r);
  * under it. */
 int cc_depth(const char *root, const char *path);
 
+/* A change of one node that a cache's copy should hold (its mzxid). */
+typedef struct cc_copy_has {
+  zkrc_cache *c;
+  const char *path;
+  int64_t mzxid;
+} cc_copy_has;
+
+/* For zkt_wait_for(): does the copy of h->c (a cc_copy_has) hold that
+ * change now?  Polled where no event can announce it (a listener held up
+ * on purpose). */
+int cc_copy_has_change(void *h);
+
 #endif /* ZKT_CACHE_CHECK_H */

@@ -1703,23 +1703,6 @@ static gpointer free_in_thread(gpointer data) {
   return NULL;
 }
 
-typedef struct copy_has {
-  zkrc_cache *c;
-  const char *path;
-  int64_t mzxid;
-} copy_has;
-
-/* The copy (not the events, held up) has this change. */
-static int copy_has_change(void *arg) {
-  copy_has *h = arg;
-  const zkrc_cache_node *n = NULL;
-  if (zkrc_cache_get(h->c, h->path, &n) != ZKRC_OK)
-    return 0;
-  int ok = n->stat.mzxid == h->mzxid;
-  zkrc_cache_node_unref(n);
-  return ok;
-}
-
 static void test_free_while_events_are_queued(void) {
   char *t = zkt_path("free-queued");
   char *leaf = child(t, "leaf");
@@ -1741,8 +1724,8 @@ static void test_free_while_events_are_queued(void) {
     g_snprintf(data, sizeof data, "v%d", i);
     CU_ASSERT_EQUAL(zoo_set2(zh, leaf, data, (int)strlen(data), -1, &st), ZOK);
   }
-  copy_has h = {f.c, leaf, st.mzxid};
-  CU_ASSERT_TRUE(zkt_wait_for(copy_has_change, &h, 10000));
+  cc_copy_has h = {f.c, leaf, st.mzxid};
+  CU_ASSERT_TRUE(zkt_wait_for(cc_copy_has_change, &h, 10000));
   GThread *freer = g_thread_new("free", free_in_thread, &f);
   CU_ASSERT_TRUE(recorder_wait(&f.r, flag_set, &f.free_called, 10000));
   g_mutex_lock(&f.r.mu);

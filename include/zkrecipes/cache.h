@@ -159,7 +159,7 @@ typedef struct zkrc_cache_event {
  * A cache's event callback.  Runs on the session's executor, one event at
  * a time and in order, never with a zkrecipes mutex held; it may call any
  * zkrecipes function that does not wait for the executor (reads of the
- * copy, zkrc_cache_free() of this cache).
+ * copy, zkrc_cache_free() or zkrc_cache_free_async() of this cache).
  */
 typedef void (*zkrc_cache_event_fn)(zkrc_cache *c, const zkrc_cache_event *ev,
                                     void *arg);
@@ -226,7 +226,8 @@ int zkrc_tree_cache_new(zkrc_cache **out, zkrc_session *s, const char *path,
  * Wait until the first complete read of the tree is in the copy (the
  * INITIALIZED event), at most @p timeout_ms (ZKRC_WAIT_FOREVER, or >= 0).
  * @return ZKRC_OK; ZKRC_ETIMEDOUT; ZKRC_EINVAL; ZKRC_ECLOSED (the session
- *         was closed).  Not from the executor's thread.
+ *         was closed); ZKRC_ECANCELED (the cache was freed meanwhile, by
+ *         another thread).  Not from the executor's thread.
  */
 int zkrc_cache_wait_initialized(zkrc_cache *c, int timeout_ms);
 
@@ -263,13 +264,41 @@ const char *zkrc_cache_path(zkrc_cache *c);
 
 /**
  * Stop caching and free the cache.  After it returns the event callback
- * is not running and will not run again (unless it is the caller: freeing
- * a cache from its own callback is allowed).  Never waits for the network.
- * Works whatever the session's state: open, suspended or closed (before
- * or after zkrc_session_close()).  Nodes handed out stay valid until their
- * references are given back.  NULL is ignored.  Threading: any thread.
+ * is not running and will not run again: it waits only for a call of the
+ * callback running on another thread (from the cache's own callback it
+ * does not wait: freeing a cache there is allowed).  Events still queued
+ * on the executor are dropped (zkrc_cache_free_async() delivers them).
+ * Never waits for the network: reads still in flight are answered into
+ * nothing.  Works whatever the session's state: open, suspended or closed
+ * (before or after zkrc_session_close()).  A thread waiting in
+ * zkrc_cache_wait_initialized() returns ZKRC_ECANCELED.  Nodes handed out
+ * stay valid until their references are given back.  NULL is ignored.
+ * Do not use @p c afterwards.
+ * Threading: any thread, including the cache's own event callback.
  */
 void zkrc_cache_free(zkrc_cache *c);
+
+/**
+ * Free the cache without blocking: as zkrc_cache_free() (it stops
+ * caching at once: no read is sent and no change is decided after this
+ * call), but the events queued before this call are still delivered, in
+ * order, and then @p done runs with @p arg on the session's executor,
+ * after the last of them; none comes after @p done.  Reads in flight are
+ * not waited for (they only keep the cache's memory until answered), so
+ * @p done comes at once behind the queued events, whatever the state of
+ * the connection or the session (open, suspended, closed, before or after
+ * zkrc_session_close()).  From this call on, use @p c only in the
+ * callbacks still to come (reads of the copy); after @p done returns it
+ * is gone.  Nodes handed out stay valid until their references are given
+ * back.
+ *
+ * @return ZKRC_OK (@p done will run); ZKRC_EINVAL (NULL @p c or @p done;
+ *         nothing changes).
+ * Threading: any thread, including the executor's and this cache's own
+ * event callback, while the session's executor is alive.  Call it once,
+ * instead of zkrc_cache_free().
+ */
+int zkrc_cache_free_async(zkrc_cache *c, zkrc_callback_fn done, void *arg);
 
 #ifdef __cplusplus
 }

@@ -164,7 +164,7 @@ typedef struct zkrc_shared_watch_event {
 
 /** Told each event, on the session's executor, one at a time, in order,
  *  never with a zkrecipes mutex held; it may call zkrc_shared_watch_free()
- *  of @p w. */
+ *  or zkrc_shared_watch_free_async() of @p w. */
 typedef void (*zkrc_shared_watch_event_fn)(zkrc_shared_watch *w,
                                            const zkrc_shared_watch_event *ev,
                                            void *arg);
@@ -213,11 +213,35 @@ int zkrc_shared_watch_new(zkrc_shared_watch **out, zkrc_session *s,
 
 /**
  * Stop following.  After it returns the callback is not running and will
- * not be called again (unless it is the caller).  Never waits for the
- * network; works whatever the session's state (open, suspended, closed).
- * NULL is ignored.  Threading: any thread.
+ * not be called again: it waits only for a call of the callback running
+ * on another thread (from the watch's own callback it does not wait).
+ * Events still queued are dropped (zkrc_shared_watch_free_async()
+ * delivers them).  Never waits for the network; works whatever the
+ * session's state (open, suspended, closed, before or after
+ * zkrc_session_close()).  NULL is ignored.  Do not use @p w afterwards.
+ * Threading: any thread, including the watch's own callback.
  */
 void zkrc_shared_watch_free(zkrc_shared_watch *w);
+
+/**
+ * Stop following without blocking: as zkrc_shared_watch_free() (nothing
+ * is read or decided after this call), but the events queued before this
+ * call are still delivered, in order, and then @p done runs with @p arg
+ * on the session's executor, after the last of them; none comes after
+ * @p done.  It waits for nothing of the network (its node cache is freed
+ * with zkrc_cache_free_async()), whatever the state of the connection or
+ * the session (open, suspended, closed, before or after
+ * zkrc_session_close()).  From this call on, use @p w only in the
+ * callbacks still to come; after @p done returns it is gone.
+ *
+ * @return ZKRC_OK (@p done will run); ZKRC_EINVAL (NULL @p w or @p done;
+ *         nothing changes).
+ * Threading: any thread, including the executor's and this watch's own
+ * callback, while the session's executor is alive.  Call it once,
+ * instead of zkrc_shared_watch_free().
+ */
+int zkrc_shared_watch_free_async(zkrc_shared_watch *w, zkrc_callback_fn done,
+                                 void *arg);
 
 /**
  * The counter in a value reported by a shared watch (its VALUE events).

@@ -16,9 +16,11 @@
  *
  * Threads: replies and watches run on ZooKeeper's completion thread,
  * session events on the session's worker; both only change the copy under
- * c->mu and send reads after letting it go.  Events wait in c->events and
- * are told to the listener by drain() on the executor, without c->mu.  Lock
- * order: c->mu is a recipe's mutex (session_private.h).
+ * c->o.mu and send reads after letting it go.  Events are the cache's
+ * object's (core/object.h): queued under c->o.mu in the order the copy
+ * changed, told on the executor without it.  Lock order: c->o.mu is a
+ * recipe's mutex (session_private.h).  Making and freeing the cache:
+ * cache_life.c.
  */
 #include "config.h"
 
@@ -46,10 +48,9 @@ typedef struct read_req {
   char *path;
 } read_req;
 
-/* What a change under c->mu leaves to do once it is let go. */
+/* What a change under c->o.mu leaves to do once it is let go. */
 typedef struct work {
   gboolean pump; /* reads were added to the backlog */
-  gboolean post_drain;
 } work;
 
 #define MAX_ATTEMPTS 3
@@ -61,67 +62,59 @@ typedef struct work {
 #define WINDOW 256
 
 static void send_read(zkrc_cache *c, read_req *r);
-static void cache_unref(zkrc_cache *c);
 
 /* ------------------------------------------------------------ lifetime */
 
 static zkrc_cache *cache_ref(zkrc_cache *c) {
-  g_atomic_int_inc(&c->refs);
+  zkrc__object_ref(&c->o);
   return c;
 }
 
-static void cache_unref(zkrc_cache *c) {
-  if (!g_atomic_int_dec_and_test(&c->refs))
-    return;
-  zkrc__ctree_free(c->tree);
-  g_hash_table_unref(c->deleted);
-  g_hash_table_unref(c->refused);
-  zkrc__session_unref_recipe(c->s);
-  g_mutex_clear(&c->mu);
-  g_cond_clear(&c->cond);
-  g_free(c);
-}
+static void cache_unref(zkrc_cache *c) { zkrc__object_unref(&c->o); }
 
 static void watch_target_ref(void *t) { cache_ref(t); }
 static void watch_target_unref(void *t) { cache_unref(t); }
 static const zkrc__watch_target_ops watch_ops = {watch_target_ref,
                                                  watch_target_unref};
 
+/* Is the cache being freed (at once or in the background)?  Then it sends
+ * and decides nothing more. */
+static gboolean ending_locked(const zkrc_cache *c) {
+  return zkrc__object_ending(&c->o);
+}
+
 /* --------------------------------------------------------- the events */
 
-/* Move @p events (from cache_tree.c) to the listener's queue. */
-static void tell_locked(zkrc_cache *c, GQueue *events, work *w) {
+/* On the executor, without c->o.mu: the listener. */
+static void tell_listener(zkrc__object *o, zkrc__object_event *base) {
+  zkrc_cache *c = (zkrc_cache *)o;
+  c->on_event(c, &((zkrc__cache_ev *)base)->ev, c->event_arg);
+}
+
+/* Queue @p events (from cache_tree.c) for the listener, in order; none
+ * once the cache is ending (nothing decided after free_async is told). */
+static void tell_locked(zkrc_cache *c, GQueue *events) {
   zkrc__cache_ev *e;
   while ((e = g_queue_pop_head(events)) != NULL) {
-    if (c->on_event == NULL)
+    if (c->on_event == NULL || ending_locked(c)) {
       zkrc__cache_ev_free(e);
-    else if (zkrc__evq_push(&c->events, e))
-      w->post_drain = TRUE;
+      continue;
+    }
+    e->base.tell = tell_listener;
+    zkrc__object_tell_locked(&c->o, &e->base);
   }
 }
 
 /* Tell @p type, whose reason is that of the session event @p why (0:
  * none). */
 static void tell_one_locked(zkrc_cache *c, zkrc_cache_event_type type,
-                            zkrc_session_event_type why, work *w) {
+                            zkrc_session_event_type why) {
   GQueue one = G_QUEUE_INIT;
   zkrc__cache_ev *e = zkrc__cache_ev_new(type, NULL, NULL);
   if (why)
     zkrc__session_event_reason(c->s, why, &e->ev.reason, &e->ev.zk_error);
   g_queue_push_tail(&one, e);
-  tell_locked(c, &one, w);
-}
-
-static void tell_listener(void *owner, void *event) {
-  zkrc_cache *c = owner;
-  c->on_event(c, &((zkrc__cache_ev *)event)->ev, c->event_arg);
-}
-
-/* The executor: tell the listener every waiting event, in order. */
-static void drain(void *arg) {
-  zkrc_cache *c = arg;
-  zkrc__evq_drain(&c->events, &c->mu, &c->cond, c);
-  cache_unref(c);
+  tell_locked(c, &one);
 }
 
 /* --------------------------------------------------------------- reads */
@@ -140,7 +133,7 @@ static void read_free(read_req *r) {
   g_free(r);
 }
 
-/* A read to send once c->mu is let go.  It counts as in flight from now:
+/* A read to send once c->o.mu is let go.  It counts as in flight from now:
  * INITIALIZED waits for it. */
 static void want_read_locked(zkrc_cache *c, work *w, read_req *r) {
   c->inflight++;
@@ -166,22 +159,20 @@ static void want_node_locked(zkrc_cache *c, work *w, const char *path) {
  * reads queued recursed once per read until the stack overflowed. */
 static void pump(zkrc_cache *c) {
   for (;;) {
-    g_mutex_lock(&c->mu);
+    g_mutex_lock(&c->o.mu);
     read_req *r = c->on_wire < WINDOW ? g_queue_pop_head(&c->backlog) : NULL;
     if (r)
       c->on_wire++;
-    g_mutex_unlock(&c->mu);
+    g_mutex_unlock(&c->o.mu);
     if (r == NULL)
       return;
     send_read(c, r);
   }
 }
 
-/* Let c->mu go, then post the drain and send the reads it left to do. */
+/* Let c->o.mu go, then send the reads it left to do. */
 static void unlock_and_work(zkrc_cache *c, work *w) {
-  g_mutex_unlock(&c->mu);
-  if (w->post_drain)
-    zkrc__session_post(c->s, drain, cache_ref(c));
+  g_mutex_unlock(&c->o.mu);
   if (w->pump)
     pump(c);
 }
@@ -191,32 +182,30 @@ static void check_initialized_locked(zkrc_cache *c, work *w) {
   if (c->initialized || c->inflight > 0 || c->incomplete)
     return;
   c->initialized = TRUE;
-  g_cond_broadcast(&c->cond);
-  tell_one_locked(c, ZKRC_CACHE_INITIALIZED, 0, w);
+  g_cond_broadcast(&c->o.cond);
+  tell_one_locked(c, ZKRC_CACHE_INITIALIZED, 0);
 }
 
 /* A read that got no answer: again at once while the connection it went
  * on is up (bounded), else at the next full read, after reconnecting. */
-static void read_all(zkrc_cache *c);
-
 static gboolean repair_fired(gpointer data) {
   zkrc_cache *c = data;
-  g_mutex_lock(&c->mu);
+  g_mutex_lock(&c->o.mu);
   GSource *timer = c->repair_timer;
   c->repair_timer = NULL;
-  gboolean go = c->incomplete && !c->freeing;
-  g_mutex_unlock(&c->mu);
+  gboolean go = c->incomplete && !ending_locked(c);
+  g_mutex_unlock(&c->o.mu);
   if (timer)
     g_source_unref(timer);
   if (go)
-    read_all(c);
+    zkrc__cache_read_all(c);
   return G_SOURCE_REMOVE;
 }
 
 /* A read failed for good while connected: read everything again later
  * (1 s, doubling to 30 s), unless a reconnection does it first. */
 static void repair_later_locked(zkrc_cache *c) {
-  if (c->repair_timer || c->freeing)
+  if (c->repair_timer || ending_locked(c))
     return;
   int ms = c->repair_ms ? c->repair_ms : 1000;
   c->repair_ms = MIN(ms * 2, 30000);
@@ -244,9 +233,9 @@ static void retry_locked(zkrc_cache *c, read_req *r, int rc, work *w) {
     repair_later_locked(c);
 }
 
-/* Under c->mu: is this reply about the handle the cache reads on now? */
+/* Under c->o.mu: is this reply about the handle the cache reads on now? */
 static gboolean current_locked(zkrc_cache *c, read_req *r) {
-  return !c->freeing && r->generation >= c->generation;
+  return !ending_locked(c) && r->generation >= c->generation;
 }
 
 /* A sent read was answered (or could not be sent). */
@@ -255,7 +244,7 @@ static void read_done_locked(zkrc_cache *c, read_req *r, work *w) {
   c->inflight--;
   c->on_wire--;
   w->pump = TRUE; /* room in the window */
-  if (!c->freeing)
+  if (!ending_locked(c))
     check_initialized_locked(c, w);
 }
 
@@ -270,7 +259,7 @@ static void data_done(int rc, const char *value, int value_len,
   zkrc_cache *c = r->c;
   work w = {0};
   GQueue events = G_QUEUE_INIT;
-  g_mutex_lock(&c->mu);
+  g_mutex_lock(&c->o.mu);
   if (current_locked(c, r)) {
     if (rc == ZOK || rc == ZNONODE)
       zkrc__cache_refused_forget_locked(c, r->path); /* read, or gone */
@@ -290,7 +279,7 @@ static void data_done(int rc, const char *value, int value_len,
     } else {
       retry_locked(c, r, rc, &w);
     }
-    tell_locked(c, &events, &w);
+    tell_locked(c, &events);
   }
   read_done_locked(c, r, &w);
   unlock_and_work(c, &w);
@@ -319,7 +308,7 @@ static void children_done(int rc, const struct String_vector *names,
   zkrc_cache *c = r->c;
   work w = {0};
   GQueue events = G_QUEUE_INIT;
-  g_mutex_lock(&c->mu);
+  g_mutex_lock(&c->o.mu);
   if (current_locked(c, r)) {
     if (rc == ZOK) {
       GPtrArray *to_read = g_ptr_array_new_with_free_func(g_free);
@@ -337,7 +326,7 @@ static void children_done(int rc, const struct String_vector *names,
     } else {
       retry_locked(c, r, rc, &w);
     }
-    tell_locked(c, &events, &w);
+    tell_locked(c, &events);
   }
   read_done_locked(c, r, &w);
   unlock_and_work(c, &w);
@@ -349,7 +338,7 @@ static void exists_done(int rc, const struct Stat *stat, const void *data) {
   zkrc_cache *c = r->c;
   work w = {0};
   GQueue events = G_QUEUE_INIT;
-  g_mutex_lock(&c->mu);
+  g_mutex_lock(&c->o.mu);
   if (current_locked(c, r)) {
     if (r->kind == READ_REFUSED) /* after a refused read: UNREADABLE? */
       zkrc__cache_refused_exists_locked(c, r->path, rc, stat, &events);
@@ -360,7 +349,7 @@ static void exists_done(int rc, const struct Stat *stat, const void *data) {
     /* ZNONODE: the watch waits for its creation. */
   }
   gboolean refused = !g_queue_is_empty(&events);
-  tell_locked(c, &events, &w);
+  tell_locked(c, &events);
   read_done_locked(c, r, &w);
   unlock_and_work(c, &w);
   if (refused) /* logged with no mutex held */
@@ -383,7 +372,7 @@ static void *watch_ctx_locked(zkrc_cache *c, zkrc_conn *conn) {
   return c->watch_ctx;
 }
 
-/* Under c->mu, let go here: a read pump() took from the backlog was not
+/* Under c->o.mu, let go here: a read pump() took from the backlog was not
  * sent.  pump() goes on with the next one itself. */
 static void unsent_unlock(zkrc_cache *c, read_req *r) {
   work w = {0};
@@ -396,13 +385,13 @@ static void unsent_unlock(zkrc_cache *c, read_req *r) {
  * calls it. */
 static void send_read(zkrc_cache *c, read_req *r) {
   zkrc_conn *conn = zkrc__conn_use(c->s);
-  g_mutex_lock(&c->mu);
+  g_mutex_lock(&c->o.mu);
   /* A handle older than one a read went on already (pinned before another
    * thread pinned the new one): the new session's full read covers it, and
    * its watch context must not replace the new one's. */
   gboolean stale = conn && conn->generation < c->generation;
-  if (conn == NULL || c->freeing || stale) {
-    if (conn == NULL && !c->freeing)
+  if (conn == NULL || ending_locked(c) || stale) {
+    if (conn == NULL && !ending_locked(c))
       c->incomplete = TRUE; /* the next session reads everything */
     unsent_unlock(c, r);
     if (conn)
@@ -414,7 +403,7 @@ static void send_read(zkrc_cache *c, read_req *r) {
   if (conn->generation > c->generation)
     c->generation = conn->generation;
   r->generation = conn->generation;
-  g_mutex_unlock(&c->mu);
+  g_mutex_unlock(&c->o.mu);
 
   int rc;
   switch (r->kind) {
@@ -432,8 +421,8 @@ static void send_read(zkrc_cache *c, read_req *r) {
   if (rc == ZOK)
     return;
   /* Not queued: no completion will run. */
-  g_mutex_lock(&c->mu);
-  if (!c->freeing)
+  g_mutex_lock(&c->o.mu);
+  if (!ending_locked(c))
     c->incomplete = TRUE;
   unsent_unlock(c, r);
   read_free(r);
@@ -445,9 +434,9 @@ static void on_watch(int type, const char *path, void *target, void *ctx) {
   zkrc_cache *c = target;
   work w = {0};
   GQueue events = G_QUEUE_INIT;
-  g_mutex_lock(&c->mu);
-  if (c->freeing || path == NULL) {
-    g_mutex_unlock(&c->mu);
+  g_mutex_lock(&c->o.mu);
+  if (ending_locked(c) || path == NULL) {
+    g_mutex_unlock(&c->o.mu);
     return;
   }
   gboolean cached = zkrc__ctree_has(c->tree, path);
@@ -471,7 +460,7 @@ static void on_watch(int type, const char *path, void *target, void *ctx) {
              zkrc__ctree_lists(c->tree, path)) {
     want_locked(c, &w, READ_CHILDREN, path);
   }
-  tell_locked(c, &events, &w);
+  tell_locked(c, &events);
   unlock_and_work(c, &w);
 }
 
@@ -479,15 +468,15 @@ static void on_watch(int type, const char *path, void *target, void *ctx) {
 
 /* Read every node in the copy again, and the root when it is not in it:
  * what a new connection or session may have missed. */
-static void read_all(zkrc_cache *c) {
+void zkrc__cache_read_all(zkrc_cache *c) {
   work w = {0};
   zkrc_conn *conn = zkrc__conn_use(c->s);
   uint64_t generation = conn ? conn->generation : 0;
   if (conn)
     zkrc__conn_unuse(conn);
-  g_mutex_lock(&c->mu);
-  if (c->freeing) {
-    g_mutex_unlock(&c->mu);
+  g_mutex_lock(&c->o.mu);
+  if (ending_locked(c)) {
+    g_mutex_unlock(&c->o.mu);
     return;
   }
   c->incomplete = FALSE;
@@ -504,18 +493,18 @@ static void read_all(zkrc_cache *c) {
 }
 
 /* Session events (the session's worker). */
-static void on_session(zkrc_session *s, zkrc_session_event_type ev,
-                       uint64_t generation, void *arg) {
+void zkrc__cache_on_session(zkrc_session *s, zkrc_session_event_type ev,
+                            uint64_t generation, void *arg) {
   (void)s;
   zkrc_cache *c = arg;
   work w = {0};
   gboolean read = FALSE, forget = FALSE;
-  g_mutex_lock(&c->mu);
+  g_mutex_lock(&c->o.mu);
   switch (ev) {
   case ZKRC_SESSION_EVENT_CONNECTED:
   case ZKRC_SESSION_EVENT_RECONNECTED:
     if (c->down_told)
-      tell_one_locked(c, ZKRC_CACHE_RECONNECTED, 0, &w);
+      tell_one_locked(c, ZKRC_CACHE_RECONNECTED, 0);
     c->down_told = c->lost_told = FALSE;
     c->repair_ms = 0;
     /* A cache made while its session was connecting has read everything
@@ -525,24 +514,24 @@ static void on_session(zkrc_session *s, zkrc_session_event_type ev,
            c->full_read_gen != generation || c->incomplete;
     break;
   case ZKRC_SESSION_EVENT_SUSPENDED:
-    tell_one_locked(c, ZKRC_CACHE_SUSPENDED, ev, &w);
+    tell_one_locked(c, ZKRC_CACHE_SUSPENDED, ev);
     c->down_told = TRUE;
     forget = TRUE; /* the reconnection reads everything again */
     break;
   case ZKRC_SESSION_EVENT_LOST:
   case ZKRC_SESSION_EVENT_EXPIRED:
     if (c->lost_generation != generation)
-      tell_one_locked(c, ZKRC_CACHE_LOST, ev, &w);
+      tell_one_locked(c, ZKRC_CACHE_LOST, ev);
     c->lost_generation = generation;
     c->down_told = c->lost_told = TRUE;
     break;
   case ZKRC_SESSION_EVENT_CLOSED:
   case ZKRC_SESSION_EVENT_AUTH_FAILED:
     /* Once: a session that expired and is not reopened is closed next. */
-    if (!c->closed && !c->lost_told)
-      tell_one_locked(c, ZKRC_CACHE_LOST, ev, &w);
-    c->closed = TRUE;
-    g_cond_broadcast(&c->cond);
+    if (!c->session_closed && !c->lost_told)
+      tell_one_locked(c, ZKRC_CACHE_LOST, ev);
+    c->session_closed = TRUE;
+    g_cond_broadcast(&c->o.cond);
     break;
   default:
     break;
@@ -551,97 +540,20 @@ static void on_session(zkrc_session *s, zkrc_session_event_type ev,
   if (forget)
     zkrc__cache_forget_watches(c);
   if (read)
-    read_all(c);
+    zkrc__cache_read_all(c);
 }
 
-/* ------------------------------------------------------------ the API */
+/* ------------------------------------------------------------ the end */
 
-/* The defaults, in a whole struct of ours. */
-static void cache_options_defaults(zkrc_cache_options *opts) {
-  if (opts == NULL)
-    return;
-  memset(opts, 0, sizeof *opts);
-  opts->size = sizeof *opts;
-  opts->max_depth = -1;
-}
-
-void zkrc_cache_options_init_sized(zkrc_cache_options *opts, size_t size) {
-  zkrc_cache_options full;
-  cache_options_defaults(&full);
-  zkrc__options_give(opts, size, &full, sizeof full);
-}
-
-/* The three shapes of one engine. */
-typedef enum { SHAPE_NODE, SHAPE_CHILDREN, SHAPE_TREE } cache_shape;
-
-static int cache_new(zkrc_cache **out, zkrc_session *s, const char *path,
-                     const zkrc_cache_options *given, cache_shape shape) {
-  if (out)
-    *out = NULL;
-  zkrc_cache_options o;
-  zkrc_cache_options_init(&o);
-  if (out == NULL || s == NULL || !zkrc__cache_path_ok(path) ||
-      !zkrc__options_take(&o, sizeof o, given) || o.max_depth < -1)
-    return zkrc__fail(ZKRC_EINVAL);
-  zkrc_cache *c = g_new0(zkrc_cache, 1);
-  c->refs = 1;
-  g_mutex_init(&c->mu);
-  g_cond_init(&c->cond);
-  zkrc__evq_init(&c->events, tell_listener,
-                 (void (*)(void *))zkrc__cache_ev_free);
-  g_queue_init(&c->backlog);
-  c->deleted = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
-  c->refused = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
-  c->s = zkrc__session_ref_recipe(s);
-  int depth = shape == SHAPE_NODE       ? 0
-              : shape == SHAPE_CHILDREN ? 1
-                                        : o.max_depth;
-  c->tree = zkrc__ctree_new(path, depth, shape == SHAPE_CHILDREN);
-  c->on_event = o.on_event;
-  c->event_arg = o.event_arg;
-  gboolean closed = FALSE;
-  c->observer = zkrc__session_observe(s, on_session, c, &closed);
-  if (closed) {
-    zkrc__session_unobserve(s, c->observer);
-    cache_unref(c);
-    return zkrc__fail(ZKRC_ECLOSED);
-  }
-  read_all(c);
-  *out = c;
-  return ZKRC_OK;
-}
-
-int zkrc_node_cache_new(zkrc_cache **out, zkrc_session *s, const char *path,
-                        const zkrc_cache_options *opts) {
-  return cache_new(out, s, path, opts, SHAPE_NODE);
-}
-
-int zkrc_children_cache_new(zkrc_cache **out, zkrc_session *s, const char *path,
-                            const zkrc_cache_options *opts) {
-  return cache_new(out, s, path, opts, SHAPE_CHILDREN);
-}
-
-int zkrc_tree_cache_new(zkrc_cache **out, zkrc_session *s, const char *path,
-                        const zkrc_cache_options *opts) {
-  return cache_new(out, s, path, opts, SHAPE_TREE);
-}
-
-void zkrc_cache_free(zkrc_cache *c) {
-  if (c == NULL)
-    return;
-  /* No session event reaches the cache after this. */
-  zkrc__session_unobserve(c->s, c->observer);
-  g_mutex_lock(&c->mu);
-  c->freeing = TRUE;
+void zkrc__cache_give_up(zkrc_cache *c) {
+  g_mutex_lock(&c->o.mu);
   void *ctx = c->watch_ctx;
   c->watch_ctx = NULL;
   GSource *repair = c->repair_timer;
   c->repair_timer = NULL;
   GQueue unsent = c->backlog; /* each references the cache */
   g_queue_init(&c->backlog);
-  zkrc__evq_close(&c->events, &c->mu, &c->cond);
-  g_cond_broadcast(&c->cond);
-  g_mutex_unlock(&c->mu);
+  g_mutex_unlock(&c->o.mu);
   if (ctx)
     zkrc__watch_cancel(ctx);
   if (repair) {
@@ -649,5 +561,4 @@ void zkrc_cache_free(zkrc_cache *c) {
     g_source_unref(repair);
   }
   g_queue_clear_full(&unsent, (GDestroyNotify)read_free);
-  cache_unref(c);
 }

@@ -17,9 +17,9 @@
  * came before the removal (the client reconnects at once) and was reset
  * for it is followed by one that carries none of them.
  *
- * Runs on the session's worker (the SUSPENDED event), never under c->mu
+ * Runs on the session's worker (the SUSPENDED event), never under c->o.mu
  * while calling into the client: the client takes its own watcher lock,
- * and its completion thread calls on_watch, which takes c->mu.
+ * and its completion thread calls on_watch, which takes c->o.mu.
  */
 #include "config.h"
 
@@ -31,9 +31,9 @@
  * and that handle's watch context; NULL when it has none on @p conn. */
 static GPtrArray *watched_paths(zkrc_cache *c, zkrc_conn *conn, void **ctx) {
   GPtrArray *paths = NULL;
-  g_mutex_lock(&c->mu);
+  g_mutex_lock(&c->o.mu);
   *ctx = c->watch_ctx;
-  if (!c->freeing && *ctx && c->watch_gen == conn->generation) {
+  if (!zkrc__object_ending(&c->o) && *ctx && c->watch_gen == conn->generation) {
     paths = zkrc__ctree_paths(c->tree);
     /* The root's creation is watched while it is missing, and nodes we
      * may not read for a change (cache_refused.c); the reconnection's
@@ -45,7 +45,7 @@ static GPtrArray *watched_paths(zkrc_cache *c, zkrc_conn *conn, void **ctx) {
     while (g_hash_table_iter_next(&it, &refused, NULL))
       g_ptr_array_add(paths, g_strdup(refused));
   }
-  g_mutex_unlock(&c->mu);
+  g_mutex_unlock(&c->o.mu);
   return paths;
 }
 

@@ -1,9 +1,10 @@
 /*
  * The cache object, for the files that implement it: cache.c (the reads
- * that keep the copy current, the events, the lifetime) and cache_read.c
- * (reading the copy).  c->mu guards every field below except the
- * constants set at creation (s, tree's root, listener); it is a recipe's
- * mutex in the lock order (session_private.h).
+ * that keep the copy current, the events), cache_life.c (making and
+ * freeing it) and cache_read.c (reading the copy).  c->o.mu guards every
+ * field below except the constants set at creation (s, tree's root,
+ * on_event, event_arg, observer); it is a recipe's mutex in the lock order
+ * (session_private.h).
  */
 #ifndef ZKRC_CACHE_PRIVATE_H
 #define ZKRC_CACHE_PRIVATE_H
@@ -12,14 +13,17 @@
 
 #include <glib.h>
 
+#include "core/object.h"
 #include "watched/cache_tree.h"
-#include "core/evq.h"
 #include "zkrecipes/cache.h"
 
 struct zkrc_cache {
-  gint refs; /* the owner's, each read in flight, a posted drain, watches */
-  GMutex mu;
-  GCond cond; /* initialized, closed, dispatching */
+  /* References (the owner's, each read in flight, the repair timer, the
+   * watch context), the mutex, the condition (initialized,
+   * session_closed), the events and the free (core/object.h).  Once it
+   * is ending (zkrc__object_ending) the cache sends nothing and decides
+   * nothing more. */
+  zkrc__object o;
   zkrc_session *s;
   zkrc__ctree *tree;
   zkrc_cache_event_fn on_event;
@@ -33,11 +37,11 @@ struct zkrc_cache {
   int on_wire;            /* of those, sent: at most WINDOW (cache.c) */
   GQueue backlog;         /* of read_req*, decided and not sent yet */
   gboolean incomplete;    /* a read failed: the next full read completes it */
-  gboolean initialized, closed, freeing;
+  gboolean initialized;
+  gboolean session_closed;  /* told CLOSED or AUTH_FAILED by the session */
   gboolean down_told;       /* SUSPENDED or LOST told, RECONNECTED not yet */
   uint64_t lost_generation; /* LOST told for this handle */
   gboolean lost_told;       /* LOST told, no connection since */
-  zkrc__evq events;         /* of zkrc__cache_ev*, for the listener */
   /* Nodes whose deletion was announced: the parent's next listing says
    * whether they are back (created again, maybe in the same multi). */
   GHashTable *deleted; /* path (owned) → TRUE */
@@ -47,6 +51,21 @@ struct zkrc_cache {
   GSource *repair_timer; /* a full read after reads failed while connected */
   int repair_ms;         /* its next delay; 0: the first */
 };
+
+/* ------------------------------------- between cache.c and cache_life.c */
+
+/* The session's events for the cache (its observer: the session's
+ * worker). */
+void zkrc__cache_on_session(zkrc_session *s, zkrc_session_event_type ev,
+                            uint64_t generation, void *arg);
+
+/* Read every node of the copy again, and the root when it is not in it. */
+void zkrc__cache_read_all(zkrc_cache *c);
+
+/* The cache is ending (closed or detached): cancel its watch context and
+ * repair timer and drop the reads not sent yet.  Without c->o.mu; never
+ * waits. */
+void zkrc__cache_give_up(zkrc_cache *c);
 
 /* A path a cache may be made for or asked about: one a recipe may use
  * (zkrc_path_validate), "/", or one below the servers' own "/zookeeper"

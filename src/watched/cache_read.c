@@ -15,14 +15,17 @@ int zkrc_cache_wait_initialized(zkrc_cache *c, int timeout_ms) {
   if (c == NULL || timeout_ms < ZKRC_WAIT_FOREVER)
     return zkrc__fail(ZKRC_EINVAL);
   int64_t deadline = zkrc__deadline_after(timeout_ms);
-  g_mutex_lock(&c->mu);
-  while (!c->initialized && !c->closed &&
-         zkrc__cond_wait_until(&c->cond, &c->mu, deadline))
+  zkrc__object_ref(&c->o); /* a free from another thread wakes us */
+  g_mutex_lock(&c->o.mu);
+  while (!c->initialized && !c->session_closed && !zkrc__object_ending(&c->o) &&
+         zkrc__cond_wait_until(&c->o.cond, &c->o.mu, deadline))
     ;
-  int err = c->initialized ? ZKRC_OK
-            : c->closed    ? ZKRC_ECLOSED
-                           : ZKRC_ETIMEDOUT;
-  g_mutex_unlock(&c->mu);
+  int err = c->initialized               ? ZKRC_OK
+            : zkrc__object_ending(&c->o) ? ZKRC_ECANCELED
+            : c->session_closed          ? ZKRC_ECLOSED
+                                         : ZKRC_ETIMEDOUT;
+  g_mutex_unlock(&c->o.mu);
+  zkrc__object_unref(&c->o);
   return err == ZKRC_OK ? ZKRC_OK : zkrc__fail(err);
 }
 
@@ -48,11 +51,11 @@ int zkrc_cache_get(zkrc_cache *c, const char *path,
   if (c == NULL || out == NULL || (path && !zkrc__cache_path_ok(path)))
     return zkrc__fail(ZKRC_EINVAL);
   const char *at = path ? path : zkrc__ctree_root(c->tree);
-  g_mutex_lock(&c->mu);
+  g_mutex_lock(&c->o.mu);
   *out = zkrc__ctree_get(c->tree, at);
   /* Not missing: there, and refused (an unreadable root is not absent). */
   gboolean refused = *out == NULL && zkrc__cache_is_refused_locked(c, at);
-  g_mutex_unlock(&c->mu);
+  g_mutex_unlock(&c->o.mu);
   if (refused)
     return zkrc__fail_zk(ZKRC_ENOAUTH, ZNOAUTH);
   return *out ? ZKRC_OK : zkrc__fail(ZKRC_ENONODE);
@@ -66,9 +69,9 @@ int zkrc_cache_snapshot(zkrc_cache *c, const zkrc_cache_node ***nodes,
     *count = 0;
   if (c == NULL || nodes == NULL || count == NULL)
     return zkrc__fail(ZKRC_EINVAL);
-  g_mutex_lock(&c->mu);
+  g_mutex_lock(&c->o.mu);
   *nodes = zkrc__ctree_snapshot(c->tree, count);
-  g_mutex_unlock(&c->mu);
+  g_mutex_unlock(&c->o.mu);
   return ZKRC_OK;
 }
 
@@ -83,9 +86,9 @@ void zkrc_cache_nodes_free(const zkrc_cache_node **nodes, size_t count) {
 size_t zkrc_cache_size(zkrc_cache *c) {
   if (c == NULL)
     return 0;
-  g_mutex_lock(&c->mu);
+  g_mutex_lock(&c->o.mu);
   size_t n = zkrc__ctree_size(c->tree);
-  g_mutex_unlock(&c->mu);
+  g_mutex_unlock(&c->o.mu);
   return n;
 }
 

@@ -54,10 +54,15 @@ void zkrc_cache_node_unref(const zkrc_cache_node *n) {
     g_free(value_of(n));
 }
 
+static void cache_ev_release(zkrc__object_event *base) {
+  zkrc__cache_ev_free((zkrc__cache_ev *)base);
+}
+
 zkrc__cache_ev *zkrc__cache_ev_new(zkrc_cache_event_type type,
                                    const zkrc_cache_node *node,
                                    const zkrc_cache_node *old) {
   zkrc__cache_ev *e = g_new0(zkrc__cache_ev, 1);
+  e->base.release = cache_ev_release;
   e->ev.type = type;
   e->ev.node = zkrc_cache_node_ref(node);
   e->ev.old = zkrc_cache_node_ref(old);

@@ -16,6 +16,7 @@
 
 #include <glib.h>
 
+#include "core/object.h"
 #include "zkrecipes/cache.h"
 
 typedef struct zkrc__ctree zkrc__ctree;
@@ -32,8 +33,11 @@ void zkrc__ctree_free(zkrc__ctree *t);
 zkrc_cache_node *zkrc__cache_node_new(const char *path, const char *data,
                                       size_t len, const struct Stat *stat);
 
-/* An event for the caller's queue: owns its references. */
+/* An event for the caller's queue: owns its references.  An object's event
+ * record (core/object.h) whose release is zkrc__cache_ev_free; the cache
+ * sets its tell when it tells it (cache.c). */
 typedef struct zkrc__cache_ev {
+  zkrc__object_event base;
   zkrc_cache_event ev;
 } zkrc__cache_ev;
 zkrc__cache_ev *zkrc__cache_ev_new(zkrc_cache_event_type type,
