@@ -29,7 +29,8 @@
 
 void zkrc__eph_reap(zkrc_ephemeral *e, uint64_t gen) {
   if (zkrc__session_look(e->s, 0).generation != gen)
-    return; /* that ZooKeeper session is over: the node went with it */
+    return; /* that handle is over (closed, expired, or given up after
+             * a loss and closed): the node goes with its session */
   /* The reaper writes PARENT/NAME: a node right under the root has the
    * parent "" (not "/"). */
   const char *name = strrchr(e->path, '/') + 1;
