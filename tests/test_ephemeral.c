@@ -758,6 +758,46 @@ static void test_free_while_disconnected_reaps(void) {
   g_free(path2);
 }
 
+/* The children version of @p dir (-1 when it is missing): one more for
+ * each child created or deleted. */
+static int32_t cversion(zhandle_t *zh, const char *dir) {
+  struct Stat st;
+  return zoo_exists(zh, dir, 0, &st) == ZOK ? st.cversion : -1;
+}
+
+/* A create in flight when the object is freed: the connection freezes, the
+ * object is made (its create waits in the frozen connection) and at once
+ * freed with free_async, which returns without waiting.  Once the
+ * connection flows, the create is applied, and its reply has the node
+ * deleted: `done` comes after that, with the node gone and its directory's
+ * children version two higher (created, then deleted), no event told. */
+static void test_create_in_flight_when_freed(void) {
+  char *dir = zkt_path("eph-inflight");
+  char *node = g_strdup_printf("%s/m", dir);
+  zhandle_t *zh = direct();
+  zkt_make_path(zh, dir);
+  int32_t before = cversion(zh, dir);
+  zkrc_session *s = proxied_session();
+  events *t = events_new(zh, node);
+  CU_ASSERT_EQUAL_FATAL(
+      zkrc_proxy_blackhole(zkt_ensemble(), 0, 4 * ZKT_SESSION_TIMEOUT_MS), 0);
+  zkrc_ephemeral *e = keep(s, node, "v", t);
+  int64_t t0 = zkt_now_ms();
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_ephemeral_free_async(e, on_freed, t));
+  CU_ASSERT_TRUE(zkt_now_ms() - t0 < ZKT_SESSION_TIMEOUT_MS / 4);
+  CU_ASSERT_EQUAL(g_async_queue_length(t->q), 0); /* the create is pending */
+  CU_ASSERT_EQUAL(zkrc_proxy_blackhole(zkt_ensemble(), 0, 0), 0);
+  expect_event(t, "done");
+  CU_ASSERT_EQUAL(atomic_load(&t->node_at_done), 0);
+  CU_ASSERT_EQUAL(cversion(zh, dir), before + 2);
+  expect_nothing_more(t);
+  events_free(t);
+  zkrc_session_close(s);
+  zookeeper_close(zh);
+  g_free(node);
+  g_free(dir);
+}
+
 static void add_suites(void) {
   zkt_configure(1, 1);
   ZKT_SUITE(
@@ -782,7 +822,8 @@ static void add_suites(void) {
        test_free_async_around_close},
       {"free while the connection is frozen", test_free_while_frozen},
       {"free while disconnected: the reaper deletes",
-       test_free_while_disconnected_reaps});
+       test_free_while_disconnected_reaps},
+      {"a create in flight when freed", test_create_in_flight_when_freed});
 }
 
 int main(void) { return zkt_run("test_ephemeral", add_suites); }
