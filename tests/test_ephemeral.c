@@ -24,7 +24,40 @@ typedef struct events {
   GAsyncQueue *q;
   atomic_llong lost_at; /* monotonic µs of the first LOST */
   atomic_int registered_in_callback;
+  /* zkrc_ephemeral_free_async(): its `done` pushes "done" and notes
+   * whether the node at path (read through zh) still existed then. */
+  zhandle_t *zh;
+  const char *path;
+  atomic_int node_at_done;
+  /* The first REGISTERED's callback calls free_async (its rc in free_rc),
+   * and then waits while `hold` is set (the executor is held there). */
+  int free_on_registered;
+  int free_rc;
+  GMutex gate_mu;
+  GCond gate;
+  int hold;
 } events;
+
+static void on_freed(void *arg) {
+  events *t = arg;
+  atomic_store(&t->node_at_done, zkt_exists(t->zh, t->path));
+  g_async_queue_push(t->q, g_strdup("done"));
+}
+
+/* Let the REGISTERED callback that waits in hold_here() return. */
+static void release_hold(events *t) {
+  g_mutex_lock(&t->gate_mu);
+  t->hold = 0;
+  g_cond_broadcast(&t->gate);
+  g_mutex_unlock(&t->gate_mu);
+}
+
+static void hold_here(events *t) {
+  g_mutex_lock(&t->gate_mu);
+  while (t->hold)
+    g_cond_wait(&t->gate, &t->gate_mu);
+  g_mutex_unlock(&t->gate_mu);
+}
 
 static void record(zkrc_ephemeral *e, const zkrc_ephemeral_event *ev,
                    void *arg) {
@@ -41,6 +74,11 @@ static void record(zkrc_ephemeral *e, const zkrc_ephemeral_event *ev,
       g_strconcat(zkrc_ephemeral_event_name(ev->type),
                   zkt_reason_text(why, sizeof why, ev->reason, ev->zk_error),
                   NULL));
+  if (ev->type == ZKRC_EPHEMERAL_REGISTERED) {
+    if (t->free_on_registered-- == 1)
+      t->free_rc = zkrc_ephemeral_free_async(e, on_freed, t);
+    hold_here(t);
+  }
 }
 
 static void expect_event(events *t, const char *want) {
@@ -116,8 +154,25 @@ static char *node_data(zhandle_t *zh, const char *path, int64_t *owner) {
     g_free(d_);                                                                \
   } while (0)
 
+typedef struct path_on {
+  zhandle_t *zh;
+  const char *path;
+} path_on;
+
+static int path_gone(void *arg) {
+  path_on *p = arg;
+  return !zkt_exists(p->zh, p->path);
+}
+
+/* Wait until @p path is gone, at most @p ms; non-zero when it went. */
+static int wait_gone(zhandle_t *zh, const char *path, int ms) {
+  path_on p = {zh, path};
+  return zkt_wait_for(path_gone, &p, ms);
+}
+
 /* Registered with its data (parents made), owned by the session; the data
- * set is on the node; the free deletes it and tells nothing more. */
+ * set is on the node; the free deletes it (in the background: it does not
+ * wait for the reply) and tells nothing more. */
 static void test_registers_and_frees(void) {
   char *path = zkt_path("eph");
   char *node = g_strdup_printf("%s/group/member-1", path);
@@ -137,7 +192,7 @@ static void test_registers_and_frees(void) {
   ASSERT_NODE(zh, node, "v2");
   CU_ASSERT_STRING_EQUAL(zkrc_ephemeral_path(e), node);
   zkrc_ephemeral_free(e);
-  CU_ASSERT_FALSE(zkt_exists(zh, node));
+  CU_ASSERT_TRUE(wait_gone(zh, node, 5000));
   CU_ASSERT_EQUAL(g_async_queue_length(t.q), 0);
   g_async_queue_unref(t.q);
   zkrc_session_close(s);
@@ -467,6 +522,282 @@ static void test_size_limit_is_the_servers(void) {
   g_free(node);
 }
 
+/* ========================================================== ending */
+
+/* Nothing more in @p t within 300 ms (after `done`: nothing may come). */
+static void expect_nothing_more(events *t) {
+  char *got = g_async_queue_timeout_pop(t->q, 300 * 1000);
+  if (got)
+    fprintf(stderr, "event \"%s\" after the last\n", got);
+  CU_ASSERT_PTR_NULL(got);
+  g_free(got);
+}
+
+static events *events_new(zhandle_t *zh, const char *path) {
+  events *t = g_new0(events, 1);
+  t->q = g_async_queue_new_full(g_free);
+  t->zh = zh;
+  t->path = path;
+  atomic_store(&t->node_at_done, -1);
+  g_mutex_init(&t->gate_mu);
+  g_cond_init(&t->gate);
+  return t;
+}
+
+static void events_free(events *t) {
+  g_async_queue_unref(t->q);
+  g_mutex_clear(&t->gate_mu);
+  g_cond_clear(&t->gate);
+  g_free(t);
+}
+
+/* The directory @p dir loses CREATE for everyone (READ, WRITE, DELETE and
+ * ADMIN stay): a node under it may be deleted but not created again. */
+static void forbid_create(zhandle_t *zh, const char *dir) {
+  struct ACL entry = {ZOO_PERM_READ | ZOO_PERM_WRITE | ZOO_PERM_DELETE |
+                          ZOO_PERM_ADMIN,
+                      ZOO_ANYONE_ID_UNSAFE};
+  struct ACL_vector acl = {1, &entry};
+  CU_ASSERT_EQUAL_FATAL(zoo_set_acl(zh, dir, -1, &acl), ZOK);
+}
+
+static int refused_now(void *e) {
+  return zkrc_ephemeral_wait_registered(e, ZKRC_NO_WAIT) == ZKRC_ENOAUTH;
+}
+
+/* free_async while an event waits behind one being told: the executor is
+ * held in the REGISTERED callback; an operator deletes the node, so LOST
+ * is queued (its directory no longer lets anyone create: the create that
+ * follows is refused, which says LOST was decided).  Then free_async, from
+ * another thread: LOST is still told, then `done`, and nothing after. */
+static void test_free_async_tells_what_was_queued(void) {
+  char *dir = zkt_path("eph-fa-order");
+  char *node = g_strdup_printf("%s/m", dir);
+  zhandle_t *zh = direct();
+  zkt_make_path(zh, dir);
+  zkrc_session *s = proxied_session();
+  events *t = events_new(zh, node);
+  t->hold = 1;
+  zkrc_ephemeral *e = keep(s, node, "v", t);
+  expect_event(t, "registered"); /* its callback now holds the executor */
+  forbid_create(zh, dir);
+  CU_ASSERT_EQUAL(zoo_delete(zh, node, -1), ZOK);
+  CU_ASSERT_TRUE(zkt_wait_for(refused_now, e, 10000));
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_ephemeral_free_async(e, on_freed, t));
+  release_hold(t);
+  expect_event(t, "lost ZKRC_ENONODE ZNONODE");
+  expect_event(t, "done");
+  expect_nothing_more(t);
+  CU_ASSERT_EQUAL(atomic_load(&t->node_at_done), 0);
+  events_free(t);
+  zkrc_session_close(s);
+  zookeeper_close(zh);
+  g_free(node);
+  g_free(dir);
+}
+
+/* free_async from the object's own callback (REGISTERED): it returns
+ * ZKRC_OK there, `done` comes once the node's delete is confirmed (the
+ * node is gone when it runs), and nothing after. */
+static void test_free_async_from_its_callback(void) {
+  char *path = zkt_path("eph-fa-self");
+  zhandle_t *zh = direct();
+  zkrc_session *s = proxied_session();
+  events *t = events_new(zh, path);
+  t->free_on_registered = 1;
+  keep(s, path, "v", t);
+  expect_event(t, "registered");
+  expect_event(t, "done");
+  expect_nothing_more(t);
+  ZKT_ASSERT_RC(ZKRC_OK, t->free_rc);
+  CU_ASSERT_EQUAL(atomic_load(&t->node_at_done), 0);
+  events_free(t);
+  zkrc_session_close(s);
+  zookeeper_close(zh);
+  g_free(path);
+}
+
+/* free_async before the session's close (done with the node deleted) and
+ * after it (CLOSED told, then done; the close took the node), and free
+ * after it; nothing after done.  Bad input: ZKRC_EINVAL and nothing
+ * changed (the object is still registered). */
+static void test_free_async_around_close(void) {
+  char *a_path = zkt_path("eph-fa-before"), *b_path = zkt_path("eph-fa-after");
+  char *c_path = zkt_path("eph-free-after");
+  zhandle_t *zh = direct();
+  zkrc_session *s = proxied_session();
+  events *ta = events_new(zh, a_path), *tb = events_new(zh, b_path);
+  events *tc = events_new(zh, c_path);
+  zkrc_ephemeral *a = keep(s, a_path, "a", ta);
+  zkrc_ephemeral *b = keep(s, b_path, "b", tb);
+  zkrc_ephemeral *c = keep(s, c_path, "c", tc);
+  expect_event(ta, "registered");
+  expect_event(tb, "registered");
+  expect_event(tc, "registered");
+  ZKT_ASSERT_RC(ZKRC_EINVAL, zkrc_ephemeral_free_async(NULL, on_freed, ta));
+  ZKT_ASSERT_RC(ZKRC_EINVAL, zkrc_ephemeral_free_async(a, NULL, ta));
+  CU_ASSERT_TRUE(zkrc_ephemeral_is_registered(a));
+  CU_ASSERT_TRUE(zkt_exists(zh, a_path));
+
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_ephemeral_free_async(a, on_freed, ta));
+  expect_event(ta, "done");
+  CU_ASSERT_EQUAL(atomic_load(&ta->node_at_done), 0);
+  zkrc_session_close(s);
+  expect_event(tb, "closed ZKRC_ECLOSED");
+  expect_event(tc, "closed ZKRC_ECLOSED");
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_ephemeral_free_async(b, on_freed, tb));
+  expect_event(tb, "done");
+  CU_ASSERT_EQUAL(atomic_load(&tb->node_at_done), 0);
+  int64_t t0 = zkt_now_ms();
+  zkrc_ephemeral_free(c);
+  CU_ASSERT_TRUE(zkt_now_ms() - t0 < 500);
+  CU_ASSERT_FALSE(zkt_exists(zh, c_path));
+  expect_nothing_more(ta);
+  expect_nothing_more(tb);
+  expect_nothing_more(tc);
+  events_free(ta);
+  events_free(tb);
+  events_free(tc);
+  zookeeper_close(zh);
+  g_free(a_path);
+  g_free(b_path);
+  g_free(c_path);
+}
+
+/* The connection freezes (the proxy lets nothing through, the client does
+ * not know yet): the free sends the delete and returns at once, well
+ * under the session timeout, its reply impossible meanwhile; once the
+ * connection flows again the node is gone, on the same ZooKeeper session
+ * (so the delete did it, not an expiry).  free_async likewise: `done`
+ * waits for the reply. */
+static void test_free_while_frozen(void) {
+  char *path = zkt_path("eph-frozen"), *path2 = zkt_path("eph-frozen-async");
+  zhandle_t *zh = direct();
+  zkrc_session *s = proxied_session();
+  events *t = events_new(zh, path), *t2 = events_new(zh, path2);
+  zkrc_ephemeral *e = keep(s, path, "v", t);
+  zkrc_ephemeral *e2 = keep(s, path2, "v", t2);
+  expect_event(t, "registered");
+  expect_event(t2, "registered");
+  int64_t sid = zkrc_session_id(s);
+  CU_ASSERT_EQUAL_FATAL(
+      zkrc_proxy_blackhole(zkt_ensemble(), 0, 4 * ZKT_SESSION_TIMEOUT_MS), 0);
+  int64_t t0 = zkt_now_ms();
+  zkrc_ephemeral_free(e);
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_ephemeral_free_async(e2, on_freed, t2));
+  int64_t took = zkt_now_ms() - t0;
+  printf("\n    free and free_async took %lld ms with the connection frozen\n",
+         (long long)took);
+  CU_ASSERT_TRUE(took < ZKT_SESSION_TIMEOUT_MS / 4);
+  CU_ASSERT_EQUAL(g_async_queue_length(t2->q), 0); /* done waits */
+  CU_ASSERT_TRUE(zkt_exists(zh, path));
+  CU_ASSERT_EQUAL(zkrc_proxy_blackhole(zkt_ensemble(), 0, 0), 0);
+  expect_event(t2, "done");
+  CU_ASSERT_EQUAL(atomic_load(&t2->node_at_done), 0);
+  CU_ASSERT_TRUE(wait_gone(zh, path, 3 * ZKT_SESSION_TIMEOUT_MS));
+  CU_ASSERT_EQUAL(zkrc_session_id(s), sid);
+  expect_nothing_more(t);
+  expect_nothing_more(t2);
+  events_free(t);
+  events_free(t2);
+  zkrc_session_close(s);
+  zookeeper_close(zh);
+  g_free(path);
+  g_free(path2);
+}
+
+static void on_suspended(zkrc_session *s, const zkrc_session_event *ev,
+                         void *arg) {
+  (void)s;
+  if (ev->type == ZKRC_SESSION_EVENT_SUSPENDED)
+    g_async_queue_push(arg, g_strdup("suspended"));
+}
+
+/* The connection is down and the client knows it (suspended): the free
+ * cannot send the delete and returns at once; the node is still there,
+ * and the session's reaper deletes it once the connection is back, on the
+ * same ZooKeeper session (without the reaper it would stay as long as the
+ * session lives).  free_async's `done` comes once the node is handed to
+ * the reaper: at once. */
+static void test_free_while_disconnected_reaps(void) {
+  char *path = zkt_path("eph-reaped"), *path2 = zkt_path("eph-reaped-async");
+  zhandle_t *zh = direct();
+  zkrc_session *s = proxied_session();
+  GAsyncQueue *sq = g_async_queue_new_full(g_free);
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_session_add_listener(s, on_suspended, sq, NULL));
+  events *t = events_new(zh, path), *t2 = events_new(zh, path2);
+  zkrc_ephemeral *e = keep(s, path, "v", t);
+  zkrc_ephemeral *e2 = keep(s, path2, "v", t2);
+  expect_event(t, "registered");
+  expect_event(t2, "registered");
+  int64_t sid = zkrc_session_id(s);
+  CU_ASSERT_EQUAL(zkrc_proxy_refuse(zkt_ensemble(), 0, 1), 0);
+  char *got = g_async_queue_timeout_pop(sq, 10 * G_TIME_SPAN_SECOND);
+  CU_ASSERT_STRING_EQUAL(got ? got : "(none)", "suspended");
+  g_free(got);
+  int64_t t0 = zkt_now_ms();
+  zkrc_ephemeral_free(e);
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_ephemeral_free_async(e2, on_freed, t2));
+  CU_ASSERT_TRUE(zkt_now_ms() - t0 < ZKT_SESSION_TIMEOUT_MS / 4);
+  expect_event(t2, "done");
+  CU_ASSERT_EQUAL(atomic_load(&t2->node_at_done), 1); /* the reaper's now */
+  CU_ASSERT_TRUE(zkt_exists(zh, path));
+  CU_ASSERT_EQUAL(zkrc_proxy_refuse(zkt_ensemble(), 0, 0), 0);
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_session_wait_connected(s, 10000));
+  CU_ASSERT_TRUE(wait_gone(zh, path, 3 * ZKT_SESSION_TIMEOUT_MS));
+  CU_ASSERT_TRUE(wait_gone(zh, path2, 3 * ZKT_SESSION_TIMEOUT_MS));
+  CU_ASSERT_EQUAL(zkrc_session_id(s), sid); /* not an expiry */
+  expect_nothing_more(t);
+  expect_nothing_more(t2);
+  events_free(t);
+  events_free(t2);
+  zkrc_session_close(s);
+  g_async_queue_unref(sq);
+  zookeeper_close(zh);
+  g_free(path);
+  g_free(path2);
+}
+
+/* The children version of @p dir (-1 when it is missing): one more for
+ * each child created or deleted. */
+static int32_t cversion(zhandle_t *zh, const char *dir) {
+  struct Stat st;
+  return zoo_exists(zh, dir, 0, &st) == ZOK ? st.cversion : -1;
+}
+
+/* A create in flight when the object is freed: the connection freezes, the
+ * object is made (its create waits in the frozen connection) and at once
+ * freed with free_async, which returns without waiting.  Once the
+ * connection flows, the create is applied, and its reply has the node
+ * deleted: `done` comes after that, with the node gone and its directory's
+ * children version two higher (created, then deleted), no event told. */
+static void test_create_in_flight_when_freed(void) {
+  char *dir = zkt_path("eph-inflight");
+  char *node = g_strdup_printf("%s/m", dir);
+  zhandle_t *zh = direct();
+  zkt_make_path(zh, dir);
+  int32_t before = cversion(zh, dir);
+  zkrc_session *s = proxied_session();
+  events *t = events_new(zh, node);
+  CU_ASSERT_EQUAL_FATAL(
+      zkrc_proxy_blackhole(zkt_ensemble(), 0, 4 * ZKT_SESSION_TIMEOUT_MS), 0);
+  zkrc_ephemeral *e = keep(s, node, "v", t);
+  int64_t t0 = zkt_now_ms();
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_ephemeral_free_async(e, on_freed, t));
+  CU_ASSERT_TRUE(zkt_now_ms() - t0 < ZKT_SESSION_TIMEOUT_MS / 4);
+  CU_ASSERT_EQUAL(g_async_queue_length(t->q), 0); /* the create is pending */
+  CU_ASSERT_EQUAL(zkrc_proxy_blackhole(zkt_ensemble(), 0, 0), 0);
+  expect_event(t, "done");
+  CU_ASSERT_EQUAL(atomic_load(&t->node_at_done), 0);
+  CU_ASSERT_EQUAL(cversion(zh, dir), before + 2);
+  expect_nothing_more(t);
+  events_free(t);
+  zkrc_session_close(s);
+  zookeeper_close(zh);
+  g_free(node);
+  g_free(dir);
+}
+
 static void add_suites(void) {
   zkt_configure(1, 1);
   ZKT_SUITE(
@@ -482,6 +813,17 @@ static void add_suites(void) {
       {"size limit, envelope included", test_size_limit},
       {"size limit is the servers'", test_size_limit_is_the_servers},
       {"freed after close", test_freed_after_close});
+  ZKT_SUITE(
+      "ephemeral ending",
+      {"free_async tells what was queued, then done",
+       test_free_async_tells_what_was_queued},
+      {"free_async from its own callback", test_free_async_from_its_callback},
+      {"free_async and free around the session's close",
+       test_free_async_around_close},
+      {"free while the connection is frozen", test_free_while_frozen},
+      {"free while disconnected: the reaper deletes",
+       test_free_while_disconnected_reaps},
+      {"a create in flight when freed", test_create_in_flight_when_freed});
 }
 
 int main(void) { return zkt_run("test_ephemeral", add_suites); }

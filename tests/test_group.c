@@ -231,6 +231,13 @@ static int64_t node_owner(zhandle_t *zh, const char *path, char *buf,
   return st.ephemeralOwner;
 }
 
+/* The group's members' nodes are deleted in the background once freed:
+ * wait until none is left under @p path (or it is gone, a container), at
+ * most 10 s; non-zero when it happened. */
+static int wait_empty(zhandle_t *zh, const char *path) {
+  return zkt_wait_children_or_gone(zh, path, 0, 10000);
+}
+
 /* A joins, updates its data and leaves: member B and a watcher see
  * JOINED, UPDATED and LEFT with A's data; B's view holds both; nothing is
  * left behind. */
@@ -322,7 +329,10 @@ static void test_view_equals_servers(void) {
   for (int i = 0; i < 6; i++)
     zkrc_group_free(m[i]);
   CU_ASSERT_EQUAL(zoo_delete(zh, foreign, -1), ZOK);
-  CU_ASSERT_TRUE(wait_event(&ew, "left zz-by-hand x"));
+  const char *const left[] = {"left m0 d35",      "left m1 d28", "left m2 d21",
+                              "left m3 d14",      "left m4 d7",  "left m5 d0",
+                              "left zz-by-hand x"};
+  CU_ASSERT_TRUE(wait_all(&ew, left, (int)G_N_ELEMENTS(left)));
   view = view_text(w);
   ASSERT_TEXT(view, "");
   g_free(view);
@@ -386,7 +396,7 @@ static void test_recreated_after_expiry(void) {
 
   zkrc_group_free(me);
   zkrc_group_free(other);
-  CU_ASSERT_EQUAL(zkt_nodes_left(zh, path), 0);
+  CU_ASSERT_TRUE(wait_empty(zh, path));
   zookeeper_close(zh);
   g_async_queue_unref(ev.lines);
   g_async_queue_unref(eo.lines);
@@ -427,7 +437,7 @@ static void test_id_held_by_other_session(void) {
   ASSERT_TEXT(buf, "newer");
   CU_ASSERT_TRUE(wait_event(&ev, "registered"));
   zkrc_group_free(g);
-  CU_ASSERT_EQUAL(zkt_nodes_left(zh, path), 0);
+  CU_ASSERT_TRUE(wait_empty(zh, path));
   zookeeper_close(zh);
   g_async_queue_unref(ev.lines);
   zkrc_session_close(s);
@@ -459,11 +469,12 @@ static void test_leave_from_listener(void) {
   zkrc_group *late = join(so, path, "late", "l", NULL);
   CU_ASSERT_TRUE(wait_event(&on_joined.lines, "FREED"));
   zhandle_t *zh = zkt_raw();
+  CU_ASSERT_TRUE(zkt_wait_children(zh, path, 1, 10000)); /* a and b went */
   char *view = servers_text(zh, path);
   ASSERT_TEXT(view, "late=l");
   g_free(view);
   zkrc_group_free(late);
-  CU_ASSERT_EQUAL(zkt_nodes_left(zh, path), 0);
+  CU_ASSERT_TRUE(wait_empty(zh, path));
   CU_ASSERT_EQUAL(g_async_queue_length(on_registered.lines.lines), 0);
   CU_ASSERT_EQUAL(g_async_queue_length(on_joined.lines.lines), 0);
   zookeeper_close(zh);
@@ -614,7 +625,7 @@ static void test_bad_input(void) {
   g_free(want);
   zkrc_group_free(g);
   zkrc_group_free(NULL);
-  CU_ASSERT_EQUAL(zkt_nodes_left(zh, path), 0);
+  CU_ASSERT_TRUE(wait_empty(zh, path));
   zookeeper_close(zh);
   zkrc_session_close(s);
   g_free(path);
@@ -707,7 +718,285 @@ static void test_size_limit(void) {
   g_free(path);
 }
 
+/* ========================================================== ending */
+
+/* A plain handle to the member itself, past its proxy (which a test may
+ * freeze). */
+static zhandle_t *direct(void) {
+  return zkt_raw_to(zkrc_ensemble_direct_connect_string(zkt_ensemble()));
+}
+
+/* A listener that ends its group with zkrc_group_free_async(): on the
+ * event line free_on (NULL: never) it calls it from the callback; on the
+ * line hold_on it holds the executor until release_hold().  `done` pushes
+ * "done" and notes whether node (read through zh) still existed. */
+typedef struct ender {
+  seen lines;
+  const char *free_on, *hold_on;
+  int free_rc;
+  zhandle_t *zh;
+  const char *node; /* NULL: a watcher, no node */
+  int node_at_done;
+  GMutex mu;
+  GCond cond;
+  int hold;
+} ender;
+
+static void ender_init(ender *e, zhandle_t *zh, const char *node) {
+  memset(e, 0, sizeof *e);
+  seen_init(&e->lines);
+  e->zh = zh;
+  e->node = node;
+  e->node_at_done = -1;
+  g_mutex_init(&e->mu);
+  g_cond_init(&e->cond);
+}
+
+static void ender_clear(ender *e) {
+  g_async_queue_unref(e->lines.lines);
+  g_mutex_clear(&e->mu);
+  g_cond_clear(&e->cond);
+}
+
+static void ended(void *arg) {
+  ender *e = arg;
+  e->node_at_done = e->node ? zkt_exists(e->zh, e->node) : -1;
+  g_async_queue_push(e->lines.lines, g_strdup("done"));
+}
+
+static void end_on(zkrc_group *g, const zkrc_group_event *ev, void *arg) {
+  ender *e = arg;
+  record(g, ev, &e->lines);
+  char *line = event_line(ev);
+  if (e->free_on && strcmp(line, e->free_on) == 0)
+    e->free_rc = zkrc_group_free_async(g, ended, e);
+  if (e->hold_on && strcmp(line, e->hold_on) == 0) {
+    g_mutex_lock(&e->mu);
+    while (e->hold)
+      g_cond_wait(&e->cond, &e->mu);
+    g_mutex_unlock(&e->mu);
+  }
+  g_free(line);
+}
+
+static void release_hold(ender *e) {
+  g_mutex_lock(&e->mu);
+  e->hold = 0;
+  g_cond_broadcast(&e->cond);
+  g_mutex_unlock(&e->mu);
+}
+
+/* A group on @p s at @p path told to @p e: member @p id, or a watcher. */
+static zkrc_group *ender_group(zkrc_session *s, const char *path,
+                               const char *id, ender *e) {
+  zkrc_group_options o;
+  zkrc_group_options_init(&o);
+  o.on_event = end_on;
+  o.event_arg = e;
+  zkrc_group *g = NULL;
+  ZKT_ASSERT_RC(ZKRC_OK,
+                group_join(&g, s, path, id, id ? "d" : NULL, id ? 1 : 0, &o));
+  return g;
+}
+
+/* Nothing more may come (300 ms). */
+static void nothing_more(ender *e) {
+  char *after = g_async_queue_timeout_pop(e->lines.lines, 300 * 1000);
+  if (after)
+    fprintf(stderr, "\nevent after done: %s\n", after);
+  CU_ASSERT_PTR_NULL(after);
+  g_free(after);
+}
+
+/* Skip lines until "done" (10 s at most): non-zero when it came.  Then
+ * nothing more may come. */
+static int done_then_nothing(ender *e) {
+  int done = wait_event(&e->lines, "done");
+  nothing_more(e);
+  return done;
+}
+
+/* The next line, within 10 s ("" when none came; g_free it). */
+static char *next_line(ender *e) {
+  char *line = g_async_queue_timeout_pop(e->lines.lines, 10 * 1000 * 1000);
+  return line ? line : g_strdup("");
+}
+
+/* free_async from the group's own callback: a member on its REGISTERED,
+ * a watcher on its INITIALIZED.  It returns ZKRC_OK there; `done` comes
+ * once the member's node is deleted, and nothing after. */
+static void test_free_async_from_its_callback(void) {
+  char *path = zkt_path("group-fa-self");
+  char *node = g_strdup_printf("%s/m", path);
+  zhandle_t *zh = direct();
+  zkrc_session *s = zkt_session();
+  ender em, ew;
+  ender_init(&em, zh, node);
+  ender_init(&ew, zh, NULL);
+  em.free_on = "registered";
+  ew.free_on = "initialized";
+  ender_group(s, path, NULL, &ew);
+  ender_group(s, path, "m", &em);
+  CU_ASSERT_TRUE(done_then_nothing(&em));
+  CU_ASSERT_TRUE(done_then_nothing(&ew));
+  ZKT_ASSERT_RC(ZKRC_OK, em.free_rc);
+  ZKT_ASSERT_RC(ZKRC_OK, ew.free_rc);
+  CU_ASSERT_EQUAL(em.node_at_done, 0);
+  ender_clear(&em);
+  ender_clear(&ew);
+  zkrc_session_close(s);
+  zookeeper_close(zh);
+  g_free(node);
+  g_free(path);
+}
+
+/* free_async while the group's events wait behind one being told: a
+ * watcher of a group with one member reads JOINED and INITIALIZED at once;
+ * the executor is held in JOINED's callback, and free_async is called from
+ * another thread.  INITIALIZED, queued before, is still told, then `done`,
+ * and nothing after. */
+static void test_free_async_tells_what_was_queued(void) {
+  char *path = zkt_path("group-fa-order");
+  char *node = g_strdup_printf("%s/a", path);
+  zhandle_t *zh = direct();
+  zkt_make_path(zh, path);
+  CU_ASSERT_EQUAL(zoo_create(zh, node, "x", 1, &ZOO_OPEN_ACL_UNSAFE,
+                             ZOO_EPHEMERAL, NULL, 0),
+                  ZOK);
+  zkrc_session *s = zkt_session();
+  ender ew;
+  ender_init(&ew, zh, NULL);
+  ew.hold_on = "joined a x";
+  ew.hold = 1;
+  zkrc_group *w = ender_group(s, path, NULL, &ew);
+  char *line = next_line(&ew);
+  ASSERT_TEXT(line, "joined a x"); /* its callback holds the executor now */
+  g_free(line);
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_group_free_async(w, ended, &ew));
+  release_hold(&ew);
+  line = next_line(&ew);
+  ASSERT_TEXT(line, "initialized");
+  g_free(line);
+  line = next_line(&ew);
+  ASSERT_TEXT(line, "done");
+  g_free(line);
+  nothing_more(&ew);
+  ender_clear(&ew);
+  zkrc_session_close(s);
+  zookeeper_close(zh);
+  g_free(node);
+  g_free(path);
+}
+
+/* free_async of a member and a watcher before the session's close (done
+ * with the member's node deleted) and after it (CLOSED told, then done),
+ * and free after it, at once; nothing after done.  Bad input: ZKRC_EINVAL
+ * and nothing changed. */
+static void test_free_async_around_close(void) {
+  char *path = zkt_path("group-fa-close");
+  char *n1 = g_strdup_printf("%s/m1", path),
+       *n2 = g_strdup_printf("%s/m2", path);
+  zhandle_t *zh = direct();
+  zkrc_session *s = zkt_session();
+  ender e1, w1, e2, w2, e3;
+  ender_init(&e1, zh, n1);
+  ender_init(&w1, zh, NULL);
+  ender_init(&e2, zh, n2);
+  ender_init(&w2, zh, NULL);
+  ender_init(&e3, zh, NULL);
+  zkrc_group *m1 = ender_group(s, path, "m1", &e1);
+  zkrc_group *m2 = ender_group(s, path, "m2", &e2);
+  zkrc_group *m3 = ender_group(s, path, "m3", &e3);
+  zkrc_group *g1 = ender_group(s, path, NULL, &w1);
+  zkrc_group *g2 = ender_group(s, path, NULL, &w2);
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_group_wait_registered(m1, 10000));
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_group_wait_registered(m2, 10000));
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_group_wait_registered(m3, 10000));
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_group_wait_initialized(g1, 10000));
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_group_wait_initialized(g2, 10000));
+  ZKT_ASSERT_RC(ZKRC_EINVAL, zkrc_group_free_async(NULL, ended, &e1));
+  ZKT_ASSERT_RC(ZKRC_EINVAL, zkrc_group_free_async(m1, NULL, &e1));
+  CU_ASSERT_TRUE(zkrc_group_is_registered(m1));
+
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_group_free_async(m1, ended, &e1));
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_group_free_async(g1, ended, &w1));
+  CU_ASSERT_TRUE(done_then_nothing(&e1));
+  CU_ASSERT_TRUE(done_then_nothing(&w1));
+  CU_ASSERT_EQUAL(e1.node_at_done, 0);
+  zkrc_session_close(s);
+  CU_ASSERT_TRUE(wait_event(&e2.lines, "closed ZKRC_ECLOSED"));
+  CU_ASSERT_TRUE(wait_event(&w2.lines, "closed ZKRC_ECLOSED"));
+  CU_ASSERT_TRUE(wait_event(&e3.lines, "closed ZKRC_ECLOSED"));
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_group_free_async(m2, ended, &e2));
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_group_free_async(g2, ended, &w2));
+  CU_ASSERT_TRUE(done_then_nothing(&e2));
+  CU_ASSERT_TRUE(done_then_nothing(&w2));
+  CU_ASSERT_EQUAL(e2.node_at_done, 0); /* the close took it */
+  int64_t t0 = zkt_now_ms();
+  zkrc_group_free(m3);
+  CU_ASSERT_TRUE(zkt_now_ms() - t0 < 500);
+  CU_ASSERT_EQUAL(g_async_queue_length(e3.lines.lines), 0);
+  CU_ASSERT_EQUAL(zkt_nodes_left(zh, path), 0);
+  ender_clear(&e1);
+  ender_clear(&w1);
+  ender_clear(&e2);
+  ender_clear(&w2);
+  ender_clear(&e3);
+  zookeeper_close(zh);
+  g_free(n1);
+  g_free(n2);
+  g_free(path);
+}
+
+/* The connection freezes (nothing passes the proxy; the client does not
+ * know yet): zkrc_group_free and zkrc_group_free_async return at once,
+ * well under the session timeout, the delete's reply impossible
+ * meanwhile; the nodes are still there.  Once the connection flows again,
+ * `done` comes with the node gone, and the other node goes too, on the
+ * same ZooKeeper session (the deletes, not an expiry). */
+static void test_free_while_frozen(void) {
+  char *path = zkt_path("group-frozen");
+  char *n1 = g_strdup_printf("%s/m1", path),
+       *n2 = g_strdup_printf("%s/m2", path);
+  zhandle_t *zh = direct();
+  zkrc_session *s = zkt_session();
+  ender e1, e2;
+  ender_init(&e1, zh, n1);
+  ender_init(&e2, zh, n2);
+  zkrc_group *m1 = ender_group(s, path, "m1", &e1);
+  zkrc_group *m2 = ender_group(s, path, "m2", &e2);
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_group_wait_registered(m1, 10000));
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_group_wait_registered(m2, 10000));
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_group_wait_initialized(m1, 10000));
+  int64_t sid = zkrc_session_id(s);
+  CU_ASSERT_EQUAL_FATAL(
+      zkrc_proxy_blackhole(zkt_ensemble(), 0, 4 * ZKT_SESSION_TIMEOUT_MS), 0);
+  int64_t t0 = zkt_now_ms();
+  zkrc_group_free(m1);
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_group_free_async(m2, ended, &e2));
+  int64_t took = zkt_now_ms() - t0;
+  printf("\n    free and free_async took %lld ms with the connection frozen\n",
+         (long long)took);
+  CU_ASSERT_TRUE(took < ZKT_SESSION_TIMEOUT_MS / 4);
+  CU_ASSERT_TRUE(zkt_exists(zh, n1));
+  CU_ASSERT_TRUE(zkt_exists(zh, n2));
+  CU_ASSERT_EQUAL(zkrc_proxy_blackhole(zkt_ensemble(), 0, 0), 0);
+  CU_ASSERT_TRUE(done_then_nothing(&e2));
+  CU_ASSERT_EQUAL(e2.node_at_done, 0);
+  CU_ASSERT_TRUE(
+      zkt_wait_children_or_gone(zh, path, 0, 3 * ZKT_SESSION_TIMEOUT_MS));
+  CU_ASSERT_EQUAL(zkrc_session_id(s), sid);
+  ender_clear(&e1);
+  ender_clear(&e2);
+  zkrc_session_close(s);
+  zookeeper_close(zh);
+  g_free(n1);
+  g_free(n2);
+  g_free(path);
+}
+
 static void add_suites(void) {
+  zkt_configure(1, 1); /* a proxy, to freeze the connection */
   ZKT_SUITE(
       "group",
       {"join, update, leave seen by others", test_join_update_leave_seen},
@@ -721,6 +1010,14 @@ static void add_suites(void) {
       {"curator group member both ways", test_curator_group_member_both_ways},
       {"size limit, envelope included", test_size_limit},
       {"freed after close", test_freed_after_close});
+  ZKT_SUITE(
+      "group ending",
+      {"free_async from its own callback", test_free_async_from_its_callback},
+      {"free_async tells what was queued, then done",
+       test_free_async_tells_what_was_queued},
+      {"free_async and free around the session's close",
+       test_free_async_around_close},
+      {"free while the connection is frozen", test_free_while_frozen});
 }
 
 int main(void) { return zkt_run("test_group", add_suites); }

@@ -75,7 +75,7 @@ typedef struct zkrc_ephemeral_event {
 /** Told each event, on the session's executor, one at a time, in order,
  *  never with a zkrecipes mutex held.  It may call any zkrc_ephemeral
  *  function that does not wait (zkrc_ephemeral_is_registered(),
- *  zkrc_ephemeral_free() of @p e). */
+ *  zkrc_ephemeral_free() or zkrc_ephemeral_free_async() of @p e). */
 typedef void (*zkrc_ephemeral_event_fn)(zkrc_ephemeral *e,
                                         const zkrc_ephemeral_event *ev,
                                         void *arg);
@@ -169,14 +169,39 @@ int zkrc_ephemeral_set_data(zkrc_ephemeral *e, const void *data, size_t len,
 const char *zkrc_ephemeral_path(zkrc_ephemeral *e);
 
 /**
- * Stop keeping the node and delete it (waiting at most for one round trip,
- * bounded by the session timeout; a node that cannot be deleted now goes
- * with its session).  After it returns no event of @p e runs (unless the
- * caller is that event).  Works whatever the session's state: open,
- * suspended or closed (before or after zkrc_session_close()).  NULL is
- * ignored.
+ * Stop keeping the node and free @p e.  Never waits for the network: the
+ * node's delete is sent and goes on in the background; when it cannot be
+ * confirmed (the connection is down, or its reply is lost) the session
+ * deletes the node once it is connected again, unless its ZooKeeper
+ * session is over first (closed or expired: the node goes with it).  A
+ * create still in flight is deleted likewise once its reply comes.  After
+ * it returns no event of @p e runs; it waits only for an event callback of
+ * @p e running on another thread (from @p e's own callback it does not
+ * wait).  Events still queued are dropped (zkrc_ephemeral_free_async()
+ * tells them).  Works whatever the session's state: open, suspended or
+ * closed (before or after zkrc_session_close()).  NULL is ignored.  Do not
+ * use @p e afterwards.
+ * Threading: any thread, including @p e's own event callback.
  */
 void zkrc_ephemeral_free(zkrc_ephemeral *e);
+
+/**
+ * Free @p e without blocking: as zkrc_ephemeral_free() (the node is no
+ * longer kept, its delete sent without waiting), and then @p done runs
+ * with @p arg on the session's executor, once the node's delete is
+ * confirmed or handed to the session to delete when connected again (and
+ * a create that was in flight has been answered), after the last event of
+ * @p e.  Events queued before this call are still told, none after
+ * @p done.  From this call on, use @p e only in the callbacks still to
+ * come; after @p done returns it is gone.
+ * @return ZKRC_OK (@p done will run); ZKRC_EINVAL (NULL @p e or @p done;
+ *         nothing changes).
+ * Threading: any thread, including the executor's and @p e's own event
+ * callback, while the session's executor is alive.  Call it once, instead
+ * of zkrc_ephemeral_free().
+ */
+int zkrc_ephemeral_free_async(zkrc_ephemeral *e, zkrc_callback_fn done,
+                              void *arg);
 
 #ifdef __cplusplus
 }

@@ -106,7 +106,8 @@ typedef struct zkrc_group_event {
  * A group's event callback.  Runs on the session's executor, one event at
  * a time and in order, never with a zkrecipes mutex held; it may call any
  * zkrc_group function that does not wait (zkrc_group_members(),
- * zkrc_group_is_registered(), zkrc_group_free() of this group).
+ * zkrc_group_is_registered(), zkrc_group_free() or zkrc_group_free_async()
+ * of this group).
  */
 typedef void (*zkrc_group_event_fn)(zkrc_group *g, const zkrc_group_event *ev,
                                     void *arg);
@@ -237,15 +238,36 @@ const char *zkrc_group_id(zkrc_group *g);
 const char *zkrc_group_path(zkrc_group *g);
 
 /**
- * Leave the group: stop reading the view, delete this member's node
- * (waiting at most for one round trip, bounded by the session timeout; a
- * node that cannot be deleted now goes with its session) and free @p g.
- * After it returns no event of @p g runs (unless the caller is that
- * event).  Works whatever the session's state: open, suspended or closed
- * (before or after zkrc_session_close()).  NULL is ignored.  Threading:
- * any thread.
+ * Leave the group and free @p g: stop reading the view and delete this
+ * member's node, without waiting for the network (the delete goes on in
+ * the background; when it cannot be confirmed, the connection down or its
+ * reply lost, the session deletes the node once it is connected again,
+ * unless its ZooKeeper session is over first: the node goes with it).
+ * After it returns no event of @p g runs; it waits only for an event
+ * callback of @p g running on another thread (from @p g's own callback it
+ * does not wait).  Events still queued are dropped
+ * (zkrc_group_free_async() tells them).  Works whatever the session's
+ * state: open, suspended or closed (before or after zkrc_session_close()).
+ * NULL is ignored.  Do not use @p g afterwards.
+ * Threading: any thread, including @p g's own event callback.
  */
 void zkrc_group_free(zkrc_group *g);
+
+/**
+ * Free @p g without blocking: as zkrc_group_free() (the view stops, this
+ * member's node is deleted in the background), and then @p done runs with
+ * @p arg on the session's executor, once the member's node is deleted or
+ * handed to the session to delete when connected again, after the last
+ * event of @p g.  Events queued before this call are still told (they may
+ * read the view), none after @p done.  From this call on, use @p g only in
+ * the callbacks still to come; after @p done returns it is gone.
+ * @return ZKRC_OK (@p done will run); ZKRC_EINVAL (NULL @p g or @p done;
+ *         nothing changes).
+ * Threading: any thread, including the executor's and @p g's own event
+ * callback, while the session's executor is alive.  Call it once, instead
+ * of zkrc_group_free().
+ */
+int zkrc_group_free_async(zkrc_group *g, zkrc_callback_fn done, void *arg);
 
 #ifdef __cplusplus
 }

@@ -1,21 +1,24 @@
 /*
  * Group membership (zkrecipes/group.h), Curator's GroupMember: this
  * member's node PATH/ID is a kept ephemeral node (ephemeral.c), the view a
- * children cache of PATH (cache.c).  The group adds no state of its own
- * beyond the two: the view is read from the cache's copy, and the events
- * of both, which already run on the session's executor in order and
- * without a zkrecipes mutex held, are handed on translated.
+ * children cache of PATH (cache.c).  The view is read from the cache's
+ * copy.  The events of both come to the group on the session's executor;
+ * the group translates them (a member copied) and tells them as one
+ * stream on its own object (core/object.h), in the order they came:
+ * nothing after CLOSED, whichever part it came from, and nothing after
+ * the group's free.
  *
- * Lock order: start_mu, held only while the two are created, comes before
- * the cache's and the session's mutexes; events take it alone, and let it
- * go before calling the application.
+ * Lock order: g->o.mu, held while the two parts are created, comes before
+ * their mutexes and the session's; the parts' events take it alone and
+ * call no application code (they queue).
  */
 #include "config.h"
 
 #include <string.h>
 
-#include "session/session_internal.h"
+#include "core/object.h"
 #include "core/util.h"
+#include "session/session_internal.h"
 #include "zkrecipes/cache.h"
 #include "zkrecipes/ephemeral.h"
 #include "zkrecipes/error.h"
@@ -23,21 +26,18 @@
 #include "zkrecipes/path.h"
 
 struct zkrc_group {
+  /* First.  o.mu is held while zkrc_group_new() starts the two parts: an
+   * event that comes before both are in place waits for it. */
+  zkrc__object o;
   zkrc_session *s; /* a recipe's reference */
   char *path;
   char *id; /* NULL for a watcher */
   zkrc_group_options opts;
   zkrc_cache *view;
   zkrc_ephemeral *self; /* NULL for a watcher */
-  /* Held while zkrc_group_new() starts the two: an event that comes
-   * before they are both in place (a quick REGISTERED whose listener reads
-   * the view or frees the group) waits for it.  start_failed (under it):
-   * the start failed and the group is being destroyed; tell nothing. */
-  GMutex start_mu;
-  gboolean start_failed;
-  /* A watcher was told CLOSED (the cache reports LOST both when a session
-   * not reopened expires and when it is closed).  Only read and written
-   * by events, which run one at a time. */
+  /* CLOSED was queued (under o.mu): nothing is told after it.  A
+   * watcher's comes from the cache's LOST of a closed session, a member's
+   * from its node. */
   gboolean closed_told;
 };
 
@@ -105,22 +105,57 @@ static zkrc_group_member member_of(const zkrc_cache_node *n) {
   return m;
 }
 
-/* Once the group is started: FALSE when it failed to (nothing to tell).
- * Never blocks for long: the start sends nothing and waits for nothing. */
-static gboolean started(zkrc_group *g) {
-  g_mutex_lock(&g->start_mu);
-  gboolean ok = !g->start_failed;
-  g_mutex_unlock(&g->start_mu);
-  return ok;
+/* A copy of @p n's member, for an event or for the caller to keep. */
+static void member_copy(zkrc_group_member *to, const zkrc_cache_node *n) {
+  zkrc_group_member m = member_of(n);
+  to->id = g_strdup(m.id);
+  to->data = n->data ? g_memdup2(n->data, n->len + 1) : NULL;
+  to->len = m.len;
+  to->czxid = m.czxid;
+  to->ctime_ms = m.ctime_ms;
 }
 
-static void tell(zkrc_group *g, zkrc_group_event_type type, int reason,
-                 int zk_error, const zkrc_group_member *m) {
-  if (g->opts.on_event == NULL)
-    return;
-  zkrc_group_event ev = {
-      .type = type, .reason = reason, .zk_error = zk_error, .member = m};
-  g->opts.on_event(g, &ev, g->opts.event_arg);
+static void member_clear(zkrc_group_member *m) {
+  g_free(m->id);
+  g_free(m->data);
+}
+
+/* An event on its way to the application (core/object.h). */
+typedef struct group_event {
+  zkrc__object_event base;
+  zkrc_group_event ev;
+  zkrc_group_member member; /* ev.member points here when there is one */
+} group_event;
+
+static void group_tell(zkrc__object *o, zkrc__object_event *base) {
+  zkrc_group *g = (zkrc_group *)o;
+  g->opts.on_event(g, &((group_event *)base)->ev, g->opts.event_arg);
+}
+
+static void group_event_release(zkrc__object_event *base) {
+  member_clear(&((group_event *)base)->member);
+  g_free(base);
+}
+
+/* Queue @p type about @p n (NULL: no member), from a part's event on the
+ * executor: told after what came before, unless the group is ending or
+ * told CLOSED already. */
+static void queue(zkrc_group *g, zkrc_group_event_type type, int reason,
+                  int zk_error, const zkrc_cache_node *n) {
+  g_mutex_lock(&g->o.mu);
+  if (g->opts.on_event && !g->closed_told && !zkrc__object_ending(&g->o)) {
+    group_event *r =
+        zkrc__object_event_new(sizeof *r, group_tell, group_event_release);
+    r->ev = (zkrc_group_event){
+        .type = type, .reason = reason, .zk_error = zk_error};
+    if (n) {
+      member_copy(&r->member, n);
+      r->ev.member = &r->member;
+    }
+    g->closed_told = type == ZKRC_GROUP_CLOSED;
+    zkrc__object_tell_locked(&g->o, &r->base);
+  }
+  g_mutex_unlock(&g->o.mu);
 }
 
 /* The view's events, on the executor.  Connection events are the view's
@@ -129,28 +164,22 @@ static void tell(zkrc_group *g, zkrc_group_event_type type, int reason,
 static void on_view(zkrc_cache *c, const zkrc_cache_event *ev, void *arg) {
   (void)c;
   zkrc_group *g = arg;
-  zkrc_group_member m;
-  if (!started(g))
-    return;
   switch (ev->type) {
   case ZKRC_CACHE_NODE_ADDED:
+    queue(g, ZKRC_GROUP_JOINED, ZKRC_OK, ZOK, ev->node);
+    break;
   case ZKRC_CACHE_NODE_UPDATED:
+    queue(g, ZKRC_GROUP_UPDATED, ZKRC_OK, ZOK, ev->node);
+    break;
   case ZKRC_CACHE_NODE_REMOVED:
-    m = member_of(ev->node);
-    tell(g,
-         ev->type == ZKRC_CACHE_NODE_ADDED     ? ZKRC_GROUP_JOINED
-         : ev->type == ZKRC_CACHE_NODE_UPDATED ? ZKRC_GROUP_UPDATED
-                                               : ZKRC_GROUP_LEFT,
-         ZKRC_OK, ZOK, &m);
+    queue(g, ZKRC_GROUP_LEFT, ZKRC_OK, ZOK, ev->node);
     break;
   case ZKRC_CACHE_INITIALIZED:
-    tell(g, ZKRC_GROUP_INITIALIZED, ZKRC_OK, ZOK, NULL);
+    queue(g, ZKRC_GROUP_INITIALIZED, ZKRC_OK, ZOK, NULL);
     break;
   case ZKRC_CACHE_LOST:
-    if (g->self == NULL && !g->closed_told && zkrc__session_closed(g->s)) {
-      g->closed_told = TRUE;
-      tell(g, ZKRC_GROUP_CLOSED, ev->reason, ev->zk_error, NULL);
-    }
+    if (g->id == NULL && zkrc__session_closed(g->s)) /* a watcher */
+      queue(g, ZKRC_GROUP_CLOSED, ev->reason, ev->zk_error, NULL);
     break;
   default:
     break;
@@ -162,30 +191,36 @@ static void on_self(zkrc_ephemeral *e, const zkrc_ephemeral_event *ev,
                     void *arg) {
   (void)e;
   zkrc_group *g = arg;
-  if (!started(g))
-    return;
   switch (ev->type) {
   case ZKRC_EPHEMERAL_REGISTERED:
-    tell(g, ZKRC_GROUP_REGISTERED, ev->reason, ev->zk_error, NULL);
+    queue(g, ZKRC_GROUP_REGISTERED, ev->reason, ev->zk_error, NULL);
     break;
   case ZKRC_EPHEMERAL_LOST:
-    tell(g, ZKRC_GROUP_LOST, ev->reason, ev->zk_error, NULL);
+    queue(g, ZKRC_GROUP_LOST, ev->reason, ev->zk_error, NULL);
     break;
   case ZKRC_EPHEMERAL_CLOSED:
-    tell(g, ZKRC_GROUP_CLOSED, ev->reason, ev->zk_error, NULL);
+    queue(g, ZKRC_GROUP_CLOSED, ev->reason, ev->zk_error, NULL);
     break;
   }
 }
 
-static void group_destroy(zkrc_group *g) {
-  /* The view first, so that a member leaving is not told its own LEFT. */
-  zkrc_cache_free(g->view);
-  zkrc_ephemeral_free(g->self);
+/* The last reference went (core/object.h): the parts are freed by then. */
+static void group_finalize(zkrc__object *o) {
+  zkrc_group *g = (zkrc_group *)o;
   zkrc__session_unref_recipe(g->s);
-  g_mutex_clear(&g->start_mu);
   g_free(g->id);
   g_free(g->path);
   g_free(g);
+}
+
+/* Free the two parts (neither waits for the network); their events do not
+ * reach the application any more (the group is ending). */
+static void free_parts(zkrc_group *g) {
+  /* The view first: it stops before it could read our node's delete. */
+  zkrc_cache_free(g->view);
+  g->view = NULL;
+  zkrc_ephemeral_free(g->self);
+  g->self = NULL;
 }
 
 /* Start this member's node (when @p id is set), then the view, as Curator
@@ -241,14 +276,17 @@ int zkrc_group_new(zkrc_group **out, zkrc_session *s, const char *path,
   g->path = g_strdup(path);
   g->id = g_strdup(id);
   g->opts = o;
-  g_mutex_init(&g->start_mu);
-  g_mutex_lock(&g->start_mu);
+  zkrc__object_init(&g->o, zkrc__session_executor(s), group_finalize);
+  g_mutex_lock(&g->o.mu);
   int rc = group_start(g, data, len);
-  g->start_failed = rc != ZKRC_OK;
-  g_mutex_unlock(&g->start_mu);
+  if (rc != ZKRC_OK)
+    zkrc__object_close_locked(&g->o); /* nothing told */
+  g_mutex_unlock(&g->o.mu);
   if (rc != ZKRC_OK) {
-    /* Not under start_mu: freeing waits for events, which take it. */
-    group_destroy(g);
+    /* Not under o.mu: freeing a part waits for its events, which take
+     * it. */
+    free_parts(g);
+    zkrc__object_unref(&g->o);
     return zkrc__fail(rc);
   }
   *out = g;
@@ -279,16 +317,6 @@ int zkrc_group_set_data(zkrc_group *g, const void *data, size_t len,
   return zkrc_ephemeral_set_data(g->self, data, len, timeout_ms);
 }
 
-/* A copy of @p n's member, for the caller to keep. */
-static void member_copy(zkrc_group_member *to, const zkrc_cache_node *n) {
-  zkrc_group_member m = member_of(n);
-  to->id = g_strdup(m.id);
-  to->data = n->data ? g_memdup2(n->data, n->len + 1) : NULL;
-  to->len = m.len;
-  to->czxid = m.czxid;
-  to->ctime_ms = m.ctime_ms;
-}
-
 int zkrc_group_members(zkrc_group *g, zkrc_group_member **members,
                        size_t *count) {
   if (g == NULL || members == NULL || count == NULL)
@@ -311,10 +339,8 @@ int zkrc_group_members(zkrc_group *g, zkrc_group_member **members,
 void zkrc_group_members_free(zkrc_group_member *members, size_t count) {
   if (members == NULL)
     return;
-  for (size_t i = 0; i < count; i++) {
-    g_free(members[i].id);
-    g_free(members[i].data);
-  }
+  for (size_t i = 0; i < count; i++)
+    member_clear(&members[i]);
   g_free(members);
 }
 
@@ -323,6 +349,43 @@ const char *zkrc_group_id(zkrc_group *g) { return g ? g->id : NULL; }
 const char *zkrc_group_path(zkrc_group *g) { return g ? g->path : NULL; }
 
 void zkrc_group_free(zkrc_group *g) {
-  if (g != NULL)
-    group_destroy(g);
+  if (g == NULL)
+    return;
+  g_mutex_lock(&g->o.mu);
+  zkrc__object_close_locked(&g->o); /* no event after this returns */
+  g_mutex_unlock(&g->o.mu);
+  free_parts(g);
+  zkrc__object_unref(&g->o); /* the owner's */
+}
+
+/* The member's node is freed: the group's last pending work. */
+static void self_freed(void *arg) {
+  zkrc_group *g = arg;
+  zkrc__object_idle(&g->o);
+  zkrc__object_unref(&g->o);
+}
+
+/* Behind the events queued before free_async (which may still read the
+ * view): the view goes, and the member's node in the background. */
+static void free_parts_async(void *arg) {
+  zkrc_group *g = arg;
+  zkrc_cache_free(g->view);
+  g->view = NULL;
+  zkrc_ephemeral *self = g->self;
+  g->self = NULL;
+  zkrc__object_ref(&g->o); /* self_freed's */
+  if (self == NULL || zkrc_ephemeral_free_async(self, self_freed, g) != ZKRC_OK)
+    self_freed(g);
+}
+
+int zkrc_group_free_async(zkrc_group *g, zkrc_callback_fn done, void *arg) {
+  if (g == NULL || done == NULL)
+    return zkrc__fail(ZKRC_EINVAL);
+  g_mutex_lock(&g->o.mu);
+  zkrc__object_busy_locked(&g->o); /* until free_parts_async is over */
+  zkrc__object_detach_locked(&g->o, done, arg);
+  zkrc__object_post_locked(&g->o, free_parts_async, g);
+  g_mutex_unlock(&g->o.mu);
+  zkrc__object_unref(&g->o); /* the owner's */
+  return ZKRC_OK;
 }
