@@ -742,8 +742,8 @@ static void ending_event(zkrc_service_provider *p,
   e->events++;
   if (e->done)
     e->after_done++;
-  gboolean free_now = e->free_in_callback &&
-                      ev->type == ZKRC_SERVICE_PROVIDER_INITIALIZED;
+  gboolean free_now =
+      e->free_in_callback && ev->type == ZKRC_SERVICE_PROVIDER_INITIALIZED;
   g_cond_broadcast(&e->cond);
   g_mutex_unlock(&e->mu);
   if (!free_now)
@@ -832,11 +832,11 @@ static void test_registration_free_async(void) {
   zkrc_service_instance *st = record("db", "primary", 5432);
   st->service_type = ZKRC_SERVICE_STATIC;
   zkrc_service_instance *dyn = record("db", "replica", 5433);
-  ZKT_ASSERT_RC(ZKRC_EINVAL, zkrc_service_registration_free_async(
-                                 NULL, ending_done, NULL));
+  ZKT_ASSERT_RC(ZKRC_EINVAL,
+                zkrc_service_registration_free_async(NULL, ending_done, NULL));
   zkrc_service_registration *rs = NULL, *rd = reg(s, base, dyn);
-  ZKT_ASSERT_RC(ZKRC_EINVAL, zkrc_service_registration_free_async(rd, NULL,
-                                                                  NULL));
+  ZKT_ASSERT_RC(ZKRC_EINVAL,
+                zkrc_service_registration_free_async(rd, NULL, NULL));
   ZKT_ASSERT_RC(ZKRC_OK, zkrc_service_registration_new(&rs, s, base, st, NULL));
   ending *es = ending_new(FALSE), *ed = ending_new(FALSE);
   ZKT_ASSERT_RC(ZKRC_OK,

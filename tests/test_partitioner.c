@@ -852,8 +852,8 @@ static void test_free_async_around_close(void) {
     CU_ASSERT_TRUE_FATAL(zkt_wait_for(ending_acquired, e, WAIT_MS));
     if (after) {
       zkrc_session_close(s);
-      ZKT_ASSERT_RC(ZKRC_ESTATE, zkrc_partitioner_wait(
-                                     e->p, ZKRC_PARTITIONER_ACQUIRED, 0));
+      ZKT_ASSERT_RC(ZKRC_ESTATE,
+                    zkrc_partitioner_wait(e->p, ZKRC_PARTITIONER_ACQUIRED, 0));
     }
     ZKT_ASSERT_RC(ZKRC_OK, zkrc_partitioner_free_async(e->p, ending_done, e));
     if (!after)
@@ -868,8 +868,8 @@ static void test_free_async_around_close(void) {
 static void test_free_async_bad_input(void) {
   char *path = zkt_path("free-async-bad");
   zkrc_session *s = zkt_session();
-  ZKT_ASSERT_RC(ZKRC_EINVAL, zkrc_partitioner_free_async(NULL, ending_done,
-                                                         NULL));
+  ZKT_ASSERT_RC(ZKRC_EINVAL,
+                zkrc_partitioner_free_async(NULL, ending_done, NULL));
   ending *e = ending_new(s, path, FALSE);
   ZKT_ASSERT_RC(ZKRC_EINVAL, zkrc_partitioner_free_async(e->p, NULL, NULL));
   /* Nothing changed: it still joins and acquires. */
@@ -966,8 +966,8 @@ static void test_new_makes_no_thread(void) {
     zkrc_partitioner_options o;
     zkrc_partitioner_options_init(&o);
     o.identifier = id;
-    ZKT_ASSERT_RC(ZKRC_OK, zkrc_partitioner_new(&p[i], s, path, ITEMS,
-                                                N_ITEMS, &o));
+    ZKT_ASSERT_RC(ZKRC_OK,
+                  zkrc_partitioner_new(&p[i], s, path, ITEMS, N_ITEMS, &o));
     zkrc_service_instance *inst =
         zkrc_service_instance_new("svc", id, "127.0.0.1", 80);
     inst->service_type = ZKRC_SERVICE_STATIC;
