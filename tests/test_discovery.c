@@ -14,6 +14,7 @@
 
 #include <glib.h>
 
+#include "ending.h"
 #include "interop_peers.h"
 #include "testutil.h"
 #include "zkrecipes/discovery.h"
@@ -689,75 +690,18 @@ static void test_never_waits_freed_after_close(void) {
 
 /* ---------------------------------------------------------- free_async */
 
-/* An object freed with its free_async: what its provider told, and when
- * done ran. */
-typedef struct ending {
-  GMutex mu;
-  GCond cond;
-  gboolean free_in_callback; /* the provider's free_async from INITIALIZED */
-  int events, after_done;    /* told, and told after done (must stay 0) */
-  gboolean callback_over;    /* the callback that freed returned */
-  gboolean done, done_after_callback;
-  int free_rc;
-} ending;
-
-static ending *ending_new(gboolean free_in_callback) {
-  ending *e = g_new0(ending, 1);
-  g_mutex_init(&e->mu);
-  g_cond_init(&e->cond);
-  e->free_in_callback = free_in_callback;
-  return e;
-}
-
-static void ending_free(ending *e) {
-  g_mutex_clear(&e->mu);
-  g_cond_clear(&e->cond);
-  g_free(e);
-}
-
-static void ending_done(void *arg) {
-  ending *e = arg;
-  g_mutex_lock(&e->mu);
-  e->done = TRUE;
-  e->done_after_callback = e->callback_over;
-  g_cond_broadcast(&e->cond);
-  g_mutex_unlock(&e->mu);
-}
-
-/* Wait until *@p flag (under e->mu) is set: non-zero when it was. */
-static int ending_wait(ending *e, const gboolean *flag) {
-  int64_t deadline = g_get_monotonic_time() + 10 * G_TIME_SPAN_SECOND;
-  g_mutex_lock(&e->mu);
-  while (!*flag && g_cond_wait_until(&e->cond, &e->mu, deadline))
-    ;
-  int set = *flag;
-  g_mutex_unlock(&e->mu);
-  return set;
-}
-
+/* A provider freed with its free_async (ending.h): its trigger is
+ * INITIALIZED. */
 static void ending_event(zkrc_service_provider *p,
                          const zkrc_service_provider_event *ev, void *arg) {
-  ending *e = arg;
-  g_mutex_lock(&e->mu);
-  e->events++;
-  if (e->done)
-    e->after_done++;
-  gboolean free_now =
-      e->free_in_callback && ev->type == ZKRC_SERVICE_PROVIDER_INITIALIZED;
-  g_cond_broadcast(&e->cond);
-  g_mutex_unlock(&e->mu);
-  if (!free_now)
-    return;
-  int rc = zkrc_service_provider_free_async(p, ending_done, e);
-  g_mutex_lock(&e->mu);
-  e->free_rc = rc;
-  e->callback_over = TRUE; /* done comes after this returns */
-  g_cond_broadcast(&e->cond);
-  g_mutex_unlock(&e->mu);
+  zkt_ending *e = arg;
+  if (zkt_ending_event(e, ev->type == ZKRC_SERVICE_PROVIDER_INITIALIZED))
+    zkt_ending_freed(e,
+                     zkrc_service_provider_free_async(p, zkt_ending_done, e));
 }
 
 static zkrc_service_provider *ending_provider(zkrc_session *s, const char *base,
-                                              ending *e) {
+                                              zkt_ending *e) {
   zkrc_service_provider_options o;
   zkrc_service_provider_options_init(&o);
   o.on_event = ending_event;
@@ -767,14 +711,6 @@ static zkrc_service_provider *ending_provider(zkrc_session *s, const char *base,
   return p;
 }
 
-static int told_something(void *arg) {
-  ending *e = arg;
-  g_mutex_lock(&e->mu);
-  int n = e->events;
-  g_mutex_unlock(&e->mu);
-  return n > 0;
-}
-
 /* A provider's free_async, from another thread and from its own
  * INITIALIZED callback: ZKRC_OK at once, done after the callback that
  * called it and after the last event; a change of the service after done
@@ -782,21 +718,20 @@ static int told_something(void *arg) {
 static void provider_free_async_case(gboolean in_callback) {
   char *base = zkt_path(in_callback ? "disc-pfa-cb" : "disc-pfa");
   zkrc_session *s = zkt_session();
-  ending *e = ending_new(in_callback);
+  zkt_ending *e = zkt_ending_new(in_callback);
   zkrc_service_provider *p = ending_provider(s, base, e);
-  CU_ASSERT_TRUE(zkt_wait_for(told_something, e, 10000));
+  CU_ASSERT_TRUE(zkt_wait_for(zkt_ending_triggered, e, 10000));
   if (!in_callback) {
     int64_t start = zkt_now_ms();
-    ZKT_ASSERT_RC(ZKRC_OK, zkrc_service_provider_free_async(p, ending_done, e));
+    zkt_ending_freed(e,
+                     zkrc_service_provider_free_async(p, zkt_ending_done, e));
     CU_ASSERT_TRUE(zkt_now_ms() - start < 500);
-    g_mutex_lock(&e->mu);
-    e->callback_over = TRUE;
-    g_mutex_unlock(&e->mu);
   }
-  CU_ASSERT_TRUE_FATAL(ending_wait(e, &e->done));
+  CU_ASSERT_TRUE_FATAL(zkt_ending_wait_done(e, 10000));
   g_mutex_lock(&e->mu);
   ZKT_ASSERT_RC(ZKRC_OK, e->free_rc);
-  CU_ASSERT_TRUE(e->done_after_callback);
+  /* From its own callback: done only after that callback returned. */
+  CU_ASSERT_TRUE(!in_callback || e->done_after_callback);
   g_mutex_unlock(&e->mu);
   /* A change now: a live provider would be told CHANGED (the control,
    * watching the same service, is). */
@@ -811,7 +746,7 @@ static void provider_free_async_case(gboolean in_callback) {
   zkrc_service_unregister(r);
   zkrc_service_instance_free(i);
   zkrc_session_close(s);
-  ending_free(e);
+  zkt_ending_free(e);
   g_free(base);
 }
 
@@ -832,19 +767,19 @@ static void test_registration_free_async(void) {
   zkrc_service_instance *st = record("db", "primary", 5432);
   st->service_type = ZKRC_SERVICE_STATIC;
   zkrc_service_instance *dyn = record("db", "replica", 5433);
-  ZKT_ASSERT_RC(ZKRC_EINVAL,
-                zkrc_service_registration_free_async(NULL, ending_done, NULL));
+  ZKT_ASSERT_RC(ZKRC_EINVAL, zkrc_service_registration_free_async(
+                                 NULL, zkt_ending_done, NULL));
   zkrc_service_registration *rs = NULL, *rd = reg(s, base, dyn);
   ZKT_ASSERT_RC(ZKRC_EINVAL,
                 zkrc_service_registration_free_async(rd, NULL, NULL));
   ZKT_ASSERT_RC(ZKRC_OK, zkrc_service_registration_new(&rs, s, base, st, NULL));
-  ending *es = ending_new(FALSE), *ed = ending_new(FALSE);
+  zkt_ending *es = zkt_ending_new(FALSE), *ed = zkt_ending_new(FALSE);
   ZKT_ASSERT_RC(ZKRC_OK,
-                zkrc_service_registration_free_async(rs, ending_done, es));
+                zkrc_service_registration_free_async(rs, zkt_ending_done, es));
   ZKT_ASSERT_RC(ZKRC_OK,
-                zkrc_service_registration_free_async(rd, ending_done, ed));
-  CU_ASSERT_TRUE(ending_wait(es, &es->done));
-  CU_ASSERT_TRUE(ending_wait(ed, &ed->done));
+                zkrc_service_registration_free_async(rd, zkt_ending_done, ed));
+  CU_ASSERT_TRUE(zkt_ending_wait_done(es, 10000));
+  CU_ASSERT_TRUE(zkt_ending_wait_done(ed, 10000));
   zkrc_service_instance **v = NULL;
   size_t n = 0;
   ZKT_ASSERT_RC(ZKRC_OK, zkrc_service_query(reader, base, "db", &v, &n, 10000));
@@ -855,21 +790,21 @@ static void test_registration_free_async(void) {
   for (int after = 0; after < 2; after++) {
     zkrc_session *t = zkt_session();
     zkrc_service_registration *r = reg(t, base, dyn);
-    ending *e = ending_new(FALSE);
+    zkt_ending *e = zkt_ending_new(FALSE);
     if (after)
       zkrc_session_close(t);
     ZKT_ASSERT_RC(ZKRC_OK,
-                  zkrc_service_registration_free_async(r, ending_done, e));
+                  zkrc_service_registration_free_async(r, zkt_ending_done, e));
     if (!after)
       zkrc_session_close(t);
-    CU_ASSERT_TRUE(ending_wait(e, &e->done));
-    ending_free(e);
+    CU_ASSERT_TRUE(zkt_ending_wait_done(e, 10000));
+    zkt_ending_free(e);
   }
   ZKT_ASSERT_RC(ZKRC_OK,
                 zkrc_service_registration_new(&rs, reader, base, st, NULL));
   zkrc_service_unregister(rs);
-  ending_free(es);
-  ending_free(ed);
+  zkt_ending_free(es);
+  zkt_ending_free(ed);
   zkrc_service_instance_free(st);
   zkrc_service_instance_free(dyn);
   zkrc_session_close(s);
@@ -882,20 +817,21 @@ static void test_registration_free_async(void) {
 static void test_provider_free_async_around_close(void) {
   char *base = zkt_path("disc-pfa-close");
   ZKT_ASSERT_RC(ZKRC_EINVAL,
-                zkrc_service_provider_free_async(NULL, ending_done, NULL));
+                zkrc_service_provider_free_async(NULL, zkt_ending_done, NULL));
   for (int after = 0; after < 2; after++) {
     zkrc_session *s = zkt_session();
-    ending *e = ending_new(FALSE);
+    zkt_ending *e = zkt_ending_new(FALSE);
     zkrc_service_provider *p = ending_provider(s, base, e);
     ZKT_ASSERT_RC(ZKRC_EINVAL, zkrc_service_provider_free_async(p, NULL, NULL));
     ZKT_ASSERT_RC(ZKRC_OK, zkrc_service_provider_wait_initialized(p, 10000));
     if (after)
       zkrc_session_close(s);
-    ZKT_ASSERT_RC(ZKRC_OK, zkrc_service_provider_free_async(p, ending_done, e));
+    ZKT_ASSERT_RC(ZKRC_OK,
+                  zkrc_service_provider_free_async(p, zkt_ending_done, e));
     if (!after)
       zkrc_session_close(s);
-    CU_ASSERT_TRUE(ending_wait(e, &e->done));
-    ending_free(e);
+    CU_ASSERT_TRUE(zkt_ending_wait_done(e, 10000));
+    zkt_ending_free(e);
   }
   g_free(base);
 }

@@ -21,6 +21,7 @@
 
 #include <glib.h>
 
+#include "ending.h"
 #include "interop_peers.h"
 #include "testutil.h"
 
@@ -694,90 +695,26 @@ static void test_free_whatever_the_session(void) {
 
 /* ------------------------------------------------------------ free_async */
 
-/* One partitioner freed with zkrc_partitioner_free_async(): what it was
- * told, and when done ran. */
-typedef struct ending {
-  GMutex mu;
-  GCond cond;
-  zkrc_partitioner *p;
-  gboolean free_in_callback; /* free_async from the ACQUIRED callback */
-  int acquired;              /* ACQUIRED events told */
-  int after_done;            /* events told after done: must stay 0 */
-  gboolean callback_over;    /* the callback that freed returned */
-  gboolean done, done_after_callback;
-  int free_rc;
-} ending;
-
-static void ending_done(void *arg) {
-  ending *e = arg;
-  g_mutex_lock(&e->mu);
-  e->done = TRUE;
-  e->done_after_callback = e->callback_over;
-  g_cond_broadcast(&e->cond);
-  g_mutex_unlock(&e->mu);
-}
-
+/* A partitioner freed with zkrc_partitioner_free_async() (ending.h): its
+ * trigger is ACQUIRED. */
 static void ending_event(zkrc_partitioner *p, const zkrc_partitioner_event *ev,
                          void *arg) {
-  ending *e = arg;
-  g_mutex_lock(&e->mu);
-  if (e->done)
-    e->after_done++;
-  gboolean free_now = ev->type == ZKRC_PARTITIONER_ACQUIRED &&
-                      e->free_in_callback && e->acquired == 0;
-  if (ev->type == ZKRC_PARTITIONER_ACQUIRED)
-    e->acquired++;
-  g_cond_broadcast(&e->cond);
-  g_mutex_unlock(&e->mu);
-  if (!free_now)
-    return;
-  int rc = zkrc_partitioner_free_async(p, ending_done, e);
-  g_mutex_lock(&e->mu);
-  e->free_rc = rc;
-  e->callback_over = TRUE; /* done comes after this returns */
-  g_cond_broadcast(&e->cond);
-  g_mutex_unlock(&e->mu);
+  zkt_ending *e = arg;
+  if (zkt_ending_event(e, ev->type == ZKRC_PARTITIONER_ACQUIRED))
+    zkt_ending_freed(e, zkrc_partitioner_free_async(p, zkt_ending_done, e));
 }
 
-static ending *ending_new(zkrc_session *s, const char *path,
-                          gboolean free_in_callback) {
-  ending *e = g_new0(ending, 1);
-  g_mutex_init(&e->mu);
-  g_cond_init(&e->cond);
-  e->free_in_callback = free_in_callback;
+static zkrc_partitioner *ending_new(zkrc_session *s, const char *path,
+                                    zkt_ending *e) {
   zkrc_partitioner_options o;
   zkrc_partitioner_options_init(&o);
   o.identifier = "solo";
   o.time_boundary_ms = BOUNDARY_MS;
   o.on_event = ending_event;
   o.event_arg = e;
-  ZKT_ASSERT_RC(ZKRC_OK, zkrc_partitioner_new(&e->p, s, path, ITEMS, 3, &o));
-  return e;
-}
-
-/* Wait until *@p flag (under e->mu) is set: non-zero when it was. */
-static int ending_wait(ending *e, const gboolean *flag) {
-  int64_t deadline = g_get_monotonic_time() + WAIT_MS * G_TIME_SPAN_MILLISECOND;
-  g_mutex_lock(&e->mu);
-  while (!*flag && g_cond_wait_until(&e->cond, &e->mu, deadline))
-    ;
-  int set = *flag;
-  g_mutex_unlock(&e->mu);
-  return set;
-}
-
-static int ending_acquired(void *arg) {
-  ending *e = arg;
-  g_mutex_lock(&e->mu);
-  int n = e->acquired;
-  g_mutex_unlock(&e->mu);
-  return n > 0;
-}
-
-static void ending_free(ending *e) {
-  g_mutex_clear(&e->mu);
-  g_cond_clear(&e->cond);
-  g_free(e);
+  zkrc_partitioner *p = NULL;
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_partitioner_new(&p, s, path, ITEMS, 3, &o));
+  return p;
 }
 
 /* Nodes of ours under @p path now: the party's, the item locks' (ITEMS[0..3)). */
@@ -804,22 +741,21 @@ static void free_async_case(gboolean in_callback) {
   zkrc_session *s = zkt_session();
   zhandle_t *zh =
       zkt_raw_to(zkrc_ensemble_direct_connect_string(zkt_ensemble()));
-  ending *e = ending_new(s, path, in_callback);
-  CU_ASSERT_TRUE_FATAL(zkt_wait_for(ending_acquired, e, WAIT_MS));
+  zkt_ending *e = zkt_ending_new(in_callback);
+  zkrc_partitioner *p = ending_new(s, path, e);
+  CU_ASSERT_TRUE_FATAL(zkt_wait_for(zkt_ending_triggered, e, WAIT_MS));
   if (!in_callback) { /* (freed by the callback, they may be gone now) */
     CU_ASSERT_EQUAL(our_nodes(zh, path), 4); /* the party node, 3 locks */
     int64_t start = zkt_now_ms();
-    ZKT_ASSERT_RC(ZKRC_OK, zkrc_partitioner_free_async(e->p, ending_done, e));
+    zkt_ending_freed(e, zkrc_partitioner_free_async(p, zkt_ending_done, e));
     CU_ASSERT_TRUE(zkt_now_ms() - start < 500); /* never waits */
-    g_mutex_lock(&e->mu);
-    e->callback_over = TRUE;
-    g_mutex_unlock(&e->mu);
   }
-  CU_ASSERT_TRUE_FATAL(ending_wait(e, &e->done));
+  CU_ASSERT_TRUE_FATAL(zkt_ending_wait_done(e, WAIT_MS));
   g_mutex_lock(&e->mu);
   ZKT_ASSERT_RC(ZKRC_OK, e->free_rc);
-  CU_ASSERT_TRUE(e->done_after_callback);
-  CU_ASSERT_EQUAL(e->acquired, 1);
+  /* From its own callback: done only after that callback returned. */
+  CU_ASSERT_TRUE(!in_callback || e->done_after_callback);
+  CU_ASSERT_EQUAL(e->triggers, 1);
   g_mutex_unlock(&e->mu);
   CU_ASSERT_EQUAL(our_nodes(zh, path), 0); /* gone by done */
   /* A party change now: nothing more is told. */
@@ -832,7 +768,7 @@ static void free_async_case(gboolean in_callback) {
   group_free(g);
   zkrc_session_close(s);
   zookeeper_close(zh);
-  ending_free(e);
+  zkt_ending_free(e);
   assert_nothing_left(path);
   g_free(path);
 }
@@ -848,18 +784,19 @@ static void test_free_async_around_close(void) {
   char *path = zkt_path("free-async-close");
   for (int after = 0; after < 2; after++) {
     zkrc_session *s = zkt_session();
-    ending *e = ending_new(s, path, FALSE);
-    CU_ASSERT_TRUE_FATAL(zkt_wait_for(ending_acquired, e, WAIT_MS));
+    zkt_ending *e = zkt_ending_new(FALSE);
+    zkrc_partitioner *p = ending_new(s, path, e);
+    CU_ASSERT_TRUE_FATAL(zkt_wait_for(zkt_ending_triggered, e, WAIT_MS));
     if (after) {
       zkrc_session_close(s);
       ZKT_ASSERT_RC(ZKRC_ESTATE,
-                    zkrc_partitioner_wait(e->p, ZKRC_PARTITIONER_ACQUIRED, 0));
+                    zkrc_partitioner_wait(p, ZKRC_PARTITIONER_ACQUIRED, 0));
     }
-    ZKT_ASSERT_RC(ZKRC_OK, zkrc_partitioner_free_async(e->p, ending_done, e));
+    ZKT_ASSERT_RC(ZKRC_OK, zkrc_partitioner_free_async(p, zkt_ending_done, e));
     if (!after)
       zkrc_session_close(s);
-    CU_ASSERT_TRUE(ending_wait(e, &e->done));
-    ending_free(e);
+    CU_ASSERT_TRUE(zkt_ending_wait_done(e, WAIT_MS));
+    zkt_ending_free(e);
   }
   assert_nothing_left(path);
   g_free(path);
@@ -869,14 +806,15 @@ static void test_free_async_bad_input(void) {
   char *path = zkt_path("free-async-bad");
   zkrc_session *s = zkt_session();
   ZKT_ASSERT_RC(ZKRC_EINVAL,
-                zkrc_partitioner_free_async(NULL, ending_done, NULL));
-  ending *e = ending_new(s, path, FALSE);
-  ZKT_ASSERT_RC(ZKRC_EINVAL, zkrc_partitioner_free_async(e->p, NULL, NULL));
+                zkrc_partitioner_free_async(NULL, zkt_ending_done, NULL));
+  zkt_ending *e = zkt_ending_new(FALSE);
+  zkrc_partitioner *p = ending_new(s, path, e);
+  ZKT_ASSERT_RC(ZKRC_EINVAL, zkrc_partitioner_free_async(p, NULL, NULL));
   /* Nothing changed: it still joins and acquires. */
-  CU_ASSERT_TRUE(zkt_wait_for(ending_acquired, e, WAIT_MS));
-  zkrc_partitioner_free(e->p);
+  CU_ASSERT_TRUE(zkt_wait_for(zkt_ending_triggered, e, WAIT_MS));
+  zkrc_partitioner_free(p);
   zkrc_session_close(s);
-  ending_free(e);
+  zkt_ending_free(e);
   assert_nothing_left(path);
   g_free(path);
 }
@@ -891,12 +829,13 @@ static void test_free_while_frozen(void) {
   char *path = zkt_path("free-frozen");
   char *party = g_strconcat(path, "/party", NULL);
   zkrc_session *s = zkt_session_knowing_tick(ZKT_SESSION_TIMEOUT_MS, 0, NULL);
-  ending *e = ending_new(s, path, FALSE);
-  CU_ASSERT_TRUE_FATAL(zkt_wait_for(ending_acquired, e, WAIT_MS));
+  zkt_ending *e = zkt_ending_new(FALSE);
+  zkrc_partitioner *p = ending_new(s, path, e);
+  CU_ASSERT_TRUE_FATAL(zkt_wait_for(zkt_ending_triggered, e, WAIT_MS));
   CU_ASSERT_TRUE(one_member(party));
   CU_ASSERT_EQUAL(zkrc_proxy_blackhole(zkt_ensemble(), 0, 800), 0);
   int64_t start = zkt_now_ms();
-  zkrc_partitioner_free(e->p);
+  zkrc_partitioner_free(p);
   int64_t took = zkt_now_ms() - start;
   printf("\n  free took %" G_GINT64_FORMAT " ms, the connection frozen ", took);
   CU_ASSERT_TRUE(took < ZKT_SESSION_TIMEOUT_MS / 4);
@@ -906,7 +845,7 @@ static void test_free_while_frozen(void) {
   CU_ASSERT_TRUE(zkt_wait_children(zh, party, 0, WAIT_MS));
   zookeeper_close(zh);
   zkrc_session_close(s);
-  ending_free(e);
+  zkt_ending_free(e);
   assert_nothing_left(path);
   g_free(party);
   g_free(path);
@@ -926,18 +865,10 @@ static int thread_count(void) {
   return n;
 }
 
-typedef struct parked {
-  GMutex mu;
-  GCond cond;
-  gboolean go;
-} parked;
-
-static gpointer park(gpointer arg) {
-  parked *k = arg;
-  g_mutex_lock(&k->mu);
-  while (!k->go)
-    g_cond_wait(&k->cond, &k->mu);
-  g_mutex_unlock(&k->mu);
+/* The control's thread: parked until told to go, as a thread waiting for
+ * a reply would be. */
+static gpointer park(gpointer queue) {
+  g_async_queue_pop(queue);
   return NULL;
 }
 
@@ -979,16 +910,12 @@ static void test_new_makes_no_thread(void) {
   /* Still under way: no reply yet (a round trip takes 0.4 s). */
   ZKT_ASSERT_RC(ZKRC_ETIMEDOUT,
                 zkrc_service_registration_wait(r[0], ZKRC_NO_WAIT));
-  parked k = {0};
-  g_mutex_init(&k.mu);
-  g_cond_init(&k.cond);
-  GThread *control = g_thread_new("control", park, &k);
+  GAsyncQueue *go = g_async_queue_new();
+  GThread *control = g_thread_new("control", park, go);
   int with_control = thread_count();
-  g_mutex_lock(&k.mu);
-  k.go = TRUE;
-  g_cond_signal(&k.cond);
-  g_mutex_unlock(&k.mu);
+  g_async_queue_push(go, GINT_TO_POINTER(1));
   g_thread_join(control);
+  g_async_queue_unref(go);
   printf("\n  threads: %d before, %d after 12 objects, %d with the control ",
          before, during, with_control);
   CU_ASSERT_EQUAL(during, before);
@@ -1007,8 +934,6 @@ static void test_new_makes_no_thread(void) {
   }
   zkrc_session_close(s);
   zookeeper_close(zh);
-  g_mutex_clear(&k.mu);
-  g_cond_clear(&k.cond);
   assert_nothing_left(path);
   assert_nothing_left(base);
   g_free(party);

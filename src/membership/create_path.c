@@ -82,7 +82,7 @@ void zkrc__create_path(zkrc_session *s, const zkrc__create_path_args *a,
   c->len = a->data ? (int)a->len : -1;
   c->flags = a->flags;
   c->acl = zkrc__acl_ref(a->acl);
-  c->next = a->parents ? strchr(c->path + 1, '/') : NULL;
+  c->next = strchr(c->path + 1, '/');
   c->go_on = go_on;
   c->done = done;
   c->arg = arg;

@@ -31,18 +31,17 @@ typedef struct zkrc__create_path_args {
   const char *path;
   const char *data; /* NULL: none */
   size_t len;
-  int flags;        /* the node's (the containers are ZOO_CONTAINER) */
-  zkrc__acl *acl;   /* of every node created (referenced by the chain) */
-  gboolean parents; /* create the containers above the node first */
+  int flags;      /* the node's (the containers are ZOO_CONTAINER) */
+  zkrc__acl *acl; /* of every node created (referenced by the chain) */
 } zkrc__create_path_args;
 
 /* Create @p a->path (copied, as its data), after the containers above it
- * when @p a->parents (from the top; one that exists counts as made), one
- * request at a time on @p s's current handle.  Before each request
- * go_on(@p arg) is asked (FALSE: stop); done(..., @p arg) runs once at
- * the end.  Both run on the session's worker or ZooKeeper's completion
- * thread, never on the caller's, with no zkrecipes mutex held; neither
- * may block.  Never waits. */
+ * (from the top; one that exists counts as made), one request at a time
+ * on @p s's current handle.  Before each request go_on(@p arg) is asked
+ * (FALSE: stop); done(..., @p arg) runs once at the end.  Both run on
+ * the session's worker or ZooKeeper's completion thread, never on the
+ * caller's, with no zkrecipes mutex held; neither may block.  Never
+ * waits. */
 void zkrc__create_path(zkrc_session *s, const zkrc__create_path_args *a,
                        gboolean (*go_on)(void *arg), zkrc__create_path_fn done,
                        void *arg);

@@ -141,7 +141,7 @@ static void registration_unref(zkrc_service_registration *r) {
  * the deadline of the registration's timeout (a timer of the session's
  * worker); nothing is sent once it passed. */
 
-static void create_node(zkrc_service_registration *r, gboolean parents);
+static void create_node(zkrc_service_registration *r);
 
 /* The create is over with @p err (a zkrc code), unless it was already (its
  * deadline passed).  Takes o.mu. */
@@ -183,8 +183,9 @@ static void old_deleted(int rc, const void *data) {
   rc = zkrc__session_reply_rc(r->s, rc);
   if (rc != ZOK && rc != ZNONODE)
     create_over(r, create_error(rc));
-  else if (r->creates < 2)
-    create_node(r, FALSE);
+  else if (r->creates < 2) /* with its parents: a container whose last
+                              * child we deleted may be removed meanwhile */
+    create_node(r);
   else /* someone keeps creating it */
     create_over(r, zkrc_from_zk_error(ZNODEEXISTS));
   registration_unref(r);
@@ -218,14 +219,13 @@ static void node_created(int rc, uint64_t gen, gboolean node_sent, void *arg) {
   registration_unref(r);
 }
 
-static void create_node(zkrc_service_registration *r, gboolean parents) {
+static void create_node(zkrc_service_registration *r) {
   r->creates++; /* one request of the create at a time: no other writer */
   zkrc__create_path_args a = {.path = r->path,
                               .data = r->json,
                               .len = r->len,
                               .flags = 0,
-                              .acl = r->acl,
-                              .parents = parents};
+                              .acl = r->acl};
   zkrc__create_path(r->s, &a, create_go_on, node_created,
                     zkrc__object_ref(&r->o));
 }
@@ -260,7 +260,7 @@ static void create_start(zkrc_service_registration *r) {
     r->create_timer =
         zkrc__session_timer(r->s, MAX(zkrc__ms_left(deadline), 0), create_late,
                             zkrc__object_ref(&r->o), unref_data);
-  create_node(r, TRUE);
+  create_node(r);
 }
 
 /* Wait for the persistent node's create, at most until @p deadline: its
@@ -439,31 +439,17 @@ void zkrc_service_registration_free(zkrc_service_registration *r) {
     registration_free(r);
 }
 
-typedef struct eph_job {
-  zkrc_service_registration *r; /* referenced by the post (object.h) */
-  zkrc_ephemeral *eph;
-} eph_job;
-
 /* free_async's end of a DYNAMIC node, on the executor. */
-static void eph_free(void *arg) {
-  eph_job *job = arg;
-  zkrc_ephemeral_free(job->eph);
-  zkrc__object_idle(&job->r->o);
-  g_free(job);
-}
+static void eph_free(void *eph) { zkrc_ephemeral_free(eph); }
 
 int zkrc_service_registration_free_async(zkrc_service_registration *r,
                                          zkrc_callback_fn done, void *arg) {
   if (r == NULL || done == NULL)
     return zkrc__fail(ZKRC_EINVAL);
   g_mutex_lock(&r->o.mu);
-  if (r->eph) {
-    eph_job *job = g_new(eph_job, 1);
-    *job = (eph_job){r, r->eph};
-    r->eph = NULL;
-    zkrc__object_busy_locked(&r->o);
-    zkrc__object_post_locked(&r->o, eph_free, job);
-  }
+  if (r->eph)
+    zkrc__object_post_pending_locked(&r->o, eph_free, r->eph);
+  r->eph = NULL;
   /* done after the persistent node's create, if it is still under way */
   zkrc__object_detach_locked(&r->o, done, arg);
   g_mutex_unlock(&r->o.mu);

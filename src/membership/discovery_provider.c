@@ -253,19 +253,14 @@ void zkrc_service_provider_free(zkrc_service_provider *p) {
 
 /* free_async's end of the cache, on the executor, where no callback of
  * the cache can be running on another thread: its free waits for none. */
-static void cache_free_job(void *arg) {
-  zkrc_service_provider *p = arg; /* referenced by the post (object.h) */
-  zkrc_cache_free(p->cache);
-  zkrc__object_idle(&p->o);
-}
+static void cache_free_job(void *cache) { zkrc_cache_free(cache); }
 
 int zkrc_service_provider_free_async(zkrc_service_provider *p,
                                      zkrc_callback_fn done, void *arg) {
   if (p == NULL || done == NULL)
     return zkrc__fail(ZKRC_EINVAL);
   g_mutex_lock(&p->o.mu);
-  zkrc__object_busy_locked(&p->o);
-  zkrc__object_post_locked(&p->o, cache_free_job, p);
+  zkrc__object_post_pending_locked(&p->o, cache_free_job, p->cache);
   zkrc__object_detach_locked(&p->o, done, arg);
   g_mutex_unlock(&p->o.mu);
   zkrc__object_unref(&p->o);

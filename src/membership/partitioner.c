@@ -397,17 +397,10 @@ void zkrc_partitioner_free(zkrc_partitioner *p) {
 /* free_async's teardown of the party cache, on the executor, where no
  * callback of the cache can be running on another thread (its free then
  * waits for nothing). */
-typedef struct party_job {
-  zkrc_partitioner *p; /* referenced by the post (core/object.h) */
-  zkrc_cache *party;
-} party_job;
-
-static void party_free(void *arg) {
-  party_job *job = arg;
-  zkrc_cache_free(job->party);
-  zkrc__object_idle(&job->p->o);
-  g_free(job);
-}
+/* The party cache's free, on the executor (free_async): no callback of
+ * the cache can be running on another thread there, so it waits for
+ * none. */
+static void party_free(void *party) { zkrc_cache_free(party); }
 
 int zkrc_partitioner_free_async(zkrc_partitioner *p, zkrc_callback_fn done,
                                 void *arg) {
@@ -418,12 +411,8 @@ int zkrc_partitioner_free_async(zkrc_partitioner *p, zkrc_callback_fn done,
   g_mutex_lock(&p->o.mu);
   zkrc_cache *party = give_up_locked(p, &locks, &listener);
   count_locks_locked(p, locks);
-  if (party) {
-    party_job *job = g_new(party_job, 1);
-    *job = (party_job){p, party};
-    zkrc__object_busy_locked(&p->o);
-    zkrc__object_post_locked(&p->o, party_free, job);
-  }
+  if (party)
+    zkrc__object_post_pending_locked(&p->o, party_free, party);
   zkrc__object_detach_locked(&p->o, done, arg);
   g_mutex_unlock(&p->o.mu);
   free_locks(p, locks, listener);

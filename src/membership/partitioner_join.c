@@ -274,8 +274,7 @@ static void join_attempt(zkrc_partitioner *p) {
                               .data = p->identifier,
                               .len = strlen(p->identifier),
                               .flags = ZOO_EPHEMERAL,
-                              .acl = p->acl,
-                              .parents = TRUE};
+                              .acl = p->acl};
   zkrc__create_path(p->s, &a, join_go_on, join_tried, zkrc__partitioner_ref(p));
 }
 
