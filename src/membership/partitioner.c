@@ -361,18 +361,27 @@ static void count_locks_locked(zkrc_partitioner *p, GHashTable *locks) {
     zkrc__object_busy_locked(&p->o);
 }
 
-static void free_locks(zkrc_partitioner *p, GHashTable *locks,
-                       unsigned long listener) {
+static void drop_owner(void *p) { zkrc__partitioner_unref(p); }
+
+/* The end of both frees, with no mutex held: the listener out, the item
+ * locks freed in the background, and the owner's reference dropped on the
+ * executor, behind a call of the listener that may be running there now
+ * (removing it does not wait for that). */
+static void let_go(zkrc_partitioner *p, GHashTable *locks,
+                   unsigned long listener) {
   if (listener)
     zkrc_session_remove_listener(p->s, listener);
-  if (locks == NULL)
-    return;
-  GHashTableIter it;
-  gpointer lk;
-  g_hash_table_iter_init(&it, locks);
-  while (g_hash_table_iter_next(&it, NULL, &lk))
-    zkrc_lock_free_async(lk, lock_freed, zkrc__partitioner_ref(p));
-  g_hash_table_destroy(locks);
+  if (locks) {
+    GHashTableIter it;
+    gpointer lk;
+    g_hash_table_iter_init(&it, locks);
+    while (g_hash_table_iter_next(&it, NULL, &lk))
+      zkrc_lock_free_async(lk, lock_freed, zkrc__partitioner_ref(p));
+    g_hash_table_destroy(locks);
+  }
+  g_mutex_lock(&p->o.mu);
+  zkrc__object_post_locked(&p->o, drop_owner, p);
+  g_mutex_unlock(&p->o.mu);
 }
 
 void zkrc_partitioner_free(zkrc_partitioner *p) {
@@ -390,13 +399,9 @@ void zkrc_partitioner_free(zkrc_partitioner *p) {
   /* Never waits for the network: the cache's free does not, the locks
    * go in the background. */
   zkrc_cache_free(party);
-  free_locks(p, locks, listener);
-  zkrc__partitioner_unref(p);
+  let_go(p, locks, listener);
 }
 
-/* free_async's teardown of the party cache, on the executor, where no
- * callback of the cache can be running on another thread (its free then
- * waits for nothing). */
 /* The party cache's free, on the executor (free_async): no callback of
  * the cache can be running on another thread there, so it waits for
  * none. */
@@ -415,7 +420,6 @@ int zkrc_partitioner_free_async(zkrc_partitioner *p, zkrc_callback_fn done,
     zkrc__object_post_pending_locked(&p->o, party_free, party);
   zkrc__object_detach_locked(&p->o, done, arg);
   g_mutex_unlock(&p->o.mu);
-  free_locks(p, locks, listener);
-  zkrc__partitioner_unref(p);
+  let_go(p, locks, listener);
   return ZKRC_OK;
 }
