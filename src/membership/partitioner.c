@@ -379,9 +379,9 @@ static void let_go(zkrc_partitioner *p, GHashTable *locks,
       zkrc_lock_free_async(lk, lock_freed, zkrc__partitioner_ref(p));
     g_hash_table_destroy(locks);
   }
-  g_mutex_lock(&p->o.mu);
-  zkrc__object_post_locked(&p->o, drop_owner, p);
-  g_mutex_unlock(&p->o.mu);
+  /* (Not zkrc__object_post_locked: with o.mu held, its run could drop the
+   * last reference before we let go of the mutex.) */
+  zkrc__session_post(p->s, drop_owner, p);
 }
 
 void zkrc_partitioner_free(zkrc_partitioner *p) {
