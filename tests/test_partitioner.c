@@ -851,6 +851,27 @@ static void test_free_while_frozen(void) {
   g_free(path);
 }
 
+/* The join's first request takes effect but its reply is lost with the
+ * connection (the proxy drops it): the join tries again once the
+ * connection is back, after its pause, and the member joins and
+ * acquires.  The session saw the connection go (the path was taken). */
+static void test_join_retried_after_connection_loss(void) {
+  char *path = zkt_path("join-retry");
+  zkrc_session *s = zkt_session_knowing_tick(ZKT_SESSION_TIMEOUT_MS, 0, NULL);
+  uint64_t lost_before = zkt_suspensions(s);
+  CU_ASSERT_EQUAL(zkrc_proxy_drop_after_next_request(zkt_ensemble(), 0), 0);
+  zkt_ending *e = zkt_ending_new(FALSE);
+  zkrc_partitioner *p = ending_new(s, path, e);
+  CU_ASSERT_TRUE(zkt_wait_for(zkt_ending_triggered, e, WAIT_MS));
+  CU_ASSERT_EQUAL(zkrc_partitioner_get_state(p), ZKRC_PARTITIONER_ACQUIRED);
+  CU_ASSERT_TRUE(zkt_suspensions(s) > lost_before);
+  zkrc_partitioner_free(p);
+  zkrc_session_close(s);
+  zkt_ending_free(e);
+  assert_nothing_left(path);
+  g_free(path);
+}
+
 /* ------------------------------------------------------------ no thread */
 
 /* Threads of this process now (entries of /proc/self/task). */
@@ -1050,6 +1071,8 @@ static void add_suites(void) {
             {"free_async_around_close", test_free_async_around_close},
             {"free_async_bad_input", test_free_async_bad_input},
             {"free_while_frozen", test_free_while_frozen},
+            {"join_retried_after_connection_loss",
+             test_join_retried_after_connection_loss},
             {"new_makes_no_thread", test_new_makes_no_thread});
 }
 

@@ -198,9 +198,9 @@ static void pause_locked(zkrc_partitioner *p) {
 }
 
 /* A try failed with a code worth retrying: once connected, after a
- * pause. */
+ * pause (a closed session is tried at once: its ZCLOSING ends the join). */
 static void retry_locked(zkrc_partitioner *p) {
-  if (zkrc__session_connected(p->s, 0))
+  if (zkrc__session_connected(p->s, 0) || zkrc__session_closed(p->s))
     pause_locked(p);
   else
     p->join_waiting = TRUE; /* join_observed() goes on */
