@@ -14,6 +14,7 @@
 
 #include <glib.h>
 
+#include "ending.h"
 #include "interop_peers.h"
 #include "testutil.h"
 #include "zkrecipes/discovery.h"
@@ -687,6 +688,154 @@ static void test_never_waits_freed_after_close(void) {
   g_free(base);
 }
 
+/* ---------------------------------------------------------- free_async */
+
+/* A provider freed with its free_async (ending.h): its trigger is
+ * INITIALIZED. */
+static void ending_event(zkrc_service_provider *p,
+                         const zkrc_service_provider_event *ev, void *arg) {
+  zkt_ending *e = arg;
+  if (zkt_ending_event(e, ev->type == ZKRC_SERVICE_PROVIDER_INITIALIZED))
+    zkt_ending_freed(e,
+                     zkrc_service_provider_free_async(p, zkt_ending_done, e));
+}
+
+static zkrc_service_provider *ending_provider(zkrc_session *s, const char *base,
+                                              zkt_ending *e) {
+  zkrc_service_provider_options o;
+  zkrc_service_provider_options_init(&o);
+  o.on_event = ending_event;
+  o.event_arg = e;
+  zkrc_service_provider *p = NULL;
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_service_provider_new(&p, s, base, "db", &o));
+  return p;
+}
+
+/* A provider's free_async, from another thread and from its own
+ * INITIALIZED callback: ZKRC_OK at once, done after the callback that
+ * called it and after the last event; a change of the service after done
+ * (an instance registered) is told to nobody. */
+static void provider_free_async_case(gboolean in_callback) {
+  char *base = zkt_path(in_callback ? "disc-pfa-cb" : "disc-pfa");
+  zkrc_session *s = zkt_session();
+  zkt_ending *e = zkt_ending_new(in_callback);
+  zkrc_service_provider *p = ending_provider(s, base, e);
+  CU_ASSERT_TRUE(zkt_wait_for(zkt_ending_triggered, e, 10000));
+  if (!in_callback) {
+    int64_t start = zkt_now_ms();
+    zkt_ending_freed(e,
+                     zkrc_service_provider_free_async(p, zkt_ending_done, e));
+    CU_ASSERT_TRUE(zkt_now_ms() - start < 500);
+  }
+  CU_ASSERT_TRUE_FATAL(zkt_ending_wait_done(e, 10000));
+  g_mutex_lock(&e->mu);
+  ZKT_ASSERT_RC(ZKRC_OK, e->free_rc);
+  /* From its own callback: done only after that callback returned. */
+  CU_ASSERT_TRUE(!in_callback || e->done_after_callback);
+  g_mutex_unlock(&e->mu);
+  /* A change now: a live provider would be told CHANGED (the control,
+   * watching the same service, is). */
+  zkrc_service_provider *control = provider(s, base, "db", ZKRC_SERVICE_RANDOM);
+  zkrc_service_instance *i = record("db", "one", 1);
+  zkrc_service_registration *r = reg(s, base, i);
+  CU_ASSERT_TRUE(wait_view(control, "one:1"));
+  g_mutex_lock(&e->mu);
+  CU_ASSERT_EQUAL(e->after_done, 0);
+  g_mutex_unlock(&e->mu);
+  provider_free(control);
+  zkrc_service_unregister(r);
+  zkrc_service_instance_free(i);
+  zkrc_session_close(s);
+  zkt_ending_free(e);
+  g_free(base);
+}
+
+static void test_provider_free_async(void) { provider_free_async_case(FALSE); }
+
+static void test_provider_free_async_in_callback(void) {
+  provider_free_async_case(TRUE);
+}
+
+/* Registrations freed with free_async: a STATIC one's done comes once its
+ * create ended (the node is there then, and stays), a DYNAMIC one's once
+ * its kept node was freed (deleted: the connection is up); then before
+ * and after the session's close; bad input changes nothing. */
+static void test_registration_free_async(void) {
+  char *base = zkt_path("disc-rfa");
+  zkrc_session *s = zkt_session();
+  zkrc_session *reader = zkt_session();
+  zkrc_service_instance *st = record("db", "primary", 5432);
+  st->service_type = ZKRC_SERVICE_STATIC;
+  zkrc_service_instance *dyn = record("db", "replica", 5433);
+  ZKT_ASSERT_RC(ZKRC_EINVAL, zkrc_service_registration_free_async(
+                                 NULL, zkt_ending_done, NULL));
+  zkrc_service_registration *rs = NULL, *rd = reg(s, base, dyn);
+  ZKT_ASSERT_RC(ZKRC_EINVAL,
+                zkrc_service_registration_free_async(rd, NULL, NULL));
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_service_registration_new(&rs, s, base, st, NULL));
+  zkt_ending *es = zkt_ending_new(FALSE), *ed = zkt_ending_new(FALSE);
+  ZKT_ASSERT_RC(ZKRC_OK,
+                zkrc_service_registration_free_async(rs, zkt_ending_done, es));
+  ZKT_ASSERT_RC(ZKRC_OK,
+                zkrc_service_registration_free_async(rd, zkt_ending_done, ed));
+  CU_ASSERT_TRUE(zkt_ending_wait_done(es, 10000));
+  CU_ASSERT_TRUE(zkt_ending_wait_done(ed, 10000));
+  zkrc_service_instance **v = NULL;
+  size_t n = 0;
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_service_query(reader, base, "db", &v, &n, 10000));
+  CU_ASSERT_EQUAL(n, 1); /* the STATIC one stays, the DYNAMIC one is gone */
+  CU_ASSERT_STRING_EQUAL(n == 1 ? v[0]->id : "", "primary");
+  zkrc_service_instances_free(v, n);
+  /* Before and after the close. */
+  for (int after = 0; after < 2; after++) {
+    zkrc_session *t = zkt_session();
+    zkrc_service_registration *r = reg(t, base, dyn);
+    zkt_ending *e = zkt_ending_new(FALSE);
+    if (after)
+      zkrc_session_close(t);
+    ZKT_ASSERT_RC(ZKRC_OK,
+                  zkrc_service_registration_free_async(r, zkt_ending_done, e));
+    if (!after)
+      zkrc_session_close(t);
+    CU_ASSERT_TRUE(zkt_ending_wait_done(e, 10000));
+    zkt_ending_free(e);
+  }
+  ZKT_ASSERT_RC(ZKRC_OK,
+                zkrc_service_registration_new(&rs, reader, base, st, NULL));
+  zkrc_service_unregister(rs);
+  zkt_ending_free(es);
+  zkt_ending_free(ed);
+  zkrc_service_instance_free(st);
+  zkrc_service_instance_free(dyn);
+  zkrc_session_close(s);
+  zkrc_session_close(reader);
+  g_free(base);
+}
+
+/* A provider's free_async before and after its session's close; bad
+ * input changes nothing. */
+static void test_provider_free_async_around_close(void) {
+  char *base = zkt_path("disc-pfa-close");
+  ZKT_ASSERT_RC(ZKRC_EINVAL,
+                zkrc_service_provider_free_async(NULL, zkt_ending_done, NULL));
+  for (int after = 0; after < 2; after++) {
+    zkrc_session *s = zkt_session();
+    zkt_ending *e = zkt_ending_new(FALSE);
+    zkrc_service_provider *p = ending_provider(s, base, e);
+    ZKT_ASSERT_RC(ZKRC_EINVAL, zkrc_service_provider_free_async(p, NULL, NULL));
+    ZKT_ASSERT_RC(ZKRC_OK, zkrc_service_provider_wait_initialized(p, 10000));
+    if (after)
+      zkrc_session_close(s);
+    ZKT_ASSERT_RC(ZKRC_OK,
+                  zkrc_service_provider_free_async(p, zkt_ending_done, e));
+    if (!after)
+      zkrc_session_close(s);
+    CU_ASSERT_TRUE(zkt_ending_wait_done(e, 10000));
+    zkt_ending_free(e);
+  }
+  g_free(base);
+}
+
 /* ---------------------------------------------------------- bad input */
 
 /* Bad arguments are ZKRC_EINVAL and register nothing. */
@@ -902,7 +1051,13 @@ static void add_suites(void) {
       {"deep nesting skipped", test_deep_nesting_skipped},
       {"size limit, envelope included", test_size_limit},
       {"curator registers, we find", test_curator_registers_we_find},
-      {"we register, curator finds", test_we_register_curator_finds});
+      {"we register, curator finds", test_we_register_curator_finds},
+      {"provider free_async", test_provider_free_async},
+      {"provider free_async in its callback",
+       test_provider_free_async_in_callback},
+      {"provider free_async around close",
+       test_provider_free_async_around_close},
+      {"registration free_async", test_registration_free_async});
 }
 
 int main(void) { return zkt_run("test_discovery", add_suites); }

@@ -305,6 +305,28 @@ static void test_post_runs_even_when_closed(void) {
   CU_ASSERT_EQUAL(finalized, 1);
 }
 
+/* Work posted as pending: run even once detached, and done after it. */
+static void pending_work(void *arg) {
+  thing *t = arg;
+  g_string_append_printf(t->told, "%swork", t->told->len ? " " : "");
+}
+
+static void test_pending_post_runs_before_done(void) {
+  manual m = {0};
+  int finalized = 0;
+  thing *t = thing_new(&m, &finalized);
+  g_mutex_lock(&t->o.mu);
+  zkrc__object_post_pending_locked(&t->o, pending_work, t);
+  zkrc__object_detach_locked(&t->o, freed_done, t);
+  CU_ASSERT_EQUAL(t->o.pending, 1); /* done waits for it */
+  g_mutex_unlock(&t->o.mu);
+  CU_ASSERT_STRING_EQUAL(t->told->str, ""); /* never from inside */
+  manual_run(&m);
+  CU_ASSERT_STRING_EQUAL(t->told->str, "work done");
+  zkrc__object_unref(&t->o);
+  CU_ASSERT_EQUAL(finalized, 1);
+}
+
 static void add_suites(void) {
   ZKT_SUITE(
       "object runtime", {"told in order, later", test_told_in_order_later},
@@ -316,7 +338,9 @@ static void add_suites(void) {
       {"free_async waits pending work, then done, last",
        test_free_async_waits_pending_then_tells_done_last},
       {"free_async with nothing pending", test_free_async_with_nothing_pending},
-      {"its own work runs when closed", test_post_runs_even_when_closed});
+      {"its own work runs when closed", test_post_runs_even_when_closed},
+      {"pending work posted runs before done",
+       test_pending_post_runs_before_done});
 }
 
 int main(void) { return zkt_run("test_object", add_suites); }

@@ -21,6 +21,7 @@
 
 #include <glib.h>
 
+#include "ending.h"
 #include "interop_peers.h"
 #include "testutil.h"
 
@@ -692,6 +693,275 @@ static void test_free_whatever_the_session(void) {
   g_free(path);
 }
 
+/* ------------------------------------------------------------ free_async */
+
+/* A partitioner freed with zkrc_partitioner_free_async() (ending.h): its
+ * trigger is ACQUIRED. */
+static void ending_event(zkrc_partitioner *p, const zkrc_partitioner_event *ev,
+                         void *arg) {
+  zkt_ending *e = arg;
+  if (zkt_ending_event(e, ev->type == ZKRC_PARTITIONER_ACQUIRED))
+    zkt_ending_freed(e, zkrc_partitioner_free_async(p, zkt_ending_done, e));
+}
+
+static zkrc_partitioner *ending_new(zkrc_session *s, const char *path,
+                                    zkt_ending *e) {
+  zkrc_partitioner_options o;
+  zkrc_partitioner_options_init(&o);
+  o.identifier = "solo";
+  o.time_boundary_ms = BOUNDARY_MS;
+  o.on_event = ending_event;
+  o.event_arg = e;
+  zkrc_partitioner *p = NULL;
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_partitioner_new(&p, s, path, ITEMS, 3, &o));
+  return p;
+}
+
+/* Nodes of ours under @p path now: the party's, the item locks' (ITEMS[0..3)). */
+static int our_nodes(zhandle_t *zh, const char *path) {
+  char *party = g_strconcat(path, "/party", NULL);
+  int n = zkt_nodes_left(zh, party);
+  g_free(party);
+  for (int i = 0; i < 3; i++) {
+    char *dir = g_strdup_printf("%s/locks/%s", path, ITEMS[i]);
+    n += zkt_nodes_left(zh, dir);
+    g_free(dir);
+  }
+  return n;
+}
+
+/* free_async from another thread and from the partitioner's own callback:
+ * ZKRC_OK at once, done after the last event (the ACQUIRED) and after the
+ * callback that called it, nothing told after done, and by done our nodes
+ * are gone (the party's and the item locks', deleted: the connection is
+ * up).  A party change after done (a member joining, which would make a
+ * live member RELEASE) tells nothing either. */
+static void free_async_case(gboolean in_callback) {
+  char *path = zkt_path(in_callback ? "free-async-cb" : "free-async");
+  zkrc_session *s = zkt_session();
+  zhandle_t *zh =
+      zkt_raw_to(zkrc_ensemble_direct_connect_string(zkt_ensemble()));
+  zkt_ending *e = zkt_ending_new(in_callback);
+  zkrc_partitioner *p = ending_new(s, path, e);
+  CU_ASSERT_TRUE_FATAL(zkt_wait_for(zkt_ending_triggered, e, WAIT_MS));
+  if (!in_callback) { /* (freed by the callback, they may be gone now) */
+    CU_ASSERT_EQUAL(our_nodes(zh, path), 4); /* the party node, 3 locks */
+    int64_t start = zkt_now_ms();
+    zkt_ending_freed(e, zkrc_partitioner_free_async(p, zkt_ending_done, e));
+    CU_ASSERT_TRUE(zkt_now_ms() - start < 500); /* never waits */
+  }
+  CU_ASSERT_TRUE_FATAL(zkt_ending_wait_done(e, WAIT_MS));
+  g_mutex_lock(&e->mu);
+  ZKT_ASSERT_RC(ZKRC_OK, e->free_rc);
+  /* From its own callback: done only after that callback returned. */
+  CU_ASSERT_TRUE(!in_callback || e->done_after_callback);
+  CU_ASSERT_EQUAL(e->triggers, 1);
+  g_mutex_unlock(&e->mu);
+  CU_ASSERT_EQUAL(our_nodes(zh, path), 0); /* gone by done */
+  /* A party change now: nothing more is told. */
+  group *g = group_new();
+  member *m = join_items(g, path, "other", NULL, ITEMS, 3);
+  CU_ASSERT_TRUE(wait_told(g, m, ZKRC_PARTITIONER_ACQUIRED));
+  g_mutex_lock(&e->mu);
+  CU_ASSERT_EQUAL(e->after_done, 0);
+  g_mutex_unlock(&e->mu);
+  group_free(g);
+  zkrc_session_close(s);
+  zookeeper_close(zh);
+  zkt_ending_free(e);
+  assert_nothing_left(path);
+  g_free(path);
+}
+
+static void test_free_async_done_last(void) { free_async_case(FALSE); }
+
+static void test_free_async_from_own_callback(void) { free_async_case(TRUE); }
+
+/* free_async before zkrc_session_close() (done still runs, after it) and
+ * after it (the partitioner in FAILURE); free after the close is in
+ * test_free_whatever_the_session. */
+static void test_free_async_around_close(void) {
+  char *path = zkt_path("free-async-close");
+  for (int after = 0; after < 2; after++) {
+    zkrc_session *s = zkt_session();
+    zkt_ending *e = zkt_ending_new(FALSE);
+    zkrc_partitioner *p = ending_new(s, path, e);
+    CU_ASSERT_TRUE_FATAL(zkt_wait_for(zkt_ending_triggered, e, WAIT_MS));
+    if (after) {
+      zkrc_session_close(s);
+      ZKT_ASSERT_RC(ZKRC_ESTATE,
+                    zkrc_partitioner_wait(p, ZKRC_PARTITIONER_ACQUIRED, 0));
+    }
+    ZKT_ASSERT_RC(ZKRC_OK, zkrc_partitioner_free_async(p, zkt_ending_done, e));
+    if (!after)
+      zkrc_session_close(s);
+    CU_ASSERT_TRUE(zkt_ending_wait_done(e, WAIT_MS));
+    zkt_ending_free(e);
+  }
+  assert_nothing_left(path);
+  g_free(path);
+}
+
+static void test_free_async_bad_input(void) {
+  char *path = zkt_path("free-async-bad");
+  zkrc_session *s = zkt_session();
+  ZKT_ASSERT_RC(ZKRC_EINVAL,
+                zkrc_partitioner_free_async(NULL, zkt_ending_done, NULL));
+  zkt_ending *e = zkt_ending_new(FALSE);
+  zkrc_partitioner *p = ending_new(s, path, e);
+  ZKT_ASSERT_RC(ZKRC_EINVAL, zkrc_partitioner_free_async(p, NULL, NULL));
+  /* Nothing changed: it still joins and acquires. */
+  CU_ASSERT_TRUE(zkt_wait_for(zkt_ending_triggered, e, WAIT_MS));
+  zkrc_partitioner_free(p);
+  zkrc_session_close(s);
+  zkt_ending_free(e);
+  assert_nothing_left(path);
+  g_free(path);
+}
+
+/* --------------------------------------------- frees that never wait */
+
+/* The connection frozen (the proxy holds every byte) while a member is in
+ * the party: its free returns at once, well under the session timeout,
+ * and once the connection is back the party node is gone (the delete sent
+ * by the free went through). */
+static void test_free_while_frozen(void) {
+  char *path = zkt_path("free-frozen");
+  char *party = g_strconcat(path, "/party", NULL);
+  zkrc_session *s = zkt_session_knowing_tick(ZKT_SESSION_TIMEOUT_MS, 0, NULL);
+  zkt_ending *e = zkt_ending_new(FALSE);
+  zkrc_partitioner *p = ending_new(s, path, e);
+  CU_ASSERT_TRUE_FATAL(zkt_wait_for(zkt_ending_triggered, e, WAIT_MS));
+  CU_ASSERT_TRUE(one_member(party));
+  CU_ASSERT_EQUAL(zkrc_proxy_blackhole(zkt_ensemble(), 0, 800), 0);
+  int64_t start = zkt_now_ms();
+  zkrc_partitioner_free(p);
+  int64_t took = zkt_now_ms() - start;
+  printf("\n  free took %" G_GINT64_FORMAT " ms, the connection frozen ", took);
+  CU_ASSERT_TRUE(took < ZKT_SESSION_TIMEOUT_MS / 4);
+  /* The blackhole ends by itself; then the delete goes through. */
+  zhandle_t *zh =
+      zkt_raw_to(zkrc_ensemble_direct_connect_string(zkt_ensemble()));
+  CU_ASSERT_TRUE(zkt_wait_children(zh, party, 0, WAIT_MS));
+  zookeeper_close(zh);
+  zkrc_session_close(s);
+  zkt_ending_free(e);
+  assert_nothing_left(path);
+  g_free(party);
+  g_free(path);
+}
+
+/* The join's first request takes effect but its reply is lost with the
+ * connection (the proxy drops it): the join tries again once the
+ * connection is back, after its pause, and the member joins and
+ * acquires.  The session saw the connection go (the path was taken). */
+static void test_join_retried_after_connection_loss(void) {
+  char *path = zkt_path("join-retry");
+  zkrc_session *s = zkt_session_knowing_tick(ZKT_SESSION_TIMEOUT_MS, 0, NULL);
+  uint64_t lost_before = zkt_suspensions(s);
+  CU_ASSERT_EQUAL(zkrc_proxy_drop_after_next_request(zkt_ensemble(), 0), 0);
+  zkt_ending *e = zkt_ending_new(FALSE);
+  zkrc_partitioner *p = ending_new(s, path, e);
+  CU_ASSERT_TRUE(zkt_wait_for(zkt_ending_triggered, e, WAIT_MS));
+  CU_ASSERT_EQUAL(zkrc_partitioner_get_state(p), ZKRC_PARTITIONER_ACQUIRED);
+  CU_ASSERT_TRUE(zkt_suspensions(s) > lost_before);
+  zkrc_partitioner_free(p);
+  zkrc_session_close(s);
+  zkt_ending_free(e);
+  assert_nothing_left(path);
+  g_free(path);
+}
+
+/* ------------------------------------------------------------ no thread */
+
+/* Threads of this process now (entries of /proc/self/task). */
+static int thread_count(void) {
+  GDir *d = g_dir_open("/proc/self/task", 0, NULL);
+  int n = 0;
+  if (d == NULL)
+    return -1;
+  while (g_dir_read_name(d))
+    n++;
+  g_dir_close(d);
+  return n;
+}
+
+/* The control's thread: parked until told to go, as a thread waiting for
+ * a reply would be. */
+static gpointer park(gpointer queue) {
+  g_async_queue_pop(queue);
+  return NULL;
+}
+
+static int registration_done(void *arg) {
+  return zkrc_service_registration_wait(arg, ZKRC_NO_WAIT) == ZKRC_OK;
+}
+
+/* zkrc_partitioner_new() and zkrc_service_registration_new() (a STATIC
+ * node: created in the background) make no thread: the process's thread
+ * count is the same after six of each, made while every round trip takes
+ * 0.4 s (the proxy delays), when a thread each would still be waiting
+ * for its first reply.  The control: one thread started here, parked as
+ * such a thread would be, is counted. */
+static void test_new_makes_no_thread(void) {
+  char *path = zkt_path("no-thread");
+  char *base = zkt_path("no-thread-svc");
+  zkrc_session *s = zkt_session_knowing_tick(10000, 0, NULL);
+  CU_ASSERT_EQUAL(zkrc_proxy_delay(zkt_ensemble(), 0, 200), 0);
+  int before = thread_count();
+  CU_ASSERT_TRUE_FATAL(before > 0);
+  zkrc_partitioner *p[6];
+  zkrc_service_registration *r[6];
+  for (int i = 0; i < 6; i++) {
+    char id[16];
+    g_snprintf(id, sizeof id, "m%d", i);
+    zkrc_partitioner_options o;
+    zkrc_partitioner_options_init(&o);
+    o.identifier = id;
+    ZKT_ASSERT_RC(ZKRC_OK,
+                  zkrc_partitioner_new(&p[i], s, path, ITEMS, N_ITEMS, &o));
+    zkrc_service_instance *inst =
+        zkrc_service_instance_new("svc", id, "127.0.0.1", 80);
+    inst->service_type = ZKRC_SERVICE_STATIC;
+    ZKT_ASSERT_RC(ZKRC_OK,
+                  zkrc_service_registration_new(&r[i], s, base, inst, NULL));
+    zkrc_service_instance_free(inst);
+  }
+  int during = thread_count();
+  /* Still under way: no reply yet (a round trip takes 0.4 s). */
+  ZKT_ASSERT_RC(ZKRC_ETIMEDOUT,
+                zkrc_service_registration_wait(r[0], ZKRC_NO_WAIT));
+  GAsyncQueue *go = g_async_queue_new();
+  GThread *control = g_thread_new("control", park, go);
+  int with_control = thread_count();
+  g_async_queue_push(go, GINT_TO_POINTER(1));
+  g_thread_join(control);
+  g_async_queue_unref(go);
+  printf("\n  threads: %d before, %d after 12 objects, %d with the control ",
+         before, during, with_control);
+  CU_ASSERT_EQUAL(during, before);
+  CU_ASSERT_EQUAL(with_control, during + 1);
+  /* And the work is done all the same. */
+  CU_ASSERT_EQUAL(zkrc_proxy_delay(zkt_ensemble(), 0, 0), 0);
+  for (int i = 0; i < 6; i++)
+    CU_ASSERT_TRUE(zkt_wait_for(registration_done, r[i], WAIT_MS));
+  char *party = g_strconcat(path, "/party", NULL);
+  zhandle_t *zh =
+      zkt_raw_to(zkrc_ensemble_direct_connect_string(zkt_ensemble()));
+  CU_ASSERT_EQUAL(zkt_wait_children(zh, party, 6, WAIT_MS), 1);
+  for (int i = 0; i < 6; i++) {
+    zkrc_partitioner_free(p[i]);
+    zkrc_service_unregister(r[i]);
+  }
+  zkrc_session_close(s);
+  zookeeper_close(zh);
+  assert_nothing_left(path);
+  assert_nothing_left(base);
+  g_free(party);
+  g_free(base);
+  g_free(path);
+}
+
 /* ------------------------------------------------------------ bad input */
 
 static int new_with(zkrc_session *s, const char *path, const char *const *items,
@@ -795,7 +1065,15 @@ static void add_suites(void) {
             {"lost_lock_is_failure", test_lost_lock_is_failure},
             {"kazoo_member", test_kazoo_member},
             {"refused_join_is_failure", test_refused_join_is_failure},
-            {"free_whatever_the_session", test_free_whatever_the_session});
+            {"free_whatever_the_session", test_free_whatever_the_session},
+            {"free_async_done_last", test_free_async_done_last},
+            {"free_async_from_own_callback", test_free_async_from_own_callback},
+            {"free_async_around_close", test_free_async_around_close},
+            {"free_async_bad_input", test_free_async_bad_input},
+            {"free_while_frozen", test_free_while_frozen},
+            {"join_retried_after_connection_loss",
+             test_join_retried_after_connection_loss},
+            {"new_makes_no_thread", test_new_makes_no_thread});
 }
 
 int main(void) { return zkt_run("test_partitioner", add_suites); }

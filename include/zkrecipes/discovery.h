@@ -187,10 +187,12 @@ static inline void zkrc_service_options_init(zkrc_service_options *opts) {
  * (zkrc_service_registration_wait() waits for the node).  DYNAMIC: an
  * ephemeral node the library keeps.  STATIC and PERMANENT: a persistent
  * node created (or overwritten, when it exists already, as Curator does)
- * in the background, within opts->timeout_ms.
+ * in the background, within opts->timeout_ms, by asynchronous requests
+ * (no thread of its own).
  * @param base  a path as zkrc_path_validate() accepts (not "/").
- * @return ZKRC_OK (*@p out is yours: zkrc_service_unregister() or
- *         zkrc_service_registration_free()); ZKRC_EINVAL (NULL arguments,
+ * @return ZKRC_OK (*@p out is yours: zkrc_service_unregister(),
+ *         zkrc_service_registration_free() or
+ *         zkrc_service_registration_free_async()); ZKRC_EINVAL (NULL arguments,
  *         an invalid base, a name or id that is not a node name, a record
  *         zkrc_service_instance_to_json() refuses, DYNAMIC_SEQUENTIAL,
  *         options not initialized, a bad timeout: nothing sent);
@@ -257,12 +259,33 @@ void zkrc_service_unregister(zkrc_service_registration *r);
 
 /**
  * Free @p r without deleting a persistent (STATIC, PERMANENT) node: it
- * stays registered (a create still under way goes on, within its
- * timeout).  A DYNAMIC node is deleted (nobody keeps it any more), as
- * zkrc_ephemeral_free() does.  Works whatever the session's state.  NULL
- * is ignored.
+ * stays registered (a create still under way goes on in the background,
+ * within its timeout; the free does not wait for it).  A DYNAMIC node is
+ * deleted (nobody keeps it any more), as zkrc_ephemeral_free() does, which
+ * is all the free may wait for.  Works whatever the session's state: open,
+ * suspended or closed (before or after zkrc_session_close()).  NULL is
+ * ignored.  Do not use @p r afterwards.
+ * Threading: any thread.
  */
 void zkrc_service_registration_free(zkrc_service_registration *r);
+
+/**
+ * Free @p r without blocking: as zkrc_service_registration_free() (a
+ * persistent node stays registered, a DYNAMIC one is deleted), then
+ * @p done runs with @p arg on the session's executor once the background
+ * work is over: a persistent node's create still under way ended (within
+ * its timeout), a DYNAMIC node's kept ephemeral node freed (its free runs
+ * on the executor).  A registration tells no events: @p done is the only
+ * call.  After @p done returns @p r is gone; do not use it from this call
+ * on.
+ * @return ZKRC_OK (@p done will run); ZKRC_EINVAL (NULL @p r or @p done:
+ *         nothing changes).
+ * Threading: any thread, the executor's included, while the session's
+ * executor runs.  Call it once, instead of zkrc_service_registration_free()
+ * or zkrc_service_unregister().
+ */
+int zkrc_service_registration_free_async(zkrc_service_registration *r,
+                                         zkrc_callback_fn done, void *arg);
 
 /* ----------------------------------------------------------- queries */
 
@@ -423,9 +446,30 @@ int zkrc_service_provider_instances(zkrc_service_provider *p,
 int zkrc_service_provider_get(zkrc_service_provider *p,
                               zkrc_service_instance **out);
 
-/** Stop and free @p p (as zkrc_cache_free(): never waits for the network,
- *  works whatever the session's state; NULL is ignored). */
+/**
+ * Stop and free @p p (as zkrc_cache_free()): never waits for the network;
+ * after it returns no event of @p p is told, and it waits only for one
+ * running on another thread (from @p p's own callback it does not wait).
+ * Works whatever the session's state: open, suspended or closed (before or
+ * after zkrc_session_close()).  NULL is ignored.
+ * Threading: any thread, @p p's own callback included.
+ */
 void zkrc_service_provider_free(zkrc_service_provider *p);
+
+/**
+ * Free @p p without blocking: as zkrc_service_provider_free(), then
+ * @p done runs with @p arg on the session's executor, after the provider's
+ * cache is freed and after the last event.  Events queued before this
+ * call are still told, none after @p done.  From this call on, use @p p
+ * only in the callbacks still to come; after @p done returns it is gone.
+ * @return ZKRC_OK (@p done will run); ZKRC_EINVAL (NULL @p p or @p done:
+ *         nothing changes).
+ * Threading: any thread, including the executor's and @p p's own event
+ * callback, while the session's executor runs.  Call it once, instead of
+ * zkrc_service_provider_free().
+ */
+int zkrc_service_provider_free_async(zkrc_service_provider *p,
+                                     zkrc_callback_fn done, void *arg);
 
 #ifdef __cplusplus
 }

@@ -96,8 +96,8 @@ typedef struct zkrc_partitioner_event {
 /**
  * Told each state change, in order, on the session's executor, never with
  * a zkrecipes mutex held.  It may call any non-blocking zkrc_partitioner
- * function (zkrc_partitioner_release_set included), not
- * zkrc_partitioner_free().
+ * function (zkrc_partitioner_release_set included), and
+ * zkrc_partitioner_free() or zkrc_partitioner_free_async().
  */
 typedef void (*zkrc_partitioner_event_fn)(zkrc_partitioner *p,
                                           const zkrc_partitioner_event *ev,
@@ -151,11 +151,13 @@ zkrc_partitioner_options_init(zkrc_partitioner_options *opts) {
  * in ALLOCATING: it never waits for the network.  In the background it
  * creates <path> and <path>/party if missing (as containers; <path>/locks
  * and the item locks are made when first needed) and our party node,
- * retrying after a lost connection for up to a session timeout; when the
- * party cannot be joined, the state goes to FAILURE with the join's error
+ * with asynchronous requests (no thread of its own), retrying after a lost
+ * connection (once it is back, after a pause doubling from 20 ms to
+ * 0.5 s) for up to a session timeout; when the party cannot be joined, the state goes to FAILURE with the join's error
  * as the event's reason (ZKRC_ETIMEDOUT, ZKRC_ECONNLOSS, ZKRC_ENOAUTH,
  * ...; nothing is left).
- * @return ZKRC_OK (*@p out is yours: zkrc_partitioner_free());
+ * @return ZKRC_OK (*@p out is yours: zkrc_partitioner_free() or
+ *         zkrc_partitioner_free_async());
  *         ZKRC_EINVAL (NULL @p out or @p s, invalid @p path, an invalid,
  *         NULL or repeated item, @p items NULL with @p count > 0, options
  *         not initialized, a bad identifier or time boundary: all checked
@@ -211,14 +213,41 @@ int zkrc_partitioner_release_set(zkrc_partitioner *p);
 const char *zkrc_partitioner_identifier(zkrc_partitioner *p);
 
 /**
- * Release every lock, leave the party (our node is deleted, waiting at
- * most the session timeout while the session is open; a closed session's
- * node went with it) and free @p p: kazoo's finish().  After it returns no
- * callback of @p p runs.  Works whatever the session's state: open,
- * suspended or closed (before or after zkrc_session_close()).  NULL is
- * ignored.  Not from the executor's thread.
+ * Release every lock, leave the party and free @p p: kazoo's finish().
+ * Never waits for the network: the locks' releases and our party node's
+ * delete are sent without waiting (a delete that cannot be confirmed, the
+ * connection being down, is left to the session, which deletes the node
+ * once connected again, unless its ZooKeeper session expired and took the
+ * node with it; a closed session's node went with it).  A join still
+ * under way stops (and leaves, if its node was made).  After it returns
+ * no callback of @p p runs; it waits only for one running on another
+ * thread (called from @p p's own callback, it does not wait).  Works
+ * whatever the session's state: open, suspended or closed (before or
+ * after zkrc_session_close()).  NULL is ignored.  Do not use @p p
+ * afterwards.
+ * Threading: any thread, @p p's own callback included.
  */
 void zkrc_partitioner_free(zkrc_partitioner *p);
+
+/**
+ * Free @p p without blocking: as zkrc_partitioner_free() (every lock
+ * released, the party left, a join under way stopped), then @p done runs
+ * with @p arg on the session's executor, once the background work is over:
+ * the join stopped, every item lock freed (zkrc_lock_free_async()), our
+ * party node deleted or handed to the session to delete, the party's cache
+ * freed.  Events queued before this call are still told (an ACQUIRED only
+ * if its share is still held then, which it no longer is), none after
+ * @p done.  From this call on, use @p p only in the callbacks still to
+ * come; after @p done returns it is gone.
+ *
+ * @return ZKRC_OK (@p done will run); ZKRC_EINVAL (NULL @p p or @p done:
+ *         nothing changes).
+ * Threading: any thread, including the executor's and @p p's own event
+ * callback, while the session's executor runs.  Call it once, instead of
+ * zkrc_partitioner_free().
+ */
+int zkrc_partitioner_free_async(zkrc_partitioner *p, zkrc_callback_fn done,
+                                void *arg);
 
 #ifdef __cplusplus
 }

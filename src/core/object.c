@@ -106,6 +106,22 @@ void zkrc__object_post_locked(zkrc__object *o, zkrc_callback_fn fn, void *arg) {
   o->executor.post(o->executor.ctx, posted_run, p);
 }
 
+static void pending_run(void *data) {
+  posted *p = data;
+  p->fn(p->arg);
+  zkrc__object_idle(p->o);
+  zkrc__object_unref(p->o);
+  g_free(p);
+}
+
+void zkrc__object_post_pending_locked(zkrc__object *o, zkrc_callback_fn fn,
+                                      void *arg) {
+  zkrc__object_busy_locked(o);
+  posted *p = g_new(posted, 1);
+  *p = (posted){zkrc__object_ref(o), fn, arg};
+  o->executor.post(o->executor.ctx, pending_run, p);
+}
+
 gboolean zkrc__object_in_callback_locked(const zkrc__object *o) {
   return o->telling == g_thread_self();
 }

@@ -106,6 +106,12 @@ void zkrc__object_tell_locked(zkrc__object *o, zkrc__object_event *ev);
  * application's. */
 void zkrc__object_post_locked(zkrc__object *o, zkrc_callback_fn fn, void *arg);
 
+/* zkrc__object_post_locked, as work that free_async waits for: busy now,
+ * idle once @p fn returned (a member object freed on the executor, where
+ * none of its callbacks can be running on another thread). */
+void zkrc__object_post_pending_locked(zkrc__object *o, zkrc_callback_fn fn,
+                                      void *arg);
+
 /* Is the calling thread inside one of @p o's callbacks (its tell)? */
 gboolean zkrc__object_in_callback_locked(const zkrc__object *o);
 

@@ -1,7 +1,9 @@
 /*
  * Service discovery (zkrecipes/discovery.h): registrations and one-shot
- * queries.  A DYNAMIC instance is a kept ephemeral node (ephemeral.h); a
- * STATIC or PERMANENT one is a persistent node created here.  Every request
+ * queries.  A registration is a zkrc__object (core/object.h).  A DYNAMIC
+ * instance is a kept ephemeral node (ephemeral.h); a STATIC or PERMANENT
+ * one is a persistent node created here, in the background by a chain of
+ * asynchronous requests (create_path.h).  Every request the calls wait for
  * is waited for with the caller's deadline (call.h), never with the
  * synchronous client calls.
  */
@@ -10,7 +12,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/object.h"
 #include "session/call.h"
+#include "membership/create_path.h"
 #include "membership/discovery_internal.h"
 #include "core/log_internal.h"
 #include "session/request_size.h"
@@ -23,21 +27,21 @@
 #include "zkrecipes/path.h"
 
 struct zkrc_service_registration {
-  gint refs;                   /* the caller's; the create's thread's */
+  zkrc__object o;              /* first: references, mutex (no events) */
   zkrc_session *s;             /* the recipe's reference */
   char *path;                  /* <base>/<name>/<id> */
   zkrc_service_instance *inst; /* as last written */
   zkrc_ephemeral *eph;         /* DYNAMIC; NULL for a persistent node */
   zkrc__acl *acl;
   int timeout_ms;
-  /* A persistent node's create, on a thread of its own so that the
-   * constructor never waits for the network: under mu, creating until it
-   * is over, then its result (a zkrc code). */
-  GMutex mu;
-  GCond cond;
+  /* A persistent node's create, a chain of asynchronous requests so that
+   * the constructor never waits for the network: under o.mu, creating
+   * until it is over, then its result (a zkrc code). */
   gboolean creating;
   int created;
-  char *json; /* the record to create; the thread's until it is over */
+  int creates;           /* of the node itself, so far */
+  GSource *create_timer; /* its deadline, or NULL */
+  char *json;            /* the record to create */
   size_t len;
 };
 
@@ -55,12 +59,6 @@ static int failure(int rc) {
   if (rc == ZKRC__CALL_TIMED_OUT)
     return zkrc__fail(ZKRC_ETIMEDOUT);
   return zkrc__fail_from_zk(rc);
-}
-
-static int send_create(zkrc_conn *conn, zkrc__call *call, const void *arg) {
-  const req *r = arg;
-  return zkrc__zk_create(conn, r->path, r->data, r->data ? (int)r->len : -1,
-                         r->acl, r->flags, zkrc__call_string_done, call);
 }
 
 static int send_delete(zkrc_conn *conn, zkrc__call *call, const void *arg) {
@@ -116,41 +114,11 @@ void zkrc_service_options_init_sized(zkrc_service_options *opts, size_t size) {
   zkrc__options_give(opts, size, &full, sizeof full);
 }
 
-/* ------------------------------------------------- persistent nodes */
-
-/* Create @p r->path, its missing parents as containers; an existing node
- * is deleted and created again (Curator does so, so that watchers of the
- * old record fire). */
-static int create_persistent(zkrc_session *s, const req *r, int64_t deadline) {
-  for (const char *slash = strchr(r->path + 1, '/'); slash;
-       slash = strchr(slash + 1, '/')) {
-    char *parent = g_strndup(r->path, (gsize)(slash - r->path));
-    req p = {.path = parent, .flags = ZOO_CONTAINER, .acl = r->acl};
-    int rc = zkrc__call_request(s, send_create, &p, deadline, NULL);
-    g_free(parent);
-    if (rc != ZOK && rc != ZNODEEXISTS)
-      return rc;
-  }
-  int rc = ZOK;
-  for (int attempt = 0; attempt < 2; attempt++) {
-    rc = zkrc__call_request(s, send_create, r, deadline, NULL);
-    if (rc != ZNODEEXISTS)
-      return rc;
-    rc = zkrc__call_request(s, send_delete, r, deadline, NULL);
-    if (rc != ZOK && rc != ZNONODE)
-      return rc;
-  }
-  return rc == ZOK ? ZNODEEXISTS : rc; /* someone keeps creating it */
-}
-
 /* ------------------------------------------------------ registering */
 
-static void registration_unref(zkrc_service_registration *r) {
-  if (!g_atomic_int_dec_and_test(&r->refs))
-    return;
+static void registration_finalize(zkrc__object *o) {
+  zkrc_service_registration *r = (zkrc_service_registration *)o;
   g_free(r->json);
-  g_mutex_clear(&r->mu);
-  g_cond_clear(&r->cond);
   if (r->acl)
     zkrc__acl_unref(r->acl);
   if (r->s)
@@ -160,46 +128,162 @@ static void registration_unref(zkrc_service_registration *r) {
   g_free(r);
 }
 
-static void registration_free(zkrc_service_registration *r) {
-  zkrc_ephemeral_free(r->eph);
-  r->eph = NULL;
+static void registration_unref(zkrc_service_registration *r) {
+  zkrc__object_unref(&r->o);
+}
+
+/* ------------------------------------------------- persistent nodes */
+
+/* The persistent node's create: its parents as containers, then the node;
+ * an existing node is deleted and created again (Curator does so, so that
+ * watchers of the old record fire), twice at most.  Asynchronous requests,
+ * each sent from the previous one's completion (create_path.h), within
+ * the deadline of the registration's timeout (a timer of the session's
+ * worker); nothing is sent once it passed. */
+
+static void create_node(zkrc_service_registration *r);
+
+/* The create is over with @p err (a zkrc code), unless it was already (its
+ * deadline passed).  Takes o.mu. */
+static void create_over(zkrc_service_registration *r, int err) {
+  g_mutex_lock(&r->o.mu);
+  gboolean first = r->creating;
+  if (first) {
+    r->creating = FALSE;
+    r->created = err;
+    if (r->create_timer) {
+      g_source_destroy(r->create_timer);
+      g_source_unref(r->create_timer);
+      r->create_timer = NULL;
+    }
+    g_cond_broadcast(&r->o.cond);
+    zkrc__object_idle_locked(&r->o);
+  }
+  g_mutex_unlock(&r->o.mu);
+  if (first && err != ZKRC_OK)
+    zkrc__log(ZKRC_LOG_WARN, "discovery: could not create %s (%s)", r->path,
+              zkrc_strerror(err));
+}
+
+static int create_error(int rc) {
+  return rc == ZKRC__CREATE_STOPPED ? ZKRC_ETIMEDOUT : zkrc_from_zk_error(rc);
+}
+
+static gboolean create_go_on(void *arg) {
+  zkrc_service_registration *r = arg;
+  g_mutex_lock(&r->o.mu);
+  gboolean go = r->creating;
+  g_mutex_unlock(&r->o.mu);
+  return go;
+}
+
+/* The old node's delete, with a reference. */
+static void old_deleted(int rc, const void *data) {
+  zkrc_service_registration *r = (zkrc_service_registration *)data;
+  rc = zkrc__session_reply_rc(r->s, rc);
+  if (rc != ZOK && rc != ZNONODE)
+    create_over(r, create_error(rc));
+  else if (r->creates < 2) /* with its parents: a container whose last
+                              * child we deleted may be removed meanwhile */
+    create_node(r);
+  else /* someone keeps creating it */
+    create_over(r, zkrc_from_zk_error(ZNODEEXISTS));
   registration_unref(r);
 }
 
-/* The persistent node's create (create_persistent()), on its thread. */
-static gpointer create_thread(gpointer arg) {
+static void delete_old(zkrc_service_registration *r) {
+  if (!create_go_on(r))
+    return; /* the deadline passed */
+  zkrc_conn *conn = zkrc__conn_use(r->s);
+  int rc = ZCLOSING;
+  if (conn) {
+    rc = zkrc__zk_delete(conn, r->path, -1, old_deleted,
+                         zkrc__object_ref(&r->o));
+    zkrc__conn_unuse(conn);
+    if (rc != ZOK)
+      registration_unref(r); /* not the last: the chain's is held */
+  }
+  if (rc != ZOK)
+    create_over(r, create_error(zkrc__session_reply_rc(r->s, rc)));
+}
+
+/* The end of a chain (create_path.h), with its reference. */
+static void node_created(int rc, uint64_t gen, gboolean node_sent, void *arg) {
+  (void)gen;
+  (void)node_sent;
   zkrc_service_registration *r = arg;
-  req q = {.path = r->path,
-           .data = r->json,
-           .len = r->len,
-           .acl = zkrc__acl_vector(r->acl)};
+  if (rc == ZNODEEXISTS)
+    delete_old(r);
+  else
+    create_over(r, rc == ZOK ? ZKRC_OK : create_error(rc));
+  registration_unref(r);
+}
+
+static void create_node(zkrc_service_registration *r) {
+  r->creates++; /* one request of the create at a time: no other writer */
+  zkrc__create_path_args a = {.path = r->path,
+                              .data = r->json,
+                              .len = r->len,
+                              .flags = 0,
+                              .acl = r->acl};
+  zkrc__create_path(r->s, &a, create_go_on, node_created,
+                    zkrc__object_ref(&r->o));
+}
+
+static gboolean create_late(gpointer data) {
+  zkrc_service_registration *r = data;
+  g_mutex_lock(&r->o.mu);
+  gboolean mine = r->create_timer != NULL;
+  if (mine) {
+    g_source_unref(r->create_timer);
+    r->create_timer = NULL;
+  }
+  g_mutex_unlock(&r->o.mu);
+  if (mine)
+    create_over(r, ZKRC_ETIMEDOUT);
+  return G_SOURCE_REMOVE;
+}
+
+static void unref_data(gpointer r) { registration_unref(r); }
+
+/* Start the persistent node's create (r not shared yet). */
+static void create_start(zkrc_service_registration *r) {
   int64_t deadline;
   int err = zkrc__request_deadline(r->s, r->timeout_ms, &deadline);
-  if (err == ZKRC_OK) {
-    int rc = create_persistent(r->s, &q, deadline);
-    err = rc == ZOK ? ZKRC_OK : failure(rc);
+  r->creating = TRUE;
+  zkrc__object_busy_locked(&r->o); /* free_async's done waits for it */
+  if (err != ZKRC_OK) {
+    create_over(r, err);
+    return;
   }
-  g_mutex_lock(&r->mu);
-  r->creating = FALSE;
-  r->created = err;
-  g_cond_broadcast(&r->cond);
-  g_mutex_unlock(&r->mu);
-  if (err != ZKRC_OK)
-    zkrc__log(ZKRC_LOG_WARN, "discovery: could not create %s (%s)", r->path,
-              zkrc_strerror(err));
-  registration_unref(r);
-  return NULL;
+  if (deadline != ZKRC__NEVER)
+    r->create_timer =
+        zkrc__session_timer(r->s, MAX(zkrc__ms_left(deadline), 0), create_late,
+                            zkrc__object_ref(&r->o), unref_data);
+  create_node(r);
 }
 
 /* Wait for the persistent node's create, at most until @p deadline: its
  * result, or ZKRC_ETIMEDOUT. */
 static int wait_created(zkrc_service_registration *r, int64_t deadline) {
-  g_mutex_lock(&r->mu);
-  while (r->creating && zkrc__cond_wait_until(&r->cond, &r->mu, deadline))
+  g_mutex_lock(&r->o.mu);
+  while (r->creating && zkrc__cond_wait_until(&r->o.cond, &r->o.mu, deadline))
     ;
   int err = r->creating ? ZKRC_ETIMEDOUT : r->created;
-  g_mutex_unlock(&r->mu);
+  g_mutex_unlock(&r->o.mu);
   return err;
+}
+
+/* The free: nothing waited for but the DYNAMIC node's free (that of a
+ * kept ephemeral node); a persistent node's create goes on. */
+static void registration_free(zkrc_service_registration *r) {
+  g_mutex_lock(&r->o.mu);
+  zkrc__object_close_locked(&r->o);
+  zkrc_ephemeral *eph = r->eph;
+  r->eph = NULL;
+  g_mutex_unlock(&r->o.mu);
+  zkrc_ephemeral_free(eph);
+  registration_unref(r);
 }
 
 static int start(zkrc_service_registration *r, const char *json, size_t len) {
@@ -218,9 +302,7 @@ static int start(zkrc_service_registration *r, const char *json, size_t len) {
     return zkrc__fail(fits); /* before the parents too */
   r->json = g_memdup2(json, len + 1);
   r->len = len;
-  r->creating = TRUE;
-  g_atomic_int_inc(&r->refs);
-  g_thread_unref(g_thread_new("zkrc-discovery", create_thread, r));
+  create_start(r); /* never waits: its outcome is the wait's */
   return ZKRC_OK;
 }
 
@@ -257,9 +339,7 @@ int zkrc_service_registration_new(zkrc_service_registration **out,
     return zkrc__fail(ZKRC_ECLOSED);
   }
   zkrc_service_registration *r = g_new0(zkrc_service_registration, 1);
-  r->refs = 1;
-  g_mutex_init(&r->mu);
-  g_cond_init(&r->cond);
+  zkrc__object_init(&r->o, zkrc__session_executor(s), registration_finalize);
   r->s = zkrc__session_ref_recipe(s);
   r->path = g_strdup_printf("%s/%s/%s", base, copy->name, copy->id);
   r->inst = copy;
@@ -357,6 +437,24 @@ void zkrc_service_unregister(zkrc_service_registration *r) {
 void zkrc_service_registration_free(zkrc_service_registration *r) {
   if (r)
     registration_free(r);
+}
+
+/* free_async's end of a DYNAMIC node, on the executor. */
+static void eph_free(void *eph) { zkrc_ephemeral_free(eph); }
+
+int zkrc_service_registration_free_async(zkrc_service_registration *r,
+                                         zkrc_callback_fn done, void *arg) {
+  if (r == NULL || done == NULL)
+    return zkrc__fail(ZKRC_EINVAL);
+  g_mutex_lock(&r->o.mu);
+  if (r->eph)
+    zkrc__object_post_pending_locked(&r->o, eph_free, r->eph);
+  r->eph = NULL;
+  /* done after the persistent node's create, if it is still under way */
+  zkrc__object_detach_locked(&r->o, done, arg);
+  g_mutex_unlock(&r->o.mu);
+  registration_unref(r);
+  return ZKRC_OK;
 }
 
 /* ------------------------------------------------------------ queries */

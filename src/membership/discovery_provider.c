@@ -3,7 +3,9 @@
  * <base>/<name> (cache.h); queries parse the cache's copy, never a round
  * trip.  The cache's events: each new or changed record is parsed once, to
  * log the malformed ones as they arrive (queries skip them silently), and
- * the application is told (on_event).
+ * the application is told (on_event).  The provider is a zkrc__object
+ * (core/object.h): its events are told in order on the session's executor
+ * after the cache's, dropped once it is freed.
  */
 #include "config.h"
 
@@ -12,15 +14,19 @@
 
 #include <glib.h>
 
+#include "core/object.h"
 #include "membership/discovery_internal.h"
 #include "core/log_internal.h"
 #include "core/util.h"
 #include "zkrecipes/cache.h"
 #include "zkrecipes/discovery.h"
+#include "session/session_internal.h"
 #include "zkrecipes/error.h"
 #include "zkrecipes/path.h"
 
 struct zkrc_service_provider {
+  zkrc__object o;  /* first: references, mutex, events */
+  zkrc_session *s; /* referenced: its executor tells our events */
   zkrc_cache *cache;
   zkrc_service_provider_options opts; /* as given */
   gint next; /* round robin: the next index, modulo the instances */
@@ -80,8 +86,27 @@ void zkrc_service_provider_options_init_sized(
   zkrc__options_give(opts, size, &full, sizeof full);
 }
 
+typedef struct provider_event {
+  zkrc__object_event base;
+  zkrc_service_provider_event ev;
+  char *id; /* CHANGED */
+} provider_event;
+
+static void provider_event_release(zkrc__object_event *e) {
+  g_free(((provider_event *)e)->id);
+  g_free(e);
+}
+
+static void provider_tell(zkrc__object *o, zkrc__object_event *e) {
+  zkrc_service_provider *p = (zkrc_service_provider *)o;
+  provider_event *pe = (provider_event *)e;
+  pe->ev.id = pe->id;
+  p->opts.on_event(p, &pe->ev, p->opts.event_arg);
+}
+
 /* The cache's events: each new or changed record parsed once, to log a
- * malformed one as it arrives; the application told. */
+ * malformed one as it arrives; the application told (unless the provider
+ * is being freed). */
 static void on_cache_event(zkrc_cache *c, const zkrc_cache_event *ev,
                            void *arg) {
   (void)c;
@@ -89,16 +114,28 @@ static void on_cache_event(zkrc_cache *c, const zkrc_cache_event *ev,
   if (ev->type == ZKRC_CACHE_NODE_ADDED || ev->type == ZKRC_CACHE_NODE_UPDATED)
     zkrc_service_instance_free(zkrc__discovery_parse_node(
         ev->node->path, ev->node->data, ev->node->len));
-  zkrc_service_provider_event pev = {.type = event_type(ev->type),
-                                     .reason = ev->reason,
-                                     .zk_error = ev->zk_error};
-  if (p->opts.on_event == NULL || pev.type == 0)
+  zkrc_service_provider_event_type type = event_type(ev->type);
+  if (p->opts.on_event == NULL || type == 0)
     return;
-  if (pev.type == ZKRC_SERVICE_PROVIDER_CHANGED) {
+  provider_event *pe =
+      zkrc__object_event_new(sizeof *pe, provider_tell, provider_event_release);
+  pe->ev = (zkrc_service_provider_event){
+      .type = type, .reason = ev->reason, .zk_error = ev->zk_error};
+  if (type == ZKRC_SERVICE_PROVIDER_CHANGED) {
     const char *slash = strrchr(ev->node->path, '/');
-    pev.id = slash ? slash + 1 : ev->node->path;
+    pe->id = g_strdup(slash ? slash + 1 : ev->node->path);
   }
-  p->opts.on_event(p, &pev, p->opts.event_arg);
+  g_mutex_lock(&p->o.mu);
+  if (zkrc__object_ending(&p->o))
+    provider_event_release(&pe->base);
+  else
+    zkrc__object_tell_locked(&p->o, &pe->base);
+  g_mutex_unlock(&p->o.mu);
+}
+
+static void provider_finalize(zkrc__object *o) {
+  zkrc__session_unref(((zkrc_service_provider *)o)->s);
+  g_free(o);
 }
 
 int zkrc_service_provider_new(zkrc_service_provider **out, zkrc_session *s,
@@ -121,6 +158,8 @@ int zkrc_service_provider_new(zkrc_service_provider **out, zkrc_session *s,
     return zkrc__fail(ZKRC_EINVAL);
   }
   zkrc_service_provider *p = g_new0(zkrc_service_provider, 1);
+  zkrc__object_init(&p->o, zkrc__session_executor(s), provider_finalize);
+  p->s = zkrc__session_ref(s);
   p->opts = po;
   zkrc_cache_options o;
   zkrc_cache_options_init(&o);
@@ -129,7 +168,7 @@ int zkrc_service_provider_new(zkrc_service_provider **out, zkrc_session *s,
   int rc = zkrc_children_cache_new(&p->cache, s, dir, &o);
   g_free(dir);
   if (rc != ZKRC_OK) {
-    g_free(p);
+    zkrc__object_unref(&p->o);
     return rc;
   }
   *out = p;
@@ -205,6 +244,25 @@ int zkrc_service_provider_get(zkrc_service_provider *p,
 void zkrc_service_provider_free(zkrc_service_provider *p) {
   if (p == NULL)
     return;
-  zkrc_cache_free(p->cache);
-  g_free(p);
+  g_mutex_lock(&p->o.mu);
+  zkrc__object_close_locked(&p->o); /* nothing told from now on */
+  g_mutex_unlock(&p->o.mu);
+  zkrc_cache_free(p->cache); /* never waits for the network */
+  zkrc__object_unref(&p->o);
+}
+
+/* free_async's end of the cache, on the executor, where no callback of
+ * the cache can be running on another thread: its free waits for none. */
+static void cache_free_job(void *cache) { zkrc_cache_free(cache); }
+
+int zkrc_service_provider_free_async(zkrc_service_provider *p,
+                                     zkrc_callback_fn done, void *arg) {
+  if (p == NULL || done == NULL)
+    return zkrc__fail(ZKRC_EINVAL);
+  g_mutex_lock(&p->o.mu);
+  zkrc__object_post_pending_locked(&p->o, cache_free_job, p->cache);
+  zkrc__object_detach_locked(&p->o, done, arg);
+  g_mutex_unlock(&p->o.mu);
+  zkrc__object_unref(&p->o);
+  return ZKRC_OK;
 }

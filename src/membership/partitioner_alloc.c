@@ -33,7 +33,7 @@ static GPtrArray *party_members(zkrc_partitioner *p) {
   const zkrc_cache_node **nodes;
   size_t count;
   GPtrArray *members = g_ptr_array_new_with_free_func(g_free);
-  if (zkrc_cache_snapshot(p->party, &nodes, &count) != ZKRC_OK)
+  if (zkrc_cache_snapshot(p->party_seen, &nodes, &count) != ZKRC_OK)
     return members;
   for (size_t i = 0; i < count; i++) {
     const char *name = strrchr(nodes[i]->path, '/') + 1;
@@ -137,7 +137,7 @@ void zkrc__partitioner_fail_locked(zkrc_partitioner *p, const char *why,
   p->zk_error = zk_error;
   zkrc__partitioner_stop_timer_locked(p);
   zkrc__partitioner_drop_slots_locked(p);
-  zkrc__partitioner_leave_async_locked(p);
+  zkrc__partitioner_leave_locked(p);
   zkrc__partitioner_set_state_locked(p, ZKRC_PARTITIONER_FAILURE);
 }
 
@@ -154,8 +154,8 @@ static void lock_acquired(zkrc_lock *lk, zkrc_lock_hold *hold,
   (void)lk;
   zkrc__slot *sl = arg;
   zkrc_partitioner *p = sl->p;
-  g_mutex_lock(&p->mu);
-  gboolean current = sl->attempt == p->attempt && !p->freeing &&
+  g_mutex_lock(&p->o.mu);
+  gboolean current = sl->attempt == p->attempt && !zkrc__object_ending(&p->o) &&
                      p->state == ZKRC_PARTITIONER_ALLOCATING;
   if (info->status == ZKRC_OK && !current) {
     zkrc_lock_hold_release(hold); /* the attempt was given up meanwhile */
@@ -170,7 +170,7 @@ static void lock_acquired(zkrc_lock *lk, zkrc_lock_hold *hold,
       zkrc__partitioner_fail_locked(p, zkrc_strerror(info->status),
                                     info->status, ZOK);
   }
-  g_mutex_unlock(&p->mu);
+  g_mutex_unlock(&p->o.mu);
   slot_unref(sl);
 }
 
@@ -227,14 +227,14 @@ static void timer_data_free(gpointer data) {
 static gboolean debounce_done(gpointer data) {
   timer_data *td = data;
   zkrc_partitioner *p = td->p;
-  g_mutex_lock(&p->mu);
-  if (td->gen == p->timer_gen && !p->freeing &&
+  g_mutex_lock(&p->o.mu);
+  if (td->gen == p->timer_gen && !zkrc__object_ending(&p->o) &&
       p->state == ZKRC_PARTITIONER_ALLOCATING && !p->trying) {
     g_source_unref(p->timer);
     p->timer = NULL;
     allocate_locked(p);
   }
-  g_mutex_unlock(&p->mu);
+  g_mutex_unlock(&p->o.mu);
   return G_SOURCE_REMOVE;
 }
 
@@ -249,7 +249,7 @@ void zkrc__partitioner_stop_timer_locked(zkrc_partitioner *p) {
 
 void zkrc__partitioner_debounce_locked(zkrc_partitioner *p) {
   zkrc__partitioner_stop_timer_locked(p);
-  if (!p->party_ready || p->freeing)
+  if (!p->party_ready || zkrc__object_ending(&p->o))
     return; /* INITIALIZED starts it */
   timer_data *td = g_new0(timer_data, 1);
   td->p = zkrc__partitioner_ref(p);
@@ -279,8 +279,12 @@ static void party_changed_locked(zkrc_partitioner *p) {
 void zkrc__partitioner_party_event(zkrc_cache *c, const zkrc_cache_event *ev,
                                    void *arg) {
   zkrc_partitioner *p = arg;
-  g_mutex_lock(&p->mu);
-  p->party = c; /* maybe before zkrc_children_cache_new() returned it */
+  g_mutex_lock(&p->o.mu);
+  if (zkrc__object_ending(&p->o)) { /* nothing more to decide */
+    g_mutex_unlock(&p->o.mu);
+    return;
+  }
+  p->party_seen = c; /* maybe before zkrc_children_cache_new() returned it */
   switch (ev->type) {
   case ZKRC_CACHE_INITIALIZED:
     p->party_ready = TRUE;
@@ -296,7 +300,7 @@ void zkrc__partitioner_party_event(zkrc_cache *c, const zkrc_cache_event *ev,
   default: /* connection events: the session's own events decide */
     break;
   }
-  g_mutex_unlock(&p->mu);
+  g_mutex_unlock(&p->o.mu);
 }
 
 void zkrc__partitioner_session_event(zkrc_session *s,
@@ -308,10 +312,11 @@ void zkrc__partitioner_session_event(zkrc_session *s,
       ev->type != ZKRC_SESSION_EVENT_CLOSED &&
       ev->type != ZKRC_SESSION_EVENT_AUTH_FAILED)
     return;
-  g_mutex_lock(&p->mu);
-  zkrc__partitioner_fail_locked(p, zkrc_session_event_name(ev->type),
-                                ev->reason, ev->zk_error);
-  g_mutex_unlock(&p->mu);
+  g_mutex_lock(&p->o.mu);
+  if (!zkrc__object_ending(&p->o))
+    zkrc__partitioner_fail_locked(p, zkrc_session_event_name(ev->type),
+                                  ev->reason, ev->zk_error);
+  g_mutex_unlock(&p->o.mu);
 }
 
 void zkrc__partitioner_lock_event(zkrc_lock *lk, const zkrc_lock_event *info,
@@ -319,8 +324,8 @@ void zkrc__partitioner_lock_event(zkrc_lock *lk, const zkrc_lock_event *info,
   zkrc_partitioner *p = arg;
   if (info->type != ZKRC_LOCK_LOST)
     return; /* suspended, reconnected: the lease covers them */
-  g_mutex_lock(&p->mu);
-  for (guint i = 0; i < p->slots->len; i++) {
+  g_mutex_lock(&p->o.mu);
+  for (guint i = 0; !zkrc__object_ending(&p->o) && i < p->slots->len; i++) {
     zkrc__slot *sl = g_ptr_array_index(p->slots, i);
     /* The hold itself when the event names it: a late event of a hold
      * released by an earlier attempt on the same item must not count. */
@@ -330,7 +335,7 @@ void zkrc__partitioner_lock_event(zkrc_lock *lk, const zkrc_lock_event *info,
       break;
     }
   }
-  g_mutex_unlock(&p->mu);
+  g_mutex_unlock(&p->o.mu);
 }
 
 GPtrArray *zkrc__partitioner_new_slots(void) {

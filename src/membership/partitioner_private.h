@@ -4,15 +4,24 @@
  * application) and partitioner_alloc.c (the state machine: the party's
  * changes, the debounce, the item locks).
  *
- * Everything below is guarded by p->mu, which comes before the item locks'
- * mutexes (lock calls are made with it held; the locks never call back with
- * theirs held).  Callbacks into the application run with no mutex held.
+ * The object is a zkrc__object (core/object.h): its references, its
+ * mutex p->o.mu and condition, its events told in order.  Everything below
+ * is guarded by p->o.mu, which comes before the item locks' mutexes (lock
+ * calls are made with it held; the locks never call back with theirs
+ * held).  Callbacks into the application run with no mutex held.
+ *
+ * Joining and leaving the party (partitioner_join.c) never wait: the join
+ * is a chain of asynchronous requests (membership/create_path.h) retried
+ * with a backoff until the session timeout, and the leave a delete sent
+ * without waiting, handed to the session's reaper when it cannot be
+ * confirmed.
  */
 #ifndef ZKRC_PARTITIONER_PRIVATE_H
 #define ZKRC_PARTITIONER_PRIVATE_H
 
 #include <glib.h>
 
+#include "core/object.h"
 #include "session/session_internal.h"
 #include "zkrecipes.h"
 #include "zkrecipes/partitioner.h"
@@ -29,19 +38,18 @@ typedef struct zkrc__slot {
 } zkrc__slot;
 
 struct zkrc_partitioner {
-  gint refs;
-  GMutex mu;
-  GCond cond;
+  zkrc__object o;  /* first: references, mutex, events */
   zkrc_session *s; /* referenced */
   char *path, *party_dir, *locks_dir, *node, *identifier;
-  uint64_t node_gen; /* the ZooKeeper session that created node */
+  uint64_t node_gen; /* the ZooKeeper session that created node; 0: none */
   char **items;      /* sorted (byte order), NULL-terminated */
   size_t n_items;
   int time_boundary_ms;
   zkrc__acl *acl;
   zkrc_partitioner_event_fn on_event;
   void *event_arg;
-  zkrc_cache *party;
+  zkrc_cache *party;      /* ours (freed with us); NULL until watched */
+  zkrc_cache *party_seen; /* the party cache as its events name it */
   unsigned long listener;
 
   zkrc_partitioner_state state;
@@ -57,10 +65,20 @@ struct zkrc_partitioner {
   GHashTable *locks;    /* item → zkrc_lock*, made on first use */
   const char *why;      /* the cause of FAILURE (a static string) */
   int reason, zk_error; /* and as codes, for the FAILURE event */
-  gboolean joining;     /* the join's thread is at work (join_thread) */
-  gboolean starting;    /* it is past the network, starting the watches */
-  gboolean freeing;
-  int in_callback; /* application callbacks running */
+
+  /* The join (partitioner_join.c), pending work of the object from its
+   * start until the party is watched or the join gave up. */
+  gboolean joining;
+  gboolean join_inflight; /* its chain of creates is at work */
+  gboolean join_waiting;  /* for the connection, to try again */
+  int64_t join_deadline;  /* a session timeout after the start */
+  int join_backoff_ms;    /* the next retry's pause */
+  GSource *join_timer;    /* the pause before a retry, or NULL */
+  GSource *join_deadline_timer;
+  unsigned long join_observer; /* the session's events while joining */
+  uint64_t maybe_gen; /* a create of node went on it, outcome unknown */
+  gboolean leaving;   /* we must leave the party (failure, free) */
+  gboolean left;      /* the leave was sent, or handed to the reaper */
 };
 
 zkrc_partitioner *zkrc__partitioner_ref(zkrc_partitioner *p);
@@ -69,8 +87,17 @@ void zkrc__partitioner_unref(zkrc_partitioner *p);
 /* Change the state and tell the application (posted to the executor). */
 void zkrc__partitioner_set_state_locked(zkrc_partitioner *p,
                                         zkrc_partitioner_state st);
-/* Delete our party node without waiting (a failure leaves the party). */
-void zkrc__partitioner_leave_async_locked(zkrc_partitioner *p);
+
+/* partitioner_join.c */
+/* Start joining the party (p not shared yet: no mutex). */
+void zkrc__partitioner_join(zkrc_partitioner *p);
+/* Leave the party without waiting (after a failure, at the free): our
+ * node's delete sent, or handed to the session's reaper when it cannot be
+ * confirmed; once the join ended if it is under way.  Once. */
+void zkrc__partitioner_leave_locked(zkrc_partitioner *p);
+/* The object is ending: a join waiting to try again stops now (one with a
+ * request in flight stops at its reply). */
+void zkrc__partitioner_stop_join_locked(zkrc_partitioner *p);
 
 /* partitioner_alloc.c */
 void zkrc__partitioner_party_event(zkrc_cache *c, const zkrc_cache_event *ev,
