@@ -246,9 +246,11 @@ zkrc_service_registration_instance(zkrc_service_registration *r);
 
 /**
  * Delete the instance's node (whatever its type, as Curator's
- * unregisterService does; waiting for a persistent node's create still
- * under way, then at most about the session timeout for the delete) and
- * free @p r.  Kept beside zkrc_service_registration_free(), not folded
+ * unregisterService does) and free @p r.  A persistent node: waits for
+ * its create still under way, then at most about the session timeout for
+ * the delete.  A DYNAMIC node: its delete is sent and not waited for, as
+ * zkrc_ephemeral_free() does (the session deletes it once connected again
+ * if the delete cannot be confirmed).  Kept beside zkrc_service_registration_free(), not folded
  * into it: a persistent (STATIC, PERMANENT) registration has two ends,
  * deleted (this, which waits for the network: not from a session
  * callback) or left registered for others to find (the free, which never
@@ -261,8 +263,8 @@ void zkrc_service_unregister(zkrc_service_registration *r);
  * Free @p r without deleting a persistent (STATIC, PERMANENT) node: it
  * stays registered (a create still under way goes on in the background,
  * within its timeout; the free does not wait for it).  A DYNAMIC node is
- * deleted (nobody keeps it any more), as zkrc_ephemeral_free() does, which
- * is all the free may wait for.  Works whatever the session's state: open,
+ * deleted (nobody keeps it any more) in the background, as
+ * zkrc_ephemeral_free() does: the free never waits for the network.  Works whatever the session's state: open,
  * suspended or closed (before or after zkrc_session_close()).  NULL is
  * ignored.  Do not use @p r afterwards.
  * Threading: any thread.
@@ -274,8 +276,8 @@ void zkrc_service_registration_free(zkrc_service_registration *r);
  * persistent node stays registered, a DYNAMIC one is deleted), then
  * @p done runs with @p arg on the session's executor once the background
  * work is over: a persistent node's create still under way ended (within
- * its timeout), a DYNAMIC node's kept ephemeral node freed (its free runs
- * on the executor).  A registration tells no events: @p done is the only
+ * its timeout), a DYNAMIC node's delete confirmed or handed to the session
+ * to retry (zkrc_ephemeral_free_async()).  A registration tells no events: @p done is the only
  * call.  After @p done returns @p r is gone; do not use it from this call
  * on.
  * @return ZKRC_OK (@p done will run); ZKRC_EINVAL (NULL @p r or @p done:

@@ -439,20 +439,31 @@ void zkrc_service_registration_free(zkrc_service_registration *r) {
     registration_free(r);
 }
 
-/* free_async's end of a DYNAMIC node, on the executor. */
-static void eph_free(void *eph) { zkrc_ephemeral_free(eph); }
+/* free_async's end of a DYNAMIC node: its kept node's own free_async is
+ * done (the delete confirmed or handed to the reaper). */
+static void eph_freed(void *arg) {
+  zkrc__object *o = arg;
+  zkrc__object_idle(o);
+  zkrc__object_unref(o);
+}
 
 int zkrc_service_registration_free_async(zkrc_service_registration *r,
                                          zkrc_callback_fn done, void *arg) {
   if (r == NULL || done == NULL)
     return zkrc__fail(ZKRC_EINVAL);
   g_mutex_lock(&r->o.mu);
-  if (r->eph)
-    zkrc__object_post_pending_locked(&r->o, eph_free, r->eph);
+  zkrc_ephemeral *eph = r->eph;
   r->eph = NULL;
-  /* done after the persistent node's create, if it is still under way */
+  if (eph) {
+    zkrc__object_busy_locked(&r->o);
+    zkrc__object_ref(&r->o); /* eph_freed's */
+  }
+  /* done after the persistent node's create, if it is still under way,
+   * and after the DYNAMIC node's delete */
   zkrc__object_detach_locked(&r->o, done, arg);
   g_mutex_unlock(&r->o.mu);
+  if (eph)
+    zkrc_ephemeral_free_async(eph, eph_freed, &r->o);
   registration_unref(r);
   return ZKRC_OK;
 }
