@@ -121,6 +121,15 @@ static void completion_release(zkrc__object_event *ev) {
   g_free(done);
 }
 
+/* A multi-lock set's member hold's completion, posted as the object's own
+ * work: told closed or not, since it tells the set (multilock_async.c),
+ * not the lock's owner. */
+static void member_completion_run(void *data) {
+  completion *done = data;
+  completion_tell(&done->h->lk->r.o, &done->ev);
+  completion_release(&done->ev);
+}
+
 /* Completions are told even while the lock is detached (free_async: its
  * pending holds complete with ZKRC_ECANCELED before its done); a closed
  * lock drops them (and the hold is not in the set any more). */
@@ -131,7 +140,7 @@ static void complete_locked(holder *h, int status, int zk_error) {
     zkrc__holder_unref(h);
   if (status != ZKRC_OK)
     zkrc__lock_stat_gave_up_locked(lk, status);
-  if (lk->r.o.closed)
+  if (lk->r.o.closed && !h->member)
     return;
   completion *done = zkrc__object_event_new(sizeof *done, completion_tell,
                                             completion_release);
@@ -139,7 +148,10 @@ static void complete_locked(holder *h, int status, int zk_error) {
   done->info.status = status;
   done->info.zk_error = zk_error;
   done->info.token = status == ZKRC_OK ? h->token : 0;
-  zkrc__object_tell_locked(&lk->r.o, &done->ev);
+  if (h->member)
+    zkrc__object_post_locked(&lk->r.o, member_completion_run, done);
+  else
+    zkrc__object_tell_locked(&lk->r.o, &done->ev);
 }
 
 /* Give up before the front: the completion follows once the node is gone
@@ -210,6 +222,12 @@ static void drop_holds_locked(zkrc_lock *lk);
 int zkrc_lock_acquire_async(zkrc_lock *lk, int timeout_ms,
                             zkrc_lock_acquired_fn done, void *arg,
                             zkrc_lock_hold **hold) {
+  return zkrc__lock_acquire_async(lk, timeout_ms, done, arg, hold, FALSE);
+}
+
+int zkrc__lock_acquire_async(zkrc_lock *lk, int timeout_ms,
+                             zkrc_lock_acquired_fn done, void *arg,
+                             zkrc_lock_hold **hold, gboolean member) {
   if (hold)
     *hold = NULL;
   if (lk == NULL || done == NULL || !zkrc__timeout_valid(timeout_ms))
@@ -224,6 +242,7 @@ int zkrc_lock_acquire_async(zkrc_lock *lk, int timeout_ms,
   }
   holder *h = zkrc__lock_new_participant_locked(lk, 0, &async_client, NULL);
   h->no_wait = timeout_ms == ZKRC_NO_WAIT;
+  h->member = member;
   h->done = done;
   h->done_arg = arg;
   lk->drop_async = drop_holds_locked;

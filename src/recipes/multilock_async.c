@@ -199,7 +199,8 @@ static int start_next(zkrc_multilock_hold *set) {
   taken t = {NULL, NULL};
   if (rc == ZKRC_OK)
     rc = m->lock
-             ? zkrc_lock_acquire_async(m->lock, wait, lock_done, set, &t.hold)
+             ? zkrc__lock_acquire_async(m->lock, wait, lock_done, set, &t.hold,
+                                        TRUE)
              : zkrc_semaphore_acquire_async(m->sem, wait, lease_done, set,
                                             &t.lease);
   if (rc == ZKRC_OK) {
