@@ -1070,10 +1070,10 @@ static void world_check_close(pending_world *w, int a, int b) {
   CU_ASSERT_EQUAL(w->set_freeing.n_members, 0); /* freed */
   int as_expected = 0;
   for (int i = 0; i < 5; i++) {
-    gboolean ok = i == 3 ? w->waiting[i].calls == 1 &&
-                               (w->waiting[i].status == a ||
-                                w->waiting[i].status == b)
-                         : w->waiting[i].calls == 0;
+    gboolean ok =
+        i == 3 ? w->waiting[i].calls == 1 &&
+                     (w->waiting[i].status == a || w->waiting[i].status == b)
+               : w->waiting[i].calls == 0;
     as_expected += ok;
     if (!ok)
       fprintf(stderr, "\nwaiting %d: %d completion(s), status %s", i,

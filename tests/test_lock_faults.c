@@ -804,8 +804,8 @@ static void test_frees_while_the_network_is_frozen(void) {
   int election_told = g_atomic_int_get(&election_told_n);
   blackhole_all(0); /* traffic flows again, starting with what was held */
 
-  CU_ASSERT(zkt_wait_children_or_gone(zh, lock_path, 0,
-                                      10 * ZKT_SESSION_TIMEOUT_MS));
+  CU_ASSERT(
+      zkt_wait_children_or_gone(zh, lock_path, 0, 10 * ZKT_SESSION_TIMEOUT_MS));
   CU_ASSERT(zkt_wait_children_or_gone(zh, elect_path, 0,
                                       10 * ZKT_SESSION_TIMEOUT_MS));
   /* Nothing told after the frees (a suspension, say). */

@@ -326,8 +326,8 @@ int zkrc_election_join(zkrc_election *e) {
     return zkrc__fail(ZKRC_ECLOSED);
   g_mutex_lock(&e->r.o.mu);
   int err = zkrc__object_ending(&e->r.o) ? ZKRC_ECANCELED
-            : e->joined                    ? ZKRC_ESTATE
-                                           : ZKRC_OK;
+            : e->joined                  ? ZKRC_ESTATE
+                                         : ZKRC_OK;
   if (err == ZKRC_OK) {
     e->joined = TRUE;
     start_round_locked(e);
@@ -434,7 +434,8 @@ int zkrc_election_wait_leader(zkrc_election *e, int timeout_ms) {
       err = ZKRC_ESTATE;
       break;
     }
-    if (!zkrc__cond_wait_until(&e->r.o.cond, &e->r.o.mu, deadline) && !e->leader) {
+    if (!zkrc__cond_wait_until(&e->r.o.cond, &e->r.o.mu, deadline) &&
+        !e->leader) {
       err = ZKRC_ETIMEDOUT;
       break;
     }

@@ -74,8 +74,8 @@ void zkrc__lock_post_event_locked(holder *h, zkrc_lock_event_type ev,
   zkrc_lock *lk = h->lk;
   if (lk->on_event == NULL || zkrc__object_ending(&lk->r.o))
     return;
-  lock_event_call *call = zkrc__object_event_new(sizeof *call, lock_event_tell,
-                                                 lock_event_release);
+  lock_event_call *call =
+      zkrc__object_event_new(sizeof *call, lock_event_tell, lock_event_release);
   call->info = (zkrc_lock_event){
       .type = ev,
       .reason = reason,

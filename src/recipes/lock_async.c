@@ -142,8 +142,8 @@ static void complete_locked(holder *h, int status, int zk_error) {
     zkrc__lock_stat_gave_up_locked(lk, status);
   if (lk->r.o.closed && !h->member)
     return;
-  completion *done = zkrc__object_event_new(sizeof *done, completion_tell,
-                                            completion_release);
+  completion *done =
+      zkrc__object_event_new(sizeof *done, completion_tell, completion_release);
   done->h = zkrc__holder_ref(h);
   done->info.status = status;
   done->info.zk_error = zk_error;
@@ -233,7 +233,7 @@ int zkrc__lock_acquire_async(zkrc_lock *lk, int timeout_ms,
   if (lk == NULL || done == NULL || !zkrc__timeout_valid(timeout_ms))
     return zkrc__fail(ZKRC_EINVAL);
   g_mutex_lock(&lk->r.o.mu);
-  int err = zkrc__object_ending(&lk->r.o)             ? ZKRC_ECANCELED
+  int err = zkrc__object_ending(&lk->r.o)           ? ZKRC_ECANCELED
             : zkrc__session_closed(lk->r.q.session) ? ZKRC_ECLOSED
                                                     : ZKRC_OK;
   if (err != ZKRC_OK) {

@@ -43,9 +43,7 @@ zkrc_semaphore *zkrc__semaphore_ref(zkrc_semaphore *sem) {
   return sem;
 }
 
-void zkrc__semaphore_unref(zkrc_semaphore *sem) {
-  zkrc__object_unref(&sem->o);
-}
+void zkrc__semaphore_unref(zkrc_semaphore *sem) { zkrc__object_unref(&sem->o); }
 
 static void semaphore_finalize(zkrc__object *o) {
   zkrc_semaphore *sem = (zkrc_semaphore *)o;
@@ -98,7 +96,7 @@ void zkrc_semaphore_options_init_sized(zkrc_semaphore_options *opts,
  * a lock event of its pool hold, told on the executor in the order the
  * member locks told them, unless the semaphore was closed. */
 typedef struct sem_event {
-  zkrc__object_event ev; /* first */
+  zkrc__object_event ev;   /* first */
   zkrc_semaphore_lease *l; /* referenced */
   gboolean completion;
   zkrc_semaphore_acquired_info info;
@@ -135,8 +133,8 @@ static void tell_locked(zkrc_semaphore *sem, zkrc_semaphore_lease *l,
                         sem_event e) {
   if (sem->o.closed)
     return;
-  sem_event *ev = zkrc__object_event_new(sizeof *ev, sem_event_tell,
-                                         sem_event_release);
+  sem_event *ev =
+      zkrc__object_event_new(sizeof *ev, sem_event_tell, sem_event_release);
   ev->l = lease_ref(l);
   ev->completion = e.completion;
   ev->info = e.info;
@@ -272,9 +270,9 @@ static void lease_done(zkrc_lock *lk, zkrc_lock_hold *hold,
     l->held_us = g_get_monotonic_time();
     sem->stats.acquisitions++;
     zkrc__histogram_record(&sem->stats.wait, l->held_us - l->asked_us);
-    tell_locked(sem, l,
-                (sem_event){.completion = TRUE,
-                            .info = {ZKRC_OK, ZOK, info->token}});
+    tell_locked(
+        sem, l,
+        (sem_event){.completion = TRUE, .info = {ZKRC_OK, ZOK, info->token}});
     g_mutex_unlock(&sem->o.mu);
   }
   lease_unref(l); /* this callback's */
@@ -303,8 +301,8 @@ static void mutex_done(zkrc_lock *lk, zkrc_lock_hold *hold,
     l->state = L_LEASE;
     int ms = pool_timeout(l);
     status = ending_locked(sem) || l->cancelled ? ZKRC_ECANCELED
-             : ms == 0 && !l->no_wait     ? ZKRC_ETIMEDOUT
-                                          : ZKRC_OK;
+             : ms == 0 && !l->no_wait           ? ZKRC_ETIMEDOUT
+                                                : ZKRC_OK;
     if (status == ZKRC_OK) {
       zkrc_lock_hold *lh = NULL;
       status =
@@ -418,8 +416,9 @@ static int ask_held(zkrc_semaphore_lease *l, int (*ask)(zkrc_lock_hold *)) {
   if (l == NULL)
     return 0;
   g_mutex_lock(&l->sem->o.mu);
-  int answer =
-      l->state == L_HELD && l->lhold && !ending_locked(l->sem) ? ask(l->lhold) : 0;
+  int answer = l->state == L_HELD && l->lhold && !ending_locked(l->sem)
+                   ? ask(l->lhold)
+                   : 0;
   g_mutex_unlock(&l->sem->o.mu);
   return answer;
 }

@@ -34,7 +34,7 @@ struct zkrc_semaphore_lease {
   zkrc_semaphore_acquired_fn done;
   void *arg;
   void (*arg_free)(void *arg); /* when the lease goes (may be NULL) */
-  int64_t asked_us, held_us; /* statistics */
+  int64_t asked_us, held_us;   /* statistics */
 };
 
 struct zkrc_semaphore {

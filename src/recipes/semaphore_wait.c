@@ -91,9 +91,7 @@ int zkrc_semaphore_acquire(zkrc_semaphore *sem, int timeout_ms,
            zkrc__cond_wait_until(&w->cond, &sem->o.mu, deadline))
       ;
     w->abandoned = !w->done;
-    err = w->done          ? w->status
-          : sem->o.closed ? ZKRC_ECANCELED
-                          : ZKRC_ETIMEDOUT;
+    err = w->done ? w->status : sem->o.closed ? ZKRC_ECANCELED : ZKRC_ETIMEDOUT;
     zk_rc = w->done ? w->zk_error : 0;
     *out = w->done ? w->lease : NULL;
   }
