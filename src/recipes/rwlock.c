@@ -25,10 +25,8 @@ struct zkrc_rwlock {
  * thread inside a call. */
 static void rwlock_finalize(zkrc__object *o) {
   zkrc_rwlock *rw = (zkrc_rwlock *)o;
-  if (rw->writer)
-    zkrc__lock_unref(rw->writer);
-  if (rw->reader)
-    zkrc__lock_unref(rw->reader);
+  zkrc__lock_unref(rw->writer); /* both made before the object */
+  zkrc__lock_unref(rw->reader);
   g_free(rw);
 }
 
