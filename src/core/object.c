@@ -53,7 +53,7 @@ static void event_run(void *data) {
   zkrc__object_event *ev = data;
   zkrc__object *o = ev->o;
   g_mutex_lock(&o->mu);
-  gboolean tell = !o->closed;
+  gboolean tell = !o->closed || ev->owed;
   GThread *outer = o->telling; /* an executor run from inside a callback */
   if (tell) {
     o->telling = g_thread_self();
@@ -70,6 +70,12 @@ static void event_run(void *data) {
   }
   event_release(ev);
   zkrc__object_unref(o);
+}
+
+void zkrc__object_tell_owed_locked(zkrc__object *o, zkrc__object_event *ev) {
+  ev->owed = TRUE;
+  ev->o = zkrc__object_ref(o);
+  o->executor.post(o->executor.ctx, event_run, ev);
 }
 
 void zkrc__object_tell_locked(zkrc__object *o, zkrc__object_event *ev) {
