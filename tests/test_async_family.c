@@ -1059,27 +1059,22 @@ static void world_free_ours(pending_world *w) {
   zkrc_semaphore_free(w->sem_idle);
 }
 
-/* After the loop was cleared: no waiting acquisition of a freed recipe
- * was told anything (issue 31: nothing after a free returns, its
- * completions are among its events), but the set, whose member holds'
- * completions tell the set rather than the lock's owner, completed once,
+/* After the loop was cleared: each waiting acquisition completed once,
  * failed with one of @p a / @p b; nothing of ours is left on the servers,
  * theirs is; then theirs goes. */
 static void world_check_close(pending_world *w, int a, int b) {
   w->waiting[3] = w->set_freeing.r;
   CU_ASSERT_EQUAL(w->set_freeing.n_members, 0); /* freed */
-  int as_expected = 0;
+  int once = 0;
   for (int i = 0; i < 5; i++) {
-    gboolean ok =
-        i == 3 ? w->waiting[i].calls == 1 &&
-                     (w->waiting[i].status == a || w->waiting[i].status == b)
-               : w->waiting[i].calls == 0;
-    as_expected += ok;
-    if (!ok)
+    once += w->waiting[i].calls == 1 &&
+            (w->waiting[i].status == a || w->waiting[i].status == b);
+    if (w->waiting[i].calls != 1 ||
+        (w->waiting[i].status != a && w->waiting[i].status != b))
       fprintf(stderr, "\nwaiting %d: %d completion(s), status %s", i,
               w->waiting[i].calls, zkrc_strerror(w->waiting[i].status));
   }
-  CU_ASSERT_EQUAL(as_expected, 5);
+  CU_ASSERT_EQUAL(once, 5);
   for (int i = 0; i < 3; i++)
     CU_ASSERT_EQUAL(w->granted[i].calls, 1);
   char *leases = sub(w->paths[P_SEM_BUSY], "leases");
@@ -1114,10 +1109,9 @@ static void world_check_close(pending_world *w, int a, int b) {
 
 /* The recipes freed (the set cancelled: see world_free_ours), the session
  * closed and the executor cleared without the loop being iterated again:
- * the waiting acquisitions are not told (their recipes were freed), the
- * set completes once (ECANCELED), inside the clear, on its thread; the
- * granted ones are released without a word; nothing is left (valgrind:
- * nothing leaks). */
+ * the waiting acquisitions complete once each (ECANCELED), inside the
+ * clear, on its thread; the granted ones are released without a word;
+ * nothing is left (valgrind: nothing leaks). */
 static void test_clear_after_free_with_holds_pending(void) {
   loop lp;
   loop_init(&lp);
@@ -1131,13 +1125,12 @@ static void test_clear_after_free_with_holds_pending(void) {
   loop_clear(&lp);
   CU_ASSERT_EQUAL(before, 0); /* they waited for the loop */
   world_check_close(&w, ZKRC_ECANCELED, ZKRC_ECANCELED);
-  assert_threads(pthread_self(), 3 + 1); /* granted, the set */
+  assert_threads(pthread_self(), 3 + 5);
 }
 
 /* The same, the session closed first and the recipes freed after (an
- * idle semaphore among them): the completions the close queued are
- * dropped by the frees; the set fails with the close (ZKRC_ECLOSED) or
- * the free (ZKRC_ECANCELED), once. */
+ * idle semaphore among them): the waiting ones fail with the close
+ * (ZKRC_ECLOSED) or the free (ZKRC_ECANCELED), once each. */
 static void test_clear_after_close_with_holds_pending(void) {
   loop lp;
   loop_init(&lp);
@@ -1147,7 +1140,7 @@ static void test_clear_after_close_with_holds_pending(void) {
   world_free_ours(&w);
   loop_clear(&lp);
   world_check_close(&w, ZKRC_ECLOSED, ZKRC_ECANCELED);
-  assert_threads(pthread_self(), 3 + 1); /* granted, the set */
+  assert_threads(pthread_self(), 3 + 5);
 }
 
 /* A semaphore that asked for nothing, freed after its session was closed

@@ -163,13 +163,15 @@ int zkrc_lock_new(zkrc_lock **out, zkrc_session *s, const char *path,
  * one cannot be confirmed, the session deletes the node once the
  * connection is back, or its expiry removes it), so the nodes may still
  * be there when this returns.  It never waits for the network, whatever
- * the session's state (open, suspended, closed).  Nothing is told after
- * it returns: events and completions still queued on the executor are
- * dropped (zkrc_lock_free_async() delivers them), pending non-blocking
- * holds get no completion, and every hold's pointer is invalid on return.
- * It waits only for a callback of this lock running on another thread.
- * NULL is ignored, and so is a read-write lock's side (zkrc_rwlock_free()
- * frees it).  Do not use @p lk afterwards.
+ * the session's state (open, suspended, closed).  No event is told after
+ * it returns: events still queued on the executor are dropped
+ * (zkrc_lock_free_async() delivers them).  Completions are owed exactly
+ * once: pending non-blocking holds, and grants still queued, complete
+ * later with ZKRC_ECANCELED (after this returns: do not use @p lk in
+ * them); acquired holds are released and freed, so their pointers are
+ * invalid on return.  It waits only for a callback of this lock running
+ * on another thread.  NULL is ignored, and so is a read-write lock's side
+ * (zkrc_rwlock_free() frees it).  Do not use @p lk afterwards.
  * Threading: any thread, including this lock's own event callback and
  * completions (it does not wait for itself there).
  */
@@ -371,8 +373,8 @@ typedef struct zkrc_lock_acquired_info {
    *  ZKRC_ELOCKLOST, ...), and gets no LOST event.  Otherwise the
    *  acquisition failed and the hold is freed when the callback returns:
    *  ZKRC_ETIMEDOUT, ZKRC_ELOCKED (ZKRC_NO_WAIT and held by another),
-   *  ZKRC_ECANCELED (zkrc_lock_hold_cancel() or zkrc_lock_free_async();
-   *  after zkrc_lock_free() no completion comes),
+   *  ZKRC_ECANCELED (zkrc_lock_hold_cancel(), zkrc_lock_free() or
+   *  zkrc_lock_free_async()),
    *  ZKRC_ESESSIONEXPIRED, ZKRC_ESESSIONLOST, ZKRC_ECLOSED, ZKRC_ENOAUTH,
    *  ZKRC_ENONODE (the directory cannot be made because the session's
    *  chroot, the "/path" after the hosts, does not exist; told at once),

@@ -173,9 +173,9 @@ zkrc_lock *zkrc_rwlock_writer(zkrc_rwlock *rw);
  * Free the read-write lock and both sides, as zkrc_lock_free() frees a lock:
  * waiting threads return ZKRC_ECANCELED before this returns, whatever
  * either side holds is given up in the background (its nodes' deletes
- * sent, never awaited: it never waits for the network), non-blocking
- * holds are freed (pending ones get no completion), and nothing is told
- * after it returns.  NULL is ignored.  Do not use @p rw or its sides
+ * sent, never awaited: it never waits for the network), pending
+ * non-blocking holds complete with ZKRC_ECANCELED later, acquired ones are
+ * released and freed, and no event is told after it returns.  NULL is ignored.  Do not use @p rw or its sides
  * afterwards.  Threading: any thread, including a side's own event
  * callback.
  */

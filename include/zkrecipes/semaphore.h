@@ -153,12 +153,13 @@ int zkrc_semaphore_new(zkrc_semaphore **out, zkrc_session *s, const char *path,
 /**
  * Free the semaphore: threads waiting in zkrc_semaphore_acquire() return
  * ZKRC_ECANCELED before this returns; pending non-blocking acquisitions
- * get no completion; held leases are released and their lease objects
- * freed, so their pointers are invalid on return.  Every node is given up
- * in the background (deletes sent, never awaited: it never waits for the
- * network, whatever the session's state).  Nothing is told after it
- * returns; it waits only for this semaphore's callback running on another
- * thread.  NULL is ignored.
+ * complete with ZKRC_ECANCELED later (their completion is owed: it comes
+ * after this returns; do not use @p sem in it); held leases are released
+ * and their lease objects freed, so their pointers are invalid on return.
+ * Every node is given up in the background (deletes sent, never awaited:
+ * it never waits for the network, whatever the session's state).  No
+ * lease event is told after it returns; it waits only for this
+ * semaphore's callback running on another thread.  NULL is ignored.
  * Threading: any thread, including this semaphore's own callbacks (it
  * does not wait for itself there).
  */

@@ -63,9 +63,9 @@ static GList *holds_list_locked(zkrc_lock *lk) {
 /* ------------------------------------------------------------ completion */
 
 /* A hold's completion: one of the lock's events, told in order with the
- * others (a hold's LOST comes after its grant), and dropped, as they are,
- * once the lock is closed (zkrc_lock_free() took the hold out of the set
- * then). */
+ * others (a hold's LOST comes after its grant), and owed exactly once: told
+ * also after the lock's free (zkrc__object_tell_owed_locked), which
+ * released or cancelled the hold (ZKRC_ECANCELED). */
 typedef struct completion {
   zkrc__object_event ev; /* first */
   holder *h;             /* referenced */
@@ -121,18 +121,8 @@ static void completion_release(zkrc__object_event *ev) {
   g_free(done);
 }
 
-/* A multi-lock set's member hold's completion, posted as the object's own
- * work: told closed or not, since it tells the set (multilock_async.c),
- * not the lock's owner. */
-static void member_completion_run(void *data) {
-  completion *done = data;
-  completion_tell(&done->h->lk->r.o, &done->ev);
-  completion_release(&done->ev);
-}
-
-/* Completions are told even while the lock is detached (free_async: its
- * pending holds complete with ZKRC_ECANCELED before its done); a closed
- * lock drops them (and the hold is not in the set any more). */
+/* Also while the lock is detached (free_async: its pending holds complete
+ * with ZKRC_ECANCELED before its done) or closed (free). */
 static void complete_locked(holder *h, int status, int zk_error) {
   zkrc_lock *lk = h->lk;
   /* The deadline's reference (the completion's keeps the hold alive). */
@@ -140,18 +130,13 @@ static void complete_locked(holder *h, int status, int zk_error) {
     zkrc__holder_unref(h);
   if (status != ZKRC_OK)
     zkrc__lock_stat_gave_up_locked(lk, status);
-  if (lk->r.o.closed && !h->member)
-    return;
   completion *done =
       zkrc__object_event_new(sizeof *done, completion_tell, completion_release);
   done->h = zkrc__holder_ref(h);
   done->info.status = status;
   done->info.zk_error = zk_error;
   done->info.token = status == ZKRC_OK ? h->token : 0;
-  if (h->member)
-    zkrc__object_post_locked(&lk->r.o, member_completion_run, done);
-  else
-    zkrc__object_tell_locked(&lk->r.o, &done->ev);
+  zkrc__object_tell_owed_locked(&lk->r.o, &done->ev);
 }
 
 /* Give up before the front: the completion follows once the node is gone
@@ -222,12 +207,6 @@ static void drop_holds_locked(zkrc_lock *lk);
 int zkrc_lock_acquire_async(zkrc_lock *lk, int timeout_ms,
                             zkrc_lock_acquired_fn done, void *arg,
                             zkrc_lock_hold **hold) {
-  return zkrc__lock_acquire_async(lk, timeout_ms, done, arg, hold, FALSE);
-}
-
-int zkrc__lock_acquire_async(zkrc_lock *lk, int timeout_ms,
-                             zkrc_lock_acquired_fn done, void *arg,
-                             zkrc_lock_hold **hold, gboolean member) {
   if (hold)
     *hold = NULL;
   if (lk == NULL || done == NULL || !zkrc__timeout_valid(timeout_ms))
@@ -242,7 +221,6 @@ int zkrc__lock_acquire_async(zkrc_lock *lk, int timeout_ms,
   }
   holder *h = zkrc__lock_new_participant_locked(lk, 0, &async_client, NULL);
   h->no_wait = timeout_ms == ZKRC_NO_WAIT;
-  h->member = member;
   h->done = done;
   h->done_arg = arg;
   lk->drop_async = drop_holds_locked;
@@ -332,29 +310,24 @@ int zkrc_lock_hold_token(zkrc_lock_hold *h, int64_t *token) {
   return zkrc__fail(err);
 }
 
-/* The lock's free: cancel pending holds and release acquired ones, in the
- * background.  Detached (free_async), a pending hold's completion still
- * comes (ZKRC_ECANCELED) and frees it; closed (zkrc_lock_free()), none
- * comes, so every hold leaves the set now. */
+/* The lock's free (at once or in the background): cancel pending holds
+ * (their completions, owed, free them) and release acquired ones. */
 static void drop_holds_locked(zkrc_lock *lk) {
-  gboolean closed = lk->r.o.closed;
   /* The mutex is let go while withdrawing: keep the holds alive meanwhile. */
   GList *holds = holds_list_locked(lk);
   for (GList *l = holds; l; l = l->next) {
     holder *h = l->data;
-    gboolean held = h->state == H_HELD || h->state == H_LOST;
-    gboolean ours = (held || closed) && holds_remove_locked(lk, h);
     if (h->state == H_WAITING) {
-      cancel_locked(h, ZKRC_ECANCELED); /* its completion (if any) frees it */
-    } else if (held && ours) {
+      cancel_locked(h, ZKRC_ECANCELED); /* its completion frees it */
+    } else if ((h->state == H_HELD || h->state == H_LOST) &&
+               holds_remove_locked(lk, h)) {
       h->state = H_RELEASED;
       zkrc__contender *c = h->c;
       g_mutex_unlock(&lk->r.o.mu);
       zkrc__contender_withdraw(c);
+      zkrc__holder_unref(h); /* the set's */
       g_mutex_lock(&lk->r.o.mu);
     }
-    if (ours)
-      zkrc__holder_unref(h); /* the set's (the list's is held) */
   }
   g_mutex_unlock(&lk->r.o.mu);
   g_list_free_full(holds, (GDestroyNotify)zkrc__holder_unref);

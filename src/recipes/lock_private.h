@@ -87,8 +87,6 @@ struct zkrc_lock_hold {
   unsigned delivered : 1; /* its owner was told it holds (statistics) */
   unsigned no_wait : 1;   /* non-blocking holds: a try */
   unsigned told : 1;      /* non-blocking: its owner has been told it holds */
-  unsigned member : 1;    /* non-blocking: a multi-lock set's (its
-                           * completion is told after the lock's free) */
   int end_err;
   int end_zk;
   int64_t token;
@@ -172,14 +170,6 @@ void zkrc__lock_free(zkrc_lock *lk);
 /* zkrc_lock_free_async() of any lock object, a side or a semaphore's
  * member too (checked by the caller: @p lk and @p done not NULL). */
 void zkrc__lock_free_async(zkrc_lock *lk, zkrc_callback_fn done, void *arg);
-
-/* zkrc_lock_acquire_async(); @p member: for a multi-lock set
- * (multilock_async.c), whose member hold's completion is told also once
- * the lock was freed (zkrc_lock_free() against the advice of multilock.h:
- * the set then fails rather than wait forever). */
-int zkrc__lock_acquire_async(zkrc_lock *lk, int timeout_ms,
-                             zkrc_lock_acquired_fn done, void *arg,
-                             zkrc_lock_hold **hold, gboolean member);
 
 /* zkrc_lock_release(), without waiting for the delete (it goes on in the
  * background; the session's reaper takes over when it fails): a

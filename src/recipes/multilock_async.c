@@ -198,10 +198,10 @@ static int start_next(zkrc_multilock_hold *set) {
   g_mutex_unlock(&set->mu);
   taken t = {NULL, NULL};
   if (rc == ZKRC_OK)
-    rc = m->lock ? zkrc__lock_acquire_async(m->lock, wait, lock_done, set,
-                                            &t.hold, TRUE)
-                 : zkrc_semaphore_acquire_async(m->sem, wait, lease_done, set,
-                                                &t.lease);
+    rc = m->lock
+             ? zkrc_lock_acquire_async(m->lock, wait, lock_done, set, &t.hold)
+             : zkrc_semaphore_acquire_async(m->sem, wait, lease_done, set,
+                                            &t.lease);
   if (rc == ZKRC_OK) {
     g_mutex_lock(&set->mu);
     if (set->attempt == attempt && !set->answered) {

@@ -92,9 +92,10 @@ void zkrc_semaphore_options_init_sized(zkrc_semaphore_options *opts,
 
 /* --------------------------------------------------------------- events */
 
-/* One of the semaphore's events: a lease's completion (@p completion) or
- * a lock event of its pool hold, told on the executor in the order the
- * member locks told them, unless the semaphore was closed. */
+/* One of the semaphore's events: a lease's completion (@p completion,
+ * owed: told also after the free) or a lock event of its pool hold (not
+ * once closed), told on the executor in the order the member locks told
+ * them. */
 typedef struct sem_event {
   zkrc__object_event ev;   /* first */
   zkrc_semaphore_lease *l; /* referenced */
@@ -128,10 +129,12 @@ static void sem_event_release(zkrc__object_event *ev) {
   g_free(e);
 }
 
-/* Tell @p e about @p l (sem->o.mu held); nothing once closed. */
+/* Tell @p e about @p l (sem->o.mu held): a completion is owed (told also
+ * after the free, which made it a cancellation), a lease's event is not
+ * (none once closed). */
 static void tell_locked(zkrc_semaphore *sem, zkrc_semaphore_lease *l,
                         sem_event e) {
-  if (sem->o.closed)
+  if (sem->o.closed && !e.completion)
     return;
   sem_event *ev =
       zkrc__object_event_new(sizeof *ev, sem_event_tell, sem_event_release);
@@ -139,7 +142,10 @@ static void tell_locked(zkrc_semaphore *sem, zkrc_semaphore_lease *l,
   ev->completion = e.completion;
   ev->info = e.info;
   ev->out = e.out;
-  zkrc__object_tell_locked(&sem->o, &ev->ev);
+  if (e.completion)
+    zkrc__object_tell_owed_locked(&sem->o, &ev->ev);
+  else
+    zkrc__object_tell_locked(&sem->o, &ev->ev);
 }
 
 /* The pool's lock events, told as the lease's. */

@@ -21,8 +21,8 @@
 
 /* One blocking acquisition's rendezvous with its completion (under
  * sem->o.mu); two references: the caller's and the lease's (dropped when
- * the lease goes: after its completion, or with it when a closed
- * semaphore drops it; zkrc_semaphore_free() wakes the caller then). */
+ * the lease goes, after its completion: that may come after the caller
+ * returned, woken by zkrc_semaphore_free()). */
 typedef struct waiter {
   gint refs;
   GCond cond; /* signalled once, by its completion */
