@@ -428,6 +428,9 @@ int zkrc_election_wait_leader(zkrc_election *e, int timeout_ms) {
     return zkrc__fail(ZKRC_EINVAL);
   int64_t deadline = zkrc__deadline_after(timeout_ms);
   int err = ZKRC_OK;
+  /* A free meanwhile wakes us (ZKRC_ESTATE) and may drop the last other
+   * reference while we wait for the mutex. */
+  election_ref(e);
   g_mutex_lock(&e->r.o.mu);
   while (!e->leader) {
     if (!e->joined) {
@@ -441,6 +444,7 @@ int zkrc_election_wait_leader(zkrc_election *e, int timeout_ms) {
     }
   }
   g_mutex_unlock(&e->r.o.mu);
+  election_unref(e);
   return zkrc__fail(err);
 }
 
