@@ -764,6 +764,19 @@ static void count_election_event(zkrc_election *e,
   g_atomic_int_inc((gint *)arg);
 }
 
+/* An election on @p path that leads, its events counted in @p told. */
+static zkrc_election *elected(zkrc_session *s, const char *path, gint *told) {
+  zkrc_election_options o;
+  zkrc_election_options_init(&o);
+  o.on_event = count_election_event;
+  o.event_arg = told;
+  zkrc_election *e = NULL;
+  CU_ASSERT_EQUAL_FATAL(zkrc_election_new(&e, s, path, &o), ZKRC_OK);
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_election_join(e));
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_election_wait_leader(e, 5000));
+  return e;
+}
+
 /* Issue 31: zkrc_lock_free() and zkrc_election_free() never wait for the
  * network.  With every connection frozen (the client does not know yet:
  * the old frees waited for their deletes up to the session timeout),
@@ -782,14 +795,7 @@ static void test_frees_while_the_network_is_frozen(void) {
   lo.event_arg = &lock_told_n;
   zkrc_lock *lk = new_lock(s, lock_path, &lo);
   ZKT_ASSERT_RC(ZKRC_OK, zkrc_lock_acquire(lk, 5000));
-  zkrc_election_options eo;
-  zkrc_election_options_init(&eo);
-  eo.on_event = count_election_event;
-  eo.event_arg = &election_told_n;
-  zkrc_election *e = NULL;
-  ZKT_ASSERT_RC(ZKRC_OK, zkrc_election_new(&e, s, elect_path, &eo));
-  ZKT_ASSERT_RC(ZKRC_OK, zkrc_election_join(e));
-  ZKT_ASSERT_RC(ZKRC_OK, zkrc_election_wait_leader(e, 5000));
+  zkrc_election *e = elected(s, elect_path, &election_told_n);
   CU_ASSERT_EQUAL(zkt_child_count(zh, lock_path), 1);
   CU_ASSERT_EQUAL(zkt_child_count(zh, elect_path), 1);
 
