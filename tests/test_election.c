@@ -1286,6 +1286,41 @@ static void test_token_increases_on_every_change(void) {
 
 /* ---------------------------------------------------- 7: nothing left */
 
+/* zkrc_election_free() from the election's own ELECTED (issue 31): it does
+ * not wait for the callback it is called from, nothing is told after it,
+ * and the node goes in the background. */
+static void free_when_elected(zkrc_election *e, const zkrc_election_event *ev,
+                              void *arg) {
+  g_atomic_int_inc((gint *)arg); /* 1: told once */
+  if (ev->type == ZKRC_ELECTION_ELECTED)
+    zkrc_election_free(e);
+  g_atomic_int_add((gint *)arg, 10); /* 11: freed, and back */
+}
+
+static int freed_when_elected(void *arg) {
+  return g_atomic_int_get((gint *)arg) >= 11;
+}
+
+static void test_free_from_its_own_callback(void) {
+  char *path = zkt_path("free-in-callback");
+  zhandle_t *zh = zkt_raw_to(direct_hosts());
+  zkrc_session *s = zkt_session();
+  gint told = 0;
+  zkrc_election_options o;
+  zkrc_election_options_init(&o);
+  o.on_event = free_when_elected;
+  o.event_arg = &told;
+  zkrc_election *e = NULL;
+  CU_ASSERT_EQUAL_FATAL(zkrc_election_new(&e, s, path, &o), ZKRC_OK);
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_election_join(e));
+  CU_ASSERT(zkt_wait_for(freed_when_elected, &told, 10000));
+  CU_ASSERT(wait_children(zh, path, 0, 10000));
+  CU_ASSERT_EQUAL(g_atomic_int_get(&told), 11); /* no REVOKED after it */
+  zkrc_session_close(s);
+  zookeeper_close(zh);
+  g_free(path);
+}
+
 /* Members freed (while connected) leave no node behind: free returns at
  * once (never waiting for the network, issue 31) and the node goes in the
  * background, also when its create is still in flight; leave deletes the
@@ -2218,6 +2253,7 @@ static void add_suites(void) {
        test_middle_participant_leaving_elects_nobody},
       {"token increases on every change", test_token_increases_on_every_change},
       {"no node left after close", test_no_node_left_after_close},
+      {"free from its own callback", test_free_from_its_own_callback},
       {"rejoin after expiry", test_rejoin_after_expiry},
       {"revoke_on_suspend", test_revoke_on_suspend},
       {"node deleted while disconnected is not elected again",
