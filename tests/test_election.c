@@ -1286,9 +1286,45 @@ static void test_token_increases_on_every_change(void) {
 
 /* ---------------------------------------------------- 7: nothing left */
 
-/* Members freed (while connected) leave no node behind: free returns once
- * the node is deleted, also when its create is still in flight; leave
- * deletes the node soon after. */
+/* zkrc_election_free() from the election's own ELECTED (issue 31): it does
+ * not wait for the callback it is called from, nothing is told after it,
+ * and the node goes in the background. */
+static void free_when_elected(zkrc_election *e, const zkrc_election_event *ev,
+                              void *arg) {
+  g_atomic_int_inc((gint *)arg); /* 1: told once */
+  if (ev->type == ZKRC_ELECTION_ELECTED)
+    zkrc_election_free(e);
+  g_atomic_int_add((gint *)arg, 10); /* 11: freed, and back */
+}
+
+static int freed_when_elected(void *arg) {
+  return g_atomic_int_get((gint *)arg) >= 11;
+}
+
+static void test_free_from_its_own_callback(void) {
+  char *path = zkt_path("free-in-callback");
+  zhandle_t *zh = zkt_raw_to(direct_hosts());
+  zkrc_session *s = zkt_session();
+  gint told = 0;
+  zkrc_election_options o;
+  zkrc_election_options_init(&o);
+  o.on_event = free_when_elected;
+  o.event_arg = &told;
+  zkrc_election *e = NULL;
+  CU_ASSERT_EQUAL_FATAL(zkrc_election_new(&e, s, path, &o), ZKRC_OK);
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_election_join(e));
+  CU_ASSERT(zkt_wait_for(freed_when_elected, &told, 10000));
+  CU_ASSERT(wait_children(zh, path, 0, 10000));
+  CU_ASSERT_EQUAL(g_atomic_int_get(&told), 11); /* no REVOKED after it */
+  zkrc_session_close(s);
+  zookeeper_close(zh);
+  g_free(path);
+}
+
+/* Members freed (while connected) leave no node behind: free returns at
+ * once (never waiting for the network, issue 31) and the node goes in the
+ * background, also when its create is still in flight; leave deletes the
+ * node soon after. */
 static void test_no_node_left_after_close(void) {
   char *path = zkt_path("leftover");
   zhandle_t *zh = zkt_raw_to(direct_hosts()); /* not through the proxy */
@@ -1304,26 +1340,14 @@ static void test_no_node_left_after_close(void) {
   /* Free the elections; keep the sessions open, so their close cannot be
    * what removes the nodes. */
   for (int i = 0; i < 3; i++) {
-    const int suspended = ZKRC_SESSION_EVENT_SUSPENDED;
-    int drops = member_count_of(m[i], REC_SESSION, suspended);
     int64_t t0 = mono_us();
     zkrc_election_free(m[i]->e);
     int64_t took = mono_us() - t0;
     m[i]->e = NULL;
-    int left = children(zh, path);
-    if (member_count_of(m[i], REC_SESSION, suspended) != drops) {
-      /* The promise holds while connected; else the session's reaper
-       * deletes the node once the connection is back. */
-      fprintf(stderr, "\n(the connection dropped during free)\n");
-      CU_ASSERT(wait_children(zh, path, 2 - i, 10000));
-      continue;
-    }
-    if (left != 2 - i)
-      fprintf(stderr,
-              "\nfree of m%d returned after %.1f ms leaving %d "
-              "nodes\n",
-              i, took / 1000.0, left);
-    CU_ASSERT_EQUAL(left, 2 - i);
+    if (!wait_children(zh, path, 2 - i, 10000))
+      fprintf(stderr, "\nfree of m%d (%.1f ms) left its node\n", i,
+              took / 1000.0);
+    CU_ASSERT_EQUAL(children(zh, path), 2 - i);
   }
 
   /* Freed right after join, and freed while the create is in flight (its
@@ -1352,15 +1376,17 @@ static void test_no_node_left_after_close(void) {
       int64_t t0 = mono_us();
       zkrc_election_free(e);
       slowest = MAX(slowest, mono_us() - t0);
-      left += children(zh, dir) != 1;
+      left += !wait_children(zh, dir, 1, 10000); /* in the background */
     }
     CU_ASSERT_EQUAL(zkrc_proxy_delay(zkt_ensemble(), 0, 0), 0);
     CU_ASSERT_EQUAL(zoo_exists(zh, dir, 0, &st1), ZOK);
     created[delayed] = (st1.cversion - st0.cversion) / 2; /* create+delete */
   }
   CU_ASSERT_EQUAL(left, 0);
-  /* The delayed round did free with creates in flight. */
+  /* The delayed round did free with creates in flight, and no free waited
+   * for a round trip (>= 200 ms then). */
   CU_ASSERT(created[1] > 0);
+  CU_ASSERT(slowest < 200000);
   printf("\n    free right after join: %d of 10 creates had reached the "
          "servers; with a slow link %d of 10; slowest free %.0f ms ",
          created[0], created[1], slowest / 1000.0);
@@ -2227,6 +2253,7 @@ static void add_suites(void) {
        test_middle_participant_leaving_elects_nobody},
       {"token increases on every change", test_token_increases_on_every_change},
       {"no node left after close", test_no_node_left_after_close},
+      {"free from its own callback", test_free_from_its_own_callback},
       {"rejoin after expiry", test_rejoin_after_expiry},
       {"revoke_on_suspend", test_revoke_on_suspend},
       {"node deleted while disconnected is not elected again",

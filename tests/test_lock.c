@@ -1054,6 +1054,37 @@ static void test_participants_are_listed_in_queue_order(void) {
 
 /* ------------------------------------------------------------ bad input */
 
+/* zkrc_lock_free() from the lock's own completion (issue 31): it does not
+ * wait for the callback it is called from, and the node goes in the
+ * background. */
+static void free_in_completion(zkrc_lock *lk, zkrc_lock_hold *h,
+                               const zkrc_lock_acquired_info *info, void *arg) {
+  (void)h;
+  g_atomic_int_set((gint *)arg, info->status == ZKRC_OK ? 1 : 2);
+  zkrc_lock_free(lk);
+  g_atomic_int_inc((gint *)arg); /* 2: freed, and back */
+}
+
+static int freed_in_completion(void *arg) {
+  return g_atomic_int_get((gint *)arg) >= 2;
+}
+
+static void test_free_from_its_own_completion(void) {
+  char *path = zkt_path("free-in-completion");
+  zkrc_session *s = zkt_session();
+  zkrc_lock *lk = new_lock(s, path);
+  gint state = 0;
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_lock_acquire_async(lk, 5000, free_in_completion,
+                                                 &state, NULL));
+  CU_ASSERT(zkt_wait_for(freed_in_completion, &state, 10000));
+  CU_ASSERT_EQUAL(g_atomic_int_get(&state), 2); /* granted, freed */
+  zhandle_t *zh = zkt_raw();
+  CU_ASSERT(zkt_wait_children_or_gone(zh, path, 0, 10000));
+  zookeeper_close(zh);
+  zkrc_session_close(s);
+  g_free(path);
+}
+
 static void test_free_while_another_thread_waits(void) {
   char *path = zkt_path("free-waiting");
   zkrc_session *s = zkt_session();
@@ -1066,7 +1097,8 @@ static void test_free_while_another_thread_waits(void) {
   zkrc_lock_free(lk); /* the waiter is told; what we held is released */
   g_thread_join(t);
   ZKT_ASSERT_RC(ZKRC_ECANCELED, b.rc);
-  CU_ASSERT_EQUAL(zkt_nodes_left(zh, path), 0);
+  /* The deletes go on in the background: free does not wait for them. */
+  CU_ASSERT(zkt_wait_children_or_gone(zh, path, 0, 10000));
   zookeeper_close(zh);
   zkrc_session_close(s);
   g_free(path);
@@ -1159,6 +1191,7 @@ static void add_suites(void) {
       {"participants are listed in queue order",
        test_participants_are_listed_in_queue_order},
       {"free while another thread waits", test_free_while_another_thread_waits},
+      {"free from its own completion", test_free_from_its_own_completion},
       {"size limit, envelope included", test_size_limit});
 }
 

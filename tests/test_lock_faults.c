@@ -743,6 +743,86 @@ static void test_successor_deleted_while_disconnected(void) {
   g_free(path);
 }
 
+/* ------------------------------------- frees while the network is frozen */
+
+static void blackhole_all(int ms) {
+  for (int i = 0; i < zkrc_ensemble_size(zkt_ensemble()); i++)
+    CU_ASSERT_EQUAL(zkrc_proxy_blackhole(zkt_ensemble(), i, ms), 0);
+}
+
+static void count_lock_event(zkrc_lock *lk, const zkrc_lock_event *ev,
+                             void *arg) {
+  (void)lk;
+  (void)ev;
+  g_atomic_int_inc((gint *)arg);
+}
+
+static void count_election_event(zkrc_election *e,
+                                 const zkrc_election_event *ev, void *arg) {
+  (void)e;
+  (void)ev;
+  g_atomic_int_inc((gint *)arg);
+}
+
+/* An election on @p path that leads, its events counted in @p told. */
+static zkrc_election *elected(zkrc_session *s, const char *path, gint *told) {
+  zkrc_election_options o;
+  zkrc_election_options_init(&o);
+  o.on_event = count_election_event;
+  o.event_arg = told;
+  zkrc_election *e = NULL;
+  CU_ASSERT_EQUAL_FATAL(zkrc_election_new(&e, s, path, &o), ZKRC_OK);
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_election_join(e));
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_election_wait_leader(e, 5000));
+  return e;
+}
+
+/* Issue 31: zkrc_lock_free() and zkrc_election_free() never wait for the
+ * network.  With every connection frozen (the client does not know yet:
+ * the old frees waited for their deletes up to the session timeout),
+ * both return at once, nothing is told after they returned, and once
+ * traffic flows again the nodes are gone (deleted, or by the expiry of
+ * the session if the freeze outlived it). */
+static void test_frees_while_the_network_is_frozen(void) {
+  char *lock_path = zkt_path("frozen-free-lock");
+  char *elect_path = zkt_path("frozen-free-election");
+  zhandle_t *zh = direct();
+  zkrc_session *s = zkt_session(); /* ZKT_SESSION_TIMEOUT_MS */
+  gint lock_told_n = 0, election_told_n = 0;
+  zkrc_lock_options lo;
+  zkrc_lock_options_init(&lo);
+  lo.on_event = count_lock_event;
+  lo.event_arg = &lock_told_n;
+  zkrc_lock *lk = new_lock(s, lock_path, &lo);
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_lock_acquire(lk, 5000));
+  zkrc_election *e = elected(s, elect_path, &election_told_n);
+  CU_ASSERT_EQUAL(zkt_child_count(zh, lock_path), 1);
+  CU_ASSERT_EQUAL(zkt_child_count(zh, elect_path), 1);
+
+  blackhole_all(4 * ZKT_SESSION_TIMEOUT_MS);
+  int64_t start = zkt_now_ms();
+  zkrc_lock_free(lk);
+  zkrc_election_free(e);
+  int64_t took = zkt_now_ms() - start;
+  printf("(both frees returned after %" PRId64 " ms) ", took);
+  CU_ASSERT(took < ZKT_SESSION_TIMEOUT_MS / 4);
+  int lock_told = g_atomic_int_get(&lock_told_n);
+  int election_told = g_atomic_int_get(&election_told_n);
+  blackhole_all(0); /* traffic flows again, starting with what was held */
+
+  CU_ASSERT(
+      zkt_wait_children_or_gone(zh, lock_path, 0, 10 * ZKT_SESSION_TIMEOUT_MS));
+  CU_ASSERT(zkt_wait_children_or_gone(zh, elect_path, 0,
+                                      10 * ZKT_SESSION_TIMEOUT_MS));
+  /* Nothing told after the frees (a suspension, say). */
+  CU_ASSERT_EQUAL(g_atomic_int_get(&lock_told_n), lock_told);
+  CU_ASSERT_EQUAL(g_atomic_int_get(&election_told_n), election_told);
+  zkrc_session_close(s);
+  zookeeper_close(zh);
+  g_free(lock_path);
+  g_free(elect_path);
+}
+
 static void add_suites(void) {
   zkt_configure(3, 1);
   ZKT_SUITE("lock faults",
@@ -769,7 +849,9 @@ static void add_suites(void) {
             {"semaphore deadline while the network stalls",
              test_semaphore_deadline_while_the_network_stalls},
             {"semaphore leader killed while six contend",
-             test_semaphore_leader_killed_while_six_contend});
+             test_semaphore_leader_killed_while_six_contend},
+            {"lock and election frees while the network is frozen",
+             test_frees_while_the_network_is_frozen});
 }
 
 int main(void) { return zkt_run("test_lock_faults", add_suites); }

@@ -4,7 +4,8 @@
  * the call that queued them, dropped once closed, a free from a callback
  * that does not wait for itself and one from another thread that does,
  * free_async's done after what was queued and only once pending work
- * ended, and the memory finalized once, last.
+ * ended, owed answers told also once closed, and the memory finalized
+ * once, last.
  */
 #include "config.h"
 
@@ -327,6 +328,29 @@ static void test_pending_post_runs_before_done(void) {
   CU_ASSERT_EQUAL(finalized, 1);
 }
 
+/* An owed answer (a completion) is told even once closed, in order. */
+static void test_owed_told_when_closed(void) {
+  manual m = {0};
+  int finalized = 0;
+  thing *t = thing_new(&m, &finalized);
+  tell_n(t, 1);
+  numbered *ev =
+      zkrc__object_event_new(sizeof *ev, numbered_tell, numbered_release);
+  ev->n = 2;
+  g_mutex_lock(&t->o.mu);
+  zkrc__object_tell_owed_locked(&t->o, &ev->base);
+  zkrc__object_close_locked(&t->o);
+  ev = zkrc__object_event_new(sizeof *ev, numbered_tell, numbered_release);
+  ev->n = 3;
+  zkrc__object_tell_owed_locked(&t->o, &ev->base); /* after the close */
+  g_mutex_unlock(&t->o.mu);
+  tell_n(t, 4); /* an event after the close: dropped at once */
+  CU_ASSERT_EQUAL(manual_run(&m), 3); /* 1 dropped, 2 and 3 told */
+  CU_ASSERT_STRING_EQUAL(t->told->str, "2 3");
+  zkrc__object_unref(&t->o);
+  CU_ASSERT_EQUAL(finalized, 1);
+}
+
 static void add_suites(void) {
   ZKT_SUITE(
       "object runtime", {"told in order, later", test_told_in_order_later},
@@ -340,7 +364,8 @@ static void add_suites(void) {
       {"free_async with nothing pending", test_free_async_with_nothing_pending},
       {"its own work runs when closed", test_post_runs_even_when_closed},
       {"pending work posted runs before done",
-       test_pending_post_runs_before_done});
+       test_pending_post_runs_before_done},
+      {"an owed answer is told when closed", test_owed_told_when_closed});
 }
 
 int main(void) { return zkt_run("test_object", add_suites); }

@@ -171,13 +171,18 @@ int zkrc_election_resign(zkrc_election *e);
 int zkrc_election_leave(zkrc_election *e);
 
 /**
- * Leave (if joined) and free.  When the connection is up, returns once our
- * node is deleted (also when its create was still in flight), waiting at
- * most the session timeout.  Events still queued on the executor (the
- * REVOKED of a leave just before, say) are dropped, never delivered: the
- * caller may free what its callback uses as soon as this returns.  To hear
- * them, use zkrc_election_free_async().  NULL is ignored.
- * Threading: any thread, not from this election's own callback.
+ * Leave (if joined) and free.  It never waits for the network, whatever
+ * the session's state: our node's delete is sent (once its create, if
+ * still in flight, is answered) and never awaited, so the node may still
+ * be there when this returns (when the delete cannot be confirmed, the
+ * session deletes it once the connection is back, or its expiry removes
+ * it).  Events still queued on the executor (the REVOKED of a leave just
+ * before, say) are dropped, never delivered: the caller may free what its
+ * callback uses as soon as this returns; it waits only for this
+ * election's callback running on another thread.  To hear them, use
+ * zkrc_election_free_async().  NULL is ignored.
+ * Threading: any thread, including this election's own callback (it does
+ * not wait for itself there).
  */
 void zkrc_election_free(zkrc_election *e);
 

@@ -157,18 +157,23 @@ int zkrc_lock_new(zkrc_lock **out, zkrc_session *s, const char *path,
 
 /**
  * Free the lock: threads still waiting in zkrc_lock_acquire() on it return
- * ZKRC_ECANCELED, whatever it holds (for any thread) is released as by
- * zkrc_lock_release() (when connected, the nodes are gone on return), and
- * the call returns once no other thread is inside a call on it.
- * Non-blocking holds: pending ones complete later with ZKRC_ECANCELED
- * (their completion still runs, after this returns: do not use @p lk in
- * it); acquired ones are released in the background and freed, so their
- * pointers are invalid on return.  Events still queued on the executor
- * are dropped (zkrc_lock_free_async() delivers them).  NULL is ignored,
- * and so is a read-write lock's side (zkrc_rwlock_free() frees it).  Do
- * not use @p lk afterwards.
- * Threading: any thread, not from this lock's own event callback (use
- * zkrc_lock_free_async() there).
+ * ZKRC_ECANCELED before this returns; whatever it holds (for any thread,
+ * and every non-blocking hold, pending or acquired) is given up in the
+ * background: the deletes of its nodes are sent and never awaited (when
+ * one cannot be confirmed, the session deletes the node once the
+ * connection is back, or its expiry removes it), so the nodes may still
+ * be there when this returns.  It never waits for the network, whatever
+ * the session's state (open, suspended, closed).  No event is told after
+ * it returns: events still queued on the executor are dropped
+ * (zkrc_lock_free_async() delivers them).  Completions are owed exactly
+ * once: pending non-blocking holds, and grants still queued, complete
+ * later with ZKRC_ECANCELED (after this returns: do not use @p lk in
+ * them); acquired holds are released and freed, so their pointers are
+ * invalid on return.  It waits only for a callback of this lock running
+ * on another thread.  NULL is ignored, and so is a read-write lock's side
+ * (zkrc_rwlock_free() frees it).  Do not use @p lk afterwards.
+ * Threading: any thread, including this lock's own event callback and
+ * completions (it does not wait for itself there).
  */
 void zkrc_lock_free(zkrc_lock *lk);
 
@@ -368,7 +373,8 @@ typedef struct zkrc_lock_acquired_info {
    *  ZKRC_ELOCKLOST, ...), and gets no LOST event.  Otherwise the
    *  acquisition failed and the hold is freed when the callback returns:
    *  ZKRC_ETIMEDOUT, ZKRC_ELOCKED (ZKRC_NO_WAIT and held by another),
-   *  ZKRC_ECANCELED (zkrc_lock_hold_cancel() or zkrc_lock_free()),
+   *  ZKRC_ECANCELED (zkrc_lock_hold_cancel(), zkrc_lock_free() or
+   *  zkrc_lock_free_async()),
    *  ZKRC_ESESSIONEXPIRED, ZKRC_ESESSIONLOST, ZKRC_ECLOSED, ZKRC_ENOAUTH,
    *  ZKRC_ENONODE (the directory cannot be made because the session's
    *  chroot, the "/path" after the hosts, does not exist; told at once),

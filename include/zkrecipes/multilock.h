@@ -158,8 +158,8 @@ int zkrc_multilock_node(zkrc_multilock *ml, size_t i, char **path);
  * thread, which must be the one that acquired it; otherwise its leases are
  * released and its locks are left to their holder).  The members are not
  * freed, and multilock holds started from it are not touched.  It never
- * waits for the network (the leases' deletes go on in the background) and
- * tells nothing: a multilock has no events, hence no free_async.  NULL is
+ * waits for the network (the deletes of its locks' and leases' nodes go
+ * on in the background) and tells nothing: a multilock has no events, hence no free_async.  NULL is
  * ignored.  Threading: as zkrc_multilock_release().
  */
 void zkrc_multilock_free(zkrc_multilock *ml);

@@ -171,12 +171,13 @@ zkrc_lock *zkrc_rwlock_writer(zkrc_rwlock *rw);
 
 /**
  * Free the read-write lock and both sides, as zkrc_lock_free() frees a lock:
- * waiting threads return ZKRC_ECANCELED, whatever either side holds is
- * released (when connected, the nodes are gone on return), pending
+ * waiting threads return ZKRC_ECANCELED before this returns, whatever
+ * either side holds is given up in the background (its nodes' deletes
+ * sent, never awaited: it never waits for the network), pending
  * non-blocking holds complete with ZKRC_ECANCELED later, acquired ones are
- * released and freed.  NULL is ignored.  Do not use @p rw or its sides
- * afterwards.  Threading: any thread, not from its own event callback
- * (use zkrc_rwlock_free_async() there).
+ * released and freed, and no event is told after it returns.  NULL is ignored.  Do not use @p rw or its sides
+ * afterwards.  Threading: any thread, including a side's own event
+ * callback.
  */
 void zkrc_rwlock_free(zkrc_rwlock *rw);
 

@@ -89,8 +89,8 @@ typedef struct zkrc_semaphore_event {
 /**
  * Told about a held lease.  Runs on the session's executor, never with a
  * zkrecipes mutex held; it may call any non-blocking zkrc_semaphore
- * function (zkrc_semaphore_free_async() too), but not
- * zkrc_semaphore_free().
+ * function, and free the semaphore (zkrc_semaphore_free() or
+ * zkrc_semaphore_free_async()).
  */
 typedef void (*zkrc_semaphore_event_fn)(zkrc_semaphore *sem,
                                         const zkrc_semaphore_event *ev,
@@ -151,13 +151,17 @@ int zkrc_semaphore_new(zkrc_semaphore **out, zkrc_session *s, const char *path,
                        int max_leases, const zkrc_semaphore_options *opts);
 
 /**
- * Free the semaphore: pending acquisitions fail with ZKRC_ECANCELED
- * (blocking ones return it; non-blocking ones get their completion later:
- * do not use @p sem in it), held leases are released (their nodes deleted
- * in the background) and their lease objects freed, so their pointers are
- * invalid on return.  NULL is ignored.
- * Threading: any thread, not from this semaphore's callbacks (use
- * zkrc_semaphore_free_async() there).
+ * Free the semaphore: threads waiting in zkrc_semaphore_acquire() return
+ * ZKRC_ECANCELED before this returns; pending non-blocking acquisitions
+ * complete with ZKRC_ECANCELED later (their completion is owed: it comes
+ * after this returns; do not use @p sem in it); held leases are released
+ * and their lease objects freed, so their pointers are invalid on return.
+ * Every node is given up in the background (deletes sent, never awaited:
+ * it never waits for the network, whatever the session's state).  No
+ * lease event is told after it returns; it waits only for this
+ * semaphore's callback running on another thread.  NULL is ignored.
+ * Threading: any thread, including this semaphore's own callbacks (it
+ * does not wait for itself there).
  */
 void zkrc_semaphore_free(zkrc_semaphore *sem);
 

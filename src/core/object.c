@@ -57,7 +57,7 @@ static void event_run(void *data) {
   zkrc__object_event *ev = data;
   zkrc__object *o = ev->o;
   g_mutex_lock(&o->mu);
-  gboolean tell = !o->closed;
+  gboolean tell = !o->closed || ev->owed;
   GThread *outer = o->telling; /* an executor run from inside a callback */
   if (tell) {
     o->telling = g_thread_self();
@@ -75,6 +75,13 @@ static void event_run(void *data) {
   event_release(ev);
   g_atomic_int_add(&o->queued, -1);
   zkrc__object_unref(o);
+}
+
+void zkrc__object_tell_owed_locked(zkrc__object *o, zkrc__object_event *ev) {
+  ev->owed = TRUE;
+  ev->o = zkrc__object_ref(o);
+  g_atomic_int_inc(&o->queued);
+  o->executor.post(o->executor.ctx, event_run, ev);
 }
 
 void zkrc__object_tell_locked(zkrc__object *o, zkrc__object_event *ev) {

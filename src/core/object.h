@@ -80,6 +80,8 @@ struct zkrc__object_event {
   zkrc__object *o; /* referenced while the event is queued */
   void (*tell)(zkrc__object *o, zkrc__object_event *ev);
   void (*release)(zkrc__object_event *ev);
+  /* Told also once the object is closed (zkrc__object_tell_owed_locked). */
+  gboolean owed;
 };
 
 /* @p o (zeroed by its owner) gets one reference, the caller's. */
@@ -99,6 +101,15 @@ void *zkrc__object_event_new(size_t size,
 /* Queue @p ev (taken over) to be told on the executor after everything
  * queued before it; released at once when the object is closed. */
 void zkrc__object_tell_locked(zkrc__object *o, zkrc__object_event *ev);
+
+/* Queue @p ev (taken over) as zkrc__object_tell_locked() does, but told
+ * also once the object is closed: an answer owed exactly once to a caller
+ * (the completion of an asynchronous call, which then says it was
+ * cancelled; its tell sees o->closed under o->mu).  A free from another
+ * thread waits for it only while it runs, as for any tell.  free_async's
+ * done comes after it when it was queued before the pending work it
+ * belongs to ended. */
+void zkrc__object_tell_owed_locked(zkrc__object *o, zkrc__object_event *ev);
 
 /* Run @p fn(@p arg) on the executor after everything queued before, with
  * a reference on @p o held meanwhile, closed or not: the object's own

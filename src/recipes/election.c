@@ -49,7 +49,6 @@ struct round {
   gint refs;
   zkrc_election *e;
   zkrc__contender *c;
-  gboolean ended;
 };
 
 const char *zkrc_election_event_name(zkrc_election_event_type type) {
@@ -94,8 +93,9 @@ static void round_unref(round *r) {
 /* ------------------------------------------------------ user callbacks */
 
 typedef struct election_event_call {
-  zkrc__recipe_event ev; /* first */
+  zkrc__object_event ev; /* first */
   zkrc_election_event info;
+  char *node; /* info.node's */
 } election_event_call;
 
 static int64_t leader_lease_left_locked(zkrc_election *e);
@@ -120,23 +120,30 @@ static gboolean still_true_locked(zkrc_election *e,
   return TRUE;
 }
 
-static void election_event_run(zkrc__recipe_event *ev) {
+/* Told unless the election was closed (zkrc_election_free(): the object
+ * drops it) or the event is no longer true. */
+static void election_event_tell(zkrc__object *o, zkrc__object_event *ev) {
   election_event_call *call = (election_event_call *)ev;
-  zkrc_election *e = (zkrc_election *)ev->r;
-  call->info.node = ev->node;
-  g_mutex_lock(&e->r.mu);
-  gboolean wanted = !e->r.freeing && still_true_locked(e, &call->info);
-  g_mutex_unlock(&e->r.mu);
+  zkrc_election *e = (zkrc_election *)o;
+  g_mutex_lock(&e->r.o.mu);
+  gboolean wanted = still_true_locked(e, &call->info);
+  g_mutex_unlock(&e->r.o.mu);
   if (wanted)
     e->on_event(e, &call->info, e->event_arg);
 }
 
+static void election_event_release(zkrc__object_event *ev) {
+  election_event_call *call = (election_event_call *)ev;
+  g_free(call->node);
+  g_free(call);
+}
+
 static void post_event_locked(zkrc_election *e, zkrc_election_event_type ev,
                               int reason, int zk_error) {
-  if (e->on_event == NULL || e->r.detached)
+  if (e->on_event == NULL || zkrc__object_ending(&e->r.o))
     return;
-  election_event_call *call =
-      zkrc__recipe_event_new(sizeof *call, election_event_run, NULL);
+  election_event_call *call = zkrc__object_event_new(
+      sizeof *call, election_event_tell, election_event_release);
   call->info = (zkrc_election_event){
       .type = ev,
       .reason = reason,
@@ -144,7 +151,9 @@ static void post_event_locked(zkrc_election *e, zkrc_election_event_type ev,
       /* FAILED is about no term: the token of an earlier one would mislead. */
       .token = ev == ZKRC_ELECTION_FAILED ? 0 : e->token,
   };
-  zkrc__recipe_post(&e->r, &call->ev, e->node);
+  call->node = g_strdup(e->node);
+  call->info.node = call->node;
+  zkrc__object_tell_locked(&e->r.o, &call->ev);
 }
 
 /* Microseconds left of our leadership's lease: 0 when we do not lead. */
@@ -166,7 +175,7 @@ static void revoke_locked(zkrc_election *e, int reason, int zk_error) {
   }
   e->leader = FALSE;
   e->suspended = FALSE;
-  g_cond_broadcast(&e->r.cond);
+  g_cond_broadcast(&e->r.o.cond);
 }
 
 /* ------------------------------------------------- contender callbacks */
@@ -185,7 +194,7 @@ static void on_front_locked(zkrc__stake *st, zkrc__contender *c) {
     g_free(e->node);
     e->node = zkrc__contender_path(c);
     post_event_locked(e, ZKRC_ELECTION_ELECTED, ZKRC_OK, ZOK);
-    g_cond_broadcast(&e->r.cond);
+    g_cond_broadcast(&e->r.o.cond);
   }
 }
 
@@ -205,7 +214,7 @@ static void on_connection_locked(zkrc__stake *st, zkrc_session_event_type ev) {
       e->stats.acquisitions++; /* its wait: since the suspension */
       zkrc__histogram_record(&e->stats.wait, e->led_us - e->suspended_us);
       post_event_locked(e, ZKRC_ELECTION_ELECTED, ZKRC_OK, ZOK);
-      g_cond_broadcast(&e->r.cond);
+      g_cond_broadcast(&e->r.o.cond);
     }
   }
 }
@@ -218,7 +227,6 @@ static gboolean worth_rejoining(int err) {
 static void on_ended_locked(zkrc__stake *st, int err, int zk_rc) {
   round *r = (round *)st;
   zkrc_election *e = r->e;
-  r->ended = TRUE; /* the base counts the round's end (free_async) */
   if (e->current == r) {
     revoke_locked(e, err == ZKRC_OK ? ZKRC_ELOCKLOST : err, zk_rc);
     e->current = NULL;
@@ -250,7 +258,7 @@ static void start_task(void *data) {
   round_unref(r);
 }
 
-/* Enter the queue with a new node.  Called with e->r.mu held, so the start
+/* Enter the queue with a new node.  Called with e->r.o.mu held, so the start
  * itself runs on the session's worker (it may call back into us). */
 static void start_round_locked(zkrc_election *e) {
   round *r = g_new0(round, 1);
@@ -316,22 +324,24 @@ int zkrc_election_join(zkrc_election *e) {
     return zkrc__fail(ZKRC_EINVAL);
   if (zkrc__session_closed(e->r.q.session))
     return zkrc__fail(ZKRC_ECLOSED);
-  g_mutex_lock(&e->r.mu);
-  int err = e->joined ? ZKRC_ESTATE : ZKRC_OK;
+  g_mutex_lock(&e->r.o.mu);
+  int err = zkrc__object_ending(&e->r.o) ? ZKRC_ECANCELED
+            : e->joined                  ? ZKRC_ESTATE
+                                         : ZKRC_OK;
   if (err == ZKRC_OK) {
     e->joined = TRUE;
     start_round_locked(e);
   }
-  g_mutex_unlock(&e->r.mu);
+  g_mutex_unlock(&e->r.o.mu);
   return zkrc__fail(err);
 }
 
 int zkrc_election_resign(zkrc_election *e) {
   if (e == NULL)
     return zkrc__fail(ZKRC_EINVAL);
-  g_mutex_lock(&e->r.mu);
+  g_mutex_lock(&e->r.o.mu);
   if (!e->leader) {
-    g_mutex_unlock(&e->r.mu);
+    g_mutex_unlock(&e->r.o.mu);
     return zkrc__fail(ZKRC_ENOTLEADER);
   }
   round *old = end_round_locked(e, ZKRC_OK);
@@ -340,7 +350,7 @@ int zkrc_election_resign(zkrc_election *e) {
    * everyone waiting now. */
   zkrc__contender_withdraw(old->c);
   start_round_locked(e);
-  g_mutex_unlock(&e->r.mu);
+  g_mutex_unlock(&e->r.o.mu);
   round_unref(old);
   return ZKRC_OK;
 }
@@ -348,14 +358,14 @@ int zkrc_election_resign(zkrc_election *e) {
 int zkrc_election_leave(zkrc_election *e) {
   if (e == NULL)
     return zkrc__fail(ZKRC_EINVAL);
-  g_mutex_lock(&e->r.mu);
+  g_mutex_lock(&e->r.o.mu);
   if (!e->joined) {
-    g_mutex_unlock(&e->r.mu);
+    g_mutex_unlock(&e->r.o.mu);
     return zkrc__fail(ZKRC_ESTATE);
   }
   e->joined = FALSE;
   round *old = end_round_locked(e, ZKRC_OK);
-  g_mutex_unlock(&e->r.mu);
+  g_mutex_unlock(&e->r.o.mu);
   withdraw_round(old);
   return ZKRC_OK;
 }
@@ -363,17 +373,17 @@ int zkrc_election_leave(zkrc_election *e) {
 void zkrc_election_free(zkrc_election *e) {
   if (e == NULL)
     return;
-  zkrc__recipe_lock_for_free(&e->r); /* queued callbacks are dropped */
+  g_mutex_lock(&e->r.o.mu);
+  /* Nothing more is told (queued events are dropped); a callback running
+   * on another thread ends first. */
+  zkrc__object_close_locked(&e->r.o);
   e->joined = FALSE;
   round *old = end_round_locked(e, ZKRC_OK);
-  /* Leave no node behind: wait for the delete while the connection is up
-   * (this also covers a create still in flight). */
-  if (old)
-    zkrc__recipe_withdraw_locked(&e->r, old->c, &old->ended,
-                                 zkrc__recipe_delete_grace_ms(&e->r));
-  g_mutex_unlock(&e->r.mu);
-  if (old)
-    round_unref(old);
+  g_mutex_unlock(&e->r.o.mu);
+  /* Our node is deleted in the background (also a create still in flight,
+   * once answered), or by the session's reaper when that fails; the rounds
+   * keep the election's memory until their contenders ended. */
+  withdraw_round(old);
   election_unref(e);
 }
 
@@ -381,27 +391,27 @@ int zkrc_election_free_async(zkrc_election *e, zkrc_callback_fn done,
                              void *arg) {
   if (e == NULL || done == NULL)
     return zkrc__fail(ZKRC_EINVAL);
-  g_mutex_lock(&e->r.mu);
+  g_mutex_lock(&e->r.o.mu);
   e->joined = FALSE;
   round *old = end_round_locked(e, ZKRC_OK); /* REVOKED, if we led */
   /* The end of the last round alive (our node deleted: this one's, or a
    * left or resigned one's still on its way) posts `done`. */
-  zkrc__recipe_detach_locked(&e->r, done, arg);
-  g_mutex_unlock(&e->r.mu);
+  zkrc__object_detach_locked(&e->r.o, done, arg);
+  g_mutex_unlock(&e->r.o.mu);
   withdraw_round(old);
   election_unref(e); /* the application's reference */
   return ZKRC_OK;
 }
 
-/* leader_lease_left_locked, taking e->r.mu; 0 for a NULL @p e.  The lease
+/* leader_lease_left_locked, taking e->r.o.mu; 0 for a NULL @p e.  The lease
  * says no the moment it runs out (also after a freeze), even before the
  * session has declared itself lost and revoked us. */
 static int64_t leader_lease_left(zkrc_election *e) {
   if (e == NULL)
     return 0;
-  g_mutex_lock(&e->r.mu);
+  g_mutex_lock(&e->r.o.mu);
   int64_t left = leader_lease_left_locked(e);
-  g_mutex_unlock(&e->r.mu);
+  g_mutex_unlock(&e->r.o.mu);
   return left;
 }
 
@@ -418,29 +428,34 @@ int zkrc_election_wait_leader(zkrc_election *e, int timeout_ms) {
     return zkrc__fail(ZKRC_EINVAL);
   int64_t deadline = zkrc__deadline_after(timeout_ms);
   int err = ZKRC_OK;
-  g_mutex_lock(&e->r.mu);
+  /* A free meanwhile wakes us (ZKRC_ESTATE) and may drop the last other
+   * reference while we wait for the mutex. */
+  election_ref(e);
+  g_mutex_lock(&e->r.o.mu);
   while (!e->leader) {
     if (!e->joined) {
       err = ZKRC_ESTATE;
       break;
     }
-    if (!zkrc__cond_wait_until(&e->r.cond, &e->r.mu, deadline) && !e->leader) {
+    if (!zkrc__cond_wait_until(&e->r.o.cond, &e->r.o.mu, deadline) &&
+        !e->leader) {
       err = ZKRC_ETIMEDOUT;
       break;
     }
   }
-  g_mutex_unlock(&e->r.mu);
+  g_mutex_unlock(&e->r.o.mu);
+  election_unref(e);
   return zkrc__fail(err);
 }
 
 int zkrc_election_token(zkrc_election *e, int64_t *token) {
   if (e == NULL || token == NULL)
     return zkrc__fail(ZKRC_EINVAL);
-  g_mutex_lock(&e->r.mu);
+  g_mutex_lock(&e->r.o.mu);
   int err = e->leader ? ZKRC_OK : ZKRC_ENOTLEADER;
   if (err == ZKRC_OK)
     *token = e->token;
-  g_mutex_unlock(&e->r.mu);
+  g_mutex_unlock(&e->r.o.mu);
   return zkrc__fail(err);
 }
 
@@ -494,12 +509,12 @@ int zkrc_election_get_stats(zkrc_election *e, zkrc_lock_stats *out,
                             size_t size) {
   if (e == NULL)
     return zkrc__fail(ZKRC_EINVAL);
-  g_mutex_lock(&e->r.mu);
+  g_mutex_lock(&e->r.o.mu);
   zkrc__lock_stats copy = e->stats;
   uint32_t holding = e->leader ? 1 : 0;
   uint32_t waiting = e->current && !e->leader ? 1 : 0;
   int listed = e->current ? zkrc__contender_listed(e->current->c) : 0;
-  g_mutex_unlock(&e->r.mu);
+  g_mutex_unlock(&e->r.o.mu);
   return zkrc__stats_give(&copy, waiting, holding, (uint32_t)MAX(listed, 0),
                           out, size);
 }

@@ -39,43 +39,43 @@ void zkrc__holder_unref(holder *h) {
 /* ----------------------------------------------------- user callbacks */
 
 typedef struct lock_event_call {
-  zkrc__recipe_event ev; /* first */
+  zkrc__object_event ev; /* first */
   zkrc_lock_event info;
+  char *node; /* info.node's */
 } lock_event_call;
 
-/* None after zkrc_lock_free(), and none about a non-blocking hold its
- * owner released meanwhile: that hold (and what zkrc_lock_hold_arg() gives,
- * a multi-lock's set for one) may be gone. */
-static gboolean event_wanted(zkrc_lock *lk, holder *hold) {
-  g_mutex_lock(&lk->r.mu);
-  gboolean wanted =
-      !lk->r.freeing && (hold == NULL || hold->state != H_RELEASED);
-  g_mutex_unlock(&lk->r.mu);
-  return wanted;
-}
-
-static void lock_event_run(zkrc__recipe_event *ev) {
+/* Told unless the lock was closed (zkrc_lock_free(): the object drops
+ * it), and none about a non-blocking hold its owner released meanwhile:
+ * that hold (and what zkrc_lock_hold_arg() gives, a multi-lock's set for
+ * one) may be gone. */
+static void lock_event_tell(zkrc__object *o, zkrc__object_event *ev) {
   lock_event_call *call = (lock_event_call *)ev;
-  zkrc_lock *lk = (zkrc_lock *)ev->r;
-  call->info.node = ev->node;
-  if (event_wanted(lk, call->info.hold))
+  zkrc_lock *lk = (zkrc_lock *)o;
+  holder *hold = call->info.hold;
+  g_mutex_lock(&lk->r.o.mu);
+  gboolean wanted = hold == NULL || hold->state != H_RELEASED;
+  g_mutex_unlock(&lk->r.o.mu);
+  if (wanted)
     lk->on_event(lk, &call->info, lk->event_arg);
 }
 
-static void lock_event_release(zkrc__recipe_event *ev) {
+/* On the executor, after the tell (or instead of it, once closed). */
+static void lock_event_release(zkrc__object_event *ev) {
   lock_event_call *call = (lock_event_call *)ev;
   if (call->info.hold)
     zkrc__holder_unref(call->info.hold);
+  g_free(call->node);
+  g_free(call);
 }
 
-/* Called with lk->r.mu held; the callback itself runs on the executor. */
+/* Called with lk->r.o.mu held; the callback itself runs on the executor. */
 void zkrc__lock_post_event_locked(holder *h, zkrc_lock_event_type ev,
                                   int reason) {
   zkrc_lock *lk = h->lk;
-  if (lk->on_event == NULL || lk->r.detached)
+  if (lk->on_event == NULL || zkrc__object_ending(&lk->r.o))
     return;
   lock_event_call *call =
-      zkrc__recipe_event_new(sizeof *call, lock_event_run, lock_event_release);
+      zkrc__object_event_new(sizeof *call, lock_event_tell, lock_event_release);
   call->info = (zkrc_lock_event){
       .type = ev,
       .reason = reason,
@@ -84,9 +84,9 @@ void zkrc__lock_post_event_locked(holder *h, zkrc_lock_event_type ev,
   };
   if (h->client->public_hold)
     call->info.hold = zkrc__holder_ref(h);
-  char *node = zkrc__holder_node(h);
-  zkrc__recipe_post(&lk->r, &call->ev, node);
-  g_free(node);
+  call->node = zkrc__holder_node(h);
+  call->info.node = call->node;
+  zkrc__object_tell_locked(&lk->r.o, &call->ev);
 }
 
 char *zkrc__holder_node(holder *h) {

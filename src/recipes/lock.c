@@ -158,7 +158,7 @@ static gboolean other_side_held(zkrc_lock *other, uint64_t me,
   *writer_node = NULL;
   if (other == NULL)
     return FALSE;
-  g_mutex_lock(&other->r.mu);
+  g_mutex_lock(&other->r.o.mu);
   holder *h = thread_holder_locked(other, me);
   gboolean held = h && (h->state == H_HELD || h->state == H_LOST);
   if (held && !other->shared && h->state == H_HELD) {
@@ -166,7 +166,7 @@ static gboolean other_side_held(zkrc_lock *other, uint64_t me,
     *writer_node = node ? g_path_get_basename(node) : NULL;
     g_free(node);
   }
-  g_mutex_unlock(&other->r.mu);
+  g_mutex_unlock(&other->r.o.mu);
   return held;
 }
 
@@ -194,12 +194,12 @@ static gboolean alarmed(zkrc__waker *w) {
  * under both (zkrc__holder_wake_locked), so no signal falls in between. */
 static gboolean sleep_locked(zkrc_lock *lk, zkrc__waker *w, int64_t deadline) {
   if (w->mu == NULL)
-    return zkrc__cond_wait_until(&w->cond, &lk->r.mu, deadline);
+    return zkrc__cond_wait_until(&w->cond, &lk->r.o.mu, deadline);
   g_mutex_lock(w->mu);
-  g_mutex_unlock(&lk->r.mu);
+  g_mutex_unlock(&lk->r.o.mu);
   gboolean woken = w->alarm || zkrc__cond_wait_until(&w->cond, w->mu, deadline);
   g_mutex_unlock(w->mu);
-  g_mutex_lock(&lk->r.mu);
+  g_mutex_lock(&lk->r.o.mu);
   return woken;
 }
 
@@ -215,7 +215,7 @@ static int wait_turn_on_locked(zkrc_lock *lk, holder *h, int timeout_ms,
      * loaded machine, while the lease ran out): not held. */
     if (h->state == H_LOST)
       return h->end_err == ZKRC_OK ? ZKRC_ELOCKLOST : h->end_err;
-    if (zkrc__recipe_ending(&lk->r))
+    if (zkrc__object_ending(&lk->r.o))
       return ZKRC_ECANCELED;
     if (timeout_ms == ZKRC_NO_WAIT && h->behind)
       return ZKRC_ELOCKED;
@@ -273,8 +273,8 @@ static int acquire(zkrc_lock *lk, int timeout_ms, zkrc__waker *w) {
   uint64_t me = current_thread_number();
   char *own_writer = NULL;
   gboolean other_held = other_side_held(lk->other, me, &own_writer);
-  g_mutex_lock(&lk->r.mu);
-  gboolean ending = zkrc__recipe_ending(&lk->r);
+  g_mutex_lock(&lk->r.o.mu);
+  gboolean ending = zkrc__object_ending(&lk->r.o);
   holder *h = ending ? NULL : thread_holder_locked(lk, me);
   int err = ending ? ZKRC_ECANCELED
             : h    ? (h->state == H_LOST    ? ZKRC_ELOCKLOST
@@ -287,7 +287,7 @@ static int acquire(zkrc_lock *lk, int timeout_ms, zkrc__waker *w) {
   if (h || err != ZKRC_OK) {
     if (err == ZKRC_OK)
       h->count++;
-    g_mutex_unlock(&lk->r.mu);
+    g_mutex_unlock(&lk->r.o.mu);
     g_free(own_writer);
     return zkrc__fail(err);
   }
@@ -298,27 +298,29 @@ static int acquire(zkrc_lock *lk, int timeout_ms, zkrc__waker *w) {
     lk->holders = g_hash_table_new(g_int64_hash, g_int64_equal);
   g_hash_table_insert(lk->holders, &h->thread, h);
   lk->inside++;
-  g_mutex_unlock(&lk->r.mu);
+  g_mutex_unlock(&lk->r.o.mu);
 
   zkrc__contender_start(h->c);
 
-  g_mutex_lock(&lk->r.mu);
+  g_mutex_lock(&lk->r.o.mu);
   err = wait_turn_locked(lk, h, timeout_ms, deadline, w);
-  if (err == ZKRC_OK && lk->r.detached)
-    err = ZKRC_ECANCELED; /* granted as zkrc_lock_free_async() came */
+  ending = zkrc__object_ending(&lk->r.o);
+  if (err == ZKRC_OK && ending)
+    err = ZKRC_ECANCELED; /* granted as the lock's free came */
   int zk_rc = h->end_zk;
   if (err == ZKRC_OK) {
     h->count = 1;
     zkrc__lock_stat_delivered_locked(h);
   } else {
     zkrc__lock_stat_gave_up_locked(lk, err);
-    withdraw_locked(lk, h, ABANDON_GRACE_MS);
+    /* Its free waits for this thread: never for the network. */
+    withdraw_locked(lk, h, ending ? 0 : ABANDON_GRACE_MS);
   }
-  /* zkrc_lock_free() waits for the last one to leave (on lk->r.cond, which
+  /* zkrc_lock_free() waits for the last one to leave (on lk->r.o.cond, which
    * no thread waiting for its turn uses). */
   if (--lk->inside == 0)
-    g_cond_broadcast(&lk->r.cond);
-  g_mutex_unlock(&lk->r.mu);
+    g_cond_broadcast(&lk->r.o.cond);
+  g_mutex_unlock(&lk->r.o.mu);
   if (err != ZKRC_OK)
     zkrc__holder_unref(h); /* the table's reference */
   return zk_rc ? zkrc__fail_zk(err, zk_rc) : zkrc__fail(err);
@@ -333,47 +335,54 @@ int zkrc__lock_acquire_watched(zkrc_lock *lk, int timeout_ms, zkrc__waker *w) {
 }
 
 gboolean zkrc__lock_watch_hold(zkrc_lock *lk, zkrc__waker *w) {
-  g_mutex_lock(&lk->r.mu);
+  g_mutex_lock(&lk->r.o.mu);
   holder *h = thread_holder_locked(lk, current_thread_number());
   gboolean held = h && h->state == H_HELD;
   if (h && (held || w == NULL))
     h->wake = w; /* its thread waits in no acquisition of this lock */
-  g_mutex_unlock(&lk->r.mu);
+  g_mutex_unlock(&lk->r.o.mu);
   return held;
 }
 
 /* ------------------------------------------------------------ release */
 
-int zkrc_lock_release(zkrc_lock *lk) {
+/* zkrc_lock_release(), waiting at most @p grace_ms for the delete. */
+static int release(zkrc_lock *lk, int grace_ms) {
   if (lk == NULL)
     return zkrc__fail(ZKRC_EINVAL);
   uint64_t me = current_thread_number();
-  g_mutex_lock(&lk->r.mu);
+  g_mutex_lock(&lk->r.o.mu);
   holder *h = thread_holder_locked(lk, me);
   if (h == NULL || (h->state != H_HELD && h->state != H_LOST)) {
-    g_mutex_unlock(&lk->r.mu);
+    g_mutex_unlock(&lk->r.o.mu);
     return zkrc__fail(ZKRC_ENOTOWNER);
   }
   int err = h->state == H_LOST ? ZKRC_ELOCKLOST : ZKRC_OK;
   if (--h->count > 0) {
-    g_mutex_unlock(&lk->r.mu);
+    g_mutex_unlock(&lk->r.o.mu);
     return zkrc__fail(err);
   }
-  withdraw_locked(lk, h, zkrc__recipe_delete_grace_ms(&lk->r));
-  g_mutex_unlock(&lk->r.mu);
+  withdraw_locked(lk, h, grace_ms);
+  g_mutex_unlock(&lk->r.o.mu);
   zkrc__holder_unref(h);
   return zkrc__fail(err);
 }
+
+int zkrc_lock_release(zkrc_lock *lk) {
+  return release(lk, lk ? zkrc__recipe_delete_grace_ms(&lk->r) : 0);
+}
+
+int zkrc__lock_release_in_background(zkrc_lock *lk) { return release(lk, 0); }
 
 /* ------------------------------------------------------------ queries */
 
 holder *zkrc__lock_my_holder_locked(zkrc_lock *lk) {
   uint64_t me = current_thread_number();
-  g_mutex_lock(&lk->r.mu);
+  g_mutex_lock(&lk->r.o.mu);
   holder *h = thread_holder_locked(lk, me);
   if (h && (h->state == H_HELD || h->state == H_LOST))
     return h;
-  g_mutex_unlock(&lk->r.mu);
+  g_mutex_unlock(&lk->r.o.mu);
   return NULL;
 }
 
@@ -386,7 +395,7 @@ static int64_t my_lease_left(zkrc_lock *lk) {
   if (h == NULL)
     return 0;
   int64_t left = zkrc__holder_lease_left_locked(h);
-  g_mutex_unlock(&lk->r.mu);
+  g_mutex_unlock(&lk->r.o.mu);
   return left;
 }
 
@@ -403,7 +412,7 @@ int zkrc_lock_depth(zkrc_lock *lk) {
   if (h == NULL)
     return 0;
   int count = h->count;
-  g_mutex_unlock(&lk->r.mu);
+  g_mutex_unlock(&lk->r.o.mu);
   return count;
 }
 
@@ -416,7 +425,7 @@ int zkrc_lock_token(zkrc_lock *lk, int64_t *token) {
   int err = h->state == H_HELD ? ZKRC_OK : ZKRC_ELOCKLOST;
   if (err == ZKRC_OK)
     *token = h->token;
-  g_mutex_unlock(&lk->r.mu);
+  g_mutex_unlock(&lk->r.o.mu);
   return zkrc__fail(err);
 }
 
@@ -433,7 +442,7 @@ int zkrc_lock_node(zkrc_lock *lk, char **path) {
     *path = node ? strdup(node) : NULL;
     g_free(node);
   }
-  g_mutex_unlock(&lk->r.mu);
+  g_mutex_unlock(&lk->r.o.mu);
   if (err == ZKRC_OK && *path == NULL)
     err = ZKRC_ENOMEM;
   return zkrc__fail(err);
@@ -466,14 +475,14 @@ static void wake_every_thread_locked(zkrc_lock *lk) {
     zkrc__holder_wake_locked(h);
 }
 
-/* Release what threads hold (@p all: also the holders of threads still
+/* Give up what threads hold (@p all: also the holders of threads still
  * inside zkrc_lock_acquire(), none left once it waited for them; else only
  * those that returned with it, the others give theirs up themselves) and
- * the non-blocking holds, as zkrc_lock_release() would, each delete
- * awaited at most @p grace_ms.  lk->r.mu held; returns the holders given
- * up, whose table references the caller drops once it let the mutex go. */
-static GList *release_everything_locked(zkrc_lock *lk, gboolean all,
-                                        int grace_ms) {
+ * the non-blocking holds, in the background: the deletes are sent, never
+ * awaited (the session's reaper takes over when one fails).  lk->r.o.mu
+ * held; returns the holders given up, whose table references the caller
+ * drops once it let the mutex go. */
+static GList *release_everything_locked(zkrc_lock *lk, gboolean all) {
   wake_every_thread_locked(lk);
   if (lk->drop_async)
     lk->drop_async(lk);
@@ -482,7 +491,7 @@ static GList *release_everything_locked(zkrc_lock *lk, gboolean all,
   for (GList *l = left; l; l = l->next) {
     holder *h = l->data;
     if (all || h->count > 0) {
-      withdraw_locked(lk, h, grace_ms);
+      withdraw_locked(lk, h, 0);
       given = g_list_prepend(given, h);
     }
   }
@@ -493,27 +502,30 @@ static GList *release_everything_locked(zkrc_lock *lk, gboolean all,
 void zkrc__lock_free(zkrc_lock *lk) {
   if (lk == NULL)
     return;
-  zkrc__recipe_lock_for_free(&lk->r);
+  g_mutex_lock(&lk->r.o.mu);
+  /* Nothing more is told; a callback running on another thread ends
+   * first. */
+  zkrc__object_close_locked(&lk->r.o);
   wake_every_thread_locked(lk);
   while (lk->inside > 0) /* waiting threads return ZKRC_ECANCELED */
-    g_cond_wait(&lk->r.cond, &lk->r.mu);
+    g_cond_wait(&lk->r.o.cond, &lk->r.o.mu);
   /* Release what is still held, by any thread, as zkrc_lock_release()
-   * would: the nodes are gone when this returns (if connected). */
-  GList *left =
-      release_everything_locked(lk, TRUE, zkrc__recipe_delete_grace_ms(&lk->r));
-  g_mutex_unlock(&lk->r.mu);
+   * would, but without waiting: the holders keep the lock's memory until
+   * their contenders ended. */
+  GList *left = release_everything_locked(lk, TRUE);
+  g_mutex_unlock(&lk->r.o.mu);
   g_list_free_full(left, (GDestroyNotify)zkrc__holder_unref);
   zkrc__lock_unref(lk);
 }
 
 void zkrc__lock_free_async(zkrc_lock *lk, zkrc_callback_fn done, void *arg) {
-  g_mutex_lock(&lk->r.mu);
+  g_mutex_lock(&lk->r.o.mu);
   /* Threads inside zkrc_lock_acquire() see it, give up their nodes and
    * return ZKRC_ECANCELED (their holders keep the lock alive meanwhile);
-   * the base posts `done` once the last contender ended. */
-  zkrc__recipe_detach_locked(&lk->r, done, arg);
-  GList *left = release_everything_locked(lk, FALSE, 0);
-  g_mutex_unlock(&lk->r.mu);
+   * the object tells `done` once the last contender ended. */
+  zkrc__object_detach_locked(&lk->r.o, done, arg);
+  GList *left = release_everything_locked(lk, FALSE);
+  g_mutex_unlock(&lk->r.o.mu);
   g_list_free_full(left, (GDestroyNotify)zkrc__holder_unref);
   zkrc__lock_unref(lk); /* the application's reference */
 }

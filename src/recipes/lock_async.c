@@ -62,64 +62,81 @@ static GList *holds_list_locked(zkrc_lock *lk) {
 
 /* ------------------------------------------------------------ completion */
 
+/* A hold's completion: one of the lock's events, told in order with the
+ * others (a hold's LOST comes after its grant), and owed exactly once: told
+ * also after the lock's free (zkrc__object_tell_owed_locked), which
+ * released or cancelled the hold (ZKRC_ECANCELED). */
 typedef struct completion {
-  holder *h;
+  zkrc__object_event ev; /* first */
+  holder *h;             /* referenced */
   zkrc_lock_acquired_info info;
 } completion;
 
-static void completion_run(void *data) {
-  completion *done = data;
+/* A grant's outcome when it is told, however late: it may have been
+ * released meanwhile (zkrc_lock_free_async()), lost, or its lease may have
+ * run out.  lk->r.o.mu held. */
+static void check_grant_locked(holder *h, zkrc_lock_acquired_info *info) {
+  zkrc_lock *lk = h->lk;
+  if (h->state == H_RELEASED) {
+    info->status = ZKRC_ECANCELED;
+  } else if (h->state == H_LOST) {
+    info->status = h->end_err == ZKRC_OK ? ZKRC_ELOCKLOST : h->end_err;
+    info->zk_error = h->end_zk;
+  } else if (zkrc__holder_lease_left_locked(h) <= 0) {
+    info->status = ZKRC_ESESSIONLOST; /* its loss is on its way */
+  }
+  if (info->status != ZKRC_OK) {
+    info->token = 0;
+    zkrc__lock_stat_gave_up_locked(lk, info->status);
+  } else {
+    h->told = TRUE;
+    zkrc__lock_stat_delivered_locked(h);
+  }
+}
+
+static void completion_tell(zkrc__object *o, zkrc__object_event *ev) {
+  completion *done = (completion *)ev;
   holder *h = done->h;
+  zkrc_lock *lk = (zkrc_lock *)o;
   zkrc_lock_acquired_info *info = &done->info;
   if (info->status == ZKRC_OK) {
-    /* Granted when posted; the owner hears of it only now.  Deliver the
-     * grant only if it still stands: zkrc_lock_free() may have released
-     * the hold meanwhile, or the hold may have been lost. */
-    zkrc_lock *lk = h->lk;
-    g_mutex_lock(&lk->r.mu);
-    if (h->state == H_RELEASED) {
-      info->status = ZKRC_ECANCELED;
-    } else if (h->state == H_LOST) {
-      info->status = h->end_err == ZKRC_OK ? ZKRC_ELOCKLOST : h->end_err;
-      info->zk_error = h->end_zk;
-    } else if (zkrc__holder_lease_left_locked(h) <= 0) {
-      info->status = ZKRC_ESESSIONLOST; /* its loss is on its way */
-    }
-    if (info->status != ZKRC_OK) {
-      info->token = 0;
-      zkrc__lock_stat_gave_up_locked(lk, info->status);
-    } else {
-      h->told = TRUE;
-      zkrc__lock_stat_delivered_locked(h);
-    }
-    g_mutex_unlock(&lk->r.mu);
+    g_mutex_lock(&lk->r.o.mu);
+    check_grant_locked(h, info);
+    g_mutex_unlock(&lk->r.o.mu);
   }
-  h->done(h->lk, h, info, h->done_arg);
+  h->done(lk, h, info, h->done_arg);
   if (info->status != ZKRC_OK) {
     /* A failed hold ends with its completion: drop the set's reference. */
-    zkrc_lock *lk = h->lk;
-    g_mutex_lock(&lk->r.mu);
+    g_mutex_lock(&lk->r.o.mu);
     gboolean ours = holds_remove_locked(lk, h);
-    g_mutex_unlock(&lk->r.mu);
+    g_mutex_unlock(&lk->r.o.mu);
     if (ours)
       zkrc__holder_unref(h);
   }
-  zkrc__holder_unref(h); /* the completion's own reference */
+}
+
+static void completion_release(zkrc__object_event *ev) {
+  completion *done = (completion *)ev;
+  zkrc__holder_unref(done->h); /* the completion's own reference */
   g_free(done);
 }
 
+/* Also while the lock is detached (free_async: its pending holds complete
+ * with ZKRC_ECANCELED before its done) or closed (free). */
 static void complete_locked(holder *h, int status, int zk_error) {
-  completion *done = g_new0(completion, 1);
-  done->h = zkrc__holder_ref(h);
+  zkrc_lock *lk = h->lk;
   /* The deadline's reference (the completion's keeps the hold alive). */
-  if (zkrc__session_deadline_disarm(h->lk->r.q.session, &h->deadline))
+  if (zkrc__session_deadline_disarm(lk->r.q.session, &h->deadline))
     zkrc__holder_unref(h);
   if (status != ZKRC_OK)
-    zkrc__lock_stat_gave_up_locked(h->lk, status);
+    zkrc__lock_stat_gave_up_locked(lk, status);
+  completion *done =
+      zkrc__object_event_new(sizeof *done, completion_tell, completion_release);
+  done->h = zkrc__holder_ref(h);
   done->info.status = status;
   done->info.zk_error = zk_error;
   done->info.token = status == ZKRC_OK ? h->token : 0;
-  zkrc__session_post(h->lk->r.q.session, completion_run, done);
+  zkrc__object_tell_owed_locked(&lk->r.o, &done->ev);
 }
 
 /* Give up before the front: the completion follows once the node is gone
@@ -131,9 +148,9 @@ static void cancel_locked(holder *h, int reason) {
   zkrc_lock *lk = h->lk;
   /* The withdrawal calls nothing back from inside it, but it takes the
    * contender's mutex: never hold ours across it. */
-  g_mutex_unlock(&lk->r.mu);
+  g_mutex_unlock(&lk->r.o.mu);
   zkrc__contender_withdraw(c);
-  g_mutex_lock(&lk->r.mu);
+  g_mutex_lock(&lk->r.o.mu);
 }
 
 /* ---------------------------------------------- the contender's news */
@@ -176,10 +193,10 @@ static gboolean is_async(const holder *h) {
 static void deadline_passed(void *data) {
   holder *h = data;
   zkrc_lock *lk = h->lk;
-  g_mutex_lock(&lk->r.mu);
+  g_mutex_lock(&lk->r.o.mu);
   if (h->state == H_WAITING)
     cancel_locked(h, ZKRC_ETIMEDOUT);
-  g_mutex_unlock(&lk->r.mu);
+  g_mutex_unlock(&lk->r.o.mu);
   zkrc__holder_unref(h);
 }
 
@@ -194,12 +211,12 @@ int zkrc_lock_acquire_async(zkrc_lock *lk, int timeout_ms,
     *hold = NULL;
   if (lk == NULL || done == NULL || !zkrc__timeout_valid(timeout_ms))
     return zkrc__fail(ZKRC_EINVAL);
-  g_mutex_lock(&lk->r.mu);
-  int err = zkrc__recipe_ending(&lk->r)             ? ZKRC_ECANCELED
+  g_mutex_lock(&lk->r.o.mu);
+  int err = zkrc__object_ending(&lk->r.o)           ? ZKRC_ECANCELED
             : zkrc__session_closed(lk->r.q.session) ? ZKRC_ECLOSED
                                                     : ZKRC_OK;
   if (err != ZKRC_OK) {
-    g_mutex_unlock(&lk->r.mu);
+    g_mutex_unlock(&lk->r.o.mu);
     return zkrc__fail(err);
   }
   holder *h = zkrc__lock_new_participant_locked(lk, 0, &async_client, NULL);
@@ -217,7 +234,7 @@ int zkrc_lock_acquire_async(zkrc_lock *lk, int timeout_ms,
   if (hold)
     *hold = h;
   zkrc__contender *c = h->c;
-  g_mutex_unlock(&lk->r.mu);
+  g_mutex_unlock(&lk->r.o.mu);
   zkrc__contender_start(c);
   return ZKRC_OK;
 }
@@ -226,11 +243,11 @@ int zkrc_lock_hold_cancel(zkrc_lock_hold *h) {
   if (!is_async(h))
     return zkrc__fail(ZKRC_EINVAL);
   zkrc_lock *lk = h->lk;
-  g_mutex_lock(&lk->r.mu);
+  g_mutex_lock(&lk->r.o.mu);
   int err = h->state == H_WAITING ? ZKRC_OK : ZKRC_ESTATE;
   if (err == ZKRC_OK)
     cancel_locked(h, ZKRC_ECANCELED);
-  g_mutex_unlock(&lk->r.mu);
+  g_mutex_unlock(&lk->r.o.mu);
   return zkrc__fail(err);
 }
 
@@ -238,9 +255,9 @@ int zkrc_lock_hold_release(zkrc_lock_hold *h) {
   if (!is_async(h))
     return zkrc__fail(ZKRC_EINVAL);
   zkrc_lock *lk = h->lk;
-  g_mutex_lock(&lk->r.mu);
+  g_mutex_lock(&lk->r.o.mu);
   if (h->state != H_HELD && h->state != H_LOST) {
-    g_mutex_unlock(&lk->r.mu);
+    g_mutex_unlock(&lk->r.o.mu);
     return zkrc__fail(ZKRC_ESTATE);
   }
   int err = h->state == H_LOST ? ZKRC_ELOCKLOST : ZKRC_OK;
@@ -248,7 +265,7 @@ int zkrc_lock_hold_release(zkrc_lock_hold *h) {
   h->state = H_RELEASED;
   gboolean ours = holds_remove_locked(lk, h);
   zkrc__contender *c = h->c;
-  g_mutex_unlock(&lk->r.mu);
+  g_mutex_unlock(&lk->r.o.mu);
   zkrc__contender_withdraw(c); /* in the background: an event loop must not
                                 * wait for the servers */
   if (ours)
@@ -259,18 +276,18 @@ int zkrc_lock_hold_release(zkrc_lock_hold *h) {
 int zkrc_lock_hold_is_held(zkrc_lock_hold *h) {
   if (h == NULL)
     return 0;
-  g_mutex_lock(&h->lk->r.mu);
+  g_mutex_lock(&h->lk->r.o.mu);
   int held = zkrc__holder_lease_left_locked(h) > 0;
-  g_mutex_unlock(&h->lk->r.mu);
+  g_mutex_unlock(&h->lk->r.o.mu);
   return held;
 }
 
 int zkrc_lock_hold_lease_remaining(zkrc_lock_hold *h) {
   if (h == NULL)
     return 0;
-  g_mutex_lock(&h->lk->r.mu);
+  g_mutex_lock(&h->lk->r.o.mu);
   int64_t left = zkrc__holder_lease_left_locked(h);
-  g_mutex_unlock(&h->lk->r.mu);
+  g_mutex_unlock(&h->lk->r.o.mu);
   return (int)(left / 1000);
 }
 
@@ -285,15 +302,16 @@ static int held_state_locked(const holder *h) {
 int zkrc_lock_hold_token(zkrc_lock_hold *h, int64_t *token) {
   if (h == NULL || token == NULL)
     return zkrc__fail(ZKRC_EINVAL);
-  g_mutex_lock(&h->lk->r.mu);
+  g_mutex_lock(&h->lk->r.o.mu);
   int err = held_state_locked(h);
   if (err == ZKRC_OK)
     *token = h->token;
-  g_mutex_unlock(&h->lk->r.mu);
+  g_mutex_unlock(&h->lk->r.o.mu);
   return zkrc__fail(err);
 }
 
-/* zkrc_lock_free(): cancel pending holds and release acquired ones. */
+/* The lock's free (at once or in the background): cancel pending holds
+ * (their completions, owed, free them) and release acquired ones. */
 static void drop_holds_locked(zkrc_lock *lk) {
   /* The mutex is let go while withdrawing: keep the holds alive meanwhile. */
   GList *holds = holds_list_locked(lk);
@@ -305,15 +323,15 @@ static void drop_holds_locked(zkrc_lock *lk) {
                holds_remove_locked(lk, h)) {
       h->state = H_RELEASED;
       zkrc__contender *c = h->c;
-      g_mutex_unlock(&lk->r.mu);
+      g_mutex_unlock(&lk->r.o.mu);
       zkrc__contender_withdraw(c);
-      zkrc__holder_unref(h); /* the set's reference */
-      g_mutex_lock(&lk->r.mu);
+      zkrc__holder_unref(h); /* the set's */
+      g_mutex_lock(&lk->r.o.mu);
     }
   }
-  g_mutex_unlock(&lk->r.mu);
+  g_mutex_unlock(&lk->r.o.mu);
   g_list_free_full(holds, (GDestroyNotify)zkrc__holder_unref);
-  g_mutex_lock(&lk->r.mu);
+  g_mutex_lock(&lk->r.o.mu);
 }
 
 void *zkrc_lock_hold_arg(zkrc_lock_hold *h) { return h ? h->done_arg : NULL; }
@@ -323,10 +341,10 @@ int zkrc_lock_hold_node(zkrc_lock_hold *h, char **path) {
     *path = NULL;
   if (h == NULL || path == NULL)
     return zkrc__fail(ZKRC_EINVAL);
-  g_mutex_lock(&h->lk->r.mu);
+  g_mutex_lock(&h->lk->r.o.mu);
   int err = held_state_locked(h);
   char *made = err == ZKRC_OK ? zkrc__holder_node(h) : NULL;
-  g_mutex_unlock(&h->lk->r.mu);
+  g_mutex_unlock(&h->lk->r.o.mu);
   if (err == ZKRC_OK && (*path = made ? strdup(made) : NULL) == NULL)
     err = ZKRC_ENOMEM;
   g_free(made);

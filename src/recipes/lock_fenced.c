@@ -64,13 +64,13 @@ int zkrc_lock_fenced_multi(zkrc_lock *lk, int count, const zoo_op_t *ops,
   if (h == NULL)
     return zkrc__fail(ZKRC_ENOTOWNER);
   if (h->state != H_HELD) {
-    g_mutex_unlock(&lk->r.mu);
+    g_mutex_unlock(&lk->r.o.mu);
     return zkrc__fail(ZKRC_ELOCKLOST);
   }
   char *node = zkrc__holder_node(h);
   uint64_t generation = zkrc__contender_generation(h->c);
   zkrc_session *s = zkrc__session_ref(zkrc__contender_session(h->c));
-  g_mutex_unlock(&lk->r.mu);
+  g_mutex_unlock(&lk->r.o.mu);
 
   zkrc__call *call = zkrc__call_new();
   int err = send_fenced(s, call, node, generation, count, ops);

@@ -6,7 +6,7 @@
  * holds only through zkrc_lock.drop_async.  So: lock.c and lock_async.c
  * depend on hold.c, and on nothing of each other.
  *
- * lk->mu is the recipe's mutex (lk->r.mu): the first in the lock order
+ * lk->mu is the recipe's mutex (lk->r.o.mu): the first in the lock order
  * written in session_private.h.
  */
 #ifndef ZKRC_LOCK_PRIVATE_H
@@ -55,7 +55,7 @@ typedef struct zkrc__hold_client {
  * lock's mutex, and takes the waker's own inside (the innermost of all). */
 typedef struct zkrc__waker {
   GCond cond;
-  GMutex *mu;     /* NULL: the lock's (lk->r.mu) */
+  GMutex *mu;     /* NULL: the lock's (lk->r.o.mu) */
   gboolean alarm; /* (under mu) a hold it watches was lost */
 } zkrc__waker;
 
@@ -171,7 +171,12 @@ void zkrc__lock_free(zkrc_lock *lk);
  * member too (checked by the caller: @p lk and @p done not NULL). */
 void zkrc__lock_free_async(zkrc_lock *lk, zkrc_callback_fn done, void *arg);
 
-/* The calling thread's holder (held or lost), with lk->r.mu taken; NULL
+/* zkrc_lock_release(), without waiting for the delete (it goes on in the
+ * background; the session's reaper takes over when it fails): a
+ * multi-lock's free (multilock.c). */
+int zkrc__lock_release_in_background(zkrc_lock *lk);
+
+/* The calling thread's holder (held or lost), with lk->r.o.mu taken; NULL
  * (and the mutex not held) when it has none. */
 holder *zkrc__lock_my_holder_locked(zkrc_lock *lk);
 

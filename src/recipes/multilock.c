@@ -250,13 +250,25 @@ int zkrc_multilock_node(zkrc_multilock *ml, size_t i, char **path) {
                  : zkrc_semaphore_lease_node(m->lease, path);
 }
 
+/* Give up what a held set holds without waiting for the network (the
+ * deletes go on in the background): the calling thread's locks (another
+ * thread's are left to it), and every lease. */
+static void give_all_in_background(member *m, size_t count) {
+  gboolean mine = thread_owns_locks(m, count) == ZKRC_OK;
+  for (size_t i = count; i > 0; i--) {
+    member *x = &m[i - 1];
+    if (x->lock && mine)
+      (void)zkrc__lock_release_in_background(x->lock);
+    else if (x->lease)
+      (void)member_give(x); /* a lease's release never waits */
+  }
+}
+
 void zkrc_multilock_free(zkrc_multilock *ml) {
   if (ml == NULL)
     return;
-  if (ml->held && zkrc_multilock_release(ml) != ZKRC_OK)
-    for (size_t i = 0; i < ml->count; i++) /* another thread's locks */
-      if (ml->members[i].lease)
-        (void)member_give(&ml->members[i]);
+  if (ml->held)
+    give_all_in_background(ml->members, ml->count);
   g_free(ml->members);
   g_free(ml);
 }

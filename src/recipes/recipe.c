@@ -16,6 +16,13 @@ void zkrc__recipe_options_init(void *opts, size_t size) {
   }
 }
 
+/* The recipe's last reference went (its mutex and condition are cleared). */
+static void recipe_finalize(zkrc__object *o) {
+  zkrc__recipe *r = (zkrc__recipe *)o;
+  zkrc__queue_clear(&r->q);
+  r->finalize(r); /* frees the recipe's memory too */
+}
+
 /* A new recipe of @p kind with the options @p o (complete, checked). */
 static int recipe_new(void **out, const zkrc__recipe_kind *kind,
                       zkrc_session *s, const char *path, const void *o) {
@@ -26,9 +33,7 @@ static int recipe_new(void **out, const zkrc__recipe_kind *kind,
     g_free(r);
     return zkrc__fail(err);
   }
-  r->refs = 1;
-  g_mutex_init(&r->mu);
-  g_cond_init(&r->cond);
+  zkrc__object_init(&r->o, zkrc__session_executor(s), recipe_finalize);
   r->finalize = kind->finalize;
   kind->configure(r, o);
   *out = r;
@@ -49,18 +54,11 @@ int zkrc__recipe_create(void **out, const zkrc__recipe_kind *kind,
 }
 
 zkrc__recipe *zkrc__recipe_ref(zkrc__recipe *r) {
-  g_atomic_int_inc(&r->refs);
+  zkrc__object_ref(&r->o);
   return r;
 }
 
-void zkrc__recipe_unref(zkrc__recipe *r) {
-  if (!g_atomic_int_dec_and_test(&r->refs))
-    return;
-  zkrc__queue_clear(&r->q);
-  g_mutex_clear(&r->mu);
-  g_cond_clear(&r->cond);
-  r->finalize(r); /* frees the recipe's memory too */
-}
+void zkrc__recipe_unref(zkrc__recipe *r) { zkrc__object_unref(&r->o); }
 
 void zkrc__recipe_stake_free(zkrc__recipe *r, zkrc__contender *c, void *stake) {
   zkrc__contender_unref(c);
@@ -72,39 +70,35 @@ void zkrc__recipe_stake_free(zkrc__recipe *r, zkrc__contender *c, void *stake) {
 
 static void stake_front(zkrc__contender *c, void *arg) {
   zkrc__stake *st = arg;
-  g_mutex_lock(&st->recipe->mu);
+  g_mutex_lock(&st->recipe->o.mu);
   st->ops->front_locked(st, c);
-  g_mutex_unlock(&st->recipe->mu);
+  g_mutex_unlock(&st->recipe->o.mu);
 }
 
 static void stake_behind(zkrc__contender *c, void *arg) {
   zkrc__stake *st = arg;
   if (st->ops->behind_locked == NULL)
     return;
-  g_mutex_lock(&st->recipe->mu);
+  g_mutex_lock(&st->recipe->o.mu);
   st->ops->behind_locked(st);
-  g_mutex_unlock(&st->recipe->mu);
+  g_mutex_unlock(&st->recipe->o.mu);
 }
 
 static void stake_connection(zkrc__contender *c, zkrc_session_event_type ev,
                              void *arg) {
   zkrc__stake *st = arg;
-  g_mutex_lock(&st->recipe->mu);
+  g_mutex_lock(&st->recipe->o.mu);
   st->ops->connection_locked(st, ev);
-  g_mutex_unlock(&st->recipe->mu);
+  g_mutex_unlock(&st->recipe->o.mu);
 }
-
-static void post_freed_locked(zkrc__recipe *r);
 
 static void stake_ended(zkrc__contender *c, int err, int zk_rc, void *arg) {
   zkrc__stake *st = arg;
   zkrc__recipe *r = st->recipe;
-  g_mutex_lock(&r->mu);
+  g_mutex_lock(&r->o.mu);
   st->ops->ended_locked(st, err, zk_rc);
-  if (--r->stakes_live == 0 && r->detached)
-    post_freed_locked(r);
-  g_cond_broadcast(&r->cond);
-  g_mutex_unlock(&r->mu);
+  zkrc__object_idle_locked(&r->o); /* broadcasts r->o.cond */
+  g_mutex_unlock(&r->o.mu);
   st->ops->unref(st); /* the contender's reference */
 }
 
@@ -115,99 +109,8 @@ const zkrc__contender_ops zkrc__stake_contender_ops = {
     .ended = stake_ended,
 };
 
-void zkrc__recipe_lock_for_free(zkrc__recipe *r) {
-  g_mutex_lock(&r->mu);
-  r->freeing = TRUE;
-  g_cond_broadcast(&r->cond);
-}
-
-void zkrc__recipe_stake_started_locked(zkrc__recipe *r) { r->stakes_live++; }
-
-gboolean zkrc__recipe_freeing(zkrc__recipe *r) {
-  g_mutex_lock(&r->mu);
-  gboolean freeing = r->freeing;
-  g_mutex_unlock(&r->mu);
-  return freeing;
-}
-
-/* ------------------------------------------------------------- events */
-
-static void event_run(void *data) {
-  zkrc__recipe_event *ev = data;
-  zkrc__recipe *r = ev->r;
-  ev->run(ev);
-  if (ev->release)
-    ev->release(ev);
-  g_free(ev->node);
-  g_free(ev);
-  zkrc__recipe_unref(r);
-}
-
-void *zkrc__recipe_event_new(size_t size, void (*run)(zkrc__recipe_event *ev),
-                             void (*release)(zkrc__recipe_event *ev)) {
-  zkrc__recipe_event *ev = g_malloc0(size);
-  ev->run = run;
-  ev->release = release;
-  return ev;
-}
-
-void zkrc__recipe_post(zkrc__recipe *r, zkrc__recipe_event *ev,
-                       const char *node) {
-  ev->r = zkrc__recipe_ref(r);
-  ev->node = g_strdup(node);
-  zkrc__session_post(r->q.session, event_run, ev);
-}
-
-/* --------------------------------------------------------- free_async */
-
-/* The last call of a detached recipe: after everything queued before it,
- * tell the application, which may free what the callbacks use; nothing is
- * told after. */
-static void freed_run(zkrc__recipe_event *ev) {
-  zkrc__recipe *r = ev->r;
-  g_mutex_lock(&r->mu);
-  r->freeing = TRUE; /* drop anything queued behind us */
-  g_mutex_unlock(&r->mu);
-  r->freed(r->freed_arg);
-}
-
-static void post_freed_locked(zkrc__recipe *r) {
-  zkrc__recipe_event *ev = zkrc__recipe_event_new(sizeof *ev, freed_run, NULL);
-  zkrc__recipe_post(r, ev, NULL);
-}
-
-void zkrc__recipe_detach_locked(zkrc__recipe *r, zkrc_callback_fn done,
-                                void *arg) {
-  r->detached = TRUE;
-  r->freed = done;
-  r->freed_arg = arg;
-  g_cond_broadcast(&r->cond);
-  if (r->stakes_live == 0)
-    post_freed_locked(r);
-}
-
-struct zkrc__free_join {
-  gint parts;
-  zkrc_callback_fn done, last;
-  void *arg, *last_arg;
-};
-
-zkrc__free_join *zkrc__free_join_new(int parts, zkrc_callback_fn done,
-                                     void *arg, zkrc_callback_fn last,
-                                     void *last_arg) {
-  zkrc__free_join *j = g_new0(zkrc__free_join, 1);
-  *j = (zkrc__free_join){parts, done, last, arg, last_arg};
-  return j;
-}
-
-void zkrc__free_join_part(void *join) {
-  zkrc__free_join *j = join;
-  if (!g_atomic_int_dec_and_test(&j->parts))
-    return;
-  j->done(j->arg);
-  if (j->last)
-    j->last(j->last_arg);
-  g_free(j);
+void zkrc__recipe_stake_started_locked(zkrc__recipe *r) {
+  zkrc__object_busy_locked(&r->o);
 }
 
 /* --------------------------------------------------------- withdrawing */
@@ -219,13 +122,15 @@ int zkrc__recipe_delete_grace_ms(zkrc__recipe *r) {
 
 void zkrc__recipe_withdraw_locked(zkrc__recipe *r, zkrc__contender *c,
                                   const gboolean *ended, int grace_ms) {
-  g_mutex_unlock(&r->mu);
+  g_mutex_unlock(&r->o.mu);
   zkrc__contender_withdraw(c);
-  g_mutex_lock(&r->mu);
+  g_mutex_lock(&r->o.mu);
+  if (grace_ms <= 0)
+    return; /* deleted in the background, or by the reaper */
   int64_t deadline = zkrc__deadline_after(grace_ms);
   while (!*ended && zkrc__contender_deleting(c) &&
          zkrc__session_connected(zkrc__contender_session(c), 0)) {
-    if (!zkrc__cond_wait_until(&r->cond, &r->mu, deadline))
+    if (!zkrc__cond_wait_until(&r->o.cond, &r->o.mu, deadline))
       break;
   }
 }

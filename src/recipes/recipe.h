@@ -3,20 +3,19 @@
  * recipes to come) is built on, so that a recipe is only its policy on the
  * contender queue and its own API.
  *
- *  - references: a recipe's memory outlives its free while contenders,
- *    holds and posted events still refer to it;
- *  - its mutex and condition (the first in the lock order: see
- *    session_private.h);
+ *  - its object (core/object.h), first: references, its mutex and
+ *    condition (the first in the lock order: see session_private.h),
+ *    events told in order on the session's executor and dropped once the
+ *    recipe is closed (zkrc_X_free) or after free_async's done, "inside
+ *    one of its callbacks", and freeing at once or in the background;
  *  - its queue (queue.h): session, directory, participant id, ACL;
- *  - events for the application, posted to the session's executor with a
- *    reference on the recipe, and dropped once the recipe is being freed;
- *  - waiting for a withdrawal's delete to be confirmed;
- *  - the participant listing;
- *  - freeing without blocking (every object's zkrc_X_free_async()): the
- *    recipe is detached, and its `done` runs on the executor once the
- *    last of its stakes' contenders ended, behind every event posted
- *    before; zkrc__free_join does the same for an object made of several
- *    recipes (a read-write lock, a semaphore).
+ *  - its stakes (a lock's holders, an election's rounds): each contender
+ *    counts as the object's pending work (zkrc__object_busy_locked) from
+ *    its start to its end, so free_async's done comes once the last one
+ *    ended;
+ *  - giving up a stake's node, waiting for the delete's confirmation (a
+ *    release) or not (every free);
+ *  - the participant listing.
  *
  * A recipe embeds a zkrc__recipe as its first member and passes a finalize
  * function that frees what it added.
@@ -29,25 +28,17 @@
 
 #include <glib.h>
 
+#include "core/object.h"
 #include "queue/queue.h"
 #include "zkrecipes/executor.h"
 
 typedef struct zkrc__recipe zkrc__recipe;
 
 struct zkrc__recipe {
-  gint refs;
-  /* Its free was called: no event reaches the application any more.
-   * (Next to refs: no padding.) */
-  gboolean freeing;
-  /* Its free_async was called: no new event is posted (the recipe checks
-   * it: zkrc__recipe_ending), and `freed` runs once the last stake's
-   * contender ended and what was queued before has run. */
-  gboolean detached;
-  int stakes_live; /* stakes whose contender has not ended yet */
-  zkrc_callback_fn freed;
-  void *freed_arg;
-  GMutex mu;
-  GCond cond;
+  /* References, mutex (r->o.mu) and condition (r->o.cond), events,
+   * closed (its free) and detached (its free_async), pending (live
+   * stakes' contenders); first. */
+  zkrc__object o;
   zkrc__queue q;
   /* Frees what the recipe added to the base (and its memory), last. */
   void (*finalize)(zkrc__recipe *r);
@@ -106,29 +97,6 @@ void zkrc__recipe_options_init(void *opts, size_t size);
 zkrc__recipe *zkrc__recipe_ref(zkrc__recipe *r);
 void zkrc__recipe_unref(zkrc__recipe *r);
 
-/* An event for the application.  The recipe's own event struct embeds this
- * first; run() tells the application (or decides not to: under r->mu it
- * sees r->freeing, and whatever else must still hold).  Then the event,
- * its node copy and its reference on the recipe are released. */
-typedef struct zkrc__recipe_event zkrc__recipe_event;
-struct zkrc__recipe_event {
-  zkrc__recipe *r; /* referenced while the event is queued */
-  char *node;      /* the node the event is about (a copy, or NULL) */
-  void (*run)(zkrc__recipe_event *ev);
-  void (*release)(zkrc__recipe_event *ev); /* frees extras (may be NULL) */
-};
-
-/* Post @p ev (g_malloc'ed, whose run is set) to the session's executor;
- * it runs there, never with a zkrecipes mutex held. */
-void zkrc__recipe_post(zkrc__recipe *r, zkrc__recipe_event *ev,
-                       const char *node);
-
-/* A new event record of @p size bytes (zeroed; a zkrc__recipe_event first)
- * that runs @p run and then @p release (may be NULL), for
- * zkrc__recipe_post. */
-void *zkrc__recipe_event_new(size_t size, void (*run)(zkrc__recipe_event *ev),
-                             void (*release)(zkrc__recipe_event *ev));
-
 /* Drop a recipe's stake (a lock's holder, an election's round) once its
  * last reference went: its contender's reference, its reference on the
  * recipe, and its memory @p stake. */
@@ -136,8 +104,10 @@ void zkrc__recipe_stake_free(zkrc__recipe *r, zkrc__contender *c, void *stake);
 
 /* A stake's contender callbacks, as the base runs them: each with the
  * recipe's mutex held (so they must not block, nor call user code).  The
- * base broadcasts the recipe's condition after ended_locked, then drops the
- * contender's reference on the stake (unref). */
+ * base counts the contender's end (zkrc__object_idle_locked: free_async's
+ * done may follow) and broadcasts the recipe's condition after
+ * ended_locked, then drops the contender's reference on the stake
+ * (unref). */
 typedef struct zkrc__stake zkrc__stake;
 typedef struct zkrc__stake_ops {
   void (*front_locked)(zkrc__stake *st, zkrc__contender *c);
@@ -156,54 +126,22 @@ struct zkrc__stake {
 /* The contender ops of every stake: ops_arg is the zkrc__stake. */
 extern const zkrc__contender_ops zkrc__stake_contender_ops;
 
-/* A recipe's free begins: takes r->mu (the caller lets it go), marks the
- * recipe freeing (no event reaches the application any more) and wakes
- * its waiters to see it. */
-void zkrc__recipe_lock_for_free(zkrc__recipe *r);
-
-/* Is the recipe being freed?  (Takes r->mu.) */
-gboolean zkrc__recipe_freeing(zkrc__recipe *r);
-
-/* Is the recipe being freed, at once or in the background (detached)?
- * r->mu held.  What it starts from then on is refused (ZKRC_ECANCELED). */
-static inline gboolean zkrc__recipe_ending(const zkrc__recipe *r) {
-  return r->freeing || r->detached;
-}
-
-/* A stake's contender was made (r->mu held): the recipe's free_async
- * waits for it to end (the base counts its end, after ended_locked). */
-void zkrc__recipe_stake_started_locked(zkrc__recipe *r);
-
-/* A recipe's free_async begins (r->mu held): the recipe is detached (its
- * waiters woken to see it; the recipe posts no new event), and @p done
- * will run with @p arg on the session's executor once no stake's
- * contender is live (at once if none is), behind what was posted before;
- * from then on nothing queued reaches the application.  The recipe then
- * gives up what it holds without waiting and drops the application's
- * reference. */
-void zkrc__recipe_detach_locked(zkrc__recipe *r, zkrc_callback_fn done,
-                                void *arg);
-
-/* The free_async of an object made of @p parts recipes (each freed with
- * its own free_async, whose done is zkrc__free_join_part with the join):
- * after the last part, @p done runs with @p arg, then @p last with
- * @p last_arg (the object's own memory; may be NULL). */
-typedef struct zkrc__free_join zkrc__free_join;
-zkrc__free_join *zkrc__free_join_new(int parts, zkrc_callback_fn done,
-                                     void *arg, zkrc_callback_fn last,
-                                     void *last_arg);
-void zkrc__free_join_part(void *join);
-
 /* How long giving up a node waits at most for the servers to confirm its
  * delete: a round trip normally; the ZooKeeper client gives up on a
  * request (connection loss) within the session timeout, so that, or 1 s. */
 int zkrc__recipe_delete_grace_ms(zkrc__recipe *r);
 
-/* With r->mu held: withdraw @p c (r->mu let go meanwhile: the withdrawal
- * may call back into the recipe), then wait until the servers confirmed
- * the delete of its node (or *@p ended, or the connection is down), at
- * most @p grace_ms.  The recipe broadcasts r->cond when *@p ended changes
- * (the base does, after a stake's ended_locked). */
+/* A stake's contender was made (r->o.mu held): it counts as the recipe's
+ * pending work until it ended (the base counts its end). */
+void zkrc__recipe_stake_started_locked(zkrc__recipe *r);
+
+/* With r->o.mu held: withdraw @p c (r->o.mu let go meanwhile: the
+ * withdrawal may call back into the recipe), then wait until the servers
+ * confirmed the delete of its node (or *@p ended, or the connection is
+ * down), at most @p grace_ms; 0 waits for nothing (the delete goes on in
+ * the background, the session's reaper takes over when it fails: every
+ * free).  The recipe broadcasts r->o.cond when *@p ended changes (the base
+ * does, after a stake's ended_locked). */
 void zkrc__recipe_withdraw_locked(zkrc__recipe *r, zkrc__contender *c,
                                   const gboolean *ended, int grace_ms);
 

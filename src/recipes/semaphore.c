@@ -22,7 +22,7 @@
  * blocking acquisition waits for its completion on a condition of its own
  * (many threads may wait on one semaphore: a grant wakes one of them).
  *
- * Lock order: sem->mu is taken before the member locks' mutexes (the
+ * Lock order: sem->o.mu is taken before the member locks' mutexes (the
  * non-blocking lock calls made under it), never after: the lock calls
  * complete and tell events on the executor, with no lock mutex held.
  */
@@ -39,20 +39,18 @@
 /* ------------------------------------------------------------ lifetime */
 
 zkrc_semaphore *zkrc__semaphore_ref(zkrc_semaphore *sem) {
-  g_atomic_int_inc(&sem->refs);
+  zkrc__object_ref(&sem->o);
   return sem;
 }
 
-void zkrc__semaphore_unref(zkrc_semaphore *sem) {
-  if (!g_atomic_int_dec_and_test(&sem->refs))
-    return;
+void zkrc__semaphore_unref(zkrc_semaphore *sem) { zkrc__object_unref(&sem->o); }
+
+static void semaphore_finalize(zkrc__object *o) {
+  zkrc_semaphore *sem = (zkrc_semaphore *)o;
   g_hash_table_destroy(sem->live);
   g_free(sem->path);
-  g_mutex_clear(&sem->mu);
   g_free(sem);
 }
-
-static void sem_unref_posted(void *sem) { zkrc__semaphore_unref(sem); }
 
 static zkrc_semaphore_lease *lease_ref(zkrc_semaphore_lease *l) {
   g_atomic_int_inc(&l->refs);
@@ -62,15 +60,22 @@ static zkrc_semaphore_lease *lease_ref(zkrc_semaphore_lease *l) {
 static void lease_unref(zkrc_semaphore_lease *l) {
   if (!g_atomic_int_dec_and_test(&l->refs))
     return;
+  if (l->arg_free)
+    l->arg_free(l->arg);
   zkrc__semaphore_unref(l->sem);
   g_free(l);
 }
 
-/* Forget a lease that failed or was released (sem->mu held); the set's
+/* Forget a lease that failed or was released (sem->o.mu held); the set's
  * reference is dropped by the caller, after letting the mutex go. */
 static gboolean forget_locked(zkrc_semaphore_lease *l) {
   l->state = L_DONE;
   return g_hash_table_remove(l->sem->live, l);
+}
+
+/* Is the semaphore being freed, at once or in the background? */
+static gboolean ending_locked(const zkrc_semaphore *sem) {
+  return zkrc__object_ending(&sem->o);
 }
 
 /* The defaults, in a whole struct of ours. */
@@ -87,27 +92,78 @@ void zkrc_semaphore_options_init_sized(zkrc_semaphore_options *opts,
 
 /* --------------------------------------------------------------- events */
 
+/* One of the semaphore's events: a lease's completion (@p completion,
+ * owed: told also after the free) or a lock event of its pool hold (not
+ * once closed), told on the executor in the order the member locks told
+ * them. */
+typedef struct sem_event {
+  zkrc__object_event ev;   /* first */
+  zkrc_semaphore_lease *l; /* referenced */
+  gboolean completion;
+  zkrc_semaphore_acquired_info info;
+  zkrc_semaphore_event out;
+} sem_event;
+
+static void sem_event_tell(zkrc__object *o, zkrc__object_event *ev) {
+  sem_event *e = (sem_event *)ev;
+  zkrc_semaphore *sem = (zkrc_semaphore *)o;
+  zkrc_semaphore_lease *l = e->l;
+  g_mutex_lock(&sem->o.mu);
+  /* A lease given up meanwhile (released, or by free_async) is not told
+   * of: its grant is a cancellation, its events are none. */
+  gboolean live = g_hash_table_contains(sem->live, l) && l->state == L_HELD;
+  g_mutex_unlock(&sem->o.mu);
+  if (!e->completion) {
+    if (live)
+      sem->on_event(sem, &e->out, sem->event_arg);
+    return;
+  }
+  if (e->info.status == ZKRC_OK && !live)
+    e->info = (zkrc_semaphore_acquired_info){ZKRC_ECANCELED, ZOK, 0};
+  l->done(sem, e->info.status == ZKRC_OK ? l : NULL, &e->info, l->arg);
+}
+
+static void sem_event_release(zkrc__object_event *ev) {
+  sem_event *e = (sem_event *)ev;
+  lease_unref(e->l);
+  g_free(e);
+}
+
+/* Tell @p e about @p l (sem->o.mu held): a completion is owed (told also
+ * after the free, which made it a cancellation), a lease's event is not
+ * (none once closed). */
+static void tell_locked(zkrc_semaphore *sem, zkrc_semaphore_lease *l,
+                        sem_event e) {
+  if (sem->o.closed && !e.completion)
+    return;
+  sem_event *ev =
+      zkrc__object_event_new(sizeof *ev, sem_event_tell, sem_event_release);
+  ev->l = lease_ref(l);
+  ev->completion = e.completion;
+  ev->info = e.info;
+  ev->out = e.out;
+  if (e.completion)
+    zkrc__object_tell_owed_locked(&sem->o, &ev->ev);
+  else
+    zkrc__object_tell_locked(&sem->o, &ev->ev);
+}
+
 /* The pool's lock events, told as the lease's. */
 static void pool_event(zkrc_lock *lk, const zkrc_lock_event *info, void *arg) {
   zkrc_semaphore *sem = arg;
   zkrc_semaphore_lease *l = zkrc_lock_hold_arg(info->hold);
-  g_mutex_lock(&sem->mu);
-  gboolean live = !sem->freeing && l && g_hash_table_contains(sem->live, l) &&
-                  l->lhold == info->hold;
-  if (live)
-    lease_ref(l);
-  g_mutex_unlock(&sem->mu);
-  if (!live)
-    return;
-  zkrc_semaphore_event out = {
-      .type = info->type,
-      .reason = info->reason,
-      .zk_error = info->zk_error,
-      .token = info->token,
-      .lease = l,
-  };
-  sem->on_event(sem, &out, sem->event_arg);
-  lease_unref(l);
+  g_mutex_lock(&sem->o.mu);
+  if (!ending_locked(sem) && l && g_hash_table_contains(sem->live, l) &&
+      l->lhold == info->hold)
+    tell_locked(sem, l,
+                (sem_event){.out = {
+                                .type = info->type,
+                                .reason = info->reason,
+                                .zk_error = info->zk_error,
+                                .token = info->token,
+                                .lease = l,
+                            }});
+  g_mutex_unlock(&sem->o.mu);
 }
 
 /* --------------------------------------------------------------- create */
@@ -142,8 +198,7 @@ int zkrc_semaphore_new(zkrc_semaphore **out, zkrc_session *s, const char *path,
       !member_options(&lo, &o, opts))
     return zkrc__fail(ZKRC_EINVAL);
   zkrc_semaphore *sem = g_new0(zkrc_semaphore, 1);
-  sem->refs = 1;
-  g_mutex_init(&sem->mu);
+  zkrc__object_init(&sem->o, zkrc__session_executor(s), semaphore_finalize);
   sem->s = s;
   sem->path = g_strdup(path);
   sem->max_leases = max_leases;
@@ -181,24 +236,24 @@ const char *zkrc_semaphore_path(zkrc_semaphore *sem) {
 
 /* ---------------------------------------------------------- acquisition */
 
-/* Tell the owner that the acquisition of @p l failed with @p status (and
- * ZooKeeper's @p zk_error) and drop it.  Called with sem->mu held; returns
- * with it released. */
+/* The acquisition of @p l failed with @p status (and ZooKeeper's
+ * @p zk_error): tell the owner, and drop it.  Called with sem->o.mu held;
+ * returns with it released. */
 static void fail_unlock(zkrc_semaphore_lease *l, int status, int zk_error) {
   zkrc_semaphore *sem = l->sem;
   zkrc__stats_gave_up(&sem->stats, status);
   gboolean ours = forget_locked(l);
-  g_mutex_unlock(&sem->mu);
-  zkrc_semaphore_acquired_info info = {status, zk_error, 0};
-  l->done(sem, NULL, &info, l->arg);
+  tell_locked(sem, l,
+              (sem_event){.completion = TRUE, .info = {status, zk_error, 0}});
+  g_mutex_unlock(&sem->o.mu);
   if (ours)
     lease_unref(l); /* the set's */
 }
 
-/* Let the internal mutex go (sem->mu held).  Not once the semaphore is
- * being freed: zkrc_lock_free() released it then. */
+/* Let the internal mutex go (sem->o.mu held).  Not once the semaphore is
+ * being freed: the member lock's free released it then. */
 static void release_mutex_locked(zkrc_semaphore_lease *l) {
-  if (l->mhold && !l->sem->freeing)
+  if (l->mhold && !ending_locked(l->sem))
     zkrc_lock_hold_release(l->mhold);
   l->mhold = NULL;
 }
@@ -208,11 +263,11 @@ static void lease_done(zkrc_lock *lk, zkrc_lock_hold *hold,
                        const zkrc_lock_acquired_info *info, void *arg) {
   zkrc_semaphore_lease *l = arg;
   zkrc_semaphore *sem = l->sem;
-  g_mutex_lock(&sem->mu);
+  g_mutex_lock(&sem->o.mu);
   release_mutex_locked(l);
   int status = info->status;
-  if (status == ZKRC_OK && sem->freeing)
-    status = ZKRC_ECANCELED; /* zkrc_lock_free() released it */
+  if (status == ZKRC_OK && ending_locked(sem))
+    status = ZKRC_ECANCELED; /* the pool's free released it */
   if (status != ZKRC_OK) {
     l->lhold = NULL; /* freed after this callback (lock_async.c) */
     fail_unlock(l, status, status == info->status ? info->zk_error : ZOK);
@@ -221,9 +276,10 @@ static void lease_done(zkrc_lock *lk, zkrc_lock_hold *hold,
     l->held_us = g_get_monotonic_time();
     sem->stats.acquisitions++;
     zkrc__histogram_record(&sem->stats.wait, l->held_us - l->asked_us);
-    g_mutex_unlock(&sem->mu);
-    zkrc_semaphore_acquired_info out = {ZKRC_OK, ZOK, info->token};
-    l->done(sem, l, &out, l->arg);
+    tell_locked(
+        sem, l,
+        (sem_event){.completion = TRUE, .info = {ZKRC_OK, ZOK, info->token}});
+    g_mutex_unlock(&sem->o.mu);
   }
   lease_unref(l); /* this callback's */
 }
@@ -243,22 +299,22 @@ static void mutex_done(zkrc_lock *lk, zkrc_lock_hold *hold,
                        const zkrc_lock_acquired_info *info, void *arg) {
   zkrc_semaphore_lease *l = arg;
   zkrc_semaphore *sem = l->sem;
-  g_mutex_lock(&sem->mu);
+  g_mutex_lock(&sem->o.mu);
   int status = info->status;
   l->mhold = NULL; /* a failed hold is freed after this callback */
   if (status == ZKRC_OK) {
     l->mhold = hold;
     l->state = L_LEASE;
     int ms = pool_timeout(l);
-    status = sem->freeing || l->cancelled ? ZKRC_ECANCELED
-             : ms == 0 && !l->no_wait     ? ZKRC_ETIMEDOUT
-                                          : ZKRC_OK;
+    status = ending_locked(sem) || l->cancelled ? ZKRC_ECANCELED
+             : ms == 0 && !l->no_wait           ? ZKRC_ETIMEDOUT
+                                                : ZKRC_OK;
     if (status == ZKRC_OK) {
       zkrc_lock_hold *lh = NULL;
       status =
           zkrc_lock_acquire_async(sem->pool, ms, lease_done, lease_ref(l), &lh);
       if (status == ZKRC_OK)
-        l->lhold = lh; /* lease_done waits for sem->mu */
+        l->lhold = lh; /* lease_done waits for sem->o.mu */
       else
         lease_unref(l);
     }
@@ -268,13 +324,21 @@ static void mutex_done(zkrc_lock *lk, zkrc_lock_hold *hold,
   if (status != ZKRC_OK)
     fail_unlock(l, status, status == info->status ? info->zk_error : ZOK);
   else
-    g_mutex_unlock(&sem->mu);
+    g_mutex_unlock(&sem->o.mu);
   lease_unref(l); /* this callback's */
 }
 
 int zkrc_semaphore_acquire_async(zkrc_semaphore *sem, int timeout_ms,
                                  zkrc_semaphore_acquired_fn done, void *arg,
                                  zkrc_semaphore_lease **pending) {
+  return zkrc__semaphore_acquire_async(sem, timeout_ms, done, arg, NULL,
+                                       pending);
+}
+
+int zkrc__semaphore_acquire_async(zkrc_semaphore *sem, int timeout_ms,
+                                  zkrc_semaphore_acquired_fn done, void *arg,
+                                  void (*arg_free)(void *arg),
+                                  zkrc_semaphore_lease **pending) {
   if (pending)
     *pending = NULL;
   if (sem == NULL || done == NULL || !zkrc__timeout_valid(timeout_ms))
@@ -288,22 +352,24 @@ int zkrc_semaphore_acquire_async(zkrc_semaphore *sem, int timeout_ms,
   l->deadline = zkrc__deadline_after(timeout_ms);
   l->done = done;
   l->arg = arg;
+  l->arg_free = arg_free;
   /* A try does not wait for leases, but the mutex's holders keep it only
    * while they look: wait for it at most a session timeout. */
   int ms = l->no_wait ? zkrc_session_timeout(sem->s) : timeout_ms;
-  g_mutex_lock(&sem->mu);
-  int err = sem->freeing ? ZKRC_ECANCELED : ZKRC_OK;
+  g_mutex_lock(&sem->o.mu);
+  int err = ending_locked(sem) ? ZKRC_ECANCELED : ZKRC_OK;
   zkrc_lock_hold *mh = NULL;
   if (err == ZKRC_OK)
     err = zkrc_lock_acquire_async(sem->mutex, ms, mutex_done, l, &mh);
   if (err == ZKRC_OK) {
-    l->mhold = mh; /* mutex_done waits for sem->mu */
+    l->mhold = mh; /* mutex_done waits for sem->o.mu */
     g_hash_table_add(sem->live, l);
     if (pending)
       *pending = l;
   }
-  g_mutex_unlock(&sem->mu);
+  g_mutex_unlock(&sem->o.mu);
   if (err != ZKRC_OK) {
+    l->arg_free = NULL; /* @p arg stays the caller's */
     lease_unref(l);
     lease_unref(l);
     return zkrc__fail(err);
@@ -317,17 +383,17 @@ int zkrc_semaphore_lease_release(zkrc_semaphore_lease *l) {
   if (l == NULL)
     return zkrc__fail(ZKRC_EINVAL);
   zkrc_semaphore *sem = l->sem;
-  g_mutex_lock(&sem->mu);
+  g_mutex_lock(&sem->o.mu);
   if (l->state != L_HELD) {
-    g_mutex_unlock(&sem->mu);
+    g_mutex_unlock(&sem->o.mu);
     return zkrc__fail(ZKRC_ESTATE);
   }
-  int err = sem->freeing ? ZKRC_OK : zkrc_lock_hold_release(l->lhold);
+  int err = ending_locked(sem) ? ZKRC_OK : zkrc_lock_hold_release(l->lhold);
   l->lhold = NULL;
   sem->stats.releases++;
   zkrc__histogram_record(&sem->stats.hold, g_get_monotonic_time() - l->held_us);
   gboolean ours = forget_locked(l);
-  g_mutex_unlock(&sem->mu);
+  g_mutex_unlock(&sem->o.mu);
   if (ours)
     lease_unref(l);
   return zkrc__fail(err);
@@ -337,7 +403,7 @@ int zkrc_semaphore_lease_cancel(zkrc_semaphore_lease *l) {
   if (l == NULL)
     return zkrc__fail(ZKRC_EINVAL);
   zkrc_semaphore *sem = l->sem;
-  g_mutex_lock(&sem->mu);
+  g_mutex_lock(&sem->o.mu);
   int err = ZKRC_ESTATE;
   if (l->state == L_MUTEX && !l->cancelled) {
     /* Granted already and on its way: mutex_done gives it up. */
@@ -347,7 +413,7 @@ int zkrc_semaphore_lease_cancel(zkrc_semaphore_lease *l) {
   } else if (l->state == L_LEASE && l->lhold) {
     err = zkrc_lock_hold_cancel(l->lhold);
   }
-  g_mutex_unlock(&sem->mu);
+  g_mutex_unlock(&sem->o.mu);
   return zkrc__fail(err);
 }
 
@@ -355,10 +421,11 @@ int zkrc_semaphore_lease_cancel(zkrc_semaphore_lease *l) {
 static int ask_held(zkrc_semaphore_lease *l, int (*ask)(zkrc_lock_hold *)) {
   if (l == NULL)
     return 0;
-  g_mutex_lock(&l->sem->mu);
-  int answer =
-      l->state == L_HELD && l->lhold && !l->sem->freeing ? ask(l->lhold) : 0;
-  g_mutex_unlock(&l->sem->mu);
+  g_mutex_lock(&l->sem->o.mu);
+  int answer = l->state == L_HELD && l->lhold && !ending_locked(l->sem)
+                   ? ask(l->lhold)
+                   : 0;
+  g_mutex_unlock(&l->sem->o.mu);
   return answer;
 }
 
@@ -377,11 +444,11 @@ static int ask_hold(zkrc_semaphore_lease *l,
                     int (*ask)(zkrc_lock_hold *, void *), void *out) {
   if (l == NULL || out == NULL)
     return zkrc__fail(ZKRC_EINVAL);
-  g_mutex_lock(&l->sem->mu);
-  int err = l->state == L_HELD && l->lhold && !l->sem->freeing
+  g_mutex_lock(&l->sem->o.mu);
+  int err = l->state == L_HELD && l->lhold && !ending_locked(l->sem)
                 ? ask(l->lhold, out)
                 : zkrc__fail(ZKRC_ESTATE);
-  g_mutex_unlock(&l->sem->mu);
+  g_mutex_unlock(&l->sem->o.mu);
   return err;
 }
 
@@ -421,13 +488,12 @@ int zkrc_semaphore_list(zkrc_session *s, const char *path,
 
 /* ----------------------------------------------------------------- free */
 
-/* A free begins: from here on no callback touches the member locks'
- * holds (freeing the locks cancels the pending ones, whose completions
- * fail the leases, and releases the held ones).  Returns the held leases,
- * forgotten, whose set references the caller drops after the locks' free. */
-static GList *begin_free(zkrc_semaphore *sem) {
-  g_mutex_lock(&sem->mu);
-  sem->freeing = TRUE;
+/* A free begins (sem->o.mu held, the semaphore closed or detached): from
+ * here on no callback touches the member locks' holds (their free cancels
+ * the pending ones, whose completions fail the leases, and releases the
+ * held ones).  Returns the held leases, forgotten, whose set references
+ * the caller drops after letting the mutex go. */
+static GList *forget_held_locked(zkrc_semaphore *sem) {
   GList *held = NULL;
   GList *all = g_hash_table_get_keys(sem->live);
   for (GList *it = all; it; it = it->next) {
@@ -438,39 +504,66 @@ static GList *begin_free(zkrc_semaphore *sem) {
     }
   }
   g_list_free(all);
-  g_mutex_unlock(&sem->mu);
   return held;
+}
+
+/* A member lock's free told its end (on its executor). */
+static void member_freed(void *data) {
+  zkrc_semaphore *sem = data;
+  zkrc__object_idle(&sem->o); /* free_async's done may follow */
+  zkrc__semaphore_unref(sem);
+}
+
+/* Free both member locks in the background, each holding a reference on
+ * the semaphore and counting as its pending work until it told its end:
+ * their nodes' deletes go on, the leases' completions still come (and
+ * drop their references), and no member waits for the network. */
+static void free_members_locked(zkrc_semaphore *sem) {
+  zkrc__object_busy_locked(&sem->o);
+  zkrc__object_busy_locked(&sem->o);
+  zkrc__semaphore_ref(sem);
+  zkrc__semaphore_ref(sem);
+}
+
+static void free_members(zkrc_semaphore *sem) {
+  zkrc__lock_free_async(sem->pool, member_freed, sem);
+  zkrc__lock_free_async(sem->mutex, member_freed, sem);
 }
 
 void zkrc_semaphore_free(zkrc_semaphore *sem) {
   if (sem == NULL)
     return;
-  GList *held = begin_free(sem);
-  /* The member locks may hold the session's last references (it was
-   * closed before this free): keep it until our last use of it below. */
-  zkrc_session *s = zkrc__session_ref(sem->s);
-  zkrc__lock_free(sem->pool);
-  zkrc__lock_free(sem->mutex);
+  g_mutex_lock(&sem->o.mu);
+  /* Nothing more is told; a callback running on another thread ends
+   * first.  Threads waiting in zkrc_semaphore_acquire() return
+   * ZKRC_ECANCELED before this does. */
+  zkrc__object_close_locked(&sem->o);
+  for (GSList *w = sem->waiters; w; w = w->next)
+    g_cond_signal(w->data);
+  while (sem->waiters)
+    g_cond_wait(&sem->o.cond, &sem->o.mu);
+  GList *held = forget_held_locked(sem);
+  free_members_locked(sem);
+  g_mutex_unlock(&sem->o.mu);
+  free_members(sem);
   g_list_free_full(held, (GDestroyNotify)lease_unref);
-  /* A pool event posted before the free may still be on its way to
-   * pool_event(), which reads sem: drop our reference behind it, on the
-   * executor, which runs posted calls in order (events posted after the
-   * free are dropped by the lock, unseen). */
-  zkrc__session_post(s, sem_unref_posted, sem);
-  zkrc__session_unref(s);
+  zkrc__semaphore_unref(sem); /* the application's reference */
 }
 
 int zkrc_semaphore_free_async(zkrc_semaphore *sem, zkrc_callback_fn done,
                               void *arg) {
   if (sem == NULL || done == NULL)
     return zkrc__fail(ZKRC_EINVAL);
-  GList *held = begin_free(sem);
-  /* `done` runs after both member locks' last event and completion (the
-   * leases' completions among them), then our reference goes. */
-  zkrc__free_join *j = zkrc__free_join_new(2, done, arg, sem_unref_posted, sem);
-  zkrc__lock_free_async(sem->pool, zkrc__free_join_part, j);
-  zkrc__lock_free_async(sem->mutex, zkrc__free_join_part, j);
+  g_mutex_lock(&sem->o.mu);
+  /* `done` is told after both member locks' last event and completion
+   * (the leases' completions among them). */
+  free_members_locked(sem);
+  zkrc__object_detach_locked(&sem->o, done, arg);
+  GList *held = forget_held_locked(sem);
+  g_mutex_unlock(&sem->o.mu);
+  free_members(sem);
   g_list_free_full(held, (GDestroyNotify)lease_unref);
+  zkrc__semaphore_unref(sem); /* the application's reference */
   return ZKRC_OK;
 }
 
@@ -484,7 +577,7 @@ int zkrc_semaphore_get_stats(zkrc_semaphore *sem, zkrc_lock_stats *out,
   if (zkrc_lock_get_stats(sem->pool, &pool, sizeof pool) != ZKRC_OK)
     memset(&pool, 0, sizeof pool);
   uint32_t waiting = 0, holding = 0;
-  g_mutex_lock(&sem->mu);
+  g_mutex_lock(&sem->o.mu);
   zkrc__lock_stats copy = sem->stats;
   GHashTableIter it;
   gpointer key;
@@ -494,7 +587,7 @@ int zkrc_semaphore_get_stats(zkrc_semaphore *sem, zkrc_lock_stats *out,
     waiting += l->state == L_MUTEX || l->state == L_LEASE;
     holding += l->state == L_HELD;
   }
-  g_mutex_unlock(&sem->mu);
+  g_mutex_unlock(&sem->o.mu);
   copy.lost = pool.lost;
   return zkrc__stats_give(&copy, waiting, holding, pool.queue_length, out,
                           size);

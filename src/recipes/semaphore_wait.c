@@ -20,7 +20,9 @@
 #define ABANDON_GRACE_MS 500
 
 /* One blocking acquisition's rendezvous with its completion (under
- * sem->mu); two references: the caller's and the completion's. */
+ * sem->o.mu); two references: the caller's and the lease's (dropped when
+ * the lease goes, after its completion: that may come after the caller
+ * returned, woken by zkrc_semaphore_free()). */
 typedef struct waiter {
   gint refs;
   GCond cond; /* signalled once, by its completion */
@@ -42,18 +44,19 @@ static void blocking_done(zkrc_semaphore *sem, zkrc_semaphore_lease *lease,
                           const zkrc_semaphore_acquired_info *info, void *arg) {
   waiter *w = arg;
   int status = info->status;
-  g_mutex_lock(&sem->mu);
+  g_mutex_lock(&sem->o.mu);
   w->done = TRUE;
   w->status = status;
   w->zk_error = info->zk_error;
   w->lease = lease;
   gboolean unwanted = w->abandoned && status == ZKRC_OK;
   g_cond_signal(&w->cond);
-  g_mutex_unlock(&sem->mu);
+  g_mutex_unlock(&sem->o.mu);
   if (unwanted) /* granted after its caller gave up: give it back */
     zkrc_semaphore_lease_release(lease);
-  waiter_unref(w);
 }
+
+static void waiter_free(void *w) { waiter_unref(w); }
 
 int zkrc_semaphore_acquire(zkrc_semaphore *sem, int timeout_ms,
                            zkrc_semaphore_lease **out) {
@@ -72,21 +75,29 @@ int zkrc_semaphore_acquire(zkrc_semaphore *sem, int timeout_ms,
   g_cond_init(&w->cond);
   zkrc__semaphore_ref(
       sem); /* its mutex outlives a concurrent free until we return */
-  int err =
-      zkrc_semaphore_acquire_async(sem, timeout_ms, blocking_done, w, NULL);
+  /* Among the waiters from here on: the semaphore's free waits for us. */
+  g_mutex_lock(&sem->o.mu);
+  sem->waiters = g_slist_prepend(sem->waiters, &w->cond);
+  g_mutex_unlock(&sem->o.mu);
+  int err = zkrc__semaphore_acquire_async(sem, timeout_ms, blocking_done, w,
+                                          waiter_free, NULL);
+  g_mutex_lock(&sem->o.mu);
   if (err != ZKRC_OK) {
-    waiter_unref(w); /* no completion comes */
+    waiter_unref(w); /* no completion comes: the lease's */
   } else {
-    /* The acquisition's own deadline (lock_async.c's timers) ends it. */
-    g_mutex_lock(&sem->mu);
-    while (!w->done && zkrc__cond_wait_until(&w->cond, &sem->mu, deadline))
+    /* The acquisition's own deadline (lock_async.c's timers) ends it, or
+     * the semaphore's free. */
+    while (!w->done && !sem->o.closed &&
+           zkrc__cond_wait_until(&w->cond, &sem->o.mu, deadline))
       ;
     w->abandoned = !w->done;
-    err = w->done ? w->status : ZKRC_ETIMEDOUT;
+    err = w->done ? w->status : sem->o.closed ? ZKRC_ECANCELED : ZKRC_ETIMEDOUT;
     zk_rc = w->done ? w->zk_error : 0;
     *out = w->done ? w->lease : NULL;
-    g_mutex_unlock(&sem->mu);
   }
+  sem->waiters = g_slist_remove(sem->waiters, &w->cond);
+  g_cond_broadcast(&sem->o.cond);
+  g_mutex_unlock(&sem->o.mu);
   waiter_unref(w);
   zkrc__semaphore_unref(sem);
   return zk_rc ? zkrc__fail_zk(err, zk_rc) : zkrc__fail(err);

@@ -183,7 +183,7 @@ int zkrc_lock_get_stats(zkrc_lock *lk, zkrc_lock_stats *out, size_t size) {
   if (lk == NULL)
     return zkrc__fail(ZKRC_EINVAL);
   uint32_t waiting = 0, holding = 0, listed = 0;
-  g_mutex_lock(&lk->r.mu);
+  g_mutex_lock(&lk->r.o.mu);
   count_states(lk->holders, &waiting, &holding, &listed);
   count_states(lk->holds, &waiting, &holding, &listed);
   if (lk->hold) /* the only one (lock_private.h) */
@@ -196,7 +196,7 @@ int zkrc_lock_get_stats(zkrc_lock *lk, zkrc_lock_stats *out, size_t size) {
     memset(&copy, 0, sizeof copy);
     add_first_acquisition(lk, &copy);
   }
-  g_mutex_unlock(&lk->r.mu);
+  g_mutex_unlock(&lk->r.o.mu);
   /* A hold that joined right behind another of this object did not list
    * the queue (queue_tail.c): the object's own holds in it count too. */
   uint32_t queue_length = MAX(listed, waiting + holding);

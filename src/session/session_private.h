@@ -16,7 +16,8 @@
  *
  *   recipe -> contender -> siblings -> session -> registry
  *
- * a recipe's mutex (zkrc__recipe.mu: a lock's, an election's), then a
+ * a recipe's mutex (its object's, zkrc__object.mu of core/object.h: a
+ * lock's, an election's, a semaphore's, a read-write lock's), then a
  * contender's (queue.c), then a session's list of the sessions opened
  * beside it (s->siblings_mu, session_place.c: a new sibling's mutexes are
  * taken under it), then the session's list of contenders
