@@ -58,16 +58,20 @@ static void chain_send(chain *c) {
   int rc = ZCLOSING; /* no handle: reply_rc makes it a lost connection */
   if (conn) {
     c->generation = conn->generation;
+    /* Before the send: its reply may run (and end the chain, freeing c)
+     * before zkrc__zk_create() returns. */
+    c->node_sent = node;
     rc = zkrc__zk_create(conn, target, node ? c->data : NULL,
                          node ? c->len : -1, zkrc__acl_vector(c->acl),
                          node ? c->flags : ZOO_CONTAINER, chain_reply, c);
     zkrc__conn_unuse(conn);
-    c->node_sent = node && rc == ZOK;
   }
   if (!node)
     g_free(target);
-  if (rc != ZOK)
+  if (rc != ZOK) { /* not sent: no reply will come, c is still ours */
+    c->node_sent = FALSE;
     chain_reply(rc, NULL, c);
+  }
 }
 
 static void chain_start(void *arg) { chain_send(arg); }
