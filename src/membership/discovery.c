@@ -40,6 +40,7 @@ struct zkrc_service_registration {
   gboolean creating;
   int created;
   int creates;           /* of the node itself, so far */
+  int parents_lost;      /* chains ended by a container removed meanwhile */
   GSource *create_timer; /* its deadline, or NULL */
   char *json;            /* the record to create */
   size_t len;
@@ -214,7 +215,13 @@ static void node_created(int rc, uint64_t gen, gboolean node_sent, void *arg) {
   zkrc_service_registration *r = arg;
   if (rc == ZNODEEXISTS)
     delete_old(r);
-  else
+  else if (rc == ZNONODE && ++r->parents_lost < 3) {
+    /* A container above, emptied, removed after its create: again, with
+     * its parents, a bounded number of times (not another writer's
+     * create: not counted in creates). */
+    r->creates--;
+    create_node(r);
+  } else
     create_over(r, rc == ZOK ? ZKRC_OK : create_error(rc));
   registration_unref(r);
 }
