@@ -383,7 +383,7 @@ static void measure_cli_partitions(void) {
     int sfd = open(succ_fifo, O_RDONLY | O_NONBLOCK);
     char *holder_argv[] = {
         ZKR_LOCK,
-        "-s",
+        "--servers",
         (char *)zkrc_ensemble_member_address(ensemble, proxy),
         "-t",
         timeout,
@@ -401,7 +401,7 @@ static void measure_cli_partitions(void) {
     if (wait_fd(hfd, FALSE, 20000) == 0) /* "up": it runs, holding */
       fatal("zkr-lock partition: the holder's command did not start");
     char *succ_argv[] = {ZKR_LOCK,
-                         "-s",
+                         "--servers",
                          (char *)zkrc_ensemble_direct_connect_string(ensemble),
                          "-t",
                          timeout,

@@ -14,11 +14,13 @@ make_var() {
 }
 
 # built_programs: every program the build installs in bindir, one a line,
-# as DIR/NAME (tools/zkr-lock): the bin_PROGRAMS of each directory of the
-# top Makefile's SUBDIRS.
+# as DIR/NAME (tools/zkr): the bin_PROGRAMS of each directory of the top
+# Makefile's SUBDIRS, and the other names it installs them under
+# (TOOL_ALIASES: tools/zkr-lock, a link to zkr, is in the build tree a
+# script that runs zkr by that name).
 built_programs() {
   for dir in $(make_var . SUBDIRS); do
-    for p in $(make_var "$dir" bin_PROGRAMS); do
+    for p in $(make_var "$dir" bin_PROGRAMS) $(make_var "$dir" TOOL_ALIASES); do
       echo "$dir/$p"
     done
   done

@@ -27,6 +27,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -34,17 +37,23 @@
 
 #include <glib.h>
 #include <glib/gstdio.h>
+#include <json-glib/json-glib.h>
 
 #include "testutil.h"
 
+/* One program, two names (issue 32): zkr-lock is `zkr lock'.  Tests run
+ * each subcommand both ways: tool names below, or zkr with the
+ * subcommand (tool_start_as). */
 #define ZKR_LOCK TOP_BUILDDIR "/tools/zkr-lock"
 #define ZKR_ELECT TOP_BUILDDIR "/tools/zkr-elect"
+#define ZKR TOP_BUILDDIR "/tools/zkr"
 
 /* The tools' exit statuses (tools/tool.h, documented in --help). */
 #define EXIT_NOT_ACQUIRED 1
 #define EXIT_USAGE 2
 #define EXIT_NO_LEADER 3
 #define EXIT_BAD_PATH 65
+#define EXIT_NOHOST 68
 #define EXIT_UNAVAILABLE 69
 #define EXIT_LOST 75
 #define EXIT_ZOOKEEPER 76
@@ -174,13 +183,16 @@ static proc *proc_start(const char *const *argv) {
 /* The harness's tick, for --server-tick. */
 #define TICK_ARG G_STRINGIFY(ZKT_TICK_MS)
 
-/* Start a tool: @p tool, then "-s HOSTS -t 2000 --server-tick 200", then
- * @p args. */
-static proc *tool_start(const char *tool, const char *const *args) {
+/* Start a tool: @p tool (with @p subcommand: zkr SUBCOMMAND), then
+ * "--servers HOSTS -t 2000 --server-tick 200", then @p args. */
+static proc *tool_start_as(const char *tool, const char *subcommand,
+                           const char *const *args) {
   const char *argv[32];
   int n = 0;
   argv[n++] = tool;
-  argv[n++] = "-s";
+  if (subcommand)
+    argv[n++] = subcommand;
+  argv[n++] = "--servers";
   argv[n++] = zkt_hosts();
   argv[n++] = "-t";
   argv[n++] = TOOL_SESSION_ARG;
@@ -190,6 +202,10 @@ static proc *tool_start(const char *tool, const char *const *args) {
     argv[n++] = args[i];
   argv[n] = NULL;
   return proc_start(argv);
+}
+
+static proc *tool_start(const char *tool, const char *const *args) {
+  return tool_start_as(tool, NULL, args);
 }
 
 /* Read what @p fd has (non-blocking); *eof once its writers are gone. */
@@ -260,6 +276,18 @@ static int proc_wait_text(proc *p, int on_stderr, const char *needle,
 }
 
 /* Run a tool to its end; returns its status (-1: killed at the deadline). */
+/* zkr SUBCOMMAND: as tool_run(). */
+static int zkr_run(const char *subcommand, const char *const *args,
+                   proc **out) {
+  proc *p = tool_start_as(ZKR, subcommand, args);
+  int status = proc_wait(p, EXIT_TIMEOUT);
+  if (out)
+    *out = p;
+  else
+    proc_free(p);
+  return status;
+}
+
 static int tool_run(const char *tool, const char *const *args, proc **out) {
   proc *p = tool_start(tool, args);
   int status = proc_wait(p, EXIT_TIMEOUT);
@@ -519,17 +547,19 @@ static void test_lock_conflict(void) {
   g_free(path);
 }
 
-/* The command's environment: ZKR_LOCK_PATH, ZKR_LOCK_NODE (our node, which
- * exists while it runs), ZKR_FENCING_TOKEN = that node's czxid, larger on
- * the next run; ZKR_PARTICIPANT_ID. */
+/* The command's environment: ZKR_PATH, ZKR_NODE (our node, which exists
+ * while it runs), ZKR_FENCING_TOKEN = that node's czxid, larger on the
+ * next run; ZKR_PARTICIPANT_ID; and the names of 0.1, ZKR_LOCK_PATH and
+ * ZKR_LOCK_NODE, with the same values (kept one release, issue 32). */
 static void test_lock_environment(void) {
   cleanup_processes();
   char *path = zkt_path("tools-env");
   zhandle_t *zh = zkt_raw();
   /* fds: what ls sees open - 0-2 and its directory; the tool's ZooKeeper
    * connection and pipes must not leak into the command. */
-  const char *script = "echo path=$ZKR_LOCK_PATH node=$ZKR_LOCK_NODE "
+  const char *script = "echo path=$ZKR_PATH node=$ZKR_NODE "
                        "token=$ZKR_FENCING_TOKEN id=$ZKR_PARTICIPANT_ID "
+                       "old=$ZKR_LOCK_PATH,$ZKR_LOCK_NODE "
                        "fds=$(ls /proc/self/fd | tr '\\n' ,); "
                        "echo pid=$$; exec sleep 30";
   const char *args[] = {"--id", "env-test", path,   "--",
@@ -545,6 +575,12 @@ static void test_lock_environment(void) {
     char *fds = value_of(p->out->str, "fds", 0);
     CU_ASSERT_STRING_EQUAL(fds ? fds : "", "0,1,2,3,");
     g_free(fds);
+    char *old = value_of(p->out->str, "old", 0);
+    char *same =
+        g_strdup_printf("%s,%s", lpath ? lpath : "-", node ? node : "-");
+    CU_ASSERT_STRING_EQUAL(old ? old : "", same);
+    g_free(old);
+    g_free(same);
     CU_ASSERT_STRING_EQUAL(lpath ? lpath : "", path);
     CU_ASSERT_STRING_EQUAL(id ? id : "", "env-test");
     CU_ASSERT_FATAL(node != NULL && token != NULL);
@@ -602,9 +638,9 @@ static void test_lock_several_paths(void) {
   CU_ASSERT_EQUAL(proc_wait(holder, EXIT_TIMEOUT), 128 + SIGTERM);
 
   const char *script =
-      "echo count=$ZKR_LOCK_COUNT p1=$ZKR_LOCK_PATH_1 p2=$ZKR_LOCK_PATH_2 "
-      "n1=$ZKR_LOCK_NODE_1 n2=$ZKR_LOCK_NODE_2 t1=$ZKR_FENCING_TOKEN_1 "
-      "t2=$ZKR_FENCING_TOKEN_2 t=$ZKR_FENCING_TOKEN p=$ZKR_LOCK_PATH; "
+      "echo count=$ZKR_COUNT p1=$ZKR_PATH_1 p2=$ZKR_PATH_2 "
+      "n1=$ZKR_NODE_1 n2=$ZKR_NODE_2 t1=$ZKR_FENCING_TOKEN_1 "
+      "t2=$ZKR_FENCING_TOKEN_2 t=$ZKR_FENCING_TOKEN p=$ZKR_PATH; "
       "echo pid=$$; exec sleep 30";
   const char *both[] = {b, a, "--", "sh", "-c", script, NULL};
   proc *p = tool_start(ZKR_LOCK, both);
@@ -798,18 +834,31 @@ static void test_lock_limit_several_paths(void) {
   g_free(c);
 }
 
-/* --shared takes the read side, -x the write side of the read-write lock:
- * while a reader runs, another reader runs too, a writer and a plain lock
- * are refused (-n); once it is gone, a writer runs. */
+/* -s (--shared, as in flock) takes the read side, -x the write side of
+ * the read-write lock: while a reader runs, another reader runs too, a
+ * writer and a plain lock are refused (-n); once it is gone, a writer
+ * runs.  Both names of the program, options after the path (GNU
+ * permutation, up to COMMAND) and flock's -c STRING and -e. */
 static void test_lock_shared_exclusive(void) {
   cleanup_processes();
   char *path = zkt_path("tools-rw");
   const char *reader[] = {
-      "--shared", path, "--", "sh", "-c", "echo pid=$$; exec sleep 30", NULL};
+      "-s", path, "--", "sh", "-c", "echo pid=$$; exec sleep 30", NULL};
   proc *r = tool_start(ZKR_LOCK, reader);
   CU_ASSERT_FATAL(command_pid(r) > 0);
-  const char *reader2[] = {"-n", "--shared", path, "--", "true", NULL};
-  CU_ASSERT_EQUAL(tool_run(ZKR_LOCK, reader2, NULL), 0);
+  const char *reader2[] = {path, "-n", "--shared", "--", "true", NULL};
+  CU_ASSERT_EQUAL(zkr_run("lock", reader2, NULL), 0);
+  char *marker = tmp_file("rw-marker");
+  char *touch = g_strdup_printf("touch '%s'", marker);
+  const char *reader3[] = {path, "-s", "-n", "-c", touch, NULL};
+  CU_ASSERT_EQUAL(zkr_run("lock", reader3, NULL), 0);
+  CU_ASSERT_TRUE(g_file_test(marker, G_FILE_TEST_EXISTS)); /* -c ran */
+  g_unlink(marker);
+  const char *writer_e[] = {path, "-ne", "-c", touch, NULL};
+  CU_ASSERT_EQUAL(zkr_run("lock", writer_e, NULL), EXIT_NOT_ACQUIRED);
+  CU_ASSERT_FALSE(g_file_test(marker, G_FILE_TEST_EXISTS));
+  g_free(touch);
+  g_free(marker);
   const char *writer[] = {"-n", "-x", path, "--", "true", NULL};
   CU_ASSERT_EQUAL(tool_run(ZKR_LOCK, writer, NULL), EXIT_NOT_ACQUIRED);
   const char *mutex[] = {"-n", path, "--", "true", NULL};
@@ -954,21 +1003,24 @@ static void test_lock_signals_and_status(void) {
 
 static proc *start_candidate(const char *path, const char *id,
                              const char *log) {
-  char *script =
-      g_strdup_printf("echo \"$ZKR_PARTICIPANT_ID $ZKR_LEADER_TOKEN\" >> '%s'; "
-                      "echo pid=$$ token=$ZKR_LEADER_TOKEN; exec sleep 30",
-                      log);
+  char *script = g_strdup_printf(
+      "echo \"$ZKR_PARTICIPANT_ID $ZKR_FENCING_TOKEN\" >> '%s'; "
+      "echo pid=$$ token=$ZKR_FENCING_TOKEN "
+      "old=$ZKR_LEADER_TOKEN,$ZKR_ELECTION_PATH "
+      "path=$ZKR_PATH; exec sleep 30",
+      log);
   const char *args[] = {"--id", id, path, "--", "sh", "-c", script, NULL};
   proc *p = tool_start(ZKR_ELECT, args);
   g_free(script);
   return p;
 }
 
-/* Ask --leader; returns its status and the printed id in *id. */
+/* Ask --leader (zkr elect); returns its status and the printed id in
+ * *id. */
 static int leader_of(const char *path, char **id) {
-  const char *args[] = {"--leader", path, NULL};
+  const char *args[] = {path, "--leader", NULL};
   proc *p;
-  int status = tool_run(ZKR_ELECT, args, &p);
+  int status = zkr_run("elect", args, &p);
   *id = g_strdup(p->out->str);
   proc_free(p);
   return status;
@@ -996,6 +1048,18 @@ static void test_elect_failover(void) {
   CU_ASSERT_STRING_EQUAL(id, "cand-A\n");
   g_free(id);
   CU_ASSERT_STRING_EQUAL(b->out->str, ""); /* B waits */
+  /* The token and path under their names, and those of 0.1. */
+  char *token = value_of(a->out->str, "token", 0);
+  char *old = value_of(a->out->str, "old", 0);
+  char *same = g_strdup_printf("%s,%s", token ? token : "-", path);
+  CU_ASSERT(token && g_ascii_strtoll(token, NULL, 10) > 0);
+  CU_ASSERT_STRING_EQUAL(old ? old : "", same);
+  char *epath = value_of(a->out->str, "path", 0);
+  CU_ASSERT_STRING_EQUAL(epath ? epath : "", path);
+  g_free(token);
+  g_free(old);
+  g_free(same);
+  g_free(epath);
   /* --holders: the participants in line, the leader first. */
   const char *holders[] = {"--holders", path, NULL};
   proc *h;
@@ -1105,8 +1169,8 @@ static void test_elect_command_exits(void) {
   char *go = tmp_file("go");
   char *script = g_strdup_printf(
       "echo pid=$$; while [ ! -e '%s' ]; do sleep 0.05; done; exit 4", go);
-  const char *first[] = {"--id", "quitter", "-r", "30",   path,
-                         "--",   "sh",      "-c", script, NULL};
+  const char *first[] = {"--id", "quitter", "--rejoin-delay", "30", path, "--",
+                         "sh",   "-c",      script,           NULL};
   proc *a = tool_start(ZKR_ELECT, first);
   CU_ASSERT_FATAL(command_pid(a) > 0);
   char *log = tmp_file("takeover");
@@ -1246,6 +1310,149 @@ static void test_elect_watch(void) {
   g_free(path);
 }
 
+/* ---------------------------------------------------------------- JSON */
+
+/* The @p nth line of @p text parsed as a JSON object (json-glib): NULL
+ * (and a test failure) when it is not one.  g_object_unref *parser. */
+static JsonObject *json_line(const char *text, int nth, JsonParser **parser) {
+  char **lines = g_strsplit(text, "\n", -1);
+  *parser = json_parser_new();
+  GError *error = NULL;
+  JsonObject *o = NULL;
+  if ((int)g_strv_length(lines) > nth &&
+      json_parser_load_from_data(*parser, lines[nth], -1, &error)) {
+    JsonNode *root = json_parser_get_root(*parser);
+    if (root && JSON_NODE_HOLDS_OBJECT(root))
+      o = json_node_get_object(root);
+  }
+  if (o == NULL)
+    fprintf(stderr, "\nline %d is no JSON object (%s):\n%s\n", nth,
+            error ? error->message : "missing", text);
+  CU_ASSERT_PTR_NOT_NULL(o);
+  g_clear_error(&error);
+  g_strfreev(lines);
+  return o;
+}
+
+/* --json (issue 32): zkr lock --holders, zkr elect --holders, --leader and
+ * --watch print one JSON document per line, parsed back with json-glib,
+ * with the contenders' ids, nodes (which exist) and tokens (their
+ * czxids); a leader of null when nobody leads (exit 3 as without it). */
+static void test_json_answers(void) {
+  cleanup_processes();
+  char *lock = zkt_path("tools-json-lock");
+  char *other = zkt_path("tools-json-other");
+  char *election = zkt_path("tools-json-elect");
+  zhandle_t *zh = zkt_raw();
+  const char *hold[] = {"--id",
+                        "json-holder",
+                        lock,
+                        "--",
+                        "sh",
+                        "-c",
+                        "echo pid=$$; exec sleep 30",
+                        NULL};
+  proc *h = tool_start(ZKR_LOCK, hold);
+  CU_ASSERT_FATAL(command_pid(h) > 0);
+
+  proc *p;
+  const char *holders[] = {"--holders", "--json", lock, other, NULL};
+  CU_ASSERT_EQUAL(zkr_run("lock", holders, &p), 0);
+  JsonParser *jp;
+  JsonObject *o = json_line(p->out->str, 0, &jp);
+  if (o) {
+    CU_ASSERT_STRING_EQUAL(json_object_get_string_member(o, "path"), lock);
+    JsonArray *c = json_object_get_array_member(o, "contenders");
+    CU_ASSERT_EQUAL_FATAL(json_array_get_length(c), 1);
+    JsonObject *first = json_array_get_object_element(c, 0);
+    CU_ASSERT_STRING_EQUAL(json_object_get_string_member(first, "id"),
+                           "json-holder");
+    const char *node = json_object_get_string_member(first, "node");
+    CU_ASSERT(g_str_has_prefix(node, lock) && zkt_exists(zh, node));
+    CU_ASSERT_EQUAL(json_object_get_int_member(first, "token"),
+                    zkt_czxid(zh, node));
+  }
+  g_object_unref(jp);
+  o = json_line(p->out->str, 1, &jp); /* the second path: nobody */
+  if (o)
+    CU_ASSERT_EQUAL(
+        json_array_get_length(json_object_get_array_member(o, "contenders")),
+        0);
+  g_object_unref(jp);
+  proc_free(p);
+
+  const char *leader[] = {"--leader", "--json", election, NULL};
+  CU_ASSERT_EQUAL(tool_run(ZKR_ELECT, leader, &p), EXIT_NO_LEADER);
+  o = json_line(p->out->str, 0, &jp);
+  if (o)
+    CU_ASSERT_TRUE(json_object_get_null_member(o, "leader"));
+  g_object_unref(jp);
+  proc_free(p);
+
+  const char *watch[] = {"--watch", "--json", election, NULL};
+  proc *w = tool_start(ZKR_ELECT, watch);
+  int64_t deadline = zkt_now_ms() + START_TIMEOUT; /* its "nobody" first */
+  while (zkt_now_ms() < deadline && count_char(w->out->str, '\n') < 1)
+    proc_pump(w, 100);
+  char *log = tmp_file("json-leaders");
+  proc *a = start_candidate(election, "json-A", log);
+  CU_ASSERT_FATAL(command_pid(a) > 0);
+  CU_ASSERT_EQUAL(zkr_run("elect", leader, &p), 0);
+  o = json_line(p->out->str, 0, &jp);
+  if (o) {
+    CU_ASSERT_STRING_EQUAL(json_object_get_string_member(o, "leader"),
+                           "json-A");
+    CU_ASSERT_STRING_EQUAL(json_object_get_string_member(o, "path"), election);
+  }
+  g_object_unref(jp);
+  proc_free(p);
+  const char *eholders[] = {"--holders", "--json", election, NULL};
+  CU_ASSERT_EQUAL(tool_run(ZKR_ELECT, eholders, &p), 0);
+  o = json_line(p->out->str, 0, &jp);
+  if (o) {
+    JsonArray *c = json_object_get_array_member(o, "contenders");
+    CU_ASSERT_EQUAL_FATAL(json_array_get_length(c), 1);
+    CU_ASSERT_STRING_EQUAL(json_object_get_string_member(
+                               json_array_get_object_element(c, 0), "id"),
+                           "json-A");
+  }
+  g_object_unref(jp);
+  proc_free(p);
+  /* --watch: nobody, then json-A with its token, a line each. */
+  deadline = zkt_now_ms() + START_TIMEOUT;
+  while (zkt_now_ms() < deadline && count_char(w->out->str, '\n') < 2)
+    proc_pump(w, 100);
+  JsonObject *none = json_line(w->out->str, 0, &jp);
+  if (none) {
+    CU_ASSERT_TRUE(json_object_get_null_member(none, "leader"));
+    CU_ASSERT_TRUE(json_object_get_null_member(none, "token"));
+    CU_ASSERT(strlen(json_object_get_string_member(none, "time")) > 10);
+  }
+  g_object_unref(jp);
+  o = json_line(w->out->str, 1, &jp);
+  char *token = value_of(a->out->str, "token", 0);
+  if (o) {
+    CU_ASSERT_STRING_EQUAL(json_object_get_string_member(o, "leader"),
+                           "json-A");
+    CU_ASSERT_EQUAL(json_object_get_int_member(o, "token"),
+                    g_ascii_strtoll(token ? token : "-1", NULL, 10));
+  }
+  g_object_unref(jp);
+  g_free(token);
+  proc_signal(w, SIGINT);
+  CU_ASSERT_EQUAL(proc_wait(w, EXIT_TIMEOUT), 0);
+  proc_signal(a, SIGTERM);
+  CU_ASSERT_EQUAL(proc_wait(a, EXIT_TIMEOUT), 0);
+  proc_signal(h, SIGTERM);
+  CU_ASSERT_EQUAL(proc_wait(h, EXIT_TIMEOUT), 128 + SIGTERM);
+  cleanup_processes();
+  zookeeper_close(zh);
+  g_free(log);
+  g_free(lock);
+  g_free(other);
+  g_free(election);
+}
+
 /* ---------------------------------------------------------------- both */
 
 typedef struct usage_case {
@@ -1261,7 +1468,7 @@ static void test_usage_and_paths(void) {
   static const usage_case cases[] = {
       {ZKR_LOCK, {NULL}, EXIT_USAGE},
       {ZKR_LOCK, {"--bogus", "/p", "--", "true", NULL}, EXIT_USAGE},
-      {ZKR_LOCK, {"/p", "-n", "--", "true", NULL}, EXIT_USAGE},
+      {ZKR_LOCK, {"/p", "-n", "-q", "--", "true", NULL}, EXIT_USAGE},
       {ZKR_LOCK, {"-w", "soon", "/p", "--", "true", NULL}, EXIT_USAGE},
       {ZKR_LOCK, {"-w", "-1", "/p", "--", "true", NULL}, EXIT_USAGE},
       {ZKR_LOCK, {"-E", "256", "/p", "--", "true", NULL}, EXIT_USAGE},
@@ -1285,7 +1492,8 @@ static void test_usage_and_paths(void) {
       {ZKR_ELECT, {"--leader", "/a/../b", NULL}, EXIT_BAD_PATH},
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-    const char *argv[12] = {cases[i].tool, "-s", "127.0.0.1:1", "-t", "500"};
+    const char *argv[12] = {cases[i].tool, "--servers", "127.0.0.1:1", "-t",
+                            "500"};
     int n = 5;
     for (int j = 0; cases[i].args[j]; j++)
       argv[n++] = cases[i].args[j];
@@ -1306,20 +1514,80 @@ static void test_usage_and_paths(void) {
   }
 }
 
-/* Unreachable servers: 69 once the session timeout has passed (and not
- * much later); --help and --version exit 0; ZKR_SERVERS is the default. */
+/* Servers that cannot be had, each said as what it is (issue 32): all
+ * refusing, 69 at once with "connection refused (host:port, ...)"; one
+ * that accepts and never answers, 69 after --connect-timeout; a name that
+ * does not resolve, 68; a chroot that does not exist, 69 naming it.
+ * --help and --version exit 0; ZKR_SERVERS is the default. */
 static void test_unreachable_help_env(void) {
   cleanup_processes();
   const char *tools[] = {ZKR_LOCK, ZKR_ELECT};
+  /* A port that accepts connections and never answers: the test's own. */
+  int silent = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  struct sockaddr_in sin = {.sin_family = AF_INET,
+                            .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+  socklen_t len = sizeof sin;
+  CU_ASSERT_FATAL(silent >= 0 &&
+                  bind(silent, (struct sockaddr *)&sin, sizeof sin) == 0 &&
+                  listen(silent, 16) == 0 &&
+                  getsockname(silent, (struct sockaddr *)&sin, &len) == 0);
+  char *silent_hp = g_strdup_printf("127.0.0.1:%d", ntohs(sin.sin_port));
+  char *no_chroot = g_strdup_printf("%s/zkt-no-such-chroot", zkt_hosts());
   for (int i = 0; i < 2; i++) {
-    const char *argv[] = {tools[i],           "-s", "127.0.0.1:1", "-t", "1000",
-                          "/zkt/unreachable", "--", "true",        NULL};
+    /* Every server refuses (nothing listens on ports 1 and 2): said at
+     * once, not after the session or connect timeout (10 s, 5 s). */
+    const char *argv[] = {tools[i],
+                          "--servers",
+                          "127.0.0.1:1,127.0.0.1:2",
+                          "/zkt/unreachable",
+                          "--",
+                          "true",
+                          NULL};
     int64_t t0 = zkt_now_ms();
     proc *p = proc_start(argv);
     CU_ASSERT_EQUAL(proc_wait(p, EXIT_TIMEOUT), EXIT_UNAVAILABLE);
     int64_t took = zkt_now_ms() - t0;
-    CU_ASSERT(took >= 1000 && took < 4000);
-    CU_ASSERT_PTR_NOT_NULL(strstr(p->err->str, "answered"));
+    printf(" (refused: exit after %lld ms) ", (long long)took);
+    CU_ASSERT(took < 2000);
+    CU_ASSERT_PTR_NOT_NULL(
+        strstr(p->err->str, "connection refused (127.0.0.1:1, 127.0.0.1:2)"));
+    proc_free(p);
+    /* A server that takes the connection and says nothing: the connect
+     * timeout, with its own words. */
+    const char *mute[] = {
+        tools[i], "--servers",        silent_hp, "--connect-timeout",
+        "0.5",    "/zkt/unreachable", "--",      "true",
+        NULL};
+    t0 = zkt_now_ms();
+    p = proc_start(mute);
+    CU_ASSERT_EQUAL(proc_wait(p, EXIT_TIMEOUT), EXIT_UNAVAILABLE);
+    took = zkt_now_ms() - t0;
+    CU_ASSERT(took >= 500 && took < 3000);
+    CU_ASSERT_PTR_NOT_NULL(strstr(p->err->str, "within 500 ms"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(p->err->str, "no session was made"));
+    proc_free(p);
+    /* A name that does not resolve: 68, named. */
+    const char *noname[] = {tools[i],
+                            "--servers",
+                            "zkt-no-such-host.invalid:2181",
+                            "/zkt/unreachable",
+                            "--",
+                            "true",
+                            NULL};
+    p = proc_start(noname);
+    CU_ASSERT_EQUAL(proc_wait(p, EXIT_TIMEOUT), EXIT_NOHOST);
+    CU_ASSERT_PTR_NOT_NULL(strstr(p->err->str, "cannot resolve the server name "
+                                               "zkt-no-such-host.invalid"));
+    proc_free(p);
+    /* A chroot that does not exist: named, before anything is made. */
+    const char *chroot[] = {tools[i], "--servers",      no_chroot,
+                            "-t",     TOOL_SESSION_ARG, "/zkt/unreachable",
+                            "--",     "true",           NULL};
+    p = proc_start(chroot);
+    CU_ASSERT_EQUAL(proc_wait(p, EXIT_TIMEOUT), EXIT_UNAVAILABLE);
+    CU_ASSERT_PTR_NOT_NULL(
+        strstr(p->err->str, "the chroot /zkt-no-such-chroot of the server "
+                            "list does not exist"));
     proc_free(p);
 
     const char *help[] = {tools[i], "--help", NULL};
@@ -1347,6 +1615,9 @@ static void test_unreachable_help_env(void) {
   CU_ASSERT_STRING_EQUAL(p->out->str, "");
   proc_free(p);
   g_unsetenv("ZKR_SERVERS");
+  close(silent);
+  g_free(silent_hp);
+  g_free(no_chroot);
 }
 
 /* ----------------------------------------------- digest authentication */
@@ -1486,8 +1757,9 @@ static char *other_members(void) {
 /* Start @p tool with "-s HOSTS -t 4000 --server-tick 200", then @p args. */
 static proc *start_on(const char *tool, const char *hosts,
                       const char *const *args) {
-  const char *argv[32] = {
-      tool, "-s", hosts, "-t", PART_SESSION_ARG, "--server-tick", TICK_ARG};
+  const char *argv[32] = {tool,    "--servers",      hosts,
+                          "-t",    PART_SESSION_ARG, "--server-tick",
+                          TICK_ARG};
   int n = 7;
   for (int i = 0; args[i] && n < 31; i++)
     argv[n++] = args[i];
@@ -1800,7 +2072,8 @@ static void add_suites(void) {
             {"hold without a command", test_lock_hold_without_command},
             {"holder_killed", test_lock_holder_killed},
             {"lost", test_lock_lost}, {"lost_grace", test_lock_lost_grace},
-            {"signals_and_status", test_lock_signals_and_status});
+            {"signals_and_status", test_lock_signals_and_status},
+            {"json answers", test_json_answers});
   ZKT_SUITE(
       "zkr-elect", {"failover", test_elect_failover}, {"lost", test_elect_lost},
       {"command_exits", test_elect_command_exits}, {"watch", test_elect_watch});

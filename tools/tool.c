@@ -1,5 +1,5 @@
 /*
- * tools/tool.c - the code zkr-lock and zkr-elect share (see tool.h).
+ * tools/tool.c - the code the zkr subcommands share (see tool.h).
  *
  * Licensed under the Apache License, Version 2.0 (see COPYING).
  */
@@ -31,6 +31,7 @@
 
 #define DEFAULT_SERVERS "127.0.0.1:2181"
 #define DEFAULT_SESSION_TIMEOUT_MS 10000
+#define DEFAULT_CONNECT_TIMEOUT_MS 5000
 #define DEFAULT_GRACE_MS 5000
 
 static const char *program = "zkr-tool";
@@ -84,6 +85,7 @@ void tool_options_init(tool_options *o, const char *name) {
   const char *env = getenv("ZKR_SERVERS");
   o->servers = env && *env ? env : DEFAULT_SERVERS;
   o->session_timeout_ms = DEFAULT_SESSION_TIMEOUT_MS;
+  o->connect_timeout_ms = DEFAULT_CONNECT_TIMEOUT_MS;
   o->lost_signal = SIGTERM;
   o->grace_ms = DEFAULT_GRACE_MS;
   env = getenv("ZKR_AUTH_FILE");
@@ -146,75 +148,23 @@ int tool_parse_signal(const char *text, const char *what) {
                    what, text);
 }
 
-static void print_version(void) {
-  printf("%s (%s) %s\n", program, PACKAGE_NAME, PACKAGE_VERSION);
+void tool_set_program(const char *name) { program = name; }
+
+void tool_set_verbose(tool_options *o) { o->verbose = verbose = 1; }
+
+char **tool_shell_command(const char *string) {
+  char **argv = g_new0(char *, 4);
+  argv[0] = (char *)"/bin/sh";
+  argv[1] = (char *)"-c";
+  argv[2] = (char *)string;
+  return argv;
 }
 
-int tool_common_option(tool_options *o, int c, const char *arg,
-                       const char *usage_text) {
-  switch (c) {
-  case 's':
-    if (*arg == '\0')
-      tool_usage_error("the server list (-s) is empty");
-    o->servers = arg;
-    return 1;
-  case 't':
-    o->session_timeout_ms =
-        tool_parse_int(arg, 1, 3600000, "the session timeout (ms)");
-    return 1;
-  case 'k':
-    o->lost_signal = tool_parse_signal(arg, "--lost-signal");
-    return 1;
-  case 'g':
-    o->grace_ms = tool_parse_seconds(arg, "--grace");
-    return 1;
-  case 'v':
-    o->verbose = verbose = 1;
-    return 1;
-  case 'h':
-    fputs(usage_text, stdout);
-    exit(fflush(stdout) == 0 ? TOOL_EXIT_OK : TOOL_EXIT_IOERR);
-  case 'V':
-    print_version();
-    exit(fflush(stdout) == 0 ? TOOL_EXIT_OK : TOOL_EXIT_IOERR);
-  case TOOL_OPT_ID:
-    if (*arg == '\0')
-      tool_usage_error("the participant id (--id) is empty");
-    o->id = arg;
-    return 1;
-  case TOOL_OPT_FOREGROUND:
-    o->foreground = 1;
-    return 1;
-  case TOOL_OPT_SERVER_TICK:
-    o->server_tick_ms = tool_parse_int(arg, 1, 3600000,
-                                       "the servers' tick (--server-tick, ms)");
-    return 1;
-  case TOOL_OPT_AUTH_FILE:
-    o->auth_file = arg;
-    return 1;
-  }
-  return 0;
-}
-
-int tool_split_command(int argc, char **argv, int first, int command_wanted) {
-  if (first >= argc)
-    tool_usage_error("missing %s",
-                     command_wanted ? "PATH and COMMAND" : "PATH");
-  int i = first + 1;
-  if (!command_wanted) {
-    if (i < argc)
-      tool_usage_error("unexpected argument: %s", argv[i]);
-    return argc;
-  }
-  if (i < argc && strcmp(argv[i], "--") == 0)
-    i++;
-  else if (i < argc && argv[i][0] == '-')
-    tool_usage_error("options go before PATH (or put -- before a COMMAND "
-                     "that starts with '-'): %s",
-                     argv[i]);
-  if (i >= argc)
-    tool_usage_error("missing COMMAND after %s", argv[first]);
-  return i;
+void tool_env_add(GPtrArray *env, const char *name, const char *old_name,
+                  const char *value) {
+  g_ptr_array_add(env, g_strdup_printf("%s=%s", name, value));
+  if (old_name)
+    g_ptr_array_add(env, g_strdup_printf("%s=%s", old_name, value));
 }
 
 void tool_check_path(const char *path) {
@@ -529,14 +479,18 @@ static int authenticate(zkrc_session *s, const char *cred, int timeout_ms) {
   return tool_fail("cannot authenticate", err);
 }
 
-/* Open a session and wait until it is connected, at most the session
- * timeout; 0 with *out set, or the exit status. */
+/* Open a session and wait until it is connected, at most the connect
+ * timeout (a server must accept a connection first: tool_reach_servers());
+ * 0 with *out set, or the exit status. */
 static int open_session(const tool_options *o, int no_reopen,
                         zkrc_session **out) {
+  int status = tool_reach_servers(o->servers, o->connect_timeout_ms);
+  if (status != 0)
+    return status;
   zkrc_session_options so;
   zkrc_session_options_init(&so);
   so.session_timeout_ms = o->session_timeout_ms;
-  so.connect_timeout_ms = o->session_timeout_ms;
+  so.connect_timeout_ms = o->connect_timeout_ms;
   so.no_reopen = no_reopen;
   so.server_tick_ms = o->server_tick_ms;
   zkrc_session *s = NULL;
@@ -551,11 +505,12 @@ static int open_session(const tool_options *o, int no_reopen,
     return tool_fail("cannot open a ZooKeeper session", err);
   /* Listen first, then look: a connection made in between is not missed. */
   zkrc_session_add_listener(s, tool_session_listener, NULL, NULL);
-  int64_t deadline = tool_now_ms() + o->session_timeout_ms;
+  int64_t deadline = tool_now_ms() + o->connect_timeout_ms;
   while (zkrc_session_get_state(s) != ZKRC_SESSION_CONNECTED) {
     if (tool_now_ms() >= deadline) {
-      tool_error("no ZooKeeper server of %s answered within %d ms", o->servers,
-                 o->session_timeout_ms);
+      tool_error("no ZooKeeper server of %s answered within %d ms (a "
+                 "connection was accepted, but no session was made)",
+                 o->servers, o->connect_timeout_ms);
       zkrc_session_close(s);
       return TOOL_EXIT_UNAVAILABLE;
     }
@@ -575,6 +530,35 @@ static int open_session(const tool_options *o, int no_reopen,
   return 0;
 }
 
+/* Runs with the session's handle pinned: does the chroot (the session's
+ * "/") exist? */
+static int chroot_exists_with_handle(zhandle_t *zh, void *arg) {
+  (void)arg;
+  struct Stat st;
+  return zkrc_from_zk_error(zoo_exists(zh, "/", 0, &st));
+}
+
+/* A server list with a chroot ("host:port/app"): the chroot must exist,
+ * or every path would be "no such node" without a word on why. */
+static int check_chroot(const tool_options *o, zkrc_session *s) {
+  const char *chroot = strchr(o->servers, '/');
+  if (chroot == NULL || strcmp(chroot, "/") == 0)
+    return 0;
+  int err = zkrc_session_with_handle(s, chroot_exists_with_handle, NULL);
+  if (err == ZKRC_OK)
+    return 0;
+  if (err == ZKRC_ENONODE) {
+    tool_error("the chroot %s of the server list does not exist on the "
+               "servers",
+               chroot);
+    return TOOL_EXIT_UNAVAILABLE;
+  }
+  char *what = g_strdup_printf("cannot look at the chroot %s", chroot);
+  int status = tool_fail(what, err);
+  g_free(what);
+  return status;
+}
+
 int tool_connect(tool_options *o, int no_reopen, zkrc_session **out) {
   *out = NULL;
   int status = 0;
@@ -585,6 +569,8 @@ int tool_connect(tool_options *o, int no_reopen, zkrc_session **out) {
   if (status == 0 && cred)
     status = authenticate(s, cred, o->session_timeout_ms);
   forget_credentials(cred);
+  if (status == 0)
+    status = check_chroot(o, s);
   if (status != 0) {
     zkrc_session_close(s);
     return status;

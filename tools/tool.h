@@ -1,5 +1,5 @@
 /*
- * tools/tool.h - what zkr-lock and zkr-elect share: exit statuses, options,
+ * tools/tool.h - what the zkr subcommands share: exit statuses, options,
  * messages, signals, the hand-off from library callbacks to the main loop,
  * the supervised COMMAND, and listing a contender queue.
  *
@@ -16,6 +16,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include <glib.h>
+
 #include "zkrecipes.h"
 
 /* Exit statuses (documented in --help and the man pages).  COMMAND's own
@@ -26,6 +28,7 @@ enum {
   TOOL_EXIT_USAGE = 2,
   TOOL_EXIT_NO_LEADER = 3,    /* zkr-elect --leader: nobody leads */
   TOOL_EXIT_BAD_PATH = 65,    /* EX_DATAERR: the ZooKeeper path is invalid */
+  TOOL_EXIT_NOHOST = 68,      /* EX_NOHOST: a server's name does not resolve */
   TOOL_EXIT_UNAVAILABLE = 69, /* EX_UNAVAILABLE: no server within timeout */
   TOOL_EXIT_OSERR = 71,       /* EX_OSERR: fork, pipe, ... failed */
   TOOL_EXIT_IOERR = 74,       /* EX_IOERR: standard output failed */
@@ -39,10 +42,12 @@ enum {
 
 /* ------------------------------------------------------------- options */
 
-/* Options both tools take. */
+/* Options every subcommand takes (cli.c parses them). */
 typedef struct tool_options {
-  const char *servers;    /* -s, else $ZKR_SERVERS, else 127.0.0.1:2181 */
+  const char *servers;    /* --servers, else $ZKR_SERVERS, else
+                             127.0.0.1:2181 */
   int session_timeout_ms; /* -t */
+  int connect_timeout_ms; /* --connect-timeout: a connection and a session */
   const char *id;         /* --id; NULL: the library's hostname:pid */
   int verbose;            /* -v */
   int lost_signal;        /* -k: sent to COMMAND when the lock is lost */
@@ -56,30 +61,6 @@ typedef struct tool_options {
                              that COMMAND does not inherit it); NULL: none */
 } tool_options;
 
-/* Long-only option values, above any short option character. */
-enum {
-  TOOL_OPT_ID = 256,
-  TOOL_OPT_FOREGROUND,
-  TOOL_OPT_SERVER_TICK,
-  TOOL_OPT_AUTH_FILE,
-  TOOL_OPT_FIRST_FREE /* the tools number theirs from here */
-};
-
-/* getopt_long entries and short letters of the shared options. */
-#define TOOL_COMMON_SHORTOPTS "s:t:k:g:vhV"
-#define TOOL_COMMON_LONGOPTS                                                   \
-  {"servers", required_argument, NULL, 's'},                                   \
-      {"session-timeout", required_argument, NULL, 't'},                       \
-      {"lost-signal", required_argument, NULL, 'k'},                           \
-      {"grace", required_argument, NULL, 'g'},                                 \
-      {"verbose", no_argument, NULL, 'v'}, {"help", no_argument, NULL, 'h'},   \
-      {"version", no_argument, NULL, 'V'},                                     \
-      {"id", required_argument, NULL, TOOL_OPT_ID},                            \
-      {"foreground", no_argument, NULL, TOOL_OPT_FOREGROUND},                  \
-      {"server-tick", required_argument, NULL, TOOL_OPT_SERVER_TICK}, {        \
-    "auth-file", required_argument, NULL, TOOL_OPT_AUTH_FILE                   \
-  }
-
 /* The environment variables every tool reads, for its --help (the last
  * line, on $ZKR_AUTH, is the tool's to end). */
 #define TOOL_ENVIRONMENT_HELP                                                  \
@@ -92,10 +73,11 @@ enum {
 /* Set the program name (for messages) and the defaults. */
 void tool_options_init(tool_options *o, const char *program);
 
-/* Handle option @p c of the shared set.  Returns 1 when it was one (exits
- * for --help, --version and bad values), 0 otherwise. */
-int tool_common_option(tool_options *o, int c, const char *arg,
-                       const char *usage_text);
+/* Set the program name for messages ("zkr lock", "zkr-lock"). */
+void tool_set_program(const char *name);
+
+/* -v: report progress (tool_verbose()). */
+void tool_set_verbose(tool_options *o);
 
 /* The participant id: --id, else "HOSTNAME:PID" as the library makes it
  * (g_free it). */
@@ -113,10 +95,15 @@ int tool_parse_int(const char *text, int min, int max, const char *what);
 /* A signal name ("TERM", "SIGTERM") or number, or a usage error. */
 int tool_parse_signal(const char *text, const char *what);
 
-/* The option-free arguments PATH [--] COMMAND [ARG...] starting at
- * argv[first]: checks their shape and returns the index of COMMAND (argc
- * when @p command_wanted is 0 and there is none). */
-int tool_split_command(int argc, char **argv, int first, int command_wanted);
+/* COMMAND for -c STRING: /bin/sh -c STRING (as flock -c), NULL-terminated
+ * (g_free the array; STRING stays the caller's). */
+char **tool_shell_command(const char *string);
+
+/* Add NAME=VALUE to @p env (of g_malloc'ed strings) for COMMAND, and
+ * OLD_NAME=VALUE too when @p old_name is not NULL: a name kept for the
+ * scripts of an earlier release. */
+void tool_env_add(GPtrArray *env, const char *name, const char *old_name,
+                  const char *value);
 
 /* Check @p path with zkrc_path_validate(); exits TOOL_EXIT_BAD_PATH. */
 void tool_check_path(const char *path);
@@ -189,6 +176,16 @@ void tool_session_listener(zkrc_session *s, const zkrc_session_event *ev,
  * status to leave with (after a message): TOOL_EXIT_UNAVAILABLE, or 128+N
  * when interrupted by signal N. */
 int tool_connect(tool_options *o, int no_reopen, zkrc_session **out);
+
+/* Before a session: resolve every server of @p servers (its chroot left
+ * out) and try a TCP connection to each address at once, for at most
+ * @p timeout_ms.  Returns 0 as soon as one is accepted (or when the list
+ * is malformed: the client says so), else the exit status after a message
+ * saying what happened: TOOL_EXIT_NOHOST when a name does not resolve,
+ * TOOL_EXIT_UNAVAILABLE with "connection refused (host:port, ...)" (at
+ * once), "no answer within N ms (...)" or the connection's error.
+ * tools/reach.c. */
+int tool_reach_servers(const char *servers, int timeout_ms);
 
 /* With -v: the session's id and password in hex, the way
  * `zkr-ensemble start' takes them ("expire ID PASSWD"). */

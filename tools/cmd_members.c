@@ -1,9 +1,9 @@
 /*
- * zkr-members - list the members of a group (zkrecipes/group.h, Curator's
- * GroupMember), or follow them as they join, change and leave; with
- * --service, the instances of a service (zkrecipes/discovery.h, Curator's
- * curator-x-discovery) the same way.  See usage_text, `zkr-members --help'
- * or zkr-members(1).
+ * zkr members (zkr-members) - list the members of a group
+ * (zkrecipes/group.h, Curator's GroupMember), or follow them as they join,
+ * change and leave; with --service, the instances of a service
+ * (zkrecipes/discovery.h, Curator's curator-x-discovery) the same way.  See
+ * help_head, `zkr members --help' or zkr-members(1).
  *
  * The view comes from zkrc_group_new() without an id: a children cache of
  * the group, read again after a reconnection or on a new session after an
@@ -18,7 +18,6 @@
 #include "config.h"
 
 #include <errno.h>
-#include <getopt.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -30,13 +29,16 @@
 #include <zkrecipes/group.h>
 
 #include "members.h"
+#include "cli.h"
+#include "commands.h"
 #include "tool.h"
 
-static const char usage_text[] =
-    "Usage: zkr-members [OPTIONS] PATH\n"
-    "       zkr-members --watch [OPTIONS] PATH\n"
-    "       zkr-members --service NAME [--watch] [OPTIONS] BASE\n"
-    "       zkr-members --help | --version\n"
+static const char help_head[] =
+    "Usage: zkr members [OPTIONS] PATH\n"
+    "       zkr members --watch [OPTIONS] PATH\n"
+    "       zkr members --service NAME [--watch] [OPTIONS] BASE\n"
+    "       zkr members --help | --version\n"
+    "(zkr-members is the same program.)\n"
     "\n"
     "List the members of the group PATH (zkrecipes' group membership, or\n"
     "Apache Curator's GroupMember: one ephemeral child of PATH per member),\n"
@@ -46,7 +48,8 @@ static const char usage_text[] =
     "  DATA  its data, escaped as zkr-watch escapes values: \\\\ \\t \\n \\r,\n"
     "        and \\xHH for other control bytes and for every byte of data\n"
     "        that is not UTF-8 (printf '%b' turns it back into the bytes)\n"
-    "A group that does not exist has no members (nothing is printed).\n"
+    "A group that does not exist is an error (status 1), as in zkr ls;\n"
+    "with --watch its members are reported once it is made.\n"
     "\n"
     "With --watch, follow the group instead: one line per change,\n"
     "  EVENT<TAB>ID<TAB>DATA\n"
@@ -66,47 +69,31 @@ static const char usage_text[] =
     "  ID<TAB>ADDRESS<TAB>PORT        (--watch: EVENT<TAB> first)\n"
     "ADDRESS escaped as DATA is; ADDRESS or PORT empty when the record has\n"
     "none.  --json gives the whole record, payload included.  A node that\n"
-    "holds no such record is left out, with a message on stderr.\n"
-    "\n"
-    "Options (before PATH):\n"
-    "  -s, --servers HOSTS        ZooKeeper servers, host:port[,host:port...]\n"
-    "                             [/chroot] (default: $ZKR_SERVERS, else\n"
-    "                             127.0.0.1:2181)\n"
-    "  -t, --session-timeout MS   session timeout in ms (default 10000); also\n"
-    "                             how long to wait for a server, and for the\n"
-    "                             group to be read, at the start\n"
-    "  -w, --watch                follow the group (above)\n"
-    "      --service NAME         the instances of service NAME under BASE\n"
-    "  -i, --initial              with --watch: first report the members\n"
-    "                             there are now, as joined\n"
-    "  -n, --count N              with --watch: exit (status 0) after N\n"
-    "                             changes\n"
-    "      --json                 JSON instead (see zkr-members(1)): the list\n"
-    "                             as one document, each change as one line\n"
-    "      --server-tick MS       the servers' tickTime (default 2000, at\n"
-    "                             most half of -t)\n"
-    "      --auth-file FILE       authenticate (digest) with the "
-    "USER:PASSWORD\n"
-    "                             on FILE's first line (also $ZKR_AUTH_FILE)\n"
-    "  -v, --verbose              report progress on stderr (and once the\n"
-    "                             group is read: \"watching PATH\")\n"
-    "  -h, --help                 show this help and exit\n"
-    "  -V, --version              show the version and exit\n"
+    "holds no such record is left out, with a message on stderr.\n";
+
+static const char help_tail[] =
     "\n"
     "Environment:\n" TOOL_ENVIRONMENT_HELP "                   auth file\n"
     "\n"
     "Exit status:\n"
     "  0    listed; with --watch: stopped by a signal, or --count changes\n"
+    "  1    PATH does not exist (without --watch)\n"
     "  2    bad usage\n"
     "  65   invalid PATH (or BASE, or service NAME)\n"
-    "  69   no ZooKeeper server answered, or the group was not read, within\n"
-    "       the session timeout\n"
+    "  68   a server's name does not resolve\n"
+    "  69   every server refused (said at once), none answered within the\n"
+    "       connect timeout, the server list's chroot does not exist, or\n"
+    "       the group was not read within the session timeout\n"
     "  74   writing standard output failed\n"
     "  76   ZooKeeper refused the watch, or the session was closed\n"
     "  77   credentials refused, or PATH's ACL forbids listing it\n"
     "  128+N  interrupted by signal N while connecting or reading\n";
 
-enum { OPT_JSON = TOOL_OPT_FIRST_FREE, OPT_SERVICE };
+static const cli_spec members_spec = {CLI_MEMBERS, "members", CLI_PATHS,
+                                      help_head, help_tail};
+
+/* A PATH that does not exist (as zkr ls). */
+#define EXIT_NO_NODE 1
 
 typedef struct members_cli {
   tool_options o;
@@ -118,56 +105,33 @@ typedef struct members_cli {
   const char *path;    /* the group (--service: BASE/NAME) */
 } members_cli;
 
-static void parse_args(members_cli *cli, int argc, char **argv) {
-  static const struct option longopts[] = {
-      {"servers", required_argument, NULL, 's'},
-      {"session-timeout", required_argument, NULL, 't'},
-      {"watch", no_argument, NULL, 'w'},
-      {"initial", no_argument, NULL, 'i'},
-      {"count", required_argument, NULL, 'n'},
-      {"json", no_argument, NULL, OPT_JSON},
-      {"service", required_argument, NULL, OPT_SERVICE},
-      {"server-tick", required_argument, NULL, TOOL_OPT_SERVER_TICK},
-      {"auth-file", required_argument, NULL, TOOL_OPT_AUTH_FILE},
-      {"verbose", no_argument, NULL, 'v'},
-      {"help", no_argument, NULL, 'h'},
-      {"version", no_argument, NULL, 'V'},
-      {NULL, 0, NULL, 0},
-  };
-  tool_options_init(&cli->o, "zkr-members");
-  opterr = 0; /* our own messages */
-  int c;
-  while ((c = getopt_long(argc, argv, "+:s:t:win:vhV", longopts, NULL)) != -1) {
-    if (c != '?' && c != ':' &&
-        tool_common_option(&cli->o, c, optarg, usage_text))
-      continue;
-    switch (c) {
-    case 'w':
-      cli->watch = 1;
-      break;
-    case 'i':
-      cli->initial = 1;
-      break;
-    case 'n':
-      cli->count = tool_parse_int(optarg, 1, 1000000000, "--count");
-      break;
-    case OPT_JSON:
-      cli->json = 1;
-      break;
-    case OPT_SERVICE:
-      cli->service = optarg;
-      break;
-    case ':':
-      tool_usage_error("option %s needs a value", argv[optind - 1]);
-    default:
-      tool_usage_error("unknown option: %s", argv[optind - 1]);
-    }
+static void members_option(int id, const char *value, void *ctx) {
+  members_cli *cli = ctx;
+  switch (id) {
+  case OPT_WATCH:
+    cli->watch = 1;
+    break;
+  case 'i':
+    cli->initial = 1;
+    break;
+  case OPT_COUNT:
+    cli->count = tool_parse_int(value, 1, 1000000000, "--count");
+    break;
+  case OPT_JSON:
+    cli->json = 1;
+    break;
+  case OPT_SERVICE:
+    cli->service = value;
+    break;
   }
-  if (optind >= argc)
-    tool_usage_error("missing PATH");
-  if (optind + 1 < argc)
-    tool_usage_error("one PATH only: %s", argv[optind + 1]);
-  cli->path = argv[optind];
+}
+
+static void parse_args(members_cli *cli, const char *program, int argc,
+                       char **argv) {
+  cli_args args;
+  cli_parse(&members_spec, program, &cli->o, argc, argv, members_option, cli,
+            &args);
+  cli->path = cli_one_path(&args, 0);
   if (!cli->watch && (cli->initial || cli->count > 0))
     tool_usage_error("--initial and --count go with --watch");
 }
@@ -395,19 +359,23 @@ static void print_list(follower *f) {
 /* Runs with the session's handle pinned (the main thread, not the
  * completion thread): may PATH's children be listed?  The cache leaves out
  * what it may not read (an empty view, not an error): ask once first.  A
- * group that does not exist yet is fine. */
+ * group that does not exist yet is for --watch to wait for. */
 static int read_children_with_handle(zhandle_t *zh, void *arg) {
   struct String_vector kids = {0, NULL};
   int rc = zoo_get_children(zh, (const char *)arg, 0, &kids);
   deallocate_String_vector(&kids);
-  return rc == ZNONODE ? ZKRC_OK : zkrc_from_zk_error(rc);
+  return zkrc_from_zk_error(rc);
 }
 
 static int check_readable(follower *f) {
   int err = zkrc_session_with_handle(f->s, read_children_with_handle,
                                      (void *)f->cli->path);
-  if (err == ZKRC_OK)
-    return 0;
+  if (err == ZKRC_OK || (err == ZKRC_ENONODE && f->cli->watch))
+    return 0; /* followed: its members come when it is made */
+  if (err == ZKRC_ENONODE) {
+    tool_error("%s: no such node", f->cli->path); /* as zkr ls says it */
+    return EXIT_NO_NODE;
+  }
   char *what = g_strdup_printf("cannot list the group %s", f->cli->path);
   int status = tool_fail(what, err);
   g_free(what);
@@ -463,10 +431,10 @@ static int run(members_cli *cli, zkrc_session *s) {
   return f.status;
 }
 
-int main(int argc, char **argv) {
+int cmd_members(const char *program, int argc, char **argv) {
   members_cli cli;
   memset(&cli, 0, sizeof cli);
-  parse_args(&cli, argc, argv);
+  parse_args(&cli, program, argc, argv);
   char *service_path = NULL;
   if (cli.service) {
     if (cli.service[0] == '\0' || strchr(cli.service, '/')) {

@@ -1,7 +1,7 @@
 /*
- * zkr-watch - print, or run a command on, every change of a ZooKeeper node,
- * of its children or of its subtree, as `etcdctl watch' does for etcd
- * keys.  See usage_text, `zkr-watch --help' or zkr-watch(1).
+ * zkr watch (zkr-watch) - print, or run a command on, every change of a
+ * ZooKeeper node, of its children or of its subtree, as `etcdctl watch'
+ * does for etcd keys.  See help_head, `zkr watch --help' or zkr-watch(1).
  *
  * The changes come from a cache of the library (zkrecipes/cache.h: a node,
  * children or tree cache), which reads the nodes with watches, reads them
@@ -16,7 +16,6 @@
 #include "config.h"
 
 #include <errno.h>
-#include <getopt.h>
 #include <inttypes.h>
 #include <signal.h>
 #include <stdio.h>
@@ -29,17 +28,20 @@
 
 #include <zkrecipes/cache.h>
 
+#include "cli.h"
+#include "commands.h"
 #include "tool.h"
 #include "watch.h"
 
-static const char usage_text[] =
-    "Usage: zkr-watch [OPTIONS] PATH\n"
-    "       zkr-watch [OPTIONS] PATH -- COMMAND [ARG...]\n"
-    "       zkr-watch --help | --version\n"
+static const char help_head[] =
+    "Usage: zkr watch [OPTIONS] PATH\n"
+    "       zkr watch [OPTIONS] PATH -- COMMAND [ARG...]\n"
+    "       zkr watch [OPTIONS] PATH -c STRING\n"
+    "       zkr watch --help | --version\n"
+    "(zkr-watch is the same program.)\n"
     "\n"
     "Watch the ZooKeeper node PATH (with --children: its children; with\n"
-    "--tree: it and its descendants) and report every change, one line "
-    "each:\n"
+    "-r: it and its descendants) and report every change, one line each:\n"
     "  EVENT<TAB>PATH<TAB>VERSION<TAB>VALUE\n"
     "  EVENT    added (created), updated (data set, or deleted and created\n"
     "           again) or removed (deleted)\n"
@@ -57,42 +59,17 @@ static const char usage_text[] =
     "\n"
     "With COMMAND, nothing is printed: COMMAND runs once for each change,\n"
     "one at a time and in order, with the value on its standard input and\n"
-    "ZKR_WATCH_EVENT, ZKR_WATCH_PATH, ZKR_WATCH_VERSION and ZKR_WATCH_MZXID\n"
-    "in its environment.  A COMMAND that fails is reported on stderr and\n"
-    "the watch goes on (unless --exit-on-error).\n"
+    "ZKR_EVENT (added, updated, removed), ZKR_PATH (PATH), ZKR_NODE (the\n"
+    "node that changed), ZKR_VERSION and ZKR_MZXID in its environment (and,\n"
+    "until 0.3, the same as ZKR_WATCH_EVENT, ZKR_WATCH_PATH for ZKR_NODE,\n"
+    "ZKR_WATCH_VERSION and ZKR_WATCH_MZXID).  A COMMAND that fails is\n"
+    "reported on stderr and the watch goes on (unless --exit-on-error).\n"
     "\n"
     "SIGINT, SIGTERM, SIGHUP and SIGQUIT end the watch: a running COMMAND\n"
-    "gets the signal (SIGKILL after the grace period), then zkr-watch exits\n"
-    "with status 0.\n"
-    "\n"
-    "Options (before PATH):\n"
-    "  -s, --servers HOSTS        ZooKeeper servers, host:port[,host:port...]\n"
-    "                             [/chroot] (default: $ZKR_SERVERS, else\n"
-    "                             127.0.0.1:2181)\n"
-    "  -t, --session-timeout MS   session timeout in ms (default 10000); also\n"
-    "                             how long to wait for a server at the start\n"
-    "  -c, --children             watch the children of PATH (not PATH)\n"
-    "  -r, --tree                 watch PATH and all its descendants\n"
-    "  -d, --depth N              with --tree: down to N levels below PATH\n"
-    "                             (0: PATH alone; default: no limit)\n"
-    "  -i, --initial              first report the nodes there are now, as\n"
-    "                             added (COMMAND runs for each)\n"
-    "      --json                 one JSON object per line instead (see\n"
-    "                             zkr-watch(1))\n"
-    "  -n, --count N              exit (status 0) after N changes\n"
-    "  -e, --exit-on-error        exit when COMMAND fails, with its status\n"
-    "  -g, --grace SECONDS        after a stop signal, SIGKILL a running\n"
-    "                             COMMAND after this long (default 5)\n"
-    "      --foreground           keep COMMAND in zkr-watch's process group\n"
-    "      --server-tick MS       the servers' tickTime (default 2000, at\n"
-    "                             most half of -t)\n"
-    "      --auth-file FILE       authenticate (digest) with the "
-    "USER:PASSWORD\n"
-    "                             on FILE's first line (also $ZKR_AUTH_FILE)\n"
-    "  -v, --verbose              report progress on stderr (and when the\n"
-    "                             watch is set: \"watching PATH\")\n"
-    "  -h, --help                 show this help and exit\n"
-    "  -V, --version              show the version and exit\n"
+    "gets the signal (SIGKILL after the grace period), then zkr watch exits\n"
+    "with status 0.\n";
+
+static const char help_tail[] =
     "\n"
     "Environment:\n" TOOL_ENVIRONMENT_HELP
     "                   auth file (taken out of COMMAND's environment)\n"
@@ -102,7 +79,9 @@ static const char usage_text[] =
     "  COMMAND's status with --exit-on-error\n"
     "  2    bad usage\n"
     "  65   invalid PATH\n"
-    "  69   no ZooKeeper server answered within the session timeout\n"
+    "  68   a server's name does not resolve\n"
+    "  69   every server refused (said at once), none answered within the\n"
+    "       connect timeout, or the server list's chroot does not exist\n"
     "  71   a system call failed (fork, pipe, ...)\n"
     "  74   writing standard output failed\n"
     "  76   ZooKeeper refused the watch, or the session was closed\n"
@@ -111,7 +90,8 @@ static const char usage_text[] =
     "  126  COMMAND could not be run; 127 COMMAND was not found\n"
     "  128+N  interrupted by signal N while connecting\n";
 
-enum { OPT_JSON = TOOL_OPT_FIRST_FREE };
+static const cli_spec watch_spec = {CLI_WATCH, "watch", CLI_PATH_DASH_COMMAND,
+                                    help_head, help_tail};
 
 typedef enum watch_shape { SHAPE_NODE, SHAPE_CHILDREN, SHAPE_TREE } watch_shape;
 
@@ -119,94 +99,73 @@ typedef struct watch_cli {
   tool_options o;
   watch_shape shape;
   int depth; /* --depth; -1: no limit */
+  int depth_given;
   int json;
   int initial;
   int exit_on_error;
   int count; /* --count; 0: no limit */
   const char *path;
-  char **command; /* NULL: print */
+  char **command;            /* NULL: print */
+  const char *shell_command; /* -c STRING */
 } watch_cli;
 
 static void set_shape(watch_cli *cli, watch_shape shape) {
   if (cli->shape != SHAPE_NODE && cli->shape != shape)
-    tool_usage_error("--children and --tree exclude each other");
+    tool_usage_error("--children and -r exclude each other");
   cli->shape = shape;
 }
 
-static void parse_args(watch_cli *cli, int argc, char **argv) {
-  static const struct option longopts[] = {
-      {"servers", required_argument, NULL, 's'},
-      {"session-timeout", required_argument, NULL, 't'},
-      {"children", no_argument, NULL, 'c'},
-      {"tree", no_argument, NULL, 'r'},
-      {"depth", required_argument, NULL, 'd'},
-      {"initial", no_argument, NULL, 'i'},
-      {"json", no_argument, NULL, OPT_JSON},
-      {"count", required_argument, NULL, 'n'},
-      {"exit-on-error", no_argument, NULL, 'e'},
-      {"grace", required_argument, NULL, 'g'},
-      {"foreground", no_argument, NULL, TOOL_OPT_FOREGROUND},
-      {"server-tick", required_argument, NULL, TOOL_OPT_SERVER_TICK},
-      {"auth-file", required_argument, NULL, TOOL_OPT_AUTH_FILE},
-      {"verbose", no_argument, NULL, 'v'},
-      {"help", no_argument, NULL, 'h'},
-      {"version", no_argument, NULL, 'V'},
-      {NULL, 0, NULL, 0},
-  };
-  tool_options_init(&cli->o, "zkr-watch");
+static void watch_option(int id, const char *value, void *ctx) {
+  watch_cli *cli = ctx;
+  switch (id) {
+  case OPT_CHILDREN:
+    set_shape(cli, SHAPE_CHILDREN);
+    break;
+  case 'r':
+    set_shape(cli, SHAPE_TREE);
+    break;
+  case 'd':
+    cli->depth = tool_parse_int(value, 0, 1000, "--depth");
+    cli->depth_given = 1;
+    break;
+  case 'i':
+    cli->initial = 1;
+    break;
+  case OPT_JSON:
+    cli->json = 1;
+    break;
+  case OPT_COUNT:
+    cli->count = tool_parse_int(value, 1, 1000000000, "--count");
+    break;
+  case OPT_EXIT_ON_ERROR:
+    cli->exit_on_error = 1;
+    break;
+  case 'c':
+    cli->shell_command = value;
+    break;
+  }
+}
+
+static void parse_args(watch_cli *cli, const char *program, int argc,
+                       char **argv) {
   cli->depth = -1;
-  int depth_given = 0;
-  opterr = 0; /* our own messages */
-  int c;
-  while ((c = getopt_long(argc, argv, "+:s:t:crd:in:eg:vhV", longopts, NULL)) !=
-         -1) {
-    if (c != '?' && c != ':' &&
-        tool_common_option(&cli->o, c, optarg, usage_text))
-      continue;
-    switch (c) {
-    case 'c':
-      set_shape(cli, SHAPE_CHILDREN);
-      break;
-    case 'r':
-      set_shape(cli, SHAPE_TREE);
-      break;
-    case 'd':
-      cli->depth = tool_parse_int(optarg, 0, 1000, "--depth");
-      depth_given = 1;
-      break;
-    case 'i':
-      cli->initial = 1;
-      break;
-    case OPT_JSON:
-      cli->json = 1;
-      break;
-    case 'n':
-      cli->count = tool_parse_int(optarg, 1, 1000000000, "--count");
-      break;
-    case 'e':
-      cli->exit_on_error = 1;
-      break;
-    case ':':
-      tool_usage_error("option %s needs a value", argv[optind - 1]);
-    default:
-      tool_usage_error("unknown option: %s", argv[optind - 1]);
-    }
-  }
-  if (depth_given && cli->shape != SHAPE_TREE)
-    tool_usage_error("--depth goes with --tree");
-  /* PATH, then nothing or "-- COMMAND...": without the "--" a word after
-   * PATH would be ambiguous (a second PATH?). */
-  if (optind >= argc)
-    tool_usage_error("missing PATH");
-  cli->path = argv[optind];
-  if (optind + 1 < argc) {
-    if (strcmp(argv[optind + 1], "--") != 0)
-      tool_usage_error("one PATH only; put -- before COMMAND: %s",
-                       argv[optind + 1]);
-    if (optind + 2 >= argc)
-      tool_usage_error("missing COMMAND after --");
-    cli->command = argv + optind + 2;
-  }
+  cli_args args;
+  cli_parse(&watch_spec, program, &cli->o, argc, argv, watch_option, cli,
+            &args);
+  if (cli->depth_given && cli->shape != SHAPE_TREE)
+    tool_usage_error("--depth goes with -r");
+  if (args.n_paths > 1)
+    tool_usage_error("one PATH only; put -- before COMMAND: %s", args.paths[1]);
+  if (args.dashes && !args.command && !cli->shell_command)
+    tool_usage_error("missing COMMAND after --");
+  if (cli->shell_command && args.command)
+    tool_usage_error("-c gives COMMAND: not a second one");
+  if (args.n_paths == 0 && cli->shell_command && cli->shell_command[0] == '/')
+    tool_usage_error("missing PATH (-c is --command STRING: COMMAND; "
+                     "--children watches the children)");
+  cli->path = cli_one_path(&args, args.command != NULL); /* optional */
+  cli->command = cli->shell_command ? tool_shell_command(cli->shell_command)
+                                    : args.command;
   if (cli->json && cli->command)
     tool_usage_error("--json prints the changes; COMMAND gets them instead: "
                      "not both");
@@ -338,16 +297,21 @@ static void start_command(watcher *w, watch_event *ev) {
     return;
   }
   const struct Stat *st = &ev->node->stat;
-  char *env[] = {
-      g_strdup_printf("ZKR_WATCH_EVENT=%s", zkrc_cache_event_name(ev->type)),
-      g_strdup_printf("ZKR_WATCH_PATH=%s", ev->node->path),
-      g_strdup_printf("ZKR_WATCH_VERSION=%" PRId32, st->version),
-      g_strdup_printf("ZKR_WATCH_MZXID=%" PRId64, st->mzxid), NULL};
-  int status = tool_child_start_with_input(&w->child, w->cli->command, env,
-                                           &w->cli->o, fd);
+  GPtrArray *env = g_ptr_array_new_with_free_func(g_free);
+  char version[16], mzxid[24];
+  snprintf(version, sizeof version, "%" PRId32, st->version);
+  snprintf(mzxid, sizeof mzxid, "%" PRId64, st->mzxid);
+  tool_env_add(env, "ZKR_EVENT", "ZKR_WATCH_EVENT",
+               zkrc_cache_event_name(ev->type));
+  tool_env_add(env, "ZKR_PATH", NULL, w->cli->path);
+  tool_env_add(env, "ZKR_NODE", "ZKR_WATCH_PATH", ev->node->path);
+  tool_env_add(env, "ZKR_VERSION", "ZKR_WATCH_VERSION", version);
+  tool_env_add(env, "ZKR_MZXID", "ZKR_WATCH_MZXID", mzxid);
+  g_ptr_array_add(env, NULL);
+  int status = tool_child_start_with_input(
+      &w->child, w->cli->command, (char *const *)env->pdata, &w->cli->o, fd);
   close(fd);
-  for (int i = 0; env[i]; i++)
-    g_free(env[i]);
+  g_ptr_array_unref(env);
   if (status != 0) {
     watch_event_free(ev);
     finish(w, status); /* not found, not executable: the next would fail too */
@@ -554,20 +518,27 @@ static int run_watch(watch_cli *cli, zkrc_session *s) {
   return w.status;
 }
 
-int main(int argc, char **argv) {
-  watch_cli cli;
-  memset(&cli, 0, sizeof cli);
-  parse_args(&cli, argc, argv);
-  if (strcmp(cli.path, "/") != 0) /* a cache of the whole tree is fine */
-    tool_check_path(cli.path);
+static int watch_main(watch_cli *cli) {
+  if (strcmp(cli->path, "/") != 0) /* a cache of the whole tree is fine */
+    tool_check_path(cli->path);
   if (tool_runtime_init() != 0)
     return TOOL_EXIT_OSERR;
   zkrc_session *s;
   /* A watch goes on across expiries: a new session is opened. */
-  int status = tool_connect(&cli.o, 0, &s);
+  int status = tool_connect(&cli->o, 0, &s);
   if (status != 0)
     return status;
-  status = run_watch(&cli, s);
+  status = run_watch(cli, s);
   zkrc_session_close(s);
+  return status;
+}
+
+int cmd_watch(const char *program, int argc, char **argv) {
+  watch_cli cli;
+  memset(&cli, 0, sizeof cli);
+  parse_args(&cli, program, argc, argv);
+  int status = watch_main(&cli);
+  if (cli.shell_command)
+    g_free(cli.command); /* tool_shell_command()'s array */
   return status;
 }

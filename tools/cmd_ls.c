@@ -1,8 +1,8 @@
 /*
- * zkr-ls - who holds a ZooKeeper lock, leads an election or has a
- * semaphore's leases, and since when: every contender of every dialect
+ * zkr ls (zkr-ls) - who holds a ZooKeeper lock, leads an election or has
+ * a semaphore's leases, and since when: every contender of every dialect
  * (zkrecipes, Curator, kazoo) in queue order, with its session, age,
- * fencing token and participant data.  See usage_text or zkr-ls(1).
+ * fencing token and participant data.  See help_head or zkr-ls(1).
  *
  * How it reads: the library lists each queue (zkrc_lock_list,
  * zkrc_election_list, zkrc_semaphore_list: the contenders it recognises,
@@ -16,7 +16,6 @@
 #include "config.h"
 
 #include <errno.h>
-#include <getopt.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,12 +25,15 @@
 
 #include "ls.h"
 #include "runtime.h"
+#include "cli.h"
+#include "commands.h"
 #include "tool.h"
 
-static const char usage_text[] =
-    "Usage: zkr-ls [OPTIONS] PATH...\n"
-    "       zkr-ls [OPTIONS] -r PATH...\n"
-    "       zkr-ls --help | --version\n"
+static const char help_head[] =
+    "Usage: zkr ls [OPTIONS] PATH...\n"
+    "       zkr ls [OPTIONS] -r PATH...\n"
+    "       zkr ls --help | --version\n"
+    "(zkr-ls is the same program.)\n"
     "\n"
     "List the contenders of the lock, read-write lock, election or\n"
     "semaphore at each PATH in queue order: who holds it, who waits, and\n"
@@ -55,24 +57,9 @@ static const char usage_text[] =
     "  DATA     the node's data, the participant id (escaped as\n"
     "           zkr-watch escapes it: UTF-8 as it is)\n"
     "A PATH without contenders prints \"PATH: no contenders\".  A\n"
-    "semaphore's leases are found under PATH/leases.\n"
-    "\n"
-    "Options (before PATH):\n"
-    "  -s, --servers HOSTS        ZooKeeper servers, host:port[,host:port...]\n"
-    "                             [/chroot] (default: $ZKR_SERVERS, else\n"
-    "                             127.0.0.1:2181)\n"
-    "  -t, --session-timeout MS   session timeout in ms (default 10000); also\n"
-    "                             how long to wait for each answer\n"
-    "  -r, --recursive            list every queue in the subtree of PATH\n"
-    "                             (PATH itself included), depth first,\n"
-    "                             children in byte order; PATH may be /\n"
-    "      --json                 one JSON document instead (see zkr-ls(1))\n"
-    "      --auth-file FILE       authenticate (digest) with the "
-    "USER:PASSWORD\n"
-    "                             on FILE's first line (also $ZKR_AUTH_FILE)\n"
-    "  -v, --verbose              report progress on stderr\n"
-    "  -h, --help                 show this help and exit\n"
-    "  -V, --version              show the version and exit\n"
+    "semaphore's leases are found under PATH/leases.\n";
+
+static const char help_tail[] =
     "\n"
     "Environment:\n" TOOL_ENVIRONMENT_HELP "                   auth file\n"
     "\n"
@@ -81,7 +68,9 @@ static const char usage_text[] =
     "  1    a PATH does not exist (the others are listed)\n"
     "  2    bad usage\n"
     "  65   invalid PATH\n"
-    "  69   no ZooKeeper server answered within the session timeout\n"
+    "  68   a server's name does not resolve\n"
+    "  69   every server refused (said at once), none answered within the\n"
+    "       connect timeout, or the server list's chroot does not exist\n"
     "  74   writing standard output failed\n"
     "  76   ZooKeeper failed a read: what could be read is listed; the\n"
     "       session expired: nothing is\n"
@@ -91,7 +80,7 @@ static const char usage_text[] =
 /* A PATH that does not exist. */
 #define EXIT_NO_NODE 1
 
-enum { OPT_JSON = TOOL_OPT_FIRST_FREE };
+static const cli_spec ls_spec = {CLI_LS, "ls", CLI_PATHS, help_head, help_tail};
 
 typedef struct ls_cli {
   tool_options o;
@@ -101,45 +90,23 @@ typedef struct ls_cli {
   int n_paths;
 } ls_cli;
 
-static void parse_args(ls_cli *cli, int argc, char **argv) {
-  static const struct option longopts[] = {
-      {"servers", required_argument, NULL, 's'},
-      {"session-timeout", required_argument, NULL, 't'},
-      {"recursive", no_argument, NULL, 'r'},
-      {"json", no_argument, NULL, OPT_JSON},
-      {"auth-file", required_argument, NULL, TOOL_OPT_AUTH_FILE},
-      {"verbose", no_argument, NULL, 'v'},
-      {"help", no_argument, NULL, 'h'},
-      {"version", no_argument, NULL, 'V'},
-      {NULL, 0, NULL, 0},
-  };
-  tool_options_init(&cli->o, "zkr-ls");
-  opterr = 0; /* our own messages */
-  int c;
-  while ((c = getopt_long(argc, argv, "+:s:t:rvhV", longopts, NULL)) != -1) {
-    if (c != '?' && c != ':' &&
-        tool_common_option(&cli->o, c, optarg, usage_text))
-      continue;
-    switch (c) {
-    case 'r':
-      cli->recursive = 1;
-      break;
-    case OPT_JSON:
-      cli->json = 1;
-      break;
-    case ':':
-      tool_usage_error("option %s needs a value", argv[optind - 1]);
-    default:
-      tool_usage_error("unknown option: %s", argv[optind - 1]);
-    }
-  }
-  if (optind >= argc)
+static void ls_option(int id, const char *value, void *ctx) {
+  (void)value;
+  ls_cli *cli = ctx;
+  if (id == 'r')
+    cli->recursive = 1;
+  else if (id == OPT_JSON)
+    cli->json = 1;
+}
+
+static void parse_args(ls_cli *cli, const char *program, int argc,
+                       char **argv) {
+  cli_args args;
+  cli_parse(&ls_spec, program, &cli->o, argc, argv, ls_option, cli, &args);
+  if (args.n_paths == 0)
     tool_usage_error("missing PATH");
-  cli->paths = argv + optind;
-  cli->n_paths = argc - optind;
-  for (int i = 0; i < cli->n_paths; i++)
-    if (cli->paths[i][0] == '-')
-      tool_usage_error("options go before PATH: %s", cli->paths[i]);
+  cli->paths = args.paths; /* lives on */
+  cli->n_paths = args.n_paths;
 }
 
 /* --------------------------------------------------------------- names */
@@ -467,15 +434,23 @@ static int print_queues(const ls_cli *cli, const GPtrArray *queues) {
   return TOOL_EXIT_IOERR;
 }
 
-int main(int argc, char **argv) {
+static int ls_main(ls_cli *cli);
+
+int cmd_ls(const char *program, int argc, char **argv) {
   ls_cli cli;
   memset(&cli, 0, sizeof cli);
-  parse_args(&cli, argc, argv);
-  check_paths(&cli);
+  parse_args(&cli, program, argc, argv);
+  int status = ls_main(&cli);
+  g_free(cli.paths);
+  return status;
+}
+
+static int ls_main(ls_cli *cli) {
+  check_paths(cli);
   if (tool_runtime_init() != 0)
     return TOOL_EXIT_OSERR;
   zkrc_session *s;
-  int status = tool_connect(&cli.o, 1, &s);
+  int status = tool_connect(&cli->o, 1, &s);
   if (status == 0)
     status = default_signals();
   if (status != 0)
@@ -483,15 +458,15 @@ int main(int argc, char **argv) {
   ls_run r = {.s = s,
               .timeout_ms = zkrc_session_timeout(s),
               .queues = g_ptr_array_new_with_free_func(ls_queue_free)};
-  for (int i = 0; i < cli.n_paths && !r.fatal; i++) {
-    if (cli.recursive)
-      walk(&r, cli.paths[i], 1);
+  for (int i = 0; i < cli->n_paths && !r.fatal; i++) {
+    if (cli->recursive)
+      walk(&r, cli->paths[i], 1);
     else
-      list_path(&r, cli.paths[i]);
+      list_path(&r, cli->paths[i]);
   }
   /* No server: nothing printed (a part would look like the whole). */
   if (!r.fatal) {
-    int out = print_queues(&cli, r.queues);
+    int out = print_queues(cli, r.queues);
     if (out != TOOL_EXIT_OK)
       r.status = out;
   }

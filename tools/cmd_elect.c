@@ -1,7 +1,7 @@
 /*
- * zkr-elect - run a command on whichever host is the elected leader
- * (zkrecipes election, the protocol of Apache Curator's LeaderLatch).  See
- * usage_text, `zkr-elect --help' or zkr-elect(1).
+ * zkr elect (zkr elect) - run a command on whichever host is the elected
+ * leader (zkrecipes election, the protocol of Apache Curator's
+ * LeaderLatch).  See help_head, `zkr elect --help' or zkr elect(1).
  *
  * The main thread's poll loop does everything: the election's callbacks
  * only queue "elected"/"revoked" for it (tool.h).  The loop keeps one
@@ -14,7 +14,6 @@
 #include "config.h"
 
 #include <errno.h>
-#include <getopt.h>
 #include <inttypes.h>
 #include <signal.h>
 #include <stdio.h>
@@ -23,14 +22,19 @@
 
 #include <glib.h>
 
+#include "cli.h"
+#include "commands.h"
+#include "queries.h"
 #include "tool.h"
 
-static const char usage_text[] =
-    "Usage: zkr-elect [OPTIONS] ELECTIONPATH [--] COMMAND [ARG...]\n"
-    "       zkr-elect [OPTIONS] --leader ELECTIONPATH\n"
-    "       zkr-elect [OPTIONS] --watch ELECTIONPATH\n"
-    "       zkr-elect [OPTIONS] --holders ELECTIONPATH\n"
-    "       zkr-elect --help | --version\n"
+static const char help_head[] =
+    "Usage: zkr elect [OPTIONS] ELECTIONPATH [--] COMMAND [ARG...]\n"
+    "       zkr elect [OPTIONS] ELECTIONPATH -c STRING\n"
+    "       zkr elect [OPTIONS] --leader ELECTIONPATH\n"
+    "       zkr elect [OPTIONS] --watch ELECTIONPATH\n"
+    "       zkr elect [OPTIONS] --holders ELECTIONPATH\n"
+    "       zkr elect --help | --version\n"
+    "(zkr-elect is the same program.)\n"
     "\n"
     "Join the leader election ELECTIONPATH (zkrecipes; the protocol of Apache\n"
     "Curator's LeaderLatch) and run COMMAND whenever this participant leads.\n"
@@ -38,80 +42,53 @@ static const char usage_text[] =
     "When leadership is lost while COMMAND runs (the ZooKeeper session "
     "expired\n"
     "or its lease ran out, or our node was deleted), COMMAND gets the lost\n"
-    "signal (SIGTERM), then SIGKILL after the grace period; zkr-elect then\n"
+    "signal (SIGTERM), then SIGKILL after the grace period; zkr elect then\n"
     "waits to be elected again (it rejoins by itself) and runs COMMAND anew,\n"
     "or with --once exits with status 75.  COMMAND is dead by the lease's\n"
     "deadline, before anyone else can be elected: SIGKILL 50 ms before it,\n"
     "the lost signal so that the grace period (shortened to fit below the\n"
-    "lease floor) ends then.  Time zkr-elect spends stopped counts against\n"
+    "lease floor) ends then.  Time zkr elect spends stopped counts against\n"
     "the lease.  When the election fails for good (not authorized, ...),\n"
-    "zkr-elect exits with status 76.\n"
+    "zkr elect exits with status 76.\n"
     "\n"
-    "When COMMAND exits by itself while leading, zkr-elect steps down: it\n"
+    "When COMMAND exits by itself while leading, zkr elect steps down: it\n"
     "leaves the election so that another participant takes over, rejoins "
     "after\n"
     "the rejoin delay, and runs COMMAND again when elected again (a service\n"
     "that fails moves to another host; alone, it is restarted after the\n"
     "delay).  With --once it leaves and exits with COMMAND's status instead.\n"
     "\n"
-    "SIGINT, SIGTERM, SIGHUP and SIGQUIT stop zkr-elect: they are passed on "
+    "SIGINT, SIGTERM, SIGHUP and SIGQUIT stop zkr elect: they are passed on "
     "to\n"
-    "a running COMMAND, and once it has exited zkr-elect leaves the election\n"
+    "a running COMMAND, and once it has exited zkr elect leaves the election\n"
     "(the next participant is elected at once) and exits with COMMAND's\n"
     "status; with no COMMAND running it exits with 128+N.  After SIGTERM\n"
     "(how supervisors stop a service) a clean step-down exits 0 instead.\n"
     "SIGUSR1, SIGUSR2,\n"
-    "SIGTSTP (then zkr-elect stops too) and SIGCONT are passed on to\n"
+    "SIGTSTP (then zkr elect stops too) and SIGCONT are passed on to\n"
     "COMMAND.  COMMAND runs in a process group of its own unless\n"
-    "--foreground; should zkr-elect die, COMMAND gets the lost signal and a\n"
+    "--foreground; should zkr elect die, COMMAND gets the lost signal and a\n"
     "guardian process SIGKILLs its whole process group.\n"
     "\n"
-    "  --leader   print the current leader's id and exit (status 3 when there\n"
-    "             is none)\n"
-    "  --holders  print the participants in line, the leader first, one per\n"
-    "             line: \"ID<TAB>NODE\" (as zkr-lock --holders); nothing when\n"
-    "             there are none\n"
-    "  --watch    print \"TIME<TAB>ID<TAB>TOKEN\" (UTC; the leader's id and\n"
-    "             fencing token, both empty when nobody leads) now and\n"
-    "             again at each change of leader, one line each, until\n"
-    "             interrupted (then status 0).  Changes closer together than\n"
-    "             a round trip to ZooKeeper may show as one.\n"
-    "\n"
-    "Options (before ELECTIONPATH):\n"
-    "  -s, --servers HOSTS        ZooKeeper servers, host:port[,host:port...]\n"
-    "                             [/chroot] (default: $ZKR_SERVERS, else\n"
-    "                             127.0.0.1:2181)\n"
-    "  -t, --session-timeout MS   session timeout in ms (default 10000); also\n"
-    "                             how long to wait for a server to answer\n"
-    "      --id ID                our participant id, shown as the leader's "
-    "id\n"
-    "                             (default HOSTNAME:PID)\n"
-    "      --once                 run COMMAND at most once, then exit\n"
-    "  -r, --rejoin-delay SECONDS after COMMAND exited by itself, wait this\n"
-    "                             long before rejoining (default 1)\n"
-    "  -k, --lost-signal SIGNAL   signal COMMAND gets when leadership is lost\n"
-    "                             (name or number; default TERM)\n"
-    "  -g, --grace SECONDS        then SIGKILL after this long (default 5;\n"
-    "                             shortened to fit the lease)\n"
-    "      --server-tick MS       the servers' tickTime, for the lease\n"
-    "                             (default 2000, at most half of -t)\n"
-    "      --auth-file FILE       authenticate (digest) with the "
-    "USER:PASSWORD\n"
-    "                             on FILE's first line (also $ZKR_AUTH_FILE)\n"
-    "      --foreground           keep COMMAND in zkr-elect's process group\n"
-    "  -v, --verbose              report progress on stderr, including the\n"
-    "                             session id (never its password)\n"
-    "  -h, --help                 show this help and exit\n"
-    "  -V, --version              show the version and exit\n"
+    "With --watch, print \"TIME<TAB>ID<TAB>TOKEN\" (UTC; the leader's id and\n"
+    "fencing token, both empty when nobody leads) now and again at each\n"
+    "change of leader, one line each, until interrupted (then status 0).\n"
+    "Changes closer together than a round trip to ZooKeeper may show as\n"
+    "one.  --leader and --holders print once; --holders prints nothing\n"
+    "when there are no participants.\n";
+
+static const char help_tail[] =
     "\n"
     "Environment:\n" TOOL_ENVIRONMENT_HELP
     "                   auth file (taken out of COMMAND's environment)\n"
     "COMMAND also gets:\n"
-    "  ZKR_ELECTION_PATH   ELECTIONPATH\n"
-    "  ZKR_ELECTION_NODE   full path of our election node\n"
-    "  ZKR_LEADER_TOKEN    the fencing token of this leadership: the node's\n"
+    "  ZKR_PATH            ELECTIONPATH\n"
+    "  ZKR_NODE            full path of our election node\n"
+    "  ZKR_FENCING_TOKEN   the fencing token of this leadership: the node's\n"
     "                      czxid, in decimal; larger for every later leader\n"
     "  ZKR_PARTICIPANT_ID  our participant id\n"
+    "  (and, until 0.3, ZKR_ELECTION_PATH, ZKR_ELECTION_NODE and\n"
+    "  ZKR_LEADER_TOKEN: the same values)\n"
     "\n"
     "Exit status:\n"
     "  0    stopped by SIGTERM, having stepped down cleanly (COMMAND ended\n"
@@ -121,7 +98,9 @@ static const char usage_text[] =
     "  2    bad usage\n"
     "  3    --leader: there is no leader\n"
     "  65   invalid ELECTIONPATH\n"
-    "  69   no ZooKeeper server answered within the session timeout\n"
+    "  68   a server's name does not resolve\n"
+    "  69   every server refused (said at once), none answered within the\n"
+    "       connect timeout, or the server list's chroot does not exist\n"
     "  71   a system call failed (fork, pipe, ...)\n"
     "  74   writing standard output failed (--leader, --watch)\n"
     "  75   --once: leadership was lost while COMMAND ran\n"
@@ -131,7 +110,8 @@ static const char usage_text[] =
     "  128+N  stopped by signal N (not SIGTERM) while COMMAND was not\n"
     "       running\n";
 
-enum { OPT_ONCE = TOOL_OPT_FIRST_FREE, OPT_LEADER, OPT_WATCH, OPT_HOLDERS };
+static const cli_spec elect_spec = {CLI_ELECT, "elect", CLI_PATH_COMMAND,
+                                    help_head, help_tail};
 
 typedef struct elect_cli {
   tool_options o;
@@ -139,58 +119,57 @@ typedef struct elect_cli {
   int leader_query;
   int watch;
   int holders;
+  int json; /* --json, for --leader, --holders, --watch */
   int rejoin_delay_ms;
   const char *path;
   char **command;
+  const char *shell_command; /* -c STRING */
   char *id;
 } elect_cli;
 
-static void parse_args(elect_cli *cli, int argc, char **argv) {
-  static const struct option longopts[] = {
-      TOOL_COMMON_LONGOPTS,
-      {"once", no_argument, NULL, OPT_ONCE},
-      {"leader", no_argument, NULL, OPT_LEADER},
-      {"watch", no_argument, NULL, OPT_WATCH},
-      {"holders", no_argument, NULL, OPT_HOLDERS},
-      {"rejoin-delay", required_argument, NULL, 'r'},
-      {NULL, 0, NULL, 0},
-  };
-  tool_options_init(&cli->o, "zkr-elect");
-  cli->rejoin_delay_ms = 1000;
-  opterr = 0;
-  int c;
-  while ((c = getopt_long(argc, argv, "+:" TOOL_COMMON_SHORTOPTS "r:", longopts,
-                          NULL)) != -1) {
-    if (tool_common_option(&cli->o, c, optarg, usage_text))
-      continue;
-    switch (c) {
-    case OPT_ONCE:
-      cli->once = 1;
-      break;
-    case OPT_LEADER:
-      cli->leader_query = 1;
-      break;
-    case OPT_WATCH:
-      cli->watch = 1;
-      break;
-    case OPT_HOLDERS:
-      cli->holders = 1;
-      break;
-    case 'r':
-      cli->rejoin_delay_ms = tool_parse_seconds(optarg, "--rejoin-delay");
-      break;
-    case ':':
-      tool_usage_error("option %s needs a value", argv[optind - 1]);
-    default:
-      tool_usage_error("unknown option: %s", argv[optind - 1]);
-    }
+static void elect_option(int id, const char *value, void *ctx) {
+  elect_cli *cli = ctx;
+  switch (id) {
+  case OPT_ONCE:
+    cli->once = 1;
+    break;
+  case OPT_LEADER:
+    cli->leader_query = 1;
+    break;
+  case OPT_WATCH:
+    cli->watch = 1;
+    break;
+  case OPT_HOLDERS:
+    cli->holders = 1;
+    break;
+  case OPT_JSON:
+    cli->json = 1;
+    break;
+  case OPT_REJOIN_DELAY:
+    cli->rejoin_delay_ms = tool_parse_seconds(value, "--rejoin-delay");
+    break;
+  case 'c':
+    cli->shell_command = value;
+    break;
   }
+}
+
+static void parse_args(elect_cli *cli, const char *program, int argc,
+                       char **argv) {
+  cli->rejoin_delay_ms = 1000;
+  cli_args args;
+  cli_parse(&elect_spec, program, &cli->o, argc, argv, elect_option, cli,
+            &args);
   if (cli->leader_query + cli->watch + cli->holders > 1)
     tool_usage_error("--leader, --watch and --holders exclude each other");
   int query = cli->leader_query || cli->watch || cli->holders;
-  int cmd = tool_split_command(argc, argv, optind, !query);
-  cli->path = argv[optind];
-  cli->command = cmd < argc ? argv + cmd : NULL;
+  if (query && cli->shell_command)
+    tool_usage_error("-c goes with a COMMAND to run, not with a query");
+  if (cli->json && !query)
+    tool_usage_error("--json goes with --leader, --holders or --watch");
+  cli->path = cli_one_path(&args, !query && !cli->shell_command);
+  cli->command = cli->shell_command ? tool_shell_command(cli->shell_command)
+                                    : args.command;
 }
 
 static int is_stop_signal(int sig) {
@@ -213,13 +192,13 @@ static int print_leader(elect_cli *cli, zkrc_session *s) {
       zkrc_election_query_leader(s, cli->path, &id, cli->o.session_timeout_ms);
   if (err != ZKRC_OK)
     return tool_fail("cannot ask for the leader", err);
-  if (id == NULL) {
+  if (id == NULL)
     tool_verbose("%s has no leader", cli->path);
-    return TOOL_EXIT_NO_LEADER;
-  }
-  printf("%s\n", id);
+  int printed = queries_print_leader(stdout, cli->path, id, cli->json);
   free(id);
-  return flush_stdout();
+  if (printed != 0)
+    return flush_stdout();
+  return id ? TOOL_EXIT_OK : TOOL_EXIT_NO_LEADER;
 }
 
 /* The participants in line, the leader first: "ID<TAB>NODE" each. */
@@ -229,10 +208,10 @@ static int print_holders(elect_cli *cli, zkrc_session *s) {
   int err = zkrc_election_list(s, cli->path, &v, &n, cli->o.session_timeout_ms);
   if (err != ZKRC_OK)
     return tool_fail("cannot list the participants", err);
-  for (size_t i = 0; i < n; i++)
-    printf("%s\t%s/%s\n", v[i].id, cli->path, v[i].node);
+  int printed =
+      queries_print_contenders(stdout, cli->path, cli->path, v, n, cli->json);
   zkrc_participants_free(v, n);
-  return flush_stdout();
+  return printed == 0 ? TOOL_EXIT_OK : flush_stdout();
 }
 
 /* Look at the election (setting a watch first, so that no change after
@@ -261,14 +240,13 @@ static int look_at_leader(elect_cli *cli, zkrc_session *s, char **node,
 
 /* "TIME<TAB>ID<TAB>TOKEN": when the change was seen (UTC, ISO 8601), the
  * leader's id and fencing token; both empty when nobody leads. */
-static void print_watch_line(const char *id, int64_t token) {
+static void print_watch_line(const elect_cli *cli, const char *id,
+                             int64_t token) {
   GDateTime *now = g_date_time_new_now_utc();
   char *when = g_date_time_format_iso8601(now);
   g_date_time_unref(now);
-  if (id)
-    printf("%s\t%s\t%" PRId64 "\n", when, id, token);
-  else
-    printf("%s\t\t\n", when);
+  /* A write error shows in flush_stdout() after it. */
+  queries_print_leader_change(stdout, cli->path, when, id, token, cli->json);
   g_free(when);
 }
 
@@ -289,7 +267,7 @@ static int watch_leader(elect_cli *cli, zkrc_session *s) {
         stale = 0;
         retry_at = -1;
         if (!printed || g_strcmp0(node, shown) != 0) {
-          print_watch_line(id, token);
+          print_watch_line(cli, id, token);
           int status = flush_stdout();
           if (status != 0) {
             g_free(node);
@@ -414,16 +392,17 @@ static void command_exited(runner *r) {
 }
 
 static void start_command(runner *r) {
-  char *env[5];
-  int k = 0;
-  env[k++] = g_strdup_printf("ZKR_ELECTION_PATH=%s", r->cli->path);
-  env[k++] = g_strdup_printf("ZKR_ELECTION_NODE=%s", r->node ? r->node : "");
-  env[k++] = g_strdup_printf("ZKR_LEADER_TOKEN=%" PRId64, r->token);
-  env[k++] = g_strdup_printf("ZKR_PARTICIPANT_ID=%s", r->cli->id);
-  env[k] = NULL;
-  int status = tool_child_start(&r->child, r->cli->command, env, &r->cli->o);
-  for (int i = 0; i < k; i++)
-    g_free(env[i]);
+  GPtrArray *env = g_ptr_array_new_with_free_func(g_free);
+  char token[24];
+  snprintf(token, sizeof token, "%" PRId64, r->token);
+  tool_env_add(env, "ZKR_PATH", "ZKR_ELECTION_PATH", r->cli->path);
+  tool_env_add(env, "ZKR_NODE", "ZKR_ELECTION_NODE", r->node ? r->node : "");
+  tool_env_add(env, "ZKR_FENCING_TOKEN", "ZKR_LEADER_TOKEN", token);
+  tool_env_add(env, "ZKR_PARTICIPANT_ID", NULL, r->cli->id);
+  g_ptr_array_add(env, NULL);
+  int status = tool_child_start(&r->child, r->cli->command,
+                                (char *const *)env->pdata, &r->cli->o);
+  g_ptr_array_unref(env);
   if (status != 0) {
     finish(r, status); /* not found, not executable: no point in retrying */
     return;
@@ -574,28 +553,35 @@ static int run_elected(elect_cli *cli, zkrc_session *s) {
   return r.status;
 }
 
-int main(int argc, char **argv) {
-  elect_cli cli;
-  memset(&cli, 0, sizeof cli);
-  parse_args(&cli, argc, argv);
-  tool_check_path(cli.path);
+static int elect_main(elect_cli *cli) {
+  tool_check_path(cli->path);
   if (tool_runtime_init() != 0)
     return TOOL_EXIT_OSERR;
   zkrc_session *s;
   /* A new session after an expiry only matters to a participant. */
-  int status = tool_connect(&cli.o, cli.leader_query || cli.holders, &s);
+  int status = tool_connect(&cli->o, cli->leader_query || cli->holders, &s);
   if (status != 0)
     return status;
-  cli.id = tool_participant_id(&cli.o);
-  if (cli.leader_query)
-    status = print_leader(&cli, s);
-  else if (cli.watch)
-    status = watch_leader(&cli, s);
-  else if (cli.holders)
-    status = print_holders(&cli, s);
+  cli->id = tool_participant_id(&cli->o);
+  if (cli->leader_query)
+    status = print_leader(cli, s);
+  else if (cli->watch)
+    status = watch_leader(cli, s);
+  else if (cli->holders)
+    status = print_holders(cli, s);
   else
-    status = run_elected(&cli, s);
+    status = run_elected(cli, s);
   zkrc_session_close(s);
+  return status;
+}
+
+int cmd_elect(const char *program, int argc, char **argv) {
+  elect_cli cli;
+  memset(&cli, 0, sizeof cli);
+  parse_args(&cli, program, argc, argv);
+  int status = elect_main(&cli);
+  if (cli.shell_command)
+    g_free(cli.command); /* tool_shell_command()'s array */
   g_free(cli.id);
   return status;
 }

@@ -1,7 +1,7 @@
 /*
- * zkr-lock - run a command while holding a zkrecipes (Curator-compatible)
- * ZooKeeper lock, the way flock(1) does with a file lock.  See usage_text,
- * `zkr-lock --help' or zkr-lock(1).
+ * zkr lock (zkr-lock) - run a command while holding a zkrecipes
+ * (Curator-compatible) ZooKeeper lock, the way flock(1) does with a file
+ * lock.  See help_head, `zkr lock --help' or zkr-lock(1).
  *
  * How it runs: the main thread connects, then a short-lived thread blocks in
  * zkrc_lock_acquire() (the lock is per thread, and a blocking call cannot be
@@ -15,7 +15,6 @@
 #include "config.h"
 
 #include <errno.h>
-#include <getopt.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <signal.h>
@@ -25,19 +24,25 @@
 
 #include <glib.h>
 
+#include "cli.h"
+#include "commands.h"
+#include "queries.h"
 #include "tool.h"
 
-static const char usage_text[] =
-    "Usage: zkr-lock [OPTIONS] LOCKPATH [--] COMMAND [ARG...]\n"
-    "       zkr-lock [OPTIONS] LOCKPATH... -- COMMAND [ARG...]\n"
-    "       zkr-lock [OPTIONS] LOCKPATH [LOCKPATH... --]\n"
-    "       zkr-lock [OPTIONS] --holders LOCKPATH...\n"
-    "       zkr-lock --help | --version\n"
+static const char help_head[] =
+    "Usage: zkr lock [OPTIONS] LOCKPATH [--] COMMAND [ARG...]\n"
+    "       zkr lock [OPTIONS] LOCKPATH -c STRING\n"
+    "       zkr lock [OPTIONS] LOCKPATH... -- COMMAND [ARG...]\n"
+    "       zkr lock [OPTIONS] LOCKPATH [LOCKPATH... --]\n"
+    "       zkr lock [OPTIONS] --holders LOCKPATH...\n"
+    "       zkr lock --help | --version\n"
+    "(zkr-lock is the same program.)\n"
     "\n"
     "Acquire the ZooKeeper lock LOCKPATH (a zkrecipes lock: fair, fenced, the\n"
     "protocol of Apache Curator's InterProcessMutex and kazoo's Lock), run\n"
     "COMMAND while holding it, release it when COMMAND exits, and exit with\n"
-    "COMMAND's status (128+N when it was killed by signal N).\n"
+    "COMMAND's status (128+N when it was killed by signal N).  The letters\n"
+    "are flock(1)'s: -s shared, -x exclusive, -n nonblocking, -w wait.\n"
     "\n"
     "Without COMMAND (as `etcdctl lock NAME'), hold the lock until SIGINT or\n"
     "SIGTERM (then release it and exit 0), after printing \"NODE<TAB>TOKEN\"\n"
@@ -48,84 +53,43 @@ static const char usage_text[] =
     "two commands asking for the same locks in different orders cannot\n"
     "deadlock; -w and -n apply to the whole set, and losing any of them is\n"
     "losing the set.  The first -- ends the paths when all before it are\n"
-    "absolute paths: under one lock, put -- after LOCKPATH when COMMAND is\n"
-    "an absolute path with a -- among its arguments.\n"
+    "options or absolute paths: under one lock, put -- after LOCKPATH when\n"
+    "COMMAND is an absolute path with a -- among its arguments.\n"
     "\n"
     "If the lock is lost while COMMAND runs (the ZooKeeper session expired,\n"
     "its lease ran out, or the lock node was deleted), COMMAND gets the lost\n"
-    "signal (SIGTERM), then SIGKILL after the grace period, and zkr-lock\n"
+    "signal (SIGTERM), then SIGKILL after the grace period, and zkr lock\n"
     "exits with status 75.  COMMAND is dead by the lease's deadline, before\n"
     "anyone else can get the lock: SIGKILL 50 ms before it, the lost signal\n"
     "so that the grace period (shortened to fit below the lease floor) ends\n"
-    "then.  Time zkr-lock spends stopped counts against the lease.\n"
+    "then.  Time zkr lock spends stopped counts against the lease.\n"
     "SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGTSTP (then\n"
-    "zkr-lock stops too) and SIGCONT are passed on to COMMAND; the lock is\n"
+    "zkr lock stops too) and SIGCONT are passed on to COMMAND; the lock is\n"
     "released when it exits.  Before the lock is held, SIGINT, SIGTERM,\n"
     "SIGHUP and SIGQUIT give up waiting (status 128+N).\n"
     "\n"
     "COMMAND runs in a process group of its own, so that signals reach\n"
-    "everything it starts; a terminal's ^C reaches zkr-lock, which passes it\n"
-    "on.  With --foreground it stays in zkr-lock's group instead (for\n"
+    "everything it starts; a terminal's ^C reaches zkr lock, which passes it\n"
+    "on.  With --foreground it stays in zkr lock's group instead (for\n"
     "commands that read the terminal); then only COMMAND itself is signalled\n"
-    "on loss.  Should zkr-lock itself die, COMMAND gets the lost signal, and\n"
-    "a guardian process SIGKILLs its whole process group.\n"
-    "\n"
-    "Options (before LOCKPATH):\n"
-    "  -s, --servers HOSTS        ZooKeeper servers, host:port[,host:port...]\n"
-    "                             [/chroot] (default: $ZKR_SERVERS, else\n"
-    "                             127.0.0.1:2181)\n"
-    "  -t, --session-timeout MS   session timeout in ms (default 10000); also\n"
-    "                             how long to wait for a server to answer\n"
-    "  -w, --wait SECONDS         wait at most this long for the lock, once\n"
-    "                             connected (fractions allowed; 0 means -n);\n"
-    "                             default: no limit\n"
-    "  -n, --nonblock             do not wait: fail if another holder has it\n"
-    "      --shared               take the read side of the read-write lock\n"
-    "                             on LOCKPATH (Curator's\n"
-    "                             InterProcessReadWriteLock): shared with\n"
-    "                             other readers, excluded by writers\n"
-    "      --limit N              take one of N leases of the semaphore on\n"
-    "                             LOCKPATH (Curator's\n"
-    "                             InterProcessSemaphoreV2), like consul lock\n"
-    "                             -n: at most N commands run at once (one\n"
-    "                             lease of each, with several LOCKPATHs)\n"
-    "  -x, --exclusive            take its write side: alone (readers,\n"
-    "                             writers and plain locks all exclude it)\n"
-    "  -E, --conflict-exit-code CODE\n"
-    "                             exit status when the lock was not acquired\n"
-    "                             (-n, -w), 0 to 255 (default 1)\n"
-    "  -k, --lost-signal SIGNAL   signal COMMAND gets when the lock is lost\n"
-    "                             (name or number; default TERM)\n"
-    "  -g, --grace SECONDS        then SIGKILL after this long (default 5;\n"
-    "                             shortened to fit the lease)\n"
-    "      --server-tick MS       the servers' tickTime, for the lease\n"
-    "                             (default 2000, at most half of -t)\n"
-    "      --auth-file FILE       authenticate (digest) with the "
-    "USER:PASSWORD\n"
-    "                             on FILE's first line (also $ZKR_AUTH_FILE)\n"
-    "      --id ID                participant id stored in the lock node\n"
-    "                             (default HOSTNAME:PID)\n"
-    "      --foreground           keep COMMAND in zkr-lock's process group\n"
-    "      --holders              print the contenders of LOCKPATH in queue\n"
-    "                             order, the holder first: one line each,\n"
-    "                             \"ID<TAB>NODE\"; nothing when there are "
-    "none\n"
-    "  -v, --verbose              report progress on stderr, including the\n"
-    "                             session id (never its password)\n"
-    "  -h, --help                 show this help and exit\n"
-    "  -V, --version              show the version and exit\n"
+    "on loss.  Should zkr lock itself die, COMMAND gets the lost signal, and\n"
+    "a guardian process SIGKILLs its whole process group.\n";
+
+static const char help_tail[] =
     "\n"
     "Environment:\n" TOOL_ENVIRONMENT_HELP
     "                   auth file (taken out of COMMAND's environment)\n"
     "COMMAND also gets:\n"
-    "  ZKR_LOCK_PATH       LOCKPATH (the first one given)\n"
-    "  ZKR_LOCK_NODE       full path of our lock node\n"
+    "  ZKR_PATH            LOCKPATH (the first one given)\n"
+    "  ZKR_NODE            full path of our lock node\n"
     "  ZKR_FENCING_TOKEN   the fencing token: the node's czxid, in decimal;\n"
     "                      larger for every later holder\n"
-    "  ZKR_LOCK_COUNT      how many locks are held (N)\n"
-    "  ZKR_LOCK_PATH_I, ZKR_LOCK_NODE_I, ZKR_FENCING_TOKEN_I\n"
+    "  ZKR_COUNT           how many locks are held (N)\n"
+    "  ZKR_PATH_I, ZKR_NODE_I, ZKR_FENCING_TOKEN_I\n"
     "                      the same for the I-th LOCKPATH given, 1 to N\n"
     "  ZKR_PARTICIPANT_ID  the participant id (--id, or HOSTNAME:PID)\n"
+    "  (and, until 0.3, ZKR_LOCK_PATH, ZKR_LOCK_NODE, ZKR_LOCK_COUNT,\n"
+    "  ZKR_LOCK_PATH_I and ZKR_LOCK_NODE_I: the same values)\n"
     "\n"
     "Exit status:\n"
     "  COMMAND's status, or 128+N when it was killed by signal N\n"
@@ -133,8 +97,10 @@ static const char usage_text[] =
     "       servers answered; see -E\n"
     "  2    bad usage\n"
     "  65   invalid LOCKPATH\n"
-    "  69   no ZooKeeper server answered within the session timeout (also\n"
-    "       with -n: no answer is not \"busy\")\n"
+    "  68   a server's name does not resolve\n"
+    "  69   every server refused (said at once), none answered within the\n"
+    "       connect timeout (with -n too: no answer is not \"busy\"), or the\n"
+    "       server list's chroot does not exist\n"
     "  71   a system call failed (fork, pipe, ...)\n"
     "  74   writing standard output failed (--holders)\n"
     "  75   the lock was lost while COMMAND ran, or before it could start\n"
@@ -144,10 +110,9 @@ static const char usage_text[] =
     "  126  COMMAND could not be run; 127 COMMAND was not found\n"
     "  128+N  interrupted by signal N while waiting for the lock\n";
 
-enum { OPT_HOLDERS = TOOL_OPT_FIRST_FREE, OPT_SHARED, OPT_LIMIT };
+static const cli_spec lock_spec = {CLI_LOCK, "lock", CLI_PATHS_COMMAND,
+                                   help_head, help_tail};
 
-/* Which lock on each LOCKPATH: the mutex, or a side of the read-write
- * lock (flock's words). */
 typedef enum lock_mode { MODE_MUTEX, MODE_SHARED, MODE_EXCLUSIVE } lock_mode;
 
 typedef struct lock_cli {
@@ -155,52 +120,30 @@ typedef struct lock_cli {
   int wait_ms; /* ZKRC_WAIT_FOREVER, ZKRC_NO_WAIT or ms */
   int conflict_code;
   int holders;
+  int json; /* --json, for --holders */
   lock_mode mode;
   int limit;        /* --limit N: one of N leases of a semaphore; 0: a lock */
   const char *path; /* for messages: the path, or the paths joined */
   char **paths;     /* the LOCKPATHs, as given */
   int n_paths;
   char **command;
-  char *id; /* the participant id */
+  const char *shell_command; /* -c STRING */
+  char *id;                  /* the participant id */
 } lock_cli;
 
-/* Do the arguments [from, to) all look like lock paths (absolute)? */
-static int all_paths(char **argv, int from, int to) {
-  for (int i = from; i < to; i++)
-    if (argv[i][0] != '/')
-      return 0;
-  return 1;
-}
-
-/* LOCKPATH... and COMMAND: one path then [--] COMMAND, as flock(1) and
- * before; several paths only with -- before COMMAND (or --holders): the
- * first -- ends them when everything before it is a path (a COMMAND with
- * a -- of its own, given without one before it, stays a COMMAND unless it
- * is an absolute path). */
-static void split_paths(lock_cli *cli, int argc, char **argv, int first) {
-  int dashes = first + 1;
-  while (dashes < argc && strcmp(argv[dashes], "--") != 0)
-    dashes++;
-  int several = cli->holders ? argc - first > 1
-                             : dashes < argc && all_paths(argv, first, dashes);
-  if (first >= argc)
+/* The paths and COMMAND as cli_parse() divided them. */
+static void take_words(lock_cli *cli, cli_args *args) {
+  if (args->n_paths == 0)
     tool_usage_error("missing LOCKPATH");
-  /* LOCKPATH alone, or LOCKPATH... --: hold until signalled. */
-  int hold_only =
-      !cli->holders && (argc - first == 1 || (dashes == argc - 1 && several));
-  if (!several && !hold_only) {
-    int cmd = tool_split_command(argc, argv, first, !cli->holders);
-    cli->paths = argv + first;
-    cli->n_paths = 1;
-    cli->command = cmd < argc ? argv + cmd : NULL;
-  } else {
-    int end = cli->holders || (argc - first == 1) ? argc : dashes;
-    cli->paths = argv + first;
-    cli->n_paths = end - first;
-    cli->command = cli->holders || hold_only ? NULL : argv + dashes + 1;
-  }
-  if (cli->n_paths > ZKRC_MULTILOCK_MAX)
+  if (cli->shell_command && args->command)
+    tool_usage_error("-c gives COMMAND: not a second one");
+  if (args->n_paths > ZKRC_MULTILOCK_MAX)
     tool_usage_error("at most %d LOCKPATHs", ZKRC_MULTILOCK_MAX);
+  cli->paths = args->paths; /* lives on */
+  cli->n_paths = args->n_paths;
+  cli->command = cli->holders ? NULL : args->command;
+  if (cli->shell_command && !cli->holders)
+    cli->command = tool_shell_command(cli->shell_command); /* lives on */
   for (int i = 0; i < cli->n_paths; i++)
     for (int j = 0; j < i; j++)
       if (strcmp(cli->paths[i], cli->paths[j]) == 0)
@@ -209,80 +152,85 @@ static void split_paths(lock_cli *cli, int argc, char **argv, int first) {
                                 : g_strjoinv(" ", cli->paths); /* lives on */
 }
 
-static void parse_args(lock_cli *cli, int argc, char **argv) {
-  static const struct option longopts[] = {
-      TOOL_COMMON_LONGOPTS,
-      {"wait", required_argument, NULL, 'w'},
-      {"timeout", required_argument, NULL, 'w'},
-      {"nonblock", no_argument, NULL, 'n'},
-      {"conflict-exit-code", required_argument, NULL, 'E'},
-      {"holders", no_argument, NULL, OPT_HOLDERS},
-      {"shared", no_argument, NULL, OPT_SHARED},
-      {"limit", required_argument, NULL, OPT_LIMIT},
-      {"exclusive", no_argument, NULL, 'x'},
-      {NULL, 0, NULL, 0},
-  };
-  tool_options_init(&cli->o, "zkr-lock");
+static void lock_option(int id, const char *value, void *ctx) {
+  lock_cli *cli = ctx;
+  switch (id) {
+  case 'w':
+    cli->wait_ms = tool_parse_seconds(value, "--wait");
+    break;
+  case 'n':
+    cli->wait_ms = ZKRC_NO_WAIT;
+    break;
+  case 'E':
+    cli->conflict_code = tool_parse_int(value, 0, 255, "-E");
+    break;
+  case OPT_HOLDERS:
+    cli->holders = 1;
+    break;
+  case OPT_JSON:
+    cli->json = 1;
+    break;
+  case 's':
+    cli->mode = MODE_SHARED;
+    break;
+  case 'x':
+    cli->mode = MODE_EXCLUSIVE;
+    break;
+  case OPT_LIMIT:
+    cli->limit = tool_parse_int(value, 1, INT_MAX, "--limit");
+    break;
+  case 'c':
+    cli->shell_command = value;
+    break;
+  }
+}
+
+static void parse_args(lock_cli *cli, const char *program, int argc,
+                       char **argv) {
   cli->wait_ms = ZKRC_WAIT_FOREVER;
   cli->conflict_code = TOOL_EXIT_NOT_ACQUIRED;
-  opterr = 0; /* our own messages */
-  int c;
-  /* '+': stop at LOCKPATH; what follows it belongs to COMMAND. */
-  while ((c = getopt_long(argc, argv, "+:" TOOL_COMMON_SHORTOPTS "w:nE:x",
-                          longopts, NULL)) != -1) {
-    if (tool_common_option(&cli->o, c, optarg, usage_text))
-      continue;
-    switch (c) {
-    case 'w':
-      cli->wait_ms = tool_parse_seconds(optarg, "--wait");
-      break;
-    case 'n':
-      cli->wait_ms = ZKRC_NO_WAIT;
-      break;
-    case 'E':
-      cli->conflict_code = tool_parse_int(optarg, 0, 255, "-E");
-      break;
-    case OPT_HOLDERS:
-      cli->holders = 1;
-      break;
-    case OPT_SHARED:
-      cli->mode = MODE_SHARED;
-      break;
-    case 'x':
-      cli->mode = MODE_EXCLUSIVE;
-      break;
-    case OPT_LIMIT:
-      cli->limit = tool_parse_int(optarg, 1, INT_MAX, "--limit");
-      break;
-    case ':':
-      tool_usage_error("option %s needs a value", argv[optind - 1]);
-    default:
-      tool_usage_error("unknown option: %s", argv[optind - 1]);
-    }
-  }
-  split_paths(cli, argc, argv, optind);
+  cli_args args;
+  cli_parse(&lock_spec, program, &cli->o, argc, argv, lock_option, cli, &args);
   if (cli->limit && cli->mode != MODE_MUTEX)
     tool_usage_error("--limit excludes --shared and -x");
+  if (cli->json && !cli->holders)
+    tool_usage_error("--json goes with --holders");
+  take_words(cli, &args);
+}
+
+/* An invalid LOCKPATH: said as such, with a word for the scripts of
+ * before 0.2, where -s took the servers. */
+static void check_paths(const lock_cli *cli) {
+  for (int i = 0; i < cli->n_paths; i++) {
+    const char *why = NULL;
+    if (zkrc_path_validate(cli->paths[i], &why) == ZKRC_OK)
+      continue;
+    if (cli->mode == MODE_SHARED && strchr(cli->paths[i], ':'))
+      tool_error("invalid path '%s': %s (-s is --shared, as in flock(1); "
+                 "the servers are --servers)",
+                 cli->paths[i], why ? why : "refused");
+    else
+      tool_error("invalid path '%s': %s", cli->paths[i], why ? why : "refused");
+    exit(TOOL_EXIT_BAD_PATH);
+  }
 }
 
 /* --------------------------------------------------------------- holders */
 
-static int print_holders(zkrc_session *s, const char *path, int limit,
+/* The contenders of @p path in queue order (--holders), as text or JSON. */
+static int print_holders(zkrc_session *s, const lock_cli *cli, const char *path,
                          int timeout_ms) {
   zkrc_participant *v;
   size_t n;
-  /* A semaphore's holders are its lease nodes, under path/leases. */
-  char *leases = limit ? g_strdup_printf("%s/leases", path) : NULL;
-  int err = limit ? zkrc_semaphore_list(s, path, &v, &n, timeout_ms)
-                  : zkrc_lock_list(s, path, &v, &n, timeout_ms);
-  if (leases)
-    path = leases;
+  int err = cli->limit ? zkrc_semaphore_list(s, path, &v, &n, timeout_ms)
+                       : zkrc_lock_list(s, path, &v, &n, timeout_ms);
   if (err != ZKRC_OK)
     return tool_fail("cannot list the contenders", err);
-  for (size_t i = 0; i < n; i++)
-    printf("%s\t%s/%s\n", v[i].id, path, v[i].node);
+  /* A semaphore's holders are its lease nodes, under path/leases. */
+  char *dir = cli->limit ? g_strdup_printf("%s/leases", path) : g_strdup(path);
+  queries_print_contenders(stdout, path, dir, v, n, cli->json);
   zkrc_participants_free(v, n);
-  g_free(leases);
+  g_free(dir);
   if (fflush(stdout) != 0 || ferror(stdout)) {
     tool_error("standard output: %s", strerror(errno));
     return TOOL_EXIT_IOERR;
@@ -293,8 +241,7 @@ static int print_holders(zkrc_session *s, const char *path, int limit,
 static int print_all_holders(lock_cli *cli, zkrc_session *s) {
   int status = TOOL_EXIT_OK;
   for (int i = 0; i < cli->n_paths && status == TOOL_EXIT_OK; i++)
-    status =
-        print_holders(s, cli->paths[i], cli->limit, zkrc_session_timeout(s));
+    status = print_holders(s, cli, cli->paths[i], zkrc_session_timeout(s));
   return status;
 }
 
@@ -582,25 +529,31 @@ static int ready_to_start(supervision *sv) {
   }
 }
 
-/* Run COMMAND while the lock is held.  Returns zkr-lock's exit status. */
+/* Run COMMAND while the lock is held.  Returns zkr lock's exit status. */
 /* COMMAND's environment: the first lock's path, node and token as with
  * one lock, the count, and each lock's numbered from 1 (g_strfreev). */
 static char **command_env(lock_cli *cli, const acquirer *a) {
   GPtrArray *env = g_ptr_array_new();
-  g_ptr_array_add(env, g_strdup_printf("ZKR_LOCK_PATH=%s", cli->paths[0]));
-  g_ptr_array_add(env, g_strdup_printf("ZKR_LOCK_NODE=%s", a->nodes[0]));
-  g_ptr_array_add(env,
-                  g_strdup_printf("ZKR_FENCING_TOKEN=%" PRId64, a->tokens[0]));
-  g_ptr_array_add(env, g_strdup_printf("ZKR_LOCK_COUNT=%d", a->n));
+  char number[24];
+  tool_env_add(env, "ZKR_PATH", "ZKR_LOCK_PATH", cli->paths[0]);
+  tool_env_add(env, "ZKR_NODE", "ZKR_LOCK_NODE", a->nodes[0]);
+  snprintf(number, sizeof number, "%" PRId64, a->tokens[0]);
+  tool_env_add(env, "ZKR_FENCING_TOKEN", NULL, number);
+  snprintf(number, sizeof number, "%d", a->n);
+  tool_env_add(env, "ZKR_COUNT", "ZKR_LOCK_COUNT", number);
   for (int i = 0; i < a->n; i++) {
-    g_ptr_array_add(
-        env, g_strdup_printf("ZKR_LOCK_PATH_%d=%s", i + 1, cli->paths[i]));
-    g_ptr_array_add(env,
-                    g_strdup_printf("ZKR_LOCK_NODE_%d=%s", i + 1, a->nodes[i]));
-    g_ptr_array_add(env, g_strdup_printf("ZKR_FENCING_TOKEN_%d=%" PRId64, i + 1,
-                                         a->tokens[i]));
+    char name[48], old[48];
+    snprintf(name, sizeof name, "ZKR_PATH_%d", i + 1);
+    snprintf(old, sizeof old, "ZKR_LOCK_PATH_%d", i + 1);
+    tool_env_add(env, name, old, cli->paths[i]);
+    snprintf(name, sizeof name, "ZKR_NODE_%d", i + 1);
+    snprintf(old, sizeof old, "ZKR_LOCK_NODE_%d", i + 1);
+    tool_env_add(env, name, old, a->nodes[i]);
+    snprintf(name, sizeof name, "ZKR_FENCING_TOKEN_%d", i + 1);
+    snprintf(number, sizeof number, "%" PRId64, a->tokens[i]);
+    tool_env_add(env, name, NULL, number);
   }
-  g_ptr_array_add(env, g_strdup_printf("ZKR_PARTICIPANT_ID=%s", cli->id));
+  tool_env_add(env, "ZKR_PARTICIPANT_ID", NULL, cli->id);
   g_ptr_array_add(env, NULL);
   return (char **)g_ptr_array_free(env, FALSE);
 }
@@ -757,25 +710,39 @@ static int lock_and_run(lock_cli *cli, zkrc_session *s, int *session_closed) {
   return status;
 }
 
-int main(int argc, char **argv) {
-  lock_cli cli;
-  memset(&cli, 0, sizeof cli);
-  parse_args(&cli, argc, argv);
-  for (int i = 0; i < cli.n_paths; i++)
-    tool_check_path(cli.paths[i]);
+/* What parse_args() allocated, and the participant id. */
+static void lock_cli_clear(lock_cli *cli) {
+  if (cli->n_paths > 1)
+    g_free((char *)cli->path); /* the paths joined */
+  if (cli->shell_command && cli->command)
+    g_free(cli->command); /* tool_shell_command()'s array */
+  g_free(cli->paths);
+  g_free(cli->id);
+}
+
+static int lock_main(lock_cli *cli) {
+  check_paths(cli);
   if (tool_runtime_init() != 0)
     return TOOL_EXIT_OSERR;
   zkrc_session *s;
   /* No new session after an expiry: by then the lock is lost anyway. */
-  int status = tool_connect(&cli.o, 1, &s);
+  int status = tool_connect(&cli->o, 1, &s);
   if (status != 0)
     return status;
-  cli.id = tool_participant_id(&cli.o);
+  cli->id = tool_participant_id(&cli->o);
   int closed = 0;
   status =
-      cli.holders ? print_all_holders(&cli, s) : lock_and_run(&cli, s, &closed);
+      cli->holders ? print_all_holders(cli, s) : lock_and_run(cli, s, &closed);
   if (!closed)
     zkrc_session_close(s);
-  g_free(cli.id);
+  return status;
+}
+
+int cmd_lock(const char *program, int argc, char **argv) {
+  lock_cli cli;
+  memset(&cli, 0, sizeof cli);
+  parse_args(&cli, program, argc, argv);
+  int status = lock_main(&cli);
+  lock_cli_clear(&cli);
   return status;
 }
