@@ -70,13 +70,36 @@ static void test_lock_words(void) {
                "--", "cmd");
   EXPECT_SPLIT(CLI_LOCK, CLI_PATHS_COMMAND, "o:2,3 p:1,4 c:6", "lock", "/a",
                "-w", "5", "/b", "--", "cmd");
-  /* ... but a relative word before it makes it COMMAND's. */
+  /* ... but any other word before it makes it COMMAND's, its options
+   * too (they may be COMMAND's own: -c is sh's here, not ours). */
+  EXPECT_SPLIT(CLI_LOCK, CLI_PATHS_COMMAND, "o: p:1 c:2", "lock", "/locks/x",
+               "/usr/bin/rsync", "-av", "--", "/src", "/dst");
+  EXPECT_SPLIT(CLI_LOCK, CLI_PATHS_COMMAND, "o: p:1 c:2", "lock", "/locks/db",
+               "/bin/sh", "-c", "pg_dump", "--", "/backup/db");
   EXPECT_SPLIT(CLI_LOCK, CLI_PATHS_COMMAND, "o: p:1 c:2", "lock", "/p", "find",
                ".", "--", "x");
   /* Held without COMMAND: one path, or paths then a last --. */
   EXPECT_SPLIT(CLI_LOCK, CLI_PATHS_COMMAND, "o: p:1 c:-", "lock", "/p");
   EXPECT_SPLIT(CLI_LOCK, CLI_PATHS_COMMAND, "o: p:1,2 c:-", "lock", "/a", "/b",
                "--");
+}
+
+/* A "--" before the path ends the options only (as getopt's did): the
+ * path follows, then COMMAND as without it. */
+static void test_dashes_before_the_path(void) {
+  EXPECT_SPLIT(CLI_LOCK, CLI_PATHS_COMMAND, "o:1 p:3 c:4", "zkr-lock", "-n",
+               "--", "/locks/x", "true");
+  EXPECT_SPLIT(CLI_LOCK, CLI_PATHS_COMMAND, "o: p:2,3 c:5", "lock", "--", "/a",
+               "/b", "--", "cmd");
+  EXPECT_SPLIT(CLI_ELECT, CLI_PATH_COMMAND, "o: p:2 c:3", "elect", "--", "/e",
+               "true");
+  /* After it nothing is an option: "-n" is COMMAND's. */
+  EXPECT_SPLIT(CLI_ELECT, CLI_PATH_COMMAND, "o: p:2 c:3", "elect", "--", "/e",
+               "-n");
+  EXPECT_SPLIT(CLI_WATCH, CLI_PATH_DASH_COMMAND, "o: p:2 c:-", "watch", "--",
+               "/p");
+  EXPECT_SPLIT(CLI_WATCH, CLI_PATH_DASH_COMMAND, "o: p:2 c:4", "watch", "--",
+               "/p", "--", "cmd");
 }
 
 static void test_values_are_not_paths(void) {
@@ -165,8 +188,8 @@ static void test_parse(void) {
 
 /* ------------------------------------------------------------ the table */
 
-static const cli_command all_commands[] = {CLI_LOCK, CLI_ELECT, CLI_LS,
-                                           CLI_WATCH, CLI_MEMBERS};
+static const cli_command all_commands[] = {CLI_LOCK,  CLI_ELECT,   CLI_LS,
+                                           CLI_WATCH, CLI_MEMBERS, CLI_HEALTH};
 
 static void test_one_meaning(void) {
   for (const cli_option *a = cli_options; a->id; a++) {
@@ -205,7 +228,8 @@ static void test_every_subcommand_has_the_basics(void) {
       CU_ASSERT(takes(all_commands[c], basics[i]));
   /* Those that print take --json; those that run COMMAND take -c. */
   CU_ASSERT(takes(CLI_LS, "json") && takes(CLI_WATCH, "json") &&
-            takes(CLI_MEMBERS, "json"));
+            takes(CLI_MEMBERS, "json") && takes(CLI_LOCK, "json") &&
+            takes(CLI_ELECT, "json") && takes(CLI_HEALTH, "json"));
   CU_ASSERT(takes(CLI_LOCK, "command") && takes(CLI_ELECT, "command") &&
             takes(CLI_WATCH, "command"));
 }
@@ -263,6 +287,7 @@ static void test_help_lists_the_table(void) {
 static void add_suites(void) {
   ZKT_SUITE("words", {"lock", test_lock_words},
             {"values are not paths", test_values_are_not_paths},
+            {"-- before the path", test_dashes_before_the_path},
             {"options that leave no COMMAND", test_no_command_options},
             {"other layouts", test_other_layouts},
             {"parse, POSIXLY_CORRECT or not", test_parse});

@@ -31,6 +31,7 @@
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -871,6 +872,15 @@ static void test_lock_shared_exclusive(void) {
   proc_signal(r, SIGTERM);
   CU_ASSERT_EQUAL(proc_wait(r, EXIT_TIMEOUT), 128 + SIGTERM);
   CU_ASSERT_EQUAL(tool_run(ZKR_LOCK, writer, NULL), 0);
+  /* -e takes the write side: while it holds, its node is a writer's. */
+  char *list = g_strdup_printf("'%s' --servers '%s' --holders '%s'", ZKR_LOCK,
+                               zkt_hosts(), path);
+  const char *writer_e2[] = {"-e", path, "-c", list, NULL};
+  proc *w;
+  CU_ASSERT_EQUAL(zkr_run("lock", writer_e2, &w), 0);
+  CU_ASSERT_PTR_NOT_NULL(strstr(w->out->str, "__WRIT__"));
+  proc_free(w);
+  g_free(list);
   proc_free(r);
   g_free(path);
 }
@@ -1453,6 +1463,82 @@ static void test_json_answers(void) {
   g_free(election);
 }
 
+/* ------------------------------------------------------------- health */
+
+/* zkr health (issue 32): 0 with the member it connected to (one of the
+ * list), the session, a confirmed lease no longer than the session
+ * timeout, and the member's version and mode from its "srvr"; the same as
+ * one JSON object; 69 at once when every server refuses. */
+static void test_health(void) {
+  cleanup_processes();
+  /* The members themselves: "srvr" is no ZooKeeper request, which the
+   * harness's fault proxies (framing requests) would not pass on. */
+  const char *direct = zkrc_ensemble_direct_connect_string(zkt_ensemble());
+  proc *p;
+  const char *plain[] = {"--servers", direct, NULL};
+  CU_ASSERT_EQUAL_FATAL(zkr_run("health", plain, &p), 0);
+  char *text = p->out->str;
+  char *server = NULL, *session = NULL, *timeout = NULL, *lease = NULL,
+       *version = NULL, *mode = NULL;
+  gchar **lines = g_strsplit(text, "\n", -1);
+  for (int i = 0; lines[i]; i++) {
+    gchar **kv = g_strsplit(lines[i], "\t", 2);
+    char **into = !kv[0] || !kv[1]                   ? NULL
+                  : strcmp(kv[0], "server") == 0     ? &server
+                  : strcmp(kv[0], "session") == 0    ? &session
+                  : strcmp(kv[0], "timeout_ms") == 0 ? &timeout
+                  : strcmp(kv[0], "lease_ms") == 0   ? &lease
+                  : strcmp(kv[0], "version") == 0    ? &version
+                  : strcmp(kv[0], "mode") == 0       ? &mode
+                                                     : NULL;
+    if (into)
+      *into = g_strdup(kv[1]);
+    g_strfreev(kv);
+  }
+  g_strfreev(lines);
+  CU_ASSERT_FATAL(server && session && timeout && lease && version && mode);
+  char *listed = g_strdup_printf(",%s,", direct);
+  char *item = g_strdup_printf(",%s,", server);
+  CU_ASSERT_PTR_NOT_NULL(strstr(listed, item)); /* one of the list */
+  CU_ASSERT(g_str_has_prefix(session, "0x") &&
+            g_ascii_strtoull(session + 2, NULL, 16) != 0);
+  int timeout_ms = atoi(timeout), lease_ms = atoi(lease);
+  CU_ASSERT(timeout_ms > 0 && timeout_ms <= TOOL_SESSION_MS);
+  CU_ASSERT(lease_ms > 0 && lease_ms <= timeout_ms);
+  CU_ASSERT(g_str_has_prefix(version, "3."));
+  CU_ASSERT(strcmp(mode, "leader") == 0 || strcmp(mode, "follower") == 0);
+  g_free(listed);
+  g_free(item);
+  g_free(server);
+  g_free(session);
+  g_free(timeout);
+  g_free(lease);
+  g_free(version);
+  g_free(mode);
+  proc_free(p);
+
+  const char *json[] = {"--json", "--servers", direct, NULL};
+  CU_ASSERT_EQUAL(zkr_run("health", json, &p), 0);
+  JsonParser *jp;
+  JsonObject *o = json_line(p->out->str, 0, &jp);
+  if (o) {
+    CU_ASSERT(json_object_get_int_member(o, "lease_ms") > 0);
+    CU_ASSERT(
+        g_str_has_prefix(json_object_get_string_member(o, "session"), "0x"));
+    const char *m = json_object_get_string_member(o, "mode");
+    CU_ASSERT(m && (strcmp(m, "leader") == 0 || strcmp(m, "follower") == 0));
+  }
+  g_object_unref(jp);
+  proc_free(p);
+
+  const char *refused[] = {ZKR, "health", "--servers", "127.0.0.1:1", NULL};
+  p = proc_start(refused);
+  CU_ASSERT_EQUAL(proc_wait(p, EXIT_TIMEOUT), EXIT_UNAVAILABLE);
+  CU_ASSERT_PTR_NOT_NULL(strstr(p->err->str, "connection refused"));
+  CU_ASSERT_EQUAL(p->out->len, 0);
+  proc_free(p);
+}
+
 /* ---------------------------------------------------------------- both */
 
 typedef struct usage_case {
@@ -1846,6 +1932,172 @@ static void partition_case(const char *tool, const char *holder_flag,
   g_free(path);
 }
 
+/* ------------------------------------------------------------- systemd */
+
+/* systemd's side of sd_notify(3): a datagram socket of the test's own,
+ * each message kept with when it came. */
+typedef struct notified {
+  int fd;
+  char *path;
+  GPtrArray *msgs; /* of char *, in order */
+  GArray *at_ms;   /* when each came (zkt_now_ms) */
+} notified;
+
+static void notified_open(notified *n) {
+  n->path = tmp_file("notify");
+  n->fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+  struct sockaddr_un sun = {.sun_family = AF_UNIX};
+  CU_ASSERT_FATAL(n->fd >= 0 && strlen(n->path) < sizeof sun.sun_path);
+  strcpy(sun.sun_path, n->path);
+  CU_ASSERT_FATAL(bind(n->fd, (struct sockaddr *)&sun, sizeof sun) == 0);
+  n->msgs = g_ptr_array_new_with_free_func(g_free);
+  n->at_ms = g_array_new(FALSE, FALSE, sizeof(int64_t));
+}
+
+static void notified_close(notified *n) {
+  close(n->fd);
+  g_unlink(n->path);
+  g_free(n->path);
+  g_ptr_array_unref(n->msgs);
+  g_array_free(n->at_ms, TRUE);
+}
+
+/* Take what has come, waiting up to @p ms for the first. */
+static void notified_read(notified *n, int ms) {
+  struct pollfd p = {n->fd, POLLIN, 0};
+  if (poll(&p, 1, ms) <= 0)
+    return;
+  char buf[2048];
+  ssize_t len;
+  while ((len = recv(n->fd, buf, sizeof buf - 1, 0)) > 0) {
+    buf[len] = '\0';
+    int64_t now = zkt_now_ms();
+    g_ptr_array_add(n->msgs, g_strdup(buf));
+    g_array_append_val(n->at_ms, now);
+  }
+}
+
+/* The index of the first message from @p from on containing @p text,
+ * waiting up to @p timeout_ms for it; -1 when none came. */
+static int notified_wait(notified *n, int from, const char *text,
+                         int timeout_ms) {
+  int64_t deadline = zkt_now_ms() + timeout_ms;
+  for (;;) {
+    for (int i = from; i < (int)n->msgs->len; i++)
+      if (strstr(g_ptr_array_index(n->msgs, i), text))
+        return i;
+    int64_t left = deadline - zkt_now_ms();
+    if (left <= 0)
+      return -1;
+    notified_read(n, left > 100 ? 100 : (int)left);
+  }
+}
+
+static int notified_count(const notified *n, int from, int to,
+                          const char *text) {
+  int count = 0;
+  for (int i = from; i < to && i < (int)n->msgs->len; i++)
+    count += strstr(g_ptr_array_index(n->msgs, i), text) != NULL;
+  return count;
+}
+
+/* With NOTIFY_SOCKET (issue 32): zkr elect says READY=1 and STATUS=leading
+ * once elected and running COMMAND, feeds the watchdog (WATCHDOG_USEC 200
+ * ms: every 100 ms) while the session's lease is live, and never once it
+ * is not: cut off from the servers (member 0's proxy black-holed), it says
+ * leadership is lost, the watchdog is fed no more within the session
+ * timeout of the cut, and not at all for the next second or more while
+ * the cut lasts, so WatchdogSec= would restart it; it is fed again once
+ * the servers are back.  COMMAND gets none of the variables.  zkr lock without
+ * COMMAND: READY=1 with its token once held; STOPPING=1 on SIGTERM. */
+static void test_systemd_notify(void) {
+  cleanup_processes();
+  zkrc_ensemble *e = zkt_ensemble();
+  notified n;
+  notified_open(&n);
+  g_setenv("NOTIFY_SOCKET", n.path, TRUE);
+  g_setenv("WATCHDOG_USEC", "200000", TRUE);
+  char *path = zkt_path("tools-systemd");
+  const char *run[] = {"--id",
+                       "sd",
+                       path,
+                       "--",
+                       "sh",
+                       "-c",
+                       "echo pid=$$ notify=${NOTIFY_SOCKET:-none} "
+                       "wd=${WATCHDOG_USEC:-none}; exec sleep 60",
+                       NULL};
+  proc *a = start_on(ZKR_ELECT, zkrc_ensemble_member_address(e, 0), run);
+  g_unsetenv("NOTIFY_SOCKET");
+  g_unsetenv("WATCHDOG_USEC");
+  CU_ASSERT_FATAL(command_pid(a) > 0);
+  char *notify = value_of(a->out->str, "notify", 0);
+  char *wd = value_of(a->out->str, "wd", 0);
+  CU_ASSERT_STRING_EQUAL(notify ? notify : "", "none");
+  CU_ASSERT_STRING_EQUAL(wd ? wd : "", "none");
+  g_free(notify);
+  g_free(wd);
+  int ready = notified_wait(&n, 0, "READY=1", START_TIMEOUT);
+  CU_ASSERT_FATAL(ready >= 0);
+  CU_ASSERT_PTR_NOT_NULL(
+      strstr(g_ptr_array_index(n.msgs, ready), "STATUS=leading"));
+  int64_t fed_from = zkt_now_ms();
+  while (zkt_now_ms() < fed_from + 600)
+    notified_read(&n, 50);
+  int fed = notified_count(&n, ready, (int)n.msgs->len, "WATCHDOG=1");
+  printf(" (%d WATCHDOG=1 in 0.6 s while leading) ", fed);
+  CU_ASSERT(fed >= 3);
+
+  int64_t cut_at = zkt_now_ms();
+  CU_ASSERT_EQUAL_FATAL(zkrc_proxy_blackhole(e, 0, 60000), 0);
+  int lost = notified_wait(&n, ready, "lost", PART_TIMEOUT);
+  CU_ASSERT_FATAL(lost >= 0);
+  /* Its lease ends by the session timeout (4 s) after the cut, the LOST
+   * status somewhat before: watch 3 s past the status, still cut. */
+  int64_t lost_at = g_array_index(n.at_ms, int64_t, lost);
+  while (zkt_now_ms() < lost_at + 3000)
+    notified_read(&n, 50);
+  int after = (int)n.msgs->len;
+  int64_t last_fed = cut_at;
+  for (int i = 0; i < after; i++)
+    if (strstr(g_ptr_array_index(n.msgs, i), "WATCHDOG=1"))
+      last_fed = g_array_index(n.at_ms, int64_t, i);
+  int64_t quiet = zkt_now_ms() - last_fed;
+  printf(" (cut: last WATCHDOG=1 %lld ms after the cut, then none for "
+         "%lld ms) ",
+         (long long)(last_fed - cut_at), (long long)quiet);
+  CU_ASSERT(last_fed - cut_at <= 4000); /* not past the session timeout */
+  CU_ASSERT(quiet >= 1000);             /* WatchdogSec=1 would restart it */
+  CU_ASSERT_EQUAL(zkrc_proxy_blackhole(e, 0, 0), 0);
+  CU_ASSERT(notified_wait(&n, after, "WATCHDOG=1", PART_TIMEOUT) >= 0);
+  proc_signal(a, SIGTERM);
+  CU_ASSERT(notified_wait(&n, after, "STOPPING=1", EXIT_TIMEOUT) >= 0);
+  CU_ASSERT(proc_wait(a, EXIT_TIMEOUT) >= 0);
+
+  /* zkr lock, holding without COMMAND. */
+  g_setenv("NOTIFY_SOCKET", n.path, TRUE);
+  const char *hold[] = {path, NULL};
+  proc *l = tool_start_as(ZKR, "lock", hold);
+  g_unsetenv("NOTIFY_SOCKET");
+  int from = (int)n.msgs->len;
+  ready = notified_wait(&n, from, "READY=1", START_TIMEOUT);
+  CU_ASSERT_FATAL(ready >= 0);
+  proc_pump(l, 1000);
+  char *line = g_strdup(l->out->str);
+  char *tab = strchr(line, '\t');
+  char *want = g_strdup_printf("STATUS=holding %s (fencing token %s", path,
+                               tab ? g_strstrip(tab + 1) : "?");
+  CU_ASSERT_PTR_NOT_NULL(strstr(g_ptr_array_index(n.msgs, ready), want));
+  proc_signal(l, SIGTERM);
+  CU_ASSERT(notified_wait(&n, ready, "STOPPING=1", EXIT_TIMEOUT) >= 0);
+  CU_ASSERT_EQUAL(proc_wait(l, EXIT_TIMEOUT), 0);
+  g_free(want);
+  g_free(line);
+  cleanup_processes();
+  notified_close(&n);
+  g_free(path);
+}
+
 static void test_partition_lock(void) {
   cleanup_processes();
   partition_case(ZKR_LOCK, "-v", "-w");
@@ -2073,12 +2325,13 @@ static void add_suites(void) {
             {"holder_killed", test_lock_holder_killed},
             {"lost", test_lock_lost}, {"lost_grace", test_lock_lost_grace},
             {"signals_and_status", test_lock_signals_and_status},
-            {"json answers", test_json_answers});
+            {"json answers", test_json_answers}, {"health", test_health});
   ZKT_SUITE(
       "zkr-elect", {"failover", test_elect_failover}, {"lost", test_elect_lost},
       {"command_exits", test_elect_command_exits}, {"watch", test_elect_watch});
   ZKT_SUITE(
       "held means held", {"partition_lock", test_partition_lock},
+      {"systemd_notify", test_systemd_notify},
       {"partition_elect", test_partition_elect},
       {"tool_killed_group_dies", test_tool_killed_group_dies},
       {"lock_stop_continue", test_lock_stop_continue},

@@ -25,6 +25,7 @@
 #define LS CLI_LS
 #define W CLI_WATCH
 #define M CLI_MEMBERS
+#define H CLI_HEALTH
 #define NO_CMD CLI_NO_COMMAND
 
 /* In --help order: what every subcommand takes first, then the rest. */
@@ -104,6 +105,7 @@ const cli_option cli_options[] = {
     {OPT_COUNT, "count", 0, "N", M, 0,
      "with --watch: exit (status 0) after N changes"},
     /* Printing */
+    {OPT_JSON, "json", 0, NULL, H, 0, "JSON instead: one object, one line"},
     {OPT_JSON, "json", 0, NULL, LS | W | M, 0,
      "JSON instead (see the subcommand's page): a listing as one document, "
      "each change as one line"},
@@ -111,8 +113,12 @@ const cli_option cli_options[] = {
      "with --holders, --leader or --watch: JSON instead, one document per "
      "line (a listing, a leader, a change)"},
     /* Running COMMAND */
-    {'c', "command", 'c', "STRING", L | E | W, NO_CMD,
+    {'c', "command", 'c', "STRING", L | E, NO_CMD,
      "COMMAND is STRING, run by /bin/sh -c (as flock -c)"},
+    /* Not -c in zkr watch: it was --children there in 0.1. */
+    {'c', "command", 0, "STRING", W, NO_CMD,
+     "COMMAND is STRING, run by /bin/sh -c (-c is not taken here: it was "
+     "--children in 0.1)"},
     {'k', "lost-signal", 'k', "SIGNAL", L | E, 0,
      "signal COMMAND gets when the lock or leadership is lost (name or "
      "number; default TERM)"},
@@ -154,6 +160,8 @@ static const struct moved_letter {
     {'w', M, "following the group is --watch"},
     {'r', E, "the delay before rejoining is --rejoin-delay"},
     {'e', W, "that is --exit-on-error"},
+    {'c', W,
+     "watching the children is --children; a shell COMMAND is --command"},
     {0, 0, NULL},
 };
 
@@ -224,21 +232,14 @@ static int is_option_word(const char *w) {
 }
 
 /* CLI_PATHS_COMMAND: are the words from @p from to the first "--" all
- * options (with their values) or absolute paths?  Returns the index of
- * that "--", or -1. */
-static int paths_until_dashes(cli_command cmd, int argc, char *const *argv,
-                              int from) {
-  int scratch[argc > 0 ? argc : 1], n = 0, ignored = 0;
-  for (int i = from; i < argc;) {
+ * absolute paths (as in 0.1: no options among them, which may as well be
+ * COMMAND's own)?  Returns the index of that "--", or -1. */
+static int paths_until_dashes(int argc, char *const *argv, int from) {
+  for (int i = from; i < argc; i++) {
     if (strcmp(argv[i], "--") == 0)
       return i;
-    if (is_option_word(argv[i])) {
-      i = take_option(cmd, argc, argv, i, scratch, &n, &ignored);
-      continue;
-    }
     if (argv[i][0] != '/')
       return -1;
-    i++;
   }
   return -1;
 }
@@ -247,11 +248,18 @@ int cli_split(cli_command cmd, cli_layout layout, int argc, char *const *argv,
               int *option_words, int *n_option_words, int *path_words,
               int *n_path_words) {
   *n_option_words = *n_path_words = 0;
-  int no_command = 0;
+  int no_command = 0, options_done = 0;
   for (int i = 1; i < argc;) {
     const char *w = argv[i];
+    if (strcmp(w, "--") == 0 && !options_done && *n_path_words == 0 &&
+        layout != CLI_PATHS && !no_command) {
+      /* Before the path, "--" only ends the options (as getopt's). */
+      options_done = 1;
+      i++;
+      continue;
+    }
     if (strcmp(w, "--") == 0) {
-      /* Options end here: the rest are paths, or COMMAND. */
+      /* After the path: the rest are paths, or COMMAND. */
       if (layout == CLI_PATHS || no_command) {
         for (int j = i + 1; j < argc; j++)
           path_words[(*n_path_words)++] = j;
@@ -259,7 +267,7 @@ int cli_split(cli_command cmd, cli_layout layout, int argc, char *const *argv,
       }
       return i + 1;
     }
-    if (is_option_word(w)) {
+    if (!options_done && is_option_word(w)) {
       i = take_option(cmd, argc, argv, i, option_words, n_option_words,
                       &no_command);
       continue;
@@ -267,12 +275,10 @@ int cli_split(cli_command cmd, cli_layout layout, int argc, char *const *argv,
     int command_here =
         *n_path_words >= 1 && !no_command &&
         (layout == CLI_PATH_COMMAND || layout == CLI_PATHS_COMMAND);
-    if (command_here && layout == CLI_PATHS_COMMAND && w[0] == '/') {
-      /* Several LOCKPATHs, when a -- ends them. */
-      int dashes = paths_until_dashes(cmd, argc, argv, i);
-      if (dashes > 0)
-        command_here = 0;
-    }
+    /* Several LOCKPATHs, when a -- ends them. */
+    if (command_here && layout == CLI_PATHS_COMMAND &&
+        paths_until_dashes(argc, argv, i) > 0)
+      command_here = 0;
     if (command_here)
       return i;
     path_words[(*n_path_words)++] = i;
@@ -383,11 +389,20 @@ static void parse_options(const cli_spec *spec, tool_options *o, int n,
   optind = 0; /* start afresh (glibc) */
   int c;
   while ((c = getopt_long(n, words, shortopts, longopts, NULL)) != -1) {
-    const char *word = words[optind - 1];
+    /* A letter inside a cluster (-nq) is named alone: optind may not have
+     * moved past its word yet. */
+    const char *word = words[optind > 1 ? optind - 1 : 1];
+    char letter_word[3] = {'-', (char)optopt, '\0'};
+    int short_one = optopt > 0 && optopt < 256 && word[1] != '-';
     if (c == ':')
-      tool_usage_error("option %s needs a value", word);
+      tool_usage_error("option %s needs a value",
+                       short_one ? letter_word : word);
+    if (c == '?' && !short_one)
+      tool_usage_error("unknown option, ambiguous abbreviation, or a value "
+                       "the option does not take: %s",
+                       word);
     if (c == '?')
-      unknown_option(spec, word, optopt > 0 && optopt < 256 ? optopt : 0);
+      unknown_option(spec, letter_word, optopt);
     const cli_option *entry = c < 256 ? by_letter(spec->command, c) : NULL;
     int id = entry ? entry->id : c;
     if (!common_option(spec, o, id, optarg))

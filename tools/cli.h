@@ -24,8 +24,10 @@ typedef enum cli_command {
   CLI_LS = 1 << 2,
   CLI_WATCH = 1 << 3,
   CLI_MEMBERS = 1 << 4,
+  CLI_HEALTH = 1 << 5,
 } cli_command;
-#define CLI_ALL (CLI_LOCK | CLI_ELECT | CLI_LS | CLI_WATCH | CLI_MEMBERS)
+#define CLI_ALL                                                                \
+  (CLI_LOCK | CLI_ELECT | CLI_LS | CLI_WATCH | CLI_MEMBERS | CLI_HEALTH)
 /* Those that run a COMMAND. */
 #define CLI_RUNS (CLI_LOCK | CLI_ELECT | CLI_WATCH)
 

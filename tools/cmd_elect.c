@@ -356,6 +356,8 @@ static void step_down(runner *r, int command_status) {
   tool_error("COMMAND exited with status %d while leading: stepping down, "
              "rejoining in %d ms",
              command_status, r->cli->rejoin_delay_ms);
+  tool_notify("STATUS=COMMAND exited with status %d: stepped down from %s",
+              command_status, r->cli->path);
   r->rejoin_at = tool_now_ms() + r->cli->rejoin_delay_ms;
 }
 
@@ -409,12 +411,18 @@ static void start_command(runner *r) {
   }
   tool_verbose("running %s (pid %d) as leader, token %" PRId64,
                r->cli->command[0], (int)r->child.pid, r->token);
+  /* READY once, at the first leadership (Type=notify units wait for it). */
+  tool_notify("READY=1\nSTATUS=leading %s (fencing token %" PRId64
+              "), running %s",
+              r->cli->path, r->token, r->cli->command[0]);
 }
 
 static void handle_signal(runner *r, const tool_signal *sig) {
   int running = r->child.pid > 0;
   if (is_stop_signal(sig->signo) && !r->quit_signal) {
     r->quit_signal = sig->signo;
+    tool_notify("STOPPING=1\nSTATUS=stopping on SIG%s",
+                sigabbrev_np(sig->signo));
     if (!running) /* a candidate, or between two terms */
       finish(r, stopped_status(r, 128 + sig->signo));
   }
@@ -426,6 +434,9 @@ static void handle_signal(runner *r, const tool_signal *sig) {
 /* Leadership is gone: stop COMMAND, also after a stop signal was passed
  * on (it may ignore that one). */
 static void leadership_lost(runner *r, int reason) {
+  if (r->leading && !r->lost)
+    tool_notify("STATUS=leadership of %s lost (%s)", r->cli->path,
+                zkrc_strerror(reason));
   r->leading = 0;
   if (r->child.pid <= 0 || r->lost)
     return;
@@ -508,14 +519,19 @@ static int keep_within_lease(runner *r) {
   timeout =
       tool_child_lease(&r->child, remaining, zkrc_session_lease_floor(r->s),
                        &r->cli->o, timeout);
-  if (r->child.pid > 0 && r->child.lease_ran_out)
+  if (r->child.pid > 0 && r->child.lease_ran_out && !r->lost) {
     r->lost = 1; /* (an ended command's flag is stale) */
+    tool_notify("STATUS=leadership of %s lost (the lease runs out): "
+                "stopping COMMAND",
+                r->cli->path);
+  }
   return timeout;
 }
 
 static int run_elected(elect_cli *cli, zkrc_session *s) {
   runner r;
   memset(&r, 0, sizeof r);
+  tool_notify_init(); /* before COMMAND: its environment has none of it */
   r.cli = cli;
   r.s = s;
   r.rejoin_at = -1;
@@ -532,6 +548,7 @@ static int run_elected(elect_cli *cli, zkrc_session *s) {
     return tool_fail("cannot join the election", err);
   }
   tool_verbose("joined %s as %s", cli->path, cli->id);
+  tool_notify("STATUS=joined %s as %s, waiting to lead", cli->path, cli->id);
   for (;;) {
     if (tool_child_poll(&r.child))
       command_exited(&r);
@@ -539,7 +556,10 @@ static int run_elected(elect_cli *cli, zkrc_session *s) {
     reconcile(&r);
     if (r.done)
       break;
-    tool_wait(keep_within_lease(&r));
+    /* The watchdog is fed while the session's lease is live, leading or
+     * not: a participant whose lease is stuck is restarted. */
+    int live = zkrc_session_lease_remaining(s) > 2 * TOOL_KILL_MARGIN_MS;
+    tool_wait(tool_notify_watchdog(live, keep_within_lease(&r)));
     tool_signal sig;
     while (tool_next_signal(&sig))
       handle_signal(&r, &sig);

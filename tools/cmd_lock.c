@@ -428,6 +428,13 @@ static int signals_while_waiting(lock_cli *cli, acquirer *a) {
   return 0;
 }
 
+/* Is the session's lease live, for the watchdog: more than the margin
+ * COMMAND's SIGKILL keeps before its deadline (a LOST is told just
+ * before the deadline: the watchdog is fed no more by then). */
+static int lease_live(zkrc_session *s) {
+  return zkrc_session_lease_remaining(s) > 2 * TOOL_KILL_MARGIN_MS;
+}
+
 /* Wait for the acquiring thread's verdict while answering signals.  Returns
  * 1 when the locks are held (a->tokens, a->nodes set); else 0 with the exit
  * status in *status (which -E may make 0).  A LOST that overtook the
@@ -436,7 +443,7 @@ static int signals_while_waiting(lock_cli *cli, acquirer *a) {
 static int wait_for_lock(lock_cli *cli, zkrc_session *s, acquirer *a,
                          int *status, int *lost_early) {
   for (;;) {
-    tool_wait(-1);
+    tool_wait(tool_notify_watchdog(lease_live(s), -1));
     if ((*status = signals_while_waiting(cli, a)) != 0)
       return 0;
     tool_event ev;
@@ -475,6 +482,8 @@ static void lock_lost(supervision *sv, int reason) {
   sv->lost = 1;
   tool_error("lock %s lost (%s): stopping COMMAND with SIG%s", sv->cli->path,
              zkrc_strerror(reason), sigabbrev_np(sv->cli->o.lost_signal));
+  tool_notify("STATUS=lock %s lost (%s): stopping COMMAND", sv->cli->path,
+              zkrc_strerror(reason));
   tool_child_stop(&sv->child, sv->cli->o.lost_signal, sv->cli->o.grace_ms);
 }
 
@@ -485,9 +494,12 @@ static void supervise_once(supervision *sv) {
   int timeout =
       tool_child_lease(&sv->child, remaining, zkrc_session_lease_floor(sv->s),
                        &sv->cli->o, tool_child_timeout(&sv->child, -1));
-  if (sv->child.lease_ran_out)
+  if (sv->child.lease_ran_out && !sv->lost) {
     sv->lost = 1;
-  tool_wait(timeout);
+    tool_notify("STATUS=lock %s lost (the lease runs out): stopping COMMAND",
+                sv->cli->path);
+  }
+  tool_wait(tool_notify_watchdog(!sv->lost && lease_live(sv->s), timeout));
   tool_signal sig;
   while (tool_next_signal(&sig)) {
     int lease_ok = !sv->lost && zkrc_session_lease_remaining(sv->s) >
@@ -571,6 +583,9 @@ static int run_locked(lock_cli *cli, zkrc_session *s, const acquirer *a) {
   if (status != 0)
     return status;
   tool_verbose("running %s (pid %d)", cli->command[0], (int)sv.child.pid);
+  tool_notify("READY=1\nSTATUS=holding %s (fencing token %" PRId64
+              "), running %s",
+              cli->path, a->tokens[0], cli->command[0]);
   while (!tool_child_poll(&sv.child))
     supervise_once(&sv);
   tool_verbose("COMMAND exited with status %d", sv.child.status);
@@ -589,11 +604,14 @@ static int hold_until_signalled(lock_cli *cli, zkrc_session *s,
     tool_error("standard output: %s", strerror(errno));
     return TOOL_EXIT_IOERR;
   }
+  tool_notify("READY=1\nSTATUS=holding %s (fencing token %" PRId64 ")",
+              cli->path, a->tokens[0]);
   for (;;) {
-    tool_wait(-1);
+    tool_wait(tool_notify_watchdog(lease_live(s), -1));
     tool_signal sig;
     while (tool_next_signal(&sig))
       if (is_stop_signal(sig.signo)) {
+        tool_notify("STOPPING=1\nSTATUS=releasing %s", cli->path);
         tool_verbose("signal %s: releasing %s", sigabbrev_np(sig.signo),
                      cli->path);
         return TOOL_EXIT_OK;
@@ -605,6 +623,8 @@ static int hold_until_signalled(lock_cli *cli, zkrc_session *s,
       tool_event_clear(&ev);
       if (lost) {
         tool_error("lock %s lost (%s)", cli->path, zkrc_strerror(reason));
+        tool_notify("STATUS=lock %s lost (%s)", cli->path,
+                    zkrc_strerror(reason));
         return TOOL_EXIT_LOST;
       }
     }
@@ -670,6 +690,8 @@ static int new_set(acquirer *a) {
 }
 
 static int lock_and_run(lock_cli *cli, zkrc_session *s, int *session_closed) {
+  tool_notify_init(); /* before COMMAND: its environment has none of it */
+  tool_notify("STATUS=waiting for %s", cli->path);
   acquirer a = {.n = cli->n_paths, .wait_ms = cli->wait_ms, .s = s, .cli = cli};
   g_mutex_init(&a.mu);
   a.lk = g_new0(zkrc_lock *, a.n);

@@ -132,6 +132,7 @@ static void parse_args(members_cli *cli, const char *program, int argc,
   cli_parse(&members_spec, program, &cli->o, argc, argv, members_option, cli,
             &args);
   cli->path = cli_one_path(&args, 0);
+  cli->o.waits_for_nodes = cli->watch; /* its chroot too, as the group */
   if (!cli->watch && (cli->initial || cli->count > 0))
     tool_usage_error("--initial and --count go with --watch");
 }

@@ -36,7 +36,7 @@
 static const char help_head[] =
     "Usage: zkr watch [OPTIONS] PATH\n"
     "       zkr watch [OPTIONS] PATH -- COMMAND [ARG...]\n"
-    "       zkr watch [OPTIONS] PATH -c STRING\n"
+    "       zkr watch [OPTIONS] PATH --command STRING\n"
     "       zkr watch --help | --version\n"
     "(zkr-watch is the same program.)\n"
     "\n"
@@ -106,7 +106,7 @@ typedef struct watch_cli {
   int count; /* --count; 0: no limit */
   const char *path;
   char **command;            /* NULL: print */
-  const char *shell_command; /* -c STRING */
+  const char *shell_command; /* --command STRING */
 } watch_cli;
 
 static void set_shape(watch_cli *cli, watch_shape shape) {
@@ -152,6 +152,7 @@ static void parse_args(watch_cli *cli, const char *program, int argc,
   cli_args args;
   cli_parse(&watch_spec, program, &cli->o, argc, argv, watch_option, cli,
             &args);
+  cli->o.waits_for_nodes = 1; /* a chroot made later is watched for */
   if (cli->depth_given && cli->shape != SHAPE_TREE)
     tool_usage_error("--depth goes with -r");
   if (args.n_paths > 1)
@@ -159,10 +160,7 @@ static void parse_args(watch_cli *cli, const char *program, int argc,
   if (args.dashes && !args.command && !cli->shell_command)
     tool_usage_error("missing COMMAND after --");
   if (cli->shell_command && args.command)
-    tool_usage_error("-c gives COMMAND: not a second one");
-  if (args.n_paths == 0 && cli->shell_command && cli->shell_command[0] == '/')
-    tool_usage_error("missing PATH (-c is --command STRING: COMMAND; "
-                     "--children watches the children)");
+    tool_usage_error("--command gives COMMAND: not a second one");
   cli->path = cli_one_path(&args, args.command != NULL); /* optional */
   cli->command = cli->shell_command ? tool_shell_command(cli->shell_command)
                                     : args.command;

@@ -16,6 +16,8 @@
 #include <fcntl.h>
 #include <netdb.h>
 #include <poll.h>
+#include <signal.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -39,9 +41,7 @@ typedef struct attempt {
   int err; /* OUT_FAILED: errno */
 } attempt;
 
-/* "host:port" -> host and port (brackets of [v6] removed); 0, or -1 when
- * it has no port: left to the client to refuse. */
-static int split_host_port(const char *hp, char **host, char **port) {
+int tool_split_host_port(const char *hp, char **host, char **port) {
   const char *colon = strrchr(hp, ':');
   if (colon == NULL || colon[1] == '\0' || colon == hp)
     return -1;
@@ -88,12 +88,23 @@ static void finish_attempt(attempt *a) {
   a->err = err;
 }
 
+/* A stop signal caught meanwhile: 128+N, else 0 (others are let go:
+ * nothing runs yet to pass them on to). */
+static int stop_signal_caught(void) {
+  tool_signal sig;
+  while (tool_next_signal(&sig))
+    if (sig.signo == SIGINT || sig.signo == SIGTERM || sig.signo == SIGHUP ||
+        sig.signo == SIGQUIT)
+      return 128 + sig.signo;
+  return 0;
+}
+
 /* Wait for the attempts until one is accepted, all have ended, or
- * @p timeout_ms.  Returns whether one was accepted. */
-static int wait_attempts(attempt *a, int n, int timeout_ms) {
-  int64_t deadline = tool_now_ms() + timeout_ms;
+ * @p deadline; a stop signal ends the wait too.  Returns 1 when one was
+ * accepted, 0 when none was, 128+N after stop signal N. */
+static int wait_attempts(attempt *a, int n, int64_t deadline) {
   for (;;) {
-    struct pollfd pfds[n > 0 ? n : 1];
+    struct pollfd pfds[n + 1];
     int pending = 0;
     for (int i = 0; i < n; i++) {
       if (a[i].out == OUT_ACCEPTED)
@@ -103,11 +114,15 @@ static int wait_attempts(attempt *a, int n, int timeout_ms) {
       pfds[i].revents = 0;
       pending += a[i].out == OUT_PENDING;
     }
+    pfds[n] = (struct pollfd){tool_signal_fd(), POLLIN, 0};
     int left = tool_ms_until(deadline, -1);
     if (pending == 0 || left == 0)
       return 0;
-    if (poll(pfds, (nfds_t)n, left) < 0 && errno != EINTR)
+    if (poll(pfds, (nfds_t)n + 1, left) < 0 && errno != EINTR)
       return 0;
+    int stopped = pfds[n].revents ? stop_signal_caught() : 0;
+    if (stopped)
+      return stopped;
     for (int i = 0; i < n; i++)
       if (pfds[i].revents)
         finish_attempt(&a[i]);
@@ -122,22 +137,24 @@ static char *describe(gchar **servers, int n_servers, const attempt *a, int n,
   GString *refused = g_string_new(NULL), *silent = g_string_new(NULL),
           *failed = g_string_new(NULL);
   for (int s = 0; s < n_servers; s++) {
-    /* Refused when every address refused; silent when one is still
-     * connecting; else it failed (the last error said). */
-    int tried = 0, pending = 0, failed_err = 0;
+    /* Silent when an address is still connecting; refused when one
+     * refused (the host is there, ZooKeeper is not); else it failed (the
+     * last error said). */
+    int tried = 0, pending = 0, refused_any = 0, failed_err = 0;
     for (int i = 0; i < n; i++) {
       if (a[i].server != s)
         continue;
       tried++;
       pending += a[i].out == OUT_PENDING;
+      refused_any |= a[i].out == OUT_REFUSED;
       if (a[i].out == OUT_FAILED)
         failed_err = a[i].err;
     }
     if (tried == 0)
       continue; /* malformed: the client says so */
-    outcome worst = pending      ? OUT_PENDING
-                    : failed_err ? OUT_FAILED
-                                 : OUT_REFUSED;
+    outcome worst = pending       ? OUT_PENDING
+                    : refused_any ? OUT_REFUSED
+                                  : OUT_FAILED;
     int err = failed_err;
     GString *into = worst == OUT_REFUSED   ? refused
                     : worst == OUT_PENDING ? silent
@@ -163,7 +180,42 @@ static char *describe(gchar **servers, int n_servers, const attempt *a, int n,
   return g_string_free(msg, FALSE);
 }
 
+/* A port as the client takes it: a number from 1 to 65535. */
+static int valid_port(const char *port) {
+  char *end;
+  long v = strtol(port, &end, 10);
+  return *port && !*end && v >= 1 && v <= 65535;
+}
+
+/* Resolve @p host: its addresses, or NULL after a message with the exit
+ * status in *status.  A temporary failure (the name service not up yet)
+ * is tried again, with a backoff, until @p deadline. */
+static struct addrinfo *resolve(const char *host, const char *port,
+                                int64_t deadline, int *status) {
+  struct addrinfo hints = {.ai_socktype = SOCK_STREAM,
+                           .ai_flags = AI_NUMERICSERV | AI_ADDRCONFIG};
+  int backoff_ms = 100;
+  for (;;) {
+    struct addrinfo *ai = NULL;
+    int rc = getaddrinfo(host, port, &hints, &ai);
+    if (rc == 0)
+      return ai;
+    int temporary = rc == EAI_AGAIN;
+    if (!temporary || tool_now_ms() + backoff_ms >= deadline) {
+      tool_error("cannot resolve the server name %s: %s", host,
+                 rc == EAI_SYSTEM ? g_strerror(errno) : gai_strerror(rc));
+      *status = TOOL_EXIT_NOHOST;
+      return NULL;
+    }
+    tool_wait(backoff_ms); /* a signal ends the wait early */
+    if ((*status = stop_signal_caught()) != 0)
+      return NULL;
+    backoff_ms = backoff_ms * 2 > 1000 ? 1000 : backoff_ms * 2;
+  }
+}
+
 int tool_reach_servers(const char *servers, int timeout_ms) {
+  int64_t deadline = tool_now_ms() + timeout_ms;
   char *list = g_strndup(servers, strcspn(servers, "/")); /* not the chroot */
   gchar **names = g_strsplit(list, ",", -1);
   g_free(list);
@@ -171,15 +223,10 @@ int tool_reach_servers(const char *servers, int timeout_ms) {
   GArray *attempts = g_array_new(FALSE, TRUE, sizeof(attempt));
   for (int s = 0; s < n_names && status == 0; s++) {
     char *host, *port;
-    if (split_host_port(g_strstrip(names[s]), &host, &port) != 0)
+    if (tool_split_host_port(g_strstrip(names[s]), &host, &port) != 0)
       continue; /* malformed: the client says so */
-    struct addrinfo hints = {.ai_socktype = SOCK_STREAM}, *ai = NULL;
-    int rc = getaddrinfo(host, port, &hints, &ai);
-    if (rc != 0) {
-      tool_error("cannot resolve the server name %s: %s", host,
-                 rc == EAI_SYSTEM ? g_strerror(errno) : gai_strerror(rc));
-      status = TOOL_EXIT_NOHOST;
-    }
+    struct addrinfo *ai =
+        valid_port(port) ? resolve(host, port, deadline, &status) : NULL;
     for (struct addrinfo *p = ai; p; p = p->ai_next) {
       attempt a = {.fd = -1};
       start_attempt(&a, p, s);
@@ -192,7 +239,10 @@ int tool_reach_servers(const char *servers, int timeout_ms) {
     g_free(port);
   }
   attempt *a = (attempt *)(void *)attempts->data;
-  if (status == 0 && n > 0 && !wait_attempts(a, n, timeout_ms)) {
+  int reached = status == 0 && n > 0 ? wait_attempts(a, n, deadline) : 1;
+  if (reached > 1) {
+    status = reached; /* a stop signal */
+  } else if (reached == 0) {
     char *why = describe(names, n_names, a, n, timeout_ms);
     tool_error("no ZooKeeper server reachable: %s", why);
     g_free(why);
@@ -204,4 +254,24 @@ int tool_reach_servers(const char *servers, int timeout_ms) {
   g_array_free(attempts, TRUE);
   g_strfreev(names);
   return status;
+}
+
+int tool_connect_within(const struct addrinfo *ai, int timeout_ms) {
+  int n = 0;
+  for (const struct addrinfo *p = ai; p; p = p->ai_next)
+    n++;
+  attempt *a = g_new0(attempt, n > 0 ? n : 1);
+  int i = 0;
+  for (const struct addrinfo *p = ai; p; p = p->ai_next, i++)
+    start_attempt(&a[i], p, i);
+  int fd = -1;
+  if (n > 0 && wait_attempts(a, n, tool_now_ms() + timeout_ms) == 1)
+    for (i = 0; i < n && fd < 0; i++)
+      if (a[i].out == OUT_ACCEPTED)
+        fd = a[i].fd;
+  for (i = 0; i < n; i++)
+    if (a[i].fd >= 0 && a[i].fd != fd)
+      close(a[i].fd);
+  g_free(a);
+  return fd;
 }

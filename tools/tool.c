@@ -290,6 +290,8 @@ int tool_runtime_init(void) {
   return 0;
 }
 
+int tool_signal_fd(void) { return signal_pipe[0]; }
+
 int tool_next_signal(tool_signal *out) {
   unsigned char rec[2];
   for (;;) {
@@ -484,6 +486,8 @@ static int authenticate(zkrc_session *s, const char *cred, int timeout_ms) {
  * 0 with *out set, or the exit status. */
 static int open_session(const tool_options *o, int no_reopen,
                         zkrc_session **out) {
+  /* One timeout for both: the probe's time counts against the session's. */
+  int64_t deadline = tool_now_ms() + o->connect_timeout_ms;
   int status = tool_reach_servers(o->servers, o->connect_timeout_ms);
   if (status != 0)
     return status;
@@ -505,7 +509,6 @@ static int open_session(const tool_options *o, int no_reopen,
     return tool_fail("cannot open a ZooKeeper session", err);
   /* Listen first, then look: a connection made in between is not missed. */
   zkrc_session_add_listener(s, tool_session_listener, NULL, NULL);
-  int64_t deadline = tool_now_ms() + o->connect_timeout_ms;
   while (zkrc_session_get_state(s) != ZKRC_SESSION_CONNECTED) {
     if (tool_now_ms() >= deadline) {
       tool_error("no ZooKeeper server of %s answered within %d ms (a "
@@ -547,6 +550,10 @@ static int check_chroot(const tool_options *o, zkrc_session *s) {
   int err = zkrc_session_with_handle(s, chroot_exists_with_handle, NULL);
   if (err == ZKRC_OK)
     return 0;
+  if (err == ZKRC_ENONODE && o->waits_for_nodes) {
+    tool_verbose("the chroot %s does not exist (yet): waiting", chroot);
+    return 0;
+  }
   if (err == ZKRC_ENONODE) {
     tool_error("the chroot %s of the server list does not exist on the "
                "servers",

@@ -48,6 +48,8 @@ typedef struct tool_options {
                              127.0.0.1:2181 */
   int session_timeout_ms; /* -t */
   int connect_timeout_ms; /* --connect-timeout: a connection and a session */
+  int waits_for_nodes;    /* zkr watch, members --watch: a missing chroot
+                             is waited for like any node, not an error */
   const char *id;         /* --id; NULL: the library's hostname:pid */
   int verbose;            /* -v */
   int lost_signal;        /* -k: sent to COMMAND when the lock is lost */
@@ -123,6 +125,10 @@ const char *tool_program(void);
  * SIGPIPE, note the inherited file descriptors.  Call first in main(). */
 int tool_runtime_init(void);
 
+/* The descriptor that becomes readable when a signal was caught (for a
+ * poll() of one's own; tool_next_signal() takes the signal). */
+int tool_signal_fd(void);
+
 /* A caught signal: its number, and whether the kernel sent it to our whole
  * process group (a terminal's ^C): then a COMMAND in our group got it too. */
 typedef struct tool_signal {
@@ -181,11 +187,22 @@ int tool_connect(tool_options *o, int no_reopen, zkrc_session **out);
  * out) and try a TCP connection to each address at once, for at most
  * @p timeout_ms.  Returns 0 as soon as one is accepted (or when the list
  * is malformed: the client says so), else the exit status after a message
- * saying what happened: TOOL_EXIT_NOHOST when a name does not resolve,
- * TOOL_EXIT_UNAVAILABLE with "connection refused (host:port, ...)" (at
- * once), "no answer within N ms (...)" or the connection's error.
- * tools/reach.c. */
+ * saying what happened: TOOL_EXIT_NOHOST when a name does not resolve (a
+ * temporary failure of the name service is tried again until the
+ * timeout), TOOL_EXIT_UNAVAILABLE with "connection refused (host:port,
+ * ...)" (at once), "no answer within N ms (...)" or the connection's
+ * error; 128+N when stop signal N came meanwhile.  tools/reach.c. */
 int tool_reach_servers(const char *servers, int timeout_ms);
+
+/* "host:port" -> host and port (g_free both; the brackets of "[v6]:port"
+ * removed); 0, or -1 when it has no port.  tools/reach.c. */
+int tool_split_host_port(const char *hp, char **host, char **port);
+
+/* A TCP connection to the first of @p ai's addresses that accepts one
+ * within @p timeout_ms (all tried at once): its descriptor (non-blocking,
+ * close-on-exec), or -1.  tools/reach.c. */
+struct addrinfo;
+int tool_connect_within(const struct addrinfo *ai, int timeout_ms);
 
 /* With -v: the session's id and password in hex, the way
  * `zkr-ensemble start' takes them ("expire ID PASSWD"). */
@@ -278,6 +295,22 @@ void tool_child_end(tool_child *c, int kill_rest);
 
 /* Last resort before exiting: SIGKILL COMMAND (and its group) and reap it. */
 void tool_child_kill_and_reap(tool_child *c);
+
+/* --------------------------------------------------------------- systemd */
+
+/* systemd's notifications (tools/notify.c): take $NOTIFY_SOCKET,
+ * $WATCHDOG_USEC and $WATCHDOG_PID out of the environment (COMMAND does not
+ * get them) and open the socket.  Without them the others do nothing. */
+void tool_notify_init(void);
+
+/* Send "KEY=VALUE" lines (READY=1, STATUS=..., STOPPING=1): one datagram,
+ * best effort. */
+void tool_notify(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* Feed the watchdog: WATCHDOG=1 when one is due and @p lease_live (the
+ * session's lease: never while it is not).  Returns @p timeout (-1: none)
+ * min'ed with the time until the next is due. */
+int tool_notify_watchdog(int lease_live, int timeout);
 
 /* ------------------------------------------------------------ watching */
 

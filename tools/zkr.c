@@ -1,6 +1,6 @@
 /*
  * zkr - the zkrecipes command line: one program, a subcommand per recipe
- * (zkr lock, zkr elect, zkr ls, zkr watch, zkr members).  Run by the name
+ * (zkr lock, zkr elect, zkr ls, zkr watch, zkr members) and zkr health.  Run by the name
  * zkr-SUBCOMMAND (the links make install puts beside it), it is that
  * subcommand, so that flock-style scripts and units written for the
  * single-purpose tools keep working.  See `zkr --help' or zkr(1).
@@ -28,6 +28,7 @@ static const subcommand subcommands[] = {
     {"ls", cmd_ls, "who holds a lock or leads, who waits, and since when"},
     {"watch", cmd_watch, "print, or run COMMAND on, every change of a node"},
     {"members", cmd_members, "a group's members, or a service's instances"},
+    {"health", cmd_health, "can ZooKeeper be used from here: member, session"},
 };
 #define N_SUBCOMMANDS (sizeof subcommands / sizeof subcommands[0])
 
