@@ -1,23 +1,41 @@
 #!/bin/sh
 # Set up and build zkrecipes on Debian 12 (or a close relative):
-#   1. install the Debian packages that are missing (and only those),
+#   1. install the Debian packages that are missing (and only those) for
+#      what is asked,
 #   2. generate the build system if needed, configure, and build.
-# Then `make demo` runs the demo and `make check` the test suite, each on a
-# local ZooKeeper ensemble it starts by itself.
+#
+# Usage: ./setup.sh [build | demo | check | all]
+#   build  (the default) what building the libraries and zkr needs
+#   demo   and the ZooKeeper server and Java: `make demo' runs on a local
+#          ensemble
+#   check  and what `make check' needs besides: CUnit, the peers of the
+#          interoperability tests (Debian's Curator and kazoo), groff and
+#          bash-completion (the pages' and completion's tests), clang with
+#          its runtime (libFuzzer), systemd-analyze (the example unit)
+#   all    and the developers' tools: valgrind (check-valgrind), clang-format
+#          and cppcheck (make lint)
 #
 # Environment: CONFIGURE_FLAGS (default --enable-werror) for ./configure.
 set -eu
 cd "$(dirname "$0")"
 
-# Build tools and libraries (python3 makes the man3 pages); the ZooKeeper
-# server, Java and the peers used by the interoperability tests and the
-# benchmark (Curator and kazoo); groff and bash-completion for the tests of
-# the pages and of the tools' completion.
-packages="build-essential autoconf automake libtool pkg-config python3
-  libzookeeper-mt-dev libglib2.0-dev libjson-glib-dev libcunit1-dev groff-base bash-completion
-  zookeeper default-jdk-headless libcurator-recipes-java libcurator-discovery-java
-  python3-kazoo
-  procps valgrind clang libclang-rt-14-dev clang-format cppcheck"
+what=${1:-build}
+build="build-essential autoconf automake libtool pkg-config python3
+  libzookeeper-mt-dev libglib2.0-dev libjson-glib-dev"
+demo="zookeeper default-jdk-headless procps"
+check="libcunit1-dev libcurator-recipes-java libcurator-discovery-java
+  python3-kazoo groff-base bash-completion clang libclang-rt-14-dev systemd"
+all="valgrind clang-format cppcheck"
+case $what in
+  build) packages=$build ;;
+  demo) packages="$build $demo" ;;
+  check) packages="$build $demo $check" ;;
+  all) packages="$build $demo $check $all" ;;
+  *)
+    echo "usage: $0 [build | demo | check | all]" >&2
+    exit 2
+    ;;
+esac
 
 missing=""
 for p in $packages; do
@@ -37,7 +55,9 @@ fi
 if [ ! -x configure ] || [ configure.ac -nt configure ]; then
   autoreconf -fi
 fi
-if [ ! -f Makefile ] || [ configure -nt config.status ]; then
+# Configure again after installing: it looks for what is there (CUnit,
+# the peers, clang).
+if [ -n "$missing" ] || [ ! -f Makefile ] || [ configure -nt config.status ]; then
   ./configure ${CONFIGURE_FLAGS:---enable-werror}
 fi
 make -j"$(nproc)"
