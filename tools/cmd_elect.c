@@ -172,10 +172,6 @@ static void parse_args(elect_cli *cli, const char *program, int argc,
                                     : args.command;
 }
 
-static int is_stop_signal(int sig) {
-  return sig == SIGINT || sig == SIGTERM || sig == SIGHUP || sig == SIGQUIT;
-}
-
 static int flush_stdout(void) {
   if (fflush(stdout) != 0 || ferror(stdout)) {
     tool_error("standard output: %s", strerror(errno));
@@ -286,7 +282,7 @@ static int watch_leader(elect_cli *cli, zkrc_session *s) {
     tool_wait(tool_ms_until(retry_at, -1));
     tool_signal sig;
     while (tool_next_signal(&sig)) {
-      if (is_stop_signal(sig.signo)) {
+      if (tool_is_stop_signal(sig.signo)) {
         g_free(shown);
         return TOOL_EXIT_OK;
       }
@@ -419,7 +415,7 @@ static void start_command(runner *r) {
 
 static void handle_signal(runner *r, const tool_signal *sig) {
   int running = r->child.pid > 0;
-  if (is_stop_signal(sig->signo) && !r->quit_signal) {
+  if (tool_is_stop_signal(sig->signo) && !r->quit_signal) {
     r->quit_signal = sig->signo;
     tool_notify("STOPPING=1\nSTATUS=stopping on SIG%s",
                 sigabbrev_np(sig->signo));
@@ -575,11 +571,10 @@ static int run_elected(elect_cli *cli, zkrc_session *s) {
 
 static int elect_main(elect_cli *cli) {
   tool_check_path(cli->path);
-  if (tool_runtime_init() != 0)
-    return TOOL_EXIT_OSERR;
   zkrc_session *s;
   /* A new session after an expiry only matters to a participant. */
-  int status = tool_connect(&cli->o, cli->leader_query || cli->holders, &s);
+  int status =
+      tool_start_session(&cli->o, cli->leader_query || cli->holders, &s);
   if (status != 0)
     return status;
   cli->id = tool_participant_id(&cli->o);

@@ -150,10 +150,8 @@ static int wait_for_lease(zkrc_session *s, int timeout_ms) {
     if (lease > 0 || tool_now_ms() >= deadline)
       return lease;
     tool_wait(10); /* a signal ends the wait early: looked at next */
-    tool_signal sig;
-    while (tool_next_signal(&sig))
-      if (sig.signo != SIGCHLD && sig.signo != SIGCONT)
-        return 0;
+    if (tool_stop_signal_caught())
+      return 0;
   }
 }
 
@@ -207,10 +205,8 @@ static int print_json(const health *h) {
 /* ---------------------------------------------------------------- main */
 
 static int check(health_cli *cli, health *h) {
-  if (tool_runtime_init() != 0)
-    return TOOL_EXIT_OSERR;
   zkrc_session *s;
-  int status = tool_connect(&cli->o, 1, &s);
+  int status = tool_start_session(&cli->o, 1, &s);
   if (status != 0)
     return status;
   h->lease_ms = wait_for_lease(s, cli->o.connect_timeout_ms);

@@ -349,10 +349,6 @@ static void on_lock_event(zkrc_lock *lk, const zkrc_lock_event *info,
   tool_post_event(&ev); /* copies node */
 }
 
-static int is_stop_signal(int sig) {
-  return sig == SIGINT || sig == SIGTERM || sig == SIGHUP || sig == SIGQUIT;
-}
-
 /* Why the acquisition did not succeed, as an exit status: "busy" only when
  * another participant holds the lock; when no server answered (-n), or the
  * wait ended while no server did (-w), 69: a cron job must not take that
@@ -417,7 +413,7 @@ static int signals_while_waiting(lock_cli *cli, acquirer *a) {
   tool_signal sig;
   tool_child none = {0};
   while (tool_next_signal(&sig)) {
-    if (!is_stop_signal(sig.signo)) {
+    if (!tool_is_stop_signal(sig.signo)) {
       tool_child_forward(&none, &sig, &cli->o, 1);
       continue;
     }
@@ -610,7 +606,7 @@ static int hold_until_signalled(lock_cli *cli, zkrc_session *s,
     tool_wait(tool_notify_watchdog(lease_live(s), -1));
     tool_signal sig;
     while (tool_next_signal(&sig))
-      if (is_stop_signal(sig.signo)) {
+      if (tool_is_stop_signal(sig.signo)) {
         tool_notify("STOPPING=1\nSTATUS=releasing %s", cli->path);
         tool_verbose("signal %s: releasing %s", sigabbrev_np(sig.signo),
                      cli->path);
@@ -744,11 +740,9 @@ static void lock_cli_clear(lock_cli *cli) {
 
 static int lock_main(lock_cli *cli) {
   check_paths(cli);
-  if (tool_runtime_init() != 0)
-    return TOOL_EXIT_OSERR;
   zkrc_session *s;
   /* No new session after an expiry: by then the lock is lost anyway. */
-  int status = tool_connect(&cli->o, 1, &s);
+  int status = tool_start_session(&cli->o, 1, &s);
   if (status != 0)
     return status;
   cli->id = tool_participant_id(&cli->o);

@@ -416,12 +416,7 @@ static void check_paths(const ls_cli *cli) {
  * SIGPIPE too, as for ls | head); one that came while connecting counts. */
 static int default_signals(void) {
   tool_runtime_restore_in_child();
-  tool_signal sig;
-  while (tool_next_signal(&sig))
-    if (sig.signo == SIGINT || sig.signo == SIGTERM || sig.signo == SIGHUP ||
-        sig.signo == SIGQUIT)
-      return 128 + sig.signo;
-  return 0;
+  return tool_stop_signal_caught();
 }
 
 static int print_queues(const ls_cli *cli, const GPtrArray *queues) {
@@ -447,10 +442,8 @@ int cmd_ls(const char *program, int argc, char **argv) {
 
 static int ls_main(ls_cli *cli) {
   check_paths(cli);
-  if (tool_runtime_init() != 0)
-    return TOOL_EXIT_OSERR;
   zkrc_session *s;
-  int status = tool_connect(&cli->o, 1, &s);
+  int status = tool_start_session(&cli->o, 1, &s);
   if (status == 0)
     status = default_signals();
   if (status != 0)

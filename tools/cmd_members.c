@@ -284,12 +284,8 @@ static void group_event(follower *f, const member_event *ev) {
   }
 }
 
-static int is_stop_signal(int sig) {
-  return sig == SIGINT || sig == SIGTERM || sig == SIGHUP || sig == SIGQUIT;
-}
-
 static void handle_signal(follower *f, int signo) {
-  if (!is_stop_signal(signo))
+  if (!tool_is_stop_signal(signo))
     return;
   tool_verbose("SIG%s: stopping", sigabbrev_np(signo));
   /* Following: a stop signal is the normal end.  Still reading the list:
@@ -448,11 +444,9 @@ int cmd_members(const char *program, int argc, char **argv) {
     cli.path = service_path = g_strdup_printf("%s/%s", base, cli.service);
   }
   tool_check_path(cli.path);
-  if (tool_runtime_init() != 0)
-    return TOOL_EXIT_OSERR;
   zkrc_session *s;
   /* Following goes on across expiries: a new session is opened. */
-  int status = tool_connect(&cli.o, !cli.watch, &s);
+  int status = tool_start_session(&cli.o, !cli.watch, &s);
   if (status != 0)
     return status;
   status = run(&cli, s);

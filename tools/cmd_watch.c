@@ -420,12 +420,8 @@ static void cache_event(watcher *w, watch_event *ev) {
   watch_event_free(ev);
 }
 
-static int is_stop_signal(int sig) {
-  return sig == SIGINT || sig == SIGTERM || sig == SIGHUP || sig == SIGQUIT;
-}
-
 static void handle_signal(watcher *w, const tool_signal *sig) {
-  if (!is_stop_signal(sig->signo)) {
+  if (!tool_is_stop_signal(sig->signo)) {
     tool_child_forward(&w->child, sig, &w->cli->o, 1);
     return;
   }
@@ -519,11 +515,9 @@ static int run_watch(watch_cli *cli, zkrc_session *s) {
 static int watch_main(watch_cli *cli) {
   if (strcmp(cli->path, "/") != 0) /* a cache of the whole tree is fine */
     tool_check_path(cli->path);
-  if (tool_runtime_init() != 0)
-    return TOOL_EXIT_OSERR;
   zkrc_session *s;
   /* A watch goes on across expiries: a new session is opened. */
-  int status = tool_connect(&cli->o, 0, &s);
+  int status = tool_start_session(&cli->o, 0, &s);
   if (status != 0)
     return status;
   status = run_watch(cli, s);

@@ -11,7 +11,8 @@
 #include <string.h>
 
 #include <glib.h>
-#include <json-glib/json-glib.h>
+
+#include "json_out.h"
 
 #include "ls.h"
 #include "watch.h"
@@ -161,67 +162,40 @@ int ls_print_text(FILE *out, const GPtrArray *queues, int64_t now_ms) {
 
 /* ------------------------------------------------------------------ JSON */
 
-static void add_string(JsonBuilder *b, const char *name, const char *value) {
-  json_builder_set_member_name(b, name);
-  if (value)
-    json_builder_add_string_value(b, value);
-  else
-    json_builder_add_null_value(b);
-}
-
-static void add_int(JsonBuilder *b, const char *name, int64_t value) {
-  json_builder_set_member_name(b, name);
-  json_builder_add_int_value(b, value);
-}
-
-/* The node data: a JSON string when it is UTF-8 without NUL (JSON text
- * must be, and json-glib takes C strings), else "data" null and the bytes
- * in "data_base64". */
-static void add_data(JsonBuilder *b, const char *data, size_t len) {
-  if (data == NULL || g_utf8_validate(data, (gssize)len, NULL)) {
-    add_string(b, "data", data ? data : "");
-    return;
-  }
-  add_string(b, "data", NULL);
-  char *b64 = g_base64_encode((const guchar *)data, len);
-  add_string(b, "data_base64", b64);
-  g_free(b64);
-}
-
 static void add_contender(JsonBuilder *b, const ls_queue *q,
                           const ls_contender *c, int position, int64_t now_ms) {
   json_builder_begin_object(b);
-  add_int(b, "position", position);
-  add_string(b, "role", c->role);
+  json_out_int(b, "position", position);
+  json_out_string(b, "role", c->role);
   json_builder_set_member_name(b, "holds");
   if (c->holds == LS_UNKNOWN)
     json_builder_add_null_value(b);
   else
     json_builder_add_boolean_value(b, c->holds == LS_HOLDS);
-  add_string(b, "kind", c->kind);
-  add_string(b, "dialect", c->dialect);
-  add_string(b, "node", c->node);
+  json_out_string(b, "kind", c->kind);
+  json_out_string(b, "dialect", c->dialect);
+  json_out_string(b, "node", c->node);
   char *full = g_strdup_printf("%s/%s", q->dir, c->node);
-  add_string(b, "node_path", full);
+  json_out_string(b, "node_path", full);
   g_free(full);
   char *session = format_session(c->session);
-  add_string(b, "session", c->session ? session : NULL);
+  json_out_string(b, "session", c->session ? session : NULL);
   g_free(session);
-  add_int(b, "token", c->token);
-  add_int(b, "ctime_ms", c->ctime_ms);
+  json_out_int(b, "token", c->token);
+  json_out_int(b, "ctime_ms", c->ctime_ms);
   char *ctime = format_ctime(c->ctime_ms);
-  add_string(b, "ctime", ctime);
+  json_out_string(b, "ctime", ctime);
   g_free(ctime);
-  add_int(b, "age_ms", now_ms > c->ctime_ms ? now_ms - c->ctime_ms : 0);
-  add_data(b, c->data, c->data_len);
+  json_out_int(b, "age_ms", now_ms > c->ctime_ms ? now_ms - c->ctime_ms : 0);
+  json_out_text(b, "data", c->data ? c->data : "", c->data ? c->data_len : 0);
   json_builder_end_object(b);
 }
 
 static void add_queue(JsonBuilder *b, const ls_queue *q, int64_t now_ms) {
   json_builder_begin_object(b);
-  add_string(b, "path", q->path);
-  add_string(b, "recipe", q->recipe);
-  add_string(b, "directory", q->dir);
+  json_out_string(b, "path", q->path);
+  json_out_string(b, "recipe", q->recipe);
+  json_out_string(b, "directory", q->dir);
   json_builder_set_member_name(b, "contenders");
   json_builder_begin_array(b);
   for (guint i = 0; i < q->contenders->len; i++)
@@ -234,7 +208,7 @@ static void add_queue(JsonBuilder *b, const ls_queue *q, int64_t now_ms) {
 int ls_print_json(FILE *out, const GPtrArray *queues, int64_t now_ms) {
   JsonBuilder *b = json_builder_new();
   json_builder_begin_object(b);
-  add_int(b, "now_ms", now_ms);
+  json_out_int(b, "now_ms", now_ms);
   json_builder_set_member_name(b, "queues");
   json_builder_begin_array(b);
   for (guint q = 0; q < queues->len; q++)
@@ -242,16 +216,5 @@ int ls_print_json(FILE *out, const GPtrArray *queues, int64_t now_ms) {
   json_builder_end_array(b);
   json_builder_end_object(b);
 
-  JsonNode *root = json_builder_get_root(b);
-  JsonGenerator *gen = json_generator_new();
-  json_generator_set_root(gen, root);
-  json_generator_set_pretty(gen, TRUE);
-  json_generator_set_indent(gen, 2);
-  char *text = json_generator_to_data(gen, NULL);
-  fprintf(out, "%s\n", text);
-  g_free(text);
-  g_object_unref(gen);
-  json_node_unref(root);
-  g_object_unref(b);
-  return fflush(out) == 0 && !ferror(out) ? 0 : -1;
+  return json_out_print(out, b, 1);
 }

@@ -12,8 +12,8 @@
 #include <string.h>
 
 #include <glib.h>
-#include <json-glib/json-glib.h>
 
+#include "json_out.h"
 #include "members.h"
 #include "watch.h"
 
@@ -31,54 +31,27 @@ int members_print_text(FILE *out, const char *event,
 
 /* ------------------------------------------------------------------ JSON */
 
-static void add_string(JsonBuilder *b, const char *name, const char *value) {
-  json_builder_set_member_name(b, name);
-  if (value)
-    json_builder_add_string_value(b, value);
-  else
-    json_builder_add_null_value(b);
-}
-
-static void add_int(JsonBuilder *b, const char *name, int64_t value) {
-  json_builder_set_member_name(b, name);
-  json_builder_add_int_value(b, value);
-}
-
 /* A member's object members: "id"; "data" as a string when it is UTF-8
  * (JSON text must be; a NUL byte is not taken as text), else its base64,
  * "base64" saying which (null data: a node without data); "czxid" and
  * "ctime_ms" of its node. */
 static void add_member(JsonBuilder *b, const zkrc_group_member *m) {
-  add_string(b, "id", m->id);
+  json_out_string(b, "id", m->id);
   int text = m->data == NULL || g_utf8_validate(m->data, (gssize)m->len, NULL);
   char *b64 = text ? NULL : g_base64_encode((const guchar *)m->data, m->len);
-  add_string(b, "data", text ? m->data : b64);
+  json_out_string(b, "data", text ? m->data : b64);
   json_builder_set_member_name(b, "base64");
   json_builder_add_boolean_value(b, !text);
   g_free(b64);
-  add_int(b, "czxid", m->czxid);
-  add_int(b, "ctime_ms", m->ctime_ms);
-}
-
-/* Write @p b's document on one line, and free @p b. */
-static int print_built(FILE *out, JsonBuilder *b) {
-  JsonNode *root = json_builder_get_root(b);
-  JsonGenerator *gen = json_generator_new();
-  json_generator_set_root(gen, root);
-  char *text = json_generator_to_data(gen, NULL); /* one line: not pretty */
-  fprintf(out, "%s\n", text);
-  g_free(text);
-  g_object_unref(gen);
-  json_node_unref(root);
-  g_object_unref(b);
-  return fflush(out) == 0 && !ferror(out) ? 0 : -1;
+  json_out_int(b, "czxid", m->czxid);
+  json_out_int(b, "ctime_ms", m->ctime_ms);
 }
 
 int members_print_json_list(FILE *out, const char *path,
                             const zkrc_group_member *members, size_t count) {
   JsonBuilder *b = json_builder_new();
   json_builder_begin_object(b);
-  add_string(b, "path", path);
+  json_out_string(b, "path", path);
   json_builder_set_member_name(b, "members");
   json_builder_begin_array(b);
   for (size_t i = 0; i < count; i++) {
@@ -88,17 +61,17 @@ int members_print_json_list(FILE *out, const char *path,
   }
   json_builder_end_array(b);
   json_builder_end_object(b);
-  return print_built(out, b);
+  return json_out_print(out, b, 0);
 }
 
 int members_print_json_change(FILE *out, const char *event,
                               const zkrc_group_member *m) {
   JsonBuilder *b = json_builder_new();
   json_builder_begin_object(b);
-  add_string(b, "event", event);
+  json_out_string(b, "event", event);
   add_member(b, m);
   json_builder_end_object(b);
-  return print_built(out, b);
+  return json_out_print(out, b, 0);
 }
 
 /* ------------------------------------------------------------ instances */
@@ -141,15 +114,16 @@ static void add_payload(JsonBuilder *b, const char *payload) {
 /* An instance's object members, named as the record's fields are in
  * zkrecipes/discovery.h. */
 static void add_instance(JsonBuilder *b, const zkrc_service_instance *inst) {
-  add_string(b, "id", inst->id);
-  add_string(b, "name", inst->name);
-  add_string(b, "address", inst->address);
+  json_out_string(b, "id", inst->id);
+  json_out_string(b, "name", inst->name);
+  json_out_string(b, "address", inst->address);
   add_port(b, "port", inst->port);
   add_port(b, "ssl_port", inst->ssl_port);
   add_payload(b, inst->payload);
-  add_int(b, "registration_time_utc", inst->registration_time_utc);
-  add_string(b, "service_type", zkrc_service_type_name(inst->service_type));
-  add_string(b, "uri_spec", inst->uri_spec);
+  json_out_int(b, "registration_time_utc", inst->registration_time_utc);
+  json_out_string(b, "service_type",
+                  zkrc_service_type_name(inst->service_type));
+  json_out_string(b, "uri_spec", inst->uri_spec);
   json_builder_set_member_name(b, "enabled");
   json_builder_add_boolean_value(b, inst->enabled != 0);
 }
@@ -160,8 +134,8 @@ int members_print_instances_json(FILE *out, const char *path,
                                  size_t count) {
   JsonBuilder *b = json_builder_new();
   json_builder_begin_object(b);
-  add_string(b, "path", path);
-  add_string(b, "service", service);
+  json_out_string(b, "path", path);
+  json_out_string(b, "service", service);
   json_builder_set_member_name(b, "instances");
   json_builder_begin_array(b);
   for (size_t i = 0; i < count; i++) {
@@ -171,15 +145,15 @@ int members_print_instances_json(FILE *out, const char *path,
   }
   json_builder_end_array(b);
   json_builder_end_object(b);
-  return print_built(out, b);
+  return json_out_print(out, b, 0);
 }
 
 int members_print_instance_json_change(FILE *out, const char *event,
                                        const zkrc_service_instance *inst) {
   JsonBuilder *b = json_builder_new();
   json_builder_begin_object(b);
-  add_string(b, "event", event);
+  json_out_string(b, "event", event);
   add_instance(b, inst);
   json_builder_end_object(b);
-  return print_built(out, b);
+  return json_out_print(out, b, 0);
 }

@@ -88,17 +88,6 @@ static void finish_attempt(attempt *a) {
   a->err = err;
 }
 
-/* A stop signal caught meanwhile: 128+N, else 0 (others are let go:
- * nothing runs yet to pass them on to). */
-static int stop_signal_caught(void) {
-  tool_signal sig;
-  while (tool_next_signal(&sig))
-    if (sig.signo == SIGINT || sig.signo == SIGTERM || sig.signo == SIGHUP ||
-        sig.signo == SIGQUIT)
-      return 128 + sig.signo;
-  return 0;
-}
-
 /* Wait for the attempts until one is accepted, all have ended, or
  * @p deadline; a stop signal ends the wait too.  Returns 1 when one was
  * accepted, 0 when none was, 128+N after stop signal N. */
@@ -120,7 +109,7 @@ static int wait_attempts(attempt *a, int n, int64_t deadline) {
       return 0;
     if (poll(pfds, (nfds_t)n + 1, left) < 0 && errno != EINTR)
       return 0;
-    int stopped = pfds[n].revents ? stop_signal_caught() : 0;
+    int stopped = pfds[n].revents ? tool_stop_signal_caught() : 0;
     if (stopped)
       return stopped;
     for (int i = 0; i < n; i++)
@@ -208,7 +197,7 @@ static struct addrinfo *resolve(const char *host, const char *port,
       return NULL;
     }
     tool_wait(backoff_ms); /* a signal ends the wait early */
-    if ((*status = stop_signal_caught()) != 0)
+    if ((*status = tool_stop_signal_caught()) != 0)
       return NULL;
     backoff_ms = backoff_ms * 2 > 1000 ? 1000 : backoff_ms * 2;
   }

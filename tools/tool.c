@@ -292,6 +292,19 @@ int tool_runtime_init(void) {
 
 int tool_signal_fd(void) { return signal_pipe[0]; }
 
+int tool_is_stop_signal(int sig) {
+  return sig == SIGINT || sig == SIGTERM || sig == SIGHUP || sig == SIGQUIT;
+}
+
+int tool_stop_signal_caught(void) {
+  tool_signal sig;
+  int stop = 0;
+  while (tool_next_signal(&sig))
+    if (!stop && tool_is_stop_signal(sig.signo))
+      stop = 128 + sig.signo;
+  return stop;
+}
+
 int tool_next_signal(tool_signal *out) {
   unsigned char rec[2];
   for (;;) {
@@ -411,10 +424,6 @@ void tool_session_listener(zkrc_session *s, const zkrc_session_event *ev,
   tool_post_event(&e);
 }
 
-static int is_stop_signal(int sig) {
-  return sig == SIGINT || sig == SIGTERM || sig == SIGHUP || sig == SIGQUIT;
-}
-
 /* ------------------------------------------------------ authentication */
 
 /* Wipe and free credentials. */
@@ -520,7 +529,7 @@ static int open_session(const tool_options *o, int no_reopen,
     tool_wait(tool_ms_until(deadline, -1));
     tool_signal sig;
     while (tool_next_signal(&sig)) {
-      if (is_stop_signal(sig.signo)) {
+      if (tool_is_stop_signal(sig.signo)) {
         zkrc_session_close(s);
         return 128 + sig.signo;
       }
@@ -585,6 +594,13 @@ int tool_connect(tool_options *o, int no_reopen, zkrc_session **out) {
   tool_print_session(s);
   *out = s;
   return 0;
+}
+
+int tool_start_session(tool_options *o, int no_reopen, zkrc_session **out) {
+  *out = NULL;
+  if (tool_runtime_init() != 0)
+    return TOOL_EXIT_OSERR;
+  return tool_connect(o, no_reopen, out);
 }
 
 void tool_print_session(zkrc_session *s) {

@@ -138,6 +138,14 @@ typedef struct tool_signal {
 /* The next caught signal; 0 when there is none. */
 int tool_next_signal(tool_signal *out);
 
+/* SIGINT, SIGTERM, SIGHUP or SIGQUIT: what stops a subcommand. */
+int tool_is_stop_signal(int sig);
+
+/* Take the signals caught so far: 128+N for the first stop signal N among
+ * them, else 0 (the others are let go: for waits where nothing runs yet
+ * to pass them on to). */
+int tool_stop_signal_caught(void);
+
 /* What library callbacks hand to the main loop. */
 typedef enum tool_event_kind {
   TOOL_EV_SESSION,  /* code: zkrc_session_event_type */
@@ -203,6 +211,11 @@ int tool_split_host_port(const char *hp, char **host, char **port);
  * close-on-exec), or -1.  tools/reach.c. */
 struct addrinfo;
 int tool_connect_within(const struct addrinfo *ai, int timeout_ms);
+
+/* tool_runtime_init() then tool_connect(): what every subcommand does
+ * first, once its arguments are checked.  0 with *out set, or the exit
+ * status to leave with. */
+int tool_start_session(tool_options *o, int no_reopen, zkrc_session **out);
 
 /* With -v: the session's id and password in hex, the way
  * `zkr-ensemble start' takes them ("expire ID PASSWD"). */

@@ -13,7 +13,8 @@
 #include <string.h>
 
 #include <glib.h>
-#include <json-glib/json-glib.h>
+
+#include "json_out.h"
 
 #include "watch.h"
 
@@ -86,19 +87,6 @@ int watch_print_text(FILE *out, zkrc_cache_event_type type,
 
 /* ------------------------------------------------------------------ JSON */
 
-static void add_string(JsonBuilder *b, const char *name, const char *value) {
-  json_builder_set_member_name(b, name);
-  if (value)
-    json_builder_add_string_value(b, value);
-  else
-    json_builder_add_null_value(b);
-}
-
-static void add_int(JsonBuilder *b, const char *name, int64_t value) {
-  json_builder_set_member_name(b, name);
-  json_builder_add_int_value(b, value);
-}
-
 /* "value": the data as a string when it is UTF-8 (JSON text must be; a
  * NUL byte is not taken as text either), else its base64; "base64" says
  * which.  A node without data (NULL) has "value" null. */
@@ -107,7 +95,7 @@ static void add_value(JsonBuilder *b, const zkrc_cache_node *node) {
              g_utf8_validate(node->data, (gssize)node->len, NULL);
   char *b64 =
       text ? NULL : g_base64_encode((const guchar *)node->data, node->len);
-  add_string(b, "value", text ? node->data : b64);
+  json_out_string(b, "value", text ? node->data : b64);
   json_builder_set_member_name(b, "base64");
   json_builder_add_boolean_value(b, !text);
   g_free(b64);
@@ -115,18 +103,18 @@ static void add_value(JsonBuilder *b, const zkrc_cache_node *node) {
 
 /* The stat, as the servers gave it with the value. */
 static void add_stat(JsonBuilder *b, const struct Stat *st) {
-  add_int(b, "version", st->version);
-  add_int(b, "data_length", st->dataLength);
-  add_int(b, "czxid", st->czxid);
-  add_int(b, "mzxid", st->mzxid);
-  add_int(b, "pzxid", st->pzxid);
-  add_int(b, "ctime_ms", st->ctime);
-  add_int(b, "mtime_ms", st->mtime);
-  add_int(b, "cversion", st->cversion);
-  add_int(b, "aversion", st->aversion);
-  add_int(b, "num_children", st->numChildren);
+  json_out_int(b, "version", st->version);
+  json_out_int(b, "data_length", st->dataLength);
+  json_out_int(b, "czxid", st->czxid);
+  json_out_int(b, "mzxid", st->mzxid);
+  json_out_int(b, "pzxid", st->pzxid);
+  json_out_int(b, "ctime_ms", st->ctime);
+  json_out_int(b, "mtime_ms", st->mtime);
+  json_out_int(b, "cversion", st->cversion);
+  json_out_int(b, "aversion", st->aversion);
+  json_out_int(b, "num_children", st->numChildren);
   char *owner = g_strdup_printf("0x%" PRIx64, (uint64_t)st->ephemeralOwner);
-  add_string(b, "ephemeral_owner", st->ephemeralOwner ? owner : NULL);
+  json_out_string(b, "ephemeral_owner", st->ephemeralOwner ? owner : NULL);
   g_free(owner);
 }
 
@@ -134,19 +122,10 @@ int watch_print_json(FILE *out, zkrc_cache_event_type type,
                      const zkrc_cache_node *node) {
   JsonBuilder *b = json_builder_new();
   json_builder_begin_object(b);
-  add_string(b, "event", zkrc_cache_event_name(type));
-  add_string(b, "path", node->path);
+  json_out_string(b, "event", zkrc_cache_event_name(type));
+  json_out_string(b, "path", node->path);
   add_value(b, node);
   add_stat(b, &node->stat);
   json_builder_end_object(b);
-  JsonNode *root = json_builder_get_root(b);
-  JsonGenerator *gen = json_generator_new();
-  json_generator_set_root(gen, root);
-  char *text = json_generator_to_data(gen, NULL); /* one line: not pretty */
-  fprintf(out, "%s\n", text);
-  g_free(text);
-  g_object_unref(gen);
-  json_node_unref(root);
-  g_object_unref(b);
-  return fflush(out) == 0 && !ferror(out) ? 0 : -1;
+  return json_out_print(out, b, 0);
 }
