@@ -1539,6 +1539,68 @@ static void test_health(void) {
   proc_free(p);
 }
 
+/* The letters that meant something else in 0.1 (issue 32) are refused,
+ * before any server is asked, with a word on what they became; zkr-lock's
+ * -s is flock's --shared, and an old "-s HOSTS" is an invalid path that
+ * says so. */
+static void test_changed_letters(void) {
+  cleanup_processes();
+  static const struct {
+    const char *tool;
+    const char *args[6];
+    int status;
+    const char *hint;
+  } cases[] = {
+      {"zkr-ls",
+       {"-s", "h:1", "/p", NULL},
+       EXIT_USAGE,
+       "the servers are --servers"},
+      {"zkr-watch", {"-n", "3", "/p", NULL}, EXIT_USAGE, "a count is --count"},
+      {"zkr-watch",
+       {"-c", "/p", NULL},
+       EXIT_USAGE,
+       "watching the children is --children"},
+      {"zkr-watch",
+       {"-e", "/p", "--", "true", NULL},
+       EXIT_USAGE,
+       "that is --exit-on-error"},
+      {"zkr-members",
+       {"-w", "/p", NULL},
+       EXIT_USAGE,
+       "following the group is --watch"},
+      {"zkr-members",
+       {"--watch", "-n", "2", "/p", NULL},
+       EXIT_USAGE,
+       "a count is --count"},
+      {"zkr-elect",
+       {"-r", "2", "/p", "--", "true", NULL},
+       EXIT_USAGE,
+       "--rejoin-delay"},
+      {"zkr-lock",
+       {"-s", "h:2181", "/p", "--", "true", NULL},
+       EXIT_BAD_PATH,
+       "-s is --shared, as in flock(1); the servers are --servers"},
+  };
+  for (size_t i = 0; i < G_N_ELEMENTS(cases); i++) {
+    char *tool = g_strdup_printf("%s/tools/%s", TOP_BUILDDIR, cases[i].tool);
+    const char *argv[12] = {tool, "--servers", "127.0.0.1:1"};
+    int n = 3;
+    for (int j = 0; cases[i].args[j]; j++)
+      argv[n++] = cases[i].args[j];
+    argv[n] = NULL;
+    proc *p = proc_start(argv);
+    int status = proc_wait(p, EXIT_TIMEOUT);
+    if (status != cases[i].status || !strstr(p->err->str, cases[i].hint))
+      fprintf(stderr, "\ncase %zu (%s %s): status %d, stderr: %s\n", i,
+              cases[i].tool, cases[i].args[0], status, p->err->str);
+    CU_ASSERT_EQUAL(status, cases[i].status);
+    CU_ASSERT_PTR_NOT_NULL(strstr(p->err->str, cases[i].hint));
+    CU_ASSERT_STRING_EQUAL(p->out->str, "");
+    proc_free(p);
+    g_free(tool);
+  }
+}
+
 /* ---------------------------------------------------------------- both */
 
 typedef struct usage_case {
@@ -2340,7 +2402,7 @@ static void add_suites(void) {
       {"no_read_permission", test_no_read_permission},
       {"elect_lost_after_stop_signal", test_elect_lost_after_stop_signal});
   ZKT_SUITE("usage", {"usage_and_paths", test_usage_and_paths},
-            {"auth", test_auth},
+            {"changed letters", test_changed_letters}, {"auth", test_auth},
             {"unreachable_help_env", test_unreachable_help_env});
 }
 
