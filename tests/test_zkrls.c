@@ -252,6 +252,9 @@ static void test_mutex_queue_json(void) {
 
   ls_run *r = run_ls((const char *[]){"--json", path, NULL});
   expect_status(r, 0);
+  /* JSON lines, as every --json of zkr: the document on one line. */
+  CU_ASSERT(g_str_has_suffix(r->out->str, "\n") &&
+            strchr(r->out->str, '\n') == r->out->str + r->out->len - 1);
   JsonParser *p = parse(r);
   JsonArray *queues = queues_of(p);
   CU_ASSERT_EQUAL_FATAL(json_array_get_length(queues), 1);

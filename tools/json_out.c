@@ -39,14 +39,10 @@ void json_out_text(JsonBuilder *b, const char *name, const char *bytes,
   g_free(b64);
 }
 
-int json_out_print(FILE *out, JsonBuilder *b, int pretty) {
+int json_out_print(FILE *out, JsonBuilder *b) {
   JsonNode *root = json_builder_get_root(b);
   JsonGenerator *gen = json_generator_new();
-  json_generator_set_root(gen, root);
-  if (pretty) {
-    json_generator_set_pretty(gen, TRUE);
-    json_generator_set_indent(gen, 2);
-  }
+  json_generator_set_root(gen, root); /* not pretty: one line */
   char *text = json_generator_to_data(gen, NULL);
   fprintf(out, "%s\n", text);
   g_free(text);

@@ -26,8 +26,8 @@ void json_out_int(JsonBuilder *b, const char *name, int64_t value);
 void json_out_text(JsonBuilder *b, const char *name, const char *bytes,
                    size_t len);
 
-/* Write @p b's document on @p out, on one line or, with @p pretty,
- * indented; flush; free @p b.  0, or -1 when writing failed. */
-int json_out_print(FILE *out, JsonBuilder *b, int pretty);
+/* Write @p b's document on @p out on one line (every --json writes JSON
+ * lines), flush, free @p b.  0, or -1 when writing failed. */
+int json_out_print(FILE *out, JsonBuilder *b);
 
 #endif /* ZKR_JSON_OUT_H */

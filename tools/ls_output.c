@@ -216,5 +216,5 @@ int ls_print_json(FILE *out, const GPtrArray *queues, int64_t now_ms) {
   json_builder_end_array(b);
   json_builder_end_object(b);
 
-  return json_out_print(out, b, 1);
+  return json_out_print(out, b); /* one line, as every --json */
 }

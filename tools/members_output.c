@@ -61,7 +61,7 @@ int members_print_json_list(FILE *out, const char *path,
   }
   json_builder_end_array(b);
   json_builder_end_object(b);
-  return json_out_print(out, b, 0);
+  return json_out_print(out, b);
 }
 
 int members_print_json_change(FILE *out, const char *event,
@@ -71,7 +71,7 @@ int members_print_json_change(FILE *out, const char *event,
   json_out_string(b, "event", event);
   add_member(b, m);
   json_builder_end_object(b);
-  return json_out_print(out, b, 0);
+  return json_out_print(out, b);
 }
 
 /* ------------------------------------------------------------ instances */
@@ -145,7 +145,7 @@ int members_print_instances_json(FILE *out, const char *path,
   }
   json_builder_end_array(b);
   json_builder_end_object(b);
-  return json_out_print(out, b, 0);
+  return json_out_print(out, b);
 }
 
 int members_print_instance_json_change(FILE *out, const char *event,
@@ -155,5 +155,5 @@ int members_print_instance_json_change(FILE *out, const char *event,
   json_out_string(b, "event", event);
   add_instance(b, inst);
   json_builder_end_object(b);
-  return json_out_print(out, b, 0);
+  return json_out_print(out, b);
 }

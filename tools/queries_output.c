@@ -38,7 +38,7 @@ int queries_print_contenders(FILE *out, const char *path, const char *dir,
   }
   json_builder_end_array(b);
   json_builder_end_object(b);
-  return json_out_print(out, b, 0);
+  return json_out_print(out, b);
 }
 
 int queries_print_leader(FILE *out, const char *path, const char *id,
@@ -53,7 +53,7 @@ int queries_print_leader(FILE *out, const char *path, const char *id,
   json_out_string(b, "path", path);
   json_out_text(b, "leader", id, id ? strlen(id) : 0);
   json_builder_end_object(b);
-  return json_out_print(out, b, 0);
+  return json_out_print(out, b);
 }
 
 int queries_print_leader_change(FILE *out, const char *path, const char *when,
@@ -76,5 +76,5 @@ int queries_print_leader_change(FILE *out, const char *path, const char *when,
   else
     json_builder_add_null_value(b);
   json_builder_end_object(b);
-  return json_out_print(out, b, 0);
+  return json_out_print(out, b);
 }

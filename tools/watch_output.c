@@ -127,5 +127,5 @@ int watch_print_json(FILE *out, zkrc_cache_event_type type,
   add_value(b, node);
   add_stat(b, &node->stat);
   json_builder_end_object(b);
-  return json_out_print(out, b, 0);
+  return json_out_print(out, b);
 }
