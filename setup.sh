@@ -57,7 +57,11 @@ if [ ! -x configure ] || [ configure.ac -nt configure ]; then
 fi
 # Configure again after installing: it looks for what is there (CUnit,
 # the peers, clang).
-if [ -n "$missing" ] || [ ! -f Makefile ] || [ configure -nt config.status ]; then
+# Keep the options it was configured with (a --prefix, ...) unless
+# CONFIGURE_FLAGS says others.
+if [ ! -f config.status ] || [ -n "${CONFIGURE_FLAGS+set}" ]; then
   ./configure ${CONFIGURE_FLAGS:---enable-werror}
+elif [ -n "$missing" ] || [ ! -f Makefile ] || [ configure -nt config.status ]; then
+  ./config.status --recheck && ./config.status
 fi
 make -j"$(nproc)"

@@ -65,13 +65,17 @@ static void test_lock_words(void) {
   /* An absolute COMMAND without -- after it is COMMAND. */
   EXPECT_SPLIT(CLI_LOCK, CLI_PATHS_COMMAND, "o: p:1 c:2", "lock", "/p",
                "/usr/bin/env", "x");
-  /* Paths until a -- when all before it are options or absolute. */
+  /* Paths until a -- when the words from the second path to it are all
+   * absolute paths; options before the second path are ours. */
   EXPECT_SPLIT(CLI_LOCK, CLI_PATHS_COMMAND, "o: p:1,2 c:4", "lock", "/a", "/b",
                "--", "cmd");
   EXPECT_SPLIT(CLI_LOCK, CLI_PATHS_COMMAND, "o:2,3 p:1,4 c:6", "lock", "/a",
                "-w", "5", "/b", "--", "cmd");
   /* ... but any other word before it makes it COMMAND's, its options
-   * too (they may be COMMAND's own: -c is sh's here, not ours). */
+   * too (they may be COMMAND's own: -c is sh's here, not ours; -n after
+   * the second path is COMMAND's, as in 0.1). */
+  EXPECT_SPLIT(CLI_LOCK, CLI_PATHS_COMMAND, "o: p:1 c:2", "lock", "/locks/a",
+               "/locks/b", "-n", "--", "job");
   EXPECT_SPLIT(CLI_LOCK, CLI_PATHS_COMMAND, "o: p:1 c:2", "lock", "/locks/x",
                "/usr/bin/rsync", "-av", "--", "/src", "/dst");
   EXPECT_SPLIT(CLI_LOCK, CLI_PATHS_COMMAND, "o: p:1 c:2", "lock", "/locks/db",

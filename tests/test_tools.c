@@ -23,6 +23,7 @@
 #include <inttypes.h>
 #include <poll.h>
 #include <signal.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -2005,20 +2006,29 @@ typedef struct notified {
   GArray *at_ms;   /* when each came (zkt_now_ms) */
 } notified;
 
-static void notified_open(notified *n) {
-  n->path = tmp_file("notify");
+/* A socket at a path, or with @p abstract in the abstract namespace
+ * (NOTIFY_SOCKET "@name"); n->path is what NOTIFY_SOCKET says. */
+static void notified_open(notified *n, int abstract) {
+  n->path = abstract ? g_strdup_printf("@zkt-notify-%d", (int)getpid())
+                     : tmp_file("notify");
   n->fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
   struct sockaddr_un sun = {.sun_family = AF_UNIX};
   CU_ASSERT_FATAL(n->fd >= 0 && strlen(n->path) < sizeof sun.sun_path);
   strcpy(sun.sun_path, n->path);
-  CU_ASSERT_FATAL(bind(n->fd, (struct sockaddr *)&sun, sizeof sun) == 0);
+  socklen_t len = sizeof sun;
+  if (abstract) {
+    sun.sun_path[0] = '\0';
+    len = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + strlen(n->path));
+  }
+  CU_ASSERT_FATAL(bind(n->fd, (struct sockaddr *)&sun, len) == 0);
   n->msgs = g_ptr_array_new_with_free_func(g_free);
   n->at_ms = g_array_new(FALSE, FALSE, sizeof(int64_t));
 }
 
 static void notified_close(notified *n) {
   close(n->fd);
-  g_unlink(n->path);
+  if (n->path[0] == '/')
+    g_unlink(n->path);
   g_free(n->path);
   g_ptr_array_unref(n->msgs);
   g_array_free(n->at_ms, TRUE);
@@ -2070,13 +2080,15 @@ static int notified_count(const notified *n, int from, int to,
  * leadership is lost, the watchdog is fed no more within the session
  * timeout of the cut, and not at all for the next second or more while
  * the cut lasts, so WatchdogSec= would restart it; it is fed again once
- * the servers are back.  COMMAND gets none of the variables.  zkr lock without
- * COMMAND: READY=1 with its token once held; STOPPING=1 on SIGTERM. */
+ * the servers are back.  COMMAND gets none of the variables.  With
+ * --ready-on joined a standby says READY=1 without leading.  zkr lock
+ * without COMMAND, through an abstract socket: READY=1 with its token
+ * once held, the watchdog fed while it holds, STOPPING=1 on SIGTERM. */
 static void test_systemd_notify(void) {
   cleanup_processes();
   zkrc_ensemble *e = zkt_ensemble();
   notified n;
-  notified_open(&n);
+  notified_open(&n, 0);
   g_setenv("NOTIFY_SOCKET", n.path, TRUE);
   g_setenv("WATCHDOG_USEC", "200000", TRUE);
   char *path = zkt_path("tools-systemd");
@@ -2136,23 +2148,55 @@ static void test_systemd_notify(void) {
   CU_ASSERT(notified_wait(&n, after, "STOPPING=1", EXIT_TIMEOUT) >= 0);
   CU_ASSERT(proc_wait(a, EXIT_TIMEOUT) >= 0);
 
-  /* zkr lock, holding without COMMAND. */
+  /* --ready-on joined: READY=1 once in line, a standby's too. */
+  const char *lead[] = {path, "--", "sh", "-c", "echo pid=$$; exec sleep 60",
+                        NULL};
+  proc *leader = tool_start(ZKR_ELECT, lead);
+  CU_ASSERT_FATAL(command_pid(leader) > 0);
   g_setenv("NOTIFY_SOCKET", n.path, TRUE);
-  const char *hold[] = {path, NULL};
-  proc *l = tool_start_as(ZKR, "lock", hold);
+  const char *standby_args[] = {"--ready-on", "joined", path,          "--",
+                                "sh",         "-c",     "echo pid=$$", NULL};
+  proc *standby = tool_start(ZKR_ELECT, standby_args);
   g_unsetenv("NOTIFY_SOCKET");
   int from = (int)n.msgs->len;
   ready = notified_wait(&n, from, "READY=1", START_TIMEOUT);
+  CU_ASSERT_FATAL(ready >= 0);
+  CU_ASSERT_PTR_NOT_NULL(
+      strstr(g_ptr_array_index(n.msgs, ready), "STATUS=joined"));
+  proc_pump(standby, 200);
+  CU_ASSERT_PTR_NULL(strstr(standby->out->str, "pid=")); /* not leading */
+  proc_signal(standby, SIGTERM);
+  proc_wait(standby, EXIT_TIMEOUT);
+  proc_signal(leader, SIGTERM);
+  proc_wait(leader, EXIT_TIMEOUT);
+
+  /* zkr lock, holding without COMMAND, told through an abstract socket:
+   * READY=1 with its token once held, the watchdog fed while it holds,
+   * STOPPING=1 on SIGTERM. */
+  notified m;
+  notified_open(&m, 1);
+  g_setenv("NOTIFY_SOCKET", m.path, TRUE);
+  g_setenv("WATCHDOG_USEC", "200000", TRUE);
+  const char *hold[] = {path, NULL};
+  proc *l = tool_start_as(ZKR, "lock", hold);
+  g_unsetenv("NOTIFY_SOCKET");
+  g_unsetenv("WATCHDOG_USEC");
+  ready = notified_wait(&m, 0, "READY=1", START_TIMEOUT);
   CU_ASSERT_FATAL(ready >= 0);
   proc_pump(l, 1000);
   char *line = g_strdup(l->out->str);
   char *tab = strchr(line, '\t');
   char *want = g_strdup_printf("STATUS=holding %s (fencing token %s", path,
                                tab ? g_strstrip(tab + 1) : "?");
-  CU_ASSERT_PTR_NOT_NULL(strstr(g_ptr_array_index(n.msgs, ready), want));
+  CU_ASSERT_PTR_NOT_NULL(strstr(g_ptr_array_index(m.msgs, ready), want));
+  int64_t held_from = zkt_now_ms();
+  while (zkt_now_ms() < held_from + 600)
+    notified_read(&m, 50);
+  CU_ASSERT(notified_count(&m, ready, (int)m.msgs->len, "WATCHDOG=1") >= 3);
   proc_signal(l, SIGTERM);
-  CU_ASSERT(notified_wait(&n, ready, "STOPPING=1", EXIT_TIMEOUT) >= 0);
+  CU_ASSERT(notified_wait(&m, ready, "STOPPING=1", EXIT_TIMEOUT) >= 0);
   CU_ASSERT_EQUAL(proc_wait(l, EXIT_TIMEOUT), 0);
+  notified_close(&m);
   g_free(want);
   g_free(line);
   cleanup_processes();

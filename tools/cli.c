@@ -66,6 +66,9 @@ const cli_option cli_options[] = {
      "first: one line each, \"ID<TAB>NODE\"; nothing when there are none"},
     /* zkr elect */
     {OPT_ONCE, "once", 0, NULL, E, 0, "run COMMAND at most once, then exit"},
+    {OPT_READY_ON, "ready-on", 0, "EVENT", E, 0,
+     "under systemd (NOTIFY_SOCKET): say READY=1 once \"elected\" (the "
+     "default) or once \"joined\" (a standby is then active too)"},
     {OPT_REJOIN_DELAY, "rejoin-delay", 0, "SECONDS", E, 0,
      "after COMMAND exited by itself, wait this long before rejoining "
      "(default 1)"},
@@ -500,7 +503,9 @@ static void print_option(FILE *out, const cli_option *o) {
 
 void cli_print_help(const cli_spec *spec, FILE *out) {
   fputs(spec->help_head, out);
-  fputs("\nOptions (anywhere before COMMAND):\n", out);
+  fputs(spec->command & CLI_RUNS ? "\nOptions (anywhere before COMMAND):\n"
+                                 : "\nOptions:\n",
+        out);
   for (const cli_option *o = cli_options; o->id; o++)
     if ((o->commands & spec->command) && o->help && o->name)
       print_option(out, o);

@@ -119,7 +119,8 @@ typedef struct elect_cli {
   int leader_query;
   int watch;
   int holders;
-  int json; /* --json, for --leader, --holders, --watch */
+  int json;            /* --json, for --leader, --holders, --watch */
+  int ready_on_joined; /* --ready-on joined */
   int rejoin_delay_ms;
   const char *path;
   char **command;
@@ -144,6 +145,11 @@ static void elect_option(int id, const char *value, void *ctx) {
     break;
   case OPT_JSON:
     cli->json = 1;
+    break;
+  case OPT_READY_ON:
+    if (strcmp(value, "joined") != 0 && strcmp(value, "elected") != 0)
+      tool_usage_error("--ready-on is \"elected\" or \"joined\": %s", value);
+    cli->ready_on_joined = strcmp(value, "joined") == 0;
     break;
   case OPT_REJOIN_DELAY:
     cli->rejoin_delay_ms = tool_parse_seconds(value, "--rejoin-delay");
@@ -320,6 +326,7 @@ typedef struct runner {
   int failed;        /* the election failed: the exit status, else 0 */
   int64_t rejoin_at; /* -1, or when to join again */
   int64_t start_at;  /* -1, or when to look at the lease again */
+  int ready_sent;    /* READY=1 told to systemd */
   int done;          /* leave the loop with status */
   int status;
 } runner;
@@ -407,10 +414,12 @@ static void start_command(runner *r) {
   }
   tool_verbose("running %s (pid %d) as leader, token %" PRId64,
                r->cli->command[0], (int)r->child.pid, r->token);
-  /* READY once, at the first leadership (Type=notify units wait for it). */
-  tool_notify("READY=1\nSTATUS=leading %s (fencing token %" PRId64
-              "), running %s",
-              r->cli->path, r->token, r->cli->command[0]);
+  /* READY once, at the first leadership unless --ready-on joined said it
+   * already (Type=notify units wait for it). */
+  tool_notify("%sSTATUS=leading %s (fencing token %" PRId64 "), running %s",
+              r->ready_sent ? "" : "READY=1\n", r->cli->path, r->token,
+              r->cli->command[0]);
+  r->ready_sent = 1;
 }
 
 static void handle_signal(runner *r, const tool_signal *sig) {
@@ -527,7 +536,6 @@ static int keep_within_lease(runner *r) {
 static int run_elected(elect_cli *cli, zkrc_session *s) {
   runner r;
   memset(&r, 0, sizeof r);
-  tool_notify_init(); /* before COMMAND: its environment has none of it */
   r.cli = cli;
   r.s = s;
   r.rejoin_at = -1;
@@ -544,7 +552,9 @@ static int run_elected(elect_cli *cli, zkrc_session *s) {
     return tool_fail("cannot join the election", err);
   }
   tool_verbose("joined %s as %s", cli->path, cli->id);
-  tool_notify("STATUS=joined %s as %s, waiting to lead", cli->path, cli->id);
+  r.ready_sent = cli->ready_on_joined;
+  tool_notify("%sSTATUS=joined %s as %s, waiting to lead",
+              cli->ready_on_joined ? "READY=1\n" : "", cli->path, cli->id);
   for (;;) {
     if (tool_child_poll(&r.child))
       command_exited(&r);

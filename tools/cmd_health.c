@@ -20,23 +20,24 @@
 #include <unistd.h>
 
 #include <glib.h>
-#include <json-glib/json-glib.h>
-
 #include "cli.h"
 #include "commands.h"
+#include "json_out.h"
 #include "tool.h"
 
 static const char help_head[] =
     "Usage: zkr health [OPTIONS]\n"
     "       zkr health --help | --version\n"
     "\n"
-    "Connect to the servers as every subcommand does, wait until the\n"
-    "session's lease is confirmed (a renewal answered: the servers keep the\n"
-    "session at least that long), and print, one \"KEY<TAB>VALUE\" line each:\n"
-    "  server      the member connected to (host:port)\n"
+    "Connect to the servers as every subcommand does, send a sync through\n"
+    "the session and wait for its answer (the member forwards it to the\n"
+    "ensemble's leader: the session is known there), and print, one\n"
+    "\"KEY<TAB>VALUE\" line each (--json: one JSON object, null for\n"
+    "\"unknown\"):\n"
+    "  server      the member connected to (its address:port)\n"
     "  session     the session id (hex)\n"
     "  timeout_ms  the session timeout the servers granted\n"
-    "  lease_ms    the lease remaining when it was confirmed\n"
+    "  lease_ms    the session's lease remaining once the sync was answered\n"
     "  version     the member's ZooKeeper version   (from its \"srvr\"\n"
     "  mode        leader, follower, standalone...   four-letter word;\n"
     "                                                \"unknown\" when "
@@ -49,12 +50,12 @@ static const char help_tail[] =
     "Environment:\n" TOOL_ENVIRONMENT_HELP "                   auth file\n"
     "\n"
     "Exit status:\n"
-    "  0    connected, the lease confirmed\n"
+    "  0    connected, the sync answered\n"
     "  2    bad usage\n"
     "  68   a server's name does not resolve\n"
     "  69   every server refused (said at once), none answered within the\n"
-    "       connect timeout, the lease was not confirmed within it, or the\n"
-    "       server list's chroot does not exist\n"
+    "       connect timeout, the sync was not answered within a session\n"
+    "       timeout, or the server list's chroot does not exist\n"
     "  74   writing standard output failed\n"
     "  76   ZooKeeper refused or failed\n"
     "  77   credentials refused\n";
@@ -141,17 +142,58 @@ static int current_server_with_handle(zhandle_t *zh, void *arg) {
   return ZKRC_OK;
 }
 
-/* Wait until the session's lease is confirmed (at most @p timeout_ms):
- * what remains of it then, or 0. */
-static int wait_for_lease(zkrc_session *s, int timeout_ms) {
+/* A sync sent through the session, answered on the completion thread. */
+typedef struct synced {
+  GMutex mu;
+  GCond cond;
+  int rc;   /* its answer (ZOK, ...) */
+  int done; /* answered */
+} synced;
+
+static void sync_answered(int rc, const char *value, const void *data) {
+  (void)value;
+  synced *y = (synced *)data;
+  g_mutex_lock(&y->mu);
+  y->rc = rc;
+  y->done = 1;
+  g_cond_signal(&y->cond);
+  g_mutex_unlock(&y->mu);
+}
+
+static int send_sync_with_handle(zhandle_t *zh, void *arg) {
+  return zkrc_from_zk_error(zoo_async(zh, "/", sync_answered, arg));
+}
+
+/* Confirm the session with the ensemble: a sync through it (which its
+ * member forwards to the leader) answered within @p timeout_ms, and a
+ * lease then.  Returns the lease remaining (ms), 0 when not confirmed, or
+ * -(128+N) after stop signal N. */
+static int confirm_lease(zkrc_session *s, int timeout_ms) {
   int64_t deadline = tool_now_ms() + timeout_ms;
+  static synced y; /* outlives us: an answer may come after the close */
+  g_mutex_lock(&y.mu);
+  y.done = 0;
+  g_mutex_unlock(&y.mu);
+  if (zkrc_session_with_handle(s, send_sync_with_handle, &y) != ZKRC_OK)
+    return 0;
   for (;;) {
-    int lease = zkrc_session_lease_remaining(s);
-    if (lease > 0 || tool_now_ms() >= deadline)
-      return lease;
-    tool_wait(10); /* a signal ends the wait early: looked at next */
-    if (tool_stop_signal_caught())
+    g_mutex_lock(&y.mu);
+    int done = y.done, rc = y.rc;
+    g_mutex_unlock(&y.mu);
+    if (done)
+      return rc == ZOK && zkrc_session_lease_remaining(s) > 0
+                 ? zkrc_session_lease_remaining(s)
+                 : 0;
+    if (tool_now_ms() >= deadline)
       return 0;
+    int stop = tool_stop_signal_caught();
+    if (stop)
+      return -stop;
+    /* The answer wakes no pipe of ours: look again shortly. */
+    g_mutex_lock(&y.mu);
+    if (!y.done)
+      g_cond_wait_until(&y.cond, &y.mu, g_get_monotonic_time() + 10000);
+    g_mutex_unlock(&y.mu);
   }
 }
 
@@ -170,36 +212,17 @@ static int print_text(const health *h) {
 static int print_json(const health *h) {
   JsonBuilder *b = json_builder_new();
   json_builder_begin_object(b);
-  json_builder_set_member_name(b, "server");
-  json_builder_add_string_value(b, h->server);
+  json_out_string(b, "server", h->server);
   char *id = g_strdup_printf("0x%" PRIx64, (uint64_t)h->session);
-  json_builder_set_member_name(b, "session");
-  json_builder_add_string_value(b, id);
+  json_out_string(b, "session", id);
   g_free(id);
-  json_builder_set_member_name(b, "timeout_ms");
-  json_builder_add_int_value(b, h->timeout_ms);
-  json_builder_set_member_name(b, "lease_ms");
-  json_builder_add_int_value(b, h->lease_ms);
-  const char *names[] = {"version", "mode"};
-  const char *values[] = {h->version, h->mode};
-  for (int i = 0; i < 2; i++) {
-    json_builder_set_member_name(b, names[i]);
-    if (values[i] && g_utf8_validate(values[i], -1, NULL))
-      json_builder_add_string_value(b, values[i]);
-    else
-      json_builder_add_null_value(b);
-  }
+  json_out_int(b, "timeout_ms", h->timeout_ms);
+  json_out_int(b, "lease_ms", h->lease_ms);
+  /* null when the member did not say (text: "unknown") */
+  json_out_text(b, "version", h->version, h->version ? strlen(h->version) : 0);
+  json_out_text(b, "mode", h->mode, h->mode ? strlen(h->mode) : 0);
   json_builder_end_object(b);
-  JsonNode *root = json_builder_get_root(b);
-  JsonGenerator *gen = json_generator_new();
-  json_generator_set_root(gen, root);
-  char *text = json_generator_to_data(gen, NULL);
-  printf("%s\n", text);
-  g_free(text);
-  g_object_unref(gen);
-  json_node_unref(root);
-  g_object_unref(b);
-  return fflush(stdout) == 0 && !ferror(stdout) ? 0 : -1;
+  return json_out_print(stdout, b);
 }
 
 /* ---------------------------------------------------------------- main */
@@ -209,21 +232,37 @@ static int check(health_cli *cli, health *h) {
   int status = tool_start_session(&cli->o, 1, &s);
   if (status != 0)
     return status;
-  h->lease_ms = wait_for_lease(s, cli->o.connect_timeout_ms);
+  /* At most a session timeout more: a sync is one round trip. */
+  int confirm_ms = zkrc_session_timeout(s);
+  h->lease_ms = confirm_lease(s, confirm_ms);
   h->session = zkrc_session_id(s);
   h->timeout_ms = zkrc_session_timeout(s);
-  zkrc_session_with_handle(s, current_server_with_handle, &h->server);
+  if (zkrc_session_with_handle(s, current_server_with_handle, &h->server) !=
+          ZKRC_OK ||
+      h->server[0] == '\0') {
+    g_free(h->server);
+    h->server = g_strdup("unknown");
+  }
   zkrc_session_close(s);
-  if (h->lease_ms <= 0) {
-    tool_error("connected to %s, but the session's lease was not confirmed "
-               "within %d ms",
-               h->server ? h->server : "a server", cli->o.connect_timeout_ms);
+  if (h->lease_ms < 0)
+    return -h->lease_ms; /* a stop signal: 128+N */
+  if (h->lease_ms == 0) {
+    tool_error("connected to %s, but a sync through the session was not "
+               "answered within %d ms",
+               h->server, confirm_ms);
     return TOOL_EXIT_UNAVAILABLE;
   }
   /* Not long: a member that does not answer it is still usable. */
   int srvr_ms =
       cli->o.connect_timeout_ms < 2000 ? cli->o.connect_timeout_ms : 2000;
-  char *srvr = four_letter_word(h->server, "srvr", srvr_ms);
+  char *srvr = strcmp(h->server, "unknown") == 0
+                   ? NULL
+                   : four_letter_word(h->server, "srvr", srvr_ms);
+  int stop = tool_stop_signal_caught();
+  if (stop) {
+    g_free(srvr);
+    return stop;
+  }
   if (srvr) {
     h->version = field(srvr, "Zookeeper version");
     h->mode = field(srvr, "Mode");

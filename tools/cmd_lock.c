@@ -52,9 +52,11 @@ static const char help_head[] =
     "in the order of their paths whatever order they are given in, so that\n"
     "two commands asking for the same locks in different orders cannot\n"
     "deadlock; -w and -n apply to the whole set, and losing any of them is\n"
-    "losing the set.  The first -- ends the paths when all before it are\n"
-    "options or absolute paths: under one lock, put -- after LOCKPATH when\n"
-    "COMMAND is an absolute path with a -- among its arguments.\n"
+    "losing the set.  The first -- ends the paths when the words from the\n"
+    "second path to it are all absolute paths (options go before the\n"
+    "second path: after it they are COMMAND's); under one lock, put --\n"
+    "after LOCKPATH when COMMAND is an absolute path with a -- among its\n"
+    "arguments.\n"
     "\n"
     "If the lock is lost while COMMAND runs (the ZooKeeper session expired,\n"
     "its lease ran out, or the lock node was deleted), COMMAND gets the lost\n"
@@ -533,7 +535,7 @@ static int ready_to_start(supervision *sv) {
       return 1;
     tool_verbose("lease of %s too short (%d ms): COMMAND waits", sv->cli->path,
                  remaining);
-    tool_wait(100);
+    tool_wait(tool_notify_watchdog(lease_live(sv->s), 100));
   }
 }
 
@@ -599,6 +601,14 @@ static int hold_until_signalled(lock_cli *cli, zkrc_session *s,
   if (fflush(stdout) != 0 || ferror(stdout)) {
     tool_error("standard output: %s", strerror(errno));
     return TOOL_EXIT_IOERR;
+  }
+  /* Ready only for a hold still there: no LOST behind the grant, and a
+   * lease (as COMMAND's start checks it). */
+  supervision sv = {.cli = cli, .s = s};
+  if (!ready_to_start(&sv)) {
+    tool_error("lock %s lost", cli->path);
+    tool_notify("STATUS=lock %s lost", cli->path);
+    return TOOL_EXIT_LOST;
   }
   tool_notify("READY=1\nSTATUS=holding %s (fencing token %" PRId64 ")",
               cli->path, a->tokens[0]);
@@ -686,7 +696,6 @@ static int new_set(acquirer *a) {
 }
 
 static int lock_and_run(lock_cli *cli, zkrc_session *s, int *session_closed) {
-  tool_notify_init(); /* before COMMAND: its environment has none of it */
   tool_notify("STATUS=waiting for %s", cli->path);
   acquirer a = {.n = cli->n_paths, .wait_ms = cli->wait_ms, .s = s, .cli = cli};
   g_mutex_init(&a.mu);

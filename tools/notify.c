@@ -56,8 +56,11 @@ void tool_notify_init(void) {
   const char *pid = getenv("WATCHDOG_PID");
   if (notify_fd >= 0 && usec && (!pid || atol(pid) == (long)getpid())) {
     long long us = strtoll(usec, NULL, 10);
-    if (us > 0)
-      watchdog_ms = us / 2000 > 0 ? (int)(us / 2000) : 1;
+    long long half_ms = us / 2000;
+    if (us > 0) /* at least 1 ms, at most an hour */
+      watchdog_ms = half_ms < 1         ? 1
+                    : half_ms > 3600000 ? 3600000
+                                        : (int)half_ms;
   }
   unsetenv("NOTIFY_SOCKET");
   unsetenv("WATCHDOG_USEC");

@@ -598,6 +598,9 @@ int tool_connect(tool_options *o, int no_reopen, zkrc_session **out) {
 
 int tool_start_session(tool_options *o, int no_reopen, zkrc_session **out) {
   *out = NULL;
+  /* Before any thread of the client's: unsetenv() is not safe beside a
+   * getenv() elsewhere. */
+  tool_notify_init();
   if (tool_runtime_init() != 0)
     return TOOL_EXIT_OSERR;
   return tool_connect(o, no_reopen, out);
