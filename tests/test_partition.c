@@ -362,8 +362,11 @@ static void holder_take(trial *t, zkrc_session *s, const char *path,
 }
 
 /* Watch the holder's node (the only one so far) from outside the proxy:
- * its deletion is the moment the servers expired the holder's session. */
+ * its deletion is the moment the servers expired the holder's session.
+ * A sync first: the holder's member committed the node, ours may not have
+ * applied it yet (CI: no child seen). */
 static void watch_holder_node(trial *t, zhandle_t *zh, const char *path) {
+  zkt_sync(zh, path);
   struct String_vector kids = {0, NULL};
   CU_ASSERT_EQUAL_FATAL(zoo_get_children(zh, path, 0, &kids), ZOK);
   CU_ASSERT_EQUAL_FATAL(kids.count, 1);

@@ -181,7 +181,7 @@ static void sync_done(int rc, const char *value, const void *data) {
 /* Let the member @p zh is connected to catch up with the leader, so that a
  * read after it sees every write committed before (ZooKeeper's reads are
  * only sequentially consistent per client). */
-static void sync_with_leader(zhandle_t *zh, const char *path) {
+void zkt_sync(zhandle_t *zh, const char *path) {
   /* On the heap: after a timeout the completion may still come. */
   sync_wait *w = g_new0(sync_wait, 1);
   g_mutex_init(&w->mu);
@@ -207,7 +207,7 @@ static void sync_with_leader(zhandle_t *zh, const char *path) {
 }
 
 int zkt_nodes_left(zhandle_t *zh, const char *path) {
-  sync_with_leader(zh, path);
+  zkt_sync(zh, path);
   struct String_vector v = {0, NULL};
   int rc = zoo_get_children(zh, path, 0, &v);
   if (rc == ZNONODE)

@@ -65,6 +65,12 @@ void zkt_make_path(zhandle_t *zh, const char *path);
 
 /* Number of children of @p path (-1 when it does not exist). */
 int zkt_child_count(zhandle_t *zh, const char *path);
+/* Let the member @p zh is connected to catch up with the leader (a sync
+ * of @p path): a read after it sees every write committed before, also
+ * another client's (ZooKeeper's reads are only sequentially consistent
+ * per client).  A sync that takes over 10 s fails the test. */
+void zkt_sync(zhandle_t *zh, const char *path);
+
 /* Nodes left under @p path once the member @p zh is on has caught up (a
  * sync first; each one is named on stderr): 0 also when @p path is gone,
  * as a lock directory (a container) is once empty; -1 on error. */
