@@ -30,6 +30,20 @@ typedef struct state_change {
 #define REOPEN_FIRST_MS 100
 #define REOPEN_MAX_MS 10000
 
+/* A brand-new session's lease starts when its handle was opened (the
+ * leader made the session after that; lease.h).  A handle that keeps
+ * failing to connect (servers down) would make that start older and older:
+ * connected at last, its session would have almost no lease left, too
+ * little for the two renewals that extend it, and be told lost at once
+ * (issue 33: one outage, two losses).  So a handle that has not made its
+ * session within half a session timeout is closed and a fresh one opened:
+ * a new session's lease then has at least half a timeout left, room for
+ * the renewals (0.3 of the timeout apart).  Also when its connect request
+ * is out (a server still loading answers late): its session would start
+ * with the same old lease.  A session such a request makes after the
+ * close has no node and expires on the servers. */
+static void arm_fresh_timer_locked(zkrc_session *s, uint64_t generation);
+
 /* How long a close waits at most for the replies still in flight. */
 #define CLOSE_DRAIN_MS 2000
 
@@ -206,6 +220,47 @@ static gboolean reopen_fired(gpointer data) {
   return G_SOURCE_REMOVE;
 }
 
+/* Worker: a handle still without a session after half a timeout. */
+static gboolean fresh_fired(gpointer data) {
+  zkrc_session *s = data;
+  g_mutex_lock(&s->o.mu);
+  if (s->fresh_timer != g_main_current_source()) {
+    g_mutex_unlock(&s->o.mu);
+    return G_SOURCE_REMOVE;
+  }
+  g_source_unref(s->fresh_timer);
+  s->fresh_timer = NULL;
+  zkrc_conn *c = s->conn;
+  if (c == NULL || c->generation != s->fresh_generation || c->session_id ||
+      s->closing) {
+    g_mutex_unlock(&s->o.mu);
+    return G_SOURCE_REMOVE;
+  }
+  s->conn = NULL; /* no session, nothing to announce */
+  g_mutex_unlock(&s->o.mu);
+  zkrc__session_close_conn(s, c); /* frees c */
+  int err = ZKRC_OK;
+  zkrc__log_defer_begin(); /* zookeeper_init2 logs with our mutex held */
+  g_mutex_lock(&s->o.mu);
+  if (!s->closing && s->conn == NULL)
+    zkrc__session_open_locked(s, &err);
+  g_mutex_unlock(&s->o.mu);
+  zkrc__log_flush(zkrc__log_defer_end());
+  return G_SOURCE_REMOVE;
+}
+
+static void arm_fresh_timer_locked(zkrc_session *s, uint64_t generation) {
+  if (s->fresh_timer) {
+    g_source_destroy(s->fresh_timer);
+    g_source_unref(s->fresh_timer);
+  }
+  int ms = s->opts.session_timeout_ms / 2 > 100 ? s->opts.session_timeout_ms / 2
+                                                : 100;
+  s->fresh_generation = generation;
+  s->fresh_timer = zkrc__session_timer(s, ms, fresh_fired, zkrc__session_ref(s),
+                                       (GDestroyNotify)zkrc__session_unref);
+}
+
 static void schedule_reopen_locked(zkrc_session *s) {
   if (s->reopen_timer)
     return;
@@ -219,12 +274,14 @@ static void schedule_reopen_locked(zkrc_session *s) {
 
 void zkrc__session_cancel_reopen(zkrc_session *s) {
   g_mutex_lock(&s->o.mu);
-  GSource *timer = s->reopen_timer;
-  s->reopen_timer = NULL;
+  GSource *timers[] = {s->reopen_timer, s->fresh_timer};
+  s->reopen_timer = s->fresh_timer = NULL;
   g_mutex_unlock(&s->o.mu);
-  if (timer) {
-    g_source_destroy(timer); /* drops the timer's session reference */
-    g_source_unref(timer);
+  for (size_t i = 0; i < G_N_ELEMENTS(timers); i++) {
+    if (timers[i]) {
+      g_source_destroy(timers[i]); /* drops the timer's session reference */
+      g_source_unref(timers[i]);
+    }
   }
 }
 
@@ -264,6 +321,7 @@ void zkrc__session_open_locked(zkrc_session *s, int *err) {
   add_remembered_auths(s, c);
   s->conn = c;
   s->state = ZKRC_SESSION_CONNECTING;
+  arm_fresh_timer_locked(s, c->generation);
   s->negotiated_timeout_ms = s->opts.session_timeout_ms;
   g_cond_broadcast(&s->o.cond);
 }

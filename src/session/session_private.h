@@ -104,6 +104,11 @@ struct zkrc_session {
    * tried again later: the timer, and its current backoff. */
   GSource *reopen_timer;
   int reopen_delay_ms;
+  /* A handle that has not made its session yet is replaced every half
+   * session timeout (session_conn.c): the lease of the session it makes
+   * starts when it was opened. */
+  GSource *fresh_timer;
+  uint64_t fresh_generation; /* the handle it is about */
 
   /* Default executor: a callback thread fed by a queue. */
   GAsyncQueue *cb_queue;
