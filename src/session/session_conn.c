@@ -42,8 +42,6 @@ typedef struct state_change {
  * is out (a server still loading answers late): its session would start
  * with the same old lease.  A session such a request makes after the
  * close has no node and expires on the servers. */
-static void arm_fresh_timer_locked(zkrc_session *s, uint64_t generation);
-
 /* How long a close waits at most for the replies still in flight. */
 #define CLOSE_DRAIN_MS 2000
 
@@ -220,21 +218,17 @@ static gboolean reopen_fired(gpointer data) {
   return G_SOURCE_REMOVE;
 }
 
-/* Worker: a handle still without a session after half a timeout. */
-static gboolean fresh_fired(gpointer data) {
+/* Worker (the fresh timer, a ready-time source of the lease driver's): a
+ * handle still without a session after half a timeout. */
+gboolean zkrc__session_fresh_fired(gpointer data) {
   zkrc_session *s = data;
   g_mutex_lock(&s->o.mu);
-  if (s->fresh_timer != g_main_current_source()) {
-    g_mutex_unlock(&s->o.mu);
-    return G_SOURCE_REMOVE;
-  }
-  g_source_unref(s->fresh_timer);
-  s->fresh_timer = NULL;
+  g_source_set_ready_time(s->fresh_timer, -1);
   zkrc_conn *c = s->conn;
   if (c == NULL || c->generation != s->fresh_generation || c->session_id ||
       s->closing) {
     g_mutex_unlock(&s->o.mu);
-    return G_SOURCE_REMOVE;
+    return G_SOURCE_CONTINUE;
   }
   s->conn = NULL; /* no session, nothing to announce */
   g_mutex_unlock(&s->o.mu);
@@ -246,19 +240,17 @@ static gboolean fresh_fired(gpointer data) {
     zkrc__session_open_locked(s, &err);
   g_mutex_unlock(&s->o.mu);
   zkrc__log_flush(zkrc__log_defer_end());
-  return G_SOURCE_REMOVE;
+  return G_SOURCE_CONTINUE;
 }
 
+/* Re-armed, never replaced: a ready time is set under the mutex, where
+ * destroying a source (whose destroy notify may take the mutex) is not. */
 static void arm_fresh_timer_locked(zkrc_session *s, uint64_t generation) {
-  if (s->fresh_timer) {
-    g_source_destroy(s->fresh_timer);
-    g_source_unref(s->fresh_timer);
-  }
   int ms = s->opts.session_timeout_ms / 2 > 100 ? s->opts.session_timeout_ms / 2
                                                 : 100;
   s->fresh_generation = generation;
-  s->fresh_timer = zkrc__session_timer(s, ms, fresh_fired, zkrc__session_ref(s),
-                                       (GDestroyNotify)zkrc__session_unref);
+  g_source_set_ready_time(s->fresh_timer,
+                          g_get_monotonic_time() + (int64_t)ms * 1000);
 }
 
 static void schedule_reopen_locked(zkrc_session *s) {
@@ -274,14 +266,13 @@ static void schedule_reopen_locked(zkrc_session *s) {
 
 void zkrc__session_cancel_reopen(zkrc_session *s) {
   g_mutex_lock(&s->o.mu);
-  GSource *timers[] = {s->reopen_timer, s->fresh_timer};
-  s->reopen_timer = s->fresh_timer = NULL;
+  GSource *timer = s->reopen_timer;
+  s->reopen_timer = NULL;
+  g_source_set_ready_time(s->fresh_timer, -1);
   g_mutex_unlock(&s->o.mu);
-  for (size_t i = 0; i < G_N_ELEMENTS(timers); i++) {
-    if (timers[i]) {
-      g_source_destroy(timers[i]); /* drops the timer's session reference */
-      g_source_unref(timers[i]);
-    }
+  if (timer) {
+    g_source_destroy(timer); /* drops the timer's session reference */
+    g_source_unref(timer);
   }
 }
 

@@ -173,6 +173,8 @@ static gboolean renew_fired(gpointer data) {
 void zkrc__lease_driver_init(zkrc_session *s) {
   s->renew_timer = ready_time_source(s, renew_fired);
   s->lapse_timer = ready_time_source(s, lapse_fired);
+  /* Handle turnover's (session_conn.c): the same life as the others. */
+  s->fresh_timer = ready_time_source(s, zkrc__session_fresh_fired);
 }
 
 void zkrc__lease_driver_free(zkrc_session *s) {
@@ -180,6 +182,8 @@ void zkrc__lease_driver_free(zkrc_session *s) {
   g_source_unref(s->renew_timer);
   g_source_destroy(s->lapse_timer);
   g_source_unref(s->lapse_timer);
+  g_source_destroy(s->fresh_timer);
+  g_source_unref(s->fresh_timer);
 }
 
 void zkrc__lease_stop_locked(zkrc_session *s) {

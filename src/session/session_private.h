@@ -107,7 +107,7 @@ struct zkrc_session {
   /* A handle that has not made its session yet is replaced every half
    * session timeout (session_conn.c): the lease of the session it makes
    * starts when it was opened. */
-  GSource *fresh_timer;
+  GSource *fresh_timer;      /* a ready-time source (the lease driver's) */
   uint64_t fresh_generation; /* the handle it is about */
 
   /* Default executor: a callback thread fed by a queue. */
@@ -265,6 +265,8 @@ gboolean zkrc__session_closed_locked(zkrc_session *s);
 /* Create and free the driver's timers (on the worker's context). */
 void zkrc__lease_driver_init(zkrc_session *s);
 void zkrc__lease_driver_free(zkrc_session *s);
+/* The fresh timer's callback (session_conn.c), on the worker. */
+gboolean zkrc__session_fresh_fired(gpointer data);
 /* A new handle was just opened (s->o.mu held): no lease until it connects. */
 void zkrc__lease_handle_opened_locked(zkrc_session *s);
 /* Worker, before a connection of the current handle is made public: start
