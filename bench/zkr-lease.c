@@ -4,7 +4,8 @@
  * learns that it lost its lock.  It measures and prints; it is not a test.
  *
  *   zkr-lease [--idle-rounds N] [--idle-seconds S] [--sessions K]
- *             [--partitions N] [--cli-partitions N]
+ *             [--partitions N] [--cli-partitions N] [--load N]
+ *             [--allowance MS]
  *
  * 1. Idle cost.  K idle zkrecipes sessions, then K plain ZooKeeper handles
  *    (the C client's own pings alone), then again, for N rounds of S
@@ -14,7 +15,12 @@
  * 2. Library partitions.  A holder connected through one member's fault
  *    proxy holds a lock; a successor connected straight to the members
  *    waits; the proxy is black-holed.  Margin: from the holder's LOST event
- *    to the successor's acquisition (it must be positive).
+ *    to the successor's acquisition (it must be positive), and the lease's
+ *    own measure of how late LOST reached the executor after the lease's
+ *    deadline (zkrc_session_stats.loss_delivery), against its allowance
+ *    (--allowance, zkrc_session_options.lease_allowance_ms; default the
+ *    library's).  --load N runs N busy loops meanwhile, as a loaded
+ *    machine.
  * 3. zkr-lock partitions.  The same with two zkr-lock processes (session
  *    timeout 4000 ms): margin from the death of the holder's command (its
  *    pipe's end closed) to the start of the successor's command.
@@ -34,6 +40,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -50,7 +57,8 @@
 
 static struct {
   int idle_rounds, idle_seconds, sessions, partitions, cli_partitions;
-} opt = {3, 20, 20, 60, 20};
+  int load, allowance_ms;
+} opt = {3, 20, 20, 60, 20, 0, 0};
 
 static zkrc_ensemble *ensemble;
 
@@ -92,6 +100,7 @@ static zkrc_session *lib_session(const char *hosts, int timeout_ms) {
   zkrc_session_options_init(&o);
   o.session_timeout_ms = timeout_ms;
   o.server_tick_ms = TICK_MS;
+  o.lease_allowance_ms = opt.allowance_ms;
   zkrc_session *s = NULL;
   if (zkrc_session_connect(&s, hosts, &o) != ZKRC_OK)
     fatal("cannot connect a session");
@@ -251,7 +260,52 @@ static gboolean wait_nodes(zkrc_session *s, const char *path, int n,
   return TRUE;
 }
 
+/* @p n processes that only spin, as other work on a loaded machine; they
+ * die with us. */
+static GArray *start_load(int n) {
+  GArray *pids = g_array_new(FALSE, FALSE, sizeof(pid_t));
+  for (int i = 0; i < n; i++) {
+    pid_t pid = fork();
+    if (pid == 0) {
+      prctl(PR_SET_PDEATHSIG, SIGKILL);
+      for (volatile unsigned long x = 0;; x++)
+        ;
+    }
+    if (pid > 0)
+      g_array_append_val(pids, pid);
+  }
+  return pids;
+}
+
+static void stop_load(GArray *pids) {
+  for (guint i = 0; i < pids->len; i++)
+    kill(g_array_index(pids, pid_t, i), SIGKILL);
+  for (guint i = 0; i < pids->len; i++)
+    waitpid(g_array_index(pids, pid_t, i), NULL, 0);
+  g_array_free(pids, TRUE);
+}
+
+/* The session's own measure of its one loss: microseconds from the
+ * lease's deadline to LOST on the executor (-1: not measured within a
+ * second), and whether it counted it late. */
+static int64_t loss_delivery(zkrc_session *s, gboolean *late) {
+  zkrc_session_stats st;
+  int64_t deadline = now_us() + 1000 * 1000;
+  do {
+    (void)zkrc_session_get_stats(s, &st, sizeof st);
+    if (st.loss_delivery.count == 1) {
+      *late = st.late_losses > 0;
+      return (int64_t)(st.loss_delivery.sum_seconds * 1e6);
+    }
+    g_usleep(1000); /* the probe runs on the executor, after the lock's */
+  } while (now_us() < deadline);
+  return -1;
+}
+
 static void measure_library_partitions(void) {
+  GArray *load = start_load(opt.load);
+  GArray *delivery = g_array_new(FALSE, FALSE, sizeof(int64_t));
+  int late = 0;
   GArray *margins = g_array_new(FALSE, FALSE, sizeof(int64_t));
   GArray *noticed = g_array_new(FALSE, FALSE, sizeof(int64_t));
   GArray *left_at_cut = g_array_new(FALSE, FALSE, sizeof(int));
@@ -296,6 +350,11 @@ static void measure_library_partitions(void) {
     int64_t after_cut = t.lost_at - cut;
     g_array_append_val(noticed, after_cut);
     overlaps += margin <= 0;
+    gboolean was_late = FALSE;
+    int64_t delivered = loss_delivery(hold_s, &was_late);
+    if (delivered >= 0)
+      g_array_append_val(delivery, delivered);
+    late += was_late;
     zkrc_proxy_blackhole(ensemble, proxy, 0);
     zkrc_lock_free(holder);
     zkrc_lock_free(succ);
@@ -308,8 +367,13 @@ static void measure_library_partitions(void) {
     }
   }
   zkrc_session_close(succ_s);
-  printf("library holder, session timeout %d ms, tick %d ms:\n", LIB_TIMEOUT_MS,
-         TICK_MS);
+  stop_load(load);
+  char allowance[32] = "default";
+  if (opt.allowance_ms)
+    snprintf(allowance, sizeof allowance, "%d ms", opt.allowance_ms);
+  printf("library holder, session timeout %d ms, tick %d ms, allowance %s, "
+         "%d busy loops:\n",
+         LIB_TIMEOUT_MS, TICK_MS, allowance, opt.load);
   int lo = INT_MAX, hi = 0;
   for (guint i = 0; i < left_at_cut->len; i++) {
     lo = MIN(lo, g_array_index(left_at_cut, int, i));
@@ -320,6 +384,9 @@ static void measure_library_partitions(void) {
   summary("  holder told LOST -> successor holds", margins);
   printf("  successor held before the holder was told: %d of %u\n", overlaps,
          margins->len);
+  summary("  lease deadline -> LOST on the executor", delivery);
+  printf("  of those, later than the allowance: %d\n", late);
+  g_array_free(delivery, TRUE);
   g_array_free(margins, TRUE);
   g_array_free(noticed, TRUE);
   g_array_free(left_at_cut, TRUE);
@@ -461,7 +528,8 @@ static void measure_cli_partitions(void) {
 static void usage(int status) {
   printf("Usage: zkr-lease [--idle-rounds N] [--idle-seconds S] "
          "[--sessions K]\n"
-         "                 [--partitions N] [--cli-partitions N]\n"
+         "                 [--partitions N] [--cli-partitions N] [--load N]\n"
+         "                 [--allowance MS]\n"
          "Measures the session lease on a local 3-member ensemble: the idle\n"
          "cost of the renewals, and the margins of partitioned holders.\n"
          "A count of 0 skips that part.\n");
@@ -475,6 +543,8 @@ static void parse(int argc, char **argv) {
       {"sessions", required_argument, NULL, 'k'},
       {"partitions", required_argument, NULL, 'p'},
       {"cli-partitions", required_argument, NULL, 'c'},
+      {"load", required_argument, NULL, 'l'},
+      {"allowance", required_argument, NULL, 'a'},
       {"help", no_argument, NULL, 'h'},
       {NULL, 0, NULL, 0}};
   int c;
@@ -495,6 +565,12 @@ static void parse(int argc, char **argv) {
       break;
     case 'c':
       opt.cli_partitions = v;
+      break;
+    case 'l':
+      opt.load = MAX(v, 0);
+      break;
+    case 'a':
+      opt.allowance_ms = MAX(v, 0);
       break;
     case 'h':
       usage(0);

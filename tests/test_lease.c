@@ -20,10 +20,12 @@
 
 #define MS 1000 /* microseconds */
 
+/* With a 10 ms scheduling allowance, so that the drift of a 4000 ms
+ * timeout is 14 ms in the arithmetic below. */
 static zkrc__lease fresh_lease(int timeout_ms, int tick_ms, int64_t opened,
                                int64_t now) {
   zkrc__lease_params p;
-  zkrc__lease_params_init(&p, timeout_ms, tick_ms);
+  zkrc__lease_params_init(&p, timeout_ms, tick_ms, 10);
   zkrc__lease l;
   zkrc__lease_begin_session(&l, &p, opened, now);
   return l;
@@ -33,19 +35,42 @@ static zkrc__lease fresh_lease(int timeout_ms, int tick_ms, int64_t opened,
 
 static void test_parameters(void) {
   zkrc__lease_params p;
-  zkrc__lease_params_init(&p, 4000, 200);
+  zkrc__lease_params_init(&p, 4000, 200, 0);
   CU_ASSERT_EQUAL(p.timeout_us, 4000 * MS);
-  CU_ASSERT_EQUAL(p.relay_us, 120 * MS);         /* 0.6 tick */
-  CU_ASSERT_EQUAL(p.drift_us, 4 * MS + 10 * MS); /* 0.1% + 10 ms */
-  CU_ASSERT_EQUAL(p.period_us, 1200 * MS);       /* 0.3 timeout */
+  CU_ASSERT_EQUAL(p.relay_us, 120 * MS);          /* 0.6 tick */
+  CU_ASSERT_EQUAL(p.allowance_us, 100 * MS);      /* the default's cap */
+  CU_ASSERT_EQUAL(p.drift_us, 4 * MS + 100 * MS); /* 0.1% + allowance */
+  CU_ASSERT_EQUAL(p.period_us, 1200 * MS);        /* 0.3 timeout */
   /* No tick given: ZooKeeper's default, at most half the timeout. */
-  zkrc__lease_params_init(&p, 10000, 0);
+  zkrc__lease_params_init(&p, 10000, 0, 0);
   CU_ASSERT_EQUAL(p.relay_us, 1200 * MS);
-  zkrc__lease_params_init(&p, 2000, 0);
+  zkrc__lease_params_init(&p, 2000, 0, 0);
   CU_ASSERT_EQUAL(p.relay_us, 600 * MS);
   /* The floor: T - drift - 2 spacing - an eighth of a period. */
-  zkrc__lease_params_init(&p, 4000, 200);
-  CU_ASSERT_EQUAL(zkrc__lease_floor(&p), (4000 - 14 - 2400 - 150) * MS);
+  zkrc__lease_params_init(&p, 4000, 200, 0);
+  CU_ASSERT_EQUAL(zkrc__lease_floor(&p), (4000 - 104 - 2400 - 150) * MS);
+}
+
+/* The scheduling allowance: a tenth of a short timeout, capped for long
+ * ones; the application's own when it names one, but never more than
+ * half the negotiated timeout (the servers may grant less than asked). */
+static void test_allowance(void) {
+  zkrc__lease_params p;
+  CU_ASSERT_EQUAL(zkrc__lease_default_allowance_ms(400), 40);
+  CU_ASSERT_EQUAL(zkrc__lease_default_allowance_ms(1000), 100);
+  CU_ASSERT_EQUAL(zkrc__lease_default_allowance_ms(30000), 100);
+  zkrc__lease_params_init(&p, 400, 200, 0);
+  CU_ASSERT_EQUAL(p.allowance_us, 40 * MS);
+  zkrc__lease_params_init(&p, 10000, 0, 250);
+  CU_ASSERT_EQUAL(p.allowance_us, 250 * MS);
+  CU_ASSERT_EQUAL(p.drift_us, 10 * MS + 250 * MS);
+  zkrc__lease_params_init(&p, 400, 200, 300);
+  CU_ASSERT_EQUAL(p.allowance_us, 200 * MS);
+  /* A lease begun at 0 ends the drift before T. */
+  zkrc__lease l;
+  zkrc__lease_params_init(&p, 4000, 200, 500);
+  zkrc__lease_begin_session(&l, &p, 0, 1);
+  CU_ASSERT_EQUAL(l.deadline, (4000 - 4 - 500) * MS);
 }
 
 static void test_new_session_starts_from_its_opening(void) {
@@ -107,7 +132,7 @@ static void test_a_run_out_lease_stays_out(void) {
 
 static void test_next_renewal(void) {
   zkrc__lease_params p;
-  zkrc__lease_params_init(&p, 4000, 200);
+  zkrc__lease_params_init(&p, 4000, 200, 0);
   /* A period after the last one was sent... */
   CU_ASSERT_EQUAL(zkrc__lease_next_renewal(&p, 0, 2 * MS), 1200 * MS);
   /* ...but not before a relay has passed since it was answered. */
@@ -231,7 +256,7 @@ static int broken_promises(int runs, int timeout_ms, int tick_ms,
                            int64_t *closest) {
   GRand *rng = g_rand_new_with_seed(42);
   zkrc__lease_params p;
-  zkrc__lease_params_init(&p, timeout_ms, tick_ms);
+  zkrc__lease_params_init(&p, timeout_ms, tick_ms, 0);
   if (relay_us > 0)
     p.relay_us = relay_us;
   if (period_us > 0)
@@ -284,6 +309,7 @@ static void test_simulation_catches_too_short_a_relay(void) {
 
 static void add_suites(void) {
   ZKT_SUITE("lease", {"parameters", test_parameters},
+            {"scheduling allowance", test_allowance},
             {"new session starts from its opening",
              test_new_session_starts_from_its_opening},
             {"extended from the renewal before",

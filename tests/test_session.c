@@ -147,6 +147,16 @@ static void test_extreme_timeouts_are_clamped(void) {
   zkrc_session *s = NULL;
   ZKT_ASSERT_RC(ZKRC_EINVAL, zkrc_session_new(&s, zkt_hosts(), &o));
   CU_ASSERT_PTR_NULL(s);
+  /* A scheduling allowance that is negative or would leave less than
+   * half the session timeout of lease. */
+  static const int allowances[] = {-1, 5001};
+  for (size_t i = 0; i < G_N_ELEMENTS(allowances); i++) {
+    zkrc_session_options_init(&o);
+    o.session_timeout_ms = 10000;
+    o.lease_allowance_ms = allowances[i];
+    ZKT_ASSERT_RC(ZKRC_EINVAL, zkrc_session_new(&s, zkt_hosts(), &o));
+    CU_ASSERT_PTR_NULL(s);
+  }
 }
 
 static void test_expiry_opens_a_new_session(void) {
@@ -319,6 +329,15 @@ static void test_partition_is_lost_before_the_servers_expire(void) {
          (lost_at - start) / 1000.0, left_at_cut,
          (expired_at - lost_at) / 1000.0, timeout);
   CU_ASSERT(lost_at - start <= (int64_t)timeout * 1000);
+  /* Counted as a lease loss (the servers' expiry was never seen by this
+   * session), with its delivery measured once. */
+  zkrc_session_stats st;
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_session_get_stats(s, &st, sizeof st));
+  CU_ASSERT_EQUAL(st.lease_losses, 1);
+  CU_ASSERT_EQUAL(st.expiries, 0);
+  CU_ASSERT_EQUAL(st.loss_delivery.count, 1);
+  printf("(LOST on the executor %.1f ms after the lease's deadline) ",
+         st.loss_delivery.sum_seconds * 1e3);
 
   /* When the network comes back, a new session is opened. */
   int connected = wait_event(&r, ZKRC_SESSION_EVENT_CONNECTED, lost + 1, 15000);

@@ -16,8 +16,9 @@
  * client's own pings, and computes from the answers a deadline before which
  * the leader cannot have expired the session, whatever the network did:
  * the send time of a sync that the leader has certainly heard of, plus the
- * session timeout, minus 0.1% of it and 10 ms for clock rates and
- * scheduling.  A sync answered by a follower proves that the leader heard of
+ * session timeout, minus 0.1% of it for clock rates and an allowance for
+ * scheduling (zkrc_session_options.lease_allowance_ms: by default a tenth
+ * of the timeout, at most 100 ms).  A sync answered by a follower proves that the leader heard of
  * an earlier one when it was sent at least 0.6 server ticks after the
  * earlier one was answered (the leader collects what followers heard every
  * half tick), which is why the session needs to know the servers' tick
@@ -167,6 +168,17 @@ typedef struct zkrc_session_options {
    *  session timeout (the servers' default minimum session timeout is two
    *  ticks).  A shorter tick gives a longer lease. */
   int server_tick_ms;
+  /** How much earlier than the servers may expire the session its lease
+   *  ends, in ms: the time the library allows itself for noticing the end
+   *  and for LOST to reach every recipe and your callbacks (a loaded
+   *  machine runs timers and threads late).  A loss delivered later than
+   *  this after the lease ended may come after someone else was granted
+   *  what you held: zkrc_session_stats counts such late losses and
+   *  measures every delivery (loss_delivery), so that you can tell whether
+   *  it is enough.  0 (default): a tenth of the session timeout, at most
+   *  100 ms.  At most half the negotiated timeout is used.  Negative, or
+   *  more than half the requested session timeout: ZKRC_EINVAL. */
+  int lease_allowance_ms;
 } zkrc_session_options;
 
 /** Fill @p opts with the defaults.  Threading: any thread.  Fills the

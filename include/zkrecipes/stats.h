@@ -91,6 +91,19 @@ typedef struct zkrc_session_stats {
    *  session's lease certainly lasts (zkrc_session_lease_remaining()). */
   int state;
   int lease_remaining_ms;
+  /** Leases that ran out (the session was reported LOST: the servers may
+   *  have expired it since), whether or not the servers expired it
+   *  later; expiries counts only those the servers confirmed. */
+  uint64_t lease_losses;
+  /** How long after the lease's deadline each of those LOSTs reached
+   *  the executor (after every recipe's LOST posted before it).  The
+   *  deadline is the servers' earliest possible expiry less the clocks'
+   *  allowance and the scheduling allowance
+   *  (zkrc_session_options.lease_allowance_ms); late_losses counts the
+   *  LOSTs that took longer than the scheduling allowance: someone else
+   *  may have been granted what the session held before it was told. */
+  zkrc_histogram loss_delivery;
+  uint64_t late_losses;
 } zkrc_session_stats;
 
 /**

@@ -14,20 +14,33 @@
  * the timeout), so that the renewals replace its pings rather than add to
  * them. */
 #define PERIOD_PERMILLE 300
-/* Scheduling allowance in the drift term (see lease.h). */
-#define SCHEDULING_US (10 * 1000)
+/* The default scheduling allowance (lease.h): a tenth of the session
+ * timeout, at most this.  Measured on two loaded cores (bench/RESULTS.md,
+ * "Telling a loss in time"), LOST reached the callbacks within tens of
+ * milliseconds of the lapse. */
+#define DEFAULT_ALLOWANCE_MAX_MS 100
 
-void zkrc__lease_params_init(zkrc__lease_params *p, int timeout_ms,
-                             int tick_ms) {
+int zkrc__lease_default_allowance_ms(int timeout_ms) {
+  int tenth = timeout_ms / 10;
+  return tenth < DEFAULT_ALLOWANCE_MAX_MS ? tenth : DEFAULT_ALLOWANCE_MAX_MS;
+}
+
+void zkrc__lease_params_init(zkrc__lease_params *p, int timeout_ms, int tick_ms,
+                             int allowance_ms) {
   if (timeout_ms < 1)
     timeout_ms = 1;
   int max_tick = timeout_ms / 2 > 0 ? timeout_ms / 2 : 1;
   if (tick_ms <= 0)
     tick_ms = DEFAULT_TICK_MS < max_tick ? DEFAULT_TICK_MS : max_tick;
+  if (allowance_ms <= 0)
+    allowance_ms = zkrc__lease_default_allowance_ms(timeout_ms);
+  if (allowance_ms > timeout_ms / 2) /* the servers chose a shorter T */
+    allowance_ms = timeout_ms / 2;
   int64_t t = (int64_t)timeout_ms * 1000;
   p->timeout_us = t;
+  p->allowance_us = (int64_t)allowance_ms * 1000;
   p->relay_us = (int64_t)tick_ms * 1000 * 6 / 10;
-  p->drift_us = t / 1000 + SCHEDULING_US;
+  p->drift_us = t / 1000 + p->allowance_us;
   p->period_us = t * PERIOD_PERMILLE / 1000;
 }
 

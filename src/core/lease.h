@@ -28,8 +28,10 @@
  *     s' + T - drift
  *
  * where drift allows for the clocks' rates (0.1% of T, twice the 500 ppm a
- * disciplined clock may be slewed) and for scheduling (10 ms: the time our
- * lapse timer may fire late and recipes take to hear of it).  relay is
+ * disciplined clock may be slewed) and for scheduling: the allowance, the
+ * time our lapse timer may fire late and LOST take to reach the recipes
+ * and the application's callbacks (zkrc_session_options.
+ * lease_allowance_ms; by default a tenth of T, at most 100 ms).  relay is
  * 0.6 tick: the half tick between the leader's pings, and a tenth of a tick
  * for the leader's ping loop running late and the follower answering.  A brand-new
  * session starts with a lease from the moment its handle was opened (the
@@ -60,7 +62,8 @@ typedef struct zkrc__lease_params {
   int64_t timeout_us; /* the negotiated session timeout T */
   int64_t relay_us;   /* a ping exchange follower-leader happens within this */
   int64_t drift_us;   /* clock rate and scheduling allowance */
-  int64_t period_us;  /* how often a renewal is sent */
+  int64_t allowance_us; /* the scheduling allowance alone */
+  int64_t period_us;    /* how often a renewal is sent */
 } zkrc__lease_params;
 
 /* Renewals remembered per connection: enough to find one sent a relay
@@ -85,12 +88,17 @@ typedef struct zkrc__lease {
   int n;
 } zkrc__lease;
 
-/* The parameters for a negotiated timeout of @p timeout_ms and an assumed
+/* The parameters for a negotiated timeout of @p timeout_ms, an assumed
  * server tick of @p tick_ms (<= 0: ZooKeeper's default 2000 ms, but at most
  * half the timeout, the servers' default minimum session timeout being two
- * ticks). */
-void zkrc__lease_params_init(zkrc__lease_params *p, int timeout_ms,
-                             int tick_ms);
+ * ticks) and a scheduling allowance of @p allowance_ms (<= 0: the
+ * default, zkrc__lease_default_allowance_ms()). */
+void zkrc__lease_params_init(zkrc__lease_params *p, int timeout_ms, int tick_ms,
+                             int allowance_ms);
+
+/* The scheduling allowance for a timeout of @p timeout_ms when the
+ * application names none: a tenth of it, at most 100 ms. */
+int zkrc__lease_default_allowance_ms(int timeout_ms);
 
 /* A new ZooKeeper session, opened at @p opened (before its handle was
  * created), known established at @p now. */

@@ -82,6 +82,9 @@ static const session_metric session_metrics[] = {
     SESSION_COUNTER(expiries, "ZooKeeper sessions expired."),
     SESSION_COUNTER(requests, "Requests sent to the servers (no pings)."),
     SESSION_COUNTER(renewals, "Lease renewals (syncs), among the requests."),
+    SESSION_COUNTER(lease_losses, "Leases that ran out (the session LOST)."),
+    SESSION_COUNTER(late_losses,
+                    "Lease losses told later than the scheduling allowance."),
 };
 
 static void write_sessions(GString *out, const session_row *rows, size_t n) {
@@ -308,6 +311,8 @@ static void add_session_stats(zkrc_session_stats *into,
   into->expiries += s->expiries;
   into->requests += s->requests;
   into->renewals += s->renewals;
+  into->lease_losses += s->lease_losses;
+  into->late_losses += s->late_losses;
   if (s->state == ZKRC_SESSION_CONNECTED) /* connected if either is */
     into->state = s->state;
   into->lease_remaining_ms =

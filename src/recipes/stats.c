@@ -7,69 +7,13 @@
  */
 #include "config.h"
 
-#include <math.h>
 #include <string.h>
 
 #include "recipes/lock_private.h"
+#include "core/histogram.h"
 #include "recipes/stats_internal.h"
 #include "core/util.h"
 #include "zkrecipes/stats.h"
-
-/* ----------------------------------------------------------- histogram */
-
-#define FIRST_BOUND_S 0.0001
-
-double zkrc_histogram_bound(int i) {
-  if (i < 0 || i >= ZKRC_HISTOGRAM_BUCKETS)
-    return NAN;
-  if (i == ZKRC_HISTOGRAM_BUCKETS - 1)
-    return INFINITY;
-  return ldexp(FIRST_BOUND_S, i);
-}
-
-/* The bucket of a duration of @p us microseconds. */
-static int bucket_of(int64_t us) {
-  double s = (double)us / 1e6;
-  int i = 0;
-  while (i < ZKRC_HISTOGRAM_BUCKETS - 1 && s > zkrc_histogram_bound(i))
-    i++;
-  return i;
-}
-
-void zkrc__histogram_record(zkrc__histogram *h, int64_t us) {
-  if (us < 0)
-    us = 0;
-  h->count++;
-  h->sum_us += (uint64_t)us;
-  h->buckets[bucket_of(us)]++;
-}
-
-static void export_histogram(const zkrc__histogram *h, zkrc_histogram *out) {
-  out->count = h->count;
-  out->sum_seconds = (double)h->sum_us / 1e6;
-  for (int i = 0; i < ZKRC_HISTOGRAM_BUCKETS; i++)
-    out->buckets[i] = h->buckets[i];
-}
-
-double zkrc_histogram_quantile(const zkrc_histogram *h, double q) {
-  if (h == NULL || h->count == 0 || !(q >= 0.0 && q <= 1.0))
-    return NAN;
-  double rank = q * (double)h->count;
-  uint64_t below = 0;
-  for (int i = 0; i < ZKRC_HISTOGRAM_BUCKETS; i++) {
-    uint64_t in = h->buckets[i];
-    if (in == 0 || (double)(below + in) < rank) {
-      below += in;
-      continue;
-    }
-    double low = i == 0 ? 0.0 : zkrc_histogram_bound(i - 1);
-    if (i == ZKRC_HISTOGRAM_BUCKETS - 1)
-      return low; /* +Inf: the bound below it */
-    double high = zkrc_histogram_bound(i);
-    return low + (high - low) * ((rank - (double)below) / (double)in);
-  }
-  return zkrc_histogram_bound(ZKRC_HISTOGRAM_BUCKETS - 2);
-}
 
 /* ---------------------------------------------------------------- lock */
 
@@ -170,8 +114,8 @@ int zkrc__stats_give(const zkrc__lock_stats *in, uint32_t waiting,
     st.failures = in->failures;
     st.lost = in->lost;
     st.releases = in->releases;
-    export_histogram(&in->wait, &st.wait);
-    export_histogram(&in->hold, &st.hold);
+    zkrc__histogram_export(&in->wait, &st.wait);
+    zkrc__histogram_export(&in->hold, &st.hold);
   }
   st.waiting = waiting;
   st.holding = holding;

@@ -7,15 +7,8 @@
 
 #include <stdint.h>
 
+#include "core/histogram.h"
 #include "zkrecipes/stats.h"
-
-/* A histogram as kept: 4-byte buckets (they wrap after 2^32 samples in
- * one bucket; the count and the sum do not). */
-typedef struct zkrc__histogram {
-  uint64_t count;
-  uint64_t sum_us;
-  uint32_t buckets[ZKRC_HISTOGRAM_BUCKETS];
-} zkrc__histogram;
 
 /* A recipe object's counters (a lock's, allocated with its first
  * outcome; a semaphore's and an election's, in the object). */
@@ -24,8 +17,6 @@ typedef struct zkrc__lock_stats {
   zkrc__histogram wait, hold;
 } zkrc__lock_stats;
 
-/* Record a duration of @p us microseconds (negative counts as 0). */
-void zkrc__histogram_record(zkrc__histogram *h, int64_t us);
 /* Count an acquisition that ended without the lock, with @p err. */
 void zkrc__stats_gave_up(zkrc__lock_stats *st, int err);
 /* The public view of @p in (NULL: all zero) and the gauges, into the

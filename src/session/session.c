@@ -233,6 +233,9 @@ static int normalize_options(zkrc_session_options *out,
       CLAMP(out->session_timeout_ms, MIN_TIMEOUT_MS, MAX_TIMEOUT_MS);
   if (out->connect_timeout_ms == 0)
     out->connect_timeout_ms = out->session_timeout_ms;
+  if (out->lease_allowance_ms < 0 ||
+      out->lease_allowance_ms > out->session_timeout_ms / 2)
+    return ZKRC_EINVAL;
   return ZKRC_OK;
 }
 

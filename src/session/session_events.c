@@ -119,9 +119,31 @@ static void listener_call_tell(zkrc__object *o, zkrc__object_event *ev) {
     fn(s, &lc->ev, arg);
 }
 
+/* A loss the lapse timer declared has reached the executor, after every
+ * recipe's LOST posted before it (their observers ran first): how long
+ * after the lapse was due, and was it within the allowance? */
+static void loss_probe_tell(zkrc__object *o, zkrc__object_event *ev) {
+  (void)ev;
+  zkrc_session *s = (zkrc_session *)o;
+  int64_t now = g_get_monotonic_time();
+  g_mutex_lock(&s->o.mu);
+  if (s->lapse_due_us != 0) {
+    int64_t late = now - s->lapse_due_us;
+    zkrc__histogram_record(&s->loss_delivery, late);
+    if (late > s->lapse_allowance_us)
+      s->n_late_losses++;
+    s->lapse_due_us = 0;
+  }
+  g_mutex_unlock(&s->o.mu);
+}
+
 static void post_to_listeners(zkrc_session *s, zkrc_session_event_type type) {
   zkrc_session_event ev = {.type = type};
   g_mutex_lock(&s->o.mu);
+  if (type == ZKRC_SESSION_EVENT_LOST && s->lapse_due_us != 0)
+    zkrc__object_tell_locked(&s->o,
+                             zkrc__object_event_new(sizeof(zkrc__object_event),
+                                                    loss_probe_tell, NULL));
   event_reason(type, s->end_event, &ev.reason, &ev.zk_error);
   ev.session_id = s->last_session_id;
   for (guint i = 0; i < s->listeners->len; i++) {

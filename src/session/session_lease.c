@@ -66,9 +66,12 @@ static gboolean lapse_fired(gpointer data) {
   g_source_set_ready_time(s->lapse_timer, -1);
   gboolean lost =
       lease_current_locked(s) && zkrc__lease_expired_at(&s->lease, now);
-  if (lost)
+  if (lost) {
     s->lease.lapsed = TRUE; /* nothing extends it any more */
-  else if (lease_current_locked(s))
+    s->n_lease_losses++;
+    s->lapse_due_us = s->lease.deadline; /* see zkrc__session_loss_told */
+    s->lapse_allowance_us = s->lease.p.allowance_us;
+  } else if (lease_current_locked(s))
     arm_lapse_locked(s); /* extended meanwhile */
   g_mutex_unlock(&s->o.mu);
   if (lost)
@@ -202,7 +205,8 @@ void zkrc__lease_handle_opened_locked(zkrc_session *s) {
 gboolean zkrc__lease_connected(zkrc_session *s, zkrc_conn *c,
                                gboolean new_session, int timeout_ms) {
   zkrc__lease_params p;
-  zkrc__lease_params_init(&p, timeout_ms, s->opts.server_tick_ms);
+  zkrc__lease_params_init(&p, timeout_ms, s->opts.server_tick_ms,
+                          s->opts.lease_allowance_ms);
   int64_t now = g_get_monotonic_time();
   g_mutex_lock(&s->o.mu);
   if (c != s->conn) {

@@ -47,6 +47,7 @@
 #include <glib.h>
 
 #include "core/dirtable.h"
+#include "core/histogram.h"
 #include "core/lease.h"
 #include "core/object.h"
 #include "session/session_internal.h"
@@ -99,6 +100,9 @@ struct zkrc_session {
   gboolean renewal_in_flight;
   GSource *renew_timer; /* sends the next renewal (worker) */
   GSource *lapse_timer; /* fires when the lease runs out (worker) */
+  /* A loss the lapse timer declared, until its LOST reaches the executor:
+   * the deadline it was due at and the lease's allowance (0: none). */
+  int64_t lapse_due_us, lapse_allowance_us;
 
   /* A handle that could not be opened (names that do not resolve) is
    * tried again later: the timer, and its current backoff. */
@@ -153,6 +157,8 @@ struct zkrc_session {
   /* Statistics (zkrc_session_get_stats): events counted under mu by the
    * worker; requests counted where they are sent, atomically. */
   uint64_t n_sessions, n_suspensions, n_reconnects, n_expiries;
+  uint64_t n_lease_losses, n_late_losses;
+  zkrc__histogram loss_delivery; /* lapse due -> LOST on the executor */
   uint64_t n_requests;
   uint64_t n_renewals; /* of n_requests: the lease's syncs (atomic) */
 };
