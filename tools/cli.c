@@ -141,7 +141,18 @@ const cli_option cli_options[] = {
      "-t)"},
     {OPT_AUTH_FILE, "auth-file", 0, "FILE", CLI_ALL, 0,
      "authenticate (digest) with the USER:PASSWORD on FILE's first line "
-     "(also $ZKR_AUTH_FILE)"},
+     "(also $ZKR_AUTH_FILE); with --sasl-user, FILE's first line is the "
+     "password"},
+    {OPT_SASL_USER, "sasl-user", 0, "USER", CLI_ALL, 0,
+     "authenticate with SASL (DIGEST-MD5) as USER, the password on the first "
+     "line of --auth-file (also $ZKR_SASL_USER)"},
+    {OPT_TLS_CA, "tls-ca", 0, "FILE", CLI_ALL, 0,
+     "connect over TLS, checking the servers' certificates against this CA "
+     "(PEM; also $ZKR_TLS_CA); needs --tls-cert and --tls-key"},
+    {OPT_TLS_CERT, "tls-cert", 0, "FILE", CLI_ALL, 0,
+     "the client's certificate chain for TLS (PEM; also $ZKR_TLS_CERT)"},
+    {OPT_TLS_KEY, "tls-key", 0, "FILE", CLI_ALL, 0,
+     "the client's private key for TLS (PEM; also $ZKR_TLS_KEY)"},
     {'v', "verbose", 'v', NULL, CLI_ALL, 0,
      "report progress on stderr, including the session id (never its "
      "password)"},
@@ -369,6 +380,18 @@ static int common_option(const cli_spec *spec, tool_options *o, int id,
     return 1;
   case OPT_AUTH_FILE:
     o->auth_file = arg;
+    return 1;
+  case OPT_SASL_USER:
+    o->sasl_user = arg;
+    return 1;
+  case OPT_TLS_CA:
+    o->tls_ca = arg;
+    return 1;
+  case OPT_TLS_CERT:
+    o->tls_cert = arg;
+    return 1;
+  case OPT_TLS_KEY:
+    o->tls_key = arg;
     return 1;
   }
   return 0;

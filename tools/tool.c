@@ -79,6 +79,11 @@ void tool_usage_error(const char *fmt, ...) {
 
 /* ------------------------------------------------------------- options */
 
+static const char *nonempty_env(const char *name) {
+  const char *v = getenv(name);
+  return v && *v ? v : NULL;
+}
+
 void tool_options_init(tool_options *o, const char *name) {
   program = name;
   memset(o, 0, sizeof *o);
@@ -90,6 +95,10 @@ void tool_options_init(tool_options *o, const char *name) {
   o->grace_ms = DEFAULT_GRACE_MS;
   env = getenv("ZKR_AUTH_FILE");
   o->auth_file = env && *env ? env : NULL;
+  o->sasl_user = nonempty_env("ZKR_SASL_USER");
+  o->tls_ca = nonempty_env("ZKR_TLS_CA");
+  o->tls_cert = nonempty_env("ZKR_TLS_CERT");
+  o->tls_key = nonempty_env("ZKR_TLS_KEY");
   /* A secret: keep a copy, wipe the environment's (which
    * /proc/PID/environ shows), and keep it from COMMAND. */
   char *secret = getenv("ZKR_AUTH");
@@ -490,6 +499,29 @@ static int authenticate(zkrc_session *s, const char *cred, int timeout_ms) {
   return tool_fail("cannot authenticate", err);
 }
 
+/* TLS and SASL settings into @p so: 0, or the exit status of a usage
+ * error (the files are the library's to check). */
+static int secure_options(const tool_options *o, zkrc_session_options *so) {
+  if (o->tls_ca || o->tls_cert || o->tls_key) {
+    if (!(o->tls_ca && o->tls_cert && o->tls_key)) {
+      tool_error("TLS needs all of --tls-ca, --tls-cert and --tls-key");
+      return TOOL_EXIT_USAGE;
+    }
+    so->tls_ca_file = o->tls_ca;
+    so->tls_cert_file = o->tls_cert;
+    so->tls_key_file = o->tls_key;
+  }
+  if (o->sasl_user) {
+    if (o->auth_file == NULL) {
+      tool_error("--sasl-user needs --auth-file with the password");
+      return TOOL_EXIT_USAGE;
+    }
+    so->sasl_user = o->sasl_user;
+    so->sasl_password_file = o->auth_file;
+  }
+  return 0;
+}
+
 /* Open a session and wait until it is connected, at most the connect
  * timeout (a server must accept a connection first: tool_reach_servers());
  * 0 with *out set, or the exit status. */
@@ -497,17 +529,29 @@ static int open_session(const tool_options *o, int no_reopen,
                         zkrc_session **out) {
   /* One timeout for both: the probe's time counts against the session's. */
   int64_t deadline = tool_now_ms() + o->connect_timeout_ms;
-  int status = tool_reach_servers(o->servers, o->connect_timeout_ms);
-  if (status != 0)
-    return status;
   zkrc_session_options so;
   zkrc_session_options_init(&so);
   so.session_timeout_ms = o->session_timeout_ms;
   so.connect_timeout_ms = o->connect_timeout_ms;
   so.no_reopen = no_reopen;
   so.server_tick_ms = o->server_tick_ms;
+  int status = secure_options(o, &so);
+  if (status == 0)
+    status = tool_reach_servers(o->servers, o->connect_timeout_ms);
+  if (status != 0)
+    return status;
   zkrc_session *s = NULL;
   int err = zkrc_session_new(&s, o->servers, &so);
+  if (err == ZKRC_ENOTSUP) {
+    tool_error("%s: %s", o->sasl_user ? "SASL" : "TLS", zkrc_strerror(err));
+    return TOOL_EXIT_UNAVAILABLE;
+  }
+  if (err == ZKRC_EINVAL && (o->tls_ca || o->sasl_user)) {
+    tool_error("cannot use the %s settings (see the line above, with "
+               "ZKR_LOG=1)",
+               o->sasl_user ? "SASL" : "TLS");
+    return TOOL_EXIT_USAGE;
+  }
   if (err == ZKRC_EINVAL) {
     tool_error("cannot use the server list '%s' (malformed, or a host name "
                "that does not resolve)",
@@ -578,7 +622,13 @@ static int check_chroot(const tool_options *o, zkrc_session *s) {
 int tool_connect(tool_options *o, int no_reopen, zkrc_session **out) {
   *out = NULL;
   int status = 0;
-  char *cred = credentials(o, &status);
+  char *cred = NULL;
+  if (o->sasl_user) { /* the file is SASL's password: no digest */
+    forget_credentials(o->auth_env);
+    o->auth_env = NULL;
+  } else {
+    cred = credentials(o, &status);
+  }
   zkrc_session *s = NULL;
   if (status == 0)
     status = open_session(o, no_reopen, &s);

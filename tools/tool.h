@@ -61,6 +61,11 @@ typedef struct tool_options {
                              credentials "USER:PASSWORD", first line */
   char *auth_env;         /* $ZKR_AUTH, taken out of the environment (so
                              that COMMAND does not inherit it); NULL: none */
+  const char *sasl_user;  /* --sasl-user, else $ZKR_SASL_USER: SASL, the
+                             password on auth_file's first line */
+  const char *tls_ca;     /* --tls-ca, --tls-cert, --tls-key, else */
+  const char *tls_cert;   /* $ZKR_TLS_CA, $ZKR_TLS_CERT, $ZKR_TLS_KEY */
+  const char *tls_key;
 } tool_options;
 
 /* The environment variables every tool reads, for its --help (the last
@@ -70,6 +75,8 @@ typedef struct tool_options {
   "  ZKR_LOG          log of zkrecipes and the ZooKeeper client on stderr:\n"  \
   "                   1 or warn, info, debug (default: silent)\n"              \
   "  ZKR_AUTH_FILE    default for --auth-file\n"                               \
+  "  ZKR_SASL_USER    default for --sasl-user\n"                               \
+  "  ZKR_TLS_CA, ZKR_TLS_CERT, ZKR_TLS_KEY  defaults for --tls-ca, ...\n"      \
   "  ZKR_AUTH         digest credentials USER:PASSWORD when there is no\n"
 
 /* Set the program name (for messages) and the defaults. */

@@ -73,7 +73,10 @@ extern "C" {
   XX(ETOOBIG, -1025,                                                           \
      "too large: ZooKeeper refuses a request of 1 MiB or more "                \
      "(jute.maxbuffer), envelope included, or a session's ephemeral nodes "    \
-     "would take more than its close may list; nothing was sent")
+     "would take more than its close may list; nothing was sent")              \
+  XX(ENOTSUP, -1026,                                                           \
+     "not supported by the ZooKeeper client this library was built with "      \
+     "(TLS and SASL need one built with them: zkrc_features())")
 
 /** The error codes. */
 typedef enum zkrc_errno {

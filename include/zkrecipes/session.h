@@ -179,7 +179,60 @@ typedef struct zkrc_session_options {
    *  100 ms.  At most half the negotiated timeout is used.  Negative, or
    *  more than half the requested session timeout: ZKRC_EINVAL. */
   int lease_allowance_ms;
+
+  /* TLS (mutual: the ZooKeeper client always presents a certificate).
+   * All three files, or none (plaintext).  Paths may not contain a comma
+   * (the client takes them as one comma-separated string).  The strings
+   * are copied.  What the ZooKeeper C client 3.8 checks: the servers'
+   * chain against tls_ca_file and the system's default CAs; not the
+   * servers' host names, so use a CA of your own for ZooKeeper.  Set
+   * with a client built without TLS (zkrc_features()): ZKRC_ENOTSUP. */
+  /** The CA (PEM) the servers' certificates are checked against. */
+  const char *tls_ca_file;
+  /** The client's certificate chain and private key (PEM). */
+  const char *tls_cert_file;
+  const char *tls_key_file;
+  /** The private key's passphrase; NULL: the key is not encrypted. */
+  const char *tls_key_password;
+
+  /* SASL (the servers' SASLAuthenticationProvider): the session
+   * authenticates on every connection, before anything else; refused
+   * credentials end it with ZKRC_SESSION_EVENT_AUTH_FAILED (reason
+   * ZKRC_EAUTHFAILED).  Nodes are then readable under "sasl:USER" ACLs.
+   * The strings are copied.  Not together with TLS: the ZooKeeper C
+   * client 3.8 has no handle with both (ZKRC_ENOTSUP).  Set with a client
+   * built without SASL: ZKRC_ENOTSUP. */
+  /** The user; NULL: no SASL (the other sasl_ fields must be NULL too). */
+  const char *sasl_user;
+  /** A file whose first line is the password (so that it never sits in
+   *  the program's arguments or environment).  Required for DIGEST-MD5. */
+  const char *sasl_password_file;
+  /** The mechanism; NULL: "DIGEST-MD5", what ZooKeeper's DigestLoginModule
+   *  serves.  "GSSAPI" (Kerberos) takes its credentials from the process
+   *  (KRB5CCNAME, KRB5_CLIENT_KTNAME) and needs no password file. */
+  const char *sasl_mechanism;
+  /** The servers' SASL service and host names; NULL: "zookeeper" and
+   *  "zk-sasl-md5", ZooKeeper's defaults (for GSSAPI, the servers'
+   *  principal is service/host). */
+  const char *sasl_service;
+  const char *sasl_host;
+  /** The realm; NULL: none (the servers' default). */
+  const char *sasl_realm;
 } zkrc_session_options;
+
+/** What the ZooKeeper client this library was built with can do
+ *  (zkrc_features()). */
+typedef enum zkrc_feature {
+  /** zkrc_session_options.tls_* (zookeeper_init_ssl). */
+  ZKRC_FEATURE_TLS = 1 << 0,
+  /** zkrc_session_options.sasl_* (zookeeper_init_sasl). */
+  ZKRC_FEATURE_SASL = 1 << 1
+} zkrc_feature;
+
+/** The zkrc_feature bits of the ZooKeeper client this library was built
+ *  with.  Debian's libzookeeper-mt has neither; see README, "TLS and
+ *  SASL", for a client that has both.  Threading: any; pure. */
+unsigned zkrc_features(void);
 
 /** Fill @p opts with the defaults.  Threading: any thread.  Fills the
  *  first @p size bytes of @p opts, the size of the struct as your program

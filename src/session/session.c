@@ -35,6 +35,7 @@ static void session_free(zkrc_session *s) {
   g_ptr_array_free(s->reap, TRUE);
   zkrc__dirtable_free(s->dirs);
   g_free(s->hosts);
+  zkrc__secure_free(s->secure); /* after the last handle (its callbacks) */
   /* Every contender, in the gate's line or not, holds a reference on us. */
   g_assert(s->queue.gate.head == NULL && s->queue.contenders == NULL);
   g_mutex_clear(&s->queue.gate.mu);
@@ -236,7 +237,7 @@ static int normalize_options(zkrc_session_options *out,
   if (out->lease_allowance_ms < 0 ||
       out->lease_allowance_ms > out->session_timeout_ms / 2)
     return ZKRC_EINVAL;
-  return ZKRC_OK;
+  return zkrc__secure_check(out);
 }
 
 zkrc_session *zkrc__session_alloc(const char *hosts,
@@ -246,6 +247,7 @@ zkrc_session *zkrc__session_alloc(const char *hosts,
   s->o.own_unref = session_own_unref;
   s->hosts = g_strdup(hosts);
   s->opts = *opts;
+  s->secure = zkrc__secure_new(&s->opts);
   s->state = ZKRC_SESSION_CONNECTING;
   s->end_event = ZKRC_SESSION_EVENT_CLOSED;
   s->negotiated_timeout_ms = opts->session_timeout_ms;
@@ -324,9 +326,13 @@ int zkrc_session_new(zkrc_session **out, const char *hosts,
   if (out)
     *out = NULL;
   zkrc_session_options o;
-  if (out == NULL || !valid_hosts(hosts) || normalize_options(&o, opts) != 0 ||
-      (o.executor && o.executor->post == NULL))
+  if (out == NULL || !valid_hosts(hosts))
     return zkrc__fail(ZKRC_EINVAL);
+  int bad = normalize_options(&o, opts);
+  if (bad == ZKRC_OK && o.executor && o.executor->post == NULL)
+    bad = ZKRC_EINVAL;
+  if (bad != ZKRC_OK)
+    return zkrc__fail(bad);
   zkrc_session *s = zkrc__session_alloc(hosts, &o);
   if (o.on_event) /* before connecting, so it hears the first CONNECTED */
     zkrc_session_add_listener(s, o.on_event, o.event_arg, NULL);
@@ -381,9 +387,12 @@ int zkrc_session_adopt(zkrc_session **out, zhandle_t *zh, const char *hosts,
   if (out)
     *out = NULL;
   zkrc_session_options o;
-  if (out == NULL || zh == NULL || normalize_options(&o, opts) != 0 ||
-      (hosts != NULL && !valid_hosts(hosts)) || is_unrecoverable(zh))
+  if (out == NULL || zh == NULL || (hosts != NULL && !valid_hosts(hosts)) ||
+      is_unrecoverable(zh))
     return zkrc__fail(ZKRC_EINVAL);
+  int bad = normalize_options(&o, opts);
+  if (bad != ZKRC_OK)
+    return zkrc__fail(bad);
   zkrc_session *s = zkrc__session_alloc(hosts, &o);
   if (o.on_event)
     zkrc_session_add_listener(s, o.on_event, o.event_arg, NULL);
@@ -450,6 +459,7 @@ static void close_on_worker(void *data) {
     zkrc__session_drain(s, c);
     zkrc__session_close_conn(s, c);
   }
+  zkrc__session_close_parked(s);
 
   g_mutex_lock(&s->o.mu);
   job->done = TRUE;

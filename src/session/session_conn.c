@@ -55,6 +55,38 @@ void zkrc__session_close_conn(zkrc_session *s, zkrc_conn *c) {
   g_free(c);
 }
 
+/* ----------------------------------------------------- a lapsed handle */
+
+/* A handle whose lease ran out is not closed at once: closing it deletes
+ * its ephemeral nodes, and a successor could be granted before the
+ * holder's LOST callback ran on a busy executor.  It is parked until the
+ * loss probe (session_events.c) has run on the executor, after every LOST
+ * posted before it, or until the allowance has passed (by then the
+ * servers may expire it anyway).  Worker thread, s->o.mu held. */
+static zkrc_conn *park_locked(zkrc_session *s, zkrc_conn *c) {
+  zkrc_conn *earlier = s->parked;
+  s->parked = c;
+  g_source_set_ready_time(s->park_timer,
+                          g_get_monotonic_time() + s->lapse_allowance_us);
+  return earlier;
+}
+
+void zkrc__session_close_parked(void *data) {
+  zkrc_session *s = data;
+  g_mutex_lock(&s->o.mu);
+  zkrc_conn *c = s->parked;
+  s->parked = NULL;
+  g_source_set_ready_time(s->park_timer, -1);
+  g_mutex_unlock(&s->o.mu);
+  if (c)
+    zkrc__session_close_conn(s, c); /* frees c */
+}
+
+gboolean zkrc__session_park_fired(gpointer data) {
+  zkrc__session_close_parked(data);
+  return G_SOURCE_CONTINUE;
+}
+
 void zkrc__session_retire(zkrc_session *s, zkrc_session_event_type why) {
   g_mutex_lock(&s->o.mu);
   zkrc_conn *c = s->conn;
@@ -64,6 +96,8 @@ void zkrc__session_retire(zkrc_session *s, zkrc_session_event_type why) {
   }
   s->conn = NULL;
   c->retired = TRUE;
+  gboolean lapsed =
+      why == ZKRC_SESSION_EVENT_LOST && s->lapse_due_us != 0 && !s->closing;
   zkrc__lease_stop_locked(s);
   gboolean reopen = !s->closing && !s->opts.no_reopen && s->hosts != NULL &&
                     why != ZKRC_SESSION_EVENT_AUTH_FAILED;
@@ -79,7 +113,13 @@ void zkrc__session_retire(zkrc_session *s, zkrc_session_event_type why) {
 
   uint64_t generation = c->generation;
   zkrc__session_announce(s, why, generation);
-  zkrc__session_close_conn(s, c); /* frees c */
+  if (lapsed) {
+    g_mutex_lock(&s->o.mu);
+    c = park_locked(s, c);
+    g_mutex_unlock(&s->o.mu);
+  }
+  if (c)
+    zkrc__session_close_conn(s, c); /* frees c */
   if (!reopen) {
     zkrc__session_announce(s, ZKRC_SESSION_EVENT_CLOSED, generation);
     return;

@@ -227,6 +227,12 @@ void zkrc__session_post(zkrc_session *s, zkrc_callback_fn fn, void *arg);
  * object holds a reference on its session). */
 zkrc_executor zkrc__session_executor(zkrc_session *s);
 
+/* Worker: close the handle parked at a lease's lapse (session_conn.c), if
+ * any: its LOST has reached the executor (@p data: the session, from
+ * zkrc__session_run_on_worker) or its allowance has passed. */
+void zkrc__session_close_parked(void *data);
+gboolean zkrc__session_park_fired(gpointer data);
+
 /* Run @p fn(@p arg) on the session's worker thread (internal work that must
  * not run on ZooKeeper's completion thread, or must be ordered with session
  * events). */

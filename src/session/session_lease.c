@@ -178,6 +178,7 @@ void zkrc__lease_driver_init(zkrc_session *s) {
   s->lapse_timer = ready_time_source(s, lapse_fired);
   /* Handle turnover's (session_conn.c): the same life as the others. */
   s->fresh_timer = ready_time_source(s, zkrc__session_fresh_fired);
+  s->park_timer = ready_time_source(s, zkrc__session_park_fired);
 }
 
 void zkrc__lease_driver_free(zkrc_session *s) {
@@ -187,6 +188,8 @@ void zkrc__lease_driver_free(zkrc_session *s) {
   g_source_unref(s->lapse_timer);
   g_source_destroy(s->fresh_timer);
   g_source_unref(s->fresh_timer);
+  g_source_destroy(s->park_timer);
+  g_source_unref(s->park_timer);
 }
 
 void zkrc__lease_stop_locked(zkrc_session *s) {

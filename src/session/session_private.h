@@ -58,6 +58,9 @@ typedef struct auth_entry {
   char *cred;
 } auth_entry;
 
+/* TLS and SASL settings (session_secure.c). */
+typedef struct zkrc__secure zkrc__secure;
+
 struct zkrc_session {
   /* Its references (o.refs: zkrc__session_unref is its own_unref, for
    * close's wait), its mutex and condition (o.mu, o.cond: state changes,
@@ -80,6 +83,7 @@ struct zkrc_session {
 
   char *hosts; /* NULL for an adopted handle that must not be reopened */
   zkrc_session_options opts;
+  zkrc__secure *secure; /* TLS or SASL; NULL: neither */
   gboolean closing;
 
   zkrc_conn *conn; /* current handle; NULL between sessions or when closed */
@@ -111,7 +115,12 @@ struct zkrc_session {
   /* A handle that has not made its session yet is replaced every half
    * session timeout (session_conn.c): the lease of the session it makes
    * starts when it was opened. */
-  GSource *fresh_timer;      /* a ready-time source (the lease driver's) */
+  GSource *fresh_timer; /* a ready-time source (the lease driver's) */
+  /* A handle whose lease ran out, kept open until its LOST reached the
+   * executor or the allowance passed (park_timer, the lease driver's):
+   * closing it deletes its ephemeral nodes at once. */
+  zkrc_conn *parked;
+  GSource *park_timer;
   uint64_t fresh_generation; /* the handle it is about */
 
   /* Default executor: a callback thread fed by a queue. */
@@ -165,6 +174,21 @@ struct zkrc_session {
 
 /* A new session object with its threads running and no handle yet
  * (session.c); zkrc__session_open_locked() opens one. */
+/* TLS and SASL (session_secure.c): the options' own copies and what the
+ * handles are opened with; NULL for a plaintext session without SASL. */
+/* ZKRC_OK, ZKRC_EINVAL (a missing or unreadable file, a comma the client
+ * cannot take, SASL without a user) or ZKRC_ENOTSUP (the client lacks it;
+ * TLS with SASL), each with a line in the log. */
+int zkrc__secure_check(const zkrc_session_options *o);
+/* A copy of @p o's TLS and SASL settings (NULL: none), which @p o's
+ * string fields then point into (the caller's may go). */
+zkrc__secure *zkrc__secure_new(zkrc_session_options *o);
+void zkrc__secure_free(zkrc__secure *sec);
+/* A handle opened as zookeeper_init2 opens one, over TLS or with SASL. */
+zhandle_t *zkrc__secure_open(zkrc__secure *sec, const char *hosts,
+                             watcher_fn watcher, int timeout, void *ctx,
+                             log_callback_fn log);
+
 zkrc_session *zkrc__session_alloc(const char *hosts,
                                   const zkrc_session_options *opts);
 /* The generation of a new handle of @p s (s->o.mu held).  Numbered across

@@ -352,6 +352,9 @@ static void global_watcher(zhandle_t *zh, int type, int state, const char *path,
 zhandle_t *zkrc__zk_open(zkrc_conn *c, const char *hosts, int recv_timeout,
                          log_callback_fn log) {
   HANDOFF_RELEASE(c);
+  if (c->session->secure)
+    return zkrc__secure_open(c->session->secure, hosts, global_watcher,
+                             recv_timeout, c, log);
   return zookeeper_init2(hosts, global_watcher, recv_timeout, NULL, c, 0, log);
 }
 
