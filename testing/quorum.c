@@ -49,12 +49,18 @@
 
 /* Bound of one four-letter word within a look. */
 #define LOOK_REQUEST_TIMEOUT_MS 1000
+/* The same over TLS: a member's first TLS handshakes take over a second
+ * (its JVM loads and warms up JSSE); cut short, each would be begun again
+ * from the start. */
+#define LOOK_REQUEST_TIMEOUT_TLS_MS 5000
 
-int zkrc__poll_timeout(int64_t deadline) {
+int zkrc__poll_timeout(const zkrc_ensemble *e, int64_t deadline) {
   int64_t left = deadline - zkrc__now_ms();
+  int bound =
+      e->tls_ctx ? LOOK_REQUEST_TIMEOUT_TLS_MS : LOOK_REQUEST_TIMEOUT_MS;
   if (left <= 0)
     return 0;
-  return left < LOOK_REQUEST_TIMEOUT_MS ? (int)left : LOOK_REQUEST_TIMEOUT_MS;
+  return left < bound ? (int)left : bound;
 }
 
 int zkrc__mntr_value(const char *answer, const char *key, int64_t *value) {
@@ -158,8 +164,8 @@ static member_word ask_srvr(zkrc_ensemble *e, int i, int64_t deadline) {
   zkrc__member_view v = zkrc__view_member(e, i);
   char *answer = NULL;
   if (!v.running ||
-      zkrc__four_letter(v.port, "srvr", zkrc__poll_timeout(deadline),
-                        &answer) != 0)
+      zkrc__four_letter(e->tls_ctx, v.port, "srvr",
+                        zkrc__poll_timeout(e, deadline), &answer) != 0)
     return w;
   w.answered = srvr_field(answer, "Mode", w.mode, sizeof w.mode);
   char zxid[32];
@@ -180,8 +186,8 @@ static int64_t synced_followers(zkrc_ensemble *e, int i, int64_t deadline) {
   char *answer = NULL;
   int64_t count = -1;
   if (v.running &&
-      zkrc__four_letter(v.port, "mntr", zkrc__poll_timeout(deadline),
-                        &answer) == 0 &&
+      zkrc__four_letter(e->tls_ctx, v.port, "mntr",
+                        zkrc__poll_timeout(e, deadline), &answer) == 0 &&
       !zkrc__mntr_value(answer, "zk_synced_followers", &count))
     count = -1;
   free(answer);
