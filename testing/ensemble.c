@@ -307,7 +307,7 @@ static start_result wait_all_serving(zkrc_ensemble *e, int64_t deadline) {
         report_failed_member(e, m, "exited while starting");
         return START_FAILED;
       }
-      if (zkrc__member_serving(e, v.port, zkrc__poll_timeout(e, deadline), NULL,
+      if (zkrc__member_serving(e, v.port, zkrc__poll_timeout(deadline), NULL,
                                0)) {
         serving[i] = 1;
         count++;

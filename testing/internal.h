@@ -322,8 +322,8 @@ zkrc__member_view zkrc__view_member(zkrc_ensemble *e, int i);
 /* ---- quorum.c ----------------------------------------------------------- */
 
 /** Timeout for one four-letter word asked before @p deadline: what is left,
- *  at most 1 s (5 s over TLS); 0 once it has passed. */
-int zkrc__poll_timeout(const zkrc_ensemble *e, int64_t deadline);
+ *  at most 1 s; 0 once it has passed. */
+int zkrc__poll_timeout(int64_t deadline);
 
 /** The integer value of `mntr` line "KEY\tVALUE" in @p answer, in @p value.
  *  @return 1, or 0 when the key is absent or its value not an integer. */

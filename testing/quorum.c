@@ -47,20 +47,18 @@
 
 #include "internal.h"
 
-/* Bound of one four-letter word within a look. */
+/* Bound of one four-letter word within a look.  Also over TLS, although a
+ * member's first TLS handshakes take a second or more (its JVM loads and
+ * warms up JSSE): a member goes on with a handshake the harness gave up,
+ * so while the harness asks the next member, the members of a starting
+ * ensemble warm up together rather than one after the other. */
 #define LOOK_REQUEST_TIMEOUT_MS 1000
-/* The same over TLS: a member's first TLS handshakes take over a second
- * (its JVM loads and warms up JSSE); cut short, each would be begun again
- * from the start. */
-#define LOOK_REQUEST_TIMEOUT_TLS_MS 5000
 
-int zkrc__poll_timeout(const zkrc_ensemble *e, int64_t deadline) {
+int zkrc__poll_timeout(int64_t deadline) {
   int64_t left = deadline - zkrc__now_ms();
-  int bound =
-      e->tls_ctx ? LOOK_REQUEST_TIMEOUT_TLS_MS : LOOK_REQUEST_TIMEOUT_MS;
   if (left <= 0)
     return 0;
-  return left < bound ? (int)left : bound;
+  return left < LOOK_REQUEST_TIMEOUT_MS ? (int)left : LOOK_REQUEST_TIMEOUT_MS;
 }
 
 int zkrc__mntr_value(const char *answer, const char *key, int64_t *value) {
@@ -165,7 +163,7 @@ static member_word ask_srvr(zkrc_ensemble *e, int i, int64_t deadline) {
   char *answer = NULL;
   if (!v.running ||
       zkrc__four_letter(e->tls_ctx, v.port, "srvr",
-                        zkrc__poll_timeout(e, deadline), &answer) != 0)
+                        zkrc__poll_timeout(deadline), &answer) != 0)
     return w;
   w.answered = srvr_field(answer, "Mode", w.mode, sizeof w.mode);
   char zxid[32];
@@ -187,7 +185,7 @@ static int64_t synced_followers(zkrc_ensemble *e, int i, int64_t deadline) {
   int64_t count = -1;
   if (v.running &&
       zkrc__four_letter(e->tls_ctx, v.port, "mntr",
-                        zkrc__poll_timeout(e, deadline), &answer) == 0 &&
+                        zkrc__poll_timeout(deadline), &answer) == 0 &&
       !zkrc__mntr_value(answer, "zk_synced_followers", &count))
     count = -1;
   free(answer);
