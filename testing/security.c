@@ -8,7 +8,7 @@
  * clients), and an unrelated CA with a client certificate of its own, for
  * the refusals.  Made by the openssl command (`req -x509 -CA`, OpenSSL 3):
  * EC P-256 keys, three rounds of processes that do not depend on each other
- * (CAs; leaf certificates; key stores), about 0.1 s in all.  keytool would
+ * (CAs; leaf certificates; key stores), 0.2 to 0.4 s in all.  keytool would
  * be a JVM per call (about 1 s each); openssl's PKCS12 key stores are read
  * by Java as they are.  The members trust the CA's PEM certificate
  * (ZooKeeper's ssl.trustStore.type=PEM): a PKCS12 trust store made by

@@ -108,7 +108,7 @@ typedef struct zkrc_ensemble_options {
    *  harness's own.  Cannot be combined with with_proxies (a fault proxy
    *  follows ZooKeeper's packets, which TLS hides): zkrc_ensemble_start()
    *  refuses that.  Needs the openssl command (Debian's `openssl`), which
-   *  makes the credentials in about 0.1 s.  Default 0. */
+   *  makes the credentials in 0.2 to 0.4 s.  Default 0. */
   int tls;
   /** Non-zero: members authenticate clients that ask with SASL
    *  DIGEST-MD5, for two users (see zkrc_ensemble_sasl_user()) from a JAAS
