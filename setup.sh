@@ -7,11 +7,12 @@
 # Usage: ./setup.sh [build | demo | check | all]
 #   build  (the default) what building the libraries and zkr needs
 #   demo   and the ZooKeeper server and Java: `make demo' runs on a local
-#          ensemble
+#          ensemble (and openssl, which makes a TLS ensemble's credentials)
 #   check  and what `make check' needs besides: CUnit, the peers of the
 #          interoperability tests (Debian's Curator and kazoo), groff and
 #          bash-completion (the pages' and completion's tests), clang with
-#          its runtime (libFuzzer), systemd-analyze (the example unit)
+#          its runtime (libFuzzer), systemd-analyze (the example unit),
+#          pure-sasl (kazoo's SASL, in test_harness_security)
 #   all    and the developers' tools: valgrind (check-valgrind), clang-format
 #          and cppcheck (make lint)
 #
@@ -21,10 +22,10 @@ cd "$(dirname "$0")"
 
 what=${1:-build}
 build="build-essential autoconf automake libtool pkg-config python3
-  libzookeeper-mt-dev libglib2.0-dev libjson-glib-dev"
-demo="zookeeper default-jdk-headless procps"
+  libzookeeper-mt-dev libglib2.0-dev libjson-glib-dev libssl-dev"
+demo="zookeeper default-jdk-headless procps openssl"
 check="libcunit1-dev libcurator-recipes-java libcurator-discovery-java
-  python3-kazoo groff-base bash-completion clang libclang-rt-14-dev systemd"
+  python3-kazoo python3-pure-sasl groff-base bash-completion clang libclang-rt-14-dev systemd"
 all="valgrind clang-format cppcheck"
 case $what in
   build) packages=$build ;;

@@ -107,6 +107,15 @@ static int normalize_options(const zkrc_ensemble_options *in,
     out->start_timeout_ms = DEFAULT_START_TIMEOUT_MS;
   if (out->max_session_timeout_ms < 0)
     out->max_session_timeout_ms = 0;
+  out->tls = out->tls != 0;
+  out->sasl = out->sasl != 0;
+  if (out->tls && out->with_proxies) {
+    fprintf(stderr,
+            "zkrecipes-testing: a fault proxy cannot stand in front of a "
+            "TLS member: it follows ZooKeeper's packets, which TLS hides "
+            "(with_proxies and tls together)\n");
+    return -1;
+  }
   return 0;
 }
 
@@ -185,6 +194,7 @@ static int make_ensemble_dir(zkrc_ensemble *e, const char *base) {
 static void ensemble_free(zkrc_ensemble *e) {
   for (int i = 0; i < ZKRC__MAX_MEMBERS; i++)
     zkrc__member_free(&e->members[i]);
+  zkrc__security_free(e);
   g_free(e->dir);
   g_free(e->java);
   g_free(e->class_path);
@@ -297,7 +307,8 @@ static start_result wait_all_serving(zkrc_ensemble *e, int64_t deadline) {
         report_failed_member(e, m, "exited while starting");
         return START_FAILED;
       }
-      if (zkrc__member_serving(v.port, zkrc__poll_timeout(deadline), NULL, 0)) {
+      if (zkrc__member_serving(e, v.port, zkrc__poll_timeout(deadline), NULL,
+                               0)) {
         serving[i] = 1;
         count++;
       }
@@ -384,6 +395,9 @@ static int prepare(zkrc_ensemble *e, const char *base_dir) {
   if (find_server(e) != 0 || make_ensemble_dir(e, base_dir) != 0)
     return -1;
   if (zkrc__reaper_start(&e->reaper, e->dir, e->keep_dir) != 0)
+    return -1;
+  /* Credentials once, whatever ports the members end up on. */
+  if (zkrc__security_prepare(e) != 0)
     return -1;
   for (int i = 0; i < e->size; i++) {
     if (zkrc__member_init(e, &e->members[i], i) != 0)
@@ -603,7 +617,8 @@ int zkrc_ensemble_four_letter(zkrc_ensemble *e, int i, const char *cmd,
   zkrc__member_view v = zkrc__view_member(e, i);
   if (!v.running)
     return -1;
-  return zkrc__four_letter(v.port, cmd, FOUR_LETTER_TIMEOUT_MS, out);
+  return zkrc__four_letter(e->tls_ctx, v.port, cmd, FOUR_LETTER_TIMEOUT_MS,
+                           out);
 }
 
 int64_t zkrc_ensemble_mntr_sum(zkrc_ensemble *e, const char *key) {
@@ -712,6 +727,102 @@ static int take_over_and_close(zkrc_ensemble *e, const clientid_t *id,
   return state;
 }
 
+/* ---- the same over TLS -------------------------------------------------- */
+
+/* The C client at hand may lack TLS (Debian's libzookeeper-mt has no
+ * zookeeper_init_ssl), so for a TLS ensemble the harness speaks the two
+ * requests itself, over its own TLS connection: ConnectRequest with the
+ * session's id and password, then CloseSession. */
+
+#define ZK_CLOSE_SESSION_OP (-11)
+/* Largest frame read back (a ConnectResponse is 36 bytes or so). */
+#define MAX_FRAME 4096
+
+static void put_be32(unsigned char *p, uint32_t v) {
+  for (int i = 0; i < 4; i++)
+    p[i] = (unsigned char)(v >> (24 - 8 * i));
+}
+
+static void put_be64(unsigned char *p, uint64_t v) {
+  put_be32(p, (uint32_t)(v >> 32));
+  put_be32(p + 4, (uint32_t)v);
+}
+
+static uint32_t get_be32(const unsigned char *p) {
+  return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 |
+         (uint32_t)p[3];
+}
+
+/* One length-prefixed frame into @p buf (at least MAX_FRAME bytes).
+ * Its length, or -1. */
+static int read_frame(zkrc__tls_conn *c, unsigned char *buf, int64_t deadline) {
+  unsigned char len_bytes[4];
+  if (zkrc__tls_read(c, len_bytes, 4, deadline) != 0)
+    return -1;
+  uint32_t len = get_be32(len_bytes);
+  if (len > MAX_FRAME || zkrc__tls_read(c, buf, len, deadline) != 0)
+    return -1;
+  return (int)len;
+}
+
+/* take_over_and_close() on member @p port over TLS: ZOO_CONNECTED_STATE
+ * (the close was sent and answered, or the member hung up after it),
+ * ZOO_EXPIRED_SESSION_STATE, or -1 (no connection or no answer). */
+static int take_over_tls_member(zkrc_ensemble *e, int port,
+                                const clientid_t *id, int64_t deadline) {
+  zkrc__tls_conn *c = zkrc__tls_connect(e->tls_ctx, port, deadline);
+  if (!c)
+    return -1;
+  /* ConnectRequest: protocolVersion, lastZxidSeen, timeOut, sessionId,
+   * passwd (a buffer: length, bytes), readOnly. */
+  unsigned char req[4 + 45];
+  put_be32(req, 45);
+  put_be32(req + 4, 0);
+  put_be64(req + 8, 0);
+  put_be32(req + 16, 10000);
+  put_be64(req + 20, (uint64_t)id->client_id);
+  put_be32(req + 28, 16);
+  memcpy(req + 32, id->passwd, 16);
+  req[48] = 0;
+  unsigned char frame[MAX_FRAME];
+  int state = -1;
+  int len = zkrc__tls_write(c, req, sizeof req, deadline) == 0
+                ? read_frame(c, frame, deadline)
+                : -1;
+  /* ConnectResponse: protocolVersion, timeOut (0: no such session). */
+  if (len >= 8 && (int32_t)get_be32(frame + 4) <= 0) {
+    state = ZOO_EXPIRED_SESSION_STATE;
+  } else if (len >= 8) {
+    unsigned char close_req[4 + 8];
+    put_be32(close_req, 8);
+    put_be32(close_req + 4, 1); /* xid */
+    put_be32(close_req + 8, (uint32_t)ZK_CLOSE_SESSION_OP);
+    if (zkrc__tls_write(c, close_req, sizeof close_req, deadline) == 0) {
+      /* Its reply, or the member hanging up, or nothing by the deadline:
+       * the caller looks again whether the session is gone. */
+      read_frame(c, frame, deadline);
+      state = ZOO_CONNECTED_STATE;
+    }
+  }
+  zkrc__tls_close(c);
+  return state;
+}
+
+static int take_over_and_close_tls(zkrc_ensemble *e, const clientid_t *id,
+                                   int timeout_ms) {
+  int64_t deadline = zkrc__now_ms() + timeout_ms;
+  /* The first member that answers, as a client would find one. */
+  for (int i = 0; i < e->size; i++) {
+    zkrc__member_view v = zkrc__view_member(e, i);
+    if (!v.running)
+      continue;
+    int state = take_over_tls_member(e, v.port, id, deadline);
+    if (state == ZOO_CONNECTED_STATE || state == ZOO_EXPIRED_SESSION_STATE)
+      return state;
+  }
+  return -1;
+}
+
 /* ZooKeeperServer.generatePasswd(): new java.util.Random(id ^ superSecret)
  * .nextBytes(16 bytes), superSecret being the constant 0xB3415C00.
  * java.util.Random is a 48-bit linear congruential generator whose
@@ -775,7 +886,9 @@ int zkrc_ensemble_expire_session(zkrc_ensemble *e, const clientid_t *id,
       set_refuse_all(e, 1);
       refused = 1;
     }
-    int state = take_over_and_close(e, id, timeout_ms - (int)spent);
+    int state = e->tls_ctx
+                    ? take_over_and_close_tls(e, id, timeout_ms - (int)spent)
+                    : take_over_and_close(e, id, timeout_ms - (int)spent);
     if (state == ZOO_EXPIRED_SESSION_STATE)
       expired = 1;
     else if (state != ZOO_CONNECTED_STATE)

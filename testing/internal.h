@@ -8,7 +8,9 @@
  *   process.c  forking members with a parent-death signal, waiting for them
  *   reaper.c   the process that cleans up when the test process dies
  *   fsutil.c   removing a directory tree (async-signal-safe), reading logs
- *   net.c      loopback ports and the four-letter-word client
+ *   net.c      loopback ports and the four-letter-word client (plain or TLS)
+ *   security.c a TLS or SASL ensemble's test credentials, and the TLS
+ *              context the harness asks its members with
  *   proxy.c    the fault proxy thread
  *   member.c   one ZooKeeper member: its config, start, kill, stop, pause
  *   quorum.c   which leader a quorum agrees on, and who serves under it
@@ -146,13 +148,41 @@ int zkrc__reserve_ports(int count, int *ports);
 /** Give back ports from zkrc__reserve_ports() (0 entries are skipped). */
 void zkrc__release_ports(const int *ports, int count);
 
+/* OpenSSL's SSL_CTX, without its headers. */
+struct ssl_ctx_st;
+
 /**
  * Send four-letter word @p cmd to 127.0.0.1:@p port and read the answer to
- * end-of-file, all within @p timeout_ms.
+ * end-of-file, all within @p timeout_ms.  With @p tls (a TLS ensemble's
+ * context, see security.c), over TLS: a TLS-only member answers the words
+ * on its secure client port once the handshake (with the harness's client
+ * certificate) is done.
  * @param out  receives the malloc'ed, NUL-terminated answer.
- * @return 0, or -1 (connection refused, timeout, ...).
+ * @return 0, or -1 (connection refused, failed handshake, timeout, ...).
  */
-int zkrc__four_letter(int port, const char *cmd, int timeout_ms, char **out);
+int zkrc__four_letter(struct ssl_ctx_st *tls, int port, const char *cmd,
+                      int timeout_ms, char **out);
+
+/* A TLS connection of the harness to a member (net.c). */
+typedef struct zkrc__tls_conn zkrc__tls_conn;
+
+/** Connect to 127.0.0.1:@p port and do the TLS handshake with context
+ *  @p tls (the member's certificate must name 127.0.0.1), by @p deadline
+ *  (zkrc__now_ms()).  @return the connection, or NULL. */
+zkrc__tls_conn *zkrc__tls_connect(struct ssl_ctx_st *tls, int port,
+                                  int64_t deadline);
+/** Write all of @p data by @p deadline.  @return 0 or -1. */
+int zkrc__tls_write(zkrc__tls_conn *c, const void *data, size_t len,
+                    int64_t deadline);
+/** Read what there is (at most @p size bytes), waiting until @p deadline.
+ *  @return the count, 0 at the end (close_notify or end of file), -1 on
+ *  error or timeout. */
+ssize_t zkrc__tls_read_some(zkrc__tls_conn *c, void *buf, size_t size,
+                            int64_t deadline);
+/** Read exactly @p len bytes by @p deadline.  @return 0 or -1. */
+int zkrc__tls_read(zkrc__tls_conn *c, void *buf, size_t len, int64_t deadline);
+/** Close and free @p c (NULL is ignored). */
+void zkrc__tls_close(zkrc__tls_conn *c);
 
 /* ---- proxy.c ------------------------------------------------------------ */
 
@@ -197,6 +227,10 @@ typedef struct zkrc__member {
   char address[32];  /* "127.0.0.1:port" for clients (proxy if any) */
 } zkrc__member;
 
+/* Number of zkrc_tls_file values, and of SASL users. */
+#define ZKRC__TLS_FILES (ZKRC_TLS_SERVER_KEYSTORE + 1)
+#define ZKRC__SASL_USERS 2
+
 /** What every member of an ensemble shares. */
 struct zkrc_ensemble {
   zkrc_ensemble_options opts;
@@ -211,6 +245,15 @@ struct zkrc_ensemble {
   char *direct_connect_string;
   zkrc__reaper reaper;
   zkrc__proxies *proxies; /* NULL without with_proxies */
+  /* With opts.tls (else NULL): the credentials' paths, indexed by
+   * zkrc_tls_file, and the context of the harness's own TLS client. */
+  char *tls_files[ZKRC__TLS_FILES];
+  struct ssl_ctx_st *tls_ctx;
+  /* With opts.sasl (else NULL): the members' JAAS file, the users and
+   * their password files. */
+  char *jaas_path;
+  char *sasl_users[ZKRC__SASL_USERS];
+  char *sasl_password_files[ZKRC__SASL_USERS];
   /* Guards members[].pid and .paused and the reaper link, so that members
    * may be controlled from any thread. */
   pthread_mutex_t lock;
@@ -246,9 +289,24 @@ int zkrc__member_reap_if_exited(zkrc_ensemble *e, zkrc__member *m);
 
 /** 1 when the member's `srvr` answer (within @p timeout_ms) has a Mode; also
  *  stores the mode ("leader", "follower", "standalone", ...) in @p mode
- *  (size @p mode_size) when not NULL. */
-int zkrc__member_serving(int client_port, int timeout_ms, char *mode,
-                         size_t mode_size);
+ *  (size @p mode_size) when not NULL.  Over TLS for a TLS ensemble. */
+int zkrc__member_serving(const zkrc_ensemble *e, int client_port,
+                         int timeout_ms, char *mode, size_t mode_size);
+
+/* ---- security.c --------------------------------------------------------- */
+
+/**
+ * Make what opts.tls and opts.sasl ask for, once per ensemble, under the
+ * ensemble directory: DIR/tls (a test CA, the members' PKCS12 key store,
+ * client certificates and keys, an unrelated CA, made with the openssl
+ * command) and the TLS context of the harness's own client; DIR/sasl (the
+ * members' JAAS file and the users' password files).  Fills in the
+ * ensemble's tls_* and sasl_* fields.  @return 0, or -1 with a message.
+ */
+int zkrc__security_prepare(zkrc_ensemble *e);
+
+/** Free what zkrc__security_prepare() made (not the files). */
+void zkrc__security_free(zkrc_ensemble *e);
 
 /* ---- ensemble.c --------------------------------------------------------- */
 

@@ -64,19 +64,50 @@ void zkrc__member_wipe(zkrc__member *m) {
   unlink(m->log_path);
 }
 
+/* TLS only: the secure client port, and no clientPort at all (ZooKeeper
+ * then opens no plaintext client port).  Client certificates are required
+ * (need) and checked against the test CA (its PEM certificate as the trust
+ * store: see security.c).  The peers' connections stay plaintext
+ * (no sslQuorum). */
+static void append_tls_config(const zkrc_ensemble *e, const zkrc__member *m,
+                              GString *cfg) {
+  g_string_append_printf(
+      cfg,
+      "secureClientPort=%d\n"
+      "secureClientPortAddress=127.0.0.1\n"
+      "serverCnxnFactory=org.apache.zookeeper.server.NettyServerCnxnFactory\n"
+      "ssl.keyStore.location=%s\n"
+      "ssl.keyStore.password=" ZKRC_TLS_STORE_PASSWORD "\n"
+      "ssl.keyStore.type=PKCS12\n"
+      "ssl.trustStore.location=%s\n"
+      "ssl.trustStore.type=PEM\n"
+      "ssl.clientAuth=need\n",
+      m->client_port, e->tls_files[ZKRC_TLS_SERVER_KEYSTORE],
+      e->tls_files[ZKRC_TLS_CA]);
+}
+
 int zkrc__member_configure(const zkrc_ensemble *e, const zkrc__member *m) {
   const zkrc_ensemble_options *o = &e->opts;
   GString *cfg = g_string_new(NULL);
   g_string_append_printf(cfg,
                          "# written by libzkrecipes-testing\n"
                          "tickTime=%d\n"
-                         "dataDir=%s\n"
-                         "clientPort=%d\n"
-                         "clientPortAddress=127.0.0.1\n"
-                         "admin.enableServer=false\n"
-                         "4lw.commands.whitelist=*\n"
-                         "maxClientCnxns=0\n",
-                         o->tick_ms, m->data_dir, m->client_port);
+                         "dataDir=%s\n",
+                         o->tick_ms, m->data_dir);
+  if (o->tls)
+    append_tls_config(e, m, cfg);
+  else
+    g_string_append_printf(cfg,
+                           "clientPort=%d\n"
+                           "clientPortAddress=127.0.0.1\n",
+                           m->client_port);
+  g_string_append(cfg, "admin.enableServer=false\n"
+                       "4lw.commands.whitelist=*\n"
+                       "maxClientCnxns=0\n");
+  if (o->sasl)
+    g_string_append(cfg, "authProvider.sasl="
+                         "org.apache.zookeeper.server.auth."
+                         "SASLAuthenticationProvider\n");
   if (o->max_session_timeout_ms > 0)
     g_string_append_printf(cfg, "maxSessionTimeout=%d\n",
                            o->max_session_timeout_ms);
@@ -134,6 +165,9 @@ static char **java_argv(const zkrc_ensemble *e, const zkrc__member *m) {
   add_arg(a, "-Dzookeeper.preAllocSize=4096");
   if (o->no_fsync)
     add_arg(a, "-Dzookeeper.forceSync=no");
+  /* The JAAS file's "Server" section: SASL DIGEST-MD5 users. */
+  if (o->sasl)
+    add_arg(a, "-Djava.security.auth.login.config=%s", e->jaas_path);
   add_arg(a, "-Dorg.slf4j.simpleLogger.showDateTime=true");
   add_arg(a, "-Dorg.slf4j.simpleLogger.dateTimeFormat=HH:mm:ss.SSS");
   add_arg(a, "-cp");
@@ -231,10 +265,11 @@ int zkrc__member_reap_if_exited(zkrc_ensemble *e, zkrc__member *m) {
   return 1;
 }
 
-int zkrc__member_serving(int client_port, int timeout_ms, char *mode,
-                         size_t mode_size) {
+int zkrc__member_serving(const zkrc_ensemble *e, int client_port,
+                         int timeout_ms, char *mode, size_t mode_size) {
   char *answer = NULL;
-  if (zkrc__four_letter(client_port, "srvr", timeout_ms, &answer) != 0)
+  if (zkrc__four_letter(e->tls_ctx, client_port, "srvr", timeout_ms, &answer) !=
+      0)
     return 0;
   const char *line = strstr(answer, "Mode: ");
   int serving = line != NULL;

@@ -1,6 +1,7 @@
 /*
  * testing/net.c - loopback ports for members, and the four-letter-word
- * client (to a member, or to any "host:port" for a user's own ensemble).
+ * client (to a member, or to any "host:port" for a user's own ensemble),
+ * plaintext or, for a TLS ensemble's members, TLS.
  *
  * Licensed under the Apache License, Version 2.0 (see COPYING).
  */
@@ -9,10 +10,12 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,6 +23,9 @@
 #include <unistd.h>
 
 #include <glib.h>
+#include <openssl/err.h>
+#include <openssl/ssl.h>
+#include <openssl/x509v3.h>
 
 #include "internal.h"
 
@@ -293,9 +299,174 @@ static int ask_four_letter(int fd, const char *cmd, int64_t deadline,
   return rc;
 }
 
-int zkrc__four_letter(int port, const char *cmd, int timeout_ms, char **out) {
+/* ---- TLS ---------------------------------------------------------------- */
+
+/* A TLS connection of the harness to a member.  OpenSSL writes with write(),
+ * not send(MSG_NOSIGNAL): every call on it runs with SIGPIPE blocked in the
+ * calling thread, and a SIGPIPE it raised is taken before unblocking. */
+struct zkrc__tls_conn {
+  int fd;
+  SSL *ssl;
+};
+
+typedef struct pipe_guard {
+  sigset_t old;
+  int was_blocked;
+} pipe_guard;
+
+static void pipe_guard_enter(pipe_guard *g) {
+  sigset_t pipe_set;
+  sigemptyset(&pipe_set);
+  sigaddset(&pipe_set, SIGPIPE);
+  pthread_sigmask(SIG_BLOCK, &pipe_set, &g->old);
+  g->was_blocked = sigismember(&g->old, SIGPIPE);
+}
+
+static void pipe_guard_leave(pipe_guard *g) {
+  if (!g->was_blocked) {
+    sigset_t pipe_set, pending;
+    sigemptyset(&pipe_set);
+    sigaddset(&pipe_set, SIGPIPE);
+    struct timespec zero = {0, 0};
+    while (sigpending(&pending) == 0 && sigismember(&pending, SIGPIPE) &&
+           sigtimedwait(&pipe_set, NULL, &zero) == SIGPIPE)
+      ;
+  }
+  pthread_sigmask(SIG_SETMASK, &g->old, NULL);
+}
+
+/* After an SSL call returned @p rc <= 0: wait for what it wants, until
+ * @p deadline.  0 to call it again, -1 on failure or timeout. */
+static int tls_wait(zkrc__tls_conn *c, int rc, int64_t deadline) {
+  switch (SSL_get_error(c->ssl, rc)) {
+  case SSL_ERROR_WANT_READ:
+    return wait_fd(c->fd, POLLIN, deadline) == 1 ? 0 : -1;
+  case SSL_ERROR_WANT_WRITE:
+    return wait_fd(c->fd, POLLOUT, deadline) == 1 ? 0 : -1;
+  default:
+    return -1;
+  }
+}
+
+void zkrc__tls_close(zkrc__tls_conn *c) {
+  if (!c)
+    return;
+  SSL_free(c->ssl);
+  close(c->fd);
+  ERR_clear_error(); /* this thread's queue: nothing for the next call */
+  g_free(c);
+}
+
+zkrc__tls_conn *zkrc__tls_connect(struct ssl_ctx_st *tls, int port,
+                                  int64_t deadline) {
+  int fd = connect_loopback(port, deadline);
+  if (fd < 0)
+    return NULL;
+  zkrc__tls_conn *c = g_new0(zkrc__tls_conn, 1);
+  c->fd = fd;
+  ERR_clear_error();
+  c->ssl = SSL_new(tls);
+  if (!c->ssl || SSL_set_fd(c->ssl, fd) != 1 ||
+      X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(c->ssl), "127.0.0.1") != 1) {
+    zkrc__tls_close(c);
+    return NULL;
+  }
+  pipe_guard g;
+  pipe_guard_enter(&g);
+  int rc;
+  while ((rc = SSL_connect(c->ssl)) != 1 && tls_wait(c, rc, deadline) == 0)
+    ;
+  pipe_guard_leave(&g);
+  if (rc != 1) {
+    zkrc__tls_close(c);
+    return NULL;
+  }
+  return c;
+}
+
+int zkrc__tls_write(zkrc__tls_conn *c, const void *data, size_t len,
+                    int64_t deadline) {
+  pipe_guard g;
+  pipe_guard_enter(&g);
+  size_t done = 0;
+  while (done < len) {
+    int rc = SSL_write(c->ssl, (const char *)data + done,
+                       (int)MIN(len - done, (size_t)INT_MAX));
+    if (rc > 0)
+      done += (size_t)rc;
+    else if (tls_wait(c, rc, deadline) != 0)
+      break;
+  }
+  pipe_guard_leave(&g);
+  return done == len ? 0 : -1;
+}
+
+ssize_t zkrc__tls_read_some(zkrc__tls_conn *c, void *buf, size_t size,
+                            int64_t deadline) {
+  pipe_guard g;
+  pipe_guard_enter(&g);
+  ssize_t got = -1;
+  for (;;) {
+    int rc = SSL_read(c->ssl, buf, (int)MIN(size, (size_t)INT_MAX));
+    if (rc > 0) {
+      got = rc;
+      break;
+    }
+    if (SSL_get_error(c->ssl, rc) == SSL_ERROR_ZERO_RETURN) {
+      got = 0;
+      break;
+    }
+    if (tls_wait(c, rc, deadline) != 0)
+      break;
+  }
+  pipe_guard_leave(&g);
+  return got;
+}
+
+int zkrc__tls_read(zkrc__tls_conn *c, void *buf, size_t len, int64_t deadline) {
+  size_t done = 0;
+  while (done < len) {
+    ssize_t n =
+        zkrc__tls_read_some(c, (char *)buf + done, len - done, deadline);
+    if (n <= 0)
+      return -1;
+    done += (size_t)n;
+  }
+  return 0;
+}
+
+/* The four-letter word over TLS: the answer is what comes until the member
+ * ends the connection (with close_notify or without). */
+static int ask_four_letter_tls(struct ssl_ctx_st *tls, int port,
+                               const char *cmd, int64_t deadline, char **out) {
+  zkrc__tls_conn *c = zkrc__tls_connect(tls, port, deadline);
+  if (!c)
+    return -1;
+  int rc = zkrc__tls_write(c, cmd, strlen(cmd), deadline);
+  GString *answer = g_string_new(NULL);
+  char buf[4096];
+  while (rc == 0) {
+    ssize_t n = zkrc__tls_read_some(c, buf, sizeof buf, deadline);
+    if (n > 0 && answer->len + (size_t)n <= MAX_ANSWER)
+      g_string_append_len(answer, buf, n);
+    else if (n == 0 || (n < 0 && answer->len > 0))
+      break; /* the end; a reset after a complete answer is the end too */
+    else
+      rc = -1;
+  }
+  zkrc__tls_close(c);
+  if (rc == 0)
+    *out = strdup(answer->str); /* free()d by the caller */
+  g_string_free(answer, TRUE);
+  return rc == 0 && *out ? 0 : -1;
+}
+
+int zkrc__four_letter(struct ssl_ctx_st *tls, int port, const char *cmd,
+                      int timeout_ms, char **out) {
   *out = NULL;
   int64_t deadline = zkrc__now_ms() + timeout_ms;
+  if (tls)
+    return ask_four_letter_tls(tls, port, cmd, deadline, out);
   return ask_four_letter(connect_loopback(port, deadline), cmd, deadline, out);
 }
 

@@ -47,7 +47,11 @@
 
 #include "internal.h"
 
-/* Bound of one four-letter word within a look. */
+/* Bound of one four-letter word within a look.  Also over TLS, although a
+ * member's first TLS handshakes take a second or more (its JVM loads and
+ * warms up JSSE): a member goes on with a handshake the harness gave up,
+ * so while the harness asks the next member, the members of a starting
+ * ensemble warm up together rather than one after the other. */
 #define LOOK_REQUEST_TIMEOUT_MS 1000
 
 int zkrc__poll_timeout(int64_t deadline) {
@@ -158,8 +162,8 @@ static member_word ask_srvr(zkrc_ensemble *e, int i, int64_t deadline) {
   zkrc__member_view v = zkrc__view_member(e, i);
   char *answer = NULL;
   if (!v.running ||
-      zkrc__four_letter(v.port, "srvr", zkrc__poll_timeout(deadline),
-                        &answer) != 0)
+      zkrc__four_letter(e->tls_ctx, v.port, "srvr",
+                        zkrc__poll_timeout(deadline), &answer) != 0)
     return w;
   w.answered = srvr_field(answer, "Mode", w.mode, sizeof w.mode);
   char zxid[32];
@@ -180,8 +184,8 @@ static int64_t synced_followers(zkrc_ensemble *e, int i, int64_t deadline) {
   char *answer = NULL;
   int64_t count = -1;
   if (v.running &&
-      zkrc__four_letter(v.port, "mntr", zkrc__poll_timeout(deadline),
-                        &answer) == 0 &&
+      zkrc__four_letter(e->tls_ctx, v.port, "mntr",
+                        zkrc__poll_timeout(deadline), &answer) == 0 &&
       !zkrc__mntr_value(answer, "zk_synced_followers", &count))
     count = -1;
   free(answer);

@@ -56,6 +56,11 @@ static const char usage_text[] =
     "                             (default 60000)\n"
     "  -d, --dir DIR              where to create the ensemble's directory\n"
     "                             (default $TMPDIR or /tmp)\n"
+    "      --tls                  members serve clients over TLS only, with\n"
+    "                             client certificates; credentials made in\n"
+    "                             DIR/zkr-ensemble-*/tls (see `tls NAME')\n"
+    "      --sasl                 members know SASL DIGEST-MD5 users zkrc and\n"
+    "                             alice (see `sasl I')\n"
     "  -h, --help                 show this help and exit\n"
     "  -V, --version              show the version and exit\n"
     "\n"
@@ -74,6 +79,12 @@ static const char usage_text[] =
     "                     member I's pid (-1: not running), client port, and\n"
     "                     address for clients (its proxy's, if any)\n"
     "  connect | direct   the connect string; the one naming members directly\n"
+    "  tls NAME           with --tls: the path of credential NAME: ca,\n"
+    "                     client-cert, client-key, client-keystore, other-ca,\n"
+    "                     other-client-cert, other-client-key, "
+    "server-keystore\n"
+    "                     (key stores: PKCS12, password zkrecipes-test)\n"
+    "  sasl I             with --sasl: user I (0 or 1) and its password file\n"
     "  4lw I WORD         send four-letter word WORD to member I; the answer\n"
     "                     is its text followed by an empty line.  Shorthands:\n"
     "                     srvr I, mntr I, stat I, cons I, wchc I, wchp I, ...\n"
@@ -89,6 +100,12 @@ static const char usage_text[] =
     "  blackhole I MS     proxy I: pass nothing for MS\n"
     "  refuse I 1|0       proxy I: refuse connections, or stop refusing\n"
     "  quit               stop the ensemble and exit\n"
+    "\n"
+    "With --tls or --sasl, `start' also writes where the credentials are to\n"
+    "standard error, and `run' gives COMMAND ZKR_TLS_CA, ZKR_TLS_CLIENT_CERT,\n"
+    "ZKR_TLS_CLIENT_KEY, ZKR_TLS_OTHER_CA (and the others of `tls NAME',\n"
+    "upper case, - as _), and ZKR_SASL_USER, ZKR_SASL_PASSWORD_FILE (user 0),\n"
+    "ZKR_SASL_USER_1, ZKR_SASL_PASSWORD_FILE_1.\n"
     "\n"
     "Environment: ZKR_ENSEMBLE_LOG=1 sends the members' logs to stderr;\n"
     "ZKR_ENSEMBLE_KEEP=1 keeps the directory; ZKR_JAVA and\n"
@@ -162,6 +179,9 @@ static int parse_int(const char *text, int min, int max, const char *what) {
   return (int)v;
 }
 
+/* Long options without a letter. */
+enum { OPT_TLS = 256, OPT_SASL };
+
 /* Parse the options after the subcommand; returns the index of the first
  * argument after them. */
 static int parse_options(int argc, char **argv, zkrc_ensemble_options *opts) {
@@ -173,6 +193,8 @@ static int parse_options(int argc, char **argv, zkrc_ensemble_options *opts) {
       {"max-session-timeout", required_argument, NULL, 's'},
       {"timeout", required_argument, NULL, 'w'},
       {"dir", required_argument, NULL, 'd'},
+      {"tls", no_argument, NULL, OPT_TLS},
+      {"sasl", no_argument, NULL, OPT_SASL},
       {"help", no_argument, NULL, 'h'},
       {"version", no_argument, NULL, 'V'},
       {NULL, 0, NULL, 0},
@@ -207,6 +229,12 @@ static int parse_options(int argc, char **argv, zkrc_ensemble_options *opts) {
       break;
     case 'd':
       opts->base_dir = optarg;
+      break;
+    case OPT_TLS:
+      opts->tls = 1;
+      break;
+    case OPT_SASL:
+      opts->sasl = 1;
       break;
     case 'h':
       fputs(usage_text, stdout);
@@ -306,6 +334,97 @@ static void answer_expire(zkrc_ensemble *e, char **w, int n) {
   if (n == 2) /* the servers derive it from the id */
     zkrc_ensemble_session_password(id.client_id, id.passwd);
   answer_rc(zkrc_ensemble_expire_session(e, &id, 10000));
+}
+
+/* ---- credentials -------------------------------------------------------- */
+
+/* The names of a TLS ensemble's credentials, for `tls NAME' and run's
+ * environment (ZKR_TLS_ + NAME in upper case, - as _). */
+static const struct {
+  const char *name;
+  zkrc_tls_file file;
+} tls_names[] = {
+    {"ca", ZKRC_TLS_CA},
+    {"client-cert", ZKRC_TLS_CLIENT_CERT},
+    {"client-key", ZKRC_TLS_CLIENT_KEY},
+    {"client-keystore", ZKRC_TLS_CLIENT_KEYSTORE},
+    {"other-ca", ZKRC_TLS_OTHER_CA},
+    {"other-client-cert", ZKRC_TLS_OTHER_CLIENT_CERT},
+    {"other-client-key", ZKRC_TLS_OTHER_CLIENT_KEY},
+    {"server-keystore", ZKRC_TLS_SERVER_KEYSTORE},
+};
+#define TLS_NAMES (sizeof tls_names / sizeof tls_names[0])
+
+static void answer_tls(zkrc_ensemble *e, char **w, int n) {
+  for (size_t k = 0; n == 2 && k < TLS_NAMES; k++) {
+    if (strcmp(w[1], tls_names[k].name) != 0)
+      continue;
+    const char *path = zkrc_ensemble_tls_file(e, tls_names[k].file);
+    if (path)
+      puts(path);
+    else
+      puts("error: not a TLS ensemble (--tls)");
+    return;
+  }
+  puts("error: usage: tls ca|client-cert|client-key|client-keystore|"
+       "other-ca|other-client-cert|other-client-key|server-keystore");
+}
+
+static void answer_sasl(zkrc_ensemble *e, char **w, int n) {
+  const char *user, *file;
+  char *end;
+  long i = n == 2 ? strtol(w[1], &end, 10) : -1;
+  if (n != 2 || *end || i < 0 || i > 1)
+    puts("error: usage: sasl 0|1");
+  else if (zkrc_ensemble_sasl_user(e, (int)i, &user, &file) != 0)
+    puts("error: not a SASL ensemble (--sasl)");
+  else
+    printf("%s %s\n", user, file);
+}
+
+/* "ZKR_TLS_CLIENT_CERT" for "client-cert" (free it), or NULL. */
+static char *tls_variable(const char *name) {
+  size_t len = strlen(name);
+  char *v = malloc(sizeof "ZKR_TLS_" + len);
+  if (!v)
+    return NULL;
+  strcpy(v, "ZKR_TLS_");
+  for (size_t i = 0; i <= len; i++)
+    v[8 + i] = name[i] == '-' ? '_' : (char)toupper((unsigned char)name[i]);
+  return v;
+}
+
+/* Where the credentials are: on standard error (start), or in the
+ * environment of COMMAND (run).  0, or -1 when setenv failed. */
+static int show_credentials(zkrc_ensemble *e, int to_environment) {
+  for (size_t k = 0; k < TLS_NAMES; k++) {
+    const char *path = zkrc_ensemble_tls_file(e, tls_names[k].file);
+    if (!path)
+      break;
+    if (!to_environment) {
+      fprintf(stderr, "zkr-ensemble: tls %s %s\n", tls_names[k].name, path);
+      continue;
+    }
+    char *var = tls_variable(tls_names[k].name);
+    int rc = var ? setenv(var, path, 1) : -1;
+    free(var);
+    if (rc != 0)
+      return -1;
+  }
+  for (int i = 0; i < 2; i++) {
+    const char *user, *file;
+    if (zkrc_ensemble_sasl_user(e, i, &user, &file) != 0)
+      break;
+    if (!to_environment) {
+      fprintf(stderr, "zkr-ensemble: sasl %d %s %s\n", i, user, file);
+      continue;
+    }
+    if (setenv(i ? "ZKR_SASL_USER_1" : "ZKR_SASL_USER", user, 1) != 0 ||
+        setenv(i ? "ZKR_SASL_PASSWORD_FILE_1" : "ZKR_SASL_PASSWORD_FILE", file,
+               1) != 0)
+      return -1;
+  }
+  return 0;
 }
 
 /* Member commands taking just an index. */
@@ -412,6 +531,10 @@ static int run_command(zkrc_ensemble *e, char *line) {
     answer_value_of(e, w, n);
   } else if (strcmp(w[0], "wait") == 0) {
     answer_wait(e, w, n);
+  } else if (strcmp(w[0], "tls") == 0) {
+    answer_tls(e, w, n);
+  } else if (strcmp(w[0], "sasl") == 0) { /* before the four-letter words */
+    answer_sasl(e, w, n);
   } else if (strcmp(w[0], "4lw") == 0) {
     int i = member_arg(e, n > 1 ? w[1] : NULL, 0);
     if (i >= 0 && (n != 3 || !is_four_letter_word(w[2])))
@@ -426,6 +549,7 @@ static int run_command(zkrc_ensemble *e, char *line) {
     printf("%lld\n", (long long)zkrc_ensemble_mntr_sum(e, w[1]));
   } else if (strcmp(w[0], "expire") == 0) {
     answer_expire(e, w, n);
+
   } else {
     printf("error: unknown command: %s (see zkr-ensemble --help)\n", w[0]);
   }
@@ -492,6 +616,7 @@ static int cmd_start(int argc, char **argv) {
     return 1;
   printf("%s\n", zkrc_ensemble_connect_string(e));
   fflush(stdout);
+  show_credentials(e, 0);
 
   command_input in;
   command_input_init(&in);
@@ -560,7 +685,8 @@ static int cmd_run(int argc, char **argv) {
   zkrc_ensemble *e;
   if (zkrc_ensemble_start(&e, &opts) != 0)
     return 1;
-  if (setenv("ZKR_SERVERS", zkrc_ensemble_connect_string(e), 1) != 0) {
+  if (setenv("ZKR_SERVERS", zkrc_ensemble_connect_string(e), 1) != 0 ||
+      show_credentials(e, 1) != 0) {
     perror("zkr-ensemble: setenv");
     zkrc_ensemble_stop(e);
     return 1;

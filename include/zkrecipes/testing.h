@@ -18,7 +18,9 @@
  * Layout: the ensemble directory is BASE/zkr-ensemble-XXXXXX; member i has
  * mI/zoo.cfg, mI/data (its dataDir) and mI/member.log (its stdout and stderr,
  * appended to on restart).  When a member fails to start, the tail of its log
- * is printed to stderr.
+ * is printed to stderr.  A TLS ensemble's credentials are in tls/ (and
+ * tls/openssl.log what the openssl command said), a SASL ensemble's JAAS file
+ * and password files in sasl/.
  *
  * Crash safety: each member is forked with PR_SET_PDEATHSIG(SIGKILL), tied to
  * the thread that forked it (see zkrc_ensemble_start()).  Each ensemble also
@@ -91,6 +93,35 @@ typedef struct zkrc_ensemble_options {
    *  and the empty directories they leave are removed at most 10,000 a
    *  minute. */
   int heap_mb;
+  /** Non-zero: every member serves clients over TLS only, with mutual
+   *  authentication.  Each listens on a secureClientPort (Netty,
+   *  NettyServerCnxnFactory) and on no plaintext client port at all; it
+   *  presents a certificate of a test CA made at the start (see
+   *  zkrc_ensemble_tls_file()) and requires a client certificate signed by
+   *  that CA (ssl.clientAuth=need).  The connect string and the members'
+   *  addresses and ports name the secure ports.  Connections between
+   *  members (quorum and election) stay plaintext, on loopback.  The
+   *  harness asks its members its four-letter words over TLS, with the
+   *  client certificate, so the waits, zkrc_ensemble_leader() and
+   *  zkrc_ensemble_four_letter() work as without TLS; so does
+   *  zkrc_ensemble_expire_session(), through a TLS connection of the
+   *  harness's own.  Cannot be combined with with_proxies (a fault proxy
+   *  follows ZooKeeper's packets, which TLS hides): zkrc_ensemble_start()
+   *  refuses that.  Needs the openssl command (Debian's `openssl`), which
+   *  makes the credentials in 0.2 to 0.4 s.  Default 0. */
+  int tls;
+  /** Non-zero: members authenticate clients that ask with SASL
+   *  DIGEST-MD5, for two users (see zkrc_ensemble_sasl_user()) from a JAAS
+   *  file made at the start (its "Server" section,
+   *  -Djava.security.auth.login.config), and know the `sasl' ACL scheme
+   *  (authProvider.sasl=...SASLAuthenticationProvider).  Authentication is
+   *  not required: a client that does not ask is served as anyone, and
+   *  ACLs decide (sasl:USER:PERMS); a client whose authentication fails
+   *  is refused (its handle reports an authentication failure).  The
+   *  server's DIGEST-MD5 is protocol "zookeeper", server name and realm
+   *  "zk-sasl-md5".  May be combined with tls (SASL inside TLS) and with
+   *  with_proxies.  Default 0. */
+  int sasl;
 } zkrc_ensemble_options;
 
 /** Fill @p opts with the defaults.  Fills the first @p size bytes of @p
@@ -141,7 +172,8 @@ void zkrc_ensemble_stop(zkrc_ensemble *e);
 /** Number of members. */
 int zkrc_ensemble_size(const zkrc_ensemble *e);
 
-/** "127.0.0.1:p1,127.0.0.1:p2,..." (through the proxies when enabled).
+/** "127.0.0.1:p1,127.0.0.1:p2,..." (through the proxies when enabled; the
+ *  secure client ports in a TLS ensemble).
  *  Owned by the ensemble; valid until zkrc_ensemble_stop(). */
 const char *zkrc_ensemble_connect_string(const zkrc_ensemble *e);
 
@@ -152,8 +184,74 @@ const char *zkrc_ensemble_direct_connect_string(const zkrc_ensemble *e);
  *  enabled.  Owned by the ensemble. */
 const char *zkrc_ensemble_member_address(const zkrc_ensemble *e, int i);
 
-/** Client port of member @p i (the member itself, not its proxy). */
+/** Client port of member @p i (the member itself, not its proxy); its
+ *  secure client port in a TLS ensemble. */
 int zkrc_ensemble_member_port(const zkrc_ensemble *e, int i);
+
+/* ---- credentials of TLS and SASL ensembles ------------------------------ */
+
+/** The files of a TLS ensemble's test credentials
+ *  (zkrc_ensemble_tls_file()).  Certificates are PEM, keys unencrypted
+ *  PEM (PKCS#8, EC P-256); certificates for members and clients name
+ *  IP:127.0.0.1 and DNS:localhost.  Made with the openssl command at the
+ *  ensemble's start, in ENSEMBLE_DIR/tls, valid for a year. */
+typedef enum zkrc_tls_file {
+  /** The test CA's certificate: what clients trust, and members too (for
+   *  client certificates). */
+  ZKRC_TLS_CA,
+  /** A client certificate the test CA signed: members accept it. */
+  ZKRC_TLS_CLIENT_CERT,
+  /** Its private key. */
+  ZKRC_TLS_CLIENT_KEY,
+  /** The same key and certificate (with the CA's) as a PKCS12 key store,
+   *  for Java clients (zookeeper.ssl.keyStore.type=PKCS12); its password
+   *  is ZKRC_TLS_STORE_PASSWORD.  A Java client can trust ZKRC_TLS_CA as
+   *  it is (zookeeper.ssl.trustStore.type=PEM). */
+  ZKRC_TLS_CLIENT_KEYSTORE,
+  /** An unrelated CA's certificate: a client that trusts only it must
+   *  refuse the members. */
+  ZKRC_TLS_OTHER_CA,
+  /** A client certificate the unrelated CA signed: members refuse it. */
+  ZKRC_TLS_OTHER_CLIENT_CERT,
+  /** Its private key. */
+  ZKRC_TLS_OTHER_CLIENT_KEY,
+  /** The members' PKCS12 key store (their key, certificate and the CA's),
+   *  password ZKRC_TLS_STORE_PASSWORD. */
+  ZKRC_TLS_SERVER_KEYSTORE
+} zkrc_tls_file;
+
+/** The password of the PKCS12 key stores of zkrc_ensemble_tls_file(). */
+#define ZKRC_TLS_STORE_PASSWORD "zkrecipes-test"
+
+/**
+ * The path of credential file @p which of a TLS ensemble.  For the
+ * ZooKeeper C client's zookeeper_init_ssl(), the certificate string is
+ * "CA,CLIENT_CERT,CLIENT_KEY,PASSWORD" of these paths (the key is not
+ * encrypted: any PASSWORD does); with ZKRC_TLS_OTHER_CA, or the other
+ * client certificate and key, it must fail.
+ * @return the path (owned by the ensemble, valid until
+ *         zkrc_ensemble_stop()), or NULL when @p e is NULL, was not
+ *         started with tls, or @p which is not a zkrc_tls_file.
+ * Threading: any thread.
+ */
+const char *zkrc_ensemble_tls_file(const zkrc_ensemble *e, zkrc_tls_file which);
+
+/**
+ * SASL user @p i (0 or 1) of a SASL ensemble: its name ("zkrc", then
+ * "alice") and the file holding its password (a random one per ensemble,
+ * the file's whole content, without a newline: what the ZooKeeper C
+ * client's zoo_sasl_make_basic_callbacks() reads).  Members know both
+ * users (DIGEST-MD5); neither is a super user.
+ * @param user           receives the name, or NULL on failure (may be
+ *                       NULL).
+ * @param password_file  receives the path, or NULL on failure (may be
+ *                       NULL).
+ * Both are owned by the ensemble, valid until zkrc_ensemble_stop().
+ * @return 0, or -1 when @p e is NULL, was not started with sasl, or @p i
+ *         is out of range.  Threading: any thread.
+ */
+int zkrc_ensemble_sasl_user(const zkrc_ensemble *e, int i, const char **user,
+                            const char **password_file);
 
 /** Process id of member @p i, or -1 when it is not running (a member that
  *  exited on its own is noticed and reaped here).  A paused member has its
@@ -231,7 +329,8 @@ int zkrc_ensemble_leader(zkrc_ensemble *e);
 /**
  * Send the four-letter word @p cmd ("srvr", "mntr", "wchc", "wchp", ...) to
  * member @p i and return its whole answer.
- * Sent directly to the member, never through its proxy.
+ * Sent directly to the member, never through its proxy; over TLS, with the
+ * client certificate of zkrc_ensemble_tls_file(), in a TLS ensemble.
  * @param out  receives a malloc'ed NUL-terminated answer; free() it.  Set to
  *             NULL on failure.
  * @return 0, or -1 (bad index, member not running or paused, no complete
