@@ -265,7 +265,11 @@ static inline void zkrc_session_options_init(zkrc_session_options *opts) {
  *         timeout, a host string that is not "host:port[,host:port...]
  *         [/chroot]" with ports 1..65535 and a valid chroot path);
  *         ZKRC_ECONNECT when no server answered in time, names that did
- *         not resolve included (nothing is left running); ZKRC_ENOMEM.
+ *         not resolve included, and over TLS a handshake refused by
+ *         either side (the ZooKeeper client logs why; nothing is left
+ *         running); ZKRC_EAUTHFAILED when the servers refused the SASL
+ *         credentials; ZKRC_ENOTSUP for TLS or SASL options the client
+ *         cannot honour (zkrc_features()); ZKRC_ENOMEM.
  * Threading: any thread, not a session callback of this session.
  * Ownership: the caller owns *out and closes it with zkrc_session_close().
  */

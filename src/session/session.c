@@ -374,6 +374,10 @@ int zkrc_session_connect(zkrc_session **out, const char *hosts,
   if (err != ZKRC_OK)
     return err;
   err = zkrc_session_wait_connected(s, s->opts.connect_timeout_ms);
+  if (err == ZKRC_ECLOSED) { /* it ended itself: refused credentials */
+    int zk_error = ZOK;
+    zkrc__session_event_reason(s, ZKRC_SESSION_EVENT_CLOSED, &err, &zk_error);
+  }
   if (err != ZKRC_OK) {
     zkrc_session_close(s);
     return zkrc__fail(err == ZKRC_ETIMEDOUT ? ZKRC_ECONNECT : err);
