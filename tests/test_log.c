@@ -133,8 +133,9 @@ static void test_lines_carry_level_and_origin(void) {
 }
 
 /* At the default level (WARN), a held lock lost to an expiry is told as a
- * warning naming the lock; nothing of INFO is produced. */
-static void test_lost_hold_is_a_warning(void) {
+ * warning naming the lock, the expiry as an error (log.h: a session lost
+ * failed for good); nothing of INFO is produced. */
+static void test_lost_hold_warns_expiry_errs(void) {
   start_recording(ZKRC_LOG_WARN);
   char *path = zkt_path("log-lost");
   zkrc_session *s = zkt_session();
@@ -147,8 +148,8 @@ static void test_lost_hold_is_a_warning(void) {
   CU_ASSERT(wait_line(ZKRC_LOG_LIBRARY, ZKRC_LOG_WARN, path, "lost the node",
                       10000) == 1);
   /* It names the session that expired (its handle is gone by then). */
-  CU_ASSERT(
-      wait_line(ZKRC_LOG_LIBRARY, ZKRC_LOG_WARN, hex, ": expired", 10000) == 1);
+  CU_ASSERT(wait_line(ZKRC_LOG_LIBRARY, ZKRC_LOG_ERROR, hex, ": expired",
+                      10000) == 1);
   g_free(hex);
   zkrc_lock_release(lk);
   zkrc_lock_free(lk);
@@ -329,7 +330,7 @@ static void add_suites(void) {
   ZKT_SUITE("log",
             {"levels are syslog priorities", test_levels_are_syslog_priorities},
             {"lines carry level and origin", test_lines_carry_level_and_origin},
-            {"lost hold is a warning", test_lost_hold_is_a_warning},
+            {"lost hold warns, expiry errs", test_lost_hold_warns_expiry_errs},
             {"client flood is rate limited", test_client_flood_is_rate_limited},
             {"quiet by default", test_quiet_by_default},
             {"no line under a mutex", test_no_line_under_a_mutex});

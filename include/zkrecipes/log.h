@@ -25,8 +25,9 @@ extern "C" {
 
 /** How severe a line is: the values of syslog's LOG_ERR .. LOG_DEBUG. */
 typedef enum zkrc_log_level {
-  ZKRC_LOG_ERROR = 3,  /**< something failed for good (a session lost) */
-  ZKRC_LOG_WARN = 4,   /**< a hold lost, a connection dropped */
+  ZKRC_LOG_ERROR = 3,  /**< something failed for good (a session lost or
+                            expired) */
+  ZKRC_LOG_WARN = 4,   /**< a hold lost, a connection dropped (suspended) */
   ZKRC_LOG_NOTICE = 5, /**< normal but significant (reconnected) */
   ZKRC_LOG_INFO = 6,   /**< a session connected, a retry */
   ZKRC_LOG_DEBUG = 7
