@@ -1,9 +1,10 @@
 /*
  * Log lines (zkrecipes/log.h) against a real single-member ensemble: each
  * line carries a syslog level and its origin; the library tells its own
- * significant events (a session's state, a hold lost); the ZooKeeper
- * client's lines are mapped to levels and rate-limited; and a program that
- * configures nothing prints none of the client's INFO lines.
+ * significant events (a session's state, a hold lost) at log.h's levels;
+ * the ZooKeeper client's lines come without its prefix, at their mapped
+ * levels (its routine retries at INFO), and rate-limited; and a program
+ * that configures nothing prints none of the client's INFO lines.
  */
 #include "config.h"
 
@@ -16,6 +17,7 @@
 
 #include <glib.h>
 
+#include "core/log_internal.h"
 #include "testutil.h"
 
 #define MINIMAL TOP_BUILDDIR "/examples/zkr-minimal"
@@ -110,8 +112,181 @@ static void test_levels_are_syslog_priorities(void) {
   stop_recording();
 }
 
+/* ------------------------------------- the client's lines, in memory */
+
+#define REFUSED                                                                \
+  "zookeeper_interest@2597: Socket [127.0.0.1:2181] zk retcode=-4, "           \
+  "errno=111(Connection refused): connect() call failed"
+
+/* Parse @p line; the level and text it gives ("" when it refuses it). */
+static gboolean parse(const char *line, zkrc_log_level *level,
+                      const char **text) {
+  *level = (zkrc_log_level)0;
+  *text = "";
+  return zkrc__log_parse_client_line(line, level, text);
+}
+
+/* The client's prefix (zk_log.c log_message(), threaded or not) goes; the
+ * level and "function@line: message" stay. */
+static void test_client_prefix_is_stripped(void) {
+  zkrc_log_level level;
+  const char *text;
+  CU_ASSERT_TRUE(parse("2026-11-29 12:00:00,123:12345(0x7f3a2b1c0700):"
+                       "ZOO_ERROR@" REFUSED,
+                       &level, &text));
+  CU_ASSERT_EQUAL(level, ZKRC_LOG_ERROR);
+  CU_ASSERT_STRING_EQUAL(text, REFUSED);
+  CU_ASSERT_TRUE(parse("2026-01-02 03:04:05,006:7:ZOO_INFO@zookeeper_init_"
+                       "internal@1335: Initiating client connection\n",
+                       &level, &text));
+  CU_ASSERT_EQUAL(level, ZKRC_LOG_INFO);
+  CU_ASSERT_STRING_EQUAL(text, "zookeeper_init_internal@1335: Initiating "
+                               "client connection\n");
+  CU_ASSERT_TRUE(parse(
+      "2026-11-29 12:00:00,999:1(0xABCdef):ZOO_WARN@f@1: ", &level, &text));
+  CU_ASSERT_EQUAL(level, ZKRC_LOG_WARN);
+  CU_ASSERT_STRING_EQUAL(text, "f@1: ");
+  CU_ASSERT_TRUE(parse("2026-11-29 12:00:00,000:1(0x1):ZOO_DEBUG@_g2@10: x",
+                       &level, &text));
+  CU_ASSERT_EQUAL(level, ZKRC_LOG_DEBUG);
+  CU_ASSERT_STRING_EQUAL(text, "_g2@10: x");
+}
+
+/* Lines not in the client's form are refused, and then nothing is set. */
+static void test_malformed_client_lines(void) {
+  static const char *const bad[] = {
+      "",
+      "hello",
+      "ZOO_ERROR@f@1: no prefix",
+      "2026-11-29 12:00",
+      "2026-11-29 12:00:00,123",
+      "2026-11-29 12:00:00:123:1(0x1):ZOO_ERROR@f@1: no milliseconds",
+      "2026-11-29 12:00:00,12:1(0x1):ZOO_ERROR@f@1: two-digit ms",
+      "26-11-29 12:00:00,123:1(0x1):ZOO_ERROR@f@1: two-digit year",
+      "2026-11-29T12:00:00,123:1(0x1):ZOO_ERROR@f@1: a T",
+      "2026-11-29 12:00:00,123::ZOO_ERROR@f@1: no pid",
+      "2026-11-29 12:00:00,123:1(7f3a):ZOO_ERROR@f@1: thread without 0x",
+      "2026-11-29 12:00:00,123:1(0x):ZOO_ERROR@f@1: empty thread",
+      "2026-11-29 12:00:00,123:1(0x1:ZOO_ERROR@f@1: unclosed thread",
+      "2026-11-29 12:00:00,123:1(0x1)ZOO_ERROR@f@1: no colon",
+      "2026-11-29 12:00:00,123:1(0x1):ZOO_INVALID@f@1: unknown level",
+      "2026-11-29 12:00:00,123:1(0x1):ZOO_TRACE@f@1: unknown level",
+      "2026-11-29 12:00:00,123:1(0x1):zoo_error@f@1: lower case",
+      "2026-11-29 12:00:00,123:1(0x1):ZOO_ERROR@@1: no function",
+      "2026-11-29 12:00:00,123:1(0x1):ZOO_ERROR@1f@1: not an identifier",
+      "2026-11-29 12:00:00,123:1(0x1):ZOO_ERROR@f@: no line number",
+      "2026-11-29 12:00:00,123:1(0x1):ZOO_ERROR@f@1 no colon",
+      "2026-11-29 12:00:00,123:1(0x1):ZOO_ERROR@f@1:no space",
+      "2026-11-29 12:00:00,123:1(0x1):ZOO_ERROR@f",
+  };
+  for (size_t i = 0; i < G_N_ELEMENTS(bad); i++) {
+    zkrc_log_level level;
+    const char *text;
+    if (parse(bad[i], &level, &text))
+      printf("\n    taken: %s ", bad[i]);
+    CU_ASSERT_FALSE(parse(bad[i], &level, &text));
+    CU_ASSERT_EQUAL(level, 0);
+    CU_ASSERT_STRING_EQUAL(text, "");
+  }
+}
+
+/* The client's routine retries are INFO (log.h: "a retry"); the rest keep
+ * the client's level. */
+static void test_client_retries_are_info(void) {
+  CU_ASSERT_EQUAL(zkrc__log_client_level(ZKRC_LOG_ERROR, REFUSED),
+                  ZKRC_LOG_INFO);
+  CU_ASSERT_EQUAL(
+      zkrc__log_client_level(
+          ZKRC_LOG_ERROR,
+          "zookeeper_process@2967: Socket [127.0.0.1:2181] zk retcode=-4, "
+          "errno=111(Connection refused): server refused to accept the "
+          "client"),
+      ZKRC_LOG_INFO);
+  CU_ASSERT_EQUAL(
+      zkrc__log_client_level(
+          ZKRC_LOG_ERROR,
+          "zookeeper_interest@2647: Socket [10.0.0.1:2181] zk retcode=-7, "
+          "errno=110(Connection timed out): connection to 10.0.0.1:2181 "
+          "timed out (exceeded timeout by 3ms)"),
+      ZKRC_LOG_INFO);
+  CU_ASSERT_EQUAL(
+      zkrc__log_client_level(ZKRC_LOG_WARN,
+                             "zookeeper_interest@2561: Delaying connection "
+                             "after exhaustively trying all servers "
+                             "[127.0.0.1:2181]"),
+      ZKRC_LOG_INFO);
+  /* Not routine: an expiry, a TLS failure, a name that does not resolve,
+   * a late I/O thread; and a retry's text at another level. */
+  CU_ASSERT_EQUAL(
+      zkrc__log_client_level(
+          ZKRC_LOG_ERROR,
+          "check_events@3048: Socket [127.0.0.1:2181] zk retcode=-112, "
+          "errno=116(Stale file handle): sessionId=0x1 has expired."),
+      ZKRC_LOG_ERROR);
+  CU_ASSERT_EQUAL(
+      zkrc__log_client_level(ZKRC_LOG_ERROR,
+                             "zookeeper_interest@2804: Socket [h:2281] zk "
+                             "retcode=-9, errno=0(Success): error creating "
+                             "ssl context"),
+      ZKRC_LOG_ERROR);
+  CU_ASSERT_EQUAL(zkrc__log_client_level(ZKRC_LOG_ERROR,
+                                         "resolve_hosts@862: could not "
+                                         "resolve zk1.example:2181"),
+                  ZKRC_LOG_ERROR);
+  CU_ASSERT_EQUAL(zkrc__log_client_level(ZKRC_LOG_WARN,
+                                         "zookeeper_interest@2532: Exceeded "
+                                         "deadline by 12ms"),
+                  ZKRC_LOG_WARN);
+  CU_ASSERT_EQUAL(zkrc__log_client_level(ZKRC_LOG_DEBUG, REFUSED),
+                  ZKRC_LOG_DEBUG);
+  CU_ASSERT_EQUAL(
+      zkrc__log_client_level(ZKRC_LOG_ERROR, "f@1: Socket zk retcode=-40,"),
+      ZKRC_LOG_ERROR);
+}
+
+/* Through the trampoline: a client line reaches the handler stripped, at
+ * its mapped level; a malformed one as it is (without the newline), at
+ * INFO. */
+static void test_trampoline_strips_and_maps(void) {
+  start_recording(ZKRC_LOG_DEBUG);
+  zkrc_log_set_rate_limit(0, 0);
+  zkrc__log_trampoline(
+      "2026-11-29 12:00:00,123:12345(0x7f3a):ZOO_ERROR@" REFUSED "\n");
+  zkrc__log_trampoline("2026-11-29 12:00:00,123:12345(0x7f3a):ZOO_WARN@"
+                       "zoo_cycle_next_server@99: something else");
+  zkrc__log_trampoline("not the client's form: ZOO_ERROR@f@1: x\r\n");
+  g_mutex_lock(&mu);
+  /* (A summary of lines held back in an earlier test may come first.) */
+  GPtrArray *client = g_ptr_array_new();
+  for (guint i = 0; i < lines->len; i++)
+    if (((logged *)g_ptr_array_index(lines, i))->origin == ZKRC_LOG_ZOOKEEPER)
+      g_ptr_array_add(client, g_ptr_array_index(lines, i));
+  CU_ASSERT_EQUAL_FATAL(client->len, 3);
+  logged *refused = g_ptr_array_index(client, 0);
+  logged *warned = g_ptr_array_index(client, 1);
+  logged *odd = g_ptr_array_index(client, 2);
+  CU_ASSERT_EQUAL(refused->origin, ZKRC_LOG_ZOOKEEPER);
+  CU_ASSERT_EQUAL(refused->level, ZKRC_LOG_INFO);
+  CU_ASSERT_STRING_EQUAL(refused->text, REFUSED);
+  CU_ASSERT_EQUAL(warned->level, ZKRC_LOG_WARN);
+  CU_ASSERT_STRING_EQUAL(warned->text,
+                         "zoo_cycle_next_server@99: something else");
+  CU_ASSERT_EQUAL(odd->origin, ZKRC_LOG_ZOOKEEPER);
+  CU_ASSERT_EQUAL(odd->level, ZKRC_LOG_INFO);
+  CU_ASSERT_STRING_EQUAL(odd->text, "not the client's form: ZOO_ERROR@f@1: x");
+  g_ptr_array_free(client, TRUE);
+  g_mutex_unlock(&mu);
+  stop_recording();
+}
+
+/* Does @p text start where the client made it ("function@line: ")? */
+static gboolean starts_with_location(const char *text) {
+  return g_regex_match_simple("^[A-Za-z_][A-Za-z0-9_]*@[0-9]+: ", text, 0, 0);
+}
+
 /* At INFO: the client's lines come as its own, with the level it gave
- * them; the library says that the session connected and closed. */
+ * them, from "function@line: " on; the library says that the session
+ * connected and closed. */
 static void test_lines_carry_level_and_origin(void) {
   start_recording(ZKRC_LOG_INFO);
   zkrc_session *s = zkt_session();
@@ -119,10 +294,16 @@ static void test_lines_carry_level_and_origin(void) {
   char *hex = g_strdup_printf("0x%" G_GINT64_MODIFIER "x", id);
   zkrc_session_close(s);
   g_mutex_lock(&mu);
-  CU_ASSERT(count_lines(ZKRC_LOG_ZOOKEEPER, ZKRC_LOG_INFO, "ZOO_INFO@", NULL) >
-            0);
-  CU_ASSERT_EQUAL(
-      count_lines(ZKRC_LOG_ZOOKEEPER, ZKRC_LOG_WARN, "ZOO_INFO@", NULL), 0);
+  CU_ASSERT(count_lines(ZKRC_LOG_ZOOKEEPER, ZKRC_LOG_INFO,
+                        "Initiating client connection", NULL) > 0);
+  CU_ASSERT_EQUAL(count_lines(ZKRC_LOG_ZOOKEEPER, 0, "ZOO_", NULL), 0);
+  for (guint i = 0; i < lines->len; i++) {
+    logged *l = g_ptr_array_index(lines, i);
+    if (l->origin == ZKRC_LOG_ZOOKEEPER && !starts_with_location(l->text)) {
+      printf("\n    not stripped: %s ", l->text);
+      CU_FAIL("a client line with its prefix");
+    }
+  }
   CU_ASSERT_EQUAL(
       count_lines(ZKRC_LOG_LIBRARY, ZKRC_LOG_INFO, hex, ": connected"), 1);
   CU_ASSERT_EQUAL(
@@ -238,8 +419,10 @@ static void test_quiet_by_default(void) {
   CU_ASSERT_EQUAL(zkrc_child_wait(&c, 20000), 0);
   zkrc_child_close(&c);
   CU_ASSERT_PTR_NOT_NULL(strstr(out->str, "held with token"));
-  CU_ASSERT_PTR_NULL(strstr(err->str, "ZOO_INFO"));
-  if (strstr(err->str, "ZOO_INFO"))
+  gboolean chatty = strstr(err->str, "ZOO_INFO") != NULL ||
+                    strstr(err->str, "zookeeper: info:") != NULL;
+  CU_ASSERT_FALSE(chatty);
+  if (chatty)
     printf("\n    stderr: %s", err->str);
   g_string_free(err, TRUE);
   g_string_free(out, TRUE);
@@ -306,8 +489,7 @@ static void test_no_line_under_a_mutex(void) {
   CU_ASSERT_EQUAL(in_cancel, 0);
   /* The client did log them, elsewhere. */
   g_mutex_lock(&mu);
-  CU_ASSERT(
-      count_lines(ZKRC_LOG_ZOOKEEPER, ZKRC_LOG_DEBUG, "ZOO_DEBUG@", NULL) > 0);
+  CU_ASSERT(count_lines(ZKRC_LOG_ZOOKEEPER, ZKRC_LOG_DEBUG, "", NULL) > 0);
   gint64 end = g_get_monotonic_time() + 10 * G_TIME_SPAN_SECOND;
   while (done == 0 && g_cond_wait_until(&cond, &mu, end))
     ;
@@ -329,6 +511,10 @@ static void test_no_line_under_a_mutex(void) {
 static void add_suites(void) {
   ZKT_SUITE("log",
             {"levels are syslog priorities", test_levels_are_syslog_priorities},
+            {"client prefix is stripped", test_client_prefix_is_stripped},
+            {"malformed client lines", test_malformed_client_lines},
+            {"client retries are info", test_client_retries_are_info},
+            {"trampoline strips and maps", test_trampoline_strips_and_maps},
             {"lines carry level and origin", test_lines_carry_level_and_origin},
             {"lost hold warns, expiry errs", test_lost_hold_warns_expiry_errs},
             {"client flood is rate limited", test_client_flood_is_rate_limited},

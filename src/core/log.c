@@ -2,8 +2,9 @@
  * Log lines: the library's own (zkrc__log) and the ZooKeeper client's
  * (zkrc__log_trampoline, given to every handle: the client's per-handle log
  * callback carries no user pointer), both to one process-wide handler,
- * each with a level (zkrecipes/log.h).  The client's lines are
- * rate-limited by a token bucket.
+ * each with a level (zkrecipes/log.h).  The client's lines lose their
+ * prefix (timestamp, process, thread, level), get a level of ours (its
+ * routine retries INFO) and are rate-limited by a token bucket.
  */
 #include "config.h"
 
@@ -21,10 +22,9 @@
 static void log_to_stderr(zkrc_log_level level, zkrc_log_origin origin,
                           const char *line, void *arg) {
   (void)arg;
-  if (origin == ZKRC_LOG_ZOOKEEPER) /* it says its level and time itself */
-    fprintf(stderr, "%s\n", line);
-  else
-    fprintf(stderr, "zkrecipes: %s: %s\n", zkrc_log_level_name(level), line);
+  fprintf(stderr, "%s: %s: %s\n",
+          origin == ZKRC_LOG_ZOOKEEPER ? "zookeeper" : "zkrecipes",
+          zkrc_log_level_name(level), line);
 }
 
 /* The handler and the bucket, under log_mutex; the level is read without
@@ -131,8 +131,53 @@ void zkrc__log(zkrc_log_level level, const char *fmt, ...) {
 
 /* ------------------------------------------------ the ZooKeeper client */
 
-/* The level of a client line: it names it ("...:ZOO_WARN@func@line: ..."). */
-static zkrc_log_level client_line_level(const char *message) {
+/* A cursor over a client line: each skip_ advances it past what it expects,
+ * or says FALSE (the line is not in the client's form). */
+static gboolean skip_char(const char **p, char c) {
+  if (**p != c)
+    return FALSE;
+  (*p)++;
+  return TRUE;
+}
+
+/* At least @p min and at most @p max (0: no limit) decimal digits. */
+static gboolean skip_digits(const char **p, int min, int max) {
+  int n = 0;
+  while (g_ascii_isdigit((*p)[n]) && (max == 0 || n < max))
+    n++;
+  *p += n;
+  return n >= min;
+}
+
+static gboolean skip_hex_number(const char **p) {
+  if (!skip_char(p, '0') || !skip_char(p, 'x') || !g_ascii_isxdigit(**p))
+    return FALSE;
+  while (g_ascii_isxdigit(**p))
+    (*p)++;
+  return TRUE;
+}
+
+/* "2026-11-29 12:00:00,123" (zk_log.c time_now(): "%Y-%m-%d %H:%M:%S" and
+ * ",%03d" for the milliseconds). */
+static gboolean skip_timestamp(const char **p) {
+  return skip_digits(p, 4, 4) && skip_char(p, '-') && skip_digits(p, 2, 2) &&
+         skip_char(p, '-') && skip_digits(p, 2, 2) && skip_char(p, ' ') &&
+         skip_digits(p, 2, 2) && skip_char(p, ':') && skip_digits(p, 2, 2) &&
+         skip_char(p, ':') && skip_digits(p, 2, 2) && skip_char(p, ',') &&
+         skip_digits(p, 3, 3);
+}
+
+/* ":12345(0x7f3a...):" from a threaded client, ":12345:" from the other. */
+static gboolean skip_pid_and_thread(const char **p) {
+  if (!skip_char(p, ':') || !skip_digits(p, 1, 0))
+    return FALSE;
+  if (skip_char(p, '(') && !(skip_hex_number(p) && skip_char(p, ')')))
+    return FALSE;
+  return skip_char(p, ':');
+}
+
+/* "ZOO_WARN@": the client's level, as ours. */
+static gboolean take_client_level(const char **p, zkrc_log_level *level) {
   static const struct {
     const char *tag;
     zkrc_log_level level;
@@ -141,9 +186,63 @@ static zkrc_log_level client_line_level(const char *message) {
               {"ZOO_INFO@", ZKRC_LOG_INFO},
               {"ZOO_DEBUG@", ZKRC_LOG_DEBUG}};
   for (size_t i = 0; i < G_N_ELEMENTS(tags); i++)
-    if (strstr(message, tags[i].tag))
-      return tags[i].level;
-  return ZKRC_LOG_INFO;
+    if (g_str_has_prefix(*p, tags[i].tag)) {
+      *p += strlen(tags[i].tag);
+      *level = tags[i].level;
+      return TRUE;
+    }
+  return FALSE;
+}
+
+/* "zookeeper_interest@2597: ": where in the client (a C identifier, '@',
+ * the line).  Checked, not skipped: it stays in the text. */
+static gboolean is_client_location(const char *p) {
+  if (!g_ascii_isalpha(*p) && *p != '_')
+    return FALSE;
+  while (g_ascii_isalnum(*p) || *p == '_')
+    p++;
+  return skip_char(&p, '@') && skip_digits(&p, 1, 0) && skip_char(&p, ':') &&
+         skip_char(&p, ' ');
+}
+
+gboolean zkrc__log_parse_client_line(const char *line, zkrc_log_level *level,
+                                     const char **text) {
+  const char *p = line;
+  zkrc_log_level said;
+  if (!skip_timestamp(&p) || !skip_pid_and_thread(&p) ||
+      !take_client_level(&p, &said) || !is_client_location(p))
+    return FALSE;
+  *level = said;
+  *text = p;
+  return TRUE;
+}
+
+/* The message of a parsed line's text, after "function@line: ". */
+static const char *client_message(const char *text) {
+  const char *colon = strstr(text, ": ");
+  return colon ? colon + 2 : text;
+}
+
+/* "Socket [host:port] zk retcode=-4, errno=111(Connection refused): ...":
+ * a connection that failed or dropped (ZCONNECTIONLOSS) or timed out
+ * (ZOPERATIONTIMEOUT), which the client tries again by itself. */
+static gboolean is_connection_retry(const char *message) {
+  if (!g_str_has_prefix(message, "Socket "))
+    return FALSE;
+  char loss[32], timeout[32];
+  g_snprintf(loss, sizeof loss, " zk retcode=%d,", ZCONNECTIONLOSS);
+  g_snprintf(timeout, sizeof timeout, " zk retcode=%d,", ZOPERATIONTIMEOUT);
+  return strstr(message, loss) != NULL || strstr(message, timeout) != NULL;
+}
+
+zkrc_log_level zkrc__log_client_level(zkrc_log_level said, const char *text) {
+  const char *message = client_message(text);
+  if (said == ZKRC_LOG_ERROR && is_connection_retry(message))
+    return ZKRC_LOG_INFO;
+  if (said == ZKRC_LOG_WARN &&
+      g_str_has_prefix(message, "Delaying connection after exhaustively"))
+    return ZKRC_LOG_INFO; /* the pause between two rounds of retries */
+  return said;
 }
 
 /* May a client line pass now?  If it may after some were held back, how
@@ -202,17 +301,26 @@ static void client_line(zkrc_log_level level, const char *line) {
   deliver(level, ZKRC_LOG_ZOOKEEPER, line);
 }
 
+/* A copy of the client's line as handlers get it: from @p text on, without
+ * the trailing newline. */
+static char *client_text(const char *text) {
+  size_t len = strlen(text);
+  while (len > 0 && (text[len - 1] == '\n' || text[len - 1] == '\r'))
+    len--;
+  return g_strndup(text, len);
+}
+
 void zkrc__log_trampoline(const char *message) {
   if (message == NULL)
     return;
-  zkrc_log_level level = client_line_level(message);
+  /* A line not in the client's form passes as it is, at INFO. */
+  zkrc_log_level level = ZKRC_LOG_INFO;
+  const char *text = message;
+  if (zkrc__log_parse_client_line(message, &level, &text))
+    level = zkrc__log_client_level(level, text);
   if (!zkrc__log_enabled(level))
     return;
-  /* The client's lines end with a newline; handlers get them without. */
-  size_t len = strlen(message);
-  while (len > 0 && (message[len - 1] == '\n' || message[len - 1] == '\r'))
-    len--;
-  char *line = g_strndup(message, len);
+  char *line = client_text(text);
   if (deferring) {
     held_line *h = g_new(held_line, 1);
     h->level = level;
