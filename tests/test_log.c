@@ -3,8 +3,9 @@
  * line carries a syslog level and its origin; the library tells its own
  * significant events (a session's state, a hold lost) at log.h's levels;
  * the ZooKeeper client's lines come without its prefix, at their mapped
- * levels (its routine retries at INFO), and rate-limited; and a program
- * that configures nothing prints none of the client's INFO lines.
+ * levels (its routine retries at INFO), and rate-limited to what log.h
+ * promises over 10 s of refused connections; and a program that
+ * configures nothing prints none of the client's INFO lines.
  */
 #include "config.h"
 
@@ -27,6 +28,7 @@ typedef struct logged {
   zkrc_log_level level;
   zkrc_log_origin origin;
   char *text;
+  gint64 at_us; /* when it reached the handler (monotonic) */
 } logged;
 
 static GMutex mu;
@@ -39,6 +41,7 @@ static void record(zkrc_log_level level, zkrc_log_origin origin,
   l->level = level;
   l->origin = origin;
   l->text = g_strdup(line);
+  l->at_us = g_get_monotonic_time();
   g_mutex_lock(&mu);
   g_ptr_array_add(lines, l);
   g_cond_broadcast(&cond);
@@ -279,6 +282,103 @@ static void test_trampoline_strips_and_maps(void) {
   stop_recording();
 }
 
+/* -------------------------------------------------- the bucket, in memory */
+
+#define SECOND_US G_USEC_PER_SEC
+
+/* What a flood through @p b did: when each line (passed or summary)
+ * reached the handler, and the accounting. */
+typedef struct flood {
+  GArray *delivered_us;
+  unsigned long offered, passed, summaries, summarized;
+} flood;
+
+/* @p per_second lines a second through @p b from @p from_us for
+ * @p seconds. */
+static void offer(zkrc__log_bucket *b, flood *f, gint64 from_us, int seconds,
+                  int per_second) {
+  for (gint64 i = 0; i < (gint64)seconds * per_second; i++) {
+    gint64 now = from_us + i * SECOND_US / per_second;
+    zkrc__log_verdict v = zkrc__log_bucket_take(b, ZKRC_LOG_INFO, now);
+    f->offered++;
+    if (v.summary > 0) {
+      f->summaries++;
+      f->summarized += v.summary;
+      g_array_append_val(f->delivered_us, now);
+    }
+    if (v.pass) {
+      f->passed++;
+      g_array_append_val(f->delivered_us, now);
+    }
+  }
+}
+
+/* The most lines delivered in any window of @p window_us. */
+static int busiest_window(const flood *f, gint64 window_us) {
+  int most = 0;
+  const gint64 *t = (const gint64 *)(void *)f->delivered_us->data;
+  for (guint i = 0, j = 0; i < f->delivered_us->len; i++) {
+    while (j < f->delivered_us->len && t[j] <= t[i] + window_us)
+      j++;
+    most = MAX(most, (int)(j - i));
+  }
+  return most;
+}
+
+/* A bucket of 20 and 5 a second under 100 lines a second for a minute: no
+ * window of 10 s gets more than 20 + 5 * 10 lines, summaries included;
+ * lines keep passing (summaries do not crowd them out); every line held
+ * back is told; a summary at most every 10 s while the flood goes on. */
+static void test_bucket_bounds_every_window(void) {
+  zkrc__log_bucket b = {.burst = 20, .per_second = 5, .tokens = 20.0};
+  flood f = {g_array_new(FALSE, FALSE, sizeof(gint64)), 0, 0, 0, 0};
+  gint64 start = 1000 * SECOND_US;
+  offer(&b, &f, start, 60, 100);
+  int most = busiest_window(&f, 10 * SECOND_US);
+  printf("\n    a minute of 100 lines/s: %lu passed, %lu summaries of %lu; "
+         "busiest 10 s: %d ",
+         f.passed, f.summaries, f.summarized, most);
+  CU_ASSERT(most <= 20 + 5 * 10);
+  CU_ASSERT(most >= 20 + 5 * 10 - 1); /* and the budget is used */
+  CU_ASSERT(f.passed >= 20 + 5 * 60 - 8);
+  CU_ASSERT(f.summaries >= 6 && f.summaries <= 7);
+  CU_ASSERT_EQUAL(f.passed + f.summarized + b.held_back, f.offered);
+  /* The flood is over; the next line, a minute later, tells the rest. */
+  gint64 later = start + 120 * SECOND_US;
+  zkrc__log_verdict v = zkrc__log_bucket_take(&b, ZKRC_LOG_WARN, later);
+  CU_ASSERT_TRUE(v.pass);
+  CU_ASSERT(v.summary > 0);
+  CU_ASSERT_EQUAL(f.passed + f.summarized + v.summary, f.offered);
+  g_array_free(f.delivered_us, TRUE);
+}
+
+/* The summary takes the level of the most severe line held back, and is
+ * told as soon as the limit lets up (room for it and the line). */
+static void test_bucket_summary_level(void) {
+  zkrc__log_bucket b = {.burst = 2, .per_second = 1, .tokens = 2.0};
+  gint64 t = 1000 * SECOND_US;
+  CU_ASSERT_TRUE(zkrc__log_bucket_take(&b, ZKRC_LOG_INFO, t).pass);
+  CU_ASSERT_TRUE(zkrc__log_bucket_take(&b, ZKRC_LOG_INFO, t).pass);
+  CU_ASSERT_FALSE(zkrc__log_bucket_take(&b, ZKRC_LOG_DEBUG, t).pass);
+  CU_ASSERT_FALSE(zkrc__log_bucket_take(&b, ZKRC_LOG_WARN, t).pass);
+  CU_ASSERT_FALSE(zkrc__log_bucket_take(&b, ZKRC_LOG_INFO, t).pass);
+  /* A second later one token: the summary is due (the first), and takes
+   * it; the line waits. */
+  zkrc__log_verdict v = zkrc__log_bucket_take(&b, ZKRC_LOG_INFO, t + SECOND_US);
+  CU_ASSERT_EQUAL(v.summary, 3);
+  CU_ASSERT_EQUAL(v.summary_level, ZKRC_LOG_WARN);
+  CU_ASSERT_FALSE(v.pass);
+  /* Two tokens (the burst) later: the summary of that one and the line. */
+  v = zkrc__log_bucket_take(&b, ZKRC_LOG_DEBUG, t + 3 * SECOND_US);
+  CU_ASSERT_EQUAL(v.summary, 1);
+  CU_ASSERT_EQUAL(v.summary_level, ZKRC_LOG_INFO);
+  CU_ASSERT_TRUE(v.pass);
+  /* No limit: every line passes. */
+  zkrc__log_bucket none = {.burst = 0, .per_second = 0};
+  for (int i = 0; i < 1000; i++)
+    CU_ASSERT_TRUE(zkrc__log_bucket_take(&none, ZKRC_LOG_INFO, t).pass);
+}
+
 /* Does @p text start where the client made it ("function@line: ")? */
 static gboolean starts_with_location(const char *text) {
   return g_regex_match_simple("^[A-Za-z_][A-Za-z0-9_]*@[0-9]+: ", text, 0, 0);
@@ -355,43 +455,101 @@ static int refusing_port(int *fd) {
   return ntohs(a.sin_port);
 }
 
-/* While no server answers, the client logs a line for every attempt; the
- * limit lets a burst of 3 through, then 2 a second, and says how many it
- * held back. */
-static void test_client_flood_is_rate_limited(void) {
-  int fd;
-  int port = refusing_port(&fd);
-  CU_ASSERT_FATAL(port > 0);
-  start_recording(ZKRC_LOG_DEBUG);
-  zkrc_log_set_rate_limit(3, 2);
-  char *hosts = g_strdup_printf("127.0.0.1:%d", port);
-  zkrc_session_options o;
-  zkrc_session_options_init(&o);
-  o.session_timeout_ms = 4000;
-  o.connect_timeout_ms = 3000;
-  zkrc_session *s = NULL;
-  int64_t start = zkt_now_ms();
-  CU_ASSERT_NOT_EQUAL(zkrc_session_connect(&s, hosts, &o), ZKRC_OK);
-  int64_t took = zkt_now_ms() - start;
-  CU_ASSERT(
-      wait_line(ZKRC_LOG_LIBRARY, ZKRC_LOG_WARN, "held back", NULL, 5000) > 0);
-  int64_t elapsed = zkt_now_ms() - start;
-  g_mutex_lock(&mu);
-  int passed = count_lines(ZKRC_LOG_ZOOKEEPER, 0, "", NULL);
-  unsigned long held = 0;
+/* Lines that reached the handler from @p from_us to @p to_us: the
+ * client's, the summaries of those held back (and how many they tell of),
+ * the library's other lines. */
+typedef struct window_count {
+  int client, summaries, library;
+  unsigned long held;
+} window_count;
+
+static window_count count_window(gint64 from_us, gint64 to_us) {
+  window_count w = {0, 0, 0, 0};
   for (guint i = 0; i < lines->len; i++) {
     logged *l = g_ptr_array_index(lines, i);
     unsigned long n;
-    if (l->origin == ZKRC_LOG_LIBRARY &&
-        sscanf(l->text, "%lu lines of the ZooKeeper client", &n) == 1)
-      held += n;
+    if (l->at_us < from_us || l->at_us > to_us)
+      continue;
+    if (l->origin == ZKRC_LOG_ZOOKEEPER) {
+      w.client++;
+    } else if (sscanf(l->text, "%lu lines of the ZooKeeper client", &n) == 1) {
+      w.summaries++;
+      w.held += n;
+    } else {
+      w.library++;
+    }
   }
+  return w;
+}
+
+/* How many lines were held back since the last summary before @p end_us:
+ * with the limit off, the next line of the client brings their summary.
+ * (For the record: they include the few held since @p end_us.) */
+static unsigned long held_since(gint64 end_us) {
+  zkrc_log_set_rate_limit(0, 0);
+  gint64 deadline = g_get_monotonic_time() + 5 * G_TIME_SPAN_SECOND;
+  unsigned long held = 0;
+  g_mutex_lock(&mu);
+  do {
+    window_count late = count_window(end_us + 1, G_MAXINT64);
+    held = late.held;
+  } while (held == 0 && g_cond_wait_until(&cond, &mu, deadline));
   g_mutex_unlock(&mu);
-  printf("\n    %" G_GINT64_FORMAT " ms without a server: %d client lines "
-         "passed, %lu held back ",
-         took, passed, held);
-  CU_ASSERT(held > 0);
-  CU_ASSERT(passed <= 3 + 2 * (int)(elapsed / 1000 + 1));
+  return held;
+}
+
+/* Wait until @p until_us (a measurement window, not an event). */
+static void measure_until(gint64 until_us) {
+  g_mutex_lock(&mu);
+  while (g_cond_wait_until(&cond, &mu, until_us))
+    ;
+  g_mutex_unlock(&mu);
+}
+
+/* Issue 33: while no server answers, the client writes lines for every
+ * attempt (dozens a second).  Over 10 s of refused connections, at the
+ * default limit (20, then 5 a second), no more than log.h's burst +
+ * per_second * T of them reach the handler, the summaries of what was held
+ * back included (the old bucket let every passing line bring a summary of
+ * its own: about 10 lines a second).  The refused connections arrive at
+ * INFO (a retry). */
+static void test_refused_connections_rate(void) {
+  int fd;
+  int port = refusing_port(&fd);
+  CU_ASSERT_FATAL(port > 0);
+  start_recording(ZKRC_LOG_INFO);
+  char *hosts = g_strdup_printf("127.0.0.1:%d", port);
+  zkrc_session_options o;
+  zkrc_session_options_init(&o);
+  o.session_timeout_ms = 4000; /* a retry every 67 ms (1/60 of it) */
+  zkrc_session *s = NULL;
+  gint64 start = g_get_monotonic_time();
+  zkrc_log_set_rate_limit(20, 5); /* the defaults; the bucket starts full */
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_session_new(&s, hosts, &o));
+  gint64 end = start + 10 * G_TIME_SPAN_SECOND;
+  measure_until(end);
+  g_mutex_lock(&mu);
+  window_count w = count_window(start, end);
+  int refused_info = count_lines(ZKRC_LOG_ZOOKEEPER, ZKRC_LOG_INFO,
+                                 "Connection refused", NULL);
+  int refused_other =
+      count_lines(ZKRC_LOG_ZOOKEEPER, 0, "Connection refused", NULL) -
+      refused_info;
+  g_mutex_unlock(&mu);
+  double seconds = (double)(end - start) / G_USEC_PER_SEC;
+  double promised = 20 + 5 * seconds;
+  printf("\n    %.1f s of refused connections: %d lines reached the handler "
+         "(%d of the client, %d summaries of %lu held back; log.h: at most "
+         "%.0f), and %d of the library's own; ",
+         seconds, w.client + w.summaries, w.client, w.summaries, w.held,
+         promised, w.library);
+  printf("the client wrote about %lu ", w.client + w.held + held_since(end));
+  CU_ASSERT(w.client + w.summaries <= promised);
+  CU_ASSERT(w.client >= 20); /* the flood went past the burst */
+  CU_ASSERT(w.summaries >= 1 && w.held > 0);
+  CU_ASSERT(refused_info > 0);
+  CU_ASSERT_EQUAL(refused_other, 0);
+  zkrc_session_close(s);
   close(fd);
   g_free(hosts);
   stop_recording();
@@ -515,9 +673,11 @@ static void add_suites(void) {
             {"malformed client lines", test_malformed_client_lines},
             {"client retries are info", test_client_retries_are_info},
             {"trampoline strips and maps", test_trampoline_strips_and_maps},
+            {"bucket bounds every window", test_bucket_bounds_every_window},
+            {"bucket summary level", test_bucket_summary_level},
             {"lines carry level and origin", test_lines_carry_level_and_origin},
             {"lost hold warns, expiry errs", test_lost_hold_warns_expiry_errs},
-            {"client flood is rate limited", test_client_flood_is_rate_limited},
+            {"refused connections rate", test_refused_connections_rate},
             {"quiet by default", test_quiet_by_default},
             {"no line under a mutex", test_no_line_under_a_mutex});
 }

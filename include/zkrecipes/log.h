@@ -96,11 +96,22 @@ zkrc_log_level zkrc_log_get_level(void);
 const char *zkrc_log_level_name(zkrc_log_level level);
 
 /**
- * How many of the ZooKeeper client's lines may pass in a burst, and then
- * per second (process-wide; defaults 20 and 5).  What is held back is
- * counted and said in one WARN line of the library when lines pass
- * again.  @p per_second 0 turns the limit off.  Negative values, and a
- * burst of 0 with a rate, are ignored.  Threading: any thread.
+ * How many of the ZooKeeper client's lines may reach the handler in a
+ * burst, and then per second (process-wide; defaults 20 and 5): in any
+ * T seconds at most @p burst + @p per_second * T of them, counting the
+ * lines that tell what was held back (with the defaults, 70 in 10 s).
+ * Lines below the level (zkrc_log_set_level()) are dropped before they
+ * count.  What is held back is counted and told in a line of the library,
+ * "N lines of the ZooKeeper client were held back (rate limit)", at the
+ * level of the most severe of them, just before a line that passes: as
+ * soon as the limit starts holding lines back, then at most once every
+ * 10 s while it goes on, and when it lets up (a passing line finds room
+ * for both); a count is told only when a line passes after it.  The
+ * library's own lines are not limited: each tells one event (a session's
+ * state, a hold lost, a retry after its back-off), and they are the ones
+ * that matter.  @p per_second 0 turns the limit off.  Negative values,
+ * and a burst of 0 with a rate, are ignored.  A call grants a full burst
+ * again.  Threading: any thread.
  */
 void zkrc_log_set_rate_limit(int burst, int per_second);
 

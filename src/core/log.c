@@ -4,7 +4,9 @@
  * callback carries no user pointer), both to one process-wide handler,
  * each with a level (zkrecipes/log.h).  The client's lines lose their
  * prefix (timestamp, process, thread, level), get a level of ours (its
- * routine retries INFO) and are rate-limited by a token bucket.
+ * routine retries INFO) and are rate-limited by a token bucket, which the
+ * summaries of what it held back draw on too: the bound log.h states holds
+ * for every line of the client's that reaches the handler.
  */
 #include "config.h"
 
@@ -27,20 +29,16 @@ static void log_to_stderr(zkrc_log_level level, zkrc_log_origin origin,
           zkrc_log_level_name(level), line);
 }
 
-/* The handler and the bucket, under log_mutex; the level is read without
- * it (a stale read only lets one line more or less through). */
+/* The handler and the bucket (of the client's lines), under log_mutex; the
+ * level is read without it (a stale read only lets one line more or less
+ * through). */
 static GMutex log_mutex;
 static zkrc_log_fn log_handler = log_to_stderr;
 static void *log_arg;
 static gint log_level = ZKRC_LOG_WARN;
 static gint level_chosen; /* zkrc_log_set_level() was called */
 
-static struct bucket {
-  int burst, per_second;
-  double tokens;
-  gint64 refilled_us;
-  unsigned long held_back; /* since lines last passed */
-} bucket = {20, 5, 20.0, 0, 0};
+static zkrc__log_bucket bucket = {.burst = 20, .per_second = 5, .tokens = 20.0};
 
 void zkrc_log_set_handler(zkrc_log_fn fn, void *arg) {
   g_mutex_lock(&log_mutex);
@@ -101,6 +99,7 @@ void zkrc_log_set_rate_limit(int burst, int per_second) {
   bucket.burst = burst;
   bucket.per_second = per_second;
   bucket.tokens = burst;
+  bucket.refilled_us = g_get_monotonic_time();
   g_mutex_unlock(&log_mutex);
 }
 
@@ -245,32 +244,59 @@ zkrc_log_level zkrc__log_client_level(zkrc_log_level said, const char *text) {
   return said;
 }
 
-/* May a client line pass now?  If it may after some were held back, how
- * many is said in *held_back (and forgotten). */
-static gboolean bucket_take(unsigned long *held_back) {
-  *held_back = 0;
-  g_mutex_lock(&log_mutex);
-  gboolean pass = TRUE;
-  if (bucket.per_second > 0) {
-    gint64 now = g_get_monotonic_time();
-    if (bucket.refilled_us != 0)
-      bucket.tokens += (double)(now - bucket.refilled_us) / G_USEC_PER_SEC *
-                       bucket.per_second;
-    if (bucket.tokens > bucket.burst)
-      bucket.tokens = bucket.burst;
-    bucket.refilled_us = now;
-    pass = bucket.tokens >= 1.0;
+static void bucket_refill(zkrc__log_bucket *b, gint64 now_us) {
+  if (b->refilled_us != 0 && now_us > b->refilled_us)
+    b->tokens +=
+        (double)(now_us - b->refilled_us) / G_USEC_PER_SEC * b->per_second;
+  if (b->tokens > b->burst)
+    b->tokens = b->burst;
+  b->refilled_us = now_us;
+}
+
+/* Is it time to tell what was held back?  When the limit starts holding
+ * lines back (the first summary, or the first in an interval), and when
+ * it lets up: a passing line finds room for the summary and itself. */
+static gboolean summary_due(const zkrc__log_bucket *b, gint64 now_us) {
+  if (b->held_back == 0)
+    return FALSE;
+  return b->summary_us == 0 ||
+         now_us - b->summary_us >= ZKRC__LOG_SUMMARY_INTERVAL_US ||
+         b->tokens >= 2.0;
+}
+
+/* Take what was held back into @p v, to be told now. */
+static void take_summary(zkrc__log_bucket *b, zkrc__log_verdict *v,
+                         gint64 now_us) {
+  v->summary = b->held_back;
+  v->summary_level = b->held_worst;
+  b->held_back = 0;
+  b->summary_us = now_us;
+}
+
+zkrc__log_verdict zkrc__log_bucket_take(zkrc__log_bucket *b,
+                                        zkrc_log_level level, gint64 now_us) {
+  zkrc__log_verdict v = {FALSE, 0, ZKRC_LOG_DEBUG};
+  if (b->per_second == 0) { /* no limit */
+    if (b->held_back > 0)
+      take_summary(b, &v, now_us);
+    v.pass = TRUE;
+    return v;
   }
-  if (pass) {
-    if (bucket.per_second > 0)
-      bucket.tokens -= 1.0;
-    *held_back = bucket.held_back;
-    bucket.held_back = 0;
+  bucket_refill(b, now_us);
+  /* The summary is a line like any other: it takes a token. */
+  if (summary_due(b, now_us) && b->tokens >= 1.0) {
+    b->tokens -= 1.0;
+    take_summary(b, &v, now_us);
+  }
+  if (b->tokens >= 1.0) {
+    b->tokens -= 1.0;
+    v.pass = TRUE;
   } else {
-    bucket.held_back++;
+    if (b->held_back == 0 || level < b->held_worst)
+      b->held_worst = level;
+    b->held_back++;
   }
-  g_mutex_unlock(&log_mutex);
-  return pass;
+  return v;
 }
 
 /* Lines logged while a zkrecipes mutex is held (zookeeper_init2() logs
@@ -291,14 +317,19 @@ static void held_line_free(gpointer p) {
 }
 
 static void client_line(zkrc_log_level level, const char *line) {
-  unsigned long held_back;
-  if (!bucket_take(&held_back))
-    return;
-  if (held_back > 0)
-    zkrc__log(ZKRC_LOG_WARN,
-              "%lu lines of the ZooKeeper client were held back (rate limit)",
-              held_back);
-  deliver(level, ZKRC_LOG_ZOOKEEPER, line);
+  g_mutex_lock(&log_mutex);
+  zkrc__log_verdict v =
+      zkrc__log_bucket_take(&bucket, level, g_get_monotonic_time());
+  g_mutex_unlock(&log_mutex);
+  if (v.summary > 0 && zkrc__log_enabled(v.summary_level)) {
+    char *said = g_strdup_printf(
+        "%lu lines of the ZooKeeper client were held back (rate limit)",
+        v.summary);
+    deliver(v.summary_level, ZKRC_LOG_LIBRARY, said);
+    g_free(said);
+  }
+  if (v.pass)
+    deliver(level, ZKRC_LOG_ZOOKEEPER, line);
 }
 
 /* A copy of the client's line as handlers get it: from @p text on, without

@@ -39,6 +39,34 @@ gboolean zkrc__log_parse_client_line(const char *line, zkrc_log_level *level,
  * lost).  Pure. */
 zkrc_log_level zkrc__log_client_level(zkrc_log_level said, const char *text);
 
+/* The token bucket of the client's lines: at most burst + per_second * T
+ * lines (summaries included) in any T seconds.  per_second 0: no limit. */
+typedef struct zkrc__log_bucket {
+  int burst, per_second;
+  double tokens;
+  gint64 refilled_us;
+  unsigned long held_back;   /* since the last summary */
+  zkrc_log_level held_worst; /* the most severe of them */
+  gint64 summary_us;         /* when the last summary was told; 0: never */
+} zkrc__log_bucket;
+
+/* A summary is due at most this often while lines keep being held back
+ * (and when the limit lets up). */
+#define ZKRC__LOG_SUMMARY_INTERVAL_US (10 * G_USEC_PER_SEC)
+
+/* What the bucket says about one line. */
+typedef struct zkrc__log_verdict {
+  gboolean pass;                /* the line goes to the handler */
+  unsigned long summary;        /* >0: tell first that this many were held
+                                   back (it took a token of its own) */
+  zkrc_log_level summary_level; /* the most severe of them */
+} zkrc__log_verdict;
+
+/* A line of @p level at @p now_us (monotonic): pass it, hold it back
+ * (counted), and is a summary due first?  Pure; the caller serializes. */
+zkrc__log_verdict zkrc__log_bucket_take(zkrc__log_bucket *b,
+                                        zkrc_log_level level, gint64 now_us);
+
 /* Before a handle is opened: the client's own level, unless the
  * application chose one (quiet by default). */
 void zkrc__log_before_open(void);
