@@ -2,8 +2,11 @@
  * Log lines: the library's own (zkrc__log) and the ZooKeeper client's
  * (zkrc__log_trampoline, given to every handle: the client's per-handle log
  * callback carries no user pointer), both to one process-wide handler,
- * each with a level (zkrecipes/log.h).  The client's lines are
- * rate-limited by a token bucket.
+ * each with a level (zkrecipes/log.h).  The client's lines lose their
+ * prefix (timestamp, process, thread, level), get a level of ours (its
+ * routine retries INFO) and are rate-limited by a token bucket, which the
+ * summaries of what it held back draw on too: the bound log.h states holds
+ * for every line of the client's that reaches the handler.
  */
 #include "config.h"
 
@@ -21,26 +24,21 @@
 static void log_to_stderr(zkrc_log_level level, zkrc_log_origin origin,
                           const char *line, void *arg) {
   (void)arg;
-  if (origin == ZKRC_LOG_ZOOKEEPER) /* it says its level and time itself */
-    fprintf(stderr, "%s\n", line);
-  else
-    fprintf(stderr, "zkrecipes: %s: %s\n", zkrc_log_level_name(level), line);
+  fprintf(stderr, "%s: %s: %s\n",
+          origin == ZKRC_LOG_ZOOKEEPER ? "zookeeper" : "zkrecipes",
+          zkrc_log_level_name(level), line);
 }
 
-/* The handler and the bucket, under log_mutex; the level is read without
- * it (a stale read only lets one line more or less through). */
+/* The handler and the bucket (of the client's lines), under log_mutex; the
+ * level is read without it (a stale read only lets one line more or less
+ * through). */
 static GMutex log_mutex;
 static zkrc_log_fn log_handler = log_to_stderr;
 static void *log_arg;
 static gint log_level = ZKRC_LOG_WARN;
 static gint level_chosen; /* zkrc_log_set_level() was called */
 
-static struct bucket {
-  int burst, per_second;
-  double tokens;
-  gint64 refilled_us;
-  unsigned long held_back; /* since lines last passed */
-} bucket = {20, 5, 20.0, 0, 0};
+static zkrc__log_bucket bucket = {.burst = 20, .per_second = 5, .tokens = 20.0};
 
 void zkrc_log_set_handler(zkrc_log_fn fn, void *arg) {
   g_mutex_lock(&log_mutex);
@@ -101,6 +99,7 @@ void zkrc_log_set_rate_limit(int burst, int per_second) {
   bucket.burst = burst;
   bucket.per_second = per_second;
   bucket.tokens = burst;
+  bucket.refilled_us = g_get_monotonic_time();
   g_mutex_unlock(&log_mutex);
 }
 
@@ -131,8 +130,53 @@ void zkrc__log(zkrc_log_level level, const char *fmt, ...) {
 
 /* ------------------------------------------------ the ZooKeeper client */
 
-/* The level of a client line: it names it ("...:ZOO_WARN@func@line: ..."). */
-static zkrc_log_level client_line_level(const char *message) {
+/* A cursor over a client line: each skip_ advances it past what it expects,
+ * or says FALSE (the line is not in the client's form). */
+static gboolean skip_char(const char **p, char c) {
+  if (**p != c)
+    return FALSE;
+  (*p)++;
+  return TRUE;
+}
+
+/* At least @p min and at most @p max (0: no limit) decimal digits. */
+static gboolean skip_digits(const char **p, int min, int max) {
+  int n = 0;
+  while (g_ascii_isdigit((*p)[n]) && (max == 0 || n < max))
+    n++;
+  *p += n;
+  return n >= min;
+}
+
+static gboolean skip_hex_number(const char **p) {
+  if (!skip_char(p, '0') || !skip_char(p, 'x') || !g_ascii_isxdigit(**p))
+    return FALSE;
+  while (g_ascii_isxdigit(**p))
+    (*p)++;
+  return TRUE;
+}
+
+/* "2026-11-29 12:00:00,123" (zk_log.c time_now(): "%Y-%m-%d %H:%M:%S" and
+ * ",%03d" for the milliseconds). */
+static gboolean skip_timestamp(const char **p) {
+  return skip_digits(p, 4, 4) && skip_char(p, '-') && skip_digits(p, 2, 2) &&
+         skip_char(p, '-') && skip_digits(p, 2, 2) && skip_char(p, ' ') &&
+         skip_digits(p, 2, 2) && skip_char(p, ':') && skip_digits(p, 2, 2) &&
+         skip_char(p, ':') && skip_digits(p, 2, 2) && skip_char(p, ',') &&
+         skip_digits(p, 3, 3);
+}
+
+/* ":12345(0x7f3a...):" from a threaded client, ":12345:" from the other. */
+static gboolean skip_pid_and_thread(const char **p) {
+  if (!skip_char(p, ':') || !skip_digits(p, 1, 0))
+    return FALSE;
+  if (skip_char(p, '(') && !(skip_hex_number(p) && skip_char(p, ')')))
+    return FALSE;
+  return skip_char(p, ':');
+}
+
+/* "ZOO_WARN@": the client's level, as ours. */
+static gboolean take_client_level(const char **p, zkrc_log_level *level) {
   static const struct {
     const char *tag;
     zkrc_log_level level;
@@ -141,37 +185,118 @@ static zkrc_log_level client_line_level(const char *message) {
               {"ZOO_INFO@", ZKRC_LOG_INFO},
               {"ZOO_DEBUG@", ZKRC_LOG_DEBUG}};
   for (size_t i = 0; i < G_N_ELEMENTS(tags); i++)
-    if (strstr(message, tags[i].tag))
-      return tags[i].level;
-  return ZKRC_LOG_INFO;
+    if (g_str_has_prefix(*p, tags[i].tag)) {
+      *p += strlen(tags[i].tag);
+      *level = tags[i].level;
+      return TRUE;
+    }
+  return FALSE;
 }
 
-/* May a client line pass now?  If it may after some were held back, how
- * many is said in *held_back (and forgotten). */
-static gboolean bucket_take(unsigned long *held_back) {
-  *held_back = 0;
-  g_mutex_lock(&log_mutex);
-  gboolean pass = TRUE;
-  if (bucket.per_second > 0) {
-    gint64 now = g_get_monotonic_time();
-    if (bucket.refilled_us != 0)
-      bucket.tokens += (double)(now - bucket.refilled_us) / G_USEC_PER_SEC *
-                       bucket.per_second;
-    if (bucket.tokens > bucket.burst)
-      bucket.tokens = bucket.burst;
-    bucket.refilled_us = now;
-    pass = bucket.tokens >= 1.0;
+/* "zookeeper_interest@2597: ": where in the client (a C identifier, '@',
+ * the line).  Checked, not skipped: it stays in the text. */
+static gboolean is_client_location(const char *p) {
+  if (!g_ascii_isalpha(*p) && *p != '_')
+    return FALSE;
+  while (g_ascii_isalnum(*p) || *p == '_')
+    p++;
+  return skip_char(&p, '@') && skip_digits(&p, 1, 0) && skip_char(&p, ':') &&
+         skip_char(&p, ' ');
+}
+
+gboolean zkrc__log_parse_client_line(const char *line, zkrc_log_level *level,
+                                     const char **text) {
+  const char *p = line;
+  zkrc_log_level said;
+  if (!skip_timestamp(&p) || !skip_pid_and_thread(&p) ||
+      !take_client_level(&p, &said) || !is_client_location(p))
+    return FALSE;
+  *level = said;
+  *text = p;
+  return TRUE;
+}
+
+/* The message of a parsed line's text, after "function@line: ". */
+static const char *client_message(const char *text) {
+  const char *colon = strstr(text, ": ");
+  return colon ? colon + 2 : text;
+}
+
+/* "Socket [host:port] zk retcode=-4, errno=111(Connection refused): ...":
+ * a connection that failed or dropped (ZCONNECTIONLOSS) or timed out
+ * (ZOPERATIONTIMEOUT), which the client tries again by itself. */
+static gboolean is_connection_retry(const char *message) {
+  if (!g_str_has_prefix(message, "Socket "))
+    return FALSE;
+  char loss[32], timeout[32];
+  g_snprintf(loss, sizeof loss, " zk retcode=%d,", ZCONNECTIONLOSS);
+  g_snprintf(timeout, sizeof timeout, " zk retcode=%d,", ZOPERATIONTIMEOUT);
+  return strstr(message, loss) != NULL || strstr(message, timeout) != NULL;
+}
+
+zkrc_log_level zkrc__log_client_level(zkrc_log_level said, const char *text) {
+  const char *message = client_message(text);
+  if (said == ZKRC_LOG_ERROR && is_connection_retry(message))
+    return ZKRC_LOG_INFO;
+  if (said == ZKRC_LOG_WARN &&
+      g_str_has_prefix(message, "Delaying connection after exhaustively"))
+    return ZKRC_LOG_INFO; /* the pause between two rounds of retries */
+  return said;
+}
+
+static void bucket_refill(zkrc__log_bucket *b, gint64 now_us) {
+  if (b->refilled_us != 0 && now_us > b->refilled_us)
+    b->tokens +=
+        (double)(now_us - b->refilled_us) / G_USEC_PER_SEC * b->per_second;
+  if (b->tokens > b->burst)
+    b->tokens = b->burst;
+  b->refilled_us = now_us;
+}
+
+/* Is it time to tell what was held back?  When the limit starts holding
+ * lines back (the first summary, or the first in an interval), and when
+ * it lets up: a passing line finds room for the summary and itself. */
+static gboolean summary_due(const zkrc__log_bucket *b, gint64 now_us) {
+  if (b->held_back == 0)
+    return FALSE;
+  return b->summary_us == 0 ||
+         now_us - b->summary_us >= ZKRC__LOG_SUMMARY_INTERVAL_US ||
+         b->tokens >= 2.0;
+}
+
+/* Take what was held back into @p v, to be told now. */
+static void take_summary(zkrc__log_bucket *b, zkrc__log_verdict *v,
+                         gint64 now_us) {
+  v->summary = b->held_back;
+  v->summary_level = b->held_worst;
+  b->held_back = 0;
+  b->summary_us = now_us;
+}
+
+zkrc__log_verdict zkrc__log_bucket_take(zkrc__log_bucket *b,
+                                        zkrc_log_level level, gint64 now_us) {
+  zkrc__log_verdict v = {FALSE, 0, ZKRC_LOG_DEBUG};
+  if (b->per_second == 0) { /* no limit */
+    if (b->held_back > 0)
+      take_summary(b, &v, now_us);
+    v.pass = TRUE;
+    return v;
   }
-  if (pass) {
-    if (bucket.per_second > 0)
-      bucket.tokens -= 1.0;
-    *held_back = bucket.held_back;
-    bucket.held_back = 0;
+  bucket_refill(b, now_us);
+  /* The summary is a line like any other: it takes a token. */
+  if (summary_due(b, now_us) && b->tokens >= 1.0) {
+    b->tokens -= 1.0;
+    take_summary(b, &v, now_us);
+  }
+  if (b->tokens >= 1.0) {
+    b->tokens -= 1.0;
+    v.pass = TRUE;
   } else {
-    bucket.held_back++;
+    if (b->held_back == 0 || level < b->held_worst)
+      b->held_worst = level;
+    b->held_back++;
   }
-  g_mutex_unlock(&log_mutex);
-  return pass;
+  return v;
 }
 
 /* Lines logged while a zkrecipes mutex is held (zookeeper_init2() logs
@@ -192,27 +317,41 @@ static void held_line_free(gpointer p) {
 }
 
 static void client_line(zkrc_log_level level, const char *line) {
-  unsigned long held_back;
-  if (!bucket_take(&held_back))
-    return;
-  if (held_back > 0)
-    zkrc__log(ZKRC_LOG_WARN,
-              "%lu lines of the ZooKeeper client were held back (rate limit)",
-              held_back);
-  deliver(level, ZKRC_LOG_ZOOKEEPER, line);
+  g_mutex_lock(&log_mutex);
+  zkrc__log_verdict v =
+      zkrc__log_bucket_take(&bucket, level, g_get_monotonic_time());
+  g_mutex_unlock(&log_mutex);
+  if (v.summary > 0 && zkrc__log_enabled(v.summary_level)) {
+    char *said = g_strdup_printf(
+        "%lu lines of the ZooKeeper client were held back (rate limit)",
+        v.summary);
+    deliver(v.summary_level, ZKRC_LOG_LIBRARY, said);
+    g_free(said);
+  }
+  if (v.pass)
+    deliver(level, ZKRC_LOG_ZOOKEEPER, line);
+}
+
+/* A copy of the client's line as handlers get it: from @p text on, without
+ * the trailing newline. */
+static char *client_text(const char *text) {
+  size_t len = strlen(text);
+  while (len > 0 && (text[len - 1] == '\n' || text[len - 1] == '\r'))
+    len--;
+  return g_strndup(text, len);
 }
 
 void zkrc__log_trampoline(const char *message) {
   if (message == NULL)
     return;
-  zkrc_log_level level = client_line_level(message);
+  /* A line not in the client's form passes as it is, at INFO. */
+  zkrc_log_level level = ZKRC_LOG_INFO;
+  const char *text = message;
+  if (zkrc__log_parse_client_line(message, &level, &text))
+    level = zkrc__log_client_level(level, text);
   if (!zkrc__log_enabled(level))
     return;
-  /* The client's lines end with a newline; handlers get them without. */
-  size_t len = strlen(message);
-  while (len > 0 && (message[len - 1] == '\n' || message[len - 1] == '\r'))
-    len--;
-  char *line = g_strndup(message, len);
+  char *line = client_text(text);
   if (deferring) {
     held_line *h = g_new(held_line, 1);
     h->level = level;

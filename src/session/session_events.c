@@ -188,15 +188,18 @@ void zkrc__session_notify_observers(zkrc_session *s, zkrc_session_event_type ev,
   g_ptr_array_free(copy, TRUE);
 }
 
-/* The library's line about a session event: the worse the news, the
- * higher the level (quiet by default: only losses are told). */
+/* The library's line about a session event, at log.h's levels: a session
+ * lost (its lease ran out) or expired failed for good (ERROR: every
+ * ephemeral node, hold and leadership of it is gone); a connection
+ * dropped is a WARN, its return a NOTICE, the rest INFO (quiet by
+ * default: only drops and losses are told). */
 static void log_session_event(zkrc_session *s, zkrc_session_event_type ev) {
   static const zkrc_log_level levels[] = {
       [ZKRC_SESSION_EVENT_CONNECTED] = ZKRC_LOG_INFO,
       [ZKRC_SESSION_EVENT_SUSPENDED] = ZKRC_LOG_WARN,
       [ZKRC_SESSION_EVENT_RECONNECTED] = ZKRC_LOG_NOTICE,
-      [ZKRC_SESSION_EVENT_LOST] = ZKRC_LOG_WARN,
-      [ZKRC_SESSION_EVENT_EXPIRED] = ZKRC_LOG_WARN,
+      [ZKRC_SESSION_EVENT_LOST] = ZKRC_LOG_ERROR,
+      [ZKRC_SESSION_EVENT_EXPIRED] = ZKRC_LOG_ERROR,
       [ZKRC_SESSION_EVENT_AUTH_FAILED] = ZKRC_LOG_ERROR,
       [ZKRC_SESSION_EVENT_CLOSED] = ZKRC_LOG_INFO,
   };
