@@ -11,7 +11,7 @@
  *    trusts another CA, or shows a certificate of another CA, makes no
  *    session.
  *  - With SASL: a node under a sasl: ACL is open to its user and closed to
- *    another; a wrong password ends the session with EAUTHFAILED.
+ *    another; a wrong password makes no session.
  * In a build against Debian's client the tests that need TLS or SASL say
  * SKIPPED (zkt_skip), by name.
  *
@@ -92,7 +92,8 @@ static zkrc_session *tls_session(void) {
 
 /* A session to the SASL members as user @p i, with @p password_file
  * (NULL: the user's own). */
-static int sasl_connect(int i, const char *password_file, zkrc_session **s) {
+static int sasl_connect_within(int i, const char *password_file, int connect_ms,
+                               zkrc_session **s) {
   zkrc_ensemble *e = sasl_members();
   const char *user = NULL, *file = NULL;
   CU_ASSERT_EQUAL_FATAL(zkrc_ensemble_sasl_user(e, i, &user, &file), 0);
@@ -100,10 +101,14 @@ static int sasl_connect(int i, const char *password_file, zkrc_session **s) {
   zkrc_session_options_init(&o);
   o.session_timeout_ms = ZKT_SESSION_TIMEOUT_MS;
   o.server_tick_ms = 200;
-  o.connect_timeout_ms = CONNECT_MS;
   o.sasl_user = user;
   o.sasl_password_file = password_file ? password_file : file;
+  o.connect_timeout_ms = connect_ms;
   return zkrc_session_connect(s, zkrc_ensemble_connect_string(e), &o);
+}
+
+static int sasl_connect(int i, zkrc_session **s) {
+  return sasl_connect_within(i, NULL, CONNECT_MS, s);
 }
 
 /* ------------------------------------------------- what the client has */
@@ -203,6 +208,18 @@ static void test_lock_and_election_over_tls(void) {
   ZKT_ASSERT_RC(ZKRC_OK, zkrc_election_join(ea));
   ZKT_ASSERT_RC(ZKRC_OK, zkrc_election_wait_leader(ea, CONNECT_MS));
   ZKT_ASSERT_RC(ZKRC_OK, zkrc_election_join(eb));
+  /* A join makes its node in the background: wait for it in the queue,
+   * behind the leader, before the leader resigns. */
+  size_t count = 0;
+  int64_t until = g_get_monotonic_time() + CONNECT_MS * 1000LL;
+  while (count < 2 && g_get_monotonic_time() < until) {
+    char **ids = NULL;
+    if (zkrc_election_participants(ea, &ids, &count, CONNECT_MS) == ZKRC_OK)
+      zkrc_strv_free(ids);
+    if (count < 2)
+      g_usleep(10 * 1000); /* a listing of the servers' state: no event */
+  }
+  CU_ASSERT_EQUAL_FATAL(count, 2);
   CU_ASSERT_TRUE(zkrc_election_is_leader(ea));
   CU_ASSERT_FALSE(zkrc_election_is_leader(eb));
   ZKT_ASSERT_RC(ZKRC_OK, zkrc_election_resign(ea));
@@ -267,8 +284,8 @@ static void test_sasl_acl(void) {
     return;
   }
   zkrc_session *alice = NULL, *other = NULL;
-  ZKT_ASSERT_RC(ZKRC_OK, sasl_connect(1, NULL, &alice));
-  ZKT_ASSERT_RC(ZKRC_OK, sasl_connect(0, NULL, &other));
+  ZKT_ASSERT_RC(ZKRC_OK, sasl_connect(1, &alice));
+  ZKT_ASSERT_RC(ZKRC_OK, sasl_connect(0, &other));
   CU_ASSERT_FATAL(alice != NULL && other != NULL);
   CU_ASSERT_EQUAL(zkrc_session_with_handle(alice, create_for_alice, NULL), ZOK);
   CU_ASSERT_EQUAL(zkrc_session_with_handle(alice, read_it, NULL), ZOK);
@@ -292,11 +309,18 @@ static void test_sasl_wrong_password(void) {
   char *dir = g_dir_make_tmp("zkt-secure-XXXXXX", NULL);
   char *wrong = g_build_filename(dir, "password", NULL);
   CU_ASSERT_TRUE(g_file_set_contents(wrong, "not-the-password", -1, NULL));
+  /* The servers close a connection whose DIGEST-MD5 response is wrong,
+   * and the 3.8 client takes that for a dropped connection and tries
+   * again: no session is ever made, and the connect gives up at its
+   * timeout. */
   zkrc_session *s = (zkrc_session *)&s;
   int64_t start = g_get_monotonic_time();
-  ZKT_ASSERT_RC(ZKRC_EAUTHFAILED, sasl_connect(1, wrong, &s));
+  int rc = sasl_connect_within(1, wrong, REFUSED_MS, &s);
+  CU_ASSERT(rc == ZKRC_ECONNECT || rc == ZKRC_EAUTHFAILED);
   CU_ASSERT_PTR_NULL(s);
-  printf("(refused in %.0f ms) ", (g_get_monotonic_time() - start) / 1000.0);
+  int64_t took_ms = (g_get_monotonic_time() - start) / 1000;
+  CU_ASSERT(took_ms < REFUSED_MS + 2000);
+  printf("(%s after %" G_GINT64_FORMAT " ms) ", zkrc_err_name(rc), took_ms);
   g_unlink(wrong);
   g_rmdir(dir);
   g_free(wrong);

@@ -267,8 +267,9 @@ static inline void zkrc_session_options_init(zkrc_session_options *opts) {
  *         ZKRC_ECONNECT when no server answered in time, names that did
  *         not resolve included, and over TLS a handshake refused by
  *         either side (the ZooKeeper client logs why; nothing is left
- *         running); ZKRC_EAUTHFAILED when the servers refused the SASL
- *         credentials; ZKRC_ENOTSUP for TLS or SASL options the client
+ *         running), and a SASL password the servers refuse (they close
+ *         the connection, which the 3.8 client retries); ZKRC_EAUTHFAILED
+ *         when the client reports refused credentials; ZKRC_ENOTSUP for TLS or SASL options the client
  *         cannot honour (zkrc_features()); ZKRC_ENOMEM.
  * Threading: any thread, not a session callback of this session.
  * Ownership: the caller owns *out and closes it with zkrc_session_close().
