@@ -704,15 +704,48 @@ static int session_watch_init(session_watch *w) {
 /* Attach one handle to session @p id, wait until the servers answer, and
  * close it.  Returns the state the servers answered with (CONNECTED: the
  * close just killed the session, or tried to; EXPIRED: it is dead), or -1. */
+/* Does member @p i hold a connection of session @p id ("cons")? */
+static int has_connection_of(zkrc_ensemble *e, int i, int64_t id) {
+  char sid[40], *cons = NULL;
+  snprintf(sid, sizeof sid, "sid=0x%llx", (unsigned long long)id);
+  int found = zkrc_ensemble_four_letter(e, i, "cons", &cons) == 0 && cons &&
+              strstr(cons, sid) != NULL;
+  free(cons);
+  return found;
+}
+
+/* The members to take session @p id over through ("host:port,..."; g_free
+ * it): those that hold no connection of it, when there are such.  Through
+ * the follower its owner is connected to, the take-over orphans the
+ * owner's connection: the close is not carried to it (that member's
+ * FinalRequestProcessor closes only connections of a close that came from
+ * elsewhere), the follower's session tracker touches any session, and
+ * the leader answers a sync without checking the session, so the owner's
+ * lease renewals went on being answered, for 5 s and more, after its
+ * session was closed (bench/experiments/orphaned-connection.c). */
+static char *take_over_hosts(zkrc_ensemble *e, int64_t id) {
+  GString *hosts = g_string_new(NULL);
+  for (int i = 0; e->size > 1 && i < e->size; i++) {
+    zkrc__member_view v = zkrc__view_member(e, i);
+    if (v.running && !has_connection_of(e, i, id))
+      g_string_append_printf(hosts, "%s127.0.0.1:%d", hosts->len ? "," : "",
+                             e->members[i].client_port);
+  }
+  if (hosts->len == 0)
+    g_string_assign(hosts, e->direct_connect_string);
+  return g_string_free(hosts, FALSE);
+}
+
 static int take_over_and_close(zkrc_ensemble *e, const clientid_t *id,
                                int timeout_ms) {
   session_watch w;
   if (session_watch_init(&w) != 0)
     return -1;
   /* Directly to the members: a fault in a proxy must not get in the way. */
-  zhandle_t *zh =
-      zookeeper_init2(e->direct_connect_string, session_watcher, 10000, id, &w,
-                      0, e->log_to_stderr ? NULL : silent_log);
+  char *hosts = take_over_hosts(e, id->client_id);
+  zhandle_t *zh = zookeeper_init2(hosts, session_watcher, 10000, id, &w, 0,
+                                  e->log_to_stderr ? NULL : silent_log);
+  g_free(hosts);
   int state = -1;
   if (zh) {
     if (wait_connected(&w, timeout_ms) == 0) {
@@ -811,10 +844,14 @@ static int take_over_tls_member(zkrc_ensemble *e, int port,
 static int take_over_and_close_tls(zkrc_ensemble *e, const clientid_t *id,
                                    int timeout_ms) {
   int64_t deadline = zkrc__now_ms() + timeout_ms;
-  /* The first member that answers, as a client would find one. */
-  for (int i = 0; i < e->size; i++) {
+  /* The first member that answers, as a client would find one: in the
+   * first pass only those without a connection of the session (see
+   * take_over_hosts). */
+  for (int k = 0; k < 2 * e->size; k++) {
+    int i = k % e->size;
     zkrc__member_view v = zkrc__view_member(e, i);
-    if (!v.running)
+    if (!v.running ||
+        (k < e->size && e->size > 1 && has_connection_of(e, i, id->client_id)))
       continue;
     int state = take_over_tls_member(e, v.port, id, deadline);
     if (state == ZOO_CONNECTED_STATE || state == ZOO_EXPIRED_SESSION_STATE)
