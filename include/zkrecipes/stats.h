@@ -1,6 +1,6 @@
 /*
  * zkrecipes/stats.h - statistics a daemon can export: per session and per
- * lock, readable through the API, and formatted as Prometheus' text
+ * lock, readable through the API, formatted as Prometheus' text
  * exposition format by one call.
  *
  * A recipe's statistics are one struct, zkrc_lock_stats, for every
@@ -189,8 +189,9 @@ int zkrc_election_get_stats(zkrc_election *e, zkrc_lock_stats *out,
 /* ---------------------------------------------------------- Prometheus */
 
 /** What zkrc_stats_prometheus() describes: arrays of objects (not owned;
- *  each may be NULL with its count 0).  Initialize with
- *  zkrc_stats_sources_init() (room to grow: kinds may be added). */
+ *  each may be NULL with its count 0; an object listed twice counts
+ *  once).  Initialize with zkrc_stats_sources_init() (room to grow: fields
+ *  are only ever added at the end). */
 typedef struct zkrc_stats_sources {
   size_t size; /**< set by zkrc_stats_sources_init() */
   zkrc_session *const *sessions;
@@ -201,6 +202,15 @@ typedef struct zkrc_stats_sources {
   size_t n_semaphores;
   zkrc_election *const *elections;
   size_t n_elections;
+  /** 0 (the default): the recipes' series are one per kind, summed over
+   *  the objects of that kind: at most 5 x 59 series, however many
+   *  objects there are.  Non-zero: one per kind and path (a label
+   *  path="<directory>"), for a few paths worth a graph of their own:
+   *  each path costs 59 series (6 counters, 3 gauges, and 2 histograms of
+   *  ZKRC_HISTOGRAM_BUCKETS buckets, a sum and a count), so 100,000 lock
+   *  paths would be 5.9 million series, more than a Prometheus server
+   *  should be given; list only the objects you want that way. */
+  int per_path;
 } zkrc_stats_sources;
 
 /** Empty sources, with their size.  Threading: any thread.  Fills the
@@ -222,24 +232,52 @@ static inline void zkrc_stats_sources_init(zkrc_stats_sources *src) {
 
 /**
  * Everything above for the objects of @p src, in Prometheus' text
- * exposition format (version 0.0.4), ready to serve at /metrics:
+ * exposition format (version 0.0.4), ready to serve at /metrics.
  *
- *   zkrecipes_session_requests_total{session="0x1000..."} 42
- *   zkrecipes_recipe_acquisitions_total{path="/locks/a",kind="mutex"} 7
- *   zkrecipes_recipe_wait_seconds_bucket{path="/locks/a",kind="mutex",
- *                                        le="0.0016"} 5
- *   ...
+ * The series keep their names and labels for the life of the process, a
+ * session's expiry included, so that rate() and increase() work across
+ * it.  The sessions' are one series each, without labels, for all the
+ * session objects given: counters summed (a new ZooKeeper session after
+ * an expiry continues them), zkrecipes_sessions_connected the number of
+ * objects connected, zkrecipes_lease_remaining_seconds the shortest of
+ * their leases:
  *
- * Sessions are labelled session="<id in hex>" of their current ZooKeeper
- * session (0x0 while there is none; a new session after an expiry starts
- * new series); recipes path="<directory>" and kind="mutex" | "read" |
- * "write" (the sides of a read-write lock) | "semaphore" | "election".
- * Label values are escaped as the format requires.
+ *   zkrecipes_sessions_total, zkrecipes_session_suspensions_total,
+ *   zkrecipes_session_reconnects_total, zkrecipes_session_expiries_total,
+ *   zkrecipes_session_lease_losses_total,
+ *   zkrecipes_session_late_losses_total, zkrecipes_requests_total,
+ *   zkrecipes_lease_renewals_total (counters);
+ *   zkrecipes_sessions_connected, zkrecipes_lease_remaining_seconds
+ *   (gauges); zkrecipes_lease_loss_delivery_seconds (a histogram).
+ *
+ * The ZooKeeper session ids are in an info metric, one series per
+ * distinct id among the objects (their current one, or their last while
+ * they have none; 0x0 before the first): the only series whose labels
+ * change with an expiry, as an info metric's do:
+ *
+ *   zkrecipes_session_info{session_id="0x1000a3c5e2f0003"} 1
+ *
+ * The recipes' are labelled kind="mutex" | "read" | "write" (the sides of
+ * a read-write lock) | "semaphore" | "election", summed over the objects
+ * of that kind (the gauge zkrecipes_recipe_queue_length is the longest
+ * among them); with per_path, path="<directory>" first, summed over the
+ * objects on that path:
+ *
+ *   zkrecipes_recipe_acquisitions_total{kind="mutex"} 7
+ *   zkrecipes_recipe_wait_seconds_bucket{kind="mutex",le="0.0016"} 5
+ *   zkrecipes_recipe_holding{path="/locks/a",kind="mutex"} 1  (per_path)
+ *
+ * (counters zkrecipes_recipe_{acquisitions,timeouts,refusals,failures,
+ * lost,releases}_total; gauges zkrecipes_recipe_{waiting,holding,
+ * queue_length}; histograms zkrecipes_recipe_{wait,hold}_seconds).  A
+ * kind (a path) has series once an object of it is given.  Label values
+ * are escaped as the format requires.
  *
  * @return the text, malloc'ed (free it with free()); NULL for NULL or
  *         uninitialized @p src, a NULL object in its arrays, or an array
  *         NULL with a count above 0.
- * Threading: any thread.
+ * Threading: any thread; takes each object's mutex briefly, one at a
+ * time.
  */
 char *zkrc_stats_prometheus(const zkrc_stats_sources *src);
 
