@@ -1,7 +1,7 @@
 /*
  * zkrecipes/stats.h - statistics a daemon can export: per session and per
  * lock, readable through the API, formatted as Prometheus' text
- * exposition format by one call.
+ * exposition format by one call, and served at /metrics by another.
  *
  * A recipe's statistics are one struct, zkrc_lock_stats, for every
  * recipe: a lock (or a side of a read-write lock), a semaphore (its
@@ -232,7 +232,8 @@ static inline void zkrc_stats_sources_init(zkrc_stats_sources *src) {
 
 /**
  * Everything above for the objects of @p src, in Prometheus' text
- * exposition format (version 0.0.4), ready to serve at /metrics.
+ * exposition format (version 0.0.4), ready to serve at /metrics (or let
+ * zkrc_stats_serve() do it).
  *
  * The series keep their names and labels for the life of the process, a
  * session's expiry included, so that rate() and increase() work across
@@ -280,6 +281,46 @@ static inline void zkrc_stats_sources_init(zkrc_stats_sources *src) {
  * time.
  */
 char *zkrc_stats_prometheus(const zkrc_stats_sources *src);
+
+/** The largest request zkrc_stats_serve() reads: its request line and
+ *  headers, in bytes. */
+#define ZKRC_STATS_REQUEST_MAX 8192
+
+/**
+ * Answer one HTTP/1.x request on @p fd, a connected stream socket (one
+ * that accept() gave you), with zkrc_stats_prometheus() of @p src: the
+ * /metrics endpoint of a daemon without an HTTP server.
+ *
+ * GET /metrics (a query string is ignored) is answered 200 with the text,
+ * Content-Type "text/plain; version=0.0.4; charset=utf-8", its
+ * Content-Length and "Connection: close"; HEAD /metrics the same without
+ * the body.  Another method on /metrics is answered 405 (with Allow: GET,
+ * HEAD), another path 404, a request that is not HTTP/1.x 400, one whose
+ * request line and headers exceed ZKRC_STATS_REQUEST_MAX bytes 431.  One
+ * request per call: the answer says Connection: close, a request body is
+ * not read.
+ *
+ * The whole exchange, reading the request and writing the answer, takes
+ * at most @p timeout_ms: the call never blocks past that deadline (it
+ * waits with poll() and reads and writes without blocking, whether or not
+ * @p fd is non-blocking; its flags are left as they are).  Then the
+ * writing side is shut down (the client sees the end of the answer).
+ *
+ * Ownership: the caller keeps @p fd and closes it after the call, whatever
+ * it returned; @p src as zkrc_stats_prometheus() takes it.
+ * Threading: any thread, but not a session's or a recipe's callback (it
+ * waits for the client); calls on different sockets may run at once.
+ * SIGPIPE is not raised (MSG_NOSIGNAL).
+ * @return ZKRC_OK when an answer (any of the above) was written whole;
+ *         ZKRC_ETIMEDOUT when the request was not complete, or the answer
+ *         not written, before the deadline; ZKRC_ECONNLOSS when the
+ *         client closed or reset the connection before (or a read or a
+ *         write failed otherwise); ZKRC_EINVAL for @p fd below 0, not a
+ *         socket, @p timeout_ms below 0, or @p src as
+ *         zkrc_stats_prometheus() refuses it (then the client gets 500);
+ *         ZKRC_ENOMEM never: allocation failures abort, as GLib's do.
+ */
+int zkrc_stats_serve(int fd, const zkrc_stats_sources *src, int timeout_ms);
 
 #ifdef __cplusplus
 }
