@@ -272,7 +272,9 @@ static inline void zkrc_stats_sources_init(zkrc_stats_sources *src) {
  * lost,releases}_total; gauges zkrecipes_recipe_{waiting,holding,
  * queue_length}; histograms zkrecipes_recipe_{wait,hold}_seconds).  A
  * kind (a path) has series once an object of it is given.  Label values
- * are escaped as the format requires.
+ * are escaped as the format requires.  Give the same objects at every
+ * call: a sum over fewer objects (one freed and no longer listed) goes
+ * down, which Prometheus takes for a counter's reset.
  *
  * @return the text, malloc'ed (free it with free()); NULL for NULL or
  *         uninitialized @p src, a NULL object in its arrays, or an array
