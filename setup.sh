@@ -12,7 +12,8 @@
 #          interoperability tests (Debian's Curator and kazoo), groff and
 #          bash-completion (the pages' and completion's tests), clang with
 #          its runtime (libFuzzer), systemd-analyze (the example unit),
-#          pure-sasl (kazoo's SASL, in test_harness_security)
+#          pure-sasl (kazoo's SASL, in test_harness_security),
+#          prometheus-client (Prometheus' own parser, in test_metrics)
 #   all    and the developers' tools: valgrind (check-valgrind), clang-format
 #          and cppcheck (make lint)
 #
@@ -25,7 +26,7 @@ build="build-essential autoconf automake libtool pkg-config python3
   libzookeeper-mt-dev libglib2.0-dev libjson-glib-dev libssl-dev"
 demo="zookeeper default-jdk-headless procps openssl"
 check="libcunit1-dev libcurator-recipes-java libcurator-discovery-java
-  python3-kazoo python3-pure-sasl groff-base bash-completion clang libclang-rt-14-dev systemd"
+  python3-kazoo python3-pure-sasl python3-prometheus-client groff-base bash-completion clang libclang-rt-14-dev systemd"
 all="valgrind clang-format cppcheck"
 case $what in
   build) packages=$build ;;

@@ -410,10 +410,18 @@ static void check_exposition(const char *text) {
       g_strfreev(w);
       continue;
     }
+    /* "name{labels} value", or "name value" without labels */
+    const char *space = strchr(l, ' ');
     const char *brace = strchr(l, '{');
     const char *close = strstr(l, "} ");
-    CU_ASSERT_FATAL(brace && close && close > brace);
-    char *series = g_strndup(l, (gsize)(close - l + 1));
+    CU_ASSERT_FATAL(space != NULL);
+    if (brace == NULL || brace > space) {
+      brace = close = space;
+    } else {
+      CU_ASSERT_FATAL(close && close > brace);
+      close++;
+    }
+    char *series = g_strndup(l, (gsize)(close - l));
     CU_ASSERT_FALSE(g_hash_table_contains(seen, series)); /* one sample */
     g_hash_table_add(seen, series);
     char *name = g_strndup(l, (gsize)(brace - l));
@@ -425,7 +433,7 @@ static void check_exposition(const char *text) {
         family[strlen(family) - strlen(suffixes[k])] = '\0';
     CU_ASSERT(g_hash_table_contains(types, family));
     char *end;
-    double v = g_ascii_strtod(close + 2, &end);
+    double v = g_ascii_strtod(close + 1, &end);
     CU_ASSERT(*end == '\0');
     if (g_str_has_suffix(name, "_bucket")) {
       CU_ASSERT(v >= last_bucket);
@@ -446,8 +454,8 @@ static void check_exposition(const char *text) {
 }
 
 /* A session and two locks (a mutex and a read side) as Prometheus text:
- * well formed, with the counts the API reports, labels that say which
- * lock; NULL members refused. */
+ * well formed, with the counts the API reports, summed per kind, and with
+ * per_path labels that say which lock; NULL members refused. */
 static void test_prometheus_text(void) {
   char *path = zkt_path("stats-prom");
   char *rw_path = zkt_path("stats-prom-rw");
@@ -493,6 +501,20 @@ static void test_prometheus_text(void) {
   char *text = zkrc_stats_prometheus(&src);
   CU_ASSERT_FATAL(text != NULL);
   check_exposition(text);
+  /* By default one series per kind, without a path. */
+  CU_ASSERT_PTR_NULL(strstr(text, "path="));
+  CU_ASSERT_PTR_NOT_NULL(
+      strstr(text, "zkrecipes_recipe_acquisitions_total{kind=\"mutex\"} 3\n"));
+  CU_ASSERT_PTR_NOT_NULL(
+      strstr(text, "zkrecipes_recipe_holding{kind=\"read\"} 1\n"));
+  CU_ASSERT_PTR_NOT_NULL(strstr(text, "\nzkrecipes_sessions_total 1\n"));
+  CU_ASSERT_PTR_NOT_NULL(strstr(text, "\nzkrecipes_session_info{"
+                                      "session_id=\"0x"));
+  free(text);
+  src.per_path = 1;
+  text = zkrc_stats_prometheus(&src);
+  CU_ASSERT_FATAL(text != NULL);
+  check_exposition(text);
   char *want = g_strdup_printf(
       "zkrecipes_recipe_acquisitions_total{path=\"%s\",kind=\"mutex\"} 3\n",
       path);
@@ -507,8 +529,7 @@ static void test_prometheus_text(void) {
                          path);
   CU_ASSERT_PTR_NOT_NULL(strstr(text, want));
   g_free(want);
-  CU_ASSERT_PTR_NOT_NULL(strstr(text, "zkrecipes_session_sessions_total{"
-                                      "session=\"0x"));
+  CU_ASSERT_PTR_NULL(strstr(text, "session=\""));
   CU_ASSERT_PTR_NOT_NULL(strstr(text, "# TYPE zkrecipes_recipe_hold_seconds "
                                       "histogram\n"));
   want = g_strdup_printf("zkrecipes_recipe_acquisitions_total{path=\"%s\","

@@ -1,7 +1,7 @@
 /*
  * zkrecipes/stats.h - statistics a daemon can export: per session and per
- * lock, readable through the API, and formatted as Prometheus' text
- * exposition format by one call.
+ * lock, readable through the API, formatted as Prometheus' text
+ * exposition format by one call, and served at /metrics by another.
  *
  * A recipe's statistics are one struct, zkrc_lock_stats, for every
  * recipe: a lock (or a side of a read-write lock), a semaphore (its
@@ -189,8 +189,9 @@ int zkrc_election_get_stats(zkrc_election *e, zkrc_lock_stats *out,
 /* ---------------------------------------------------------- Prometheus */
 
 /** What zkrc_stats_prometheus() describes: arrays of objects (not owned;
- *  each may be NULL with its count 0).  Initialize with
- *  zkrc_stats_sources_init() (room to grow: kinds may be added). */
+ *  each may be NULL with its count 0; an object listed twice counts
+ *  once).  Initialize with zkrc_stats_sources_init() (room to grow: fields
+ *  are only ever added at the end). */
 typedef struct zkrc_stats_sources {
   size_t size; /**< set by zkrc_stats_sources_init() */
   zkrc_session *const *sessions;
@@ -201,6 +202,15 @@ typedef struct zkrc_stats_sources {
   size_t n_semaphores;
   zkrc_election *const *elections;
   size_t n_elections;
+  /** 0 (the default): the recipes' series are one per kind, summed over
+   *  the objects of that kind: at most 5 x 59 series, however many
+   *  objects there are.  Non-zero: one per kind and path (a label
+   *  path="<directory>"), for a few paths worth a graph of their own:
+   *  each path costs 59 series (6 counters, 3 gauges, and 2 histograms of
+   *  ZKRC_HISTOGRAM_BUCKETS buckets, a sum and a count), so 100,000 lock
+   *  paths would be 5.9 million series, more than a Prometheus server
+   *  should be given; list only the objects you want that way. */
+  int per_path;
 } zkrc_stats_sources;
 
 /** Empty sources, with their size.  Threading: any thread.  Fills the
@@ -222,26 +232,97 @@ static inline void zkrc_stats_sources_init(zkrc_stats_sources *src) {
 
 /**
  * Everything above for the objects of @p src, in Prometheus' text
- * exposition format (version 0.0.4), ready to serve at /metrics:
+ * exposition format (version 0.0.4), ready to serve at /metrics (or let
+ * zkrc_stats_serve() do it).
  *
- *   zkrecipes_session_requests_total{session="0x1000..."} 42
- *   zkrecipes_recipe_acquisitions_total{path="/locks/a",kind="mutex"} 7
- *   zkrecipes_recipe_wait_seconds_bucket{path="/locks/a",kind="mutex",
- *                                        le="0.0016"} 5
- *   ...
+ * The series keep their names and labels for the life of the process, a
+ * session's expiry included, so that rate() and increase() work across
+ * it.  The sessions' are one series each, without labels, for all the
+ * session objects given: counters summed (a new ZooKeeper session after
+ * an expiry continues them), zkrecipes_sessions_connected the number of
+ * objects connected, zkrecipes_lease_remaining_seconds the shortest of
+ * their leases:
  *
- * Sessions are labelled session="<id in hex>" of their current ZooKeeper
- * session (0x0 while there is none; a new session after an expiry starts
- * new series); recipes path="<directory>" and kind="mutex" | "read" |
- * "write" (the sides of a read-write lock) | "semaphore" | "election".
- * Label values are escaped as the format requires.
+ *   zkrecipes_sessions_total, zkrecipes_session_suspensions_total,
+ *   zkrecipes_session_reconnects_total, zkrecipes_session_expiries_total,
+ *   zkrecipes_session_lease_losses_total,
+ *   zkrecipes_session_late_losses_total, zkrecipes_requests_total,
+ *   zkrecipes_lease_renewals_total (counters);
+ *   zkrecipes_sessions_connected, zkrecipes_lease_remaining_seconds
+ *   (gauges); zkrecipes_lease_loss_delivery_seconds (a histogram).
+ *
+ * The ZooKeeper session ids are in an info metric, one series per
+ * distinct id among the objects (their current one, or their last while
+ * they have none; 0x0 before the first): the only series whose labels
+ * change with an expiry, as an info metric's do:
+ *
+ *   zkrecipes_session_info{session_id="0x1000a3c5e2f0003"} 1
+ *
+ * The recipes' are labelled kind="mutex" | "read" | "write" (the sides of
+ * a read-write lock) | "semaphore" | "election", summed over the objects
+ * of that kind (the gauge zkrecipes_recipe_queue_length is the longest
+ * among them); with per_path, path="<directory>" first, summed over the
+ * objects on that path:
+ *
+ *   zkrecipes_recipe_acquisitions_total{kind="mutex"} 7
+ *   zkrecipes_recipe_wait_seconds_bucket{kind="mutex",le="0.0016"} 5
+ *   zkrecipes_recipe_holding{path="/locks/a",kind="mutex"} 1  (per_path)
+ *
+ * (counters zkrecipes_recipe_{acquisitions,timeouts,refusals,failures,
+ * lost,releases}_total; gauges zkrecipes_recipe_{waiting,holding,
+ * queue_length}; histograms zkrecipes_recipe_{wait,hold}_seconds).  A
+ * kind (a path) has series once an object of it is given.  Label values
+ * are escaped as the format requires.  Give the same objects at every
+ * call: a sum over fewer objects (one freed and no longer listed) goes
+ * down, which Prometheus takes for a counter's reset.
  *
  * @return the text, malloc'ed (free it with free()); NULL for NULL or
  *         uninitialized @p src, a NULL object in its arrays, or an array
  *         NULL with a count above 0.
- * Threading: any thread.
+ * Threading: any thread; takes each object's mutex briefly, one at a
+ * time.
  */
 char *zkrc_stats_prometheus(const zkrc_stats_sources *src);
+
+/** The largest request zkrc_stats_serve() reads: its request line and
+ *  headers, in bytes. */
+#define ZKRC_STATS_REQUEST_MAX 8192
+
+/**
+ * Answer one HTTP/1.x request on @p fd, a connected stream socket (one
+ * that accept() gave you), with zkrc_stats_prometheus() of @p src: the
+ * /metrics endpoint of a daemon without an HTTP server.
+ *
+ * GET /metrics (a query string is ignored) is answered 200 with the text,
+ * Content-Type "text/plain; version=0.0.4; charset=utf-8", its
+ * Content-Length and "Connection: close"; HEAD /metrics the same without
+ * the body.  Another method on /metrics is answered 405 (with Allow: GET,
+ * HEAD), another path 404, a request that is not HTTP/1.x 400, one whose
+ * request line and headers exceed ZKRC_STATS_REQUEST_MAX bytes 431.  One
+ * request per call: the answer says Connection: close, a request body is
+ * not read.
+ *
+ * The whole exchange, reading the request and writing the answer, takes
+ * at most @p timeout_ms: the call never blocks past that deadline (it
+ * waits with poll() and reads and writes without blocking, whether or not
+ * @p fd is non-blocking; its flags are left as they are).  Then the
+ * writing side is shut down (the client sees the end of the answer).
+ *
+ * Ownership: the caller keeps @p fd and closes it after the call, whatever
+ * it returned; @p src as zkrc_stats_prometheus() takes it.
+ * Threading: any thread, but not a session's or a recipe's callback (it
+ * waits for the client); calls on different sockets may run at once.
+ * SIGPIPE is not raised (MSG_NOSIGNAL).
+ * @return ZKRC_OK when an answer (any of the above) was written whole;
+ *         ZKRC_ETIMEDOUT when the request was not complete, or the answer
+ *         not written, before the deadline; ZKRC_ECONNLOSS when the
+ *         client closed or reset the connection before (or a read or a
+ *         write failed otherwise); ZKRC_EINVAL for @p fd below 0, not a
+ *         socket, @p timeout_ms below 0, or @p src as
+ *         zkrc_stats_prometheus() refuses it (then the client gets 500);
+ *         ZKRC_ENOMEM never: allocation failures abort, as GLib's do.
+ */
+int zkrc_stats_serve(int fd, const zkrc_stats_sources *src, int timeout_ms);
 
 #ifdef __cplusplus
 }

@@ -7,6 +7,8 @@
 
 #include <stdint.h>
 
+#include <glib.h>
+
 #include "core/histogram.h"
 #include "zkrecipes/stats.h"
 
@@ -43,5 +45,10 @@ void zkrc__lock_stat_gave_up_locked(zkrc_lock *lk, int err);
 /* "mutex", "read", "write" or "lease": which member of the lock family
  * @p lk is (for labels). */
 const char *zkrc__lock_kind(zkrc_lock *lk);
+
+/* Would zkrc_stats_prometheus() take @p src (initialized, no array NULL
+ * with a count, no NULL object)?  zkrc_stats_serve() asks before it reads
+ * the request. */
+gboolean zkrc__stats_sources_usable(const zkrc_stats_sources *src);
 
 #endif /* ZKRC_STATS_INTERNAL_H */
