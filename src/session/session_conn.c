@@ -58,16 +58,23 @@ void zkrc__session_close_conn(zkrc_session *s, zkrc_conn *c) {
 /* ----------------------------------------------------- a lapsed handle */
 
 /* A handle whose lease ran out is not closed at once: closing it deletes
- * its ephemeral nodes, and a successor could be granted before the
- * holder's LOST callback ran on a busy executor.  It is parked until the
- * loss probe (session_events.c) has run on the executor, after every LOST
- * posted before it, or until the allowance has passed (by then the
- * servers may expire it anyway).  Worker thread, s->o.mu held. */
-static zkrc_conn *park_locked(zkrc_session *s, zkrc_conn *c) {
+ * its ephemeral nodes at once, and a successor could then be granted
+ * before the holder's LOST callback ran on a busy executor, or just
+ * after it (the close, the deletes and the successor's grant take a few
+ * milliseconds).  It is parked until the loss probe (session_events.c)
+ * has run on the executor, after every LOST posted before it, and the
+ * allowance after the lapse has passed, so that the holder is told at
+ * least that long before its own close can free anything; but no later
+ * than a second allowance (a stalled executor must not keep a session
+ * the servers still serve).  Worker thread, s->o.mu held. */
+static zkrc_conn *park_locked(zkrc_session *s, zkrc_conn *c, int64_t due) {
   zkrc_conn *earlier = s->parked;
+  int64_t now = g_get_monotonic_time();
   s->parked = c;
-  g_source_set_ready_time(s->park_timer,
-                          g_get_monotonic_time() + s->lapse_allowance_us);
+  s->park_told = FALSE;
+  s->park_at_us = MAX(due + s->lapse_allowance_us, now);
+  s->park_latest_us = s->park_at_us + s->lapse_allowance_us;
+  g_source_set_ready_time(s->park_timer, s->park_at_us);
   return earlier;
 }
 
@@ -82,8 +89,35 @@ void zkrc__session_close_parked(void *data) {
     zkrc__session_close_conn(s, c); /* frees c */
 }
 
+/* Close the parked handle when it is due (told and past park_at, or past
+ * park_latest); else wait for the next of those moments. */
+static void close_parked_when_due(zkrc_session *s) {
+  int64_t now = g_get_monotonic_time();
+  g_mutex_lock(&s->o.mu);
+  gboolean due = s->parked && ((s->park_told && now >= s->park_at_us) ||
+                               now >= s->park_latest_us);
+  if (s->parked && !due)
+    g_source_set_ready_time(s->park_timer, s->park_told ? s->park_at_us
+                                                        : s->park_latest_us);
+  g_mutex_unlock(&s->o.mu);
+  if (due)
+    zkrc__session_close_parked(s);
+}
+
+void zkrc__session_loss_told(void *data) {
+  zkrc_session *s = data;
+  g_mutex_lock(&s->o.mu);
+  s->park_told = TRUE;
+  g_mutex_unlock(&s->o.mu);
+  close_parked_when_due(s);
+}
+
 gboolean zkrc__session_park_fired(gpointer data) {
-  zkrc__session_close_parked(data);
+  zkrc_session *s = data;
+  g_mutex_lock(&s->o.mu);
+  g_source_set_ready_time(s->park_timer, -1);
+  g_mutex_unlock(&s->o.mu);
+  close_parked_when_due(s);
   return G_SOURCE_CONTINUE;
 }
 
@@ -98,6 +132,7 @@ void zkrc__session_retire(zkrc_session *s, zkrc_session_event_type why) {
   c->retired = TRUE;
   gboolean lapsed =
       why == ZKRC_SESSION_EVENT_LOST && s->lapse_due_us != 0 && !s->closing;
+  int64_t due = s->lapse_due_us;
   zkrc__lease_stop_locked(s);
   gboolean reopen = !s->closing && !s->opts.no_reopen && s->hosts != NULL &&
                     why != ZKRC_SESSION_EVENT_AUTH_FAILED;
@@ -115,7 +150,7 @@ void zkrc__session_retire(zkrc_session *s, zkrc_session_event_type why) {
   zkrc__session_announce(s, why, generation);
   if (lapsed) {
     g_mutex_lock(&s->o.mu);
-    c = park_locked(s, c);
+    c = park_locked(s, c, due);
     g_mutex_unlock(&s->o.mu);
   }
   if (c)

@@ -136,7 +136,7 @@ static void loss_probe_tell(zkrc__object *o, zkrc__object_event *ev) {
   }
   g_mutex_unlock(&s->o.mu);
   /* Everyone told: the lapsed handle may go, and its nodes with it. */
-  zkrc__session_run_on_worker(s, zkrc__session_close_parked, s);
+  zkrc__session_run_on_worker(s, zkrc__session_loss_told, s);
 }
 
 static void post_to_listeners(zkrc_session *s, zkrc_session_event_type type) {

@@ -228,9 +228,12 @@ void zkrc__session_post(zkrc_session *s, zkrc_callback_fn fn, void *arg);
 zkrc_executor zkrc__session_executor(zkrc_session *s);
 
 /* Worker: close the handle parked at a lease's lapse (session_conn.c), if
- * any: its LOST has reached the executor (@p data: the session, from
- * zkrc__session_run_on_worker) or its allowance has passed. */
+ * any, now (@p data: the session; its close). */
 void zkrc__session_close_parked(void *data);
+/* Worker (zkrc__session_run_on_worker, from the loss probe): the parked
+ * handle's LOST reached the executor; it closes once its allowance has
+ * passed. */
+void zkrc__session_loss_told(void *data);
 gboolean zkrc__session_park_fired(gpointer data);
 
 /* Run @p fn(@p arg) on the session's worker thread (internal work that must

@@ -117,9 +117,12 @@ struct zkrc_session {
    * starts when it was opened. */
   GSource *fresh_timer; /* a ready-time source (the lease driver's) */
   /* A handle whose lease ran out, kept open until its LOST reached the
-   * executor or the allowance passed (park_timer, the lease driver's):
+   * executor and the allowance passed (park_timer, the lease driver's):
    * closing it deletes its ephemeral nodes at once. */
   zkrc_conn *parked;
+  gboolean park_told;     /* its LOST reached the executor */
+  int64_t park_at_us;     /* closed once told and this came */
+  int64_t park_latest_us; /* closed then, told or not */
   GSource *park_timer;
   uint64_t fresh_generation; /* the handle it is about */
 
