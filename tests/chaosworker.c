@@ -151,6 +151,16 @@ static void on_session(zkrc_session *s, const zkrc_session_event *ev_,
     __atomic_store_n(&slot->session_id, sid, __ATOMIC_RELEASE);
   record("SESSION %s %" PRIx64, zkrc_session_event_name(ev),
          (uint64_t)zkrc_session_id(s));
+  if (ev == ZKRC_SESSION_EVENT_LOST) {
+    /* The lease's own measure of this loss's delivery (its probe ran on
+     * the executor before the listeners): every loss so far, summed. */
+    zkrc_session_stats st;
+    if (zkrc_session_get_stats(s, &st, sizeof st) == ZKRC_OK)
+      record("LEASE losses %" PRIu64 " delivered %" PRIu64
+             " delivery_us_sum %.0f late %" PRIu64,
+             st.lease_losses, st.loss_delivery.count,
+             st.loss_delivery.sum_seconds * 1e6, st.late_losses);
+  }
 }
 
 /* ------------------------------------------------------------ controls */
