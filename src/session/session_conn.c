@@ -85,8 +85,10 @@ void zkrc__session_close_parked(void *data) {
   s->parked = NULL;
   g_source_set_ready_time(s->park_timer, -1);
   g_mutex_unlock(&s->o.mu);
-  if (c)
+  if (c) {
     zkrc__session_close_conn(s, c); /* frees c */
+    zkrc__reaper_run(s); /* what it held may go now (session_reaper.c) */
+  }
 }
 
 /* Close the parked handle when it is due (told and past park_at, or past
@@ -97,8 +99,8 @@ static void close_parked_when_due(zkrc_session *s) {
   gboolean due = s->parked && ((s->park_told && now >= s->park_at_us) ||
                                now >= s->park_latest_us);
   if (s->parked && !due)
-    g_source_set_ready_time(s->park_timer, s->park_told ? s->park_at_us
-                                                        : s->park_latest_us);
+    g_source_set_ready_time(s->park_timer,
+                            s->park_told ? s->park_at_us : s->park_latest_us);
   g_mutex_unlock(&s->o.mu);
   if (due)
     zkrc__session_close_parked(s);

@@ -85,6 +85,14 @@ static void reap_children_completion(int rc, const struct String_vector *kids,
 }
 
 void zkrc__reaper_run(zkrc_session *s) {
+  /* A lapsed handle is parked (session_conn.c) until its LOST was told and
+   * the allowance passed: its nodes, which the reaper would delete through
+   * the new session, wait as long; its close runs the reaper. */
+  g_mutex_lock(&s->o.mu);
+  gboolean parked = s->parked != NULL;
+  g_mutex_unlock(&s->o.mu);
+  if (parked)
+    return;
   zkrc_conn *c = zkrc__conn_use(s);
   if (c == NULL)
     return;
