@@ -28,22 +28,6 @@ static zkrc_lock *new_lock(zkrc_session *s, const char *path,
 }
 
 /* A raw handle straight to the members, unaffected by proxy faults. */
-/* A session straight to the members, past the fault proxies: a holder
- * whose connection must survive what is done to a waiter's proxy (through
- * a shared proxy, a 3 s black hole outlasts its 2 s session). */
-static zkrc_session *direct_session(void) {
-  zkrc_session_options o;
-  zkrc_session_options_init(&o);
-  o.session_timeout_ms = ZKT_SESSION_TIMEOUT_MS;
-  o.connect_timeout_ms = 15000;
-  zkrc_session *s = NULL;
-  CU_ASSERT_EQUAL_FATAL(
-      zkrc_session_connect(
-          &s, zkrc_ensemble_direct_connect_string(zkt_ensemble()), &o),
-      ZKRC_OK);
-  return s;
-}
-
 static zhandle_t *direct(void) {
   return zkt_raw_to(zkrc_ensemble_direct_connect_string(zkt_ensemble()));
 }
@@ -491,7 +475,7 @@ static void sem_pair_open(sem_pair *p, const char *tag, int session_ms,
   p->path = zkt_path(tag);
   p->zh = direct();
   p->n = sem_nodes_of(p->zh, p->path);
-  p->holder_s = direct_session(); /* no fault of the waiter's reaches it */
+  p->holder_s = zkt_direct_session(); /* no fault of the waiter's reaches it */
   p->s = zkt_session_with(session_ms, 0);
   ZKT_ASSERT_RC(ZKRC_OK,
                 zkrc_semaphore_new(&p->holder, p->holder_s, p->path, 1, NULL));

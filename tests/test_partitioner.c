@@ -121,19 +121,6 @@ static group *group_new(void) {
   return g;
 }
 
-static zkrc_session *direct_session(void) {
-  zkrc_session_options o;
-  zkrc_session_options_init(&o);
-  o.session_timeout_ms = ZKT_SESSION_TIMEOUT_MS;
-  o.server_tick_ms = ZKT_TICK_MS;
-  zkrc_session *s = NULL;
-  CU_ASSERT_EQUAL_FATAL(
-      zkrc_session_connect(
-          &s, zkrc_ensemble_direct_connect_string(zkt_ensemble()), &o),
-      ZKRC_OK);
-  return s;
-}
-
 /* Member @p id joins on @p s (NULL: a session straight to the member) to
  * divide @p items. */
 static member *join_items(group *g, const char *path, const char *id,
@@ -142,7 +129,7 @@ static member *join_items(group *g, const char *path, const char *id,
   member *m = &g->m[g->n++];
   m->g = g;
   m->id = id;
-  m->s = s ? s : direct_session();
+  m->s = s ? s : zkt_direct_session();
   zkrc_partitioner_options o;
   zkrc_partitioner_options_init(&o);
   o.identifier = id;

@@ -75,6 +75,20 @@ zkrc_session *zkt_session_with(int timeout_ms, int no_reopen) {
   return s;
 }
 
+zkrc_session *zkt_direct_session(void) {
+  zkrc_session_options o;
+  zkrc_session_options_init(&o);
+  o.session_timeout_ms = ZKT_SESSION_TIMEOUT_MS;
+  o.connect_timeout_ms = 15000;
+  o.server_tick_ms = ZKT_TICK_MS;
+  zkrc_session *s = NULL;
+  CU_ASSERT_EQUAL_FATAL(
+      zkrc_session_connect(
+          &s, zkrc_ensemble_direct_connect_string(zkt_ensemble()), &o),
+      ZKRC_OK);
+  return s;
+}
+
 zkrc_session *zkt_session_knowing_tick(int timeout_ms, int no_reopen,
                                        const zkrc_executor *ex) {
   zkrc_session_options o;

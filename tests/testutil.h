@@ -37,6 +37,11 @@ void zkt_configure(int members, int with_proxies);
  * the program with a message). */
 zkrc_ensemble *zkt_ensemble(void);
 
+/* A session straight to the members, past any fault proxy (session
+ * timeout ZKT_SESSION_TIMEOUT_MS, the tick known); fails the test when it
+ * cannot connect. */
+zkrc_session *zkt_direct_session(void);
+
 /* The connect string of the program's ensemble. */
 const char *zkt_hosts(void);
 
