@@ -21,6 +21,8 @@
  *   status ISLEADER TOKEN T       reply to "status" (TOKEN 0 if none)
  *   participants N ID... T        reply to "participants"
  *   leader ID T                   reply to "leader" ("-" for no leader)
+ *   renewals N T                  reply to "renewals": the lease renewals
+ *                                 (syncs) the session sent so far
  *   thaw GAP_MS FIRST SEEN SAMPLES T
  *                                 the process was frozen for GAP_MS; FIRST is
  *                                 zkrc_election_is_leader() at once after the
@@ -31,7 +33,7 @@
  *                                 lead (free drops the REVOKED callback)
  *   bye T                         about to exit 0
  * Commands, one per line on stdin: resign, leave, join, status,
- * participants, leader, quit.  End of stdin is "quit".  Exit status: 0
+ * participants, leader, renewals, quit.  End of stdin is "quit".  Exit status: 0
  * after quit; 2 for bad arguments; 4 when it could not connect or join.
  */
 #include "config.h"
@@ -156,6 +158,16 @@ static void reply_rc(const char *cmd, int (*fn)(zkrc_election *)) {
   emit("rc %s %s %" PRId64 " %" PRId64, cmd, zkrc_err_name(rc), t0, mono_us());
 }
 
+static zkrc_session *session;
+
+static void reply_renewals(void) {
+  zkrc_session_stats st;
+  uint64_t n = zkrc_session_get_stats(session, &st, sizeof st) == ZKRC_OK
+                   ? st.renewals
+                   : 0;
+  emit("renewals %" PRIu64 " %" PRId64, n, mono_us());
+}
+
 static void reply_status(void) {
   int leader = zkrc_election_is_leader(election);
   int64_t t = mono_us();
@@ -211,6 +223,8 @@ static void command_loop(void) {
       reply_participants();
     else if (strcmp(line, "leader") == 0)
       reply_leader();
+    else if (strcmp(line, "renewals") == 0)
+      reply_renewals();
     else
       emit("error unknown command %s %" PRId64, line, mono_us());
   }
@@ -251,6 +265,7 @@ int main(int argc, char **argv) {
     rc = zkrc_session_add_listener(s, on_session, NULL, NULL);
   if (rc == ZKRC_OK)
     rc = zkrc_session_wait_connected(s, 15000);
+  session = s;
   if (rc == ZKRC_OK)
     rc = zkrc_election_new(&election, s, argv[2], &eo);
   if (rc == ZKRC_OK && join)

@@ -162,6 +162,117 @@ static void test_second_renewal_soon_after_a_reconnection(void) {
   CU_ASSERT_EQUAL(l.deadline, 2000 * MS + l.p.timeout_us - l.p.drift_us);
 }
 
+/* ------------------------------------------------------------ resting */
+
+/* A resting lease is not extended, and its deadline passing is no loss
+ * while the servers answer keepalives: it lapses a session timeout (less
+ * drift) after the last request they answered was sent. */
+static void test_a_resting_lease_lapses_only_when_unheard(void) {
+  zkrc__lease l = fresh_lease(4000, 200, 0, 0);
+  zkrc__lease_rest(&l, 0);
+  CU_ASSERT_EQUAL(zkrc__lease_lapse_at(&l), 3986 * MS);
+  zkrc__lease_touched(&l, 1000 * MS, 1001 * MS);
+  zkrc__lease_touched(&l, 2200 * MS, 2201 * MS);
+  CU_ASSERT_EQUAL(l.deadline, 3986 * MS); /* not extended */
+  CU_ASSERT_EQUAL(zkrc__lease_lapse_at(&l), (2200 + 3986) * MS);
+  CU_ASSERT_FALSE(zkrc__lease_expired_at(&l, 5000 * MS));
+  CU_ASSERT_EQUAL(zkrc__lease_remaining(&l, 5000 * MS), 0); /* proven: none */
+  CU_ASSERT_TRUE(zkrc__lease_expired_at(&l, 6186 * MS));
+  /* An answer that comes after the lapse extends nothing. */
+  zkrc__lease_touched(&l, 6000 * MS, 6200 * MS);
+  CU_ASSERT_EQUAL(zkrc__lease_lapse_at(&l), 6186 * MS);
+  /* Woken after its deadline: not established; lapses when unheard. */
+  zkrc__lease m = fresh_lease(4000, 200, 0, 0);
+  zkrc__lease_rest(&m, 0);
+  zkrc__lease_touched(&m, 3400 * MS, 3401 * MS);
+  zkrc__lease_wake(&m, 5000 * MS);
+  CU_ASSERT_FALSE(m.established);
+  CU_ASSERT_EQUAL(zkrc__lease_remaining(&m, 5000 * MS), 0);
+  CU_ASSERT_FALSE(zkrc__lease_expired_at(&m, 5000 * MS));
+  CU_ASSERT_EQUAL(zkrc__lease_lapse_at(&m), (3400 + 3986) * MS);
+}
+
+/* Woken before its deadline, a lease keeps it, and its end is a loss
+ * again; a lapsed lease cannot rest its way out of its loss. */
+static void test_woken_in_time_the_deadline_stands(void) {
+  zkrc__lease l = fresh_lease(4000, 200, 0, 0);
+  zkrc__lease_rest(&l, 0);
+  zkrc__lease_wake(&l, 3000 * MS);
+  CU_ASSERT_TRUE(l.established);
+  CU_ASSERT_EQUAL(l.deadline, 3986 * MS);
+  CU_ASSERT_TRUE(zkrc__lease_expired_at(&l, 3986 * MS));
+  CU_ASSERT_FALSE(zkrc__lease_confirm(&l, 3900 * MS, 4000 * MS));
+  CU_ASSERT_TRUE(l.lapsed);
+  zkrc__lease_rest(&l, 4000 * MS);
+  CU_ASSERT_TRUE(zkrc__lease_expired_at(&l, 4000 * MS));
+  /* Its deadline passed before the lapse timer saw it: resting then is
+   * still the loss it was. */
+  zkrc__lease late = fresh_lease(4000, 200, 0, 0);
+  zkrc__lease_rest(&late, 3990 * MS);
+  CU_ASSERT_TRUE(late.lapsed);
+  CU_ASSERT_FALSE(late.resting);
+  /* Woken with less left than the renewals need to extend it: forgotten,
+   * the grant waits for a renewal. */
+  zkrc__lease near = fresh_lease(4000, 200, 0, 0);
+  zkrc__lease_rest(&near, 0);
+  CU_ASSERT_EQUAL(zkrc__lease_wake_margin(&near.p), (120 + 300) * MS);
+  zkrc__lease_wake(&near, 3700 * MS);
+  CU_ASSERT_FALSE(near.established);
+  CU_ASSERT_EQUAL(zkrc__lease_remaining(&near, 3700 * MS), 0);
+  CU_ASSERT_FALSE(zkrc__lease_expired_at(&near, 3700 * MS));
+}
+
+/* A keepalive (answered by the follower alone) extends nothing; as the
+ * earlier request of a renewal sent a relay after its answer, it proves
+ * the leader heard of the session from its sending on. */
+static void test_a_keepalive_is_only_the_earlier_request(void) {
+  zkrc__lease l = fresh_lease(4000, 200, 0, 0);
+  zkrc__lease_rest(&l, 0);
+  zkrc__lease_touched(&l, 1000 * MS, 1001 * MS);
+  zkrc__lease_touched(&l, 2200 * MS, 2201 * MS);
+  CU_ASSERT_EQUAL(l.deadline, 3986 * MS); /* the opening's, unchanged */
+  zkrc__lease_touched(&l, 3400 * MS, 3401 * MS);
+  zkrc__lease_touched(&l, 4600 * MS, 4601 * MS);
+  zkrc__lease_wake(&l, 4650 * MS);
+  CU_ASSERT_FALSE(l.established);
+  /* Sent 49 ms after the latest keepalive's answer: extends from the one
+   * before (answered more than a relay earlier), at once. */
+  CU_ASSERT_TRUE(zkrc__lease_confirm(&l, 4650 * MS, 4652 * MS));
+  CU_ASSERT_EQUAL(l.deadline, (3400 + 3986) * MS);
+  /* A single keepalive just before the renewal: the renewal extends
+   * nothing, and the next goes a relay after its answer. */
+  zkrc__lease m = fresh_lease(4000, 200, 0, 6000 * MS);
+  zkrc__lease_rest(&m, 6000 * MS);
+  zkrc__lease_touched(&m, 6000 * MS, 6001 * MS);
+  zkrc__lease_wake(&m, 6010 * MS);
+  CU_ASSERT_FALSE(zkrc__lease_confirm(&m, 6010 * MS, 6012 * MS));
+  CU_ASSERT_EQUAL(zkrc__lease_next_renewal_for(&m, 6010 * MS, 6012 * MS),
+                  (6012 + 120) * MS);
+}
+
+/* Woken on a new connection right after its first keepalive's answer,
+ * the renewal proves nothing (sent within a relay of that answer): the
+ * next goes a relay after it, not a period later, while the old
+ * deadline still runs. */
+static void test_a_renewal_that_extended_nothing_is_followed_soon(void) {
+  zkrc__lease l = fresh_lease(4000, 200, 0, 0);
+  CU_ASSERT_FALSE(zkrc__lease_confirm(&l, 1000 * MS, 1001 * MS));
+  CU_ASSERT_TRUE(zkrc__lease_confirm(&l, 1200 * MS, 1201 * MS));
+  CU_ASSERT_EQUAL(l.deadline, (1000 + 3986) * MS);
+  zkrc__lease_rest(&l, 1300 * MS);
+  zkrc__lease_new_connection(&l);
+  zkrc__lease_touched(&l, 1400 * MS, 1401 * MS);
+  zkrc__lease_wake(&l, 1450 * MS);
+  CU_ASSERT_TRUE(l.established); /* 3536 ms left: it stands */
+  CU_ASSERT_FALSE(zkrc__lease_confirm(&l, 1450 * MS, 1452 * MS));
+  CU_ASSERT_EQUAL(zkrc__lease_next_renewal_for(&l, 1450 * MS, 1452 * MS),
+                  (1452 + 120) * MS);
+  CU_ASSERT_TRUE(zkrc__lease_confirm(&l, 1572 * MS, 1574 * MS));
+  CU_ASSERT_EQUAL(l.deadline, (1450 + 3986) * MS);
+  CU_ASSERT_EQUAL(zkrc__lease_next_renewal_for(&l, 1572 * MS, 1574 * MS),
+                  (1572 + 1200) * MS); /* settled: a period */
+}
+
 /* The floor holds while renewals are answered within an eighth of a
  * period: follow a renewal schedule and look just before every answer. */
 static void test_floor_holds_while_renewals_keep_up(void) {
@@ -194,13 +305,25 @@ static void test_floor_holds_while_renewals_keep_up(void) {
  * a random time to reach the follower and to come back.  The follower dies
  * at a random moment: nothing it would send after that arrives.  Returns
  * the lease's excess over the leader's expiry (> 0: a broken promise). */
-static int64_t simulate(GRand *rng, const zkrc__lease_params *p, int tick_ms) {
+typedef enum sim_mode {
+  RENEWING,      /* renewals from the start */
+  RESTING,       /* keepalives, then renewals from a random moment */
+  KEEPALIVE_LIE, /* the control: keepalives taken for renewals */
+} sim_mode;
+
+static int64_t simulate(GRand *rng, const zkrc__lease_params *p, int tick_ms,
+                        sim_mode mode) {
   const int64_t tick = (int64_t)tick_ms * MS;
   const int64_t opened = 0;
   const int64_t created = g_rand_int_range(rng, 0, 5 * MS);
   const int64_t dies = g_rand_int_range(rng, 0, (gint32)(8 * p->timeout_us));
+  const int64_t wakes =
+      mode == RENEWING ? 0
+                       : g_rand_int_range(rng, 0, (gint32)(8 * p->timeout_us));
   zkrc__lease l;
   zkrc__lease_begin_session(&l, p, opened, created + MS);
+  if (mode == RESTING)
+    zkrc__lease_rest(&l, created + MS);
 
   /* Arrivals of renewals at the follower, in order (sent in order). */
   GArray *arrivals = g_array_new(FALSE, FALSE, sizeof(int64_t));
@@ -215,14 +338,25 @@ static int64_t simulate(GRand *rng, const zkrc__lease_params *p, int tick_ms) {
     g_array_append_val(arrivals, there);
     /* The follower forwards it, the leader answers, the follower passes
      * the answer on (the follower must still be alive then), and the
-     * answer travels back to us. */
+     * answer travels back to us.  A keepalive the follower answers
+     * itself, also once it is cut off from the leader ("dies" is then
+     * when it was cut off). */
+    gboolean keepalive = sent < wakes;
     int64_t answered =
         there + g_rand_int_range(rng, 50, slow ? 300 * MS : 5 * MS);
-    if (answered >= dies)
+    if (answered >= dies && !keepalive)
       break; /* never answered; the client sends no more */
     int64_t replied = answered + g_rand_int_range(rng, 50, MS);
+    if (keepalive && mode == RESTING) {
+      zkrc__lease_touched(&l, sent, replied);
+      sent += p->period_us;
+      continue;
+    }
+    if (!keepalive && l.resting)
+      zkrc__lease_wake(&l, sent);
     zkrc__lease_confirm(&l, sent, replied);
-    sent = zkrc__lease_next_renewal_for(&l, sent, replied);
+    sent = keepalive ? sent + p->period_us
+                     : zkrc__lease_next_renewal_for(&l, sent, replied);
   }
 
   /* The leader's last news of the session: the latest ping answer the
@@ -246,13 +380,15 @@ static int64_t simulate(GRand *rng, const zkrc__lease_params *p, int tick_ms) {
   }
   g_array_free(arrivals, TRUE);
   int64_t expiry = touched + p->timeout_us;
-  return l.established ? l.deadline - expiry : INT64_MIN;
+  /* A resting lease promises nothing (the control's never rests). */
+  gboolean promised = l.established && (!l.resting || mode == KEEPALIVE_LIE);
+  return promised ? l.deadline - expiry : INT64_MIN;
 }
 
 /* @p relay_us, @p period_us: 0, or what to use instead of the library's
  * choice (for the control). */
 static int broken_promises(int runs, int timeout_ms, int tick_ms,
-                           int64_t relay_us, int64_t period_us,
+                           int64_t relay_us, int64_t period_us, sim_mode mode,
                            int64_t *closest) {
   GRand *rng = g_rand_new_with_seed(42);
   zkrc__lease_params p;
@@ -264,7 +400,7 @@ static int broken_promises(int runs, int timeout_ms, int tick_ms,
   int broken = 0;
   *closest = INT64_MIN;
   for (int i = 0; i < runs; i++) {
-    int64_t excess = simulate(rng, &p, tick_ms);
+    int64_t excess = simulate(rng, &p, tick_ms, mode);
     broken += excess > 0;
     if (excess > *closest)
       *closest = excess;
@@ -278,8 +414,8 @@ static void test_simulated_servers_never_expire_a_leased_session(void) {
                                  {4000, 2000}, {10000, 2000}, {400, 200}};
   for (size_t i = 0; i < G_N_ELEMENTS(cases); i++) {
     int64_t closest;
-    int broken =
-        broken_promises(3000, cases[i][0], cases[i][1], 0, 0, &closest);
+    int broken = broken_promises(3000, cases[i][0], cases[i][1], 0, 0, RENEWING,
+                                 &closest);
     printf("\n    timeout %5d ms, tick %4d ms: 3000 runs, %d broken; "
            "closest lease ended %.1f ms before the expiry",
            cases[i][0], cases[i][1], broken, -closest / 1000.0);
@@ -288,7 +424,7 @@ static void test_simulated_servers_never_expire_a_leased_session(void) {
   /* Renewals more often than the leader pings: the relay rule alone keeps
    * the promise (it picks an earlier renewal to extend from). */
   int64_t closest;
-  int broken = broken_promises(3000, 4000, 200, 0, 30 * MS, &closest);
+  int broken = broken_promises(3000, 4000, 200, 0, 30 * MS, RENEWING, &closest);
   printf("\n    timeout  4000 ms, tick  200 ms, renewals every 30 ms: 3000 "
          "runs, %d broken; closest %.1f ms before\n    ",
          broken, -closest / 1000.0);
@@ -300,10 +436,40 @@ static void test_simulated_servers_never_expire_a_leased_session(void) {
  * leases that outlive the session. */
 static void test_simulation_catches_too_short_a_relay(void) {
   int64_t closest;
-  int broken = broken_promises(3000, 4000, 200, 40 * MS, 30 * MS, &closest);
+  int broken =
+      broken_promises(3000, 4000, 200, 40 * MS, 30 * MS, RENEWING, &closest);
   printf("(relay 40 ms, renewals every 30 ms, tick 200 ms: %d of 3000 runs "
          "broke the promise, by up to %.1f ms) ",
          broken, closest / 1000.0);
+  CU_ASSERT(broken > 0);
+}
+
+/* A lease that rested on keepalives and was woken by a renewal at a
+ * random moment, with the follower cut off from the leader at another
+ * (it goes on answering keepalives): never past the leader's expiry. */
+static void test_simulated_servers_never_expire_a_woken_lease(void) {
+  static const int cases[][2] = {
+      {2000, 200}, {4000, 200}, {1000, 500}, {4000, 2000}, {10000, 2000}};
+  for (size_t i = 0; i < G_N_ELEMENTS(cases); i++) {
+    int64_t closest;
+    int broken = broken_promises(3000, cases[i][0], cases[i][1], 0, 0, RESTING,
+                                 &closest);
+    printf("\n    timeout %5d ms, tick %4d ms, resting then woken: 3000 "
+           "runs, %d broken; closest %.1f ms before the expiry",
+           cases[i][0], cases[i][1], broken, -closest / 1000.0);
+    CU_ASSERT_EQUAL(broken, 0);
+  }
+  printf("\n    ");
+}
+
+/* The control: a library that took the follower's answers to keepalives
+ * for renewals would extend the lease on a follower cut off from the
+ * leader, and the simulation must catch it. */
+static void test_simulation_catches_keepalives_taken_for_renewals(void) {
+  int64_t closest;
+  int broken = broken_promises(3000, 4000, 200, 0, 0, KEEPALIVE_LIE, &closest);
+  printf("(%d of 3000 runs broke the promise, by up to %.1f ms) ", broken,
+         closest / 1000.0);
   CU_ASSERT(broken > 0);
 }
 
@@ -323,6 +489,18 @@ static void add_suites(void) {
              test_floor_holds_while_renewals_keep_up},
             {"simulated servers never expire a leased session",
              test_simulated_servers_never_expire_a_leased_session},
+            {"a resting lease lapses only when unheard",
+             test_a_resting_lease_lapses_only_when_unheard},
+            {"woken in time the deadline stands",
+             test_woken_in_time_the_deadline_stands},
+            {"a keepalive is only the earlier request",
+             test_a_keepalive_is_only_the_earlier_request},
+            {"a renewal that extended nothing is followed soon",
+             test_a_renewal_that_extended_nothing_is_followed_soon},
+            {"simulated servers never expire a woken lease",
+             test_simulated_servers_never_expire_a_woken_lease},
+            {"simulation catches keepalives taken for renewals",
+             test_simulation_catches_keepalives_taken_for_renewals},
             {"simulation catches too short a relay",
              test_simulation_catches_too_short_a_relay});
 }

@@ -89,6 +89,9 @@ static zkrc_session *session_recorded(recorder *r, int timeout_ms,
   zkrc_session_options_init(&o);
   o.session_timeout_ms = timeout_ms;
   o.no_reopen = no_reopen;
+  /* These tests are about the session's own lease: renewed all the time,
+   * as if something depended on it. */
+  o.lease_renewal = ZKRC_LEASE_ALWAYS;
   zkrc_session *s = NULL;
   CU_ASSERT_EQUAL_FATAL(zkrc_session_new(&s, zkt_hosts(), &o), ZKRC_OK);
   CU_ASSERT_EQUAL_FATAL(zkrc_session_add_listener(s, record, r, NULL), ZKRC_OK);
@@ -475,12 +478,19 @@ static void test_authentication_survives_a_new_session(void) {
 /* A child process with a session, frozen past its session timeout: after
  * SIGCONT it reports the session lost without waiting for the client's own
  * connection timeout. */
+typedef struct frozen {
+  int fds[2];  /* [0] read end: "go", [1] write end: reports */
+  int renewal; /* zkrc_lease_renewal */
+} frozen;
+
 static int frozen_child(void *arg) {
-  int *fds = arg; /* [0] read end: "go", [1] write end: reports */
+  frozen *f = arg;
+  int *fds = f->fds;
   close(fds[0]);
   zkrc_session_options o;
   zkrc_session_options_init(&o);
   o.session_timeout_ms = 1000;
+  o.lease_renewal = f->renewal;
   zkrc_session *s = NULL;
   if (zkrc_session_connect(&s, zkt_hosts(), &o) != ZKRC_OK)
     return 10;
@@ -521,11 +531,12 @@ static void test_names(void) {
   CU_ASSERT_STRING_EQUAL(zkrc_session_state_name(5), "unknown");
 }
 
-static void test_frozen_process_reports_loss_promptly(void) {
+static void frozen_reports_loss_promptly(int renewal) {
   zkt_hosts(); /* start the ensemble before forking */
-  int fds[2];
+  frozen f = {.renewal = renewal};
+  int *fds = f.fds;
   CU_ASSERT_EQUAL_FATAL(pipe(fds), 0);
-  pid_t pid = zkt_spawn(frozen_child, fds);
+  pid_t pid = zkt_spawn(frozen_child, &f);
   close(fds[1]);
   char c = 0;
   CU_ASSERT_EQUAL_FATAL(read(fds[0], &c, 1), 1);
@@ -543,6 +554,16 @@ static void test_frozen_process_reports_loss_promptly(void) {
   CU_ASSERT(noticed < 600);
   CU_ASSERT_EQUAL(zkt_wait_child(pid, 10000), 0);
   close(fds[0]);
+}
+
+static void test_frozen_process_reports_loss_promptly(void) {
+  frozen_reports_loss_promptly(ZKRC_LEASE_ALWAYS);
+}
+
+/* The same for a session whose lease rests (nothing depends on it): the
+ * servers were not heard from for longer than a session timeout. */
+static void test_frozen_resting_session_reports_loss_promptly(void) {
+  frozen_reports_loss_promptly(ZKRC_LEASE_ON_DEMAND);
 }
 
 /* Counts of a session's events, for the outage below. */
@@ -605,6 +626,7 @@ static void test_one_outage_one_loss(void) {
   o.session_timeout_ms = timeout_ms;
   o.connect_timeout_ms = 15000;
   o.server_tick_ms = timeout_ms / 2;
+  o.lease_renewal = ZKRC_LEASE_ALWAYS;
   zkrc_session *s = NULL;
   CU_ASSERT_EQUAL_FATAL(zkrc_session_connect(&s, zkt_hosts(), &o), ZKRC_OK);
   zkrc_session_add_listener(s, outage_listener, &l, NULL);
@@ -647,6 +669,8 @@ static void add_suites(void) {
        test_authentication_survives_a_new_session},
       {"frozen process reports loss promptly",
        test_frozen_process_reports_loss_promptly},
+      {"frozen resting session reports loss promptly",
+       test_frozen_resting_session_reports_loss_promptly},
       {"one outage, one loss", test_one_outage_one_loss});
 }
 

@@ -537,7 +537,7 @@ void zkt_forbid_listing(zhandle_t *zh, const char *path) {
 uint64_t zkt_requests_but_renewals(zkrc_session *s) {
   zkrc_session_stats st;
   ZKT_ASSERT_RC(ZKRC_OK, zkrc_session_get_stats(s, &st, sizeof st));
-  return st.requests - st.renewals;
+  return st.requests - st.renewals - st.keepalives;
 }
 
 size_t zkt_create_envelope(const char *path) {

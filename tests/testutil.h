@@ -187,7 +187,8 @@ struct ACL_vector *zkt_acl_no_read(void);
  * more, which the test checks. */
 void zkt_forbid_listing(zhandle_t *zh, const char *path);
 
-/* What session @p s sent besides its lease's renewals (its statistics). */
+/* What session @p s sent besides its lease's own requests, renewals and
+ * keepalives (its statistics). */
 uint64_t zkt_requests_but_renewals(zkrc_session *s);
 
 /* For zkt_wait_for(): does any member's `wchp` list @p arg's session as

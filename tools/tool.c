@@ -535,6 +535,10 @@ static int open_session(const tool_options *o, int no_reopen,
   so.connect_timeout_ms = o->connect_timeout_ms;
   so.no_reopen = no_reopen;
   so.server_tick_ms = o->server_tick_ms;
+  /* One session per process, whose lease the tools show (zkr health) and
+   * feed systemd's watchdog with while they wait (zkr lock, zkr elect):
+   * renewed all the time, as in earlier releases. */
+  so.lease_renewal = ZKRC_LEASE_ALWAYS;
   int status = secure_options(o, &so);
   if (status == 0)
     status = tool_reach_servers(o->servers, o->connect_timeout_ms);

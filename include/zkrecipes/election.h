@@ -158,7 +158,9 @@ int zkrc_election_join(zkrc_election *e);
 /**
  * Give up leadership and go to the back of the queue (REVOKED with reason
  * ZKRC_OK, then a new node).  The next participant is elected after one
- * notification and one read.
+ * notification and one read; its lease, which rested while it waited, is
+ * renewed then (one sync, waited for only when the lease ran out
+ * meanwhile: zkrc_lease_renewal).
  * @return ZKRC_OK; ZKRC_ENOTLEADER when we do not lead (nothing changes).
  */
 int zkrc_election_resign(zkrc_election *e);

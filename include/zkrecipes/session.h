@@ -25,7 +25,9 @@
  * (zkrc_session_options.server_tick_ms).  When the lease runs out the
  * session is reported LOST and treated as expired, at that moment, connected
  * or not: so every recipe built on it reports its hold lost before the
- * servers can give it to anyone else.  A process frozen past its lease
+ * servers can give it to anyone else.  By default the lease is renewed
+ * only while something depends on it (zkrc_lease_renewal): an idle or
+ * waiting session costs the leader nothing.  A process frozen past its lease
  * (SIGSTOP, a debugger) sees the lease run out as soon as it runs again.
  * Not covered: an operator closing the session from another handle, which
  * the servers carry out at once.
@@ -218,7 +220,36 @@ typedef struct zkrc_session_options {
   const char *sasl_host;
   /** The realm; NULL: none (the servers' default). */
   const char *sasl_realm;
+
+  /** When the lease is renewed (zkrc_lease_renewal; see "The lease"
+   *  above).  ZKRC_LEASE_ON_DEMAND (default) or ZKRC_LEASE_ALWAYS;
+   *  another value: ZKRC_EINVAL. */
+  int lease_renewal;
 } zkrc_session_options;
+
+/** When a session renews its lease (zkrc_session_options.lease_renewal).
+ *  A renewal is a sync, which the servers forward to their leader: a
+ *  session renewing all the time costs the leader about 3 requests per
+ *  session timeout, even while it holds nothing. */
+typedef enum zkrc_lease_renewal {
+  /** Only while something depends on the lease: a lock, read-write lock
+   *  or semaphore hold, a leadership, a kept ephemeral node (membership,
+   *  discovery, the partitioner), or a waiter at the front of its queue
+   *  while it is granted.  Otherwise the lease rests: the session sends a
+   *  keepalive instead of the ZooKeeper client's ping (a read its server
+   *  answers without the leader, as cheap as the ping) and the lease is
+   *  not extended.  A resting session is reported LOST only when its
+   *  servers answered nothing for a session timeout (counted from the
+   *  sending of the last request they answered, less the allowance), as
+   *  Curator reports LOST after a session timeout without its servers.  A grant to a session whose lease rested waits for one
+   *  sync (a round trip to the leader) before it is reported. */
+  ZKRC_LEASE_ON_DEMAND = 0,
+  /** All the time (what earlier releases did): a session holding nothing
+   *  is reported LOST when its renewed lease runs out, as a holder is.
+   *  For an application that makes its own ephemeral nodes or needs
+   *  zkrc_session_lease_remaining() kept up. */
+  ZKRC_LEASE_ALWAYS = 1
+} zkrc_lease_renewal;
 
 /** What the ZooKeeper client this library was built with can do
  *  (zkrc_features()). */
@@ -355,7 +386,9 @@ int zkrc_session_timeout(zkrc_session *s);
 /**
  * How long, in ms, the servers certainly keep the current ZooKeeper session
  * from now on (see "The lease" above): 0 when there is none (not connected
- * yet, run out, closed).  A daemon may refuse to start a piece of work that
+ * yet, run out, closed).  While the lease rests (nothing depends on it:
+ * zkrc_lease_renewal) it is not extended, and this is what is left of the
+ * last one.  A daemon may refuse to start a piece of work that
  * would outlive it, as Chubby clients do.  Local state only; nothing is
  * sent.  Threading: any thread.  NULL yields 0.
  */

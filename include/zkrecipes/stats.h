@@ -85,7 +85,8 @@ typedef struct zkrc_session_stats {
    *  own pings). */
   uint64_t requests;
   /** Of those, the lease's renewals (a sync each, zkrecipes/session.h):
-   *  the lease's own cost, sent also while nothing else happens. */
+   *  the lease's own cost to the servers' leader, sent while something
+   *  depends on the lease (zkrc_lease_renewal). */
   uint64_t renewals;
   /** Now: the state (zkrc_session_state) and how long, in ms, the
    *  session's lease certainly lasts (zkrc_session_lease_remaining()). */
@@ -93,7 +94,9 @@ typedef struct zkrc_session_stats {
   int lease_remaining_ms;
   /** Leases that ran out (the session was reported LOST: the servers may
    *  have expired it since), whether or not the servers expired it
-   *  later; expiries counts only those the servers confirmed. */
+   *  later; expiries counts only those the servers confirmed.  A resting
+   *  lease's (zkrc_lease_renewal) counts too: the servers had answered
+   *  nothing for a session timeout. */
   uint64_t lease_losses;
   /** How long after the lease's deadline each of those LOSTs reached
    *  the executor (after every recipe's LOST posted before it).  The
@@ -104,6 +107,13 @@ typedef struct zkrc_session_stats {
    *  may have been granted what the session held before it was told. */
   zkrc_histogram loss_delivery;
   uint64_t late_losses;
+  /** Requests (of @c requests) that kept a resting lease's connection
+   *  alive in place of the ZooKeeper client's pings: reads the server
+   *  answers without its leader (zkrc_lease_renewal). */
+  uint64_t keepalives;
+  /** Now: how many things depend on the lease (holds, leaderships, kept
+   *  nodes; one more with ZKRC_LEASE_ALWAYS); 0: the lease rests. */
+  int lease_dependents;
 } zkrc_session_stats;
 
 /**
@@ -247,9 +257,11 @@ static inline void zkrc_stats_sources_init(zkrc_stats_sources *src) {
  *   zkrecipes_session_reconnects_total, zkrecipes_session_expiries_total,
  *   zkrecipes_session_lease_losses_total,
  *   zkrecipes_session_late_losses_total, zkrecipes_requests_total,
- *   zkrecipes_lease_renewals_total (counters);
- *   zkrecipes_sessions_connected, zkrecipes_lease_remaining_seconds
- *   (gauges); zkrecipes_lease_loss_delivery_seconds (a histogram).
+ *   zkrecipes_lease_renewals_total, zkrecipes_lease_keepalives_total
+ *   (counters); zkrecipes_sessions_connected,
+ *   zkrecipes_lease_remaining_seconds (of the leases something depends
+ *   on: +Inf when none is), zkrecipes_lease_dependents (gauges);
+ *   zkrecipes_lease_loss_delivery_seconds (a histogram).
  *
  * The ZooKeeper session ids are in an info metric, one series per
  * distinct id among the objects (their current one, or their last while

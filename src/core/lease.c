@@ -55,14 +55,55 @@ void zkrc__lease_begin_session(zkrc__lease *l, const zkrc__lease_params *p,
 
 void zkrc__lease_new_connection(zkrc__lease *l) { l->n = 0; }
 
+int64_t zkrc__lease_lapse_at(const zkrc__lease *l) {
+  if (l->established && !l->resting)
+    return l->deadline;
+  if (l->established && l->deadline > l->heard_until)
+    return l->deadline; /* resting on a deadline not yet passed */
+  return l->heard_until;
+}
+
 gboolean zkrc__lease_expired_at(const zkrc__lease *l, int64_t now) {
-  return l->lapsed || (l->established && now >= l->deadline);
+  int64_t at = zkrc__lease_lapse_at(l);
+  return l->lapsed || (at > 0 && now >= at);
+}
+
+/* Any answer to a request sent at @p sent: the server had the session. */
+static void heard(zkrc__lease *l, int64_t sent) {
+  int64_t until = sent + l->p.timeout_us - l->p.drift_us;
+  if (until > l->heard_until)
+    l->heard_until = until;
 }
 
 int64_t zkrc__lease_remaining(const zkrc__lease *l, int64_t now) {
-  if (!l->established || zkrc__lease_expired_at(l, now))
+  if (!l->established || l->lapsed || now >= l->deadline)
     return 0;
   return l->deadline - now;
+}
+
+void zkrc__lease_rest(zkrc__lease *l, int64_t now) {
+  if (l->lapsed || l->resting)
+    return;
+  if (zkrc__lease_expired_at(l, now))
+    l->lapsed = TRUE; /* the lapse timer was late: still a loss */
+  else
+    l->resting = TRUE;
+}
+
+int64_t zkrc__lease_wake_margin(const zkrc__lease_params *p) {
+  return p->relay_us + p->period_us / 4;
+}
+
+void zkrc__lease_wake(zkrc__lease *l, int64_t now) {
+  if (!l->resting)
+    return;
+  l->resting = FALSE;
+  if (now + zkrc__lease_wake_margin(&l->p) >= l->deadline) {
+    /* Too little left to be extended in time (or none): start again
+     * from the renewals, no loss. */
+    l->established = FALSE;
+    l->deadline = 0;
+  }
 }
 
 static void remember(zkrc__lease *l, int64_t sent, int64_t replied) {
@@ -75,9 +116,16 @@ static void remember(zkrc__lease *l, int64_t sent, int64_t replied) {
   l->n++;
 }
 
+void zkrc__lease_touched(zkrc__lease *l, int64_t sent, int64_t replied) {
+  if (zkrc__lease_expired_at(l, replied))
+    return; /* too late: the lapse stands */
+  remember(l, sent, replied);
+  heard(l, sent);
+}
+
 gboolean zkrc__lease_confirm(zkrc__lease *l, int64_t sent, int64_t replied) {
   if (zkrc__lease_expired_at(l, replied)) {
-    l->lapsed = l->lapsed || l->established;
+    l->lapsed = TRUE;
     return FALSE;
   }
   /* The latest earlier renewal answered at least a relay before this one
@@ -90,6 +138,8 @@ gboolean zkrc__lease_confirm(zkrc__lease *l, int64_t sent, int64_t replied) {
     }
   }
   remember(l, sent, replied);
+  heard(l, sent);
+  l->extended = FALSE;
   if (proven == INT64_MIN)
     return FALSE;
   int64_t candidate = proven + l->p.timeout_us - l->p.drift_us;
@@ -97,6 +147,7 @@ gboolean zkrc__lease_confirm(zkrc__lease *l, int64_t sent, int64_t replied) {
     return FALSE;
   l->deadline = candidate;
   l->established = TRUE;
+  l->extended = TRUE;
   return TRUE;
 }
 
@@ -109,7 +160,8 @@ int64_t zkrc__lease_next_renewal(const zkrc__lease_params *p, int64_t sent,
 
 int64_t zkrc__lease_next_renewal_for(const zkrc__lease *l, int64_t sent,
                                      int64_t replied) {
-  if (l->n <= 1) /* the connection's first answer: the next one counts */
+  /* That answer extended nothing: the next one will. */
+  if (!l->extended || !l->established)
     return replied + l->p.relay_us;
   return zkrc__lease_next_renewal(&l->p, sent, replied);
 }

@@ -39,6 +39,24 @@
  * reconnection) keeps the lease it has, and extends it from its second
  * renewal on.  Connected to the leader itself the rule only underestimates.
  *
+ * Resting.  A lease costs the leader a sync per period, so it is renewed
+ * only while something depends on it (a hold, a leadership, a registered
+ * node); otherwise it rests: no renewal is sent and the deadline is not
+ * extended.  A resting session sends a keepalive instead (a read the
+ * follower answers on its own, in place of the client's ping, which it
+ * makes unnecessary): the follower touched the session when the keepalive
+ * reached it, so a keepalive counts as the *earlier* request of the rule
+ * above, never as the later one, which must be a sync the leader
+ * answered.  When something comes to depend on a resting lease, one sync
+ * sent a relay after a keepalive's answer establishes it again.
+ *
+ * Heard.  Any answer (keepalive or renewal) sent at s shows that the
+ * server had the session then; one that stays silent until s + T - drift
+ * has probably lost it.  A resting lease (and a woken one, until a renewal
+ * establishes it again) lapses then: not a broken promise, since nothing
+ * depended on it, but the moment to start over, as Curator reports LOST
+ * after a session timeout without its servers.
+ *
  * Assumptions, stated where the library documents the lease: the servers'
  * tick is at most the assumed one (zkrc_session_options.server_tick_ms); the
  * leader's pings and the followers' answers keep to a tenth of a tick of
@@ -80,12 +98,22 @@ typedef struct zkrc__lease {
   int64_t deadline;
   /* The deadline was in the future at some point: its passing is a loss.
    * A session whose first lease was already over when it connected (a very
-   * slow connect) is not established until a renewal extends it. */
+   * slow connect) is not established until a renewal extends it; until
+   * then it lapses only when unheard (see "Heard"), and its renewals go
+   * a relay apart. */
   gboolean established;
   gboolean lapsed; /* ran out: nothing extends it any more */
-  /* Renewals answered on the current connection, oldest first. */
+  /* Nothing depends on it (see "Resting" above): not extended. */
+  gboolean resting;
+  /* Until when a server that answered nothing since is presumed to keep
+   * the session (see "Heard" above); 0: nothing heard yet. */
+  int64_t heard_until;
+  /* Renewals (and keepalives) answered on the current connection, oldest
+   * first. */
   zkrc__lease_renewal hist[ZKRC__LEASE_HISTORY];
   int n;
+  /* The latest renewal answered extended the deadline. */
+  gboolean extended;
 } zkrc__lease;
 
 /* The parameters for a negotiated timeout of @p timeout_ms, an assumed
@@ -115,7 +143,36 @@ void zkrc__lease_new_connection(zkrc__lease *l);
  * @p replied, is not extended. */
 gboolean zkrc__lease_confirm(zkrc__lease *l, int64_t sent, int64_t replied);
 
-/* Has the lease run out at @p now?  (Established and past its deadline.) */
+/* A request other than a renewal (a keepalive), sent at @p sent on the
+ * current connection, was answered at @p replied by the server we are
+ * connected to: remembered as the earlier request of a later renewal,
+ * extending nothing by itself. */
+void zkrc__lease_touched(zkrc__lease *l, int64_t sent, int64_t replied);
+
+/* Nothing depends on the lease any more at @p now: it is no longer
+ * renewed, and it lapses only when the servers were not heard from for a
+ * session timeout (zkrc__lease_lapse_at).  A lease whose deadline passed
+ * already lapses (its loss is due, and told). */
+void zkrc__lease_rest(zkrc__lease *l, int64_t now);
+
+/* Something depends on the lease again at @p now.  A deadline far enough
+ * ahead for the renewals to extend it in time stands (it was proven:
+ * zkrc__lease_wake_margin); a nearer one is forgotten, and the next
+ * renewals establish the lease anew. */
+void zkrc__lease_wake(zkrc__lease *l, int64_t now);
+
+/* How much of a resting lease must be left for a wake to keep it: a
+ * relay and two answers (an eighth of a period each), the most the
+ * renewals sent at the wake take to extend it. */
+int64_t zkrc__lease_wake_margin(const zkrc__lease_params *p);
+
+/* When the lease lapses: its deadline while it is established and not
+ * resting; otherwise when the servers will have been silent too long
+ * (the later of heard_until and a resting lease's deadline).  0: never
+ * (nothing proven or heard yet). */
+int64_t zkrc__lease_lapse_at(const zkrc__lease *l);
+
+/* Has the lease run out at @p now?  (Lapsed, or past its lapse time.) */
 gboolean zkrc__lease_expired_at(const zkrc__lease *l, int64_t now);
 
 /* Microseconds of lease left at @p now (0 when none, lapsed or run out). */
@@ -126,11 +183,12 @@ int64_t zkrc__lease_remaining(const zkrc__lease *l, int64_t now);
 int64_t zkrc__lease_next_renewal(const zkrc__lease_params *p, int64_t sent,
                                  int64_t replied);
 
-/* The same for the renewal just confirmed on @p l: while the current
- * connection has no earlier answered renewal (its first, after a
- * reconnection or at the session's start), that answer extends nothing and
- * the next one will, so it goes as soon as it can, a relay after this
- * answer, instead of a period after this one was sent.  A client that
+/* The same for the renewal just confirmed on @p l: when that answer
+ * extended nothing (the connection's first, after a reconnection or at the
+ * session's start; one sent too soon after a keepalive's answer; a lease
+ * not established, woken from rest), the next one will, so it goes as
+ * soon as it can, a relay after this answer, instead of a period after
+ * this one was sent.  A client that
  * reconnected after a member failed then regains a full lease within about
  * a tick instead of a third of the session timeout, and is not declared
  * lost meanwhile when its lease was short. */

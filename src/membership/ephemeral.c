@@ -40,8 +40,10 @@ static size_t path_cost(zkrc_session *s, const char *path) {
 }
 
 void zkrc__eph_release_locked(zkrc_ephemeral *e) {
-  if (e->reserved)
+  if (e->reserved) {
     zkrc__session_release(e->s, path_cost(e->s, e->path));
+    zkrc__session_lease_want(e->s, FALSE);
+  }
   e->reserved = FALSE;
 }
 
@@ -513,7 +515,10 @@ int zkrc_ephemeral_new(zkrc_ephemeral **out, zkrc_session *s, const char *path,
   zkrc_ephemeral *e = g_new0(zkrc_ephemeral, 1);
   zkrc__object_init(&e->o, zkrc__session_executor(s), eph_finalize);
   e->s = zkrc__session_ref_recipe(s);
+  /* The budget's share, and a dependent of the lease (REGISTERED is told
+   * only while it runs), until the object ends. */
   e->reserved = TRUE;
+  zkrc__session_lease_want(s, TRUE);
   e->path = g_strdup(path);
   e->acl = zkrc__acl_new(o.acl);
   e->on_event = o.on_event;

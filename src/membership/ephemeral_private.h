@@ -25,7 +25,8 @@ struct zkrc_ephemeral {
   zkrc_ephemeral_event_fn on_event;
   void *event_arg;
   unsigned long observer;
-  gboolean reserved;    /* our path's part of the session's budget */
+  gboolean reserved;    /* our path's part of the session's budget, and a
+                      * dependent of its lease (zkrc__session_lease_want) */
   GBytes *data;         /* the latest data (NULL: none) */
   uint64_t data_seq;    /* set_data calls so far */
   gboolean creating;    /* a create (or its owner check) is in flight */

@@ -60,6 +60,8 @@ void zkrc__contender_unref(zkrc__contender *c) {
   g_queue_clear_full(&c->outbox, outbox_item_free);
   g_mutex_clear(&c->mu);
   zkrc__session_release(c->s, c->placed_cost);
+  if (c->wants_lease) /* never started, or ended otherwise: not expected */
+    zkrc__session_lease_want(c->s, FALSE);
   if (c->on_sibling)
     zkrc__session_unref_recipe(c->s);
   else
@@ -218,9 +220,18 @@ void zkrc__q_finish_locked_reply(req *r, step next) {
   zkrc__q_req_free(r);
 }
 
+void zkrc__q_want_lease_locked(zkrc__contender *c, gboolean want) {
+  if (c->wants_lease == (unsigned)want)
+    return;
+  c->wants_lease = want;
+  zkrc__session_lease_want(c->s, want);
+}
+
 /* The end of every handler that decided under c->mu: let it go, carry out
  * the step decided, tell the owner. */
 void zkrc__q_unlock_and_perform(zkrc__contender *c, step next) {
+  if (c->state != C_FRONT && !c->awaiting_lease)
+    zkrc__q_want_lease_locked(c, FALSE); /* left the front, or never got it */
   g_mutex_unlock(&c->mu);
   zkrc__q_perform(c, next);
   zkrc__q_deliver(c);
@@ -368,6 +379,8 @@ void zkrc__q_end_locked(zkrc__contender *c, int err, int zk_rc, gboolean reap) {
   gboolean front = c->state == C_FRONT;
   zkrc__q_tail_leave_locked(c); /* while our owner's stake keeps it */
   c->state = C_ENDED;
+  c->awaiting_lease = FALSE;
+  zkrc__q_want_lease_locked(c, FALSE);
   c->epoch++;
   zkrc__q_cancel_watches_locked(c);
   if (reap)

@@ -26,6 +26,9 @@ static gboolean owned_by_session_locked(const zkrc__contender *c,
 /* We are at the front: tell the owner; arm the own-node watch if wanted and
  * not armed already.  Returns the next step. */
 static step become_front_locked(zkrc__contender *c) {
+  /* Wanted before it is looked at: once awake, a lease that runs out is
+   * a loss (LOST), never quietly forgotten under a hold. */
+  zkrc__q_want_lease_locked(c, TRUE);
   zkrc__session_view v = zkrc__session_look(c->s, c->generation);
   if (!owned_by_session_locked(c, &v)) {
     /* The session changed under us: its observer ends us shortly. */
@@ -81,6 +84,7 @@ static void wait_for_locked(zkrc__contender *c, const char *watch) {
   c->pred_czxid = 0; /* until its watch's getData reads it */
   c->front_when_pred_goes = FALSE;
   c->state = C_WAITING;
+  c->awaiting_lease = FALSE;
   if (!c->behind_told) {
     c->behind_told = TRUE;
     zkrc__q_emit_locked(c, OUT_BEHIND, 0, 0);
@@ -140,6 +144,7 @@ step zkrc__q_evaluate_locked(zkrc__contender *c,
   default:
     zkrc__q_tail_leave_locked(c); /* our node is gone */
     c->name_known = FALSE;
+    c->awaiting_lease = FALSE; /* not at the front any more */
     return STEP_SEND_CREATE;
   }
 }

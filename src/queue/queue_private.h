@@ -135,6 +135,10 @@ struct zkrc__contender {
   /* At the front by the listing, but the session has no lease yet: waits
    * for ZKRC__SESSION_EVENT_LEASED (or the session's end). */
   unsigned awaiting_lease : 1;
+  /* Counted among the session's lease dependents (zkrc__q_want_lease_locked):
+   * from the moment the listing puts us at the front, before the lease is
+   * looked at, until we leave the front or end. */
+  unsigned wants_lease : 1;
   /* Reconnected at the front: RECONNECTED is told only once our node is
    * seen again, owned by our session and first in the queue. */
   unsigned recheck_pending : 1;
@@ -224,6 +228,10 @@ req *zkrc__q_watch_req_new_locked(zkrc__contender *c, void **slot,
                                   zkrc__watch_fn fired, zkrc_conn **conn);
 void zkrc__q_finish_locked_reply(req *r, step next);
 void zkrc__q_unlock_and_perform(zkrc__contender *c, step next);
+/* Count us among the session's lease dependents, or no longer
+ * (zkrc__session_lease_want; c->mu held, so that it is never off while a
+ * hold it vouches for is reported). */
+void zkrc__q_want_lease_locked(zkrc__contender *c, gboolean want);
 void zkrc__q_drop_watch_locked(void **slot);
 gboolean zkrc__q_take_fired_watch_locked(zkrc__contender *c, void *ctx,
                                          void **slot, gboolean wanted);

@@ -117,7 +117,9 @@ typedef struct session_totals {
   size_t objects;
   zkrc_session_stats st;
   unsigned connected;
+  /* The shortest lease among those something depends on; -1: none. */
   int lease_remaining_ms;
+  int lease_dependents;
   GArray *ids; /* int64_t, sorted, distinct */
 } session_totals;
 
@@ -141,6 +143,8 @@ static const counter_metric session_counters[] = {
                     "Requests sent to the servers (no pings)."),
     SESSION_COUNTER("zkrecipes_lease_renewals_total", renewals,
                     "Lease renewals (syncs), among the requests."),
+    SESSION_COUNTER("zkrecipes_lease_keepalives_total", keepalives,
+                    "Keepalives of resting leases, among the requests."),
 };
 
 static gint compare_ids(gconstpointer a, gconstpointer b) {
@@ -163,8 +167,12 @@ static void add_session(session_totals *t, zkrc_session *s) {
   }
   add_histogram(&t->st.loss_delivery, &st.loss_delivery);
   t->connected += st.state == ZKRC_SESSION_CONNECTED;
-  if (t->objects == 0 || st.lease_remaining_ms < t->lease_remaining_ms)
+  /* A resting lease is nobody's concern (zkrc_lease_renewal). */
+  if (st.lease_dependents > 0 &&
+      (t->lease_remaining_ms < 0 ||
+       st.lease_remaining_ms < t->lease_remaining_ms))
     t->lease_remaining_ms = st.lease_remaining_ms;
+  t->lease_dependents += st.lease_dependents;
   t->objects++;
   int64_t id = zkrc__session_label_id(s);
   g_array_append_val(t->ids, id);
@@ -212,9 +220,13 @@ static void write_sessions(GString *out, const session_totals *t) {
          "Session objects connected now.");
   sample(out, "zkrecipes_sessions_connected", "", "", t->connected);
   family(out, "zkrecipes_lease_remaining_seconds", "gauge",
-         "How long every session certainly lasts from now (the shortest).");
+         "How long every lease something depends on certainly lasts from "
+         "now (the shortest; +Inf: none).");
   sample(out, "zkrecipes_lease_remaining_seconds", "", "",
-         t->lease_remaining_ms / 1000.0);
+         t->lease_remaining_ms < 0 ? INFINITY : t->lease_remaining_ms / 1000.0);
+  family(out, "zkrecipes_lease_dependents", "gauge",
+         "Holds, leaderships and kept nodes that depend on the leases.");
+  sample(out, "zkrecipes_lease_dependents", "", "", t->lease_dependents);
   family(out, "zkrecipes_lease_loss_delivery_seconds", "histogram",
          "How long after the lease's deadline each LOST was told.");
   histogram_samples(out, "zkrecipes_lease_loss_delivery_seconds", "",
@@ -456,6 +468,7 @@ static gboolean sources_valid(const zkrc_stats_sources *src) {
 static gboolean write_all(GString *out, const zkrc_stats_sources *src) {
   session_totals sessions;
   memset(&sessions, 0, sizeof sessions);
+  sessions.lease_remaining_ms = -1; /* no lease depended on yet */
   sessions.ids = g_array_new(FALSE, FALSE, sizeof(int64_t));
   recipe_rows recipes;
   recipe_rows_init(&recipes, src->per_path != 0);

@@ -235,7 +235,9 @@ static int normalize_options(zkrc_session_options *out,
   if (out->connect_timeout_ms == 0)
     out->connect_timeout_ms = out->session_timeout_ms;
   if (out->lease_allowance_ms < 0 ||
-      out->lease_allowance_ms > out->session_timeout_ms / 2)
+      out->lease_allowance_ms > out->session_timeout_ms / 2 ||
+      (out->lease_renewal != ZKRC_LEASE_ON_DEMAND &&
+       out->lease_renewal != ZKRC_LEASE_ALWAYS))
     return ZKRC_EINVAL;
   return zkrc__secure_check(out);
 }
@@ -251,6 +253,8 @@ zkrc_session *zkrc__session_alloc(const char *hosts,
   s->state = ZKRC_SESSION_CONNECTING;
   s->end_event = ZKRC_SESSION_EVENT_CLOSED;
   s->negotiated_timeout_ms = opts->session_timeout_ms;
+  /* Renewed all the time: as if one dependent never went. */
+  s->lease_demand = opts->lease_renewal == ZKRC_LEASE_ALWAYS;
   s->listeners = g_ptr_array_new_with_free_func(g_free);
   s->observers =
       g_hash_table_new_full(g_int64_hash, g_int64_equal, NULL, g_free);

@@ -137,6 +137,16 @@ zkrc__session_view zkrc__session_look(zkrc_session *s, uint64_t generation);
  * not the current one.  A recipe reports a hold only while this is > 0. */
 int64_t zkrc__session_lease_left(zkrc_session *s, uint64_t generation);
 
+/* Something comes to depend on the session's lease (@p want TRUE: a hold,
+ * a leadership, a kept node) or no longer does (FALSE); every TRUE is
+ * matched by one FALSE.  While nothing does, the lease rests: no renewal
+ * reaches the leader, and its end is not a loss (zkrc_lease_renewal).
+ * The first dependent wakes it: a renewal goes at once, and its answer
+ * (ZKRC__SESSION_EVENT_LEASED when the lease had run out meanwhile)
+ * re-establishes it.  Any thread; takes s->o.mu (after any recipe's or
+ * contender's mutex), sends nothing itself. */
+void zkrc__session_lease_want(zkrc_session *s, gboolean want);
+
 /* TRUE once zkrc_session_close() was called, or once the session is dead
  * for good (expired or lost with no reopening): recipes then fail with
  * ZKRC_ECLOSED instead of waiting for a connection that will not come. */

@@ -2,7 +2,11 @@
  * The session's lease driver: sends the renewals (syncs), feeds their
  * answers to the lease (lease.h), and declares the session LOST the moment
  * the lease runs out, whatever the ZooKeeper client thinks of its
- * connection.
+ * connection.  While nothing depends on the lease (s->lease_demand is 0)
+ * it rests: keepalives (reads the server answers on its own) go instead
+ * of renewals, remembered so that the first renewal after a wake can
+ * establish the lease at once, and the lapse timer waits for the servers
+ * to be silent too long (lease.h, "Heard") instead of for the deadline.
  *
  * Threads.  Renewals are sent from the worker (its timer, or a new
  * connection) and answered on ZooKeeper's completion thread, which updates
@@ -24,6 +28,7 @@ typedef struct renewal {
   uint64_t generation;
   unsigned connection;
   int64_t sent;
+  gboolean keepalive; /* a resting lease's read, not a sync */
 } renewal;
 
 /* ------------------------------------------------------------- timers */
@@ -53,8 +58,8 @@ static gboolean lease_current_locked(zkrc_session *s) {
 }
 
 static void arm_lapse_locked(zkrc_session *s) {
-  g_source_set_ready_time(s->lapse_timer,
-                          s->lease.established ? s->lease.deadline : -1);
+  int64_t at = zkrc__lease_lapse_at(&s->lease);
+  g_source_set_ready_time(s->lapse_timer, at > 0 ? at : -1);
 }
 
 /* --------------------------------------------------------- the lapse */
@@ -69,7 +74,7 @@ static gboolean lapse_fired(gpointer data) {
   if (lost) {
     s->lease.lapsed = TRUE; /* nothing extends it any more */
     s->n_lease_losses++;
-    s->lapse_due_us = s->lease.deadline; /* see zkrc__session_loss_told */
+    s->lapse_due_us = zkrc__lease_lapse_at(&s->lease); /* loss_told */
     s->lapse_allowance_us = s->lease.p.allowance_us;
   } else if (lease_current_locked(s))
     arm_lapse_locked(s); /* extended meanwhile */
@@ -98,7 +103,36 @@ static gboolean is_connection_error(int rc) {
          rc == ZSESSIONEXPIRED || rc == ZCLOSING || rc == ZINVALIDSTATE;
 }
 
-/* ZooKeeper's completion thread: a renewal was answered (or failed). */
+/* A renewal's answer (s->o.mu held): extend the lease; schedule the next
+ * renewal, or a keepalive if the lease rests now.  TRUE when this
+ * established the lease (announce LEASED). */
+static gboolean renewed_locked(zkrc_session *s, renewal *r, int64_t now) {
+  gboolean was_established = s->lease.established, leased = FALSE;
+  if (zkrc__lease_confirm(&s->lease, r->sent, now))
+    leased = !was_established;
+  if (s->lease.lapsed)
+    g_source_set_ready_time(s->lapse_timer, 0); /* handle it now */
+  else
+    arm_lapse_locked(s); /* extended, or heard: later */
+  g_source_set_ready_time(s->renew_timer, s->lease_demand > 0
+                                              ? zkrc__lease_next_renewal_for(
+                                                    &s->lease, r->sent, now)
+                                              : r->sent + s->lease.p.period_us);
+  return leased;
+}
+
+/* A keepalive's answer (s->o.mu held): remember it; the next goes a
+ * period after it, or a renewal at once if the lease was woken meanwhile
+ * (zkrc__session_lease_want could not send it: this was in flight). */
+static void kept_alive_locked(zkrc_session *s, renewal *r, int64_t now) {
+  zkrc__lease_touched(&s->lease, r->sent, now);
+  arm_lapse_locked(s); /* heard: later */
+  g_source_set_ready_time(
+      s->renew_timer, s->lease_demand > 0 ? 0 : r->sent + s->lease.p.period_us);
+}
+
+/* ZooKeeper's completion thread: a renewal or keepalive was answered (or
+ * failed). */
 static void renewal_done(int rc, const char *value, const void *data) {
   (void)value;
   renewal *r = (renewal *)data;
@@ -109,16 +143,10 @@ static void renewal_done(int rc, const char *value, const void *data) {
   if (lease_current_locked(s) && s->lease_generation == r->generation &&
       s->connection == r->connection) {
     s->renewal_in_flight = FALSE;
-    if (rc == ZOK) {
-      gboolean was_established = s->lease.established;
-      if (zkrc__lease_confirm(&s->lease, r->sent, now)) {
-        arm_lapse_locked(s);
-        leased = !was_established;
-      } else if (s->lease.lapsed) {
-        g_source_set_ready_time(s->lapse_timer, 0); /* handle it now */
-      }
-      g_source_set_ready_time(s->renew_timer, zkrc__lease_next_renewal_for(
-                                                  &s->lease, r->sent, now));
+    if (r->keepalive && !is_connection_error(rc)) {
+      kept_alive_locked(s, r, now); /* any answer: the server heard us */
+    } else if (rc == ZOK) {
+      leased = renewed_locked(s, r, now);
     } else if (!is_connection_error(rc)) {
       /* Not expected of a sync; try again a period later, not at once. */
       g_source_set_ready_time(s->renew_timer, r->sent + s->lease.p.period_us);
@@ -136,9 +164,14 @@ static void renewal_done(int rc, const char *value, const void *data) {
   g_free(r);
 }
 
-/* Send a renewal on the current handle unless one is in flight.  From the
- * timer only while connected; @p any_state for a connection not yet made
- * public. */
+static void keepalive_done(int rc, const struct Stat *stat, const void *data) {
+  (void)stat;
+  renewal_done(rc, NULL, data);
+}
+
+/* Send a renewal (a keepalive while the lease rests) on the current handle
+ * unless one is in flight.  From the timer only while connected;
+ * @p any_state for a connection not yet made public. */
 static void send_renewal(zkrc_session *s, gboolean any_state) {
   g_mutex_lock(&s->o.mu);
   zkrc_conn *c = s->conn;
@@ -153,13 +186,18 @@ static void send_renewal(zkrc_session *s, gboolean any_state) {
   r->s = zkrc__session_ref(s);
   r->generation = c->generation;
   r->connection = s->connection;
+  r->keepalive = s->lease_demand == 0;
   g_mutex_unlock(&s->o.mu);
   /* Before the request leaves: the lease may only count from earlier. */
   r->sent = g_get_monotonic_time();
-  int rc = zkrc__zk_sync(c, "/", renewal_done, r);
+  /* The keepalive: any read of a node that always exists (the chroot's
+   * root may not: an answer of ZNONODE is an answer all the same). */
+  int rc = r->keepalive ? zkrc__zk_exists(c, "/", NULL, keepalive_done, r)
+                        : zkrc__zk_sync(c, "/", renewal_done, r);
   zkrc__conn_unuse(c);
   if (rc == ZOK)
-    __atomic_fetch_add(&s->n_renewals, 1, __ATOMIC_RELAXED);
+    __atomic_fetch_add(r->keepalive ? &s->n_keepalives : &s->n_renewals, 1,
+                       __ATOMIC_RELAXED);
   else
     renewal_done(ZCONNECTIONLOSS, NULL, r);
 }
@@ -219,6 +257,8 @@ gboolean zkrc__lease_connected(zkrc_session *s, zkrc_conn *c,
   if (new_session || s->lease_generation != c->generation) {
     zkrc__lease_begin_session(&s->lease, &p, s->opened_us, now);
     s->lease_generation = c->generation;
+    if (s->lease_demand == 0)
+      zkrc__lease_rest(&s->lease, now);
   } else {
     zkrc__lease_new_connection(&s->lease);
   }
@@ -231,6 +271,26 @@ gboolean zkrc__lease_connected(zkrc_session *s, zkrc_conn *c,
   if (alive)
     send_renewal(s, TRUE);
   return alive;
+}
+
+void zkrc__session_lease_want(zkrc_session *s, gboolean want) {
+  int64_t now = g_get_monotonic_time();
+  g_mutex_lock(&s->o.mu);
+  int before = s->lease_demand;
+  s->lease_demand += want ? 1 : -1;
+  g_assert(s->lease_demand >= 0);
+  if (lease_current_locked(s) && before == 0 && want) {
+    /* Woken: a deadline still ahead stands and is watched again; the
+     * renewal goes now (or when the keepalive in flight is answered). */
+    zkrc__lease_wake(&s->lease, now);
+    arm_lapse_locked(s);
+    if (!s->renewal_in_flight)
+      g_source_set_ready_time(s->renew_timer, 0);
+  } else if (lease_current_locked(s) && s->lease_demand == 0) {
+    zkrc__lease_rest(&s->lease, now); /* the timer sends keepalives */
+    arm_lapse_locked(s);
+  }
+  g_mutex_unlock(&s->o.mu);
 }
 
 int64_t zkrc__lease_left_locked(zkrc_session *s, uint64_t generation,

@@ -98,11 +98,14 @@ struct zkrc_session {
 
   /* The lease of the current ZooKeeper session (session_lease.c). */
   zkrc__lease lease;
-  uint64_t lease_generation; /* the generation it is about; 0: none */
-  int64_t opened_us;         /* when the current handle was opened */
-  unsigned connection;       /* connections of that handle so far */
-  gboolean renewal_in_flight;
-  GSource *renew_timer; /* sends the next renewal (worker) */
+  uint64_t lease_generation;  /* the generation it is about; 0: none */
+  int64_t opened_us;          /* when the current handle was opened */
+  unsigned connection;        /* connections of that handle so far */
+  gboolean renewal_in_flight; /* a renewal or a keepalive */
+  /* Holds, leaderships, kept nodes (and ZKRC_LEASE_ALWAYS) that depend on
+   * the lease; 0: it rests (zkrc__session_lease_want). */
+  int lease_demand;
+  GSource *renew_timer; /* sends the next renewal or keepalive (worker) */
   GSource *lapse_timer; /* fires when the lease runs out (worker) */
   /* A loss the lapse timer declared, until its LOST reaches the executor:
    * the deadline it was due at and the lease's allowance (0: none). */
@@ -172,7 +175,8 @@ struct zkrc_session {
   uint64_t n_lease_losses, n_late_losses;
   zkrc__histogram loss_delivery; /* lapse due -> LOST on the executor */
   uint64_t n_requests;
-  uint64_t n_renewals; /* of n_requests: the lease's syncs (atomic) */
+  uint64_t n_renewals;   /* of n_requests: the lease's syncs (atomic) */
+  uint64_t n_keepalives; /* of n_requests: a resting lease's reads */
 };
 
 /* A new session object with its threads running and no handle yet

@@ -31,7 +31,9 @@ int zkrc_session_get_stats(zkrc_session *s, zkrc_session_stats *out,
   st.lease_losses = s->n_lease_losses;
   st.late_losses = s->n_late_losses;
   zkrc__histogram_export(&s->loss_delivery, &st.loss_delivery);
+  st.lease_dependents = s->lease_demand;
   g_mutex_unlock(&s->o.mu);
+  st.keepalives = __atomic_load_n(&s->n_keepalives, __ATOMIC_RELAXED);
   st.renewals = __atomic_load_n(&s->n_renewals, __ATOMIC_RELAXED);
   st.requests = __atomic_load_n(&s->n_requests, __ATOMIC_RELAXED);
   st.state = (int)zkrc_session_get_state(s);
