@@ -82,6 +82,15 @@ AC_DEFUN([ZKR_CHECK_ZOOKEEPER], [
   ])
   AS_IF([test "x$zkr_zk_tls" = xyes], [AC_DEFINE([HAVE_ZOOKEEPER_INIT_SSL], [1],
     [Define to 1 if the ZooKeeper client has TLS (zookeeper_init_ssl)])])
+  dnl scripts/build-zookeeper-client's client also checks the servers' name
+  dnl (a fifth field of the cert string): its header says so.
+  zkr_zk_tls_name=no
+  AS_IF([test "x$zkr_zk_tls" = xyes], [
+    AC_CHECK_DECL([ZOO_SSL_SERVER_NAME], [zkr_zk_tls_name=yes], [],
+      [[#define HAVE_OPENSSL_H 1
+#include <zookeeper/zookeeper.h>]])])
+  AS_IF([test "x$zkr_zk_tls_name" = xyes], [AC_DEFINE([HAVE_ZOOKEEPER_SSL_SERVER_NAME], [1],
+    [Define to 1 if zookeeper_init_ssl checks a server name (ZOO_SSL_SERVER_NAME)])])
   AS_IF([test "x$zkr_zk_sasl" = xyes], [AC_DEFINE([HAVE_ZOOKEEPER_INIT_SASL], [1],
     [Define to 1 if the ZooKeeper client has SASL (zookeeper_init_sasl)])])
 
@@ -93,7 +102,7 @@ AC_DEFUN([ZKR_CHECK_ZOOKEEPER], [
        [/*], [zkr_zk_where=`dirname "$zkr_zk_where"`
               zkr_zk_where=`cd "$zkr_zk_where" && pwd -P`],
        [zkr_zk_where="the compiler's default search path"])])
-  zkr_zk_summary="ZooKeeper client: $zkr_zk_where (TLS: $zkr_zk_tls, SASL: $zkr_zk_sasl)"
+  zkr_zk_summary="ZooKeeper client: $zkr_zk_where (TLS: $zkr_zk_tls, server name check: $zkr_zk_tls_name, SASL: $zkr_zk_sasl)"
 
   CPPFLAGS="$zkr_zk_save_CPPFLAGS"
   LDFLAGS="$zkr_zk_save_LDFLAGS"

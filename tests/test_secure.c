@@ -9,7 +9,9 @@
  *    scripts/build-zookeeper-client; `make check-tls'): a lock and an
  *    election over mutual TLS, with the lease renewed; a client that
  *    trusts another CA, or shows a certificate of another CA, makes no
- *    session.
+ *    session.  With a client that checks the servers' name
+ *    (scripts/build-zookeeper-client's): the members' name makes a
+ *    session, another name signed by the same CA makes none.
  *  - With SASL: a node under a sasl: ACL is open to its user and closed to
  *    another; a wrong password makes no session.
  * In a build against Debian's client the tests that need TLS or SASL say
@@ -121,8 +123,13 @@ static void test_features(void) {
 #ifdef HAVE_ZOOKEEPER_INIT_SASL
   expected |= ZKRC_FEATURE_SASL;
 #endif
+#ifdef HAVE_ZOOKEEPER_SSL_SERVER_NAME
+  expected |= ZKRC_FEATURE_TLS_SERVER_NAME;
+#endif
   CU_ASSERT_EQUAL(zkrc_features(), expected);
-  printf("(client: TLS %s, SASL %s) ", has(ZKRC_FEATURE_TLS) ? "yes" : "no",
+  printf("(client: TLS %s, server name check %s, SASL %s) ",
+         has(ZKRC_FEATURE_TLS) ? "yes" : "no",
+         has(ZKRC_FEATURE_TLS_SERVER_NAME) ? "yes" : "no",
          has(ZKRC_FEATURE_SASL) ? "yes" : "no");
 }
 
@@ -139,6 +146,10 @@ static void test_unsupported_refused(void) {
   o.tls_ca_file = o.tls_cert_file = o.tls_key_file = "/dev/null";
   if (!has(ZKRC_FEATURE_TLS))
     expect_refused(ZKRC_ENOTSUP, &o);
+  o.tls_server_name = "localhost";
+  if (!has(ZKRC_FEATURE_TLS_SERVER_NAME))
+    expect_refused(ZKRC_ENOTSUP, &o);
+  o.tls_server_name = NULL;
   /* Both at once: the 3.8 client has no such handle, whatever it has. */
   o.sasl_user = "alice";
   o.sasl_password_file = "/dev/null";
@@ -167,6 +178,13 @@ static void test_malformed_refused(void) {
   expect_refused(ZKRC_EINVAL, &o);
   o.tls_cert_file = o.tls_key_file = comma;
   expect_refused(ZKRC_EINVAL, &o);
+  if (has(ZKRC_FEATURE_TLS_SERVER_NAME)) {
+    o = tls_options(ZKRC_TLS_CA, ZKRC_TLS_CLIENT_CERT, ZKRC_TLS_CLIENT_KEY);
+    o.tls_server_name = "";
+    expect_refused(ZKRC_EINVAL, &o);
+    o.tls_server_name = "a,b";
+    expect_refused(ZKRC_EINVAL, &o);
+  }
   zkrc_session_options_init(&o);
   o.sasl_password_file = "/dev/null"; /* no user */
   expect_refused(ZKRC_EINVAL, &o);
@@ -259,6 +277,31 @@ static void test_other_ca_refused(void) {
                     ZKRC_TLS_OTHER_CLIENT_KEY);
 }
 
+/* The members' certificates name localhost (and 127.0.0.1): a client
+ * that expects that name gets its session; one that expects another name
+ * refuses them, although the CA it trusts signed them. */
+static void test_server_name_checked(void) {
+  if (!has(ZKRC_FEATURE_TLS_SERVER_NAME)) {
+    zkt_skip("the ZooKeeper client does not check the servers' name");
+    return;
+  }
+  zkrc_session_options o =
+      tls_options(ZKRC_TLS_CA, ZKRC_TLS_CLIENT_CERT, ZKRC_TLS_CLIENT_KEY);
+  o.tls_server_name = "localhost";
+  zkrc_session *s = NULL;
+  ZKT_ASSERT_RC(ZKRC_OK,
+                zkrc_session_connect(
+                    &s, zkrc_ensemble_connect_string(tls_members()), &o));
+  zkrc_session_close(s);
+  o.tls_server_name = "zookeeper.invalid";
+  o.connect_timeout_ms = REFUSED_MS;
+  s = (zkrc_session *)&s;
+  ZKT_ASSERT_RC(ZKRC_ECONNECT,
+                zkrc_session_connect(
+                    &s, zkrc_ensemble_connect_string(tls_members()), &o));
+  CU_ASSERT_PTR_NULL(s);
+}
+
 /* -------------------------------------------------------------- SASL */
 
 static const char *protected_node = "/zkt-sasl-alice";
@@ -348,6 +391,7 @@ static void add_suites(void) {
       {"malformed TLS and SASL options are refused", test_malformed_refused},
       {"lock and election over mutual TLS", test_lock_and_election_over_tls},
       {"another CA on either side makes no session", test_other_ca_refused},
+      {"the servers' name is checked when asked", test_server_name_checked},
       {"SASL: a sasl ACL admits its user, not another", test_sasl_acl},
       {"SASL: a wrong password is refused", test_sasl_wrong_password},
       {"ensembles stopped", test_stop});

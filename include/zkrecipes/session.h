@@ -187,8 +187,10 @@ typedef struct zkrc_session_options {
    * (the client takes them as one comma-separated string).  The strings
    * are copied.  What the ZooKeeper C client 3.8 checks: the servers'
    * chain against tls_ca_file and the system's default CAs; not the
-   * servers' host names, so use a CA of your own for ZooKeeper.  Set
-   * with a client built without TLS (zkrc_features()): ZKRC_ENOTSUP. */
+   * servers' names, unless tls_server_name (below) asks a client that can
+   * (scripts/build-zookeeper-client's); use a CA of your own for
+   * ZooKeeper either way.  Set with a client built without TLS
+   * (zkrc_features()): ZKRC_ENOTSUP. */
   /** The CA (PEM) the servers' certificates are checked against. */
   const char *tls_ca_file;
   /** The client's certificate chain and private key (PEM). */
@@ -225,6 +227,17 @@ typedef struct zkrc_session_options {
    *  above).  ZKRC_LEASE_ON_DEMAND (default) or ZKRC_LEASE_ALWAYS;
    *  another value: ZKRC_EINVAL. */
   int lease_renewal;
+
+  /** TLS: the name every server's certificate must carry (a DNS name in
+   *  its subjectAltName, checked in the handshake), also sent as SNI; a
+   *  certificate the CA signed for another name is refused like one from
+   *  another CA (ZKRC_ECONNECT at the connect timeout, the reason in the
+   *  log).  NULL (default): any certificate the CA signed, which is all
+   *  the ZooKeeper C client 3.8 checks by itself.  Copied.  Needs a
+   *  client with ZKRC_FEATURE_TLS_SERVER_NAME (the one
+   *  scripts/build-zookeeper-client builds), else ZKRC_ENOTSUP; empty, or
+   *  with a comma, or without the other tls_ files: ZKRC_EINVAL. */
+  const char *tls_server_name;
 } zkrc_session_options;
 
 /** When a session renews its lease (zkrc_session_options.lease_renewal).
@@ -257,7 +270,10 @@ typedef enum zkrc_feature {
   /** zkrc_session_options.tls_* (zookeeper_init_ssl). */
   ZKRC_FEATURE_TLS = 1 << 0,
   /** zkrc_session_options.sasl_* (zookeeper_init_sasl). */
-  ZKRC_FEATURE_SASL = 1 << 1
+  ZKRC_FEATURE_SASL = 1 << 1,
+  /** zkrc_session_options.tls_server_name (a client patched to check it:
+   *  scripts/build-zookeeper-client). */
+  ZKRC_FEATURE_TLS_SERVER_NAME = 1 << 2
 } zkrc_feature;
 
 /** The zkrc_feature bits of the ZooKeeper client this library was built

@@ -27,8 +27,8 @@
 #include "zkrecipes.h"
 
 struct zkrc__secure {
-  char *cert; /* "ca,cert,key[,password]"; NULL: no TLS */
-  char *ca_file, *cert_file, *key_file, *key_password;
+  char *cert; /* "ca,cert,key[,password[,name]]"; NULL: no TLS */
+  char *ca_file, *cert_file, *key_file, *key_password, *server_name;
   char *user, *password_file; /* NULL: no SASL */
   char *mechanism, *service, *host, *realm;
 #ifdef HAVE_ZOOKEEPER_INIT_SASL
@@ -44,6 +44,9 @@ unsigned zkrc_features(void) {
 #ifdef HAVE_ZOOKEEPER_INIT_SASL
   f |= ZKRC_FEATURE_SASL;
 #endif
+#ifdef HAVE_ZOOKEEPER_SSL_SERVER_NAME
+  f |= ZKRC_FEATURE_TLS_SERVER_NAME;
+#endif
   return f;
 }
 
@@ -51,7 +54,7 @@ unsigned zkrc_features(void) {
 
 static gboolean wants_tls(const zkrc_session_options *o) {
   return o->tls_ca_file || o->tls_cert_file || o->tls_key_file ||
-         o->tls_key_password;
+         o->tls_key_password || o->tls_server_name;
 }
 
 static gboolean wants_sasl(const zkrc_session_options *o) {
@@ -80,6 +83,24 @@ static gboolean file_usable(const char *what, const char *path) {
   return TRUE;
 }
 
+static int check_server_name(const char *name) {
+  if (!(zkrc_features() & ZKRC_FEATURE_TLS_SERVER_NAME)) {
+    zkrc__log(ZKRC_LOG_ERROR, "session options: tls_server_name asked for, "
+                              "and the ZooKeeper client cannot check it "
+                              "(scripts/build-zookeeper-client builds one "
+                              "that can)");
+    return ZKRC_ENOTSUP;
+  }
+  if (*name == '\0' || strchr(name, ',')) {
+    zkrc__log(ZKRC_LOG_ERROR,
+              "session options: tls_server_name \"%s\" is "
+              "empty or has a comma",
+              name);
+    return ZKRC_EINVAL;
+  }
+  return ZKRC_OK;
+}
+
 static int check_tls(const zkrc_session_options *o) {
   if (!(zkrc_features() & ZKRC_FEATURE_TLS)) {
     zkrc__log(ZKRC_LOG_ERROR, "session options: TLS asked for, and the "
@@ -95,7 +116,7 @@ static int check_tls(const zkrc_session_options *o) {
                               "comma, which the ZooKeeper client cannot take");
     return ZKRC_EINVAL;
   }
-  return ZKRC_OK;
+  return o->tls_server_name ? check_server_name(o->tls_server_name) : ZKRC_OK;
 }
 
 static gboolean is_digest(const zkrc_session_options *o) {
@@ -144,8 +165,15 @@ zkrc__secure *zkrc__secure_new(zkrc_session_options *o) {
     sec->cert_file = g_strdup(o->tls_cert_file);
     sec->key_file = g_strdup(o->tls_key_file);
     sec->key_password = g_strdup(o->tls_key_password);
-    sec->cert = g_strjoin(",", sec->ca_file, sec->cert_file, sec->key_file,
-                          sec->key_password, NULL); /* NULL ends it early */
+    sec->server_name = g_strdup(o->tls_server_name);
+    /* The client skips empty fields: a name needs a password field before
+     * it, any placeholder for a key that is not encrypted (OpenSSL asks
+     * for the passphrase only to decrypt one). */
+    const char *password =
+        sec->key_password || !sec->server_name ? sec->key_password : "-";
+    sec->cert =
+        g_strjoin(",", sec->ca_file, sec->cert_file, sec->key_file, password,
+                  sec->server_name, NULL); /* NULL ends it early */
   } else {
     sec->user = g_strdup(o->sasl_user);
     sec->password_file = g_strdup(o->sasl_password_file);
@@ -161,6 +189,7 @@ zkrc__secure *zkrc__secure_new(zkrc_session_options *o) {
   o->tls_cert_file = sec->cert_file;
   o->tls_key_file = sec->key_file;
   o->tls_key_password = sec->key_password;
+  o->tls_server_name = sec->server_name;
   o->sasl_user = sec->user;
   o->sasl_password_file = sec->password_file;
   o->sasl_mechanism = sec->mechanism;
@@ -182,6 +211,7 @@ void zkrc__secure_free(zkrc__secure *sec) {
   g_free(sec->cert_file);
   g_free(sec->key_file);
   g_free(sec->key_password);
+  g_free(sec->server_name);
   g_free(sec->user);
   g_free(sec->password_file);
   g_free(sec->mechanism);
