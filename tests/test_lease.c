@@ -215,7 +215,7 @@ static void test_woken_in_time_the_deadline_stands(void) {
    * the grant waits for a renewal. */
   zkrc__lease near = fresh_lease(4000, 200, 0, 0);
   zkrc__lease_rest(&near, 0);
-  CU_ASSERT_EQUAL(zkrc__lease_wake_margin(&near.p), (120 + 300) * MS);
+  CU_ASSERT_EQUAL(zkrc__lease_wake_margin(&near.p), (120 + 600) * MS);
   zkrc__lease_wake(&near, 3700 * MS);
   CU_ASSERT_FALSE(near.established);
   CU_ASSERT_EQUAL(zkrc__lease_remaining(&near, 3700 * MS), 0);
@@ -271,6 +271,30 @@ static void test_a_renewal_that_extended_nothing_is_followed_soon(void) {
   CU_ASSERT_EQUAL(l.deadline, (1450 + 3986) * MS);
   CU_ASSERT_EQUAL(zkrc__lease_next_renewal_for(&l, 1572 * MS, 1574 * MS),
                   (1572 + 1200) * MS); /* settled: a period */
+}
+
+/* Timeout two ticks (relay = period = 300 ms): the keepalive a woken
+ * lease could extend from is up to a relay and a period old, and the
+ * lease it gave would end before the next renewal, a relay after the
+ * first's answer, could be answered.  It is not established on it: the
+ * second renewal proves the first. */
+static void test_a_woken_lease_is_not_established_on_a_stale_proof(void) {
+  zkrc__lease l = fresh_lease(1000, 500, 0, 0);
+  CU_ASSERT_EQUAL(l.p.relay_us, 300 * MS);
+  CU_ASSERT_EQUAL(l.p.period_us, 300 * MS);
+  zkrc__lease_rest(&l, 0);
+  for (int64_t t = 0; t <= 900; t += 300)
+    zkrc__lease_touched(&l, t * MS, (t + 1) * MS);
+  zkrc__lease_wake(&l, 1200 * MS); /* the opening's lease is over */
+  CU_ASSERT_FALSE(l.established);
+  /* The proof would be the keepalive sent at 600 ms: a lease to 1589 ms,
+   * 387 ms after this answer, less than a relay and half a period. */
+  CU_ASSERT_FALSE(zkrc__lease_confirm(&l, 1200 * MS, 1202 * MS));
+  CU_ASSERT_FALSE(l.established);
+  int64_t next = zkrc__lease_next_renewal_for(&l, 1200 * MS, 1202 * MS);
+  CU_ASSERT_EQUAL(next, 1502 * MS);
+  CU_ASSERT_TRUE(zkrc__lease_confirm(&l, next, next + 2 * MS));
+  CU_ASSERT_EQUAL(l.deadline, (1200 + 1000 - 11) * MS);
 }
 
 /* The floor holds while renewals are answered within an eighth of a
@@ -462,6 +486,52 @@ static void test_simulated_servers_never_expire_a_woken_lease(void) {
   printf("\n    ");
 }
 
+/* Liveness: with a follower that never fails and answers within 5 ms, a
+ * lease woken at a random moment (its renewal sent then, between two
+ * keepalives) never lapses in the four timeouts after.  Returns how many
+ * of @p runs lapsed. */
+static int woken_leases_lapsed(int runs, int timeout_ms, int tick_ms) {
+  GRand *rng = g_rand_new_with_seed(11);
+  zkrc__lease_params p;
+  zkrc__lease_params_init(&p, timeout_ms, tick_ms, 0);
+  int lapsed = 0;
+  for (int i = 0; i < runs; i++) {
+    zkrc__lease l;
+    zkrc__lease_begin_session(&l, &p, 0, MS);
+    zkrc__lease_rest(&l, MS);
+    int64_t wakes = MS + g_rand_int_range(rng, 0, (gint32)(4 * p.timeout_us));
+    int64_t end = wakes + 4 * p.timeout_us, sent = MS;
+    while (sent < end && !l.lapsed) {
+      int64_t replied = sent + g_rand_int_range(rng, 100, 5 * MS);
+      if (l.resting && sent < wakes) {
+        zkrc__lease_touched(&l, sent, replied);
+        sent = MIN(sent + p.period_us, wakes);
+        continue;
+      }
+      if (l.resting)
+        zkrc__lease_wake(&l, sent);
+      zkrc__lease_confirm(&l, sent, replied);
+      sent = zkrc__lease_next_renewal_for(&l, sent, replied);
+    }
+    lapsed += l.lapsed;
+  }
+  g_rand_free(rng);
+  return lapsed;
+}
+
+static void test_woken_leases_do_not_lapse_on_a_healthy_follower(void) {
+  static const int cases[][2] = {
+      {1000, 500}, {2000, 200}, {4000, 2000}, {10000, 2000}, {400, 200}};
+  for (size_t i = 0; i < G_N_ELEMENTS(cases); i++) {
+    int lapsed = woken_leases_lapsed(3000, cases[i][0], cases[i][1]);
+    printf("\n    timeout %5d ms, tick %4d ms: %d of 3000 woken leases "
+           "lapsed",
+           cases[i][0], cases[i][1], lapsed);
+    CU_ASSERT_EQUAL(lapsed, 0);
+  }
+  printf("\n    ");
+}
+
 /* The control: a library that took the follower's answers to keepalives
  * for renewals would extend the lease on a follower cut off from the
  * leader, and the simulation must catch it. */
@@ -497,8 +567,12 @@ static void add_suites(void) {
              test_a_keepalive_is_only_the_earlier_request},
             {"a renewal that extended nothing is followed soon",
              test_a_renewal_that_extended_nothing_is_followed_soon},
+            {"a woken lease is not established on a stale proof",
+             test_a_woken_lease_is_not_established_on_a_stale_proof},
             {"simulated servers never expire a woken lease",
              test_simulated_servers_never_expire_a_woken_lease},
+            {"woken leases do not lapse on a healthy follower",
+             test_woken_leases_do_not_lapse_on_a_healthy_follower},
             {"simulation catches keepalives taken for renewals",
              test_simulation_catches_keepalives_taken_for_renewals},
             {"simulation catches too short a relay",

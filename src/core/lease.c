@@ -91,7 +91,7 @@ void zkrc__lease_rest(zkrc__lease *l, int64_t now) {
 }
 
 int64_t zkrc__lease_wake_margin(const zkrc__lease_params *p) {
-  return p->relay_us + p->period_us / 4;
+  return p->relay_us + p->period_us / 2;
 }
 
 void zkrc__lease_wake(zkrc__lease *l, int64_t now) {
@@ -144,6 +144,12 @@ gboolean zkrc__lease_confirm(zkrc__lease *l, int64_t sent, int64_t replied) {
     return FALSE;
   int64_t candidate = proven + l->p.timeout_us - l->p.drift_us;
   if (candidate <= l->deadline || candidate <= replied)
+    return FALSE;
+  /* Establishing (after a wake, or a slow connect): not on a proof so old
+   * (a keepalive up to a relay and a period back) that the lease would
+   * end before the next renewal, a relay after this answer, could extend
+   * it.  The renewal a relay later proves this one instead. */
+  if (!l->established && candidate < replied + zkrc__lease_wake_margin(&l->p))
     return FALSE;
   l->deadline = candidate;
   l->established = TRUE;

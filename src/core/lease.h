@@ -161,9 +161,10 @@ void zkrc__lease_rest(zkrc__lease *l, int64_t now);
  * renewals establish the lease anew. */
 void zkrc__lease_wake(zkrc__lease *l, int64_t now);
 
-/* How much of a resting lease must be left for a wake to keep it: a
- * relay and two answers (an eighth of a period each), the most the
- * renewals sent at the wake take to extend it. */
+/* How much of a lease must be left for a wake to keep it, or for a
+ * renewal to establish one: a relay, which the renewal that extends it
+ * may have to wait, and half a period for the answers and scheduling (the
+ * steady schedule's own slack is of that order). */
 int64_t zkrc__lease_wake_margin(const zkrc__lease_params *p);
 
 /* When the lease lapses: its deadline while it is established and not
