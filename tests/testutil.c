@@ -75,22 +75,10 @@ zkrc_session *zkt_session_with(int timeout_ms, int no_reopen) {
   return s;
 }
 
-zkrc_session *zkt_direct_session(void) {
-  zkrc_session_options o;
-  zkrc_session_options_init(&o);
-  o.session_timeout_ms = ZKT_SESSION_TIMEOUT_MS;
-  o.connect_timeout_ms = 15000;
-  o.server_tick_ms = ZKT_TICK_MS;
-  zkrc_session *s = NULL;
-  CU_ASSERT_EQUAL_FATAL(
-      zkrc_session_connect(
-          &s, zkrc_ensemble_direct_connect_string(zkt_ensemble()), &o),
-      ZKRC_OK);
-  return s;
-}
-
-zkrc_session *zkt_session_knowing_tick(int timeout_ms, int no_reopen,
-                                       const zkrc_executor *ex) {
+/* A session to @p hosts that knows the harness's tick. */
+static zkrc_session *session_knowing_tick_to(const char *hosts, int timeout_ms,
+                                             int no_reopen,
+                                             const zkrc_executor *ex) {
   zkrc_session_options o;
   zkrc_session_options_init(&o);
   o.session_timeout_ms = timeout_ms;
@@ -99,8 +87,19 @@ zkrc_session *zkt_session_knowing_tick(int timeout_ms, int no_reopen,
   o.server_tick_ms = ZKT_TICK_MS;
   o.executor = ex;
   zkrc_session *s = NULL;
-  CU_ASSERT_EQUAL_FATAL(zkrc_session_connect(&s, zkt_hosts(), &o), ZKRC_OK);
+  CU_ASSERT_EQUAL_FATAL(zkrc_session_connect(&s, hosts, &o), ZKRC_OK);
   return s;
+}
+
+zkrc_session *zkt_direct_session(void) {
+  return session_knowing_tick_to(
+      zkrc_ensemble_direct_connect_string(zkt_ensemble()),
+      ZKT_SESSION_TIMEOUT_MS, 0, NULL);
+}
+
+zkrc_session *zkt_session_knowing_tick(int timeout_ms, int no_reopen,
+                                       const zkrc_executor *ex) {
+  return session_knowing_tick_to(zkt_hosts(), timeout_ms, no_reopen, ex);
 }
 
 void zkt_make_path(zhandle_t *zh, const char *path) {
