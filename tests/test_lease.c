@@ -41,11 +41,15 @@ static void test_parameters(void) {
   CU_ASSERT_EQUAL(p.allowance_us, 100 * MS);      /* the default's cap */
   CU_ASSERT_EQUAL(p.drift_us, 4 * MS + 100 * MS); /* 0.1% + allowance */
   CU_ASSERT_EQUAL(p.period_us, 1200 * MS);        /* 0.3 timeout */
+  CU_ASSERT_EQUAL(p.keepalive_us, p.period_us);   /* many ticks: a period */
   /* No tick given: ZooKeeper's default, at most half the timeout. */
   zkrc__lease_params_init(&p, 10000, 0, 0);
   CU_ASSERT_EQUAL(p.relay_us, 1200 * MS);
   zkrc__lease_params_init(&p, 2000, 0, 0);
   CU_ASSERT_EQUAL(p.relay_us, 600 * MS);
+  /* Two assumed ticks: keepalives three quarters of the window of
+   * T - drift - (relay + period / 2) - relay = 2000 - 102 - 900 - 600 ms. */
+  CU_ASSERT_EQUAL(p.keepalive_us, 398 * MS * 3 / 4);
   /* The floor: T - drift - 2 spacing - an eighth of a period. */
   zkrc__lease_params_init(&p, 4000, 200, 0);
   CU_ASSERT_EQUAL(zkrc__lease_floor(&p), (4000 - 104 - 2400 - 150) * MS);
@@ -373,13 +377,13 @@ static int64_t simulate(GRand *rng, const zkrc__lease_params *p, int tick_ms,
     int64_t replied = answered + g_rand_int_range(rng, 50, MS);
     if (keepalive && mode == RESTING) {
       zkrc__lease_touched(&l, sent, replied);
-      sent += p->period_us;
+      sent += p->keepalive_us;
       continue;
     }
     if (!keepalive && l.resting)
       zkrc__lease_wake(&l, sent);
     zkrc__lease_confirm(&l, sent, replied);
-    sent = keepalive ? sent + p->period_us
+    sent = keepalive ? sent + p->keepalive_us
                      : zkrc__lease_next_renewal_for(&l, sent, replied);
   }
 
@@ -489,47 +493,93 @@ static void test_simulated_servers_never_expire_a_woken_lease(void) {
 /* Liveness: with a follower that never fails and answers within 5 ms, a
  * lease woken at a random moment (its renewal sent then, between two
  * keepalives) never lapses in the four timeouts after.  Returns how many
- * of @p runs lapsed. */
-static int woken_leases_lapsed(int runs, int timeout_ms, int tick_ms) {
+ * of @p runs lapsed; *@p slow_wakes: how many needed more than one renewal
+ * to be established again.  @p keepalive_us: 0, or the keepalive spacing
+ * to use instead of the library's (for the control). */
+static int woken_leases_lapsed(int runs, int timeout_ms, int tick_ms,
+                               int64_t keepalive_us, int *slow_wakes) {
   GRand *rng = g_rand_new_with_seed(11);
   zkrc__lease_params p;
   zkrc__lease_params_init(&p, timeout_ms, tick_ms, 0);
+  if (keepalive_us > 0)
+    p.keepalive_us = keepalive_us;
   int lapsed = 0;
+  *slow_wakes = 0;
   for (int i = 0; i < runs; i++) {
     zkrc__lease l;
     zkrc__lease_begin_session(&l, &p, 0, MS);
     zkrc__lease_rest(&l, MS);
     int64_t wakes = MS + g_rand_int_range(rng, 0, (gint32)(4 * p.timeout_us));
     int64_t end = wakes + 4 * p.timeout_us, sent = MS;
+    int renewals_to_establish = 0;
     while (sent < end && !l.lapsed) {
       int64_t replied = sent + g_rand_int_range(rng, 100, 5 * MS);
       if (l.resting && sent < wakes) {
         zkrc__lease_touched(&l, sent, replied);
-        sent = MIN(sent + p.period_us, wakes);
+        sent = MIN(sent + p.keepalive_us, wakes);
         continue;
       }
       if (l.resting)
         zkrc__lease_wake(&l, sent);
+      if (!l.established)
+        renewals_to_establish++;
       zkrc__lease_confirm(&l, sent, replied);
       sent = zkrc__lease_next_renewal_for(&l, sent, replied);
     }
     lapsed += l.lapsed;
+    *slow_wakes += renewals_to_establish > 1;
   }
   g_rand_free(rng);
   return lapsed;
 }
 
+/* Timeouts and ticks (0: not told, ZooKeeper's default assumed). */
+static const int woken_cases[][2] = {{1000, 500},   {2000, 200}, {4000, 2000},
+                                     {10000, 2000}, {400, 200},  {2000, 0},
+                                     {4000, 0},     {10000, 0}};
+
 static void test_woken_leases_do_not_lapse_on_a_healthy_follower(void) {
-  static const int cases[][2] = {
-      {1000, 500}, {2000, 200}, {4000, 2000}, {10000, 2000}, {400, 200}};
-  for (size_t i = 0; i < G_N_ELEMENTS(cases); i++) {
-    int lapsed = woken_leases_lapsed(3000, cases[i][0], cases[i][1]);
+  for (size_t i = 0; i < G_N_ELEMENTS(woken_cases); i++) {
+    int slow;
+    int lapsed = woken_leases_lapsed(3000, woken_cases[i][0], woken_cases[i][1],
+                                     0, &slow);
     printf("\n    timeout %5d ms, tick %4d ms: %d of 3000 woken leases "
            "lapsed",
-           cases[i][0], cases[i][1], lapsed);
+           woken_cases[i][0], woken_cases[i][1], lapsed);
     CU_ASSERT_EQUAL(lapsed, 0);
   }
   printf("\n    ");
+}
+
+/* Latency: on a healthy follower, the first renewal after a wake
+ * establishes the lease (a grant to a rested waiter costs one round trip
+ * to the leader), whatever the timeout and tick, told or assumed. */
+static void test_one_renewal_establishes_a_woken_lease(void) {
+  for (size_t i = 0; i < G_N_ELEMENTS(woken_cases); i++) {
+    int slow;
+    zkrc__lease_params p;
+    zkrc__lease_params_init(&p, woken_cases[i][0], woken_cases[i][1], 0);
+    woken_leases_lapsed(3000, woken_cases[i][0], woken_cases[i][1], 0, &slow);
+    printf("\n    timeout %5d ms, tick %4d ms, keepalives %4.0f ms apart: "
+           "%d of 3000 wakes needed a second renewal",
+           woken_cases[i][0], woken_cases[i][1], p.keepalive_us / 1000.0, slow);
+    CU_ASSERT_EQUAL(slow, 0);
+  }
+  printf("\n    ");
+}
+
+/* The control: keepalives a period apart, with a timeout of two assumed
+ * ticks, leave wakes with no keepalive to establish on. */
+static void test_latency_check_catches_keepalives_a_period_apart(void) {
+  zkrc__lease_params p;
+  zkrc__lease_params_init(&p, 2000, 0, 0);
+  int slow;
+  int lapsed = woken_leases_lapsed(3000, 2000, 0, p.period_us, &slow);
+  printf("(keepalives %.0f ms apart: %d of 3000 wakes needed a second "
+         "renewal, %d lapsed) ",
+         p.period_us / 1000.0, slow, lapsed);
+  CU_ASSERT(slow > 0);
+  CU_ASSERT_EQUAL(lapsed, 0);
 }
 
 /* The control: a library that took the follower's answers to keepalives
@@ -573,6 +623,10 @@ static void add_suites(void) {
              test_simulated_servers_never_expire_a_woken_lease},
             {"woken leases do not lapse on a healthy follower",
              test_woken_leases_do_not_lapse_on_a_healthy_follower},
+            {"one renewal establishes a woken lease",
+             test_one_renewal_establishes_a_woken_lease},
+            {"latency check catches keepalives a period apart",
+             test_latency_check_catches_keepalives_a_period_apart},
             {"simulation catches keepalives taken for renewals",
              test_simulation_catches_keepalives_taken_for_renewals},
             {"simulation catches too short a relay",

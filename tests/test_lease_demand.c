@@ -52,16 +52,22 @@ static void count_losses(zkrc_session *s, const zkrc_session_event *ev,
     g_atomic_int_inc((gint *)arg);
 }
 
-static zkrc_session *session_renewing(int renewal) {
+/* @p tick_ms: the servers' tick told to the session, 0 for none (the
+ * library then assumes ZooKeeper's default, at most half the timeout). */
+static zkrc_session *session_timed(int renewal, int timeout_ms, int tick_ms) {
   zkrc_session_options o;
   zkrc_session_options_init(&o);
-  o.session_timeout_ms = TIMEOUT_MS;
+  o.session_timeout_ms = timeout_ms;
   o.connect_timeout_ms = 15000;
-  o.server_tick_ms = ZKT_TICK_MS;
+  o.server_tick_ms = tick_ms;
   o.lease_renewal = renewal;
   zkrc_session *s = NULL;
   CU_ASSERT_EQUAL_FATAL(zkrc_session_connect(&s, zkt_hosts(), &o), ZKRC_OK);
   return s;
+}
+
+static zkrc_session *session_renewing(int renewal) {
+  return session_timed(renewal, TIMEOUT_MS, ZKT_TICK_MS);
 }
 
 /* ---------------------------------------------------------------- tests */
@@ -184,13 +190,17 @@ static int contenders(zhandle_t *zh, const char *path) {
   return n;
 }
 
-/* A waiter's lease rests while it waits; its lease from the opening has
- * run out when the holder lets go, and the grant is reported only once a
- * renewal has established a new one. */
-static void test_waiter_rests_and_is_granted_with_a_renewed_lease(void) {
-  zkrc_session *holder_s = session_renewing(ZKRC_LEASE_ON_DEMAND);
-  zkrc_session *waiter_s = session_renewing(ZKRC_LEASE_ON_DEMAND);
-  char *path = zkt_path("handover");
+/* A holder and a waiter on one lock, with sessions of @p timeout_ms and
+ * @p tick_ms (session_timed); the waiter waits through the end of its
+ * first lease (the lease from its opening) on keepalives alone, then the
+ * holder lets go.  Returns the waiter's account of its grant. */
+static waiter hand_over_to_a_rested_waiter(const char *name, int timeout_ms,
+                                           int tick_ms) {
+  zkrc_session *holder_s =
+      session_timed(ZKRC_LEASE_ON_DEMAND, timeout_ms, tick_ms);
+  zkrc_session *waiter_s =
+      session_timed(ZKRC_LEASE_ON_DEMAND, timeout_ms, tick_ms);
+  char *path = zkt_path(name);
   zkrc_lock *held = NULL;
   waiter w = {.s = waiter_s, .rc = -1, .release_rc = -1};
   CU_ASSERT_EQUAL_FATAL(zkrc_lock_new(&held, holder_s, path, NULL), ZKRC_OK);
@@ -203,19 +213,24 @@ static void test_waiter_rests_and_is_granted_with_a_renewed_lease(void) {
     g_usleep(5000);
   CU_ASSERT_EQUAL_FATAL(contenders(zh, path), 2);
   /* Waiting through its first lease's end: keepalives only. */
-  uint64_t kept = keepalives(waiter_s);
-  CU_ASSERT(wait_count(waiter_s, keepalives, kept + 4, 10 * TIMEOUT_MS));
+  until = zkt_now_ms() + 10 * timeout_ms;
+  while (zkrc_session_lease_remaining(waiter_s) > 0 && zkt_now_ms() < until)
+    CU_ASSERT(
+        wait_count(waiter_s, keepalives, keepalives(waiter_s) + 1, timeout_ms));
   CU_ASSERT_EQUAL(zkrc_session_lease_remaining(waiter_s), 0);
+  CU_ASSERT(
+      wait_count(waiter_s, keepalives, keepalives(waiter_s) + 1, timeout_ms));
   CU_ASSERT_EQUAL(renewals(waiter_s), 0);
   CU_ASSERT_EQUAL(stats_of(waiter_s).lease_dependents, 0);
   int64_t released = zkt_now_ms();
   CU_ASSERT_EQUAL(zkrc_lock_release(held), ZKRC_OK);
   g_thread_join(t);
   CU_ASSERT_EQUAL(w.rc, ZKRC_OK);
-  printf("(granted %lld ms after the release, with %d ms of lease) ",
-         (long long)(w.granted_ms - released), w.lease_at_grant_ms);
+  printf("(granted %lld ms after the release, with %d ms of lease, after "
+         "%llu renewal(s)) ",
+         (long long)(w.granted_ms - released), w.lease_at_grant_ms,
+         (unsigned long long)w.at_grant.renewals);
   CU_ASSERT(w.lease_at_grant_ms > 0);
-  CU_ASSERT(w.at_grant.renewals >= 1);
   CU_ASSERT_EQUAL(w.at_grant.lease_dependents, 1);
   CU_ASSERT_EQUAL(w.release_rc, ZKRC_OK);
   zkrc_lock_free(w.lk);
@@ -224,6 +239,26 @@ static void test_waiter_rests_and_is_granted_with_a_renewed_lease(void) {
   g_free(path);
   zkrc_session_close(waiter_s);
   zkrc_session_close(holder_s);
+  w.lk = NULL;
+  w.s = NULL;
+  return w;
+}
+
+/* A waiter's lease rests while it waits; its lease from the opening has
+ * run out when the holder lets go, and the grant is reported only once a
+ * renewal has established a new one. */
+static void test_waiter_rests_and_is_granted_with_a_renewed_lease(void) {
+  waiter w = hand_over_to_a_rested_waiter("handover", TIMEOUT_MS, ZKT_TICK_MS);
+  CU_ASSERT(w.at_grant.renewals >= 1);
+}
+
+/* The servers' tick not told, and a timeout of two assumed ticks (the
+ * library assumes half of 4 s): keepalives close enough together that the
+ * grant waits for one renewal, not two a relay apart (src/core/lease.c,
+ * keepalive_spacing). */
+static void test_rested_waiter_needs_one_renewal_at_two_assumed_ticks(void) {
+  waiter w = hand_over_to_a_rested_waiter("handover-default-tick", 4000, 0);
+  CU_ASSERT_EQUAL(w.at_grant.renewals, 1);
 }
 
 static void add_suites(void) {
@@ -238,7 +273,9 @@ static void add_suites(void) {
        test_hold_wakes_the_lease_and_release_rests_it},
       {"kept node keeps the lease awake", test_kept_node_keeps_the_lease_awake},
       {"waiter rests and is granted with a renewed lease",
-       test_waiter_rests_and_is_granted_with_a_renewed_lease});
+       test_waiter_rests_and_is_granted_with_a_renewed_lease},
+      {"rested waiter needs one renewal at two assumed ticks",
+       test_rested_waiter_needs_one_renewal_at_two_assumed_ticks});
 }
 
 int main(void) { return zkt_run("test_lease_demand", add_suites); }

@@ -254,8 +254,12 @@ typedef enum zkrc_lease_renewal {
    *  not extended.  A resting session is reported LOST only when its
    *  servers answered nothing for a session timeout (counted from the
    *  sending of the last request they answered, less the allowance), as
-   *  Curator reports LOST after a session timeout without its servers.  A grant to a session whose lease rested waits for one
-   *  sync (a round trip to the leader) before it is reported. */
+   *  Curator reports LOST after a session timeout without its servers.
+   *  A grant to a session whose lease rested waits for one sync (a round
+   *  trip to the leader) before it is reported.  Keepalives go every 0.3
+   *  of the session timeout, or closer when the timeout is only a few
+   *  server ticks (told or assumed: down to about a tenth of it at two
+   *  ticks), so that one sync always suffices. */
   ZKRC_LEASE_ON_DEMAND = 0,
   /** All the time (what earlier releases did): a session holding nothing
    *  is reported LOST when its renewed lease runs out, as a holder is.

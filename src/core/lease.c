@@ -25,6 +25,27 @@ int zkrc__lease_default_allowance_ms(int timeout_ms) {
   return tenth < DEFAULT_ALLOWANCE_MAX_MS ? tenth : DEFAULT_ALLOWANCE_MAX_MS;
 }
 
+/* A woken lease is established by its first renewal, sent at w, when a
+ * keepalive was answered at least a relay before w (the rule's earlier
+ * request) and sent late enough that the lease from it leaves a wake
+ * margin after the answer (zkrc__lease_confirm): sent within the window
+ * [w - (T - drift - margin), w - relay].  Keepalives closer together than
+ * that window always leave one in it; a quarter of it is kept for their
+ * answers and a late timer.  With ZooKeeper's ticks unknown and a timeout
+ * of a few seconds, the assumed tick is half the timeout and the window
+ * only a quarter of it, less than a period: a period apart, a wake would
+ * then often wait for a second renewal a relay after the first (bench/
+ * RESULTS.md: half the holds in a chaos run).  A window too narrow to be
+ * worth the traffic (under a third of a period) keeps the period. */
+static int64_t keepalive_spacing(const zkrc__lease_params *p) {
+  int64_t window =
+      p->timeout_us - p->drift_us - zkrc__lease_wake_margin(p) - p->relay_us;
+  int64_t spacing = window * 3 / 4;
+  if (spacing >= p->period_us || spacing < p->period_us / 3)
+    return p->period_us;
+  return spacing;
+}
+
 void zkrc__lease_params_init(zkrc__lease_params *p, int timeout_ms, int tick_ms,
                              int allowance_ms) {
   if (timeout_ms < 1)
@@ -42,6 +63,7 @@ void zkrc__lease_params_init(zkrc__lease_params *p, int timeout_ms, int tick_ms,
   p->relay_us = (int64_t)tick_ms * 1000 * 6 / 10;
   p->drift_us = t / 1000 + p->allowance_us;
   p->period_us = t * PERIOD_PERMILLE / 1000;
+  p->keepalive_us = keepalive_spacing(p);
 }
 
 void zkrc__lease_begin_session(zkrc__lease *l, const zkrc__lease_params *p,

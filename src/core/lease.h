@@ -48,7 +48,9 @@
  * reached it, so a keepalive counts as the *earlier* request of the rule
  * above, never as the later one, which must be a sync the leader
  * answered.  When something comes to depend on a resting lease, one sync
- * sent a relay after a keepalive's answer establishes it again.
+ * sent a relay after a keepalive's answer establishes it again; the
+ * keepalives go close enough together that the sync sent at once always
+ * finds one (zkrc__lease_params.keepalive_us).
  *
  * Heard.  Any answer (keepalive or renewal) sent at s shows that the
  * server had the session then; one that stays silent until s + T - drift
@@ -82,6 +84,10 @@ typedef struct zkrc__lease_params {
   int64_t drift_us;   /* clock rate and scheduling allowance */
   int64_t allowance_us; /* the scheduling allowance alone */
   int64_t period_us;    /* how often a renewal is sent */
+  /* How often a resting lease sends a keepalive: the period, or less when
+   * the timeout is only a few ticks (zkrc__lease_params_init), so that
+   * one renewal always finds a keepalive to establish a woken lease on. */
+  int64_t keepalive_us;
 } zkrc__lease_params;
 
 /* Renewals remembered per connection: enough to find one sent a relay

@@ -114,21 +114,22 @@ static gboolean renewed_locked(zkrc_session *s, renewal *r, int64_t now) {
     g_source_set_ready_time(s->lapse_timer, 0); /* handle it now */
   else
     arm_lapse_locked(s); /* extended, or heard: later */
-  g_source_set_ready_time(s->renew_timer, s->lease_demand > 0
-                                              ? zkrc__lease_next_renewal_for(
-                                                    &s->lease, r->sent, now)
-                                              : r->sent + s->lease.p.period_us);
+  g_source_set_ready_time(
+      s->renew_timer, s->lease_demand > 0 ? zkrc__lease_next_renewal_for(
+                                                &s->lease, r->sent, now)
+                                          : r->sent + s->lease.p.keepalive_us);
   return leased;
 }
 
 /* A keepalive's answer (s->o.mu held): remember it; the next goes a
- * period after it, or a renewal at once if the lease was woken meanwhile
+ * keepalive spacing (lease.h) after it, or a renewal at once if the lease was woken meanwhile
  * (zkrc__session_lease_want could not send it: this was in flight). */
 static void kept_alive_locked(zkrc_session *s, renewal *r, int64_t now) {
   zkrc__lease_touched(&s->lease, r->sent, now);
   arm_lapse_locked(s); /* heard: later */
   g_source_set_ready_time(
-      s->renew_timer, s->lease_demand > 0 ? 0 : r->sent + s->lease.p.period_us);
+      s->renew_timer,
+      s->lease_demand > 0 ? 0 : r->sent + s->lease.p.keepalive_us);
 }
 
 /* ZooKeeper's completion thread: a renewal or keepalive was answered (or
