@@ -259,8 +259,8 @@ static void test_waiter_told(void) {
   g_mutex_init(&o.mu);
   g_cond_init(&o.cond);
   zkrc_lock_hold *hold = NULL;
-  ZKT_ASSERT_RC(ZKRC_OK, zkrc_lock_acquire_async(waiter, 60000, on_acquired,
-                                                 &o, &hold));
+  ZKT_ASSERT_RC(ZKRC_OK,
+                zkrc_lock_acquire_async(waiter, 60000, on_acquired, &o, &hold));
   CU_ASSERT_FATAL(zkt_wait_children(zh, path, 2, STEP_MS));
   zkrc_participant *list = NULL;
   size_t n = 0;

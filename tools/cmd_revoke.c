@@ -52,8 +52,8 @@ static const char help_tail[] =
     "  76   ZooKeeper refused or failed\n"
     "  77   credentials refused, or an ACL forbids the write\n";
 
-static const cli_spec revoke_spec = {CLI_REVOKE, "revoke", CLI_PATHS,
-                                     help_head, help_tail};
+static const cli_spec revoke_spec = {CLI_REVOKE, "revoke", CLI_PATHS, help_head,
+                                     help_tail};
 
 typedef struct revoke_cli {
   tool_options o;
@@ -71,8 +71,7 @@ static void revoke_option(int id, const char *value, void *ctx) {
  * neither a name nor a path of a child of LOCKPATH. */
 static char *node_path(const char *lockpath, const char *node) {
   if (node[0] != '/')
-    return strchr(node, '/') ? NULL
-                             : g_strdup_printf("%s/%s", lockpath, node);
+    return strchr(node, '/') ? NULL : g_strdup_printf("%s/%s", lockpath, node);
   size_t n = strlen(lockpath);
   if (strncmp(node, lockpath, n) != 0 || node[n] != '/' ||
       strchr(node + n + 1, '/'))
@@ -142,10 +141,9 @@ static int revoke_main(revoke_cli *cli) {
   tool_check_path(cli->path);
   char *given = cli->node ? node_path(cli->path, cli->node) : NULL;
   if (cli->node &&
-      (given == NULL || zkrc_contender_marker(strrchr(given, '/') + 1, NULL) ==
-                            NULL)) {
-    tool_error("%s is not a lock contender's node of %s", cli->node,
-               cli->path);
+      (given == NULL ||
+       zkrc_contender_marker(strrchr(given, '/') + 1, NULL) == NULL)) {
+    tool_error("%s is not a lock contender's node of %s", cli->node, cli->path);
     g_free(given);
     return TOOL_EXIT_BAD_PATH;
   }

@@ -35,8 +35,8 @@ static gboolean is_lock_node(const char *path) {
 int zkrc_lock_revoke(zkrc_session *s, const char *node_path, int timeout_ms) {
   if (s == NULL || !is_lock_node(node_path) || !zkrc__timeout_valid(timeout_ms))
     return zkrc__fail(ZKRC_EINVAL);
-  int fits = zkrc__request_check_set(s, node_path,
-                                     sizeof ZKRC__REVOKE_MESSAGE - 1);
+  int fits =
+      zkrc__request_check_set(s, node_path, sizeof ZKRC__REVOKE_MESSAGE - 1);
   if (fits != ZKRC_OK) /* a path near the size limit */
     return zkrc__fail(fits);
   zkrc__call *call;
