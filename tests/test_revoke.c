@@ -403,21 +403,9 @@ static void test_rwlock_writer_told(void) {
 
 /* ------------------------------------------------- Curator, both ways */
 
-static peer *revoke_peer(const char *name, const char *mode, const char *a,
-                         const char *b) {
-  char *argv[] = {JAVA_PROG,
-                  "-XX:+UseSerialGC",
-                  "-XX:TieredStopAtLevel=1",
-                  "-cp",
-                  CURATOR_PEER_CLASSPATH,
-                  "CuratorRevokePeer",
-                  (char *)mode,
-                  (char *)zkt_hosts(),
-                  (char *)a,
-                  (char *)b,
-                  NULL};
-  return peer_start(name, argv);
-}
+/* A CuratorRevokePeer: MODE and its one or two arguments. */
+#define revoke_peer(name, mode, a, b)                                          \
+  curator_class_peer(name, "CuratorRevokePeer", mode, a, b, (char *)NULL)
 
 /* A Curator holder made revocable releases when zkrc_lock_revoke() asks;
  * then the lock is ours at once. */

@@ -31,8 +31,9 @@
 
 /* zkr SUBCOMMAND --servers HOSTS -t 2000 --server-tick 200 ARGS... */
 static proc *zkr_start(const char *sub, const char *const *args) {
-  const char *argv[40] = {ZKR,  sub,    "--servers",     zkt_hosts(),
-                          "-t", "2000", "--server-tick", G_STRINGIFY(ZKT_TICK_MS)};
+  const char *argv[40] = {
+      ZKR,  sub,    "--servers",     zkt_hosts(),
+      "-t", "2000", "--server-tick", G_STRINGIFY(ZKT_TICK_MS)};
   int n = 8;
   for (int i = 0; args[i] && n < 39; i++)
     argv[n++] = args[i];
@@ -72,8 +73,8 @@ static void test_command_stopped(void) {
   char *path = zkt_path("zkr-revoke-command");
   zkrc_session *s = zkt_session();
   zhandle_t *zh = zkt_raw();
-  const char *lock_args[] = {"-v", "--revocable", path, "--", "sleep", "60",
-                             NULL};
+  const char *lock_args[] = {"-v",    "--revocable", path, "--",
+                             "sleep", "60",          NULL};
   proc *holder = zkr_start("lock", lock_args);
   /* Running COMMAND (a request before it starts: not started, status 1). */
   CU_ASSERT_FATAL(proc_wait_text(holder, 1, "running sleep", STEP_MS));
@@ -87,7 +88,7 @@ static void test_command_stopped(void) {
   CU_ASSERT_STRING_EQUAL(out, want);
   CU_ASSERT_EQUAL(proc_wait(holder, EXIT_TIMEOUT), 128 + SIGTERM);
   CU_ASSERT_PTR_NOT_NULL(strstr(holder->err->str, "revocation"));
-  CU_ASSERT(zkt_wait_children(zh, path, 0, STEP_MS));
+  CU_ASSERT(zkt_wait_children_or_gone(zh, path, 0, STEP_MS));
   proc_free(holder);
   g_free(want);
   g_free(out);
@@ -109,8 +110,8 @@ static void test_hold_and_waiter(void) {
   CU_ASSERT_FATAL(zkt_wait_children(zh, path, 1, STEP_MS));
   char *holder_node = contender(s, path, 0);
   CU_ASSERT_PTR_NOT_NULL_FATAL(holder_node);
-  const char *wait_args[] = {"--revocable", "-E", "9", path, "--", "true",
-                             NULL};
+  const char *wait_args[] = {"--revocable", "-E",   "9", path,
+                             "--",          "true", NULL};
   proc *waiter = zkr_start("lock", wait_args);
   CU_ASSERT_FATAL(zkt_wait_children(zh, path, 2, STEP_MS));
   char *waiter_node = contender(s, path, 1);
@@ -130,7 +131,7 @@ static void test_hold_and_waiter(void) {
   const char *args[] = {path, NULL};
   CU_ASSERT_EQUAL(zkr_revoke(args, NULL), 0);
   CU_ASSERT_EQUAL(proc_wait(holder, EXIT_TIMEOUT), 0);
-  CU_ASSERT(zkt_wait_children(zh, path, 0, STEP_MS));
+  CU_ASSERT(zkt_wait_children_or_gone(zh, path, 0, STEP_MS));
   proc_free(waiter);
   proc_free(holder);
   g_free(waiter_node);
@@ -189,8 +190,8 @@ static void test_statuses(void) {
   CU_ASSERT_EQUAL(zkr_revoke(none, NULL), EXIT_USAGE);
   const char *three[] = {path, "lock-0000000001", "extra", NULL};
   CU_ASSERT_EQUAL(zkr_revoke(three, NULL), EXIT_USAGE);
-  const char *limit[] = {"--revocable", "--limit", "2", path, "--", "true",
-                         NULL};
+  const char *limit[] = {"--revocable", "--limit", "2", path,
+                         "--",          "true",    NULL};
   proc *p = zkr_start("lock", limit);
   CU_ASSERT_EQUAL(proc_wait(p, EXIT_TIMEOUT), EXIT_USAGE);
   proc_free(p);
@@ -201,21 +202,9 @@ static void test_statuses(void) {
 
 /* ------------------------------------------------- Curator, both ways */
 
-static peer *revoke_peer(const char *name, const char *mode, const char *a,
-                         const char *b) {
-  char *argv[] = {JAVA_PROG,
-                  "-XX:+UseSerialGC",
-                  "-XX:TieredStopAtLevel=1",
-                  "-cp",
-                  CURATOR_PEER_CLASSPATH,
-                  "CuratorRevokePeer",
-                  (char *)mode,
-                  (char *)zkt_hosts(),
-                  (char *)a,
-                  (char *)b,
-                  NULL};
-  return peer_start(name, argv);
-}
+/* A CuratorRevokePeer: MODE and its one or two arguments. */
+#define revoke_peer(name, mode, a, b)                                          \
+  curator_class_peer(name, "CuratorRevokePeer", mode, a, b, (char *)NULL)
 
 /* `zkr revoke LOCKPATH' makes a revocable Curator holder release. */
 static void test_curator_holder(void) {
@@ -244,8 +233,8 @@ static void test_curator_revoker(void) {
   char *path = zkt_path("zkr-revoke-by-curator");
   zkrc_session *s = zkt_session();
   zhandle_t *zh = zkt_raw();
-  const char *lock_args[] = {"-v", "--revocable", path, "--", "sleep", "60",
-                             NULL};
+  const char *lock_args[] = {"-v",    "--revocable", path, "--",
+                             "sleep", "60",          NULL};
   proc *holder = zkr_start("lock", lock_args);
   /* Running COMMAND (a request before it starts: not started, status 1). */
   CU_ASSERT_FATAL(proc_wait_text(holder, 1, "running sleep", STEP_MS));
@@ -258,7 +247,7 @@ static void test_curator_revoker(void) {
   g_free(line);
   CU_ASSERT_EQUAL(peer_finish(p, STEP_MS), 0);
   CU_ASSERT_EQUAL(proc_wait(holder, EXIT_TIMEOUT), 128 + SIGTERM);
-  CU_ASSERT(zkt_wait_children(zh, path, 0, STEP_MS));
+  CU_ASSERT(zkt_wait_children_or_gone(zh, path, 0, STEP_MS));
   proc_free(holder);
   g_free(node);
   zookeeper_close(zh);
@@ -275,8 +264,7 @@ static void add_suites(void) {
   atexit(cleanup_at_exit); /* runs before the ensemble is stopped */
   ZKT_SUITE("zkr revoke", {"command stopped", test_command_stopped},
             {"hold and waiter", test_hold_and_waiter},
-            {"not revocable", test_not_revocable},
-            {"statuses", test_statuses});
+            {"not revocable", test_not_revocable}, {"statuses", test_statuses});
   ZKT_SUITE("zkr revoke curator", {"curator holder", test_curator_holder},
             {"curator revoker", test_curator_revoker});
 }

@@ -17,7 +17,8 @@
  *          exits 0 (a missing node is no error there: Curator ignores it).
  *
  * Exit statuses: 0 done, 2 bad usage, 3 not acquired in time, 4 no
- * connection, 5 an error.  The peer never outlives ZKR_PEER_TIMEOUT_MS
+ * connection, 5 an error.  CuratorPeer's Mutex (its id as node data) and
+ * connect() serve here too.  The peer never outlives ZKR_PEER_TIMEOUT_MS
  * (default 60000) plus the session: a watchdog ends it with status 124.
  *
  * Licensed under the Apache License, Version 2.0 (see COPYING).
@@ -30,62 +31,20 @@ import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.TimeUnit;
 
 import org.apache.curator.framework.CuratorFramework;
-import org.apache.curator.framework.CuratorFrameworkFactory;
-import org.apache.curator.framework.recipes.locks.InterProcessMutex;
 import org.apache.curator.framework.recipes.locks.Revoker;
-import org.apache.curator.retry.RetryNTimes;
 
 public final class CuratorRevokePeer {
-  static final long timeoutMs = envLong("ZKR_PEER_TIMEOUT_MS", 60000);
-  static final int sessionMs = (int) envLong("ZKR_PEER_SESSION_MS", 10000);
-  static final PrintStream out =
-      new PrintStream(System.out, true, StandardCharsets.UTF_8);
-
-  static long envLong(String name, long fallback) {
-    String v = System.getenv(name);
-    return v == null || v.isEmpty() ? fallback : Long.parseLong(v);
-  }
-
-  /** A mutex whose node holds our id, and which tells its own node. */
-  static final class Mutex extends InterProcessMutex {
-    private final byte[] id;
-
-    Mutex(CuratorFramework client, String path, String id) {
-      super(client, path);
-      this.id = id.getBytes(StandardCharsets.UTF_8);
-    }
-
-    @Override
-    protected byte[] getLockNodeBytes() {
-      return id;
-    }
-
-    String node() {
-      return getLockPath();
-    }
-  }
-
-  static CuratorFramework connect(String connect) throws Exception {
-    CuratorFramework client = CuratorFrameworkFactory.builder()
-        .connectString(connect)
-        .sessionTimeoutMs(sessionMs)
-        .connectionTimeoutMs((int) Math.min(sessionMs, timeoutMs))
-        .retryPolicy(new RetryNTimes(3, 100))
-        .build();
-    client.start();
-    if (!client.blockUntilConnected((int) timeoutMs, TimeUnit.MILLISECONDS)) {
-      client.close();
-      System.err.println("could not connect to " + connect);
-      System.exit(4);
-    }
-    return client;
-  }
+  /* CuratorPeer's: its deadlines (from the environment) and its stdout,
+   * flushed after every line. */
+  static final long timeoutMs = CuratorPeer.peerTimeoutMs;
+  static final int sessionMs = CuratorPeer.sessionMs;
+  static final PrintStream out = CuratorPeer.out;
 
   static int hold(CuratorFramework client, String path, String id)
       throws Exception {
     /* What the main thread waits for: a revocation request or a line. */
     LinkedBlockingQueue<String> wake = new LinkedBlockingQueue<>();
-    Mutex m = new Mutex(client, path, id);
+    CuratorPeer.Mutex m = new CuratorPeer.Mutex(client, path, id);
     /* The listener runs on Curator's thread; the mutex is the acquiring
      * thread's, which releases it. */
     m.makeRevocable(forLock -> wake.add("revoke"));
@@ -129,11 +88,11 @@ public final class CuratorRevokePeer {
     int status;
     try {
       if (args.length == 4 && args[0].equals("hold")) {
-        try (CuratorFramework client = connect(args[1])) {
+        try (CuratorFramework client = CuratorPeer.connect(args[1])) {
           status = hold(client, args[2], args[3]);
         }
       } else if (args.length == 3 && args[0].equals("revoke")) {
-        try (CuratorFramework client = connect(args[1])) {
+        try (CuratorFramework client = CuratorPeer.connect(args[1])) {
           Revoker.attemptRevoke(client, args[2]);
           out.println("revoked");
           status = 0;
@@ -143,6 +102,9 @@ public final class CuratorRevokePeer {
             "usage: CuratorRevokePeer hold CONNECT PATH ID | revoke CONNECT NODE");
         status = 2;
       }
+    } catch (CuratorPeer.Exit e) {
+      System.err.println("CuratorRevokePeer: " + e.getMessage());
+      status = e.code;
     } catch (Exception e) {
       System.err.println("CuratorRevokePeer: " + e);
       status = 5;
