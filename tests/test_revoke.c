@@ -403,9 +403,7 @@ static void test_rwlock_writer_told(void) {
 
 /* ------------------------------------------------- Curator, both ways */
 
-/* A CuratorRevokePeer: MODE and its one or two arguments. */
-#define revoke_peer(name, mode, a, b)                                          \
-  curator_class_peer(name, "CuratorRevokePeer", mode, a, b, (char *)NULL)
+#define REVOKE_PEER "CuratorRevokePeer"
 
 /* A Curator holder made revocable releases when zkrc_lock_revoke() asks;
  * then the lock is ours at once. */
@@ -413,7 +411,8 @@ static void test_curator_holder_releases(void) {
   kill_live_peers();
   char *path = zkt_path("revoke-curator-holder");
   zkrc_session *s = zkt_session();
-  peer *p = revoke_peer("curator-holder", "hold", path, "curator");
+  peer *p = curator_class_peer("curator-holder", REVOKE_PEER, "hold", path,
+                               "curator", (char *)NULL);
   CU_ASSERT_PTR_NOT_NULL_FATAL(p);
   char *node = peer_expect(p, "acquired", START_MS);
   CU_ASSERT_PTR_NOT_NULL_FATAL(node);
@@ -451,7 +450,8 @@ static void test_curator_revoker_asks(void) {
   char *node = NULL;
   ZKT_ASSERT_RC(ZKRC_OK, zkrc_lock_node(lk, &node));
 
-  peer *p = revoke_peer("curator-revoker", "revoke", node, NULL);
+  peer *p = curator_class_peer("curator-revoker", REVOKE_PEER, "revoke", node,
+                               (char *)NULL);
   CU_ASSERT_PTR_NOT_NULL_FATAL(p);
   char *line = peer_expect(p, "revoked", START_MS);
   CU_ASSERT_PTR_NOT_NULL(line);

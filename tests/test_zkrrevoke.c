@@ -202,15 +202,14 @@ static void test_statuses(void) {
 
 /* ------------------------------------------------- Curator, both ways */
 
-/* A CuratorRevokePeer: MODE and its one or two arguments. */
-#define revoke_peer(name, mode, a, b)                                          \
-  curator_class_peer(name, "CuratorRevokePeer", mode, a, b, (char *)NULL)
+#define REVOKE_PEER "CuratorRevokePeer"
 
 /* `zkr revoke LOCKPATH' makes a revocable Curator holder release. */
 static void test_curator_holder(void) {
   kill_live_peers();
   char *path = zkt_path("zkr-revoke-curator");
-  peer *p = revoke_peer("curator-holder", "hold", path, "curator");
+  peer *p = curator_class_peer("curator-holder", REVOKE_PEER, "hold", path,
+                               "curator", (char *)NULL);
   CU_ASSERT_PTR_NOT_NULL_FATAL(p);
   char *node = peer_expect(p, "acquired", START_MS);
   CU_ASSERT_PTR_NOT_NULL_FATAL(node);
@@ -240,7 +239,8 @@ static void test_curator_revoker(void) {
   CU_ASSERT_FATAL(proc_wait_text(holder, 1, "running sleep", STEP_MS));
   char *node = contender(s, path, 0);
   CU_ASSERT_PTR_NOT_NULL_FATAL(node);
-  peer *p = revoke_peer("curator-revoker", "revoke", node, NULL);
+  peer *p = curator_class_peer("curator-revoker", REVOKE_PEER, "revoke", node,
+                               (char *)NULL);
   CU_ASSERT_PTR_NOT_NULL_FATAL(p);
   char *line = peer_expect(p, "revoked", START_MS);
   CU_ASSERT_PTR_NOT_NULL(line);
