@@ -271,3 +271,16 @@ peer *zkrc_worker(const char *name, const char *mode, const char *path, ...) {
   va_end(ap);
   return p;
 }
+
+peer *curator_class_peer(const char *name, const char *cls, const char *mode,
+                         ...) {
+  const char *head[] = {
+      JAVA_PROG, "-XX:+UseSerialGC",     "-XX:TieredStopAtLevel=1",
+      "-cp",     CURATOR_PEER_CLASSPATH, cls};
+  va_list ap;
+  va_start(ap, mode);
+  const char *first = va_arg(ap, const char *); /* start_argv's "path" */
+  peer *p = start_argv(name, head, G_N_ELEMENTS(head), mode, first, ap);
+  va_end(ap);
+  return p;
+}

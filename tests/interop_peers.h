@@ -59,6 +59,11 @@ G_GNUC_NULL_TERMINATED peer *curator_peer(const char *name, const char *mode,
                                           const char *path, ...);
 G_GNUC_NULL_TERMINATED peer *kazoo_peer(const char *name, const char *mode,
                                         const char *path, ...);
+/* A peer of another class compiled beside CuratorPeer (CuratorRevokePeer):
+ * (name, class, mode, args..., NULL); the servers' address is passed
+ * after the mode. */
+G_GNUC_NULL_TERMINATED peer *
+curator_class_peer(const char *name, const char *cls, const char *mode, ...);
 G_GNUC_NULL_TERMINATED peer *zkrc_worker(const char *name, const char *mode,
                                          const char *path, ...);
 

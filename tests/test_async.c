@@ -1707,7 +1707,9 @@ static void test_event_types_and_names(void) {
   CU_ASSERT_STRING_EQUAL(zkrc_lock_event_name(ZKRC_LOCK_LOST), "lost");
   CU_ASSERT_STRING_EQUAL(zkrc_lock_event_name((zkrc_lock_event_type)0),
                          "unknown");
-  CU_ASSERT_STRING_EQUAL(zkrc_lock_event_name((zkrc_lock_event_type)4),
+  CU_ASSERT_STRING_EQUAL(zkrc_lock_event_name(ZKRC_LOCK_REVOKE_REQUESTED),
+                         "revoke-requested");
+  CU_ASSERT_STRING_EQUAL(zkrc_lock_event_name((zkrc_lock_event_type)5),
                          "unknown");
   CU_ASSERT_STRING_EQUAL(zkrc_election_event_name(ZKRC_ELECTION_ELECTED),
                          "elected");

@@ -64,6 +64,10 @@ const cli_option cli_options[] = {
     {OPT_HOLDERS, "holders", 0, NULL, L, NO_CMD,
      "print the contenders of each LOCKPATH in queue order, the holder "
      "first: one line each, \"ID<TAB>NODE\"; nothing when there are none"},
+    {OPT_REVOCABLE, "revocable", 0, NULL, L, 0,
+     "a revocable lock (Curator's makeRevocable): when zkr revoke or "
+     "Curator's Revoker asks, COMMAND gets the lost signal and the lock is "
+     "released once it exits; without COMMAND, released at once"},
     /* zkr elect */
     {OPT_ONCE, "once", 0, NULL, E, 0, "run COMMAND at most once, then exit"},
     {OPT_READY_ON, "ready-on", 0, "EVENT", E, 0,

@@ -75,7 +75,14 @@ static const char help_head[] =
     "on.  With --foreground it stays in zkr lock's group instead (for\n"
     "commands that read the terminal); then only COMMAND itself is signalled\n"
     "on loss.  Should zkr lock itself die, COMMAND gets the lost signal, and\n"
-    "a guardian process SIGKILLs its whole process group.\n";
+    "a guardian process SIGKILLs its whole process group.\n"
+    "\n"
+    "With --revocable, a request to give the lock up (zkr revoke, Curator's\n"
+    "Revoker.attemptRevoke: \"__REVOKE__\" written on our node) gives\n"
+    "COMMAND the lost signal (then SIGKILL after the grace period); the\n"
+    "lock is released once it exits, and zkr lock exits with its status.\n"
+    "Without COMMAND the lock is released at once (exit 0); while waiting,\n"
+    "zkr lock gives up (the -E status).\n";
 
 static const char help_tail[] =
     "\n"
@@ -131,6 +138,7 @@ typedef struct lock_cli {
   char **command;
   const char *shell_command; /* -c STRING */
   char *id;                  /* the participant id */
+  int revocable;             /* --revocable */
 } lock_cli;
 
 /* The paths and COMMAND as cli_parse() divided them. */
@@ -184,6 +192,9 @@ static void lock_option(int id, const char *value, void *ctx) {
   case 'c':
     cli->shell_command = value;
     break;
+  case OPT_REVOCABLE:
+    cli->revocable = 1;
+    break;
   }
 }
 
@@ -197,6 +208,9 @@ static void parse_args(lock_cli *cli, const char *program, int argc,
     tool_usage_error("--limit excludes --shared and -x");
   if (cli->json && !cli->holders)
     tool_usage_error("--json goes with --holders");
+  if (cli->revocable && cli->limit)
+    tool_usage_error("--revocable excludes --limit (a semaphore's leases "
+                     "are not revocable, as Curator's are not)");
   take_words(cli, &args);
 }
 
@@ -450,6 +464,15 @@ static int wait_for_lock(lock_cli *cli, zkrc_session *s, acquirer *a,
         tool_verbose("new ZooKeeper session");
       if (ev.kind == TOOL_EV_LOCK && ev.code == ZKRC_LOCK_LOST)
         *lost_early = 1;
+      if (ev.kind == TOOL_EV_LOCK && ev.code == ZKRC_LOCK_REVOKE_REQUESTED) {
+        /* Asked to give up our place (zkr revoke NODE): do. */
+        tool_event_clear(&ev);
+        tool_error("revocation of %s requested while waiting: giving up",
+                   cli->path);
+        cancel_acquisition(a);
+        *status = cli->conflict_code;
+        return 0;
+      }
       if (ev.kind != TOOL_EV_ACQUIRED) {
         tool_event_clear(&ev);
         continue;
@@ -470,6 +493,7 @@ typedef struct supervision {
   zkrc_session *s;
   tool_child child;
   int lost;
+  int revoked; /* --revocable: a revocation was requested */
 } supervision;
 
 /* The lock is gone: stop COMMAND (the lease check keeps the grace within
@@ -482,6 +506,19 @@ static void lock_lost(supervision *sv, int reason) {
              zkrc_strerror(reason), sigabbrev_np(sv->cli->o.lost_signal));
   tool_notify("STATUS=lock %s lost (%s): stopping COMMAND", sv->cli->path,
               zkrc_strerror(reason));
+  tool_child_stop(&sv->child, sv->cli->o.lost_signal, sv->cli->o.grace_ms);
+}
+
+/* --revocable: asked to give the lock up.  Stop COMMAND as on a loss;
+ * the lock is released once it exits. */
+static void revocation_requested(supervision *sv) {
+  if (sv->revoked || sv->lost)
+    return;
+  sv->revoked = 1;
+  tool_error("revocation of %s requested: stopping COMMAND with SIG%s",
+             sv->cli->path, sigabbrev_np(sv->cli->o.lost_signal));
+  tool_notify("STATUS=revocation of %s requested: stopping COMMAND",
+              sv->cli->path);
   tool_child_stop(&sv->child, sv->cli->o.lost_signal, sv->cli->o.grace_ms);
 }
 
@@ -508,6 +545,8 @@ static void supervise_once(supervision *sv) {
   while (tool_next_event(&ev)) {
     if (ev.kind == TOOL_EV_LOCK && ev.code == ZKRC_LOCK_LOST)
       lock_lost(sv, ev.reason);
+    else if (ev.kind == TOOL_EV_LOCK && ev.code == ZKRC_LOCK_REVOKE_REQUESTED)
+      revocation_requested(sv);
     else if (ev.kind == TOOL_EV_LOCK)
       tool_verbose("lock %s: %s", sv->cli->path,
                    zkrc_lock_event_name((zkrc_lock_event_type)ev.code));
@@ -525,10 +564,12 @@ static int ready_to_start(supervision *sv) {
     while (tool_next_event(&ev)) {
       if (ev.kind == TOOL_EV_LOCK && ev.code == ZKRC_LOCK_LOST)
         sv->lost = 1;
+      if (ev.kind == TOOL_EV_LOCK && ev.code == ZKRC_LOCK_REVOKE_REQUESTED)
+        sv->revoked = 1;
       tool_event_clear(&ev);
     }
     int remaining = zkrc_session_lease_remaining(sv->s);
-    if (sv->lost || remaining <= 0)
+    if (sv->lost || sv->revoked || remaining <= 0)
       return 0;
     if (tool_lease_allows_start(remaining, zkrc_session_lease_floor(sv->s),
                                 &sv->cli->o))
@@ -573,6 +614,11 @@ static int run_locked(lock_cli *cli, zkrc_session *s, const acquirer *a) {
   supervision sv = {.cli = cli, .s = s};
   if (!ready_to_start(&sv)) {
     g_strfreev(env);
+    if (sv.revoked && !sv.lost) {
+      tool_error("revocation of %s requested before COMMAND could start",
+                 cli->path);
+      return cli->conflict_code;
+    }
     tool_error("lock %s lost before COMMAND could start", cli->path);
     return TOOL_EXIT_LOST;
   }
@@ -606,6 +652,10 @@ static int hold_until_signalled(lock_cli *cli, zkrc_session *s,
    * lease (as COMMAND's start checks it). */
   supervision sv = {.cli = cli, .s = s};
   if (!ready_to_start(&sv)) {
+    if (sv.revoked && !sv.lost) {
+      tool_verbose("revocation of %s requested: releasing", cli->path);
+      return TOOL_EXIT_OK;
+    }
     tool_error("lock %s lost", cli->path);
     tool_notify("STATUS=lock %s lost", cli->path);
     return TOOL_EXIT_LOST;
@@ -625,8 +675,16 @@ static int hold_until_signalled(lock_cli *cli, zkrc_session *s,
     tool_event ev;
     while (tool_next_event(&ev)) {
       int lost = ev.kind == TOOL_EV_LOCK && ev.code == ZKRC_LOCK_LOST;
+      int revoked =
+          ev.kind == TOOL_EV_LOCK && ev.code == ZKRC_LOCK_REVOKE_REQUESTED;
       int reason = ev.reason;
       tool_event_clear(&ev);
+      if (revoked) {
+        tool_notify("STOPPING=1\nSTATUS=revocation requested: releasing %s",
+                    cli->path);
+        tool_verbose("revocation of %s requested: releasing", cli->path);
+        return TOOL_EXIT_OK;
+      }
       if (lost) {
         tool_error("lock %s lost (%s)", cli->path, zkrc_strerror(reason));
         tool_notify("STATUS=lock %s lost (%s)", cli->path,
@@ -650,12 +708,14 @@ static int new_lock(lock_cli *cli, zkrc_session *s, const char *path,
     zkrc_lock_options_init(&lo);
     lo.participant_id = cli->id;
     lo.on_event = on_lock_event;
+    lo.revocable = cli->revocable;
     return zkrc_lock_new(lk, s, path, &lo);
   }
   zkrc_rwlock_options ro;
   zkrc_rwlock_options_init(&ro);
   ro.participant_id = cli->id;
   ro.on_event = on_lock_event;
+  ro.revocable = cli->revocable;
   int err = zkrc_rwlock_new(rw, s, path, &ro);
   if (err == ZKRC_OK)
     *lk = cli->mode == MODE_SHARED ? zkrc_rwlock_reader(*rw)

@@ -57,11 +57,19 @@ typedef enum zkrc_lock_event_type {
   ZKRC_LOCK_RECONNECTED = 2,
   /** No longer held: the session expired or was lost, the session was
    *  closed, or the node was deleted.  Release it to clear the count. */
-  ZKRC_LOCK_LOST = 3
+  ZKRC_LOCK_LOST = 3,
+  /** Someone asked the holder (or a waiter) of a revocable lock to give
+   *  it up: its node's data became "__REVOKE__" (zkrc_lock_revoke(),
+   *  Curator's Revoker.attemptRevoke()).  Only a lock made with
+   *  zkrc_lock_options.revocable is told.  The library changes nothing:
+   *  the hold stays held (or the waiter queued) until the application
+   *  releases (or cancels) it, as Curator's RevocationListener decides.
+   *  reason is ZKRC_OK; token is 0 for a waiter. */
+  ZKRC_LOCK_REVOKE_REQUESTED = 4
 } zkrc_lock_event_type;
 
-/** Name of an event type, lower-case ("suspended", "reconnected", "lost";
- *  "unknown" for a value that is none of them); a static string.
+/** Name of an event type, lower-case ("suspended", "reconnected", "lost",
+ *  "revoke-requested"; "unknown" for a value that is none of them); a static string.
  *  Threading: any thread. */
 const char *zkrc_lock_event_name(zkrc_lock_event_type type);
 
@@ -80,9 +88,11 @@ typedef struct zkrc_lock_event {
    *  deleted node, ...), or ZOK when there is none (a lease that ran out,
    *  a close). */
   int zk_error;
-  /** The fencing token of the hold this event is about. */
+  /** The fencing token of the hold this event is about (0 for a
+   *  waiter's ZKRC_LOCK_REVOKE_REQUESTED). */
   int64_t token;
-  /** Full path of the holder's node. */
+  /** Full path of the holder's node (of the waiter's, for a waiter's
+   *  ZKRC_LOCK_REVOKE_REQUESTED). */
   const char *node;
   /** The hold this event is about when it was taken with
    *  zkrc_lock_acquire_async(); NULL for a thread's hold. */
@@ -119,6 +129,17 @@ typedef struct zkrc_lock_options {
    *  (default): no callback. */
   zkrc_lock_event_fn on_event;
   void *event_arg;
+  /** Non-zero: the lock is revocable, as Curator's
+   *  InterProcessMutex.makeRevocable() makes one.  Every participant
+   *  (holder or waiter) watches its own node's data from its creation on
+   *  (the watch it keeps with on_event; reads sent again after a
+   *  reconnection, never in the client's one SetWatches request), and is
+   *  told ZKRC_LOCK_REVOKE_REQUESTED, through on_event, each time the
+   *  data becomes "__REVOKE__" (zkrc_lock_revoke() or Curator's
+   *  Revoker.attemptRevoke()); the library releases nothing by itself.
+   *  Needs on_event (ZKRC_EINVAL without it).  0 (default): the node's
+   *  data is not looked at, and a revocation request changes nothing. */
+  int revocable;
 } zkrc_lock_options;
 
 /** Fill @p opts with the defaults.  Threading: any thread.  Fills the
@@ -327,6 +348,35 @@ int zkrc_lock_participants(zkrc_lock *lk, char ***ids, size_t *count,
  */
 int zkrc_lock_list(zkrc_session *s, const char *path, zkrc_participant **list,
                    size_t *count, int timeout_ms);
+
+/**
+ * Ask whoever holds (or waits for) a lock through the contender node
+ * @p node_path to give it up, as Curator's Revoker.attemptRevoke() does:
+ * the node's data is set to "__REVOKE__".  A revocable participant (ours,
+ * zkrc_lock_options.revocable; Curator's made with makeRevocable()) is
+ * told and decides; any other keeps the lock, its node's data changed
+ * (zkrc_lock_participants() then lists "__REVOKE__" as its id).  Find the
+ * nodes with zkrc_lock_list() (its first entry is the holder).  No lock
+ * object needed.
+ *
+ * @param node_path  the full path of a lock contender node: a valid path
+ *                   whose last name ends in a lock marker and a sequence
+ *                   ("...-lock-0000000007", "__READ__", "__WRIT__",
+ *                   kazoo's "__lock__" and "__rlock__").
+ * @param timeout_ms ZKRC_WAIT_FOREVER; ZKRC_NO_WAIT (the reply, a round
+ *                   trip, is awaited at most the session timeout); or a
+ *                   positive number of ms; any other negative value:
+ *                   ZKRC_EINVAL.
+ * @return ZKRC_OK (asked: the node was there and its data is set);
+ *         ZKRC_ENONODE (no such node: nothing to revoke, nothing written);
+ *         ZKRC_EINVAL (NULL session, a path that is not a lock contender
+ *         node's, a bad timeout: nothing sent); ZKRC_ETIMEDOUT (the
+ *         outcome is then unknown); ZKRC_ECONNLOSS; ZKRC_ENOAUTH (the
+ *         node's ACL forbids the write); ZKRC_ECLOSED.
+ * Threading: any thread but the session's callback thread; blocks at most
+ * @p timeout_ms.
+ */
+int zkrc_lock_revoke(zkrc_session *s, const char *node_path, int timeout_ms);
 
 /**
  * Fenced write: perform @p ops in one ZooKeeper multi that also checks that

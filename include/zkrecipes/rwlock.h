@@ -120,6 +120,12 @@ typedef struct zkrc_rwlock_options {
    *  makes every participant watch its own node.  NULL (default): none. */
   zkrc_lock_event_fn on_event;
   void *event_arg;
+  /** Non-zero: both sides are revocable, as zkrc_lock_options.revocable
+   *  makes a lock (Curator's InterProcessReadWriteLock's sides are
+   *  InterProcessMutexes, whose makeRevocable() this is): a reader or a
+   *  writer whose node's data becomes "__REVOKE__" is told
+   *  ZKRC_LOCK_REVOKE_REQUESTED.  Needs on_event.  0 (default): not. */
+  int revocable;
 } zkrc_rwlock_options;
 
 /** Fill @p opts with the defaults.  Threading: any thread.  Fills the

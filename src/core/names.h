@@ -86,6 +86,11 @@ gboolean zkrc__sequence_right_after(int32_t before, int32_t seq);
 /* Index of @p name in @p contenders, or -1. */
 int zkrc__contenders_find(const GArray *contenders, const char *name);
 
+/* The data a revoker writes on a lock contender's node to ask its owner
+ * to give the lock up (Curator's LockInternals.REVOKE_MESSAGE, written by
+ * its Revoker.attemptRevoke(); zkrc_lock_revoke()). */
+#define ZKRC__REVOKE_MESSAGE "__REVOKE__"
+
 /* The length of a protected prefix "_c_<uuid>-" (without its NUL). */
 #define ZKRC__PROTECTED_PREFIX_LEN 40
 

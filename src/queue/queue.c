@@ -166,6 +166,7 @@ zkrc__contender *zkrc__contender_new(const zkrc__contender_config *cfg) {
   c->data = g_ref_string_acquire(q->participant_id);
   c->acl = zkrc__acl_ref(q->acl);
   c->watch_own = cfg->watch_own_node != 0;
+  c->revocable = c->watch_own && cfg->revocable != 0;
   c->ops = cfg->ops;
   c->ops_arg = cfg->ops_arg;
   zkrc__uuid_bytes_random(c->uuid);
@@ -345,6 +346,10 @@ void zkrc__q_deliver(zkrc__contender *c) {
     case OUT_ENDED:
       log_end(c, item);
       c->ops->ended(c, item->value, item->zk_rc, c->ops_arg);
+      break;
+    case OUT_REVOKE:
+      if (c->ops->revoke)
+        c->ops->revoke(c, (int32_t)item->value, c->ops_arg);
       break;
     }
     outbox_item_free(item);

@@ -112,6 +112,12 @@ typedef struct zkrc__contender_ops {
    * (our node was deleted while at the front), or a ZooKeeper failure
    * (@p zk_rc keeps its code). */
   void (*ended)(zkrc__contender *c, int err, int zk_rc, void *arg);
+  /* A revocable contender (zkrc__contender_config.revocable): a read of
+   * our node found its data "__REVOKE__" (Curator's revocation request),
+   * at data version @p version.  The same version may be told again (a
+   * watch set anew after a reconnection reads it again): the owner tells
+   * its application once per version.  May be NULL. */
+  void (*revoke)(zkrc__contender *c, int32_t version, void *arg);
 } zkrc__contender_ops;
 
 typedef struct zkrc__contender_config {
@@ -128,6 +134,9 @@ typedef struct zkrc__contender_config {
    * deletion by someone else ends the contender with ZKRC_ELOCKLOST at the
    * front, and queues it again before. */
   int watch_own_node;
+  /* With watch_own_node: look at the data every read of our own node
+   * returns, and tell ops->revoke when it is "__REVOKE__". */
+  int revocable;
   const zkrc__contender_ops *ops;
   void *ops_arg;
 } zkrc__contender_config;

@@ -67,7 +67,8 @@ typedef enum out_kind {
   OUT_FRONT,
   OUT_BEHIND,
   OUT_CONNECTION,
-  OUT_ENDED
+  OUT_ENDED,
+  OUT_REVOKE /* value: our node's data version */
 } out_kind;
 
 typedef struct outbox_item {
@@ -163,6 +164,9 @@ struct zkrc__contender {
    * (own_again). */
   unsigned watch_again : 1;
   unsigned own_again : 1;
+  /* Tell ops->revoke when our node's data is "__REVOKE__" (queue_watch.c);
+   * set when made, never changed. */
+  unsigned revocable : 1;
   unsigned state : 4;      /* a cstate */
   unsigned retry_step : 4; /* a step: what a pending retry will do */
   unsigned epoch;
@@ -216,6 +220,10 @@ typedef struct req {
   unsigned epoch;
   void *watch;   /* registry context of a watch this request sets */
   int64_t czxid; /* a watching getData's: the node's czxid (0: failed) */
+  /* A watching getData's: the node's data was "__REVOKE__" (Curator's
+   * revocation request), at data version `version`. */
+  gboolean revoke;
+  int32_t version;
   /* A watching getData's reply (queue_watch.c), given its return code. */
   void (*on_reply)(struct req *r, int rc);
 } req;
@@ -312,6 +320,9 @@ gboolean zkrc__q_tail_follow_locked(zkrc__contender *c,
 void zkrc__q_tail_leave_locked(zkrc__contender *c);
 
 /* queue_watch.c: listings and watches (each takes c->mu) */
+/* Is a node's data (@p len bytes at @p value; -1 for none) Curator's
+ * revocation request, ZKRC__REVOKE_MESSAGE (names.h)? */
+gboolean zkrc__q_is_revoke(const char *value, int len);
 void zkrc__q_watch_pred(zkrc__contender *c);
 void zkrc__q_watch_dir(zkrc__contender *c);
 void zkrc__q_arm_own_watch(zkrc__contender *c);

@@ -22,6 +22,8 @@ static void watching_get_done(int rc, const char *value, int len,
                               const struct Stat *stat, const void *data) {
   req *r = (req *)data;
   r->czxid = rc == ZOK && stat ? stat->czxid : 0;
+  r->revoke = rc == ZOK && stat && zkrc__q_is_revoke(value, len);
+  r->version = r->revoke ? stat->version : 0;
   r->on_reply(r, rc);
 }
 
@@ -163,6 +165,12 @@ void zkrc__q_watch_dir(zkrc__contender *c) {
 
 /* ----------------------------------------------------- our own node */
 
+gboolean zkrc__q_is_revoke(const char *value, int len) {
+  static const char revoke[] = ZKRC__REVOKE_MESSAGE;
+  return value && len == (int)sizeof revoke - 1 &&
+         memcmp(value, revoke, sizeof revoke - 1) == 0;
+}
+
 /* Our node was deleted by someone else: lost at the front; queued, we
  * queue again. */
 static step own_node_gone_locked(zkrc__contender *c) {
@@ -198,6 +206,11 @@ static void self_result(req *r, int rc) {
    * node would never be watched again. */
   if (rc != ZOK && c->own_watch == r->watch)
     c->own_watch = NULL;
+  /* A revocation request read on our node (this one: its czxid), told
+   * even when the reply is superseded, as its watch may live on. */
+  if (r->revoke && c->revocable && c->state != C_ENDED && !c->withdrawing &&
+      r->czxid == c->czxid)
+    zkrc__q_emit_locked(c, OUT_REVOKE, r->version, ZOK);
   if (r->epoch != c->epoch || c->state == C_ENDED) {
     g_mutex_unlock(&c->mu);
     zkrc__q_finish_stale_reply(r);

@@ -84,7 +84,9 @@ void zkrc__lock_post_event_locked(holder *h, zkrc_lock_event_type ev,
   };
   if (h->client->public_hold)
     call->info.hold = zkrc__holder_ref(h);
-  call->node = zkrc__holder_node(h);
+  /* A waiter told of a revocation request has no token, but a node. */
+  call->node = ev == ZKRC_LOCK_REVOKE_REQUESTED ? zkrc__contender_path(h->c)
+                                                : zkrc__holder_node(h);
   call->info.node = call->node;
   zkrc__object_tell_locked(&lk->r.o, &call->ev);
 }
@@ -167,6 +169,18 @@ static void on_ended_locked(zkrc__stake *st, int err, int zk_rc) {
   }
 }
 
+/* Its node's data became "__REVOKE__": told to the application once per
+ * request (data version), while it waits or holds; the hold stays as it
+ * is (the application decides, as Curator's RevocationListener does). */
+static void on_revoke_locked(zkrc__stake *st, int32_t version) {
+  holder *h = (holder *)st;
+  if ((h->state != H_WAITING && h->state != H_HELD) ||
+      version <= h->revoke_version)
+    return;
+  h->revoke_version = version;
+  zkrc__lock_post_event_locked(h, ZKRC_LOCK_REVOKE_REQUESTED, ZKRC_OK);
+}
+
 static void holder_stake_unref(zkrc__stake *st) {
   zkrc__holder_unref((holder *)st);
 }
@@ -177,6 +191,7 @@ static const zkrc__stake_ops holder_stake_ops = {
     .connection_locked = on_connection_locked,
     .ended_locked = on_ended_locked,
     .unref = holder_stake_unref,
+    .revoke_locked = on_revoke_locked,
 };
 
 holder *zkrc__lock_new_participant_locked(zkrc_lock *lk, uint64_t thread,
@@ -200,6 +215,7 @@ holder *zkrc__lock_new_participant_locked(zkrc_lock *lk, uint64_t thread,
       /* a downgrade's own writer, or a semaphore's number of leases */
       .policy_arg = lk->permits > 0 ? (const void *)&lk->permits : h->excused,
       .watch_own_node = lk->on_event != NULL,
+      .revocable = lk->revocable,
       .ops = &zkrc__stake_contender_ops,
       .ops_arg = &h->st,
   };

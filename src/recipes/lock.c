@@ -45,6 +45,8 @@ const char *zkrc_lock_event_name(zkrc_lock_event_type type) {
     return "reconnected";
   case ZKRC_LOCK_LOST:
     return "lost";
+  case ZKRC_LOCK_REVOKE_REQUESTED:
+    return "revoke-requested";
   }
   return "unknown";
 }
@@ -105,6 +107,7 @@ static void configure_lock(zkrc__recipe *r, const void *opts) {
   zkrc_lock *lk = (zkrc_lock *)r;
   lk->on_event = o->on_event;
   lk->event_arg = o->event_arg;
+  lk->revocable = o->revocable != 0;
   lk->marker = "lock-";
   lk->policy = zkrc__policy_exclusive;
   lk->markers = zkrc__lock_markers;
@@ -113,8 +116,22 @@ static void configure_lock(zkrc__recipe *r, const void *opts) {
 ZKRC__RECIPE_KIND(lock_kind, zkrc_lock, zkrc_lock_options, configure_lock,
                   finalize_lock);
 
+/* A revocable lock tells its requests through on_event: it needs one.
+ * (Options that cannot be read are zkrc__recipe_create()'s to refuse.) */
+static gboolean revocable_has_event(const zkrc_lock_options *given) {
+  zkrc_lock_options o;
+  lock_options_defaults(&o);
+  return given == NULL || !zkrc__options_take(&o, sizeof o, given) ||
+         !o.revocable || o.on_event != NULL;
+}
+
 int zkrc_lock_new(zkrc_lock **out, zkrc_session *s, const char *path,
                   const zkrc_lock_options *opts) {
+  if (!revocable_has_event(opts)) {
+    if (out)
+      *out = NULL;
+    return zkrc__fail(ZKRC_EINVAL);
+  }
   return zkrc__recipe_create((void **)out, &lock_kind, s, path, opts);
 }
 

@@ -64,6 +64,9 @@ typedef struct zkrc__waker {
 struct zkrc_lock_hold {
   zkrc__stake st; /* its contender callbacks (hold.c) and recipe; first */
   gint refs;
+  /* The data version of its node's last revocation request told to the
+   * application (0: none); beside refs, in what would be padding. */
+  int32_t revoke_version;
   zkrc_lock *lk;
   const zkrc__hold_client *client;
   uint64_t thread; /* the owning thread's number; 0 for a non-blocking hold */
@@ -136,6 +139,9 @@ struct zkrc_lock {
    * side.  NULL for a mutex. */
   zkrc_lock *other;
   gboolean shared;
+  /* zkrc_lock_options.revocable: its participants are told revocation
+   * requests (next to shared: no padding). */
+  gboolean revocable;
   /* Its statistics (stats.c; owned): from its second outcome on.  The
    * first, when it is an acquisition (a lock held once), is kept in
    * first_wait_us alone: its wait in microseconds, plus one (0: none).  A

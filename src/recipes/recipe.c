@@ -102,11 +102,21 @@ static void stake_ended(zkrc__contender *c, int err, int zk_rc, void *arg) {
   st->ops->unref(st); /* the contender's reference */
 }
 
+static void stake_revoke(zkrc__contender *c, int32_t version, void *arg) {
+  zkrc__stake *st = arg;
+  if (st->ops->revoke_locked == NULL)
+    return;
+  g_mutex_lock(&st->recipe->o.mu);
+  st->ops->revoke_locked(st, version);
+  g_mutex_unlock(&st->recipe->o.mu);
+}
+
 const zkrc__contender_ops zkrc__stake_contender_ops = {
     .front = stake_front,
     .behind = stake_behind,
     .connection = stake_connection,
     .ended = stake_ended,
+    .revoke = stake_revoke,
 };
 
 void zkrc__recipe_stake_started_locked(zkrc__recipe *r) {

@@ -115,6 +115,9 @@ typedef struct zkrc__stake_ops {
   void (*connection_locked)(zkrc__stake *st, zkrc_session_event_type ev);
   void (*ended_locked)(zkrc__stake *st, int err, int zk_rc);
   void (*unref)(zkrc__stake *st);
+  /* A revocable contender's node was asked to give up (queue.h's
+   * ops->revoke, with its data version); may be NULL. */
+  void (*revoke_locked)(zkrc__stake *st, int32_t version);
 } zkrc__stake_ops;
 
 /* What a stake begins with: its callbacks and its recipe. */

@@ -46,13 +46,15 @@ static gboolean side_options(zkrc_lock_options *out,
                              const zkrc_rwlock_options *given) {
   zkrc_rwlock_options o;
   zkrc_rwlock_options_init(&o);
-  if (!zkrc__options_take(&o, sizeof o, given))
+  if (!zkrc__options_take(&o, sizeof o, given) ||
+      (o.revocable && o.on_event == NULL)) /* told through on_event */
     return FALSE;
   zkrc_lock_options_init(out);
   out->participant_id = o.participant_id;
   out->acl = o.acl;
   out->on_event = o.on_event;
   out->event_arg = o.event_arg;
+  out->revocable = o.revocable;
   return TRUE;
 }
 
