@@ -13,7 +13,9 @@
  *                                              optimistic once then promoted
  *                                              to LOCK when given), print
  *                                              "promoted P" (increments that
- *                                              took the lock) and "value V"
+ *                                              took the lock) and "value V";
+ *                                              it says "ready" and starts at
+ *                                              a line on stdin
  *   CuratorAtomicPeer hold CONNECT LOCK        acquire an InterProcessMutex
  *                                              at LOCK, print "held", release
  *                                              it at the end of stdin, print
@@ -106,12 +108,16 @@ public class CuratorAtomicPeer {
                   .timeout(20, TimeUnit.SECONDS).build());
         else
           n = new DistributedAtomicLong(client, a[2], new RetryNTimes(20, 1));
+        out.println("ready");
+        out.flush();
+        if (new BufferedReader(new InputStreamReader(System.in)).readLine() == null)
+          throw new Exception("no go line");
         long promoted = 0;
         for (int i = Integer.parseInt(a[3]); i > 0; i--) {
           AtomicValue<Long> v;
           do {
             v = n.increment();
-            promoted += v.getStats().getPromotedTries() > 0 ? 1 : 0;
+            promoted += v.getStats().getPromotedLockTries() > 0 ? 1 : 0;
           } while (!v.succeeded());
         }
         out.println("promoted " + promoted);
