@@ -17,10 +17,12 @@
 #include "interop_peers.h"
 #include "session/zk_call.h"
 #include "testutil.h"
+#include "toolproc.h"
 #include "zkrecipes/counter.h"
 #include "zkrecipes/shared.h"
 
 #define KAZOO_PLAIN_COUNTER TOP_SRCDIR "/tests/peers/kazoo_plain_counter.py"
+#define ZKR TOP_BUILDDIR "/tools/zkr"
 
 static zkrc_counter_options format_opts(zkrc_counter_format f) {
   zkrc_counter_options o;
@@ -506,6 +508,80 @@ static void test_bad_input(void) {
   g_free(path);
 }
 
+/* ------------------------------------------------------- zkr counter */
+
+/* Run `zkr counter ARGS...` (the servers' address first): its exit status;
+ * *out (if not NULL) its stdout (g_free it), else a message on failure. */
+static int zkr_counter(char **out, const char *a1, const char *a2,
+                       const char *a3, const char *a4, const char *a5) {
+  const char *argv[] = {ZKR, "counter", "--servers", zkt_hosts(), a1, a2,
+                        a3,  a4,        a5,          NULL};
+  proc *p = proc_start(argv);
+  int status = proc_wait(p, 30000);
+  if (out)
+    *out = g_strdup(p->out->str);
+  if (status != 0)
+    fprintf(stderr, "zkr counter %s %s: %d: %s", a1, a2 ? a2 : "", status,
+            p->err->str);
+  proc_free(p);
+  return status;
+}
+
+/* zkr counter get|add in each format, on nodes our library and the
+ * peers' formats share: Curator's SharedCount by default; text output and
+ * --json; a node of another format refused (65) and left alone; bad usage
+ * (2) before anything is sent. */
+static void test_zkr_counter(void) {
+  char *path = zkt_path("counter-zkr");
+  char *text = g_strdup_printf("%s-kazoo", path);
+  zkrc_session *s = zkt_session();
+  zhandle_t *zh = zkt_raw();
+  char *out = NULL;
+  CU_ASSERT_EQUAL(zkr_counter(&out, "add", path, NULL, NULL, NULL), 0);
+  CU_ASSERT_STRING_EQUAL(out, "1\n");
+  g_free(out);
+  CU_ASSERT_TRUE(zkt_data_is(zh, path, "\0\0\0\x01", 4));
+  CU_ASSERT_EQUAL(zkr_counter(&out, "add", path, "41", NULL, NULL), 0);
+  CU_ASSERT_STRING_EQUAL(out, "42\n");
+  g_free(out);
+  int32_t count = 0;
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_shared_count_get(s, path, 0, &count, NULL, 5000));
+  CU_ASSERT_EQUAL(count, 42);
+  CU_ASSERT_EQUAL(zkr_counter(&out, "add", path, "--", "-2", NULL), 0);
+  CU_ASSERT_STRING_EQUAL(out, "40\n");
+  g_free(out);
+  CU_ASSERT_EQUAL(zkr_counter(&out, "get", path, "--json", NULL, NULL), 0);
+  CU_ASSERT_PTR_NOT_NULL(strstr(out, "\"format\":\"curator\""));
+  CU_ASSERT_PTR_NOT_NULL(strstr(out, "\"value\":40"));
+  g_free(out);
+  /* kazoo's text, written by our library, read and added to by zkr */
+  zkrc_counter_options o = format_opts(ZKRC_COUNTER_KAZOO);
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_counter_force_set(s, text, -5, &o, 5000));
+  CU_ASSERT_EQUAL(
+      zkr_counter(&out, "--format", "kazoo", "add", text, "10"), 0);
+  CU_ASSERT_STRING_EQUAL(out, "5\n");
+  g_free(out);
+  CU_ASSERT_TRUE(zkt_data_is(zh, text, "5", 1));
+  CU_ASSERT_EQUAL(zkr_counter(&out, "--format=atomic-long", "--json", "add",
+                              text, NULL),
+                  65); /* one byte of text is no 8-byte long */
+  CU_ASSERT_STRING_EQUAL(out, "");
+  g_free(out);
+  CU_ASSERT_TRUE(zkt_data_is(zh, text, "5", 1));
+  CU_ASSERT_EQUAL(zkr_counter(NULL, "frob", path, NULL, NULL, NULL), 2);
+  CU_ASSERT_EQUAL(zkr_counter(NULL, "add", NULL, NULL, NULL, NULL), 2);
+  CU_ASSERT_EQUAL(zkr_counter(NULL, "add", path, "x1", NULL, NULL), 2);
+  CU_ASSERT_EQUAL(zkr_counter(NULL, "get", path, "1", NULL, NULL), 2);
+  CU_ASSERT_EQUAL(zkr_counter(NULL, "--format", "float", "get", path, NULL),
+                  2);
+  CU_ASSERT_EQUAL(zkr_counter(NULL, "get", "no-slash", NULL, NULL, NULL), 65);
+  CU_ASSERT_TRUE(zkt_data_is(zh, path, "\0\0\0\x28", 4));
+  zookeeper_close(zh);
+  zkrc_session_close(s);
+  g_free(text);
+  g_free(path);
+}
+
 static void add_suites(void) {
   ZKT_SUITE("counter formats", {"decode", test_decode});
   ZKT_SUITE(
@@ -515,6 +591,7 @@ static void add_suites(void) {
       {"promoted to lock", test_promoted_to_lock},
       {"malformed node changes nothing", test_malformed_changes_nothing},
       {"bad input", test_bad_input});
+  ZKT_SUITE("zkr counter", {"get and add", test_zkr_counter});
 }
 
 int main(void) { return zkt_run("test_counters", add_suites); }

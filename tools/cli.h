@@ -25,9 +25,11 @@ typedef enum cli_command {
   CLI_WATCH = 1 << 3,
   CLI_MEMBERS = 1 << 4,
   CLI_HEALTH = 1 << 5,
+  CLI_COUNTER = 1 << 6,
 } cli_command;
 #define CLI_ALL                                                                \
-  (CLI_LOCK | CLI_ELECT | CLI_LS | CLI_WATCH | CLI_MEMBERS | CLI_HEALTH)
+  (CLI_LOCK | CLI_ELECT | CLI_LS | CLI_WATCH | CLI_MEMBERS | CLI_HEALTH |        \
+   CLI_COUNTER)
 /* Those that run a COMMAND. */
 #define CLI_RUNS (CLI_LOCK | CLI_ELECT | CLI_WATCH)
 
@@ -55,6 +57,7 @@ enum {
   OPT_COUNT,
   OPT_EXIT_ON_ERROR,
   OPT_SERVICE,
+  OPT_FORMAT,
 };
 
 /* One option as one or more subcommands take it. */

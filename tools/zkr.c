@@ -29,6 +29,7 @@ static const subcommand subcommands[] = {
     {"watch", cmd_watch, "print, or run COMMAND on, every change of a node"},
     {"members", cmd_members, "a group's members, or a service's instances"},
     {"health", cmd_health, "can ZooKeeper be used from here: member, session"},
+    {"counter", cmd_counter, "read or add to a counter (Curator's, kazoo's)"},
 };
 #define N_SUBCOMMANDS (sizeof subcommands / sizeof subcommands[0])
 
