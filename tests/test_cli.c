@@ -192,8 +192,8 @@ static void test_parse(void) {
 
 /* ------------------------------------------------------------ the table */
 
-static const cli_command all_commands[] = {CLI_LOCK,  CLI_ELECT,   CLI_LS,
-                                           CLI_WATCH, CLI_MEMBERS, CLI_HEALTH,
+static const cli_command all_commands[] = {CLI_LOCK,   CLI_ELECT,   CLI_LS,
+                                           CLI_WATCH,  CLI_MEMBERS, CLI_HEALTH,
                                            CLI_COUNTER};
 
 static void test_one_meaning(void) {

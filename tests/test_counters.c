@@ -44,8 +44,8 @@ static void test_decode(void) {
   ZKT_ASSERT_RC(ZKRC_OK, zkrc_counter_decode(ZKRC_COUNTER_ATOMIC_LONG,
                                              long_bytes, 8, &v));
   CU_ASSERT_EQUAL(v, 258);
-  ZKT_ASSERT_RC(ZKRC_OK, zkrc_counter_decode(ZKRC_COUNTER_ATOMIC_LONG,
-                                             minus_one, 8, &v));
+  ZKT_ASSERT_RC(
+      ZKRC_OK, zkrc_counter_decode(ZKRC_COUNTER_ATOMIC_LONG, minus_one, 8, &v));
   CU_ASSERT_EQUAL(v, -1);
   ZKT_ASSERT_RC(ZKRC_OK, zkrc_counter_decode(ZKRC_COUNTER_SHARED_COUNT,
                                              minus_one, 4, &v));
@@ -93,8 +93,7 @@ static void test_decode(void) {
                 zkrc_counter_decode(ZKRC_COUNTER_KAZOO, NULL, 1, &v));
   CU_ASSERT_STRING_EQUAL(zkrc_counter_format_name(ZKRC_COUNTER_ATOMIC_LONG),
                          "atomic-long");
-  CU_ASSERT_STRING_EQUAL(zkrc_counter_format_name(ZKRC_COUNTER_KAZOO),
-                         "kazoo");
+  CU_ASSERT_STRING_EQUAL(zkrc_counter_format_name(ZKRC_COUNTER_KAZOO), "kazoo");
   CU_ASSERT_STRING_EQUAL(zkrc_counter_format_name(ZKRC_COUNTER_SHARED_COUNT),
                          "shared-count");
   CU_ASSERT_STRING_EQUAL(zkrc_counter_format_name(0), "unknown");
@@ -107,16 +106,15 @@ static void test_calls_and_bytes(void) {
   char *base = zkt_path("counter-calls");
   zkrc_session *s = zkt_session();
   zhandle_t *zh = zkt_raw();
-  static const zkrc_counter_format formats[] = {ZKRC_COUNTER_ATOMIC_LONG,
-                                                ZKRC_COUNTER_KAZOO,
-                                                ZKRC_COUNTER_SHARED_COUNT};
+  static const zkrc_counter_format formats[] = {
+      ZKRC_COUNTER_ATOMIC_LONG, ZKRC_COUNTER_KAZOO, ZKRC_COUNTER_SHARED_COUNT};
   static const char *const bytes_41[] = {"\0\0\0\0\0\0\0\x29", "41",
                                          "\0\0\0\x29"};
   static const size_t len_41[] = {8, 2, 4};
   for (size_t f = 0; f < G_N_ELEMENTS(formats); f++) {
     zkrc_counter_options o = format_opts(formats[f]);
-    char *path = g_strdup_printf("%s/%s/n", base,
-                                 zkrc_counter_format_name(formats[f]));
+    char *path =
+        g_strdup_printf("%s/%s/n", base, zkrc_counter_format_name(formats[f]));
     zkrc_counter_result r;
     ZKT_ASSERT_RC(ZKRC_OK, zkrc_counter_get(s, path, &o, &r, 5000));
     CU_ASSERT_TRUE(r.succeeded);
@@ -432,8 +430,8 @@ static void test_malformed_changes_nothing(void) {
   ZKT_ASSERT_RC(ZKRC_OK, zkrc_shared_value_set(s, path, "1.5", 3, 5000));
   ZKT_ASSERT_RC(ZKRC_EBADNODE, zkrc_counter_add(s, path, 1, &kazoo, &r, 5000));
   CU_ASSERT_TRUE(zkt_data_is(zh, path, "1.5", 3));
-  ZKT_ASSERT_RC(ZKRC_OK,
-                zkrc_shared_value_set(s, path, "99999999999999999999", 20, 5000));
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_shared_value_set(s, path, "99999999999999999999",
+                                               20, 5000));
   ZKT_ASSERT_RC(ZKRC_EOVERFLOW, zkrc_counter_add(s, path, 1, &kazoo, &r, 5000));
   CU_ASSERT_TRUE(zkt_data_is(zh, path, "99999999999999999999", 20));
   ZKT_ASSERT_RC(ZKRC_OK,
@@ -441,13 +439,12 @@ static void test_malformed_changes_nothing(void) {
   ZKT_ASSERT_RC(ZKRC_EOVERFLOW, zkrc_counter_add(s, path, 1, &along, &r, 5000));
   CU_ASSERT_FALSE(r.succeeded);
   CU_ASSERT_EQUAL(r.pre_value, INT64_MAX);
-  CU_ASSERT_TRUE(
-      zkt_data_is(zh, path, "\x7f\xff\xff\xff\xff\xff\xff\xff", 8));
+  CU_ASSERT_TRUE(zkt_data_is(zh, path, "\x7f\xff\xff\xff\xff\xff\xff\xff", 8));
   ZKT_ASSERT_RC(ZKRC_OK, zkrc_counter_force_set(s, path, 3, &shared, 5000));
   ZKT_ASSERT_RC(ZKRC_EOVERFLOW, zkrc_counter_try_set(s, path, INT32_MAX + 1LL,
                                                      &shared, &r, 5000));
-  ZKT_ASSERT_RC(ZKRC_EOVERFLOW,
-                zkrc_counter_force_set(s, path, INT32_MIN - 1LL, &shared, 5000));
+  ZKT_ASSERT_RC(ZKRC_EOVERFLOW, zkrc_counter_force_set(s, path, INT32_MIN - 1LL,
+                                                       &shared, 5000));
   CU_ASSERT_TRUE(zkt_data_is(zh, path, "\0\0\0\x03", 4));
   zookeeper_close(zh);
   zkrc_session_close(s);
@@ -514,8 +511,8 @@ static void test_bad_input(void) {
  * *out (if not NULL) its stdout (g_free it), else a message on failure. */
 static int zkr_counter(char **out, const char *a1, const char *a2,
                        const char *a3, const char *a4, const char *a5) {
-  const char *argv[] = {ZKR, "counter", "--servers", zkt_hosts(), a1, a2,
-                        a3,  a4,        a5,          NULL};
+  const char *argv[] = {ZKR, "counter", "--servers", zkt_hosts(), a1,
+                        a2,  a3,        a4,          a5,          NULL};
   proc *p = proc_start(argv);
   int status = proc_wait(p, 30000);
   if (out)
@@ -557,14 +554,13 @@ static void test_zkr_counter(void) {
   /* kazoo's text, written by our library, read and added to by zkr */
   zkrc_counter_options o = format_opts(ZKRC_COUNTER_KAZOO);
   ZKT_ASSERT_RC(ZKRC_OK, zkrc_counter_force_set(s, text, -5, &o, 5000));
-  CU_ASSERT_EQUAL(
-      zkr_counter(&out, "--format", "kazoo", "add", text, "10"), 0);
+  CU_ASSERT_EQUAL(zkr_counter(&out, "--format", "kazoo", "add", text, "10"), 0);
   CU_ASSERT_STRING_EQUAL(out, "5\n");
   g_free(out);
   CU_ASSERT_TRUE(zkt_data_is(zh, text, "5", 1));
-  CU_ASSERT_EQUAL(zkr_counter(&out, "--format=atomic-long", "--json", "add",
-                              text, NULL),
-                  65); /* one byte of text is no 8-byte long */
+  CU_ASSERT_EQUAL(
+      zkr_counter(&out, "--format=atomic-long", "--json", "add", text, NULL),
+      65); /* one byte of text is no 8-byte long */
   CU_ASSERT_STRING_EQUAL(out, "");
   g_free(out);
   CU_ASSERT_TRUE(zkt_data_is(zh, text, "5", 1));
@@ -572,8 +568,7 @@ static void test_zkr_counter(void) {
   CU_ASSERT_EQUAL(zkr_counter(NULL, "add", NULL, NULL, NULL, NULL), 2);
   CU_ASSERT_EQUAL(zkr_counter(NULL, "add", path, "x1", NULL, NULL), 2);
   CU_ASSERT_EQUAL(zkr_counter(NULL, "get", path, "1", NULL, NULL), 2);
-  CU_ASSERT_EQUAL(zkr_counter(NULL, "--format", "float", "get", path, NULL),
-                  2);
+  CU_ASSERT_EQUAL(zkr_counter(NULL, "--format", "float", "get", path, NULL), 2);
   CU_ASSERT_EQUAL(zkr_counter(NULL, "get", "no-slash", NULL, NULL, NULL), 65);
   CU_ASSERT_TRUE(zkt_data_is(zh, path, "\0\0\0\x28", 4));
   zookeeper_close(zh);

@@ -113,8 +113,7 @@ const cli_option cli_options[] = {
      "the node's format: curator (SharedCount, 4 bytes; the default), "
      "atomic-long (DistributedAtomicLong, 8 bytes) or kazoo (text)"},
     /* Printing */
-    {OPT_JSON, "json", 0, NULL, H | C, 0,
-     "JSON instead: one object, one line"},
+    {OPT_JSON, "json", 0, NULL, H | C, 0, "JSON instead: one object, one line"},
     {OPT_JSON, "json", 0, NULL, LS | W | M, 0,
      "JSON instead (see the subcommand's page): a listing as one document, "
      "each change as one line"},

@@ -28,7 +28,7 @@ typedef enum cli_command {
   CLI_COUNTER = 1 << 6,
 } cli_command;
 #define CLI_ALL                                                                \
-  (CLI_LOCK | CLI_ELECT | CLI_LS | CLI_WATCH | CLI_MEMBERS | CLI_HEALTH |        \
+  (CLI_LOCK | CLI_ELECT | CLI_LS | CLI_WATCH | CLI_MEMBERS | CLI_HEALTH |      \
    CLI_COUNTER)
 /* Those that run a COMMAND. */
 #define CLI_RUNS (CLI_LOCK | CLI_ELECT | CLI_WATCH)

@@ -124,8 +124,7 @@ static int counter_fail(const counter_cli *cli, const char *path, int err) {
   }
 }
 
-static int run(counter_cli *cli, const char *op, const char *path,
-               int64_t n) {
+static int run(counter_cli *cli, const char *op, const char *path, int64_t n) {
   zkrc_session *s;
   int status = tool_start_session(&cli->o, 1, &s);
   if (status != 0)

@@ -233,11 +233,11 @@ static int try_once(counter_call *c) {
     return zkrc__fail(err);
   int32_t now = -1;
   if (exists) {
-    err = zkrc_shared_value_try_set(c->s, c->path, version, bytes, len, &now,
-                                    ms);
+    err =
+        zkrc_shared_value_try_set(c->s, c->path, version, bytes, len, &now, ms);
   } else {
-    err = zkrc__request_check_create(c->s, c->path, len, &ZOO_OPEN_ACL_UNSAFE,
-                                     0);
+    err =
+        zkrc__request_check_create(c->s, c->path, len, &ZOO_OPEN_ACL_UNSAFE, 0);
     if (err != ZKRC_OK)
       return zkrc__fail(err);
     int rc = zkrc__shared_create(c->s, c->path, bytes, len, c->deadline);
