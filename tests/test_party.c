@@ -14,9 +14,26 @@
 
 #include "interop_peers.h"
 #include "testutil.h"
+#include "toolproc.h"
 #include "zkrecipes/group.h"
 
 #define KAZOO_PARTY TOP_SRCDIR "/tests/peers/kazoo_party.py"
+#define ZKR TOP_BUILDDIR "/tools/zkr"
+
+/* `zkr members --format FORMAT PATH`: its output (g_free it), NULL when it
+ * failed. */
+static char *zkr_members(const char *format, const char *path) {
+  const char *argv[] = {ZKR,        "members", "--servers", zkt_hosts(),
+                        "--format", format,    path,        NULL};
+  proc *p = proc_start(argv);
+  int status = proc_wait(p, 30000);
+  CU_ASSERT_EQUAL(status, 0);
+  if (status != 0)
+    fprintf(stderr, "zkr members: %d: %s", status, p->err->str);
+  char *out = status == 0 ? g_strdup(p->out->str) : NULL;
+  proc_free(p);
+  return out;
+}
 
 /* The group's JOINED and LEFT events, as "joined ID" / "left ID" lines. */
 typedef struct seen {
@@ -123,12 +140,20 @@ static void both_ways(zkrc_group_format format, const char *kind) {
     has_k |= strcmp(m[i].id, "k-member") == 0;
   CU_ASSERT_TRUE(has_k);
   zkrc_group_members_free(m, n);
+  /* zkr members in that format: both, by id */
+  char *listed = zkr_members(
+      format == ZKRC_GROUP_KAZOO_PARTY ? "party" : "shallow-party", path);
+  CU_ASSERT_STRING_EQUAL(listed ? listed : "",
+                         format == ZKRC_GROUP_KAZOO_PARTY
+                             ? "c-member\tc-member\nk-member\tk-member\n"
+                             : "c-member\t\nk-member\t\n");
+  g_free(listed);
   /* kazoo leaves: our LEFT */
   CU_ASSERT_EQUAL(peer_finish(k, 30000), 0);
   CU_ASSERT_TRUE(saw(&ev, "left k-member", 10000));
   ZKT_ASSERT_RC(ZKRC_ENOTSUP, zkrc_group_set_data(g, "x", 1, 5000));
   zkrc_group_free(g);
-  CU_ASSERT_TRUE(zkt_wait_children(zh, path, 0, 10000));
+  CU_ASSERT_TRUE(zkt_wait_children_or_gone(zh, path, 0, 10000));
   g_free(name);
   g_free(joined);
   zookeeper_close(zh);
@@ -218,6 +243,11 @@ static void test_bad_input(void) {
   ZKT_ASSERT_RC(ZKRC_EINVAL, zkrc_group_new(&g, s, path, &o));
   CU_ASSERT_PTR_NULL(g);
   CU_ASSERT_EQUAL(zkt_requests_but_renewals(s), sent);
+  const char *argv[] = {ZKR,        "members",  "--servers", zkt_hosts(),
+                        "--format", "birthday", path,        NULL};
+  proc *p = proc_start(argv);
+  CU_ASSERT_EQUAL(proc_wait(p, 30000), 2);
+  proc_free(p);
   zkrc_session_close(s);
   g_free(path);
 }

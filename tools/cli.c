@@ -108,6 +108,9 @@ const cli_option cli_options[] = {
      "with --watch: first report the members there are now, as joined"},
     {OPT_COUNT, "count", 0, "N", M, 0,
      "with --watch: exit (status 0) after N changes"},
+    {OPT_FORMAT, "format", 0, "FORMAT", M, 0,
+     "the group's node format: curator (GroupMember; the default), party or "
+     "shallow-party (kazoo's)"},
     /* zkr counter */
     {OPT_FORMAT, "format", 0, "FORMAT", C, 0,
      "the node's format: curator (SharedCount, 4 bytes; the default), "

@@ -132,9 +132,8 @@ static char *node_name(zkrc_group_format f, const char *id) {
     if (*u != '-')
       *h++ = *u;
   *h = '\0';
-  char *name = f == ZKRC_GROUP_KAZOO_PARTY
-                   ? g_strconcat(hex, PARTY_MARK, NULL)
-                   : g_strconcat(hex, "-", id, NULL);
+  char *name = f == ZKRC_GROUP_KAZOO_PARTY ? g_strconcat(hex, PARTY_MARK, NULL)
+                                           : g_strconcat(hex, "-", id, NULL);
   g_free(hex);
   g_free(uuid);
   return name;
