@@ -26,6 +26,7 @@
 #define W CLI_WATCH
 #define M CLI_MEMBERS
 #define H CLI_HEALTH
+#define C CLI_COUNTER
 #define NO_CMD CLI_NO_COMMAND
 
 /* In --help order: what every subcommand takes first, then the rest. */
@@ -111,8 +112,15 @@ const cli_option cli_options[] = {
      "with --watch: first report the members there are now, as joined"},
     {OPT_COUNT, "count", 0, "N", M, 0,
      "with --watch: exit (status 0) after N changes"},
+    {OPT_FORMAT, "format", 0, "FORMAT", M, 0,
+     "the group's node format: curator (GroupMember; the default), party or "
+     "shallow-party (kazoo's)"},
+    /* zkr counter */
+    {OPT_FORMAT, "format", 0, "FORMAT", C, 0,
+     "the node's format: curator (SharedCount, 4 bytes; the default), "
+     "atomic-long (DistributedAtomicLong, 8 bytes) or kazoo (text)"},
     /* Printing */
-    {OPT_JSON, "json", 0, NULL, H, 0, "JSON instead: one object, one line"},
+    {OPT_JSON, "json", 0, NULL, H | C, 0, "JSON instead: one object, one line"},
     {OPT_JSON, "json", 0, NULL, LS | W | M, 0,
      "JSON instead (see the subcommand's page): a listing as one document, "
      "each change as one line"},

@@ -26,10 +26,11 @@ typedef enum cli_command {
   CLI_MEMBERS = 1 << 4,
   CLI_HEALTH = 1 << 5,
   CLI_REVOKE = 1 << 6,
+  CLI_COUNTER = 1 << 7,
 } cli_command;
 #define CLI_ALL                                                                \
   (CLI_LOCK | CLI_ELECT | CLI_LS | CLI_WATCH | CLI_MEMBERS | CLI_HEALTH |      \
-   CLI_REVOKE)
+   CLI_REVOKE | CLI_COUNTER)
 /* Those that run a COMMAND. */
 #define CLI_RUNS (CLI_LOCK | CLI_ELECT | CLI_WATCH)
 
@@ -58,6 +59,7 @@ enum {
   OPT_EXIT_ON_ERROR,
   OPT_SERVICE,
   OPT_REVOCABLE,
+  OPT_FORMAT,
 };
 
 /* One option as one or more subcommands take it. */

@@ -100,9 +100,10 @@ typedef struct members_cli {
   int watch;
   int initial;
   int json;
-  int count;           /* --count; 0: no limit */
-  const char *service; /* --service NAME; NULL: a group */
-  const char *path;    /* the group (--service: BASE/NAME) */
+  int count;                /* --count; 0: no limit */
+  const char *service;      /* --service NAME; NULL: a group */
+  const char *path;         /* the group (--service: BASE/NAME) */
+  zkrc_group_format format; /* --format; 0: Curator's */
 } members_cli;
 
 static void members_option(int id, const char *value, void *ctx) {
@@ -123,6 +124,16 @@ static void members_option(int id, const char *value, void *ctx) {
   case OPT_SERVICE:
     cli->service = value;
     break;
+  case OPT_FORMAT:
+    cli->format = strcmp(value, "curator") == 0 ? ZKRC_GROUP_CURATOR
+                  : strcmp(value, "party") == 0 ? ZKRC_GROUP_KAZOO_PARTY
+                  : strcmp(value, "shallow-party") == 0
+                      ? ZKRC_GROUP_KAZOO_SHALLOW_PARTY
+                      : 0;
+    if (cli->format == 0)
+      tool_usage_error("--format is curator, party or shallow-party, not %s",
+                       value);
+    break;
   }
 }
 
@@ -135,6 +146,8 @@ static void parse_args(members_cli *cli, const char *program, int argc,
   cli->o.waits_for_nodes = cli->watch; /* its chroot too, as the group */
   if (!cli->watch && (cli->initial || cli->count > 0))
     tool_usage_error("--initial and --count go with --watch");
+  if (cli->service && cli->format)
+    tool_usage_error("--format is a group's, not with --service");
 }
 
 /* ---------------------------------------------- from the group's executor */
@@ -384,6 +397,8 @@ static int start_group(follower *f) {
   zkrc_group_options_init(&go);
   go.on_event = on_group_event;
   go.event_arg = f;
+  if (f->cli->format)
+    go.format = f->cli->format;
   int err =
       zkrc_group_new(&f->group, f->s, f->cli->path, &go); /* no id: watch */
   if (err == ZKRC_EINVAL) {

@@ -16,5 +16,6 @@ int cmd_watch(const char *program, int argc, char **argv);
 int cmd_members(const char *program, int argc, char **argv);
 int cmd_health(const char *program, int argc, char **argv);
 int cmd_revoke(const char *program, int argc, char **argv);
+int cmd_counter(const char *program, int argc, char **argv);
 
 #endif /* ZKR_COMMANDS_H */

@@ -30,6 +30,7 @@ static const subcommand subcommands[] = {
     {"members", cmd_members, "a group's members, or a service's instances"},
     {"health", cmd_health, "can ZooKeeper be used from here: member, session"},
     {"revoke", cmd_revoke, "ask a lock's holder to give it up (Curator's)"},
+    {"counter", cmd_counter, "read or add to a counter (Curator's, kazoo's)"},
 };
 #define N_SUBCOMMANDS (sizeof subcommands / sizeof subcommands[0])
 

@@ -10,6 +10,9 @@
  * children cache of PATH (zkrecipes/cache.h): one member per child, its id
  * the child's name and its data the child's data.  A Curator member is in
  * our view with its payload, and ours in Curator's getCurrentMembers().
+ * zkrc_group_options.format chooses kazoo's Party or ShallowParty nodes
+ * instead (zkrc_group_format): the same object, events and view, the
+ * member's id mapped from kazoo's identifier.
  *
  * One difference from Curator: Curator's getCurrentMembers() always lists
  * the caller itself, even before its node exists.  zkrc_group_members()
@@ -112,6 +115,24 @@ typedef struct zkrc_group_event {
 typedef void (*zkrc_group_event_fn)(zkrc_group *g, const zkrc_group_event *ev,
                                     void *arg);
 
+/** How a group's members are kept in its nodes (zkrc_group_options.format). */
+typedef enum zkrc_group_format {
+  /** Curator's GroupMember (the default): PATH/ID, holding the member's
+   *  data. */
+  ZKRC_GROUP_CURATOR = 1,
+  /** kazoo's Party: PATH/<32 hex digits of a random uuid>__party__,
+   *  holding the member's id (kazoo's identifier) as its data.  A member's
+   *  id is its node's data, and its data is that data too; children
+   *  without "__party__" in their name are not members (kazoo's filter).
+   *  Two members may have the same id. */
+  ZKRC_GROUP_KAZOO_PARTY,
+  /** kazoo's ShallowParty: PATH/<32 hex digits of a random uuid>-<ID>,
+   *  without data.  A member's id is its node's name after the first
+   *  '-' (the whole name when there is none, as kazoo reads it); its data
+   *  is the node's (none from kazoo). */
+  ZKRC_GROUP_KAZOO_SHALLOW_PARTY
+} zkrc_group_format;
+
 /** Options; initialize with zkrc_group_options_init(). */
 typedef struct zkrc_group_options {
   /** Set by zkrc_group_options_init() (see zkrc_lock_options.size). */
@@ -132,6 +153,10 @@ typedef struct zkrc_group_options {
    *  for a node without data.  Only with an id. */
   const void *data;
   size_t data_len;
+  /** The nodes' format (above); default ZKRC_GROUP_CURATOR.  With the
+   *  kazoo formats the member's node has no data of the application's:
+   *  @c data must be NULL, and zkrc_group_set_data() is ZKRC_ENOTSUP. */
+  zkrc_group_format format;
 } zkrc_group_options;
 
 /** Zero @p opts and set its size (NULL is ignored).  Any thread.  Fills
@@ -167,8 +192,8 @@ static inline void zkrc_group_options_init(zkrc_group_options *opts) {
  *              data.
  * @return ZKRC_OK (*@p out is yours: zkrc_group_free()); ZKRC_EINVAL (NULL
  *         @p out or @p s, an invalid path or id, NULL data with data_len
- *         > 0, data without an id, options not initialized: nothing is
- *         sent); ZKRC_ETOOBIG (the member's node, PATH/ID with its data,
+ *         > 0, data without an id, options not initialized, an unknown
+ *         format, data with a kazoo format: nothing is sent); ZKRC_ETOOBIG (the member's node, PATH/ID with its data,
  *         would not pass ZooKeeper's size limit, as zkrc_ephemeral_new()
  *         says: nothing is sent); ZKRC_ECLOSED (the session is closed);
  *         ZKRC_ENOMEM.
@@ -210,7 +235,8 @@ int zkrc_group_is_registered(zkrc_group *g);
  *         when the node is created again); ZKRC_ETOOBIG (as in
  *         zkrc_group_new(): nothing sent, nothing changed); ZKRC_EINVAL
  *         (NULL @p g, a watcher, NULL @p data with @p len > 0: nothing
- *         changed).
+ *         changed); ZKRC_ENOTSUP (a kazoo format: the node's data is
+ *         its id, or none).
  * Not from the executor's thread.
  */
 int zkrc_group_set_data(zkrc_group *g, const void *data, size_t len,

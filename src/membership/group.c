@@ -67,6 +67,7 @@ static void group_options_defaults(zkrc_group_options *opts) {
     return;
   memset(opts, 0, sizeof *opts);
   opts->size = sizeof *opts;
+  opts->format = ZKRC_GROUP_CURATOR;
 }
 
 void zkrc_group_options_init_sized(zkrc_group_options *opts, size_t size) {
@@ -91,28 +92,51 @@ static gboolean data_valid(const void *data, size_t len) {
   return data != NULL || len == 0;
 }
 
-/* The member a node of the view stands for: its fields point into @p n
- * (valid while @p n is). */
-static zkrc_group_member member_of(const zkrc_cache_node *n) {
+/* kazoo's Party marks its members' names with this. */
+#define PARTY_MARK "__party__"
+
+/* Is the node @p n of the view a member in format @p f? */
+static gboolean is_member(zkrc_group_format f, const zkrc_cache_node *n) {
   const char *slash = strrchr(n->path, '/');
-  zkrc_group_member m = {
-      .id = (char *)(slash ? slash + 1 : n->path),
-      .data = (char *)n->data,
-      .len = n->len,
-      .czxid = n->stat.czxid,
-      .ctime_ms = n->stat.ctime,
-  };
-  return m;
+  const char *name = slash ? slash + 1 : n->path;
+  return f != ZKRC_GROUP_KAZOO_PARTY || strstr(name, PARTY_MARK) != NULL;
 }
 
-/* A copy of @p n's member, for an event or for the caller to keep. */
-static void member_copy(zkrc_group_member *to, const zkrc_cache_node *n) {
-  zkrc_group_member m = member_of(n);
-  to->id = g_strdup(m.id);
+/* A copy of the member @p n stands for in format @p f (zkrecipes/group.h,
+ * zkrc_group_format), for an event or for the caller to keep. */
+static void member_copy(zkrc_group_member *to, zkrc_group_format f,
+                        const zkrc_cache_node *n) {
+  const char *slash = strrchr(n->path, '/');
+  const char *name = slash ? slash + 1 : n->path;
+  if (f == ZKRC_GROUP_KAZOO_PARTY) {
+    to->id = g_strndup(n->data ? n->data : "", n->data ? n->len : 0);
+  } else if (f == ZKRC_GROUP_KAZOO_SHALLOW_PARTY) {
+    const char *dash = strchr(name, '-');
+    to->id = g_strdup(dash ? dash + 1 : name);
+  } else {
+    to->id = g_strdup(name);
+  }
   to->data = n->data ? g_memdup2(n->data, n->len + 1) : NULL;
-  to->len = m.len;
-  to->czxid = m.czxid;
-  to->ctime_ms = m.ctime_ms;
+  to->len = n->len;
+  to->czxid = n->stat.czxid;
+  to->ctime_ms = n->stat.ctime;
+}
+
+/* This member's node's name in format @p f (g_free it): kazoo's are a
+ * random uuid's 32 hex digits with the mark or the id. */
+static char *node_name(zkrc_group_format f, const char *id) {
+  if (f == ZKRC_GROUP_CURATOR)
+    return g_strdup(id);
+  char *uuid = zkrc__uuid(), *hex = g_malloc(strlen(uuid) + 1), *h = hex;
+  for (const char *u = uuid; *u; u++)
+    if (*u != '-')
+      *h++ = *u;
+  *h = '\0';
+  char *name = f == ZKRC_GROUP_KAZOO_PARTY ? g_strconcat(hex, PARTY_MARK, NULL)
+                                           : g_strconcat(hex, "-", id, NULL);
+  g_free(hex);
+  g_free(uuid);
+  return name;
 }
 
 static void member_clear(zkrc_group_member *m) {
@@ -149,7 +173,7 @@ static void queue(zkrc_group *g, zkrc_group_event_type type, int reason,
     r->ev = (zkrc_group_event){
         .type = type, .reason = reason, .zk_error = zk_error};
     if (n) {
-      member_copy(&r->member, n);
+      member_copy(&r->member, g->opts.format, n);
       r->ev.member = &r->member;
     }
     g->closed_told = type == ZKRC_GROUP_CLOSED;
@@ -164,6 +188,8 @@ static void queue(zkrc_group *g, zkrc_group_event_type type, int reason,
 static void on_view(zkrc_cache *c, const zkrc_cache_event *ev, void *arg) {
   (void)c;
   zkrc_group *g = arg;
+  if (ev->node && !is_member(g->opts.format, ev->node))
+    return; /* not a kazoo Party's member */
   switch (ev->type) {
   case ZKRC_CACHE_NODE_ADDED:
     queue(g, ZKRC_GROUP_JOINED, ZKRC_OK, ZOK, ev->node);
@@ -233,7 +259,13 @@ static int group_start(zkrc_group *g, const void *data, size_t len) {
     eo.acl = g->opts.acl;
     eo.on_event = on_self;
     eo.event_arg = g;
-    char *node = g_strdup_printf("%s/%s", g->path, g->id);
+    char *name = node_name(g->opts.format, g->id);
+    char *node = g_strdup_printf("%s/%s", g->path, name);
+    g_free(name);
+    if (g->opts.format == ZKRC_GROUP_KAZOO_PARTY) {
+      data = g->id; /* kazoo's identifier, as UTF-8 */
+      len = strlen(g->id);
+    }
     rc = zkrc_ephemeral_new(&g->self, g->s, node, data, len, &eo);
     g_free(node);
     if (rc != ZKRC_OK)
@@ -252,7 +284,10 @@ int zkrc_group_new(zkrc_group **out, zkrc_session *s, const char *path,
   zkrc_group_options_init(&o);
   if (out == NULL || s == NULL || zkrc_path_validate(path, NULL) != ZKRC_OK ||
       !zkrc__options_take(&o, sizeof o, opts) ||
-      !data_valid(o.data, o.data_len) || (o.id == NULL && o.data != NULL))
+      !data_valid(o.data, o.data_len) || (o.id == NULL && o.data != NULL) ||
+      (o.format != ZKRC_GROUP_CURATOR && o.format != ZKRC_GROUP_KAZOO_PARTY &&
+       o.format != ZKRC_GROUP_KAZOO_SHALLOW_PARTY) ||
+      (o.format != ZKRC_GROUP_CURATOR && o.data != NULL))
     return zkrc__fail(ZKRC_EINVAL);
   const char *id = o.id;
   const void *data = o.data;
@@ -261,7 +296,9 @@ int zkrc_group_new(zkrc_group **out, zkrc_session *s, const char *path,
   o.data = NULL;
   o.data_len = 0;
   if (id != NULL) {
-    char *node = g_strdup_printf("%s/%s", path, id);
+    char *name = node_name(o.format, id);
+    char *node = g_strdup_printf("%s/%s", path, name);
+    g_free(name);
     int valid = id_valid(id) && zkrc_path_validate(node, NULL) == ZKRC_OK;
     g_free(node);
     if (!valid)
@@ -314,6 +351,8 @@ int zkrc_group_set_data(zkrc_group *g, const void *data, size_t len,
   if (g == NULL || g->self == NULL || !data_valid(data, len) ||
       !zkrc__timeout_valid(timeout_ms))
     return zkrc__fail(ZKRC_EINVAL);
+  if (g->opts.format != ZKRC_GROUP_CURATOR)
+    return zkrc__fail(ZKRC_ENOTSUP);
   return zkrc_ephemeral_set_data(g->self, data, len, timeout_ms);
 }
 
@@ -326,13 +365,19 @@ int zkrc_group_members(zkrc_group *g, zkrc_group_member **members,
   int rc = zkrc_cache_snapshot(g->view, &nodes, &n);
   if (rc != ZKRC_OK)
     return rc;
-  /* The copy is sorted by path, and every path is PATH/ID: by id. */
+  /* The copy is sorted by path (Curator's PATH/ID: by id). */
   zkrc_group_member *list = n ? g_new0(zkrc_group_member, n) : NULL;
+  size_t kept = 0;
   for (size_t i = 0; i < n; i++)
-    member_copy(&list[i], nodes[i]);
+    if (is_member(g->opts.format, nodes[i]))
+      member_copy(&list[kept++], g->opts.format, nodes[i]);
   zkrc_cache_nodes_free(nodes, n);
+  if (kept == 0) {
+    g_free(list);
+    list = NULL;
+  }
   *members = list;
-  *count = n;
+  *count = kept;
   return ZKRC_OK;
 }
 

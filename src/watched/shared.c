@@ -17,6 +17,7 @@
 #include "zkrecipes/error.h"
 #include "zkrecipes/path.h"
 #include "zkrecipes/shared.h"
+#include "watched/shared_internal.h"
 
 void zkrc_versioned_value_clear(zkrc_versioned_value *v) {
   if (v == NULL)
@@ -27,8 +28,7 @@ void zkrc_versioned_value_clear(zkrc_versioned_value *v) {
 
 /* ------------------------------------------------------ one request */
 
-/* A ZooKeeper reply code (or ZKRC__CALL_TIMED_OUT) as the caller's error. */
-static int failure(int rc) {
+int zkrc__shared_failure(int rc) {
   return rc == ZKRC__CALL_TIMED_OUT ? zkrc__fail(ZKRC_ETIMEDOUT)
                                     : zkrc__fail_from_zk(rc);
 }
@@ -92,9 +92,8 @@ static gboolean args_valid(zkrc_session *s, const char *path, int timeout_ms) {
          strcmp(path, "/") != 0 && zkrc__timeout_valid(timeout_ms);
 }
 
-/* Create @p path with @p seed, and its missing parents as containers. */
-static int create_with_parents(zkrc_session *s, const char *path,
-                               const void *seed, size_t len, int64_t deadline) {
+int zkrc__shared_create(zkrc_session *s, const char *path, const void *seed,
+                        size_t len, int64_t deadline) {
   int rc = ZOK;
   for (const char *slash = strchr(path + 1, '/'); slash;
        slash = strchr(slash + 1, '/')) {
@@ -113,11 +112,10 @@ static int create_with_parents(zkrc_session *s, const char *path,
   rc = zkrc__call_request(s, send_create, &a, deadline, &call);
   if (call)
     zkrc__call_unref(call);
-  return rc == ZNODEEXISTS ? ZOK : rc; /* someone else seeded it first */
+  return rc;
 }
 
-/* One getData: ZooKeeper's code (or ZKRC__CALL_TIMED_OUT), *out filled on ZOK. */
-static int read_value(zkrc_session *s, const char *path, int64_t deadline,
+int zkrc__shared_read(zkrc_session *s, const char *path, int64_t deadline,
                       zkrc_versioned_value *out) {
   data_arg a = {.path = path};
   zkrc__call *call;
@@ -153,13 +151,13 @@ int zkrc_shared_value_get(zkrc_session *s, const char *path, const void *seed,
   int err = zkrc__request_deadline(s, timeout_ms, &deadline);
   if (err != ZKRC_OK)
     return zkrc__fail(err);
-  int rc = read_value(s, path, deadline, out);
+  int rc = zkrc__shared_read(s, path, deadline, out);
   if (rc == ZNONODE && seed) {
-    rc = create_with_parents(s, path, seed, seed_len, deadline);
-    if (rc == ZOK)
-      rc = read_value(s, path, deadline, out);
+    rc = zkrc__shared_create(s, path, seed, seed_len, deadline);
+    if (rc == ZOK || rc == ZNODEEXISTS) /* or someone else seeded it first */
+      rc = zkrc__shared_read(s, path, deadline, out);
   }
-  return rc == ZOK ? ZKRC_OK : failure(rc);
+  return rc == ZOK ? ZKRC_OK : zkrc__shared_failure(rc);
 }
 
 /* setData at @p version (-1: any), or the multi for a compare at -1. */
@@ -187,7 +185,7 @@ static int write_value(zkrc_session *s, const char *path, const void *data,
     rc = ZBADVERSION; /* the check: the node was not at -1 */
   if (call)
     zkrc__call_unref(call);
-  return rc == ZOK ? ZKRC_OK : failure(rc);
+  return rc == ZOK ? ZKRC_OK : zkrc__shared_failure(rc);
 }
 
 int zkrc_shared_value_try_set(zkrc_session *s, const char *path,

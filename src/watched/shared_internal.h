@@ -1,0 +1,27 @@
+/*
+ * What the counters (counter.c) use of shared.c: one read, one create with
+ * its parents, each bounded by a deadline, and their codes as errors.
+ */
+#ifndef ZKRC_SHARED_INTERNAL_H
+#define ZKRC_SHARED_INTERNAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "zkrecipes/session.h"
+#include "zkrecipes/shared.h"
+
+/* One getData of @p path before @p deadline: ZooKeeper's code (or
+ * ZKRC__CALL_TIMED_OUT); *@p out filled on ZOK (data NUL-terminated). */
+int zkrc__shared_read(zkrc_session *s, const char *path, int64_t deadline,
+                      zkrc_versioned_value *out);
+/* Create @p path with @p len bytes of @p data (NULL: no data), its missing
+ * parents as containers: ZooKeeper's code, ZNODEEXISTS when @p path existed
+ * (nothing written). */
+int zkrc__shared_create(zkrc_session *s, const char *path, const void *data,
+                        size_t len, int64_t deadline);
+/* A ZooKeeper code (or ZKRC__CALL_TIMED_OUT) as the caller's error,
+ * remembered (zkrc_last_zk_error). */
+int zkrc__shared_failure(int rc);
+
+#endif /* ZKRC_SHARED_INTERNAL_H */
