@@ -22,6 +22,8 @@
  *   zkrecipes/partitioner.h  members dividing a set of items (kazoo's
  *                         SetPartitioner)
  *   zkrecipes/discovery.h service discovery (Curator's curator-x-discovery)
+ *   zkrecipes/timelease.h time leases: one holder (or N) per period (kazoo's
+ *                         NonBlockingLease)
  *
  * The event-loop adapter (zkrecipes/glib.h, pkg-config zkrecipes-glib) and
  * the test harness (zkrecipes/testing.h, in libzkrecipes-testing) are
@@ -62,6 +64,7 @@
 #include <zkrecipes/group.h>
 #include <zkrecipes/partitioner.h>
 #include <zkrecipes/discovery.h>
+#include <zkrecipes/timelease.h>
 
 #ifdef __cplusplus
 extern "C" {
