@@ -176,10 +176,10 @@ static gpointer contend(gpointer data) {
   contender *c = data;
   zkrc_time_lease_options o;
   sim_options(&o, c->ident, &c->now);
-  c->err = c->count ? zkrc_time_lease_obtain_multi(c->s, c->path, c->count,
-                                                   1000, &o, &c->r, 20000)
-                    : zkrc_time_lease_obtain(c->s, c->path, 1000, &o, &c->r,
-                                             20000);
+  c->err = c->count
+               ? zkrc_time_lease_obtain_multi(c->s, c->path, c->count, 1000, &o,
+                                              &c->r, 20000)
+               : zkrc_time_lease_obtain(c->s, c->path, 1000, &o, &c->r, 20000);
   return NULL;
 }
 
@@ -198,8 +198,7 @@ static void round_at(contender *c, int n, int64_t now) {
       g_thread_join(t[i]);
 }
 
-static void contenders_start(contender *c, int n, const char *path,
-                             int count) {
+static void contenders_start(contender *c, int n, const char *path, int count) {
   for (int i = 0; i < n; i++) {
     memset(&c[i], 0, sizeof c[i]);
     c[i].s = zkt_session();
@@ -240,7 +239,7 @@ static int periods(const char *tag, int cheat_round, int *holds_out) {
       c[i].skip = i == holder && k % 4 != 0;
     round_at(c, 4, now);
     int won = 0;
-    int64_t before = end; /* a refusal may come before a renewal */
+    int64_t before = end;         /* a refusal may come before a renewal */
     for (int i = 0; i < 4; i++) { /* the round's winner first */
       zkrc_time_lease_outcome o = c[i].r.outcome;
       ZKT_ASSERT_RC(ZKRC_OK, c[i].err);
@@ -460,8 +459,8 @@ static void test_busy_lock(void) {
   char *path = zkt_path("timelease-busy");
   zhandle_t *zh = zkt_raw();
   zkt_make_path(zh, path);
-  char *prefix = g_strdup_printf("%s/0123456789abcdef0123456789abcdef__lock__",
-                                 path);
+  char *prefix =
+      g_strdup_printf("%s/0123456789abcdef0123456789abcdef__lock__", path);
   char made[512];
   CU_ASSERT_EQUAL_FATAL(zoo_create(zh, prefix, "kazoo", 5, &ZOO_OPEN_ACL_UNSAFE,
                                    ZOO_EPHEMERAL | ZOO_SEQUENCE, made,
@@ -635,8 +634,8 @@ static void test_kazoo_both_ways(void) {
   zkrc_time_lease_options o2;
   sim_options(&o2, "zkrecipes-2", &now);
   now = T0 + 3000;
-  ZKT_ASSERT_RC(ZKRC_OK,
-                zkrc_time_lease_obtain_multi(s, multi, 2, 10000, &o2, &r, 5000));
+  ZKT_ASSERT_RC(
+      ZKRC_OK, zkrc_time_lease_obtain_multi(s, multi, 2, 10000, &o2, &r, 5000));
   CU_ASSERT_EQUAL(r.outcome, ZKRC_TIME_LEASE_HELD);
   CU_ASSERT_EQUAL(r.slot, 0); /* ours ends first (T0 + 10 s) */
   CU_ASSERT_STRING_EQUAL(r.holder, "zkrecipes");
@@ -658,8 +657,7 @@ static void add_suites(void) {
             {"malformed records", test_malformed_records},
             {"record as python writes it", test_record_format},
             {"end rounded up to the second", test_end_rounding});
-  ZKT_SUITE("time lease",
-            {"one holder per period", test_one_holder_per_period},
+  ZKT_SUITE("time lease", {"one holder per period", test_one_holder_per_period},
             {"control: a taker ignoring the end is caught",
              test_control_cheater_caught},
             {"renewal, then another takes it", test_renewal_then_takeover},

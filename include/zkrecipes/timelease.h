@@ -118,8 +118,7 @@ void zkrc_time_lease_options_init_sized(zkrc_time_lease_options *opts,
 /** Fill @p opts with the defaults.  Threading: any thread.  Inline: it
  *  passes sizeof *@p opts as this header defines it to
  *  zkrc_time_lease_options_init_sized(). */
-static inline void
-zkrc_time_lease_options_init(zkrc_time_lease_options *opts) {
+static inline void zkrc_time_lease_options_init(zkrc_time_lease_options *opts) {
   zkrc_time_lease_options_init_sized(opts, sizeof *opts);
 }
 
@@ -227,8 +226,8 @@ int zkrc_time_lease_obtain(zkrc_session *s, const char *path,
  *         (the slots before it were refused).
  * Threading: any thread but the session's callback thread.
  */
-int zkrc_time_lease_obtain_multi(zkrc_session *s, const char *path,
-                                 int count, int64_t duration_ms,
+int zkrc_time_lease_obtain_multi(zkrc_session *s, const char *path, int count,
+                                 int64_t duration_ms,
                                  const zkrc_time_lease_options *opts,
                                  zkrc_time_lease_result *out, int timeout_ms);
 

@@ -198,8 +198,8 @@ static int decide_slot(attempt *a, const char *dir,
   if (err != ZKRC_OK)
     return err;
   char *holder_path = g_strdup_printf("%s/" HOLDER_NODE, dir);
-  write_arg w = {.holder_path = holder_path, .old_version = -1,
-                 .acl = a->o.acl};
+  write_arg w = {
+      .holder_path = holder_path, .old_version = -1, .acl = a->o.acl};
   zkrc__lease_record rec = {0};
   gboolean found = FALSE;
   char *node = NULL;
@@ -222,10 +222,9 @@ static int decide_slot(attempt *a, const char *dir,
       out->outcome = outcome;
       out->end_ms = outcome == ZKRC_TIME_LEASE_OTHER_VERSION ? 0 : end;
       out->remaining_ms = out->end_ms ? end - now : 0;
-      const char *who =
-          outcome == ZKRC_TIME_LEASE_HELD ? rec.holder
-          : outcome == ZKRC_TIME_LEASE_OTHER_VERSION ? NULL
-                                                     : a->ident;
+      const char *who = outcome == ZKRC_TIME_LEASE_HELD            ? rec.holder
+                        : outcome == ZKRC_TIME_LEASE_OTHER_VERSION ? NULL
+                                                                   : a->ident;
       out->holder = who ? strdup(who) : NULL;
       if (who && out->holder == NULL)
         err = zkrc__fail(ZKRC_ENOMEM);
@@ -272,8 +271,12 @@ static int begin(attempt *a, zkrc_session *s, const char *path,
   char *probe = g_strdup_printf("%s/" HOLDER_NODE, path);
   size_t len;
   char *data = zkrc__lease_record_format(a->ident, end, &len);
-  write_arg w = {.lock_node = probe, .holder_path = probe, .old_version = 0,
-                 .data = data, .len = len, .acl = a->o.acl};
+  write_arg w = {.lock_node = probe,
+                 .holder_path = probe,
+                 .old_version = 0,
+                 .data = data,
+                 .len = len,
+                 .acl = a->o.acl};
   zoo_op_t ops[3];
   int n = write_ops(&w, ops);
   int err = zkrc__request_check(s, TRUE, n, ops);
@@ -312,8 +315,8 @@ static gboolean ends_first(const zkrc_time_lease_result *r,
   return r->outcome == ZKRC_TIME_LEASE_HELD && r->end_ms < best->end_ms;
 }
 
-int zkrc_time_lease_obtain_multi(zkrc_session *s, const char *path,
-                                 int count, int64_t duration_ms,
+int zkrc_time_lease_obtain_multi(zkrc_session *s, const char *path, int count,
+                                 int64_t duration_ms,
                                  const zkrc_time_lease_options *opts,
                                  zkrc_time_lease_result *out, int timeout_ms) {
   if (count < 1 || count > MAX_SLOTS) {

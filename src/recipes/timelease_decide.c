@@ -90,8 +90,7 @@ zkrc_time_lease_outcome zkrc__lease_decide(const zkrc__lease_record *rec,
   return running ? ZKRC_TIME_LEASE_RENEWED : ZKRC_TIME_LEASE_OBTAINED;
 }
 
-gboolean zkrc__lease_end(int64_t now_ms, int64_t duration_ms,
-                         int64_t *end_ms) {
+gboolean zkrc__lease_end(int64_t now_ms, int64_t duration_ms, int64_t *end_ms) {
   if (duration_ms <= 0 || now_ms < FIRST_MS || now_ms > LAST_MS ||
       duration_ms > LAST_MS - now_ms)
     return FALSE;

@@ -54,7 +54,6 @@ gboolean zkrc__lease_parse_time(const char *text, int64_t *ms);
 /* kazoo's record for @p ident (valid UTF-8) ending at @p end_ms:
  * {"version": 1, "holder": ..., "end": ...} as Python's json.dumps writes
  * it.  g_malloc'ed; *@p len its bytes. */
-char *zkrc__lease_record_format(const char *ident, int64_t end_ms,
-                                size_t *len);
+char *zkrc__lease_record_format(const char *ident, int64_t end_ms, size_t *len);
 
 #endif /* ZKRC_TIMELEASE_DECIDE_H */
