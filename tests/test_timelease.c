@@ -36,6 +36,19 @@ static void sim_options(zkrc_time_lease_options *o, const char *ident,
   o->clock_arg = now;
 }
 
+/* Is @p dir/lease_holder kazoo's record of @p holder until @p end? */
+static int record_is(const char *dir, const char *holder, const char *end) {
+  zhandle_t *zh = zkt_raw();
+  char *node = g_strdup_printf("%s/lease_holder", dir);
+  char *want = g_strdup_printf(
+      "{\"version\": 1, \"holder\": \"%s\", \"end\": \"%s\"}", holder, end);
+  int is = zkt_data_is(zh, node, want, strlen(want));
+  zookeeper_close(zh);
+  g_free(want);
+  g_free(node);
+  return is;
+}
+
 /* ------------------------------------------------- pure: the record */
 
 static zkrc_time_lease_outcome decide(const char *json, const char *ident,
@@ -339,13 +352,7 @@ static void test_renewal_then_takeover(void) {
   CU_ASSERT_EQUAL(r.outcome, ZKRC_TIME_LEASE_OBTAINED);
   CU_ASSERT_EQUAL(r.end_ms, T0 + 17000); /* 16.5 s rounded up */
   zkrc_time_lease_result_clear(&r);
-  zhandle_t *zh = zkt_raw();
-  char *holder = g_strdup_printf("%s/lease_holder", path);
-  const char *want = "{\"version\": 1, \"holder\": \"beta\", \"end\": "
-                     "\"2027-01-15T08:00:17\"}";
-  CU_ASSERT_TRUE(zkt_data_is(zh, holder, want, strlen(want)));
-  zookeeper_close(zh);
-  g_free(holder);
+  CU_ASSERT_TRUE(record_is(path, "beta", "2027-01-15T08:00:17"));
   zkrc_session_close(s);
   g_free(path);
 }
@@ -567,17 +574,8 @@ static int kazoo_lease(const char *path, const char *mode, const char *count,
   argv[n++] = dur;
   argv[n++] = now;
   argv[n] = NULL;
-  zkrc_spawn_options o;
-  zkrc_spawn_options_init(&o);
-  o.pipe_stdout = 1;
-  zkrc_child child;
-  CU_ASSERT_EQUAL_FATAL(zkrc_spawn(&child, (char *const *)argv, &o), 0);
-  /* One short line fits in the pipe: wait first (bounded), then read. */
-  int status = zkrc_child_wait(&child, 60000);
-  char buf[64] = "";
-  ssize_t got = read(child.out_fd, buf, sizeof buf - 1);
-  buf[got > 0 ? got : 0] = '\0';
-  zkrc_child_close(&child);
+  char buf[64];
+  int status = zkt_run_output(argv, buf, sizeof buf, 60000);
   g_free(dur);
   g_free(now);
   CU_ASSERT_EQUAL(status, 0);
@@ -640,12 +638,8 @@ static void test_kazoo_both_ways(void) {
   CU_ASSERT_EQUAL(r.slot, 0); /* ours ends first (T0 + 10 s) */
   CU_ASSERT_STRING_EQUAL(r.holder, "zkrecipes");
   zkrc_time_lease_result_clear(&r);
-  zhandle_t *zh = zkt_raw();
-  char *slot1 = g_strdup_printf("%s/1/lease_holder", multi);
-  const char *want = "{\"version\": 1, \"holder\": \"k1\", \"end\": "
-                     "\"2027-01-15T08:00:11\"}";
-  CU_ASSERT_TRUE(zkt_data_is(zh, slot1, want, strlen(want)));
-  zookeeper_close(zh);
+  char *slot1 = g_strdup_printf("%s/1", multi);
+  CU_ASSERT_TRUE(record_is(slot1, "k1", "2027-01-15T08:00:11"));
   g_free(slot1);
   g_free(multi);
   zkrc_session_close(s);

@@ -14,34 +14,36 @@ import sys
 
 from kazoo.client import KazooClient
 
+USAGE = ("usage: kazoo_lease.py HOSTS PATH obtain IDENT MS NOW | "
+         "multi COUNT IDENT MS NOW")
+
+
+def lease(client, path, mode, args):
+    """The lease object kazoo made, from the arguments after MODE."""
+    count = int(args.pop(0)) if mode == "multi" else None
+    ident, duration = args[0], datetime.timedelta(milliseconds=int(args[1]))
+    when = datetime.datetime(1970, 1, 1) + \
+        datetime.timedelta(seconds=float(args[2]))
+    kwargs = {"identifier": ident, "utcnow": lambda: when}
+    if count is None:
+        return client.NonBlockingLease(path, duration, **kwargs)
+    return client.MultiNonBlockingLease(count, path, duration, **kwargs)
+
 
 def main(argv):
-    if len(argv) < 6 or argv[2] not in ("obtain", "multi") or \
-            (argv[2] == "multi" and len(argv) < 7):
-        print("usage: kazoo_lease.py HOSTS PATH obtain IDENT MS NOW | "
-              "multi COUNT IDENT MS NOW", file=sys.stderr)
+    wanted = {"obtain": 6, "multi": 7}
+    if len(argv) < 3 or len(argv) != wanted.get(argv[2]):
+        print(USAGE, file=sys.stderr)
         return 2
-    hosts, path, mode = argv[0], argv[1], argv[2]
-    rest = argv[3:]
-    count = int(rest.pop(0)) if mode == "multi" else 0
-    ident, ms, now = rest[0], int(rest[1]), float(rest[2])
-    when = datetime.datetime(1970, 1, 1) + datetime.timedelta(seconds=now)
-    duration = datetime.timedelta(milliseconds=ms)
-    client = KazooClient(hosts=hosts, timeout=10.0)
+    client = KazooClient(hosts=argv[0], timeout=10.0)
     client.start(timeout=15)
+    got = False
     try:
-        if mode == "obtain":
-            lease = client.NonBlockingLease(path, duration, identifier=ident,
-                                            utcnow=lambda: when)
-        else:
-            lease = client.MultiNonBlockingLease(count, path, duration,
-                                                 identifier=ident,
-                                                 utcnow=lambda: when)
-        print("obtained" if lease else "refused")
-        sys.stdout.flush()
+        got = bool(lease(client, argv[1], argv[2], argv[3:]))
     finally:
         client.stop()
         client.close()
+    print("obtained" if got else "refused", flush=True)
     return 0
 
 
