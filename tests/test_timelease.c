@@ -552,6 +552,35 @@ static void test_bad_input(void) {
   g_free(path);
 }
 
+/* The defaults: the system's clock and "<hostname>:<pid>".  The end is
+ * the clock's reading plus the duration, rounded up to the second; a
+ * second call of the same process renews. */
+static void test_defaults(void) {
+  char *path = zkt_path("timelease-defaults");
+  zkrc_session *s = zkt_session();
+  zkrc_time_lease_result r;
+  int64_t before = g_get_real_time() / 1000;
+  ZKT_ASSERT_RC(ZKRC_OK,
+                zkrc_time_lease_obtain(s, path, 60000, NULL, &r, 5000));
+  int64_t after = g_get_real_time() / 1000;
+  CU_ASSERT_EQUAL(r.outcome, ZKRC_TIME_LEASE_OBTAINED);
+  CU_ASSERT_TRUE(r.end_ms >= before + 60000 && r.end_ms < after + 61000);
+  CU_ASSERT_EQUAL(r.end_ms % 1000, 0);
+  CU_ASSERT_TRUE(r.remaining_ms >= 60000 && r.remaining_ms < 61000);
+  char host[256] = "";
+  gethostname(host, sizeof host - 1);
+  char *me = g_strdup_printf("%s:%d", host, (int)getpid());
+  CU_ASSERT_STRING_EQUAL(r.holder, me);
+  zkrc_time_lease_result_clear(&r);
+  ZKT_ASSERT_RC(ZKRC_OK,
+                zkrc_time_lease_obtain(s, path, 60000, NULL, &r, 5000));
+  CU_ASSERT_EQUAL(r.outcome, ZKRC_TIME_LEASE_RENEWED);
+  zkrc_time_lease_result_clear(&r);
+  g_free(me);
+  zkrc_session_close(s);
+  g_free(path);
+}
+
 /* ------------------------------------------------------ kazoo 2.8 */
 
 /* kazoo_lease.py MODE [COUNT] IDENT MS NOW: 1 obtained, 0 refused, -1 on
@@ -659,6 +688,7 @@ static void add_suites(void) {
             {"foreign records unchanged", test_foreign_records_unchanged},
             {"busy lock", test_busy_lock},
             {"bad input changes nothing", test_bad_input},
+            {"defaults: system clock, hostname:pid", test_defaults},
             {"kazoo both ways", test_kazoo_both_ways});
 }
 
