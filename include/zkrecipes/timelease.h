@@ -192,9 +192,12 @@ void zkrc_time_lease_result_clear(zkrc_time_lease_result *r);
  *         version, not JSON, or a version-1 record without a holder or a
  *         readable end; nothing written); ZKRC_EBADVERSION (lease_holder
  *         changed between our read and our write, by a writer that does
- *         not take the lock: nothing written); ZKRC_EINVAL (NULL argument,
- *         invalid path, duration <= 0, a bad timeout, options not
- *         initialized, an empty identifier; nothing sent); ZKRC_ETOOBIG
+ *         not take the lock: nothing written); ZKRC_ELOCKLOST (our lock
+ *         node was gone when the write arrived, its session expired
+ *         during the decision: nothing written); ZKRC_EINVAL (NULL
+ *         argument, invalid path, duration <= 0 or an end past the year
+ *         9999, a bad timeout, options not initialized, an identifier
+ *         empty or not UTF-8; nothing sent); ZKRC_ETOOBIG
  *         (the identifier makes lease_holder too large: nothing sent);
  *         ZKRC_ETIMEDOUT (the lock or a request outlasted @p timeout_ms;
  *         after the write was sent it may or may not have landed: call
