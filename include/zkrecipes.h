@@ -24,6 +24,8 @@
  *   zkrecipes/discovery.h service discovery (Curator's curator-x-discovery)
  *   zkrecipes/counter.h   counters in Curator's DistributedAtomicLong,
  *                         kazoo's Counter and SharedCount formats
+ *   zkrecipes/timelease.h time leases: one holder (or N) per period (kazoo's
+ *                         NonBlockingLease)
  *
  * The event-loop adapter (zkrecipes/glib.h, pkg-config zkrecipes-glib) and
  * the test harness (zkrecipes/testing.h, in libzkrecipes-testing) are
@@ -65,6 +67,7 @@
 #include <zkrecipes/partitioner.h>
 #include <zkrecipes/discovery.h>
 #include <zkrecipes/counter.h>
+#include <zkrecipes/timelease.h>
 
 #ifdef __cplusplus
 extern "C" {

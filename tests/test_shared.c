@@ -102,18 +102,8 @@ static void test_concurrent_adds_lose_nothing(void) {
 static long kazoo_counter(const char *path, const char *mode, const char *n) {
   const char *argv[] = {
       DEBIAN_PYTHON3, KAZOO_COUNTER, zkt_hosts(), path, mode, n, NULL};
-  zkrc_spawn_options o;
-  zkrc_spawn_options_init(&o);
-  o.pipe_stdout = 1;
-  zkrc_child child;
-  CU_ASSERT_EQUAL_FATAL(zkrc_spawn(&child, (char *const *)argv, &o), 0);
-  /* Its output (one short line) fits in the pipe: wait first, bounded
-   * (a child still running then is killed), then read. */
-  int status = zkrc_child_wait(&child, 60000);
-  char buf[64] = "";
-  ssize_t got = read(child.out_fd, buf, sizeof buf - 1);
-  buf[got > 0 ? got : 0] = '\0';
-  zkrc_child_close(&child);
+  char buf[64];
+  int status = zkt_run_output(argv, buf, sizeof buf, 60000);
   CU_ASSERT_EQUAL(status, 0);
   return status == 0 ? strtol(buf, NULL, 10) : -1;
 }

@@ -661,3 +661,19 @@ char *zkt_reason_text(char *buf, size_t size, int reason, int zk_error) {
   }
   return buf;
 }
+
+int zkt_run_output(const char *const *argv, char *buf, size_t size,
+                   int timeout_ms) {
+  zkrc_spawn_options o;
+  zkrc_spawn_options_init(&o);
+  o.pipe_stdout = 1;
+  zkrc_child child;
+  buf[0] = '\0';
+  if (zkrc_spawn(&child, (char *const *)argv, &o) != 0)
+    return -1;
+  int status = zkrc_child_wait(&child, timeout_ms);
+  ssize_t got = read(child.out_fd, buf, size - 1);
+  buf[got > 0 ? got : 0] = '\0';
+  zkrc_child_close(&child);
+  return status;
+}

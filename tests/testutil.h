@@ -250,4 +250,12 @@ char *zkt_reason_text(char *buf, size_t size, int reason, int zk_error);
 void zkt_report_rc(const char *file, int line, const char *expr, int expected,
                    int actual);
 
+/* Run @p argv (NULL-terminated) as a child of the testing library, wait
+ * for it at most @p timeout_ms (killed past it), then read what it wrote
+ * on stdout, a short reply that fits the pipe, into @p buf (@p size
+ * bytes, NUL-terminated).  Its exit status as zkrc_child_wait() gives it;
+ * -1 when it could not start. */
+int zkt_run_output(const char *const *argv, char *buf, size_t size,
+                   int timeout_ms);
+
 #endif /* ZKT_TESTUTIL_H */
