@@ -22,8 +22,7 @@
 #include <zkrecipes.h>
 
 /* The work: a step a second until the cancellation fires. */
-static int lead(zkrc_runner *r, zkrc_cancel *cancel, int64_t token,
-                void *arg) {
+static int lead(zkrc_runner *r, zkrc_cancel *cancel, int64_t token, void *arg) {
   (void)r;
   (void)arg;
   for (int step = 1;; step++) {

@@ -53,11 +53,11 @@ typedef struct worker {
   /* Under t->mu. */
   int started, returned;
   int64_t token;
-  int in_running; /* zkrc_runner_is_running() inside the function */
-  int reason;     /* zkrc_cancel_reason() when it returned */
-  int fd_fired;   /* GO: the cancellation's fd was readable */
-  GArray *events; /* of zkrc_runner_event (node-less copies) */
-  int freed;      /* free_async's done */
+  int in_running;       /* zkrc_runner_is_running() inside the function */
+  int reason;           /* zkrc_cancel_reason() when it returned */
+  int fd_fired;         /* GO: the cancellation's fd was readable */
+  GArray *events;       /* of zkrc_runner_event (node-less copies) */
+  int freed;            /* free_async's done */
   struct worker *other; /* IGNORE: until this one started */
   zkrc_runner *r;
 } worker;
@@ -555,26 +555,21 @@ static void test_bad_input(void) {
   CU_ASSERT_EQUAL(o.kind, ZKRC_RUNNER_LOCK);
   CU_ASSERT_EQUAL(o.requeue, 0);
   CU_ASSERT_EQUAL(zkrc_runner_new(NULL, s, path, work, NULL, &o), ZKRC_EINVAL);
-  CU_ASSERT_EQUAL(zkrc_runner_new(&r, NULL, path, work, NULL, &o),
-                  ZKRC_EINVAL);
+  CU_ASSERT_EQUAL(zkrc_runner_new(&r, NULL, path, work, NULL, &o), ZKRC_EINVAL);
   CU_ASSERT_PTR_NULL(r);
   CU_ASSERT_EQUAL(zkrc_runner_new(&r, s, NULL, work, NULL, &o), ZKRC_EINVAL);
   CU_ASSERT_EQUAL(zkrc_runner_new(&r, s, path, NULL, NULL, &o), ZKRC_EINVAL);
   CU_ASSERT_EQUAL(zkrc_runner_new(&r, s, "no/slash", work, NULL, &o),
                   ZKRC_EINVAL);
-  CU_ASSERT_EQUAL(zkrc_runner_new(&r, s, "/a//b", work, NULL, &o),
-                  ZKRC_EINVAL);
+  CU_ASSERT_EQUAL(zkrc_runner_new(&r, s, "/a//b", work, NULL, &o), ZKRC_EINVAL);
   zkrc_runner_options bad = o;
   bad.kind = (zkrc_runner_kind)0;
-  CU_ASSERT_EQUAL(zkrc_runner_new(&r, s, path, work, NULL, &bad),
-                  ZKRC_EINVAL);
+  CU_ASSERT_EQUAL(zkrc_runner_new(&r, s, path, work, NULL, &bad), ZKRC_EINVAL);
   bad.kind = (zkrc_runner_kind)4;
-  CU_ASSERT_EQUAL(zkrc_runner_new(&r, s, path, work, NULL, &bad),
-                  ZKRC_EINVAL);
+  CU_ASSERT_EQUAL(zkrc_runner_new(&r, s, path, work, NULL, &bad), ZKRC_EINVAL);
   zkrc_runner_options zero;
   memset(&zero, 0, sizeof zero); /* never initialized */
-  CU_ASSERT_EQUAL(zkrc_runner_new(&r, s, path, work, NULL, &zero),
-                  ZKRC_EINVAL);
+  CU_ASSERT_EQUAL(zkrc_runner_new(&r, s, path, work, NULL, &zero), ZKRC_EINVAL);
   CU_ASSERT_PTR_NULL(r);
   /* The calls on NULL. */
   CU_ASSERT_EQUAL(zkrc_runner_cancel(NULL), ZKRC_EINVAL);
@@ -609,8 +604,7 @@ static void test_bad_input(void) {
   CU_ASSERT_STRING_EQUAL(zkrc_runner_event_name(ZKRC_RUNNER_RETURNED),
                          "returned");
   CU_ASSERT_STRING_EQUAL(zkrc_runner_event_name(ZKRC_RUNNER_LOST), "lost");
-  CU_ASSERT_STRING_EQUAL(zkrc_runner_event_name(ZKRC_RUNNER_CLOSED),
-                         "closed");
+  CU_ASSERT_STRING_EQUAL(zkrc_runner_event_name(ZKRC_RUNNER_CLOSED), "closed");
   CU_ASSERT_STRING_EQUAL(zkrc_runner_event_name((zkrc_runner_event_type)0),
                          "unknown");
   zhandle_t *zh = direct_raw();

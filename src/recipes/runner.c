@@ -114,15 +114,13 @@ int zkrc__runner_ask_locked(zkrc_runner *r) {
 }
 
 /* The lock's events (executor): a LOST of the running turn's hold. */
-static void on_lock_event(zkrc_lock *lk, const zkrc_lock_event *ev,
-                          void *arg) {
+static void on_lock_event(zkrc_lock *lk, const zkrc_lock_event *ev, void *arg) {
   (void)lk;
   zkrc_runner *r = arg;
   if (ev->type != ZKRC_LOCK_LOST)
     return;
   g_mutex_lock(&r->o.mu);
-  if (r->running && ev->hold == r->hold && ev->token == r->token &&
-      !r->lost) {
+  if (r->running && ev->hold == r->hold && ev->token == r->token && !r->lost) {
     r->lost = 1;
     r->lost_reason = ev->reason;
     r->lost_zk = ev->zk_error;
@@ -262,7 +260,7 @@ int zkrc_runner_wait_running(zkrc_runner *r, int timeout_ms) {
   while (!(r->running && !r->lost) && !r->exited && !r->stop &&
          zkrc__cond_wait_until(&r->o.cond, &r->o.mu, deadline))
     ;
-  int rc = r->running && !r->lost         ? ZKRC_OK
+  int rc = r->running && !r->lost ? ZKRC_OK
            : r->exited || r->stop ? ZKRC_ESTATE
                                   : ZKRC_ETIMEDOUT;
   g_mutex_unlock(&r->o.mu);
@@ -273,9 +271,9 @@ int zkrc_runner_is_running(zkrc_runner *r) {
   if (r == NULL)
     return 0;
   g_mutex_lock(&r->o.mu);
-  int held = r->running && !r->lost &&
-             (r->lk ? zkrc_lock_hold_is_held(r->hold)
-                    : zkrc_election_is_leader(r->e));
+  int held =
+      r->running && !r->lost &&
+      (r->lk ? zkrc_lock_hold_is_held(r->hold) : zkrc_election_is_leader(r->e));
   g_mutex_unlock(&r->o.mu);
   return held;
 }

@@ -97,8 +97,7 @@ static void supervise_locked(zkrc_runner *r) {
     (void)zkrc__cancel_fire(r->cancel, reason);
     if (lost)
       zkrc__runner_tell_locked(r, ZKRC_RUNNER_LOST, reason, zk, r->token, 0);
-    zkrc__runner_tell_locked(r, ZKRC_RUNNER_CANCELLED, reason, zk, r->token,
-                             0);
+    zkrc__runner_tell_locked(r, ZKRC_RUNNER_CANCELLED, reason, zk, r->token, 0);
   }
 }
 
