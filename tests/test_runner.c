@@ -251,49 +251,83 @@ static int violations(GArray *holds, GArray *partitions) {
   return v;
 }
 
+/* ------------------------------------------------------------ a fixture */
+
+/* A test's session (past the proxy), its path, its record of turns and a
+ * plain handle to look at the nodes. */
+typedef struct fixture {
+  zkrc_session *s;
+  char *path;
+  turns t;
+  zhandle_t *zh;
+} fixture;
+
+static void fixture_open(fixture *f, const char *tag) {
+  f->s = zkt_direct_session();
+  f->path = zkt_path(tag);
+  turns_init(&f->t);
+  f->zh = direct_raw();
+}
+
+/* @p w (a worker of @p m) runs a runner of @p kind on the fixture's path,
+ * started and running. */
+static void start_running(fixture *f, worker *w, int instance, mode m,
+                          zkrc_runner_kind kind, int requeue) {
+  worker_init(w, &f->t, instance, m);
+  CU_ASSERT_EQUAL_FATAL(runner_start(w, f->s, f->path, kind, requeue), ZKRC_OK);
+  CU_ASSERT_FATAL(wait_until(w, has_started));
+}
+
+/* The test's end: no node is left under its path. */
+static void fixture_close(fixture *f) {
+  CU_ASSERT(zkt_wait_children_or_gone(f->zh, f->path, 0, STEP));
+  zookeeper_close(f->zh);
+  turns_clear(&f->t);
+  g_free(f->path);
+  zkrc_session_close(f->s);
+}
+
 /* --------------------------------------------------------------- tests */
 
 /* It runs while held (the runner says so inside), a contender of the same
  * lock waits meanwhile, and gets the lock once the function returned;
  * STARTED, RETURNED (the result), CLOSED in that order. */
 static void test_runs_while_held(void) {
-  zkrc_session *s = zkt_direct_session();
   zkrc_session *s2 = zkt_direct_session();
-  char *path = zkt_path("held");
-  turns t;
-  turns_init(&t);
+  fixture f;
+  fixture_open(&f, "held");
   worker w;
-  worker_init(&w, &t, 0, GO);
+  worker_init(&w, &f.t, 0, GO);
   w.result = 42;
-  CU_ASSERT_EQUAL_FATAL(runner_start(&w, s, path, ZKRC_RUNNER_LOCK, 0),
+  CU_ASSERT_EQUAL_FATAL(runner_start(&w, f.s, f.path, ZKRC_RUNNER_LOCK, 0),
                         ZKRC_OK);
   CU_ASSERT_EQUAL(zkrc_runner_wait_running(w.r, STEP), ZKRC_OK);
   CU_ASSERT(wait_until(&w, has_started));
   CU_ASSERT(w.in_running);
   CU_ASSERT_EQUAL(zkrc_runner_turns(w.r), 1);
-  CU_ASSERT_STRING_EQUAL(zkrc_runner_path(w.r), path);
+  CU_ASSERT_STRING_EQUAL(zkrc_runner_path(w.r), f.path);
   zkrc_participant *list = NULL;
   size_t n = 0;
-  CU_ASSERT_EQUAL(zkrc_lock_list(s2, path, &list, &n, STEP), ZKRC_OK);
+  CU_ASSERT_EQUAL(zkrc_lock_list(s2, f.path, &list, &n, STEP), ZKRC_OK);
   CU_ASSERT_EQUAL(n, 1);
   if (n == 1)
     CU_ASSERT_STRING_EQUAL(list[0].id, "runner-0");
   zkrc_participants_free(list, n);
   /* Another contender cannot have it while the function runs. */
   zkrc_lock *lk = NULL;
-  CU_ASSERT_EQUAL_FATAL(zkrc_lock_new(&lk, s2, path, NULL), ZKRC_OK);
+  CU_ASSERT_EQUAL_FATAL(zkrc_lock_new(&lk, s2, f.path, NULL), ZKRC_OK);
   CU_ASSERT_EQUAL(zkrc_lock_acquire(lk, ZKRC_NO_WAIT), ZKRC_ELOCKED);
   worker_go(&w);
   CU_ASSERT_EQUAL(zkrc_lock_acquire(lk, STEP), ZKRC_OK); /* given back */
   int64_t got = zkt_hold_now_us();
   CU_ASSERT(wait_until(&w, has_closed));
-  g_mutex_lock(&t.mu);
-  CU_ASSERT_EQUAL(t.holds->len, 1);
-  if (t.holds->len == 1)
-    CU_ASSERT(g_array_index(t.holds, zkt_hold, 0).end < got);
+  g_mutex_lock(&f.t.mu);
+  CU_ASSERT_EQUAL(f.t.holds->len, 1);
+  if (f.t.holds->len == 1)
+    CU_ASSERT(g_array_index(f.t.holds, zkt_hold, 0).end < got);
   CU_ASSERT_EQUAL(w.reason, ZKRC_OK); /* never cancelled */
   CU_ASSERT_FALSE(w.fd_fired);
-  g_mutex_unlock(&t.mu);
+  g_mutex_unlock(&f.t.mu);
   int64_t token = 0;
   CU_ASSERT_EQUAL(zkrc_lock_token(lk, &token), ZKRC_OK);
   CU_ASSERT(token > w.token);
@@ -308,14 +342,9 @@ static void test_runs_while_held(void) {
   CU_ASSERT_EQUAL(zkrc_lock_release(lk), ZKRC_OK);
   zkrc_lock_free(lk);
   zkrc_runner_free(w.r);
-  zhandle_t *zh = direct_raw();
-  CU_ASSERT(zkt_wait_children_or_gone(zh, path, 0, STEP));
-  zookeeper_close(zh);
   worker_clear(&w);
-  turns_clear(&t);
-  g_free(path);
   zkrc_session_close(s2);
-  zkrc_session_close(s);
+  fixture_close(&f);
 }
 
 /* Runner A (through the proxy) runs; B (direct) waits its turn.  The proxy
@@ -388,31 +417,28 @@ static int nine_turns(worker *w) { return w->t->order->len >= 9; }
 /* Three runners with requeue, queued A, B, C: they take turns in that
  * order, A B C A B C A B C, one at a time, tokens rising. */
 static void turns_case(zkrc_runner_kind kind, const char *marker) {
-  zkrc_session *s = zkt_direct_session();
-  char *path = zkt_path("turns");
-  turns t;
-  turns_init(&t);
+  fixture f;
+  fixture_open(&f, "turns");
   worker w[3];
-  zhandle_t *zh = direct_raw();
-  worker_init(&w[0], &t, 0, GO); /* its first turn waits for the queue */
+  worker_init(&w[0], &f.t, 0, GO); /* its first turn waits for the queue */
   for (int i = 1; i < 3; i++) {
-    worker_init(&w[i], &t, i, QUICK);
+    worker_init(&w[i], &f.t, i, QUICK);
     w[i].work_ms = 20;
   }
   for (int i = 0; i < 3; i++) {
-    CU_ASSERT_EQUAL_FATAL(runner_start(&w[i], s, path, kind, 1), ZKRC_OK);
-    CU_ASSERT_FATAL(zkt_wait_children(zh, path, i + 1, STEP));
+    CU_ASSERT_EQUAL_FATAL(runner_start(&w[i], f.s, f.path, kind, 1), ZKRC_OK);
+    CU_ASSERT_FATAL(zkt_wait_children(f.zh, f.path, i + 1, STEP));
   }
   /* The nodes are the recipe's. */
   struct String_vector kids = {0};
-  CU_ASSERT_EQUAL(zoo_get_children(zh, path, 0, &kids), ZOK);
+  CU_ASSERT_EQUAL(zoo_get_children(f.zh, f.path, 0, &kids), ZOK);
   for (int i = 0; i < kids.count; i++)
     CU_ASSERT_PTR_NOT_NULL(strstr(kids.data[i], marker));
   deallocate_String_vector(&kids);
-  g_mutex_lock(&t.mu);
+  g_mutex_lock(&f.t.mu);
   w[0].mode = QUICK; /* later turns: quick */
   w[0].work_ms = 20;
-  g_mutex_unlock(&t.mu);
+  g_mutex_unlock(&f.t.mu);
   worker_go(&w[0]);
   CU_ASSERT(wait_until(&w[0], nine_turns));
   for (int i = 0; i < 3; i++)
@@ -422,20 +448,16 @@ static void turns_case(zkrc_runner_kind kind, const char *marker) {
     const zkrc_runner_event *ev = event_of(&w[i], ZKRC_RUNNER_CLOSED);
     CU_ASSERT(ev && ev->reason == ZKRC_ECANCELED);
   }
-  g_mutex_lock(&t.mu);
-  for (guint k = 0; k < 9 && k < t.order->len; k++)
-    CU_ASSERT_EQUAL(g_array_index(t.order, int, k), (int)(k % 3));
-  CU_ASSERT_EQUAL(violations(t.holds, NULL), 0);
-  g_mutex_unlock(&t.mu);
+  g_mutex_lock(&f.t.mu);
+  for (guint k = 0; k < 9 && k < f.t.order->len; k++)
+    CU_ASSERT_EQUAL(g_array_index(f.t.order, int, k), (int)(k % 3));
+  CU_ASSERT_EQUAL(violations(f.t.holds, NULL), 0);
+  g_mutex_unlock(&f.t.mu);
   for (int i = 0; i < 3; i++) {
     zkrc_runner_free(w[i].r);
     worker_clear(&w[i]);
   }
-  CU_ASSERT(zkt_wait_children_or_gone(zh, path, 0, STEP));
-  zookeeper_close(zh);
-  turns_clear(&t);
-  g_free(path);
-  zkrc_session_close(s);
+  fixture_close(&f);
 }
 
 static void test_turns_lock(void) { turns_case(ZKRC_RUNNER_LOCK, "-lock-"); }
@@ -449,127 +471,105 @@ static void test_turns_election(void) {
 /* Free while the function runs: the cancellation fires (ZKRC_ECLOSED, its
  * fd readable), free returns once the function did, the node goes. */
 static void test_free_while_running(void) {
-  zkrc_session *s = zkt_direct_session();
-  char *path = zkt_path("free");
-  turns t;
-  turns_init(&t);
+  fixture f;
+  fixture_open(&f, "free");
   worker w;
-  worker_init(&w, &t, 0, GO);
-  CU_ASSERT_EQUAL_FATAL(runner_start(&w, s, path, ZKRC_RUNNER_LOCK, 1),
-                        ZKRC_OK);
-  CU_ASSERT_FATAL(wait_until(&w, has_started));
+  start_running(&f, &w, 0, GO, ZKRC_RUNNER_LOCK, 1);
   zkrc_runner_free(w.r);
-  g_mutex_lock(&t.mu);
+  g_mutex_lock(&f.t.mu);
   CU_ASSERT_EQUAL(w.returned, 1); /* free waited for it */
   CU_ASSERT_EQUAL(w.reason, ZKRC_ECLOSED);
   CU_ASSERT(w.fd_fired);
-  g_mutex_unlock(&t.mu);
-  zhandle_t *zh = direct_raw();
-  CU_ASSERT(zkt_wait_children_or_gone(zh, path, 0, STEP));
-  zookeeper_close(zh);
+  g_mutex_unlock(&f.t.mu);
   worker_clear(&w);
-  turns_clear(&t);
-  g_free(path);
-  zkrc_session_close(s);
+  fixture_close(&f);
 }
 
 /* free_async while the function runs: it does not wait; RETURNED and
  * CLOSED (ZKRC_ECLOSED) are told, then done. */
 static void test_free_async_while_running(void) {
-  zkrc_session *s = zkt_direct_session();
-  char *path = zkt_path("free-async");
-  turns t;
-  turns_init(&t);
+  fixture f;
+  fixture_open(&f, "free-async");
   worker w;
-  worker_init(&w, &t, 0, GO);
-  CU_ASSERT_EQUAL_FATAL(runner_start(&w, s, path, ZKRC_RUNNER_ELECTION, 1),
-                        ZKRC_OK);
-  CU_ASSERT_FATAL(wait_until(&w, has_started));
+  start_running(&f, &w, 0, GO, ZKRC_RUNNER_ELECTION, 1);
   CU_ASSERT_EQUAL(zkrc_runner_free_async(w.r, on_freed, &w), ZKRC_OK);
   CU_ASSERT(wait_until(&w, is_freed));
-  g_mutex_lock(&t.mu);
+  g_mutex_lock(&f.t.mu);
   CU_ASSERT_EQUAL(w.reason, ZKRC_ECLOSED);
-  g_mutex_unlock(&t.mu);
+  g_mutex_unlock(&f.t.mu);
   char *names = event_names(&w);
   CU_ASSERT_STRING_EQUAL(names, "started,cancelled,returned,closed");
   g_free(names);
   const zkrc_runner_event *ev = event_of(&w, ZKRC_RUNNER_CLOSED);
   CU_ASSERT(ev && ev->reason == ZKRC_ECLOSED);
-  zhandle_t *zh = direct_raw();
-  CU_ASSERT(zkt_wait_children_or_gone(zh, path, 0, STEP));
-  zookeeper_close(zh);
   worker_clear(&w);
-  turns_clear(&t);
-  g_free(path);
-  zkrc_session_close(s);
+  fixture_close(&f);
 }
 
 /* Cancel: a running turn's cancellation fires with ZKRC_ECANCELED; a
  * queued runner leaves the queue without a turn; both CLOSED. */
 static void test_cancel(void) {
-  zkrc_session *s = zkt_direct_session();
-  char *path = zkt_path("cancel");
-  turns t;
-  turns_init(&t);
+  fixture f;
+  fixture_open(&f, "cancel");
   worker a, b;
-  worker_init(&a, &t, 0, CANCEL);
-  worker_init(&b, &t, 1, QUICK);
-  zhandle_t *zh = direct_raw();
-  CU_ASSERT_EQUAL_FATAL(runner_start(&a, s, path, ZKRC_RUNNER_LOCK, 1),
+  start_running(&f, &a, 0, CANCEL, ZKRC_RUNNER_LOCK, 1);
+  worker_init(&b, &f.t, 1, QUICK);
+  CU_ASSERT_EQUAL_FATAL(runner_start(&b, f.s, f.path, ZKRC_RUNNER_LOCK, 1),
                         ZKRC_OK);
-  CU_ASSERT_FATAL(wait_until(&a, has_started));
-  CU_ASSERT_EQUAL_FATAL(runner_start(&b, s, path, ZKRC_RUNNER_LOCK, 1),
-                        ZKRC_OK);
-  CU_ASSERT_FATAL(zkt_wait_children(zh, path, 2, STEP));
+  CU_ASSERT_FATAL(zkt_wait_children(f.zh, f.path, 2, STEP));
   CU_ASSERT_EQUAL(zkrc_runner_cancel(b.r), ZKRC_OK); /* queued */
   CU_ASSERT(wait_until(&b, has_closed));
   CU_ASSERT_EQUAL(b.started, 0);
-  CU_ASSERT(zkt_wait_children(zh, path, 1, STEP));
+  CU_ASSERT(zkt_wait_children(f.zh, f.path, 1, STEP));
   CU_ASSERT_EQUAL(zkrc_runner_cancel(a.r), ZKRC_OK); /* running */
   CU_ASSERT(wait_until(&a, has_closed));
-  g_mutex_lock(&t.mu);
+  g_mutex_lock(&f.t.mu);
   CU_ASSERT_EQUAL(a.reason, ZKRC_ECANCELED);
   CU_ASSERT_EQUAL(a.started, 1);
-  g_mutex_unlock(&t.mu);
+  g_mutex_unlock(&f.t.mu);
   char *names = event_names(&a);
   CU_ASSERT_STRING_EQUAL(names, "started,cancelled,returned,closed");
   g_free(names);
-  CU_ASSERT(zkt_wait_children_or_gone(zh, path, 0, STEP));
+  CU_ASSERT(zkt_wait_children_or_gone(f.zh, f.path, 0, STEP)); /* before free */
   zkrc_runner_free(a.r);
   zkrc_runner_free(b.r);
-  zookeeper_close(zh);
   worker_clear(&a);
   worker_clear(&b);
-  turns_clear(&t);
-  g_free(path);
-  zkrc_session_close(s);
+  fixture_close(&f);
 }
 
 /* Bad input: a named error and nothing created (no node, no runner). */
 static void test_bad_input(void) {
-  zkrc_session *s = zkt_direct_session();
-  char *path = zkt_path("bad");
+  fixture f;
+  fixture_open(&f, "bad");
   zkrc_runner *r = (zkrc_runner *)&r; /* not NULL: must be cleared */
   zkrc_runner_options o;
   zkrc_runner_options_init(&o);
   CU_ASSERT_EQUAL(o.kind, ZKRC_RUNNER_LOCK);
   CU_ASSERT_EQUAL(o.requeue, 0);
-  CU_ASSERT_EQUAL(zkrc_runner_new(NULL, s, path, work, NULL, &o), ZKRC_EINVAL);
-  CU_ASSERT_EQUAL(zkrc_runner_new(&r, NULL, path, work, NULL, &o), ZKRC_EINVAL);
-  CU_ASSERT_PTR_NULL(r);
-  CU_ASSERT_EQUAL(zkrc_runner_new(&r, s, NULL, work, NULL, &o), ZKRC_EINVAL);
-  CU_ASSERT_EQUAL(zkrc_runner_new(&r, s, path, NULL, NULL, &o), ZKRC_EINVAL);
-  CU_ASSERT_EQUAL(zkrc_runner_new(&r, s, "no/slash", work, NULL, &o),
+  CU_ASSERT_EQUAL(zkrc_runner_new(NULL, f.s, f.path, work, NULL, &o),
                   ZKRC_EINVAL);
-  CU_ASSERT_EQUAL(zkrc_runner_new(&r, s, "/a//b", work, NULL, &o), ZKRC_EINVAL);
+  CU_ASSERT_EQUAL(zkrc_runner_new(&r, NULL, f.path, work, NULL, &o),
+                  ZKRC_EINVAL);
+  CU_ASSERT_PTR_NULL(r);
+  CU_ASSERT_EQUAL(zkrc_runner_new(&r, f.s, NULL, work, NULL, &o), ZKRC_EINVAL);
+  CU_ASSERT_EQUAL(zkrc_runner_new(&r, f.s, f.path, NULL, NULL, &o),
+                  ZKRC_EINVAL);
+  CU_ASSERT_EQUAL(zkrc_runner_new(&r, f.s, "no/slash", work, NULL, &o),
+                  ZKRC_EINVAL);
+  CU_ASSERT_EQUAL(zkrc_runner_new(&r, f.s, "/a//b", work, NULL, &o),
+                  ZKRC_EINVAL);
   zkrc_runner_options bad = o;
   bad.kind = (zkrc_runner_kind)0;
-  CU_ASSERT_EQUAL(zkrc_runner_new(&r, s, path, work, NULL, &bad), ZKRC_EINVAL);
+  CU_ASSERT_EQUAL(zkrc_runner_new(&r, f.s, f.path, work, NULL, &bad),
+                  ZKRC_EINVAL);
   bad.kind = (zkrc_runner_kind)4;
-  CU_ASSERT_EQUAL(zkrc_runner_new(&r, s, path, work, NULL, &bad), ZKRC_EINVAL);
+  CU_ASSERT_EQUAL(zkrc_runner_new(&r, f.s, f.path, work, NULL, &bad),
+                  ZKRC_EINVAL);
   zkrc_runner_options zero;
   memset(&zero, 0, sizeof zero); /* never initialized */
-  CU_ASSERT_EQUAL(zkrc_runner_new(&r, s, path, work, NULL, &zero), ZKRC_EINVAL);
+  CU_ASSERT_EQUAL(zkrc_runner_new(&r, f.s, f.path, work, NULL, &zero),
+                  ZKRC_EINVAL);
   CU_ASSERT_PTR_NULL(r);
   /* The calls on NULL. */
   CU_ASSERT_EQUAL(zkrc_runner_cancel(NULL), ZKRC_EINVAL);
@@ -584,11 +584,9 @@ static void test_bad_input(void) {
   CU_ASSERT_EQUAL(zkrc_cancel_fd(NULL), -1);
   CU_ASSERT_EQUAL(zkrc_cancel_reason(NULL), ZKRC_EINVAL);
   /* A live runner: bad timeouts and a NULL done change nothing. */
-  turns t;
-  turns_init(&t);
   worker w;
-  worker_init(&w, &t, 0, CANCEL);
-  CU_ASSERT_EQUAL_FATAL(runner_start(&w, s, path, ZKRC_RUNNER_LOCK, 0),
+  worker_init(&w, &f.t, 0, CANCEL);
+  CU_ASSERT_EQUAL_FATAL(runner_start(&w, f.s, f.path, ZKRC_RUNNER_LOCK, 0),
                         ZKRC_OK);
   CU_ASSERT_EQUAL(zkrc_runner_wait_running(w.r, -2), ZKRC_EINVAL);
   CU_ASSERT_EQUAL(zkrc_runner_free_async(w.r, NULL, NULL), ZKRC_EINVAL);
@@ -607,13 +605,8 @@ static void test_bad_input(void) {
   CU_ASSERT_STRING_EQUAL(zkrc_runner_event_name(ZKRC_RUNNER_CLOSED), "closed");
   CU_ASSERT_STRING_EQUAL(zkrc_runner_event_name((zkrc_runner_event_type)0),
                          "unknown");
-  zhandle_t *zh = direct_raw();
-  CU_ASSERT(zkt_wait_children_or_gone(zh, path, 0, STEP));
-  zookeeper_close(zh);
   worker_clear(&w);
-  turns_clear(&t);
-  g_free(path);
-  zkrc_session_close(s);
+  fixture_close(&f);
 }
 
 /* ------------------------------------------------------------- interop */
@@ -686,36 +679,33 @@ static gint by_start(gconstpointer a, gconstpointer b) {
  * alternate.  @p ours_first: our runner holds when the peer queues; else
  * the peer holds when ours does. */
 static void interop_case(peer_kind k, int ours_first) {
-  zkrc_session *s = zkt_direct_session();
-  char *path = zkt_path(k == KAZOO ? "kazoo" : "curator");
-  turns t;
-  turns_init(&t);
+  fixture f;
+  fixture_open(&f, k == KAZOO ? "kazoo" : "curator");
   worker w;
-  worker_init(&w, &t, 0, ours_first ? GO : QUICK);
+  worker_init(&w, &f.t, 0, ours_first ? GO : QUICK);
   w.work_ms = 20;
   zkrc_runner_kind kind =
       k == KAZOO ? ZKRC_RUNNER_KAZOO_LOCK : ZKRC_RUNNER_LOCK;
-  zhandle_t *zh = direct_raw();
   peer *p = NULL;
   if (ours_first) {
-    CU_ASSERT_EQUAL_FATAL(runner_start(&w, s, path, kind, 1), ZKRC_OK);
+    CU_ASSERT_EQUAL_FATAL(runner_start(&w, f.s, f.path, kind, 1), ZKRC_OK);
     CU_ASSERT_FATAL(wait_until(&w, has_started));
-    p = selector_peer(k, path, 0);
+    p = selector_peer(k, f.path, 0);
     CU_ASSERT_PTR_NOT_NULL_FATAL(p);
     g_free(peer_expect(p, "READY", START_MS));
-    CU_ASSERT(zkt_wait_children(zh, path, 2, START_MS));
-    g_mutex_lock(&t.mu);
+    CU_ASSERT(zkt_wait_children(f.zh, f.path, 2, START_MS));
+    g_mutex_lock(&f.t.mu);
     w.mode = QUICK;
-    g_mutex_unlock(&t.mu);
+    g_mutex_unlock(&f.t.mu);
     worker_go(&w);
   } else {
-    p = selector_peer(k, path, 1);
+    p = selector_peer(k, f.path, 1);
     CU_ASSERT_PTR_NOT_NULL_FATAL(p);
     char *started = peer_expect(p, "STARTED", START_MS);
     CU_ASSERT_PTR_NOT_NULL(started);
     g_free(started);
-    CU_ASSERT_EQUAL_FATAL(runner_start(&w, s, path, kind, 1), ZKRC_OK);
-    CU_ASSERT(zkt_wait_children(zh, path, 2, STEP));
+    CU_ASSERT_EQUAL_FATAL(runner_start(&w, f.s, f.path, kind, 1), ZKRC_OK);
+    CU_ASSERT(zkt_wait_children(f.zh, f.path, 2, STEP));
     CU_ASSERT(peer_send(p, "go"));
   }
   char *done = peer_expect(p, "DONE", 2 * START_MS);
@@ -723,29 +713,25 @@ static void interop_case(peer_kind k, int ours_first) {
   g_free(done);
   CU_ASSERT_EQUAL(zkrc_runner_cancel(w.r), ZKRC_OK);
   CU_ASSERT(wait_until(&w, has_closed));
-  g_mutex_lock(&t.mu);
-  int ours = (int)t.holds->len;
-  int theirs = peer_holds(p, t.holds);
+  g_mutex_lock(&f.t.mu);
+  int ours = (int)f.t.holds->len;
+  int theirs = peer_holds(p, f.t.holds);
   CU_ASSERT(ours >= 2);
   CU_ASSERT(theirs >= PEER_TURNS);
-  CU_ASSERT_EQUAL(violations(t.holds, NULL), 0);
-  g_array_sort(t.holds, by_start);
+  CU_ASSERT_EQUAL(violations(f.t.holds, NULL), 0);
+  g_array_sort(f.t.holds, by_start);
   /* They take turns: the first five turns alternate between the sides. */
-  for (guint i = 1; i < t.holds->len && i < 5; i++)
-    CU_ASSERT_NOT_EQUAL(g_array_index(t.holds, zkt_hold, i).instance,
-                        g_array_index(t.holds, zkt_hold, i - 1).instance);
-  if (t.holds->len > 0)
-    CU_ASSERT_EQUAL(g_array_index(t.holds, zkt_hold, 0).instance,
+  for (guint i = 1; i < f.t.holds->len && i < 5; i++)
+    CU_ASSERT_NOT_EQUAL(g_array_index(f.t.holds, zkt_hold, i).instance,
+                        g_array_index(f.t.holds, zkt_hold, i - 1).instance);
+  if (f.t.holds->len > 0)
+    CU_ASSERT_EQUAL(g_array_index(f.t.holds, zkt_hold, 0).instance,
                     ours_first ? 0 : 1);
-  g_mutex_unlock(&t.mu);
+  g_mutex_unlock(&f.t.mu);
   CU_ASSERT_EQUAL(peer_finish(p, STEP), 0);
   zkrc_runner_free(w.r);
-  CU_ASSERT(zkt_wait_children_or_gone(zh, path, 0, STEP));
-  zookeeper_close(zh);
   worker_clear(&w);
-  turns_clear(&t);
-  g_free(path);
-  zkrc_session_close(s);
+  fixture_close(&f);
 }
 
 static void test_kazoo_after_ours(void) { interop_case(KAZOO, 1); }

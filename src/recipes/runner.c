@@ -171,25 +171,28 @@ static void runner_finalize(zkrc__object *o) {
   g_free(r);
 }
 
+/* The fields a lock's and an election's options share. */
+#define MEMBER_OPTIONS(mo, o, fn, r)                                           \
+  do {                                                                         \
+    (mo).participant_id = (o)->participant_id;                                 \
+    (mo).acl = (o)->acl;                                                       \
+    (mo).on_event = (fn);                                                      \
+    (mo).event_arg = (r);                                                      \
+  } while (0)
+
 /* The member, made as the options say. */
 static int member_new(zkrc_runner *r, zkrc_session *s, const char *path,
                       const zkrc_runner_options *o) {
   if (o->kind == ZKRC_RUNNER_ELECTION) {
     zkrc_election_options eo;
     zkrc_election_options_init(&eo);
-    eo.participant_id = o->participant_id;
-    eo.acl = o->acl;
-    eo.on_event = on_election_event;
-    eo.event_arg = r;
+    MEMBER_OPTIONS(eo, o, on_election_event, r);
     eo.no_rejoin = !o->requeue;
     return zkrc_election_new(&r->e, s, path, &eo);
   }
   zkrc_lock_options lo;
   zkrc_lock_options_init(&lo);
-  lo.participant_id = o->participant_id;
-  lo.acl = o->acl;
-  lo.on_event = on_lock_event;
-  lo.event_arg = r;
+  MEMBER_OPTIONS(lo, o, on_lock_event, r);
   if (o->kind == ZKRC_RUNNER_KAZOO_LOCK)
     return zkrc__lock_new_member(&r->lk, s, path, &lo, "__lock__",
                                  zkrc__policy_exclusive);

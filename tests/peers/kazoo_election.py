@@ -30,40 +30,43 @@ def say(*words):
     sys.stdout.flush()
 
 
+def take_turns(client, path, ident, turns, work_ms, hold_first):
+    pause = threading.Event()  # never set: its wait is the work's duration
+    election = client.Election(path, ident)
+    for n in range(turns):
+        def lead():
+            t0 = now_us()
+            node = election.lock.node
+            if not node.startswith("/"):
+                node = path + "/" + node
+            stat = client.exists(node)
+            token = stat.czxid if stat else -1
+            say("STARTED", token, t0)
+            if hold_first and n == 0:
+                select.select([sys.stdin], [], [], 30.0)
+                sys.stdin.readline()
+            pause.wait(work_ms / 1000.0)
+            say("TURN", token, t0, now_us())
+        election.run(lead)
+
+
 def main(argv):
     if len(argv) != 6:
         print("usage: kazoo_election.py HOSTS PATH ID TURNS WORK_MS "
               "HOLD_FIRST", file=sys.stderr)
         return 2
-    hosts, path, ident = argv[0], argv[1], argv[2]
-    turns, work_ms, hold_first = int(argv[3]), int(argv[4]), argv[5] == "1"
-    client = KazooClient(hosts=hosts, timeout=10.0)
+    client = KazooClient(hosts=argv[0], timeout=10.0)
     client.start(timeout=15)
     say("READY")
-    pause = threading.Event()  # never set: its wait is the work's duration
     try:
-        election = client.Election(path, ident)
-        for n in range(turns):
-            def lead():
-                t0 = now_us()
-                node = election.lock.node
-                if not node.startswith("/"):
-                    node = path + "/" + node
-                stat = client.exists(node)
-                token = stat.czxid if stat else -1
-                say("STARTED", token, t0)
-                if hold_first and n == 0:
-                    select.select([sys.stdin], [], [], 30.0)
-                    sys.stdin.readline()
-                pause.wait(work_ms / 1000.0)
-                say("TURN", token, t0, now_us())
-            election.run(lead)
-        say("DONE")
+        take_turns(client, argv[1], argv[2], int(argv[3]), int(argv[4]),
+                   argv[5] == "1")
     finally:
         client.stop()
         client.close()
+    say("DONE")  # its nodes are gone
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    raise SystemExit(main(sys.argv[1:]))
