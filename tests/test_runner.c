@@ -506,6 +506,36 @@ static void test_free_async_while_running(void) {
   fixture_close(&f);
 }
 
+/* The session closed under a running turn: its cancellation fires
+ * (ZKRC_ECLOSED), and the runner, which cannot queue again, is CLOSED
+ * (ZKRC_ECLOSED); it is freed after the session's close. */
+static void test_session_closed(void) {
+  zkrc_session *s = zkt_direct_session();
+  char *path = zkt_path("session-closed");
+  turns t;
+  turns_init(&t);
+  worker w;
+  worker_init(&w, &t, 0, CANCEL);
+  CU_ASSERT_EQUAL_FATAL(runner_start(&w, s, path, ZKRC_RUNNER_LOCK, 1),
+                        ZKRC_OK);
+  CU_ASSERT_FATAL(wait_until(&w, has_started));
+  zkrc_session_close(s);
+  CU_ASSERT(wait_until(&w, has_closed));
+  g_mutex_lock(&t.mu);
+  CU_ASSERT_EQUAL(w.reason, ZKRC_ECLOSED);
+  CU_ASSERT_EQUAL(w.started, 1);
+  g_mutex_unlock(&t.mu);
+  const zkrc_runner_event *ev = event_of(&w, ZKRC_RUNNER_CLOSED);
+  CU_ASSERT(ev && ev->reason == ZKRC_ECLOSED);
+  zkrc_runner_free(w.r);
+  zhandle_t *zh = direct_raw();
+  CU_ASSERT(zkt_wait_children_or_gone(zh, path, 0, STEP));
+  zookeeper_close(zh);
+  worker_clear(&w);
+  turns_clear(&t);
+  g_free(path);
+}
+
 /* Cancel: a running turn's cancellation fires with ZKRC_ECANCELED; a
  * queued runner leaves the queue without a turn; both CLOSED. */
 static void test_cancel(void) {
@@ -747,7 +777,9 @@ static void add_suites(void) {
             {"turns: election", test_turns_election},
             {"free while running", test_free_while_running},
             {"free_async while running", test_free_async_while_running},
-            {"cancel", test_cancel}, {"bad input", test_bad_input},
+            {"cancel", test_cancel},
+            {"session closed while running", test_session_closed},
+            {"bad input", test_bad_input},
             {"lost under a partition", test_lost_under_partition},
             {"partition control", test_partition_control});
   ZKT_SUITE("runner interop",

@@ -167,6 +167,7 @@ static void on_election_event(zkrc_election *e, const zkrc_election_event *ev,
 
 static void runner_finalize(zkrc__object *o) {
   zkrc_runner *r = (zkrc_runner *)o;
+  zkrc__session_unref_recipe(r->s);
   g_free(r->path);
   g_free(r);
 }
@@ -213,6 +214,7 @@ int zkrc_runner_new(zkrc_runner **out, zkrc_session *s, const char *path,
     return zkrc__fail(ZKRC_EINVAL);
   zkrc_runner *r = g_new0(zkrc_runner, 1);
   zkrc__object_init(&r->o, zkrc__session_executor(s), runner_finalize);
+  r->s = zkrc__session_ref_recipe(s); /* its executor outlives the runner */
   r->kind = o.kind;
   r->requeue = o.requeue != 0;
   r->work = work;

@@ -24,7 +24,7 @@
 
 struct zkrc_runner {
   zkrc__object o;
-  zkrc_session *s;
+  zkrc_session *s; /* a recipe's reference (session_internal.h) */
   char *path;
   zkrc_runner_kind kind;
   int requeue;

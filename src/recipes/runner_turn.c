@@ -91,7 +91,9 @@ static void supervise_locked(zkrc_runner *r) {
         continue;
       }
       /* The lease ran out before the member's LOST reached us. */
-      reason = ZKRC_ESESSIONLOST;
+      reason = zkrc_session_get_state(r->s) == ZKRC_SESSION_CLOSED
+                   ? ZKRC_ECLOSED
+                   : ZKRC_ESESSIONLOST;
       lost = TRUE;
     }
     (void)zkrc__cancel_fire(r->cancel, reason);
