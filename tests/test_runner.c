@@ -38,7 +38,8 @@ typedef enum mode {
   QUICK = 1, /* work for work_ms (a wait on the cancellation), return */
   GO,        /* wait for the test's go (a pipe) or the cancellation: poll */
   CANCEL,    /* wait for the cancellation (at most 30 s) */
-  IGNORE     /* the control: ignore the cancellation until `other` ran */
+  IGNORE,    /* the control: ignore the cancellation until `other` ran */
+  SELF_FREE  /* free its own runner, then return */
 } mode;
 
 typedef struct turns turns;
@@ -140,6 +141,10 @@ static int work(zkrc_runner *r, zkrc_cancel *c, int64_t token, void *arg) {
   }
   case CANCEL:
     (void)zkrc_cancel_wait(c, 30000);
+    break;
+  case SELF_FREE: /* does not wait for this function: it returns at once */
+    zkrc_runner_free(r);
+    (void)zkrc_cancel_wait(c, 30000); /* the free fires it */
     break;
   case IGNORE: { /* hold on, cancelled or not, until the other started */
     int64_t deadline = g_get_monotonic_time() + 30 * G_TIME_SPAN_SECOND;
@@ -485,6 +490,22 @@ static void test_free_while_running(void) {
   fixture_close(&f);
 }
 
+/* The function frees its own runner: the free does not wait for it, the
+ * hold is given back once it returned, and nothing is left. */
+static void test_free_from_work(void) {
+  fixture f;
+  fixture_open(&f, "free-self");
+  worker w;
+  start_running(&f, &w, 0, SELF_FREE, ZKRC_RUNNER_KAZOO_LOCK, 1);
+  CU_ASSERT(wait_until(&w, has_returned));
+  g_mutex_lock(&f.t.mu);
+  CU_ASSERT_EQUAL(w.started, 1); /* no second turn: it was freed */
+  CU_ASSERT_EQUAL(w.reason, ZKRC_ECLOSED);
+  g_mutex_unlock(&f.t.mu);
+  worker_clear(&w);
+  fixture_close(&f); /* the node goes */
+}
+
 /* free_async while the function runs: it does not wait; RETURNED and
  * CLOSED (ZKRC_ECLOSED) are told, then done. */
 static void test_free_async_while_running(void) {
@@ -777,6 +798,7 @@ static void add_suites(void) {
             {"turns: election", test_turns_election},
             {"free while running", test_free_while_running},
             {"free_async while running", test_free_async_while_running},
+            {"free from the work function", test_free_from_work},
             {"cancel", test_cancel},
             {"session closed while running", test_session_closed},
             {"bad input", test_bad_input},

@@ -35,9 +35,10 @@
  *
  * Events (zkrc_runner_event) run on the session's executor, in order,
  * never on a ZooKeeper thread and never with a zkrecipes mutex held: for
- * each turn STARTED (with its token), then CANCELLED if the cancellation
- * fired, LOST if the hold was lost, and RETURNED (the function's result)
- * once it returned; CLOSED once the runner queues no more.
+ * each turn STARTED (with its token), then LOST if the hold was lost and
+ * CANCELLED if the cancellation fired (a loss is told LOST, then
+ * CANCELLED), and RETURNED (the function's result) once it returned;
+ * CLOSED once the runner queues no more.
  *
  * Licensed under the Apache License, Version 2.0 (see COPYING).
  */
@@ -79,7 +80,7 @@ int zkrc_cancel_wait(zkrc_cancel *c, int timeout_ms);
 /**
  * A file descriptor that turns readable (POLLIN) when @p c fires and stays
  * so, for a function's own poll loop.  Owned by @p c: do not read it or
- * close it.  -1 for NULL.
+ * close it.  -1 for NULL.  Threading: any thread, while @p c is valid.
  */
 int zkrc_cancel_fd(zkrc_cancel *c);
 
@@ -88,7 +89,7 @@ int zkrc_cancel_fd(zkrc_cancel *c);
  * (our node was deleted), ZKRC_ECONNLOSS (an election's revoke_on_suspend
  * only), ZKRC_ECLOSED (the runner is being freed, or the session closed),
  * ZKRC_ECANCELED (zkrc_runner_cancel()); ZKRC_OK while it has not.
- * ZKRC_EINVAL for NULL.
+ * ZKRC_EINVAL for NULL.  Threading: any thread, while @p c is valid.
  */
 int zkrc_cancel_reason(zkrc_cancel *c);
 
@@ -97,8 +98,8 @@ int zkrc_cancel_reason(zkrc_cancel *c);
  * and ends the turn by returning; the hold is given back then.  @p token
  * is the turn's fencing token (the czxid of our node: it rises from turn
  * to turn, whoever holds).  Its result is told as RETURNED's result.  It
- * may call any zkrecipes function, except zkrc_runner_free() of its own
- * runner (zkrc_runner_free_async() is fine).
+ * may call any zkrecipes function, zkrc_runner_free() of its own runner
+ * included (which then does not wait for it).
  */
 typedef int (*zkrc_runner_work_fn)(zkrc_runner *r, zkrc_cancel *cancel,
                                    int64_t token, void *arg);
@@ -230,13 +231,16 @@ int zkrc_runner_wait_running(zkrc_runner *r, int timeout_ms);
 /**
  * Non-zero while the function runs under a hold the library still
  * verifies (as zkrc_lock_is_held()); 0 for NULL.  Local state.
+ * Threading: any thread.
  */
 int zkrc_runner_is_running(zkrc_runner *r);
 
-/** How many turns the runner has started.  0 for NULL. */
+/** How many turns the runner has started.  0 for NULL.  Threading: any
+ *  thread. */
 int zkrc_runner_turns(zkrc_runner *r);
 
-/** The runner's path (owned by the runner).  NULL for NULL. */
+/** The runner's path (owned by the runner: valid until its free).  NULL
+ *  for NULL.  Threading: any thread. */
 const char *zkrc_runner_path(zkrc_runner *r);
 
 /**
@@ -247,9 +251,10 @@ const char *zkrc_runner_path(zkrc_runner *r);
  * zkrc_runner_free_async() where that must not block).  Then the hold is
  * given back in the background (the underlying zkrc_lock_free() or
  * zkrc_election_free()); no event is told after it returns.  NULL is
- * ignored.  Threading: any thread but the work function's; from this
- * runner's own event callback it does not wait for the function (which
- * ends in the background, then the hold is given back).
+ * ignored.  Threading: any thread.  From the work function itself, or
+ * from this runner's own event callback, it does not wait for the
+ * function: the runner's thread gives the hold back and frees the rest
+ * once the function returned.  Do not use @p r after this call.
  */
 void zkrc_runner_free(zkrc_runner *r);
 
