@@ -26,6 +26,8 @@
  *                         kazoo's Counter and SharedCount formats
  *   zkrecipes/timelease.h time leases: one holder (or N) per period (kazoo's
  *                         NonBlockingLease)
+ *   zkrecipes/runner.h    take turns: run a function while a lock or
+ *                         leadership is held
  *
  * The event-loop adapter (zkrecipes/glib.h, pkg-config zkrecipes-glib) and
  * the test harness (zkrecipes/testing.h, in libzkrecipes-testing) are
@@ -68,6 +70,7 @@
 #include <zkrecipes/discovery.h>
 #include <zkrecipes/counter.h>
 #include <zkrecipes/timelease.h>
+#include <zkrecipes/runner.h>
 
 #ifdef __cplusplus
 extern "C" {

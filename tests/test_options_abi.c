@@ -72,6 +72,7 @@ KIND_FNS(zkrc_ensemble_options, ensemble_options_init)
 KIND_FNS(zkrc_spawn_options, spawn_options_init)
 KIND_FNS(zkrc_counter_options, counter_options_init)
 KIND_FNS(zkrc_time_lease_options, time_lease_options_init)
+KIND_FNS(zkrc_runner_options, runner_options_init)
 
 static const kind kinds[] = {
     KIND(zkrc_session_options, session_options_init),
@@ -91,6 +92,7 @@ static const kind kinds[] = {
     KIND(zkrc_spawn_options, spawn_options_init),
     KIND(zkrc_counter_options, counter_options_init),
     KIND(zkrc_time_lease_options, time_lease_options_init),
+    KIND(zkrc_runner_options, runner_options_init),
 };
 
 /* A size @p n rounded down to a multiple of 8, so that a struct ending at

@@ -37,7 +37,8 @@
  *
  * Recipes built from others come first: a multi-lock's set hold
  * (multilock_async.c) and a semaphore (semaphore.c) take their own mutex before
- * their member locks' recipe mutexes, never after.  The two sides of a
+ * their member locks' recipe mutexes, never after; so does a runner
+ * (runner.c) before its lock's or election's.  The two sides of a
  * read-write lock are never held together: a thread's hold on the other
  * side is read under that side's mutex before its own is taken.
  */
