@@ -22,6 +22,8 @@
  *   zkrecipes/partitioner.h  members dividing a set of items (kazoo's
  *                         SetPartitioner)
  *   zkrecipes/discovery.h service discovery (Curator's curator-x-discovery)
+ *   zkrecipes/ttlnode.h   a node kept alive by a TTL child (Curator's
+ *                         PersistentTtlNode)
  *
  * The event-loop adapter (zkrecipes/glib.h, pkg-config zkrecipes-glib) and
  * the test harness (zkrecipes/testing.h, in libzkrecipes-testing) are
@@ -62,6 +64,7 @@
 #include <zkrecipes/group.h>
 #include <zkrecipes/partitioner.h>
 #include <zkrecipes/discovery.h>
+#include <zkrecipes/ttlnode.h>
 
 #ifdef __cplusplus
 extern "C" {

@@ -109,6 +109,7 @@ static int normalize_options(const zkrc_ensemble_options *in,
     out->max_session_timeout_ms = 0;
   out->tls = out->tls != 0;
   out->sasl = out->sasl != 0;
+  out->extended_types = out->extended_types != 0;
   if (out->tls && out->with_proxies) {
     fprintf(stderr,
             "zkrecipes-testing: a fault proxy cannot stand in front of a "

@@ -168,6 +168,9 @@ static char **java_argv(const zkrc_ensemble *e, const zkrc__member *m) {
   /* The JAAS file's "Server" section: SASL DIGEST-MD5 users. */
   if (o->sasl)
     add_arg(a, "-Djava.security.auth.login.config=%s", e->jaas_path);
+  /* TTL nodes (zkrc_ensemble_options.extended_types). */
+  if (o->extended_types)
+    add_arg(a, "-Dzookeeper.extendedTypesEnabled=true");
   add_arg(a, "-Dorg.slf4j.simpleLogger.showDateTime=true");
   add_arg(a, "-Dorg.slf4j.simpleLogger.dateTimeFormat=HH:mm:ss.SSS");
   add_arg(a, "-cp");

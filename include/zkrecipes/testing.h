@@ -122,6 +122,13 @@ typedef struct zkrc_ensemble_options {
    *  "zk-sasl-md5".  May be combined with tls (SASL inside TLS) and with
    *  with_proxies.  Default 0. */
   int sasl;
+  /** Non-zero: members accept TTL nodes and the other extended node types
+   *  (-Dzookeeper.extendedTypesEnabled=true; ZooKeeper then reserves the
+   *  server id 255, which the harness never uses).  Off, as ZooKeeper's
+   *  default, servers refuse a create of a TTL node (ZUNIMPLEMENTED).  The
+   *  nodes expire at the container checks (container_check_ms).
+   *  Default 0. */
+  int extended_types;
 } zkrc_ensemble_options;
 
 /** Fill @p opts with the defaults.  Fills the first @p size bytes of @p

@@ -268,6 +268,16 @@ int zkrc__zk_create2(zkrc_conn *c, const char *path, const char *value,
       zoo_acreate2(c->zh, path, value, valuelen, acl, mode, fn_, data_));
 }
 
+int zkrc__zk_create_ttl(zkrc_conn *c, const char *path, const char *value,
+                        int valuelen, const struct ACL_vector *acl, int mode,
+                        int64_t ttl, string_completion_t done,
+                        const void *data) {
+  BEGIN(ZKRC__ZK_CREATE, DONE_STRING, string, done, data, string_done);
+  return sent(c, ZKRC__ZK_CREATE, h,
+              zoo_acreate_ttl(c->zh, path, value, valuelen, acl, mode, ttl, fn_,
+                              data_));
+}
+
 int zkrc__zk_delete(zkrc_conn *c, const char *path, int version,
                     void_completion_t done, const void *data) {
   BEGIN(ZKRC__ZK_DELETE, DONE_VOID, v, done, data, void_done);

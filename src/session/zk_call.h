@@ -55,6 +55,13 @@ int zkrc__zk_create(zkrc_conn *c, const char *path, const char *value,
 int zkrc__zk_create2(zkrc_conn *c, const char *path, const char *value,
                      int valuelen, const struct ACL_vector *acl, int mode,
                      string_stat_completion_t done, const void *data);
+/* zoo_acreate_ttl: a node of mode ZOO_PERSISTENT_WITH_TTL or
+ * ZOO_PERSISTENT_SEQUENTIAL_WITH_TTL that the servers delete once it has no
+ * child and was not written for @p ttl ms (counted as a create). */
+int zkrc__zk_create_ttl(zkrc_conn *c, const char *path, const char *value,
+                        int valuelen, const struct ACL_vector *acl, int mode,
+                        int64_t ttl, string_completion_t done,
+                        const void *data);
 int zkrc__zk_delete(zkrc_conn *c, const char *path, int version,
                     void_completion_t done, const void *data);
 int zkrc__zk_set(zkrc_conn *c, const char *path, const char *buffer, int buflen,
