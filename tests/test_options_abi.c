@@ -35,6 +35,7 @@
 #include "zkrecipes/rwlock.h"
 #include "zkrecipes/semaphore.h"
 #include "zkrecipes/stats.h"
+#include "zkrecipes/ttlnode.h"
 
 typedef void (*init_sized_fn)(void *opts, size_t size);
 typedef void (*init_fn)(void *opts); /* the inline one, at our sizeof */
@@ -69,6 +70,7 @@ KIND_FNS(zkrc_shared_watch_options, shared_watch_options_init)
 KIND_FNS(zkrc_stats_sources, stats_sources_init)
 KIND_FNS(zkrc_ensemble_options, ensemble_options_init)
 KIND_FNS(zkrc_spawn_options, spawn_options_init)
+KIND_FNS(zkrc_ttl_node_options, ttl_node_options_init)
 
 static const kind kinds[] = {
     KIND(zkrc_session_options, session_options_init),
@@ -86,6 +88,7 @@ static const kind kinds[] = {
     KIND(zkrc_stats_sources, stats_sources_init),
     KIND(zkrc_ensemble_options, ensemble_options_init),
     KIND(zkrc_spawn_options, spawn_options_init),
+    KIND(zkrc_ttl_node_options, ttl_node_options_init),
 };
 
 /* A size @p n rounded down to a multiple of 8, so that a struct ending at

@@ -105,18 +105,49 @@ static char *child(const char *path) {
   return g_strconcat(path, "/touch", NULL);
 }
 
+/* What most tests use: a session, a handle of the test's own, a path and
+ * its touch child, and a queue of events. */
+typedef struct fixture {
+  zkrc_session *s;
+  zhandle_t *zh;
+  char *path, *touch;
+  GAsyncQueue *q;
+} fixture;
+
+static fixture fixture_open(const char *tag) {
+  fixture f = {zkt_session(), zkt_raw(), zkt_path(tag), NULL,
+               g_async_queue_new_full(g_free)};
+  f.touch = child(f.path);
+  return f;
+}
+
+/* No event left untold; everything closed. */
+static void fixture_close(fixture *f) {
+  CU_ASSERT_EQUAL(g_async_queue_length(f->q), 0);
+  g_async_queue_unref(f->q);
+  zkrc_session_close(f->s);
+  zookeeper_close(f->zh);
+  g_free(f->touch);
+  g_free(f->path);
+}
+
+/* A node kept at f->path with @p data, once KEPT was told. */
+static zkrc_ttl_node *fixture_keep(fixture *f, const char *data) {
+  zkrc_ttl_node *n = keep(f->s, f->path, data, f->q);
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_ttl_node_wait_kept(n, SLACK_MS));
+  expect_event(f->q, "kept");
+  return n;
+}
+
 /* ---------------------------------------------------------- the tests */
 
 /* Kept for three TTLs (the touch child written again and again), nothing
  * deleted by the free, gone a TTL after it. */
 static void test_kept_then_gone(void) {
-  zkrc_session *s = zkt_session();
-  zhandle_t *zh = zkt_raw();
-  char *path = zkt_path("ttl-kept"), *touch = child(path);
-  GAsyncQueue *q = g_async_queue_new_full(g_free);
-  zkrc_ttl_node *n = keep(s, path, "hello", q);
-  ZKT_ASSERT_RC(ZKRC_OK, zkrc_ttl_node_wait_kept(n, SLACK_MS));
-  expect_event(q, "kept");
+  fixture f = fixture_open("ttl-kept");
+  zhandle_t *zh = f.zh;
+  const char *path = f.path, *touch = f.touch;
+  zkrc_ttl_node *n = fixture_keep(&f, "hello");
   CU_ASSERT_TRUE(zkrc_ttl_node_is_kept(n));
   CU_ASSERT_STRING_EQUAL(zkrc_ttl_node_path(n), path);
   CU_ASSERT_TRUE(zkt_data_is(zh, path, "hello", 5));
@@ -136,24 +167,16 @@ static void test_kept_then_gone(void) {
   CU_ASSERT_TRUE(took >= 0);
   /* The last touch was at most TTL / 2 before the free. */
   CU_ASSERT_TRUE(zkt_now_ms() - freed >= TTL_MS / 2);
-  CU_ASSERT_EQUAL(g_async_queue_length(q), 0);
-  g_async_queue_unref(q);
-  zkrc_session_close(s);
-  zookeeper_close(zh);
-  g_free(touch);
-  g_free(path);
+  fixture_close(&f);
 }
 
 /* An administrator deletes the node: the next touch makes it again, with
  * the data; set_data writes new data at once; free_async tells done. */
 static void test_made_again_and_new_data(void) {
-  zkrc_session *s = zkt_session();
-  zhandle_t *zh = zkt_raw();
-  char *path = zkt_path("ttl-again"), *touch = child(path);
-  GAsyncQueue *q = g_async_queue_new_full(g_free);
-  zkrc_ttl_node *n = keep(s, path, "one", q);
-  ZKT_ASSERT_RC(ZKRC_OK, zkrc_ttl_node_wait_kept(n, SLACK_MS));
-  expect_event(q, "kept");
+  fixture f = fixture_open("ttl-again");
+  zhandle_t *zh = f.zh;
+  const char *path = f.path, *touch = f.touch;
+  zkrc_ttl_node *n = fixture_keep(&f, "one");
   CU_ASSERT_EQUAL(zoo_delete(zh, touch, -1), ZOK);
   CU_ASSERT_EQUAL(zoo_delete(zh, path, -1), ZOK);
   CU_ASSERT_TRUE(wait_node(zh, touch, 1, SLACK_MS) >= 0);
@@ -173,14 +196,9 @@ static void test_made_again_and_new_data(void) {
     CU_ASSERT_FATAL(left > 0 &&
                     g_async_queue_timeout_pop(w, (guint64)left * 1000) != NULL);
   }
-  ZKT_ASSERT_RC(ZKRC_OK, zkrc_ttl_node_free_async(n, on_done, q));
-  expect_event(q, "done");
-  CU_ASSERT_EQUAL(g_async_queue_length(q), 0);
-  g_async_queue_unref(q);
-  zkrc_session_close(s);
-  zookeeper_close(zh);
-  g_free(touch);
-  g_free(path);
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_ttl_node_free_async(n, on_done, f.q));
+  expect_event(f.q, "done");
+  fixture_close(&f);
 }
 
 /* The one-shot create: a sequential TTL node, gone a TTL later (it has
@@ -342,9 +360,9 @@ static void expect_line(peer *p, const char *kw, const char *want) {
  * TTL child "touch"), keep it with ours, and it outlives Curator's close
  * while we touch it; gone a TTL after our free. */
 static void test_curator_first(void) {
-  zkrc_session *s = zkt_session();
-  zhandle_t *zh = zkt_raw();
-  char *path = zkt_path("ttl-curator"), *touch = child(path);
+  fixture f = fixture_open("ttl-curator");
+  zhandle_t *zh = f.zh;
+  const char *path = f.path, *touch = f.touch;
   peer *p = curator_ttl_peer(path, "java");
   CU_ASSERT_PTR_NOT_NULL_FATAL(p);
   expect_line(p, "found", "-");
@@ -353,10 +371,7 @@ static void test_curator_first(void) {
   CU_ASSERT_TRUE(zkt_data_is(zh, path, "java", 4));
   CU_ASSERT_EQUAL(owner_of(zh, path), NOT_EPHEMERAL);
   CU_ASSERT_EQUAL(owner_of(zh, touch), NOT_EPHEMERAL);
-  GAsyncQueue *q = g_async_queue_new_full(g_free);
-  zkrc_ttl_node *n = keep(s, path, "c", q);
-  ZKT_ASSERT_RC(ZKRC_OK, zkrc_ttl_node_wait_kept(n, SLACK_MS));
-  expect_event(q, "kept");
+  zkrc_ttl_node *n = fixture_keep(&f, "c");
   char *data = peer_ask(p, "data", "data");
   CU_ASSERT_STRING_EQUAL(data ? g_strstrip(data) : "(none)", "c");
   g_free(data);
@@ -366,23 +381,16 @@ static void test_curator_first(void) {
   CU_ASSERT_EQUAL(wait_node(zh, path, 0, 3 * TTL_MS), -1); /* ours keeps it */
   zkrc_ttl_node_free(n);
   CU_ASSERT_TRUE(wait_node(zh, path, 0, SLACK_MS) >= 0);
-  g_async_queue_unref(q);
-  zkrc_session_close(s);
-  zookeeper_close(zh);
-  g_free(touch);
-  g_free(path);
+  fixture_close(&f);
 }
 
 /* Ours first: Curator finds our data and touches our child; it keeps the
  * node after our free, and it goes a TTL after Curator's close. */
 static void test_ours_first(void) {
-  zkrc_session *s = zkt_session();
-  zhandle_t *zh = zkt_raw();
-  char *path = zkt_path("ttl-ours"), *touch = child(path);
-  GAsyncQueue *q = g_async_queue_new_full(g_free);
-  zkrc_ttl_node *n = keep(s, path, "from-c", q);
-  ZKT_ASSERT_RC(ZKRC_OK, zkrc_ttl_node_wait_kept(n, SLACK_MS));
-  expect_event(q, "kept");
+  fixture f = fixture_open("ttl-ours");
+  zhandle_t *zh = f.zh;
+  const char *path = f.path, *touch = f.touch;
+  zkrc_ttl_node *n = fixture_keep(&f, "from-c");
   int64_t czxid = zkt_czxid(zh, touch);
   CU_ASSERT_NOT_EQUAL(czxid, 0);
   peer *p = curator_ttl_peer(path, "java");
@@ -397,11 +405,7 @@ static void test_ours_first(void) {
   expect_line(p, "closed", NULL);
   CU_ASSERT_EQUAL(peer_finish(p, STEP_MS), 0);
   CU_ASSERT_TRUE(wait_node(zh, path, 0, SLACK_MS) >= 0);
-  g_async_queue_unref(q);
-  zkrc_session_close(s);
-  zookeeper_close(zh);
-  g_free(touch);
-  g_free(path);
+  fixture_close(&f);
 }
 
 static void add_suites(void) {

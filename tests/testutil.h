@@ -35,6 +35,9 @@ void zkt_configure(int members, int with_proxies);
 /* The program's ensemble accepts TTL nodes
  * (zkrc_ensemble_options.extended_types); call before zkt_ensemble(). */
 void zkt_configure_extended_types(void);
+/* The program's ensemble allows reconfiguration
+ * (zkrc_ensemble_options.reconfig); call before zkt_ensemble(). */
+void zkt_configure_reconfig(void);
 
 /* The program's ensemble, started on first call (a failure to start fails
  * the program with a message). */

@@ -129,6 +129,15 @@ typedef struct zkrc_ensemble_options {
    *  nodes expire at the container checks (container_check_ms).
    *  Default 0. */
   int extended_types;
+  /** Non-zero: members allow dynamic reconfiguration, as a client's
+   *  zoo_reconfig() asks: reconfigEnabled=true, standaloneEnabled=false
+   *  (one member too runs as a quorum), skipACL=yes (any client may
+   *  reconfigure), and each server line carries its client address
+   *  ("server.N=127.0.0.1:PEER:ELECTION:participant;127.0.0.1:CLIENT"), so
+   *  that /zookeeper/config lists every member's.  ZooKeeper keeps the
+   *  membership in a dynamic file beside the member's configuration.  Not
+   *  with tls.  Default 0. */
+  int reconfig;
 } zkrc_ensemble_options;
 
 /** Fill @p opts with the defaults.  Fills the first @p size bytes of @p

@@ -186,13 +186,34 @@ static gboolean round_go_on(void *arg) {
   return go;
 }
 
-/* A request's outcome, from the client's code @p rc of the call (ZOK: a
- * completion will tell). */
-static int sent_rc(zkrc_ttl_node *n, int rc) {
-  return rc == ZOK ? ZOK : zkrc__session_reply_rc(n->s, rc);
+static void send_node(zkrc_ttl_node *n);
+
+/* The requests of a round after the node's create. */
+typedef enum round_req {
+  REQ_NODE_DATA = 1, /* setData of the node: our data */
+  REQ_TOUCH,         /* setData of the touch child */
+  REQ_TOUCH_CREATE   /* its create with the TTL */
+} round_req;
+
+static void send_req(zkrc_ttl_node *n, round_req req);
+
+/* The latest data, and its number, for the round. */
+static GBytes *round_data(zkrc_ttl_node *n) {
+  g_mutex_lock(&n->o.mu);
+  GBytes *data = n->data ? g_bytes_ref(n->data) : NULL;
+  n->round_seq = n->data_seq;
+  g_mutex_unlock(&n->o.mu);
+  return data;
 }
 
-static void send_node(zkrc_ttl_node *n);
+/* The node exists with the data of the round: known made, unless newer
+ * data came meanwhile (then the next round writes it). */
+static void node_made(zkrc_ttl_node *n) {
+  g_mutex_lock(&n->o.mu);
+  n->made = n->round_seq == n->data_seq;
+  g_mutex_unlock(&n->o.mu);
+  send_req(n, REQ_TOUCH);
+}
 
 static void touch_created(int rc, const char *value, const void *data) {
   (void)value;
@@ -210,55 +231,14 @@ static void touch_created(int rc, const char *value, const void *data) {
   round_end(n, rc == ZNODEEXISTS ? ZOK : rc);
 }
 
-static void send_touch_create(zkrc_ttl_node *n) {
-  if (!round_go_on(n)) {
-    round_end(n, ROUND_STOPPED);
-    return;
-  }
-  zkrc_conn *conn = zkrc__conn_use(n->s);
-  int rc = ZCLOSING;
-  if (conn) {
-    rc = zkrc__zk_create_ttl(conn, n->touch, "", 0, zkrc__acl_vector(n->acl),
-                             ZOO_PERSISTENT_WITH_TTL, n->ttl_ms, touch_created,
-                             n);
-    zkrc__conn_unuse(conn);
-  }
-  if (rc != ZOK)
-    touch_created(sent_rc(n, rc), NULL, n);
-}
-
 static void touch_done(int rc, const struct Stat *stat, const void *data) {
   (void)stat;
   zkrc_ttl_node *n = (zkrc_ttl_node *)data;
   rc = zkrc__session_reply_rc(n->s, rc);
   if (rc == ZNONODE)
-    send_touch_create(n);
+    send_req(n, REQ_TOUCH_CREATE);
   else
     round_end(n, rc);
-}
-
-static void send_touch(zkrc_ttl_node *n) {
-  if (!round_go_on(n)) {
-    round_end(n, ROUND_STOPPED);
-    return;
-  }
-  zkrc_conn *conn = zkrc__conn_use(n->s);
-  int rc = ZCLOSING;
-  if (conn) {
-    rc = zkrc__zk_set(conn, n->touch, "", 0, -1, touch_done, n);
-    zkrc__conn_unuse(conn);
-  }
-  if (rc != ZOK)
-    touch_done(sent_rc(n, rc), NULL, n);
-}
-
-/* The node exists with the data of the round: known made, unless newer
- * data came meanwhile (then the next round writes it). */
-static void node_made(zkrc_ttl_node *n) {
-  g_mutex_lock(&n->o.mu);
-  n->made = n->round_seq == n->data_seq;
-  g_mutex_unlock(&n->o.mu);
-  send_touch(n);
 }
 
 static void node_data_done(int rc, const struct Stat *stat, const void *data) {
@@ -271,34 +251,38 @@ static void node_data_done(int rc, const struct Stat *stat, const void *data) {
     round_end(n, rc); /* ZNONODE: deleted meanwhile, made again soon */
 }
 
-/* The latest data, and its number, for the round. */
-static GBytes *round_data(zkrc_ttl_node *n) {
-  g_mutex_lock(&n->o.mu);
-  GBytes *data = n->data ? g_bytes_ref(n->data) : NULL;
-  n->round_seq = n->data_seq;
-  g_mutex_unlock(&n->o.mu);
-  return data;
-}
-
-static void send_node_data(zkrc_ttl_node *n) {
+/* Send @p req on the current handle; one not sent is answered at once. */
+static void send_req(zkrc_ttl_node *n, round_req req) {
   if (!round_go_on(n)) {
     round_end(n, ROUND_STOPPED);
     return;
   }
-  GBytes *data = round_data(n);
+  GBytes *data = req == REQ_NODE_DATA ? round_data(n) : NULL;
   gsize len = 0;
   const char *bytes = data ? g_bytes_get_data(data, &len) : NULL;
   zkrc_conn *conn = zkrc__conn_use(n->s);
-  int rc = ZCLOSING;
-  if (conn) {
+  int rc = ZCLOSING; /* no handle: reply_rc makes it a lost connection */
+  if (conn && req == REQ_TOUCH_CREATE)
+    rc = zkrc__zk_create_ttl(conn, n->touch, "", 0, zkrc__acl_vector(n->acl),
+                             ZOO_PERSISTENT_WITH_TTL, n->ttl_ms, touch_created,
+                             n);
+  else if (conn && req == REQ_TOUCH)
+    rc = zkrc__zk_set(conn, n->touch, "", 0, -1, touch_done, n);
+  else if (conn)
     rc = zkrc__zk_set(conn, n->path, bytes, bytes ? (int)len : -1, -1,
                       node_data_done, n);
+  if (conn)
     zkrc__conn_unuse(conn);
-  }
   if (data)
     g_bytes_unref(data);
-  if (rc != ZOK)
-    node_data_done(sent_rc(n, rc), NULL, n);
+  if (rc == ZOK)
+    return;
+  if (req == REQ_TOUCH_CREATE) /* each applies zkrc__session_reply_rc */
+    touch_created(rc, NULL, n);
+  else if (req == REQ_TOUCH)
+    touch_done(rc, NULL, n);
+  else
+    node_data_done(rc, NULL, n);
 }
 
 static void node_done(int rc, uint64_t generation, gboolean node_sent,
@@ -309,7 +293,7 @@ static void node_done(int rc, uint64_t generation, gboolean node_sent,
   if (rc == ZOK)
     node_made(n);
   else if (rc == ZNODEEXISTS)
-    send_node_data(n);
+    send_req(n, REQ_NODE_DATA);
   else
     round_end(n, rc);
 }
@@ -342,7 +326,7 @@ static void round_start(zkrc_ttl_node *n) {
   g_mutex_unlock(&n->o.mu);
   timer_drop(timer);
   if (made)
-    send_touch(n);
+    send_req(n, REQ_TOUCH);
   else
     send_node(n);
 }
