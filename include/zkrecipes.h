@@ -28,6 +28,8 @@
  *                         NonBlockingLease)
  *   zkrecipes/runner.h    take turns: run a function while a lock or
  *                         leadership is held
+ *   zkrecipes/ttlnode.h   a node kept alive by a TTL child (Curator's
+ *                         PersistentTtlNode)
  *
  * The event-loop adapter (zkrecipes/glib.h, pkg-config zkrecipes-glib) and
  * the test harness (zkrecipes/testing.h, in libzkrecipes-testing) are
@@ -71,6 +73,7 @@
 #include <zkrecipes/counter.h>
 #include <zkrecipes/timelease.h>
 #include <zkrecipes/runner.h>
+#include <zkrecipes/ttlnode.h>
 
 #ifdef __cplusplus
 extern "C" {

@@ -109,11 +109,18 @@ static int normalize_options(const zkrc_ensemble_options *in,
     out->max_session_timeout_ms = 0;
   out->tls = out->tls != 0;
   out->sasl = out->sasl != 0;
+  out->extended_types = out->extended_types != 0;
+  out->reconfig = out->reconfig != 0;
   if (out->tls && out->with_proxies) {
     fprintf(stderr,
             "zkrecipes-testing: a fault proxy cannot stand in front of a "
             "TLS member: it follows ZooKeeper's packets, which TLS hides "
             "(with_proxies and tls together)\n");
+    return -1;
+  }
+  if (out->tls && out->reconfig) {
+    fprintf(stderr, "zkrecipes-testing: reconfig names plaintext client "
+                    "ports (reconfig and tls together)\n");
     return -1;
   }
   return 0;

@@ -96,7 +96,7 @@ int zkrc__member_configure(const zkrc_ensemble *e, const zkrc__member *m) {
                          o->tick_ms, m->data_dir);
   if (o->tls)
     append_tls_config(e, m, cfg);
-  else
+  else if (!o->reconfig) /* else in the server lines */
     g_string_append_printf(cfg,
                            "clientPort=%d\n"
                            "clientPortAddress=127.0.0.1\n",
@@ -113,18 +113,26 @@ int zkrc__member_configure(const zkrc_ensemble *e, const zkrc__member *m) {
                            o->max_session_timeout_ms);
   if (o->no_fsync)
     g_string_append(cfg, "forceSync=no\n");
-  if (e->size > 1) {
+  if (o->reconfig)
+    g_string_append(cfg, "reconfigEnabled=true\nstandaloneEnabled=false\n"
+                         "skipACL=yes\n");
+  if (e->size > 1 || o->reconfig) {
     /* Generous in ticks, since a tick is only 200 ms: a JVM starting on a
      * loaded machine must not miss initLimit. */
     g_string_append(cfg, "initLimit=50\nsyncLimit=10\n");
-    for (int i = 0; i < e->size; i++)
-      g_string_append_printf(cfg, "server.%d=127.0.0.1:%d:%d\n", i + 1,
+    for (int i = 0; i < e->size; i++) {
+      g_string_append_printf(cfg, "server.%d=127.0.0.1:%d:%d", i + 1,
                              e->members[i].peer_port,
                              e->members[i].election_port);
+      if (o->reconfig)
+        g_string_append_printf(cfg, ":participant;127.0.0.1:%d",
+                               e->members[i].client_port);
+      g_string_append_c(cfg, '\n');
+    }
   }
   int rc = zkrc__write_file(m->config_path, cfg->str);
   g_string_free(cfg, TRUE);
-  if (rc == 0 && e->size > 1) {
+  if (rc == 0 && (e->size > 1 || o->reconfig)) {
     char *myid_path = g_strdup_printf("%s/myid", m->data_dir);
     char myid[16];
     snprintf(myid, sizeof myid, "%d\n", m->index + 1);
@@ -168,6 +176,9 @@ static char **java_argv(const zkrc_ensemble *e, const zkrc__member *m) {
   /* The JAAS file's "Server" section: SASL DIGEST-MD5 users. */
   if (o->sasl)
     add_arg(a, "-Djava.security.auth.login.config=%s", e->jaas_path);
+  /* TTL nodes (zkrc_ensemble_options.extended_types). */
+  if (o->extended_types)
+    add_arg(a, "-Dzookeeper.extendedTypesEnabled=true");
   add_arg(a, "-Dorg.slf4j.simpleLogger.showDateTime=true");
   add_arg(a, "-Dorg.slf4j.simpleLogger.dateTimeFormat=HH:mm:ss.SSS");
   add_arg(a, "-cp");

@@ -61,6 +61,8 @@ static const char usage_text[] =
     "                             DIR/zkr-ensemble-*/tls (see `tls NAME')\n"
     "      --sasl                 members know SASL DIGEST-MD5 users zkrc and\n"
     "                             alice (see `sasl I')\n"
+    "      --ttl                  members accept TTL nodes\n"
+    "                             (zookeeper.extendedTypesEnabled)\n"
     "  -h, --help                 show this help and exit\n"
     "  -V, --version              show the version and exit\n"
     "\n"
@@ -180,7 +182,7 @@ static int parse_int(const char *text, int min, int max, const char *what) {
 }
 
 /* Long options without a letter. */
-enum { OPT_TLS = 256, OPT_SASL };
+enum { OPT_TLS = 256, OPT_SASL, OPT_TTL };
 
 /* Parse the options after the subcommand; returns the index of the first
  * argument after them. */
@@ -195,6 +197,7 @@ static int parse_options(int argc, char **argv, zkrc_ensemble_options *opts) {
       {"dir", required_argument, NULL, 'd'},
       {"tls", no_argument, NULL, OPT_TLS},
       {"sasl", no_argument, NULL, OPT_SASL},
+      {"ttl", no_argument, NULL, OPT_TTL},
       {"help", no_argument, NULL, 'h'},
       {"version", no_argument, NULL, 'V'},
       {NULL, 0, NULL, 0},
@@ -235,6 +238,9 @@ static int parse_options(int argc, char **argv, zkrc_ensemble_options *opts) {
       break;
     case OPT_SASL:
       opts->sasl = 1;
+      break;
+    case OPT_TTL:
+      opts->extended_types = 1;
       break;
     case 'h':
       fputs(usage_text, stdout);

@@ -36,6 +36,7 @@
 #include "zkrecipes/semaphore.h"
 #include "zkrecipes/stats.h"
 #include "zkrecipes/counter.h"
+#include "zkrecipes/ttlnode.h"
 
 typedef void (*init_sized_fn)(void *opts, size_t size);
 typedef void (*init_fn)(void *opts); /* the inline one, at our sizeof */
@@ -73,6 +74,7 @@ KIND_FNS(zkrc_spawn_options, spawn_options_init)
 KIND_FNS(zkrc_counter_options, counter_options_init)
 KIND_FNS(zkrc_time_lease_options, time_lease_options_init)
 KIND_FNS(zkrc_runner_options, runner_options_init)
+KIND_FNS(zkrc_ttl_node_options, ttl_node_options_init)
 
 static const kind kinds[] = {
     KIND(zkrc_session_options, session_options_init),
@@ -93,6 +95,7 @@ static const kind kinds[] = {
     KIND(zkrc_counter_options, counter_options_init),
     KIND(zkrc_time_lease_options, time_lease_options_init),
     KIND(zkrc_runner_options, runner_options_init),
+    KIND(zkrc_ttl_node_options, ttl_node_options_init),
 };
 
 /* A size @p n rounded down to a multiple of 8, so that a struct ending at

@@ -21,6 +21,7 @@ static zkrc_ensemble *ensemble;
 static pid_t child_pids[256];
 static volatile sig_atomic_t child_count;
 static int cfg_members = 1, cfg_proxies = 0;
+static int cfg_extended_types, cfg_reconfig;
 static GArray *children; /* pids spawned */
 static pid_t main_pid;
 
@@ -28,6 +29,10 @@ void zkt_configure(int members, int with_proxies) {
   cfg_members = members;
   cfg_proxies = with_proxies;
 }
+
+void zkt_configure_extended_types(void) { cfg_extended_types = 1; }
+
+void zkt_configure_reconfig(void) { cfg_reconfig = 1; }
 
 /* Started once, also when test threads ask for it first at the same time
  * (each would otherwise start an ensemble of its own). */
@@ -39,6 +44,8 @@ zkrc_ensemble *zkt_ensemble(void) {
     zkrc_ensemble_options_init(&o);
     o.members = cfg_members;
     o.with_proxies = cfg_proxies;
+    o.extended_types = cfg_extended_types;
+    o.reconfig = cfg_reconfig;
     o.no_fsync = 1;
     if (zkrc_ensemble_start(&ensemble, &o) != 0) {
       fprintf(stderr, "testutil: the ZooKeeper ensemble did not start\n");
@@ -646,6 +653,8 @@ const char *zkt_zk_error_name(int zk_rc) {
     return "ZNODEEXISTS";
   case ZNOAUTH:
     return "ZNOAUTH";
+  case ZUNIMPLEMENTED:
+    return "ZUNIMPLEMENTED";
   default:
     return "ZOTHER";
   }

@@ -32,6 +32,12 @@
 /* Options of the program's ensemble; call before the first zkt_ensemble().
  * Default: 1 member, no proxies, no fsync. */
 void zkt_configure(int members, int with_proxies);
+/* The program's ensemble accepts TTL nodes
+ * (zkrc_ensemble_options.extended_types); call before zkt_ensemble(). */
+void zkt_configure_extended_types(void);
+/* The program's ensemble allows reconfiguration
+ * (zkrc_ensemble_options.reconfig); call before zkt_ensemble(). */
+void zkt_configure_reconfig(void);
 
 /* The program's ensemble, started on first call (a failure to start fails
  * the program with a message). */

@@ -76,7 +76,8 @@ extern "C" {
      "would take more than its close may list; nothing was sent")              \
   XX(ENOTSUP, -1026,                                                           \
      "not supported by the ZooKeeper client this library was built with "      \
-     "(TLS and SASL need one built with them: zkrc_features())")
+     "(TLS and SASL need one built with them: zkrc_features()), or by the "    \
+     "servers (TTL nodes need zookeeper.extendedTypesEnabled)")
 
 /** The error codes. */
 typedef enum zkrc_errno {

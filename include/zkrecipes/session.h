@@ -238,6 +238,23 @@ typedef struct zkrc_session_options {
    *  scripts/build-zookeeper-client builds), else ZKRC_ENOTSUP; empty, or
    *  with a comma, or without the other tls_ files: ZKRC_EINVAL. */
   const char *tls_server_name;
+
+  /** Non-zero: follow the ensemble's membership, as Curator's
+   *  EnsembleTracker does.  On each connection the session reads the
+   *  servers' dynamic configuration (/zookeeper/config, with a watch, and
+   *  again whenever it changes) and, when the client addresses of its
+   *  members differ from the servers it knows, gives the ZooKeeper client
+   *  the new list (zoo_set_servers: it may move its connection to balance
+   *  the load, as a reconnection) and opens later handles (after an
+   *  expiry) on it; zkrc_session_servers() tells the list.  A
+   *  configuration in which a member has no client address (a static
+   *  one, where each server announces only its own) changes nothing: only
+   *  dynamic configurations (reconfigEnabled, "server.N=...;HOST:PORT")
+   *  are followed.  0 (default): the connect
+   *  string stays, unlike Curator (on by default): a client that reaches
+   *  the servers through other addresses than the ones they announce (a
+   *  proxy, NAT, a tunnel, a wildcard address) would lose them. */
+  int follow_ensemble;
 } zkrc_session_options;
 
 /** When a session renews its lease (zkrc_session_options.lease_renewal).
@@ -390,6 +407,15 @@ void zkrc_session_close(zkrc_session *s);
 
 /** Current state.  Threading: any thread. NULL yields ZKRC_SESSION_CLOSED. */
 zkrc_session_state zkrc_session_get_state(zkrc_session *s);
+
+/**
+ * The servers the session connects to now, as a connect string (with its
+ * chroot, if any): the one it was made with, or the latest membership it
+ * followed (zkrc_session_options.follow_ensemble).  Returns a copy
+ * (free() it), or NULL for NULL @p s or an adopted handle without hosts.
+ * Threading: any thread; never a round trip.
+ */
+char *zkrc_session_servers(zkrc_session *s);
 
 /**
  * The current ZooKeeper session id, or 0 while none is established.

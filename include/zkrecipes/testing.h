@@ -122,6 +122,22 @@ typedef struct zkrc_ensemble_options {
    *  "zk-sasl-md5".  May be combined with tls (SASL inside TLS) and with
    *  with_proxies.  Default 0. */
   int sasl;
+  /** Non-zero: members accept TTL nodes and the other extended node types
+   *  (-Dzookeeper.extendedTypesEnabled=true; ZooKeeper then reserves the
+   *  server id 255, which the harness never uses).  Off, as ZooKeeper's
+   *  default, servers refuse a create of a TTL node (ZUNIMPLEMENTED).  The
+   *  nodes expire at the container checks (container_check_ms).
+   *  Default 0. */
+  int extended_types;
+  /** Non-zero: members allow dynamic reconfiguration, as a client's
+   *  zoo_reconfig() asks: reconfigEnabled=true, standaloneEnabled=false
+   *  (one member too runs as a quorum), skipACL=yes (any client may
+   *  reconfigure), and each server line carries its client address
+   *  ("server.N=127.0.0.1:PEER:ELECTION:participant;127.0.0.1:CLIENT"), so
+   *  that /zookeeper/config lists every member's.  ZooKeeper keeps the
+   *  membership in a dynamic file beside the member's configuration.  Not
+   *  with tls.  Default 0. */
+  int reconfig;
 } zkrc_ensemble_options;
 
 /** Fill @p opts with the defaults.  Fills the first @p size bytes of @p

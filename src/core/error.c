@@ -67,6 +67,8 @@ int zkrc_from_zk_error(int zk_rc) {
     return ZKRC_ECLOSED;
   case ZBADARGUMENTS:
     return ZKRC_EINVAL;
+  case ZUNIMPLEMENTED: /* a request the servers do not serve (TTL nodes) */
+    return ZKRC_ENOTSUP;
   case ZSYSTEMERROR:
   case ZMARSHALLINGERROR:
     return ZKRC_EZOOKEEPER;

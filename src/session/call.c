@@ -67,8 +67,12 @@ void zkrc__call_void_done(int rc, const void *data) {
 }
 
 void zkrc__call_string_done(int rc, const char *value, const void *data) {
-  (void)value;
-  finish((zkrc__call *)data, rc);
+  zkrc__call *call = (zkrc__call *)data;
+  if (rc == ZOK && value) {
+    call->value = g_strdup(value);
+    call->value_len = (int)strlen(value);
+  }
+  finish(call, rc);
 }
 
 void zkrc__call_stat_done(int rc, const struct Stat *stat, const void *data) {

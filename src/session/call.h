@@ -50,7 +50,7 @@ void zkrc__call_fail_unsent(zkrc__call *call, int rc);
 
 /* Completions for zk_call.h's requests with a zkrc__call as data. */
 void zkrc__call_void_done(int rc, const void *data);
-/* (sync and create replies; the string itself is not kept) */
+/* (sync and create replies; a create's path is kept in value) */
 void zkrc__call_string_done(int rc, const char *value, const void *data);
 void zkrc__call_stat_done(int rc, const struct Stat *stat, const void *data);
 void zkrc__call_data_done(int rc, const char *value, int value_len,

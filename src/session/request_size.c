@@ -54,6 +54,8 @@ static gboolean with_ttl(int flags) {
 static size_t op_bytes(size_t chroot, const zoo_op_t *op) {
   switch (op->type) {
   case ZOO_CREATE_OP:
+  case ZOO_CREATE_CONTAINER_OP: /* zoo_create_op_init's types by mode */
+  case ZOO_CREATE_TTL_OP:
     return path_bytes(chroot, op->create_op.path) +
            buffer_bytes(op->create_op.datalen) + acl_bytes(op->create_op.acl) +
            INT_BYTES + (with_ttl(op->create_op.flags) ? LONG_BYTES : 0);
@@ -84,7 +86,8 @@ size_t zkrc__request_size(zkrc_session *s, gboolean multi, int count,
 
 /* The data a create or setData op writes (0 for the others). */
 static int op_data_len(const zoo_op_t *op) {
-  if (op->type == ZOO_CREATE_OP)
+  if (op->type == ZOO_CREATE_OP || op->type == ZOO_CREATE_CONTAINER_OP ||
+      op->type == ZOO_CREATE_TTL_OP)
     return op->create_op.datalen;
   if (op->type == ZOO_SETDATA_OP)
     return op->set_op.datalen;

@@ -35,6 +35,7 @@ static void session_free(zkrc_session *s) {
   g_ptr_array_free(s->reap, TRUE);
   zkrc__dirtable_free(s->dirs);
   g_free(s->hosts);
+  g_free(s->followed_hosts);
   zkrc__secure_free(s->secure); /* after the last handle (its callbacks) */
   /* Every contender, in the gate's line or not, holds a reference on us. */
   g_assert(s->queue.gate.head == NULL && s->queue.contenders == NULL);
@@ -340,6 +341,7 @@ int zkrc_session_new(zkrc_session **out, const char *hosts,
   zkrc_session *s = zkrc__session_alloc(hosts, &o);
   if (o.on_event) /* before connecting, so it hears the first CONNECTED */
     zkrc_session_add_listener(s, o.on_event, o.event_arg, NULL);
+  zkrc__session_ensemble_start(s);
   int err = zkrc__session_open_first(s);
   if (err != ZKRC_OK)
     return zkrc__fail(err);

@@ -365,8 +365,8 @@ void zkrc__session_open_locked(zkrc_session *s, int *err) {
   zkrc__log_before_open();
   /* It logs from this thread, with the session's mutex held: the callers
    * defer the lines to after they let it go (zkrc__log_defer_begin). */
-  c->zh = zkrc__zk_open(c, s->hosts, s->opts.session_timeout_ms,
-                        zkrc__log_trampoline);
+  c->zh = zkrc__zk_open(c, zkrc__session_hosts_locked(s),
+                        s->opts.session_timeout_ms, zkrc__log_trampoline);
   if (c->zh == NULL && errno == ENOMEM) {
     *err = ZKRC_ENOMEM;
     g_free(c);

@@ -83,6 +83,11 @@ struct zkrc_session {
   zkrc_session_event_type end_event;
 
   char *hosts; /* NULL for an adopted handle that must not be reopened */
+  /* follow_ensemble (session_ensemble.c): the members' client addresses
+   * last given to the client (NULL: none yet; then hosts), under mu, and
+   * the watch on /zookeeper/config of the current handle. */
+  char *followed_hosts;
+  void *config_watch;
   zkrc_session_options opts;
   zkrc__secure *secure; /* TLS or SASL; NULL: neither */
   gboolean closing;
@@ -316,6 +321,14 @@ gboolean zkrc__lease_connected(zkrc_session *s, zkrc_conn *c,
                                gboolean new_session, int timeout_ms);
 /* The current handle is retired or the session closes (s->o.mu held). */
 void zkrc__lease_stop_locked(zkrc_session *s);
+
+/* session_ensemble.c.  Start following the ensemble's membership when the
+ * options ask (zkrc_session_options.follow_ensemble); before the first
+ * handle opens. */
+void zkrc__session_ensemble_start(zkrc_session *s);
+/* The hosts a new handle opens on: the followed membership, else the
+ * connect string (NULL for an adopted handle without one).  Under mu. */
+const char *zkrc__session_hosts_locked(zkrc_session *s);
 /* zkrc__session_lease_left at @p now, with s->o.mu held. */
 int64_t zkrc__lease_left_locked(zkrc_session *s, uint64_t generation,
                                 int64_t now);

@@ -268,6 +268,16 @@ int zkrc__zk_create2(zkrc_conn *c, const char *path, const char *value,
       zoo_acreate2(c->zh, path, value, valuelen, acl, mode, fn_, data_));
 }
 
+int zkrc__zk_create_ttl(zkrc_conn *c, const char *path, const char *value,
+                        int valuelen, const struct ACL_vector *acl, int mode,
+                        int64_t ttl, string_completion_t done,
+                        const void *data) {
+  BEGIN(ZKRC__ZK_CREATE, DONE_STRING, string, done, data, string_done);
+  return sent(c, ZKRC__ZK_CREATE, h,
+              zoo_acreate_ttl(c->zh, path, value, valuelen, acl, mode, ttl, fn_,
+                              data_));
+}
+
 int zkrc__zk_delete(zkrc_conn *c, const char *path, int version,
                     void_completion_t done, const void *data) {
   BEGIN(ZKRC__ZK_DELETE, DONE_VOID, v, done, data, void_done);
@@ -302,6 +312,15 @@ int zkrc__zk_get(zkrc_conn *c, const char *path, void *watch_ctx,
   READ(ZKRC__ZK_GET, DONE_DATA, data, data_done, zoo_awget, zoo_aget);
 }
 
+int zkrc__zk_getconfig(zkrc_conn *c, void *watch_ctx, data_completion_t done,
+                       const void *data) {
+  BEGIN(ZKRC__ZK_GET, DONE_DATA, data, done, data, data_done);
+  return sent(c, ZKRC__ZK_GET, h,
+              watch_ctx ? zoo_awgetconfig(c->zh, zkrc__watch_dispatch,
+                                          watch_ctx, fn_, data_)
+                        : zoo_agetconfig(c->zh, 0, fn_, data_));
+}
+
 int zkrc__zk_get_children(zkrc_conn *c, const char *path, void *watch_ctx,
                           strings_completion_t done, const void *data) {
   READ(ZKRC__ZK_CHILDREN, DONE_STRINGS, strings, strings_done,
@@ -333,6 +352,10 @@ int zkrc__zk_remove_watches(zkrc_conn *c, const char *path, ZooWatcherType type,
                             void *watch_ctx, int local) {
   return zoo_remove_watches(c->zh, path, type, zkrc__watch_dispatch, watch_ctx,
                             local);
+}
+
+int zkrc__zk_set_servers(zkrc_conn *c, const char *hosts) {
+  return zoo_set_servers(c->zh, hosts);
 }
 
 /* -------------------------------------------------------- the handle */

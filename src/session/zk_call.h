@@ -55,6 +55,13 @@ int zkrc__zk_create(zkrc_conn *c, const char *path, const char *value,
 int zkrc__zk_create2(zkrc_conn *c, const char *path, const char *value,
                      int valuelen, const struct ACL_vector *acl, int mode,
                      string_stat_completion_t done, const void *data);
+/* zoo_acreate_ttl: a node of mode ZOO_PERSISTENT_WITH_TTL or
+ * ZOO_PERSISTENT_SEQUENTIAL_WITH_TTL that the servers delete once it has no
+ * child and was not written for @p ttl ms (counted as a create). */
+int zkrc__zk_create_ttl(zkrc_conn *c, const char *path, const char *value,
+                        int valuelen, const struct ACL_vector *acl, int mode,
+                        int64_t ttl, string_completion_t done,
+                        const void *data);
 int zkrc__zk_delete(zkrc_conn *c, const char *path, int version,
                     void_completion_t done, const void *data);
 int zkrc__zk_set(zkrc_conn *c, const char *path, const char *buffer, int buflen,
@@ -63,6 +70,10 @@ int zkrc__zk_exists(zkrc_conn *c, const char *path, void *watch_ctx,
                     stat_completion_t done, const void *data);
 int zkrc__zk_get(zkrc_conn *c, const char *path, void *watch_ctx,
                  data_completion_t done, const void *data);
+/* zoo_awgetconfig / zoo_agetconfig: the data of /zookeeper/config
+ * (counted as a get). */
+int zkrc__zk_getconfig(zkrc_conn *c, void *watch_ctx, data_completion_t done,
+                       const void *data);
 int zkrc__zk_get_children(zkrc_conn *c, const char *path, void *watch_ctx,
                           strings_completion_t done, const void *data);
 int zkrc__zk_multi(zkrc_conn *c, int count, const zoo_op_t *ops,
@@ -78,6 +89,11 @@ int zkrc__zk_add_auth(zkrc_conn *c, const char *scheme, const char *cred,
  * (not a request of its own: neither counted nor failed). */
 int zkrc__zk_remove_watches(zkrc_conn *c, const char *path, ZooWatcherType type,
                             void *watch_ctx, int local);
+
+/* zoo_set_servers on @p c's handle: the client connects to one of
+ * @p hosts from then on, moving its connection when the list asks
+ * (not a request: neither counted nor failed). */
+int zkrc__zk_set_servers(zkrc_conn *c, const char *hosts);
 
 /* zookeeper_init2 for @p c (c->zh not set yet): its watcher is
  * zkrc__session_global_watcher with @p c as the context.  NULL and errno
