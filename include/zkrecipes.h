@@ -22,6 +22,7 @@
  *   zkrecipes/partitioner.h  members dividing a set of items (kazoo's
  *                         SetPartitioner)
  *   zkrecipes/discovery.h service discovery (Curator's curator-x-discovery)
+ *   zkrecipes/barrier.h   barriers and double barriers (Curator's, kazoo's)
  *
  * The event-loop adapter (zkrecipes/glib.h, pkg-config zkrecipes-glib) and
  * the test harness (zkrecipes/testing.h, in libzkrecipes-testing) are
@@ -62,6 +63,7 @@
 #include <zkrecipes/group.h>
 #include <zkrecipes/partitioner.h>
 #include <zkrecipes/discovery.h>
+#include <zkrecipes/barrier.h>
 
 #ifdef __cplusplus
 extern "C" {

@@ -25,11 +25,14 @@ typedef enum cli_command {
   CLI_WATCH = 1 << 3,
   CLI_MEMBERS = 1 << 4,
   CLI_HEALTH = 1 << 5,
+  CLI_BARRIER = 1 << 6,
+  CLI_DOUBLE_BARRIER = 1 << 7,
 } cli_command;
 #define CLI_ALL                                                                \
-  (CLI_LOCK | CLI_ELECT | CLI_LS | CLI_WATCH | CLI_MEMBERS | CLI_HEALTH)
+  (CLI_LOCK | CLI_ELECT | CLI_LS | CLI_WATCH | CLI_MEMBERS | CLI_HEALTH |      \
+   CLI_BARRIER | CLI_DOUBLE_BARRIER)
 /* Those that run a COMMAND. */
-#define CLI_RUNS (CLI_LOCK | CLI_ELECT | CLI_WATCH)
+#define CLI_RUNS (CLI_LOCK | CLI_ELECT | CLI_WATCH | CLI_DOUBLE_BARRIER)
 
 /* Options without a letter, numbered above every character. */
 enum {
@@ -55,6 +58,7 @@ enum {
   OPT_COUNT,
   OPT_EXIT_ON_ERROR,
   OPT_SERVICE,
+  OPT_BARRIER_FORMAT,
 };
 
 /* One option as one or more subcommands take it. */

@@ -15,5 +15,7 @@ int cmd_ls(const char *program, int argc, char **argv);
 int cmd_watch(const char *program, int argc, char **argv);
 int cmd_members(const char *program, int argc, char **argv);
 int cmd_health(const char *program, int argc, char **argv);
+int cmd_barrier(const char *program, int argc, char **argv);
+int cmd_double_barrier(const char *program, int argc, char **argv);
 
 #endif /* ZKR_COMMANDS_H */

@@ -29,6 +29,9 @@ static const subcommand subcommands[] = {
     {"watch", cmd_watch, "print, or run COMMAND on, every change of a node"},
     {"members", cmd_members, "a group's members, or a service's instances"},
     {"health", cmd_health, "can ZooKeeper be used from here: member, session"},
+    {"barrier", cmd_barrier, "set, remove, or wait until gone, a barrier node"},
+    {"double-barrier", cmd_double_barrier,
+     "run COMMAND once N members are in; leave when all are done"},
 };
 #define N_SUBCOMMANDS (sizeof subcommands / sizeof subcommands[0])
 

@@ -17,6 +17,7 @@
 #include "zkrecipes/error.h"
 #include "zkrecipes/path.h"
 #include "zkrecipes/shared.h"
+#include "watched/shared_internal.h"
 
 void zkrc_versioned_value_clear(zkrc_versioned_value *v) {
   if (v == NULL)
@@ -92,8 +93,7 @@ static gboolean args_valid(zkrc_session *s, const char *path, int timeout_ms) {
          strcmp(path, "/") != 0 && zkrc__timeout_valid(timeout_ms);
 }
 
-/* Create @p path with @p seed, and its missing parents as containers. */
-static int create_with_parents(zkrc_session *s, const char *path,
+int zkrc__create_with_parents(zkrc_session *s, const char *path,
                                const void *seed, size_t len, int64_t deadline) {
   int rc = ZOK;
   for (const char *slash = strchr(path + 1, '/'); slash;
@@ -155,7 +155,7 @@ int zkrc_shared_value_get(zkrc_session *s, const char *path, const void *seed,
     return zkrc__fail(err);
   int rc = read_value(s, path, deadline, out);
   if (rc == ZNONODE && seed) {
-    rc = create_with_parents(s, path, seed, seed_len, deadline);
+    rc = zkrc__create_with_parents(s, path, seed, seed_len, deadline);
     if (rc == ZOK)
       rc = read_value(s, path, deadline, out);
   }
