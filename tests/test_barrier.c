@@ -16,9 +16,12 @@
 
 #include "interop_peers.h"
 #include "testutil.h"
+#include "toolproc.h"
 #include "zkrecipes/barrier.h"
 
 #define KAZOO_BARRIER TOP_SRCDIR "/tests/peers/kazoo_barrier.py"
+#define ZKR TOP_BUILDDIR "/tools/zkr"
+#define TOOL_MS 20000 /* a tool connects, does its part and exits */
 
 /* ------------------------------------------------------------ peers */
 
@@ -440,6 +443,138 @@ static void test_double_shared_path(void) {
   mixed(1, 1, 1, ZKRC_BARRIER_KAZOO);
 }
 
+
+/* ------------------------------------------------------ command line */
+
+/* zkr SUBCOMMAND with the program's servers, then @p args (NULL-ended). */
+static proc *zkr(const char *subcommand, const char *const *args) {
+  const char *argv[24];
+  int n = 0;
+  argv[n++] = ZKR;
+  argv[n++] = subcommand;
+  argv[n++] = "--servers";
+  argv[n++] = zkt_hosts();
+  argv[n++] = "-t";
+  argv[n++] = "2000";
+  argv[n++] = "--server-tick";
+  argv[n++] = G_STRINGIFY(ZKT_TICK_MS);
+  for (int i = 0; args[i] && n < 23; i++)
+    argv[n++] = args[i];
+  argv[n] = NULL;
+  return proc_start(argv);
+}
+
+/* Run zkr to its end: its exit status. */
+static int zkr_status(const char *subcommand, const char *const *args) {
+  proc *p = zkr(subcommand, args);
+  int status = proc_wait(p, TOOL_MS);
+  proc_free(p);
+  return status;
+}
+
+static void test_zkr_barrier(void) {
+  zhandle_t *zh = zkt_raw();
+  char *path = zkt_path("zkr-barrier");
+  const char *set[] = {"set", path, NULL};
+  const char *remove[] = {"remove", path, NULL};
+  const char *wait_short[] = {"wait", "-w", "0.3", path, NULL};
+  const char *wait[] = {"wait", path, NULL};
+  CU_ASSERT_EQUAL(zkr_status("barrier", set), 0);
+  CU_ASSERT(zkt_exists(zh, path));
+  CU_ASSERT_EQUAL(zkr_status("barrier", wait_short), 1);
+  proc *w = zkr("barrier", wait);
+  CU_ASSERT_EQUAL(zkr_status("barrier", remove), 0);
+  CU_ASSERT_EQUAL(proc_wait(w, TOOL_MS), 0);
+  proc_free(w);
+  CU_ASSERT_EQUAL(zkr_status("barrier", remove), 1); /* not set */
+  CU_ASSERT_EQUAL(zkr_status("barrier", wait), 0);   /* gone */
+  const char *bad_verb[] = {"frob", path, NULL};
+  const char *bad_path[] = {"set", "no-slash", NULL};
+  const char *no_path[] = {"set", NULL};
+  CU_ASSERT_EQUAL(zkr_status("barrier", bad_verb), 2);
+  CU_ASSERT_EQUAL(zkr_status("barrier", no_path), 2);
+  CU_ASSERT_EQUAL(zkr_status("barrier", bad_path), 65);
+  CU_ASSERT(!zkt_exists(zh, path));
+  const char *help[] = {"--help", NULL};
+  proc *h = zkr("barrier", help);
+  CU_ASSERT_EQUAL(proc_wait(h, TOOL_MS), 0);
+  CU_ASSERT_PTR_NOT_NULL(strstr(h->out->str, "wait|set|remove PATH"));
+  proc_free(h);
+  g_free(path);
+  zookeeper_close(zh);
+}
+
+/* Two members: the first waits (its COMMAND does not start) until the
+ * second comes; both run COMMAND, leave and exit with its status. */
+static void test_zkr_double_barrier(void) {
+  zhandle_t *zh = zkt_raw();
+  char *path = zkt_path("zkr-double");
+  const char *script = "echo in $ZKR_MEMBERS $ZKR_PATH; exit 3";
+  const char *args[] = {"-v", path, "2", "--", "sh", "-c", script, NULL};
+  const char *kazoo[] = {"--format", "kazoo", "-c", script, path, "2", NULL};
+  for (int round = 0; round < 2; round++) {
+    proc *a = zkr("double-barrier", round ? kazoo : args);
+    CU_ASSERT(zkt_wait_children(zh, path, 1, TOOL_MS));
+    proc_pump(a, 300); /* alone: it waits, COMMAND not started */
+    CU_ASSERT_PTR_NULL(strstr(a->out->str, "in 2"));
+    proc *b = zkr("double-barrier", round ? kazoo : args);
+    CU_ASSERT_EQUAL(proc_wait(a, TOOL_MS), 3);
+    CU_ASSERT_EQUAL(proc_wait(b, TOOL_MS), 3);
+    char *line = g_strdup_printf("in 2 %s", path);
+    CU_ASSERT_PTR_NOT_NULL(strstr(a->out->str, line));
+    CU_ASSERT_PTR_NOT_NULL(strstr(b->out->str, line));
+    g_free(line);
+    proc_free(a);
+    proc_free(b);
+    CU_ASSERT_EQUAL(zkt_nodes_left(zh, path), 0);
+  }
+  /* Not enough members within -w: 1, and no node left. */
+  const char *alone[] = {"-w", "0.5", path, "2", "--", "true", NULL};
+  CU_ASSERT_EQUAL(zkr_status("double-barrier", alone), 1);
+  CU_ASSERT_EQUAL(zkt_nodes_left(zh, path), 0);
+  const char *bad_n[] = {path, "0", "--", "true", NULL};
+  const char *no_cmd[] = {path, "2", NULL};
+  const char *bad_format[] = {"--format", "zk", path, "2", "--", "true", NULL};
+  CU_ASSERT_EQUAL(zkr_status("double-barrier", bad_n), 2);
+  CU_ASSERT_EQUAL(zkr_status("double-barrier", no_cmd), 2);
+  CU_ASSERT_EQUAL(zkr_status("double-barrier", bad_format), 2);
+  g_free(path);
+  zookeeper_close(zh);
+}
+
+/* The member's session expires while COMMAND runs: COMMAND gets SIGTERM
+ * and zkr double-barrier exits 75. */
+static void test_zkr_double_barrier_lost(void) {
+  zhandle_t *zh = zkt_raw();
+  char *path = zkt_path("zkr-double-lost");
+  const char *script = "trap 'echo got-term; exit 0' TERM; echo running; "
+                       "while :; do sleep 0.1; done";
+  const char *args[] = {"-v", path, "1", "--", "sh", "-c", script, NULL};
+  proc *a = zkr("double-barrier", args);
+  CU_ASSERT_FATAL(proc_wait_text(a, 0, "running", TOOL_MS));
+  CU_ASSERT_FATAL(proc_wait_text(a, 1, " timeout ", TOOL_MS));
+  const char *line = strstr(a->err->str, "session 0x");
+  unsigned long long sid = 0;
+  CU_ASSERT_FATAL(line && sscanf(line, "session 0x%llx", &sid) == 1);
+  clientid_t id = {0};
+  id.client_id = (int64_t)sid;
+  zkrc_ensemble_session_password(id.client_id, id.passwd);
+  CU_ASSERT_EQUAL_FATAL(
+      zkrc_ensemble_expire_session(zkt_ensemble(), &id, 10000), 0);
+  CU_ASSERT_EQUAL(proc_wait(a, TOOL_MS), 75);
+  CU_ASSERT_PTR_NOT_NULL(strstr(a->out->str, "got-term"));
+  CU_ASSERT_PTR_NOT_NULL(strstr(a->err->str, "lost"));
+  proc_free(a);
+  /* Its node went with its session; "ready" stays, as the peers leave it
+   * when a member dies inside (nobody left to delete it). */
+  CU_ASSERT(zkt_wait_children(zh, path, 1, TOOL_MS));
+  char *ready = g_strdup_printf("%s/ready", path);
+  CU_ASSERT(zkt_exists(zh, ready));
+  g_free(ready);
+  g_free(path);
+  zookeeper_close(zh);
+}
+
 static void add_suites(void) {
   ZKT_SUITE("barrier", {"set, wait, remove", test_set_wait_remove},
             {"wait's deadline, a node with children",
@@ -455,6 +590,10 @@ static void add_suites(void) {
             {"with Curator's DistributedDoubleBarrier", test_double_curator},
             {"with kazoo's DoubleBarrier", test_double_kazoo},
             {"Curator's and kazoo's on one path", test_double_shared_path});
+  ZKT_SUITE("zkr", {"zkr barrier", test_zkr_barrier},
+            {"zkr double-barrier", test_zkr_double_barrier},
+            {"zkr double-barrier: LOST stops COMMAND",
+             test_zkr_double_barrier_lost});
 }
 
 int main(void) { return zkt_run("test_barrier", add_suites); }

@@ -121,7 +121,8 @@ const cli_option cli_options[] = {
      "DistributedDoubleBarrier, the default) or kazoo (kazoo's "
      "DoubleBarrier)"},
     {'c', "command", 'c', "STRING", CLI_DOUBLE_BARRIER, NO_CMD,
-     "COMMAND is STRING, run by /bin/sh -c (then: PATH N -c STRING)"},
+     "COMMAND is STRING, run by /bin/sh -c (before PATH N: after N, words "
+     "are COMMAND's)"},
     {'k', "lost-signal", 'k', "SIGNAL", CLI_DOUBLE_BARRIER, 0,
      "signal COMMAND gets when this member is lost (name or number; "
      "default TERM)"},

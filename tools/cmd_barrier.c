@@ -49,7 +49,7 @@ static const char barrier_tail[] =
 
 static const char double_head[] =
     "Usage: zkr double-barrier [OPTIONS] PATH N [--] COMMAND [ARG...]\n"
-    "       zkr double-barrier [OPTIONS] PATH N -c STRING\n"
+    "       zkr double-barrier [OPTIONS] -c STRING PATH N\n"
     "       zkr double-barrier --help | --version\n"
     "\n"
     "Coordinate N machines for a job: enter the double barrier PATH (Apache\n"
