@@ -433,16 +433,13 @@ static void mixed(int peers_c, int peers_k, int ours,
   zkrc_session_close(s);
 }
 
-static void test_double_curator(void) {
-  mixed(1, 0, 2, ZKRC_BARRIER_CURATOR);
-}
+static void test_double_curator(void) { mixed(1, 0, 2, ZKRC_BARRIER_CURATOR); }
 static void test_double_kazoo(void) { mixed(0, 1, 2, ZKRC_BARRIER_KAZOO); }
 /* Curator's and kazoo's double barriers share a path (and ours in
  * either dialect joins them). */
 static void test_double_shared_path(void) {
   mixed(1, 1, 1, ZKRC_BARRIER_KAZOO);
 }
-
 
 /* ------------------------------------------------------ command line */
 
@@ -577,23 +574,22 @@ static void test_zkr_double_barrier_lost(void) {
 
 static void add_suites(void) {
   ZKT_SUITE("barrier", {"set, wait, remove", test_set_wait_remove},
-            {"wait's deadline, a node with children",
-             test_wait_deadline},
+            {"wait's deadline, a node with children", test_wait_deadline},
             {"bad input", test_single_bad_input},
             {"Curator's DistributedBarrier both ways", test_single_curator},
             {"kazoo's Barrier both ways", test_single_kazoo});
-  ZKT_SUITE("double barrier", {"three members, Curator's format",
-                               test_three_curator},
+  ZKT_SUITE("double barrier",
+            {"three members, Curator's format", test_three_curator},
             {"three members, kazoo's format", test_three_kazoo},
             {"bad input", test_double_bad_input},
             {"LOST on expiry", test_lost_on_expiry},
             {"with Curator's DistributedDoubleBarrier", test_double_curator},
             {"with kazoo's DoubleBarrier", test_double_kazoo},
             {"Curator's and kazoo's on one path", test_double_shared_path});
-  ZKT_SUITE("zkr", {"zkr barrier", test_zkr_barrier},
-            {"zkr double-barrier", test_zkr_double_barrier},
-            {"zkr double-barrier: LOST stops COMMAND",
-             test_zkr_double_barrier_lost});
+  ZKT_SUITE(
+      "zkr", {"zkr barrier", test_zkr_barrier},
+      {"zkr double-barrier", test_zkr_double_barrier},
+      {"zkr double-barrier: LOST stops COMMAND", test_zkr_double_barrier_lost});
 }
 
 int main(void) { return zkt_run("test_barrier", add_suites); }

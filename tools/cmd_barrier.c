@@ -36,8 +36,7 @@ static const char barrier_head[] =
 
 static const char barrier_tail[] =
     "\n"
-    "Environment:\n" TOOL_ENVIRONMENT_HELP
-    "                   auth file\n"
+    "Environment:\n" TOOL_ENVIRONMENT_HELP "                   auth file\n"
     "\n"
     "Exit status:\n"
     "  0    done: set, removed, or gone\n"
@@ -207,9 +206,8 @@ static void on_member(zkrc_double_barrier *b,
                       const zkrc_double_barrier_event *ev, void *arg) {
   (void)b;
   (void)arg;
-  tool_event e = {.kind = TOOL_EV_BARRIER,
-                  .code = (int)ev->type,
-                  .reason = ev->reason};
+  tool_event e = {
+      .kind = TOOL_EV_BARRIER, .code = (int)ev->type, .reason = ev->reason};
   tool_post_event(&e);
 }
 
@@ -243,8 +241,8 @@ static int await(barrier_cli *cli, zkrc_double_barrier_event_type want,
 }
 
 /* Run COMMAND while the member is in; 75 when it was lost meanwhile. */
-static int run_inside(barrier_cli *cli, zkrc_session *s,
-                      zkrc_double_barrier *b, char **command, int n) {
+static int run_inside(barrier_cli *cli, zkrc_session *s, zkrc_double_barrier *b,
+                      char **command, int n) {
   GPtrArray *env = g_ptr_array_new();
   char number[16];
   snprintf(number, sizeof number, "%d", n);

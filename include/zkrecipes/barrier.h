@@ -128,8 +128,7 @@ typedef enum zkrc_double_barrier_event_type {
 
 /** "entered", "left", "lost", "closed" ("unknown" for another value).
  *  Static string; any thread. */
-const char *
-zkrc_double_barrier_event_name(zkrc_double_barrier_event_type type);
+const char *zkrc_double_barrier_event_name(zkrc_double_barrier_event_type type);
 
 /** An event, valid during the call. */
 typedef struct zkrc_double_barrier_event {

@@ -29,7 +29,7 @@ typedef enum zkrc__db_phase {
  * node's events take o.mu alone, and o.mu is never held around a call
  * that waits for them (zkrc_ephemeral_free). */
 struct zkrc_double_barrier {
-  zkrc__object o; /* first: references, mutex, condition, events */
+  zkrc__object o;  /* first: references, mutex, condition, events */
   zkrc_session *s; /* a recipe's reference */
   char *path;
   char *name;  /* our node's name under path */

@@ -78,8 +78,8 @@ static void retry_later_locked(zkrc_double_barrier *b) {
     return;
   int ms = b->retry_ms;
   b->retry_ms = MIN(ms * 2, RETRY_MAX_MS);
-  b->retry_timer = zkrc__session_timer(
-      b->s, ms, retry_fired, zkrc__object_ref(&b->o), unref_b);
+  b->retry_timer = zkrc__session_timer(b->s, ms, retry_fired,
+                                       zkrc__object_ref(&b->o), unref_b);
 }
 
 /* A failed request's code: transient ones are retried, an ACL's refusal
@@ -166,7 +166,7 @@ static void send_exists_locked(zkrc_double_barrier *b, const char *path,
 }
 
 static void send_children_locked(zkrc_double_barrier *b,
-                                  strings_completion_t done) {
+                                 strings_completion_t done) {
   zkrc_conn *c = begin_locked(b);
   if (c == NULL)
     return;

@@ -94,7 +94,7 @@ static gboolean args_valid(zkrc_session *s, const char *path, int timeout_ms) {
 }
 
 int zkrc__create_with_parents(zkrc_session *s, const char *path,
-                               const void *seed, size_t len, int64_t deadline) {
+                              const void *seed, size_t len, int64_t deadline) {
   int rc = ZOK;
   for (const char *slash = strchr(path + 1, '/'); slash;
        slash = strchr(slash + 1, '/')) {
