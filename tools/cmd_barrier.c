@@ -329,14 +329,17 @@ int cmd_double_barrier(const char *program, int argc, char **argv) {
     tool_usage_error("give PATH, N and COMMAND");
   }
   const char *path = args.paths[0];
-  char **words = args.command;
-  const char *count = cli.shell_command ? args.paths[1] : *words++;
+  const char *count = cli.shell_command ? args.paths[1] : args.command[0];
   g_free(args.paths);
   int n = tool_parse_int(count, 1, INT_MAX, "N");
-  if (words && words[0] && strcmp(words[0], "--") == 0)
-    words++;
-  char **command =
-      cli.shell_command ? tool_shell_command(cli.shell_command) : words;
+  char **command = NULL;
+  if (cli.shell_command) {
+    command = tool_shell_command(cli.shell_command);
+  } else {
+    command = args.command + 1;
+    if (command[0] && strcmp(command[0], "--") == 0)
+      command++;
+  }
   if (command == NULL || command[0] == NULL)
     tool_usage_error("missing COMMAND");
   check_path(path);
