@@ -27,6 +27,16 @@ static gboolean args_valid(zkrc_session *s, const char *path, int timeout_ms) {
          strcmp(path, "/") != 0 && zkrc__timeout_valid(timeout_ms);
 }
 
+/* The arguments checked and the deadline of @p timeout_ms: ZKRC_OK, or
+ * the error to return (nothing sent). */
+static int begin(zkrc_session *s, const char *path, int timeout_ms,
+                 int64_t *deadline) {
+  if (!args_valid(s, path, timeout_ms))
+    return zkrc__fail(ZKRC_EINVAL);
+  int err = zkrc__request_deadline(s, timeout_ms, deadline);
+  return err == ZKRC_OK ? ZKRC_OK : zkrc__fail(err);
+}
+
 /* A reply code (or ZKRC__CALL_TIMED_OUT) as the caller's error. */
 static int failure(int rc) {
   return rc == ZKRC__CALL_TIMED_OUT ? zkrc__fail(ZKRC_ETIMEDOUT)
@@ -34,13 +44,11 @@ static int failure(int rc) {
 }
 
 int zkrc_barrier_set(zkrc_session *s, const char *path, int timeout_ms) {
-  if (!args_valid(s, path, timeout_ms))
-    return zkrc__fail(ZKRC_EINVAL);
-  int err = zkrc__request_check_create(s, path, 0, NULL, 0);
-  if (err != ZKRC_OK)
-    return zkrc__fail(err);
   int64_t deadline;
-  err = zkrc__request_deadline(s, timeout_ms, &deadline);
+  int err = begin(s, path, timeout_ms, &deadline);
+  if (err != ZKRC_OK)
+    return err;
+  err = zkrc__request_check_create(s, path, 0, NULL, 0);
   if (err != ZKRC_OK)
     return zkrc__fail(err);
   int rc = zkrc__create_with_parents(s, path, NULL, 0, deadline);
@@ -52,12 +60,10 @@ static int send_delete(zkrc_conn *conn, zkrc__call *call, const void *arg) {
 }
 
 int zkrc_barrier_remove(zkrc_session *s, const char *path, int timeout_ms) {
-  if (!args_valid(s, path, timeout_ms))
-    return zkrc__fail(ZKRC_EINVAL);
   int64_t deadline;
-  int err = zkrc__request_deadline(s, timeout_ms, &deadline);
+  int err = begin(s, path, timeout_ms, &deadline);
   if (err != ZKRC_OK)
-    return zkrc__fail(err);
+    return err;
   zkrc__call *call;
   int rc = zkrc__call_request(s, send_delete, path, deadline, &call);
   if (call)
@@ -185,12 +191,10 @@ static int wait_gone(zkrc_session *s, waiter *w, const char *path,
 }
 
 int zkrc_barrier_wait(zkrc_session *s, const char *path, int timeout_ms) {
-  if (!args_valid(s, path, timeout_ms))
-    return zkrc__fail(ZKRC_EINVAL);
   int64_t deadline;
-  int err = zkrc__request_deadline(s, timeout_ms, &deadline);
+  int err = begin(s, path, timeout_ms, &deadline);
   if (err != ZKRC_OK)
-    return zkrc__fail(err);
+    return err;
   waiter *w = g_new0(waiter, 1);
   w->refs = 2; /* ours and the observer's */
   g_mutex_init(&w->mu);
