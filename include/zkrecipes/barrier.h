@@ -26,8 +26,10 @@
  * delete their node and wait for the first's); they differ in the member
  * node's name and data and in when "ready" is deleted:
  *
- *   Curator: NAME a UUID with dashes (36 characters), no data, "ready"
- *            deleted by each member at the end of its leave;
+ *   Curator: NAME a UUID with dashes (36 characters), no data (Curator's
+ *            own carry its client's default data, the local address,
+ *            which nobody reads), "ready" deleted by each member at the
+ *            end of its leave;
  *   kazoo:   NAME a UUID in hex (32 characters), data the member's id
  *            (default "<hostname>:<pid>"), "ready" deleted at the start
  *            of each member's leave.

@@ -45,6 +45,7 @@ struct zkrc_double_barrier {
   gboolean entered;       /* ENTERED was reached (for good) */
   gboolean registered;    /* our node's last event was REGISTERED */
   gboolean leave_called;  /* zkrc_double_barrier_leave() was called */
+  gboolean ready_seen;    /* the watch saw "ready" created */
   gboolean busy;          /* a request (or our node's delete) in flight */
   gboolean again;         /* look again once it is back */
   gboolean ready_cleared; /* kazoo: "ready" deleted at the leave's start */

@@ -94,14 +94,21 @@ static void failed_locked(zkrc_double_barrier *b, int rc) {
 
 /* ------------------------------------------------------------ sending */
 
-/* The watch on a node (ready, or the member we wait for) fired. */
+static void entered_locked(zkrc_double_barrier *b);
+
+/* The watch on a node (ready, or the member we wait for) fired.  "ready"
+ * created is entering, as kazoo takes it: a member that leaves first may
+ * delete it (kazoo's do, at once) and its node before we look again. */
 static void on_watch(int type, const char *path, void *target, void *ctx) {
-  (void)type;
   (void)path;
   zkrc_double_barrier *b = target;
   g_mutex_lock(&b->o.mu);
   if (ctx == b->watch_ctx) {
     b->watch_ctx = NULL;
+    if (b->phase == ZKRC__DB_ENTERING && type == ZOO_CREATED_EVENT)
+      b->ready_seen = TRUE;
+    if (b->ready_seen && b->phase == ZKRC__DB_ENTERING)
+      entered_locked(b);
     zkrc__db_step_locked(b);
   }
   g_mutex_unlock(&b->o.mu);
@@ -354,7 +361,9 @@ void zkrc__db_step_locked(zkrc_double_barrier *b) {
   }
   b->again = FALSE;
   if (b->phase == ZKRC__DB_ENTERING) {
-    if (b->registered)
+    if (b->registered && b->ready_seen)
+      entered_locked(b);
+    else if (b->registered)
       send_exists_locked(b, b->ready, entering_ready);
   } else if (b->dialect == ZKRC_BARRIER_KAZOO && !b->ready_cleared) {
     send_delete_locked(b, b->ready, ready_cleared);
