@@ -30,6 +30,7 @@
  *                         leadership is held
  *   zkrecipes/ttlnode.h   a node kept alive by a TTL child (Curator's
  *                         PersistentTtlNode)
+ *   zkrecipes/barrier.h   barriers and double barriers (Curator's, kazoo's)
  *
  * The event-loop adapter (zkrecipes/glib.h, pkg-config zkrecipes-glib) and
  * the test harness (zkrecipes/testing.h, in libzkrecipes-testing) are
@@ -74,6 +75,7 @@
 #include <zkrecipes/timelease.h>
 #include <zkrecipes/runner.h>
 #include <zkrecipes/ttlnode.h>
+#include <zkrecipes/barrier.h>
 
 #ifdef __cplusplus
 extern "C" {

@@ -119,6 +119,30 @@ const cli_option cli_options[] = {
     {OPT_FORMAT, "format", 0, "FORMAT", C, 0,
      "the node's format: curator (SharedCount, 4 bytes; the default), "
      "atomic-long (DistributedAtomicLong, 8 bytes) or kazoo (text)"},
+    /* zkr barrier, zkr double-barrier */
+    {'w', "wait", 'w', "SECONDS", CLI_BARRIER, 0,
+     "wait: at most this long for the barrier to go (fractions allowed; 0: "
+     "look once; also --timeout); default: no limit"},
+    {'w', "timeout", 0, "SECONDS", CLI_BARRIER, 0, NULL},
+    {'w', "wait", 'w', "SECONDS", CLI_DOUBLE_BARRIER, 0,
+     "wait at most this long for N members to be in (fractions allowed; "
+     "also --timeout); default: no limit"},
+    {'w', "timeout", 0, "SECONDS", CLI_DOUBLE_BARRIER, 0, NULL},
+    {OPT_FORMAT, "format", 0, "FORMAT", CLI_DOUBLE_BARRIER, 0,
+     "the member's node format: curator (Curator's "
+     "DistributedDoubleBarrier, the default) or kazoo (kazoo's "
+     "DoubleBarrier)"},
+    {'c', "command", 'c', "STRING", CLI_DOUBLE_BARRIER, NO_CMD,
+     "COMMAND is STRING, run by /bin/sh -c (before PATH N: after N, words "
+     "are COMMAND's)"},
+    {'k', "lost-signal", 'k', "SIGNAL", CLI_DOUBLE_BARRIER, 0,
+     "signal COMMAND gets when this member is lost (name or number; "
+     "default TERM)"},
+    {'g', "grace", 'g', "SECONDS", CLI_DOUBLE_BARRIER, 0,
+     "then SIGKILL after this long (default 5; shortened to fit the lease)"},
+    {OPT_ID, "id", 0, "ID", CLI_DOUBLE_BARRIER, 0,
+     "with --format kazoo: the id stored in our node (default "
+     "HOSTNAME:PID)"},
     /* Printing */
     {OPT_JSON, "json", 0, NULL, H | C, 0, "JSON instead: one object, one line"},
     {OPT_JSON, "json", 0, NULL, LS | W | M, 0,

@@ -27,12 +27,14 @@ typedef enum cli_command {
   CLI_HEALTH = 1 << 5,
   CLI_REVOKE = 1 << 6,
   CLI_COUNTER = 1 << 7,
+  CLI_BARRIER = 1 << 8,
+  CLI_DOUBLE_BARRIER = 1 << 9,
 } cli_command;
 #define CLI_ALL                                                                \
   (CLI_LOCK | CLI_ELECT | CLI_LS | CLI_WATCH | CLI_MEMBERS | CLI_HEALTH |      \
-   CLI_REVOKE | CLI_COUNTER)
+   CLI_REVOKE | CLI_COUNTER | CLI_BARRIER | CLI_DOUBLE_BARRIER)
 /* Those that run a COMMAND. */
-#define CLI_RUNS (CLI_LOCK | CLI_ELECT | CLI_WATCH)
+#define CLI_RUNS (CLI_LOCK | CLI_ELECT | CLI_WATCH | CLI_DOUBLE_BARRIER)
 
 /* Options without a letter, numbered above every character. */
 enum {

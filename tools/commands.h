@@ -17,5 +17,7 @@ int cmd_members(const char *program, int argc, char **argv);
 int cmd_health(const char *program, int argc, char **argv);
 int cmd_revoke(const char *program, int argc, char **argv);
 int cmd_counter(const char *program, int argc, char **argv);
+int cmd_barrier(const char *program, int argc, char **argv);
+int cmd_double_barrier(const char *program, int argc, char **argv);
 
 #endif /* ZKR_COMMANDS_H */

@@ -159,7 +159,8 @@ typedef enum tool_event_kind {
   TOOL_EV_LOCK,     /* code: zkrc_lock_event_type; reason, token, node */
   TOOL_EV_ACQUIRED, /* code: the acquisition's result; token, node */
   TOOL_EV_ELECTION, /* code: zkrc_election_event_type; reason, token, node */
-  TOOL_EV_WATCH     /* a ZooKeeper watch fired */
+  TOOL_EV_WATCH,    /* a ZooKeeper watch fired */
+  TOOL_EV_BARRIER   /* code: zkrc_double_barrier_event_type; reason */
 } tool_event_kind;
 
 typedef struct tool_event {

@@ -31,6 +31,9 @@ static const subcommand subcommands[] = {
     {"health", cmd_health, "can ZooKeeper be used from here: member, session"},
     {"revoke", cmd_revoke, "ask a lock's holder to give it up (Curator's)"},
     {"counter", cmd_counter, "read or add to a counter (Curator's, kazoo's)"},
+    {"barrier", cmd_barrier, "set, remove, or wait until gone, a barrier node"},
+    {"double-barrier", cmd_double_barrier,
+     "run COMMAND once N members are in; leave when all are done"},
 };
 #define N_SUBCOMMANDS (sizeof subcommands / sizeof subcommands[0])
 

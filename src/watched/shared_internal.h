@@ -1,6 +1,7 @@
 /*
- * What the counters (counter.c) use of shared.c: one read, one create with
- * its parents, each bounded by a deadline, and their codes as errors.
+ * What the counters (counter.c) and the single barrier (barrier.c) use of
+ * shared.c: one read, one create with its parents, each bounded by a
+ * deadline, and their codes as errors.
  */
 #ifndef ZKRC_SHARED_INTERNAL_H
 #define ZKRC_SHARED_INTERNAL_H
