@@ -42,6 +42,18 @@ typedef struct seen {
   GString *lines;
 } seen;
 
+static void seen_init(seen *s) {
+  s->lines = g_string_new(NULL);
+  g_mutex_init(&s->mu);
+  g_cond_init(&s->cond);
+}
+
+static void seen_clear(seen *s) {
+  g_mutex_clear(&s->mu);
+  g_cond_clear(&s->cond);
+  g_string_free(s->lines, TRUE);
+}
+
 static void on_event(zkrc_group *g, const zkrc_group_event *ev, void *arg) {
   (void)g;
   seen *s = arg;
@@ -96,9 +108,8 @@ static void both_ways(zkrc_group_format format, const char *kind) {
   char *path = zkt_path(kind);
   zkrc_session *s = zkt_session();
   zhandle_t *zh = zkt_raw();
-  seen ev = {.lines = g_string_new(NULL)};
-  g_mutex_init(&ev.mu);
-  g_cond_init(&ev.cond);
+  seen ev;
+  seen_init(&ev);
   zkrc_group_options o;
   zkrc_group_options_init(&o);
   CU_ASSERT_EQUAL(o.format, ZKRC_GROUP_CURATOR);
@@ -153,9 +164,7 @@ static void both_ways(zkrc_group_format format, const char *kind) {
   g_free(joined);
   zookeeper_close(zh);
   zkrc_session_close(s);
-  g_mutex_clear(&ev.mu);
-  g_cond_clear(&ev.cond);
-  g_string_free(ev.lines, TRUE);
+  seen_clear(&ev);
   g_free(path);
 }
 
@@ -175,9 +184,8 @@ static void test_party_view_filters(void) {
   zkrc_session *s = zkt_session();
   zhandle_t *zh = zkt_raw();
   zkt_make_path(zh, plain);
-  seen ev = {.lines = g_string_new(NULL)};
-  g_mutex_init(&ev.mu);
-  g_cond_init(&ev.cond);
+  seen ev;
+  seen_init(&ev);
   zkrc_group_options o;
   zkrc_group_options_init(&o);
   o.format = ZKRC_GROUP_KAZOO_PARTY;
@@ -205,9 +213,7 @@ static void test_party_view_filters(void) {
   zkrc_group_free(g);
   zookeeper_close(zh);
   zkrc_session_close(s);
-  g_mutex_clear(&ev.mu);
-  g_cond_clear(&ev.cond);
-  g_string_free(ev.lines, TRUE);
+  seen_clear(&ev);
   g_free(plain);
   g_free(path);
 }
