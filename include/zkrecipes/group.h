@@ -127,9 +127,9 @@ typedef enum zkrc_group_format {
    *  Two members may have the same id. */
   ZKRC_GROUP_KAZOO_PARTY,
   /** kazoo's ShallowParty: PATH/<32 hex digits of a random uuid>-<ID>,
-   *  without data.  A member's id is its node's name after the first
-   *  '-' (the whole name when there is none, as kazoo reads it); its data
-   *  is the node's (none from kazoo). */
+   *  holding the id as its data too, as kazoo 2.8 writes it.  A member's
+   *  id is its node's name after the first '-' (the whole name when there
+   *  is none, as kazoo reads it); its data is the node's. */
   ZKRC_GROUP_KAZOO_SHALLOW_PARTY
 } zkrc_group_format;
 

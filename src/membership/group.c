@@ -262,8 +262,8 @@ static int group_start(zkrc_group *g, const void *data, size_t len) {
     char *name = node_name(g->opts.format, g->id);
     char *node = g_strdup_printf("%s/%s", g->path, name);
     g_free(name);
-    if (g->opts.format == ZKRC_GROUP_KAZOO_PARTY) {
-      data = g->id; /* kazoo's identifier, as UTF-8 */
+    if (g->opts.format != ZKRC_GROUP_CURATOR) {
+      data = g->id; /* kazoo's identifier, as UTF-8, in both its formats */
       len = strlen(g->id);
     }
     rc = zkrc_ephemeral_new(&g->self, g->s, node, data, len, &eo);

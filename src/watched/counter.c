@@ -313,18 +313,27 @@ static int promoted(counter_call *c) {
   return err;
 }
 
+/* call_begin() for a call with a result, which it zeroes first. */
+static int result_begin(counter_call *c, zkrc_counter_result *result,
+                        zkrc_session *s, const char *path,
+                        const zkrc_counter_options *opts, int timeout_ms) {
+  if (result == NULL)
+    return ZKRC_EINVAL;
+  memset(result, 0, sizeof *result);
+  int err = call_begin(c, s, path, opts, timeout_ms);
+  c->r = result;
+  return err;
+}
+
 static int change(zkrc_session *s, const char *path, change_kind kind,
                   int64_t operand, const zkrc_counter_options *opts,
                   zkrc_counter_result *result, int timeout_ms) {
-  if (result)
-    memset(result, 0, sizeof *result);
   counter_call c;
-  int err = result ? call_begin(&c, s, path, opts, timeout_ms) : ZKRC_EINVAL;
+  int err = result_begin(&c, result, s, path, opts, timeout_ms);
   if (err != ZKRC_OK)
     return zkrc__fail(err);
   c.kind = kind;
   c.operand = operand;
-  c.r = result;
   err = tries(&c, c.o.max_attempts, &result->optimistic_tries);
   if (err == ZKRC_EBADVERSION && c.o.promoted_lock_path)
     err = promoted(&c);
@@ -349,10 +358,8 @@ int zkrc_counter_try_set(zkrc_session *s, const char *path, int64_t value,
 int zkrc_counter_get(zkrc_session *s, const char *path,
                      const zkrc_counter_options *opts,
                      zkrc_counter_result *result, int timeout_ms) {
-  if (result)
-    memset(result, 0, sizeof *result);
   counter_call c;
-  int err = result ? call_begin(&c, s, path, opts, timeout_ms) : ZKRC_EINVAL;
+  int err = result_begin(&c, result, s, path, opts, timeout_ms);
   if (err != ZKRC_OK)
     return zkrc__fail(err);
   gboolean exists;
@@ -366,10 +373,8 @@ int zkrc_counter_compare_and_set(zkrc_session *s, const char *path,
                                  int64_t expected, int64_t value,
                                  const zkrc_counter_options *opts,
                                  zkrc_counter_result *result, int timeout_ms) {
-  if (result)
-    memset(result, 0, sizeof *result);
   counter_call c;
-  int err = result ? call_begin(&c, s, path, opts, timeout_ms) : ZKRC_EINVAL;
+  int err = result_begin(&c, result, s, path, opts, timeout_ms);
   char bytes[VALUE_MAX];
   size_t len;
   if (err == ZKRC_OK)
