@@ -310,6 +310,35 @@ static void test_double_bad_input(void) {
   zkrc_session_close(s);
 }
 
+/* "ready" created and deleted at once (a kazoo member that entered and
+ * left at once deletes it first): a member waiting for it enters on its
+ * creation, as kazoo's does, though it is gone when it looks again.  The
+ * control: no member entered before it was created. */
+static void test_ready_gone_before_looked(void) {
+  zkrc_session *s = zkt_session();
+  zhandle_t *zh = zkt_raw();
+  char *path = zkt_path("double-ready");
+  seen w = {0};
+  zkrc_double_barrier *b = member(s, path, 2, ZKRC_BARRIER_KAZOO, &w);
+  CU_ASSERT(zkt_wait_children(zh, path, 1, 10000));
+  CU_ASSERT_EQUAL(zkrc_double_barrier_wait_entered(b, 300), ZKRC_ETIMEDOUT);
+  char *ready = g_strdup_printf("%s/ready", path);
+  zoo_op_t ops[2];
+  zoo_op_result_t results[2];
+  zoo_create_op_init(&ops[0], ready, NULL, -1, &ZOO_OPEN_ACL_UNSAFE, 0, NULL,
+                     0);
+  zoo_delete_op_init(&ops[1], ready, -1);
+  CU_ASSERT_EQUAL(zoo_multi(zh, 2, ops, results), ZOK);
+  CU_ASSERT_EQUAL(zkrc_double_barrier_wait_entered(b, 10000), ZKRC_OK);
+  CU_ASSERT_EQUAL(zkrc_double_barrier_leave(b, 10000), ZKRC_OK);
+  zkrc_double_barrier_free(b);
+  CU_ASSERT_EQUAL(zkt_nodes_left(zh, path), 0);
+  g_free(ready);
+  g_free(path);
+  zookeeper_close(zh);
+  zkrc_session_close(s);
+}
+
 typedef struct freed {
   GMutex mu;
   GCond cond;
@@ -578,14 +607,15 @@ static void add_suites(void) {
             {"bad input", test_single_bad_input},
             {"Curator's DistributedBarrier both ways", test_single_curator},
             {"kazoo's Barrier both ways", test_single_kazoo});
-  ZKT_SUITE("double barrier",
-            {"three members, Curator's format", test_three_curator},
-            {"three members, kazoo's format", test_three_kazoo},
-            {"bad input", test_double_bad_input},
-            {"LOST on expiry", test_lost_on_expiry},
-            {"with Curator's DistributedDoubleBarrier", test_double_curator},
-            {"with kazoo's DoubleBarrier", test_double_kazoo},
-            {"Curator's and kazoo's on one path", test_double_shared_path});
+  ZKT_SUITE(
+      "double barrier", {"three members, Curator's format", test_three_curator},
+      {"three members, kazoo's format", test_three_kazoo},
+      {"bad input", test_double_bad_input},
+      {"LOST on expiry", test_lost_on_expiry},
+      {"\"ready\" gone before it was looked at", test_ready_gone_before_looked},
+      {"with Curator's DistributedDoubleBarrier", test_double_curator},
+      {"with kazoo's DoubleBarrier", test_double_kazoo},
+      {"Curator's and kazoo's on one path", test_double_shared_path});
   ZKT_SUITE(
       "zkr", {"zkr barrier", test_zkr_barrier},
       {"zkr double-barrier", test_zkr_double_barrier},
