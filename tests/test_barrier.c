@@ -182,6 +182,7 @@ static void test_single_kazoo(void) { single_interop(FALSE); }
 /* What a member's listener saw. */
 typedef struct seen {
   GMutex mu;
+  GCond cond;
   int count[ZKRC_DOUBLE_BARRIER_CLOSED + 1];
   int lost_reason;
 } seen;
@@ -196,11 +197,24 @@ static void record(zkrc_double_barrier *b, const zkrc_double_barrier_event *ev,
     w->count[ev->type]++;
   if (ev->type == ZKRC_DOUBLE_BARRIER_LOST)
     w->lost_reason = ev->reason;
+  g_cond_broadcast(&w->cond);
   g_mutex_unlock(&w->mu);
 }
 
 static int seen_count(seen *w, zkrc_double_barrier_event_type type) {
   g_mutex_lock(&w->mu);
+  int n = w->count[type];
+  g_mutex_unlock(&w->mu);
+  return n;
+}
+
+/* Wait up to @p ms for a @p type event (the waits of the object may return
+ * before its event is delivered on the executor); how many came. */
+static int seen_wait(seen *w, zkrc_double_barrier_event_type type, int ms) {
+  int64_t until = g_get_monotonic_time() + (int64_t)ms * 1000;
+  g_mutex_lock(&w->mu);
+  while (w->count[type] == 0 && g_cond_wait_until(&w->cond, &w->mu, until))
+    ;
   int n = w->count[type];
   g_mutex_unlock(&w->mu);
   return n;
@@ -369,7 +383,7 @@ static void test_lost_on_expiry(void) {
   /* LOST comes with the expiry (or the lease's end before it). */
   int rc = zkrc_double_barrier_leave(b, 10000);
   CU_ASSERT(rc == ZKRC_ESESSIONEXPIRED || rc == ZKRC_ESESSIONLOST);
-  CU_ASSERT_EQUAL(seen_count(&w, ZKRC_DOUBLE_BARRIER_LOST), 1);
+  CU_ASSERT_EQUAL(seen_wait(&w, ZKRC_DOUBLE_BARRIER_LOST, 10000), 1);
   CU_ASSERT_EQUAL(seen_count(&w, ZKRC_DOUBLE_BARRIER_LEFT), 0);
   CU_ASSERT_EQUAL(zkrc_double_barrier_wait_left(b, 0), rc);
   /* The other leaves alone once the lost one's node is gone. */

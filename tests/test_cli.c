@@ -192,9 +192,9 @@ static void test_parse(void) {
 
 /* ------------------------------------------------------------ the table */
 
-static const cli_command all_commands[] = {
-    CLI_LOCK,   CLI_ELECT,  CLI_LS,     CLI_WATCH,
-    CLI_MEMBERS, CLI_HEALTH, CLI_REVOKE, CLI_COUNTER};
+static const cli_command all_commands[] = {CLI_LOCK,   CLI_ELECT,   CLI_LS,
+                                           CLI_WATCH,  CLI_MEMBERS, CLI_HEALTH,
+                                           CLI_REVOKE, CLI_COUNTER};
 
 static void test_one_meaning(void) {
   for (const cli_option *a = cli_options; a->id; a++) {

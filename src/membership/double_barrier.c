@@ -88,6 +88,25 @@ static void node_dropped(void *arg) {
   zkrc__object_unref(&b->o);
 }
 
+typedef struct give_up_job {
+  zkrc_double_barrier *b;
+  zkrc_ephemeral *self;
+  gboolean then_step;
+} give_up_job;
+
+/* On the executor, without our mutex: zkrc_ephemeral_free_async() takes
+ * the node's observer off the session, which waits for the session's
+ * worker if it is telling observers right now, and the worker may be
+ * waiting for our mutex in on_session (a deadlock, seen when the lease
+ * ran out just before an expiry). */
+static void give_up_run(void *arg) {
+  give_up_job *j = arg;
+  zkrc_callback_fn done = j->then_step ? node_given_up : node_dropped;
+  if (zkrc_ephemeral_free_async(j->self, done, j->b) != ZKRC_OK)
+    done(j->b);
+  g_free(j);
+}
+
 void zkrc__db_give_up_node_locked(zkrc_double_barrier *b, gboolean then_step) {
   zkrc_ephemeral *self = b->self;
   b->self = NULL;
@@ -98,8 +117,9 @@ void zkrc__db_give_up_node_locked(zkrc_double_barrier *b, gboolean then_step) {
   zkrc__object_ref(&b->o);
   if (then_step)
     b->busy = TRUE;
-  /* Never waits (its done runs on the executor, without our mutex). */
-  zkrc_ephemeral_free_async(self, then_step ? node_given_up : node_dropped, b);
+  give_up_job *j = g_new(give_up_job, 1);
+  *j = (give_up_job){b, self, then_step};
+  zkrc__object_post_locked(&b->o, give_up_run, j);
 }
 
 void zkrc__db_lost_locked(zkrc_double_barrier *b, int reason, int zk_error) {

@@ -356,6 +356,12 @@ int zkrc_group_set_data(zkrc_group *g, const void *data, size_t len,
   return zkrc_ephemeral_set_data(g->self, data, len, timeout_ms);
 }
 
+/* By id, in byte order (what zkrc_group_members promises). */
+static int member_id_order(const void *a, const void *b) {
+  return strcmp(((const zkrc_group_member *)a)->id,
+                ((const zkrc_group_member *)b)->id);
+}
+
 int zkrc_group_members(zkrc_group *g, zkrc_group_member **members,
                        size_t *count) {
   if (g == NULL || members == NULL || count == NULL)
@@ -365,7 +371,8 @@ int zkrc_group_members(zkrc_group *g, zkrc_group_member **members,
   int rc = zkrc_cache_snapshot(g->view, &nodes, &n);
   if (rc != ZKRC_OK)
     return rc;
-  /* The copy is sorted by path (Curator's PATH/ID: by id). */
+  /* The copy is sorted by path: by id in Curator's format (PATH/ID), by a
+   * random uuid in kazoo's, so those are sorted by id below. */
   zkrc_group_member *list = n ? g_new0(zkrc_group_member, n) : NULL;
   size_t kept = 0;
   for (size_t i = 0; i < n; i++)
@@ -375,6 +382,8 @@ int zkrc_group_members(zkrc_group *g, zkrc_group_member **members,
   if (kept == 0) {
     g_free(list);
     list = NULL;
+  } else if (g->opts.format != ZKRC_GROUP_CURATOR) {
+    qsort(list, kept, sizeof list[0], member_id_order);
   }
   *members = list;
   *count = kept;
