@@ -166,8 +166,10 @@ int zkrc_ttl_node_new(zkrc_ttl_node **out, zkrc_session *s, const char *path,
 int zkrc_ttl_node_wait_kept(zkrc_ttl_node *n, int timeout_ms);
 
 /**
- * Was the latest touch confirmed (KEPT told, no FAILED since)?  Never a
- * round trip.  0 for NULL.
+ * Was the latest touch confirmed (KEPT told, no FAILED since), less than
+ * a TTL ago (counted from when its round began, by our clock)?  So a
+ * connection gone silent does not leave the node reported kept past its
+ * TTL, even before FAILED is told.  Never a round trip.  0 for NULL.
  */
 int zkrc_ttl_node_is_kept(zkrc_ttl_node *n);
 

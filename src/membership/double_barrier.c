@@ -157,6 +157,10 @@ static void on_self(zkrc_ephemeral *e, const zkrc_ephemeral_event *ev,
     break;
   case ZKRC_EPHEMERAL_LOST:
     b->registered = FALSE;
+    /* "ready" seen while our node was there says nothing once it is gone:
+     * look at it again when it is back. */
+    if (b->phase == ZKRC__DB_ENTERING)
+      b->ready_seen = FALSE;
     /* Before ENTERED nothing was claimed: wait for the node again. */
     if (b->phase == ZKRC__DB_ENTERED || b->phase == ZKRC__DB_LEAVING)
       zkrc__db_lost_locked(b, ev->reason, ev->zk_error);

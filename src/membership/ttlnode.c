@@ -65,6 +65,8 @@ struct zkrc_ttl_node {
   gboolean ended; /* CLOSED told: the session is closed for good */
   int retry_ms;
   GSource *timer;
+  int64_t round_started; /* when the round in flight began (monotonic) */
+  int64_t kept_until;    /* a confirmed touch's node lasts at least until */
 };
 
 static void round_start(zkrc_ttl_node *n);
@@ -154,6 +156,10 @@ static void round_end(zkrc_ttl_node *n, int rc) {
   n->running = FALSE;
   if (rc == ZOK) {
     n->retry_ms = RETRY_MIN_MS;
+    /* The touch was written after the round began; the servers count its
+     * TTL from then (less 0.1% for the clocks' rates). */
+    n->kept_until = n->round_started + n->ttl_ms * 1000 - n->ttl_ms;
+    g_cond_broadcast(&n->o.cond);
     if (!n->kept)
       tell_locked(n, ZKRC_TTL_NODE_KEPT, ZKRC_OK, ZOK);
     schedule_locked(n, n->again || !n->made ? 0 : n->period_ms);
@@ -167,7 +173,7 @@ static void round_end(zkrc_ttl_node *n, int rc) {
     if (alive_locked(n) && (n->kept || !n->failed_told))
       tell_locked(n, ZKRC_TTL_NODE_FAILED, zkrc_from_zk_error(rc), rc);
     schedule_locked(n, n->again ? 0 : n->retry_ms);
-    n->retry_ms = MIN(n->retry_ms * 2, n->period_ms);
+    n->retry_ms = MIN(n->retry_ms * 2, MAX(n->period_ms, RETRY_MIN_MS));
   }
   n->again = FALSE;
   zkrc__object_idle_locked(&n->o); /* after its events */
@@ -321,6 +327,7 @@ static void round_start(zkrc_ttl_node *n) {
   n->running = TRUE;
   n->remade = FALSE;
   zkrc__object_busy_locked(&n->o);
+  n->round_started = g_get_monotonic_time();
   ttl_ref(n); /* the round's, dropped by round_end */
   gboolean made = n->made;
   g_mutex_unlock(&n->o.mu);
@@ -430,7 +437,7 @@ int zkrc_ttl_node_new(zkrc_ttl_node **out, zkrc_session *s, const char *path,
   n->on_event = o.on_event;
   n->event_arg = o.event_arg;
   n->data = data ? g_bytes_new(data, len) : NULL;
-  n->retry_ms = MIN(RETRY_MIN_MS, n->period_ms);
+  n->retry_ms = RETRY_MIN_MS; /* a backoff, even for a tiny TTL */
   gboolean closed = FALSE;
   n->observer = zkrc__session_observe(s, on_session, n, &closed);
   if (closed) {
@@ -446,16 +453,22 @@ int zkrc_ttl_node_new(zkrc_ttl_node **out, zkrc_session *s, const char *path,
   return ZKRC_OK;
 }
 
+/* KEPT told, and its touch less than a TTL old: a connection gone
+ * silent does not leave the node reported kept past its TTL. */
+static gboolean kept_now_locked(const zkrc_ttl_node *n) {
+  return n->kept && alive_locked(n) && g_get_monotonic_time() < n->kept_until;
+}
+
 int zkrc_ttl_node_wait_kept(zkrc_ttl_node *n, int timeout_ms) {
   if (n == NULL || !zkrc__timeout_valid(timeout_ms))
     return zkrc__fail(ZKRC_EINVAL);
   int64_t deadline = zkrc__deadline_after(timeout_ms);
   ttl_ref(n); /* a free from another thread wakes us: ZKRC_ECLOSED */
   g_mutex_lock(&n->o.mu);
-  while (!n->kept && alive_locked(n) &&
+  while (!kept_now_locked(n) && alive_locked(n) &&
          zkrc__cond_wait_until(&n->o.cond, &n->o.mu, deadline))
     ;
-  int err = n->kept                 ? ZKRC_OK
+  int err = kept_now_locked(n)      ? ZKRC_OK
             : n->refused != ZKRC_OK ? n->refused
             : !alive_locked(n)      ? ZKRC_ECLOSED
                                     : ZKRC_ETIMEDOUT;
@@ -468,7 +481,7 @@ int zkrc_ttl_node_is_kept(zkrc_ttl_node *n) {
   if (n == NULL)
     return 0;
   g_mutex_lock(&n->o.mu);
-  int kept = n->kept && alive_locked(n);
+  int kept = kept_now_locked(n);
   g_mutex_unlock(&n->o.mu);
   return kept;
 }

@@ -265,7 +265,13 @@ int zkrc_runner_wait_running(zkrc_runner *r, int timeout_ms) {
   while (!(r->running && !r->lost) && !r->exited && !r->stop &&
          zkrc__cond_wait_until(&r->o.cond, &r->o.mu, deadline))
     ;
-  int rc = r->running && !r->lost ? ZKRC_OK
+  /* Running, and still held as the member verifies it now (its lease may
+   * have run out before LOST reached the runner). */
+  gboolean held =
+      r->running && !r->lost &&
+      (r->lk ? zkrc_lock_hold_is_held(r->hold) : zkrc_election_is_leader(r->e));
+  int rc = held                   ? ZKRC_OK
+           : r->running           ? ZKRC_ESESSIONLOST
            : r->exited || r->stop ? ZKRC_ESTATE
                                   : ZKRC_ETIMEDOUT;
   g_mutex_unlock(&r->o.mu);

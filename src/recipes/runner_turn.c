@@ -183,14 +183,18 @@ static int take_turns_locked(zkrc_runner *r, int *zk) {
       backoff_locked(r, backoff);
       continue;
     }
-    failures = 0;
-    backoff = 0;
     /* Held means held: start only under a hold the member verifies now. */
     r->token = r->grant_token;
     if (lease_left_locked(r) <= 0) {
       give_back_locked(r);
+      /* Granted with its lease already out (the session reconnecting):
+       * ask again after a backoff, not at once. */
+      backoff = MIN(backoff ? backoff * 2 : BACKOFF_FIRST_MS, BACKOFF_MAX_MS);
+      backoff_locked(r, backoff);
       continue;
     }
+    failures = 0;
+    backoff = 0;
     run_turn_locked(r);
     give_back_locked(r);
     if (!r->requeue)

@@ -40,8 +40,11 @@ static void on_config_watch(int type, const char *path, void *target,
 
 /* The list @p hosts to give the client (a copy), or NULL when it knows it
  * already.  The session's connect string keeps its chroot after the new
- * hosts, for the handles opened later; the client is given the hosts. */
-static char *take_hosts_locked(zkrc_session *s, const char *hosts) {
+ * hosts, for the handles opened later; the client is given the hosts.
+ * *@p previous: the string it replaced (yours), to put back if the client
+ * refuses the list. */
+static char *take_hosts_locked(zkrc_session *s, const char *hosts,
+                               char **previous) {
   const char *now = zkrc__session_hosts_locked(s);
   if (hosts == NULL || now == NULL)
     return NULL;
@@ -51,7 +54,7 @@ static char *take_hosts_locked(zkrc_session *s, const char *hosts) {
     g_free(full);
     return NULL;
   }
-  g_free(s->followed_hosts);
+  *previous = s->followed_hosts;
   s->followed_hosts = full;
   return g_strdup(hosts);
 }
@@ -65,12 +68,13 @@ static void config_done(int rc, const char *value, int len,
   if (rc == ZOK)
     parsed =
         zkrc__ensemble_config_parse(value, value && len > 0 ? len : 0, &cfg);
-  char *hosts = NULL;
+  char *hosts = NULL, *previous = NULL;
   if (parsed == ZKRC_OK) {
     g_mutex_lock(&s->o.mu);
     /* A member without a client address (a static configuration, where
      * each server knows only its own): not a list to connect by. */
-    hosts = take_hosts_locked(s, cfg.members == cfg.servers ? cfg.hosts : NULL);
+    hosts = take_hosts_locked(s, cfg.members == cfg.servers ? cfg.hosts : NULL,
+                              &previous);
     g_mutex_unlock(&s->o.mu);
   }
   int set = ZOK;
@@ -79,7 +83,15 @@ static void config_done(int rc, const char *value, int len,
     set = conn ? zkrc__zk_set_servers(conn, hosts) : ZOK;
     if (conn)
       zkrc__conn_unuse(conn);
+    if (set != ZOK) { /* not followed: the next change tries again */
+      g_mutex_lock(&s->o.mu);
+      g_free(s->followed_hosts);
+      s->followed_hosts = previous;
+      previous = NULL;
+      g_mutex_unlock(&s->o.mu);
+    }
   }
+  g_free(previous);
   if (hosts || (rc == ZOK && parsed != ZKRC_OK) || set != ZOK)
     zkrc__log(set == ZOK && parsed == ZKRC_OK ? ZKRC_LOG_INFO : ZKRC_LOG_WARN,
               "session: ensemble %s (config version %llx)%s",
