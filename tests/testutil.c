@@ -34,6 +34,8 @@ void zkt_configure_extended_types(void) { cfg_extended_types = 1; }
 
 void zkt_configure_reconfig(void) { cfg_reconfig = 1; }
 
+static int make_test_root(const char *hosts);
+
 /* Started once, also when test threads ask for it first at the same time
  * (each would otherwise start an ensemble of its own). */
 zkrc_ensemble *zkt_ensemble(void) {
@@ -49,6 +51,10 @@ zkrc_ensemble *zkt_ensemble(void) {
     o.no_fsync = 1;
     if (zkrc_ensemble_start(&ensemble, &o) != 0) {
       fprintf(stderr, "testutil: the ZooKeeper ensemble did not start\n");
+      exit(2);
+    }
+    if (make_test_root(zkrc_ensemble_connect_string(ensemble)) != 0) {
+      fprintf(stderr, "testutil: could not create /zkt\n");
       exit(2);
     }
   }
@@ -145,7 +151,8 @@ static void raw_watcher(zhandle_t *zh, int type, int state, const char *path,
 
 static void silent_log(const char *message) { (void)message; }
 
-zhandle_t *zkt_raw_to(const char *hosts) {
+/* A raw handle to @p hosts, connected within 10 s; NULL if not. */
+static zhandle_t *raw_connect(const char *hosts) {
   static raw_wait w; /* shared: only "connected" matters, checked below */
   static gsize init;
   if (g_once_init_enter(&init)) {
@@ -156,7 +163,7 @@ zhandle_t *zkt_raw_to(const char *hosts) {
   zhandle_t *zh = zookeeper_init2(hosts, raw_watcher, 10000, NULL, &w, 0,
                                   getenv("ZKR_LOG") ? NULL : silent_log);
   if (zh == NULL)
-    CU_FAIL_FATAL("zookeeper_init2 failed");
+    return NULL;
   int64_t deadline = g_get_monotonic_time() + 10 * G_TIME_SPAN_SECOND;
   g_mutex_lock(&w.mu);
   while (zoo_state(zh) != ZOO_CONNECTED_STATE &&
@@ -165,9 +172,29 @@ zhandle_t *zkt_raw_to(const char *hosts) {
   g_mutex_unlock(&w.mu);
   if (zoo_state(zh) != ZOO_CONNECTED_STATE) {
     zookeeper_close(zh);
-    CU_FAIL_FATAL("raw handle did not connect within 10 s");
+    return NULL;
   }
   return zh;
+}
+
+zhandle_t *zkt_raw_to(const char *hosts) {
+  zhandle_t *zh = raw_connect(hosts);
+  if (zh == NULL)
+    CU_FAIL_FATAL("raw handle did not connect within 10 s");
+  return zh;
+}
+
+/* "/zkt", zkt_path()'s parent, made a plain persistent node as the
+ * ensemble starts.  Made by a recipe it would be a container, which the
+ * servers remove whenever it is empty: a peer that creates a path under
+ * it (kazoo's ensure_path) then fails with NoNodeError by chance. */
+static int make_test_root(const char *hosts) {
+  zhandle_t *zh = raw_connect(hosts);
+  if (zh == NULL)
+    return -1;
+  int rc = zoo_create(zh, "/zkt", NULL, -1, &ZOO_OPEN_ACL_UNSAFE, 0, NULL, 0);
+  zookeeper_close(zh);
+  return rc == ZOK || rc == ZNODEEXISTS ? 0 : -1;
 }
 
 zhandle_t *zkt_raw(void) { return zkt_raw_to(zkt_hosts()); }

@@ -133,25 +133,35 @@ static void not_sent_locked(zkrc_double_barrier *b, zkrc_conn *c, int rc) {
   failed_locked(b, rc);
 }
 
-/* A completion's start: the object locked, busy cleared; FALSE (and the
- * request's reference dropped) when it has nothing more to do. */
-static gboolean done_begin(zkrc_double_barrier *b, int *rc) {
-  *rc = zkrc__session_reply_rc(b->s, *rc);
-  g_mutex_lock(&b->o.mu);
-  b->busy = FALSE;
-  if (active_locked(b))
-    return TRUE;
-  g_mutex_unlock(&b->o.mu);
-  zkrc__object_unref(&b->o);
-  return FALSE;
-}
-
 /* A completion's end: a step asked for meanwhile is taken. */
 static void done_end(zkrc_double_barrier *b) {
   if (b->again)
     zkrc__db_step_locked(b);
   g_mutex_unlock(&b->o.mu);
   zkrc__object_unref(&b->o);
+}
+
+/* A completion's start: the object locked, busy cleared; FALSE (and the
+ * request's reference dropped) when it has nothing more to do: the object
+ * is ending, or no longer in the @p phase the request was sent in.  An
+ * entering request answered after leave() began (the member entered by
+ * the watch on ready meanwhile) must not act: it would create "ready"
+ * again among the leaving members (kazoo's take it for a member and wait
+ * for it to go) and set the phase back to ENTERED. */
+static gboolean done_begin(zkrc_double_barrier *b, int *rc,
+                           zkrc__db_phase phase) {
+  *rc = zkrc__session_reply_rc(b->s, *rc);
+  g_mutex_lock(&b->o.mu);
+  b->busy = FALSE;
+  if (active_locked(b) && b->phase == phase)
+    return TRUE;
+  if (active_locked(b)) {
+    done_end(b); /* the step leave() asked for while we were busy */
+    return FALSE;
+  }
+  g_mutex_unlock(&b->o.mu);
+  zkrc__object_unref(&b->o);
+  return FALSE;
 }
 
 static void send_exists_locked(zkrc_double_barrier *b, const char *path,
@@ -213,7 +223,7 @@ static void entered_locked(zkrc_double_barrier *b) {
 static void ready_created(int rc, const char *value, const void *data) {
   (void)value;
   zkrc_double_barrier *b = (zkrc_double_barrier *)data;
-  if (!done_begin(b, &rc))
+  if (!done_begin(b, &rc, ZKRC__DB_ENTERING))
     return;
   if (rc == ZOK || rc == ZNODEEXISTS)
     entered_locked(b);
@@ -225,7 +235,7 @@ static void ready_created(int rc, const char *value, const void *data) {
 static void entering_counted(int rc, const struct String_vector *children,
                              const void *data) {
   zkrc_double_barrier *b = (zkrc_double_barrier *)data;
-  if (!done_begin(b, &rc))
+  if (!done_begin(b, &rc, ZKRC__DB_ENTERING))
     return;
   if (rc != ZOK) {
     failed_locked(b, rc);
@@ -246,7 +256,7 @@ static void entering_counted(int rc, const struct String_vector *children,
 static void entering_ready(int rc, const struct Stat *stat, const void *data) {
   (void)stat;
   zkrc_double_barrier *b = (zkrc_double_barrier *)data;
-  if (!done_begin(b, &rc))
+  if (!done_begin(b, &rc, ZKRC__DB_ENTERING))
     return;
   if (rc == ZOK)
     entered_locked(b);
@@ -263,7 +273,7 @@ static void all_out_locked(zkrc_double_barrier *b);
 
 static void ready_cleared(int rc, const void *data) {
   zkrc_double_barrier *b = (zkrc_double_barrier *)data;
-  if (!done_begin(b, &rc))
+  if (!done_begin(b, &rc, ZKRC__DB_LEAVING))
     return;
   if (rc == ZOK || rc == ZNONODE) {
     if (b->finishing) {
@@ -300,7 +310,7 @@ static int by_name(const void *x, const void *y) {
 static void waiting_on(int rc, const struct Stat *stat, const void *data) {
   (void)stat;
   zkrc_double_barrier *b = (zkrc_double_barrier *)data;
-  if (!done_begin(b, &rc))
+  if (!done_begin(b, &rc, ZKRC__DB_LEAVING))
     return;
   if (rc == ZNONODE)
     b->again = TRUE;
@@ -313,7 +323,7 @@ static void waiting_on(int rc, const struct Stat *stat, const void *data) {
 static void leaving_listed(int rc, const struct String_vector *children,
                            const void *data) {
   zkrc_double_barrier *b = (zkrc_double_barrier *)data;
-  if (!done_begin(b, &rc))
+  if (!done_begin(b, &rc, ZKRC__DB_LEAVING))
     return;
   if (rc != ZOK && rc != ZNONODE) {
     failed_locked(b, rc);
