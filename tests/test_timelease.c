@@ -578,12 +578,29 @@ static void test_lock_lost_before_write(void) {
   g_free(path);
 }
 
+/* For zkt_wait_for(): does @p dir hold two children (the other's lock node
+ * and one more) after its children changed enough times (cversion: a
+ * look's node made and deleted, then a waiter's node made)? */
+typedef struct queue_grown {
+  zhandle_t *zh;
+  const char *dir;
+  int32_t cversion;
+} queue_grown;
+
+static int second_node_queued(void *arg) {
+  const queue_grown *q = arg;
+  struct Stat st;
+  return zoo_exists(q->zh, q->dir, 0, &st) == ZOK && st.numChildren == 2 &&
+         st.cversion >= q->cversion;
+}
+
 /* The multi form with a timeout does not spend it on a busy slot: slot 0's
  * lock is another's (kept), slot 1 is free: slot 1 is obtained, well within
  * the timeout, and slot 0 is left unwritten.  Then, slot 1 held (by us)
- * and slot 0's lock still taken, another identifier's call waits for slot
- * 0's lock (its node queued behind the other's), and obtains slot 0 once
- * that lock goes. */
+ * and slot 0's lock still taken, another identifier's call looks at slot
+ * 0 (its node made and deleted), decides slot 1 (held), then waits for
+ * slot 0's lock (its node queued again behind the other's: slot 0's
+ * children changed three times), and obtains slot 0 once that lock goes. */
 static void test_multi_free_slot_first(void) {
   char *path = zkt_path("timelease-freeslot");
   char *slot0 = g_strdup_printf("%s/0", path);
@@ -612,8 +629,11 @@ static void test_multi_free_slot_first(void) {
   contenders_start(&them, 1, path, 2);
   g_strlcpy(them.ident, "them", sizeof them.ident);
   them.now = T0;
+  struct Stat st;
+  CU_ASSERT_EQUAL_FATAL(zoo_exists(zh, slot0, 0, &st), ZOK);
+  queue_grown waiting = {.zh = zh, .dir = slot0, .cversion = st.cversion + 3};
   GThread *t = g_thread_new("contender", contend, &them);
-  CU_ASSERT_TRUE(zkt_wait_children(zh, slot0, 2, 15000)); /* it waits */
+  CU_ASSERT_TRUE(zkt_wait_for(second_node_queued, &waiting, 15000));
   CU_ASSERT_EQUAL(zoo_delete(zh, made, -1), ZOK);
   g_thread_join(t);
   ZKT_ASSERT_RC(ZKRC_OK, them.err);
