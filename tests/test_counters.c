@@ -2,10 +2,11 @@
  * Counters of the other dialects (zkrecipes/counter.h): the formats
  * without a server, then against a real single-member ensemble: Curator's
  * DistributedAtomicLong (peers/CuratorAtomicPeer.java) and kazoo's plain
- * Counter (peers/kazoo_plain_counter.py) both ways, their increments
+ * Counter (peers/kazoo_plain_counter.py) both ways, and Curator's
+ * DistributedAtomicInteger on SharedCount's format, their increments
  * interleaved with ours summing exactly, the promotion to a lock against
- * Curator's InterProcessMutex, malformed nodes and bad input changing
- * nothing.
+ * Curator's InterProcessMutex, malformed and oversized nodes and bad input
+ * changing nothing, ZKRC_NO_WAIT refused at once while disconnected.
  */
 #include "config.h"
 
@@ -296,6 +297,59 @@ static void test_curator_atomic_long_both_ways(void) {
   g_free(path);
 }
 
+/* Curator's DistributedAtomicInteger (peers/CuratorAtomicPeer.java's
+ * int- modes) and our ZKRC_COUNTER_SHARED_COUNT on one node: the same 4
+ * big-endian bytes; an empty node reads 0 to both; each reads what the
+ * other wrote (forceSet, compareAndSet), and 30 increments by Curator
+ * interleaved with 30 of ours sum to exactly 60. */
+static void test_curator_atomic_integer_both_ways(void) {
+  char *path = zkt_path("counter-curator-int");
+  zkrc_session *s = zkt_session();
+  zhandle_t *zh = zkt_raw();
+  zkrc_counter_options o = format_opts(ZKRC_COUNTER_SHARED_COUNT);
+  zkrc_counter_result r;
+  CU_ASSERT_EQUAL_FATAL(
+      zoo_create(zh, path, "", 0, &ZOO_OPEN_ACL_UNSAFE, 0, NULL, 0), ZOK);
+  CU_ASSERT_TRUE(zkt_data_is(zh, path, "", 0));
+  CU_ASSERT_EQUAL(atomic_value(atomic_peer("int-read", path, NULL, NULL), NULL),
+                  0);
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_counter_get(s, path, &o, &r, 5000));
+  CU_ASSERT_EQUAL(r.post_value, 0);
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_counter_force_set(s, path, 2000000000, &o, 5000));
+  CU_ASSERT_EQUAL(atomic_value(atomic_peer("int-read", path, NULL, NULL), NULL),
+                  2000000000);
+  CU_ASSERT_EQUAL(
+      atomic_value(atomic_peer("int-set", path, "-2000000000", NULL), NULL),
+      -2000000000);
+  CU_ASSERT_TRUE(zkt_data_is(zh, path, "\x88\xca\x6c\x00", 4));
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_counter_get(s, path, &o, &r, 5000));
+  CU_ASSERT_EQUAL(r.post_value, -2000000000);
+  peer *p = atomic_peer("int-cas", path, "-2000000000", "0");
+  char *cas = p ? peer_expect(p, "cas", 90000) : NULL;
+  CU_ASSERT_STRING_EQUAL(cas ? cas : "", "true -2000000000 0");
+  g_free(cas);
+  CU_ASSERT_EQUAL(peer_finish(p, 30000), 0);
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_counter_get(s, path, &o, &r, 5000));
+  CU_ASSERT_EQUAL(r.post_value, 0);
+  adder a = {.s = s, .path = path, .o = o, .n = 30};
+  p = atomic_peer("int-add", path, "30", NULL);
+  char *ready = p ? peer_expect(p, "ready", 90000) : NULL;
+  CU_ASSERT_PTR_NOT_NULL(ready);
+  g_free(ready);
+  GThread *t = g_thread_new("adder", add_n, &a);
+  peer_send(p, "go");
+  int64_t curator_saw = atomic_value(p, NULL);
+  g_thread_join(t);
+  CU_ASSERT_EQUAL(a.ok, 30);
+  CU_ASSERT(curator_saw >= 30 && curator_saw <= 60);
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_counter_get(s, path, &o, &r, 5000));
+  CU_ASSERT_EQUAL(r.post_value, 60);
+  CU_ASSERT_TRUE(zkt_data_is(zh, path, "\0\0\0\x3c", 4));
+  zookeeper_close(zh);
+  zkrc_session_close(s);
+  g_free(path);
+}
+
 /* kazoo's plain Counter and ours on one node: the same text ("42"), each
  * reads what the other wrote, kazoo's empty node reads 0, and 30 of
  * kazoo's increments interleaved with 30 of ours sum to 60. */
@@ -451,6 +505,168 @@ static void test_malformed_changes_nothing(void) {
   g_free(path);
 }
 
+/* Sizes (counter.h): the largest write a counter makes passes the size
+ * rule, so no call is ZKRC_ETOOBIG: kazoo's longest text (INT64_MIN, 20
+ * bytes) on a path of ZKRC_PATH_MAX bytes is written, and one past it is
+ * ZKRC_EOVERFLOW.  A node holding more than its format's bytes, up to the
+ * most data a node may hold, is ZKRC_EBADNODE in every format and every
+ * call, and is left as it is; kazoo's text over 4096 bytes too, even all
+ * digits. */
+static void test_sizes(void) {
+  char *base = zkt_path("counter-size");
+  GString *long_path = g_string_new(base);
+  g_string_append(long_path, "/");
+  while (long_path->len < ZKRC_PATH_MAX)
+    g_string_append_c(long_path, 'a');
+  zkrc_session *s = zkt_session();
+  zhandle_t *zh = zkt_raw();
+  zkrc_counter_options kazoo = format_opts(ZKRC_COUNTER_KAZOO);
+  zkrc_counter_result r;
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_path_validate(long_path->str, NULL));
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_counter_add(s, long_path->str, INT64_MIN + 1,
+                                          &kazoo, &r, 5000));
+  ZKT_ASSERT_RC(ZKRC_OK,
+                zkrc_counter_add(s, long_path->str, -1, &kazoo, &r, 5000));
+  CU_ASSERT_EQUAL(r.post_value, INT64_MIN);
+  CU_ASSERT_TRUE(zkt_data_is(zh, long_path->str, "-9223372036854775808", 20));
+  ZKT_ASSERT_RC(ZKRC_EOVERFLOW,
+                zkrc_counter_add(s, long_path->str, -1, &kazoo, &r, 5000));
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_counter_force_set(s, long_path->str, INT64_MIN,
+                                                &kazoo, 5000));
+  static const zkrc_counter_format formats[] = {
+      ZKRC_COUNTER_ATOMIC_LONG, ZKRC_COUNTER_KAZOO, ZKRC_COUNTER_SHARED_COUNT};
+  char *path = g_strdup_printf("%s/big", base);
+  char *big = zkt_pattern(ZKT_DATA_MAX);
+  char digits[4097];
+  memset(digits, '1', sizeof digits);
+  static const struct {
+    const char *what;
+    size_t len;
+  } nodes[] = {{"the most data a node holds", ZKT_DATA_MAX},
+               {"kazoo's text over 4096 bytes", sizeof digits}};
+  for (size_t n = 0; n < G_N_ELEMENTS(nodes); n++) {
+    const char *data = n == 0 ? big : digits;
+    ZKT_ASSERT_RC(ZKRC_OK, zkrc_counter_force_set(s, path, 1, &kazoo, 5000));
+    ZKT_ASSERT_RC(ZKRC_OK,
+                  zkrc_shared_value_set(s, path, data, nodes[n].len, 5000));
+    for (size_t f = 0; f < G_N_ELEMENTS(formats); f++) {
+      zkrc_counter_options o = format_opts(formats[f]);
+      if (n == 1 && formats[f] != ZKRC_COUNTER_KAZOO)
+        continue; /* 4097 bytes are no 8 or 4 either: shown above */
+      ZKT_ASSERT_RC(ZKRC_EBADNODE, zkrc_counter_get(s, path, &o, &r, 5000));
+      ZKT_ASSERT_RC(ZKRC_EBADNODE, zkrc_counter_add(s, path, 1, &o, &r, 5000));
+      ZKT_ASSERT_RC(ZKRC_EBADNODE,
+                    zkrc_counter_try_set(s, path, 2, &o, &r, 5000));
+      ZKT_ASSERT_RC(ZKRC_EBADNODE,
+                    zkrc_counter_compare_and_set(s, path, 0, 2, &o, &r, 5000));
+    }
+    int32_t sum = 0;
+    if (n == 0) /* SharedCount's own add: the same engine */
+      ZKT_ASSERT_RC(ZKRC_EBADNODE,
+                    zkrc_shared_count_add(s, path, 1, 3, &sum, 5000));
+    if (!zkt_data_is(zh, path, data, nodes[n].len))
+      CU_FAIL(nodes[n].what); /* changed */
+  }
+  g_free(big);
+  g_free(path);
+  zookeeper_close(zh);
+  zkrc_session_close(s);
+  g_string_free(long_path, TRUE);
+  g_free(base);
+}
+
+/* The session's events: how many suspensions and reconnections. */
+typedef struct connection_log {
+  GMutex mu;
+  GCond cond;
+  int suspended, reconnected;
+} connection_log;
+
+static void log_connection(zkrc_session *s, const zkrc_session_event *ev,
+                           void *arg) {
+  (void)s;
+  connection_log *l = arg;
+  g_mutex_lock(&l->mu);
+  l->suspended += ev->type == ZKRC_SESSION_EVENT_SUSPENDED;
+  l->reconnected += ev->type == ZKRC_SESSION_EVENT_RECONNECTED ||
+                    ev->type == ZKRC_SESSION_EVENT_CONNECTED;
+  g_cond_broadcast(&l->cond);
+  g_mutex_unlock(&l->mu);
+}
+
+/* Wait until *@p count (a field of @p l) is at least 1, at most
+ * @p timeout_ms: non-zero when it is. */
+static int connection_wait(connection_log *l, const int *count,
+                           int timeout_ms) {
+  int64_t end = g_get_monotonic_time() + (int64_t)timeout_ms * 1000;
+  g_mutex_lock(&l->mu);
+  while (*count < 1 && g_cond_wait_until(&l->cond, &l->mu, end))
+    ;
+  int reached = *count >= 1;
+  g_mutex_unlock(&l->mu);
+  return reached;
+}
+
+/* ZKRC_NO_WAIT on a session whose connection is down (the member stopped:
+ * the session told SUSPENDED) is ZKRC_ECONNLOSS at once, from every call
+ * and both adds (zkrc_shared_count_add() too, the same engine), and
+ * writes nothing: once the member is back, the counter holds what it held
+ * and the missing node was not made. */
+static void test_no_wait_disconnected(void) {
+  zkrc_ensemble *e = zkt_ensemble();
+  char *path = zkt_path("counter-nowait");
+  char *none = g_strdup_printf("%s-none", path);
+  zkrc_session *s = zkt_session();
+  zkrc_counter_options o = format_opts(ZKRC_COUNTER_SHARED_COUNT);
+  zkrc_counter_result r;
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_counter_force_set(s, path, 7, &o, 5000));
+  connection_log l;
+  memset(&l, 0, sizeof l);
+  g_mutex_init(&l.mu);
+  g_cond_init(&l.cond);
+  unsigned long id = 0;
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_session_add_listener(s, log_connection, &l, &id));
+  CU_ASSERT_EQUAL_FATAL(zkrc_ensemble_stop_member(e, 0), 0);
+  CU_ASSERT_FATAL(connection_wait(&l, &l.suspended, 30000));
+  int32_t sum = 0;
+  int created = -1;
+  int64_t began = zkt_now_ms();
+  ZKT_ASSERT_RC(ZKRC_ECONNLOSS,
+                zkrc_counter_get(s, path, &o, &r, ZKRC_NO_WAIT));
+  ZKT_ASSERT_RC(ZKRC_ECONNLOSS,
+                zkrc_counter_add(s, path, 1, &o, &r, ZKRC_NO_WAIT));
+  CU_ASSERT_FALSE(r.succeeded);
+  ZKT_ASSERT_RC(ZKRC_ECONNLOSS,
+                zkrc_counter_try_set(s, path, 9, &o, &r, ZKRC_NO_WAIT));
+  ZKT_ASSERT_RC(ZKRC_ECONNLOSS, zkrc_counter_compare_and_set(s, path, 7, 9, &o,
+                                                             &r, ZKRC_NO_WAIT));
+  ZKT_ASSERT_RC(ZKRC_ECONNLOSS,
+                zkrc_counter_force_set(s, path, 9, &o, ZKRC_NO_WAIT));
+  ZKT_ASSERT_RC(ZKRC_ECONNLOSS, zkrc_counter_initialize(
+                                    s, none, 9, &o, &created, ZKRC_NO_WAIT));
+  CU_ASSERT_EQUAL(created, 0);
+  ZKT_ASSERT_RC(ZKRC_ECONNLOSS,
+                zkrc_shared_count_add(s, path, 1, 3, &sum, ZKRC_NO_WAIT));
+  /* At once: the seven together well within one session timeout, which a
+   * single call waiting for the connection would take. */
+  int64_t took = zkt_now_ms() - began;
+  printf(" (refused in %" PRId64 " ms) ", took);
+  CU_ASSERT(took < ZKT_SESSION_TIMEOUT_MS);
+  CU_ASSERT_EQUAL_FATAL(zkrc_ensemble_restart(e, 0), 0);
+  CU_ASSERT_EQUAL_FATAL(zkrc_ensemble_wait_serving(e, 0, 60000), 0);
+  CU_ASSERT(connection_wait(&l, &l.reconnected, 30000));
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_session_remove_listener(s, id));
+  zhandle_t *zh = zkt_raw();
+  CU_ASSERT_TRUE(zkt_data_is(zh, path, "\0\0\0\x07", 4));
+  CU_ASSERT_FALSE(zkt_exists(zh, none));
+  zookeeper_close(zh);
+  zkrc_session_close(s);
+  g_cond_clear(&l.cond);
+  g_mutex_clear(&l.mu);
+  g_free(none);
+  g_free(path);
+}
+
 /* Bad arguments: ZKRC_EINVAL with nothing sent. */
 static void test_bad_input(void) {
   char *path = zkt_path("counter-input");
@@ -582,10 +798,14 @@ static void add_suites(void) {
   ZKT_SUITE(
       "counters", {"calls and bytes", test_calls_and_bytes},
       {"curator atomic long both ways", test_curator_atomic_long_both_ways},
+      {"curator atomic integer both ways",
+       test_curator_atomic_integer_both_ways},
       {"kazoo counter both ways", test_kazoo_counter_both_ways},
       {"promoted to lock", test_promoted_to_lock},
       {"malformed node changes nothing", test_malformed_changes_nothing},
-      {"bad input", test_bad_input});
+      {"sizes: no write too big, a big node refused", test_sizes},
+      {"bad input", test_bad_input},
+      {"ZKRC_NO_WAIT disconnected", test_no_wait_disconnected});
   ZKT_SUITE("zkr counter", {"get and add", test_zkr_counter});
 }
 

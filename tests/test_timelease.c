@@ -5,12 +5,14 @@
  * period among contenders deciding at once (judged by holds.h's checker,
  * with a control it catches), renewal, the multi form's N, malformed and
  * foreign records refused with nothing changed, the decision's lock
- * (kazoo's, on the contender queue), bad input, and kazoo 2.8's leases
- * both ways.  The clock is the options' own (simulated periods), so no
+ * (kazoo's, on the contender queue), the write refused when our lock node
+ * went (ZKRC_ELOCKLOST), the multi form taking a free slot before waiting
+ * for a busy one, bad input, and kazoo 2.8's leases both ways.  The clock is the options' own (simulated periods), so no
  * test waits for a lease to run out.
  */
 #include "config.h"
 
+#include <inttypes.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -498,6 +500,154 @@ static void test_busy_lock(void) {
   g_free(path);
 }
 
+/* A kazoo-named contender node in @p dir's queue, made by the raw handle
+ * @p zh (ephemeral: it goes with @p zh), so that the decision's lock is
+ * another's; its path into @p made (@p size bytes). */
+static void foreign_lock(zhandle_t *zh, const char *dir, char *made, int size) {
+  zkt_make_path(zh, dir);
+  char *prefix =
+      g_strdup_printf("%s/0123456789abcdef0123456789abcdef__lock__", dir);
+  CU_ASSERT_EQUAL_FATAL(zoo_create(zh, prefix, "kazoo", 5, &ZOO_OPEN_ACL_UNSAFE,
+                                   ZOO_EPHEMERAL | ZOO_SEQUENCE, made, size),
+                        ZOK);
+  g_free(prefix);
+}
+
+/* A clock that, at its call number @p at (the first is the call's own
+ * check of the end, the second the decision's reading under the lock),
+ * deletes every lock node in @p dir with the raw handle @p zh: our lock
+ * node gone between the read of lease_holder and the write. */
+typedef struct cutting_clock {
+  int64_t now;
+  zhandle_t *zh;
+  const char *dir;
+  int at, calls, deleted;
+} cutting_clock;
+
+static int64_t cut_lock_then_tell(void *arg) {
+  cutting_clock *c = arg;
+  if (++c->calls != c->at)
+    return c->now;
+  struct String_vector kids = {0};
+  if (zoo_get_children(c->zh, c->dir, 0, &kids) == ZOK) {
+    for (int i = 0; i < kids.count; i++) {
+      if (strstr(kids.data[i], "__lock__") == NULL)
+        continue;
+      char *node = g_strdup_printf("%s/%s", c->dir, kids.data[i]);
+      c->deleted += zoo_delete(c->zh, node, -1) == ZOK;
+      g_free(node);
+    }
+    deallocate_String_vector(&kids);
+  }
+  return c->now;
+}
+
+/* The write path's ZKRC_ELOCKLOST, by construction: the clock, read under
+ * the lock just before the write, deletes our lock node; the write's multi
+ * (the check of our lock node first) is refused: ZKRC_ELOCKLOST with
+ * ZooKeeper's ZNONODE, nothing written, the result zeroed, no lock node
+ * left.  The same call again (the clock harmless now) obtains it. */
+static void test_lock_lost_before_write(void) {
+  char *path = zkt_path("timelease-lost");
+  char *holder = g_strdup_printf("%s/lease_holder", path);
+  zhandle_t *zh = zkt_raw();
+  zkrc_session *s = zkt_session();
+  cutting_clock c = {.now = T0, .zh = zh, .dir = path, .at = 2};
+  zkrc_time_lease_options o;
+  zkrc_time_lease_options_init(&o);
+  o.identifier = "us";
+  o.clock = cut_lock_then_tell;
+  o.clock_arg = &c;
+  zkrc_time_lease_result r;
+  ZKT_ASSERT_RC(ZKRC_ELOCKLOST,
+                zkrc_time_lease_obtain(s, path, 1000, &o, &r, 20000));
+  CU_ASSERT_EQUAL(zkrc_last_zk_error(), ZNONODE);
+  CU_ASSERT_EQUAL(c.calls, 2);
+  CU_ASSERT_EQUAL(c.deleted, 1);
+  CU_ASSERT_EQUAL(r.outcome, 0);
+  CU_ASSERT_PTR_NULL(r.holder);
+  CU_ASSERT_FALSE(zkt_exists(zh, holder));
+  CU_ASSERT_TRUE(zkt_wait_children_or_gone(zh, path, 0, 10000));
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_time_lease_obtain(s, path, 1000, &o, &r, 20000));
+  CU_ASSERT_EQUAL(r.outcome, ZKRC_TIME_LEASE_OBTAINED);
+  CU_ASSERT_TRUE(record_is(path, "us", "2027-01-15T08:00:01"));
+  zkrc_time_lease_result_clear(&r);
+  zookeeper_close(zh);
+  zkrc_session_close(s);
+  g_free(holder);
+  g_free(path);
+}
+
+/* For zkt_wait_for(): does @p dir hold two children (the other's lock node
+ * and one more) after its children changed enough times (cversion: a
+ * look's node made and deleted, then a waiter's node made)? */
+typedef struct queue_grown {
+  zhandle_t *zh;
+  const char *dir;
+  int32_t cversion;
+} queue_grown;
+
+static int second_node_queued(void *arg) {
+  const queue_grown *q = arg;
+  struct Stat st;
+  return zoo_exists(q->zh, q->dir, 0, &st) == ZOK && st.numChildren == 2 &&
+         st.cversion >= q->cversion;
+}
+
+/* The multi form with a timeout does not spend it on a busy slot: slot 0's
+ * lock is another's (kept), slot 1 is free: slot 1 is obtained, well within
+ * the timeout, and slot 0 is left unwritten.  Then, slot 1 held (by us)
+ * and slot 0's lock still taken, another identifier's call looks at slot
+ * 0 (its node made and deleted), decides slot 1 (held), then waits for
+ * slot 0's lock (its node queued again behind the other's: slot 0's
+ * children changed three times), and obtains slot 0 once that lock goes. */
+static void test_multi_free_slot_first(void) {
+  char *path = zkt_path("timelease-freeslot");
+  char *slot0 = g_strdup_printf("%s/0", path);
+  char *holder0 = g_strdup_printf("%s/lease_holder", slot0);
+  zhandle_t *zh = zkt_raw();
+  char made[512];
+  foreign_lock(zh, slot0, made, sizeof made);
+  zkrc_session *s = zkt_session();
+  int64_t now = T0;
+  zkrc_time_lease_options o;
+  sim_options(&o, "us", &now);
+  zkrc_time_lease_result r;
+  const int timeout_ms = 20000;
+  int64_t began = zkt_now_ms();
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_time_lease_obtain_multi(s, path, 2, 1000, &o, &r,
+                                                      timeout_ms));
+  int64_t took = zkt_now_ms() - began;
+  printf(" (slot 1 in %" PRId64 " ms) ", took);
+  CU_ASSERT(took < timeout_ms / 2);
+  CU_ASSERT_EQUAL(r.outcome, ZKRC_TIME_LEASE_OBTAINED);
+  CU_ASSERT_EQUAL(r.slot, 1);
+  zkrc_time_lease_result_clear(&r);
+  CU_ASSERT_FALSE(zkt_exists(zh, holder0));
+  CU_ASSERT_TRUE(zkt_wait_children(zh, slot0, 1, 10000)); /* only the other's */
+  contender them;
+  contenders_start(&them, 1, path, 2);
+  g_strlcpy(them.ident, "them", sizeof them.ident);
+  them.now = T0;
+  struct Stat st;
+  CU_ASSERT_EQUAL_FATAL(zoo_exists(zh, slot0, 0, &st), ZOK);
+  queue_grown waiting = {.zh = zh, .dir = slot0, .cversion = st.cversion + 3};
+  GThread *t = g_thread_new("contender", contend, &them);
+  CU_ASSERT_TRUE(zkt_wait_for(second_node_queued, &waiting, 15000));
+  CU_ASSERT_EQUAL(zoo_delete(zh, made, -1), ZOK);
+  g_thread_join(t);
+  ZKT_ASSERT_RC(ZKRC_OK, them.err);
+  CU_ASSERT_EQUAL(them.r.outcome, ZKRC_TIME_LEASE_OBTAINED);
+  CU_ASSERT_EQUAL(them.r.slot, 0);
+  CU_ASSERT_TRUE(record_is(slot0, "them", "2027-01-15T08:00:01"));
+  contenders_end(&them, 1);
+  zookeeper_close(zh);
+  zkrc_session_close(s);
+  g_free(holder0);
+  g_free(slot0);
+  g_free(path);
+}
+
 /* Bad input: ZKRC_EINVAL (an identifier too large for the size rule:
  * ZKRC_ETOOBIG), nothing sent, nothing made, the result zeroed. */
 static void test_bad_input(void) {
@@ -687,6 +837,10 @@ static void add_suites(void) {
             {"multi admits exactly n", test_multi_admits_n},
             {"foreign records unchanged", test_foreign_records_unchanged},
             {"busy lock", test_busy_lock},
+            {"our lock node gone before the write: ZKRC_ELOCKLOST",
+             test_lock_lost_before_write},
+            {"multi: a free slot first, then a busy one waited for",
+             test_multi_free_slot_first},
             {"bad input changes nothing", test_bad_input},
             {"defaults: system clock, hostname:pid", test_defaults},
             {"kazoo both ways", test_kazoo_both_ways});

@@ -1,7 +1,8 @@
 /*
  * zkrecipes/counter.h - counters in the three formats of the other
  * dialects, by one-shot calls: Curator's DistributedAtomicLong, kazoo's
- * Counter, and Curator's SharedCount (the format of zkrecipes/shared.h).
+ * Counter, and Curator's SharedCount and DistributedAtomicInteger (the
+ * format of zkrecipes/shared.h).
  *
  * Wire formats (the node's data; a missing node or empty data reads as 0,
  * as Curator's DistributedAtomicLong and kazoo's Counter read them):
@@ -14,9 +15,12 @@
  *                              only: a float counter's text ("1.5", "inf")
  *                              is ZKRC_EBADNODE, as it is to kazoo's int
  *                              Counter; a value past 64 bits is
- *                              ZKRC_EOVERFLOW.
+ *                              ZKRC_EOVERFLOW; text over 4096 bytes is not
+ *                              read: ZKRC_EBADNODE.
  *   ZKRC_COUNTER_SHARED_COUNT  4 bytes, a big-endian signed 32-bit integer
- *                              (Curator's SharedCount; kazoo's
+ *                              (Curator's SharedCount and
+ *                              DistributedAtomicInteger, whose Java int
+ *                              wraps where we refuse; kazoo's
  *                              Counter(support_curator=True)); results past
  *                              32 bits are ZKRC_EOVERFLOW.
  * Data of any other length (or text that is not a number) is ZKRC_EBADNODE,
@@ -48,8 +52,12 @@
  * from a session's callback thread.  Bad input (NULL session, path or
  * result, an invalid path, a bad timeout, options not initialized, an
  * unknown format, max_attempts < 1, an invalid promoted lock path) is
- * ZKRC_EINVAL with nothing sent.  Writes pass the size rule (ZKRC_ETOOBIG;
- * README, "Sizes").
+ * ZKRC_EINVAL with nothing sent.  Sizes: a counter's write (at most 24
+ * bytes of data, on a path and chroot of at most ZKRC_PATH_MAX bytes each)
+ * always passes the size rule (README, "Sizes"), so no call here returns
+ * ZKRC_ETOOBIG; a node holding more than its format's bytes, however
+ * large, is ZKRC_EBADNODE, and a value the format cannot hold
+ * ZKRC_EOVERFLOW.
  */
 #ifndef ZKRECIPES_COUNTER_H
 #define ZKRECIPES_COUNTER_H
@@ -69,8 +77,8 @@ typedef enum zkrc_counter_format {
   ZKRC_COUNTER_ATOMIC_LONG = 1,
   /** kazoo's Counter: ASCII decimal text. */
   ZKRC_COUNTER_KAZOO,
-  /** Curator's SharedCount (kazoo's Counter(support_curator=True)):
-   *  4 bytes, big-endian. */
+  /** Curator's SharedCount and DistributedAtomicInteger (kazoo's
+   *  Counter(support_curator=True)): 4 bytes, big-endian. */
   ZKRC_COUNTER_SHARED_COUNT
 } zkrc_counter_format;
 
@@ -158,8 +166,8 @@ int zkrc_counter_get(zkrc_session *s, const char *path,
  * @return ZKRC_OK (succeeded 1, pre and post values); ZKRC_EBADVERSION (not
  *         applied: every try met a concurrent change, or the promoted lock
  *         was not had within promoted_lock_timeout_ms); ZKRC_EOVERFLOW (the
- *         sum does not fit the format: nothing written); ZKRC_ETOOBIG; and
- *         the errors of zkrc_counter_get().
+ *         sum does not fit the format: nothing written); and the errors
+ *         of zkrc_counter_get().
  * Threading: any thread but a session's callback thread.
  */
 int zkrc_counter_add(zkrc_session *s, const char *path, int64_t delta,
@@ -195,8 +203,8 @@ int zkrc_counter_compare_and_set(zkrc_session *s, const char *path,
  * atomicity), creating the node when missing.
  * @param opts  NULL for the defaults; only its format is used.
  * @return ZKRC_OK; ZKRC_EOVERFLOW (@p value does not fit the format);
- *         ZKRC_ETOOBIG; ZKRC_EINVAL; ZKRC_ETIMEDOUT; ZKRC_ECONNLOSS;
- *         ZKRC_ENOAUTH; ZKRC_ECLOSED.
+ *         ZKRC_EINVAL; ZKRC_ETIMEDOUT; ZKRC_ECONNLOSS; ZKRC_ENOAUTH;
+ *         ZKRC_ECLOSED.
  */
 int zkrc_counter_force_set(zkrc_session *s, const char *path, int64_t value,
                            const zkrc_counter_options *opts, int timeout_ms);

@@ -108,10 +108,12 @@ int zkrc_shared_count_try_set(zkrc_session *s, const char *path,
                               int timeout_ms);
 
 /**
- * Add @p delta to the counter (created at 0 when missing) by
- * compare-and-set, retrying after a conflict with a growing backoff (1 ms
- * doubling to 64 ms, with jitter), at most @p max_attempts times and
- * within @p timeout_ms.
+ * Add @p delta to the counter by compare-and-set, retrying after a
+ * conflict with a growing backoff (1 ms doubling to 64 ms, with jitter), at
+ * most @p max_attempts times and within @p timeout_ms: zkrc_counter_add()
+ * in ZKRC_COUNTER_SHARED_COUNT (zkrecipes/counter.h), the one engine,
+ * except that an empty node is ZKRC_EBADNODE here.  A missing node counts
+ * as 0: it is created holding @p delta.
  * @param result  if not NULL, receives the value written.
  * @return ZKRC_OK; ZKRC_EBADVERSION (still conflicting after
  *         @p max_attempts); ZKRC_EOVERFLOW (the sum does not fit in 32

@@ -220,6 +220,15 @@ int zkrc_time_lease_obtain(zkrc_session *s, const char *path,
  * slot at once.  A slot whose lease_holder is malformed is skipped (no
  * write there) and so, with ZKRC_NO_WAIT, is one whose lock is taken.
  *
+ * Waiting (a positive @p timeout_ms or ZKRC_WAIT_FOREVER): first every
+ * slot in turn is tried without waiting for its lock (a look at its queue,
+ * one round trip), so that a slot that may be taken (its lock free, its
+ * lease free, ended, or ours) is obtained within the timeout whatever
+ * lock another slot's decider keeps; only when none was obtained are the
+ * slots whose lock was taken (or which could not be looked at because the
+ * connection was down) tried again in turn, each waiting for its lock
+ * within what is left of @p timeout_ms.
+ *
  * @param count  1 to 1000.
  * @return ZKRC_OK when a slot was obtained or every slot was decided
  *         (refused: @p out names the refusal that ends first);

@@ -162,8 +162,10 @@ static int write_record(attempt *a, write_arg *w, int64_t end_ms) {
 
 /* ---------------------------------------------------------- one slot */
 
-/* The kazoo lock on @p dir, waited for within the call's deadline. */
-static int take_lock(attempt *a, const char *dir, zkrc_lock **out) {
+/* The kazoo lock on @p dir, waited for within the call's deadline, or
+ * only looked at (@p look_once: ZKRC_ELOCKED when another has it). */
+static int take_lock(attempt *a, const char *dir, gboolean look_once,
+                     zkrc_lock **out) {
   zkrc_lock_options lo;
   zkrc_lock_options_init(&lo);
   lo.participant_id = a->ident;
@@ -173,7 +175,7 @@ static int take_lock(attempt *a, const char *dir, zkrc_lock **out) {
                                   zkrc__policy_exclusive);
   if (err != ZKRC_OK)
     return err;
-  int wait = a->timeout_ms;
+  int wait = look_once ? ZKRC_NO_WAIT : a->timeout_ms;
   if (wait > 0) {
     wait = zkrc__ms_left(a->deadline);
     if (wait <= 0) {
@@ -190,11 +192,12 @@ static int take_lock(attempt *a, const char *dir, zkrc_lock **out) {
   return err;
 }
 
-/* Decide the lease at @p dir under its lock, filling @p out on ZKRC_OK. */
-static int decide_slot(attempt *a, const char *dir,
+/* Decide the lease at @p dir under its lock (take_lock()), filling @p out
+ * on ZKRC_OK. */
+static int decide_slot(attempt *a, const char *dir, gboolean look_once,
                        zkrc_time_lease_result *out) {
   zkrc_lock *lk;
-  int err = take_lock(a, dir, &lk);
+  int err = take_lock(a, dir, look_once, &lk);
   if (err != ZKRC_OK)
     return err;
   char *holder_path = g_strdup_printf("%s/" HOLDER_NODE, dir);
@@ -299,7 +302,7 @@ int zkrc_time_lease_obtain(zkrc_session *s, const char *path,
   int err = begin(&a, s, path, duration_ms, opts, out, timeout_ms);
   if (err != ZKRC_OK)
     return err;
-  err = decide_slot(&a, path, out);
+  err = decide_slot(&a, path, FALSE, out);
   g_free(a.ident);
   return err;
 }
@@ -315,6 +318,71 @@ static gboolean ends_first(const zkrc_time_lease_result *r,
   return r->outcome == ZKRC_TIME_LEASE_HELD && r->end_ms < best->end_ms;
 }
 
+/* The multi form's state: the result so far, the first skipped slot's
+ * error, and the slots left for the waiting pass. */
+typedef struct multi {
+  attempt a;
+  const char *path;
+  zkrc_time_lease_result *out;
+  int undecided;
+  gboolean *later;
+} multi;
+
+static gboolean obtained(const zkrc_time_lease_result *r) {
+  return r->outcome && r->outcome <= ZKRC_TIME_LEASE_RENEWED;
+}
+
+/* Decide slot @p i (@p look_once: without waiting for its lock) and keep
+ * in m->out the slot obtained or the refusal that ends first.  ZKRC_OK to
+ * go on (decided, skipped, or left for later), else the error that ends
+ * the call. */
+static int try_slot(multi *m, int i, gboolean look_once) {
+  char *dir = g_strdup_printf("%s/%d", m->path, i);
+  zkrc_time_lease_result r = {0};
+  int err = decide_slot(&m->a, dir, look_once, &r);
+  g_free(dir);
+  r.slot = i;
+  gboolean may_wait = m->a.timeout_ms != ZKRC_NO_WAIT;
+  if (look_once && may_wait && (err == ZKRC_ELOCKED || err == ZKRC_ECONNLOSS)) {
+    m->later[i] = TRUE; /* its lock is waited for once no slot was free */
+    return ZKRC_OK;
+  }
+  if (err == ZKRC_ELOCKED || err == ZKRC_EBADNODE) {
+    if (m->undecided == ZKRC_OK)
+      m->undecided = err;
+    return ZKRC_OK;
+  }
+  if (err != ZKRC_OK)
+    return err;
+  if (obtained(&r) || ends_first(&r, m->out)) {
+    zkrc_time_lease_result_clear(m->out);
+    *m->out = r;
+  } else {
+    zkrc_time_lease_result_clear(&r);
+  }
+  return ZKRC_OK;
+}
+
+/* The two passes: every slot looked at without waiting for its lock, in
+ * order; then, when none was obtained, the slots whose lock was taken,
+ * in order, each waited for within the call's deadline.  While the
+ * connection is down a look would wait for it (up to a session timeout,
+ * whatever the deadline): such a slot is left to the second pass. */
+static int obtain_slots(multi *m, int count) {
+  gboolean may_wait = m->a.timeout_ms != ZKRC_NO_WAIT;
+  int err = ZKRC_OK;
+  for (int i = 0; i < count && err == ZKRC_OK && !obtained(m->out); i++) {
+    if (!may_wait || zkrc_session_get_state(m->a.s) == ZKRC_SESSION_CONNECTED)
+      err = try_slot(m, i, TRUE);
+    else
+      m->later[i] = TRUE;
+  }
+  for (int i = 0; i < count && err == ZKRC_OK && !obtained(m->out); i++)
+    if (m->later[i])
+      err = try_slot(m, i, FALSE);
+  return err;
+}
+
 int zkrc_time_lease_obtain_multi(zkrc_session *s, const char *path, int count,
                                  int64_t duration_ms,
                                  const zkrc_time_lease_options *opts,
@@ -324,38 +392,16 @@ int zkrc_time_lease_obtain_multi(zkrc_session *s, const char *path, int count,
       memset(out, 0, sizeof *out);
     return zkrc__fail(ZKRC_EINVAL);
   }
-  attempt a;
-  int err = begin(&a, s, path, duration_ms, opts, out, timeout_ms);
+  multi m = {.path = path, .out = out, .undecided = ZKRC_OK};
+  int err = begin(&m.a, s, path, duration_ms, opts, out, timeout_ms);
   if (err != ZKRC_OK)
     return err;
-  int undecided = ZKRC_OK; /* the first skipped slot's error */
-  for (int i = 0; i < count; i++) {
-    char *dir = g_strdup_printf("%s/%d", path, i);
-    zkrc_time_lease_result r = {0};
-    err = decide_slot(&a, dir, &r);
-    g_free(dir);
-    r.slot = i;
-    if (err == ZKRC_ELOCKED || err == ZKRC_EBADNODE) {
-      if (undecided == ZKRC_OK)
-        undecided = err;
-      err = ZKRC_OK;
-      continue;
-    }
-    if (err != ZKRC_OK)
-      break;
-    if (r.outcome <= ZKRC_TIME_LEASE_RENEWED || ends_first(&r, out)) {
-      zkrc_time_lease_result_clear(out);
-      *out = r;
-    } else {
-      zkrc_time_lease_result_clear(&r);
-    }
-    if (out->outcome <= ZKRC_TIME_LEASE_RENEWED)
-      break;
-  }
-  g_free(a.ident);
-  gboolean obtained = out->outcome && out->outcome <= ZKRC_TIME_LEASE_RENEWED;
-  if (err == ZKRC_OK && !obtained && undecided != ZKRC_OK)
-    err = zkrc__fail(undecided);
+  m.later = g_new0(gboolean, count);
+  err = obtain_slots(&m, count);
+  g_free(m.later);
+  g_free(m.a.ident);
+  if (err == ZKRC_OK && !obtained(out) && m.undecided != ZKRC_OK)
+    err = zkrc__fail(m.undecided);
   if (err != ZKRC_OK)
     zkrc_time_lease_result_clear(out);
   return err;

@@ -145,7 +145,8 @@ typedef struct counter_call {
   int64_t deadline;
   gboolean forever;
   change_kind kind;
-  int64_t operand; /* the delta, or the value to set */
+  int64_t operand;       /* the delta, or the value to set */
+  gboolean empty_is_bad; /* SharedCount's own calls: 4 bytes or nothing */
   zkrc_counter_result *r;
 } counter_call;
 
@@ -194,7 +195,9 @@ static int read_counter(counter_call *c, gboolean *exists, int64_t *value,
   *value = 0;
   *version = -1;
   int err = ZKRC_OK;
-  if (rc == ZOK) {
+  if (rc == ZOK && v.len == 0 && c->empty_is_bad) {
+    err = zkrc__fail(ZKRC_EBADNODE);
+  } else if (rc == ZOK) {
     err = zkrc_counter_decode(c->o.format, v.data, v.len, value);
     *version = v.version;
   } else if (rc != ZNONODE) {
@@ -327,11 +330,13 @@ static int result_begin(counter_call *c, zkrc_counter_result *result,
 
 static int change(zkrc_session *s, const char *path, change_kind kind,
                   int64_t operand, const zkrc_counter_options *opts,
-                  zkrc_counter_result *result, int timeout_ms) {
+                  gboolean empty_is_bad, zkrc_counter_result *result,
+                  int timeout_ms) {
   counter_call c;
   int err = result_begin(&c, result, s, path, opts, timeout_ms);
   if (err != ZKRC_OK)
     return zkrc__fail(err);
+  c.empty_is_bad = empty_is_bad;
   c.kind = kind;
   c.operand = operand;
   err = tries(&c, c.o.max_attempts, &result->optimistic_tries);
@@ -346,13 +351,27 @@ static int change(zkrc_session *s, const char *path, change_kind kind,
 int zkrc_counter_add(zkrc_session *s, const char *path, int64_t delta,
                      const zkrc_counter_options *opts,
                      zkrc_counter_result *result, int timeout_ms) {
-  return change(s, path, CHANGE_ADD, delta, opts, result, timeout_ms);
+  return change(s, path, CHANGE_ADD, delta, opts, FALSE, result, timeout_ms);
+}
+
+int zkrc__counter_shared_count_add(zkrc_session *s, const char *path,
+                                   int32_t delta, int max_attempts,
+                                   int32_t *result, int timeout_ms) {
+  zkrc_counter_options o;
+  defaults(&o); /* zkrc_shared_count_add()'s backoff: 1 ms doubling to 64 */
+  o.format = ZKRC_COUNTER_SHARED_COUNT;
+  o.max_attempts = max_attempts;
+  zkrc_counter_result r;
+  int err = change(s, path, CHANGE_ADD, delta, &o, TRUE, &r, timeout_ms);
+  if (err == ZKRC_OK && result)
+    *result = (int32_t)r.post_value;
+  return err;
 }
 
 int zkrc_counter_try_set(zkrc_session *s, const char *path, int64_t value,
                          const zkrc_counter_options *opts,
                          zkrc_counter_result *result, int timeout_ms) {
-  return change(s, path, CHANGE_SET, value, opts, result, timeout_ms);
+  return change(s, path, CHANGE_SET, value, opts, FALSE, result, timeout_ms);
 }
 
 int zkrc_counter_get(zkrc_session *s, const char *path,

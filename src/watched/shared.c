@@ -254,45 +254,9 @@ int zkrc_shared_count_try_set(zkrc_session *s, const char *path,
                                    timeout_ms);
 }
 
-/* Wait before attempt @p attempt (> 0) after a conflict: 1 ms doubling to
- * 64 ms, half of it random, never past @p deadline. */
-static void back_off(int attempt, int64_t deadline) {
-  int64_t us = (int64_t)1000 << MIN(attempt - 1, 6);
-  us = us / 2 + g_random_int_range(0, (gint32)(us / 2) + 1);
-  int64_t left = deadline - g_get_monotonic_time();
-  if (left > 0)
-    g_usleep((gulong)MIN(us, left));
-}
-
+/* The counters' engine (counter.c), in SharedCount's format. */
 int zkrc_shared_count_add(zkrc_session *s, const char *path, int32_t delta,
                           int max_attempts, int32_t *result, int timeout_ms) {
-  if (max_attempts < 1 || !args_valid(s, path, timeout_ms))
-    return zkrc__fail(ZKRC_EINVAL);
-  int64_t deadline;
-  int err = zkrc__request_deadline(s, timeout_ms, &deadline);
-  if (err != ZKRC_OK)
-    return zkrc__fail(err);
-  if (timeout_ms == ZKRC_NO_WAIT) /* the attempts share one round's time */
-    timeout_ms = zkrc__ms_left(deadline);
-  err = ZKRC_EBADVERSION;
-  for (int attempt = 0; attempt < max_attempts && err == ZKRC_EBADVERSION;
-       attempt++) {
-    if (attempt > 0)
-      back_off(attempt, deadline);
-    int left = zkrc__ms_left(deadline);
-    if (timeout_ms != ZKRC_WAIT_FOREVER && left <= 0)
-      return zkrc__fail(ZKRC_ETIMEDOUT);
-    int wait = timeout_ms == ZKRC_WAIT_FOREVER ? ZKRC_WAIT_FOREVER : left;
-    int32_t value, version;
-    err = zkrc_shared_count_get(s, path, 0, &value, &version, wait);
-    if (err != ZKRC_OK)
-      return err;
-    int64_t sum = (int64_t)value + delta;
-    if (sum > INT32_MAX || sum < INT32_MIN)
-      return zkrc__fail(ZKRC_EOVERFLOW);
-    err = zkrc_shared_count_try_set(s, path, version, (int32_t)sum, wait);
-    if (err == ZKRC_OK && result)
-      *result = (int32_t)sum;
-  }
-  return err == ZKRC_OK ? ZKRC_OK : zkrc__fail(err);
+  return zkrc__counter_shared_count_add(s, path, delta, max_attempts, result,
+                                        timeout_ms);
 }

@@ -1,7 +1,9 @@
 /*
  * Curator's DistributedAtomicLong on a zkrecipes counter (tests/test_counters.c):
  * the format of ZKRC_COUNTER_ATOMIC_LONG, an 8-byte big-endian long, and
- * its promotion to an InterProcessMutex.
+ * its promotion to an InterProcessMutex; and its DistributedAtomicInteger
+ * on ZKRC_COUNTER_SHARED_COUNT's 4 bytes (the modes int-read, int-set,
+ * int-cas, int-add: read, set, cas and add without LOCK, on an Integer).
  *
  *   CuratorAtomicPeer read CONNECT PATH        print "value V"
  *   CuratorAtomicPeer set CONNECT PATH V       forceSet(V), print "value V"
@@ -29,6 +31,7 @@ import java.util.concurrent.TimeUnit;
 import org.apache.curator.framework.CuratorFramework;
 import org.apache.curator.framework.CuratorFrameworkFactory;
 import org.apache.curator.framework.recipes.atomic.AtomicValue;
+import org.apache.curator.framework.recipes.atomic.DistributedAtomicInteger;
 import org.apache.curator.framework.recipes.atomic.DistributedAtomicLong;
 import org.apache.curator.framework.recipes.atomic.PromotedToLock;
 import org.apache.curator.framework.recipes.locks.InterProcessMutex;
@@ -38,7 +41,8 @@ public class CuratorAtomicPeer {
   static final PrintStream out = System.out;
 
   static void usage() {
-    System.err.println("usage: CuratorAtomicPeer read|set|cas|add|hold CONNECT PATH ...");
+    System.err.println(
+        "usage: CuratorAtomicPeer [int-]read|set|cas|add|hold CONNECT PATH ...");
     out.flush();
     Runtime.getRuntime().halt(2);
   }
@@ -62,6 +66,8 @@ public class CuratorAtomicPeer {
     String mode = a[0];
     CuratorFramework client = connect(a[1]);
     try {
+      if (mode.startsWith("int-"))
+        return runInteger(client, mode.substring(4), a);
       switch (mode) {
       case "hold": {
         InterProcessMutex m = new InterProcessMutex(client, a[2]);
@@ -130,6 +136,49 @@ public class CuratorAtomicPeer {
       }
     } finally {
       client.close();
+    }
+  }
+
+  /* The modes on a DistributedAtomicInteger (Curator's 4-byte counter). */
+  static int runInteger(CuratorFramework client, String mode, String[] a) throws Exception {
+    DistributedAtomicInteger n = new DistributedAtomicInteger(client, a[2], new RetryNTimes(0, 0));
+    switch (mode) {
+    case "read":
+      out.println("value " + n.get().postValue());
+      return 0;
+    case "set":
+      if (a.length != 4)
+        usage();
+      n.forceSet(Integer.parseInt(a[3]));
+      out.println("value " + n.get().postValue());
+      return 0;
+    case "cas": {
+      if (a.length != 5)
+        usage();
+      AtomicValue<Integer> v = n.compareAndSet(Integer.parseInt(a[3]), Integer.parseInt(a[4]));
+      out.println("cas " + v.succeeded() + " " + v.preValue() + " " + v.postValue());
+      return 0;
+    }
+    case "add": {
+      if (a.length != 4)
+        usage();
+      n = new DistributedAtomicInteger(client, a[2], new RetryNTimes(20, 1));
+      out.println("ready");
+      out.flush();
+      if (new BufferedReader(new InputStreamReader(System.in)).readLine() == null)
+        throw new Exception("no go line");
+      for (int i = Integer.parseInt(a[3]); i > 0; i--) {
+        AtomicValue<Integer> v;
+        do
+          v = n.increment();
+        while (!v.succeeded());
+      }
+      out.println("value " + n.get().postValue());
+      return 0;
+    }
+    default:
+      usage();
+      return 2;
     }
   }
 
