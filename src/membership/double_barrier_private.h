@@ -55,6 +55,7 @@ struct zkrc_double_barrier {
   int reason, zk_error;   /* LOST's */
   void *watch_ctx;        /* the latest watch's context (NULL: none) */
   int retry_ms;           /* the next retry's delay */
+  int failures;           /* failed requests in a row (not the connection) */
   GSource *retry_timer;
 };
 

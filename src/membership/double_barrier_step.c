@@ -17,8 +17,12 @@
  * is gone.  All out: Curator deletes ready, then LEFT.
  *
  * A request that fails transiently (connection lost, a new session) is
- * sent again after a backoff (50 ms doubling to 2 s) until the member is
- * out or LOST; a connection back looks again at once.
+ * sent again after a backoff (50 ms doubling to 2 s, from 50 ms again
+ * after an answer) until the member is out or LOST; a connection back
+ * looks again at once.  A refusal (an ACL) ends the member, LOST, as do
+ * MAX_FAILURES other failures in a row.  Our node given up while
+ * disconnected is deleted by the session's reaper once connected: while
+ * it is still listed, we watch it until it is gone.
  */
 #include "config.h"
 
@@ -33,6 +37,7 @@
 #include "zkrecipes/error.h"
 
 #define RETRY_MAX_MS 2000
+#define MAX_FAILURES 10
 
 static void unref_b(void *b) { zkrc__object_unref(b); }
 
@@ -82,12 +87,26 @@ static void retry_later_locked(zkrc_double_barrier *b) {
                                        zkrc__object_ref(&b->o), unref_b);
 }
 
-/* A failed request's code: transient ones are retried, an ACL's refusal
- * ends the member, anything else is retried too (bounded by the member's
- * lease: LOST ends it). */
+/* The connection or the session is in trouble: asking again after a
+ * backoff can help (the member's lease bounds it: LOST ends it). */
+static gboolean connection_trouble(int rc) {
+  return rc == ZCONNECTIONLOSS || rc == ZOPERATIONTIMEOUT ||
+         rc == ZSESSIONMOVED || rc == ZSESSIONEXPIRED || rc == ZCLOSING ||
+         rc == ZINVALIDSTATE;
+}
+
+/* Refusals that asking again cannot change. */
+static gboolean refused(int rc) {
+  return rc == ZNOAUTH || rc == ZINVALIDACL || rc == ZBADARGUMENTS ||
+         rc == ZNOCHILDRENFOREPHEMERALS || rc == ZMARSHALLINGERROR;
+}
+
+/* A failed request's code: connection trouble is retried after a backoff;
+ * a refusal ends the member (LOST with its error) at once, any other code
+ * after MAX_FAILURES failures in a row. */
 static void failed_locked(zkrc_double_barrier *b, int rc) {
-  if (rc == ZNOAUTH)
-    zkrc__db_lost_locked(b, ZKRC_ENOAUTH, ZNOAUTH);
+  if (!connection_trouble(rc) && (refused(rc) || ++b->failures > MAX_FAILURES))
+    zkrc__db_lost_locked(b, zkrc_from_zk_error(rc), rc);
   else
     retry_later_locked(b);
 }
@@ -153,8 +172,13 @@ static gboolean done_begin(zkrc_double_barrier *b, int *rc,
   *rc = zkrc__session_reply_rc(b->s, *rc);
   g_mutex_lock(&b->o.mu);
   b->busy = FALSE;
-  if (active_locked(b) && b->phase == phase)
+  if (active_locked(b) && b->phase == phase) {
+    if (*rc == ZOK) { /* an answer: the backoff starts over */
+      b->failures = 0;
+      b->retry_ms = 50;
+    }
     return TRUE;
+  }
   if (active_locked(b)) {
     done_end(b); /* the step leave() asked for while we were busy */
     return FALSE;
@@ -214,7 +238,6 @@ static void entered_locked(zkrc_double_barrier *b) {
   if (b->self == NULL || !zkrc_ephemeral_is_registered(b->self))
     return;
   zkrc__db_quiet_locked(b);
-  b->retry_ms = 50;
   b->phase = ZKRC__DB_ENTERED;
   b->entered = TRUE;
   zkrc__db_tell_locked(b, ZKRC_DOUBLE_BARRIER_ENTERED, ZKRC_OK, ZOK);
@@ -345,6 +368,8 @@ static void leaving_listed(int rc, const struct String_vector *children,
     all_out_locked(b);
   else if (ours < 0 && !b->ours_gone)
     zkrc__db_lost_locked(b, ZKRC_ENONODE, ZNONODE);
+  else if (ours >= 0 && b->ours_gone) /* its delete is the reaper's now */
+    watch = g_strdup_printf("%s/%s", b->path, b->name);
   else if (ours == 0 && n == 1)
     zkrc__db_give_up_node_locked(b, TRUE); /* then: none left */
   else if (ours == 0)

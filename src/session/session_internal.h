@@ -225,7 +225,12 @@ void zkrc__session_event_reason(zkrc_session *s, zkrc_session_event_type type,
  * before the close hears of it, one added after is told here. */
 unsigned long zkrc__session_observe(zkrc_session *s, zkrc__observer_fn fn,
                                     void *arg, gboolean *closed);
-/* After this returns the observer is not running and will not run again. */
+/* After this returns the observer is not running and will not run again.
+ * So it waits, off the worker, for the worker's round of observers to end:
+ * never call it, nor what calls it (zkrc_ephemeral_free and
+ * zkrc_ephemeral_free_async, every recipe's free), holding a mutex an
+ * observer takes (a recipe's own: the double barrier's deadlock, fixed by
+ * giving its node up from a job on the executor). */
 void zkrc__session_unobserve(zkrc_session *s, unsigned long id);
 
 /* Run @p fn(@p arg) on the session's executor (user callbacks go here).
