@@ -955,6 +955,90 @@ static void test_ours_after_kazoo(void) { interop_case(KAZOO, 0); }
 static void test_curator_after_ours(void) { interop_case(CURATOR, 1); }
 static void test_ours_after_curator(void) { interop_case(CURATOR, 0); }
 
+/* An executor's call that holds it until the test opens it: what the
+ * session's callbacks queued behind it wait meanwhile (a slow executor). */
+typedef struct gate {
+  GMutex mu;
+  GCond cond;
+  int in, open;
+} gate;
+
+static void gate_fn(void *arg) {
+  gate *g = arg;
+  g_mutex_lock(&g->mu);
+  g->in = 1;
+  g_cond_broadcast(&g->cond);
+  while (!g->open)
+    g_cond_wait(&g->cond, &g->mu);
+  g_mutex_unlock(&g->mu);
+}
+
+static int gate_entered(void *arg) {
+  gate *g = arg;
+  g_mutex_lock(&g->mu);
+  int in = g->in;
+  g_mutex_unlock(&g->mu);
+  return in;
+}
+
+static void gate_open(gate *g) {
+  g_mutex_lock(&g->mu);
+  g->open = 1;
+  g_cond_broadcast(&g->cond);
+  g_mutex_unlock(&g->mu);
+}
+
+static int is_leader(void *arg) { return zkrc_election_is_leader(arg); }
+
+/* An election runner elected while its session's executor is held up, and
+ * whose lease is out (starting again from its renewals, no loss) when its
+ * ELECTED is delivered: the election drops that ELECTED (told only under a
+ * live lease) and, its lease back, leads on with no second one.  The
+ * runner must not wait for good while it leads: its turn starts, under
+ * that leadership. */
+static void test_election_elected_dropped(void) {
+  zkrc_session *s2 = zkt_direct_session();
+  fixture f;
+  fixture_open(&f, "election-dropped");
+  zkrc_election *first = NULL;
+  CU_ASSERT_EQUAL_FATAL(zkrc_election_new(&first, s2, f.path, NULL), ZKRC_OK);
+  CU_ASSERT_EQUAL_FATAL(zkrc_election_join(first), ZKRC_OK);
+  CU_ASSERT_EQUAL_FATAL(zkrc_election_wait_leader(first, STEP), ZKRC_OK);
+  worker w;
+  worker_init(&w, &f.t, 0, CANCEL);
+  CU_ASSERT_EQUAL_FATAL(runner_start(&w, f.s, f.path, ZKRC_RUNNER_ELECTION, 0),
+                        ZKRC_OK);
+  CU_ASSERT_FATAL(zkt_wait_children(f.zh, f.path, 2, STEP));
+  zkrc_runner *r = w.r;
+  gate g = {0};
+  g_mutex_init(&g.mu);
+  g_cond_init(&g.cond);
+  zkrc_executor ex = zkrc__session_executor(f.s);
+  ex.post(ex.ctx, gate_fn, &g);
+  CU_ASSERT(zkt_wait_for(gate_entered, &g, STEP));
+  CU_ASSERT_EQUAL(zkrc_election_leave(first), ZKRC_OK); /* r's turn */
+  int elected = zkt_wait_for(is_leader, r->e, STEP);    /* ELECTED queued */
+  int64_t token = 0;
+  if (elected) {
+    CU_ASSERT_EQUAL(zkrc_election_token(r->e, &token), ZKRC_OK);
+    lease_restart(f.s);
+  }
+  gate_open(&g);
+  CU_ASSERT_FATAL(elected);
+  CU_ASSERT(zkt_wait_for(is_leader, r->e, STEP)); /* its lease is back */
+  CU_ASSERT(wait_until(&w, has_started));
+  g_mutex_lock(&f.t.mu);
+  CU_ASSERT_EQUAL(w.token, token); /* that leadership */
+  g_mutex_unlock(&f.t.mu);
+  zkrc_runner_free(w.r);
+  zkrc_election_free(first);
+  zkrc_session_close(s2);
+  worker_clear(&w);
+  g_mutex_clear(&g.mu);
+  g_cond_clear(&g.cond);
+  fixture_close(&f);
+}
+
 static void add_suites(void) {
   zkt_configure(1, 1);
   ZKT_SUITE(
@@ -972,8 +1056,9 @@ static void add_suites(void) {
       {"partition control", test_partition_control},
       {"election: lost under a partition", test_election_lost_under_partition},
       {"lost after a cancel", test_lost_after_cancel},
-      {"election: granted with its lease out",
-       test_election_granted_lease_out});
+      {"election: granted with its lease out", test_election_granted_lease_out},
+      {"election: ELECTED dropped, still leading",
+       test_election_elected_dropped});
   ZKT_SUITE("runner interop",
             {"kazoo Election.run after ours", test_kazoo_after_ours},
             {"ours after kazoo Election.run", test_ours_after_kazoo},

@@ -44,7 +44,11 @@
  * A grant that comes with its lease already out (the session
  * reconnecting) starts no turn: the hold is given back for real (a lock's
  * node deleted, an election left), and the runner asks again after a
- * backoff (100 ms, doubling to 5 s).
+ * backoff (100 ms, doubling to 5 s).  An election's runner also looks at
+ * its leadership every second while it waits, and takes one it leads
+ * under a live lease without having been told (an ELECTED dropped because
+ * the lease was out when it was delivered, the lease back since: the
+ * election tells no second one).
  *
  * Events (zkrc_runner_event) run on the session's executor, in order,
  * never on a ZooKeeper thread and never with a zkrecipes mutex held: for

@@ -24,6 +24,7 @@
 #define RETRIES 8
 #define BACKOFF_FIRST_MS 100
 #define BACKOFF_MAX_MS 5000
+#define LOOK_MS 1000 /* an election's leadership looked at while waiting */
 
 /* A failure after which queueing again may succeed. */
 static gboolean transient(int reason) {
@@ -178,6 +179,30 @@ static void refuse_grant_locked(zkrc_runner *r) {
   r->granted = 0;
 }
 
+/* Wait for a grant, a failure or a stop.  An election is also looked at
+ * every LOOK_MS: its ELECTED is dropped when its lease is out at its
+ * delivery (election.h: told only under a live lease), and a leadership
+ * whose lease comes back (the session's lease starting again from its
+ * renewals, no loss) is told no second ELECTED; a leader found so,
+ * under a live lease, is granted as ELECTED would have (its lease is
+ * checked again next, as any grant's). */
+static void wait_grant_locked(zkrc_runner *r) {
+  while (!r->stop && !r->granted && !r->failed) {
+    if (r->lk) {
+      g_cond_wait(&r->o.cond, &r->o.mu);
+      continue;
+    }
+    int64_t token = 0;
+    if (!zkrc__cond_wait_until(&r->o.cond, &r->o.mu,
+                               zkrc__deadline_after(LOOK_MS)) &&
+        zkrc_election_is_leader(r->e) &&
+        zkrc_election_token(r->e, &token) == ZKRC_OK) {
+      r->granted = 1;
+      r->grant_token = token;
+    }
+  }
+}
+
 /* Queue, wait for the turn, run it; as many times as requeue says.
  * Returns why the runner stops (ZKRC_OK: its one turn is done). */
 static int take_turns_locked(zkrc_runner *r, int *zk) {
@@ -195,8 +220,7 @@ static int take_turns_locked(zkrc_runner *r, int *zk) {
       if (rc != ZKRC_OK)
         return rc;
     }
-    while (!r->stop && !r->granted && !r->failed)
-      g_cond_wait(&r->o.cond, &r->o.mu);
+    wait_grant_locked(r);
     if (r->stop)
       break;
     if (r->failed) {
