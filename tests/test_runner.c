@@ -3,8 +3,11 @@
  * function runs while the hold is verified and the hold goes back when it
  * returns; its cancellation fires at a loss under a partition before the
  * next contender starts (tests/holds.h judges, with a control that it
- * catches); three runners take turns in queue order; free and cancel
- * while running; bad input; the election and kazoo-lock kinds' nodes;
+ * catches), for the election kind too, and still after a cancel the
+ * function ignores; an election granted with its lease out, or whose
+ * ELECTED was dropped, still gets its turn; three runners take turns in
+ * queue order; free and cancel while running; bad input; the election and
+ * kazoo-lock kinds' nodes;
  * and turns shared with kazoo's Election.run and Curator's LeaderSelector
  * (autoRequeue) on one path, both directions.
  *
