@@ -6,9 +6,10 @@
  * revocable is told nothing and goes on; zkrc_lock_revoke() refuses what
  * is not a lock contender's node and says ZKRC_ENONODE for a missing one.
  * Both ways with Curator 5.4's real classes (tests/peers/
- * CuratorRevokePeer.java): a revocable Curator holder releases when we
- * ask, and ours is told when Curator's Revoker asks.  kazoo has no
- * revocation.
+ * CuratorRevokePeer.java): a revocable Curator holder (a mutex, or either
+ * side of an InterProcessReadWriteLock) releases when we ask, and ours is
+ * told when Curator's Revoker asks.  A request made while the holder is
+ * cut off is told once it is back.  kazoo has no revocation.
  */
 #include "config.h"
 
@@ -401,6 +402,78 @@ static void test_rwlock_writer_told(void) {
   g_free(path);
 }
 
+static int session_suspended(void *arg) {
+  return zkrc_session_get_state(arg) == ZKRC_SESSION_SUSPENDED;
+}
+
+static int session_connected(void *arg) {
+  return zkrc_session_get_state(arg) == ZKRC_SESSION_CONNECTED;
+}
+
+/* A request made while the holder is cut off (its connection dropped and
+ * its proxy black-holed, shorter than its session timeout) cannot reach
+ * it then; once it is back (same session, still holding) it is told,
+ * once: the watch on its node is set again and sees the change it missed.
+ * A control lock of the same session, asked after the holder was told,
+ * is told through the same executor: nothing more for the holder came
+ * before it. */
+static void test_told_after_reconnect(void) {
+  char *path = zkt_path("revoke-reconnect");
+  char *control_path = zkt_path("revoke-reconnect-control");
+  zkrc_session *s = zkt_session(); /* through the proxy */
+  zkrc_session *asker = zkt_direct_session();
+  seen v, cv;
+  seen_init(&v);
+  seen_init(&cv);
+  zkrc_lock *lk = new_lock(s, path, &v, 1);
+  zkrc_lock *control = new_lock(s, control_path, &cv, 1);
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_lock_acquire(lk, STEP_MS));
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_lock_acquire(control, STEP_MS));
+  char *node = NULL, *control_node = NULL;
+  int64_t token = 0;
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_lock_node(lk, &node));
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_lock_node(control, &control_node));
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_lock_token(lk, &token));
+  int64_t session_id = zkrc_session_id(s);
+
+  CU_ASSERT_EQUAL(zkrc_proxy_blackhole(zkt_ensemble(), 0, STEP_MS), 0);
+  CU_ASSERT_EQUAL(zkrc_proxy_drop_all(zkt_ensemble(), 0), 0);
+  CU_ASSERT(zkt_wait_for(session_suspended, s, STEP_MS));
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_lock_revoke(asker, node, STEP_MS));
+  CU_ASSERT_EQUAL(seen_count(&v, ZKRC_LOCK_REVOKE_REQUESTED), 0);
+  CU_ASSERT_EQUAL(zkrc_proxy_blackhole(zkt_ensemble(), 0, 0), 0); /* back */
+
+  zkrc_lock_event *ev = seen_wait(&v, ZKRC_LOCK_REVOKE_REQUESTED, 1, STEP_MS);
+  CU_ASSERT_PTR_NOT_NULL(ev);
+  if (ev) {
+    CU_ASSERT_STRING_EQUAL(ev->node, node);
+    CU_ASSERT_EQUAL(ev->token, token);
+  }
+  event_free(ev);
+  CU_ASSERT(zkt_wait_for(session_connected, s, STEP_MS));
+  CU_ASSERT_EQUAL(zkrc_session_id(s), session_id); /* the same session */
+  CU_ASSERT(zkrc_lock_is_held(lk));
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_lock_revoke(asker, control_node, STEP_MS));
+  ev = seen_wait(&cv, ZKRC_LOCK_REVOKE_REQUESTED, 1, STEP_MS);
+  CU_ASSERT_PTR_NOT_NULL(ev); /* the control was told */
+  event_free(ev);
+  CU_ASSERT_EQUAL(seen_count(&v, ZKRC_LOCK_REVOKE_REQUESTED), 1); /* once */
+  CU_ASSERT_EQUAL(seen_count(&v, ZKRC_LOCK_LOST), 0);
+
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_lock_release(lk));
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_lock_release(control));
+  zkrc_lock_free(lk);
+  zkrc_lock_free(control);
+  seen_clear(&v);
+  seen_clear(&cv);
+  free(node);
+  free(control_node);
+  zkrc_session_close(asker);
+  zkrc_session_close(s);
+  g_free(control_path);
+  g_free(path);
+}
+
 /* ------------------------------------------------- Curator, both ways */
 
 #define REVOKE_PEER "CuratorRevokePeer"
@@ -435,6 +508,49 @@ static void test_curator_holder_releases(void) {
   g_free(node);
   zkrc_session_close(s);
   g_free(path);
+}
+
+/* Curator 5.4's InterProcessReadWriteLock sides are InterProcessMutex
+ * subclasses: makeRevocable() applies to them.  A Curator reader or
+ * writer made revocable releases when zkrc_lock_revoke() asks for its
+ * node; then our writer has the lock at once. */
+static void curator_side_case(const char *mode, const char *marker) {
+  kill_live_peers();
+  char *path = zkt_path("revoke-curator-rw");
+  zkrc_session *s = zkt_session();
+  peer *p = curator_class_peer("curator-rw", REVOKE_PEER, mode, path, "curator",
+                               (char *)NULL);
+  CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+  char *node = peer_expect(p, "acquired", START_MS);
+  CU_ASSERT_PTR_NOT_NULL_FATAL(node);
+  CU_ASSERT(g_str_has_prefix(node, path) && strstr(node, marker));
+  zkrc_rwlock *rw = NULL;
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_rwlock_new(&rw, s, path, NULL));
+  zkrc_lock *w = zkrc_rwlock_writer(rw);
+  ZKT_ASSERT_RC(ZKRC_ELOCKED, zkrc_lock_acquire(w, ZKRC_NO_WAIT));
+
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_lock_revoke(s, node, STEP_MS));
+  char *line = peer_expect(p, "revoke-requested", STEP_MS);
+  CU_ASSERT_PTR_NOT_NULL(line);
+  g_free(line);
+  line = peer_expect(p, "released", STEP_MS);
+  CU_ASSERT_PTR_NOT_NULL(line);
+  g_free(line);
+  CU_ASSERT_EQUAL(peer_finish(p, STEP_MS), 0);
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_lock_acquire(w, ZKRC_NO_WAIT));
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_lock_release(w));
+  zkrc_rwlock_free(rw);
+  g_free(node);
+  zkrc_session_close(s);
+  g_free(path);
+}
+
+static void test_curator_reader_releases(void) {
+  curator_side_case("hold-read", "__READ__");
+}
+
+static void test_curator_writer_releases(void) {
+  curator_side_case("hold-write", "__WRIT__");
 }
 
 /* Our revocable holder is told when Curator's Revoker.attemptRevoke()
@@ -473,14 +589,18 @@ static void test_curator_revoker_asks(void) {
 }
 
 static void add_suites(void) {
+  zkt_configure(1, 1); /* a proxy, for the reconnection */
   ZKT_SUITE("revoke", {"holder told", test_holder_told},
             {"not revocable ignores", test_not_revocable_ignores},
             {"waiter told", test_waiter_told},
             {"missing node", test_missing_node}, {"bad input", test_bad_input},
-            {"rwlock writer told", test_rwlock_writer_told});
+            {"rwlock writer told", test_rwlock_writer_told},
+            {"told after a reconnection", test_told_after_reconnect});
   ZKT_SUITE("revoke curator",
             {"curator holder releases", test_curator_holder_releases},
-            {"curator revoker asks", test_curator_revoker_asks});
+            {"curator revoker asks", test_curator_revoker_asks},
+            {"curator reader releases", test_curator_reader_releases},
+            {"curator writer releases", test_curator_writer_releases});
 }
 
 int main(void) { return zkt_run("test_revoke", add_suites); }

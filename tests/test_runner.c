@@ -3,8 +3,11 @@
  * function runs while the hold is verified and the hold goes back when it
  * returns; its cancellation fires at a loss under a partition before the
  * next contender starts (tests/holds.h judges, with a control that it
- * catches); three runners take turns in queue order; free and cancel
- * while running; bad input; the election and kazoo-lock kinds' nodes;
+ * catches), for the election kind too, and still after a cancel the
+ * function ignores; an election granted with its lease out, or whose
+ * ELECTED was dropped, still gets its turn; three runners take turns in
+ * queue order; free and cancel while running; bad input; the election and
+ * kazoo-lock kinds' nodes;
  * and turns shared with kazoo's Election.run and Curator's LeaderSelector
  * (autoRequeue) on one path, both directions.
  *
@@ -21,8 +24,11 @@
 
 #include <glib.h>
 
+#include "core/object.h"
 #include "holds.h"
 #include "interop_peers.h"
+#include "recipes/runner_private.h"
+#include "session/session_private.h"
 #include "testutil.h"
 
 #define STEP 10000 /* ms: any one step of a test */
@@ -39,7 +45,8 @@ typedef enum mode {
   GO,        /* wait for the test's go (a pipe) or the cancellation: poll */
   CANCEL,    /* wait for the cancellation (at most 30 s) */
   IGNORE,    /* the control: ignore the cancellation until `other` ran */
-  SELF_FREE  /* free its own runner, then return */
+  SELF_FREE, /* free its own runner, then return */
+  STUBBORN   /* ignore the cancellation: wait for the test's go (a pipe) */
 } mode;
 
 typedef struct turns turns;
@@ -58,6 +65,7 @@ typedef struct worker {
   int reason;           /* zkrc_cancel_reason() when it returned */
   int fd_fired;         /* GO: the cancellation's fd was readable */
   GArray *events;       /* of zkrc_runner_event (node-less copies) */
+  int64_t lost_us;      /* when LOST was told (zkt_hold_now_us), 0: never */
   int freed;            /* free_async's done */
   struct worker *other; /* IGNORE: until this one started */
   zkrc_runner *r;
@@ -90,7 +98,7 @@ static void worker_init(worker *w, turns *t, int instance, mode m) {
   w->instance = instance;
   w->mode = m;
   w->go[0] = w->go[1] = -1;
-  if (m == GO)
+  if (m == GO || m == STUBBORN)
     CU_ASSERT_FATAL(pipe(w->go) == 0);
   w->events = g_array_new(FALSE, TRUE, sizeof(zkrc_runner_event));
 }
@@ -142,6 +150,15 @@ static int work(zkrc_runner *r, zkrc_cancel *c, int64_t token, void *arg) {
   case CANCEL:
     (void)zkrc_cancel_wait(c, 30000);
     break;
+  case STUBBORN: { /* the go only, cancelled or not */
+    struct pollfd p = {.fd = w->go[0], .events = POLLIN};
+    while (poll(&p, 1, 30000) < 0 && errno == EINTR)
+      ;
+    char b;
+    if (p.revents & POLLIN)
+      (void)read(w->go[0], &b, 1);
+    break;
+  }
   case SELF_FREE: /* does not wait for this function: it returns at once */
     zkrc_runner_free(r);
     (void)zkrc_cancel_wait(c, 30000); /* the free fires it */
@@ -171,7 +188,10 @@ static int work(zkrc_runner *r, zkrc_cancel *c, int64_t token, void *arg) {
 static void on_event(zkrc_runner *r, const zkrc_runner_event *ev, void *arg) {
   (void)r;
   worker *w = arg;
+  int64_t now = zkt_hold_now_us();
   g_mutex_lock(&w->t->mu);
+  if (ev->type == ZKRC_RUNNER_LOST && w->lost_us == 0)
+    w->lost_us = now;
   g_array_append_val(w->events, *ev);
   g_cond_broadcast(&w->t->cond);
   g_mutex_unlock(&w->t->mu);
@@ -223,6 +243,10 @@ static int count_events(worker *w, zkrc_runner_event_type type) {
 
 static int has_closed(worker *w) {
   return count_events(w, ZKRC_RUNNER_CLOSED) > 0;
+}
+
+static int has_cancelled(worker *w) {
+  return count_events(w, ZKRC_RUNNER_CANCELLED) > 0;
 }
 
 static const zkrc_runner_event *event_of(worker *w,
@@ -352,11 +376,12 @@ static void test_runs_while_held(void) {
   fixture_close(&f);
 }
 
-/* Runner A (through the proxy) runs; B (direct) waits its turn.  The proxy
- * goes black: A's cancellation must fire (LOST) before B's function
- * starts, judged by holds.h.  With @p control, A's function ignores its
- * cancellation until B started: the checker must catch that overlap. */
-static void partition_case(int control) {
+/* Runner A (through the proxy) runs; B (direct) waits its turn, both of
+ * @p kind.  The proxy goes black: A's cancellation must fire (LOST) before
+ * B's function starts (for an election: before B is elected), judged by
+ * holds.h.  With @p control, A's function ignores its cancellation until B
+ * started: the checker must catch that overlap. */
+static void partition_case(int control, zkrc_runner_kind kind) {
   zkrc_session *sa = zkt_session();
   zkrc_session *sb = zkt_direct_session();
   char *path = zkt_path(control ? "partition-control" : "partition");
@@ -366,11 +391,9 @@ static void partition_case(int control) {
   worker_init(&a, &t, 0, control ? IGNORE : CANCEL);
   worker_init(&b, &t, 1, QUICK);
   a.other = &b;
-  CU_ASSERT_EQUAL_FATAL(runner_start(&a, sa, path, ZKRC_RUNNER_LOCK, 0),
-                        ZKRC_OK);
+  CU_ASSERT_EQUAL_FATAL(runner_start(&a, sa, path, kind, 0), ZKRC_OK);
   CU_ASSERT_FATAL(wait_until(&a, has_started));
-  CU_ASSERT_EQUAL_FATAL(runner_start(&b, sb, path, ZKRC_RUNNER_LOCK, 0),
-                        ZKRC_OK);
+  CU_ASSERT_EQUAL_FATAL(runner_start(&b, sb, path, kind, 0), ZKRC_OK);
   zhandle_t *zh = direct_raw();
   CU_ASSERT_FATAL(zkt_wait_children(zh, path, 2, STEP));
   GArray *partitions = g_array_new(FALSE, TRUE, sizeof(zkt_span));
@@ -414,8 +437,153 @@ static void partition_case(int control) {
   zkrc_session_close(sa);
 }
 
-static void test_lost_under_partition(void) { partition_case(0); }
-static void test_partition_control(void) { partition_case(1); }
+static void test_lost_under_partition(void) {
+  partition_case(0, ZKRC_RUNNER_LOCK);
+}
+static void test_partition_control(void) {
+  partition_case(1, ZKRC_RUNNER_LOCK);
+}
+static void test_election_lost_under_partition(void) {
+  partition_case(0, ZKRC_RUNNER_ELECTION);
+}
+
+/* Runner A (through the proxy) is cancelled while its function runs and
+ * ignores the cancellation; then the proxy goes black.  Held means held:
+ * A must still be told LOST, before B (direct, waiting its turn) starts,
+ * while A's function still runs (it returns only once B started).  A's
+ * hold ends at its LOST (holds.h), and the checker finds no overlap. */
+static void test_lost_after_cancel(void) {
+  zkrc_session *sa = zkt_session();
+  zkrc_session *sb = zkt_direct_session();
+  char *path = zkt_path("lost-after-cancel");
+  turns t;
+  turns_init(&t);
+  worker a, b;
+  worker_init(&a, &t, 0, STUBBORN);
+  worker_init(&b, &t, 1, QUICK);
+  CU_ASSERT_EQUAL_FATAL(runner_start(&a, sa, path, ZKRC_RUNNER_LOCK, 0),
+                        ZKRC_OK);
+  CU_ASSERT_FATAL(wait_until(&a, has_started));
+  CU_ASSERT_EQUAL_FATAL(runner_start(&b, sb, path, ZKRC_RUNNER_LOCK, 0),
+                        ZKRC_OK);
+  zhandle_t *zh = direct_raw();
+  CU_ASSERT_FATAL(zkt_wait_children(zh, path, 2, STEP));
+  CU_ASSERT_EQUAL(zkrc_runner_cancel(a.r), ZKRC_OK);
+  CU_ASSERT(wait_until(&a, has_cancelled));
+  GArray *partitions = g_array_new(FALSE, TRUE, sizeof(zkt_span));
+  zkt_span span = {.instance = -1, .start = zkt_hold_now_us()};
+  CU_ASSERT_EQUAL(zkrc_proxy_blackhole(zkt_ensemble(), 0, 3 * STEP), 0);
+  CU_ASSERT(wait_until(&b, has_started)); /* A's session expired */
+  CU_ASSERT_EQUAL(zkrc_runner_is_running(a.r), 0);
+  worker_go(&a); /* only now does A's function return */
+  CU_ASSERT(wait_until(&a, has_returned));
+  CU_ASSERT(wait_until(&b, has_closed));
+  span.end = zkt_hold_now_us();
+  CU_ASSERT_EQUAL(zkrc_proxy_blackhole(zkt_ensemble(), 0, 0), 0);
+  g_array_append_val(partitions, span);
+  g_mutex_lock(&t.mu);
+  CU_ASSERT_EQUAL(t.holds->len, 2);
+  for (guint i = 0; i < t.holds->len; i++) {
+    zkt_hold *h = &g_array_index(t.holds, zkt_hold, i);
+    if (h->instance == 0 && a.lost_us > 0 && a.lost_us < h->end)
+      h->end = h->lost = a.lost_us; /* held until told LOST */
+  }
+  CU_ASSERT_EQUAL(violations(t.holds, partitions), 0);
+  CU_ASSERT_EQUAL(a.reason, ZKRC_ECANCELED); /* its first reason stays */
+  g_mutex_unlock(&t.mu);
+  CU_ASSERT(wait_until(&a, has_closed));
+  char *names = event_names(&a);
+  CU_ASSERT_STRING_EQUAL(names, "started,cancelled,lost,returned,closed");
+  g_free(names);
+  const zkrc_runner_event *ev = event_of(&a, ZKRC_RUNNER_LOST);
+  CU_ASSERT(ev && (ev->reason == ZKRC_ESESSIONLOST ||
+                   ev->reason == ZKRC_ESESSIONEXPIRED));
+  ev = event_of(&a, ZKRC_RUNNER_CANCELLED);
+  CU_ASSERT(ev && ev->reason == ZKRC_ECANCELED);
+  zkrc_runner_free(a.r);
+  zkrc_runner_free(b.r);
+  CU_ASSERT(zkt_wait_children_or_gone(zh, path, 0, 3 * STEP));
+  zookeeper_close(zh);
+  g_array_free(partitions, TRUE);
+  worker_clear(&a);
+  worker_clear(&b);
+  turns_clear(&t);
+  g_free(path);
+  zkrc_session_close(sb);
+  zkrc_session_close(sa);
+}
+
+/* GLib's GMutex on Linux is a futex word: 0 free, 1 held, 2 held with a
+ * thread waiting for it. */
+static int mutex_contended(GMutex *m) {
+  return g_atomic_int_get((gint *)&m->i[0]) == 2;
+}
+
+/* (The test holds r->o.mu.)  The election is telling an event to the
+ * runner (past its check that the event is still true), which waits for
+ * the runner's mutex: no other thread takes it meanwhile (the runner's
+ * thread waits on its condition, which nobody can signal without it). */
+static int election_tell_blocked(void *arg) {
+  zkrc_runner *r = arg;
+  zkrc__object *eo = (zkrc__object *)r->e;
+  g_mutex_lock(&eo->mu);
+  int telling = eo->tellings > 0;
+  g_mutex_unlock(&eo->mu);
+  return telling && mutex_contended(&r->o.mu);
+}
+
+/* The session's lease starts again from its renewals, with no loss: the
+ * state core/lease.c's zkrc__lease_wake() leaves when too little was left
+ * (and a reconnection's until its first renewals). */
+static void lease_restart(zkrc_session *s) {
+  g_mutex_lock(&s->o.mu);
+  s->lease.established = FALSE;
+  s->lease.deadline = 0;
+  g_mutex_unlock(&s->o.mu);
+}
+
+/* An election runner (one turn) told ELECTED, whose lease is out when its
+ * thread looks (held means held: no turn then), must give the leadership
+ * back for real and ask again after its backoff - not wait for good while
+ * it still leads (its lease comes back, and the election tells no second
+ * ELECTED of the same leadership).  Its turn then starts under a new
+ * leadership (a higher token). */
+static void test_election_granted_lease_out(void) {
+  zkrc_session *s2 = zkt_direct_session();
+  fixture f;
+  fixture_open(&f, "election-lease-out");
+  zkrc_election *first = NULL;
+  CU_ASSERT_EQUAL_FATAL(zkrc_election_new(&first, s2, f.path, NULL), ZKRC_OK);
+  CU_ASSERT_EQUAL_FATAL(zkrc_election_join(first), ZKRC_OK);
+  CU_ASSERT_EQUAL_FATAL(zkrc_election_wait_leader(first, STEP), ZKRC_OK);
+  worker w;
+  worker_init(&w, &f.t, 0, CANCEL);
+  CU_ASSERT_EQUAL_FATAL(runner_start(&w, f.s, f.path, ZKRC_RUNNER_ELECTION, 0),
+                        ZKRC_OK);
+  CU_ASSERT_FATAL(zkt_wait_children(f.zh, f.path, 2, STEP));
+  zkrc_runner *r = w.r;
+  int64_t first_token = 0;
+  g_mutex_lock(&r->o.mu); /* the runner's thread cannot look meanwhile */
+  CU_ASSERT_EQUAL(zkrc_election_leave(first), ZKRC_OK); /* r's turn */
+  int blocked = zkt_wait_for(election_tell_blocked, r, STEP);
+  if (blocked) { /* ELECTED, checked under a live lease, on its way */
+    CU_ASSERT_EQUAL(zkrc_election_token(r->e, &first_token), ZKRC_OK);
+    lease_restart(f.s);
+    CU_ASSERT_EQUAL(zkrc_election_lease_remaining(r->e), 0);
+  }
+  g_mutex_unlock(&r->o.mu);
+  if (!blocked)
+    CU_FAIL("COULD NOT BE SET UP: ELECTED never waited for the runner");
+  CU_ASSERT(wait_until(&w, has_started));
+  g_mutex_lock(&f.t.mu);
+  CU_ASSERT(w.token > first_token); /* a new leadership */
+  g_mutex_unlock(&f.t.mu);
+  zkrc_runner_free(w.r);
+  zkrc_election_free(first);
+  zkrc_session_close(s2);
+  worker_clear(&w);
+  fixture_close(&f);
+}
 
 static int nine_turns(worker *w) { return w->t->order->len >= 9; }
 
@@ -790,20 +958,110 @@ static void test_ours_after_kazoo(void) { interop_case(KAZOO, 0); }
 static void test_curator_after_ours(void) { interop_case(CURATOR, 1); }
 static void test_ours_after_curator(void) { interop_case(CURATOR, 0); }
 
+/* An executor's call that holds it until the test opens it: what the
+ * session's callbacks queued behind it wait meanwhile (a slow executor). */
+typedef struct gate {
+  GMutex mu;
+  GCond cond;
+  int in, open;
+} gate;
+
+static void gate_fn(void *arg) {
+  gate *g = arg;
+  g_mutex_lock(&g->mu);
+  g->in = 1;
+  g_cond_broadcast(&g->cond);
+  while (!g->open)
+    g_cond_wait(&g->cond, &g->mu);
+  g_mutex_unlock(&g->mu);
+}
+
+static int gate_entered(void *arg) {
+  gate *g = arg;
+  g_mutex_lock(&g->mu);
+  int in = g->in;
+  g_mutex_unlock(&g->mu);
+  return in;
+}
+
+static void gate_open(gate *g) {
+  g_mutex_lock(&g->mu);
+  g->open = 1;
+  g_cond_broadcast(&g->cond);
+  g_mutex_unlock(&g->mu);
+}
+
+static int is_leader(void *arg) { return zkrc_election_is_leader(arg); }
+
+/* An election runner elected while its session's executor is held up, and
+ * whose lease is out (starting again from its renewals, no loss) when its
+ * ELECTED is delivered: the election drops that ELECTED (told only under a
+ * live lease) and, its lease back, leads on with no second one.  The
+ * runner must not wait for good while it leads: its turn starts, under
+ * that leadership. */
+static void test_election_elected_dropped(void) {
+  zkrc_session *s2 = zkt_direct_session();
+  fixture f;
+  fixture_open(&f, "election-dropped");
+  zkrc_election *first = NULL;
+  CU_ASSERT_EQUAL_FATAL(zkrc_election_new(&first, s2, f.path, NULL), ZKRC_OK);
+  CU_ASSERT_EQUAL_FATAL(zkrc_election_join(first), ZKRC_OK);
+  CU_ASSERT_EQUAL_FATAL(zkrc_election_wait_leader(first, STEP), ZKRC_OK);
+  worker w;
+  worker_init(&w, &f.t, 0, CANCEL);
+  CU_ASSERT_EQUAL_FATAL(runner_start(&w, f.s, f.path, ZKRC_RUNNER_ELECTION, 0),
+                        ZKRC_OK);
+  CU_ASSERT_FATAL(zkt_wait_children(f.zh, f.path, 2, STEP));
+  zkrc_runner *r = w.r;
+  gate g = {0};
+  g_mutex_init(&g.mu);
+  g_cond_init(&g.cond);
+  zkrc_executor ex = zkrc__session_executor(f.s);
+  ex.post(ex.ctx, gate_fn, &g);
+  CU_ASSERT(zkt_wait_for(gate_entered, &g, STEP));
+  CU_ASSERT_EQUAL(zkrc_election_leave(first), ZKRC_OK); /* r's turn */
+  int elected = zkt_wait_for(is_leader, r->e, STEP);    /* ELECTED queued */
+  int64_t token = 0;
+  if (elected) {
+    CU_ASSERT_EQUAL(zkrc_election_token(r->e, &token), ZKRC_OK);
+    lease_restart(f.s);
+  }
+  gate_open(&g);
+  CU_ASSERT_FATAL(elected);
+  CU_ASSERT(zkt_wait_for(is_leader, r->e, STEP)); /* its lease is back */
+  CU_ASSERT(wait_until(&w, has_started));
+  g_mutex_lock(&f.t.mu);
+  CU_ASSERT_EQUAL(w.token, token); /* that leadership */
+  g_mutex_unlock(&f.t.mu);
+  zkrc_runner_free(w.r);
+  zkrc_election_free(first);
+  zkrc_session_close(s2);
+  worker_clear(&w);
+  g_mutex_clear(&g.mu);
+  g_cond_clear(&g.cond);
+  fixture_close(&f);
+}
+
 static void add_suites(void) {
   zkt_configure(1, 1);
-  ZKT_SUITE("runner", {"runs while held", test_runs_while_held},
-            {"turns: lock", test_turns_lock},
-            {"turns: kazoo lock", test_turns_kazoo_lock},
-            {"turns: election", test_turns_election},
-            {"free while running", test_free_while_running},
-            {"free_async while running", test_free_async_while_running},
-            {"free from the work function", test_free_from_work},
-            {"cancel", test_cancel},
-            {"session closed while running", test_session_closed},
-            {"bad input", test_bad_input},
-            {"lost under a partition", test_lost_under_partition},
-            {"partition control", test_partition_control});
+  ZKT_SUITE(
+      "runner", {"runs while held", test_runs_while_held},
+      {"turns: lock", test_turns_lock},
+      {"turns: kazoo lock", test_turns_kazoo_lock},
+      {"turns: election", test_turns_election},
+      {"free while running", test_free_while_running},
+      {"free_async while running", test_free_async_while_running},
+      {"free from the work function", test_free_from_work},
+      {"cancel", test_cancel},
+      {"session closed while running", test_session_closed},
+      {"bad input", test_bad_input},
+      {"lost under a partition", test_lost_under_partition},
+      {"partition control", test_partition_control},
+      {"election: lost under a partition", test_election_lost_under_partition},
+      {"lost after a cancel", test_lost_after_cancel},
+      {"election: granted with its lease out", test_election_granted_lease_out},
+      {"election: ELECTED dropped, still leading",
+       test_election_elected_dropped});
   ZKT_SUITE("runner interop",
             {"kazoo Election.run after ours", test_kazoo_after_ours},
             {"ours after kazoo Election.run", test_ours_after_kazoo},

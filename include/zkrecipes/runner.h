@@ -33,12 +33,30 @@
  * Nothing stops a function that ignores it: the hold is only given back
  * (and the next turn only starts) once the function has returned.
  *
+ * A loss after the cancellation.  Held means held: a turn whose
+ * cancellation already fired for another reason (zkrc_runner_cancel(), a
+ * free) still holds while its function runs, and its loss is still told,
+ * by the same deadline: the listener gets LOST (reason: the loss's) and no
+ * second CANCELLED; the function sees zkrc_runner_is_running() turn 0 (for
+ * the rest of the turn, even if the lease comes back), while its
+ * zkrc_cancel keeps the reason it fired with (zkrc_cancel_reason()).
+ *
+ * A grant that comes with its lease already out (the session
+ * reconnecting) starts no turn: the hold is given back for real (a lock's
+ * node deleted, an election left), and the runner asks again after a
+ * backoff (100 ms, doubling to 5 s).  An election's runner also looks at
+ * its leadership every second while it waits, and takes one it leads
+ * under a live lease without having been told (an ELECTED dropped because
+ * the lease was out when it was delivered, the lease back since: the
+ * election tells no second one).
+ *
  * Events (zkrc_runner_event) run on the session's executor, in order,
  * never on a ZooKeeper thread and never with a zkrecipes mutex held: for
  * each turn STARTED (with its token), then LOST if the hold was lost and
- * CANCELLED if the cancellation fired (a loss is told LOST, then
- * CANCELLED), and RETURNED (the function's result) once it returned;
- * CLOSED once the runner queues no more.
+ * CANCELLED when the cancellation fired, in the order they happened (a
+ * loss that fires it is told LOST, then CANCELLED; a loss after a cancel
+ * CANCELLED, then LOST), each at most once, and RETURNED (the function's
+ * result) once it returned; CLOSED once the runner queues no more.
  *
  * Licensed under the Apache License, Version 2.0 (see COPYING).
  */
@@ -123,7 +141,8 @@ typedef enum zkrc_runner_event_type {
   ZKRC_RUNNER_CANCELLED = 2,
   /** The function returned (ev->result); the hold is given back. */
   ZKRC_RUNNER_RETURNED = 3,
-  /** The turn's hold was lost (ev->reason) while the function ran. */
+  /** The turn's hold was lost (ev->reason) while the function ran, also
+   *  after its cancellation fired for another reason (see the top). */
   ZKRC_RUNNER_LOST = 4,
   /** The runner queues no more: its turn is done and requeue is off
    *  (reason ZKRC_OK), it was cancelled (ZKRC_ECANCELED), or queueing
@@ -230,7 +249,8 @@ int zkrc_runner_wait_running(zkrc_runner *r, int timeout_ms);
 
 /**
  * Non-zero while the function runs under a hold the library still
- * verifies (as zkrc_lock_is_held()); 0 for NULL.  Local state.
+ * verifies (as zkrc_lock_is_held()); 0 for NULL, and 0 for the rest of a
+ * turn once its loss was seen (LOST).  Local state.
  * Threading: any thread.
  */
 int zkrc_runner_is_running(zkrc_runner *r);

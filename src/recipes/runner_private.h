@@ -60,7 +60,8 @@ struct zkrc_runner {
   GThread *worker;
   int work_done;
   int result;
-  int lost; /* the member told a loss of the turn's hold */
+  int lost; /* the turn's hold is lost: the member told it, or its lease
+            * ran out first (runner_turn.c); for the rest of the turn */
   int lost_reason, lost_zk;
 };
 

@@ -24,6 +24,7 @@
 #define RETRIES 8
 #define BACKOFF_FIRST_MS 100
 #define BACKOFF_MAX_MS 5000
+#define LOOK_MS 1000 /* an election's leadership looked at while waiting */
 
 /* A failure after which queueing again may succeed. */
 static gboolean transient(int reason) {
@@ -67,39 +68,49 @@ static int lease_left_locked(zkrc_runner *r) {
   return zkrc_election_lease_remaining(r->e);
 }
 
+/* The turn's hold is gone (o.mu held): the member told it, or its lease
+ * ran out before the member's LOST reached us.  Recorded once, in
+ * r->lost, so that the turn stays lost (zkrc_runner_is_running() 0) even
+ * if the lease comes back.  FALSE while it is held. */
+static gboolean hold_gone_locked(zkrc_runner *r) {
+  if (r->lost)
+    return TRUE;
+  if (lease_left_locked(r) > 0)
+    return FALSE;
+  r->lost = 1;
+  r->lost_reason = zkrc_session_get_state(r->s) == ZKRC_SESSION_CLOSED
+                       ? ZKRC_ECLOSED
+                       : ZKRC_ESESSIONLOST;
+  r->lost_zk = 0;
+  return TRUE;
+}
+
 /* While the function runs: fire its cancellation at the first of a stop,
- * a loss the member told, the lease's deadline. */
+ * a loss the member told, the lease's deadline; and tell a loss (LOST)
+ * whenever it comes, also after the cancellation fired for a stop: a
+ * function that ignores its cancellation still holds until then. */
 static void supervise_locked(zkrc_runner *r) {
+  gboolean told_lost = FALSE;
   while (!r->work_done) {
-    if (zkrc_cancel_requested(r->cancel)) {
+    if (!told_lost && hold_gone_locked(r)) {
+      told_lost = TRUE;
+      zkrc__runner_tell_locked(r, ZKRC_RUNNER_LOST, r->lost_reason, r->lost_zk,
+                               r->token, 0);
+      if (zkrc__cancel_fire(r->cancel, r->lost_reason))
+        zkrc__runner_tell_locked(r, ZKRC_RUNNER_CANCELLED, r->lost_reason,
+                                 r->lost_zk, r->token, 0);
+    }
+    if (r->stop && zkrc__cancel_fire(r->cancel, r->stop_reason))
+      zkrc__runner_tell_locked(r, ZKRC_RUNNER_CANCELLED, r->stop_reason, 0,
+                               r->token, 0);
+    if (told_lost) { /* nothing left to watch: wait for the return */
       g_cond_wait(&r->o.cond, &r->o.mu);
       continue;
     }
-    int reason, zk = 0;
-    gboolean lost = FALSE;
-    if (r->stop) {
-      reason = r->stop_reason;
-    } else if (r->lost) {
-      reason = r->lost_reason;
-      zk = r->lost_zk;
-      lost = TRUE;
-    } else {
-      int left = lease_left_locked(r);
-      if (left > 0) {
-        (void)zkrc__cond_wait_until(&r->o.cond, &r->o.mu,
-                                    zkrc__deadline_after(left));
-        continue;
-      }
-      /* The lease ran out before the member's LOST reached us. */
-      reason = zkrc_session_get_state(r->s) == ZKRC_SESSION_CLOSED
-                   ? ZKRC_ECLOSED
-                   : ZKRC_ESESSIONLOST;
-      lost = TRUE;
-    }
-    (void)zkrc__cancel_fire(r->cancel, reason);
-    if (lost)
-      zkrc__runner_tell_locked(r, ZKRC_RUNNER_LOST, reason, zk, r->token, 0);
-    zkrc__runner_tell_locked(r, ZKRC_RUNNER_CANCELLED, reason, zk, r->token, 0);
+    int left = lease_left_locked(r);
+    if (left > 0)
+      (void)zkrc__cond_wait_until(&r->o.cond, &r->o.mu,
+                                  zkrc__deadline_after(left));
   }
 }
 
@@ -153,23 +164,63 @@ static void backoff_locked(zkrc_runner *r, int ms) {
     ;
 }
 
+/* A grant whose lease was already out (the session reconnecting, or its
+ * lease starting again from the renewals): no turn under it, and the
+ * grant goes back for real - a lock's hold released, an election left
+ * (resigning alone would not do without requeue: a leader that did not
+ * resign is told no second ELECTED when its lease comes back, and would
+ * wait for good while it leads).  The caller asks again after a backoff. */
+static void refuse_grant_locked(zkrc_runner *r) {
+  if (r->lk) {
+    give_back_locked(r);
+    return;
+  }
+  (void)zkrc_election_leave(r->e); /* ZKRC_ESTATE: not joined any more */
+  r->granted = 0;
+}
+
+/* Wait for a grant, a failure or a stop.  An election is also looked at
+ * every LOOK_MS: its ELECTED is dropped when its lease is out at its
+ * delivery (election.h: told only under a live lease), and a leadership
+ * whose lease comes back (the session's lease starting again from its
+ * renewals, no loss) is told no second ELECTED; a leader found so,
+ * under a live lease, is granted as ELECTED would have (its lease is
+ * checked again next, as any grant's). */
+static void wait_grant_locked(zkrc_runner *r) {
+  while (!r->stop && !r->granted && !r->failed) {
+    if (r->lk) {
+      g_cond_wait(&r->o.cond, &r->o.mu);
+      continue;
+    }
+    int64_t token = 0;
+    if (!zkrc__cond_wait_until(&r->o.cond, &r->o.mu,
+                               zkrc__deadline_after(LOOK_MS)) &&
+        zkrc_election_is_leader(r->e) &&
+        zkrc_election_token(r->e, &token) == ZKRC_OK) {
+      r->granted = 1;
+      r->grant_token = token;
+    }
+  }
+}
+
 /* Queue, wait for the turn, run it; as many times as requeue says.
  * Returns why the runner stops (ZKRC_OK: its one turn is done). */
 static int take_turns_locked(zkrc_runner *r, int *zk) {
   int failures = 0, backoff = 0;
-  if (r->e) {
-    int rc = zkrc_election_join(r->e);
-    if (rc != ZKRC_OK)
-      return rc;
-  }
+  gboolean join = r->e != NULL; /* an election to (re)join */
   while (!r->stop) {
+    if (join) {
+      int rc = zkrc_election_join(r->e);
+      if (rc != ZKRC_OK)
+        return rc;
+      join = FALSE;
+    }
     if (r->lk && !r->asked && !r->granted) {
       int rc = zkrc__runner_ask_locked(r);
       if (rc != ZKRC_OK)
         return rc;
     }
-    while (!r->stop && !r->granted && !r->failed)
-      g_cond_wait(&r->o.cond, &r->o.mu);
+    wait_grant_locked(r);
     if (r->stop)
       break;
     if (r->failed) {
@@ -186,9 +237,9 @@ static int take_turns_locked(zkrc_runner *r, int *zk) {
     /* Held means held: start only under a hold the member verifies now. */
     r->token = r->grant_token;
     if (lease_left_locked(r) <= 0) {
-      give_back_locked(r);
-      /* Granted with its lease already out (the session reconnecting):
-       * ask again after a backoff, not at once. */
+      refuse_grant_locked(r);
+      join = r->e != NULL;
+      /* Ask again after a backoff, not at once. */
       backoff = MIN(backoff ? backoff * 2 : BACKOFF_FIRST_MS, BACKOFF_MAX_MS);
       backoff_locked(r, backoff);
       continue;

@@ -12,6 +12,11 @@
  *          called, prints "revoke-requested", releases ("released") and
  *          exits 0; a line on standard input, or its end, releases the
  *          same way without a request.
+ *   hold-read CONNECT PATH ID, hold-write CONNECT PATH ID
+ *          The same with the read or the write lock of an
+ *          InterProcessReadWriteLock at PATH (both are InterProcessMutex,
+ *          and makeRevocable() applies to them as to the mutex): NODE is
+ *          its one participant node ("__READ__" or "__WRIT__").
  *   revoke CONNECT NODE
  *          Revoker.attemptRevoke(client, NODE): prints "revoked" and
  *          exits 0 (a missing node is no error there: Curator ignores it).
@@ -31,6 +36,8 @@ import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.TimeUnit;
 
 import org.apache.curator.framework.CuratorFramework;
+import org.apache.curator.framework.recipes.locks.InterProcessMutex;
+import org.apache.curator.framework.recipes.locks.InterProcessReadWriteLock;
 import org.apache.curator.framework.recipes.locks.Revoker;
 
 public final class CuratorRevokePeer {
@@ -42,9 +49,28 @@ public final class CuratorRevokePeer {
 
   static int hold(CuratorFramework client, String path, String id)
       throws Exception {
+    CuratorPeer.Mutex m = new CuratorPeer.Mutex(client, path, id);
+    return holdRevocable(m, () -> m.node());
+  }
+
+  /* hold-read and hold-write: a side of a read-write lock. */
+  static int holdSide(CuratorFramework client, String path, String id,
+                      boolean read) throws Exception {
+    InterProcessReadWriteLock rw = new InterProcessReadWriteLock(
+        client, path, id.getBytes(StandardCharsets.UTF_8));
+    InterProcessMutex m = read ? rw.readLock() : rw.writeLock();
+    return holdRevocable(m, () -> m.getParticipantNodes().iterator().next());
+  }
+
+  interface NodeOf {
+    String get() throws Exception;
+  }
+
+  /* Make @p m revocable, acquire it, print "acquired NODE", and release it
+   * at a revocation request or a line on standard input. */
+  static int holdRevocable(InterProcessMutex m, NodeOf node) throws Exception {
     /* What the main thread waits for: a revocation request or a line. */
     LinkedBlockingQueue<String> wake = new LinkedBlockingQueue<>();
-    CuratorPeer.Mutex m = new CuratorPeer.Mutex(client, path, id);
     /* The listener runs on Curator's thread; the mutex is the acquiring
      * thread's, which releases it. */
     m.makeRevocable(forLock -> wake.add("revoke"));
@@ -52,7 +78,7 @@ public final class CuratorRevokePeer {
       out.println("timeout");
       return 3;
     }
-    out.println("acquired " + m.node());
+    out.println("acquired " + node.get());
     Thread reader = new Thread(() -> {
       try {
         BufferedReader in = new BufferedReader(
@@ -91,6 +117,12 @@ public final class CuratorRevokePeer {
         try (CuratorFramework client = CuratorPeer.connect(args[1])) {
           status = hold(client, args[2], args[3]);
         }
+      } else if (args.length == 4 && (args[0].equals("hold-read") ||
+                                      args[0].equals("hold-write"))) {
+        try (CuratorFramework client = CuratorPeer.connect(args[1])) {
+          status = holdSide(client, args[2], args[3],
+                            args[0].equals("hold-read"));
+        }
       } else if (args.length == 3 && args[0].equals("revoke")) {
         try (CuratorFramework client = CuratorPeer.connect(args[1])) {
           Revoker.attemptRevoke(client, args[2]);
@@ -99,7 +131,8 @@ public final class CuratorRevokePeer {
         }
       } else {
         System.err.println(
-            "usage: CuratorRevokePeer hold CONNECT PATH ID | revoke CONNECT NODE");
+            "usage: CuratorRevokePeer hold|hold-read|hold-write CONNECT PATH ID"
+            + " | revoke CONNECT NODE");
         status = 2;
       }
     } catch (CuratorPeer.Exit e) {
