@@ -185,6 +185,7 @@ typedef struct seen {
   GCond cond;
   int count[ZKRC_DOUBLE_BARRIER_CLOSED + 1];
   int lost_reason;
+  int64_t lost_us; /* when LOST was told (monotonic) */
 } seen;
 
 static void record(zkrc_double_barrier *b, const zkrc_double_barrier_event *ev,
@@ -195,8 +196,10 @@ static void record(zkrc_double_barrier *b, const zkrc_double_barrier_event *ev,
   if (ev->type >= ZKRC_DOUBLE_BARRIER_ENTERED &&
       ev->type <= ZKRC_DOUBLE_BARRIER_CLOSED)
     w->count[ev->type]++;
-  if (ev->type == ZKRC_DOUBLE_BARRIER_LOST)
+  if (ev->type == ZKRC_DOUBLE_BARRIER_LOST) {
     w->lost_reason = ev->reason;
+    w->lost_us = g_get_monotonic_time();
+  }
   g_cond_broadcast(&w->cond);
   g_mutex_unlock(&w->mu);
 }
@@ -405,6 +408,60 @@ static void test_lost_on_expiry(void) {
   g_mutex_unlock(&f.mu);
   zkrc_double_barrier_free(c);
   CU_ASSERT_EQUAL(zkt_nodes_left(zh, path), 0);
+  g_free(path);
+  zookeeper_close(zh);
+  zkrc_session_close(other);
+  zkrc_session_close(s);
+}
+
+/* When @p path was first seen gone by a plain handle past the proxy,
+ * looking every 2 ms until @p deadline_us (0: not seen). */
+static int64_t node_gone_at(zhandle_t *zh, const char *path,
+                            int64_t deadline_us) {
+  while (g_get_monotonic_time() < deadline_us) {
+    if (zoo_exists(zh, path, 0, NULL) == ZNONODE)
+      return g_get_monotonic_time();
+    g_usleep(2000); /* the poll's period, not a wait for an event */
+  }
+  return 0;
+}
+
+/* An entered member cut off from the ensemble (its proxy black-holed
+ * past the session timeout) is told LOST before its node is gone, so
+ * before the others may take it for out; its waits say so. */
+static void test_lost_under_partition(void) {
+  zkrc_session *s = zkt_session(); /* through the proxy */
+  zkrc_session *other = zkt_direct_session();
+  zhandle_t *zh =
+      zkt_raw_to(zkrc_ensemble_direct_connect_string(zkt_ensemble()));
+  char *path = zkt_path("double-partition");
+  seen w = {0}, v = {0};
+  zkrc_double_barrier *b = member(s, path, 2, ZKRC_BARRIER_CURATOR, &w);
+  zkrc_double_barrier *c = member(other, path, 2, ZKRC_BARRIER_CURATOR, &v);
+  CU_ASSERT_EQUAL_FATAL(zkrc_double_barrier_wait_entered(b, 10000), ZKRC_OK);
+  CU_ASSERT_EQUAL_FATAL(zkrc_double_barrier_wait_entered(c, 10000), ZKRC_OK);
+  char *ours = g_strdup_printf("%s/%s", path, zkrc_double_barrier_node(b));
+  CU_ASSERT_EQUAL_FATAL(
+      zkrc_proxy_blackhole(zkt_ensemble(), 0, 4 * ZKT_SESSION_TIMEOUT_MS), 0);
+  int64_t gone = node_gone_at(
+      zh, ours, g_get_monotonic_time() + 8 * ZKT_SESSION_TIMEOUT_MS * 1000);
+  CU_ASSERT_EQUAL(seen_wait(&w, ZKRC_DOUBLE_BARRIER_LOST, 10000), 1);
+  CU_ASSERT_FATAL(gone > 0);
+  g_mutex_lock(&w.mu);
+  CU_ASSERT(w.lost_us > 0 && w.lost_us < gone);
+  CU_ASSERT(w.lost_reason == ZKRC_ESESSIONLOST ||
+            w.lost_reason == ZKRC_ESESSIONEXPIRED);
+  g_mutex_unlock(&w.mu);
+  int rc = zkrc_double_barrier_wait_left(b, 0);
+  CU_ASSERT(rc == ZKRC_ESESSIONLOST || rc == ZKRC_ESESSIONEXPIRED);
+  CU_ASSERT_EQUAL(zkrc_proxy_blackhole(zkt_ensemble(), 0, 0), 0);
+  /* The other leaves alone, the cut-off one's node gone. */
+  CU_ASSERT_EQUAL(zkrc_double_barrier_leave(c, 15000), ZKRC_OK);
+  CU_ASSERT_EQUAL(seen_count(&w, ZKRC_DOUBLE_BARRIER_LOST), 1); /* once */
+  zkrc_double_barrier_free(b);
+  zkrc_double_barrier_free(c);
+  CU_ASSERT_EQUAL(zkt_nodes_left(zh, path), 0);
+  g_free(ours);
   g_free(path);
   zookeeper_close(zh);
   zkrc_session_close(other);
@@ -620,6 +677,7 @@ static void test_zkr_double_barrier_lost(void) {
 }
 
 static void add_suites(void) {
+  zkt_configure(1, 1); /* one member, a fault proxy in front of it */
   ZKT_SUITE("barrier", {"set, wait, remove", test_set_wait_remove},
             {"wait's deadline, a node with children", test_wait_deadline},
             {"bad input", test_single_bad_input},
@@ -630,6 +688,8 @@ static void add_suites(void) {
       {"three members, kazoo's format", test_three_kazoo},
       {"bad input", test_double_bad_input},
       {"LOST on expiry", test_lost_on_expiry},
+      {"LOST under a partition, before its node is gone",
+       test_lost_under_partition},
       {"\"ready\" gone before it was looked at", test_ready_gone_before_looked},
       {"with Curator's DistributedDoubleBarrier", test_double_curator},
       {"with kazoo's DoubleBarrier", test_double_kazoo},

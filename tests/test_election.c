@@ -30,6 +30,7 @@
 #include <glib.h>
 
 #include "holds.h"
+#include "stall.h"
 #include "testutil.h"
 
 #define WORKER_PROGRAM TOP_BUILDDIR "/tests/electworker"
@@ -2265,6 +2266,55 @@ static void cleanup_at_exit(void) {
   quorum_ensemble_stop();
 }
 
+/* ---------------------------------------- ELECTED after the lease is back */
+
+static int is_leader(void *arg) { return zkrc_election_is_leader(arg); }
+
+/* Elected while the executor is held up, the lease out when ELECTED is
+ * delivered: that ELECTED is not told (held means held), and the queue
+ * sends no second one of the same leadership, so the election tells it
+ * again once the lease is back - else it would lead untold for good.
+ * The control of the set-up: no ELECTED was told while the lease was
+ * out. */
+static void test_elected_told_once_the_lease_is_back(void) {
+  char *path = zkt_path("election-retell");
+  member *first = member_new(path, "first");
+  member *second = member_new(path, "second");
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_election_join(first->e));
+  CU_ASSERT_FATAL(member_wait_elected(first, 1, 10000).kind == REC_ELECTED);
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_election_join(second->e));
+  zhandle_t *zh = zkt_raw();
+  CU_ASSERT_FATAL(zkt_wait_children(zh, path, 2, 10000));
+  gate g = {0};
+  g_mutex_init(&g.mu);
+  g_cond_init(&g.cond);
+  zkrc_executor ex = zkrc__session_executor(second->s);
+  ex.post(ex.ctx, gate_fn, &g);
+  CU_ASSERT_FATAL(zkt_wait_for(gate_entered, &g, 10000));
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_election_leave(first->e));
+  /* Leader under a live lease: ELECTED is queued behind the gate. */
+  int elected = zkt_wait_for(is_leader, second->e, 10000);
+  int64_t token = 0;
+  if (elected) {
+    ZKT_ASSERT_RC(ZKRC_OK, zkrc_election_token(second->e, &token));
+    lease_restart(second->s);
+  }
+  gate_open(&g);
+  CU_ASSERT_FATAL(elected);
+  rec r = member_wait_elected(second, 1, 10000);
+  CU_ASSERT_EQUAL(r.kind, REC_ELECTED);
+  CU_ASSERT_EQUAL(r.token, token); /* that leadership, told once */
+  CU_ASSERT(zkrc_election_is_leader(second->e));
+  CU_ASSERT_EQUAL(member_count(second, REC_ELECTED), 1);
+  CU_ASSERT_EQUAL(member_count(second, REC_REVOKED), 0);
+  member_free(first);
+  member_free(second);
+  g_mutex_clear(&g.mu);
+  g_cond_clear(&g.cond);
+  zookeeper_close(zh);
+  g_free(path);
+}
+
 static void add_suites(void) {
   /* Runs before testutil's own exit cleanup (atexit order). */
   atexit(cleanup_at_exit);
@@ -2283,7 +2333,9 @@ static void add_suites(void) {
       {"node deleted while disconnected is not elected again",
        test_node_deleted_while_disconnected_is_not_elected_again},
       {"resign while disconnected returns",
-       test_resign_while_disconnected_returns});
+       test_resign_while_disconnected_returns},
+      {"ELECTED told once the lease is back",
+       test_elected_told_once_the_lease_is_back});
   ZKT_SUITE(
       "election-processes",
       {"one leader over twenty changes", test_one_leader_over_twenty_changes},

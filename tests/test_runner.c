@@ -29,6 +29,7 @@
 #include "interop_peers.h"
 #include "recipes/runner_private.h"
 #include "session/session_private.h"
+#include "stall.h"
 #include "testutil.h"
 
 #define STEP 10000 /* ms: any one step of a test */
@@ -532,16 +533,6 @@ static int election_tell_blocked(void *arg) {
   return telling && mutex_contended(&r->o.mu);
 }
 
-/* The session's lease starts again from its renewals, with no loss: the
- * state core/lease.c's zkrc__lease_wake() leaves when too little was left
- * (and a reconnection's until its first renewals). */
-static void lease_restart(zkrc_session *s) {
-  g_mutex_lock(&s->o.mu);
-  s->lease.established = FALSE;
-  s->lease.deadline = 0;
-  g_mutex_unlock(&s->o.mu);
-}
-
 /* An election runner (one turn) told ELECTED, whose lease is out when its
  * thread looks (held means held: no turn then), must give the leadership
  * back for real and ask again after its backoff - not wait for good while
@@ -957,39 +948,6 @@ static void test_kazoo_after_ours(void) { interop_case(KAZOO, 1); }
 static void test_ours_after_kazoo(void) { interop_case(KAZOO, 0); }
 static void test_curator_after_ours(void) { interop_case(CURATOR, 1); }
 static void test_ours_after_curator(void) { interop_case(CURATOR, 0); }
-
-/* An executor's call that holds it until the test opens it: what the
- * session's callbacks queued behind it wait meanwhile (a slow executor). */
-typedef struct gate {
-  GMutex mu;
-  GCond cond;
-  int in, open;
-} gate;
-
-static void gate_fn(void *arg) {
-  gate *g = arg;
-  g_mutex_lock(&g->mu);
-  g->in = 1;
-  g_cond_broadcast(&g->cond);
-  while (!g->open)
-    g_cond_wait(&g->cond, &g->mu);
-  g_mutex_unlock(&g->mu);
-}
-
-static int gate_entered(void *arg) {
-  gate *g = arg;
-  g_mutex_lock(&g->mu);
-  int in = g->in;
-  g_mutex_unlock(&g->mu);
-  return in;
-}
-
-static void gate_open(gate *g) {
-  g_mutex_lock(&g->mu);
-  g->open = 1;
-  g_cond_broadcast(&g->cond);
-  g_mutex_unlock(&g->mu);
-}
 
 static int is_leader(void *arg) { return zkrc_election_is_leader(arg); }
 

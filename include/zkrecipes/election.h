@@ -18,7 +18,9 @@
  * when it is delivered: ELECTED only while the participant still leads
  * with that token under a live lease (an executor may run it late); a
  * leadership lost before its ELECTED was delivered is told neither ELECTED
- * nor REVOKED.
+ * nor REVOKED.  One still held whose ELECTED found the lease out (renewals
+ * restore it after a stall) is told ELECTED once the lease is back (looked
+ * at every 20 ms, doubling to 1 s, while the leadership lasts).
  *
  * Licensed under the Apache License, Version 2.0 (see COPYING).
  */

@@ -35,6 +35,11 @@ struct zkrc_election {
    * and not yet REVOKED (0: none); events are checked against it when
    * they are delivered, which may be long after they were posted. */
   int64_t told_token;
+  /* An ELECTED dropped because its delivery found the lease out, while we
+   * still lead with that token: told again once the lease is back (the
+   * renewals may restore it; the queue sends no second ELECTED). */
+  GSource *retell_timer;
+  int retell_ms;
   int64_t token;
   char *node;
   /* Statistics: leaderships as acquisitions, resignations (and leaves) as
@@ -81,6 +86,8 @@ static void election_unref(zkrc_election *e) { zkrc__recipe_unref(&e->r); }
 
 static void finalize_election(zkrc__recipe *r) {
   zkrc_election *e = (zkrc_election *)r;
+  if (e->retell_timer) /* fired or destroyed: its reference is gone */
+    g_source_unref(e->retell_timer);
   g_free(e->node);
   g_free(e);
 }
@@ -120,13 +127,65 @@ static gboolean still_true_locked(zkrc_election *e,
   return TRUE;
 }
 
+static void post_event_locked(zkrc_election *e, zkrc_election_event_type ev,
+                              int reason, int zk_error);
+
+#define RETELL_FIRST_MS 20
+#define RETELL_MAX_MS 1000
+
+/* Do we lead, untold, with no lease to tell it under now? */
+static gboolean untold_without_lease_locked(zkrc_election *e) {
+  return e->leader && e->told_token != e->token &&
+         leader_lease_left_locked(e) <= 0 && !zkrc__object_ending(&e->r.o);
+}
+
+static void retell_armed_locked(zkrc_election *e);
+
+/* The re-tell's timer: ELECTED posted again (checked again when it is
+ * delivered) once the lease is back; else look again later.  Bounded by
+ * the leadership: once it ends (REVOKED, a loss, a free) nothing is
+ * told and the timer stops. */
+static gboolean retell_fired(gpointer data) {
+  zkrc_election *e = data;
+  g_mutex_lock(&e->r.o.mu);
+  GSource *timer = e->retell_timer;
+  e->retell_timer = NULL;
+  if (timer) {
+    g_source_unref(timer);
+    if (untold_without_lease_locked(e))
+      retell_armed_locked(e);
+    else if (e->leader && e->told_token != e->token &&
+             !zkrc__object_ending(&e->r.o))
+      post_event_locked(e, ZKRC_ELECTION_ELECTED, ZKRC_OK, ZOK);
+  }
+  g_mutex_unlock(&e->r.o.mu);
+  return G_SOURCE_REMOVE;
+}
+
+static void election_unref_data(void *data) { election_unref(data); }
+
+static void retell_armed_locked(zkrc_election *e) {
+  if (e->retell_timer)
+    return;
+  int ms = e->retell_ms ? e->retell_ms : RETELL_FIRST_MS;
+  e->retell_ms = MIN(ms * 2, RETELL_MAX_MS);
+  e->retell_timer = zkrc__session_timer(e->r.q.session, ms, retell_fired,
+                                        election_ref(e), election_unref_data);
+}
+
 /* Told unless the election was closed (zkrc_election_free(): the object
- * drops it) or the event is no longer true. */
+ * drops it) or the event is no longer true.  An ELECTED of the leadership
+ * we still hold, dropped only for want of a lease, is told again later. */
 static void election_event_tell(zkrc__object *o, zkrc__object_event *ev) {
   election_event_call *call = (election_event_call *)ev;
   zkrc_election *e = (zkrc_election *)o;
   g_mutex_lock(&e->r.o.mu);
   gboolean wanted = still_true_locked(e, &call->info);
+  if (wanted)
+    e->retell_ms = 0;
+  else if (call->info.type == ZKRC_ELECTION_ELECTED &&
+           call->info.token == e->token && untold_without_lease_locked(e))
+    retell_armed_locked(e);
   g_mutex_unlock(&e->r.o.mu);
   if (wanted)
     e->on_event(e, &call->info, e->event_arg);
