@@ -51,11 +51,34 @@ static int servers_are(void *arg) {
   return same;
 }
 
+/* Counts the session's SERVERS_CHANGED events in *arg (a gint); one with
+ * a reason, which it must not have, is not counted. */
+static void count_changes(zkrc_session *s, const zkrc_session_event *ev,
+                          void *arg) {
+  (void)s;
+  if (ev->type == ZKRC_SESSION_EVENT_SERVERS_CHANGED && ev->reason == ZKRC_OK &&
+      ev->zk_error == ZOK)
+    g_atomic_int_inc((gint *)arg);
+}
+
+typedef struct more_changes {
+  gint *changes;
+  int than;
+} more_changes;
+
+static int changes_above(void *arg) {
+  more_changes *m = arg;
+  return g_atomic_int_get(m->changes) > m->than;
+}
+
 /* A session made with member @p i's address alone, following the
- * ensemble when @p follow. */
-static zkrc_session *session_on(int i, int follow) {
+ * ensemble when @p follow; its SERVERS_CHANGED events counted in
+ * *@p changes (from its first connection on). */
+static zkrc_session *session_on(int i, int follow, gint *changes) {
   zkrc_session_options o;
   zkrc_session_options_init(&o);
+  o.on_event = count_changes;
+  o.event_arg = changes;
   o.session_timeout_ms = ZKT_SESSION_TIMEOUT_MS;
   o.connect_timeout_ms = STEP_MS;
   o.server_tick_ms = ZKT_TICK_MS;
@@ -71,13 +94,19 @@ static zkrc_session *session_on(int i, int follow) {
 }
 
 /* A session that follows, made with member @p i's address alone. */
-static zkrc_session *following(int i) { return session_on(i, 1); }
+static zkrc_session *following(int i, gint *changes) {
+  return session_on(i, 1, changes);
+}
 
 static void test_learns_the_members(void) {
-  zkrc_session *s = following(0);
+  gint changes = 0;
+  zkrc_session *s = following(0, &changes);
   char *all = members_of(7);
   want_servers w = {s, all};
   CU_ASSERT_TRUE(zkt_wait_for(servers_are, &w, STEP_MS));
+  /* Told to its listener too. */
+  more_changes m = {&changes, 0};
+  CU_ASSERT_TRUE(zkt_wait_for(changes_above, &m, STEP_MS));
   g_free(all);
   zkrc_session_close(s);
   /* Off (the default): the list stays. */
@@ -87,6 +116,38 @@ static void test_learns_the_members(void) {
   free(now);
   zkrc_session_close(plain);
   CU_ASSERT_PTR_NULL(zkrc_session_servers(NULL));
+}
+
+/* An adopted handle (zkrc_session_adopt) is followed from the hosts
+ * given with it; without them there is no list to follow. */
+static void test_adopted_handle_follows(void) {
+  int first = __builtin_ctz(voters);
+  char *one = members_of(1u << first), *all = members_of(voters);
+  zkrc_session_options o;
+  zkrc_session_options_init(&o);
+  o.server_tick_ms = ZKT_TICK_MS;
+  o.follow_ensemble = 1;
+  gint changes = 0;
+  o.on_event = count_changes;
+  o.event_arg = &changes;
+  zkrc_session *s = NULL;
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_session_adopt(&s, zkt_raw_to(one), one, &o));
+  want_servers w = {s, all};
+  CU_ASSERT_TRUE(zkt_wait_for(servers_are, &w, STEP_MS));
+  more_changes m = {&changes, 0};
+  CU_ASSERT_TRUE(zkt_wait_for(changes_above, &m, STEP_MS));
+  zkrc_session_close(s);
+  /* Without hosts: nothing to follow from, nothing told (the same wait
+   * as above saw the event come; here none may, within a short time). */
+  gint none = 0;
+  o.event_arg = &none;
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_session_adopt(&s, zkt_raw_to(one), NULL, &o));
+  more_changes m_none = {&none, 0};
+  CU_ASSERT_FALSE(zkt_wait_for(changes_above, &m_none, 1000));
+  CU_ASSERT_PTR_NULL(zkrc_session_servers(s));
+  zkrc_session_close(s);
+  g_free(one);
+  g_free(all);
 }
 
 /* Cache events as "TYPE PATH" lines. */
@@ -117,7 +178,8 @@ static void test_member_removed_under_a_hold(void) {
   CU_ASSERT_FATAL(leader >= 0);
   /* Remove a follower the session is not connected to at first. */
   int gone = (leader + 1) % 3, start = (leader + 2) % 3;
-  zkrc_session *s = following(start);
+  gint changes = 0;
+  zkrc_session *s = following(start, &changes);
   char *all = members_of(7), *two = members_of(7u & ~(1u << gone));
   want_servers w = {s, all};
   CU_ASSERT_TRUE_FATAL(zkt_wait_for(servers_are, &w, STEP_MS));
@@ -157,6 +219,8 @@ static void test_member_removed_under_a_hold(void) {
                   ZOK);
   char *added_b = g_strconcat("added ", b, NULL);
   CU_ASSERT_TRUE(saw(q, added_b));
+  more_changes m = {&changes, 1};
+  CU_ASSERT_TRUE(zkt_wait_for(changes_above, &m, STEP_MS));
   ZKT_ASSERT_RC(ZKRC_OK, zkrc_lock_release(lk));
 
   zkrc_cache_free(c);
@@ -189,7 +253,8 @@ static void on_lock(zkrc_lock *lk, const zkrc_lock_event *ev, void *arg) {
 typedef struct under_hold {
   zkrc_session *s;
   zkrc_lock *lk;
-  gint lost; /* LOST events of the lock */
+  gint lost;    /* LOST events of the lock */
+  gint changes; /* the session's SERVERS_CHANGED events */
   zkrc_cache *c;
   GAsyncQueue *q; /* the cache's events */
   char *items;    /* the cache's directory */
@@ -234,11 +299,13 @@ static void still_held(under_hold *h) {
 /* After a reconfiguration: the session's list follows it (waited for),
  * the change made before it and one made after it are seen, the hold
  * held. */
-static void followed(under_hold *h, char *made_before) {
+static void followed(under_hold *h, int changes_before, char *made_before) {
   char *want = members_of(voters);
   want_servers w = {h->s, want};
   CU_ASSERT_TRUE(zkt_wait_for(servers_are, &w, STEP_MS));
   g_free(want);
+  more_changes m = {&h->changes, changes_before};
+  CU_ASSERT_TRUE(zkt_wait_for(changes_above, &m, STEP_MS));
   seen(h, made_before);
   seen(h, make_child(h));
   still_held(h);
@@ -246,7 +313,7 @@ static void followed(under_hold *h, char *made_before) {
 
 static void hold_and_watch(under_hold *h, int start) {
   memset(h, 0, sizeof *h);
-  h->s = following(start);
+  h->s = following(start, &h->changes);
   char *dir = zkt_path("grow");
   h->items = g_strconcat(dir, "/items", NULL);
   zhandle_t *zh = raw_on_voters();
@@ -300,22 +367,28 @@ static void test_members_added_first_removed(void) {
   char *all = members_of(voters);
   want_servers w = {h.s, all};
   CU_ASSERT_TRUE_FATAL(zkt_wait_for(servers_are, &w, STEP_MS));
+  more_changes m = {&h.changes, 0};
+  CU_ASSERT_TRUE(zkt_wait_for(changes_above, &m, STEP_MS));
   g_free(all);
   /* The control: the same start, not following. */
-  zkrc_session *plain = session_on(start, 0);
+  gint plain_changes = 0;
+  zkrc_session *plain = session_on(start, 0, &plain_changes);
   char *plain_list = zkrc_session_servers(plain);
 
   unsigned added = 0;
   for (int n = 0; n < 2; n++) {
     char *before = make_child(&h);
+    int changes = g_atomic_int_get(&h.changes);
     int i = zkrc_ensemble_add_member(e, ADD_MS);
     CU_ASSERT_FATAL(i >= 0);
     added |= 1u << i;
     voters |= 1u << i;
-    followed(&h, before);
+    followed(&h, changes, before);
   }
+  /* The control, told of the same reconfigurations: unchanged. */
   char *now = zkrc_session_servers(plain);
   CU_ASSERT_STRING_EQUAL(now ? now : "(null)", plain_list);
+  CU_ASSERT_EQUAL(g_atomic_int_get(&plain_changes), 0);
   free(now);
   zkrc_session_close(plain);
   free(plain_list);
@@ -324,9 +397,10 @@ static void test_members_added_first_removed(void) {
     if (!(first & (1u << i)))
       continue;
     char *before = make_child(&h);
+    int changes = g_atomic_int_get(&h.changes);
     CU_ASSERT_EQUAL_FATAL(zkrc_ensemble_remove_member(e, i, STEP_MS), 0);
     voters &= ~(1u << i);
-    followed(&h, before);
+    followed(&h, changes, before);
     CU_ASSERT_EQUAL(zkrc_ensemble_stop_member(e, i), 0);
   }
   /* Only the added members run: the session is on one of them, and goes
@@ -349,12 +423,14 @@ static void test_members_added_first_removed(void) {
 static void add_suites(void) {
   zkt_configure(3, 0);
   zkt_configure_reconfig();
-  ZKT_SUITE("follow ensemble", {"learns the members", test_learns_the_members},
-            {"a member removed under a hold and a cache",
-             test_member_removed_under_a_hold},
-            {"members added and the first ones removed under a hold and a "
-             "cache",
-             test_members_added_first_removed});
+  ZKT_SUITE(
+      "follow ensemble", {"learns the members", test_learns_the_members},
+      {"an adopted handle follows from its hosts", test_adopted_handle_follows},
+      {"a member removed under a hold and a cache",
+       test_member_removed_under_a_hold},
+      {"members added and the first ones removed under a hold and a "
+       "cache",
+       test_members_added_first_removed});
 }
 
 int main(void) { return zkt_run("test_follow_ensemble", add_suites); }
