@@ -269,7 +269,9 @@ void zkrc__look_at_quorum(zkrc_ensemble *e, int64_t deadline,
   look->leader = -1;
   look->epoch = -1;
   int n = e->size;
-  if (n == 1) {
+  /* One member with reconfig (standaloneEnabled=false) leads a quorum of
+   * one, in an epoch, like any leader: the general case. */
+  if (n == 1 && !e->opts.reconfig) {
     look_at_single(e, deadline, look);
     return;
   }

@@ -72,7 +72,7 @@ static zhandle_t *connect_voters(zkrc_ensemble *e, int64_t deadline) {
   }
   if (!zh)
     fprintf(stderr, "zkrecipes-testing: no member of the configuration "
-                    "answered\n");
+                    "answered in time\n");
   return zh;
 }
 
@@ -228,11 +228,16 @@ int zkrc_ensemble_add_member(zkrc_ensemble *e, int timeout_ms) {
     return -1;
   }
   int64_t deadline = zkrc__now_ms() + timeout_ms;
-  zkrc__member *m = new_member(e);
-  if (!m)
-    return -1;
+  /* First the members' answer: without it, no member is made. */
   zhandle_t *zh = connect_voters(e, deadline);
-  int rc = zh ? start_joiner(e, m, zh, deadline) : -1;
+  if (!zh)
+    return -1;
+  zkrc__member *m = new_member(e);
+  if (!m) {
+    zookeeper_close(zh);
+    return -1;
+  }
+  int rc = start_joiner(e, m, zh, deadline);
   if (rc == 0) {
     char *joining = g_strdup_printf(
         "server.%d=127.0.0.1:%d:%d:participant;127.0.0.1:%d", m->index + 1,
@@ -240,8 +245,7 @@ int zkrc_ensemble_add_member(zkrc_ensemble *e, int timeout_ms) {
     rc = reconfigure(zh, joining, NULL, m->index + 1, 1, deadline);
     g_free(joining);
   }
-  if (zh)
-    zookeeper_close(zh);
+  zookeeper_close(zh);
   pthread_mutex_lock(&e->lock);
   if (rc == 0)
     m->outside = 0;

@@ -376,7 +376,7 @@ int zkrc_ensemble_wait_serving(zkrc_ensemble *e, int i, int timeout_ms);
 
 /**
  * Index of the leader a quorum agrees on (with one member: 0 when it serves,
- * standalone); -1 while there is none - during an election, or right after
+ * standalone, or with reconfig as a quorum of one); -1 while there is none - during an election, or right after
  * a paused leader was replaced and resumed, while it still claims to lead:
  * poll it with a deadline.  Never a deposed leader.
  *
