@@ -12,6 +12,7 @@
  */
 #include "config.h"
 
+#include <stdio.h>
 #include <string.h>
 
 #include <glib.h>
@@ -406,6 +407,15 @@ static void test_members_added_first_removed(void) {
   /* Only the added members run: the session is on one of them, and goes
    * on there. */
   CU_ASSERT_EQUAL(voters, added);
+  /* Bad requests change nothing: a member removed already, no index, no
+   * time. */
+  int size = zkrc_ensemble_size(e);
+  fprintf(stderr, "(three expected errors follow) ");
+  CU_ASSERT_EQUAL(zkrc_ensemble_remove_member(e, start, STEP_MS), -1);
+  CU_ASSERT_EQUAL(zkrc_ensemble_remove_member(e, size, STEP_MS), -1);
+  CU_ASSERT_EQUAL(zkrc_ensemble_add_member(e, 0), -1);
+  CU_ASSERT_EQUAL(zkrc_ensemble_add_member(NULL, ADD_MS), -1);
+  CU_ASSERT_EQUAL(zkrc_ensemble_size(e), size);
   connected_to c = {zkrc_session_id(h.s), added};
   CU_ASSERT_TRUE(zkt_wait_for(session_on_members, &c, STEP_MS));
   seen(&h, make_child(&h));
