@@ -256,8 +256,7 @@ static int choose_ports(zkrc_ensemble *e) {
 
 /* ---- waiting ------------------------------------------------------------ */
 
-/* Sleep the poll interval, but not past @p deadline. */
-static void pause_until_next_poll(int64_t deadline) {
+void zkrc__pause_until_next_poll(int64_t deadline) {
   int64_t left = deadline - zkrc__now_ms();
   if (left > 0)
     zkrc__sleep_ms(left < POLL_INTERVAL_MS ? (int)left : POLL_INTERVAL_MS);
@@ -270,12 +269,13 @@ zkrc__member_view zkrc__view_member(zkrc_ensemble *e, int i) {
   zkrc__member_reap_if_exited(e, m);
   v.running = m->pid > 0 && !m->paused;
   v.port = m->client_port;
+  v.voter = !m->outside;
   pthread_mutex_unlock(&e->lock);
   return v;
 }
 
-static void report_failed_member(const zkrc_ensemble *e, const zkrc__member *m,
-                                 const char *what) {
+void zkrc__report_failed_member(const zkrc_ensemble *e, const zkrc__member *m,
+                                const char *what) {
   fprintf(stderr, "zkrecipes-testing: member %d (127.0.0.1:%d) %s\n", m->index,
           m->client_port, what);
   if (!e->log_to_stderr)
@@ -311,7 +311,7 @@ static start_result wait_all_serving(zkrc_ensemble *e, int64_t deadline) {
       if (!v.running) {
         if (zkrc__file_contains(m->log_path, "Address already in use"))
           return PORT_TAKEN;
-        report_failed_member(e, m, "exited while starting");
+        zkrc__report_failed_member(e, m, "exited while starting");
         return START_FAILED;
       }
       if (zkrc__member_serving(e, v.port, zkrc__poll_timeout(deadline), NULL,
@@ -324,7 +324,7 @@ static start_result wait_all_serving(zkrc_ensemble *e, int64_t deadline) {
       return STARTED;
     if (zkrc__now_ms() >= deadline)
       break;
-    pause_until_next_poll(deadline);
+    zkrc__pause_until_next_poll(deadline);
   }
   fprintf(stderr,
           "zkrecipes-testing: the ensemble did not serve within %d "
@@ -335,7 +335,7 @@ static start_result wait_all_serving(zkrc_ensemble *e, int64_t deadline) {
                     "leader has a quorum of them in its epoch\n");
   for (int i = 0; i < e->size; i++)
     if (!serving[i])
-      report_failed_member(e, &e->members[i], "is not serving");
+      zkrc__report_failed_member(e, &e->members[i], "is not serving");
   return START_FAILED;
 }
 
@@ -355,7 +355,7 @@ static start_result start_members(zkrc_ensemble *e, int64_t deadline) {
   if (choose_ports(e) != 0)
     return START_FAILED;
   for (int i = 0; i < e->size; i++) {
-    if (zkrc__member_configure(e, &e->members[i]) != 0)
+    if (zkrc__member_configure(e, &e->members[i], NULL) != 0)
       return START_FAILED;
   }
   pthread_mutex_lock(&e->lock);
@@ -603,7 +603,7 @@ int zkrc_ensemble_wait_serving(zkrc_ensemble *e, int i, int timeout_ms) {
       return 0;
     if (zkrc__now_ms() >= deadline)
       return -1;
-    pause_until_next_poll(deadline);
+    zkrc__pause_until_next_poll(deadline);
   }
 }
 

@@ -14,6 +14,7 @@
  *   proxy.c    the fault proxy thread
  *   member.c   one ZooKeeper member: its config, start, kill, stop, pause
  *   quorum.c   which leader a quorum agrees on, and who serves under it
+ *   reconfig.c members added and removed by dynamic reconfiguration
  *   ensemble.c the public API
  *
  * Licensed under the Apache License, Version 2.0 (see COPYING).
@@ -217,6 +218,11 @@ typedef struct zkrc__member {
   int index;  /* 0-based; its myid is index + 1 */
   pid_t pid;  /* -1 when not running */
   int paused; /* SIGSTOPped by zkrc_ensemble_pause() */
+  /* Not a participant of the ensemble's configuration: a member joining
+   * (zkrc_ensemble_add_member() before its reconfiguration is done) or
+   * removed (zkrc_ensemble_remove_member()).  The quorum neither asks
+   * nor counts it. */
+  int outside;
   int client_port;
   int peer_port;
   int election_port;
@@ -266,9 +272,13 @@ int zkrc__member_init(zkrc_ensemble *e, zkrc__member *m, int index);
 /** Free the member's strings (the process must be gone). */
 void zkrc__member_free(zkrc__member *m);
 
-/** Write the member's zoo.cfg and myid for the ports now chosen.
+/** Write the member's zoo.cfg and myid for the ports now chosen: with
+ *  @p servers NULL, the server lines of every member (the first
+ *  configuration); else @p servers ("server.N=...\n" lines, the current
+ *  configuration) and the member's own line as a participant (a joiner).
  *  @return 0 or -1. */
-int zkrc__member_configure(const zkrc_ensemble *e, const zkrc__member *m);
+int zkrc__member_configure(const zkrc_ensemble *e, const zkrc__member *m,
+                           const char *servers);
 
 /** Remove the member's data (for a fresh start on new ports). */
 void zkrc__member_wipe(zkrc__member *m);
@@ -314,10 +324,18 @@ void zkrc__security_free(zkrc_ensemble *e);
 typedef struct zkrc__member_view {
   int running; /* a process, not paused */
   int port;    /* its client port */
+  int voter;   /* a participant of the configuration (not outside) */
 } zkrc__member_view;
 
 /** Take the snapshot (under e->lock; notices a member that exited). */
 zkrc__member_view zkrc__view_member(zkrc_ensemble *e, int i);
+
+/** Pause the poll interval (50 ms), but not past @p deadline. */
+void zkrc__pause_until_next_poll(int64_t deadline);
+
+/** A member's failure to stderr: @p what, and the tail of its log. */
+void zkrc__report_failed_member(const zkrc_ensemble *e, const zkrc__member *m,
+                                const char *what);
 
 /* ---- quorum.c ----------------------------------------------------------- */
 

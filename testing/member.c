@@ -86,7 +86,22 @@ static void append_tls_config(const zkrc_ensemble *e, const zkrc__member *m,
       e->tls_files[ZKRC_TLS_CA]);
 }
 
-int zkrc__member_configure(const zkrc_ensemble *e, const zkrc__member *m) {
+/* The server lines of the first configuration: every member, with its
+ * client address when the ensemble allows reconfiguration. */
+static void append_server_lines(const zkrc_ensemble *e, GString *cfg) {
+  for (int i = 0; i < e->size; i++) {
+    g_string_append_printf(cfg, "server.%d=127.0.0.1:%d:%d", i + 1,
+                           e->members[i].peer_port,
+                           e->members[i].election_port);
+    if (e->opts.reconfig)
+      g_string_append_printf(cfg, ":participant;127.0.0.1:%d",
+                             e->members[i].client_port);
+    g_string_append_c(cfg, '\n');
+  }
+}
+
+int zkrc__member_configure(const zkrc_ensemble *e, const zkrc__member *m,
+                           const char *servers) {
   const zkrc_ensemble_options *o = &e->opts;
   GString *cfg = g_string_new(NULL);
   g_string_append_printf(cfg,
@@ -120,14 +135,15 @@ int zkrc__member_configure(const zkrc_ensemble *e, const zkrc__member *m) {
     /* Generous in ticks, since a tick is only 200 ms: a JVM starting on a
      * loaded machine must not miss initLimit. */
     g_string_append(cfg, "initLimit=50\nsyncLimit=10\n");
-    for (int i = 0; i < e->size; i++) {
-      g_string_append_printf(cfg, "server.%d=127.0.0.1:%d:%d", i + 1,
-                             e->members[i].peer_port,
-                             e->members[i].election_port);
-      if (o->reconfig)
-        g_string_append_printf(cfg, ":participant;127.0.0.1:%d",
-                               e->members[i].client_port);
-      g_string_append_c(cfg, '\n');
+    if (servers == NULL) {
+      append_server_lines(e, cfg);
+    } else { /* a joiner: the configuration it joins, then itself */
+      g_string_append(cfg, servers);
+      g_string_append_printf(cfg,
+                             "server.%d=127.0.0.1:%d:%d:participant;"
+                             "127.0.0.1:%d\n",
+                             m->index + 1, m->peer_port, m->election_port,
+                             m->client_port);
     }
   }
   int rc = zkrc__write_file(m->config_path, cfg->str);

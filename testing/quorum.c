@@ -161,7 +161,9 @@ static member_word ask_srvr(zkrc_ensemble *e, int i, int64_t deadline) {
   member_word w = {.zxid_epoch = -1};
   zkrc__member_view v = zkrc__view_member(e, i);
   char *answer = NULL;
-  if (!v.running ||
+  /* A member outside the configuration (joining, or removed) is not part
+   * of the quorum, whatever it says. */
+  if (!v.running || !v.voter ||
       zkrc__four_letter(e->tls_ctx, v.port, "srvr",
                         zkrc__poll_timeout(deadline), &answer) != 0)
     return w;
@@ -220,11 +222,13 @@ static void look_at_single(zkrc_ensemble *e, int64_t deadline,
   }
 }
 
-/* Decide from what was said (@p words, the leader claimant's @p synced count)
- * and the epochs that stayed put during the look. */
-static void judge(int n, const member_word *words, const int64_t *epochs,
-                  int64_t newest, int claimant, int64_t synced,
-                  zkrc__quorum_look *look) {
+/* Decide from what was said (@p words of the @p n members, the leader
+ * claimant's @p synced count) and the epochs that stayed put during the
+ * look; a majority is of the @p voters (the members in the
+ * configuration). */
+static void judge(int n, int voters, const member_word *words,
+                  const int64_t *epochs, int64_t newest, int claimant,
+                  int64_t synced, zkrc__quorum_look *look) {
   if (claimant < 0 || synced < 0)
     return;
   int64_t epoch = words[claimant].zxid_epoch;
@@ -236,7 +240,7 @@ static void judge(int n, const member_word *words, const int64_t *epochs,
     claims += words[i].answered && strcmp(words[i].mode, "follower") == 0 &&
               epochs[i] == epoch;
   int64_t supported = 1 + (claims < synced ? claims : synced);
-  if (supported <= n / 2)
+  if (supported <= voters / 2)
     return;
   look->leader = claimant;
   look->epoch = epoch;
@@ -249,13 +253,25 @@ static void judge(int n, const member_word *words, const int64_t *epochs,
                         epochs[i] == epoch;
 }
 
+/* The members in the configuration (not joining, not removed). */
+static int voters_of(zkrc_ensemble *e) {
+  int voters = 0;
+  pthread_mutex_lock(&e->lock);
+  for (int i = 0; i < e->size; i++)
+    voters += !e->members[i].outside;
+  pthread_mutex_unlock(&e->lock);
+  return voters;
+}
+
 void zkrc__look_at_quorum(zkrc_ensemble *e, int64_t deadline,
                           zkrc__quorum_look *look) {
   memset(look, 0, sizeof *look);
   look->leader = -1;
   look->epoch = -1;
   int n = e->size;
-  if (n == 1) {
+  /* One member with reconfig (standaloneEnabled=false) leads a quorum of
+   * one, in an epoch, like any leader: the general case. */
+  if (n == 1 && !e->opts.reconfig) {
     look_at_single(e, deadline, look);
     return;
   }
@@ -278,5 +294,5 @@ void zkrc__look_at_quorum(zkrc_ensemble *e, int64_t deadline,
       newest = after[i].value;
     epochs[i] = stable_epoch(&before[i], &after[i]);
   }
-  judge(n, words, epochs, newest, claimant, synced, look);
+  judge(n, voters_of(e), words, epochs, newest, claimant, synced, look);
 }

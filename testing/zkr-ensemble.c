@@ -63,6 +63,10 @@ static const char usage_text[] =
     "                             alice (see `sasl I')\n"
     "      --ttl                  members accept TTL nodes\n"
     "                             (zookeeper.extendedTypesEnabled)\n"
+    "      --reconfig             members allow dynamic reconfiguration\n"
+    "                             (reconfigEnabled, skipACL; not with --tls):\n"
+    "                             /zookeeper/config lists their client\n"
+    "                             addresses (see `add' and `remove I')\n"
     "  -h, --help                 show this help and exit\n"
     "  -V, --version              show the version and exit\n"
     "\n"
@@ -91,6 +95,11 @@ static const char usage_text[] =
     "                     is its text followed by an empty line.  Shorthands:\n"
     "                     srvr I, mntr I, stat I, cons I, wchc I, wchp I, ...\n"
     "  mntr-sum KEY       sum of mntr value KEY over the running members\n"
+    "  add [MS]           with --reconfig: start a new member and add it by\n"
+    "                     reconfiguration; answers its index (default 90000 "
+    "ms)\n"
+    "  remove I [MS]      with --reconfig: remove member I from the\n"
+    "                     configuration (it keeps running; default 30000 ms)\n"
     "  expire SESSION [PASSWD]\n"
     "                     expire a session (id and password in hex; without\n"
     "                     the password, the one the servers derive from the "
@@ -182,7 +191,7 @@ static int parse_int(const char *text, int min, int max, const char *what) {
 }
 
 /* Long options without a letter. */
-enum { OPT_TLS = 256, OPT_SASL, OPT_TTL };
+enum { OPT_TLS = 256, OPT_SASL, OPT_TTL, OPT_RECONFIG };
 
 /* Parse the options after the subcommand; returns the index of the first
  * argument after them. */
@@ -198,6 +207,7 @@ static int parse_options(int argc, char **argv, zkrc_ensemble_options *opts) {
       {"tls", no_argument, NULL, OPT_TLS},
       {"sasl", no_argument, NULL, OPT_SASL},
       {"ttl", no_argument, NULL, OPT_TTL},
+      {"reconfig", no_argument, NULL, OPT_RECONFIG},
       {"help", no_argument, NULL, 'h'},
       {"version", no_argument, NULL, 'V'},
       {NULL, 0, NULL, 0},
@@ -241,6 +251,9 @@ static int parse_options(int argc, char **argv, zkrc_ensemble_options *opts) {
       break;
     case OPT_TTL:
       opts->extended_types = 1;
+      break;
+    case OPT_RECONFIG:
+      opts->reconfig = 1;
       break;
     case 'h':
       fputs(usage_text, stdout);
@@ -514,6 +527,41 @@ static void answer_wait(zkrc_ensemble *e, char **w, int n) {
   puts(zkrc_ensemble_wait_serving(e, i, ms) == 0 ? "ok" : "error: timeout");
 }
 
+/* A timeout in ms from word @p text (NULL: @p fallback); -1 when bad. */
+static int ms_arg(const char *text, int fallback) {
+  if (!text)
+    return fallback;
+  char *end;
+  long v = strtol(text, &end, 10);
+  return *end || v <= 0 || v > INT_MAX ? -1 : (int)v;
+}
+
+/* add [MS]: the new member's index. */
+static void answer_add(zkrc_ensemble *e, char **w, int n) {
+  int ms = ms_arg(n > 1 ? w[1] : NULL, 90000);
+  if (n > 2 || ms < 0) {
+    puts("error: usage: add [MS]");
+    return;
+  }
+  int i = zkrc_ensemble_add_member(e, ms);
+  if (i >= 0)
+    printf("%d\n", i);
+  else
+    puts("error: failed (see standard error)");
+}
+
+/* remove I [MS] */
+static void answer_remove(zkrc_ensemble *e, char **w, int n) {
+  int i = member_arg(e, n > 1 ? w[1] : NULL, 0);
+  if (i < 0)
+    return;
+  int ms = ms_arg(n > 2 ? w[2] : NULL, 30000);
+  if (n > 3 || ms < 0)
+    puts("error: usage: remove I [MS]");
+  else
+    answer_rc(zkrc_ensemble_remove_member(e, i, ms));
+}
+
 /* Answer one command line.  Returns 1 when it was `quit'. */
 static int run_command(zkrc_ensemble *e, char *line) {
   char *w[4];
@@ -555,6 +603,10 @@ static int run_command(zkrc_ensemble *e, char *line) {
     printf("%lld\n", (long long)zkrc_ensemble_mntr_sum(e, w[1]));
   } else if (strcmp(w[0], "expire") == 0) {
     answer_expire(e, w, n);
+  } else if (strcmp(w[0], "add") == 0) {
+    answer_add(e, w, n);
+  } else if (strcmp(w[0], "remove") == 0) {
+    answer_remove(e, w, n);
 
   } else {
     printf("error: unknown command: %s (see zkr-ensemble --help)\n", w[0]);

@@ -521,7 +521,10 @@ static void test_names(void) {
   CU_ASSERT_STRING_EQUAL(zkrc_session_event_name(ZKRC_SESSION_EVENT_CLOSED),
                          "closed");
   CU_ASSERT_STRING_EQUAL(zkrc_session_event_name(0), "unknown");
-  CU_ASSERT_STRING_EQUAL(zkrc_session_event_name(8), "unknown");
+  CU_ASSERT_STRING_EQUAL(
+      zkrc_session_event_name(ZKRC_SESSION_EVENT_SERVERS_CHANGED),
+      "servers-changed");
+  CU_ASSERT_STRING_EQUAL(zkrc_session_event_name(9), "unknown");
   CU_ASSERT_STRING_EQUAL(zkrc_session_event_name(-1), "unknown");
   CU_ASSERT_STRING_EQUAL(zkrc_session_state_name(ZKRC_SESSION_CONNECTING),
                          "connecting");

@@ -103,7 +103,18 @@ typedef enum zkrc_session_event_type {
    *  ZKRC_ECLOSED (zkrc_session_close()), or, for a session that closed
    *  itself (no_reopen, refused credentials), the reason of the event
    *  that ended it (LOST, EXPIRED, AUTH_FAILED). */
-  ZKRC_SESSION_EVENT_CLOSED = 7
+  ZKRC_SESSION_EVENT_CLOSED = 7,
+  /** The session follows a new list of servers
+   *  (zkrc_session_options.follow_ensemble): the ensemble was
+   *  reconfigured, and the ZooKeeper client was given its members' client
+   *  addresses.  zkrc_session_servers() tells the list (a later change
+   *  may have replaced it by then).  Nothing is lost: the session, its
+   *  connection (which the client may move to balance the load, as a
+   *  reconnection) and every hold stay.  reason ZKRC_OK, zk_error ZOK;
+   *  session_id the current session's.  Told to listeners only, never
+   *  after CLOSED, and only by a session made with follow_ensemble (new
+   *  in 0.2.0 too): a program built before never sees it. */
+  ZKRC_SESSION_EVENT_SERVERS_CHANGED = 8
 } zkrc_session_event_type;
 
 /** One session event, valid during the listener's call. */
@@ -123,7 +134,8 @@ typedef struct zkrc_session_event {
 } zkrc_session_event;
 
 /** Name of an event type ("connected", "suspended", "reconnected", "lost",
- *  "expired", "auth-failed", "closed"; "unknown" for another value);
+ *  "expired", "auth-failed", "closed", "servers-changed"; "unknown" for
+ *  another value);
  *  static string, any thread. */
 const char *zkrc_session_event_name(zkrc_session_event_type type);
 
@@ -246,11 +258,14 @@ typedef struct zkrc_session_options {
    *  members differ from the servers it knows, gives the ZooKeeper client
    *  the new list (zoo_set_servers: it may move its connection to balance
    *  the load, as a reconnection) and opens later handles (after an
-   *  expiry) on it; zkrc_session_servers() tells the list.  A
+   *  expiry) on it; zkrc_session_servers() tells the list, and
+   *  listeners are told ZKRC_SESSION_EVENT_SERVERS_CHANGED.  A
    *  configuration in which a member has no client address (a static
    *  one, where each server announces only its own) changes nothing: only
    *  dynamic configurations (reconfigEnabled, "server.N=...;HOST:PORT")
-   *  are followed.  0 (default): the connect
+   *  are followed.  An adopted handle (zkrc_session_adopt()) is
+   *  followed from the hosts given with it, the list it compares with and
+   *  reopens with; without hosts, not at all.  0 (default): the connect
    *  string stays, unlike Curator (on by default): a client that reaches
    *  the servers through other addresses than the ones they announce (a
    *  proxy, NAT, a tunnel, a wildcard address) would lose them. */

@@ -6,7 +6,8 @@
  * `zookeeper` package, run on the installed Java) on free loopback ports, each
  * in its own temporary data directory; waits until a quorum serves requests;
  * and gives the connect string.  Members can be killed, stopped, restarted
- * with their data, paused and resumed; the leader can be found; a client's
+ * with their data, paused and resumed, and, in an ensemble that allows
+ * reconfiguration, added and removed; the leader can be found; a client's
  * session can be expired on demand; and a loopback fault proxy can sit
  * between clients and each member.
  *
@@ -185,7 +186,8 @@ int zkrc_ensemble_start(zkrc_ensemble **out, const zkrc_ensemble_options *opts);
  *  Threading: no other call on @p e may run concurrently or follow. */
 void zkrc_ensemble_stop(zkrc_ensemble *e);
 
-/** Number of members. */
+/** Number of members: the first ones and those zkrc_ensemble_add_member()
+ *  added (removed ones included). */
 int zkrc_ensemble_size(const zkrc_ensemble *e);
 
 /** "127.0.0.1:p1,127.0.0.1:p2,..." (through the proxies when enabled; the
@@ -305,6 +307,58 @@ int zkrc_ensemble_pause(zkrc_ensemble *e, int i);
 int zkrc_ensemble_resume(zkrc_ensemble *e, int i);
 
 /**
+ * Add a member by dynamic reconfiguration, the way ZooKeeper's
+ * reconfiguration guide adds a server to a running ensemble: a new member
+ * (index zkrc_ensemble_size() before the call, myid that plus 1) on new
+ * free loopback ports, in its own directory (mI), starts with the
+ * configuration the members have now (/zookeeper/config's server lines)
+ * plus itself as a participant, and follows the leader without a vote;
+ * then the harness's own client asks for the reconfiguration ("add
+ * server.N=127.0.0.1:PEER:ELECTION:participant;127.0.0.1:CLIENT", as
+ * zoo_reconfig()), again with a backoff while the leader refuses it (no
+ * quorum of the new configuration synced yet, another reconfiguration
+ * under way), and waits until the member serves in the quorum
+ * (zkrc_ensemble_wait_serving()).  Only for an ensemble started with
+ * reconfig and without with_proxies.
+ *
+ * The new member is then a member like the others (killed, paused,
+ * restarted, asked, stopped and reaped with the ensemble: the reaper
+ * knows its process); zkrc_ensemble_size() counts it, and the quorum's
+ * majority is of the members in the configuration.  The connect strings
+ * stay those of the first members; zkrc_ensemble_member_address() and
+ * zkrc_ensemble_member_port() name the new one.  At most 5 members in
+ * all, removed ones included.
+ *
+ * @param timeout_ms  bound of the whole addition (a JVM's start
+ *                    included: give it 60000 on a loaded machine).
+ * @return the new member's index; -1 with a message on stderr (the
+ *         member's log tail when it failed: it is then killed, and stays
+ *         counted, outside the configuration) when the ensemble is full,
+ *         not started with reconfig, has proxies, or the addition did not
+ *         complete in time.
+ * Threading: as zkrc_ensemble_restart() (the member's parent-death signal
+ * is tied to the calling thread); must not race with another call on
+ * @p e.  Blocks up to @p timeout_ms.
+ */
+int zkrc_ensemble_add_member(zkrc_ensemble *e, int timeout_ms);
+
+/**
+ * Remove member @p i from the configuration by dynamic reconfiguration
+ * (the harness's client asks "remove N", as zoo_reconfig(), again with a
+ * backoff while the leader refuses), then wait until a quorum of the
+ * remaining members serves (a removed leader is replaced).  The member
+ * keeps running, outside the configuration: the quorum neither asks nor
+ * counts it, and zkrc_ensemble_wait_serving() never sees it serve;
+ * zkrc_ensemble_stop_member() or zkrc_ensemble_kill() ends it.  It cannot
+ * be added back.
+ * @return 0, or -1 (bad index, not started with reconfig, a member not in
+ *         the configuration, no answer or no quorum within @p timeout_ms).
+ * Threading: must not race with another call on @p e.  Blocks up to
+ * @p timeout_ms.
+ */
+int zkrc_ensemble_remove_member(zkrc_ensemble *e, int i, int timeout_ms);
+
+/**
  * Wait until member @p i serves requests in the current quorum, or, with
  * @p i == -1, until a quorum serves under a leader it agrees on (then
  * zkrc_ensemble_leader() names it).  Member @p i serves when it is that
@@ -322,7 +376,7 @@ int zkrc_ensemble_wait_serving(zkrc_ensemble *e, int i, int timeout_ms);
 
 /**
  * Index of the leader a quorum agrees on (with one member: 0 when it serves,
- * standalone); -1 while there is none - during an election, or right after
+ * standalone, or with reconfig as a quorum of one); -1 while there is none - during an election, or right after
  * a paused leader was replaced and resumed, while it still claims to lead:
  * poll it with a deadline.  Never a deposed leader.
  *

@@ -406,6 +406,10 @@ int zkrc_session_adopt(zkrc_session **out, zhandle_t *zh, const char *hosts,
   zkrc_session *s = zkrc__session_alloc(hosts, &o);
   if (o.on_event)
     zkrc_session_add_listener(s, o.on_event, o.event_arg, NULL);
+  /* Following needs the list the handle was opened with: without hosts
+   * there is none to compare with, nor to reopen with. */
+  if (hosts != NULL)
+    zkrc__session_ensemble_start(s);
   zkrc_conn *c = g_new0(zkrc_conn, 1);
   c->session = s;
   c->zh = zh;
@@ -435,6 +439,8 @@ int zkrc_session_adopt(zkrc_session **out, zhandle_t *zh, const char *hosts,
     g_mutex_lock(&s->o.mu);
     s->state = ZKRC_SESSION_CONNECTED;
     g_mutex_unlock(&s->o.mu);
+    if (hosts != NULL) /* no CONNECTED will tell the tracker */
+      zkrc__session_ensemble_read_now(s);
   }
   *out = s;
   return ZKRC_OK;

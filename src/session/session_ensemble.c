@@ -92,6 +92,8 @@ static void config_done(int rc, const char *value, int len,
     }
   }
   g_free(previous);
+  if (hosts && set == ZOK)
+    zkrc__session_tell_servers_changed(s);
   if (hosts || (rc == ZOK && parsed != ZKRC_OK) || set != ZOK)
     zkrc__log(set == ZOK && parsed == ZKRC_OK ? ZKRC_LOG_INFO : ZKRC_LOG_WARN,
               "session: ensemble %s (config version %llx)%s",
@@ -140,6 +142,11 @@ static void on_session(zkrc_session *s, zkrc_session_event_type ev,
 void zkrc__session_ensemble_start(zkrc_session *s) {
   if (s->opts.follow_ensemble)
     zkrc__session_observe(s, on_session, NULL, NULL);
+}
+
+void zkrc__session_ensemble_read_now(zkrc_session *s) {
+  if (s->opts.follow_ensemble)
+    read_config(s);
 }
 
 const char *zkrc__session_hosts_locked(zkrc_session *s) {

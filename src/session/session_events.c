@@ -36,7 +36,8 @@ const char *zkrc_session_event_name(zkrc_session_event_type type) {
       [ZKRC_SESSION_EVENT_LOST] = "lost",
       [ZKRC_SESSION_EVENT_EXPIRED] = "expired",
       [ZKRC_SESSION_EVENT_AUTH_FAILED] = "auth-failed",
-      [ZKRC_SESSION_EVENT_CLOSED] = "closed"};
+      [ZKRC_SESSION_EVENT_CLOSED] = "closed",
+      [ZKRC_SESSION_EVENT_SERVERS_CHANGED] = "servers-changed"};
   if ((unsigned)type < G_N_ELEMENTS(names) && names[type])
     return names[type];
   return "unknown";
@@ -139,9 +140,9 @@ static void loss_probe_tell(zkrc__object *o, zkrc__object_event *ev) {
   zkrc__session_run_on_worker(s, zkrc__session_loss_told, s);
 }
 
-static void post_to_listeners(zkrc_session *s, zkrc_session_event_type type) {
+static void post_to_listeners_locked(zkrc_session *s,
+                                     zkrc_session_event_type type) {
   zkrc_session_event ev = {.type = type};
-  g_mutex_lock(&s->o.mu);
   if (type == ZKRC_SESSION_EVENT_LOST && s->lapse_due_us != 0)
     zkrc__object_tell_locked(&s->o,
                              zkrc__object_event_new(sizeof(zkrc__object_event),
@@ -156,6 +157,19 @@ static void post_to_listeners(zkrc_session *s, zkrc_session_event_type type) {
     lc->ev = ev;
     zkrc__object_tell_locked(&s->o, &lc->base);
   }
+}
+
+static void post_to_listeners(zkrc_session *s, zkrc_session_event_type type) {
+  g_mutex_lock(&s->o.mu);
+  post_to_listeners_locked(s, type);
+  g_mutex_unlock(&s->o.mu);
+}
+
+void zkrc__session_tell_servers_changed(zkrc_session *s) {
+  g_mutex_lock(&s->o.mu);
+  /* Under the mutex that sets CLOSED before CLOSED is posted. */
+  if (s->state != ZKRC_SESSION_CLOSED)
+    post_to_listeners_locked(s, ZKRC_SESSION_EVENT_SERVERS_CHANGED);
   g_mutex_unlock(&s->o.mu);
 }
 

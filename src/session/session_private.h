@@ -258,6 +258,12 @@ void zkrc__session_announce(zkrc_session *s, zkrc_session_event_type ev,
 void zkrc__session_deadlines_init(zkrc_session *s);
 void zkrc__session_deadlines_clear(zkrc_session *s);
 
+/* Any thread, no session mutex held: tell the listeners (not the
+ * observers: no recipe acts on it) that the session follows a new list of
+ * servers (ZKRC_SESSION_EVENT_SERVERS_CHANGED); nothing once the session
+ * is closed, so that CLOSED stays the last event. */
+void zkrc__session_tell_servers_changed(zkrc_session *s);
+
 /* Worker thread: call the observers (not the listeners) with @p ev. */
 void zkrc__session_notify_observers(zkrc_session *s, zkrc_session_event_type ev,
                                     uint64_t generation);
@@ -326,6 +332,9 @@ void zkrc__lease_stop_locked(zkrc_session *s);
  * options ask (zkrc_session_options.follow_ensemble); before the first
  * handle opens. */
 void zkrc__session_ensemble_start(zkrc_session *s);
+/* The same, at once: for an adopted handle connected already (no
+ * CONNECTED is announced for it).  Never blocks. */
+void zkrc__session_ensemble_read_now(zkrc_session *s);
 /* The hosts a new handle opens on: the followed membership, else the
  * connect string (NULL for an adopted handle without one).  Under mu. */
 const char *zkrc__session_hosts_locked(zkrc_session *s);
