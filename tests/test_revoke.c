@@ -478,6 +478,19 @@ static void test_told_after_reconnect(void) {
 
 #define REVOKE_PEER "CuratorRevokePeer"
 
+/* Ask the Curator peer @p p holding @p node to give it up: it is told,
+ * releases and ends. */
+static void revoke_until_released(zkrc_session *s, peer *p, const char *node) {
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_lock_revoke(s, node, STEP_MS));
+  char *line = peer_expect(p, "revoke-requested", STEP_MS);
+  CU_ASSERT_PTR_NOT_NULL(line);
+  g_free(line);
+  line = peer_expect(p, "released", STEP_MS);
+  CU_ASSERT_PTR_NOT_NULL(line);
+  g_free(line);
+  CU_ASSERT_EQUAL(peer_finish(p, STEP_MS), 0);
+}
+
 /* A Curator holder made revocable releases when zkrc_lock_revoke() asks;
  * then the lock is ours at once. */
 static void test_curator_holder_releases(void) {
@@ -494,14 +507,7 @@ static void test_curator_holder_releases(void) {
   ZKT_ASSERT_RC(ZKRC_OK, zkrc_lock_new(&lk, s, path, NULL));
   ZKT_ASSERT_RC(ZKRC_ELOCKED, zkrc_lock_acquire(lk, ZKRC_NO_WAIT));
 
-  ZKT_ASSERT_RC(ZKRC_OK, zkrc_lock_revoke(s, node, STEP_MS));
-  char *line = peer_expect(p, "revoke-requested", STEP_MS);
-  CU_ASSERT_PTR_NOT_NULL(line);
-  g_free(line);
-  line = peer_expect(p, "released", STEP_MS);
-  CU_ASSERT_PTR_NOT_NULL(line);
-  g_free(line);
-  CU_ASSERT_EQUAL(peer_finish(p, STEP_MS), 0);
+  revoke_until_released(s, p, node);
   ZKT_ASSERT_RC(ZKRC_OK, zkrc_lock_acquire(lk, ZKRC_NO_WAIT));
   ZKT_ASSERT_RC(ZKRC_OK, zkrc_lock_release(lk));
   zkrc_lock_free(lk);
@@ -529,14 +535,7 @@ static void curator_side_case(const char *mode, const char *marker) {
   zkrc_lock *w = zkrc_rwlock_writer(rw);
   ZKT_ASSERT_RC(ZKRC_ELOCKED, zkrc_lock_acquire(w, ZKRC_NO_WAIT));
 
-  ZKT_ASSERT_RC(ZKRC_OK, zkrc_lock_revoke(s, node, STEP_MS));
-  char *line = peer_expect(p, "revoke-requested", STEP_MS);
-  CU_ASSERT_PTR_NOT_NULL(line);
-  g_free(line);
-  line = peer_expect(p, "released", STEP_MS);
-  CU_ASSERT_PTR_NOT_NULL(line);
-  g_free(line);
-  CU_ASSERT_EQUAL(peer_finish(p, STEP_MS), 0);
+  revoke_until_released(s, p, node);
   ZKT_ASSERT_RC(ZKRC_OK, zkrc_lock_acquire(w, ZKRC_NO_WAIT));
   ZKT_ASSERT_RC(ZKRC_OK, zkrc_lock_release(w));
   zkrc_rwlock_free(rw);

@@ -533,6 +533,23 @@ static int election_tell_blocked(void *arg) {
   return telling && mutex_contended(&r->o.mu);
 }
 
+/* An election at a fresh fixture's path led by another participant
+ * (@p s2's, returned), and a one-turn election runner @p w queued behind
+ * it. */
+static zkrc_election *runner_behind_leader(fixture *f, worker *w,
+                                           zkrc_session *s2, const char *tag) {
+  fixture_open(f, tag);
+  zkrc_election *first = NULL;
+  CU_ASSERT_EQUAL_FATAL(zkrc_election_new(&first, s2, f->path, NULL), ZKRC_OK);
+  CU_ASSERT_EQUAL_FATAL(zkrc_election_join(first), ZKRC_OK);
+  CU_ASSERT_EQUAL_FATAL(zkrc_election_wait_leader(first, STEP), ZKRC_OK);
+  worker_init(w, &f->t, 0, CANCEL);
+  CU_ASSERT_EQUAL_FATAL(runner_start(w, f->s, f->path, ZKRC_RUNNER_ELECTION, 0),
+                        ZKRC_OK);
+  CU_ASSERT_FATAL(zkt_wait_children(f->zh, f->path, 2, STEP));
+  return first;
+}
+
 /* An election runner (one turn) told ELECTED, whose lease is out when its
  * thread looks (held means held: no turn then), must give the leadership
  * back for real and ask again after its backoff - not wait for good while
@@ -542,16 +559,8 @@ static int election_tell_blocked(void *arg) {
 static void test_election_granted_lease_out(void) {
   zkrc_session *s2 = zkt_direct_session();
   fixture f;
-  fixture_open(&f, "election-lease-out");
-  zkrc_election *first = NULL;
-  CU_ASSERT_EQUAL_FATAL(zkrc_election_new(&first, s2, f.path, NULL), ZKRC_OK);
-  CU_ASSERT_EQUAL_FATAL(zkrc_election_join(first), ZKRC_OK);
-  CU_ASSERT_EQUAL_FATAL(zkrc_election_wait_leader(first, STEP), ZKRC_OK);
   worker w;
-  worker_init(&w, &f.t, 0, CANCEL);
-  CU_ASSERT_EQUAL_FATAL(runner_start(&w, f.s, f.path, ZKRC_RUNNER_ELECTION, 0),
-                        ZKRC_OK);
-  CU_ASSERT_FATAL(zkt_wait_children(f.zh, f.path, 2, STEP));
+  zkrc_election *first = runner_behind_leader(&f, &w, s2, "election-lease-out");
   zkrc_runner *r = w.r;
   int64_t first_token = 0;
   g_mutex_lock(&r->o.mu); /* the runner's thread cannot look meanwhile */
@@ -960,16 +969,8 @@ static int is_leader(void *arg) { return zkrc_election_is_leader(arg); }
 static void test_election_elected_dropped(void) {
   zkrc_session *s2 = zkt_direct_session();
   fixture f;
-  fixture_open(&f, "election-dropped");
-  zkrc_election *first = NULL;
-  CU_ASSERT_EQUAL_FATAL(zkrc_election_new(&first, s2, f.path, NULL), ZKRC_OK);
-  CU_ASSERT_EQUAL_FATAL(zkrc_election_join(first), ZKRC_OK);
-  CU_ASSERT_EQUAL_FATAL(zkrc_election_wait_leader(first, STEP), ZKRC_OK);
   worker w;
-  worker_init(&w, &f.t, 0, CANCEL);
-  CU_ASSERT_EQUAL_FATAL(runner_start(&w, f.s, f.path, ZKRC_RUNNER_ELECTION, 0),
-                        ZKRC_OK);
-  CU_ASSERT_FATAL(zkt_wait_children(f.zh, f.path, 2, STEP));
+  zkrc_election *first = runner_behind_leader(&f, &w, s2, "election-dropped");
   zkrc_runner *r = w.r;
   gate g = {0};
   g_mutex_init(&g.mu);
