@@ -471,6 +471,64 @@ static void test_kazoo_blocks_both_ways(void) {
   g_free(path);
 }
 
+/* Our lock in kazoo's format and a stock kazoo Lock (not told about
+ * Curator's names) exclude each other, both ways.  The control: in the
+ * default format, Curator's, the stock Lock does not see our hold and
+ * takes the lock beside it. */
+static void test_kazoo_format_stock_lock(void) {
+  kill_live_peers();
+  char *path = zkt_path("kazoo-format");
+  zkrc_session *s = zkt_session();
+  zkrc_lock_options o;
+  zkrc_lock_options_init(&o);
+  o.participant_id = "zkrc-K";
+  o.format = ZKRC_LOCK_FORMAT_KAZOO;
+  zkrc_lock *lk = NULL;
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_lock_new(&lk, s, path, &o));
+
+  peer *k = kazoo_peer("kazoo", "phold", path, "kazoo-1", (char *)NULL);
+  CU_ASSERT_PTR_NOT_NULL_FATAL(k);
+  g_free(peer_expect(k, "acquired", START_MS));
+  ZKT_ASSERT_RC(ZKRC_ELOCKED, zkrc_lock_acquire(lk, ZKRC_NO_WAIT));
+  g_free(peer_ask(k, "release", "released"));
+  CU_ASSERT_EQUAL(peer_finish(k, STEP_MS), 0);
+
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_lock_acquire(lk, ZKRC_NO_WAIT));
+  char *ours = NULL;
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_lock_node(lk, &ours));
+  CU_ASSERT_PTR_NOT_NULL(ours ? strstr(ours, "-__lock__") : NULL);
+  free(ours);
+  k = kazoo_peer("kazoo", "phold", path, "kazoo-2", "0", (char *)NULL);
+  CU_ASSERT_PTR_NOT_NULL_FATAL(k);
+  char *line = peer_next(k, START_MS);
+  assert_str("timeout", line, "stock kazoo's try-once acquisition");
+  g_free(line);
+  CU_ASSERT_EQUAL(peer_finish(k, STEP_MS), 3);
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_lock_release(lk));
+  zkrc_lock_free(lk);
+
+  /* The control: Curator's format goes unseen by the stock Lock. */
+  lk = new_lock(s, path, "zkrc-C");
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_lock_acquire(lk, ZKRC_NO_WAIT));
+  k = kazoo_peer("kazoo", "phold", path, "kazoo-3", "0", (char *)NULL);
+  CU_ASSERT_PTR_NOT_NULL_FATAL(k);
+  line = peer_next(k, START_MS);
+  CU_ASSERT_PTR_NOT_NULL(line ? strstr(line, "acquired") : NULL);
+  g_free(line);
+  g_free(peer_ask(k, "release", "released"));
+  CU_ASSERT_EQUAL(peer_finish(k, STEP_MS), 0);
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_lock_release(lk));
+  zkrc_lock_free(lk);
+
+  /* A format the library does not know: refused, nothing made. */
+  o.format = (zkrc_lock_format)7;
+  lk = NULL;
+  ZKT_ASSERT_RC(ZKRC_EINVAL, zkrc_lock_new(&lk, s, path, &o));
+  CU_ASSERT_PTR_NULL(lk);
+  zkrc_session_close(s);
+  g_free(path);
+}
+
 /* kazoo holder, then a zkrecipes waiter, then a kazoo waiter: all three
  * implementations agree on the queue and the lock passes in that order. */
 static void test_kazoo_fair_queue(void) {
@@ -527,7 +585,8 @@ static void add_suites(void) {
             {"latch_election", test_curator_latch_election});
   ZKT_SUITE("kazoo", {"shared_counter", test_kazoo_shared_counter},
             {"blocks_both_ways", test_kazoo_blocks_both_ways},
-            {"fair_queue", test_kazoo_fair_queue});
+            {"fair_queue", test_kazoo_fair_queue},
+            {"kazoo's format and a stock Lock", test_kazoo_format_stock_lock});
 }
 
 int main(void) {

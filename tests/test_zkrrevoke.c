@@ -260,11 +260,45 @@ static void cleanup_at_exit(void) {
   kill_live_peers();
 }
 
+/* zkr lock --format kazoo: its node carries kazoo's "__lock__" marker,
+ * and revocation works on it as on Curator's; a format it does not know,
+ * or kazoo's with a read-write lock's side, is a usage error. */
+static void test_kazoo_format(void) {
+  char *path = zkt_path("zkr-lock-kazoo");
+  zkrc_session *s = zkt_session();
+  zhandle_t *zh = zkt_raw();
+  const char *lock_args[] = {"-v", "--format", "kazoo", "--revocable", path,
+                             "--", "sleep",    "60",    NULL};
+  proc *holder = zkr_start("lock", lock_args);
+  CU_ASSERT_FATAL(proc_wait_text(holder, 1, "running sleep", STEP_MS));
+  char *node = contender(s, path, 0);
+  CU_ASSERT_PTR_NOT_NULL_FATAL(node);
+  CU_ASSERT_PTR_NOT_NULL(strstr(node, "-__lock__"));
+  const char *args[] = {path, NULL};
+  CU_ASSERT_EQUAL(zkr_revoke(args, NULL), 0);
+  CU_ASSERT_EQUAL(proc_wait(holder, EXIT_TIMEOUT), 128 + SIGTERM);
+  CU_ASSERT(zkt_wait_children_or_gone(zh, path, 0, STEP_MS));
+  proc_free(holder);
+  const char *bad[] = {"--format", "zk", path, "--", "true", NULL};
+  const char *shared[] = {"--format", "kazoo", "-s", path, "--", "true", NULL};
+  proc *p = zkr_start("lock", bad);
+  CU_ASSERT_EQUAL(proc_wait(p, EXIT_TIMEOUT), EXIT_USAGE);
+  proc_free(p);
+  p = zkr_start("lock", shared);
+  CU_ASSERT_EQUAL(proc_wait(p, EXIT_TIMEOUT), EXIT_USAGE);
+  proc_free(p);
+  g_free(node);
+  zookeeper_close(zh);
+  zkrc_session_close(s);
+  g_free(path);
+}
+
 static void add_suites(void) {
   atexit(cleanup_at_exit); /* runs before the ensemble is stopped */
   ZKT_SUITE("zkr revoke", {"command stopped", test_command_stopped},
             {"hold and waiter", test_hold_and_waiter},
-            {"not revocable", test_not_revocable}, {"statuses", test_statuses});
+            {"not revocable", test_not_revocable}, {"statuses", test_statuses},
+            {"zkr lock --format kazoo", test_kazoo_format});
   ZKT_SUITE("zkr revoke curator", {"curator holder", test_curator_holder},
             {"curator revoker", test_curator_revoker});
 }

@@ -69,6 +69,10 @@ const cli_option cli_options[] = {
      "a revocable lock (Curator's makeRevocable): when zkr revoke or "
      "Curator's Revoker asks, COMMAND gets the lost signal and the lock is "
      "released once it exits; without COMMAND, released at once"},
+    {OPT_FORMAT, "format", 0, "FORMAT", L, 0,
+     "the contender nodes' format: curator (InterProcessMutex's, the "
+     "default) or kazoo (kazoo's \"__lock__\": a kazoo Lock not told "
+     "about Curator's names sees them); not with --shared, -x or --limit"},
     /* zkr elect */
     {OPT_ONCE, "once", 0, NULL, E, 0, "run COMMAND at most once, then exit"},
     {OPT_READY_ON, "ready-on", 0, "EVENT", E, 0,

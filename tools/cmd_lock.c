@@ -139,6 +139,7 @@ typedef struct lock_cli {
   const char *shell_command; /* -c STRING */
   char *id;                  /* the participant id */
   int revocable;             /* --revocable */
+  zkrc_lock_format format;   /* --format */
 } lock_cli;
 
 /* The paths and COMMAND as cli_parse() divided them. */
@@ -195,6 +196,14 @@ static void lock_option(int id, const char *value, void *ctx) {
   case OPT_REVOCABLE:
     cli->revocable = 1;
     break;
+  case OPT_FORMAT:
+    if (strcmp(value, "curator") == 0)
+      cli->format = ZKRC_LOCK_FORMAT_CURATOR;
+    else if (strcmp(value, "kazoo") == 0)
+      cli->format = ZKRC_LOCK_FORMAT_KAZOO;
+    else
+      tool_usage_error("--format is curator or kazoo, not '%s'", value);
+    break;
   }
 }
 
@@ -208,6 +217,10 @@ static void parse_args(lock_cli *cli, const char *program, int argc,
     tool_usage_error("--limit excludes --shared and -x");
   if (cli->json && !cli->holders)
     tool_usage_error("--json goes with --holders");
+  if (cli->format != ZKRC_LOCK_FORMAT_CURATOR &&
+      (cli->limit || cli->mode != MODE_MUTEX))
+    tool_usage_error("--format kazoo is the mutex's: not with --shared, -x "
+                     "or --limit");
   if (cli->revocable && cli->limit)
     tool_usage_error("--revocable excludes --limit (a semaphore's leases "
                      "are not revocable, as Curator's are not)");
@@ -709,6 +722,7 @@ static int new_lock(lock_cli *cli, zkrc_session *s, const char *path,
     lo.participant_id = cli->id;
     lo.on_event = on_lock_event;
     lo.revocable = cli->revocable;
+    lo.format = cli->format;
     return zkrc_lock_new(lk, s, path, &lo);
   }
   zkrc_rwlock_options ro;

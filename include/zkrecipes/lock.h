@@ -108,6 +108,20 @@ typedef struct zkrc_lock_event {
 typedef void (*zkrc_lock_event_fn)(zkrc_lock *lk, const zkrc_lock_event *ev,
                                    void *arg);
 
+/** Whose node names a lock's contenders carry (zkrc_lock_options.format).
+ *  Every lock counts both, whatever its own. */
+typedef enum zkrc_lock_format {
+  /** Curator's InterProcessMutex: "_c_<uuid>-lock-<sequence>" (the
+   *  default).  Curator counts them; kazoo's Lock only when told
+   *  extra_lock_patterns=["-lock-"]. */
+  ZKRC_LOCK_FORMAT_CURATOR = 0,
+  /** kazoo's Lock marker: "_c_<uuid>-__lock__<sequence>" (kazoo's own are
+   *  "<uuid hex>__lock__<sequence>"): a stock kazoo Lock (no extra
+   *  patterns) counts them, by the marker and the sequence after it.  Curator does not know them (it
+   *  sorts them last): never share such a path with Curator. */
+  ZKRC_LOCK_FORMAT_KAZOO = 1
+} zkrc_lock_format;
+
 /** Options of a lock; initialize with zkrc_lock_options_init(). */
 typedef struct zkrc_lock_options {
   /** Set by the _init function to the size of the struct your program was
@@ -140,6 +154,11 @@ typedef struct zkrc_lock_options {
    *  Needs on_event (ZKRC_EINVAL without it).  0 (default): the node's
    *  data is not looked at, and a revocation request changes nothing. */
   int revocable;
+  /** The names of this lock's contender nodes: ZKRC_LOCK_FORMAT_CURATOR
+   *  (default) or ZKRC_LOCK_FORMAT_KAZOO, for a path shared with kazoo
+   *  services whose Locks are not told about Curator's names.  Another
+   *  value: ZKRC_EINVAL. */
+  zkrc_lock_format format;
 } zkrc_lock_options;
 
 /** Fill @p opts with the defaults.  Threading: any thread.  Fills the
@@ -165,7 +184,8 @@ static inline void zkrc_lock_options_init(zkrc_lock_options *opts) {
  *
  * @param path  the lock's directory, checked by zkrc_path_validate().
  * @param opts  NULL for the defaults; copied, need not outlive the call.
- * @return ZKRC_OK; ZKRC_EINVAL (NULL argument, invalid path or ACL);
+ * @return ZKRC_OK; ZKRC_EINVAL (NULL argument, invalid path, ACL or
+ *         format; revocable without on_event);
  *         ZKRC_ETOOBIG (participant_id, the data of every contender
  *         node, too large for the node's create to pass ZooKeeper's size
  *         limit; README, "Sizes");

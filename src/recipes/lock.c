@@ -108,7 +108,7 @@ static void configure_lock(zkrc__recipe *r, const void *opts) {
   lk->on_event = o->on_event;
   lk->event_arg = o->event_arg;
   lk->revocable = o->revocable != 0;
-  lk->marker = "lock-";
+  lk->marker = o->format == ZKRC_LOCK_FORMAT_KAZOO ? "__lock__" : "lock-";
   lk->policy = zkrc__policy_exclusive;
   lk->markers = zkrc__lock_markers;
 }
@@ -116,18 +116,22 @@ static void configure_lock(zkrc__recipe *r, const void *opts) {
 ZKRC__RECIPE_KIND(lock_kind, zkrc_lock, zkrc_lock_options, configure_lock,
                   finalize_lock);
 
-/* A revocable lock tells its requests through on_event: it needs one.
- * (Options that cannot be read are zkrc__recipe_create()'s to refuse.) */
-static gboolean revocable_has_event(const zkrc_lock_options *given) {
+/* A known format, and a revocable lock tells its requests through
+ * on_event: it needs one.  (Options that cannot be read are
+ * zkrc__recipe_create()'s to refuse.) */
+static gboolean lock_options_valid(const zkrc_lock_options *given) {
   zkrc_lock_options o;
   lock_options_defaults(&o);
-  return given == NULL || !zkrc__options_take(&o, sizeof o, given) ||
-         !o.revocable || o.on_event != NULL;
+  if (given == NULL || !zkrc__options_take(&o, sizeof o, given))
+    return TRUE;
+  return (!o.revocable || o.on_event != NULL) &&
+         (o.format == ZKRC_LOCK_FORMAT_CURATOR ||
+          o.format == ZKRC_LOCK_FORMAT_KAZOO);
 }
 
 int zkrc_lock_new(zkrc_lock **out, zkrc_session *s, const char *path,
                   const zkrc_lock_options *opts) {
-  if (!revocable_has_event(opts)) {
+  if (!lock_options_valid(opts)) {
     if (out)
       *out = NULL;
     return zkrc__fail(ZKRC_EINVAL);

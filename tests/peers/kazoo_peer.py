@@ -5,6 +5,7 @@ and benchmark.  Run it with Debian's /usr/bin/python3 (python3-kazoo).
   kazoo_peer.py hold  CONNECT PATH ID [TIMEOUT_MS]
   kazoo_peer.py rhold CONNECT PATH ID [TIMEOUT_MS]
   kazoo_peer.py whold CONNECT PATH ID [TIMEOUT_MS]
+  kazoo_peer.py phold CONNECT PATH ID [TIMEOUT_MS]
   kazoo_peer.py shell CONNECT PATH ID
   kazoo_peer.py count CONNECT PATH ID N COUNTERFILE
   kazoo_peer.py rwcount CONNECT PATH ID N COUNTERFILE
@@ -37,6 +38,9 @@ The lock is client.Lock(PATH, ID, extra_lock_patterns=["-lock-"]): kazoo's
 own nodes are "<uuid hex>__lock__<seq>"; the extra pattern makes it count
 Curator's and zkrecipes' "_c_<uuid>-lock-<seq>" nodes as contenders too.
 The node data is ID.
+
+phold is hold on a stock Lock, not told about other names (no
+extra_lock_patterns): it counts only nodes with kazoo's "__lock__".
 
 rhold and whold are hold on a ReadLock ("__rlock__" nodes, shared) and a
 WriteLock ("__lock__", exclusive), with extra_lock_patterns that make them
@@ -200,6 +204,7 @@ class Mutex:
 
     # The kinds of lock: its factory and the other dialects it counts.
     KINDS = {"mutex": ("Lock", ["-lock-"]),
+             "plain": ("Lock", []),
              "read": ("ReadLock", ["__WRIT__", "-lock-"]),
              "write": ("WriteLock", ["__READ__", "__WRIT__", "-lock-"])}
 
@@ -207,7 +212,9 @@ class Mutex:
         from kazoo.recipe.lock import Lock
         factory, patterns = self.KINDS[kind]
         make = getattr(client, factory)
-        if "extra_lock_patterns" in inspect.signature(Lock.__init__).parameters:
+        if not patterns:
+            self.lock = make(path, ident)
+        elif "extra_lock_patterns" in inspect.signature(Lock.__init__).parameters:
             self.lock = make(path, ident, extra_lock_patterns=patterns)
         else:  # kazoo < 2.7.1: Curator's and zkrecipes' nodes go unseen
             print("kazoo_peer: this kazoo has no extra_lock_patterns: "
@@ -670,7 +677,7 @@ def run(argv):
     mode, hosts, path = argv[0], argv[1], argv[2]
     check_path(path)
     timeout_s = PEER_TIMEOUT_S
-    if mode in ("hold", "rhold", "whold", "shell"):
+    if mode in ("hold", "phold", "rhold", "whold", "shell"):
         if len(argv) != 4 and not (mode.endswith("hold") and len(argv) == 5):
             raise Exit(EXIT_USAGE, USAGE)
         if len(argv) == 5:
@@ -699,7 +706,8 @@ def run(argv):
     client = connect(hosts)
     try:
         if mode.endswith("hold"):
-            kind = {"hold": "mutex", "rhold": "read", "whold": "write"}[mode]
+            kind = {"hold": "mutex", "phold": "plain", "rhold": "read",
+                    "whold": "write"}[mode]
             return hold(client, cmds, path, argv[3], timeout_s, kind)
         if mode == "shell":
             return shell(client, cmds, path, argv[3])
