@@ -120,10 +120,10 @@ typedef enum zkrc_double_barrier_event_type {
    *  expired (ZKRC_ESESSIONEXPIRED, ZSESSIONEXPIRED), the node was deleted
    *  by someone else (ZKRC_ENONODE, ZNONODE), an ACL refused a request
    *  (ZKRC_ENOAUTH, ZNOAUTH), or the servers refused one in a way asking
-   *  again cannot change, or ten times in a row (its error as
-   *  zkrc_from_zk_error() maps it, and ZooKeeper's code).  Final: the member is out of this round
-   *  (its node is deleted if it comes back); no event follows but
-   *  CLOSED. */
+   *  again cannot change, or ten times without progress (its error as
+   *  zkrc_from_zk_error() maps it, and ZooKeeper's code).  Final: the
+   *  member is out of this round (its node is deleted if it comes back);
+   *  no event follows but CLOSED. */
   ZKRC_DOUBLE_BARRIER_LOST,
   /** The session was closed for good (ZKRC_ECLOSED, or the reason of the
    *  loss that closed a session without reopen): no more events. */

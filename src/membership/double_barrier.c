@@ -270,6 +270,7 @@ int zkrc_double_barrier_new(zkrc_double_barrier **out, zkrc_session *s,
   b->event_arg = o.event_arg;
   b->phase = ZKRC__DB_ENTERING;
   b->retry_ms = 50;
+  b->last_listed = G_MAXINT;
   zkrc__object_init(&b->o, zkrc__session_executor(s), db_finalize);
   g_mutex_lock(&b->o.mu);
   int rc = start_node(b, o.id, o.acl);

@@ -55,7 +55,8 @@ struct zkrc_double_barrier {
   int reason, zk_error;   /* LOST's */
   void *watch_ctx;        /* the latest watch's context (NULL: none) */
   int retry_ms;           /* the next retry's delay */
-  int failures;           /* failed requests in a row (not the connection) */
+  int failures;    /* failed requests since progress (not the connection) */
+  int last_listed; /* leaving: fewest members seen in (progress) */
   GSource *retry_timer;
 };
 

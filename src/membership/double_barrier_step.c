@@ -18,9 +18,9 @@
  *
  * A request that fails transiently (connection lost, a new session) is
  * sent again after a backoff (50 ms doubling to 2 s, from 50 ms again
- * after an answer) until the member is out or LOST; a connection back
+ * after progress: entered, fewer members in) until the member is out or LOST; a connection back
  * looks again at once.  A refusal (an ACL) ends the member, LOST, as do
- * MAX_FAILURES other failures in a row.  Our node given up while
+ * MAX_FAILURES other failures without progress.  Our node given up while
  * disconnected is deleted by the session's reaper once connected: while
  * it is still listed, we watch it until it is gone.
  */
@@ -78,6 +78,14 @@ static gboolean retry_fired(gpointer data) {
   return G_SOURCE_REMOVE;
 }
 
+/* Progress (entered, or fewer members left in): the backoff and the count
+ * of failures start over.  Not any answer: a step that fails after one
+ * that succeeds would otherwise be retried every 50 ms for good. */
+static void progress_locked(zkrc_double_barrier *b) {
+  b->failures = 0;
+  b->retry_ms = 50;
+}
+
 static void retry_later_locked(zkrc_double_barrier *b) {
   if (b->retry_timer || !active_locked(b))
     return;
@@ -103,7 +111,7 @@ static gboolean refused(int rc) {
 
 /* A failed request's code: connection trouble is retried after a backoff;
  * a refusal ends the member (LOST with its error) at once, any other code
- * after MAX_FAILURES failures in a row. */
+ * after MAX_FAILURES failures without progress. */
 static void failed_locked(zkrc_double_barrier *b, int rc) {
   if (!connection_trouble(rc) && (refused(rc) || ++b->failures > MAX_FAILURES))
     zkrc__db_lost_locked(b, zkrc_from_zk_error(rc), rc);
@@ -172,13 +180,8 @@ static gboolean done_begin(zkrc_double_barrier *b, int *rc,
   *rc = zkrc__session_reply_rc(b->s, *rc);
   g_mutex_lock(&b->o.mu);
   b->busy = FALSE;
-  if (active_locked(b) && b->phase == phase) {
-    if (*rc == ZOK) { /* an answer: the backoff starts over */
-      b->failures = 0;
-      b->retry_ms = 50;
-    }
+  if (active_locked(b) && b->phase == phase)
     return TRUE;
-  }
   if (active_locked(b)) {
     done_end(b); /* the step leave() asked for while we were busy */
     return FALSE;
@@ -238,6 +241,7 @@ static void entered_locked(zkrc_double_barrier *b) {
   if (b->self == NULL || !zkrc_ephemeral_is_registered(b->self))
     return;
   zkrc__db_quiet_locked(b);
+  progress_locked(b);
   b->phase = ZKRC__DB_ENTERED;
   b->entered = TRUE;
   zkrc__db_tell_locked(b, ZKRC_DOUBLE_BARRIER_ENTERED, ZKRC_OK, ZOK);
@@ -364,6 +368,10 @@ static void leaving_listed(int rc, const struct String_vector *children,
     if (strcmp(names[i], b->name) == 0)
       ours = i;
   char *watch = NULL;
+  if (n < b->last_listed) {
+    b->last_listed = n;
+    progress_locked(b);
+  }
   if (n == 0)
     all_out_locked(b);
   else if (ours < 0 && !b->ours_gone)

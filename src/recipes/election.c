@@ -40,6 +40,7 @@ struct zkrc_election {
    * renewals may restore it; the queue sends no second ELECTED). */
   GSource *retell_timer;
   int retell_ms;
+  int64_t retell_token; /* the leadership whose ELECTED was dropped */
   int64_t token;
   char *node;
   /* Statistics: leaderships as acquisitions, resignations (and leaves) as
@@ -115,9 +116,9 @@ static int64_t leader_lease_left_locked(zkrc_election *e);
 static gboolean still_true_locked(zkrc_election *e,
                                   const zkrc_election_event *info) {
   if (info->type == ZKRC_ELECTION_ELECTED) {
-    if (!e->leader || e->token != info->token ||
+    if (!e->leader || e->token != info->token || e->told_token == info->token ||
         leader_lease_left_locked(e) <= 0)
-      return FALSE;
+      return FALSE; /* not ours now, told already, or no lease to tell */
     e->told_token = info->token;
   } else if (info->type == ZKRC_ELECTION_REVOKED) {
     if (e->told_token != info->token)
@@ -152,10 +153,13 @@ static gboolean retell_fired(gpointer data) {
   e->retell_timer = NULL;
   if (timer) {
     g_source_unref(timer);
-    if (untold_without_lease_locked(e))
+    /* Only the leadership whose ELECTED was dropped: another one's own
+     * ELECTED tells it. */
+    gboolean same = e->leader && e->token == e->retell_token &&
+                    e->told_token != e->token && !zkrc__object_ending(&e->r.o);
+    if (same && leader_lease_left_locked(e) <= 0)
       retell_armed_locked(e);
-    else if (e->leader && e->told_token != e->token &&
-             !zkrc__object_ending(&e->r.o))
+    else if (same)
       post_event_locked(e, ZKRC_ELECTION_ELECTED, ZKRC_OK, ZOK);
   }
   g_mutex_unlock(&e->r.o.mu);
@@ -173,6 +177,18 @@ static void retell_armed_locked(zkrc_election *e) {
                                         election_ref(e), election_unref_data);
 }
 
+/* No leadership to tell any more (revoked, resigned, freed): the timer
+ * and its reference on the election go now, not at its next firing. */
+static void retell_stopped_locked(zkrc_election *e) {
+  GSource *timer = e->retell_timer;
+  e->retell_timer = NULL;
+  e->retell_ms = 0;
+  if (timer) {
+    g_source_destroy(timer); /* its reference goes; not the last one */
+    g_source_unref(timer);
+  }
+}
+
 /* Told unless the election was closed (zkrc_election_free(): the object
  * drops it) or the event is no longer true.  An ELECTED of the leadership
  * we still hold, dropped only for want of a lease, is told again later. */
@@ -184,8 +200,10 @@ static void election_event_tell(zkrc__object *o, zkrc__object_event *ev) {
   if (wanted)
     e->retell_ms = 0;
   else if (call->info.type == ZKRC_ELECTION_ELECTED &&
-           call->info.token == e->token && untold_without_lease_locked(e))
+           call->info.token == e->token && untold_without_lease_locked(e)) {
+    e->retell_token = e->token;
     retell_armed_locked(e);
+  }
   g_mutex_unlock(&e->r.o.mu);
   if (wanted)
     e->on_event(e, &call->info, e->event_arg);
@@ -234,6 +252,7 @@ static void revoke_locked(zkrc_election *e, int reason, int zk_error) {
   }
   e->leader = FALSE;
   e->suspended = FALSE;
+  retell_stopped_locked(e);
   g_cond_broadcast(&e->r.o.cond);
 }
 

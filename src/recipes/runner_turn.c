@@ -65,6 +65,11 @@ static int lease_left_locked(zkrc_runner *r) {
     return zkrc_lock_hold_lease_remaining(r->hold);
   if (!r->granted || r->grant_token != r->token)
     return 0;
+  /* The election's current leadership must be the turn's: a late ELECTED
+   * of an earlier one may have set the grant. */
+  int64_t now = 0;
+  if (zkrc_election_token(r->e, &now) != ZKRC_OK || now != r->token)
+    return 0;
   return zkrc_election_lease_remaining(r->e);
 }
 

@@ -367,12 +367,17 @@ static int try_slot(multi *m, int i, gboolean look_once) {
  * order; then, when none was obtained, the slots whose lock was taken,
  * in order, each waited for within the call's deadline.  While the
  * connection is down a look would wait for it (up to a session timeout,
- * whatever the deadline): such a slot is left to the second pass. */
+ * whatever the deadline): such a slot is left to the second pass, as are
+ * the slots not looked at before the deadline (the second pass then ends
+ * with ZKRC_ETIMEDOUT). */
 static int obtain_slots(multi *m, int count) {
   gboolean may_wait = m->a.timeout_ms != ZKRC_NO_WAIT;
   int err = ZKRC_OK;
   for (int i = 0; i < count && err == ZKRC_OK && !obtained(m->out); i++) {
-    if (!may_wait || zkrc_session_get_state(m->a.s) == ZKRC_SESSION_CONNECTED)
+    if (may_wait && zkrc__ms_left(m->a.deadline) <= 0)
+      m->later[i] = TRUE; /* out of time: the second pass says so */
+    else if (!may_wait ||
+             zkrc_session_get_state(m->a.s) == ZKRC_SESSION_CONNECTED)
       err = try_slot(m, i, TRUE);
     else
       m->later[i] = TRUE;
