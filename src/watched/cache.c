@@ -213,6 +213,19 @@ static void repair_later_locked(zkrc_cache *c) {
                                         (GDestroyNotify)cache_unref);
 }
 
+/* A read is missing from the copy: the next full read (a new connection's
+ * or session's) reads it.  If the session is connected already, that full
+ * read may have begun before we took the mutex (a read found no handle,
+ * then the new session's CONNECTED read everything, then we marked the
+ * copy incomplete): read everything again later, else nothing would
+ * (seen once in CI: a cache never INITIALIZED after its session was
+ * expired with thousands of reads queued, test_watch_limits). */
+static void incomplete_locked(zkrc_cache *c) {
+  c->incomplete = TRUE;
+  if (zkrc__session_connected(c->s, 0))
+    repair_later_locked(c);
+}
+
 static void retry_locked(zkrc_cache *c, read_req *r, int rc, work *w) {
   if (rc == ZNOAUTH) {
     /* Left out of the copy; exists() says whether to tell UNREADABLE, and
@@ -228,9 +241,7 @@ static void retry_locked(zkrc_cache *c, read_req *r, int rc, work *w) {
     want_read_locked(c, w, again);
     return;
   }
-  c->incomplete = TRUE;
-  if (zkrc__session_connected(c->s, 0))
-    repair_later_locked(c);
+  incomplete_locked(c);
 }
 
 /* Under c->o.mu: is this reply about the handle the cache reads on now? */
@@ -392,7 +403,7 @@ static void send_read(zkrc_cache *c, read_req *r) {
   gboolean stale = conn && conn->generation < c->generation;
   if (conn == NULL || ending_locked(c) || stale) {
     if (conn == NULL && !ending_locked(c))
-      c->incomplete = TRUE; /* the next session reads everything */
+      incomplete_locked(c); /* the next session reads everything */
     unsent_unlock(c, r);
     if (conn)
       zkrc__conn_unuse(conn);
@@ -423,7 +434,7 @@ static void send_read(zkrc_cache *c, read_req *r) {
   /* Not queued: no completion will run. */
   g_mutex_lock(&c->o.mu);
   if (!ending_locked(c))
-    c->incomplete = TRUE;
+    incomplete_locked(c);
   unsent_unlock(c, r);
   read_free(r);
 }
