@@ -27,6 +27,7 @@
 #include "core/object.h"
 #include "holds.h"
 #include "interop_peers.h"
+#include "recipes/election_private.h"
 #include "recipes/runner_private.h"
 #include "session/session_private.h"
 #include "stall.h"
@@ -514,23 +515,14 @@ static void test_lost_after_cancel(void) {
   zkrc_session_close(sa);
 }
 
-/* GLib's GMutex on Linux is a futex word: 0 free, 1 held, 2 held with a
- * thread waiting for it. */
-static int mutex_contended(GMutex *m) {
-  return g_atomic_int_get((gint *)&m->i[0]) == 2;
-}
-
-/* (The test holds r->o.mu.)  The election is telling an event to the
- * runner (past its check that the event is still true), which waits for
- * the runner's mutex: no other thread takes it meanwhile (the runner's
- * thread waits on its condition, which nobody can signal without it). */
-static int election_tell_blocked(void *arg) {
+/* (The test holds r->o.mu.)  The election's ELECTED of @p arg's current
+ * leadership passed its check (ours, under a live lease): its callback
+ * into the runner is on its way, and waits for the runner's mutex. */
+static int election_told_now(void *arg) {
   zkrc_runner *r = arg;
-  zkrc__object *eo = (zkrc__object *)r->e;
-  g_mutex_lock(&eo->mu);
-  int telling = eo->tellings > 0;
-  g_mutex_unlock(&eo->mu);
-  return telling && mutex_contended(&r->o.mu);
+  int64_t token = 0;
+  return zkrc_election_token(r->e, &token) == ZKRC_OK &&
+         zkrc__election_told(r->e, token);
 }
 
 /* An election at a fresh fixture's path led by another participant
@@ -565,7 +557,7 @@ static void test_election_granted_lease_out(void) {
   int64_t first_token = 0;
   g_mutex_lock(&r->o.mu); /* the runner's thread cannot look meanwhile */
   CU_ASSERT_EQUAL(zkrc_election_leave(first), ZKRC_OK); /* r's turn */
-  int blocked = zkt_wait_for(election_tell_blocked, r, STEP);
+  int blocked = zkt_wait_for(election_told_now, r, STEP);
   if (blocked) { /* ELECTED, checked under a live lease, on its way */
     CU_ASSERT_EQUAL(zkrc_election_token(r->e, &first_token), ZKRC_OK);
     lease_restart(f.s);

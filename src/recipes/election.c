@@ -12,6 +12,7 @@
 
 #include "core/names.h"
 #include "queue/queue.h"
+#include "recipes/election_private.h"
 #include "recipes/recipe.h"
 #include "recipes/stats_internal.h"
 #include "core/util.h"
@@ -595,4 +596,11 @@ int zkrc_election_get_stats(zkrc_election *e, zkrc_lock_stats *out,
   g_mutex_unlock(&e->r.o.mu);
   return zkrc__stats_give(&copy, waiting, holding, (uint32_t)MAX(listed, 0),
                           out, size);
+}
+
+int zkrc__election_told(zkrc_election *e, int64_t token) {
+  g_mutex_lock(&e->r.o.mu);
+  int told = token != 0 && e->told_token == token;
+  g_mutex_unlock(&e->r.o.mu);
+  return told;
 }
