@@ -3,7 +3,7 @@
  * it.
  *
  *   chaos_dbworker INSTANCE HOSTS PATH STOREPORT KEY LOGFILE STATUSFILE
- *                  members=N [cheat-enter=MS]
+ *                  members=N [cheat-enter=MS | cheat-leave=MS]
  *     (STOREPORT and KEY are test_chaos's common arguments, unused here)
  *     members=N       the barrier's N (zkrc_double_barrier_new())
  *     cheat-enter=MS  the control: never wait for the barrier, but once
@@ -11,6 +11,11 @@
  *                     as far as the status file shows, waiting for that at
  *                     most MS ms - report ENTERED; logged as CONTROL made /
  *                     missed (chaos.h)
+ *     cheat-leave=MS  the other control: once entered, start leaving
+ *                     without waiting and report LEFT as soon as another
+ *                     member of its round is seen entered and not leaving
+ *                     yet (at most MS ms); made when that member is still
+ *                     seen so after the report
  *
  * Rounds until SIGTERM, each on a barrier of its own, PATH/r<round>: a
  * barrier is used once, so that a "ready" node always belongs to the round
@@ -168,6 +173,51 @@ static void cheat_enter(int round, int members, int ms) {
          round);
 }
 
+/* Is a member other than us in @p round, entered and not leaving yet (its
+ * holding flag: set after its ENTERED record, cleared before its LEAVE
+ * record)? */
+static int another_in(int round) {
+  for (int i = 0, empty = 0; i < CHAOS_MAX_INSTANCES && empty < 32; i++) {
+    chaos_slot *o = &slots[i];
+    if (__atomic_load_n(&o->pid, __ATOMIC_ACQUIRE) == 0) {
+      empty++;
+      continue;
+    }
+    empty = 0;
+    if (o != slot && o->kind == CHAOS_KIND_BARRIER &&
+        __atomic_load_n(&o->barrier_round, __ATOMIC_ACQUIRE) == round &&
+        __atomic_load_n(&o->holding, __ATOMIC_ACQUIRE))
+      return 1;
+  }
+  return 0;
+}
+
+/* The other control: report LEFT while another member is seen in, at most
+ * @p ms after entering.  Seen in again after the record, that member's
+ * ENTERED came before the record and its LEAVE comes after: a violation
+ * of rule L by construction. */
+static void cheat_leave(int round, int ms) {
+  int64_t deadline = chaos_now_us() + (int64_t)ms * 1000;
+  __atomic_store_n(&slot->control_waiting, 1, __ATOMIC_RELEASE);
+  int seen = 0;
+  while (!stopping && chaos_now_us() < deadline && !(seen = another_in(round)))
+    usleep(1000);
+  int made = 0;
+  if (seen) {
+    record("LEFT %d 0", round);
+    made = another_in(round);
+  }
+  __atomic_store_n(&slot->control_waiting, 0, __ATOMIC_RELEASE);
+  if (made || !stopping)
+    __atomic_add_fetch(made ? &slot->control_made : &slot->control_missed, 1,
+                       __ATOMIC_ACQ_REL);
+  record("CONTROL %s %d",
+         made       ? "made"
+         : stopping ? "stopped"
+                    : "missed",
+         round);
+}
+
 /* Codes no fault can explain. */
 static int misuse(int rc) {
   return rc == ZKRC_EINVAL || rc == ZKRC_ESTATE || rc == ZKRC_ENOMEM ||
@@ -197,7 +247,8 @@ static int wait_entered(zkrc_double_barrier *b, int round, int acquire_ms) {
 /* One round on PATH/r<round>.  Returns a code no fault explains, or
  * ZKRC_OK. */
 static int one_round(zkrc_session *s, const char *path, int instance, int round,
-                     int members, int cheat_ms, unsigned *seed) {
+                     int members, int cheat_ms, int cheat_leave_ms,
+                     unsigned *seed) {
   int acquire_ms = env_int("CHAOS_ACQUIRE_MS", 8000);
   int work_ms = env_int("CHAOS_WORK_MS", 30);
   char dir[512];
@@ -222,7 +273,11 @@ static int one_round(zkrc_session *s, const char *path, int instance, int round,
   } else {
     rc = wait_entered(b, round, acquire_ms);
   }
-  if (rc == ZKRC_OK) {
+  if (rc == ZKRC_OK && cheat_leave_ms > 0) {
+    record("LEAVE %d", round);
+    rc = zkrc_double_barrier_leave(b, ZKRC_NO_WAIT);
+    cheat_leave(round, cheat_leave_ms);
+  } else if (rc == ZKRC_OK) {
     __atomic_store_n(&slot->holding, 1, __ATOMIC_RELEASE);
     set_phase(CHAOS_WORKING);
     usleep((useconds_t)(work_ms * (1 + rand_r(seed) % 10)) * 1000);
@@ -245,7 +300,7 @@ static int one_round(zkrc_session *s, const char *path, int instance, int round,
 }
 
 static int run(const char *hosts, const char *path, int instance, int members,
-               int cheat_ms) {
+               int cheat_ms, int cheat_leave_ms) {
   zkrc_session_options so;
   zkrc_session_options_init(&so);
   so.session_timeout_ms = env_int("CHAOS_SESSION_MS", 2000);
@@ -262,8 +317,8 @@ static int run(const char *hosts, const char *path, int instance, int members,
   while (!stopping && status == 0) {
     int highest = scan_rounds(0, 0);
     round = round + 1 > highest ? round + 1 : highest;
-    if ((rc = one_round(s, path, instance, round, members, cheat_ms, &seed)) !=
-        ZKRC_OK)
+    if ((rc = one_round(s, path, instance, round, members, cheat_ms,
+                        cheat_leave_ms, &seed)) != ZKRC_OK)
       status = 4;
     set_phase(CHAOS_IDLE);
   }
@@ -287,15 +342,18 @@ static chaos_slot *map_slots(const char *file) {
 int main(int argc, char **argv) {
   if (argc < 9) {
     fprintf(stderr, "usage: chaos_dbworker INSTANCE HOSTS PATH STOREPORT KEY "
-                    "LOGFILE STATUSFILE members=N [cheat-enter=MS]\n");
+                    "LOGFILE STATUSFILE members=N [cheat-enter=MS | "
+                    "cheat-leave=MS]\n");
     return 2;
   }
-  int members = 0, cheat_ms = 0;
+  int members = 0, cheat_ms = 0, cheat_leave_ms = 0;
   for (int i = 8; i < argc; i++) {
     if (strncmp(argv[i], "members=", 8) == 0)
       members = atoi(argv[i] + 8);
     else if (strncmp(argv[i], "cheat-enter=", 12) == 0)
       cheat_ms = atoi(argv[i] + 12);
+    else if (strncmp(argv[i], "cheat-leave=", 12) == 0)
+      cheat_leave_ms = atoi(argv[i] + 12);
     else
       return 2;
   }
@@ -321,5 +379,5 @@ int main(int argc, char **argv) {
   sigaction(SIGTERM, &sa, NULL);
   signal(SIGPIPE, SIG_IGN);
   record("START %d", (int)getpid());
-  return run(argv[2], argv[3], instance, members, cheat_ms);
+  return run(argv[2], argv[3], instance, members, cheat_ms, cheat_leave_ms);
 }

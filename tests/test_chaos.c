@@ -69,8 +69,10 @@
  *     DB_MEMBERS round after round, a barrier per round; nobody told
  *     ENTERED before DB_MEMBERS members were in at once, nobody told LEFT
  *     while another member's node was surely there (chaos_barrier.h), no
- *     member node left; its control, on a barrier of one member more than
- *     the run has, reports ENTERED once it sees all the others in.
+ *     member node left; its controls: on a barrier of one member more
+ *     than the run has, a member reports ENTERED once it sees all the
+ *     others in; on a barrier of DB_MEMBERS, a member reports LEFT while
+ *     it sees another member in.
  *
  * CHAOS_SECONDS (default 60) is how long faults are injected, split evenly
  * between the runs (the lock run, the election run, the read-write lock
@@ -238,7 +240,8 @@ static struct {
   int joined_items;        /* the partitioner's control: see join_member() */
   gboolean ignore_failure; /* the partitioner's control (chaosworker.c) */
   gboolean ignore_end;     /* the time lease's control (chaos_tlworker.c) */
-  gboolean cheat_enter;    /* the double barrier's control: see its test */
+  gboolean cheat_enter;    /* the double barrier's controls: see their */
+  gboolean cheat_leave;    /* tests */
   int64_t faults_end, stop_at; /* the schedule's end; SIGTERM to workers */
   gboolean linger_always;      /* holders hold until told LOST, always */
   const char *store_flag;      /* NULL, or --no-fencing for the control */
@@ -369,6 +372,8 @@ static void spawn_worker(int position) {
     argv[argc++] = members;
   if (w->mode == M_BARRIER && C.cheat_enter && position == 0)
     argv[argc++] = "cheat-enter=" G_STRINGIFY(CONTROL_MS);
+  if (w->mode == M_BARRIER && C.cheat_leave && position == 0)
+    argv[argc++] = "cheat-leave=" G_STRINGIFY(CONTROL_MS);
   if (w->mode == M_PARTITION && C.ignore_failure)
     argv[argc++] = "ignore-failure";
   if (w->mode == M_RWLOCK && C.first_writes_on_read_side) {
@@ -996,6 +1001,37 @@ static void count_read(worker *w, int64_t token, int held, const char *seen,
   }
 }
 
+/* A double barrier member's wait to enter or to leave (chaos_dbworker's
+ * ENTERED / WAIT, LEFT / LEAVERC records): its result, counted, and its
+ * duration against the deadline (both waits have ACQUIRE_MS). */
+static void count_barrier_wait(worker *w, const char *line, int64_t t) {
+  char what[16], rc[64] = "ZKRC_OK";
+  int round, zk = 0;
+  int64_t d;
+  if (sscanf(line, "%*d %15s %d", what, &round) != 2)
+    return;
+  gboolean told = strcmp(what, "ENTERED") == 0 || strcmp(what, "LEFT") == 0;
+  if (told ? sscanf(line, "%*d %*s %*d %" SCNd64, &d) != 1
+           : sscanf(line, "%*d %*s %*d %63s %" SCNd64 " %d", rc, &d, &zk) != 3)
+    return;
+  gboolean leaving = strncmp(what, "LE", 2) == 0;
+  if (!paused_between(w->instance, t - d, t)) {
+    if (leaving)
+      R.max_rel = MAX(R.max_rel, d);
+    else
+      R.max_acq = MAX(R.max_acq, d);
+    if (d > (int64_t)(ACQUIRE_MS + 500 + SLACK_MS) * 1000)
+      violation("w%d: a double barrier's %s took %.1f s (deadline %d ms)",
+                w->instance, leaving ? "leave" : "wait to enter",
+                (double)d / 1e6, ACQUIRE_MS);
+  }
+  char name[96];
+  g_snprintf(name, sizeof name, "%s:%s", leaving ? "leave" : "enter", rc);
+  if (zk != 0)
+    g_snprintf(name + strlen(name), sizeof name - strlen(name), "(zk %d)", zk);
+  count_result(R.acq_results, name);
+}
+
 /* The holds (chaos_log_holds) and, for the other checks, the writes and
  * the durations of every step. */
 static void parse_worker(worker *w, worker_log *wl) {
@@ -1029,6 +1065,10 @@ static void parse_worker(worker *w, worker_log *wl) {
       if (zk != 0) /* ZooKeeper's own code, to tell what it was */
         g_snprintf(s1 + strlen(s1), sizeof s1 - strlen(s1), "(zk %d)", zk);
       count_result(R.acq_results, s1);
+    } else if (w->mode == M_BARRIER &&
+               (strcmp(what, "ENTERED") == 0 || strcmp(what, "WAIT") == 0 ||
+                strcmp(what, "LEFT") == 0 || strcmp(what, "LEAVERC") == 0)) {
+      count_barrier_wait(w, lines[i], t);
     } else if (strcmp(what, "TL") == 0 &&
                sscanf(lines[i],
                       "%*d TL %d %63s %63s %*d %*d %*d %" SCNd64 " %d", &n, s1,
@@ -2500,6 +2540,31 @@ static void test_checker_catches_an_early_entry(void) {
   reset();
 }
 
+/* Rule L's control, live: on a barrier of DB_MEMBERS, one member, once
+ * entered, starts leaving without waiting and reports LEFT as soon as it
+ * sees another member of its round entered and not leaving yet, and still
+ * sees it so after its report (chaos_dbworker cheat-leave): LEFT told
+ * while that member's node was surely there, by construction.  No
+ * fault. */
+static void test_checker_catches_a_member_leaving_early(void) {
+  setup(barrier_only, 1, 0, NULL, NULL, 0);
+  C.cheat_leave = TRUE;
+  C.control = wait_db_cheat;
+  run_chaos();
+  int missed, made = cheats_made(M_BARRIER, &missed);
+  printf("chaos: control (a member reporting LEFT while it sees another "
+         "member in): %d made (%d missed in %d ms), %d violations "
+         "reported\n",
+         made, missed, CONTROL_MS, R.rec[M_BARRIER].violations);
+  control_set_up(made >= 1, "the cheating member saw no other member in "
+                            "beside its report");
+  CU_ASSERT(R.rec[M_BARRIER].violations >= made);
+  CU_ASSERT(strstr(C.violations->str, "was told LEFT while") != NULL);
+  CU_ASSERT_EQUAL(R.rec[M_BARRIER].left_nodes, 0);
+  finish(FALSE);
+  reset();
+}
+
 /* Rules E and L on synthetic logs (no server). */
 static int db_judge(const char *const *logs, int n, int members, GArray *pauses,
                     chaos_db_run *r) {
@@ -2587,6 +2652,8 @@ static void add_suites(void) {
             {"double barrier chaos keeps the promises", test_barrier_chaos},
             {"checker catches a member entering early",
              test_checker_catches_an_early_entry},
+            {"checker catches a member leaving early",
+             test_checker_catches_a_member_leaving_early},
             {"partitioner chaos keeps the promises", test_partitioner_chaos},
             {"checker catches a partitioner member ignoring FAILURE",
              test_checker_catches_a_member_ignoring_failure});
