@@ -60,7 +60,8 @@ enum chaos_kind {
   CHAOS_KIND_SEMAPHORE = 3,
   CHAOS_KIND_PARTITION = 4,
   CHAOS_KIND_TIMELEASE = 5, /* chaos_tlworker.c */
-  CHAOS_KIND_BARRIER = 6    /* chaos_dbworker.c */
+  CHAOS_KIND_BARRIER = 6,   /* chaos_dbworker.c */
+  CHAOS_KIND_RUNNER = 7     /* chaosworker.c runner */
 };
 
 enum chaos_phase {

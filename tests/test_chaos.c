@@ -53,11 +53,14 @@
  * (no party node, no item lock contender left); its control runs members
  * that ignore RELEASE and FAILURE, and one that joins them.
  *
- * Two more runs, under `make chaos` only (CHAOS_ALL=1; `make check` runs
- * their controls and their checkers' synthetic cases, which take seconds),
- * put the recipes that promise safety by time and by count under a
- * schedule of their own (tl_kinds: no store, every fault aimed at a
- * client or the ensemble), one round at least:
+ * Three more runs, under `make chaos` only (CHAOS_ALL=1), one round of
+ * their schedule at least each.  Runners (zkrc_runner) taking turns on a
+ * lock, under the lock run's faults and checks 1-7 (chaosworker runner: a
+ * turn is a hold, from its function's start to its return or its loss).
+ * And, under a schedule of their own (tl_kinds: no store, every fault
+ * aimed at a client or the ensemble), the recipes that promise safety by
+ * time and by count (`make check` runs their controls and their checkers'
+ * synthetic cases, which take seconds):
  *   - the time lease (chaos_tlworker.c): takers of one of TL_SLOTS slots
  *     for TL_LEASE_MS, who work until TL_MARGIN_MS before the end written
  *     and renew about half the time; no slot taken before the end its
@@ -76,10 +79,10 @@
  *
  * CHAOS_SECONDS (default 60) is how long faults are injected, split evenly
  * between the runs (the lock run, the election run, the read-write lock
- * and semaphore run, the partitioner run; with CHAOS_ALL=1 also the time
- * lease run and the double barrier run); the first full round of the
- * schedule (every kind of fault, about 50 s) always completes in each.
- * `make -C tests chaos` runs all six for 10 minutes (100 s each), under a
+ * and semaphore run, the partitioner run; with CHAOS_ALL=1 also the
+ * runner, time lease and double barrier runs); the first full round of
+ * the schedule (every kind of fault, about 50 s) always completes in each.
+ * `make -C tests chaos` runs all seven for 10 minutes (85 s each), under a
  * time limit of CHAOS_SECONDS + 600 s (set-up, teardown, the controls).
  * CHAOS_CLIENTS (default 8), CHAOS_SEED (default: the time) and
  * CHAOS_KEEP=1 (keep the logs) also apply.  Loopback only.
@@ -176,11 +179,12 @@ typedef enum chaos_mode {
   M_PARTITION, /* a set partitioner's members (its own run: see below) */
   M_TIMELEASE, /* a time lease's takers (its own run: see below) */
   M_BARRIER,   /* a double barrier's members (its own run: see below) */
+  M_RUNNER,    /* runners taking turns on a lock (as the lock's run) */
   M_MODES
 } chaos_mode;
 static const char *const mode_names[] = {
     "lock",        "election",   "read-write lock", "semaphore",
-    "partitioner", "time lease", "double barrier"};
+    "partitioner", "time lease", "double barrier",  "runner"};
 /* The semaphore's N: two leases among the eight clients. */
 #define LEASES 2
 /* The partitioner run: its members, its items (i00, i01, ...), its time
@@ -362,6 +366,8 @@ static void spawn_worker(int position) {
     argv[argc++] = parts;
   else if (w->mode == M_TIMELEASE)
     argv[argc++] = "slots=" G_STRINGIFY(TL_SLOTS);
+  else if (w->mode == M_RUNNER)
+    argv[argc++] = "runner";
   if (w->mode == M_TIMELEASE && C.ignore_end)
     argv[argc++] = "ignore-end=" G_STRINGIFY(CONTROL_MS);
   char members[32];
@@ -1879,8 +1885,8 @@ static void reset(void) {
 static void setup(const chaos_mode *modes, int nmodes, int seconds,
                   const char *store_flag, const fault_kind *kinds, int nkinds) {
   static const char *const path_names[] = {
-      "chaos",           "chaos-election",  "chaos-rwlock", "chaos-semaphore",
-      "chaos-partition", "chaos-timelease", "chaos-barrier"};
+      "chaos",           "chaos-election",  "chaos-rwlock",  "chaos-semaphore",
+      "chaos-partition", "chaos-timelease", "chaos-barrier", "chaos-runner"};
   static gboolean registered;
   reset();
   C.nmodes = nmodes;
@@ -1975,9 +1981,10 @@ static void finish(gboolean keep) {
 
 /* The runs that share CHAOS_SECONDS: the lock, the election, the
  * read-write lock and the semaphore together, the partitioner; and under
- * `make chaos` (CHAOS_ALL=1) the time lease and the double barrier too. */
+ * `make chaos` (CHAOS_ALL=1) the runner, the time lease and the double
+ * barrier too. */
 #define CHAOS_RUNS 4
-#define CHAOS_MORE_RUNS 2 /* the runs of CHAOS_ALL=1 only */
+#define CHAOS_MORE_RUNS 3 /* the runs of CHAOS_ALL=1 only */
 static int seconds_given; /* to the runs so far (run_seconds()) */
 
 /* The runs that `make check` leaves out (its time is bounded): on with
@@ -1989,7 +1996,7 @@ static int chaos_runs(void) {
 }
 
 /* CHAOS_SECONDS is shared evenly between the runs (chaos_runs(): four,
- * six with CHAOS_ALL=1), so that the faults of
+ * seven with CHAOS_ALL=1), so that the faults of
  * all of them take CHAOS_SECONDS and `make chaos`'s time limit
  * (CHAOS_SECONDS + 600) is left for the set-up and teardown of every run
  * and for the controls.  (Each run lasts at least the first full round of
@@ -2143,8 +2150,10 @@ static void test_checker_catches_a_store_without_fencing(void) {
   reset();
 }
 
+static chaos_mode cut_mode = M_LOCK; /* whose cheats cut_until_made waits for */
+
 static gboolean a_lock_cheat_made(void) {
-  return cheats_made(M_LOCK, NULL) > 0;
+  return cheats_made(cut_mode, NULL) > 0;
 }
 
 static void cut_until_made(void) {
@@ -2159,30 +2168,36 @@ static void cut_until_made(void) {
  * LOST, the servers expire its session and hand the lock on, and it still
  * claims the hold when its successor is told it holds: two holders at once
  * by construction, which the checker must report for every such cheat;
- * the store's fencing still refuses its stale writes. */
-static void test_checker_catches_a_holder_ignoring_lost(void) {
+ * the store's fencing still refuses its stale writes.  For @p modes[0],
+ * the lock's or the runner's. */
+static void ignoring_lost_control(const chaos_mode *modes) {
   static const fault_kind cuts[] = {F_PARTITION_CLIENTS};
   static char ignore_lost[32];
   snprintf(ignore_lost, sizeof ignore_lost, "ignore-lost=%d", CONTROL_MS);
-  setup(lock_only, 1, 1, NULL, cuts, (int)G_N_ELEMENTS(cuts));
+  cut_mode = modes[0];
+  setup(modes, 1, 1, NULL, cuts, (int)G_N_ELEMENTS(cuts));
   C.ignore_lost = ignore_lost;
   /* Held until told LOST, not just while the partition lasts: a holder
    * releasing as the partition ends would race its successor's grant. */
   C.linger_always = TRUE;
   C.control = cut_until_made;
   run_chaos();
-  int missed, made = cheats_made(M_LOCK, &missed);
-  printf("chaos: control (holders ignoring LOST until a successor holds): "
+  int missed, made = cheats_made(modes[0], &missed);
+  printf("chaos: control (%s holders ignoring LOST until a successor holds): "
          "%d cuts, %d holders saw their successor (%d did not in %d ms), "
          "%d violations reported\n",
-         C.injected[F_PARTITION_CLIENTS], made, missed, CONTROL_MS,
-         C.nviolations);
+         mode_names[modes[0]], C.injected[F_PARTITION_CLIENTS], made, missed,
+         CONTROL_MS, C.nviolations);
   control_set_up(made >= 1, "no holder cut off saw its successor");
-  CU_ASSERT(R.rec[M_LOCK].violations >= made);
+  CU_ASSERT(R.rec[modes[0]].violations >= made);
   CU_ASSERT(strstr(C.violations->str, "two holders at once") != NULL);
   CU_ASSERT_EQUAL(R.stale_accepted, 0);
   finish(FALSE);
   reset();
+}
+
+static void test_checker_catches_a_holder_ignoring_lost(void) {
+  ignoring_lost_control(lock_only);
 }
 
 static gboolean both_capacity_cheats_made(void) {
@@ -2469,6 +2484,36 @@ static void test_timelease_checker(void) {
   chaos_tl_clear(&r);
 }
 
+/* ------------------------------------------------------- the runner run */
+
+static const chaos_mode runner_only[] = {M_RUNNER};
+
+/* The lock run's faults and checks (1-7) for runners taking turns on a
+ * lock (chaosworker runner: a turn is a hold, from the work function's
+ * start to its return or the loss - its cancellation, which the runner
+ * fires by the lease's deadline, or its LOST event, whichever is told
+ * first; its writes fenced by the turn's token).  Under `make chaos` only
+ * (CHAOS_ALL=1), as its control below: the lock's, which make check runs,
+ * proves the same checker on the same records. */
+static void test_runner_chaos(void) {
+  if (!chaos_all()) {
+    printf("chaos: the runner run and its control are left to make chaos "
+           "(CHAOS_ALL=1)\n");
+    return;
+  }
+  test_chaos_keeps_the_promises(runner_only, 1);
+  finish(C.nviolations > 0);
+  reset();
+}
+
+/* The lock's control of the strict rule, for runners: a turn cut off
+ * keeps claiming its hold, once cancelled for the loss, until it sees its
+ * successor's turn.  Under `make chaos` only. */
+static void test_checker_catches_a_runner_ignoring_lost(void) {
+  if (chaos_all())
+    ignoring_lost_control(runner_only);
+}
+
 /* ----------------------------------------------- the double barrier run */
 
 static const chaos_mode barrier_only[] = {M_BARRIER};
@@ -2654,6 +2699,9 @@ static void add_suites(void) {
              test_checker_catches_an_early_entry},
             {"checker catches a member leaving early",
              test_checker_catches_a_member_leaving_early},
+            {"runner chaos keeps the promises", test_runner_chaos},
+            {"checker catches a runner ignoring LOST",
+             test_checker_catches_a_runner_ignoring_lost},
             {"partitioner chaos keeps the promises", test_partitioner_chaos},
             {"checker catches a partitioner member ignoring FAILURE",
              test_checker_catches_a_member_ignoring_failure});
