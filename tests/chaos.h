@@ -58,7 +58,10 @@ enum chaos_kind {
   CHAOS_KIND_ELECTION = 1,
   CHAOS_KIND_RWLOCK = 2,
   CHAOS_KIND_SEMAPHORE = 3,
-  CHAOS_KIND_PARTITION = 4
+  CHAOS_KIND_PARTITION = 4,
+  CHAOS_KIND_TIMELEASE = 5, /* chaos_tlworker.c */
+  CHAOS_KIND_BARRIER = 6,   /* chaos_dbworker.c */
+  CHAOS_KIND_RUNNER = 7     /* chaosworker.c runner */
 };
 
 enum chaos_phase {
@@ -93,6 +96,8 @@ typedef struct chaos_slot {
   int32_t control_made;    /* the control's cheats that made their overlap */
   int32_t control_missed;  /* ... and that saw no other holder in time */
   int32_t control_waiting; /* a cheat is waiting for the others now */
+  int32_t lease_slot;      /* a time lease's holder: the slot it holds */
+  int32_t barrier_round;   /* a double barrier's member: its round */
 } chaos_slot;
 
 /* Microseconds on the system-wide monotonic clock: comparable between the

@@ -40,6 +40,13 @@
  *             ignore-failure  the partitioner's control: never log an item
  *                           as ended by RELEASE or FAILURE (keep claiming
  *                           it), as a careless application would
+ *             runner        take turns at PATH with a runner
+ *                           (zkrc_runner, requeue): each turn is a hold,
+ *                           its work function's writes the lock's; its
+ *                           cancellation for a loss (seen by a watcher
+ *                           thread the moment it fires) and the LOST event
+ *                           are its LOST, the function's return its
+ *                           release
  *
  * Loops until SIGTERM: get the lock, a side of the read-write lock or a
  * lease (with a deadline) or wait to be elected, write KEY to the fenced
@@ -557,6 +564,149 @@ static void leave_election(recipe *r, int last_given_back) {
            chaos_now_us() - start);
 }
 
+/* ------------------------------------------------------------ runner */
+
+/* What a runner's work function needs (runner mode). */
+typedef struct runner_ctx {
+  int port, instance, writes, work_ms;
+  const char *key;
+} runner_ctx;
+
+/* The watcher of one turn's cancellation: records a loss the moment the
+ * cancellation fires for one (the runner's own thread fires it by the
+ * lease's deadline, whatever the executor is doing), until told to stop. */
+typedef struct turn_watch {
+  zkrc_cancel *cancel;
+  int64_t token;
+  volatile int stop;
+} turn_watch;
+
+/* The token of the runner's turn whose loss was recorded: the watcher and
+ * the LOST event may both see one loss; the first records it. */
+static int64_t runner_lost_told = -2;
+
+static void runner_lost(int reason, int64_t token, int zk) {
+  if (__atomic_exchange_n(&runner_lost_told, token, __ATOMIC_ACQ_REL) != token)
+    told_lost("lost", reason, token, zk);
+}
+
+static int loss_reason(int reason) {
+  return reason == ZKRC_ESESSIONEXPIRED || reason == ZKRC_ESESSIONLOST ||
+         reason == ZKRC_ELOCKLOST;
+}
+
+static void *watch_turn(void *arg) {
+  turn_watch *tw = arg;
+  while (!__atomic_load_n(&tw->stop, __ATOMIC_ACQUIRE)) {
+    if (zkrc_cancel_wait(tw->cancel, 10) != ZKRC_OK)
+      continue;
+    int reason = zkrc_cancel_reason(tw->cancel);
+    if (loss_reason(reason))
+      runner_lost(reason, tw->token, 0);
+    break;
+  }
+  return NULL;
+}
+
+/* One turn: the lock's writes (careless: whatever is_running says), the
+ * pauses between them waiting on the cancellation, and while the test
+ * asks it to (a partition), holding on until cancelled. */
+static int runner_work(zkrc_runner *r, zkrc_cancel *c, int64_t token,
+                       void *arg) {
+  runner_ctx *x = arg;
+  int n = zkrc_runner_turns(r);
+  record("ACQ %d ZKRC_OK %" PRId64 " 0 0", n, token);
+  slot->hold = n;
+  __atomic_store_n(&slot->token, token, __ATOMIC_RELEASE);
+  __atomic_store_n(&slot->holding, 1, __ATOMIC_RELEASE);
+  turn_watch tw = {.cancel = c, .token = token};
+  pthread_t watcher;
+  int watching = pthread_create(&watcher, NULL, watch_turn, &tw) == 0;
+  for (int k = 1; k <= x->writes; k++) {
+    slot->writes_left = x->writes - k + 1;
+    if (k > 1) {
+      set_phase(CHAOS_WORKING);
+      (void)zkrc_cancel_wait(c, x->work_ms);
+      while (__atomic_load_n(&slot->linger, __ATOMIC_ACQUIRE) && !stopping &&
+             zkrc_cancel_wait(c, 5) == ZKRC_ETIMEDOUT)
+        progress();
+    }
+    set_phase(CHAOS_WRITING);
+    store_write(x->port, x->key, x->instance, n, k, token,
+                zkrc_runner_is_running(r));
+    progress();
+  }
+  slot->writes_left = 0;
+  set_phase(CHAOS_RELEASING);
+  __atomic_store_n(&tw.stop, 1, __ATOMIC_RELEASE);
+  if (watching) /* a loss it saw is recorded (the control: after its
+                 * overstay) before the release */
+    pthread_join(watcher, NULL);
+  __atomic_store_n(&slot->holding, 0, __ATOMIC_RELEASE);
+  record("REL %d ZKRC_OK 0 0", n);
+  progress();
+  set_phase(CHAOS_ACQUIRING);
+  return 0;
+}
+
+static void on_runner_event(zkrc_runner *r, const zkrc_runner_event *ev,
+                            void *arg) {
+  (void)r;
+  (void)arg;
+  if (ev->type == ZKRC_RUNNER_LOST)
+    runner_lost(ev->reason, ev->token, ev->zk_error);
+  else
+    record("LOCKEVENT %s %s %" PRId64 " %d", zkrc_runner_event_name(ev->type),
+           zkrc_err_name(ev->reason), ev->token, ev->zk_error);
+}
+
+/* Runner mode: one runner taking turns until SIGTERM. */
+static int run_runner(int instance, const char *hosts, const char *path,
+                      int port, const char *key) {
+  runner_ctx x = {.port = port,
+                  .instance = instance,
+                  .writes = env_int("CHAOS_WRITES", 3),
+                  .work_ms = env_int("CHAOS_WORK_MS", 30),
+                  .key = key};
+  zkrc_session_options so;
+  zkrc_session_options_init(&so);
+  so.session_timeout_ms = env_int("CHAOS_SESSION_MS", 2000);
+  so.connect_timeout_ms = env_int("CHAOS_ACQUIRE_MS", 8000);
+  int rc = zkrc_session_new(&session, hosts, &so);
+  if (rc != ZKRC_OK) {
+    record("EXIT 4 session %s", zkrc_err_name(rc));
+    return 4;
+  }
+  zkrc_session_add_listener(session, on_session, NULL, NULL);
+  static char id[32];
+  snprintf(id, sizeof id, "w%d", instance);
+  zkrc_runner_options ro;
+  zkrc_runner_options_init(&ro);
+  ro.requeue = 1;
+  ro.participant_id = id;
+  ro.on_event = on_runner_event;
+  zkrc_runner *r = NULL;
+  set_phase(CHAOS_ACQUIRING);
+  rc = zkrc_runner_new(&r, session, path, runner_work, &x, &ro);
+  if (rc != ZKRC_OK) {
+    record("EXIT 4 runner_new %s", zkrc_err_name(rc));
+    zkrc_session_close(session);
+    return 4;
+  }
+  /* Waiting for a turn has no deadline: progress is the runner's being
+   * alive (a hung turn shows as a write or a release that took too long,
+   * or as a worker that does not exit on SIGTERM). */
+  while (!stopping) {
+    usleep(20000);
+    progress();
+  }
+  zkrc_runner_free(r); /* the function returns: its REL */
+  zkrc_session_close(session);
+  set_phase(CHAOS_EXITED);
+  record("EXIT 0");
+  return 0;
+}
+
 /* ------------------------------------------------------- partitioner */
 
 /* Partitioner mode: the items of our share, as the application uses them
@@ -764,13 +914,14 @@ static chaos_slot *map_slot(const char *file, int instance) {
 int main(int argc, char **argv) {
   if (argc < 8) {
     fprintf(stderr, "usage: chaosworker INSTANCE HOSTS PATH STOREPORT KEY "
-                    "LOGFILE STATUSFILE [elect|rwlock|semaphore=N|partition=N] "
+                    "LOGFILE STATUSFILE "
+                    "[elect|rwlock|semaphore=N|partition=N|runner] "
                     "[write-on-read-side] [read-only] [overlap=MS] "
                     "[ignore-lost=MS] [ignore-failure]\n");
     return 2;
   }
   enum mode mode = MODE_LOCK;
-  int max_lease = 0, partition_items = 0;
+  int max_lease = 0, partition_items = 0, runner = 0;
   for (int i = 8; i < argc; i++) {
     if (strcmp(argv[i], "elect") == 0)
       mode = MODE_ELECT;
@@ -784,6 +935,8 @@ int main(int argc, char **argv) {
       continue;
     else if (strcmp(argv[i], "ignore-failure") == 0)
       ignore_failure = 1;
+    else if (strcmp(argv[i], "runner") == 0)
+      runner = 1;
     else if (strcmp(argv[i], "write-on-read-side") == 0)
       write_on_read_side = 1;
     else if (strcmp(argv[i], "read-only") == 0)
@@ -812,7 +965,9 @@ int main(int argc, char **argv) {
     return 2;
   }
   slots = slot - instance;
-  slot->kind = partition_items > 0 ? CHAOS_KIND_PARTITION : (int32_t)mode;
+  slot->kind = partition_items > 0 ? CHAOS_KIND_PARTITION
+               : runner            ? CHAOS_KIND_RUNNER
+                                   : (int32_t)mode;
   __atomic_store_n(&slot->pid, (int32_t)getpid(), __ATOMIC_RELEASE);
   progress();
   struct sigaction sa;
@@ -825,6 +980,8 @@ int main(int argc, char **argv) {
   side_seed = (unsigned)getpid() ^ (unsigned)chaos_now_us();
   if (partition_items > 0)
     return run_partitioner(instance, argv[2], argv[3], partition_items);
+  if (runner)
+    return run_runner(instance, argv[2], argv[3], atoi(argv[4]), argv[5]);
   return run(instance, argv[2], argv[3], atoi(argv[4]), argv[5], mode,
              max_lease);
 }

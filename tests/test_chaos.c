@@ -46,18 +46,43 @@
  *
  * A fourth run puts PART_MEMBERS members of a set partitioner (PART_ITEMS
  * items, each under its own lock) under a shorter schedule (one round of
- * part_kinds at least, a quarter of CHAOS_SECONDS): check 4 per item (an
+ * part_kinds at least, its share of CHAOS_SECONDS): check 4 per item (an
  * item is held from ACQUIRED to RELEASE, FAILURE or leaving; the
  * partitioner gives no fencing token, so 1-3 and 7 do not apply), every
  * item owned again within PART_RECOVERY_MS of the last fault, and check 6
  * (no party node, no item lock contender left); its control runs members
  * that ignore RELEASE and FAILURE, and one that joins them.
  *
+ * Three more runs, under `make chaos` only (CHAOS_ALL=1), one round of
+ * their schedule at least each.  Runners (zkrc_runner) taking turns on a
+ * lock, under the lock run's faults and checks 1-7 (chaosworker runner: a
+ * turn is a hold, from its function's start to its return or its loss).
+ * And, under a schedule of their own (tl_kinds: no store, every fault
+ * aimed at a client or the ensemble), the recipes that promise safety by
+ * time and by count (`make check` runs their controls and their checkers'
+ * synthetic cases, which take seconds):
+ *   - the time lease (chaos_tlworker.c): takers of one of TL_SLOTS slots
+ *     for TL_LEASE_MS, who work until TL_MARGIN_MS before the end written
+ *     and renew about half the time; no slot taken before the end its
+ *     holder wrote, with no excuse at all (chaos_timelease.h: the workers
+ *     share one clock, so the header's clock margin is zero), and no lock
+ *     node left; its control works past its end until it sees another
+ *     holder of its slot;
+ *   - the double barrier (chaos_dbworker.c): members forming barriers of
+ *     DB_MEMBERS round after round, a barrier per round; nobody told
+ *     ENTERED before DB_MEMBERS members were in at once, nobody told LEFT
+ *     while another member's node was surely there (chaos_barrier.h), no
+ *     member node left; its controls: on a barrier of one member more
+ *     than the run has, a member reports ENTERED once it sees all the
+ *     others in; on a barrier of DB_MEMBERS, a member reports LEFT while
+ *     it sees another member in.
+ *
  * CHAOS_SECONDS (default 60) is how long faults are injected, split evenly
- * between the four runs (the lock run, the election run, the read-write
- * lock and semaphore run, the partitioner run); the first full round of
+ * between the runs (the lock run, the election run, the read-write lock
+ * and semaphore run, the partitioner run; with CHAOS_ALL=1 also the
+ * runner, time lease and double barrier runs); the first full round of
  * the schedule (every kind of fault, about 50 s) always completes in each.
- * `make -C tests chaos` runs them for 10 minutes (150 s each), under a
+ * `make -C tests chaos` runs all seven for 10 minutes (85 s each), under a
  * time limit of CHAOS_SECONDS + 600 s (set-up, teardown, the controls).
  * CHAOS_CLIENTS (default 8), CHAOS_SEED (default: the time) and
  * CHAOS_KEEP=1 (keep the logs) also apply.  Loopback only.
@@ -80,10 +105,14 @@
 #include <glib/gstdio.h>
 
 #include "chaos.h"
+#include "chaos_barrier.h"
 #include "chaos_log.h"
+#include "chaos_timelease.h"
 #include "testutil.h"
 
 #define WORKER TOP_BUILDDIR "/tests/chaosworker"
+#define TLWORKER TOP_BUILDDIR "/tests/chaos_tlworker"
+#define DBWORKER TOP_BUILDDIR "/tests/chaos_dbworker"
 #define STORE TOP_BUILDDIR "/tests/chaos_store"
 
 #define MAX_CLIENTS 64
@@ -148,10 +177,14 @@ typedef enum chaos_mode {
   M_RWLOCK,
   M_SEMAPHORE,
   M_PARTITION, /* a set partitioner's members (its own run: see below) */
+  M_TIMELEASE, /* a time lease's takers (its own run: see below) */
+  M_BARRIER,   /* a double barrier's members (its own run: see below) */
+  M_RUNNER,    /* runners taking turns on a lock (as the lock's run) */
   M_MODES
 } chaos_mode;
-static const char *const mode_names[] = {"lock", "election", "read-write lock",
-                                         "semaphore", "partitioner"};
+static const char *const mode_names[] = {
+    "lock",        "election",   "read-write lock", "semaphore",
+    "partitioner", "time lease", "double barrier",  "runner"};
 /* The semaphore's N: two leases among the eight clients. */
 #define LEASES 2
 /* The partitioner run: its members, its items (i00, i01, ...), its time
@@ -164,6 +197,16 @@ static const char *const mode_names[] = {"lock", "election", "read-write lock",
 #define PART_BOUNDARY_MS 1000
 #define PART_MARGIN_MS 4000
 #define PART_RECOVERY_MS (SESSION_MS + PART_BOUNDARY_MS + PART_MARGIN_MS)
+/* The time lease run (chaos_tlworker.c): its slots (the multi form), the
+ * lease's duration and the margin before its end at which a holder stops
+ * working. */
+#define TL_SLOTS 2
+#define TL_LEASE_MS 2000
+#define TL_MARGIN_MS 200
+/* The double barrier run (chaos_dbworker.c): its N, half the clients, so
+ * that rounds are entered while some members are frozen, dead or cut
+ * off. */
+#define DB_MEMBERS 4
 
 /* --------------------------------------------------------------- state */
 
@@ -200,6 +243,9 @@ static struct {
                           * higher token was accepted */
   int joined_items;        /* the partitioner's control: see join_member() */
   gboolean ignore_failure; /* the partitioner's control (chaosworker.c) */
+  gboolean ignore_end;     /* the time lease's control (chaos_tlworker.c) */
+  gboolean cheat_enter;    /* the double barrier's controls: see their */
+  gboolean cheat_leave;    /* tests */
   int64_t faults_end, stop_at; /* the schedule's end; SIGTERM to workers */
   gboolean linger_always;      /* holders hold until told LOST, always */
   const char *store_flag;      /* NULL, or --no-fencing for the control */
@@ -275,6 +321,12 @@ static gboolean runs_mode(chaos_mode mode) {
   return FALSE;
 }
 
+/* The worker program of @p mode's clients: one for the recipes that give a
+ * fencing token and the partitioner, one for each of the others. */
+static const char *program_of(chaos_mode mode) {
+  return mode == M_TIMELEASE ? TLWORKER : mode == M_BARRIER ? DBWORKER : WORKER;
+}
+
 static void spawn_worker(int position) {
   int instance = (int)C.workers->len;
   CU_ASSERT_FATAL(instance < CHAOS_MAX_INSTANCES);
@@ -291,9 +343,15 @@ static void spawn_worker(int position) {
            position < 2 * C.nmodes && C.first_leases ? C.first_leases : LEASES);
   char parts[32];
   snprintf(parts, sizeof parts, "partition=%d", PART_ITEMS);
-  char *argv[16] = {WORKER,           inst,          (char *)zkt_hosts(),
-                    C.paths[w->mode], port,          "k",
-                    w->log,           C.status_path, NULL};
+  char *argv[16] = {(char *)program_of(w->mode),
+                    inst,
+                    (char *)zkt_hosts(),
+                    C.paths[w->mode],
+                    port,
+                    "k",
+                    w->log,
+                    C.status_path,
+                    NULL};
   static char overlap[32];
   snprintf(overlap, sizeof overlap, "overlap=%d", CONTROL_MS);
   gboolean cheat = FALSE, linger = C.linger_always;
@@ -306,6 +364,22 @@ static void spawn_worker(int position) {
     argv[argc++] = leases;
   else if (w->mode == M_PARTITION)
     argv[argc++] = parts;
+  else if (w->mode == M_TIMELEASE)
+    argv[argc++] = "slots=" G_STRINGIFY(TL_SLOTS);
+  else if (w->mode == M_RUNNER)
+    argv[argc++] = "runner";
+  if (w->mode == M_TIMELEASE && C.ignore_end)
+    argv[argc++] = "ignore-end=" G_STRINGIFY(CONTROL_MS);
+  char members[32];
+  /* The control's barrier: one member more than the run has. */
+  snprintf(members, sizeof members, "members=%d",
+           C.cheat_enter ? C.clients + 1 : DB_MEMBERS);
+  if (w->mode == M_BARRIER)
+    argv[argc++] = members;
+  if (w->mode == M_BARRIER && C.cheat_enter && position == 0)
+    argv[argc++] = "cheat-enter=" G_STRINGIFY(CONTROL_MS);
+  if (w->mode == M_BARRIER && C.cheat_leave && position == 0)
+    argv[argc++] = "cheat-leave=" G_STRINGIFY(CONTROL_MS);
   if (w->mode == M_PARTITION && C.ignore_failure)
     argv[argc++] = "ignore-failure";
   if (w->mode == M_RWLOCK && C.first_writes_on_read_side) {
@@ -884,6 +958,8 @@ static struct {
   int64_t max_acq, max_write, max_rel;
   int part_items;        /* M_PARTITION: items ever owned */
   int64_t part_recovery; /* ... the longest until owned after the faults */
+  chaos_tl_run tl;       /* M_TIMELEASE: what the logs showed */
+  chaos_db_run db;       /* M_BARRIER: the same */
 } R;
 
 static void count_result(GHashTable *t, const char *name) {
@@ -931,6 +1007,37 @@ static void count_read(worker *w, int64_t token, int held, const char *seen,
   }
 }
 
+/* A double barrier member's wait to enter or to leave (chaos_dbworker's
+ * ENTERED / WAIT, LEFT / LEAVERC records): its result, counted, and its
+ * duration against the deadline (both waits have ACQUIRE_MS). */
+static void count_barrier_wait(worker *w, const char *line, int64_t t) {
+  char what[16], rc[64] = "ZKRC_OK";
+  int round, zk = 0;
+  int64_t d;
+  if (sscanf(line, "%*d %15s %d", what, &round) != 2)
+    return;
+  gboolean told = strcmp(what, "ENTERED") == 0 || strcmp(what, "LEFT") == 0;
+  if (told ? sscanf(line, "%*d %*s %*d %" SCNd64, &d) != 1
+           : sscanf(line, "%*d %*s %*d %63s %" SCNd64 " %d", rc, &d, &zk) != 3)
+    return;
+  gboolean leaving = strncmp(what, "LE", 2) == 0;
+  if (!paused_between(w->instance, t - d, t)) {
+    if (leaving)
+      R.max_rel = MAX(R.max_rel, d);
+    else
+      R.max_acq = MAX(R.max_acq, d);
+    if (d > (int64_t)(ACQUIRE_MS + 500 + SLACK_MS) * 1000)
+      violation("w%d: a double barrier's %s took %.1f s (deadline %d ms)",
+                w->instance, leaving ? "leave" : "wait to enter",
+                (double)d / 1e6, ACQUIRE_MS);
+  }
+  char name[96];
+  g_snprintf(name, sizeof name, "%s:%s", leaving ? "leave" : "enter", rc);
+  if (zk != 0)
+    g_snprintf(name + strlen(name), sizeof name - strlen(name), "(zk %d)", zk);
+  count_result(R.acq_results, name);
+}
+
 /* The holds (chaos_log_holds) and, for the other checks, the writes and
  * the durations of every step. */
 static void parse_worker(worker *w, worker_log *wl) {
@@ -962,6 +1069,26 @@ static void parse_worker(worker *w, worker_log *wl) {
         violation("w%d: acquire took %.1f s (deadline %d ms)", w->instance,
                   (double)d / 1e6, ACQUIRE_MS);
       if (zk != 0) /* ZooKeeper's own code, to tell what it was */
+        g_snprintf(s1 + strlen(s1), sizeof s1 - strlen(s1), "(zk %d)", zk);
+      count_result(R.acq_results, s1);
+    } else if (w->mode == M_BARRIER &&
+               (strcmp(what, "ENTERED") == 0 || strcmp(what, "WAIT") == 0 ||
+                strcmp(what, "LEFT") == 0 || strcmp(what, "LEAVERC") == 0)) {
+      count_barrier_wait(w, lines[i], t);
+    } else if (strcmp(what, "TL") == 0 &&
+               sscanf(lines[i],
+                      "%*d TL %d %63s %63s %*d %*d %*d %" SCNd64 " %d", &n, s1,
+                      s2, &d, &zk) == 5) {
+      /* A time lease's attempt: its result, and its duration. */
+      if (!paused_between(w->instance, t - d, t)) {
+        R.max_acq = MAX(R.max_acq, d);
+        if (d > (int64_t)(ACQUIRE_MS + 500 + SLACK_MS) * 1000)
+          violation("w%d: a time lease's attempt took %.1f s (deadline %d ms)",
+                    w->instance, (double)d / 1e6, ACQUIRE_MS);
+      }
+      if (strcmp(s1, "ZKRC_OK") == 0)
+        g_strlcpy(s1, s2, sizeof s1);
+      else if (zk != 0)
         g_snprintf(s1 + strlen(s1), sizeof s1 - strlen(s1), "(zk %d)", zk);
       count_result(R.acq_results, s1);
     } else if (strcmp(what, "WRITE") == 0 &&
@@ -1386,6 +1513,59 @@ static void check_partition(void) {
   g_ptr_array_free(keep, TRUE);
 }
 
+/* ------------------------------------------------- the time lease run */
+
+/* No slot of the time lease taken before the end its holder wrote
+ * (chaos_timelease.h: the holds, and why no excuse applies). */
+static void check_timelease(void) {
+  recipe_stats *st = &R.rec[M_TIMELEASE];
+  chaos_tl_init(&R.tl, TL_SLOTS);
+  for (guint i = 0; i < C.workers->len; i++) {
+    worker *w = g_ptr_array_index(C.workers, i);
+    gchar *text = NULL;
+    if (w->mode != M_TIMELEASE ||
+        !g_file_get_contents(w->log, &text, NULL, NULL))
+      continue; /* no log: parse_worker() judged it */
+    chaos_tl_add_log(&R.tl, text, w->instance, w);
+    g_free(text);
+  }
+  GPtrArray *found = g_ptr_array_new_with_free_func(g_free);
+  st->violations =
+      chaos_tl_check(&R.tl, found, &st->overlaps, &st->max_together);
+  for (guint i = 0; i < found->len; i++)
+    violation("time lease: %s", (char *)g_ptr_array_index(found, i));
+  g_ptr_array_free(found, TRUE);
+  if (R.tl.bad_records)
+    violation("time lease: %d records that do not parse", R.tl.bad_records);
+  for (int s = 0; s < TL_SLOTS; s++)
+    st->holds += (int)R.tl.by_slot[s]->len;
+}
+
+/* ----------------------------------------------- the double barrier run */
+
+/* Rules E and L of chaos_barrier.h over every member's rounds. */
+static void check_barrier(void) {
+  recipe_stats *st = &R.rec[M_BARRIER];
+  chaos_db_init(&R.db, C.cheat_enter ? C.clients + 1 : DB_MEMBERS);
+  for (guint i = 0; i < C.workers->len; i++) {
+    worker *w = g_ptr_array_index(C.workers, i);
+    gchar *text = NULL;
+    if (w->mode != M_BARRIER || !g_file_get_contents(w->log, &text, NULL, NULL))
+      continue; /* no log: parse_worker() judged it */
+    chaos_db_add_log(&R.db, text, w->instance, kill_time(w->instance),
+                     w->ended ? w->ended : C.stop_at, C.pauses, C.expiries);
+    g_free(text);
+  }
+  GPtrArray *found = g_ptr_array_new_with_free_func(g_free);
+  st->violations = chaos_db_check(&R.db, found);
+  for (guint i = 0; i < found->len; i++)
+    violation("double barrier: %s", (char *)g_ptr_array_index(found, i));
+  g_ptr_array_free(found, TRUE);
+  if (R.db.bad_records)
+    violation("double barrier: %d records out of order", R.db.bad_records);
+  st->holds = R.db.entered;
+}
+
 static void analyse(void) {
   R.acq_results = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
   GPtrArray *logs = g_ptr_array_new();
@@ -1414,6 +1594,10 @@ static void analyse(void) {
   for (int i = 0; i < C.nmodes; i++)
     if (C.modes[i] == M_PARTITION)
       check_partition();
+    else if (C.modes[i] == M_TIMELEASE)
+      check_timelease();
+    else if (C.modes[i] == M_BARRIER)
+      check_barrier();
     else
       check_holds(all_holds, C.modes[i]);
   check_journal(logs, hold_tokens);
@@ -1434,6 +1618,33 @@ static void analyse(void) {
 static void print_recipe(chaos_mode mode) {
   const recipe_stats *st = &R.rec[mode];
   const char *m = mode_names[mode];
+  if (mode == M_BARRIER) {
+    printf("chaos: %s: N = %d; rounds %u (entered %d), members' rounds %d: "
+           "told ENTERED %d, LEFT %d, LOST %d; most members in one round "
+           "%d; violations %d\n",
+           m, R.db.members, g_hash_table_size(R.db.rounds), R.db.rounds_entered,
+           R.db.asked, R.db.entered, R.db.left, R.db.lost, R.db.most_in_a_round,
+           st->violations);
+    printf("chaos: %s: member nodes left after every session ended: %d\n", m,
+           st->left_nodes);
+    return;
+  }
+  if (mode == M_TIMELEASE) {
+    printf("chaos: %s: attempts %d: obtained %d, renewed %d (%d while the "
+           "lease still ran), refused %d, failed %d; steps of work %d, of "
+           "which at or after their lease's end %d\n",
+           m, R.tl.attempts, R.tl.obtained, R.tl.renewed, R.tl.renewed_running,
+           R.tl.refused, R.tl.failed, R.tl.work_steps, R.tl.late_steps);
+    printf("chaos: %s: leases %d on %d slots (a renewal of a running lease "
+           "extends it); most running at once %d; overlapping pairs on one "
+           "slot %d (no excuse: the end written binds a frozen or closed "
+           "holder's successors too); violations %d\n",
+           m, st->holds, TL_SLOTS, st->max_together, st->overlaps,
+           st->violations);
+    printf("chaos: %s: lock nodes left after every session ended: %d\n", m,
+           st->left_nodes);
+    return;
+  }
   if (mode == M_PARTITION)
     printf("chaos: %s: item holds %d (ended by RELEASE %d, by FAILURE %d, by "
            "leaving or a kill %d)\n",
@@ -1559,11 +1770,64 @@ static int partition_nodes_left(zhandle_t *zh, const char *path) {
   return n;
 }
 
+/* A time lease's lock nodes (the decisions' contenders) under its slots;
+ * lease_holder stays by design (a claim written down, zkrecipes/
+ * timelease.h).  -1 when they cannot be read. */
+static int timelease_nodes_left(zhandle_t *zh, const char *path) {
+  int n = 0;
+  for (int i = 0; i < TL_SLOTS; i++) {
+    char *dir = g_strdup_printf("%s/%d", path, i);
+    struct String_vector v = {0, NULL};
+    int rc = zoo_get_children(zh, dir, 0, &v);
+    g_free(dir);
+    if (rc == ZNONODE)
+      continue;
+    if (rc != ZOK)
+      return -1;
+    for (int j = 0; j < v.count; j++)
+      n += strcmp(v.data[j], "lease_holder") != 0;
+    deallocate_String_vector(&v);
+  }
+  return n;
+}
+
+/* A double barrier run's member nodes under its rounds' barriers (a
+ * "ready" left by a round whose members were lost is the barrier's, not a
+ * member's).  -1 when they cannot be read. */
+static int barrier_nodes_left(zhandle_t *zh, const char *path) {
+  struct String_vector rounds = {0, NULL};
+  int rc = zoo_get_children(zh, path, 0, &rounds);
+  if (rc == ZNONODE)
+    return 0;
+  if (rc != ZOK)
+    return -1;
+  int n = 0;
+  for (int i = 0; i < rounds.count && n >= 0; i++) {
+    char *dir = g_strdup_printf("%s/%s", path, rounds.data[i]);
+    struct String_vector v = {0, NULL};
+    rc = zoo_get_children(zh, dir, 0, &v);
+    g_free(dir);
+    if (rc == ZNONODE)
+      continue;
+    if (rc != ZOK)
+      n = -1;
+    for (int j = 0; rc == ZOK && j < v.count; j++)
+      n += strcmp(v.data[j], "ready") != 0;
+    deallocate_String_vector(&v);
+  }
+  deallocate_String_vector(&rounds);
+  return n;
+}
+
 /* The nodes left of @p mode's recipe: a semaphore's under its two
  * directories, the others' under their path. */
 static int nodes_left(zhandle_t *zh, chaos_mode mode) {
   if (mode == M_PARTITION)
     return partition_nodes_left(zh, C.paths[mode]);
+  if (mode == M_TIMELEASE)
+    return timelease_nodes_left(zh, C.paths[mode]);
+  if (mode == M_BARRIER)
+    return barrier_nodes_left(zh, C.paths[mode]);
   if (mode == M_SEMAPHORE)
     return zkt_semaphore_nodes_left(zh, C.paths[mode]);
   return zkt_child_count(zh, C.paths[mode]);
@@ -1612,15 +1876,17 @@ static void reset(void) {
     g_free(C.paths[m]);
   if (R.acq_results)
     g_hash_table_destroy(R.acq_results);
+  chaos_tl_clear(&R.tl);
+  chaos_db_clear(&R.db);
   memset(&C, 0, sizeof C);
   memset(&R, 0, sizeof R);
 }
 
 static void setup(const chaos_mode *modes, int nmodes, int seconds,
                   const char *store_flag, const fault_kind *kinds, int nkinds) {
-  static const char *const path_names[] = {"chaos", "chaos-election",
-                                           "chaos-rwlock", "chaos-semaphore",
-                                           "chaos-partition"};
+  static const char *const path_names[] = {
+      "chaos",           "chaos-election",  "chaos-rwlock",  "chaos-semaphore",
+      "chaos-partition", "chaos-timelease", "chaos-barrier", "chaos-runner"};
   static gboolean registered;
   reset();
   C.nmodes = nmodes;
@@ -1714,11 +1980,23 @@ static void finish(gboolean keep) {
 }
 
 /* The runs that share CHAOS_SECONDS: the lock, the election, the
- * read-write lock and the semaphore together, the partitioner. */
+ * read-write lock and the semaphore together, the partitioner; and under
+ * `make chaos` (CHAOS_ALL=1) the runner, the time lease and the double
+ * barrier too. */
 #define CHAOS_RUNS 4
+#define CHAOS_MORE_RUNS 3 /* the runs of CHAOS_ALL=1 only */
 static int seconds_given; /* to the runs so far (run_seconds()) */
 
-/* CHAOS_SECONDS is shared: a quarter for each run, so that the faults of
+/* The runs that `make check` leaves out (its time is bounded): on with
+ * CHAOS_ALL=1, which `make chaos` sets. */
+static gboolean chaos_all(void) { return env_int("CHAOS_ALL", 0) != 0; }
+
+static int chaos_runs(void) {
+  return CHAOS_RUNS + (chaos_all() ? CHAOS_MORE_RUNS : 0);
+}
+
+/* CHAOS_SECONDS is shared evenly between the runs (chaos_runs(): four,
+ * seven with CHAOS_ALL=1), so that the faults of
  * all of them take CHAOS_SECONDS and `make chaos`'s time limit
  * (CHAOS_SECONDS + 600) is left for the set-up and teardown of every run
  * and for the controls.  (Each run lasts at least the first full round of
@@ -1727,7 +2005,7 @@ static int seconds_given; /* to the runs so far (run_seconds()) */
  * side, under the same schedule, keeps `make check` one round longer, not
  * two.) */
 static int run_seconds(void) {
-  int seconds = MAX(env_int("CHAOS_SECONDS", 60) / CHAOS_RUNS, 1);
+  int seconds = MAX(env_int("CHAOS_SECONDS", 60) / chaos_runs(), 1);
   seconds_given += seconds;
   return seconds;
 }
@@ -1872,8 +2150,10 @@ static void test_checker_catches_a_store_without_fencing(void) {
   reset();
 }
 
+static chaos_mode cut_mode = M_LOCK; /* whose cheats cut_until_made waits for */
+
 static gboolean a_lock_cheat_made(void) {
-  return cheats_made(M_LOCK, NULL) > 0;
+  return cheats_made(cut_mode, NULL) > 0;
 }
 
 static void cut_until_made(void) {
@@ -1888,30 +2168,36 @@ static void cut_until_made(void) {
  * LOST, the servers expire its session and hand the lock on, and it still
  * claims the hold when its successor is told it holds: two holders at once
  * by construction, which the checker must report for every such cheat;
- * the store's fencing still refuses its stale writes. */
-static void test_checker_catches_a_holder_ignoring_lost(void) {
+ * the store's fencing still refuses its stale writes.  For @p modes[0],
+ * the lock's or the runner's. */
+static void ignoring_lost_control(const chaos_mode *modes) {
   static const fault_kind cuts[] = {F_PARTITION_CLIENTS};
   static char ignore_lost[32];
   snprintf(ignore_lost, sizeof ignore_lost, "ignore-lost=%d", CONTROL_MS);
-  setup(lock_only, 1, 1, NULL, cuts, (int)G_N_ELEMENTS(cuts));
+  cut_mode = modes[0];
+  setup(modes, 1, 1, NULL, cuts, (int)G_N_ELEMENTS(cuts));
   C.ignore_lost = ignore_lost;
   /* Held until told LOST, not just while the partition lasts: a holder
    * releasing as the partition ends would race its successor's grant. */
   C.linger_always = TRUE;
   C.control = cut_until_made;
   run_chaos();
-  int missed, made = cheats_made(M_LOCK, &missed);
-  printf("chaos: control (holders ignoring LOST until a successor holds): "
+  int missed, made = cheats_made(modes[0], &missed);
+  printf("chaos: control (%s holders ignoring LOST until a successor holds): "
          "%d cuts, %d holders saw their successor (%d did not in %d ms), "
          "%d violations reported\n",
-         C.injected[F_PARTITION_CLIENTS], made, missed, CONTROL_MS,
-         C.nviolations);
+         mode_names[modes[0]], C.injected[F_PARTITION_CLIENTS], made, missed,
+         CONTROL_MS, C.nviolations);
   control_set_up(made >= 1, "no holder cut off saw its successor");
-  CU_ASSERT(R.rec[M_LOCK].violations >= made);
+  CU_ASSERT(R.rec[modes[0]].violations >= made);
   CU_ASSERT(strstr(C.violations->str, "two holders at once") != NULL);
   CU_ASSERT_EQUAL(R.stale_accepted, 0);
   finish(FALSE);
   reset();
+}
+
+static void test_checker_catches_a_holder_ignoring_lost(void) {
+  ignoring_lost_control(lock_only);
 }
 
 static gboolean both_capacity_cheats_made(void) {
@@ -1978,7 +2264,7 @@ static const fault_kind part_kinds[] = {
 
 /* PART_MEMBERS members divide PART_ITEMS items (a set partitioner, each
  * item under its own lock) under the faults above, one round at least
- * (a quarter of CHAOS_SECONDS, like the other runs): no item held by two
+ * (its share of CHAOS_SECONDS, like the other runs): no item held by two
  * running members at once (an item is held from ACQUIRED to RELEASE, FAILURE or leaving; the
  * excuses are the lock's: a frozen member, a session closed by the
  * operator); every item owned again within PART_RECOVERY_MS of the last
@@ -2003,7 +2289,7 @@ static void test_partitioner_chaos(void) {
   printf("chaos: the runs so far were given %d s of faults, of "
          "CHAOS_SECONDS=%d\n",
          seconds_given, total);
-  CU_ASSERT(seconds_given <= MAX(total, CHAOS_RUNS));
+  CU_ASSERT(seconds_given <= MAX(total, chaos_runs()));
   finish(C.nviolations > 0);
   reset();
 }
@@ -2068,12 +2354,323 @@ static void test_checker_catches_a_member_ignoring_failure(void) {
   reset();
 }
 
+/* -------------------------------------------------- the time lease run */
+
+/* The faults of the time lease run: takers killed, frozen while holding
+ * (past their end: awake, they must not work on) and while deciding
+ * (holding the decision's lock past the session timeout: their write must
+ * not land), their sessions closed, their connections dropped, replies
+ * lost (the doubt of a write that may have landed), cut off from the
+ * ensemble, the ensemble's members killed and frozen; not the store (no
+ * one writes). */
+static const fault_kind tl_kinds[] = {
+    F_KILL_CLIENT,       F_PAUSE_HOLDER, F_PAUSE_WAITER,    F_PAUSE_SHORT,
+    F_EXPIRE_HOLDER,     F_DROP_ALL,     F_DROP_AFTER_NEXT, F_BLACKHOLE_LONG,
+    F_PARTITION_CLIENTS, F_KILL_LEADER,  F_KILL_FOLLOWER,   F_PAUSE_MEMBER,
+    F_PAUSE_HOLDER};
+
+static const chaos_mode timelease_only[] = {M_TIMELEASE};
+
+/* The clients take one of TL_SLOTS slots of a time lease for TL_LEASE_MS
+ * at a time (chaos_tlworker.c), working until TL_MARGIN_MS before the end
+ * written and renewing about half the time, under the faults above, one
+ * round at least (its share of CHAOS_SECONDS): no slot taken before the
+ * end its holder wrote, whatever happened to the holder (the checker gives
+ * no excuse: chaos_timelease.h); no decision's lock node left once every
+ * session ended.  Under `make chaos` only (CHAOS_ALL=1): `make check`
+ * runs its control and the checker's synthetic cases, which take seconds,
+ * not a round of faults. */
+static void test_timelease_chaos(void) {
+  setup(timelease_only, 1, run_seconds(), NULL, tl_kinds,
+        (int)G_N_ELEMENTS(tl_kinds));
+  run_chaos();
+  CU_ASSERT_EQUAL(C.nviolations, 0);
+  CU_ASSERT(R.rec[M_TIMELEASE].holds >= 10);
+  CU_ASSERT(R.tl.renewed_running >= 1);
+  CU_ASSERT_EQUAL(R.tl.late_steps, 0);
+  CU_ASSERT_EQUAL(R.rec[M_TIMELEASE].max_together, TL_SLOTS);
+  CU_ASSERT_EQUAL(R.rec[M_TIMELEASE].left_nodes, 0);
+  CU_ASSERT(C.injected[F_PAUSE_HOLDER] >= 1);
+  CU_ASSERT(C.injected[F_PAUSE_WAITER] + C.skipped[F_PAUSE_WAITER] >= 1);
+  finish(C.nviolations > 0);
+  reset();
+}
+
+static gboolean a_tl_cheat_made(void) {
+  return cheats_made(M_TIMELEASE, NULL) > 0;
+}
+
+static void wait_tl_cheat(void) {
+  int64_t deadline = chaos_now_us() + (int64_t)CONTROL_SETUP_MS * 1000;
+  while (!a_tl_cheat_made() && chaos_now_us() < deadline)
+    chaos_sleep(100);
+}
+
+/* The time lease's control, live: takers that go on working past the end
+ * of their lease until they see another worker holding the same slot
+ * (chaos_tlworker ignore-end), then work once more - an overlap by
+ * construction, which the checker must report for every such cheat.  No
+ * fault. */
+static void test_checker_catches_a_lease_kept_past_its_end(void) {
+  setup(timelease_only, 1, 0, NULL, NULL, 0);
+  C.ignore_end = TRUE;
+  C.control = wait_tl_cheat;
+  run_chaos();
+  int missed, made = cheats_made(M_TIMELEASE, &missed);
+  printf("chaos: control (takers working past their lease's end until "
+         "another holds the slot): %d saw another holder (%d did not in %d "
+         "ms), %d violations reported\n",
+         made, missed, CONTROL_MS, R.rec[M_TIMELEASE].violations);
+  control_set_up(made >= 1, "no taker working past its end saw another "
+                            "holder of its slot");
+  CU_ASSERT(R.rec[M_TIMELEASE].violations >= made);
+  CU_ASSERT(R.tl.late_steps >= made);
+  CU_ASSERT(strstr(C.violations->str, "time lease: slot") != NULL);
+  CU_ASSERT_EQUAL(R.rec[M_TIMELEASE].left_nodes, 0);
+  finish(FALSE);
+  reset();
+}
+
+/* The time lease checker on synthetic logs (no server): a renewal of a
+ * running lease extends it; a slot taken before the end written, and a
+ * step of work after it while another holds the slot, are violations;
+ * leases of two slots may run together. */
+static int tl_judge(const char *const *logs, int n, chaos_tl_run *r) {
+  chaos_tl_init(r, TL_SLOTS);
+  for (int i = 0; i < n; i++)
+    chaos_tl_add_log(r, logs[i], i, NULL);
+  GPtrArray *found = g_ptr_array_new_with_free_func(g_free);
+  int overlaps, most;
+  int v = chaos_tl_check(r, found, &overlaps, &most);
+  for (guint i = 0; i < found->len; i++)
+    printf("  (expected) %s\n", (char *)g_ptr_array_index(found, i));
+  g_ptr_array_free(found, TRUE);
+  return v;
+}
+
+static void test_timelease_checker(void) {
+  /* w0 holds slot 0 from 1 s to 3 s, renews at 2.5 s until 5 s; w1 takes
+   * it at 5 s; w2 holds slot 1 beside them. */
+  const char *fine[] = {
+      "1000000 TL 1 ZKRC_OK obtained 0 1000000 3000000 5 0\n"
+      "1100000 WORK 1\n2700000 WORK 1\n"
+      "2500000 TL 2 ZKRC_OK renewed 0 2500000 5000000 5 0\n"
+      "4700000 WORK 2\n4800000 DONE 2\n",
+      "4000000 TL 1 ZKRC_OK held 0 0 0 5 0\n"
+      "5000100 TL 2 ZKRC_OK obtained 0 5000000 7000000 5 0\n",
+      "1000000 TL 1 ZKRC_OK obtained 1 1500000 4000000 5 0\n"};
+  chaos_tl_run r;
+  CU_ASSERT_EQUAL(tl_judge(fine, 3, &r), 0);
+  CU_ASSERT_EQUAL(r.renewed_running, 1);
+  CU_ASSERT_EQUAL(r.refused, 1);
+  chaos_tl_clear(&r);
+  /* w1 takes slot 0 at 4.9 s, before w0's renewed end. */
+  const char *early[] = {fine[0],
+                         "4900100 TL 1 ZKRC_OK obtained 0 4900000 7000000 5 "
+                         "0\n"};
+  CU_ASSERT_EQUAL(tl_judge(early, 2, &r), 1);
+  chaos_tl_clear(&r);
+  /* w0 works at 5.2 s, after its end, when w1 holds since 5 s. */
+  const char *late[] = {"1000000 TL 1 ZKRC_OK obtained 0 1000000 5000000 5 0\n"
+                        "5200000 WORK 1\n",
+                        fine[1]};
+  CU_ASSERT_EQUAL(tl_judge(late, 2, &r), 1);
+  CU_ASSERT_EQUAL(r.late_steps, 1);
+  chaos_tl_clear(&r);
+}
+
+/* ------------------------------------------------------- the runner run */
+
+static const chaos_mode runner_only[] = {M_RUNNER};
+
+/* The lock run's faults and checks (1-7) for runners taking turns on a
+ * lock (chaosworker runner: a turn is a hold, from the work function's
+ * start to its return or the loss - its cancellation, which the runner
+ * fires by the lease's deadline, or its LOST event, whichever is told
+ * first; its writes fenced by the turn's token).  Under `make chaos` only
+ * (CHAOS_ALL=1), as its control below: the lock's, which make check runs,
+ * proves the same checker on the same records. */
+static void test_runner_chaos(void) {
+  test_chaos_keeps_the_promises(runner_only, 1);
+  finish(C.nviolations > 0);
+  reset();
+}
+
+/* The lock's control of the strict rule, for runners: a turn cut off
+ * keeps claiming its hold, once cancelled for the loss, until it sees its
+ * successor's turn.  Under `make chaos` only. */
+static void test_checker_catches_a_runner_ignoring_lost(void) {
+  ignoring_lost_control(runner_only);
+}
+
+/* ----------------------------------------------- the double barrier run */
+
+static const chaos_mode barrier_only[] = {M_BARRIER};
+
+/* The faults of the double barrier run: the time lease's (members killed,
+ * frozen while in and while entering, sessions closed, connections
+ * dropped and cut off, the ensemble's members killed and frozen). */
+#define db_kinds tl_kinds
+
+/* The clients form double barriers of DB_MEMBERS, round after round
+ * (chaos_dbworker.c: a barrier per round), under the faults above, one
+ * round of faults at least (its share of CHAOS_SECONDS): no member told
+ * ENTERED before DB_MEMBERS were in at once, none told LEFT while another
+ * member's node was surely there (chaos_barrier.h: rules E and L); no
+ * member node left once every session ended.  Under `make chaos` only
+ * (CHAOS_ALL=1), as the time lease run. */
+static void test_barrier_chaos(void) {
+  setup(barrier_only, 1, run_seconds(), NULL, db_kinds,
+        (int)G_N_ELEMENTS(tl_kinds));
+  run_chaos();
+  CU_ASSERT_EQUAL(C.nviolations, 0);
+  CU_ASSERT(R.db.rounds_entered >= 5);
+  CU_ASSERT(R.db.left >= 10);
+  CU_ASSERT_EQUAL(R.rec[M_BARRIER].left_nodes, 0);
+  CU_ASSERT(C.injected[F_PAUSE_HOLDER] >= 1);
+  finish(C.nviolations > 0);
+  reset();
+}
+
+static gboolean a_db_cheat_made(void) {
+  return cheats_made(M_BARRIER, NULL) > 0;
+}
+
+static void wait_db_cheat(void) {
+  int64_t deadline = chaos_now_us() + (int64_t)CONTROL_SETUP_MS * 1000;
+  while (!a_db_cheat_made() && chaos_now_us() < deadline)
+    chaos_sleep(100);
+}
+
+/* The double barrier's control, live: a barrier of one member more than
+ * the run has clients (no faults, so no client is replaced), which no
+ * honest member can enter; one member reports ENTERED as soon as it sees
+ * all the others in its round (chaos_dbworker cheat-enter): N - 1 members
+ * at most were ever in, by construction, which rule E must report. */
+static void test_checker_catches_an_early_entry(void) {
+  setup(barrier_only, 1, 0, NULL, NULL, 0);
+  C.cheat_enter = TRUE;
+  C.control = wait_db_cheat;
+  run_chaos();
+  int missed, made = cheats_made(M_BARRIER, &missed);
+  printf("chaos: control (a member reporting ENTERED once it sees N - 1 = "
+         "%d members in): %d made (%d missed in %d ms), %d instances, %d "
+         "violations reported\n",
+         C.clients, made, missed, CONTROL_MS, C.workers->len,
+         R.rec[M_BARRIER].violations);
+  control_set_up(made >= 1 && C.workers->len == (guint)C.clients,
+                 "the cheating member did not see the others in its round, "
+                 "or a client was replaced");
+  CU_ASSERT(R.rec[M_BARRIER].violations >= made);
+  CU_ASSERT(strstr(C.violations->str, "was told ENTERED when at most") != NULL);
+  CU_ASSERT_EQUAL(R.db.entered, made); /* nobody else entered */
+  CU_ASSERT_EQUAL(R.rec[M_BARRIER].left_nodes, 0);
+  finish(FALSE);
+  reset();
+}
+
+/* Rule L's control, live: on a barrier of DB_MEMBERS, one member, once
+ * entered, starts leaving without waiting and reports LEFT as soon as it
+ * sees another member of its round entered and not leaving yet, and still
+ * sees it so after its report (chaos_dbworker cheat-leave): LEFT told
+ * while that member's node was surely there, by construction.  No
+ * fault. */
+static void test_checker_catches_a_member_leaving_early(void) {
+  setup(barrier_only, 1, 0, NULL, NULL, 0);
+  C.cheat_leave = TRUE;
+  C.control = wait_db_cheat;
+  run_chaos();
+  int missed, made = cheats_made(M_BARRIER, &missed);
+  printf("chaos: control (a member reporting LEFT while it sees another "
+         "member in): %d made (%d missed in %d ms), %d violations "
+         "reported\n",
+         made, missed, CONTROL_MS, R.rec[M_BARRIER].violations);
+  control_set_up(made >= 1, "the cheating member saw no other member in "
+                            "beside its report");
+  CU_ASSERT(R.rec[M_BARRIER].violations >= made);
+  CU_ASSERT(strstr(C.violations->str, "was told LEFT while") != NULL);
+  CU_ASSERT_EQUAL(R.rec[M_BARRIER].left_nodes, 0);
+  finish(FALSE);
+  reset();
+}
+
+/* Rules E and L on synthetic logs (no server). */
+static int db_judge(const char *const *logs, int n, int members, GArray *pauses,
+                    chaos_db_run *r) {
+  chaos_db_init(r, members);
+  for (int i = 0; i < n; i++)
+    chaos_db_add_log(r, logs[i], i, 0, 100000000, pauses, NULL);
+  GPtrArray *found = g_ptr_array_new_with_free_func(g_free);
+  int v = chaos_db_check(r, found);
+  for (guint i = 0; i < found->len; i++)
+    printf("  (expected) %s\n", (char *)g_ptr_array_index(found, i));
+  g_ptr_array_free(found, TRUE);
+  return v;
+}
+
+static void test_barrier_checker(void) {
+  /* Round 1 of two: w0 and w1 in, entered, leave; w1 (the last) told LEFT
+   * once w0 called leave; then w2 comes late (after both left: "ready"
+   * still there) and enters: N were in once before, which is all rule E
+   * asks. */
+  const char *fine[] = {"100 ASK 1\n200 ENTERED 1 0\n"
+                        "300 BEV 1 entered ZKRC_OK 0\n400 LEAVE 1\n"
+                        "600 LEFT 1 0\n700 FREE 1\n",
+                        "150 ASK 1\n250 BEV 1 entered ZKRC_OK 0\n"
+                        "500 LEAVE 1\n550 BEV 1 left ZKRC_OK 0\n"
+                        "560 FREE 1\n",
+                        "650 ASK 1\n660 ENTERED 1 0\n670 LEAVE 1\n"
+                        "680 LEFT 1 0\n"};
+  chaos_db_run r;
+  CU_ASSERT_EQUAL(db_judge(fine, 3, 2, NULL, &r), 0);
+  CU_ASSERT_EQUAL(r.entered, 3);
+  CU_ASSERT_EQUAL(r.left, 3);
+  chaos_db_clear(&r);
+  /* E: w2 enters round 2 alone, w0 having left round 2 before w2 asked. */
+  const char *alone[] = {"100 ASK 2\n200 WAIT 2 ZKRC_ETIMEDOUT 0 0\n"
+                         "210 FREE 2\n220 LEFT 2 0\n",
+                         "300 ASK 2\n400 ENTERED 2 0\n"};
+  CU_ASSERT_EQUAL(db_judge(alone, 2, 2, NULL, &r), 1);
+  chaos_db_clear(&r);
+  /* L: w0 told LEFT at 450 while w1, entered at 250, calls leave at 500
+   * only; not when w1 was frozen from 300 on. */
+  const char *early[] = {"100 ASK 1\n200 ENTERED 1 0\n400 LEAVE 1\n"
+                         "450 LEFT 1 0\n",
+                         fine[1]};
+  CU_ASSERT_EQUAL(db_judge(early, 2, 2, NULL, &r), 1);
+  chaos_db_clear(&r);
+  GArray *pauses = g_array_new(FALSE, FALSE, sizeof(zkt_span));
+  zkt_span frozen = {1, 300, 2000};
+  g_array_append_val(pauses, frozen);
+  CU_ASSERT_EQUAL(db_judge(early, 2, 2, pauses, &r), 0);
+  chaos_db_clear(&r);
+  g_array_free(pauses, TRUE);
+}
+
 static void add_suites(void) {
   zkt_configure(3, 1);
   /* For the workers (set before any thread exists). */
   setenv("CHAOS_SESSION_MS", G_STRINGIFY(SESSION_MS), 1);
   setenv("CHAOS_ACQUIRE_MS", G_STRINGIFY(ACQUIRE_MS), 1);
   setenv("CHAOS_BOUNDARY_MS", G_STRINGIFY(PART_BOUNDARY_MS), 1);
+  setenv("CHAOS_LEASE_MS", G_STRINGIFY(TL_LEASE_MS), 1);
+  setenv("CHAOS_MARGIN_MS", G_STRINGIFY(TL_MARGIN_MS), 1);
+  /* The time lease workers' one clock: CLOCK_MONOTONIC plus this offset,
+   * the wall clock's now (chaos_tlworker.c says why). */
+  char epoch[32];
+  g_snprintf(epoch, sizeof epoch, "%" PRId64,
+             g_get_real_time() / 1000 - chaos_now_us() / 1000);
+  setenv("CHAOS_EPOCH_MS", epoch, 1);
+  /* The runs of `make chaos` only (CHAOS_ALL=1): registered only then,
+   * and before the others, so that the partitioner's run is still the
+   * last and checks the split of CHAOS_SECONDS. */
+  if (chaos_all())
+    ZKT_SUITE("chaos more",
+              {"runner chaos keeps the promises", test_runner_chaos},
+              {"checker catches a runner ignoring LOST",
+               test_checker_catches_a_runner_ignoring_lost},
+              {"time lease chaos keeps the promises", test_timelease_chaos},
+              {"double barrier chaos keeps the promises", test_barrier_chaos});
   ZKT_SUITE("chaos", {"lock chaos keeps the promises", test_lock_chaos},
             {"election chaos keeps the promises", test_election_chaos},
             {"read-write lock and semaphore chaos keep the promises",
@@ -2084,6 +2681,16 @@ static void add_suites(void) {
              test_checker_catches_a_holder_ignoring_lost},
             {"checker catches a wrong side and a lease too many",
              test_checker_catches_a_wrong_side_and_a_lease_too_many},
+            {"time lease checker catches a slot taken early or kept late",
+             test_timelease_checker},
+            {"checker catches a lease kept past its end",
+             test_checker_catches_a_lease_kept_past_its_end},
+            {"double barrier checker catches an early entry and leave",
+             test_barrier_checker},
+            {"checker catches a member entering early",
+             test_checker_catches_an_early_entry},
+            {"checker catches a member leaving early",
+             test_checker_catches_a_member_leaving_early},
             {"partitioner chaos keeps the promises", test_partitioner_chaos},
             {"checker catches a partitioner member ignoring FAILURE",
              test_checker_catches_a_member_ignoring_failure});
