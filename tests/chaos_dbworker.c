@@ -58,62 +58,12 @@
 #include <zkrecipes.h>
 
 #include "chaos.h"
-
-static int log_fd = -1;
-static chaos_slot *slot, *slots;
-static volatile sig_atomic_t stopping;
-
-static void on_term(int sig) {
-  (void)sig;
-  stopping = 1;
-}
-
-/* One record: a single write() to an O_APPEND file (whole lines, also
- * from the callback thread and after a SIGKILL). */
-static void record(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static void record(const char *fmt, ...) {
-  char buf[512];
-  int n = snprintf(buf, sizeof buf, "%" PRId64 " ", chaos_now_us());
-  va_list ap;
-  va_start(ap, fmt);
-  n += vsnprintf(buf + n, sizeof buf - (size_t)n - 1, fmt, ap);
-  va_end(ap);
-  if (n > (int)sizeof buf - 2)
-    n = (int)sizeof buf - 2;
-  buf[n++] = '\n';
-  (void)!write(log_fd, buf, (size_t)n);
-}
-
-static void set_phase(int phase) {
-  __atomic_store_n(&slot->phase, phase, __ATOMIC_RELEASE);
-}
-
-static void progress(void) {
-  __atomic_store_n(&slot->progress_us, chaos_now_us(), __ATOMIC_RELEASE);
-}
-
-static int env_int(const char *name, int fallback) {
-  const char *v = getenv(name);
-  return v && *v ? atoi(v) : fallback;
-}
+#include "chaos_worker.h"
 
 static void on_session(zkrc_session *s, const zkrc_session_event *ev,
                        void *arg) {
   (void)arg;
-  clientid_t id;
-  int64_t sid = 0;
-  if (ev->type == ZKRC_SESSION_EVENT_CONNECTED &&
-      zkrc_session_client_id(s, &id) == ZKRC_OK) {
-    sid = id.client_id;
-    memcpy(slot->passwd, id.passwd, sizeof slot->passwd);
-  }
-  if (ev->type == ZKRC_SESSION_EVENT_CONNECTED ||
-      ev->type == ZKRC_SESSION_EVENT_LOST ||
-      ev->type == ZKRC_SESSION_EVENT_EXPIRED ||
-      ev->type == ZKRC_SESSION_EVENT_CLOSED)
-    __atomic_store_n(&slot->session_id, sid, __ATOMIC_RELEASE);
-  record("SESSION %s %" PRIx64, zkrc_session_event_name(ev->type),
-         (uint64_t)zkrc_session_id(s));
+  record_session_event(s, ev->type);
 }
 
 static void on_barrier(zkrc_double_barrier *b,
@@ -131,13 +81,8 @@ static void on_barrier(zkrc_double_barrier *b,
  * published, otherwise. */
 static int scan_rounds(int round, int count) {
   int n = 0, highest = 0;
-  for (int i = 0, empty = 0; i < CHAOS_MAX_INSTANCES && empty < 32; i++) {
-    chaos_slot *o = &slots[i];
-    if (__atomic_load_n(&o->pid, __ATOMIC_ACQUIRE) == 0) {
-      empty++;
-      continue;
-    }
-    empty = 0;
+  int i = 0;
+  for (chaos_slot *o = slot; o != NULL; o = next_other_worker(&i)) {
     if (o->kind != CHAOS_KIND_BARRIER)
       continue;
     int r = __atomic_load_n(&o->barrier_round, __ATOMIC_ACQUIRE);
@@ -162,29 +107,16 @@ static void cheat_enter(int round, int members, int ms) {
   }
   if (made)
     record("ENTERED %d 0", round);
-  __atomic_store_n(&slot->control_waiting, 0, __ATOMIC_RELEASE);
-  if (made || !stopping)
-    __atomic_add_fetch(made ? &slot->control_made : &slot->control_missed, 1,
-                       __ATOMIC_ACQ_REL);
-  record("CONTROL %s %d",
-         made       ? "made"
-         : stopping ? "stopped"
-                    : "missed",
-         round);
+  control_done(made ? 1 : stopping ? -1 : 0, round);
 }
 
 /* Is a member other than us in @p round, entered and not leaving yet (its
  * holding flag: set after its ENTERED record, cleared before its LEAVE
  * record)? */
 static int another_in(int round) {
-  for (int i = 0, empty = 0; i < CHAOS_MAX_INSTANCES && empty < 32; i++) {
-    chaos_slot *o = &slots[i];
-    if (__atomic_load_n(&o->pid, __ATOMIC_ACQUIRE) == 0) {
-      empty++;
-      continue;
-    }
-    empty = 0;
-    if (o != slot && o->kind == CHAOS_KIND_BARRIER &&
+  int i = 0;
+  for (chaos_slot *o; (o = next_other_worker(&i)) != NULL;) {
+    if (o->kind == CHAOS_KIND_BARRIER &&
         __atomic_load_n(&o->barrier_round, __ATOMIC_ACQUIRE) == round &&
         __atomic_load_n(&o->holding, __ATOMIC_ACQUIRE))
       return 1;
@@ -207,15 +139,7 @@ static void cheat_leave(int round, int ms) {
     record("LEFT %d 0", round);
     made = another_in(round);
   }
-  __atomic_store_n(&slot->control_waiting, 0, __ATOMIC_RELEASE);
-  if (made || !stopping)
-    __atomic_add_fetch(made ? &slot->control_made : &slot->control_missed, 1,
-                       __ATOMIC_ACQ_REL);
-  record("CONTROL %s %d",
-         made       ? "made"
-         : stopping ? "stopped"
-                    : "missed",
-         round);
+  control_done(made ? 1 : stopping ? -1 : 0, round);
 }
 
 /* Codes no fault can explain. */
@@ -329,16 +253,6 @@ static int run(const char *hosts, const char *path, int instance, int members,
   return status;
 }
 
-static chaos_slot *map_slots(const char *file) {
-  int fd = open(file, O_RDWR | O_CLOEXEC);
-  if (fd < 0)
-    return NULL;
-  void *p = mmap(NULL, sizeof(chaos_slot) * CHAOS_MAX_INSTANCES,
-                 PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-  close(fd);
-  return p == MAP_FAILED ? NULL : (chaos_slot *)p;
-}
-
 int main(int argc, char **argv) {
   if (argc < 9) {
     fprintf(stderr, "usage: chaos_dbworker INSTANCE HOSTS PATH STOREPORT KEY "
@@ -361,23 +275,9 @@ int main(int argc, char **argv) {
   if (members < 1 || instance < 0 || instance >= CHAOS_MAX_INSTANCES)
     return 2;
   zkrc_log_from_env();
-  log_fd = open(argv[6], O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-  slots = map_slots(argv[7]);
-  if (log_fd < 0 || slots == NULL) {
-    fprintf(stderr, "chaos_dbworker: %s / %s: %s\n", argv[6], argv[7],
-            strerror(errno));
-    return 2;
-  }
-  slot = slots + instance;
-  slot->kind = CHAOS_KIND_BARRIER;
-  __atomic_store_n(&slot->pid, (int32_t)getpid(), __ATOMIC_RELEASE);
-  progress();
-  struct sigaction sa;
-  memset(&sa, 0, sizeof sa);
-  sa.sa_handler = on_term;
-  sa.sa_flags = SA_RESTART;
-  sigaction(SIGTERM, &sa, NULL);
-  signal(SIGPIPE, SIG_IGN);
-  record("START %d", (int)getpid());
+  int started = chaos_worker_start("chaos_dbworker", argv[6], argv[7], instance,
+                                   CHAOS_KIND_BARRIER);
+  if (started != 0)
+    return started;
   return run(argv[2], argv[3], instance, members, cheat_ms, cheat_leave_ms);
 }

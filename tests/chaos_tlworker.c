@@ -57,48 +57,9 @@
 #include <zkrecipes.h>
 
 #include "chaos.h"
+#include "chaos_worker.h"
 
-static int log_fd = -1;
-static chaos_slot *slot, *slots;
-static volatile sig_atomic_t stopping;
 static int64_t epoch_ms; /* the lease clock's offset from CLOCK_MONOTONIC */
-
-static void on_term(int sig) {
-  (void)sig;
-  stopping = 1;
-}
-
-/* One record stamped @p t: a single write() to an O_APPEND file, so a
- * SIGKILL leaves whole lines. */
-static void record_at(int64_t t, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
-static void record_at(int64_t t, const char *fmt, ...) {
-  char buf[512];
-  int n = snprintf(buf, sizeof buf, "%" PRId64 " ", t);
-  va_list ap;
-  va_start(ap, fmt);
-  n += vsnprintf(buf + n, sizeof buf - (size_t)n - 1, fmt, ap);
-  va_end(ap);
-  if (n > (int)sizeof buf - 2)
-    n = (int)sizeof buf - 2;
-  buf[n++] = '\n';
-  (void)!write(log_fd, buf, (size_t)n);
-}
-
-#define record(...) record_at(chaos_now_us(), __VA_ARGS__)
-
-static void set_phase(int phase) {
-  __atomic_store_n(&slot->phase, phase, __ATOMIC_RELEASE);
-}
-
-static void progress(void) {
-  __atomic_store_n(&slot->progress_us, chaos_now_us(), __ATOMIC_RELEASE);
-}
-
-static int env_int(const char *name, int fallback) {
-  const char *v = getenv(name);
-  return v && *v ? atoi(v) : fallback;
-}
 
 static int64_t lease_clock(void *arg) {
   (void)arg;
@@ -113,32 +74,14 @@ static int64_t to_mono_us(int64_t lease_ms) {
 static void on_session(zkrc_session *s, const zkrc_session_event *ev,
                        void *arg) {
   (void)arg;
-  clientid_t id;
-  int64_t sid = 0;
-  if (ev->type == ZKRC_SESSION_EVENT_CONNECTED &&
-      zkrc_session_client_id(s, &id) == ZKRC_OK) {
-    sid = id.client_id;
-    memcpy(slot->passwd, id.passwd, sizeof slot->passwd);
-  }
-  if (ev->type == ZKRC_SESSION_EVENT_CONNECTED ||
-      ev->type == ZKRC_SESSION_EVENT_LOST ||
-      ev->type == ZKRC_SESSION_EVENT_EXPIRED ||
-      ev->type == ZKRC_SESSION_EVENT_CLOSED)
-    __atomic_store_n(&slot->session_id, sid, __ATOMIC_RELEASE);
-  record("SESSION %s %" PRIx64, zkrc_session_event_name(ev->type),
-         (uint64_t)zkrc_session_id(s));
+  record_session_event(s, ev->type);
 }
 
 /* Does another time lease worker claim lease slot @p ls right now? */
 static int another_holds(int ls) {
-  for (int i = 0, empty = 0; i < CHAOS_MAX_INSTANCES && empty < 32; i++) {
-    chaos_slot *o = &slots[i];
-    if (__atomic_load_n(&o->pid, __ATOMIC_ACQUIRE) == 0) {
-      empty++;
-      continue;
-    }
-    empty = 0;
-    if (o != slot && o->kind == CHAOS_KIND_TIMELEASE &&
+  int i = 0;
+  for (chaos_slot *o; (o = next_other_worker(&i)) != NULL;) {
+    if (o->kind == CHAOS_KIND_TIMELEASE &&
         __atomic_load_n(&o->holding, __ATOMIC_ACQUIRE) &&
         __atomic_load_n(&o->lease_slot, __ATOMIC_ACQUIRE) == ls)
       return 1;
@@ -163,11 +106,7 @@ static void overstay(int n, int ls, int ms) {
   }
   if (made)
     record("WORK %d", n);
-  __atomic_store_n(&slot->control_waiting, 0, __ATOMIC_RELEASE);
-  if (made || !stopping)
-    __atomic_add_fetch(made ? &slot->control_made : &slot->control_missed, 1,
-                       __ATOMIC_ACQ_REL);
-  record("CONTROL %s %d", made ? "made" : stopping ? "stopped" : "missed", n);
+  control_done(made ? 1 : stopping ? -1 : 0, n);
 }
 
 /* Work under lease @p n (slot @p ls) while the clock is more than
@@ -268,16 +207,6 @@ static int run(const char *hosts, const char *path, int count,
   return status;
 }
 
-static chaos_slot *map_slots(const char *file) {
-  int fd = open(file, O_RDWR | O_CLOEXEC);
-  if (fd < 0)
-    return NULL;
-  void *p = mmap(NULL, sizeof(chaos_slot) * CHAOS_MAX_INSTANCES,
-                 PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-  close(fd);
-  return p == MAP_FAILED ? NULL : (chaos_slot *)p;
-}
-
 int main(int argc, char **argv) {
   if (argc < 9) {
     fprintf(stderr, "usage: chaos_tlworker INSTANCE HOSTS PATH STOREPORT KEY "
@@ -300,23 +229,9 @@ int main(int argc, char **argv) {
     return 2;
   epoch_ms = strtoll(epoch, NULL, 10);
   zkrc_log_from_env();
-  log_fd = open(argv[6], O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-  slots = map_slots(argv[7]);
-  if (log_fd < 0 || slots == NULL) {
-    fprintf(stderr, "chaos_tlworker: %s / %s: %s\n", argv[6], argv[7],
-            strerror(errno));
-    return 2;
-  }
-  slot = slots + instance;
-  slot->kind = CHAOS_KIND_TIMELEASE;
-  __atomic_store_n(&slot->pid, (int32_t)getpid(), __ATOMIC_RELEASE);
-  progress();
-  struct sigaction sa;
-  memset(&sa, 0, sizeof sa);
-  sa.sa_handler = on_term;
-  sa.sa_flags = SA_RESTART;
-  sigaction(SIGTERM, &sa, NULL);
-  signal(SIGPIPE, SIG_IGN);
-  record("START %d", (int)getpid());
+  int started = chaos_worker_start("chaos_tlworker", argv[6], argv[7], instance,
+                                   CHAOS_KIND_TIMELEASE);
+  if (started != 0)
+    return started;
   return run(argv[2], argv[3], count, ignore_end_ms);
 }

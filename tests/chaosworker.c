@@ -86,13 +86,10 @@
 #include <zkrecipes.h>
 
 #include "chaos.h"
+#include "chaos_worker.h"
 #include "fenced-store.h"
 
-static int log_fd = -1;
-static chaos_slot *slot;
 static zkrc_session *session;
-static volatile sig_atomic_t stopping;
-static chaos_slot *slots;      /* every worker's: the controls look */
 static int ignore_lost_ms;     /* the control: see above */
 static int write_on_read_side; /* the read-write lock's control: above */
 static int read_only;          /* a reader only: above */
@@ -107,57 +104,12 @@ static pthread_cond_t leader_cv; /* on CLOCK_MONOTONIC: main() */
 static int leader_n;             /* leaderships told so far */
 static int64_t leader_token;     /* the token of the latest one */
 
-static void on_term(int sig) {
-  (void)sig;
-  stopping = 1;
-}
-
-/* One record: a single write() to an O_APPEND file, so records of several
- * threads never mix and a SIGKILL leaves whole lines. */
-static void record(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static void record(const char *fmt, ...) {
-  char buf[512];
-  int n = snprintf(buf, sizeof buf, "%" PRId64 " ", chaos_now_us());
-  va_list ap;
-  va_start(ap, fmt);
-  n += vsnprintf(buf + n, sizeof buf - (size_t)n - 1, fmt, ap);
-  va_end(ap);
-  if (n > (int)sizeof buf - 2)
-    n = (int)sizeof buf - 2;
-  buf[n++] = '\n';
-  (void)!write(log_fd, buf, (size_t)n);
-}
-
-static void set_phase(int phase) {
-  __atomic_store_n(&slot->phase, phase, __ATOMIC_RELEASE);
-}
-
-static void progress(void) {
-  __atomic_store_n(&slot->progress_us, chaos_now_us(), __ATOMIC_RELEASE);
-}
-
-static int env_int(const char *name, int fallback) {
-  const char *v = getenv(name);
-  return v && *v ? atoi(v) : fallback;
-}
-
 /* ------------------------------------------------------------ callbacks */
 
 static void on_session(zkrc_session *s, const zkrc_session_event *ev_,
                        void *arg) {
   zkrc_session_event_type ev = ev_->type;
-  clientid_t id;
-  int64_t sid = 0;
-  if (ev == ZKRC_SESSION_EVENT_CONNECTED &&
-      zkrc_session_client_id(s, &id) == ZKRC_OK) {
-    sid = id.client_id;
-    memcpy(slot->passwd, id.passwd, sizeof slot->passwd);
-  }
-  if (ev == ZKRC_SESSION_EVENT_CONNECTED || ev == ZKRC_SESSION_EVENT_LOST ||
-      ev == ZKRC_SESSION_EVENT_EXPIRED || ev == ZKRC_SESSION_EVENT_CLOSED)
-    __atomic_store_n(&slot->session_id, sid, __ATOMIC_RELEASE);
-  record("SESSION %s %" PRIx64, zkrc_session_event_name(ev),
-         (uint64_t)zkrc_session_id(s));
+  record_session_event(s, ev);
   if (ev == ZKRC_SESSION_EVENT_LOST) {
     /* The lease's own measure of this loss's delivery (its probe ran on
      * the executor before the listeners): every loss so far, summed. */
@@ -178,14 +130,9 @@ static void on_session(zkrc_session *s, const zkrc_session_event *ev_,
  * slots no worker has taken. */
 static int others_holding(int64_t above) {
   int n = 0;
-  for (int i = 0, empty = 0; i < CHAOS_MAX_INSTANCES && empty < 32; i++) {
-    chaos_slot *o = &slots[i];
-    if (__atomic_load_n(&o->pid, __ATOMIC_ACQUIRE) == 0) {
-      empty++;
-      continue;
-    }
-    empty = 0;
-    if (o != slot && o->kind == slot->kind &&
+  int i = 0;
+  for (chaos_slot *o; (o = next_other_worker(&i)) != NULL;) {
+    if (o->kind == slot->kind &&
         __atomic_load_n(&o->holding, __ATOMIC_ACQUIRE) &&
         __atomic_load_n(&o->token, __ATOMIC_ACQUIRE) > above)
       n++;
@@ -216,16 +163,7 @@ static int wait_for_others(int want, int64_t above, int ms) {
  * this record. */
 static void overstay(int want, int64_t above, int64_t token, int ms) {
   __atomic_store_n(&slot->control_waiting, 1, __ATOMIC_RELEASE);
-  int made = wait_for_others(want, above, ms);
-  __atomic_store_n(&slot->control_waiting, 0, __ATOMIC_RELEASE);
-  if (made >= 0)
-    __atomic_add_fetch(made ? &slot->control_made : &slot->control_missed, 1,
-                       __ATOMIC_ACQ_REL);
-  record("CONTROL %s %" PRId64,
-         made > 0 ? "made"
-         : made   ? "stopped"
-                  : "missed",
-         token);
+  control_done(wait_for_others(want, above, ms), token);
 }
 
 /* Does the worker claim the hold with @p token (not given back yet)? */
@@ -901,16 +839,6 @@ static int run(int instance, const char *hosts, const char *path, int port,
   return status;
 }
 
-static chaos_slot *map_slot(const char *file, int instance) {
-  int fd = open(file, O_RDWR | O_CLOEXEC);
-  if (fd < 0)
-    return NULL;
-  void *p = mmap(NULL, sizeof(chaos_slot) * CHAOS_MAX_INSTANCES,
-                 PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-  close(fd);
-  return p == MAP_FAILED ? NULL : (chaos_slot *)p + instance;
-}
-
 int main(int argc, char **argv) {
   if (argc < 8) {
     fprintf(stderr, "usage: chaosworker INSTANCE HOSTS PATH STOREPORT KEY "
@@ -957,26 +885,13 @@ int main(int argc, char **argv) {
   int instance = atoi(argv[1]);
   if (instance < 0 || instance >= CHAOS_MAX_INSTANCES)
     return 2;
-  log_fd = open(argv[6], O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-  slot = map_slot(argv[7], instance);
-  if (log_fd < 0 || slot == NULL) {
-    fprintf(stderr, "chaosworker: %s / %s: %s\n", argv[6], argv[7],
-            strerror(errno));
-    return 2;
-  }
-  slots = slot - instance;
-  slot->kind = partition_items > 0 ? CHAOS_KIND_PARTITION
-               : runner            ? CHAOS_KIND_RUNNER
-                                   : (int32_t)mode;
-  __atomic_store_n(&slot->pid, (int32_t)getpid(), __ATOMIC_RELEASE);
-  progress();
-  struct sigaction sa;
-  memset(&sa, 0, sizeof sa);
-  sa.sa_handler = on_term;
-  sa.sa_flags = SA_RESTART; /* the ZooKeeper client's threads see it too */
-  sigaction(SIGTERM, &sa, NULL);
-  signal(SIGPIPE, SIG_IGN);
-  record("START %d", (int)getpid());
+  int32_t kind = partition_items > 0 ? CHAOS_KIND_PARTITION
+                 : runner            ? CHAOS_KIND_RUNNER
+                                     : (int32_t)mode;
+  int started =
+      chaos_worker_start("chaosworker", argv[6], argv[7], instance, kind);
+  if (started != 0)
+    return started;
   side_seed = (unsigned)getpid() ^ (unsigned)chaos_now_us();
   if (partition_items > 0)
     return run_partitioner(instance, argv[2], argv[3], partition_items);
