@@ -2396,13 +2396,14 @@ static void test_timelease_chaos(void) {
   reset();
 }
 
-static gboolean a_tl_cheat_made(void) {
-  return cheats_made(M_TIMELEASE, NULL) > 0;
-}
+/* The recipe whose cheat a control waits for (wait_cheat_made). */
+static chaos_mode cheat_mode;
 
-static void wait_tl_cheat(void) {
+/* A control's set-up: wait (at most CONTROL_SETUP_MS) until a worker of
+ * cheat_mode made its cheat. */
+static void wait_cheat_made(void) {
   int64_t deadline = chaos_now_us() + (int64_t)CONTROL_SETUP_MS * 1000;
-  while (!a_tl_cheat_made() && chaos_now_us() < deadline)
+  while (cheats_made(cheat_mode, NULL) == 0 && chaos_now_us() < deadline)
     chaos_sleep(100);
 }
 
@@ -2414,7 +2415,8 @@ static void wait_tl_cheat(void) {
 static void test_checker_catches_a_lease_kept_past_its_end(void) {
   setup(timelease_only, 1, 0, NULL, NULL, 0);
   C.ignore_end = TRUE;
-  C.control = wait_tl_cheat;
+  cheat_mode = M_TIMELEASE;
+  C.control = wait_cheat_made;
   run_chaos();
   int missed, made = cheats_made(M_TIMELEASE, &missed);
   printf("chaos: control (takers working past their lease's end until "
@@ -2532,16 +2534,6 @@ static void test_barrier_chaos(void) {
   reset();
 }
 
-static gboolean a_db_cheat_made(void) {
-  return cheats_made(M_BARRIER, NULL) > 0;
-}
-
-static void wait_db_cheat(void) {
-  int64_t deadline = chaos_now_us() + (int64_t)CONTROL_SETUP_MS * 1000;
-  while (!a_db_cheat_made() && chaos_now_us() < deadline)
-    chaos_sleep(100);
-}
-
 /* The double barrier's control, live: a barrier of one member more than
  * the run has clients (no faults, so no client is replaced), which no
  * honest member can enter; one member reports ENTERED as soon as it sees
@@ -2550,7 +2542,8 @@ static void wait_db_cheat(void) {
 static void test_checker_catches_an_early_entry(void) {
   setup(barrier_only, 1, 0, NULL, NULL, 0);
   C.cheat_enter = TRUE;
-  C.control = wait_db_cheat;
+  cheat_mode = M_BARRIER;
+  C.control = wait_cheat_made;
   run_chaos();
   int missed, made = cheats_made(M_BARRIER, &missed);
   printf("chaos: control (a member reporting ENTERED once it sees N - 1 = "
@@ -2578,7 +2571,8 @@ static void test_checker_catches_an_early_entry(void) {
 static void test_checker_catches_a_member_leaving_early(void) {
   setup(barrier_only, 1, 0, NULL, NULL, 0);
   C.cheat_leave = TRUE;
-  C.control = wait_db_cheat;
+  cheat_mode = M_BARRIER;
+  C.control = wait_cheat_made;
   run_chaos();
   int missed, made = cheats_made(M_BARRIER, &missed);
   printf("chaos: control (a member reporting LEFT while it sees another "

@@ -108,6 +108,18 @@ static zkrc_lock *new_lock(zkrc_session *s, const char *path, seen *v,
   return lk;
 }
 
+/* A lock at @p path told into @p v (initialized here), acquired; its node
+ * in *@p node (free() it). */
+static zkrc_lock *held_lock(zkrc_session *s, const char *path, seen *v,
+                            int revocable, char **node) {
+  seen_init(v);
+  zkrc_lock *lk = new_lock(s, path, v, revocable);
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_lock_acquire(lk, STEP_MS));
+  *node = NULL;
+  ZKT_ASSERT_RC(ZKRC_OK, zkrc_lock_node(lk, node));
+  return lk;
+}
+
 /* ------------------------------------------------------------- tests */
 
 /* A revocable holder is told each request (its node and token), keeps the
@@ -172,15 +184,9 @@ static void test_not_revocable_ignores(void) {
   zkrc_session *asker = zkt_session();
   zhandle_t *zh = zkt_raw();
   seen plain, control;
-  seen_init(&plain);
-  seen_init(&control);
-  zkrc_lock *lk = new_lock(s, path, &plain, 0);
-  zkrc_lock *other = new_lock(s, other_path, &control, 1);
-  ZKT_ASSERT_RC(ZKRC_OK, zkrc_lock_acquire(lk, STEP_MS));
-  ZKT_ASSERT_RC(ZKRC_OK, zkrc_lock_acquire(other, STEP_MS));
-  char *node = NULL, *other_node = NULL;
-  ZKT_ASSERT_RC(ZKRC_OK, zkrc_lock_node(lk, &node));
-  ZKT_ASSERT_RC(ZKRC_OK, zkrc_lock_node(other, &other_node));
+  char *node, *other_node;
+  zkrc_lock *lk = held_lock(s, path, &plain, 0, &node);
+  zkrc_lock *other = held_lock(s, other_path, &control, 1, &other_node);
 
   ZKT_ASSERT_RC(ZKRC_OK, zkrc_lock_revoke(asker, node, STEP_MS));
   ZKT_ASSERT_RC(ZKRC_OK, zkrc_lock_revoke(asker, other_node, STEP_MS));
@@ -426,16 +432,10 @@ static void test_told_after_reconnect(void) {
   zkrc_session *s = zkt_session_with(3 * ZKT_SESSION_TIMEOUT_MS, 0);
   zkrc_session *asker = zkt_direct_session();
   seen v, cv;
-  seen_init(&v);
-  seen_init(&cv);
-  zkrc_lock *lk = new_lock(s, path, &v, 1);
-  zkrc_lock *control = new_lock(s, control_path, &cv, 1);
-  ZKT_ASSERT_RC(ZKRC_OK, zkrc_lock_acquire(lk, STEP_MS));
-  ZKT_ASSERT_RC(ZKRC_OK, zkrc_lock_acquire(control, STEP_MS));
-  char *node = NULL, *control_node = NULL;
+  char *node, *control_node;
+  zkrc_lock *lk = held_lock(s, path, &v, 1, &node);
+  zkrc_lock *control = held_lock(s, control_path, &cv, 1, &control_node);
   int64_t token = 0;
-  ZKT_ASSERT_RC(ZKRC_OK, zkrc_lock_node(lk, &node));
-  ZKT_ASSERT_RC(ZKRC_OK, zkrc_lock_node(control, &control_node));
   ZKT_ASSERT_RC(ZKRC_OK, zkrc_lock_token(lk, &token));
   int64_t session_id = zkrc_session_id(s);
 

@@ -378,6 +378,21 @@ static void test_runs_while_held(void) {
   fixture_close(&f);
 }
 
+/* The end of a case of two runners at @p path: both freed, nothing left
+ * under it, the rest given back. */
+static void two_runners_done(worker *a, worker *b, turns *t, zhandle_t *zh,
+                             char *path, GArray *partitions) {
+  zkrc_runner_free(a->r);
+  zkrc_runner_free(b->r);
+  CU_ASSERT(zkt_wait_children_or_gone(zh, path, 0, 3 * STEP));
+  zookeeper_close(zh);
+  g_array_free(partitions, TRUE);
+  worker_clear(a);
+  worker_clear(b);
+  turns_clear(t);
+  g_free(path);
+}
+
 /* Runner A (through the proxy) runs; B (direct) waits its turn, both of
  * @p kind.  The proxy goes black: A's cancellation must fire (LOST) before
  * B's function starts (for an election: before B is elected), judged by
@@ -426,15 +441,7 @@ static void partition_case(int control, zkrc_runner_kind kind) {
     const zkrc_runner_event *ev = event_of(&a, ZKRC_RUNNER_LOST);
     CU_ASSERT(ev && ev->reason == reason);
   }
-  zkrc_runner_free(a.r);
-  zkrc_runner_free(b.r);
-  CU_ASSERT(zkt_wait_children_or_gone(zh, path, 0, 3 * STEP));
-  zookeeper_close(zh);
-  g_array_free(partitions, TRUE);
-  worker_clear(&a);
-  worker_clear(&b);
-  turns_clear(&t);
-  g_free(path);
+  two_runners_done(&a, &b, &t, zh, path, partitions);
   zkrc_session_close(sb);
   zkrc_session_close(sa);
 }
@@ -502,15 +509,7 @@ static void test_lost_after_cancel(void) {
                    ev->reason == ZKRC_ESESSIONEXPIRED));
   ev = event_of(&a, ZKRC_RUNNER_CANCELLED);
   CU_ASSERT(ev && ev->reason == ZKRC_ECANCELED);
-  zkrc_runner_free(a.r);
-  zkrc_runner_free(b.r);
-  CU_ASSERT(zkt_wait_children_or_gone(zh, path, 0, 3 * STEP));
-  zookeeper_close(zh);
-  g_array_free(partitions, TRUE);
-  worker_clear(&a);
-  worker_clear(&b);
-  turns_clear(&t);
-  g_free(path);
+  two_runners_done(&a, &b, &t, zh, path, partitions);
   zkrc_session_close(sb);
   zkrc_session_close(sa);
 }

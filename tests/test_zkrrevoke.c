@@ -66,6 +66,28 @@ static char *contender(zkrc_session *s, const char *path, size_t nth) {
   return node;
 }
 
+/* `zkr lock -v [--format FORMAT] --revocable PATH -- sleep 60', once it
+ * runs COMMAND (a request before that: not started, status 1); its node,
+ * the lock's first contender, in *@p node (g_free it). */
+static proc *revocable_holder(zkrc_session *s, const char *path,
+                              const char *format, char **node) {
+  const char *lock_args[10];
+  int n = 0;
+  lock_args[n++] = "-v";
+  if (format) {
+    lock_args[n++] = "--format";
+    lock_args[n++] = format;
+  }
+  const char *rest[] = {"--revocable", path, "--", "sleep", "60", NULL};
+  for (size_t i = 0; i < G_N_ELEMENTS(rest); i++)
+    lock_args[n++] = rest[i];
+  proc *holder = zkr_start("lock", lock_args);
+  CU_ASSERT_FATAL(proc_wait_text(holder, 1, "running sleep", STEP_MS));
+  *node = contender(s, path, 0);
+  CU_ASSERT_PTR_NOT_NULL_FATAL(*node);
+  return holder;
+}
+
 /* COMMAND gets the lost signal at `zkr revoke LOCKPATH' (which prints the
  * node it asked); zkr lock exits with COMMAND's status (143: SIGTERM) and
  * the lock is free. */
@@ -73,13 +95,8 @@ static void test_command_stopped(void) {
   char *path = zkt_path("zkr-revoke-command");
   zkrc_session *s = zkt_session();
   zhandle_t *zh = zkt_raw();
-  const char *lock_args[] = {"-v",    "--revocable", path, "--",
-                             "sleep", "60",          NULL};
-  proc *holder = zkr_start("lock", lock_args);
-  /* Running COMMAND (a request before it starts: not started, status 1). */
-  CU_ASSERT_FATAL(proc_wait_text(holder, 1, "running sleep", STEP_MS));
-  char *node = contender(s, path, 0);
-  CU_ASSERT_PTR_NOT_NULL_FATAL(node);
+  char *node = NULL;
+  proc *holder = revocable_holder(s, path, NULL, &node);
 
   char *out = NULL;
   const char *args[] = {path, NULL};
@@ -232,13 +249,8 @@ static void test_curator_revoker(void) {
   char *path = zkt_path("zkr-revoke-by-curator");
   zkrc_session *s = zkt_session();
   zhandle_t *zh = zkt_raw();
-  const char *lock_args[] = {"-v",    "--revocable", path, "--",
-                             "sleep", "60",          NULL};
-  proc *holder = zkr_start("lock", lock_args);
-  /* Running COMMAND (a request before it starts: not started, status 1). */
-  CU_ASSERT_FATAL(proc_wait_text(holder, 1, "running sleep", STEP_MS));
-  char *node = contender(s, path, 0);
-  CU_ASSERT_PTR_NOT_NULL_FATAL(node);
+  char *node = NULL;
+  proc *holder = revocable_holder(s, path, NULL, &node);
   peer *p = curator_class_peer("curator-revoker", REVOKE_PEER, "revoke", node,
                                (char *)NULL);
   CU_ASSERT_PTR_NOT_NULL_FATAL(p);
@@ -267,12 +279,8 @@ static void test_kazoo_format(void) {
   char *path = zkt_path("zkr-lock-kazoo");
   zkrc_session *s = zkt_session();
   zhandle_t *zh = zkt_raw();
-  const char *lock_args[] = {"-v", "--format", "kazoo", "--revocable", path,
-                             "--", "sleep",    "60",    NULL};
-  proc *holder = zkr_start("lock", lock_args);
-  CU_ASSERT_FATAL(proc_wait_text(holder, 1, "running sleep", STEP_MS));
-  char *node = contender(s, path, 0);
-  CU_ASSERT_PTR_NOT_NULL_FATAL(node);
+  char *node = NULL;
+  proc *holder = revocable_holder(s, path, "kazoo", &node);
   CU_ASSERT_PTR_NOT_NULL(strstr(node, "-__lock__"));
   const char *args[] = {path, NULL};
   CU_ASSERT_EQUAL(zkr_revoke(args, NULL), 0);
